@@ -1,0 +1,132 @@
+#pragma once
+// Typed, validated configuration of rocedpd. config/ depends on nothing else of ours:
+// the other layers read these plain structs. Parsing and validation live in config.cpp.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rocedp::config {
+
+struct MacAddress {
+  std::array<uint8_t, 6> bytes{};
+  bool operator==(const MacAddress&) const = default;
+};
+
+// IPv4 addresses are kept in host byte order; 10.0.0.1 is 0x0a000001.
+struct Ipv4Address {
+  uint32_t value = 0;
+  bool operator==(const Ipv4Address&) const = default;
+};
+
+struct StaticNeighbour {
+  Ipv4Address ip;
+  MacAddress mac;
+};
+
+// Impairments applied by pmd/ to one port's traffic (tests, chaos runs). All off by default.
+struct FaultConfig {
+  enum class Direction { kRx, kTx, kBoth };
+  Direction direction = Direction::kRx;
+  double drop_pct = 0;        // 0..100: frame silently discarded
+  double duplicate_pct = 0;   // 0..100: frame delivered twice
+  double corrupt_pct = 0;     // 0..100: one random byte flipped
+  uint32_t reorder_window = 0;  // 0 = off; else frames are shuffled within windows of this many
+  uint32_t delay_us = 0;      // every frame held this long before delivery
+  uint64_t seed = 1;          // PRNG seed, so a failing chaos run can be replayed
+  bool enabled() const {
+    return drop_pct > 0 || duplicate_pct > 0 || corrupt_pct > 0 || reorder_window > 0 ||
+           delay_us > 0;
+  }
+};
+
+struct PortConfig {
+  std::string name;     // our name for the port, unique
+  std::string devargs;  // a vdev ("net_memif0,role=server,socket=/tmp/m.sock") or a PCI address
+  std::optional<MacAddress> mac;  // unset: keep the device's MAC
+  Ipv4Address address;
+  uint8_t prefix_len = 24;
+  uint16_t mtu = 1500;
+  std::vector<StaticNeighbour> neighbours;
+  FaultConfig fault;
+};
+
+struct EalConfig {
+  std::vector<unsigned> lcores{0, 1};
+  unsigned main_lcore = 0;
+  unsigned memory_mb = 256;
+  bool hugepages = false;  // false: --no-huge
+  std::string file_prefix = "rocedp";
+  std::vector<std::string> extra_args;
+};
+
+struct DataplaneConfig {
+  std::vector<unsigned> lcores{1};  // polling lcores; each must be in eal.lcores and not main
+  uint16_t burst_size = 32;
+  uint16_t rx_ring_size = 1024;    // descriptors per RX queue
+  uint16_t tx_ring_size = 1024;    // descriptors per TX queue
+  uint32_t control_ring_size = 1024;  // entries of each control<->lcore rte_ring (power of two)
+  uint32_t mbuf_count = 16383;
+  uint32_t mbuf_cache_size = 256;
+};
+
+struct ControlConfig {
+  std::optional<unsigned> lcore;  // unset: an unpinned thread
+  uint32_t arp_retry_ms = 200;    // time between ARP requests for an unresolved peer
+  uint32_t arp_retries = 5;       // requests before a peer is declared unreachable
+  uint32_t neighbour_expiry_s = 300;  // learned entries expire after this long
+};
+
+struct TelemetryConfig {
+  bool enabled = true;
+  uint32_t stats_interval_ms = 100;  // how often control asks the cores for a stats snapshot
+};
+
+struct LoggingConfig {
+  enum class Level { kError, kWarning, kInfo, kDebug };
+  Level level = Level::kInfo;
+  std::optional<std::string> file;  // unset: stderr
+};
+
+struct Config {
+  std::string source;  // file the configuration came from
+  EalConfig eal;
+  std::vector<PortConfig> ports;
+  DataplaneConfig dataplane;
+  ControlConfig control;
+  TelemetryConfig telemetry;
+  LoggingConfig logging;
+};
+
+// A rejected configuration: where (file, 1-based line and column, key path such as
+// "ports[1].address") and why. what() is "file:line:column: key: reason".
+class ConfigError : public std::runtime_error {
+ public:
+  ConfigError(std::string file, int line, int column, std::string key, std::string reason);
+  const std::string& file() const { return file_; }
+  int line() const { return line_; }
+  int column() const { return column_; }
+  const std::string& key() const { return key_; }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string file_;
+  int line_;
+  int column_;
+  std::string key_;
+  std::string reason_;
+};
+
+// Reads and validates a YAML file. Throws ConfigError (also for an unreadable file).
+Config load_file(const std::string& path);
+// Parses and validates YAML text; `source` names it in errors.
+Config parse(std::string_view yaml, const std::string& source);
+
+std::string format_mac(const MacAddress& mac);
+std::string format_ipv4(Ipv4Address ip);
+
+}  // namespace rocedp::config
