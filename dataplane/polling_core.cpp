@@ -1,0 +1,401 @@
+#include "dataplane/polling_core.hpp"
+
+#include <rte_arp.h>
+#include <rte_byteorder.h>
+#include <rte_cycles.h>
+#include <rte_ip.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+#include <rte_udp.h>
+
+#include <cassert>
+#include <cstring>
+
+#include "dataplane/qpn_map.hpp"
+#include "pmd/port.hpp"
+#include "pmd/rx_dispatch.hpp"
+
+namespace rocedp::dataplane {
+namespace {
+
+constexpr uint16_t kRoceUdpPort = 4791;  // IANA, RoCEv2 (IBTA Annex A17.2)
+constexpr uint16_t kBthSize = 12;
+
+void set_kind(rte_mbuf* m, FrameKind kind) { m->hash.usr = static_cast<uint32_t>(kind); }
+
+uint64_t pack_mac(const uint8_t mac[6]) {
+  uint64_t v = 0;
+  for (int i = 0; i < 6; ++i) v = (v << 8) | mac[i];
+  return v;
+}
+
+void unpack_mac(uint64_t v, uint8_t mac[6]) {
+  for (int i = 5; i >= 0; --i) {
+    mac[i] = static_cast<uint8_t>(v & 0xFF);
+    v >>= 8;
+  }
+}
+
+}  // namespace
+
+FrameKind frame_kind(const rte_mbuf* m) { return static_cast<FrameKind>(m->hash.usr & 0xFF); }
+
+PollingCore::PollingCore(uint16_t index, unsigned lcore_id, uint16_t burst_size,
+                         pmd::RxDispatch& dispatch, CoreChannel& channel,
+                         uint32_t neighbour_capacity)
+    : index_(index),
+      n_cores_(dispatch.core_count()),
+      lcore_id_(lcore_id),
+      burst_(burst_size == 0 ? 1 : (burst_size > kMaxBurst ? kMaxBurst : burst_size)),
+      dispatch_(dispatch),
+      channel_(channel),
+      neighbours_(neighbour_capacity) {
+  stats_.core_index = index;
+  stats_.lcore_id = lcore_id;
+  slot_of_port_.fill(-1);
+}
+
+void PollingCore::assert_lcore() const { assert(rte_lcore_id() == lcore_id_); }
+
+int PollingCore::lcore_main(void* arg) {
+  static_cast<PollingCore*>(arg)->run_lc();
+  return 0;
+}
+
+void PollingCore::run_lc() {
+  assert_lcore();
+  uint64_t last = rte_rdtsc();
+  while (!stop_) {
+    const bool busy = poll_once();
+    const uint64_t now = rte_rdtsc();
+    // Cycles of one iteration go to busy when any poller did work (SPDK reactor accounting).
+    (busy ? stats_.busy_cycles : stats_.idle_cycles) += now - last;
+    last = now;
+  }
+}
+
+bool PollingCore::poll_once() {
+  assert_lcore();
+  bool work = false;
+  rte_mbuf* pkts[kMaxBurst];
+  rte_mbuf* local[kMaxBurst];
+
+  // 1. Our RX queues.
+  for (unsigned s = 0; s < n_attached_; ++s) {
+    AttachedPort& ap = ports_[s];
+    const uint16_t n = ap.port->rx_burst(ap.queue, pkts, burst_);
+    if (n == 0) continue;
+    work = true;
+    stats_.rx_packets += n;
+    uint64_t bytes = 0;
+    for (uint16_t i = 0; i < n; ++i) bytes += rte_pktmbuf_pkt_len(pkts[i]);
+    stats_.rx_bytes += bytes;
+    const uint16_t n_local = dispatch_.dispatch(index_, pkts, n, &PollingCore::classify, this, local);
+    handle_local_lc(local, n_local);
+  }
+
+  // 2. Frames other cores handed to us (already classified by them).
+  const uint16_t n_in = dispatch_.receive(index_, pkts, burst_);
+  if (n_in > 0) {
+    work = true;
+    stats_.handoff_in += n_in;
+    handle_local_lc(pkts, n_in);
+  }
+
+  // 3. Control requests, bounded so control traffic never starves the pollers.
+  const unsigned n_req = channel_.process_requests_lc(this, kRequestBatch);
+  if (n_req > 0) {
+    work = true;
+    stats_.requests += n_req;
+  }
+
+  // 4. One TX burst per port for everything the pollers above produced.
+  if (flush_tx_lc()) work = true;
+
+  stats_.polls++;
+  if (work) stats_.busy_polls++;
+  return work;
+}
+
+uint16_t PollingCore::classify(void* ctx, rte_mbuf* m) {
+  return static_cast<PollingCore*>(ctx)->classify_lc(m);
+}
+
+// Cheap header peek that only decides the owner; the owner parses and checks fully (the RoCEv2
+// parser with its ICRC check runs on the core that owns the QP). Frames whose headers are not in
+// the first segment are not ours to route: every PMD we use delivers headers contiguously.
+uint16_t PollingCore::classify_lc(rte_mbuf* m) {
+  const int slot = m->port < RTE_MAX_ETHPORTS ? slot_of_port_[m->port] : -1;
+  const uint32_t len = rte_pktmbuf_data_len(m);
+  if (slot < 0) {
+    stats_.drops[drop_index(CoreDrop::kNotForUs)]++;
+    return pmd::RxDispatch::kDrop;
+  }
+  const AttachedPort& ap = ports_[slot];
+  if (len < sizeof(rte_ether_hdr)) {
+    stats_.drops[drop_index(wire::DropReason::kEthTooShort)]++;
+    return pmd::RxDispatch::kDrop;
+  }
+  const auto* eth = rte_pktmbuf_mtod(m, const rte_ether_hdr*);
+  const uint16_t ether_type = rte_be_to_cpu_16(eth->ether_type);
+
+  // ARP and ICMP first: dataplane/arp_icmp validates and decides (answer here, learn on control).
+  switch (classify_arp_icmp(m, ap.local, &stats_.arp_icmp)) {
+    case ArpIcmpClass::kAnswerLocally:
+      set_kind(m, FrameKind::kAnswerLocally);
+      return index_;
+    case ArpIcmpClass::kToControl:
+      set_kind(m, FrameKind::kArpToControl);
+      stats_.to_control++;
+      return n_cores_;
+    case ArpIcmpClass::kDrop:  // counted in stats_.arp_icmp by reason
+      return pmd::RxDispatch::kDrop;
+    case ArpIcmpClass::kNotArpIcmp:
+      break;
+  }
+
+  if (!rte_is_same_ether_addr(&eth->dst_addr, &ap.mac) && !rte_is_broadcast_ether_addr(&eth->dst_addr)) {
+    stats_.drops[drop_index(CoreDrop::kNotForUs)]++;
+    return pmd::RxDispatch::kDrop;
+  }
+  if (ether_type != RTE_ETHER_TYPE_IPV4) {
+    stats_.drops[drop_index(CoreDrop::kUnsupported)]++;
+    return pmd::RxDispatch::kDrop;
+  }
+  if (len < sizeof(rte_ether_hdr) + sizeof(rte_ipv4_hdr)) {
+    stats_.drops[drop_index(wire::DropReason::kIpTooShort)]++;
+    return pmd::RxDispatch::kDrop;
+  }
+  const auto* ip = reinterpret_cast<const rte_ipv4_hdr*>(eth + 1);
+  if (ip->dst_addr != ap.ip_be) {
+    stats_.drops[drop_index(CoreDrop::kNotForUs)]++;
+    return pmd::RxDispatch::kDrop;
+  }
+  const uint32_t ihl = static_cast<uint32_t>(ip->version_ihl & 0x0F) * 4;
+  if (ip->next_proto_id == IPPROTO_UDP && ihl >= sizeof(rte_ipv4_hdr) &&
+      len >= sizeof(rte_ether_hdr) + ihl + sizeof(rte_udp_hdr)) {
+    const auto* udp = reinterpret_cast<const rte_udp_hdr*>(reinterpret_cast<const uint8_t*>(ip) + ihl);
+    if (rte_be_to_cpu_16(udp->dst_port) == kRoceUdpPort) {
+      if (len < sizeof(rte_ether_hdr) + ihl + sizeof(rte_udp_hdr) + kBthSize) {
+        stats_.drops[drop_index(wire::DropReason::kBthTooShort)]++;
+        return pmd::RxDispatch::kDrop;
+      }
+      const uint8_t* bth = reinterpret_cast<const uint8_t*>(udp + 1);
+      // BTH bytes 5..7: DestQP (IBTA 9.2, Table 10).
+      const uint32_t qpn = (uint32_t{bth[5]} << 16) | (uint32_t{bth[6]} << 8) | bth[7];
+      if (qpn_is_control(qpn)) {
+        set_kind(m, FrameKind::kCm);
+        stats_.to_control++;
+        return n_cores_;
+      }
+      const uint32_t core = qpn_core(qpn);
+      if (core >= n_cores_) {
+        stats_.drops[drop_index(CoreDrop::kQpnCoreOutOfRange)]++;
+        return pmd::RxDispatch::kDrop;
+      }
+      set_kind(m, FrameKind::kRoce);
+      return static_cast<uint16_t>(core);
+    }
+  }
+  stats_.drops[drop_index(CoreDrop::kUnsupported)]++;
+  return pmd::RxDispatch::kDrop;
+}
+
+void PollingCore::handle_local_lc(rte_mbuf** pkts, uint16_t n) {
+  for (uint16_t i = 0; i < n; ++i) {
+    if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
+    rte_mbuf* m = pkts[i];
+    switch (frame_kind(m)) {
+      case FrameKind::kAnswerLocally: {
+        const int slot = slot_of_port_[m->port];
+        // The reply is built in the received mbuf and leaves on the queue it came in on.
+        if (slot >= 0 && answer_locally(m, ports_[slot].local, &stats_.arp_icmp, nullptr)) {
+          send_lc(m->port, m);
+        } else {
+          rte_pktmbuf_free(m);  // counted by answer_locally (or the port left meanwhile)
+        }
+        break;
+      }
+      case FrameKind::kRoce:
+        // No QP exists yet (the RC transport is a later issue): every data QPN is unknown here.
+        drop_lc(m, drop_index(CoreDrop::kUnknownQpn));
+        break;
+      default:
+        drop_lc(m, drop_index(CoreDrop::kUnsupported));
+        break;
+    }
+  }
+}
+
+void PollingCore::drop_lc(rte_mbuf* m, std::size_t idx) {
+  stats_.drops[idx]++;
+  rte_pktmbuf_free(m);
+}
+
+void PollingCore::send_lc(uint16_t port_id, rte_mbuf* m) {
+  const int slot = port_id < RTE_MAX_ETHPORTS ? slot_of_port_[port_id] : -1;
+  if (slot < 0) {
+    drop_lc(m, drop_index(CoreDrop::kNoTxQueue));
+    return;
+  }
+  AttachedPort& ap = ports_[slot];
+  if (ap.tx_count == kMaxBurst) {
+    flush_tx_lc();
+  }
+  ap.tx[ap.tx_count++] = m;
+}
+
+bool PollingCore::flush_tx_lc() {
+  bool sent_any = false;
+  for (unsigned s = 0; s < n_attached_; ++s) {
+    AttachedPort& ap = ports_[s];
+    if (ap.tx_count == 0) continue;
+    uint64_t bytes = 0;
+    for (uint16_t i = 0; i < ap.tx_count; ++i) bytes += rte_pktmbuf_pkt_len(ap.tx[i]);
+    const uint16_t sent = ap.port->tx_burst(ap.queue, ap.tx, ap.tx_count);
+    for (uint16_t i = sent; i < ap.tx_count; ++i) {
+      bytes -= rte_pktmbuf_pkt_len(ap.tx[i]);
+      drop_lc(ap.tx[i], drop_index(CoreDrop::kNoTxRoom));
+    }
+    stats_.tx_packets += sent;
+    stats_.tx_bytes += bytes;
+    ap.tx_count = 0;
+    sent_any = true;
+  }
+  return sent_any;
+}
+
+void PollingCore::detach_slot_lc(unsigned slot) {
+  AttachedPort& ap = ports_[slot];
+  for (uint16_t i = 0; i < ap.tx_count; ++i) drop_lc(ap.tx[i], drop_index(CoreDrop::kStopFlush));
+  ap.tx_count = 0;
+  slot_of_port_[ap.port_id] = -1;
+  // Keep the slots dense: the last one moves into the hole.
+  const unsigned last = n_attached_ - 1;
+  if (slot != last) {
+    ports_[slot] = ports_[last];
+    slot_of_port_[ports_[slot].port_id] = static_cast<int8_t>(slot);
+  }
+  ports_[last] = AttachedPort{};
+  n_attached_--;
+  stats_.attached_queues = n_attached_;
+}
+
+unsigned PollingCore::drain_after_stop() {
+  unsigned freed = 0;
+  rte_mbuf* pkts[kMaxBurst];
+  for (;;) {
+    const uint16_t n = dispatch_.receive(index_, pkts, kMaxBurst);
+    if (n == 0) break;
+    for (uint16_t i = 0; i < n; ++i) rte_pktmbuf_free(pkts[i]);
+    freed += n;
+  }
+  return freed;
+}
+
+// ---- request handlers: run on the owning lcore from process_requests_lc() ----
+
+void PollingCore::on_attach_port(CoreMessage& msg, void* c) {
+  auto& core = *static_cast<PollingCore*>(c);
+  auto* port = static_cast<pmd::Port*>(msg.arg);
+  const auto queue = static_cast<uint16_t>(msg.data[0]);
+  if (port->id() >= RTE_MAX_ETHPORTS || core.slot_of_port_[port->id()] >= 0) {
+    msg.result = -EEXIST;
+    return;
+  }
+  if (core.n_attached_ == kMaxPorts) {
+    msg.result = -ENOSPC;
+    return;
+  }
+  const unsigned slot = core.n_attached_;
+  AttachedPort& ap = core.ports_[slot];
+  ap = AttachedPort{};
+  ap.port = port;
+  ap.port_id = port->id();
+  ap.queue = queue;
+  ap.ip_be = rte_cpu_to_be_32(port->address().value);
+  const config::MacAddress mac = port->mac();
+  std::memcpy(ap.mac.addr_bytes, mac.bytes.data(), 6);
+  ap.local.mac = mac;
+  ap.local.ip = port->address();
+  ap.local.prefix_len = port->prefix_len();
+  core.slot_of_port_[ap.port_id] = static_cast<int8_t>(slot);
+  core.n_attached_++;
+  core.stats_.attached_queues = core.n_attached_;
+  msg.result = 0;
+}
+
+void PollingCore::on_detach_port(CoreMessage& msg, void* c) {
+  auto& core = *static_cast<PollingCore*>(c);
+  const auto port_id = static_cast<uint16_t>(msg.data[0]);
+  const int slot = port_id < RTE_MAX_ETHPORTS ? core.slot_of_port_[port_id] : -1;
+  if (slot < 0) {
+    msg.result = -ENOENT;
+    return;
+  }
+  // Whatever is buffered for this port goes out now, while the port still runs.
+  core.flush_tx_lc();
+  core.detach_slot_lc(static_cast<unsigned>(slot));
+  msg.result = 0;
+}
+
+void PollingCore::on_snapshot(CoreMessage& msg, void* c) {
+  auto& core = *static_cast<PollingCore*>(c);
+  core.stats_.drops[drop_index(CoreDrop::kHandoffRingFull)] = core.dispatch_.ring_full_drops(core.index_);
+  core.stats_.handoff_out = core.dispatch_.forwarded(core.index_);
+  *static_cast<CoreStats*>(msg.arg) = core.stats_;
+  msg.result = 0;
+}
+
+void PollingCore::on_transmit(CoreMessage& msg, void* c) {
+  auto& core = *static_cast<PollingCore*>(c);
+  const auto port_id = static_cast<uint16_t>(msg.data[0]);
+  const bool attached = port_id < RTE_MAX_ETHPORTS && core.slot_of_port_[port_id] >= 0;
+  core.send_lc(port_id, static_cast<rte_mbuf*>(msg.arg));
+  msg.result = attached ? 0 : -ENODEV;
+}
+
+void PollingCore::on_stop(CoreMessage& msg, void* c) {
+  auto& core = *static_cast<PollingCore*>(c);
+  core.flush_tx_lc();
+  while (core.n_attached_ > 0) core.detach_slot_lc(core.n_attached_ - 1);
+  core.stop_ = true;
+  msg.result = 0;
+}
+
+void PollingCore::on_neighbour(CoreMessage& msg, void* c) {
+  auto& core = *static_cast<PollingCore*>(c);
+  NeighbourUpdate u;
+  u.ip.value = static_cast<uint32_t>(msg.data[0]);
+  unpack_mac(msg.data[1], u.mac.bytes.data());
+  u.remove = msg.data[2] != 0;
+  msg.result = core.neighbours_.apply_st(u) ? 0 : -ENOSPC;
+  core.stats_.neighbours = core.neighbours_.size();
+}
+
+// ---- control-thread helpers ----
+namespace core_requests {
+
+bool attach_port(CoreChannel& ch, pmd::Port* port, uint16_t queue, CoreMessage::DoneFn done, void* ctx) {
+  return ch.call(&PollingCore::on_attach_port, port, done, ctx, queue);
+}
+bool detach_port(CoreChannel& ch, uint16_t port_id, CoreMessage::DoneFn done, void* ctx) {
+  return ch.call(&PollingCore::on_detach_port, nullptr, done, ctx, port_id);
+}
+bool snapshot(CoreChannel& ch, CoreStats* out, CoreMessage::DoneFn done, void* ctx) {
+  return ch.call(&PollingCore::on_snapshot, out, done, ctx);
+}
+bool transmit(CoreChannel& ch, uint16_t port_id, rte_mbuf* m, CoreMessage::DoneFn done, void* ctx) {
+  return ch.call(&PollingCore::on_transmit, m, done, ctx, port_id);
+}
+bool stop(CoreChannel& ch, CoreMessage::DoneFn done, void* ctx) {
+  return ch.call(&PollingCore::on_stop, nullptr, done, ctx);
+}
+bool neighbour_update(CoreChannel& ch, const NeighbourUpdate& update, CoreMessage::DoneFn done, void* ctx) {
+  return ch.call(&PollingCore::on_neighbour, nullptr, done, ctx, update.ip.value,
+                 pack_mac(update.mac.bytes.data()), update.remove ? 1 : 0);
+}
+
+}  // namespace core_requests
+}  // namespace rocedp::dataplane

@@ -1,0 +1,165 @@
+#pragma once
+// One polling lcore: its RX/TX queues, its handoff ring, its control channel, its counters, all in
+// one cache-aligned object touched by that lcore only (CONVENTIONS.md items 1, 5, 12).
+//
+// poll_once() runs every poller once and says whether any did work; run_lc() loops over it and adds
+// up busy and idle TSC cycles. Pollers, in order:
+//   1. RX burst on every (port, queue) this core owns -> classify -> pmd::RxDispatch: RoCEv2 goes
+//      to the core that owns its destination QPN (dataplane/qpn_map.hpp), QP1 (CM) and ARP replies
+//      to the control path, ARP requests for us and ICMP echo stay here and are answered in place;
+//   2. frames other cores handed to this one;
+//   3. the control channel's request ring, a bounded batch;
+//   4. TX: frames buffered by the pollers above go out once per poll, one burst per port.
+// Nothing on this path allocates, locks or makes a system call.
+//
+// Who may call what: everything suffixed _lc, and poll_once()/run_lc(), only on the owning lcore
+// (checked by assert in debug builds). The control thread reaches a core only through messages
+// built by the core_requests:: helpers below, posted on the core's CoreChannel.
+
+#include <rte_config.h>
+#include <rte_ether.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "dataplane/arp_icmp.hpp"
+#include "dataplane/core_channel.hpp"
+#include "dataplane/core_drop_reason.hpp"
+#include "dataplane/neighbour_cache.hpp"
+
+struct rte_mbuf;
+
+namespace rocedp::pmd {
+class Port;
+class RxDispatch;
+}  // namespace rocedp::pmd
+
+namespace rocedp::dataplane {
+
+/// What a core counts; a copy of it is the stats snapshot a core sends to control.
+struct CoreStats {
+  uint16_t core_index = 0;
+  unsigned lcore_id = 0;
+  uint64_t rx_packets = 0, rx_bytes = 0;   // received from this core's own RX queues
+  uint64_t tx_packets = 0, tx_bytes = 0;   // accepted by this core's TX queues
+  uint64_t handoff_out = 0;                // sent to another core or to control (RxDispatch)
+  uint64_t handoff_in = 0;                 // received from other cores
+  uint64_t to_control = 0;                 // frames classified for the control path
+  uint64_t requests = 0;                   // control messages run
+  uint64_t polls = 0, busy_polls = 0;
+  uint64_t busy_cycles = 0, idle_cycles = 0;  // TSC cycles, added up by run_lc()
+  uint32_t attached_queues = 0;
+  uint32_t neighbours = 0;                 // entries in this core's neighbour cache
+  std::array<uint64_t, kDropCounterCount> drops{};  // by drop_counter_name(i)
+  ArpIcmpCounters arp_icmp;                         // answers and drops of dataplane/arp_icmp
+  uint64_t total_drops() const {
+    uint64_t t = 0;
+    for (std::size_t i = 0; i < drops.size(); ++i)
+      if (drop_counter_is_failure(i)) t += drops[i];
+    return t + arp_icmp.total_drops();
+  }
+};
+
+/// What the classifier decided for a frame; kept in the mbuf (hash.usr) so the core that handles
+/// it (maybe another one) does not parse the headers again.
+enum class FrameKind : uint8_t { kUnknown = 0, kAnswerLocally, kArpToControl, kRoce, kCm };
+
+/// The kind the classifier stored in `m`.
+FrameKind frame_kind(const rte_mbuf* m);
+
+class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
+ public:
+  static constexpr unsigned kMaxPorts = 8;
+  static constexpr uint16_t kMaxBurst = 64;
+  static constexpr unsigned kRequestBatch = 16;  // control messages per poll at most
+
+  /// `index` is this core's target number in `dispatch` (0..n-1); `lcore_id` the EAL lcore that
+  /// will run it (tests that drive poll_once() themselves pass rte_lcore_id()).
+  PollingCore(uint16_t index, unsigned lcore_id, uint16_t burst_size, pmd::RxDispatch& dispatch,
+              CoreChannel& channel, uint32_t neighbour_capacity = 1024);
+  PollingCore(const PollingCore&) = delete;
+  PollingCore& operator=(const PollingCore&) = delete;
+
+  /// Runs every poller once; true when any did work. Owning lcore only.
+  bool poll_once();
+  /// Busy/idle loop until a stop request arrives; counts cycles. Owning lcore only.
+  void run_lc();
+  /// rte_eal_remote_launch entry point: arg is the PollingCore.
+  static int lcore_main(void* arg);
+
+  /// After the lcore has returned (rte_eal_wait_lcore): frees frames still handed to this core.
+  /// Any thread, once the core no longer runs.
+  unsigned drain_after_stop();
+
+  uint16_t index() const { return index_; }
+  unsigned lcore_id() const { return lcore_id_; }
+  CoreChannel& channel() { return channel_; }
+  /// True once a stop request has run (read by the lcore itself; others learn it by completion).
+  bool stopped_lc() const { return stop_; }
+
+  // ---- owning lcore: used by LocalServices and the request handlers ----
+  /// Queues a frame for TX on `port_id` (flushed at the end of this poll). The frame is the core's
+  /// from now on: sent, or freed and counted.
+  void send_lc(uint16_t port_id, rte_mbuf* m);
+  void count_drop_lc(std::size_t drop_index) { stats_.drops[drop_index]++; }
+  void drop_lc(rte_mbuf* m, std::size_t drop_index);
+  const CoreStats& stats_lc() const { return stats_; }
+  const NeighbourCache& neighbour_cache_lc() const { return neighbours_; }
+
+  // ---- request handlers (CoreMessage::RunFn), run on the lcore from its channel ----
+  static void on_attach_port(CoreMessage& msg, void* core);   // arg = pmd::Port*, data[0] = queue
+  static void on_detach_port(CoreMessage& msg, void* core);   // data[0] = port id
+  static void on_snapshot(CoreMessage& msg, void* core);      // arg = CoreStats* to fill
+  static void on_transmit(CoreMessage& msg, void* core);      // arg = rte_mbuf*, data[0] = port id
+  static void on_stop(CoreMessage& msg, void* core);          // flush TX, detach all, leave run_lc
+  static void on_neighbour(CoreMessage& msg, void* core);     // data[0] = ip, data[1] = mac, data[2] = remove
+
+ private:
+  struct AttachedPort {
+    pmd::Port* port = nullptr;
+    uint16_t port_id = 0;
+    uint16_t queue = 0;
+    uint32_t ip_be = 0;     // our IPv4 address on this port, network byte order
+    rte_ether_addr mac{};   // our MAC on this port
+    LocalAddress local;     // the same, as dataplane/arp_icmp wants it
+    uint16_t tx_count = 0;
+    rte_mbuf* tx[kMaxBurst];
+  };
+
+  static uint16_t classify(void* ctx, rte_mbuf* m);
+  uint16_t classify_lc(rte_mbuf* m);
+  void handle_local_lc(rte_mbuf** pkts, uint16_t n);
+  bool flush_tx_lc();
+  void detach_slot_lc(unsigned slot);
+  void assert_lcore() const;
+
+  // Hot, read on every poll.
+  const uint16_t index_;
+  const uint16_t n_cores_;
+  const unsigned lcore_id_;
+  const uint16_t burst_;
+  bool stop_ = false;
+  unsigned n_attached_ = 0;
+  pmd::RxDispatch& dispatch_;
+  CoreChannel& channel_;
+  CoreStats stats_;
+  std::array<int8_t, RTE_MAX_ETHPORTS> slot_of_port_;
+  std::array<AttachedPort, kMaxPorts> ports_;
+  NeighbourCache neighbours_;
+};
+
+namespace core_requests {
+// Control-thread helpers: build and post one request to `ch`. False when the channel has no free
+// message (nothing sent). `done` runs on the control thread with msg.result (0 = ok).
+bool attach_port(CoreChannel& ch, pmd::Port* port, uint16_t queue, CoreMessage::DoneFn done, void* ctx);
+bool detach_port(CoreChannel& ch, uint16_t port_id, CoreMessage::DoneFn done, void* ctx);
+bool snapshot(CoreChannel& ch, CoreStats* out, CoreMessage::DoneFn done, void* ctx);
+bool transmit(CoreChannel& ch, uint16_t port_id, rte_mbuf* m, CoreMessage::DoneFn done, void* ctx);
+bool stop(CoreChannel& ch, CoreMessage::DoneFn done, void* ctx);
+/// Pushes one neighbour-table change into the core's NeighbourCache; result -ENOSPC if full.
+bool neighbour_update(CoreChannel& ch, const NeighbourUpdate& update, CoreMessage::DoneFn done, void* ctx);
+}  // namespace core_requests
+
+}  // namespace rocedp::dataplane
