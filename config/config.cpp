@@ -1,0 +1,683 @@
+// YAML -> Config. Two passes: the reader walks the document once, checking shapes, types and
+// ranges of every key as it meets it and noting where each key was written; validate() then
+// checks the rules that relate keys to each other (lcore sets, port uniqueness, subnets) and
+// points at the offending key with the position noted in the first pass.
+//
+// yaml-cpp is lenient in ways a daemon's configuration must not be: it keeps duplicate keys
+// silently, converts "yes" to true and "0x10" to 16. So only the tree and the marks come from
+// yaml-cpp; every scalar is converted here with strict rules.
+
+#include "config/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <utility>
+
+namespace rocedp::config {
+
+namespace {
+
+std::string format_what(const std::string& file, int line, int column, const std::string& key,
+                        const std::string& reason) {
+  std::string s = file;
+  if (line > 0) s += ":" + std::to_string(line) + ":" + std::to_string(column);
+  s += ": ";
+  if (!key.empty()) s += key + ": ";
+  return s + reason;
+}
+
+}  // namespace
+
+ConfigError::ConfigError(std::string file, int line, int column, std::string key, std::string reason)
+    : std::runtime_error(format_what(file, line, column, key, reason)),
+      file_(std::move(file)),
+      line_(line),
+      column_(column),
+      key_(std::move(key)),
+      reason_(std::move(reason)) {}
+
+std::string format_mac(const MacAddress& mac) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(17);
+  for (size_t i = 0; i < mac.bytes.size(); ++i) {
+    if (i != 0) s += ':';
+    s += kHex[mac.bytes[i] >> 4];
+    s += kHex[mac.bytes[i] & 0xf];
+  }
+  return s;
+}
+
+std::string format_ipv4(Ipv4Address ip) {
+  return std::to_string(ip.value >> 24) + "." + std::to_string((ip.value >> 16) & 0xff) + "." +
+         std::to_string((ip.value >> 8) & 0xff) + "." + std::to_string(ip.value & 0xff);
+}
+
+std::optional<Ipv4Address> parse_ipv4(std::string_view text) {
+  uint32_t value = 0;
+  for (int part = 0; part < 4; ++part) {
+    if (part != 0) {
+      if (text.empty() || text.front() != '.') return std::nullopt;
+      text.remove_prefix(1);
+    }
+    size_t digits = 0;
+    while (digits < text.size() && digits < 4 && text[digits] >= '0' && text[digits] <= '9') ++digits;
+    // "010" is octal to inet_aton and decimal to others: refuse the ambiguity.
+    if (digits == 0 || digits > 3 || (digits > 1 && text[0] == '0')) return std::nullopt;
+    unsigned octet = 0;
+    std::from_chars(text.data(), text.data() + digits, octet);
+    if (octet > 255) return std::nullopt;
+    value = (value << 8) | octet;
+    text.remove_prefix(digits);
+  }
+  if (!text.empty()) return std::nullopt;
+  return Ipv4Address{value};
+}
+
+std::optional<MacAddress> parse_mac(std::string_view text) {
+  if (text.size() != 17) return std::nullopt;
+  MacAddress mac;
+  for (size_t i = 0; i < 6; ++i) {
+    if (i != 0 && text[i * 3 - 1] != ':') return std::nullopt;
+    const char* first = text.data() + i * 3;
+    auto [end, ec] = std::from_chars(first, first + 2, mac.bytes[i], 16);
+    if (ec != std::errc{} || end != first + 2) return std::nullopt;
+  }
+  return mac;
+}
+
+std::string_view to_string(FaultConfig::Direction direction) {
+  switch (direction) {
+    case FaultConfig::Direction::kRx: return "rx";
+    case FaultConfig::Direction::kTx: return "tx";
+    case FaultConfig::Direction::kBoth: return "both";
+  }
+  return "?";
+}
+
+std::string_view to_string(LoggingConfig::Level level) {
+  switch (level) {
+    case LoggingConfig::Level::kError: return "error";
+    case LoggingConfig::Level::kWarning: return "warning";
+    case LoggingConfig::Level::kInfo: return "info";
+    case LoggingConfig::Level::kDebug: return "debug";
+  }
+  return "?";
+}
+
+namespace {
+
+// Limits that come from DPDK 22.11 as Debian builds it.
+constexpr unsigned kMaxLcore = 127;              // RTE_MAX_LCORE = 128
+constexpr uint32_t kMaxMempoolCache = 512;       // RTE_MEMPOOL_CACHE_MAX_SIZE
+constexpr uint32_t kMinMbufCount = 1023;         // a pool of 2^n - 1 is the efficient size
+
+// 1-based line and column; 0 = no position (the file could not be read).
+struct Pos {
+  int line = 0;
+  int column = 0;
+};
+
+Pos pos_of(const YAML::Mark& mark) {
+  if (mark.is_null()) return {1, 1};
+  return {mark.line + 1, mark.column + 1};
+}
+
+// A node together with its key path and where it was written.
+struct Field {
+  YAML::Node node;
+  std::string path;
+  Pos at;
+};
+
+struct Entry {
+  std::string key;
+  Pos key_at;
+  Field value;
+};
+
+struct Mapping {
+  Field self;
+  std::vector<Entry> entries;  // document order, keys unique
+
+  const Field* find(std::string_view key) const {
+    for (const Entry& e : entries)
+      if (e.key == key) return &e.value;
+    return nullptr;
+  }
+};
+
+std::string join(const std::string& parent, std::string_view key) {
+  return parent.empty() ? std::string(key) : parent + "." + std::string(key);
+}
+
+std::string index_path(const std::string& parent, size_t i) {
+  return parent + "[" + std::to_string(i) + "]";
+}
+
+std::string at_text(Pos p) {
+  return "line " + std::to_string(p.line) + ", column " + std::to_string(p.column);
+}
+
+// How a node looks, for "expected X, got Y".
+std::string describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: return "a mapping";
+    case YAML::NodeType::Sequence: return "a sequence";
+    case YAML::NodeType::Scalar:
+      if (node.Tag() == "!") return "the quoted string \"" + node.Scalar() + "\"";
+      return "'" + node.Scalar() + "'";
+    default: return "an empty value";
+  }
+}
+
+bool is_plain_scalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() != "!"; }
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+uint32_t subnet_mask(unsigned prefix_len) {
+  return prefix_len == 0 ? 0 : ~uint32_t{0} << (32 - prefix_len);
+}
+
+std::string list_text(std::initializer_list<std::string_view> names) {
+  std::string s;
+  for (std::string_view n : names) {
+    if (!s.empty()) s += ", ";
+    s += n;
+  }
+  return s;
+}
+
+std::string lcores_text(const std::vector<unsigned>& lcores) {
+  std::string s = "[";
+  for (size_t i = 0; i < lcores.size(); ++i) s += (i ? ", " : "") + std::to_string(lcores[i]);
+  return s + "]";
+}
+
+bool contains(const std::vector<unsigned>& v, unsigned x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// Port names appear in logs and telemetry paths: keep them to a safe alphabet.
+bool is_simple_name(std::string_view s) {
+  return !s.empty() && s.size() <= 32 && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '-' || c == '.';
+  });
+}
+
+class Reader {
+ public:
+  explicit Reader(const std::string& source) : source_(source) {}
+
+  Config read(std::string_view yaml);
+
+ private:
+  [[noreturn]] void fail(Pos at, const std::string& path, const std::string& reason) const {
+    throw ConfigError(source_, at.line, at.column, path, reason);
+  }
+  [[noreturn]] void fail(const Field& f, const std::string& reason) const {
+    fail(f.at, f.path, reason);
+  }
+
+  // Where a key was written; the first of `paths` that the document contains, else line 1.
+  Pos where(std::initializer_list<std::string> paths) const {
+    for (const std::string& p : paths) {
+      auto it = written_.find(p);
+      if (it != written_.end()) return it->second;
+    }
+    return {1, 1};
+  }
+  void note(const Field& f) { written_[f.path] = f.at; }
+
+  // --- shapes and scalars ---
+  Mapping mapping(const Field& f, std::initializer_list<std::string_view> allowed);
+  const Field& require(const Mapping& m, std::string_view key) const;
+  std::vector<Field> sequence(const Field& f);
+  uint64_t unsigned_in(const Field& f, uint64_t lo, uint64_t hi);
+  uint64_t power_of_two_in(const Field& f, uint64_t lo, uint64_t hi);
+  unsigned lcore(const Field& f) { return static_cast<unsigned>(unsigned_in(f, 0, kMaxLcore)); }
+  std::vector<unsigned> lcore_list(const Field& f);
+  double percentage(const Field& f);
+  bool boolean(const Field& f);
+  std::string string(const Field& f);
+  size_t choice(const Field& f, std::initializer_list<std::string_view> names);
+  Ipv4Address host_address(const Field& f, std::string_view text);
+  MacAddress unicast_mac(const Field& f);
+
+  // --- sections ---
+  EalConfig eal(const Field& f);
+  PortConfig port(const Field& f);
+  FaultConfig fault(const Field& f);
+  DataplaneConfig dataplane(const Field& f);
+  ControlConfig control(const Field& f);
+  TelemetryConfig telemetry(const Field& f);
+  LoggingConfig logging(const Field& f);
+
+  void validate(const Config& c) const;
+
+  const std::string& source_;
+  std::map<std::string, Pos> written_;  // key path -> position, for validate()
+};
+
+Mapping Reader::mapping(const Field& f, std::initializer_list<std::string_view> allowed) {
+  Mapping m{f, {}};
+  if (f.node.IsNull()) return m;  // "section:" with nothing under it: all defaults
+  if (!f.node.IsMap()) fail(f, "expected a mapping, got " + describe(f.node));
+  for (const auto& pair : f.node) {  // yaml-cpp yields the pair by value
+    const YAML::Node key = pair.first;
+    Pos key_at = pos_of(key.Mark());
+    if (!key.IsScalar()) fail(key_at, f.path, "expected a key name, got " + describe(key));
+    std::string name = key.Scalar();
+    std::string path = join(f.path, name);
+    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end())
+      fail(key_at, path, "unknown key '" + name + "'; allowed keys: " + list_text(allowed));
+    for (const Entry& e : m.entries)
+      if (e.key == name) fail(key_at, path, "duplicate key (first given at " + at_text(e.key_at) + ")");
+    // An empty value's own mark points at the next token; the key is where the user looks.
+    const YAML::Node value = pair.second;
+    Pos value_at = value.IsNull() ? key_at : pos_of(value.Mark());
+    m.entries.push_back({name, key_at, Field{value, path, value_at}});
+    note(m.entries.back().value);
+  }
+  return m;
+}
+
+const Field& Reader::require(const Mapping& m, std::string_view key) const {
+  if (const Field* f = m.find(key)) return *f;
+  fail(m.self.at, join(m.self.path, key), "missing required key '" + std::string(key) + "'");
+}
+
+std::vector<Field> Reader::sequence(const Field& f) {
+  if (!f.node.IsSequence()) fail(f, "expected a sequence, got " + describe(f.node));
+  std::vector<Field> items;
+  for (size_t i = 0; i < f.node.size(); ++i) {
+    items.push_back(Field{f.node[i], index_path(f.path, i), pos_of(f.node[i].Mark())});
+    note(items.back());
+  }
+  return items;
+}
+
+uint64_t Reader::unsigned_in(const Field& f, uint64_t lo, uint64_t hi) {
+  const std::string range = "must be in " + std::to_string(lo) + ".." + std::to_string(hi);
+  if (!is_plain_scalar(f.node)) fail(f, "expected an unsigned integer, got " + describe(f.node));
+  const std::string& s = f.node.Scalar();
+  // A negative or huge integer is a range error, not a type error.
+  if (s.size() > 1 && s[0] == '-' && all_digits(s.substr(1))) fail(f, range + ", got " + s);
+  if (!all_digits(s)) fail(f, "expected an unsigned integer, got '" + s + "'");
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || v < lo || v > hi) fail(f, range + ", got " + s);
+  return v;
+}
+
+uint64_t Reader::power_of_two_in(const Field& f, uint64_t lo, uint64_t hi) {
+  uint64_t v = unsigned_in(f, lo, hi);
+  if (!is_power_of_two(v))
+    fail(f, "must be a power of two in " + std::to_string(lo) + ".." + std::to_string(hi) +
+                ", got " + std::to_string(v));
+  return v;
+}
+
+std::vector<unsigned> Reader::lcore_list(const Field& f) {
+  std::vector<unsigned> lcores;
+  std::vector<Field> items = sequence(f);
+  for (size_t i = 0; i < items.size(); ++i) {
+    unsigned id = lcore(items[i]);
+    for (size_t j = 0; j < i; ++j)
+      if (lcores[j] == id)
+        fail(items[i], "lcore " + std::to_string(id) + " is listed twice (first as " + items[j].path + ")");
+    lcores.push_back(id);
+  }
+  return lcores;
+}
+
+double Reader::percentage(const Field& f) {
+  if (!is_plain_scalar(f.node)) fail(f, "expected a number, got " + describe(f.node));
+  const std::string& s = f.node.Scalar();
+  double v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || end != s.data() + s.size() || !std::isfinite(v))
+    fail(f, "expected a number, got '" + s + "'");
+  if (v < 0 || v > 100) fail(f, "must be in 0..100 (percent), got " + s);
+  return v;
+}
+
+bool Reader::boolean(const Field& f) {
+  // YAML 1.2 core schema only: "yes", "on", "y" are strings there, and ambiguous to readers.
+  if (is_plain_scalar(f.node)) {
+    const std::string& s = f.node.Scalar();
+    if (s == "true" || s == "True" || s == "TRUE") return true;
+    if (s == "false" || s == "False" || s == "FALSE") return false;
+  }
+  fail(f, "expected true or false, got " + describe(f.node));
+}
+
+std::string Reader::string(const Field& f) {
+  if (!f.node.IsScalar()) fail(f, "expected a string, got " + describe(f.node));
+  if (f.node.Scalar().empty()) fail(f, "must not be empty");
+  return f.node.Scalar();
+}
+
+size_t Reader::choice(const Field& f, std::initializer_list<std::string_view> names) {
+  if (f.node.IsScalar()) {
+    size_t i = 0;
+    for (std::string_view n : names) {
+      if (f.node.Scalar() == n) return i;
+      ++i;
+    }
+  }
+  fail(f, "expected one of " + list_text(names) + "; got " + describe(f.node));
+}
+
+// Addresses a port can own or a neighbour can have (the subnet rules come in validate()).
+Ipv4Address Reader::host_address(const Field& f, std::string_view text) {
+  std::optional<Ipv4Address> ip = parse_ipv4(text);
+  if (!ip) fail(f, "expected an IPv4 address such as 198.18.0.1, got '" + std::string(text) + "'");
+  uint32_t v = ip->value;
+  if (v >> 24 == 0 || v >> 24 == 127 || v >> 28 == 0xe || v == 0xffffffff)
+    fail(f, "expected a unicast host address, got " + std::string(text) +
+                " (0/8, loopback, multicast and broadcast are not)");
+  return *ip;
+}
+
+MacAddress Reader::unicast_mac(const Field& f) {
+  std::string text = string(f);
+  std::optional<MacAddress> mac = parse_mac(text);
+  if (!mac) fail(f, "expected a MAC address such as \"02:00:00:00:00:01\", got '" + text + "'");
+  // IEEE 802: the I/G bit (LSB of the first octet) marks group addresses.
+  if (mac->bytes[0] & 1) fail(f, "expected a unicast MAC address, got multicast " + text);
+  if (*mac == MacAddress{}) fail(f, "expected a unicast MAC address, got all zeros");
+  return *mac;
+}
+
+EalConfig Reader::eal(const Field& f) {
+  EalConfig c;
+  Mapping m = mapping(
+      f, {"lcores", "main_lcore", "memory_mb", "hugepages", "file_prefix", "extra_args"});
+  if (const Field* v = m.find("lcores")) {
+    c.lcores = lcore_list(*v);
+    if (c.lcores.empty()) fail(*v, "must list at least one lcore");
+  }
+  if (const Field* v = m.find("main_lcore")) c.main_lcore = lcore(*v);
+  if (const Field* v = m.find("memory_mb"))
+    c.memory_mb = static_cast<unsigned>(unsigned_in(*v, 64, 1u << 20));
+  if (const Field* v = m.find("hugepages")) c.hugepages = boolean(*v);
+  if (const Field* v = m.find("file_prefix")) {
+    // The prefix names files under /var/run/dpdk: no path separators.
+    c.file_prefix = string(*v);
+    if (!is_simple_name(c.file_prefix))
+      fail(*v, "must be 1..32 characters of letters, digits, '_', '-' or '.', got '" + c.file_prefix + "'");
+  }
+  if (const Field* v = m.find("extra_args")) {
+    // Options we derive from the keys above would silently fight them.
+    static constexpr std::pair<std::string_view, std::string_view> kOwned[] = {
+        {"-l", "eal.lcores"},        {"--lcores", "eal.lcores"},  {"-c", "eal.lcores"},
+        {"--main-lcore", "eal.main_lcore"}, {"-m", "eal.memory_mb"}, {"--no-huge", "eal.hugepages"},
+        {"--file-prefix", "eal.file_prefix"}};
+    for (const Field& item : sequence(*v)) {
+      std::string arg = string(item);
+      for (auto [option, key] : kOwned) {
+        bool is_long = option.size() > 2;
+        bool same = arg == option || (is_long ? arg.starts_with(std::string(option) + "=")
+                                              : arg.starts_with(option));
+        if (same) fail(item, "'" + std::string(option) + "' is set from " + std::string(key) + "; use that key");
+      }
+      c.extra_args.push_back(arg);
+    }
+  }
+  return c;
+}
+
+FaultConfig Reader::fault(const Field& f) {
+  FaultConfig c;
+  Mapping m = mapping(f, {"direction", "drop_pct", "duplicate_pct", "corrupt_pct", "reorder_window",
+                          "delay_us", "seed"});
+  if (const Field* v = m.find("direction"))
+    c.direction = static_cast<FaultConfig::Direction>(choice(*v, {"rx", "tx", "both"}));
+  if (const Field* v = m.find("drop_pct")) c.drop_pct = percentage(*v);
+  if (const Field* v = m.find("duplicate_pct")) c.duplicate_pct = percentage(*v);
+  if (const Field* v = m.find("corrupt_pct")) c.corrupt_pct = percentage(*v);
+  if (const Field* v = m.find("reorder_window"))
+    c.reorder_window = static_cast<uint32_t>(unsigned_in(*v, 0, 1024));
+  if (const Field* v = m.find("delay_us"))
+    c.delay_us = static_cast<uint32_t>(unsigned_in(*v, 0, 1'000'000));
+  if (const Field* v = m.find("seed"))
+    c.seed = unsigned_in(*v, 0, std::numeric_limits<uint64_t>::max());
+  return c;
+}
+
+PortConfig Reader::port(const Field& f) {
+  PortConfig c;
+  Mapping m = mapping(f, {"name", "devargs", "mac", "address", "mtu", "neighbours", "fault"});
+  const Field& name = require(m, "name");
+  c.name = string(name);
+  if (!is_simple_name(c.name))
+    fail(name, "must be 1..32 characters of letters, digits, '_', '-' or '.', got '" + c.name + "'");
+  const Field& devargs = require(m, "devargs");
+  c.devargs = string(devargs);
+  if (std::any_of(c.devargs.begin(), c.devargs.end(), [](char ch) { return ch == ' ' || ch == '\t'; }))
+    fail(devargs, "must not contain spaces, got '" + c.devargs + "'");
+  if (c.devargs.front() == ',') fail(devargs, "must start with a device name or PCI address");
+
+  const Field& address = require(m, "address");
+  std::string text = string(address);
+  size_t slash = text.find('/');
+  if (slash == std::string::npos)
+    fail(address, "expected an IPv4 address with prefix length such as 198.18.0.1/24, got '" + text + "'");
+  c.address = host_address(address, std::string_view(text).substr(0, slash));
+  std::string prefix = text.substr(slash + 1);
+  uint64_t prefix_len = 0;
+  if (!all_digits(prefix) || prefix.size() > 2 ||
+      std::from_chars(prefix.data(), prefix.data() + prefix.size(), prefix_len).ec != std::errc{})
+    fail(address, "expected a prefix length after '/', got '" + text + "'");
+  if (prefix_len < 1 || prefix_len > 32)
+    fail(address, "prefix length must be in 1..32, got " + prefix);
+  c.prefix_len = static_cast<uint8_t>(prefix_len);
+  // RFC 3021 lets /31 (and /32) use every address; shorter prefixes reserve two.
+  uint32_t host = c.address.value & ~subnet_mask(c.prefix_len);
+  if (c.prefix_len <= 30 && (host == 0 || host == ~subnet_mask(c.prefix_len)))
+    fail(address, "is the " + std::string(host == 0 ? "network" : "broadcast") +
+                      " address of its subnet, not a host address");
+
+  if (const Field* v = m.find("mac")) c.mac = unicast_mac(*v);
+  if (const Field* v = m.find("mtu")) c.mtu = static_cast<uint16_t>(unsigned_in(*v, 576, 9000));
+  if (const Field* v = m.find("neighbours")) {
+    for (const Field& item : sequence(*v)) {
+      Mapping n = mapping(item, {"ip", "mac"});
+      const Field& ip = require(n, "ip");
+      StaticNeighbour neighbour;
+      neighbour.ip = host_address(ip, string(ip));
+      neighbour.mac = unicast_mac(require(n, "mac"));
+      c.neighbours.push_back(neighbour);
+    }
+  }
+  if (const Field* v = m.find("fault")) c.fault = fault(*v);
+  return c;
+}
+
+DataplaneConfig Reader::dataplane(const Field& f) {
+  DataplaneConfig c;
+  Mapping m = mapping(f, {"lcores", "burst_size", "rx_ring_size", "tx_ring_size",
+                          "control_ring_size", "mbuf_count", "mbuf_cache_size"});
+  if (const Field* v = m.find("lcores")) {
+    c.lcores = lcore_list(*v);
+    if (c.lcores.empty()) fail(*v, "no polling lcores: list at least one");
+  }
+  if (const Field* v = m.find("burst_size")) c.burst_size = static_cast<uint16_t>(unsigned_in(*v, 1, 512));
+  if (const Field* v = m.find("rx_ring_size"))
+    c.rx_ring_size = static_cast<uint16_t>(power_of_two_in(*v, 64, 16384));
+  if (const Field* v = m.find("tx_ring_size"))
+    c.tx_ring_size = static_cast<uint16_t>(power_of_two_in(*v, 64, 16384));
+  if (const Field* v = m.find("control_ring_size"))
+    c.control_ring_size = static_cast<uint32_t>(power_of_two_in(*v, 64, 65536));
+  if (const Field* v = m.find("mbuf_count"))
+    c.mbuf_count = static_cast<uint32_t>(unsigned_in(*v, kMinMbufCount, std::numeric_limits<uint32_t>::max()));
+  if (const Field* v = m.find("mbuf_cache_size"))
+    c.mbuf_cache_size = static_cast<uint32_t>(unsigned_in(*v, 0, kMaxMempoolCache));
+  return c;
+}
+
+ControlConfig Reader::control(const Field& f) {
+  ControlConfig c;
+  Mapping m = mapping(f, {"lcore", "arp_retry_ms", "arp_retries", "neighbour_expiry_s"});
+  if (const Field* v = m.find("lcore"); v && !v->node.IsNull()) c.lcore = lcore(*v);
+  if (const Field* v = m.find("arp_retry_ms"))
+    c.arp_retry_ms = static_cast<uint32_t>(unsigned_in(*v, 1, 60'000));
+  if (const Field* v = m.find("arp_retries")) c.arp_retries = static_cast<uint32_t>(unsigned_in(*v, 1, 100));
+  if (const Field* v = m.find("neighbour_expiry_s"))
+    c.neighbour_expiry_s = static_cast<uint32_t>(unsigned_in(*v, 1, 86'400));
+  return c;
+}
+
+TelemetryConfig Reader::telemetry(const Field& f) {
+  TelemetryConfig c;
+  Mapping m = mapping(f, {"enabled", "stats_interval_ms"});
+  if (const Field* v = m.find("enabled")) c.enabled = boolean(*v);
+  if (const Field* v = m.find("stats_interval_ms"))
+    c.stats_interval_ms = static_cast<uint32_t>(unsigned_in(*v, 1, 60'000));
+  return c;
+}
+
+LoggingConfig Reader::logging(const Field& f) {
+  LoggingConfig c;
+  Mapping m = mapping(f, {"level", "file"});
+  if (const Field* v = m.find("level"))
+    c.level = static_cast<LoggingConfig::Level>(choice(*v, {"error", "warning", "info", "debug"}));
+  if (const Field* v = m.find("file")) c.file = string(*v);
+  return c;
+}
+
+Config Reader::read(std::string_view yaml) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(std::string(yaml));
+  } catch (const YAML::ParserException& e) {
+    fail(pos_of(e.mark), "", "YAML syntax error: " + e.msg);
+  }
+  if (docs.empty() || (docs.size() == 1 && docs[0].IsNull()))
+    fail({1, 1}, "", "empty document: at least a 'ports' section is required");
+  if (docs.size() > 1) fail(pos_of(docs[1].Mark()), "", "expected one YAML document, found " + std::to_string(docs.size()));
+
+  Field root{docs[0], "", pos_of(docs[0].Mark())};
+  if (!root.node.IsMap()) fail(root, "expected a mapping of sections at the top level, got " + describe(root.node));
+  Mapping m = mapping(root, {"eal", "ports", "dataplane", "control", "telemetry", "logging"});
+
+  Config c;
+  c.source = source_;
+  if (const Field* v = m.find("eal")) c.eal = eal(*v);
+  const Field& ports = require(m, "ports");
+  for (const Field& item : sequence(ports)) c.ports.push_back(port(item));
+  if (c.ports.empty()) fail(ports, "no ports: list at least one");
+  if (const Field* v = m.find("dataplane")) c.dataplane = dataplane(*v);
+  if (const Field* v = m.find("control")) c.control = control(*v);
+  if (const Field* v = m.find("telemetry")) c.telemetry = telemetry(*v);
+  if (const Field* v = m.find("logging")) c.logging = logging(*v);
+  validate(c);
+  return c;
+}
+
+// Rules between keys. Each failure names the key that breaks the rule; when that key was left
+// at its default it points at the key it conflicts with instead.
+void Reader::validate(const Config& c) const {
+  const EalConfig& eal = c.eal;
+  if (!contains(eal.lcores, eal.main_lcore))
+    fail(where({"eal.main_lcore", "eal.lcores"}), "eal.main_lcore",
+         "lcore " + std::to_string(eal.main_lcore) + " is not in eal.lcores " + lcores_text(eal.lcores));
+
+  const std::vector<unsigned>& polling = c.dataplane.lcores;
+  for (size_t i = 0; i < polling.size(); ++i) {
+    std::string path = index_path("dataplane.lcores", i);
+    // The main lcore runs main(); rte_eal_remote_launch only reaches worker lcores.
+    if (polling[i] == eal.main_lcore)
+      fail(where({path, "eal.main_lcore"}), path,
+           "lcore " + std::to_string(polling[i]) + " is eal.main_lcore; polling lcores must be worker lcores");
+    if (!contains(eal.lcores, polling[i]))
+      fail(where({path, "eal.lcores"}), path,
+           "lcore " + std::to_string(polling[i]) + " is not in eal.lcores " + lcores_text(eal.lcores));
+  }
+
+  if (c.control.lcore) {
+    unsigned id = *c.control.lcore;
+    if (!contains(eal.lcores, id))
+      fail(where({"control.lcore"}), "control.lcore",
+           "lcore " + std::to_string(id) + " is not in eal.lcores " + lcores_text(eal.lcores));
+    for (size_t i = 0; i < polling.size(); ++i)
+      if (polling[i] == id)
+        fail(where({"control.lcore"}), "control.lcore",
+             "lcore " + std::to_string(id) + " is a polling lcore (dataplane.lcores[" + std::to_string(i) +
+                 "]); a busy-polling core would starve the control thread");
+  }
+
+  for (size_t i = 0; i < c.ports.size(); ++i) {
+    const PortConfig& p = c.ports[i];
+    const std::string base = index_path("ports", i);
+    // Two ports with one device would make EAL probe it twice; compare the device part only.
+    std::string_view device = std::string_view(p.devargs).substr(0, p.devargs.find(','));
+    for (size_t j = 0; j < i; ++j) {
+      const PortConfig& q = c.ports[j];
+      const std::string other = index_path("ports", j);
+      if (q.name == p.name)
+        fail(where({base + ".name"}), base + ".name", "duplicate port name '" + p.name + "' (also " + other + ")");
+      if (std::string_view(q.devargs).substr(0, q.devargs.find(',')) == device)
+        fail(where({base + ".devargs"}), base + ".devargs",
+             "device '" + std::string(device) + "' is already used by " + other);
+      if (q.address == p.address)
+        fail(where({base + ".address"}), base + ".address",
+             "duplicate port address " + format_ipv4(p.address) + " (also " + other + ")");
+      if (p.mac && q.mac && *p.mac == *q.mac)
+        fail(where({base + ".mac"}), base + ".mac", "duplicate MAC " + format_mac(*p.mac) + " (also " + other + ")");
+    }
+
+    uint32_t mask = subnet_mask(p.prefix_len);
+    for (size_t k = 0; k < p.neighbours.size(); ++k) {
+      const StaticNeighbour& n = p.neighbours[k];
+      const std::string path = index_path(base + ".neighbours", k) + ".ip";
+      const Pos at = where({path});
+      const std::string ip = format_ipv4(n.ip);
+      const std::string subnet = format_ipv4(Ipv4Address{p.address.value & mask}) + "/" + std::to_string(p.prefix_len);
+      if ((n.ip.value & mask) != (p.address.value & mask))
+        fail(at, path, ip + " is outside the port's subnet " + subnet);
+      if (n.ip == p.address) fail(at, path, ip + " is the port's own address");
+      uint32_t host = n.ip.value & ~mask;
+      if (p.prefix_len <= 30 && (host == 0 || host == ~mask))
+        fail(at, path, ip + " is the " + (host == 0 ? "network" : "broadcast") + " address of " + subnet);
+      for (size_t l = 0; l < k; ++l)
+        if (p.neighbours[l].ip == n.ip)
+          fail(at, path, "duplicate neighbour " + ip + " (also " + index_path(base + ".neighbours", l) + ")");
+    }
+  }
+}
+
+}  // namespace
+
+Config parse(std::string_view yaml, const std::string& source) { return Reader(source).read(yaml); }
+
+Config load_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ConfigError(path, 0, 0, "", "cannot read file: is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path, 0, 0, "", std::string("cannot read file: ") + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw ConfigError(path, 0, 0, "", std::string("cannot read file: ") + std::strerror(errno));
+  return parse(text.str(), path);
+}
+
+}  // namespace rocedp::config

@@ -1,0 +1,616 @@
+// config/: every rejection class names file, line, column, key path and reason; valid documents
+// produce the expected values; the shipped examples parse.
+
+#include "config/config.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+namespace rocedp::config {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr const char* kSource = "test.yaml";
+
+// Parses `yaml`, which must be rejected at line:column on `key` with a reason containing `reason`.
+void expect_error(const std::string& yaml, int line, int column, const std::string& key,
+                  const std::string& reason) {
+  SCOPED_TRACE(yaml);
+  try {
+    parse(yaml, kSource);
+    ADD_FAILURE() << "accepted, expected: " << key << ": " << reason;
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.file(), kSource);
+    EXPECT_EQ(e.line(), line) << e.what();
+    EXPECT_EQ(e.column(), column) << e.what();
+    EXPECT_EQ(e.key(), key) << e.what();
+    EXPECT_THAT(e.reason(), HasSubstr(reason)) << e.what();
+    std::string prefix = std::string(kSource) + ":" + std::to_string(line) + ":" +
+                         std::to_string(column) + ": " + (key.empty() ? "" : key + ": ");
+    EXPECT_EQ(std::string(e.what()), prefix + e.reason());
+  }
+}
+
+// A valid one-port document of 4 lines; tests append a section from line 5 on.
+const std::string kOnePort =
+    "ports:\n"
+    "  - name: p0\n"
+    "    devargs: net_tap0\n"
+    "    address: 198.18.0.1/24\n";
+
+// A RAII temporary directory, removed also when an assertion fails.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "rocedp-config-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// --- valid documents ------------------------------------------------------------------------
+
+TEST(ConfigParse, FullDocumentGivesEveryValue) {
+  const std::string yaml = R"(eal:
+  lcores: [0, 2, 3, 5]
+  main_lcore: 0
+  memory_mb: 512
+  hugepages: true
+  file_prefix: rdp-a
+  extra_args: ["--log-level=lib.eal:debug", "--in-memory"]
+ports:
+  - name: left
+    devargs: net_memif0,role=server,socket=/tmp/a.sock
+    mac: "02:AA:bb:00:00:01"
+    address: 198.18.1.1/24
+    mtu: 9000
+    neighbours:
+      - {ip: 198.18.1.2, mac: "02:00:00:00:00:02"}
+      - ip: 198.18.1.3
+        mac: "02:00:00:00:00:03"
+    fault:
+      direction: both
+      drop_pct: 1.5
+      duplicate_pct: 2
+      corrupt_pct: 0.25
+      reorder_window: 16
+      delay_us: 100
+      seed: 18446744073709551615
+  - name: right
+    devargs: 0000:3b:00.0
+    address: 10.0.0.1/31
+dataplane:
+  lcores: [2, 3]
+  burst_size: 64
+  rx_ring_size: 2048
+  tx_ring_size: 512
+  control_ring_size: 65536
+  mbuf_count: 65535
+  mbuf_cache_size: 512
+control:
+  lcore: 5
+  arp_retry_ms: 50
+  arp_retries: 3
+  neighbour_expiry_s: 60
+telemetry:
+  enabled: false
+  stats_interval_ms: 1000
+logging:
+  level: debug
+  file: /var/log/rocedpd.log
+)";
+  Config c = parse(yaml, "full.yaml");
+  EXPECT_EQ(c.source, "full.yaml");
+  EXPECT_EQ(c.eal.lcores, (std::vector<unsigned>{0, 2, 3, 5}));
+  EXPECT_EQ(c.eal.main_lcore, 0u);
+  EXPECT_EQ(c.eal.memory_mb, 512u);
+  EXPECT_TRUE(c.eal.hugepages);
+  EXPECT_EQ(c.eal.file_prefix, "rdp-a");
+  EXPECT_EQ(c.eal.extra_args, (std::vector<std::string>{"--log-level=lib.eal:debug", "--in-memory"}));
+
+  ASSERT_EQ(c.ports.size(), 2u);
+  const PortConfig& left = c.ports[0];
+  EXPECT_EQ(left.name, "left");
+  EXPECT_EQ(left.devargs, "net_memif0,role=server,socket=/tmp/a.sock");
+  ASSERT_TRUE(left.mac.has_value());
+  EXPECT_EQ(left.mac->bytes, (std::array<uint8_t, 6>{0x02, 0xaa, 0xbb, 0, 0, 1}));
+  EXPECT_EQ(left.address.value, 0xc6120101u);
+  EXPECT_EQ(left.prefix_len, 24);
+  EXPECT_EQ(left.mtu, 9000);
+  ASSERT_EQ(left.neighbours.size(), 2u);
+  EXPECT_EQ(left.neighbours[0].ip.value, 0xc6120102u);
+  EXPECT_EQ(format_mac(left.neighbours[0].mac), "02:00:00:00:00:02");
+  EXPECT_EQ(left.neighbours[1].ip.value, 0xc6120103u);
+  EXPECT_EQ(format_mac(left.neighbours[1].mac), "02:00:00:00:00:03");
+  EXPECT_EQ(left.fault.direction, FaultConfig::Direction::kBoth);
+  EXPECT_DOUBLE_EQ(left.fault.drop_pct, 1.5);
+  EXPECT_DOUBLE_EQ(left.fault.duplicate_pct, 2);
+  EXPECT_DOUBLE_EQ(left.fault.corrupt_pct, 0.25);
+  EXPECT_EQ(left.fault.reorder_window, 16u);
+  EXPECT_EQ(left.fault.delay_us, 100u);
+  EXPECT_EQ(left.fault.seed, 18446744073709551615ull);
+  EXPECT_TRUE(left.fault.enabled());
+
+  const PortConfig& right = c.ports[1];
+  EXPECT_EQ(right.devargs, "0000:3b:00.0");
+  EXPECT_FALSE(right.mac.has_value());
+  EXPECT_EQ(right.address.value, 0x0a000001u);
+  EXPECT_EQ(right.prefix_len, 31);
+  EXPECT_EQ(right.mtu, 1500);
+  EXPECT_FALSE(right.fault.enabled());
+
+  EXPECT_EQ(c.dataplane.lcores, (std::vector<unsigned>{2, 3}));
+  EXPECT_EQ(c.dataplane.burst_size, 64);
+  EXPECT_EQ(c.dataplane.rx_ring_size, 2048);
+  EXPECT_EQ(c.dataplane.tx_ring_size, 512);
+  EXPECT_EQ(c.dataplane.control_ring_size, 65536u);
+  EXPECT_EQ(c.dataplane.mbuf_count, 65535u);
+  EXPECT_EQ(c.dataplane.mbuf_cache_size, 512u);
+  EXPECT_EQ(c.control.lcore, std::optional<unsigned>(5));
+  EXPECT_EQ(c.control.arp_retry_ms, 50u);
+  EXPECT_EQ(c.control.arp_retries, 3u);
+  EXPECT_EQ(c.control.neighbour_expiry_s, 60u);
+  EXPECT_FALSE(c.telemetry.enabled);
+  EXPECT_EQ(c.telemetry.stats_interval_ms, 1000u);
+  EXPECT_EQ(c.logging.level, LoggingConfig::Level::kDebug);
+  EXPECT_EQ(c.logging.file, std::optional<std::string>("/var/log/rocedpd.log"));
+}
+
+TEST(ConfigParse, OmittedSectionsTakeTheDefaults) {
+  Config c = parse(kOnePort, kSource);
+  const Config d;  // the defaults config.hpp declares
+  EXPECT_EQ(c.eal.lcores, d.eal.lcores);
+  EXPECT_EQ(c.eal.main_lcore, d.eal.main_lcore);
+  EXPECT_EQ(c.eal.memory_mb, 256u);
+  EXPECT_FALSE(c.eal.hugepages);
+  EXPECT_EQ(c.eal.file_prefix, "rocedp");
+  EXPECT_TRUE(c.eal.extra_args.empty());
+  ASSERT_EQ(c.ports.size(), 1u);
+  EXPECT_FALSE(c.ports[0].mac.has_value());
+  EXPECT_EQ(c.ports[0].mtu, 1500);
+  EXPECT_TRUE(c.ports[0].neighbours.empty());
+  EXPECT_FALSE(c.ports[0].fault.enabled());
+  EXPECT_EQ(c.ports[0].fault.seed, 1u);
+  EXPECT_EQ(c.dataplane.lcores, std::vector<unsigned>{1});
+  EXPECT_EQ(c.dataplane.burst_size, 32);
+  EXPECT_EQ(c.dataplane.rx_ring_size, 1024);
+  EXPECT_EQ(c.dataplane.tx_ring_size, 1024);
+  EXPECT_EQ(c.dataplane.control_ring_size, 1024u);
+  EXPECT_EQ(c.dataplane.mbuf_count, 16383u);
+  EXPECT_EQ(c.dataplane.mbuf_cache_size, 256u);
+  EXPECT_FALSE(c.control.lcore.has_value());
+  EXPECT_EQ(c.control.arp_retry_ms, 200u);
+  EXPECT_EQ(c.control.arp_retries, 5u);
+  EXPECT_EQ(c.control.neighbour_expiry_s, 300u);
+  EXPECT_TRUE(c.telemetry.enabled);
+  EXPECT_EQ(c.telemetry.stats_interval_ms, 100u);
+  EXPECT_EQ(c.logging.level, LoggingConfig::Level::kInfo);
+  EXPECT_FALSE(c.logging.file.has_value());
+}
+
+TEST(ConfigParse, EmptySectionsAndPartialSectionsKeepTheOtherDefaults) {
+  Config c = parse(kOnePort + "eal:\ndataplane:\n  burst_size: 8\ncontrol: {lcore: ~}\n", kSource);
+  EXPECT_EQ(c.eal.lcores, (std::vector<unsigned>{0, 1}));
+  EXPECT_EQ(c.dataplane.burst_size, 8);
+  EXPECT_EQ(c.dataplane.rx_ring_size, 1024);
+  EXPECT_FALSE(c.control.lcore.has_value());
+}
+
+TEST(ConfigParse, EveryShippedExampleParses) {
+  const char* root = std::getenv("ROCEDP_SOURCE_DIR");
+  ASSERT_NE(root, nullptr) << "ROCEDP_SOURCE_DIR is not set";
+  std::filesystem::path dir = std::filesystem::path(root) / "config" / "examples";
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(entry.path().string());
+    ++count;
+    try {
+      Config c = load_file(entry.path().string());
+      EXPECT_EQ(c.source, entry.path().string());
+      EXPECT_FALSE(c.ports.empty());
+      EXPECT_FALSE(c.eal.hugepages);
+      EXPECT_EQ(c.eal.lcores, (std::vector<unsigned>{0, 1}));
+      EXPECT_EQ(c.eal.main_lcore, 0u);
+      EXPECT_EQ(c.dataplane.lcores, std::vector<unsigned>{1});
+    } catch (const ConfigError& e) {
+      ADD_FAILURE() << e.what();
+    }
+  }
+  EXPECT_GE(count, 4);
+}
+
+TEST(ConfigParse, MemifExamplesArePeersOfEachOther) {
+  const char* root = std::getenv("ROCEDP_SOURCE_DIR");
+  ASSERT_NE(root, nullptr);
+  std::string dir = std::string(root) + "/config/examples/";
+  Config server = load_file(dir + "memif-server.yaml");
+  Config client = load_file(dir + "memif-client.yaml");
+  EXPECT_NE(server.eal.file_prefix, client.eal.file_prefix);
+  ASSERT_EQ(server.ports.size(), 1u);
+  ASSERT_EQ(client.ports.size(), 1u);
+  const PortConfig& s = server.ports[0];
+  const PortConfig& c = client.ports[0];
+  EXPECT_THAT(s.devargs, HasSubstr("role=server"));
+  EXPECT_THAT(c.devargs, HasSubstr("role=client"));
+  EXPECT_EQ(format_ipv4(s.address), "198.18.1.1");
+  EXPECT_EQ(format_ipv4(c.address), "198.18.1.2");
+  ASSERT_EQ(s.neighbours.size(), 1u);
+  ASSERT_EQ(c.neighbours.size(), 1u);
+  EXPECT_EQ(s.neighbours[0].ip, c.address);
+  EXPECT_EQ(c.neighbours[0].ip, s.address);
+  ASSERT_TRUE(s.mac && c.mac);
+  EXPECT_EQ(s.neighbours[0].mac, *c.mac);
+  EXPECT_EQ(c.neighbours[0].mac, *s.mac);
+}
+
+TEST(ConfigParse, LoadFileReadsFromDisk) {
+  TempDir dir;
+  std::filesystem::path file = dir.path() / "one.yaml";
+  std::ofstream(file) << kOnePort;
+  Config c = load_file(file.string());
+  EXPECT_EQ(c.source, file.string());
+  ASSERT_EQ(c.ports.size(), 1u);
+  EXPECT_EQ(c.ports[0].name, "p0");
+}
+
+TEST(ConfigFormat, MacAndIpv4RoundTrip) {
+  EXPECT_EQ(format_ipv4(Ipv4Address{0xc6120001}), "198.18.0.1");
+  EXPECT_EQ(format_ipv4(Ipv4Address{0}), "0.0.0.0");
+  EXPECT_EQ(format_ipv4(Ipv4Address{0xffffffff}), "255.255.255.255");
+  EXPECT_EQ(parse_ipv4("10.0.0.1"), Ipv4Address{0x0a000001});
+  EXPECT_EQ(parse_ipv4("255.255.255.255"), Ipv4Address{0xffffffff});
+  for (const char* bad : {"", "1.2.3", "1.2.3.4.5", "256.1.1.1", "01.2.3.4", "1..2.3", "1.2.3.4 ",
+                          "a.b.c.d", "1.2.3.-4", "1.2.3.0004"})
+    EXPECT_FALSE(parse_ipv4(bad).has_value()) << bad;
+
+  MacAddress mac{{0x02, 0xab, 0xcd, 0xef, 0x00, 0x9f}};
+  EXPECT_EQ(format_mac(mac), "02:ab:cd:ef:00:9f");
+  EXPECT_EQ(parse_mac("02:AB:cd:EF:00:9f"), mac);
+  for (const char* bad : {"", "02:00:00:00:00", "02:00:00:00:00:001", "02-00-00-00-00-01",
+                          "0g:00:00:00:00:01", "02:00:00:00:00:0", "2:00:00:00:00:01"})
+    EXPECT_FALSE(parse_mac(bad).has_value()) << bad;
+  EXPECT_EQ(to_string(FaultConfig::Direction::kTx), "tx");
+  EXPECT_EQ(to_string(LoggingConfig::Level::kWarning), "warning");
+}
+
+// --- rejection classes ----------------------------------------------------------------------
+
+TEST(ConfigReject, YamlSyntaxError) {
+  expect_error("ports: [\n", 2, 1, "", "YAML syntax error");
+  // A key indented less than its siblings ends the sequence where yaml-cpp cannot.
+  expect_error("ports:\n  - name: a\n    devargs: x\n   address: 198.18.0.1/24\n", 4, 4, "",
+               "YAML syntax error: end of sequence not found");
+  expect_error("ports: [a, b\n", 2, 1, "", "YAML syntax error: end of sequence flow not found");
+  expect_error("ports: \"x", 1, 10, "", "YAML syntax error");
+}
+
+TEST(ConfigReject, UnreadableFile) {
+  TempDir dir;
+  std::string missing = (dir.path() / "missing.yaml").string();
+  try {
+    load_file(missing);
+    ADD_FAILURE() << "accepted a missing file";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.file(), missing);
+    EXPECT_EQ(e.line(), 0);
+    EXPECT_EQ(e.column(), 0);
+    EXPECT_EQ(e.key(), "");
+    EXPECT_THAT(e.reason(), HasSubstr("cannot read file: No such file or directory"));
+    EXPECT_EQ(std::string(e.what()), missing + ": " + e.reason());
+  }
+  try {
+    load_file(dir.path().string());
+    ADD_FAILURE() << "accepted a directory";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.line(), 0);
+    EXPECT_THAT(e.reason(), HasSubstr("is a directory"));
+  }
+  if (geteuid() != 0) {  // root reads files whatever their mode
+    std::filesystem::path file = dir.path() / "secret.yaml";
+    std::ofstream(file) << kOnePort;
+    std::filesystem::permissions(file, std::filesystem::perms::none);
+    try {
+      load_file(file.string());
+      ADD_FAILURE() << "accepted an unreadable file";
+    } catch (const ConfigError& e) {
+      EXPECT_THAT(e.reason(), HasSubstr("Permission denied"));
+    }
+  }
+}
+
+TEST(ConfigReject, EmptyDocument) {
+  expect_error("", 1, 1, "", "empty document");
+  expect_error("# nothing but a comment\n\n", 1, 1, "", "empty document");
+  expect_error("---\n...\n", 1, 1, "", "empty document");
+  TempDir dir;
+  std::filesystem::path file = dir.path() / "empty.yaml";
+  std::ofstream(file).flush();
+  try {
+    load_file(file.string());
+    ADD_FAILURE() << "accepted an empty file";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.file(), file.string());
+    EXPECT_EQ(e.line(), 1);
+    EXPECT_THAT(e.reason(), HasSubstr("empty document"));
+  }
+}
+
+TEST(ConfigReject, MoreThanOneDocument) {
+  expect_error(kOnePort + "---\n" + kOnePort, 6, 1, "", "expected one YAML document, found 2");
+}
+
+TEST(ConfigReject, TopLevelMustBeAMapping) {
+  expect_error("- ports\n", 1, 1, "", "expected a mapping of sections at the top level, got a sequence");
+  expect_error("ports\n", 1, 1, "", "got 'ports'");
+}
+
+TEST(ConfigReject, UnknownKeys) {
+  expect_error(kOnePort + "telemetri:\n  enabled: true\n", 5, 1, "telemetri",
+               "unknown key 'telemetri'; allowed keys: eal, ports, dataplane, control, telemetry, logging");
+  expect_error("ports:\n  - name: p0\n    devargs: net_tap0\n    adress: 198.18.0.1/24\n", 4, 5,
+               "ports[0].adress",
+               "unknown key 'adress'; allowed keys: name, devargs, mac, address, mtu, neighbours, fault");
+  expect_error(kOnePort + "    fault: {drop: 5}\n", 5, 13, "ports[0].fault.drop",
+               "allowed keys: direction, drop_pct, duplicate_pct, corrupt_pct, reorder_window, delay_us, seed");
+  expect_error(kOnePort + "    neighbours: [{ip: 198.18.0.2, mac: \"02:00:00:00:00:02\", port: 1}]\n",
+               5, 61, "ports[0].neighbours[0].port", "allowed keys: ip, mac");
+  expect_error(kOnePort + "control:\n  core: 3\n", 6, 3, "control.core",
+               "allowed keys: lcore, arp_retry_ms, arp_retries, neighbour_expiry_s");
+}
+
+TEST(ConfigReject, WrongTypes) {
+  expect_error(kOnePort + "dataplane:\n  burst_size: abc\n", 6, 15, "dataplane.burst_size",
+               "expected an unsigned integer, got 'abc'");
+  expect_error(kOnePort + "dataplane:\n  burst_size: \"32\"\n", 6, 15, "dataplane.burst_size",
+               "expected an unsigned integer, got the quoted string \"32\"");
+  expect_error(kOnePort + "dataplane:\n  burst_size: 0x20\n", 6, 15, "dataplane.burst_size",
+               "expected an unsigned integer, got '0x20'");
+  expect_error(kOnePort + "dataplane:\n  burst_size:\n", 6, 3, "dataplane.burst_size",
+               "expected an unsigned integer, got an empty value");
+  expect_error("ports:\n  name: p0\n", 2, 3, "ports", "expected a sequence, got a mapping");
+  expect_error(kOnePort + "eal:\n  lcores: 1\n", 6, 11, "eal.lcores", "expected a sequence, got '1'");
+  expect_error(kOnePort + "eal: [0, 1]\n", 5, 6, "eal", "expected a mapping, got a sequence");
+  expect_error(kOnePort + "eal:\n  hugepages: yes\n", 6, 14, "eal.hugepages",
+               "expected true or false, got 'yes'");
+  expect_error(kOnePort + "eal:\n  file_prefix: [a]\n", 6, 16, "eal.file_prefix",
+               "expected a string, got a sequence");
+  expect_error(kOnePort + "    fault: {drop_pct: lots}\n", 5, 23, "ports[0].fault.drop_pct",
+               "expected a number, got 'lots'");
+  expect_error(kOnePort + "    fault: {drop_pct: .nan}\n", 5, 23, "ports[0].fault.drop_pct",
+               "expected a number, got '.nan'");
+  expect_error(kOnePort + "    fault: {direction: up}\n", 5, 24, "ports[0].fault.direction",
+               "expected one of rx, tx, both; got 'up'");
+  expect_error(kOnePort + "logging: {level: verbose}\n", 5, 18, "logging.level",
+               "expected one of error, warning, info, debug; got 'verbose'");
+  expect_error(kOnePort + "control: {lcore: first}\n", 5, 18, "control.lcore",
+               "expected an unsigned integer, got 'first'");
+  expect_error(kOnePort + "{a: 1}: 2\n", 5, 1, "", "expected a key name, got a mapping");
+}
+
+struct RangeCase {
+  std::string section;  // written at line 5 as "<section>\n  <key>: <value>\n" (value at line 6)
+  std::string key;
+  std::string value;
+  std::string path;
+  std::string reason;
+};
+
+TEST(ConfigReject, OutOfRangeValues) {
+  const RangeCase cases[] = {
+      {"dataplane", "burst_size", "0", "dataplane.burst_size", "must be in 1..512, got 0"},
+      {"dataplane", "burst_size", "513", "dataplane.burst_size", "must be in 1..512, got 513"},
+      {"dataplane", "burst_size", "-1", "dataplane.burst_size", "must be in 1..512, got -1"},
+      {"dataplane", "burst_size", "99999999999999999999999", "dataplane.burst_size",
+       "must be in 1..512, got 99999999999999999999999"},
+      {"dataplane", "rx_ring_size", "32", "dataplane.rx_ring_size", "must be in 64..16384, got 32"},
+      {"dataplane", "rx_ring_size", "32768", "dataplane.rx_ring_size", "must be in 64..16384"},
+      {"dataplane", "rx_ring_size", "1000", "dataplane.rx_ring_size",
+       "must be a power of two in 64..16384, got 1000"},
+      {"dataplane", "tx_ring_size", "1500", "dataplane.tx_ring_size", "must be a power of two in 64..16384"},
+      {"dataplane", "control_ring_size", "100", "dataplane.control_ring_size",
+       "must be a power of two in 64..65536, got 100"},
+      {"dataplane", "control_ring_size", "131072", "dataplane.control_ring_size", "must be in 64..65536"},
+      {"dataplane", "mbuf_count", "1022", "dataplane.mbuf_count", "must be in 1023..4294967295, got 1022"},
+      {"dataplane", "mbuf_cache_size", "513", "dataplane.mbuf_cache_size", "must be in 0..512, got 513"},
+      {"dataplane", "lcores", "[1, 128]", "dataplane.lcores[1]", "must be in 0..127, got 128"},
+      {"eal", "memory_mb", "63", "eal.memory_mb", "must be in 64..1048576, got 63"},
+      {"eal", "lcores", "[0, 200]", "eal.lcores[1]", "must be in 0..127, got 200"},
+      {"eal", "main_lcore", "128", "eal.main_lcore", "must be in 0..127, got 128"},
+      {"control", "lcore", "500", "control.lcore", "must be in 0..127, got 500"},
+      {"control", "arp_retry_ms", "0", "control.arp_retry_ms", "must be in 1..60000, got 0"},
+      {"control", "arp_retries", "101", "control.arp_retries", "must be in 1..100, got 101"},
+      {"control", "neighbour_expiry_s", "86401", "control.neighbour_expiry_s", "must be in 1..86400"},
+      {"telemetry", "stats_interval_ms", "0", "telemetry.stats_interval_ms", "must be in 1..60000, got 0"},
+  };
+  for (const RangeCase& rc : cases) {
+    std::string yaml = kOnePort + rc.section + ":\n  " + rc.key + ": " + rc.value + "\n";
+    int column = static_cast<int>(2 + rc.key.size() + 2 + 1);
+    if (rc.path.ends_with("[1]")) column += 4;  // the second element of "[x, y]"
+    expect_error(yaml, 6, column, rc.path, rc.reason);
+  }
+}
+
+TEST(ConfigReject, OutOfRangePortValues) {
+  const std::string head = "ports:\n  - name: p0\n    devargs: net_tap0\n";
+  expect_error(head + "    address: 198.18.0.1/24\n    mtu: 575\n", 5, 10, "ports[0].mtu",
+               "must be in 576..9000, got 575");
+  expect_error(head + "    address: 198.18.0.1/24\n    mtu: 9001\n", 5, 10, "ports[0].mtu",
+               "must be in 576..9000, got 9001");
+  expect_error(head + "    address: 198.18.0.1/33\n", 4, 14, "ports[0].address",
+               "prefix length must be in 1..32, got 33");
+  expect_error(head + "    address: 198.18.0.1/0\n", 4, 14, "ports[0].address",
+               "prefix length must be in 1..32, got 0");
+  const std::string port = head + "    address: 198.18.0.1/24\n    fault:\n";
+  expect_error(port + "      drop_pct: 100.5\n", 6, 17, "ports[0].fault.drop_pct",
+               "must be in 0..100 (percent), got 100.5");
+  expect_error(port + "      duplicate_pct: -1\n", 6, 22, "ports[0].fault.duplicate_pct",
+               "must be in 0..100 (percent), got -1");
+  expect_error(port + "      corrupt_pct: 101\n", 6, 20, "ports[0].fault.corrupt_pct", "must be in 0..100");
+  expect_error(port + "      reorder_window: 1025\n", 6, 23, "ports[0].fault.reorder_window",
+               "must be in 0..1024, got 1025");
+  expect_error(port + "      delay_us: 1000001\n", 6, 17, "ports[0].fault.delay_us",
+               "must be in 0..1000000, got 1000001");
+  expect_error(port + "      seed: 18446744073709551616\n", 6, 13, "ports[0].fault.seed",
+               "must be in 0..18446744073709551615");
+}
+
+TEST(ConfigReject, MalformedAddresses) {
+  const std::string head = "ports:\n  - name: p0\n    devargs: net_tap0\n";
+  expect_error(head + "    address: 198.18.0.1\n", 4, 14, "ports[0].address",
+               "expected an IPv4 address with prefix length such as 198.18.0.1/24, got '198.18.0.1'");
+  expect_error(head + "    address: 198.18.0.256/24\n", 4, 14, "ports[0].address",
+               "expected an IPv4 address such as 198.18.0.1, got '198.18.0.256'");
+  expect_error(head + "    address: 198.018.0.1/24\n", 4, 14, "ports[0].address",
+               "got '198.018.0.1'");
+  expect_error(head + "    address: 198.18.0.1/x\n", 4, 14, "ports[0].address",
+               "expected a prefix length after '/'");
+  expect_error(head + "    address: 224.0.0.1/24\n", 4, 14, "ports[0].address",
+               "expected a unicast host address");
+  expect_error(head + "    address: 198.18.0.0/24\n", 4, 14, "ports[0].address",
+               "is the network address of its subnet");
+  expect_error(head + "    address: 198.18.0.255/24\n", 4, 14, "ports[0].address",
+               "is the broadcast address of its subnet");
+  const std::string port = head + "    address: 198.18.0.1/24\n";
+  expect_error(port + "    mac: 02:00:00:00:00\n", 5, 10, "ports[0].mac",
+               "expected a MAC address such as \"02:00:00:00:00:01\", got '02:00:00:00:00'");
+  expect_error(port + "    mac: \"02-00-00-00-00-01\"\n", 5, 10, "ports[0].mac",
+               "got '02-00-00-00-00-01'");
+  expect_error(port + "    mac: \"01:00:5e:00:00:01\"\n", 5, 10, "ports[0].mac",
+               "expected a unicast MAC address, got multicast 01:00:5e:00:00:01");
+  expect_error(port + "    mac: \"00:00:00:00:00:00\"\n", 5, 10, "ports[0].mac", "got all zeros");
+  expect_error(port + "    neighbours:\n      - {ip: 198.18.0.300, mac: \"02:00:00:00:00:02\"}\n", 6, 14,
+               "ports[0].neighbours[0].ip", "expected an IPv4 address such as 198.18.0.1, got '198.18.0.300'");
+  expect_error(port + "    neighbours:\n      - {ip: 198.18.0.2, mac: \"02:00:00:00:00:0z\"}\n", 6, 31,
+               "ports[0].neighbours[0].mac", "expected a MAC address");
+}
+
+TEST(ConfigReject, MissingRequiredKeys) {
+  expect_error("ports:\n  - name: p0\n    address: 198.18.0.1/24\n", 2, 5, "ports[0].devargs",
+               "missing required key 'devargs'");
+  expect_error(kOnePort + "  - name: p1\n    devargs: net_tap1\n", 5, 5, "ports[1].address",
+               "missing required key 'address'");
+  expect_error(kOnePort + "    neighbours: [{ip: 198.18.0.2}]\n", 5, 18, "ports[0].neighbours[0].mac",
+               "missing required key 'mac'");
+}
+
+TEST(ConfigReject, DuplicateKeysInOneMapping) {
+  expect_error(kOnePort + "    address: 198.18.0.2/24\n", 5, 5, "ports[0].address",
+               "duplicate key (first given at line 4, column 5)");
+  expect_error(kOnePort + "eal:\n  memory_mb: 128\neal:\n  memory_mb: 512\n", 7, 1, "eal",
+               "duplicate key (first given at line 5, column 1)");
+  expect_error(kOnePort + "    fault: {seed: 1, seed: 2}\n", 5, 22, "ports[0].fault.seed", "duplicate key");
+}
+
+TEST(ConfigReject, DuplicatePortNamesAddressesMacsAndDevices) {
+  expect_error(kOnePort + "  - name: p0\n    devargs: net_tap1\n    address: 198.18.1.1/24\n", 5, 11,
+               "ports[1].name", "duplicate port name 'p0' (also ports[0])");
+  expect_error(kOnePort + "  - name: p1\n    devargs: net_tap1\n    address: 198.18.0.1/24\n", 7, 14,
+               "ports[1].address", "duplicate port address 198.18.0.1 (also ports[0])");
+  expect_error(kOnePort + "    mac: \"02:00:00:00:00:01\"\n"
+                          "  - name: p1\n    devargs: net_tap1\n    address: 198.18.1.1/24\n"
+                          "    mac: \"02:00:00:00:00:01\"\n",
+               9, 10, "ports[1].mac", "duplicate MAC 02:00:00:00:00:01 (also ports[0])");
+  // Same device with different arguments is still one device to EAL.
+  expect_error(kOnePort + "  - name: p1\n    devargs: net_tap0,iface=x\n    address: 198.18.1.1/24\n", 6, 14,
+               "ports[1].devargs", "device 'net_tap0' is already used by ports[0]");
+}
+
+TEST(ConfigReject, NoPorts) {
+  expect_error("ports: []\n", 1, 8, "ports", "no ports: list at least one");
+  expect_error("eal:\n  memory_mb: 128\n", 1, 1, "ports", "missing required key 'ports'");
+}
+
+TEST(ConfigReject, NoPollingLcores) {
+  expect_error(kOnePort + "dataplane:\n  lcores: []\n", 6, 11, "dataplane.lcores",
+               "no polling lcores: list at least one");
+}
+
+TEST(ConfigReject, PollingLcoreNotInEalLcores) {
+  expect_error(kOnePort + "dataplane:\n  lcores: [1, 2]\n", 6, 15, "dataplane.lcores[1]",
+               "lcore 2 is not in eal.lcores [0, 1]");
+  // The polling set is the default [1]: the error points at the eal.lcores that excludes it.
+  expect_error(kOnePort + "eal:\n  lcores: [0, 2]\n", 6, 11, "dataplane.lcores[0]",
+               "lcore 1 is not in eal.lcores [0, 2]");
+}
+
+TEST(ConfigReject, PollingLcoreIsMainLcore) {
+  expect_error(kOnePort + "dataplane:\n  lcores: [0]\n", 6, 12, "dataplane.lcores[0]",
+               "lcore 0 is eal.main_lcore; polling lcores must be worker lcores");
+  expect_error(kOnePort + "eal:\n  main_lcore: 1\n", 6, 15, "dataplane.lcores[0]",
+               "lcore 1 is eal.main_lcore");
+}
+
+TEST(ConfigReject, DuplicatedLcores) {
+  expect_error(kOnePort + "eal:\n  lcores: [0, 1, 1]\n", 6, 18, "eal.lcores[2]",
+               "lcore 1 is listed twice (first as eal.lcores[1])");
+  expect_error(kOnePort + "eal:\n  lcores: [0, 1, 2]\ndataplane:\n  lcores:\n    - 2\n    - 1\n    - 2\n",
+               11, 7, "dataplane.lcores[2]", "lcore 2 is listed twice (first as dataplane.lcores[0])");
+}
+
+TEST(ConfigReject, MainLcoreNotInEalLcores) {
+  expect_error(kOnePort + "eal:\n  lcores: [1, 2]\n  main_lcore: 3\n", 7, 15, "eal.main_lcore",
+               "lcore 3 is not in eal.lcores [1, 2]");
+  // main_lcore left at 0: the error points at the lcores list that lacks it.
+  expect_error(kOnePort + "eal:\n  lcores: [1, 2]\ndataplane:\n  lcores: [2]\n", 6, 11, "eal.main_lcore",
+               "lcore 0 is not in eal.lcores [1, 2]");
+}
+
+TEST(ConfigReject, ControlLcore) {
+  expect_error(kOnePort + "control:\n  lcore: 4\n", 6, 10, "control.lcore",
+               "lcore 4 is not in eal.lcores [0, 1]");
+  expect_error(kOnePort + "control:\n  lcore: 1\n", 6, 10, "control.lcore",
+               "lcore 1 is a polling lcore (dataplane.lcores[0])");
+  // Sharing the main lcore is allowed: main() can be the control thread.
+  EXPECT_EQ(parse(kOnePort + "control:\n  lcore: 0\n", kSource).control.lcore, std::optional<unsigned>(0));
+}
+
+TEST(ConfigReject, StaticNeighbours) {
+  expect_error(kOnePort + "    neighbours:\n      - {ip: 198.18.1.2, mac: \"02:00:00:00:00:02\"}\n", 6, 14,
+               "ports[0].neighbours[0].ip", "198.18.1.2 is outside the port's subnet 198.18.0.0/24");
+  expect_error(kOnePort + "    neighbours:\n      - ip: 198.18.0.2\n        mac: \"02:00:00:00:00:02\"\n"
+                          "      - ip: 198.18.0.1\n        mac: \"02:00:00:00:00:03\"\n",
+               8, 13, "ports[0].neighbours[1].ip", "198.18.0.1 is the port's own address");
+  expect_error(kOnePort + "    neighbours:\n      - {ip: 198.18.0.255, mac: \"02:00:00:00:00:02\"}\n", 6, 14,
+               "ports[0].neighbours[0].ip", "is the broadcast address of 198.18.0.0/24");
+  expect_error(kOnePort + "    neighbours:\n      - {ip: 198.18.0.2, mac: \"02:00:00:00:00:02\"}\n"
+                          "      - {ip: 198.18.0.2, mac: \"02:00:00:00:00:03\"}\n",
+               7, 14, "ports[0].neighbours[1].ip", "duplicate neighbour 198.18.0.2 (also ports[0].neighbours[0])");
+}
+
+TEST(ConfigReject, ExtraArgsThatKeysAlreadySet) {
+  expect_error(kOnePort + "eal:\n  extra_args: [\"--in-memory\", \"-l\", \"0-3\"]\n", 6, 31, "eal.extra_args[1]",
+               "'-l' is set from eal.lcores; use that key");
+  expect_error(kOnePort + "eal:\n  extra_args: [\"--file-prefix=x\"]\n", 6, 16, "eal.extra_args[0]",
+               "'--file-prefix' is set from eal.file_prefix");
+  expect_error(kOnePort + "eal:\n  extra_args: [\"-m512\"]\n", 6, 16, "eal.extra_args[0]",
+               "'-m' is set from eal.memory_mb");
+}
+
+TEST(ConfigReject, BadNamesAndPrefixes) {
+  expect_error("ports:\n  - name: \"my port\"\n    devargs: net_tap0\n    address: 198.18.0.1/24\n", 2, 11,
+               "ports[0].name", "must be 1..32 characters");
+  expect_error("ports:\n  - name: \"\"\n    devargs: net_tap0\n    address: 198.18.0.1/24\n", 2, 11,
+               "ports[0].name", "must not be empty");
+  expect_error(kOnePort + "eal:\n  file_prefix: ../etc\n", 6, 16, "eal.file_prefix", "must be 1..32 characters");
+  expect_error("ports:\n  - name: p0\n    devargs: net_tap0, iface=x\n    address: 198.18.0.1/24\n", 3, 14,
+               "ports[0].devargs", "must not contain spaces");
+}
+
+}  // namespace
+}  // namespace rocedp::config
