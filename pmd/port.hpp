@@ -96,6 +96,8 @@ class Port {
   config::MacAddress mac_{};
   bool started_ = false;
   bool opened_ = false;
+  bool plugged_ = false;       // we hot-plugged the device, so we remove it
+  bool software_mac_ = false;  // the device cannot take cfg.mac: kept here, RX promiscuous
   std::string device_name_;    // as EAL knows it, for removal
   std::string ring_pair_link_; // non-empty for the ring_pair form
   char ring_pair_side_ = 0;

@@ -21,8 +21,8 @@ class RxDispatch {
   static constexpr uint16_t kMaxBurst = 64;  // dispatch() works in chunks of this many
   using Classifier = uint16_t (*)(void* ctx, rte_mbuf* m);  // returns a target index or kDrop
 
-  // One SPSC rte_ring per (source core, other target); ring_size is rounded up to a power of
-  // two. Requires EAL. Throws std::runtime_error if a ring cannot be created.
+  // One SPSC rte_ring per (source core, other target), each holding exactly ring_size frames.
+  // Requires EAL. Throws std::runtime_error if a ring cannot be created.
   RxDispatch(uint16_t n_cores, uint32_t ring_size);
   ~RxDispatch();  // frees every frame still in a ring, then the rings
   RxDispatch(const RxDispatch&) = delete;

@@ -1,0 +1,363 @@
+#include "pmd/port.hpp"
+
+#include <rte_cycles.h>
+#include <rte_dev.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "pmd/fault_stage.hpp"
+#include "pmd/log.hpp"
+#include "pmd/packet_pool.hpp"
+#include "pmd/ring_pair.hpp"
+
+namespace rocedp::pmd {
+namespace {
+
+constexpr uint16_t kInvalidPort = 0xFFFF;
+constexpr uint16_t kDrainBurst = 64;
+
+std::string errstr(int rc) { return rte_strerror(rc < 0 ? -rc : rc); }
+
+bool fail(std::string* error, const config::PortConfig& cfg, const std::string& step,
+          const std::string& why) {
+  std::string msg = "port " + cfg.name + " (" + cfg.devargs + "): " + step + ": " + why;
+  log(LogLevel::kError, "port_open_failed",
+      {{"port", cfg.name}, {"devargs", cfg.devargs}, {"step", step}, {"reason", why}});
+  if (error) *error = msg;
+  return false;
+}
+
+config::MacAddress to_mac(const rte_ether_addr& a) {
+  config::MacAddress m;
+  std::memcpy(m.bytes.data(), a.addr_bytes, 6);
+  return m;
+}
+
+// FNV-1a of the port name: a fault stream id that does not depend on probe order.
+uint64_t name_hash(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+}  // namespace
+
+std::unique_ptr<Port> Port::open(const config::PortConfig& cfg, uint16_t wanted_queues,
+                                 PacketPool& pool, const config::DataplaneConfig& dp,
+                                 std::string* error) {
+  std::unique_ptr<Port> p(new Port());
+  p->cfg_ = cfg;
+  uint16_t pid = kInvalidPort;
+
+  if (is_ring_pair_devargs(cfg.devargs)) {
+    RingPairDevargs rp;
+    if (!parse_ring_pair_devargs(cfg.devargs, &rp, error)) {
+      fail(nullptr, cfg, "devargs", error ? *error : "malformed ring_pair devargs");
+      return nullptr;
+    }
+    std::string why;
+    int rc = ring_pair_attach(rp, static_cast<int>(rte_socket_id()), &why);
+    if (rc < 0) {
+      fail(error, cfg, "ring_pair_attach", why);
+      return nullptr;
+    }
+    pid = static_cast<uint16_t>(rc);
+    p->ring_pair_link_ = rp.link;
+    p->ring_pair_side_ = rp.side;
+  } else {
+    // Hot-plug: EAL stays independent of the port list, and a port can be closed and re-opened.
+    std::vector<bool> before(RTE_MAX_ETHPORTS, false);
+    uint16_t id;
+    RTE_ETH_FOREACH_DEV(id) before[id] = true;
+    int rc = rte_dev_probe(cfg.devargs.c_str());
+    if (rc < 0 && rc != -EEXIST) {
+      fail(error, cfg, "rte_dev_probe", errstr(rc) + " (is the driver in the EAL plugin dir?)");
+      return nullptr;
+    }
+    RTE_ETH_FOREACH_DEV(id) {
+      if (!before[id]) {
+        pid = id;
+        break;
+      }
+    }
+    if (pid == kInvalidPort) {
+      // Probed before (an EAL -a/--vdev argument): find it by device name.
+      std::string dev = cfg.devargs.substr(0, cfg.devargs.find(','));
+      if (rte_eth_dev_get_port_by_name(dev.c_str(), &pid) != 0) {
+        fail(error, cfg, "find port", "no ethdev port appeared for device " + dev);
+        return nullptr;
+      }
+    } else {
+      p->plugged_ = true;
+    }
+  }
+  p->port_id_ = pid;
+  p->opened_ = true;
+
+  rte_eth_dev_info info;
+  int rc = rte_eth_dev_info_get(pid, &info);
+  if (rc != 0) {
+    fail(error, cfg, "rte_eth_dev_info_get", errstr(rc));
+    return nullptr;
+  }
+  p->device_ = info.device;
+  p->device_name_ = info.device != nullptr ? rte_dev_name(info.device) : "";
+
+  const uint16_t want = std::max<uint16_t>(wanted_queues, 1);
+  const uint16_t queues = std::min({want, info.max_rx_queues, info.max_tx_queues});
+  if (queues == 0) {
+    fail(error, cfg, "queues", "device offers no RX/TX queue");
+    return nullptr;
+  }
+
+  if (cfg.mtu < info.min_mtu || cfg.mtu > info.max_mtu) {
+    fail(error, cfg, "mtu",
+         "MTU " + std::to_string(cfg.mtu) + " outside the device range " +
+             std::to_string(info.min_mtu) + ".." + std::to_string(info.max_mtu));
+    return nullptr;
+  }
+  rte_eth_conf conf{};
+  conf.rxmode.mtu = cfg.mtu;
+  // A frame of this MTU must fit one mbuf, or the device must chain mbufs (scattered RX).
+  const uint32_t frame = uint32_t{cfg.mtu} + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
+  const uint32_t room = pool.data_room() > RTE_PKTMBUF_HEADROOM
+                            ? pool.data_room() - RTE_PKTMBUF_HEADROOM
+                            : 0;
+  if (frame > room) {
+    if ((info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER) == 0) {
+      fail(error, cfg, "mtu",
+           "pool data room " + std::to_string(room) + " is smaller than a " +
+               std::to_string(frame) + "-byte frame and the device cannot scatter");
+      return nullptr;
+    }
+    conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
+  }
+  // Let the layers above send chained mbufs (header + payload segments) where supported.
+  conf.txmode.offloads |= info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+
+  rc = rte_eth_dev_configure(pid, queues, queues, &conf);
+  if (rc != 0) {
+    fail(error, cfg, "rte_eth_dev_configure", errstr(rc));
+    return nullptr;
+  }
+  uint16_t nb_rxd = dp.rx_ring_size, nb_txd = dp.tx_ring_size;
+  rc = rte_eth_dev_adjust_nb_rx_tx_desc(pid, &nb_rxd, &nb_txd);
+  if (rc != 0) {
+    fail(error, cfg, "rte_eth_dev_adjust_nb_rx_tx_desc", errstr(rc));
+    return nullptr;
+  }
+  int socket = rte_eth_dev_socket_id(pid);
+  if (socket < 0) socket = SOCKET_ID_ANY;
+  for (uint16_t q = 0; q < queues; ++q) {
+    rte_eth_rxconf rxconf = info.default_rxconf;
+    rxconf.offloads = conf.rxmode.offloads;
+    rc = rte_eth_rx_queue_setup(pid, q, nb_rxd, socket, &rxconf, pool.get());
+    if (rc != 0) {
+      fail(error, cfg, "rte_eth_rx_queue_setup " + std::to_string(q), errstr(rc));
+      return nullptr;
+    }
+    rte_eth_txconf txconf = info.default_txconf;
+    txconf.offloads = conf.txmode.offloads;
+    rc = rte_eth_tx_queue_setup(pid, q, nb_txd, socket, &txconf);
+    if (rc != 0) {
+      fail(error, cfg, "rte_eth_tx_queue_setup " + std::to_string(q), errstr(rc));
+      return nullptr;
+    }
+  }
+  p->queues_ = queues;
+
+  rte_ether_addr addr;
+  if (cfg.mac) {
+    std::memcpy(addr.addr_bytes, cfg.mac->bytes.data(), 6);
+    rc = rte_eth_dev_default_mac_addr_set(pid, &addr);
+    if (rc == -ENOTSUP) {
+      // Some vdevs (net_ring) have no MAC to program: the address lives in software and the
+      // port listens promiscuously so frames for it still arrive.
+      p->software_mac_ = true;
+      log(LogLevel::kWarning, "port_mac_in_software",
+          {{"port", cfg.name}, {"mac", config::format_mac(*cfg.mac)}});
+    } else if (rc != 0) {
+      fail(error, cfg, "rte_eth_dev_default_mac_addr_set", errstr(rc));
+      return nullptr;
+    }
+  }
+  if (p->software_mac_) {
+    p->mac_ = *cfg.mac;
+  } else if (rte_eth_macaddr_get(pid, &addr) == 0) {
+    p->mac_ = to_mac(addr);
+  }
+  uint16_t mtu = cfg.mtu;
+  if (rte_eth_dev_get_mtu(pid, &mtu) == 0) p->mtu_ = mtu;
+  else p->mtu_ = cfg.mtu;
+
+  // Fault stages: one per queue and direction, each with its own replayable random stream.
+  const config::FaultConfig& f = cfg.fault;
+  if (f.enabled()) {
+    using Dir = config::FaultConfig::Direction;
+    p->rx_faults_ = f.direction == Dir::kRx || f.direction == Dir::kBoth;
+    p->tx_faults_ = f.direction == Dir::kTx || f.direction == Dir::kBoth;
+    const double cycles_per_us = static_cast<double>(rte_get_tsc_hz()) / 1e6;
+    const uint32_t capacity = 2u * std::max(nb_rxd, nb_txd);
+    const uint64_t base = name_hash(cfg.name);
+    for (uint16_t q = 0; q < queues; ++q) {
+      if (p->rx_faults_) {
+        p->rx_stage_.push_back(std::make_unique<FaultStage>(f, base + 2u * q, pool.get(),
+                                                            capacity, cycles_per_us));
+      }
+      if (p->tx_faults_) {
+        p->tx_stage_.push_back(std::make_unique<FaultStage>(f, base + 2u * q + 1, pool.get(),
+                                                            capacity, cycles_per_us));
+      }
+    }
+    log(LogLevel::kInfo, "port_faults",
+        {{"port", cfg.name},
+         {"direction", p->rx_faults_ && p->tx_faults_ ? "both" : p->rx_faults_ ? "rx" : "tx"},
+         {"drop_pct", std::to_string(f.drop_pct)},
+         {"duplicate_pct", std::to_string(f.duplicate_pct)},
+         {"corrupt_pct", std::to_string(f.corrupt_pct)},
+         {"reorder_window", std::to_string(f.reorder_window)},
+         {"delay_us", std::to_string(f.delay_us)},
+         {"seed", std::to_string(f.seed)}});
+  }
+
+  log(LogLevel::kInfo, "port_open",
+      {{"port", cfg.name},
+       {"devargs", cfg.devargs},
+       {"port_id", std::to_string(pid)},
+       {"driver", info.driver_name != nullptr ? info.driver_name : "?"},
+       {"queues", std::to_string(queues)},
+       {"max_queues", std::to_string(std::min(info.max_rx_queues, info.max_tx_queues))},
+       {"mtu", std::to_string(p->mtu_)},
+       {"mac", config::format_mac(p->mac_)}});
+  return p;
+}
+
+bool Port::start(std::string* error) {
+  if (started_) return true;
+  int rc = rte_eth_dev_start(port_id_);
+  if (rc != 0) return fail(error, cfg_, "rte_eth_dev_start", errstr(rc));
+  started_ = true;
+  if (software_mac_) {
+    rc = rte_eth_promiscuous_enable(port_id_);
+    if (rc != 0 && rc != -ENOTSUP) {
+      log(LogLevel::kWarning, "port_promiscuous_failed", {{"port", cfg_.name}, {"reason", errstr(rc)}});
+    }
+  }
+  LinkStatus l = link();
+  log(LogLevel::kInfo, "port_up",
+      {{"port", cfg_.name},
+       {"mac", config::format_mac(mac_)},
+       {"ip", config::format_ipv4(cfg_.address) + "/" + std::to_string(cfg_.prefix_len)},
+       {"link", l.up ? "up" : "down"},
+       {"speed_mbps", std::to_string(l.speed_mbps)}});
+  return true;
+}
+
+void Port::stop() {
+  if (started_) {
+    int rc = rte_eth_dev_stop(port_id_);
+    if (rc != 0) {
+      log(LogLevel::kWarning, "port_stop_failed", {{"port", cfg_.name}, {"reason", errstr(rc)}});
+    }
+    started_ = false;
+    log(LogLevel::kInfo, "port_down", {{"port", cfg_.name}});
+  }
+  // Frames the fault stages still hold go back to the pool: nothing leaks at stop.
+  for (auto& s : rx_stage_) s->flush();
+  for (auto& s : tx_stage_) s->flush();
+}
+
+void Port::close_device() {
+  if (!opened_) return;
+  opened_ = false;
+  rte_eth_dev_close(port_id_);
+  if (!ring_pair_link_.empty()) {
+    ring_pair_detach(RingPairDevargs{ring_pair_link_, ring_pair_side_});
+  } else if (plugged_ && device_ != nullptr) {
+    // Only a device we plugged is removed (net_tap deletes its interface here).
+    int rc = rte_dev_remove(device_);
+    if (rc != 0) {
+      log(LogLevel::kWarning, "port_remove_failed",
+          {{"port", cfg_.name}, {"device", device_name_}, {"reason", errstr(rc)}});
+    }
+  }
+  log(LogLevel::kDebug, "port_closed", {{"port", cfg_.name}, {"device", device_name_}});
+}
+
+Port::~Port() {
+  stop();
+  rx_stage_.clear();
+  tx_stage_.clear();
+  close_device();
+}
+
+LinkStatus Port::link() const {
+  rte_eth_link l{};
+  LinkStatus s;
+  if (rte_eth_link_get_nowait(port_id_, &l) != 0) return s;
+  s.up = l.link_status == RTE_ETH_LINK_UP;
+  s.speed_mbps = (l.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN) ? 0 : l.link_speed;
+  s.full_duplex = l.link_duplex == RTE_ETH_LINK_FULL_DUPLEX;
+  return s;
+}
+
+PortStats Port::stats() const {
+  PortStats out;
+  rte_eth_stats s{};
+  if (rte_eth_stats_get(port_id_, &s) == 0) {
+    out.rx_packets = s.ipackets;
+    out.tx_packets = s.opackets;
+    out.rx_bytes = s.ibytes;
+    out.tx_bytes = s.obytes;
+    out.rx_missed = s.imissed;
+    out.rx_errors = s.ierrors;
+    out.tx_errors = s.oerrors;
+    out.rx_nombuf = s.rx_nombuf;
+  }
+  for (const auto& st : rx_stage_) st->counters().add_to(out.fault);
+  for (const auto& st : tx_stage_) st->counters().add_to(out.fault);
+  return out;
+}
+
+void Port::drain_tx_stage(uint16_t queue, uint64_t now) {
+  FaultStage& s = *tx_stage_[queue];
+  rte_mbuf* buf[kDrainBurst];
+  for (;;) {
+    uint32_t k = s.peek_ready(buf, kDrainBurst, now);
+    if (k == 0) return;
+    uint16_t sent = rte_eth_tx_burst(port_id_, queue, buf, static_cast<uint16_t>(k));
+    s.consume(sent);
+    if (sent < k) return;  // device full: the rest waits in the stage, in order
+  }
+}
+
+uint16_t Port::rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n) {
+  if (!rx_faults_ && !tx_faults_) return rte_eth_rx_burst(port_id_, queue, pkts, n);
+  const uint64_t now = rte_get_tsc_cycles();
+  if (tx_faults_) drain_tx_stage(queue, now);
+  if (!rx_faults_) return rte_eth_rx_burst(port_id_, queue, pkts, n);
+  FaultStage& s = *rx_stage_[queue];
+  // Take from the device only what the stage can hold; the rest waits in the device ring.
+  const uint16_t want = static_cast<uint16_t>(std::min<uint32_t>(n, s.room()));
+  if (want != 0) {
+    uint16_t got = rte_eth_rx_burst(port_id_, queue, pkts, want);
+    s.push(pkts, got, now);
+  }
+  return static_cast<uint16_t>(s.pop_ready(pkts, n, now));
+}
+
+uint16_t Port::tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n) {
+  if (!tx_faults_) return rte_eth_tx_burst(port_id_, queue, pkts, n);
+  const uint64_t now = rte_get_tsc_cycles();
+  FaultStage& s = *tx_stage_[queue];
+  const uint16_t take = static_cast<uint16_t>(std::min<uint32_t>(n, s.room()));
+  s.push(pkts, take, now);
+  drain_tx_stage(queue, now);
+  return take;
+}
+
+}  // namespace rocedp::pmd
