@@ -1,0 +1,430 @@
+#include "control/control_thread.hpp"
+
+#include <pthread.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+
+#include <future>
+#include <utility>
+
+#include "dataplane/arp_icmp.hpp"
+#include "pmd/log.hpp"
+#include "pmd/packet_pool.hpp"
+#include "pmd/rx_dispatch.hpp"
+
+namespace rocedp::control {
+
+using dataplane::CoreMessage;
+using dataplane::CoreStats;
+using pmd::LogLevel;
+using Done = std::function<void(bool, std::string)>;
+
+namespace {
+constexpr unsigned kInboxBatch = 64;       // tasks per loop iteration
+constexpr unsigned kCompletionBatch = 64;  // completions per channel per iteration
+constexpr uint16_t kFrameBatch = 32;       // control-path frames per iteration
+// When nothing happened in an iteration the control thread naps: it is not a polling core, and
+// on a shared machine a spinning control thread steals a core from the data path.
+constexpr auto kIdleNap = std::chrono::microseconds(200);
+}  // namespace
+
+// An operation waiting for the answers of several cores. Lives on the heap from the first post
+// to the last completion; touched on the control thread only (completions run there).
+struct ControlThread::Pending {
+  ControlThread* self = nullptr;
+  int outstanding = 0;
+  int failures = 0;
+  int64_t first_result = 0;
+  std::vector<CoreStats> stats;  // snapshot rounds: one slot per core, written by that core
+  std::function<void(Pending&)> then;
+
+  // Call after posting: runs `then` now when nothing was posted (or everything failed to post).
+  static void arm(Pending* p) {
+    if (p->outstanding == 0) {
+      p->then(*p);
+      delete p;
+    }
+  }
+};
+
+void ControlThread::on_core_done(CoreMessage& msg) {
+  auto* p = static_cast<Pending*>(msg.done_ctx);
+  if (msg.result != 0 && p->failures++ == 0) p->first_result = msg.result;
+  if (--p->outstanding == 0) {
+    p->then(*p);
+    delete p;
+  }
+}
+
+ControlThread::ControlThread(Setup setup) : setup_(std::move(setup)) {
+  const config::Config& cfg = *setup_.cfg;
+  for (size_t i = 0; i < setup_.ports.size(); ++i) {
+    const config::PortConfig* pc = nullptr;
+    for (const auto& p : cfg.ports)
+      if (p.name == setup_.ports[i]->name()) pc = &p;
+    config::PortConfig fallback;
+    if (pc == nullptr) {
+      fallback.address = setup_.ports[i]->address();
+      fallback.prefix_len = setup_.ports[i]->prefix_len();
+      pc = &fallback;
+    }
+    NeighbourTableHooks hooks;
+    hooks.send_request = [this, i](config::Ipv4Address target) {
+      send_frame_ct(i, dataplane::build_arp_request(setup_.pool->get(), local_of(i), target), "arp_request");
+    };
+    hooks.on_change = [this](const NeighbourChange& c) { push_neighbour_ct(c); };
+    tables_.push_back(std::make_unique<NeighbourTable>(NeighbourTableOptions::from_config(cfg.control, *pc),
+                                                       pc->neighbours, std::move(hooks)));
+  }
+}
+
+ControlThread::~ControlThread() {
+  exit_.store(true, std::memory_order_release);
+  if (thread_.joinable()) thread_.join();
+}
+
+bool ControlThread::start(std::string* error) {
+  if (thread_.joinable()) {
+    if (error) *error = "control thread already started";
+    return false;
+  }
+  running_.store(true, std::memory_order_release);
+  next_stats_ = std::chrono::steady_clock::now();
+  thread_ = std::thread([this] { loop(); });
+  pthread_setname_np(thread_.native_handle(), "rocedp-control");
+  const auto& lcore = setup_.cfg->control.lcore;
+  if (lcore.has_value()) {
+    // Pin to the CPUs EAL gave that lcore (with --lcores maps, lcore id != CPU id).
+    rte_cpuset_t cpus = rte_lcore_cpuset(*lcore);
+    if (CPU_COUNT(&cpus) == 0) CPU_SET(*lcore, &cpus);
+    const int rc = pthread_setaffinity_np(thread_.native_handle(), sizeof(cpus), &cpus);
+    if (rc != 0) {
+      if (error) *error = "cannot pin the control thread to lcore " + std::to_string(*lcore);
+      exit_.store(true);
+      thread_.join();
+      running_.store(false);
+      return false;
+    }
+  }
+  pmd::log(LogLevel::kInfo, "control_thread_started",
+           {{"lcore", lcore ? std::to_string(*lcore) : std::string("unpinned")},
+            {"cores", std::to_string(setup_.channels.size())},
+            {"ports", std::to_string(setup_.ports.size())}});
+  return true;
+}
+
+void ControlThread::post(Task task) { inbox_.push(std::move(task)); }
+
+std::shared_ptr<const Snapshot> ControlThread::latest() const {
+  std::lock_guard<std::mutex> lock(snapshot_mutex_);
+  return latest_;
+}
+
+bool ControlThread::run_sync(std::function<void(Done)> op, std::string* error) {
+  if (!running()) {
+    if (error) *error = "control thread is not running";
+    return false;
+  }
+  auto promise = std::make_shared<std::promise<std::pair<bool, std::string>>>();
+  auto future = promise->get_future();
+  post([op = std::move(op), promise](ControlThread&) {
+    op([promise](bool ok, std::string why) { promise->set_value({ok, std::move(why)}); });
+  });
+  auto [ok, why] = future.get();
+  if (!ok && error) *error = why;
+  return ok;
+}
+
+bool ControlThread::start_ports(std::string* error) {
+  return run_sync([this](Done done) { start_ports_ct(std::move(done)); }, error);
+}
+bool ControlThread::stop_port(size_t index, std::string* error) {
+  return run_sync([this, index](Done done) { stop_port_ct(index, std::move(done)); }, error);
+}
+bool ControlThread::shutdown(std::string* error) {
+  const bool ok = run_sync([this](Done done) { shutdown_ct(std::move(done)); }, error);
+  if (thread_.joinable()) thread_.join();
+  running_.store(false, std::memory_order_release);
+  return ok;
+}
+bool ControlThread::refresh(std::string* error) {
+  return run_sync([this](Done done) { request_snapshot_ct(std::move(done)); }, error);
+}
+
+void ControlThread::loop() {
+  const auto interval = std::chrono::milliseconds(
+      setup_.cfg->telemetry.stats_interval_ms == 0 ? 100 : setup_.cfg->telemetry.stats_interval_ms);
+  while (!exit_.load(std::memory_order_acquire)) {
+    bool work = false;
+    Task task;
+    for (unsigned k = 0; k < kInboxBatch && inbox_.try_pop(task); ++k) {
+      task(*this);
+      work = true;
+    }
+    for (auto* ch : setup_.channels)
+      if (ch->poll_completions(kCompletionBatch) > 0) work = true;
+    if (poll_frames_ct() > 0) work = true;
+
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= next_stats_) {
+      next_stats_ = now + interval;
+      if (setup_.cfg->telemetry.enabled && !cores_stopped_ && !snapshot_in_flight_)
+        request_snapshot_ct(nullptr);
+    }
+    for (auto& t : tables_) t->on_timer(now);
+    if (!work) std::this_thread::sleep_for(kIdleNap);
+  }
+  // Whatever the cores still handed us goes back to the pool before the pool is freed.
+  while (poll_frames_ct() > 0) {
+  }
+  running_.store(false, std::memory_order_release);
+}
+
+void ControlThread::start_ports_ct(Done done) {
+  for (auto* port : setup_.ports) {
+    if (port->started()) continue;
+    std::string err;
+    if (!port->start(&err)) {
+      pmd::log(LogLevel::kError, "port_start_failed", {{"port", port->name()}, {"error", err}});
+      done(false, port->name() + ": " + err);
+      return;
+    }
+    pmd::log(LogLevel::kInfo, "port_started", {{"port", port->name()}, {"id", std::to_string(port->id())}});
+  }
+  // Queue c of every port belongs to core c. Attach only after rte_eth_dev_start: in DPDK 22.11 a
+  // stopped port's burst functions are stubs that log an error on every call.
+  auto* p = new Pending;
+  p->self = this;
+  p->then = [this, done](Pending& pd) {
+    if (pd.failures > 0) {
+      done(false, "attaching queues failed on " + std::to_string(pd.failures) + " core(s), first result " +
+                      std::to_string(pd.first_result));
+      return;
+    }
+    for (size_t i = 0; i < setup_.ports.size(); ++i) {
+      pmd::Port* port = setup_.ports[i];
+      const pmd::LinkStatus link = port->link();
+      pmd::log(LogLevel::kInfo, "port_up",
+               {{"port", port->name()},
+                {"mac", config::format_mac(port->mac())},
+                {"ip", config::format_ipv4(port->address()) + "/" + std::to_string(port->prefix_len())},
+                {"mtu", std::to_string(port->mtu())},
+                {"queues", std::to_string(port->queue_count())},
+                {"link", link.up ? "up" : "down"}});
+      // RFC 5227 §2.3 announcement, so peers replace a stale MAC for our address at once.
+      send_frame_ct(i, dataplane::build_gratuitous_arp(setup_.pool->get(), local_of(i)), "gratuitous_arp");
+      tables_[i]->publish_all();
+    }
+    done(true, {});
+  };
+  for (auto* port : setup_.ports) {
+    const uint16_t queues = std::min<uint16_t>(port->queue_count(), static_cast<uint16_t>(setup_.channels.size()));
+    for (uint16_t c = 0; c < queues; ++c) {
+      if (dataplane::core_requests::attach_port(*setup_.channels[c], port, c, &on_core_done, p))
+        p->outstanding++;
+      else if (p->failures++ == 0)
+        p->first_result = -ENOBUFS;
+    }
+  }
+  Pending::arm(p);
+}
+
+void ControlThread::stop_port_ct(size_t index, Done done) {
+  if (index >= setup_.ports.size()) {
+    done(false, "no port " + std::to_string(index));
+    return;
+  }
+  pmd::Port* port = setup_.ports[index];
+  auto* p = new Pending;
+  p->self = this;
+  p->then = [port, done](Pending& pd) {
+    // The cores no longer poll it (or the detach failed and we stop anyway: stopping is final).
+    port->stop();
+    pmd::log(LogLevel::kInfo, "port_stopped", {{"port", port->name()}, {"detach_failures", std::to_string(pd.failures)}});
+    done(pd.failures == 0, pd.failures == 0 ? std::string() : "detach failed on some cores");
+  };
+  if (!cores_stopped_) {
+    const uint16_t queues = std::min<uint16_t>(port->queue_count(), static_cast<uint16_t>(setup_.channels.size()));
+    for (uint16_t c = 0; c < queues; ++c) {
+      if (dataplane::core_requests::detach_port(*setup_.channels[c], port->id(), &on_core_done, p))
+        p->outstanding++;
+      else
+        p->failures++;
+    }
+  }
+  Pending::arm(p);
+}
+
+void ControlThread::shutdown_ct(Done done) {
+  pmd::log(LogLevel::kInfo, "shutdown_begin", {{"cores", std::to_string(setup_.channels.size())}});
+  auto* p = new Pending;
+  p->self = this;
+  p->then = [this, done](Pending& pd) {
+    cores_stopped_ = true;
+    pmd::log(LogLevel::kInfo, "cores_stopped", {{"failures", std::to_string(pd.failures)}});
+    for (auto* port : setup_.ports) {
+      port->stop();
+      pmd::log(LogLevel::kInfo, "port_stopped", {{"port", port->name()}});
+    }
+    exit_.store(true, std::memory_order_release);
+    done(pd.failures == 0, pd.failures == 0 ? std::string() : "some cores did not stop cleanly");
+  };
+  // Stop requests queue behind anything already posted (a snapshot round, a transmit), so those
+  // complete first: the rings are FIFO.
+  for (auto* ch : setup_.channels) {
+    if (dataplane::core_requests::stop(*ch, &on_core_done, p))
+      p->outstanding++;
+    else
+      p->failures++;
+  }
+  Pending::arm(p);
+}
+
+void ControlThread::request_snapshot_ct(Done done) {
+  if (cores_stopped_) {
+    if (done) done(false, "cores are stopped");
+    return;
+  }
+  snapshot_in_flight_ = true;
+  auto* p = new Pending;
+  p->self = this;
+  p->stats.resize(setup_.channels.size());  // never resized again: the cores write into it
+  p->then = [this, done](Pending& pd) {
+    snapshot_in_flight_ = false;
+    if (pd.failures > 0) {
+      if (done) done(false, "snapshot request failed");
+      return;
+    }
+    counters_.snapshots++;
+    Snapshot s;
+    s.sequence = ++sequence_;
+    s.taken = std::chrono::steady_clock::now();
+    s.cores = std::move(pd.stats);
+    for (auto* port : setup_.ports) {
+      PortSnapshot ps;
+      ps.name = port->name();
+      ps.id = port->id();
+      ps.mac = port->mac();
+      ps.address = port->address();
+      ps.prefix_len = port->prefix_len();
+      ps.mtu = port->mtu();
+      ps.queues = port->queue_count();
+      ps.started = port->started();
+      ps.link = port->link();
+      ps.stats = port->stats();
+      s.ports.push_back(std::move(ps));
+    }
+    for (size_t i = 0; i < tables_.size(); ++i)
+      for (const auto& e : tables_[i]->snapshot(s.taken)) s.neighbours.push_back({setup_.ports[i]->name(), e});
+    s.control = counters_;
+    s.mbufs_available = setup_.pool != nullptr ? setup_.pool->available() : 0;
+    {
+      std::lock_guard<std::mutex> lock(snapshot_mutex_);
+      latest_ = std::make_shared<const Snapshot>(std::move(s));
+    }
+    if (done) done(true, {});
+  };
+  for (size_t c = 0; c < setup_.channels.size(); ++c) {
+    if (dataplane::core_requests::snapshot(*setup_.channels[c], &p->stats[c], &on_core_done, p))
+      p->outstanding++;
+    else
+      p->failures++;
+  }
+  Pending::arm(p);
+}
+
+unsigned ControlThread::poll_frames_ct() {
+  if (setup_.dispatch == nullptr) return 0;
+  rte_mbuf* pkts[kFrameBatch];
+  const uint16_t n = setup_.dispatch->receive(setup_.dispatch->control_target(), pkts, kFrameBatch);
+  const auto now = std::chrono::steady_clock::now();
+  for (uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = pkts[i];
+    counters_.frames++;
+    switch (dataplane::frame_kind(m)) {
+      case dataplane::FrameKind::kArpToControl: {
+        counters_.arp_frames++;
+        const int idx = port_index_of(m->port);
+        dataplane::ArpPeer peer;
+        if (idx >= 0 && dataplane::extract_arp_peer(m, local_of(idx), &peer) && peer.ip.value != 0) {
+          // RFC 826: the target of an ARP frame adds its sender; third parties only refresh.
+          tables_[idx]->learn(peer.ip, peer.mac, now,
+                              peer.targets_us ? LearnMode::kCreate : LearnMode::kUpdateOnly);
+        }
+        break;
+      }
+      case dataplane::FrameKind::kCm:
+        counters_.cm_frames++;  // connection management arrives with the CM issue
+        break;
+      default:
+        counters_.other_frames++;
+        break;
+    }
+    rte_pktmbuf_free(m);
+  }
+  return n;
+}
+
+namespace {
+void on_tx_done(CoreMessage& msg) {
+  if (msg.result != 0) {
+    auto* failures = static_cast<uint64_t*>(msg.done_ctx);
+    ++*failures;
+  }
+}
+void on_neighbour_done(CoreMessage& msg) {
+  if (msg.result != 0)
+    pmd::log(LogLevel::kWarning, "neighbour_update_refused", {{"result", std::to_string(msg.result)}});
+}
+}  // namespace
+
+void ControlThread::send_frame_ct(size_t port_index, rte_mbuf* m, const char* what) {
+  pmd::Port* port = setup_.ports[port_index];
+  if (m == nullptr) {
+    counters_.send_failures++;
+    pmd::log(LogLevel::kWarning, "send_failed", {{"port", port->name()}, {"frame", what}, {"reason", "no mbuf"}});
+    return;
+  }
+  // Core 0 owns TX queue 0 of every port; frames control builds leave there.
+  if (setup_.channels.empty() || cores_stopped_ ||
+      !dataplane::core_requests::transmit(*setup_.channels[0], port->id(), m, &on_tx_done, &counters_.send_failures)) {
+    rte_pktmbuf_free(m);
+    counters_.send_failures++;
+    pmd::log(LogLevel::kWarning, "send_failed", {{"port", port->name()}, {"frame", what}, {"reason", "channel"}});
+    return;
+  }
+  counters_.frames_sent++;
+  pmd::log(LogLevel::kDebug, "frame_sent", {{"port", port->name()}, {"frame", what}});
+}
+
+void ControlThread::push_neighbour_ct(const NeighbourChange& change) {
+  dataplane::NeighbourUpdate u;
+  u.ip = change.ip;
+  u.mac = change.mac;
+  u.remove = change.removed;
+  for (auto* ch : setup_.channels) {
+    if (dataplane::core_requests::neighbour_update(*ch, u, &on_neighbour_done, nullptr))
+      counters_.neighbour_updates++;
+    else
+      pmd::log(LogLevel::kWarning, "neighbour_update_dropped", {{"core", std::to_string(ch->core_index())}});
+  }
+  pmd::log(LogLevel::kInfo, change.removed ? "neighbour_removed" : "neighbour_set",
+           {{"ip", config::format_ipv4(change.ip)}, {"mac", config::format_mac(change.mac)}});
+}
+
+dataplane::LocalAddress ControlThread::local_of(size_t port_index) const {
+  const pmd::Port* port = setup_.ports[port_index];
+  dataplane::LocalAddress a;
+  a.mac = port->mac();
+  a.ip = port->address();
+  a.prefix_len = port->prefix_len();
+  return a;
+}
+
+int ControlThread::port_index_of(uint16_t port_id) const {
+  for (size_t i = 0; i < setup_.ports.size(); ++i)
+    if (setup_.ports[i]->id() == port_id) return static_cast<int>(i);
+  return -1;
+}
+
+}  // namespace rocedp::control

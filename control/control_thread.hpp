@@ -1,0 +1,158 @@
+#pragma once
+// The control thread: the one thread that orchestrates the polling cores (DESIGN.md §1).
+//
+// It owns the per-port neighbour tables (control/neighbour_table.hpp), receives the frames the
+// cores classified for the control path (ARP replies/announcements -> neighbour table -> updates
+// pushed to every core's NeighbourCache; QP1/CM MADs are counted until the CM issue), asks every
+// core for a stats snapshot each telemetry.stats_interval_ms and publishes the latest one for
+// telemetry, sends a gratuitous ARP per port once it is up, and runs port start/stop and the
+// shutdown sequence over the cores' CoreChannels.
+//
+// Threads: the control thread alone touches its state. Other threads (main, signal side,
+// telemetry) reach it only through post() — a oneTBB concurrent_queue inbox — or through the
+// blocking helpers below, which post and wait. latest() is the one read path for other threads:
+// a shared_ptr to an immutable snapshot, swapped under a mutex that the polling cores never take.
+// Every CoreMessage completion callback issued here runs on the control thread.
+
+#include <tbb/concurrent_queue.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/config.hpp"
+#include "control/neighbour_table.hpp"
+#include "dataplane/polling_core.hpp"
+#include "pmd/port.hpp"
+
+namespace rocedp::pmd {
+class PacketPool;
+class RxDispatch;
+}  // namespace rocedp::pmd
+
+namespace rocedp::control {
+
+/// One port as telemetry shows it.
+struct PortSnapshot {
+  std::string name;
+  uint16_t id = 0;
+  config::MacAddress mac;
+  config::Ipv4Address address;
+  uint8_t prefix_len = 0;
+  uint16_t mtu = 0;
+  uint16_t queues = 0;
+  bool started = false;
+  pmd::LinkStatus link;
+  pmd::PortStats stats;
+};
+
+/// One neighbour of one port, as telemetry shows it.
+struct NeighbourRow {
+  std::string port;
+  NeighbourSnapshotEntry entry;
+};
+
+/// What the control thread itself counts.
+struct ControlCounters {
+  uint64_t frames = 0;          // frames received from the cores
+  uint64_t arp_frames = 0;      // ARP frames learned from (or ignored)
+  uint64_t cm_frames = 0;       // QP1 MADs (dropped until connection management exists)
+  uint64_t other_frames = 0;
+  uint64_t frames_sent = 0;     // ARP requests / gratuitous ARP handed to a core for TX
+  uint64_t send_failures = 0;   // no mbuf, channel full, or the core had no TX queue
+  uint64_t neighbour_updates = 0;  // NeighbourUpdate messages sent to cores
+  uint64_t snapshots = 0;       // stats rounds completed
+};
+
+/// Everything telemetry prints, taken at one stats round. Immutable once published.
+struct Snapshot {
+  uint64_t sequence = 0;
+  std::chrono::steady_clock::time_point taken;
+  std::vector<dataplane::CoreStats> cores;
+  std::vector<PortSnapshot> ports;
+  std::vector<NeighbourRow> neighbours;
+  ControlCounters control;
+  uint32_t mbufs_available = 0;
+};
+
+class ControlThread {
+ public:
+  struct Setup {
+    const config::Config* cfg = nullptr;                // outlives the thread
+    std::vector<pmd::Port*> ports;                      // started/stopped by this thread
+    std::vector<dataplane::CoreChannel*> channels;      // index = polling core index
+    pmd::RxDispatch* dispatch = nullptr;                // control target = channels.size()
+    pmd::PacketPool* pool = nullptr;                    // for ARP frames built here
+  };
+  using Task = std::function<void(ControlThread&)>;
+
+  explicit ControlThread(Setup setup);
+  ~ControlThread();  // asks the loop to exit (without the shutdown sequence) and joins
+  ControlThread(const ControlThread&) = delete;
+  ControlThread& operator=(const ControlThread&) = delete;
+
+  /// Spawns the thread, pinned to the CPUs of control.lcore when set. False and *error if the
+  /// thread cannot be created or pinned.
+  bool start(std::string* error);
+
+  /// Any thread: runs `task` on the control thread (FIFO). Never blocks.
+  void post(Task task);
+
+  // ---- blocking helpers for other threads (post + wait for the outcome) ----
+  /// Starts every port (rte_eth_dev_start), then attaches queue c of it to core c on every core
+  /// through the channel, then sends a gratuitous ARP per port and publishes static neighbours.
+  bool start_ports(std::string* error);
+  /// Detaches port `index` from every core (the cores stop polling it), then stops it.
+  bool stop_port(size_t index, std::string* error);
+  /// The shutdown sequence: stop every polling core (channel), then stop every port; after it
+  /// the control loop exits. The caller then waits for the lcores (rte_eal_wait_lcore), closes
+  /// the ports and frees the pools. Logs every step.
+  bool shutdown(std::string* error);
+  /// Asks every core for a snapshot now and waits until it is published (tests, first telemetry).
+  bool refresh(std::string* error);
+
+  /// Any thread: the latest published snapshot (null before the first round).
+  std::shared_ptr<const Snapshot> latest() const;
+  bool running() const { return running_.load(std::memory_order_acquire); }
+
+ private:
+  struct Pending;  // an operation waiting for N core completions
+  static void on_core_done(dataplane::CoreMessage& msg);
+
+  void loop();
+  bool run_sync(std::function<void(std::function<void(bool, std::string)>)> op, std::string* error);
+  // Control-thread only (_ct):
+  void start_ports_ct(std::function<void(bool, std::string)> done);
+  void stop_port_ct(size_t index, std::function<void(bool, std::string)> done);
+  void shutdown_ct(std::function<void(bool, std::string)> done);
+  void request_snapshot_ct(std::function<void(bool, std::string)> done);
+  unsigned poll_frames_ct();
+  void send_frame_ct(size_t port_index, rte_mbuf* m, const char* what);
+  void push_neighbour_ct(const NeighbourChange& change);
+  dataplane::LocalAddress local_of(size_t port_index) const;
+  int port_index_of(uint16_t port_id) const;
+
+  Setup setup_;
+  std::vector<std::unique_ptr<NeighbourTable>> tables_;  // one per port
+  bool snapshot_in_flight_ = false;
+  bool cores_stopped_ = false;
+  uint64_t sequence_ = 0;
+  ControlCounters counters_;
+  std::chrono::steady_clock::time_point next_stats_;
+
+  tbb::concurrent_queue<Task> inbox_;
+  std::atomic<bool> exit_{false};
+  std::atomic<bool> running_{false};
+  std::thread thread_;
+
+  mutable std::mutex snapshot_mutex_;  // control and telemetry only; never a polling core
+  std::shared_ptr<const Snapshot> latest_;
+};
+
+}  // namespace rocedp::control
