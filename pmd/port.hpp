@@ -44,7 +44,7 @@ class Port {
   // Brings up the device named by cfg.devargs: a vdev string such as
   // "net_memif0,role=server,socket=/tmp/x.sock", "net_af_packet0,iface=veth0", "net_tap0,iface=rdp0",
   // "net_pcap0,rx_pcap=a.pcap,tx_pcap=b.pcap", "net_ring0" (a loopback), the in-process pair form
-  // "ring_pair=LINK,side=a|b" (ring_pair.hpp), or a PCI address ("0000:03:00.0", optionally with
+  // "ring_pair:LINK:a" / "ring_pair:LINK:b" (ring_pair.hpp), or a PCI address ("0000:03:00.0", optionally with
   // ",key=value" driver args). The device is hot-plugged (rte_dev_probe), so EAL needs no --vdev.
   // Configures min(wanted_queues, device maximum) RX/TX queue pairs (at least 1) with
   // dp.rx_ring_size / dp.tx_ring_size descriptors on `pool`, sets the MTU (scattered RX if the

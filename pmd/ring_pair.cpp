@@ -17,7 +17,7 @@
 namespace rocedp::pmd {
 namespace {
 
-constexpr std::string_view kPrefix = "ring_pair=";
+constexpr std::string_view kPrefix = "ring_pair:";
 
 // One link: rings a->b and b->a for each queue. Shared by both sides, freed with the last.
 struct Link {
@@ -55,19 +55,19 @@ void free_rings(Link& l) {
 bool is_ring_pair_devargs(std::string_view devargs) { return devargs.starts_with(kPrefix); }
 
 std::string ring_pair_devargs(const std::string& link, char side) {
-  return std::string(kPrefix) + link + ",side=" + side;
+  return std::string(kPrefix) + link + ":" + side;
 }
 
 bool parse_ring_pair_devargs(std::string_view devargs, RingPairDevargs* out, std::string* error) {
   auto fail = [&](const std::string& why) {
     if (error) *error = "devargs \"" + std::string(devargs) + "\": " + why +
-                        " (expected ring_pair=LINK,side=a|b)";
+                        " (expected ring_pair:LINK:a or ring_pair:LINK:b)";
     return false;
   };
   if (!is_ring_pair_devargs(devargs)) return fail("not a ring_pair form");
   std::string_view rest = devargs.substr(kPrefix.size());
-  size_t comma = rest.find(',');
-  std::string_view link = rest.substr(0, comma);
+  size_t colon = rest.rfind(':');
+  std::string_view link = rest.substr(0, colon);
   if (link.empty()) return fail("empty link name");
   for (char c : link) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) {
@@ -75,9 +75,9 @@ bool parse_ring_pair_devargs(std::string_view devargs, RingPairDevargs* out, std
     }
   }
   if (link.size() > 40) return fail("link name longer than 40 characters");
-  if (comma == std::string_view::npos) return fail("missing side=a|b");
-  std::string_view side = rest.substr(comma + 1);
-  if (side != "side=a" && side != "side=b") return fail("side must be side=a or side=b");
+  if (colon == std::string_view::npos) return fail("missing the side (:a or :b)");
+  std::string_view side = rest.substr(colon + 1);
+  if (side != "a" && side != "b") return fail("the side must be a or b");
   out->link = std::string(link);
   out->side = side.back();
   return true;

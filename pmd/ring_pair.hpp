@@ -4,8 +4,11 @@
 // one-process tests of two adapters, and for YAML:
 //
 //   ports:
-//     - { name: a, devargs: "ring_pair=link0,side=a", ... }
-//     - { name: b, devargs: "ring_pair=link0,side=b", ... }
+//     - { name: a, devargs: "ring_pair:link0:a", ... }
+//     - { name: b, devargs: "ring_pair:link0:b", ... }
+//
+// (No comma in the form: config/ treats the text before the first comma as the device and
+// rejects two ports on one device; here each side is its own device.)
 //
 // The first side opened creates the link's rings (kMaxQueues per direction), the last side
 // closed frees them together with any frame still in them. Each side may configure up to
@@ -25,18 +28,18 @@ namespace rocedp::pmd {
 class PacketPool;
 
 struct RingPairDevargs {
-  std::string link;  // LINK in "ring_pair=LINK,side=a"
+  std::string link;  // LINK in "ring_pair:LINK:a"
   char side = 'a';   // 'a' or 'b'
 };
 
 constexpr uint16_t kRingPairMaxQueues = 8;
 constexpr uint32_t kRingPairRingSize = 1024;
 
-// True when devargs uses the ring_pair form (starts with "ring_pair=").
+// True when devargs uses the ring_pair form (starts with "ring_pair:").
 bool is_ring_pair_devargs(std::string_view devargs);
-// Parses "ring_pair=LINK,side=a|b". False and *error on a malformed string.
+// Parses "ring_pair:LINK:a" or "ring_pair:LINK:b" (LINK: letters, digits, '_', '-'). False and *error on a malformed string.
 bool parse_ring_pair_devargs(std::string_view devargs, RingPairDevargs* out, std::string* error);
-// "ring_pair=LINK,side=S".
+// "ring_pair:LINK:S".
 std::string ring_pair_devargs(const std::string& link, char side);
 
 // Creates (or joins) the link and returns the ethdev port id of `side`, or -1 with *error.

@@ -1,0 +1,119 @@
+#pragma once
+// Shared by the EAL test executables of tests/pmd: EAL starts once per process (--no-huge, a
+// file prefix unique to the process), a packet pool, and helpers to build and compare frames.
+
+#include <gtest/gtest.h>
+#include <rte_mbuf.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "pmd/eal.hpp"
+#include "pmd/log.hpp"
+#include "pmd/packet_pool.hpp"
+
+namespace rocedp::pmd::test {
+
+inline std::unique_ptr<PacketPool>& pool_slot() {
+  static std::unique_ptr<PacketPool> p;
+  return p;
+}
+inline PacketPool& pool() { return *pool_slot(); }
+
+inline std::string file_prefix() { return "rocedp-pmdtest-" + std::to_string(getpid()); }
+
+class EalEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    config::Config cfg;
+    cfg.eal.lcores = {0};
+    cfg.eal.main_lcore = 0;
+    cfg.eal.memory_mb = 256;
+    cfg.eal.hugepages = false;
+    cfg.eal.file_prefix = file_prefix();
+    cfg.eal.extra_args = {"--no-telemetry"};
+    cfg.logging.level = config::LoggingConfig::Level::kWarning;
+    log_configure(LogLevel::kWarning, "");
+    std::string error;
+    ASSERT_TRUE(eal_init(cfg, "pmd-test", &error)) << error;
+    pool_slot() = PacketPool::create("test_pool", 8191, 256, PacketPool::data_room_for_mtu(1500),
+                                     SOCKET_ID_ANY, &error);
+    ASSERT_TRUE(pool_slot()) << error;
+  }
+  void TearDown() override {
+    pool_slot().reset();
+    eal_cleanup();
+    std::error_code ec;
+    std::filesystem::remove_all("/var/run/dpdk/" + file_prefix(), ec);
+  }
+};
+
+inline const auto* const kEalEnvironment =
+    ::testing::AddGlobalTestEnvironment(new EalEnvironment);
+
+inline config::DataplaneConfig test_dataplane() {
+  config::DataplaneConfig dp;
+  dp.rx_ring_size = 512;
+  dp.tx_ring_size = 512;
+  return dp;
+}
+
+// An Ethernet frame: broadcast destination, the given source, ethertype 0x88B5 (IEEE 802
+// local experimental, so no kernel stack consumes it), then `len - 14` payload bytes that
+// encode `seq` and a pattern, so every frame is distinct and checkable byte for byte.
+constexpr uint16_t kTestEthertype = 0x88B5;
+inline std::vector<uint8_t> make_frame(uint32_t seq, uint32_t len = 128,
+                                       uint8_t src_last = 0x01) {
+  std::vector<uint8_t> f(len, 0);
+  std::memset(f.data(), 0xff, 6);
+  const uint8_t src[6] = {0x02, 0x00, 0x00, 0x00, 0x00, src_last};
+  std::memcpy(f.data() + 6, src, 6);
+  f[12] = kTestEthertype >> 8;
+  f[13] = kTestEthertype & 0xff;
+  for (int i = 0; i < 4; ++i) f[14 + i] = static_cast<uint8_t>(seq >> (24 - 8 * i));
+  for (uint32_t i = 18; i < len; ++i) f[i] = static_cast<uint8_t>(seq * 7 + i);
+  return f;
+}
+
+inline uint32_t frame_seq(const std::vector<uint8_t>& f) {
+  return (uint32_t{f[14]} << 24) | (uint32_t{f[15]} << 16) | (uint32_t{f[16]} << 8) | f[17];
+}
+
+inline rte_mbuf* to_mbuf(const std::vector<uint8_t>& f) {
+  rte_mbuf* m = rte_pktmbuf_alloc(pool().get());
+  if (m == nullptr) return nullptr;
+  char* p = rte_pktmbuf_append(m, static_cast<uint16_t>(f.size()));
+  if (p == nullptr) {
+    rte_pktmbuf_free(m);
+    return nullptr;
+  }
+  std::memcpy(p, f.data(), f.size());
+  return m;
+}
+
+inline std::vector<uint8_t> to_bytes(const rte_mbuf* m) {
+  std::vector<uint8_t> out(rte_pktmbuf_pkt_len(m));
+  const void* p = rte_pktmbuf_read(m, 0, static_cast<uint32_t>(out.size()), out.data());
+  if (p != out.data()) std::memcpy(out.data(), p, out.size());
+  return out;
+}
+
+inline bool is_test_frame(const std::vector<uint8_t>& f) {
+  return f.size() >= 18 && f[12] == (kTestEthertype >> 8) && f[13] == (kTestEthertype & 0xff);
+}
+
+inline bool is_root() { return geteuid() == 0; }
+
+// Runs a shell command; returns its exit status.
+inline int sh(const std::string& cmd) {
+  int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+}  // namespace rocedp::pmd::test
