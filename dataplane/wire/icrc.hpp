@@ -1,0 +1,69 @@
+#pragma once
+// Invariant CRC of a RoCEv2 packet (IBTA Annex A17.3.3; rxe_icrc.c).
+//
+// ICRC = CRC-32 (IEEE 802.3 polynomial, reflected, as zlib/gzip) over
+//   8 bytes of 0xFF (stand-in for the LRH that RoCEv2 has not)
+//   + IP header with TOS, TTL, header checksum set to 1s (IPv6: traffic
+//     class, flow label, hop limit)
+//   + UDP header with its checksum set to 1s
+//   + BTH with byte 4 (FECN, BECN, resv6) set to 1s
+//   + the extension headers, payload and pad as they are.
+// It is stored after the pad, little-endian (the CRC register as the host
+// holds it; scapy pack_icrc, rxe stores the native u32).
+//
+// Method: only the IP+UDP+BTH prefix (<= 80 bytes) is copied to the stack and
+// masked; everything after it is CRC'd straight from the caller's buffers by
+// ISA-L crc32_gzip_refl, which chains (crc32_gzip_refl(crc(a), b) == crc(a||b)).
+// The 8x0xFF prefix is folded into a constant seed.
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+
+#include "dataplane/wire/bytes.hpp"
+
+namespace rocedp::wire {
+
+namespace detail {
+constexpr std::uint32_t crc32_bitwise(std::uint32_t crc, const std::uint8_t* p, std::size_t n) {
+  crc = ~crc;
+  for (std::size_t i = 0; i < n; ++i) {
+    crc ^= p[i];
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+constexpr std::uint32_t ff8_seed() {
+  const std::uint8_t ff[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+  return crc32_bitwise(0, ff, 8);
+}
+}  // namespace detail
+
+// zlib.crc32(b"\xff" * 8): the CRC state after the masked-LRH stand-in.
+inline constexpr std::uint32_t kIcrcSeed = detail::ff8_seed();
+
+// Bytes of the L3 packet that are masked: IP header + UDP + BTH. 0 if `l3` is
+// too short to hold them or is not IPv4/IPv6.
+std::size_t icrc_masked_prefix_len(Bytes l3);
+
+// ICRC of the packet whose bytes are `l3` (starting at the IP header, holding
+// at least IP+UDP+BTH, possibly more) followed by every span of `more` in
+// order (remaining headers, payload segments, pad). The ICRC itself must not
+// be included. Returns 0 if `l3` is shorter than the masked prefix (callers
+// validate lengths first; the parser always does).
+std::uint32_t icrc_compute(Bytes l3, std::span<const Bytes> more = {});
+inline std::uint32_t icrc_compute(Bytes l3, std::initializer_list<Bytes> more) {
+  return icrc_compute(l3, std::span<const Bytes>(more.begin(), more.size()));
+}
+
+// Continues a CRC returned by icrc_compute over more bytes.
+std::uint32_t icrc_extend(std::uint32_t crc, Bytes more);
+
+// `l3_with_icrc` is the whole L3 packet ending with the 4-byte ICRC.
+bool icrc_verify(Bytes l3_with_icrc);
+
+// Reference implementation (bitwise, copies the whole packet) for tests only.
+std::uint32_t icrc_reference(Bytes l3_without_icrc);
+
+}  // namespace rocedp::wire

@@ -1,0 +1,123 @@
+#pragma once
+// IPv4 header (RFC 791). IPv6 (RFC 8200) comes later: the parser dispatches on
+// the EtherType and the ICRC already masks IPv6 fields, so it slots in beside.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "dataplane/wire/bytes.hpp"
+
+namespace rocedp::wire {
+
+inline constexpr std::size_t kIpv4MinHdrLen = 20;
+inline constexpr std::size_t kIpv4MaxHdrLen = 60;
+inline constexpr std::size_t kIpv6HdrLen = 40;
+inline constexpr std::uint8_t kIpProtoUdp = 17;
+inline constexpr std::uint16_t kIpv4FlagDf = 0x4000;
+inline constexpr std::uint16_t kIpv4FlagMf = 0x2000;
+inline constexpr std::uint16_t kIpv4FragOffsetMask = 0x1FFF;
+
+namespace ipv4_off {
+inline constexpr std::size_t kVerIhl = 0, kTos = 1, kTotalLen = 2, kId = 4, kFlagsFrag = 6, kTtl = 8,
+                             kProto = 9, kChecksum = 10, kSrc = 12, kDst = 16;
+}
+static_assert(ipv4_off::kDst + 4 == kIpv4MinHdrLen, "IPv4 header without options is 20 bytes");
+
+template <class B>
+class Ipv4View {
+ public:
+  explicit Ipv4View(B* p) : p_(p) {}
+  std::uint8_t version() const { return p_[ipv4_off::kVerIhl] >> 4; }
+  std::uint8_t ihl() const { return p_[ipv4_off::kVerIhl] & 0x0F; }  // in 32-bit words
+  std::size_t header_len() const { return std::size_t{ihl()} * 4; }
+  std::uint8_t tos() const { return p_[ipv4_off::kTos]; }  // DSCP(6) ECN(2)
+  std::uint16_t total_len() const { return load_be16(p_ + ipv4_off::kTotalLen); }
+  std::uint16_t id() const { return load_be16(p_ + ipv4_off::kId); }
+  std::uint16_t flags_frag() const { return load_be16(p_ + ipv4_off::kFlagsFrag); }
+  std::uint8_t ttl() const { return p_[ipv4_off::kTtl]; }
+  std::uint8_t protocol() const { return p_[ipv4_off::kProto]; }
+  std::uint16_t checksum() const { return load_be16(p_ + ipv4_off::kChecksum); }
+  std::uint32_t src() const { return load_be32(p_ + ipv4_off::kSrc); }
+  std::uint32_t dst() const { return load_be32(p_ + ipv4_off::kDst); }
+  bool is_fragment() const { return (flags_frag() & (kIpv4FlagMf | kIpv4FragOffsetMask)) != 0; }
+
+  void set_version_ihl(std::uint8_t ihl_words) requires(!std::is_const_v<B>) {
+    p_[ipv4_off::kVerIhl] = static_cast<std::uint8_t>(0x40 | (ihl_words & 0x0F));
+  }
+  void set_tos(std::uint8_t v) requires(!std::is_const_v<B>) { p_[ipv4_off::kTos] = v; }
+  void set_total_len(std::uint16_t v) requires(!std::is_const_v<B>) { store_be16(p_ + ipv4_off::kTotalLen, v); }
+  void set_id(std::uint16_t v) requires(!std::is_const_v<B>) { store_be16(p_ + ipv4_off::kId, v); }
+  void set_flags_frag(std::uint16_t v) requires(!std::is_const_v<B>) { store_be16(p_ + ipv4_off::kFlagsFrag, v); }
+  void set_ttl(std::uint8_t v) requires(!std::is_const_v<B>) { p_[ipv4_off::kTtl] = v; }
+  void set_protocol(std::uint8_t v) requires(!std::is_const_v<B>) { p_[ipv4_off::kProto] = v; }
+  void set_checksum(std::uint16_t v) requires(!std::is_const_v<B>) { store_be16(p_ + ipv4_off::kChecksum, v); }
+  void set_src(std::uint32_t v) requires(!std::is_const_v<B>) { store_be32(p_ + ipv4_off::kSrc, v); }
+  void set_dst(std::uint32_t v) requires(!std::is_const_v<B>) { store_be32(p_ + ipv4_off::kDst, v); }
+
+ private:
+  B* p_;
+};
+
+// RFC 1071 one's-complement sum of the header with the checksum field taken as 0.
+inline std::uint16_t ipv4_header_checksum(const std::uint8_t* hdr, std::size_t len) {
+  std::uint32_t sum = 0;
+  for (std::size_t i = 0; i + 1 < len; i += 2) {
+    if (i == ipv4_off::kChecksum) continue;
+    sum += load_be16(hdr + i);
+  }
+  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+  return static_cast<std::uint16_t>(~sum);
+}
+
+struct Ipv4Fields {
+  std::uint8_t ihl = 5;  // words; > 5 means options (kept verbatim)
+  std::uint8_t tos = 0;
+  std::uint16_t total_len = 0;  // the builder computes it
+  std::uint16_t id = 0;
+  std::uint16_t flags_frag = kIpv4FlagDf;  // rxe sets DF
+  std::uint8_t ttl = 64;
+  std::uint8_t protocol = kIpProtoUdp;
+  std::uint16_t checksum = 0;  // the builder computes it
+  std::uint32_t src = 0;  // host order
+  std::uint32_t dst = 0;
+  std::array<std::uint8_t, kIpv4MaxHdrLen - kIpv4MinHdrLen> options{};
+
+  std::size_t header_len() const { return std::size_t{ihl} * 4; }
+  friend bool operator==(const Ipv4Fields&, const Ipv4Fields&) = default;
+};
+
+inline void encode_ipv4(std::uint8_t* p, const Ipv4Fields& f) {
+  Ipv4View<std::uint8_t> v(p);
+  v.set_version_ihl(f.ihl);
+  v.set_tos(f.tos);
+  v.set_total_len(f.total_len);
+  v.set_id(f.id);
+  v.set_flags_frag(f.flags_frag);
+  v.set_ttl(f.ttl);
+  v.set_protocol(f.protocol);
+  v.set_checksum(f.checksum);
+  v.set_src(f.src);
+  v.set_dst(f.dst);
+  for (std::size_t i = kIpv4MinHdrLen; i < f.header_len(); ++i) p[i] = f.options[i - kIpv4MinHdrLen];
+}
+
+inline Ipv4Fields decode_ipv4(const std::uint8_t* p) {
+  Ipv4View<const std::uint8_t> v(p);
+  Ipv4Fields f;
+  f.ihl = v.ihl();
+  f.tos = v.tos();
+  f.total_len = v.total_len();
+  f.id = v.id();
+  f.flags_frag = v.flags_frag();
+  f.ttl = v.ttl();
+  f.protocol = v.protocol();
+  f.checksum = v.checksum();
+  f.src = v.src();
+  f.dst = v.dst();
+  for (std::size_t i = kIpv4MinHdrLen; i < f.header_len(); ++i) f.options[i - kIpv4MinHdrLen] = p[i];
+  return f;
+}
+
+}  // namespace rocedp::wire
