@@ -1,0 +1,278 @@
+#include "control/telemetry.hpp"
+
+#include <rte_telemetry.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <mutex>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace rocedp::control {
+namespace {
+
+std::mutex g_mutex;  // guards g_source; taken by telemetry handlers and install/uninstall only
+SnapshotSource g_source;
+bool g_registered = false;
+
+std::shared_ptr<const Snapshot> current() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_source ? g_source() : nullptr;
+}
+
+// One array container per column; `keep` = 0 hands ownership to the parent dict.
+template <typename Row, typename Fn>
+void add_u64_column(rte_tel_data* d, const char* name, const std::vector<Row>& rows, Fn fn) {
+  rte_tel_data* col = rte_tel_data_alloc();
+  if (col == nullptr) return;
+  rte_tel_data_start_array(col, RTE_TEL_U64_VAL);
+  for (const auto& r : rows) rte_tel_data_add_array_u64(col, fn(r));
+  rte_tel_data_add_dict_container(d, name, col, 0);
+}
+
+template <typename Row, typename Fn>
+void add_string_column(rte_tel_data* d, const char* name, const std::vector<Row>& rows, Fn fn) {
+  rte_tel_data* col = rte_tel_data_alloc();
+  if (col == nullptr) return;
+  rte_tel_data_start_array(col, RTE_TEL_STRING_VAL);
+  for (const auto& r : rows) rte_tel_data_add_array_string(col, fn(r).c_str());
+  rte_tel_data_add_dict_container(d, name, col, 0);
+}
+
+// Port fields, shared by the column form and the one-port form.
+struct PortField {
+  const char* name;
+  uint64_t (*get)(const PortSnapshot&);
+};
+const PortField kPortFields[] = {
+    {"id", [](const PortSnapshot& p) -> uint64_t { return p.id; }},
+    {"prefix_len", [](const PortSnapshot& p) -> uint64_t { return p.prefix_len; }},
+    {"mtu", [](const PortSnapshot& p) -> uint64_t { return p.mtu; }},
+    {"queues", [](const PortSnapshot& p) -> uint64_t { return p.queues; }},
+    {"started", [](const PortSnapshot& p) -> uint64_t { return p.started; }},
+    {"link_up", [](const PortSnapshot& p) -> uint64_t { return p.link.up; }},
+    {"link_speed_mbps", [](const PortSnapshot& p) -> uint64_t { return p.link.speed_mbps; }},
+    {"rx_packets", [](const PortSnapshot& p) { return p.stats.rx_packets; }},
+    {"rx_bytes", [](const PortSnapshot& p) { return p.stats.rx_bytes; }},
+    {"tx_packets", [](const PortSnapshot& p) { return p.stats.tx_packets; }},
+    {"tx_bytes", [](const PortSnapshot& p) { return p.stats.tx_bytes; }},
+    {"rx_missed", [](const PortSnapshot& p) { return p.stats.rx_missed; }},
+    {"rx_errors", [](const PortSnapshot& p) { return p.stats.rx_errors; }},
+    {"tx_errors", [](const PortSnapshot& p) { return p.stats.tx_errors; }},
+    {"rx_nombuf", [](const PortSnapshot& p) { return p.stats.rx_nombuf; }},
+    {"fault_dropped", [](const PortSnapshot& p) { return p.stats.fault.dropped; }},
+    {"fault_duplicated", [](const PortSnapshot& p) { return p.stats.fault.duplicated; }},
+    {"fault_corrupted", [](const PortSnapshot& p) { return p.stats.fault.corrupted; }},
+    {"fault_reordered", [](const PortSnapshot& p) { return p.stats.fault.reordered; }},
+    {"fault_delayed", [](const PortSnapshot& p) { return p.stats.fault.delayed; }},
+};
+
+std::string port_ip(const PortSnapshot& p) { return config::format_ipv4(p.address); }
+std::string port_mac(const PortSnapshot& p) { return config::format_mac(p.mac); }
+
+struct CoreField {
+  const char* name;
+  uint64_t (*get)(const dataplane::CoreStats&);
+};
+const CoreField kCoreFields[] = {
+    {"core", [](const dataplane::CoreStats& c) -> uint64_t { return c.core_index; }},
+    {"lcore", [](const dataplane::CoreStats& c) -> uint64_t { return c.lcore_id; }},
+    {"busy_cycles", [](const dataplane::CoreStats& c) { return c.busy_cycles; }},
+    {"idle_cycles", [](const dataplane::CoreStats& c) { return c.idle_cycles; }},
+    {"polls", [](const dataplane::CoreStats& c) { return c.polls; }},
+    {"busy_polls", [](const dataplane::CoreStats& c) { return c.busy_polls; }},
+    {"rx_packets", [](const dataplane::CoreStats& c) { return c.rx_packets; }},
+    {"rx_bytes", [](const dataplane::CoreStats& c) { return c.rx_bytes; }},
+    {"tx_packets", [](const dataplane::CoreStats& c) { return c.tx_packets; }},
+    {"tx_bytes", [](const dataplane::CoreStats& c) { return c.tx_bytes; }},
+    {"handoff_in", [](const dataplane::CoreStats& c) { return c.handoff_in; }},
+    {"handoff_out", [](const dataplane::CoreStats& c) { return c.handoff_out; }},
+    {"to_control", [](const dataplane::CoreStats& c) { return c.to_control; }},
+    {"requests", [](const dataplane::CoreStats& c) { return c.requests; }},
+    {"arp_replies", [](const dataplane::CoreStats& c) { return c.arp_icmp.arp_replies; }},
+    {"echo_replies", [](const dataplane::CoreStats& c) { return c.arp_icmp.echo_replies; }},
+    {"drops", [](const dataplane::CoreStats& c) { return c.total_drops(); }},
+    {"attached_queues", [](const dataplane::CoreStats& c) -> uint64_t { return c.attached_queues; }},
+    {"neighbours", [](const dataplane::CoreStats& c) -> uint64_t { return c.neighbours; }},
+};
+
+// Drops by reason name, in a stable order: wire reasons, core reasons, ARP/ICMP reasons. A name
+// that appears in two lists (ip_bad_header in the RoCEv2 parser and in ARP/ICMP) means the same
+// thing and is summed.
+std::vector<std::pair<std::string_view, uint64_t>> drops_by_reason(const std::vector<dataplane::CoreStats>& cores) {
+  std::vector<std::pair<std::string_view, uint64_t>> out;
+  auto add = [&out](std::string_view name, uint64_t v) {
+    for (auto& [n, total] : out)
+      if (n == name) {
+        total += v;
+        return;
+      }
+    out.emplace_back(name, v);
+  };
+  for (std::size_t i = 0; i < dataplane::kDropCounterCount; ++i) {
+    if (!dataplane::drop_counter_is_failure(i)) continue;
+    uint64_t v = 0;
+    for (const auto& c : cores) v += c.drops[i];
+    add(dataplane::drop_counter_name(i), v);
+  }
+  for (std::size_t i = 0; i < dataplane::kArpIcmpDropCount; ++i) {
+    uint64_t v = 0;
+    for (const auto& c : cores) v += c.arp_icmp.drops[i];
+    add(dataplane::arp_icmp_drop_name(static_cast<dataplane::ArpIcmpDrop>(i)), v);
+  }
+  return out;
+}
+
+int no_data(rte_tel_data* d) {
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_string(d, "error", "no snapshot yet (daemon starting or stopping)");
+  return 0;
+}
+
+int cmd_ports(const char*, const char* params, rte_tel_data* d) {
+  auto s = current();
+  return s ? telemetry_format_ports(*s, params, d) : no_data(d);
+}
+int cmd_cores(const char*, const char* params, rte_tel_data* d) {
+  auto s = current();
+  return s ? telemetry_format_cores(*s, params, d) : no_data(d);
+}
+int cmd_drops(const char*, const char*, rte_tel_data* d) {
+  auto s = current();
+  return s ? telemetry_format_drops(*s, d) : no_data(d);
+}
+int cmd_neighbours(const char*, const char*, rte_tel_data* d) {
+  auto s = current();
+  return s ? telemetry_format_neighbours(*s, d) : no_data(d);
+}
+int cmd_control(const char*, const char*, rte_tel_data* d) {
+  auto s = current();
+  return s ? telemetry_format_control(*s, d) : no_data(d);
+}
+
+// Parameter: a number (index/id) or a name.
+bool match(const char* params, const std::string& name, uint64_t id) {
+  char* end = nullptr;
+  const unsigned long v = std::strtoul(params, &end, 10);
+  if (end != params && *end == '\0') return v == id;
+  return name == params;
+}
+
+}  // namespace
+
+int telemetry_format_ports(const Snapshot& s, const char* params, rte_tel_data* d) {
+  rte_tel_data_start_dict(d);
+  if (params != nullptr && *params != '\0') {
+    for (const auto& p : s.ports) {
+      if (!match(params, p.name, p.id)) continue;
+      rte_tel_data_add_dict_string(d, "name", p.name.c_str());
+      rte_tel_data_add_dict_string(d, "mac", port_mac(p).c_str());
+      rte_tel_data_add_dict_string(d, "ip", port_ip(p).c_str());
+      for (const auto& f : kPortFields) rte_tel_data_add_dict_u64(d, f.name, f.get(p));
+      return 0;
+    }
+    return -EINVAL;
+  }
+  add_string_column(d, "name", s.ports, [](const PortSnapshot& p) { return p.name; });
+  add_string_column(d, "mac", s.ports, port_mac);
+  add_string_column(d, "ip", s.ports, port_ip);
+  for (const auto& f : kPortFields) add_u64_column(d, f.name, s.ports, f.get);
+  return 0;
+}
+
+int telemetry_format_cores(const Snapshot& s, const char* params, rte_tel_data* d) {
+  rte_tel_data_start_dict(d);
+  if (params != nullptr && *params != '\0') {
+    for (const auto& c : s.cores) {
+      if (!match(params, "", c.core_index)) continue;
+      for (const auto& f : kCoreFields) rte_tel_data_add_dict_u64(d, f.name, f.get(c));
+      rte_tel_data* drops = rte_tel_data_alloc();
+      if (drops == nullptr) return 0;
+      // Reasons as two parallel columns (names, counts): only non-zero ones, to stay short.
+      rte_tel_data* names = rte_tel_data_alloc();
+      rte_tel_data_start_array(names, RTE_TEL_STRING_VAL);
+      rte_tel_data_start_array(drops, RTE_TEL_U64_VAL);
+      for (const auto& [name, v] : drops_by_reason({c})) {
+        if (v == 0) continue;
+        rte_tel_data_add_array_string(names, std::string(name).c_str());
+        rte_tel_data_add_array_u64(drops, v);
+      }
+      rte_tel_data_add_dict_container(d, "drop_reasons", names, 0);
+      rte_tel_data_add_dict_container(d, "drop_counts", drops, 0);
+      return 0;
+    }
+    return -EINVAL;
+  }
+  for (const auto& f : kCoreFields) add_u64_column(d, f.name, s.cores, f.get);
+  return 0;
+}
+
+int telemetry_format_drops(const Snapshot& s, rte_tel_data* d) {
+  rte_tel_data_start_dict(d);
+  for (const auto& [name, v] : drops_by_reason(s.cores)) rte_tel_data_add_dict_u64(d, std::string(name).c_str(), v);
+  return 0;
+}
+
+int telemetry_format_neighbours(const Snapshot& s, rte_tel_data* d) {
+  rte_tel_data_start_dict(d);
+  add_string_column(d, "port", s.neighbours, [](const NeighbourRow& r) { return r.port; });
+  add_string_column(d, "ip", s.neighbours, [](const NeighbourRow& r) { return config::format_ipv4(r.entry.ip); });
+  add_string_column(d, "mac", s.neighbours, [](const NeighbourRow& r) { return config::format_mac(r.entry.mac); });
+  add_string_column(d, "state", s.neighbours,
+                    [](const NeighbourRow& r) { return std::string(neighbour_state_name(r.entry.state)); });
+  // -1 (static) shows as 2^64-1 in a u64 column; keep it readable as a string instead.
+  add_string_column(d, "expires_in_ms", s.neighbours,
+                    [](const NeighbourRow& r) { return std::to_string(r.entry.expires_in_ms); });
+  return 0;
+}
+
+int telemetry_format_control(const Snapshot& s, rte_tel_data* d) {
+  rte_tel_data_start_dict(d);
+  const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - s.taken);
+  rte_tel_data_add_dict_u64(d, "snapshot_sequence", s.sequence);
+  rte_tel_data_add_dict_u64(d, "snapshot_age_ms", static_cast<uint64_t>(age.count()));
+  rte_tel_data_add_dict_u64(d, "mbufs_available", s.mbufs_available);
+  rte_tel_data_add_dict_u64(d, "frames", s.control.frames);
+  rte_tel_data_add_dict_u64(d, "arp_frames", s.control.arp_frames);
+  rte_tel_data_add_dict_u64(d, "cm_frames", s.control.cm_frames);
+  rte_tel_data_add_dict_u64(d, "other_frames", s.control.other_frames);
+  rte_tel_data_add_dict_u64(d, "frames_sent", s.control.frames_sent);
+  rte_tel_data_add_dict_u64(d, "send_failures", s.control.send_failures);
+  rte_tel_data_add_dict_u64(d, "neighbour_updates", s.control.neighbour_updates);
+  rte_tel_data_add_dict_u64(d, "snapshots", s.control.snapshots);
+  return 0;
+}
+
+bool telemetry_install(SnapshotSource source, std::string* error) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_source = std::move(source);
+  if (g_registered) return true;
+  struct Cmd {
+    const char* name;
+    telemetry_cb fn;
+    const char* help;
+  };
+  const Cmd cmds[] = {
+      {"/rocedp/ports", cmd_ports, "Ports: name, id, MAC, IP, MTU, queues, link, counters. Parameter: port name or id"},
+      {"/rocedp/cores", cmd_cores, "Polling cores: lcore, busy/idle cycles, rx/tx, drops. Parameter: core index"},
+      {"/rocedp/drops", cmd_drops, "Drop totals over all cores, by reason"},
+      {"/rocedp/neighbours", cmd_neighbours, "Neighbour tables: port, ip, mac, state, expiry"},
+      {"/rocedp/control", cmd_control, "Control thread counters and snapshot age"},
+  };
+  for (const auto& c : cmds) {
+    if (rte_telemetry_register_cmd(c.name, c.fn, c.help) != 0) {
+      if (error) *error = std::string("rte_telemetry_register_cmd(") + c.name + ") failed";
+      return false;
+    }
+  }
+  g_registered = true;
+  return true;
+}
+
+void telemetry_uninstall() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_source = nullptr;
+}
+
+}  // namespace rocedp::control

@@ -1,0 +1,45 @@
+#pragma once
+// DPDK telemetry commands of rocedpd (dpdk-telemetry.py, or the socket
+// /var/run/dpdk/<file-prefix>/dpdk_telemetry.v2 directly):
+//
+//   /rocedp/ports[,NAME|ID]  ports: name, id, MAC, IP, MTU, queues, link, rx/tx packets/bytes, errors,
+//                            fault counters. Without a parameter one column (array) per field, index =
+//                            port; with one, that port's fields as scalars.
+//   /rocedp/cores[,INDEX]    polling cores: lcore, busy/idle TSC cycles, polls, rx/tx packets/bytes,
+//                            handoffs, drops. Columns, or one core with its drops by reason.
+//   /rocedp/drops            drop totals over all cores, by reason name (every reason, zeros too).
+//   /rocedp/neighbours       the control thread's neighbour tables: port, ip, mac, state, expiry.
+//   /rocedp/control          control-thread counters, free mbufs, snapshot sequence and age.
+//
+// DPDK 22.11 containers nest one level (a dict may hold arrays of scalars, not dicts), hence the
+// column layout. Handlers run on DPDK's telemetry thread and only read the latest immutable
+// Snapshot, fetched through the source function (ControlThread::latest(): a shared_ptr copied
+// under a mutex that only control-path code takes, never the polling cores).
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "control/control_thread.hpp"
+
+struct rte_tel_data;
+
+namespace rocedp::control {
+
+using SnapshotSource = std::function<std::shared_ptr<const Snapshot>()>;
+
+/// Registers the /rocedp/* commands (once per process; DPDK cannot unregister) and points them at
+/// `source`. Any thread, after EAL init. False and *error if DPDK refused a command.
+bool telemetry_install(SnapshotSource source, std::string* error);
+/// The commands answer with an error from now on (before the control thread goes away).
+void telemetry_uninstall();
+
+// Formatting, exposed for tests: fill `d` from `s` as the commands do. 0, or -EINVAL for an
+// unknown port/core parameter.
+int telemetry_format_ports(const Snapshot& s, const char* params, rte_tel_data* d);
+int telemetry_format_cores(const Snapshot& s, const char* params, rte_tel_data* d);
+int telemetry_format_drops(const Snapshot& s, rte_tel_data* d);
+int telemetry_format_neighbours(const Snapshot& s, rte_tel_data* d);
+int telemetry_format_control(const Snapshot& s, rte_tel_data* d);
+
+}  // namespace rocedp::control
