@@ -1,0 +1,157 @@
+#pragma once
+// The control thread's authoritative neighbour table of one port: IPv4 -> MAC.
+//
+// - Static entries (ports[].neighbours in the YAML) never expire and are never overwritten by ARP.
+// - Learned entries come from ARP (learn()) and are removed `neighbour_expiry_s` after they were
+//   last confirmed; a later resolve() asks again.
+// - resolve() answers at once for a usable entry, otherwise sends an ARP request through the send
+//   hook, repeats it every `arp_retry_ms` until `arp_retries` requests went out, and reports
+//   "unreachable" one interval after the last request (a later issue maps that to
+//   STATUS_HOST_UNREACHABLE for Connect).
+// - Every change of a usable mapping is reported through the change hook; the control thread
+//   turns it into NeighbourUpdate messages for the polling cores' NeighbourCache.
+//
+// Threading: single-threaded. Every method, and every hook and callback it invokes, runs on the
+// control thread. Time is passed in (`now`), never read, so tests are deterministic.
+// Callbacks and hooks are invoked after the table's own state is updated, so they may call back
+// into the table (e.g. resolve() again).
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "config/config.hpp"
+
+namespace rocedp::control {
+
+using NeighbourClock = std::chrono::steady_clock;
+using NeighbourTime = NeighbourClock::time_point;
+
+struct NeighbourTableOptions {
+  config::Ipv4Address local_ip;  // our address on this port: never resolved, never learned
+  uint8_t prefix_len = 24;       // only on-link addresses are resolved by ARP
+  std::chrono::milliseconds retry_interval{200};  // control.arp_retry_ms
+  uint32_t retries = 5;                           // control.arp_retries: requests per resolution
+  std::chrono::seconds expiry{300};               // control.neighbour_expiry_s
+  uint32_t max_entries = 4096;  // static + learned + resolving; keep <= every core cache's capacity
+
+  static NeighbourTableOptions from_config(const config::ControlConfig& control,
+                                           const config::PortConfig& port);
+};
+
+enum class NeighbourState : uint8_t {
+  kStatic,     // from configuration, usable, never expires
+  kReachable,  // learned from ARP, usable until it expires
+  kResolving,  // ARP requests outstanding, not usable
+};
+std::string_view neighbour_state_name(NeighbourState s);
+
+// The outcome of a resolution, as delivered to its callback.
+struct ResolveResult {
+  config::Ipv4Address ip;
+  bool reachable = false;   // false: no answer after the last retry, or the address is not resolvable
+  config::MacAddress mac;   // valid when reachable
+};
+using ResolveCallback = std::function<void(const ResolveResult&)>;
+
+// A change of a usable mapping, for the cores' caches.
+struct NeighbourChange {
+  config::Ipv4Address ip;
+  config::MacAddress mac;  // the new MAC (not meaningful when removed)
+  bool removed = false;
+};
+
+struct NeighbourTableHooks {
+  // Send one broadcast ARP request for `target` (build_arp_request + TX on this port). Required.
+  std::function<void(config::Ipv4Address target)> send_request;
+  // Optional: a usable mapping appeared, changed MAC, or disappeared.
+  std::function<void(const NeighbourChange&)> on_change;
+};
+
+// How far a learned mapping may go (RFC 826 merge/add; Linux arp_accept).
+enum class LearnMode : uint8_t {
+  kCreate,      // add the entry if absent (ARP aimed at us: request/reply to our address)
+  kUpdateOnly,  // only refresh/complete an entry we already have (third-party or gratuitous ARP)
+};
+enum class LearnResult : uint8_t {
+  kCreated,    // new reachable entry
+  kResolved,   // a resolving entry completed; its callbacks fired
+  kRefreshed,  // existing entry confirmed (same MAC), expiry pushed back
+  kChanged,    // existing entry now has a different MAC
+  kIgnored,    // static entry, our own/invalid address, absent with kUpdateOnly, or table full
+};
+
+struct NeighbourSnapshotEntry {
+  config::Ipv4Address ip;
+  config::MacAddress mac;  // zero while resolving
+  NeighbourState state;
+  int64_t expires_in_ms;   // reachable: until expiry; resolving: until the next request or verdict; static: -1
+  uint32_t requests_sent;  // of the current/last resolution
+  size_t waiters;          // resolve callbacks pending
+};
+
+struct NeighbourTableStats {
+  uint64_t requests_sent = 0;
+  uint64_t resolved = 0;      // resolutions answered by ARP
+  uint64_t unreachable = 0;   // resolutions that ran out of retries (or were not resolvable)
+  uint64_t learned = 0;       // kCreated + kChanged
+  uint64_t expired = 0;
+  uint64_t table_full = 0;    // creations refused by max_entries
+};
+
+class NeighbourTable {
+ public:
+  // Static neighbours are installed immediately; call publish_all() once the cores can receive.
+  NeighbourTable(NeighbourTableOptions options, std::span<const config::StaticNeighbour> statics,
+                 NeighbourTableHooks hooks);
+
+  enum class ResolveStatus : uint8_t { kCompleted, kPending };
+  // Resolves `ip`. kCompleted: `callback` already ran inline (known entry, or an address that can
+  // never be resolved: 0, multicast, broadcast, ours, off-link). kPending: it will run exactly once
+  // from learn() or on_timer(). The first request of a new resolution is sent before returning.
+  ResolveStatus resolve(config::Ipv4Address ip, NeighbourTime now, ResolveCallback callback);
+
+  // Usable MAC for `ip` (static or reachable and not yet expired at `now`).
+  bool lookup(config::Ipv4Address ip, NeighbourTime now, config::MacAddress* mac) const;
+
+  // A sender seen in an ARP frame (dataplane::ArpPeer). Completes a pending resolution.
+  LearnResult learn(config::Ipv4Address ip, const config::MacAddress& mac, NeighbourTime now,
+                    LearnMode mode = LearnMode::kCreate);
+
+  // Drives retries, unreachable verdicts and expiry. Call at least every retry interval.
+  void on_timer(NeighbourTime now);
+  // The earliest time on_timer has something to do (time_point::max() if nothing).
+  NeighbourTime next_deadline() const;
+
+  // Reports every usable entry through on_change (at start, or when a core restarts).
+  void publish_all() const;
+
+  // For telemetry (/rocedp/neighbours), ordered by address.
+  std::vector<NeighbourSnapshotEntry> snapshot(NeighbourTime now) const;
+  size_t size() const { return entries_.size(); }
+  const NeighbourTableStats& stats() const { return stats_; }
+  const NeighbourTableOptions& options() const { return options_; }
+
+ private:
+  struct Entry {
+    NeighbourState state = NeighbourState::kResolving;
+    config::MacAddress mac;
+    NeighbourTime deadline;  // reachable: expiry; resolving: next request or verdict
+    uint32_t requests_sent = 0;
+    std::vector<ResolveCallback> waiters;
+  };
+
+  bool resolvable(config::Ipv4Address ip) const;
+  void notify(config::Ipv4Address ip, const config::MacAddress& mac, bool removed) const;
+
+  NeighbourTableOptions options_;
+  NeighbourTableHooks hooks_;
+  std::unordered_map<uint32_t, Entry> entries_;
+  NeighbourTableStats stats_;
+};
+
+}  // namespace rocedp::control

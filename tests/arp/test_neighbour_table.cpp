@@ -1,0 +1,296 @@
+// The control thread's neighbour table: resolution with retries, learning, expiry, statics.
+// Time is injected, so every timing assertion is exact and none depends on the clock.
+
+#include "control/neighbour_table.hpp"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <vector>
+
+namespace rocedp::control {
+namespace {
+
+using namespace std::chrono_literals;
+using config::Ipv4Address;
+using config::MacAddress;
+
+constexpr Ipv4Address kLocal{0xC6120001};  // 198.18.0.1
+constexpr Ipv4Address kPeer{0xC6120002};   // 198.18.0.2
+constexpr Ipv4Address kPeer2{0xC6120003};
+constexpr MacAddress kMacA{{0x02, 0, 0, 0, 0, 0x0A}};
+constexpr MacAddress kMacB{{0x02, 0, 0, 0, 0, 0x0B}};
+
+class NeighbourTableTest : public ::testing::Test {
+ protected:
+  NeighbourTime t0 = NeighbourTime{} + 1000s;
+  std::vector<std::pair<Ipv4Address, NeighbourTime>> sent;  // ARP requests, with the time of sending
+  std::vector<NeighbourChange> changes;
+  NeighbourTime clock = t0;  // what send_request stamps
+
+  NeighbourTableOptions options(uint32_t retries = 3) {
+    NeighbourTableOptions o;
+    o.local_ip = kLocal;
+    o.prefix_len = 24;
+    o.retry_interval = 200ms;
+    o.retries = retries;
+    o.expiry = 300s;
+    o.max_entries = 8;
+    return o;
+  }
+  NeighbourTableHooks hooks() {
+    return NeighbourTableHooks{
+        [this](Ipv4Address ip) { sent.emplace_back(ip, clock); },
+        [this](const NeighbourChange& c) { changes.push_back(c); },
+    };
+  }
+  void tick(NeighbourTable& t, NeighbourTime now) {
+    clock = now;
+    t.on_timer(now);
+  }
+};
+
+// A callback that records every invocation, to prove "exactly once".
+struct Recorder {
+  std::vector<ResolveResult> calls;
+  ResolveCallback cb() {
+    return [this](const ResolveResult& r) { calls.push_back(r); };
+  }
+};
+
+TEST_F(NeighbourTableTest, RetriesAtIntervalThenUnreachableAfterLastRetry) {
+  NeighbourTable t(options(3), {}, hooks());
+  Recorder r;
+  EXPECT_EQ(t.resolve(kPeer, t0, r.cb()), NeighbourTable::ResolveStatus::kPending);
+  ASSERT_EQ(sent.size(), 1u);  // first request goes out at once
+  EXPECT_EQ(sent[0].first, kPeer);
+
+  tick(t, t0 + 199ms);
+  EXPECT_EQ(sent.size(), 1u) << "no retry before the interval";
+  tick(t, t0 + 200ms);
+  EXPECT_EQ(sent.size(), 2u);
+  tick(t, t0 + 399ms);
+  EXPECT_EQ(sent.size(), 2u);
+  tick(t, t0 + 400ms);
+  ASSERT_EQ(sent.size(), 3u);
+  EXPECT_EQ(sent[1].second, t0 + 200ms);
+  EXPECT_EQ(sent[2].second, t0 + 400ms);
+  EXPECT_TRUE(r.calls.empty()) << "still waiting for an answer to the last request";
+
+  tick(t, t0 + 599ms);
+  EXPECT_TRUE(r.calls.empty());
+  tick(t, t0 + 600ms);  // one interval after the third (last) request
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_FALSE(r.calls[0].reachable);
+  EXPECT_EQ(r.calls[0].ip, kPeer);
+  EXPECT_EQ(sent.size(), 3u) << "exactly `retries` requests";
+
+  tick(t, t0 + 10s);
+  EXPECT_EQ(r.calls.size(), 1u) << "callback fires once";
+  EXPECT_EQ(sent.size(), 3u);
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(t.stats().unreachable, 1u);
+  EXPECT_EQ(t.stats().requests_sent, 3u);
+  EXPECT_TRUE(changes.empty()) << "nothing usable ever existed";
+}
+
+TEST_F(NeighbourTableTest, LearningResolvesAllPendingCallbacksOnce) {
+  NeighbourTable t(options(5), {}, hooks());
+  Recorder a, b;
+  EXPECT_EQ(t.resolve(kPeer, t0, a.cb()), NeighbourTable::ResolveStatus::kPending);
+  EXPECT_EQ(t.resolve(kPeer, t0 + 50ms, b.cb()), NeighbourTable::ResolveStatus::kPending);
+  EXPECT_EQ(sent.size(), 1u) << "a second resolve joins the pending one";
+
+  EXPECT_EQ(t.learn(kPeer, kMacA, t0 + 100ms, LearnMode::kUpdateOnly), LearnResult::kResolved);
+  ASSERT_EQ(a.calls.size(), 1u);
+  ASSERT_EQ(b.calls.size(), 1u);
+  EXPECT_TRUE(a.calls[0].reachable);
+  EXPECT_EQ(a.calls[0].mac, kMacA);
+  EXPECT_EQ(b.calls[0].mac, kMacA);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].ip, kPeer);
+  EXPECT_EQ(changes[0].mac, kMacA);
+  EXPECT_FALSE(changes[0].removed);
+
+  // No more requests, no second callback.
+  tick(t, t0 + 5s);
+  EXPECT_EQ(sent.size(), 1u);
+  EXPECT_EQ(a.calls.size(), 1u);
+  EXPECT_EQ(b.calls.size(), 1u);
+
+  // Known now: immediate.
+  Recorder c;
+  EXPECT_EQ(t.resolve(kPeer, t0 + 6s, c.cb()), NeighbourTable::ResolveStatus::kCompleted);
+  ASSERT_EQ(c.calls.size(), 1u);
+  EXPECT_EQ(c.calls[0].mac, kMacA);
+  EXPECT_EQ(t.stats().resolved, 1u);
+}
+
+TEST_F(NeighbourTableTest, LearnedEntriesExpireAndAreRemovedFromCaches) {
+  NeighbourTable t(options(), {}, hooks());
+  EXPECT_EQ(t.learn(kPeer, kMacA, t0), LearnResult::kCreated);
+  MacAddress mac;
+  EXPECT_TRUE(t.lookup(kPeer, t0 + 299s, &mac));
+  EXPECT_EQ(mac, kMacA);
+
+  // A confirmation pushes expiry back.
+  EXPECT_EQ(t.learn(kPeer, kMacA, t0 + 100s), LearnResult::kRefreshed);
+  tick(t, t0 + 399s);
+  EXPECT_TRUE(t.lookup(kPeer, t0 + 399s, &mac));
+  EXPECT_EQ(changes.size(), 1u);
+
+  tick(t, t0 + 400s);
+  EXPECT_FALSE(t.lookup(kPeer, t0 + 400s, &mac));
+  EXPECT_EQ(t.size(), 0u);
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_TRUE(changes[1].removed);
+  EXPECT_EQ(changes[1].ip, kPeer);
+  EXPECT_EQ(t.stats().expired, 1u);
+
+  // Resolving it again asks the wire again.
+  Recorder r;
+  EXPECT_EQ(t.resolve(kPeer, t0 + 401s, r.cb()), NeighbourTable::ResolveStatus::kPending);
+  EXPECT_EQ(sent.size(), 1u);
+}
+
+TEST_F(NeighbourTableTest, ExpiredEntryIsNotServedEvenBeforeTheTimerRuns) {
+  NeighbourTable t(options(), {}, hooks());
+  t.learn(kPeer, kMacA, t0);
+  MacAddress mac;
+  EXPECT_FALSE(t.lookup(kPeer, t0 + 300s, &mac));
+  Recorder r;
+  EXPECT_EQ(t.resolve(kPeer, t0 + 300s, r.cb()), NeighbourTable::ResolveStatus::kPending);
+  EXPECT_TRUE(r.calls.empty());
+  EXPECT_EQ(sent.size(), 1u);
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_TRUE(changes[1].removed) << "the cores drop the stale MAC";
+}
+
+TEST_F(NeighbourTableTest, StaticEntriesNeverExpireAndWinOverArp) {
+  const config::StaticNeighbour statics[] = {{kPeer, kMacA}};
+  NeighbourTable t(options(), statics, hooks());
+  EXPECT_TRUE(changes.empty()) << "nothing published before publish_all";
+  t.publish_all();
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].mac, kMacA);
+
+  tick(t, t0 + 24h * 365);
+  MacAddress mac;
+  EXPECT_TRUE(t.lookup(kPeer, t0 + 24h * 365, &mac));
+  EXPECT_EQ(mac, kMacA);
+  EXPECT_EQ(t.learn(kPeer, kMacB, t0), LearnResult::kIgnored);
+  EXPECT_TRUE(t.lookup(kPeer, t0, &mac));
+  EXPECT_EQ(mac, kMacA);
+
+  Recorder r;
+  EXPECT_EQ(t.resolve(kPeer, t0 + 24h * 365, r.cb()), NeighbourTable::ResolveStatus::kCompleted);
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].mac, kMacA);
+  EXPECT_TRUE(sent.empty());
+  EXPECT_EQ(changes.size(), 1u);
+  auto snap = t.snapshot(t0);
+  ASSERT_EQ(snap.size(), 1u);
+  EXPECT_EQ(snap[0].state, NeighbourState::kStatic);
+  EXPECT_EQ(snap[0].expires_in_ms, -1);
+}
+
+TEST_F(NeighbourTableTest, MacChangeIsPushedAndUpdateOnlyDoesNotCreate) {
+  NeighbourTable t(options(), {}, hooks());
+  EXPECT_EQ(t.learn(kPeer, kMacA, t0, LearnMode::kUpdateOnly), LearnResult::kIgnored);
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(t.learn(kPeer, kMacA, t0, LearnMode::kCreate), LearnResult::kCreated);
+  EXPECT_EQ(t.learn(kPeer, kMacB, t0 + 1s, LearnMode::kUpdateOnly), LearnResult::kChanged);
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_EQ(changes[1].mac, kMacB);
+  MacAddress mac;
+  EXPECT_TRUE(t.lookup(kPeer, t0 + 2s, &mac));
+  EXPECT_EQ(mac, kMacB);
+}
+
+TEST_F(NeighbourTableTest, UnresolvableAddressesFailInlineWithoutTraffic) {
+  NeighbourTable t(options(), {}, hooks());
+  for (Ipv4Address ip : {Ipv4Address{0}, kLocal, Ipv4Address{0xC61200FF} /* subnet broadcast */,
+                         Ipv4Address{0xE0000001} /* multicast */, Ipv4Address{0x0A000001} /* off-link */}) {
+    Recorder r;
+    EXPECT_EQ(t.resolve(ip, t0, r.cb()), NeighbourTable::ResolveStatus::kCompleted);
+    ASSERT_EQ(r.calls.size(), 1u);
+    EXPECT_FALSE(r.calls[0].reachable);
+    EXPECT_EQ(t.learn(ip, kMacA, t0), LearnResult::kIgnored);
+  }
+  EXPECT_TRUE(sent.empty());
+  EXPECT_EQ(t.size(), 0u);
+  // Group or zero MACs are never learned.
+  EXPECT_EQ(t.learn(kPeer, MacAddress{{0x01, 0, 0x5E, 0, 0, 1}}, t0), LearnResult::kIgnored);
+  EXPECT_EQ(t.learn(kPeer, MacAddress{}, t0), LearnResult::kIgnored);
+}
+
+TEST_F(NeighbourTableTest, CapacityBoundsLearningAndResolution) {
+  auto o = options();
+  o.max_entries = 2;
+  NeighbourTable t(o, {}, hooks());
+  EXPECT_EQ(t.learn(kPeer, kMacA, t0), LearnResult::kCreated);
+  EXPECT_EQ(t.learn(kPeer2, kMacB, t0), LearnResult::kCreated);
+  EXPECT_EQ(t.learn(Ipv4Address{0xC6120004}, kMacB, t0), LearnResult::kIgnored);
+  Recorder r;
+  EXPECT_EQ(t.resolve(Ipv4Address{0xC6120005}, t0, r.cb()), NeighbourTable::ResolveStatus::kCompleted);
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_FALSE(r.calls[0].reachable);
+  EXPECT_EQ(t.stats().table_full, 2u);
+  EXPECT_TRUE(sent.empty());
+}
+
+TEST_F(NeighbourTableTest, CallbackMayResolveAgainFromInsideTheTimer) {
+  NeighbourTable t(options(1), {}, hooks());
+  int failures = 0;
+  std::function<void(const ResolveResult&)> again = [&](const ResolveResult& r) {
+    ++failures;
+    if (failures < 2) t.resolve(r.ip, clock, again);
+  };
+  t.resolve(kPeer, t0, again);
+  tick(t, t0 + 200ms);  // unreachable -> callback starts a new resolution
+  EXPECT_EQ(failures, 1);
+  EXPECT_EQ(sent.size(), 2u);
+  EXPECT_EQ(t.size(), 1u);
+  tick(t, t0 + 400ms);
+  EXPECT_EQ(failures, 2);
+  EXPECT_EQ(t.size(), 0u);
+}
+
+TEST_F(NeighbourTableTest, SnapshotAndDeadline) {
+  NeighbourTable t(options(), {}, hooks());
+  EXPECT_EQ(t.next_deadline(), NeighbourTime::max());
+  t.learn(kPeer2, kMacB, t0);
+  Recorder r;
+  t.resolve(kPeer, t0, r.cb());
+  EXPECT_EQ(t.next_deadline(), t0 + 200ms);
+  auto snap = t.snapshot(t0 + 50ms);
+  ASSERT_EQ(snap.size(), 2u);
+  EXPECT_EQ(snap[0].ip, kPeer);  // ordered by address
+  EXPECT_EQ(snap[0].state, NeighbourState::kResolving);
+  EXPECT_EQ(snap[0].expires_in_ms, 150);
+  EXPECT_EQ(snap[0].requests_sent, 1u);
+  EXPECT_EQ(snap[0].waiters, 1u);
+  EXPECT_EQ(snap[1].state, NeighbourState::kReachable);
+  EXPECT_EQ(snap[1].mac, kMacB);
+  EXPECT_EQ(snap[1].expires_in_ms, 300000 - 50);
+  EXPECT_EQ(neighbour_state_name(snap[1].state), "reachable");
+}
+
+TEST(NeighbourTableOptionsTest, FromConfig) {
+  config::ControlConfig c;
+  c.arp_retry_ms = 250;
+  c.arp_retries = 7;
+  c.neighbour_expiry_s = 60;
+  config::PortConfig p;
+  p.address = kLocal;
+  p.prefix_len = 16;
+  auto o = NeighbourTableOptions::from_config(c, p);
+  EXPECT_EQ(o.retry_interval, 250ms);
+  EXPECT_EQ(o.retries, 7u);
+  EXPECT_EQ(o.expiry, 60s);
+  EXPECT_EQ(o.local_ip, kLocal);
+  EXPECT_EQ(o.prefix_len, 16);
+}
+
+}  // namespace
+}  // namespace rocedp::control
