@@ -204,7 +204,7 @@ void ControlThread::start_ports_ct(Done done) {
     for (size_t i = 0; i < setup_.ports.size(); ++i) {
       pmd::Port* port = setup_.ports[i];
       const pmd::LinkStatus link = port->link();
-      pmd::log(LogLevel::kInfo, "port_up",
+      pmd::log(LogLevel::kInfo, "port_ready",
                {{"port", port->name()},
                 {"mac", config::format_mac(port->mac())},
                 {"ip", config::format_ipv4(port->address()) + "/" + std::to_string(port->prefix_len())},
