@@ -32,6 +32,9 @@ std::unique_ptr<PacketPool> PacketPool::create(const std::string& name, uint32_t
 
 uint16_t PacketPool::data_room_for_mtu(uint16_t mtu) {
   uint32_t room = RTE_PKTMBUF_HEADROOM + mtu + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN + RTE_ETHER_CRC_LEN;
+  // Never below DPDK's default 2 KiB data room: several PMDs size their buffers from it
+  // (net_af_packet refuses an mbuf smaller than its 2048-byte frame minus its header).
+  room = std::max<uint32_t>(room, RTE_MBUF_DEFAULT_BUF_SIZE);
   return static_cast<uint16_t>(std::min<uint32_t>(room, UINT16_MAX));
 }
 

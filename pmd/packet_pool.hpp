@@ -20,7 +20,8 @@ class PacketPool {
                                             std::string* error);
 
   // Data room (headroom included) that holds one whole frame of this MTU: Ethernet header,
-  // one VLAN tag and the FCS on top of the MTU.
+  // one VLAN tag and the FCS on top of the MTU; never less than RTE_MBUF_DEFAULT_BUF_SIZE
+  // (2048 + headroom), which some PMDs (net_af_packet) require.
   static uint16_t data_room_for_mtu(uint16_t mtu);
 
   PacketPool(const PacketPool&) = delete;

@@ -157,7 +157,9 @@ std::unique_ptr<Port> Port::open(const config::PortConfig& cfg, uint16_t wanted_
     rxconf.offloads = conf.rxmode.offloads;
     rc = rte_eth_rx_queue_setup(pid, q, nb_rxd, socket, &rxconf, pool.get());
     if (rc != 0) {
-      fail(error, cfg, "rte_eth_rx_queue_setup " + std::to_string(q), errstr(rc));
+      fail(error, cfg, "rte_eth_rx_queue_setup " + std::to_string(q),
+           errstr(rc) + " (pool data room " + std::to_string(pool.data_room()) +
+               "; some drivers need more, see the EAL log)");
       return nullptr;
     }
     rte_eth_txconf txconf = info.default_txconf;

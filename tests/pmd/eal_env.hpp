@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,12 @@ class EalEnvironment : public ::testing::Environment {
     cfg.eal.memory_mb = 256;
     cfg.eal.hugepages = false;
     cfg.eal.file_prefix = file_prefix();
-    cfg.eal.extra_args = {"--no-telemetry"};
+    cfg.eal.extra_args = {"--no-telemetry", "--no-pci"};
+    // ROCEDP_TEST_EAL_ARGS="a b": extra EAL arguments when debugging a driver.
+    if (const char* extra = std::getenv("ROCEDP_TEST_EAL_ARGS")) {
+      std::istringstream words(extra);
+      for (std::string w; words >> w;) cfg.eal.extra_args.push_back(w);
+    }
     cfg.logging.level = config::LoggingConfig::Level::kWarning;
     log_configure(LogLevel::kWarning, "");
     std::string error;
