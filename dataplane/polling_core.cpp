@@ -89,7 +89,12 @@ bool PollingCore::poll_once() {
     work = true;
     stats_.rx_packets += n;
     uint64_t bytes = 0;
-    for (uint16_t i = 0; i < n; ++i) bytes += rte_pktmbuf_pkt_len(pkts[i]);
+    for (uint16_t i = 0; i < n; ++i) {
+      bytes += rte_pktmbuf_pkt_len(pkts[i]);
+      // Not every PMD stamps the port (net_ring leaves the sender's); classification and the
+      // answer path rely on it, so the RX poller does.
+      pkts[i]->port = ap.port_id;
+    }
     stats_.rx_bytes += bytes;
     const uint16_t n_local = dispatch_.dispatch(index_, pkts, n, &PollingCore::classify, this, local);
     handle_local_lc(local, n_local);
