@@ -37,7 +37,8 @@ struct NeighbourTableOptions {
   std::chrono::milliseconds retry_interval{200};  // control.arp_retry_ms
   uint32_t retries = 5;                           // control.arp_retries: requests per resolution
   std::chrono::seconds expiry{300};               // control.neighbour_expiry_s
-  uint32_t max_entries = 4096;  // static + learned + resolving; keep <= every core cache's capacity
+  uint32_t max_entries = 1024;  // static + learned + resolving; keep <= every core cache's capacity
+                                // (PollingCore neighbour_capacity, 1024 by default)
 
   static NeighbourTableOptions from_config(const config::ControlConfig& control,
                                            const config::PortConfig& port);

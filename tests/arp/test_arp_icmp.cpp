@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,13 @@ class EalEnvironment : public ::testing::Environment {
       EXPECT_EQ(rte_mempool_avail_count(g_pool), kPoolSize) << "mbuf leak";
       rte_mempool_free(g_pool);
     }
+    // EAL leaves its runtime directory (/var/run/dpdk/<prefix>) behind; this process made it.
+    const std::string runtime_dir = rte_eal_get_runtime_dir();
     rte_eal_cleanup();
+    if (runtime_dir.find("rocedp-arp-test-") != std::string::npos) {
+      std::error_code ec;
+      std::filesystem::remove_all(runtime_dir, ec);
+    }
   }
 };
 const auto* const g_env = ::testing::AddGlobalTestEnvironment(new EalEnvironment);
