@@ -4,7 +4,7 @@
 // rdma_flow_label_to_udp_sport; cma.c cma_get_roce_udp_flow_label).
 //
 // Verified against ../shared/captures/rxe-rping.pcap: the CM REQ carries
-// primary flow label 0x6427B = rdma_cm ports (13002 * 31 + 7174) & 0xFFFFF, and
+// primary flow label 0x6427B = rdma_cm ports (46827 * 31 + 7174) & 0xFFFFF, and
 // the RC QP's packets use UDP source port 0xC262 = flow_label_to_udp_sport(0x6427B).
 // QP1 (GSI) packets use rxe's QP-creation port 0xC000 + hash_32(1, 14) = 55410,
 // because a GSI QP never gets an address vector through modify_qp.
@@ -51,7 +51,7 @@ constexpr std::uint16_t rxe_default_udp_sport(std::uint32_t qpn) {
   return static_cast<std::uint16_t>(kRoceUdpSportMin + (h & 0x3FFF));
 }
 
-static_assert(rdma_cm_flow_label(13002, 7174) == 0x6427B);
+static_assert(rdma_cm_flow_label(46827, 7174) == 0x6427B);
 static_assert(flow_label_to_udp_sport(0x6427B) == 49762);
 static_assert(rxe_default_udp_sport(1) == 55410);
 

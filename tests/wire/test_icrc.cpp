@@ -1,0 +1,118 @@
+// ICRC (IBTA Annex A17.3.3) against zlib's crc32 over the masked pseudo-packet.
+#include "dataplane/wire/icrc.hpp"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <random>
+#include <vector>
+
+#include "tests/wire/wire_test_util.hpp"
+
+namespace rocedp::wire {
+namespace {
+
+// Independent model: 8 x 0xFF, then the L3 packet with TOS, TTL, IP checksum,
+// UDP checksum and BTH byte 4 forced to 0xFF, CRC'd by zlib.
+std::uint32_t zlib_icrc(Bytes l3) {
+  std::vector<std::uint8_t> b(8, 0xFF);
+  b.insert(b.end(), l3.begin(), l3.end());
+  std::uint8_t* ip = b.data() + 8;
+  const std::size_t ihl = std::size_t{ip[0] & 0x0Fu} * 4;
+  ip[1] = 0xFF;
+  ip[8] = 0xFF;
+  ip[10] = ip[11] = 0xFF;
+  ip[ihl + 6] = ip[ihl + 7] = 0xFF;
+  ip[ihl + 8 + 4] = 0xFF;
+  return static_cast<std::uint32_t>(crc32(0L, b.data(), static_cast<uInt>(b.size())));
+}
+
+TEST(Icrc, SeedIsCrcOfEightOnes) {
+  const std::uint8_t ff[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+  EXPECT_EQ(kIcrcSeed, static_cast<std::uint32_t>(crc32(0L, ff, 8)));
+}
+
+TEST(Icrc, MatchesZlibForEveryOpcodeAndRandomPackets) {
+  std::mt19937 rng(7);
+  int checked = 0;
+  for (const OpcodeInfo& op : kOpcodeTable) {
+    if (!op.valid()) continue;
+    const auto code = static_cast<std::uint8_t>(&op - kOpcodeTable.data());
+    for (int i = 0; i < 40; ++i) {
+      PacketFields f = test::sample_fields(code, rng);
+      // Variant fields get random values: they must not change the ICRC.
+      f.ip.ttl = static_cast<std::uint8_t>(rng());
+      f.udp.checksum = static_cast<std::uint16_t>(rng());
+      f.bth.fecn = rng() & 1;
+      f.bth.becn = rng() & 1;
+      f.bth.resv6 = rng() & 0x3F;
+      const std::size_t len = test::legal_payload_len(op, rng() % 4097);
+      f.bth.pad = pad_for(len);
+      const auto payload = test::make_payload(len, static_cast<std::uint8_t>(i));
+      const auto fr = test::build(f, payload);
+      ASSERT_FALSE(fr.empty());
+      const Bytes l3 = Bytes(fr).subspan(kEthHdrLen, fr.size() - kEthHdrLen - kIcrcLen);
+      const std::uint32_t want = zlib_icrc(l3);
+      EXPECT_EQ(icrc_compute(l3), want) << op.name << " len " << len;
+      EXPECT_EQ(icrc_reference(l3), want);
+      EXPECT_EQ(load_le32(fr.data() + fr.size() - 4), want) << "stored little-endian";
+      EXPECT_TRUE(icrc_verify(Bytes(fr).subspan(kEthHdrLen)));
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 26 * 40);
+}
+
+TEST(Icrc, ChainsOverOneToManyPayloadSegments) {
+  std::mt19937 rng(11);
+  for (std::size_t len : {0u, 1u, 3u, 64u, 255u, 1024u, 4096u}) {
+    PacketFields f = test::sample_fields(opcode::kRcWriteOnly, rng);
+    f.bth.pad = pad_for(len);
+    const auto payload = test::make_payload(len, 3);
+    const auto fr = test::build(f, payload);
+    const std::size_t hdr = header_len(f);
+    const Bytes l3_hdrs = Bytes(fr).subspan(kEthHdrLen, hdr - kEthHdrLen);
+    const Bytes body = Bytes(fr).subspan(hdr, len + f.bth.pad);
+    const std::uint32_t want = zlib_icrc(Bytes(fr).subspan(kEthHdrLen, fr.size() - kEthHdrLen - kIcrcLen));
+    for (std::size_t nseg = 1; nseg <= 8; ++nseg) {
+      std::vector<Bytes> segs;
+      std::size_t at = 0;
+      for (std::size_t s = 0; s < nseg; ++s) {
+        const std::size_t take = s + 1 == nseg ? body.size() - at : std::min(body.size() - at, rng() % (body.size() + 1));
+        segs.push_back(body.subspan(at, take));
+        at += take;
+      }
+      EXPECT_EQ(icrc_compute(l3_hdrs, segs), want) << "len " << len << " segments " << nseg;
+    }
+    // Split inside the masked prefix's successor: headers that stop right after the BTH.
+    const std::size_t prefix = icrc_masked_prefix_len(l3_hdrs);
+    const Bytes rest = Bytes(fr).subspan(kEthHdrLen + prefix, fr.size() - kEthHdrLen - prefix - kIcrcLen);
+    EXPECT_EQ(icrc_compute(l3_hdrs.first(prefix), {rest}), want);
+  }
+}
+
+TEST(Icrc, DetectsAnyInvariantByteFlipButIgnoresVariantFields) {
+  std::mt19937 rng(3);
+  PacketFields f = test::sample_fields(opcode::kRcSendOnly, rng);
+  f.bth.pad = pad_for(37);
+  auto fr = test::build(f, test::make_payload(37, 1));
+  const Bytes l3 = Bytes(fr).subspan(kEthHdrLen);
+  ASSERT_TRUE(icrc_verify(l3));
+  const std::size_t variant[] = {1, 8, 10, 11, 20 + 6, 20 + 7, 20 + 8 + 4};
+  for (std::size_t i = 0; i + 4 < l3.size(); ++i) {
+    fr[kEthHdrLen + i] ^= 0x01;
+    const bool is_variant = std::find(std::begin(variant), std::end(variant), i) != std::end(variant);
+    EXPECT_EQ(icrc_verify(l3), is_variant) << "byte " << i;
+    fr[kEthHdrLen + i] ^= 0x01;
+  }
+}
+
+TEST(Icrc, RejectsTooShortInput) {
+  const std::uint8_t small[10] = {0x45};
+  EXPECT_EQ(icrc_masked_prefix_len(Bytes(small)), 0u);
+  EXPECT_EQ(icrc_compute(Bytes(small)), 0u);
+  EXPECT_FALSE(icrc_verify(Bytes(small)));
+}
+
+}  // namespace
+}  // namespace rocedp::wire
