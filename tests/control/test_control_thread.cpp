@@ -1,0 +1,232 @@
+// The control thread with one real polling lcore (lcore 1) over a ring-pair wire: port start
+// through the channel, gratuitous ARP, stats snapshots arriving through the rings, ARP learning
+// pushed to the core's cache, port stop and the shutdown sequence.
+
+#define ROCEDP_TEST_LCORES {0, 1}
+#include "tests/dataplane/runtime_env.hpp"
+
+#include "control/control_thread.hpp"
+
+#include <gtest/gtest.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+
+#include <future>
+#include <thread>
+
+#include "pmd/rx_dispatch.hpp"
+
+namespace rocedp::control {
+namespace {
+
+using test::kOurIp;
+using test::kOurMac;
+using test::kPeerIp;
+using test::kPeerMac;
+using Bytes = std::vector<uint8_t>;
+
+constexpr unsigned kCoreLcore = 1;
+// Waiting loops are bounded by iterations, never asserted on time: the machine is shared.
+constexpr int kMaxWaits = 5000;
+
+const config::Ipv4Address kStaticIp{0xC6120009};  // 198.18.0.9
+const config::MacAddress kStaticMac{{0x02, 0x00, 0x00, 0x00, 0x00, 0x09}};
+
+class ControlThreadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static int serial = 0;
+    cfg_.eal.lcores = {0, kCoreLcore};
+    cfg_.dataplane.lcores = {kCoreLcore};
+    cfg_.telemetry.stats_interval_ms = 10;
+    auto us_cfg = test::port_config("us", kOurMac, kOurIp);
+    us_cfg.neighbours.push_back({kStaticIp, kStaticMac});
+    cfg_.ports.push_back(us_cfg);
+    std::string error;
+    ASSERT_TRUE(pmd::open_ring_pair("ct" + std::to_string(serial++), test::port_config("peer", kPeerMac, kPeerIp),
+                                    us_cfg, 1, test::pool(), test::small_dataplane(), &pair_, &error))
+        << error;
+    ASSERT_TRUE(peer()->start(&error)) << error;
+    dispatch_ = std::make_unique<pmd::RxDispatch>(1, 256);
+    channel_ = dataplane::CoreChannel::create(0, 64, &error);
+    ASSERT_TRUE(channel_) << error;
+    core_ = std::make_unique<dataplane::PollingCore>(0, kCoreLcore, 32, *dispatch_, *channel_);
+    ASSERT_EQ(rte_eal_remote_launch(&dataplane::PollingCore::lcore_main, core_.get(), kCoreLcore), 0);
+    launched_ = true;
+
+    ControlThread::Setup setup;
+    setup.cfg = &cfg_;
+    setup.ports = {us()};
+    setup.channels = {channel_.get()};
+    setup.dispatch = dispatch_.get();
+    setup.pool = &test::pool();
+    control_ = std::make_unique<ControlThread>(std::move(setup));
+    ASSERT_TRUE(control_->start(&error)) << error;
+  }
+
+  void TearDown() override {
+    std::string error;
+    if (control_ && control_->running()) {
+      EXPECT_TRUE(control_->shutdown(&error)) << error;
+    }
+    if (launched_) {
+      EXPECT_EQ(rte_eal_wait_lcore(kCoreLcore), 0);
+    }
+    if (core_) core_->drain_after_stop();
+    control_.reset();
+    core_.reset();
+    peer_frames();
+    pair_ = {};
+    dispatch_.reset();
+    channel_.reset();
+    EXPECT_EQ(test::pool().available(), test::pool().size()) << "an mbuf leaked";
+  }
+
+  pmd::Port* peer() { return pair_.a.get(); }
+  pmd::Port* us() { return pair_.b.get(); }
+
+  void peer_send(const Bytes& f) {
+    rte_mbuf* m = test::to_mbuf(f);
+    ASSERT_NE(m, nullptr);
+    ASSERT_EQ(peer()->tx_burst(0, &m, 1), 1);
+  }
+  std::vector<Bytes> peer_frames() {
+    std::vector<Bytes> out;
+    rte_mbuf* pkts[32];
+    uint16_t n;
+    while ((n = peer()->rx_burst(0, pkts, 32)) > 0) {
+      for (uint16_t i = 0; i < n; ++i) {
+        out.push_back(test::to_bytes(pkts[i]));
+        rte_pktmbuf_free(pkts[i]);
+      }
+    }
+    return out;
+  }
+  // Collects frames at the peer until `want` arrived (bounded).
+  std::vector<Bytes> peer_wait(size_t want) {
+    std::vector<Bytes> got;
+    for (int i = 0; i < kMaxWaits && got.size() < want; ++i) {
+      for (auto& f : peer_frames()) got.push_back(std::move(f));
+      if (got.size() < want) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return got;
+  }
+  std::shared_ptr<const Snapshot> fresh() {
+    std::string error;
+    EXPECT_TRUE(control_->refresh(&error)) << error;
+    return control_->latest();
+  }
+
+  config::Config cfg_;
+  pmd::RingPair pair_;
+  std::unique_ptr<pmd::RxDispatch> dispatch_;
+  std::unique_ptr<dataplane::CoreChannel> channel_;
+  std::unique_ptr<dataplane::PollingCore> core_;
+  bool launched_ = false;
+  std::unique_ptr<ControlThread> control_;
+};
+
+TEST_F(ControlThreadTest, PostedTasksRunOnTheControlThread) {
+  std::promise<std::thread::id> where;
+  control_->post([&where](ControlThread&) { where.set_value(std::this_thread::get_id()); });
+  const auto id = where.get_future().get();
+  EXPECT_NE(id, std::this_thread::get_id());
+}
+
+TEST_F(ControlThreadTest, StartPortsAttachesTheQueueAndAnnouncesUs) {
+  EXPECT_FALSE(us()->started());
+  std::string error;
+  ASSERT_TRUE(control_->start_ports(&error)) << error;
+  EXPECT_TRUE(us()->started());
+
+  auto frames = peer_wait(1);
+  ASSERT_EQ(frames.size(), 1u) << "a gratuitous ARP at start";
+  const Bytes& g = frames[0];
+  ASSERT_GE(g.size(), 42u);
+  EXPECT_EQ(g[12], 0x08);
+  EXPECT_EQ(g[13], 0x06);
+  EXPECT_TRUE(std::equal(kOurMac.bytes.begin(), kOurMac.bytes.end(), g.begin() + 22));
+
+  auto s = fresh();
+  ASSERT_TRUE(s);
+  ASSERT_EQ(s->cores.size(), 1u);
+  EXPECT_EQ(s->cores[0].lcore_id, kCoreLcore);
+  EXPECT_EQ(s->cores[0].attached_queues, 1u);
+  EXPECT_EQ(s->cores[0].tx_packets, 1u);
+  EXPECT_EQ(s->cores[0].neighbours, 1u) << "the static neighbour was pushed to the core";
+  ASSERT_EQ(s->ports.size(), 1u);
+  EXPECT_EQ(s->ports[0].name, "us");
+  EXPECT_TRUE(s->ports[0].started);
+  ASSERT_EQ(s->neighbours.size(), 1u);
+  EXPECT_EQ(s->neighbours[0].entry.ip, kStaticIp);
+  EXPECT_EQ(s->neighbours[0].entry.state, NeighbourState::kStatic);
+}
+
+TEST_F(ControlThreadTest, SnapshotCountersMoveThroughTheRings) {
+  std::string error;
+  ASSERT_TRUE(control_->start_ports(&error)) << error;
+  peer_wait(1);
+  auto before = fresh();
+  ASSERT_TRUE(before);
+  for (uint16_t i = 0; i < 3; ++i) peer_send(test::icmp_echo(9, i));
+  EXPECT_EQ(peer_wait(3).size(), 3u) << "three echo replies";
+  auto after = fresh();
+  ASSERT_TRUE(after);
+  EXPECT_GT(after->sequence, before->sequence);
+  EXPECT_EQ(after->cores[0].rx_packets, before->cores[0].rx_packets + 3);
+  EXPECT_EQ(after->cores[0].arp_icmp.echo_replies, before->cores[0].arp_icmp.echo_replies + 3);
+  EXPECT_GT(after->cores[0].polls, before->cores[0].polls);
+  EXPECT_GT(after->cores[0].busy_cycles + after->cores[0].idle_cycles,
+            before->cores[0].busy_cycles + before->cores[0].idle_cycles);
+  EXPECT_GE(after->ports[0].stats.rx_packets, 3u);
+}
+
+TEST_F(ControlThreadTest, ArpReplyIsLearnedAndPushedToTheCores) {
+  std::string error;
+  ASSERT_TRUE(control_->start_ports(&error)) << error;
+  peer_wait(1);
+  peer_send(test::arp_frame(2, kOurMac, kOurIp));  // "198.18.0.2 is at 02:..:02", aimed at us
+  std::shared_ptr<const Snapshot> s;
+  bool learned = false;
+  for (int i = 0; i < kMaxWaits && !learned; ++i) {
+    s = fresh();
+    learned = s && s->cores[0].neighbours == 2;
+  }
+  ASSERT_TRUE(learned) << "the core's cache holds the static and the learned neighbour";
+  EXPECT_EQ(s->control.arp_frames, 1u);
+  bool found = false;
+  for (const auto& row : s->neighbours) {
+    if (row.entry.ip == kPeerIp) {
+      found = true;
+      EXPECT_EQ(row.entry.mac, kPeerMac);
+      EXPECT_EQ(row.entry.state, NeighbourState::kReachable);
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST_F(ControlThreadTest, StopPortDetachesThenStops) {
+  std::string error;
+  ASSERT_TRUE(control_->start_ports(&error)) << error;
+  ASSERT_TRUE(control_->stop_port(0, &error)) << error;
+  EXPECT_FALSE(us()->started());
+  auto s = fresh();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->cores[0].attached_queues, 0u);
+  EXPECT_FALSE(s->ports[0].started);
+  EXPECT_FALSE(control_->stop_port(7, &error));
+}
+
+TEST_F(ControlThreadTest, ShutdownStopsTheCoreThenThePorts) {
+  std::string error;
+  ASSERT_TRUE(control_->start_ports(&error)) << error;
+  ASSERT_TRUE(control_->shutdown(&error)) << error;
+  EXPECT_FALSE(control_->running());
+  EXPECT_EQ(rte_eal_wait_lcore(kCoreLcore), 0) << "the lcore left its loop";
+  launched_ = false;
+  EXPECT_FALSE(us()->started());
+  EXPECT_FALSE(control_->refresh(&error)) << "nothing runs requests any more";
+}
+
+}  // namespace
+}  // namespace rocedp::control
