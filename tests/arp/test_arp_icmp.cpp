@@ -543,5 +543,79 @@ TEST(ClassifyTest, DropReasonNamesAreStable) {
   EXPECT_EQ(arp_icmp_drop_name(ArpIcmpDrop::kCount), "unknown");
 }
 
+// ---- robustness: every truncation and every single-byte corruption of valid frames ----
+
+// An mbuf whose data is a heap buffer of exactly the frame's size, so that a read past the frame
+// is caught by AddressSanitizer (pool memory is invisible to it).
+struct ExactMbuf {
+  rte_mbuf* m = nullptr;
+  rte_mbuf_ext_shared_info shinfo{};
+  explicit ExactMbuf(const Bytes& b) {
+    auto* buf = new uint8_t[b.empty() ? 1 : b.size()];
+    if (!b.empty()) std::memcpy(buf, b.data(), b.size());
+    shinfo.free_cb = [](void* addr, void*) { delete[] static_cast<uint8_t*>(addr); };
+    rte_mbuf_ext_refcnt_set(&shinfo, 1);
+    m = rte_pktmbuf_alloc(g_pool);
+    rte_pktmbuf_attach_extbuf(m, buf, RTE_BAD_IOVA, uint16_t(b.size()), &shinfo);
+    m->data_len = uint16_t(b.size());
+    m->pkt_len = uint32_t(b.size());
+  }
+  ~ExactMbuf() { rte_pktmbuf_free(m); }
+  ExactMbuf(const ExactMbuf&) = delete;
+  ExactMbuf& operator=(const ExactMbuf&) = delete;
+};
+
+// classify and answer agree; a reply, whatever the input was, is well formed.
+void check_consistent(const Bytes& frame) {
+  ExactMbuf f(frame);
+  ArpIcmpCounters c;
+  const ArpIcmpClass cls = classify_arp_icmp(f.m, kLocal, &c);
+  const bool answered = answer_locally(f.m, kLocal, &c, nullptr);
+  ASSERT_EQ(answered, cls == ArpIcmpClass::kAnswerLocally);
+  if (!answered) return;
+  Bytes r(rte_pktmbuf_pkt_len(f.m));
+  std::memcpy(r.data(), rte_pktmbuf_mtod(f.m, const uint8_t*), r.size());
+  EXPECT_EQ(get_mac(r, 6), kOurMac);
+  if (get16(r, 12) == 0x0800) {
+    ASSERT_GE(r.size(), 42u);
+    EXPECT_EQ(inet_checksum(r, 14, 20), 0);
+    EXPECT_EQ(size_t(get16(r, 16)) + 14, r.size());
+    EXPECT_EQ(inet_checksum(r, 34, r.size() - 34), 0);
+  } else {
+    EXPECT_EQ(get16(r, 20), 2);
+    EXPECT_EQ(get32(r, 28), kOurIp);
+  }
+}
+
+TEST(RobustnessTest, TruncatedAndCorruptedFramesNeverReadPastTheEnd) {
+  EchoSpec with_options;
+  with_options.options = {7, 7, 4, 0, 0, 0, 0, 1};
+  with_options.payload = 33;
+  EchoSpec tiny;
+  tiny.payload = 1;
+  tiny.pad_to = 60;
+  const std::vector<Bytes> frames = {
+      arp_frame(1, kBroadcast, kPeerMac, kPeerIp, {}, kOurIp),
+      arp_frame(2, kOurMac, kPeerMac, kPeerIp, kOurMac, kOurIp),
+      echo_frame(EchoSpec{}),
+      echo_frame(with_options),
+      echo_frame(tiny),
+  };
+  for (const Bytes& frame : frames) {
+    for (size_t len = 0; len <= frame.size(); ++len) {
+      SCOPED_TRACE("truncated to " + std::to_string(len));
+      check_consistent(Bytes(frame.begin(), frame.begin() + len));
+    }
+    for (size_t pos = 0; pos < frame.size(); ++pos) {
+      for (uint8_t flip : {uint8_t(0x01), uint8_t(0x80), uint8_t(0xFF)}) {
+        SCOPED_TRACE("byte " + std::to_string(pos) + " ^ " + std::to_string(flip));
+        Bytes b = frame;
+        b[pos] ^= flip;
+        check_consistent(b);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rocedp::dataplane
