@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# rocedpd on a net_pcap port replaying the Soft-RoCE rping capture: the telemetry socket answers
+# /rocedp/ports, /rocedp/cores, /rocedp/drops, /rocedp/neighbours, /rocedp/control and the
+# counters move with the traffic.
+source "$(dirname "$0")/lib.sh"
+need_root
+
+write_pcap_config "$work/pcap.yaml"
+start_daemon "$work/pcap.yaml"
+
+# The capture holds 127 frames; all of them reach the port and the core.
+wait_for /rocedp/ports "d['rx_packets'] == [127]"
+wait_for /rocedp/cores "d['rx_packets'] == [127]"
+[ "$(tel_get /rocedp/ports "d['name'] == ['p0'] and d['mac'] == ['02:52:17:00:00:0b'] and d['ip'] == ['198.18.0.11'] and d['queues'] == [1] and d['started'] == [1]")" = True ] \
+  || fail "/rocedp/ports: $(python3 "$tel" "$prefix" /rocedp/ports)"
+[ "$(tel_get /rocedp/ports,p0 "d['rx_packets']")" = 127 ] || fail "/rocedp/ports,p0"
+
+# What the capture contains, seen from 198.18.0.11: 62 RoCEv2 frames for the client (not for us),
+# 60 data frames for QPN 0x11 (core 0; no QP yet: unknown_qpn), 3 CM MADs on QP1 to control,
+# the client's ARP request answered (1 ARP reply out, plus our gratuitous ARP), our own ARP reply
+# seen again (looped_back).
+wait_for /rocedp/drops "d['not_for_us'] == 62 and d['unknown_qpn'] == 60 and d['looped_back'] == 1"
+[ "$(tel_get /rocedp/drops "d['bad_icrc'] == 0 and d['handoff_ring_full'] == 0")" = True ] || fail "/rocedp/drops"
+wait_for /rocedp/cores "d['to_control'] == [3] and d['arp_replies'] == [1] and d['tx_packets'] == [2] and d['drops'] == [123]"
+wait_for /rocedp/control "d['cm_frames'] == 3 and d['frames'] == 3"
+wait_for /rocedp/ports "d['tx_packets'] == [2]"
+
+# Cycles keep moving: the core loop runs (idle now) and the snapshots keep coming.
+c1=$(tel_get /rocedp/cores "d['busy_cycles'][0] + d['idle_cycles'][0]")
+s1=$(tel_get /rocedp/control "d['snapshot_sequence']")
+wait_for /rocedp/cores "d['busy_cycles'][0] + d['idle_cycles'][0] > $c1 and d['busy_cycles'][0] > 0"
+wait_for /rocedp/control "d['snapshot_sequence'] > $s1"
+[ "$(tel_get /rocedp/cores,0 "d['lcore'] == 1 and 'unknown_qpn' in d['drop_reasons']")" = True ] || fail "/rocedp/cores,0"
+[ "$(tel_get /rocedp/neighbours "d['ip'] == []")" = True ] || fail "/rocedp/neighbours"
+# dpdk-telemetry.py (the tool operators use) talks to the same socket.
+if [ -x /usr/bin/dpdk-telemetry.py ]; then
+  echo /rocedp/drops | python3 /usr/bin/dpdk-telemetry.py -f "$prefix" 2>/dev/null | grep -q '"unknown_qpn": 60' \
+    || fail "dpdk-telemetry.py did not show the drops"
+fi
+
+stop_daemon TERM
+[ "$daemon_status" -eq 0 ] || fail "exit status $daemon_status after SIGTERM"
+echo PASS

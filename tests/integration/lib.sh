@@ -1,0 +1,90 @@
+# Helpers for the rocedpd integration tests (sourced). Every test:
+#   - works in its own temporary directory and EAL file prefix (tests may run in parallel),
+#   - stops the daemon by PID and removes its files on every exit path (trap).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+bin_dir=${ROCEDP_BIN_DIR:-$here/../../build/bin}
+shared_dir=${ROCEDP_SHARED_DIR:-$here/../../../shared}
+rocedpd=$bin_dir/rocedpd
+tel=$here/telemetry_query.py
+
+work=$(mktemp -d /tmp/rocedp-it.XXXXXX)
+prefix=rdp-it-$(basename "$0" .sh)-$$
+daemon_pid=
+
+cleanup() {
+  local rc=$?
+  if [ -n "$daemon_pid" ] && kill -0 "$daemon_pid" 2>/dev/null; then
+    kill -TERM "$daemon_pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$daemon_pid" 2>/dev/null || true
+    wait "$daemon_pid" 2>/dev/null || true
+  fi
+  if [ $rc -ne 0 ] && [ -f "$work/daemon.log" ]; then
+    echo "---- daemon log ----" >&2
+    tail -n 60 "$work/daemon.log" >&2
+  fi
+  rm -rf "$work" "/var/run/dpdk/$prefix"
+  exit $rc
+}
+trap cleanup EXIT INT TERM
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+need_root() { [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }; }
+
+# write_pcap_config FILE: one net_pcap port replaying the Soft-RoCE capture; we are the rping server
+# (198.18.0.11, 02:52:17:00:00:0b), so half of the capture is addressed to us.
+write_pcap_config() {
+  cat > "$1" <<YAML
+eal:
+  lcores: [0, 1]
+  main_lcore: 0
+  memory_mb: 256
+  file_prefix: $prefix
+  extra_args: ["--no-pci"]
+ports:
+  - name: p0
+    devargs: net_pcap0,rx_pcap=$shared_dir/captures/rxe-rping.pcap,tx_pcap=$work/tx.pcap
+    mac: "02:52:17:00:00:0b"
+    address: 198.18.0.11/24
+dataplane:
+  lcores: [1]
+  mbuf_count: 4095
+telemetry:
+  stats_interval_ms: 20
+YAML
+}
+
+# start_daemon CONFIG: runs rocedpd in the background (log in $work/daemon.log) and waits until it
+# logs event=running; fails if it exits first.
+start_daemon() {
+  "$rocedpd" --config "$1" > "$work/daemon.log" 2>&1 &
+  daemon_pid=$!
+  for _ in $(seq 600); do
+    grep -q "event=running" "$work/daemon.log" 2>/dev/null && return 0
+    kill -0 "$daemon_pid" 2>/dev/null || { wait "$daemon_pid" || true; fail "rocedpd exited during start-up"; }
+    sleep 0.1
+  done
+  fail "rocedpd did not reach event=running"
+}
+
+# stop_daemon SIGNAL: sends SIGNAL to the daemon and returns its exit status in $daemon_status.
+stop_daemon() {
+  kill "-$1" "$daemon_pid"
+  daemon_status=0
+  wait "$daemon_pid" || daemon_status=$?
+  daemon_pid=
+}
+
+# tel_get COMMAND EXPR: evaluates EXPR over the command's JSON value `d`.
+tel_get() { python3 "$tel" "$prefix" "$1" "$2"; }
+
+# wait_for COMMAND EXPR: polls telemetry until EXPR is true (bounded; no time is asserted).
+wait_for() {
+  for _ in $(seq 300); do
+    [ "$(tel_get "$1" "$2" 2>/dev/null || true)" = "True" ] && return 0
+    sleep 0.1
+  done
+  fail "telemetry $1: never true: $2 (last: $(python3 "$tel" "$prefix" "$1" 2>&1 || true))"
+}
