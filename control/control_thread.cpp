@@ -168,7 +168,8 @@ void ControlThread::loop() {
     const auto now = std::chrono::steady_clock::now();
     if (now >= next_stats_) {
       next_stats_ = now + interval;
-      if (setup_.cfg->telemetry.enabled && !cores_stopped_ && !snapshot_in_flight_)
+      // Rounds run even with telemetry off: they also carry learned ARP requesters to control.
+      if (!cores_stopped_ && !snapshot_in_flight_)
         request_snapshot_ct(nullptr);
     }
     for (auto& t : tables_) t->on_timer(now);
@@ -300,6 +301,20 @@ void ControlThread::request_snapshot_ct(Done done) {
     s.sequence = ++sequence_;
     s.taken = std::chrono::steady_clock::now();
     s.cores = std::move(pd.stats);
+    // Requesters the cores answered: RFC 826 lets the target of a request add its sender.
+    for (const auto& c : s.cores) {
+      for (uint32_t k = 0; k < c.n_learned_peers; ++k) {
+        const dataplane::ArpPeer& peer = c.learned_peers[k];
+        for (size_t i = 0; i < setup_.ports.size(); ++i) {
+          if (tables_[i]->options().local_ip == peer.ip) continue;
+          if (dataplane::LocalAddress{setup_.ports[i]->mac(), setup_.ports[i]->address(),
+                                      setup_.ports[i]->prefix_len()}.on_link(peer.ip)) {
+            tables_[i]->learn(peer.ip, peer.mac, s.taken, LearnMode::kCreate);
+            break;
+          }
+        }
+      }
+    }
     for (auto* port : setup_.ports) {
       PortSnapshot ps;
       ps.name = port->name();

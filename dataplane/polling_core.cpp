@@ -215,7 +215,9 @@ void PollingCore::handle_local_lc(rte_mbuf** pkts, uint16_t n) {
       case FrameKind::kAnswerLocally: {
         const int slot = slot_of_port_[m->port];
         // The reply is built in the received mbuf and leaves on the queue it came in on.
-        if (slot >= 0 && answer_locally(m, ports_[slot].local, &stats_.arp_icmp, nullptr)) {
+        ArpPeer peer;
+        if (slot >= 0 && answer_locally(m, ports_[slot].local, &stats_.arp_icmp, &peer)) {
+          if (peer.ip.value != 0) note_peer_lc(peer);
           send_lc(m->port, m);
         } else {
           rte_pktmbuf_free(m);  // counted by answer_locally (or the port left meanwhile)
@@ -231,6 +233,20 @@ void PollingCore::handle_local_lc(rte_mbuf** pkts, uint16_t n) {
         break;
     }
   }
+}
+
+void PollingCore::note_peer_lc(const ArpPeer& peer) {
+  for (uint32_t i = 0; i < stats_.n_learned_peers; ++i) {
+    if (stats_.learned_peers[i].ip == peer.ip) {
+      stats_.learned_peers[i] = peer;  // the latest MAC wins
+      return;
+    }
+  }
+  if (stats_.n_learned_peers == CoreStats::kMaxLearnedPeers) {
+    stats_.learned_peers_overflow++;
+    return;
+  }
+  stats_.learned_peers[stats_.n_learned_peers++] = peer;
 }
 
 void PollingCore::drop_lc(rte_mbuf* m, std::size_t idx) {
@@ -350,6 +366,7 @@ void PollingCore::on_snapshot(CoreMessage& msg, void* c) {
   core.stats_.drops[drop_index(CoreDrop::kHandoffRingFull)] = core.dispatch_.ring_full_drops(core.index_);
   core.stats_.handoff_out = core.dispatch_.forwarded(core.index_);
   *static_cast<CoreStats*>(msg.arg) = core.stats_;
+  core.stats_.n_learned_peers = 0;  // handed over to control
   msg.result = 0;
 }
 

@@ -54,6 +54,13 @@ struct CoreStats {
   uint32_t neighbours = 0;                 // entries in this core's neighbour cache
   std::array<uint64_t, kDropCounterCount> drops{};  // by drop_counter_name(i)
   ArpIcmpCounters arp_icmp;                         // answers and drops of dataplane/arp_icmp
+  // Requesters of ARP requests answered since the last snapshot (RFC 826: the target of a request
+  // adds its sender). They ride on the snapshot to control, which owns the neighbour table; the
+  // core never touches the table. Cleared on the core after each snapshot.
+  static constexpr std::size_t kMaxLearnedPeers = 8;
+  std::array<ArpPeer, kMaxLearnedPeers> learned_peers{};
+  uint32_t n_learned_peers = 0;
+  uint64_t learned_peers_overflow = 0;  // requesters not reported because the buffer was full
   uint64_t total_drops() const {
     uint64_t t = 0;
     for (std::size_t i = 0; i < drops.size(); ++i)
@@ -131,6 +138,7 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   static uint16_t classify(void* ctx, rte_mbuf* m);
   uint16_t classify_lc(rte_mbuf* m);
   void handle_local_lc(rte_mbuf** pkts, uint16_t n);
+  void note_peer_lc(const ArpPeer& peer);
   bool flush_tx_lc();
   void detach_slot_lc(unsigned slot);
   void assert_lcore() const;

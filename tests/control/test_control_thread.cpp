@@ -205,6 +205,20 @@ TEST_F(ControlThreadTest, ArpReplyIsLearnedAndPushedToTheCores) {
   EXPECT_TRUE(found);
 }
 
+TEST_F(ControlThreadTest, RequesterOfAnAnsweredArpRequestIsLearned) {
+  std::string error;
+  ASSERT_TRUE(control_->start_ports(&error)) << error;
+  peer_wait(1);
+  peer_send(test::arp_frame(1, {}, kOurIp));  // "who has 198.18.0.1? tell 198.18.0.2"
+  ASSERT_EQ(peer_wait(1).size(), 1u) << "the core answers the request itself";
+  auto s = fresh();  // the requester rides on this snapshot round to control
+  ASSERT_TRUE(s);
+  bool found = false;
+  for (const auto& row : s->neighbours)
+    if (row.entry.ip == kPeerIp && row.entry.mac == kPeerMac && row.entry.state == NeighbourState::kReachable) found = true;
+  EXPECT_TRUE(found) << "RFC 826: the target of a request adds its sender";
+}
+
 TEST_F(ControlThreadTest, StopPortDetachesThenStops) {
   std::string error;
   ASSERT_TRUE(control_->start_ports(&error)) << error;

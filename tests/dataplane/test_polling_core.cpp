@@ -122,6 +122,18 @@ TEST_F(PollingCoreTest, ArpRequestForUsIsAnsweredOnTheRxCore) {
   EXPECT_EQ(core(0).stats_lc().tx_packets, 1u);
   EXPECT_EQ(core(0).stats_lc().arp_icmp.arp_replies, 1u);
   EXPECT_EQ(core(1).stats_lc().rx_packets, 0u);
+
+  // The requester is kept for control (RFC 826) and handed over with the next snapshot only.
+  CoreStats out;
+  ASSERT_TRUE(core_requests::snapshot(ch(0), &out, nullptr, nullptr));
+  EXPECT_TRUE(core(0).poll_once());
+  ASSERT_EQ(out.n_learned_peers, 1u);
+  EXPECT_EQ(out.learned_peers[0].ip, kPeerIp);
+  EXPECT_EQ(out.learned_peers[0].mac, kPeerMac);
+  ASSERT_TRUE(core_requests::snapshot(ch(0), &out, nullptr, nullptr));
+  EXPECT_TRUE(core(0).poll_once());
+  EXPECT_EQ(out.n_learned_peers, 0u) << "reported once";
+  EXPECT_EQ(ch(0).poll_completions(8), 2u);
 }
 
 TEST_F(PollingCoreTest, IcmpEchoIsAnsweredOnTheRxCore) {
