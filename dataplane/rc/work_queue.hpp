@@ -1,0 +1,362 @@
+#pragma once
+// Work queues ("doorbells") between a consumer thread and the polling core that owns a QP/SRQ:
+// single-producer/single-consumer rings of work-request entries (WQEs).
+//
+// Threading (NDKPI posting rules): the consumer serializes posts per queue. Posts to different
+// queues of one QP (Receive on the receive queue while Write on the send queue) may run
+// concurrently because each queue is its own SPSC ring. Two threads posting to the SAME queue at
+// once is a consumer bug that corrupts the ring; rocedp takes no lock to prevent it ("no
+// redundant locks", NDKPI). Methods ending in _lc belong to the owning polling core.
+//
+// Slot lifetime: a slot stays occupied from post until the core release_lc()s it, which the
+// core does when the request completes (or, for an SRQ, when a QP takes the receive). So the
+// ring depth is the number of outstanding requests, as NDK's queue depths are, and a post into
+// a full queue fails with STATUS_INSUFFICIENT_RESOURCES without generating a completion.
+//
+// DEFER (NDK_OP_FLAG_DEFER): a deferred post is written into its slot but the tail is not
+// published, so the core does not see it; the next post without DEFER publishes it together with
+// everything deferred before it. NDK calls DEFER a hint and requires that a post which fails
+// inline still hands earlier deferred requests to the hardware, so every failure path below
+// publishes first. A consumer that ends a batch with DEFER must call flush_deferred() (or make
+// one more post) for those requests to run.
+
+#include <atomic>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "rocedp/ndk_types.hpp"
+#include "rocedp/status.hpp"
+
+namespace rocedp::rc {
+
+/// SGEs carried inside a WQE; a request with more fails with STATUS_INVALID_PARAMETER.
+inline constexpr uint32_t kMaxWqeSge = 4;
+/// Bytes of NDK_OP_FLAG_INLINE data a send WQE can carry (MaxInlineDataSize).
+inline constexpr uint32_t kMaxInlineData = 64;
+
+/// Operation of a send-queue WQE.
+enum class SendOpcode : uint8_t {
+  kSend,
+  kSendAndInvalidate,  ///< SEND with IETH: the peer invalidates invalidate_token
+  kWrite,
+  kRead,
+  kCompareSwap,  ///< 8-byte atomic at remote_address: if == compare then = swap_or_add
+  kFetchAdd,     ///< 8-byte atomic at remote_address: += swap_or_add
+  kFastRegister, ///< local: make MR `local_token` valid at fr_* (NdkFastRegister)
+  kInvalidate,   ///< local: invalidate MR/MW `local_token` (NdkInvalidate)
+  kBind,         ///< local: bind a memory window (NdkBind)
+};
+
+/// A send-queue (NDK "initiator queue") work request.
+struct SendWqe {
+  void* request_context = nullptr;   ///< returned in the completion's RequestContext
+  uint64_t remote_address = 0;       ///< RDMA/atomic target virtual address
+  uint64_t compare = 0;              ///< compare-swap: compare operand
+  uint64_t swap_or_add = 0;          ///< compare-swap: swap value; fetch-add: addend
+  uint64_t fr_address = 0;           ///< fast register: region base virtual address
+  uint64_t fr_length = 0;            ///< fast register: region length
+  uint32_t remote_token = 0;         ///< RDMA/atomic remote token (R_Key)
+  uint32_t invalidate_token = 0;     ///< SendAndInvalidate: the peer's token to invalidate
+  uint32_t local_token = 0;          ///< FastRegister / Invalidate / Bind: the local MR/MW token
+  uint32_t fr_access = 0;            ///< fast register: NDK_MR_FLAG_* access
+  uint32_t immediate = 0;            ///< rocedp extension: immediate data (has_immediate)
+  uint32_t flags = 0;                ///< NDK_OP_FLAG_*
+  SendOpcode opcode = SendOpcode::kSend;
+  uint8_t sge_count = 0;
+  bool has_immediate = false;
+  uint8_t inline_length = 0;         ///< bytes valid in inline_data (NDK_OP_FLAG_INLINE)
+  NdkSge sge[kMaxWqeSge]{};
+  uint8_t inline_data[kMaxInlineData]{};
+};
+
+/// A receive-queue or SRQ work request.
+struct RecvWqe {
+  void* request_context = nullptr;
+  uint32_t sge_count = 0;
+  NdkSge sge[kMaxWqeSge]{};
+};
+
+/// Total bytes described by a WQE's SGEs.
+template <typename Wqe>
+constexpr uint64_t sge_bytes(const Wqe& wqe) {
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < wqe.sge_count && i < kMaxWqeSge; ++i) total += wqe.sge[i].length;
+  return total;
+}
+
+/// SPSC ring of WQEs with a logical depth (capacity rounded up to a power of two).
+/// Producer: the posting consumer thread. Consumer: the owning core (the _lc methods).
+template <typename T>
+class WqeRing {
+ public:
+  /// Null (and STATUS_INSUFFICIENT_RESOURCES) if the slots cannot be allocated;
+  /// STATUS_INVALID_PARAMETER for depth 0 or > 2^31.
+  static std::unique_ptr<WqeRing> create(uint32_t depth, NTSTATUS* status) {
+    if (depth == 0 || depth > (1u << 31)) {
+      *status = STATUS_INVALID_PARAMETER;
+      return nullptr;
+    }
+    std::unique_ptr<WqeRing> ring(new (std::nothrow) WqeRing(depth));
+    if (!ring || !ring->slots_) {
+      *status = STATUS_INSUFFICIENT_RESOURCES;
+      return nullptr;
+    }
+    *status = STATUS_SUCCESS;
+    return ring;
+  }
+
+  uint32_t depth() const { return depth_.load(std::memory_order_relaxed); }
+  uint32_t capacity() const { return static_cast<uint32_t>(mask_ + 1); }
+
+  // ---- producer (posting thread) ----
+
+  /// The next free slot to fill, or null if depth() requests are outstanding.
+  T* claim() {
+    const uint64_t limit = depth_.load(std::memory_order_relaxed);
+    if (shadow_tail_ - cached_head_ >= limit) {
+      cached_head_ = head_.load(std::memory_order_acquire);
+      if (shadow_tail_ - cached_head_ >= limit) return nullptr;
+    }
+    return &slots_[shadow_tail_ & mask_];
+  }
+  /// Commits the slot claim() returned; publishes it (and all deferred ones) unless `defer`.
+  void commit(bool defer) {
+    ++shadow_tail_;
+    if (!defer) publish();
+  }
+  /// Makes every committed slot visible to the core.
+  void publish() { tail_.store(shadow_tail_, std::memory_order_release); }
+  /// Committed but not yet published (deferred) requests.
+  uint32_t deferred() const {
+    return static_cast<uint32_t>(shadow_tail_ - tail_.load(std::memory_order_relaxed));
+  }
+
+  // ---- owning core ----
+
+  /// Published requests not yet released.
+  uint32_t readable_lc() {
+    cached_tail_ = tail_.load(std::memory_order_acquire);
+    return static_cast<uint32_t>(cached_tail_ - head_.load(std::memory_order_relaxed));
+  }
+  /// The i-th unreleased request, oldest first; i < the last readable_lc().
+  T& at_lc(uint32_t i) { return slots_[(head_.load(std::memory_order_relaxed) + i) & mask_]; }
+  /// Frees the n oldest slots (their requests completed).
+  void release_lc(uint32_t n) {
+    head_.store(head_.load(std::memory_order_relaxed) + n, std::memory_order_release);
+  }
+  /// Changes the logical depth within the allocated capacity (SRQ modify).
+  /// STATUS_INVALID_PARAMETER below the outstanding count, STATUS_NOT_SUPPORTED above the
+  /// capacity allocated at creation.
+  NTSTATUS set_depth_lc(uint32_t depth) {
+    if (depth == 0) return STATUS_INVALID_PARAMETER;
+    if (depth > capacity()) return STATUS_NOT_SUPPORTED;
+    if (tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_relaxed) > depth) {
+      return STATUS_INVALID_PARAMETER;
+    }
+    depth_.store(depth, std::memory_order_relaxed);
+    return STATUS_SUCCESS;
+  }
+
+ private:
+  explicit WqeRing(uint32_t depth)
+      : mask_(std::bit_ceil(static_cast<uint64_t>(depth)) - 1),
+        slots_(new (std::nothrow) T[mask_ + 1]) {
+    depth_.store(depth, std::memory_order_relaxed);
+  }
+
+  const uint64_t mask_;
+  std::unique_ptr<T[]> slots_;
+  std::atomic<uint32_t> depth_{0};
+  alignas(64) std::atomic<uint64_t> tail_{0};  // published by the producer
+  uint64_t shadow_tail_ = 0;                   // producer: committed incl. deferred
+  uint64_t cached_head_ = 0;                   // producer's view of head_
+  alignas(64) std::atomic<uint64_t> head_{0};  // released by the core
+  uint64_t cached_tail_ = 0;
+};
+
+namespace detail {
+inline NTSTATUS check_sges(uint32_t count, uint32_t max_sge) {
+  return count > max_sge || count > kMaxWqeSge ? STATUS_INVALID_PARAMETER : STATUS_SUCCESS;
+}
+}  // namespace detail
+
+/// The send (initiator) queue of one QP.
+class SendQueue {
+ public:
+  /// depth: initiator queue depth; max_sge: initiator SGE limit (<= kMaxWqeSge);
+  /// max_inline: inline bytes (<= kMaxInlineData).
+  static std::unique_ptr<SendQueue> create(uint32_t depth, uint32_t max_sge, uint32_t max_inline,
+                                           NTSTATUS* status) {
+    if (max_sge > kMaxWqeSge || max_inline > kMaxInlineData) {
+      *status = STATUS_INVALID_PARAMETER;
+      return nullptr;
+    }
+    auto ring = WqeRing<SendWqe>::create(depth, status);
+    if (!ring) return nullptr;
+    std::unique_ptr<SendQueue> q(new (std::nothrow) SendQueue(std::move(ring), max_sge, max_inline));
+    if (!q) *status = STATUS_INSUFFICIENT_RESOURCES;
+    return q;
+  }
+
+  /// NdkSend/Write/Read/... post. STATUS_SUCCESS (a completion will follow unless
+  /// SILENT_SUCCESS); STATUS_CONNECTION_INVALID if the QP is not connected;
+  /// STATUS_INSUFFICIENT_RESOURCES if the queue is full; STATUS_INVALID_PARAMETER for too many
+  /// SGEs or too much inline data. Failed posts generate no completion and publish earlier
+  /// deferred posts. INLINE data is copied here, so the caller may reuse its buffers on return.
+  NTSTATUS post(const SendWqe& wqe) {
+    NTSTATUS status = STATUS_SUCCESS;
+    if (!connected_.load(std::memory_order_acquire)) {
+      status = STATUS_CONNECTION_INVALID;
+    } else if (detail::check_sges(wqe.sge_count, max_sge_) != STATUS_SUCCESS) {
+      status = STATUS_INVALID_PARAMETER;
+    } else if ((wqe.flags & NDK_OP_FLAG_INLINE) != 0 && sge_bytes(wqe) > max_inline_) {
+      status = STATUS_INVALID_PARAMETER;
+    }
+    SendWqe* slot = status == STATUS_SUCCESS ? ring_->claim() : nullptr;
+    if (status == STATUS_SUCCESS && slot == nullptr) status = STATUS_INSUFFICIENT_RESOURCES;
+    if (status != STATUS_SUCCESS) {
+      ring_->publish();
+      return status;
+    }
+    *slot = wqe;
+    if ((wqe.flags & NDK_OP_FLAG_INLINE) != 0) {
+      uint32_t offset = 0;
+      for (uint32_t i = 0; i < wqe.sge_count; ++i) {
+        if (wqe.sge[i].length != 0) {
+          std::memcpy(slot->inline_data + offset, wqe.sge[i].virtual_address, wqe.sge[i].length);
+        }
+        offset += wqe.sge[i].length;
+      }
+      slot->inline_length = static_cast<uint8_t>(offset);
+    }
+    ring_->commit((wqe.flags & NDK_OP_FLAG_DEFER) != 0);
+    return STATUS_SUCCESS;
+  }
+
+  /// Publishes deferred posts (the consumer ends a DEFER batch without a final plain post).
+  void flush_deferred() { ring_->publish(); }
+
+  /// Connection hook: the owning core sets it when the QP reaches RTS and clears it when the
+  /// QP leaves RTS (error, disconnect, close). Read by post().
+  void set_connected(bool connected) { connected_.store(connected, std::memory_order_release); }
+  bool connected() const { return connected_.load(std::memory_order_acquire); }
+
+  WqeRing<SendWqe>& ring() { return *ring_; }
+
+ private:
+  SendQueue(std::unique_ptr<WqeRing<SendWqe>> ring, uint32_t max_sge, uint32_t max_inline)
+      : ring_(std::move(ring)), max_sge_(max_sge), max_inline_(max_inline) {}
+
+  std::unique_ptr<WqeRing<SendWqe>> ring_;
+  const uint32_t max_sge_;
+  const uint32_t max_inline_;
+  std::atomic<bool> connected_{false};
+};
+
+/// The receive queue of one QP (no connection check: NDK allows receives before connecting).
+class ReceiveQueue {
+ public:
+  static std::unique_ptr<ReceiveQueue> create(uint32_t depth, uint32_t max_sge, NTSTATUS* status) {
+    if (max_sge > kMaxWqeSge) {
+      *status = STATUS_INVALID_PARAMETER;
+      return nullptr;
+    }
+    auto ring = WqeRing<RecvWqe>::create(depth, status);
+    if (!ring) return nullptr;
+    std::unique_ptr<ReceiveQueue> q(new (std::nothrow) ReceiveQueue(std::move(ring), max_sge));
+    if (!q) *status = STATUS_INSUFFICIENT_RESOURCES;
+    return q;
+  }
+
+  /// NdkReceive: STATUS_SUCCESS, STATUS_INSUFFICIENT_RESOURCES (full),
+  /// STATUS_INVALID_PARAMETER (too many SGEs). DEFER in `flags` holds back publication.
+  NTSTATUS post(const RecvWqe& wqe, uint32_t flags = 0) {
+    if (detail::check_sges(wqe.sge_count, max_sge_) != STATUS_SUCCESS) {
+      ring_->publish();
+      return STATUS_INVALID_PARAMETER;
+    }
+    RecvWqe* slot = ring_->claim();
+    if (slot == nullptr) {
+      ring_->publish();
+      return STATUS_INSUFFICIENT_RESOURCES;
+    }
+    *slot = wqe;
+    ring_->commit((flags & NDK_OP_FLAG_DEFER) != 0);
+    return STATUS_SUCCESS;
+  }
+  void flush_deferred() { ring_->publish(); }
+  WqeRing<RecvWqe>& ring() { return *ring_; }
+
+ protected:
+  ReceiveQueue(std::unique_ptr<WqeRing<RecvWqe>> ring, uint32_t max_sge)
+      : ring_(std::move(ring)), max_sge_(max_sge) {}
+
+  std::unique_ptr<WqeRing<RecvWqe>> ring_;
+  const uint32_t max_sge_;
+};
+
+/// A shared receive queue: receives posted by one consumer thread, taken by any QP of the
+/// owning core, with the SRQ limit notification (NdkModifySrq's NotifyThreshold: when the posted
+/// receives fall below the threshold the SrqNotification callback fires once, on the owning
+/// core, and the threshold disarms until set again — IBTA's SRQ limit event).
+class SharedReceiveQueue : public ReceiveQueue {
+ public:
+  static std::unique_ptr<SharedReceiveQueue> create(uint32_t depth, uint32_t max_sge,
+                                                    NdkSrqNotificationCallback notification,
+                                                    void* context, NTSTATUS* status) {
+    if (max_sge > kMaxWqeSge) {
+      *status = STATUS_INVALID_PARAMETER;
+      return nullptr;
+    }
+    auto ring = WqeRing<RecvWqe>::create(depth, status);
+    if (!ring) return nullptr;
+    std::unique_ptr<SharedReceiveQueue> q(
+        new (std::nothrow) SharedReceiveQueue(std::move(ring), max_sge, notification, context));
+    if (!q) *status = STATUS_INSUFFICIENT_RESOURCES;
+    return q;
+  }
+
+  /// NdkModifySrq on the owning core: new depth (within the capacity allocated at creation)
+  /// and limit threshold (0 disarms). STATUS_SUCCESS, STATUS_INVALID_PARAMETER (depth below the
+  /// posted count or threshold > depth), STATUS_NOT_SUPPORTED (depth above the capacity).
+  NTSTATUS modify_lc(uint32_t depth, uint32_t notify_threshold) {
+    if (notify_threshold > depth) return STATUS_INVALID_PARAMETER;
+    const NTSTATUS status = ring_->set_depth_lc(depth);
+    if (status != STATUS_SUCCESS) return status;
+    limit_ = notify_threshold;
+    return STATUS_SUCCESS;
+  }
+
+  /// Takes the oldest posted receive for a QP of this core; false if the SRQ is empty (the
+  /// responder then sends an RNR NAK). May fire the limit notification.
+  bool take_lc(RecvWqe* out) {
+    const uint32_t available = ring_->readable_lc();
+    if (available == 0) return false;
+    *out = ring_->at_lc(0);
+    ring_->release_lc(1);
+    if (limit_ != 0 && available - 1 < limit_) {
+      limit_ = 0;
+      ++limit_events_;
+      if (notification_ != nullptr) notification_(context_, STATUS_SUCCESS);
+    }
+    return true;
+  }
+
+  uint32_t limit_lc() const { return limit_; }
+  uint64_t limit_events_lc() const { return limit_events_; }
+
+ private:
+  SharedReceiveQueue(std::unique_ptr<WqeRing<RecvWqe>> ring, uint32_t max_sge,
+                     NdkSrqNotificationCallback notification, void* context)
+      : ReceiveQueue(std::move(ring), max_sge), notification_(notification), context_(context) {}
+
+  NdkSrqNotificationCallback notification_;
+  void* context_;
+  uint32_t limit_ = 0;  // owning core only
+  uint64_t limit_events_ = 0;
+};
+
+}  // namespace rocedp::rc

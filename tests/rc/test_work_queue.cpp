@@ -1,0 +1,195 @@
+// Work queues: posting statuses, DEFER publication, slot lifetime, SRQ limit notification.
+#include "dataplane/rc/work_queue.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+namespace rocedp::rc {
+namespace {
+
+void* ctx_of(uint64_t i) { return reinterpret_cast<void*>(static_cast<uintptr_t>(i)); }
+
+SendWqe write_wqe(uint64_t id, uint32_t flags = 0) {
+  SendWqe w;
+  w.opcode = SendOpcode::kWrite;
+  w.request_context = ctx_of(id);
+  w.remote_address = 0x1000 + id;
+  w.remote_token = 0x4201;
+  w.flags = flags;
+  return w;
+}
+
+std::unique_ptr<SendQueue> make_sq(uint32_t depth, bool connected = true) {
+  NTSTATUS status = STATUS_PENDING;
+  auto sq = SendQueue::create(depth, 2, 32, &status);
+  EXPECT_EQ(status, STATUS_SUCCESS);
+  sq->set_connected(connected);
+  return sq;
+}
+
+TEST(WorkQueue, PostBeforeConnectIsConnectionInvalid) {
+  auto sq = make_sq(4, /*connected=*/false);
+  EXPECT_EQ(sq->post(write_wqe(1)), STATUS_CONNECTION_INVALID);
+  EXPECT_EQ(sq->ring().readable_lc(), 0u);  // failed posts leave nothing for the core
+  sq->set_connected(true);
+  EXPECT_EQ(sq->post(write_wqe(2)), STATUS_SUCCESS);
+  ASSERT_EQ(sq->ring().readable_lc(), 1u);
+  EXPECT_EQ(sq->ring().at_lc(0).request_context, ctx_of(2));
+  EXPECT_EQ(sq->ring().at_lc(0).remote_address, 0x1002u);
+}
+
+TEST(WorkQueue, FullQueueIsInsufficientResourcesUntilTheCoreReleases) {
+  auto sq = make_sq(3);  // capacity 4, depth 3
+  for (uint64_t i = 0; i < 3; ++i) ASSERT_EQ(sq->post(write_wqe(i)), STATUS_SUCCESS);
+  EXPECT_EQ(sq->post(write_wqe(3)), STATUS_INSUFFICIENT_RESOURCES);
+  ASSERT_EQ(sq->ring().readable_lc(), 3u);
+  // Reading does not free a slot; only completion (release) does.
+  EXPECT_EQ(sq->post(write_wqe(3)), STATUS_INSUFFICIENT_RESOURCES);
+  sq->ring().release_lc(1);
+  EXPECT_EQ(sq->post(write_wqe(3)), STATUS_SUCCESS);
+  ASSERT_EQ(sq->ring().readable_lc(), 3u);
+  for (uint32_t i = 0; i < 3; ++i) EXPECT_EQ(sq->ring().at_lc(i).request_context, ctx_of(i + 1));
+}
+
+TEST(WorkQueue, InvalidSgeCountAndInlineSize) {
+  auto sq = make_sq(4);
+  SendWqe w = write_wqe(1);
+  w.sge_count = 3;  // queue created with max 2
+  EXPECT_EQ(sq->post(w), STATUS_INVALID_PARAMETER);
+  char big[40] = {};
+  w = write_wqe(2, NDK_OP_FLAG_INLINE);
+  w.sge_count = 1;
+  w.sge[0] = NdkSge{big, sizeof(big), 0};  // 40 > 32 inline bytes
+  EXPECT_EQ(sq->post(w), STATUS_INVALID_PARAMETER);
+  EXPECT_EQ(sq->ring().readable_lc(), 0u);
+}
+
+TEST(WorkQueue, InlineDataIsCopiedAtPostTime) {
+  auto sq = make_sq(4);
+  char a[5] = {'h', 'e', 'l', 'l', 'o'};
+  char b[3] = {'!', '?', '.'};
+  SendWqe w = write_wqe(1, NDK_OP_FLAG_INLINE);
+  w.opcode = SendOpcode::kSend;
+  w.sge_count = 2;
+  w.sge[0] = NdkSge{a, 5, 0};
+  w.sge[1] = NdkSge{b, 3, 0};
+  ASSERT_EQ(sq->post(w), STATUS_SUCCESS);
+  std::memset(a, 0, sizeof(a));  // the consumer may reuse its buffer right away
+  ASSERT_EQ(sq->ring().readable_lc(), 1u);
+  const SendWqe& got = sq->ring().at_lc(0);
+  EXPECT_EQ(got.inline_length, 8u);
+  EXPECT_EQ(std::memcmp(got.inline_data, "hello!?.", 8), 0);
+}
+
+TEST(WorkQueue, DeferPublishesWithTheNextPlainPost) {
+  auto sq = make_sq(8);
+  ASSERT_EQ(sq->post(write_wqe(0, NDK_OP_FLAG_DEFER)), STATUS_SUCCESS);
+  ASSERT_EQ(sq->post(write_wqe(1, NDK_OP_FLAG_DEFER)), STATUS_SUCCESS);
+  EXPECT_EQ(sq->ring().readable_lc(), 0u);  // the core sees nothing yet
+  EXPECT_EQ(sq->ring().deferred(), 2u);
+  ASSERT_EQ(sq->post(write_wqe(2)), STATUS_SUCCESS);
+  ASSERT_EQ(sq->ring().readable_lc(), 3u);
+  for (uint32_t i = 0; i < 3; ++i) EXPECT_EQ(sq->ring().at_lc(i).request_context, ctx_of(i));
+  // An explicit flush also publishes.
+  ASSERT_EQ(sq->post(write_wqe(3, NDK_OP_FLAG_DEFER)), STATUS_SUCCESS);
+  EXPECT_EQ(sq->ring().readable_lc(), 3u);
+  sq->flush_deferred();
+  EXPECT_EQ(sq->ring().readable_lc(), 4u);
+}
+
+TEST(WorkQueue, FailedPostFlushesEarlierDeferredRequests) {
+  auto sq = make_sq(2);
+  ASSERT_EQ(sq->post(write_wqe(0, NDK_OP_FLAG_DEFER)), STATUS_SUCCESS);
+  ASSERT_EQ(sq->post(write_wqe(1, NDK_OP_FLAG_DEFER)), STATUS_SUCCESS);
+  EXPECT_EQ(sq->post(write_wqe(2, NDK_OP_FLAG_DEFER)), STATUS_INSUFFICIENT_RESOURCES);
+  EXPECT_EQ(sq->ring().readable_lc(), 2u);  // NDK: flush deferred work on inline failure
+  // Same for a post refused because the QP left RTS.
+  auto sq2 = make_sq(4);
+  ASSERT_EQ(sq2->post(write_wqe(0, NDK_OP_FLAG_DEFER)), STATUS_SUCCESS);
+  sq2->set_connected(false);
+  EXPECT_EQ(sq2->post(write_wqe(1)), STATUS_CONNECTION_INVALID);
+  EXPECT_EQ(sq2->ring().readable_lc(), 1u);
+}
+
+TEST(WorkQueue, ReceiveQueueAcceptsPostsBeforeConnect) {
+  NTSTATUS status = STATUS_PENDING;
+  auto rq = ReceiveQueue::create(2, 1, &status);
+  ASSERT_EQ(status, STATUS_SUCCESS);
+  char buf[16];
+  RecvWqe r;
+  r.request_context = ctx_of(9);
+  r.sge_count = 1;
+  r.sge[0] = NdkSge{buf, sizeof(buf), 0x101};
+  EXPECT_EQ(rq->post(r), STATUS_SUCCESS);
+  EXPECT_EQ(rq->post(r, NDK_OP_FLAG_DEFER), STATUS_SUCCESS);
+  EXPECT_EQ(rq->ring().readable_lc(), 1u);
+  EXPECT_EQ(rq->post(r), STATUS_INSUFFICIENT_RESOURCES);
+  EXPECT_EQ(rq->ring().readable_lc(), 2u);
+  r.sge_count = 2;
+  EXPECT_EQ(rq->post(r), STATUS_INVALID_PARAMETER);
+  EXPECT_EQ(sge_bytes(rq->ring().at_lc(0)), 16u);
+}
+
+TEST(WorkQueue, CreateRejectsBadArguments) {
+  NTSTATUS status = STATUS_SUCCESS;
+  EXPECT_EQ(SendQueue::create(0, 1, 0, &status), nullptr);
+  EXPECT_EQ(status, STATUS_INVALID_PARAMETER);
+  EXPECT_EQ(SendQueue::create(4, kMaxWqeSge + 1, 0, &status), nullptr);
+  EXPECT_EQ(status, STATUS_INVALID_PARAMETER);
+  EXPECT_EQ(SendQueue::create(4, 1, kMaxInlineData + 1, &status), nullptr);
+  EXPECT_EQ(status, STATUS_INVALID_PARAMETER);
+}
+
+struct SrqNotes {
+  std::vector<NTSTATUS> calls;
+  static void callback(void* ctx, NTSTATUS s) { static_cast<SrqNotes*>(ctx)->calls.push_back(s); }
+};
+
+TEST(WorkQueue, SrqSharedTakeAndLimitNotification) {
+  SrqNotes notes;
+  NTSTATUS status = STATUS_PENDING;
+  auto srq = SharedReceiveQueue::create(8, 1, &SrqNotes::callback, &notes, &status);
+  ASSERT_EQ(status, STATUS_SUCCESS);
+  for (uint64_t i = 0; i < 6; ++i) {
+    RecvWqe r;
+    r.request_context = ctx_of(i);
+    ASSERT_EQ(srq->post(r), STATUS_SUCCESS);
+  }
+  ASSERT_EQ(srq->modify_lc(8, 4), STATUS_SUCCESS);  // notify below 4 posted receives
+  RecvWqe got;
+  // Two QPs of the core take in turn; FIFO across them.
+  ASSERT_TRUE(srq->take_lc(&got));
+  EXPECT_EQ(got.request_context, ctx_of(0));
+  ASSERT_TRUE(srq->take_lc(&got));  // 4 left: not below the limit yet
+  EXPECT_EQ(got.request_context, ctx_of(1));
+  EXPECT_TRUE(notes.calls.empty());
+  ASSERT_TRUE(srq->take_lc(&got));  // 3 left: fires once and disarms
+  ASSERT_EQ(notes.calls.size(), 1u);
+  EXPECT_EQ(notes.calls[0], STATUS_SUCCESS);
+  EXPECT_EQ(srq->limit_lc(), 0u);
+  ASSERT_TRUE(srq->take_lc(&got));
+  EXPECT_EQ(notes.calls.size(), 1u);
+  ASSERT_TRUE(srq->take_lc(&got));
+  ASSERT_TRUE(srq->take_lc(&got));
+  EXPECT_EQ(got.request_context, ctx_of(5));
+  EXPECT_FALSE(srq->take_lc(&got));  // empty: the responder sends an RNR NAK
+  EXPECT_EQ(srq->limit_events_lc(), 1u);
+}
+
+TEST(WorkQueue, SrqModifyStatuses) {
+  NTSTATUS status = STATUS_PENDING;
+  auto srq = SharedReceiveQueue::create(8, 1, nullptr, nullptr, &status);
+  ASSERT_EQ(status, STATUS_SUCCESS);
+  RecvWqe r;
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(srq->post(r), STATUS_SUCCESS);
+  EXPECT_EQ(srq->modify_lc(4, 0), STATUS_INVALID_PARAMETER);  // 5 posted
+  EXPECT_EQ(srq->modify_lc(8, 9), STATUS_INVALID_PARAMETER);  // threshold above depth
+  EXPECT_EQ(srq->modify_lc(16, 0), STATUS_NOT_SUPPORTED);     // above the allocated capacity
+  ASSERT_EQ(srq->modify_lc(5, 0), STATUS_SUCCESS);
+  EXPECT_EQ(srq->post(r), STATUS_INSUFFICIENT_RESOURCES);  // new depth enforced on posts
+}
+
+}  // namespace
+}  // namespace rocedp::rc
