@@ -276,6 +276,12 @@ void Port::stop() {
 void Port::close_device() {
   if (!opened_) return;
   opened_ = false;
+  if (ring_pair_link_.empty() && !plugged_) {
+    // Probed by EAL arguments (-a / --vdev), not by us: closing would release the ethdev for
+    // good (EAL will not probe a probed device again), so it stays configured and stopped.
+    log(LogLevel::kDebug, "port_left_open", {{"port", cfg_.name}, {"device", device_name_}});
+    return;
+  }
   rte_eth_dev_close(port_id_);
   if (!ring_pair_link_.empty()) {
     ring_pair_detach(RingPairDevargs{ring_pair_link_, ring_pair_side_});

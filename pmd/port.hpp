@@ -60,7 +60,10 @@ class Port {
   // rte_eth_dev_stop, then frees the frames the fault stages still hold. Idempotent. The lcores
   // must have stopped polling this port.
   void stop();
-  ~Port();  // stop, close, and remove the device (and a ring pair's rings when it is the last side)
+  // Stop, close, and remove the device (and a ring pair's rings when it is the last side).
+  // A device EAL probed from its own arguments (-a, --vdev) is only stopped, so it can be
+  // opened again.
+  ~Port();
 
   Port(const Port&) = delete;
   Port& operator=(const Port&) = delete;

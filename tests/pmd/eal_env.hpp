@@ -38,7 +38,8 @@ class EalEnvironment : public ::testing::Environment {
     cfg.eal.memory_mb = 256;
     cfg.eal.hugepages = false;
     cfg.eal.file_prefix = file_prefix();
-    cfg.eal.extra_args = {"--no-telemetry", "--no-pci"};
+    // net_null7 is probed by EAL itself: Port::open must find such a device and leave it in place.
+    cfg.eal.extra_args = {"--no-telemetry", "--no-pci", "--vdev=net_null7"};
     // ROCEDP_TEST_EAL_ARGS="a b": extra EAL arguments when debugging a driver.
     if (const char* extra = std::getenv("ROCEDP_TEST_EAL_ARGS")) {
       std::istringstream words(extra);

@@ -18,6 +18,8 @@
 #include <set>
 #include <thread>
 
+#include <rte_ethdev.h>
+
 #include "pmd/ring_pair.hpp"
 #include "tests/pmd/eal_env.hpp"
 
@@ -162,6 +164,22 @@ TEST(Port, ConfiguredMacAndMtuAreApplied) {
   EXPECT_EQ(p->name(), "a");
   EXPECT_EQ(p->address().value, 0x0a000001u);
   EXPECT_EQ(p->prefix_len(), 24);
+}
+
+TEST(Port, ADeviceProbedByEalArgumentsIsFoundAndLeftInPlaceOnClose) {
+  // eal_env.hpp starts EAL with --vdev=net_null7.
+  uint16_t id = 0;
+  ASSERT_EQ(rte_eth_dev_get_port_by_name("net_null7", &id), 0);
+  {
+    auto p = open_port(port_cfg("null", "net_null7"));
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->id(), id);
+    std::string error;
+    ASSERT_TRUE(p->start(&error)) << error;
+  }
+  EXPECT_EQ(rte_eth_dev_get_port_by_name("net_null7", &id), 0) << "a device EAL probed was removed";
+  auto again = open_port(port_cfg("null", "net_null7"));
+  EXPECT_TRUE(again);
 }
 
 TEST(Port, UnknownDriverFailsWithTheStepAndDevargs) {
@@ -311,6 +329,34 @@ TEST(Port, ChaosOnBothDirectionsAccountsForEveryFrame) {
   uint32_t twice = 0;
   for (uint32_t c : seen) twice += c == 2;
   EXPECT_LE(twice, s.fault.duplicated);
+}
+
+TEST(Port, TxFaultStageTakesFramesItDropsAndCountsThem) {
+  PoolLeakCheck leaks;
+  config::PortConfig a = port_cfg("a", "");
+  a.fault.direction = config::FaultConfig::Direction::kBoth;
+  a.fault.drop_pct = 100;
+  RingPair pair;
+  std::string error;
+  ASSERT_TRUE(open_ring_pair("txdrop" + kTag, a, port_cfg("b", "", 2), 1, pool(),
+                             test::test_dataplane(), &pair, &error))
+      << error;
+  ASSERT_TRUE(pair.a->start(&error) && pair.b->start(&error)) << error;
+  ASSERT_EQ(send_frames(*pair.a, 0, 25), 25u);  // taken by the stage: they count as sent
+  EXPECT_TRUE(receive_frames(*pair.b, 25).empty());
+  PortStats s = pair.a->stats();
+  EXPECT_EQ(s.tx_packets, 0u);
+  EXPECT_EQ(s.fault.dropped, 25u);
+}
+
+TEST(Port, PortsWithoutFaultsAddNoFaultCounters) {
+  RingPair pair;
+  std::string error;
+  ASSERT_TRUE(open_ring_pair("nofault" + kTag, port_cfg("a", ""), port_cfg("b", "", 2), 1, pool(),
+                             test::test_dataplane(), &pair, &error))
+      << error;
+  FaultStats f = pair.a->stats().fault;
+  EXPECT_EQ(f.dropped + f.duplicated + f.corrupted + f.reordered + f.delayed + f.flushed, 0u);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -136,6 +136,31 @@ TEST(RingPair, SameSideTwiceIsRefusedAndALinkCanBeReopened) {
   EXPECT_TRUE(reopened) << error;
 }
 
+TEST(RingPair, TheYamlFormPassesConfigValidationAndOpensBothSides) {
+  // config/ rejects two ports on one device (the text before the first comma): the two sides
+  // of one link must be distinct devices, which the ring_pair:LINK:SIDE form guarantees.
+  const std::string yaml = R"(
+eal: { lcores: [0, 1], main_lcore: 0 }
+dataplane: { lcores: [1] }
+ports:
+  - { name: left, devargs: "ring_pair:yaml_link:a", address: 10.9.0.1/24, mac: "02:00:00:00:09:01" }
+  - { name: right, devargs: "ring_pair:yaml_link:b", address: 10.9.0.2/24, mac: "02:00:00:00:09:02" }
+)";
+  config::Config cfg = config::parse(yaml, "ring_pair.yaml");
+  ASSERT_EQ(cfg.ports.size(), 2u);
+  std::string error;
+  auto left = Port::open(cfg.ports[0], 1, pool(), cfg.dataplane, &error);
+  ASSERT_TRUE(left) << error;
+  auto right = Port::open(cfg.ports[1], 1, pool(), cfg.dataplane, &error);
+  ASSERT_TRUE(right) << error;
+  EXPECT_EQ(left->mac(), *cfg.ports[0].mac);
+  EXPECT_EQ(right->mac(), *cfg.ports[1].mac);
+  ASSERT_TRUE(left->start(&error) && right->start(&error)) << error;
+  auto got = send_and_receive(*right, *left, 0, 77, 3);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[2], make_frame(79, 62));
+}
+
 TEST(RingPair, MoreQueuesThanTheLinkHasAreCapped) {
   RingPair pair;
   std::string error;
