@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "dataplane/qpn_map.hpp"
+#include "dataplane/wire/parser.hpp"
 #include "pmd/port.hpp"
 #include "pmd/rx_dispatch.hpp"
 
@@ -224,10 +225,21 @@ void PollingCore::handle_local_lc(rte_mbuf** pkts, uint16_t n) {
         }
         break;
       }
-      case FrameKind::kRoce:
+      case FrameKind::kRoce: {
+        // The owner checks the whole packet (lengths, opcode, pad, ICRC) before any QP sees it.
+        if (m->nb_segs == 1) {
+          wire::ParsedPacket parsed;
+          const wire::DropReason r = wire::parse(
+              wire::Bytes(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m)), parsed);
+          if (wire::is_failure(r)) {
+            drop_lc(m, drop_index(r));
+            break;
+          }
+        }
         // No QP exists yet (the RC transport is a later issue): every data QPN is unknown here.
         drop_lc(m, drop_index(CoreDrop::kUnknownQpn));
         break;
+      }
       default:
         drop_lc(m, drop_index(CoreDrop::kUnsupported));
         break;

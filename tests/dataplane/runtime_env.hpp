@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "dataplane/wire/icrc.hpp"
 #include "pmd/eal.hpp"
 #include "pmd/log.hpp"
 #include "pmd/packet_pool.hpp"
@@ -159,7 +160,7 @@ inline std::vector<uint8_t> icmp_echo(uint16_t id, uint16_t seq) {
 }
 
 // A RoCEv2 SEND_ONLY (opcode 4) from the peer to `dest_qpn`: Ethernet, IPv4, UDP 4791, BTH,
-// 16 bytes of payload and a (zero) ICRC. The classifier routes on DestQP only.
+// 16 bytes of payload and its ICRC.
 inline std::vector<uint8_t> roce_frame(uint32_t dest_qpn, const config::MacAddress& dst_mac = kOurMac) {
   std::vector<uint8_t> f(14 + 20 + 8 + 12 + 16 + 4, 0);
   put_mac(f.data(), dst_mac);
@@ -176,6 +177,9 @@ inline std::vector<uint8_t> roce_frame(uint32_t dest_qpn, const config::MacAddre
   bth[5] = static_cast<uint8_t>(dest_qpn >> 16);
   bth[6] = static_cast<uint8_t>(dest_qpn >> 8);
   bth[7] = static_cast<uint8_t>(dest_qpn);
+  // ICRC over IP..payload (RoCEv2 Annex A17.3.3), stored least significant byte first.
+  const uint32_t icrc = wire::icrc_compute(wire::Bytes(f.data() + 14, f.size() - 14 - 4));
+  for (int i = 0; i < 4; ++i) f[f.size() - 4 + i] = static_cast<uint8_t>(icrc >> (8 * i));
   return f;
 }
 

@@ -177,6 +177,18 @@ TEST_F(PollingCoreTest, RoceFrameForItsOwnQpnStaysOnTheRxCore) {
   EXPECT_EQ(drops(0, drop_index(CoreDrop::kUnknownQpn)), 1u);
 }
 
+TEST_F(PollingCoreTest, OwningCoreChecksTheIcrc) {
+  Bytes f = test::roce_frame(make_qpn(1, 5));
+  ASSERT_TRUE(wire::icrc_verify(wire::Bytes(f.data() + 14, f.size() - 14)));
+  f[f.size() - 5] ^= 0xFF;  // last payload byte
+  peer_send(f);
+  EXPECT_TRUE(core(0).poll_once());
+  EXPECT_EQ(drops(0, drop_index(wire::DropReason::kBadIcrc)), 0u) << "the RX core only routes";
+  EXPECT_TRUE(core(1).poll_once());
+  EXPECT_EQ(drops(1, drop_index(wire::DropReason::kBadIcrc)), 1u);
+  EXPECT_EQ(drops(1, drop_index(CoreDrop::kUnknownQpn)), 0u);
+}
+
 TEST_F(PollingCoreTest, Qp1AndArpRepliesGoToTheControlPath) {
   peer_send(test::roce_frame(kGsiQpn));
   peer_send(test::arp_frame(2, kOurMac, kOurIp));
