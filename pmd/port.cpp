@@ -192,6 +192,17 @@ std::unique_ptr<Port> Port::open(const config::PortConfig& cfg, uint16_t wanted_
   } else if (rte_eth_macaddr_get(pid, &addr) == 0) {
     p->mac_ = to_mac(addr);
   }
+  if (p->mac_ == config::MacAddress{}) {
+    // A device without an address of its own (net_ring) and none configured: derive a stable,
+    // locally administered unicast MAC from the port name so two such ports never share one.
+    const uint64_t h = name_hash(cfg.name);
+    p->mac_.bytes = {0x02, static_cast<uint8_t>(h >> 32), static_cast<uint8_t>(h >> 24),
+                     static_cast<uint8_t>(h >> 16), static_cast<uint8_t>(h >> 8),
+                     static_cast<uint8_t>(h)};
+    p->software_mac_ = true;
+    log(LogLevel::kInfo, "port_mac_derived",
+        {{"port", cfg.name}, {"mac", config::format_mac(p->mac_)}});
+  }
   uint16_t mtu = cfg.mtu;
   if (rte_eth_dev_get_mtu(pid, &mtu) == 0) p->mtu_ = mtu;
   else p->mtu_ = cfg.mtu;

@@ -48,7 +48,9 @@ class Port {
   // ",key=value" driver args). The device is hot-plugged (rte_dev_probe), so EAL needs no --vdev.
   // Configures min(wanted_queues, device maximum) RX/TX queue pairs (at least 1) with
   // dp.rx_ring_size / dp.tx_ring_size descriptors on `pool`, sets the MTU (scattered RX if the
-  // pool's data room is smaller than a frame) and the MAC if cfg.mac is set.
+  // pool's data room is smaller than a frame) and the MAC if cfg.mac is set. A device that
+  // cannot take a MAC keeps it in software (mac() reports it) and receives promiscuously; a
+  // device with no MAC at all and none configured gets 02:xx:xx:xx:xx:xx derived from cfg.name.
   // Returns nullptr and sets *error (device, step and rte_strerror) on failure; the device is
   // removed again then. `pool` must outlive the Port.
   static std::unique_ptr<Port> open(const config::PortConfig& cfg, uint16_t wanted_queues,

@@ -392,6 +392,9 @@ TEST(Port, MemifServerAndClientExchangeFramesByteExact) {
     EXPECT_EQ(client->stats().tx_packets, 40u);
     EXPECT_EQ(server->stats().rx_packets, 40u);
     EXPECT_EQ(server->stats().rx_bytes, 40u * 1000);
+    // Server first: when the client goes first, DPDK 22.11's memif server tears its control
+    // channel down twice (once on the hang-up, once on close) and EAL reports "Invalid memory".
+    server.reset();
   }
   // The server removes its socket file when it closes.
   EXPECT_NE(::access(sock.path.c_str(), F_OK), 0);

@@ -161,6 +161,25 @@ ports:
   EXPECT_EQ(got[2], make_frame(79, 62));
 }
 
+TEST(RingPair, SidesWithoutAConfiguredMacGetDistinctLocallyAdministeredOnes) {
+  RingPair pair;
+  std::string error;
+  ASSERT_TRUE(open_ring_pair("macs", port_cfg("left", 1), port_cfg("right", 2), 1, pool(),
+                             test::test_dataplane(), &pair, &error))
+      << error;
+  config::MacAddress a = pair.a->mac(), b = pair.b->mac();
+  EXPECT_NE(a, b);
+  EXPECT_NE(a, config::MacAddress{});
+  EXPECT_EQ(a.bytes[0], 0x02) << "locally administered, unicast";
+  EXPECT_EQ(b.bytes[0], 0x02);
+  // Stable: the same name gives the same MAC on the next run.
+  pair = RingPair{};
+  ASSERT_TRUE(open_ring_pair("macs", port_cfg("left", 1), port_cfg("right", 2), 1, pool(),
+                             test::test_dataplane(), &pair, &error))
+      << error;
+  EXPECT_EQ(pair.a->mac(), a);
+}
+
 TEST(RingPair, MoreQueuesThanTheLinkHasAreCapped) {
   RingPair pair;
   std::string error;
