@@ -2,6 +2,9 @@
 
 #include <isa-l/crc.h>
 
+#include <immintrin.h>
+
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -42,6 +45,116 @@ inline std::size_t ip_header_len(Bytes l3, bool& ipv6) {
   if (ver == 4) return std::size_t{l3[0] & 0x0Fu} * 4;
   return 0;
 }
+
+// ---- Fast path: CRC the unmasked bytes in one pass, then correct. ----
+// CRC-32 is affine: for equal-length A, B and any seed,
+//   crc(seed, A) ^ crc(seed, B) == lin(A ^ B)
+// where lin() is the CRC register run from 0 without inversions. The masked
+// packet differs from the real one only in four 32-bit words of the prefix
+// (IP bytes 0-3 and 8-11, UDP bytes 4-7, BTH bytes 4-7), so
+//   ICRC = crc(seed, packet as is) ^ sum_w lin(delta_w followed by the rest).
+// lin(word w at offset o of an N-byte message) = w * x^(8(N-o)) mod P, a
+// carry-less multiplication (PCLMULQDQ) plus a 4-byte table reduction. This
+// keeps ISA-L's one long call over the whole buffer (no small dependent call,
+// no store-forwarding stall on a masked copy) and does the correction off the
+// critical path. Polynomials are in zlib's reflected form: bit 31 is x^0.
+
+constexpr std::uint32_t kPolyRefl = 0xEDB88320;
+
+constexpr std::array<std::uint32_t, 256> make_byte_table() {
+  std::array<std::uint32_t, 256> t{};
+  for (std::uint32_t i = 0; i < 256; ++i) {
+    std::uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (kPolyRefl & (0u - (c & 1u)));
+    t[i] = c;
+  }
+  return t;
+}
+constexpr std::array<std::uint32_t, 256> kByteTable = make_byte_table();
+
+// v * x^8 mod P: the CRC register after one zero byte.
+constexpr std::uint32_t mul_x8(std::uint32_t v) { return (v >> 8) ^ kByteTable[v & 0xFF]; }
+constexpr std::uint32_t mul_x32_steps(std::uint32_t v) { return mul_x8(mul_x8(mul_x8(mul_x8(v)))); }
+// v * x^32 mod P with four independent lookups (slicing): one byte of v each.
+constexpr std::array<std::array<std::uint32_t, 256>, 4> make_x32_tables() {
+  std::array<std::array<std::uint32_t, 256>, 4> t{};
+  for (std::uint32_t j = 0; j < 4; ++j)
+    for (std::uint32_t b = 0; b < 256; ++b) t[j][b] = mul_x32_steps(b << (8 * j));
+  return t;
+}
+constexpr auto kX32 = make_x32_tables();
+constexpr std::uint32_t mul_x32(std::uint32_t v) {
+  return kX32[0][v & 0xFF] ^ kX32[1][(v >> 8) & 0xFF] ^ kX32[2][(v >> 16) & 0xFF] ^ kX32[3][v >> 24];
+}
+static_assert(mul_x32(0x12345678) == mul_x32_steps(0x12345678));
+
+// a * b mod P, bit by bit (constexpr tables, fallback without PCLMULQDQ).
+constexpr std::uint32_t mulmod_bitwise(std::uint32_t a, std::uint32_t b) {
+  std::uint32_t p = 0;
+  for (std::uint32_t m = 1u << 31; m != 0; m >>= 1) {
+    if (a & m) p ^= b;
+    b = (b & 1) ? (b >> 1) ^ kPolyRefl : b >> 1;  // b *= x
+  }
+  return p;
+}
+
+constexpr std::size_t kPowStep = 128;  // X[k] = kPowHi[k / 128] * kPowLo[k % 128]
+constexpr std::size_t kPowMaxBytes = kPowStep * kPowStep;
+struct PowTables {
+  std::array<std::uint32_t, kPowStep> lo{};  // x^(8j)
+  std::array<std::uint32_t, kPowStep> hi{};  // x^(8*128*i)
+};
+constexpr PowTables make_pow_tables() {
+  PowTables t;
+  std::uint32_t v = 1u << 31;  // x^0
+  for (std::size_t j = 0; j < kPowStep; ++j) {
+    t.lo[j] = v;
+    v = mul_x8(v);
+  }
+  const std::uint32_t step = v;  // x^(8*128)
+  std::uint32_t h = 1u << 31;
+  for (std::size_t i = 0; i < kPowStep; ++i) {
+    t.hi[i] = h;
+    h = mulmod_bitwise(h, step);
+  }
+  return t;
+}
+constexpr PowTables kPow = make_pow_tables();
+
+__attribute__((target("pclmul,sse4.1"))) inline std::uint32_t mulmod_clmul(std::uint32_t a, std::uint32_t b) {
+  const __m128i r = _mm_clmulepi64_si128(_mm_cvtsi32_si128(static_cast<int>(a)),
+                                         _mm_cvtsi32_si128(static_cast<int>(b)), 0x00);
+  const std::uint64_t v = static_cast<std::uint64_t>(_mm_cvtsi128_si64(r)) << 1;  // bit t <-> x^(63-t)
+  return static_cast<std::uint32_t>(v >> 32) ^ mul_x32(static_cast<std::uint32_t>(v));
+}
+
+const bool kHavePclmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+
+// The masked words of an IPv4 prefix: offsets and masks (little-endian words):
+// IP byte 1 (TOS); IP 8 (TTL), 10, 11 (checksum); UDP 6, 7; BTH 4.
+constexpr std::uint32_t kWordMask[4] = {0x0000FF00u, 0xFFFF00FFu, 0xFFFF0000u, 0x000000FFu};
+#define ROCEDP_IPV4_CORRECTION(MUL)                                                   \
+  const std::size_t off[4] = {0, 8, ip_len + 4, ip_len + kUdpHdrLen + 4};             \
+  const std::size_t last = off[3];                                                    \
+  const std::size_t k = total - last;                                                 \
+  const std::uint32_t shift = MUL(kPow.hi[k / kPowStep], kPow.lo[k % kPowStep]);      \
+  std::uint32_t d = 0;                                                                \
+  for (int i = 0; i < 4; ++i)                                                         \
+    d ^= MUL(~load_le32(l3 + off[i]) & kWordMask[i], kPow.lo[last - off[i]]);         \
+  return MUL(d, shift);
+
+__attribute__((target("pclmul,sse4.1"))) std::uint32_t ipv4_correction_clmul(const std::uint8_t* l3,
+                                                                             std::size_t ip_len, std::size_t total) {
+  ROCEDP_IPV4_CORRECTION(mulmod_clmul)
+}
+std::uint32_t ipv4_correction_bitwise(const std::uint8_t* l3, std::size_t ip_len, std::size_t total) {
+  ROCEDP_IPV4_CORRECTION(mulmod_bitwise)
+}
+#undef ROCEDP_IPV4_CORRECTION
+inline std::uint32_t ipv4_correction(const std::uint8_t* l3, std::size_t ip_len, std::size_t total) {
+  return kHavePclmul ? ipv4_correction_clmul(l3, ip_len, total) : ipv4_correction_bitwise(l3, ip_len, total);
+}
+
 }  // namespace
 
 std::size_t icrc_masked_prefix_len(Bytes l3) {
@@ -58,14 +171,26 @@ std::uint32_t icrc_compute(Bytes l3, std::span<const Bytes> more) {
   if (ip_len < kIpv4MinHdrLen) return 0;
   const std::size_t prefix = ip_len + kUdpHdrLen + kBthLen;
   if (prefix > l3.size()) return 0;
+  std::size_t total = l3.size();
+  for (const Bytes& seg : more) total += seg.size();
 
+  if (!ipv6 && total < kPowMaxBytes) {
+    // The masking correction first (independent of the long CRC, so the CPU
+    // overlaps the two), then one pass over the bytes as they are.
+    const std::uint32_t correction = ipv4_correction(l3.data(), ip_len, total);
+    std::uint32_t crc = crc32_gzip_refl(kIcrcSeed, l3.data(), l3.size());
+    for (const Bytes& seg : more) {
+      if (!seg.empty()) crc = crc32_gzip_refl(crc, seg.data(), seg.size());
+    }
+    return crc ^ correction;
+  }
+
+  // General path (IPv6, jumbo): CRC a masked copy of the prefix, then the rest in place.
   std::uint8_t tmp[kMaxPrefix];
   std::memcpy(tmp, l3.data(), prefix);
   mask_prefix(tmp, ip_len, ipv6);
   std::uint32_t crc = crc32_gzip_refl(kIcrcSeed, tmp, prefix);
-  if (l3.size() > prefix) {
-    crc = crc32_gzip_refl(crc, l3.data() + prefix, l3.size() - prefix);
-  }
+  if (l3.size() > prefix) crc = crc32_gzip_refl(crc, l3.data() + prefix, l3.size() - prefix);
   for (const Bytes& seg : more) {
     if (!seg.empty()) crc = crc32_gzip_refl(crc, seg.data(), seg.size());
   }

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds, then runs the microbenchmarks in bench/ alternating baseline and
+# subject (>= 5 rounds each), pinned with taskset to one core, and writes
+# bench/results/latest.json and a Markdown table on stdout.
+#   BUILD_DIR   build directory (default build/)
+#   BENCH_CORE  core to pin to (default: the last core)
+#   BENCH_ROUNDS alternating rounds (default 5)
+#   BENCH_SKIP_BUILD=1 to use an existing build
+#   extra arguments go to scripts/bench_report.py (e.g. --extra-rows rows.json)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$root/build}
+core=${BENCH_CORE:-$(( $(nproc) - 1 ))}
+rounds=${BENCH_ROUNDS:-5}
+if [[ "${BENCH_SKIP_BUILD:-0}" != 1 ]]; then
+  "$root/scripts/build.sh" "$build"
+fi
+echo "bench: pinned to core $core ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $rounds rounds" >&2
+python3 "$root/scripts/bench_report.py" --bin-dir "$build/bin" --out "$root/bench/results/latest.json" \
+  --core "$core" --rounds "$rounds" "$@"

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Runs benchmark pairs alternately (baseline, subject, baseline, subject...)
+pinned to one core, and writes bench/results/latest.json plus a Markdown table.
+
+Every row compares a subject with its baseline measured in the same run
+(DESIGN.md section 8): value and baseline_value are medians over the runs,
+ratio is the median of the pairwise ratios subject/baseline of the same
+round, with ratio_min/ratio_max. Rows without a baseline carry only the value.
+
+To add rows: append to ROWS (Google Benchmark binaries), or pass
+--extra-rows FILE.json with rows another tool produced (same keys); they are
+merged into latest.json and the table.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+# name, binary, subject benchmark, baseline benchmark (or None), metric, unit, note
+ROWS = []
+for size, label in ((64, "64 B"), (256, "256 B"), (1024, "1 KiB"), (4096, "4 KiB")):
+    ROWS.append(dict(name=f"icrc {label} vs bare crc32_gzip_refl", binary="bench_icrc",
+                     subject=f"BM_Icrc/{size}", baseline=f"BM_Crc32GzipRefl/{size}",
+                     metric="bytes_per_second", unit="GB/s"))
+    ROWS.append(dict(name=f"icrc {label} vs memcpy", binary="bench_icrc",
+                     subject=f"BM_Icrc/{size}", baseline=f"BM_Memcpy/{size}",
+                     metric="bytes_per_second", unit="GB/s"))
+ROWS += [
+    dict(name="write headers (Eth+IPv4+UDP+BTH+RETH) vs memcpy of a header template", binary="bench_codec",
+         subject="BM_WriteHeaders", baseline="BM_CopyHeaderTemplate", metric="ns", unit="ns/packet"),
+    dict(name="build frame, 256 B payload, ICRC included", binary="bench_codec",
+         subject="BM_BuildFrame", baseline=None, metric="ns", unit="ns/packet"),
+    dict(name="parse frame, 256 B payload, IP checksum + ICRC verified, vs parse without checks",
+         binary="bench_codec", subject="BM_ParseFrame", baseline="BM_ParseFrameNoIcrc", metric="ns",
+         unit="ns/packet"),
+]
+
+
+def run_one(bin_dir, binary, bench, core, min_time):
+    """One process, one benchmark; returns the metric (bytes/s or ns per iteration)."""
+    cmd = ["taskset", "-c", str(core), os.path.join(bin_dir, binary),
+           f"--benchmark_filter=^{bench}$", f"--benchmark_min_time={min_time}",
+           "--benchmark_format=json"]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    data = json.loads(out.stdout)
+    b = [x for x in data["benchmarks"] if x.get("run_type", "iteration") == "iteration"][0]
+    return b
+
+
+def metric_of(b, metric):
+    if metric == "bytes_per_second":
+        return b["bytes_per_second"] / 1e9  # GB/s (10^9 bytes)
+    # CPU time per iteration in ns (wall time on a shared machine includes steal).
+    t = b["cpu_time"]
+    return {"ns": 1.0, "us": 1e3, "ms": 1e6}[b["time_unit"]] * t
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin-dir", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--core", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--min-time", default="0.2")
+    ap.add_argument("--extra-rows", action="append", default=[])
+    args = ap.parse_args()
+    if args.rounds < 5:
+        sys.exit("bench_report: at least 5 alternating rounds (DESIGN.md section 8)")
+
+    results = []
+    for row in ROWS:
+        subj, base, ratios = [], [], []
+        for _ in range(args.rounds):
+            if row["baseline"]:
+                bv = metric_of(run_one(args.bin_dir, row["binary"], row["baseline"], args.core, args.min_time),
+                               row["metric"])
+                base.append(bv)
+            sv = metric_of(run_one(args.bin_dir, row["binary"], row["subject"], args.core, args.min_time),
+                           row["metric"])
+            subj.append(sv)
+            if row["baseline"]:
+                ratios.append(sv / bv)
+        r = {"name": row["name"], "value": round(statistics.median(subj), 3), "unit": row["unit"],
+             "subject": f'{row["binary"]}:{row["subject"]}', "rounds": args.rounds, "core": args.core}
+        if row["baseline"]:
+            r.update({"baseline_name": f'{row["binary"]}:{row["baseline"]}',
+                      "baseline_value": round(statistics.median(base), 3),
+                      "ratio": round(statistics.median(ratios), 3),
+                      "ratio_min": round(min(ratios), 3), "ratio_max": round(max(ratios), 3)})
+        results.append(r)
+        print(f"  {r['name']}: {r['value']} {r['unit']}"
+              + (f" (baseline {r['baseline_value']}, ratio {r['ratio']})" if "ratio" in r else ""),
+              file=sys.stderr)
+    for path in args.extra_rows:
+        with open(path) as f:
+            results += json.load(f)
+
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(results, f, indent=2)
+        f.write("\n")
+
+    print("| benchmark | value | baseline | baseline value | ratio (median, min–max) |")
+    print("|---|---|---|---|---|")
+    for r in results:
+        if "ratio" in r:
+            rr = f"{r['ratio']:.3f} ({r.get('ratio_min', r['ratio']):.3f}–{r.get('ratio_max', r['ratio']):.3f})"
+            print(f"| {r['name']} | {r['value']} {r['unit']} | {r['baseline_name']} | "
+                  f"{r['baseline_value']} {r['unit']} | {rr} |")
+        else:
+            print(f"| {r['name']} | {r['value']} {r['unit']} | – | – | – |")
+
+
+if __name__ == "__main__":
+    main()
