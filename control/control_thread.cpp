@@ -1,6 +1,7 @@
 #include "control/control_thread.hpp"
 
 #include <pthread.h>
+#include <unistd.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
@@ -93,7 +94,16 @@ bool ControlThread::start(std::string* error) {
   thread_ = std::thread([this] { loop(); });
   pthread_setname_np(thread_.native_handle(), "rocedp-control");
   const auto& lcore = setup_.cfg->control.lcore;
-  if (lcore.has_value()) {
+  if (!lcore.has_value()) {
+    // A std::thread inherits the EAL main lcore's affinity; "unpinned" means any online CPU
+    // (the kernel intersects this with the process's cpuset).
+    cpu_set_t any;
+    CPU_ZERO(&any);
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    for (long c = 0; c < n && c < CPU_SETSIZE; ++c) CPU_SET(static_cast<int>(c), &any);
+    if (pthread_setaffinity_np(thread_.native_handle(), sizeof(any), &any) != 0)
+      pmd::log(LogLevel::kWarning, "control_thread_affinity", {{"note", "kept the main lcore's CPUs"}});
+  } else {
     // Pin to the CPUs EAL gave that lcore (with --lcores maps, lcore id != CPU id).
     rte_cpuset_t cpus = rte_lcore_cpuset(*lcore);
     if (CPU_COUNT(&cpus) == 0) CPU_SET(*lcore, &cpus);
