@@ -5,6 +5,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh" "$root/build"
 (cd "$root/build" && ctest --output-on-failure --timeout 300)
-# Sanitizer pass: unit tests only (no EAL: DPDK's memory model and ASan do not mix).
-"$root/scripts/build.sh" "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DROCEDP_SANITIZE=ON
-(cd "$root/build-asan" && ctest --output-on-failure --timeout 300 -L unit)
+
+# Sanitizer pass: the `unit` tests (no EAL: DPDK's memory model and ASan do not mix). Only their
+# targets are built, so the pass costs a fraction of a full build.
+unit_tests=$(cd "$root/build" && ctest -N -L unit | sed -n 's/^ *Test *#[0-9]*: *//p')
+cmake -S "$root" -B "$root/build-asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DROCEDP_SANITIZE=ON >/dev/null
+# shellcheck disable=SC2086
+cmake --build "$root/build-asan" -j "$(nproc)" --target $unit_tests
+(cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --output-on-failure --timeout 300 -L unit)
