@@ -17,10 +17,14 @@ namespace {
 // accepted by every EAL version, names changed spelling across releases.
 const char* dpdk_log_level(config::LoggingConfig::Level level) {
   switch (level) {
-    case config::LoggingConfig::Level::kError: return "4";    // RTE_LOG_ERR
-    case config::LoggingConfig::Level::kWarning: return "5";  // RTE_LOG_WARNING
-    case config::LoggingConfig::Level::kInfo: return "6";     // RTE_LOG_NOTICE: EAL's INFO is per-device noise
-    case config::LoggingConfig::Level::kDebug: return "8";    // RTE_LOG_DEBUG
+    case config::LoggingConfig::Level::kError:
+      return "4";  // RTE_LOG_ERR
+    case config::LoggingConfig::Level::kWarning:
+      return "5";  // RTE_LOG_WARNING
+    case config::LoggingConfig::Level::kInfo:
+      return "6";  // RTE_LOG_NOTICE: EAL's INFO is per-device noise
+    case config::LoggingConfig::Level::kDebug:
+      return "8";  // RTE_LOG_DEBUG
   }
   return "6";
 }
@@ -86,7 +90,9 @@ bool eal_init(const config::Config& cfg, const std::string& program, std::string
   return true;
 }
 
-bool eal_initialised() { return g_initialised.load(); }
+bool eal_initialised() {
+  return g_initialised.load();
+}
 
 void eal_cleanup() {
   std::lock_guard lock(g_mutex);

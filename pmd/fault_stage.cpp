@@ -35,9 +35,13 @@ FaultStage::FaultStage(const config::FaultConfig& cfg, uint64_t stream, rte_memp
   order_.assign(window, 0);
 }
 
-FaultStage::~FaultStage() { flush(); }
+FaultStage::~FaultStage() {
+  flush();
+}
 
-uint32_t FaultStage::held() const { return (tail_ - head_) + window_fill_; }
+uint32_t FaultStage::held() const {
+  return (tail_ - head_) + window_fill_;
+}
 
 uint32_t FaultStage::room() const {
   // Window slots count as reserved FIFO space; every frame may become two (duplicate).
@@ -127,7 +131,9 @@ uint32_t FaultStage::peek_ready(rte_mbuf** out, uint32_t max, uint64_t now) {
   return k;
 }
 
-void FaultStage::consume(uint32_t k) { head_ += k; }
+void FaultStage::consume(uint32_t k) {
+  head_ += k;
+}
 
 uint32_t FaultStage::pop_ready(rte_mbuf** out, uint32_t max, uint64_t now) {
   uint32_t k = peek_ready(out, max, now);

@@ -79,8 +79,8 @@ class FaultStage {
   uint64_t window_hold_cycles_;
   std::vector<Held> fifo_;  // ring of capacity (power of two), sized once
   uint32_t mask_;
-  uint32_t head_ = 0, tail_ = 0;     // free-running indices
-  std::vector<rte_mbuf*> window_;    // reorder_window entries, sized once
+  uint32_t head_ = 0, tail_ = 0;   // free-running indices
+  std::vector<rte_mbuf*> window_;  // reorder_window entries, sized once
   std::vector<uint32_t> order_;
   uint32_t window_fill_ = 0;
   uint64_t window_start_ = 0;

@@ -21,10 +21,14 @@ LogState& state() {
 
 const char* level_name(LogLevel level) {
   switch (level) {
-    case LogLevel::kError: return "error";
-    case LogLevel::kWarning: return "warning";
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kDebug: return "debug";
+    case LogLevel::kError:
+      return "error";
+    case LogLevel::kWarning:
+      return "warning";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kDebug:
+      return "debug";
   }
   return "info";
 }
@@ -96,10 +100,14 @@ void log_configure(LogLevel level, const std::string& file) {
 
 LogLevel log_level_from_config(config::LoggingConfig::Level level) {
   switch (level) {
-    case config::LoggingConfig::Level::kError: return LogLevel::kError;
-    case config::LoggingConfig::Level::kWarning: return LogLevel::kWarning;
-    case config::LoggingConfig::Level::kInfo: return LogLevel::kInfo;
-    case config::LoggingConfig::Level::kDebug: return LogLevel::kDebug;
+    case config::LoggingConfig::Level::kError:
+      return LogLevel::kError;
+    case config::LoggingConfig::Level::kWarning:
+      return LogLevel::kWarning;
+    case config::LoggingConfig::Level::kInfo:
+      return LogLevel::kInfo;
+    case config::LoggingConfig::Level::kDebug:
+      return LogLevel::kDebug;
   }
   return LogLevel::kInfo;
 }

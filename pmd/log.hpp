@@ -26,7 +26,8 @@ bool log_enabled(LogLevel level);
 
 // Prints one line:
 //   2026-11-29T18:55:59.123Z level=info event=port_up port=p0 mac=02:00:00:00:00:01
-// Values containing spaces, '=', '"' or control characters are double-quoted with \" and \\ escapes.
+// Values containing spaces, '=', '"' or control characters are double-quoted with \" and
+// \\ escapes.
 void log(LogLevel level, std::string_view event,
          std::initializer_list<std::pair<std::string_view, std::string>> fields = {});
 

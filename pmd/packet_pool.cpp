@@ -31,7 +31,8 @@ std::unique_ptr<PacketPool> PacketPool::create(const std::string& name, uint32_t
 }
 
 uint16_t PacketPool::data_room_for_mtu(uint16_t mtu) {
-  uint32_t room = RTE_PKTMBUF_HEADROOM + mtu + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN + RTE_ETHER_CRC_LEN;
+  uint32_t room =
+      RTE_PKTMBUF_HEADROOM + mtu + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN + RTE_ETHER_CRC_LEN;
   // Never below DPDK's default 2 KiB data room: several PMDs size their buffers from it
   // (net_af_packet refuses an mbuf smaller than its 2048-byte frame minus its header).
   room = std::max<uint32_t>(room, RTE_MBUF_DEFAULT_BUF_SIZE);
@@ -47,8 +48,14 @@ PacketPool::~PacketPool() {
   rte_mempool_free(pool_);
 }
 
-uint32_t PacketPool::size() const { return pool_->size; }
-uint32_t PacketPool::available() const { return rte_mempool_avail_count(pool_); }
-uint16_t PacketPool::data_room() const { return rte_pktmbuf_data_room_size(pool_); }
+uint32_t PacketPool::size() const {
+  return pool_->size;
+}
+uint32_t PacketPool::available() const {
+  return rte_mempool_avail_count(pool_);
+}
+uint16_t PacketPool::data_room() const {
+  return rte_pktmbuf_data_room_size(pool_);
+}
 
 }  // namespace rocedp::pmd

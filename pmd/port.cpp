@@ -20,7 +20,9 @@ namespace {
 constexpr uint16_t kInvalidPort = 0xFFFF;
 constexpr uint16_t kDrainBurst = 64;
 
-std::string errstr(int rc) { return rte_strerror(rc < 0 ? -rc : rc); }
+std::string errstr(int rc) {
+  return rte_strerror(rc < 0 ? -rc : rc);
+}
 
 bool fail(std::string* error, const config::PortConfig& cfg, const std::string& step,
           const std::string& why) {
@@ -124,9 +126,8 @@ std::unique_ptr<Port> Port::open(const config::PortConfig& cfg, uint16_t wanted_
   conf.rxmode.mtu = cfg.mtu;
   // A frame of this MTU must fit one mbuf, or the device must chain mbufs (scattered RX).
   const uint32_t frame = uint32_t{cfg.mtu} + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
-  const uint32_t room = pool.data_room() > RTE_PKTMBUF_HEADROOM
-                            ? pool.data_room() - RTE_PKTMBUF_HEADROOM
-                            : 0;
+  const uint32_t room =
+      pool.data_room() > RTE_PKTMBUF_HEADROOM ? pool.data_room() - RTE_PKTMBUF_HEADROOM : 0;
   if (frame > room) {
     if ((info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER) == 0) {
       fail(error, cfg, "mtu",
@@ -196,16 +197,21 @@ std::unique_ptr<Port> Port::open(const config::PortConfig& cfg, uint16_t wanted_
     // A device without an address of its own (net_ring) and none configured: derive a stable,
     // locally administered unicast MAC from the port name so two such ports never share one.
     const uint64_t h = name_hash(cfg.name);
-    p->mac_.bytes = {0x02, static_cast<uint8_t>(h >> 32), static_cast<uint8_t>(h >> 24),
-                     static_cast<uint8_t>(h >> 16), static_cast<uint8_t>(h >> 8),
+    p->mac_.bytes = {0x02,
+                     static_cast<uint8_t>(h >> 32),
+                     static_cast<uint8_t>(h >> 24),
+                     static_cast<uint8_t>(h >> 16),
+                     static_cast<uint8_t>(h >> 8),
                      static_cast<uint8_t>(h)};
     p->software_mac_ = true;
     log(LogLevel::kInfo, "port_mac_derived",
         {{"port", cfg.name}, {"mac", config::format_mac(p->mac_)}});
   }
   uint16_t mtu = cfg.mtu;
-  if (rte_eth_dev_get_mtu(pid, &mtu) == 0) p->mtu_ = mtu;
-  else p->mtu_ = cfg.mtu;
+  if (rte_eth_dev_get_mtu(pid, &mtu) == 0)
+    p->mtu_ = mtu;
+  else
+    p->mtu_ = cfg.mtu;
 
   // Fault stages: one per queue and direction, each with its own replayable random stream.
   const config::FaultConfig& f = cfg.fault;
@@ -218,8 +224,8 @@ std::unique_ptr<Port> Port::open(const config::PortConfig& cfg, uint16_t wanted_
     const uint64_t base = name_hash(cfg.name);
     for (uint16_t q = 0; q < queues; ++q) {
       if (p->rx_faults_) {
-        p->rx_stage_.push_back(std::make_unique<FaultStage>(f, base + 2u * q, pool.get(),
-                                                            capacity, cycles_per_us));
+        p->rx_stage_.push_back(
+            std::make_unique<FaultStage>(f, base + 2u * q, pool.get(), capacity, cycles_per_us));
       }
       if (p->tx_faults_) {
         p->tx_stage_.push_back(std::make_unique<FaultStage>(f, base + 2u * q + 1, pool.get(),
@@ -228,7 +234,9 @@ std::unique_ptr<Port> Port::open(const config::PortConfig& cfg, uint16_t wanted_
     }
     log(LogLevel::kInfo, "port_faults",
         {{"port", cfg.name},
-         {"direction", p->rx_faults_ && p->tx_faults_ ? "both" : p->rx_faults_ ? "rx" : "tx"},
+         {"direction", p->rx_faults_ && p->tx_faults_ ? "both"
+                       : p->rx_faults_                ? "rx"
+                                                      : "tx"},
          {"drop_pct", std::to_string(f.drop_pct)},
          {"duplicate_pct", std::to_string(f.duplicate_pct)},
          {"corrupt_pct", std::to_string(f.corrupt_pct)},
@@ -257,7 +265,8 @@ bool Port::start(std::string* error) {
   if (software_mac_) {
     rc = rte_eth_promiscuous_enable(port_id_);
     if (rc != 0 && rc != -ENOTSUP) {
-      log(LogLevel::kWarning, "port_promiscuous_failed", {{"port", cfg_.name}, {"reason", errstr(rc)}});
+      log(LogLevel::kWarning, "port_promiscuous_failed",
+          {{"port", cfg_.name}, {"reason", errstr(rc)}});
     }
   }
   LinkStatus l = link();

@@ -34,17 +34,18 @@ struct FaultStats {
 };
 
 struct PortStats {
-  uint64_t rx_packets = 0, tx_packets = 0, rx_bytes = 0, tx_bytes = 0, rx_missed = 0,
-           rx_errors = 0, tx_errors = 0, rx_nombuf = 0;
+  uint64_t rx_packets = 0, tx_packets = 0, rx_bytes = 0, tx_bytes = 0, rx_missed = 0, rx_errors = 0,
+           tx_errors = 0, rx_nombuf = 0;
   FaultStats fault;  // RX and TX stages of every queue added up
 };
 
 class Port {
  public:
   // Brings up the device named by cfg.devargs: a vdev string such as
-  // "net_memif0,role=server,socket=/tmp/x.sock", "net_af_packet0,iface=veth0", "net_tap0,iface=rdp0",
-  // "net_pcap0,rx_pcap=a.pcap,tx_pcap=b.pcap", "net_ring0" (a loopback), the in-process pair form
-  // "ring_pair:LINK:a" / "ring_pair:LINK:b" (ring_pair.hpp), or a PCI address ("0000:03:00.0", optionally with
+  // "net_memif0,role=server,socket=/tmp/x.sock", "net_af_packet0,iface=veth0",
+  // "net_tap0,iface=rdp0", "net_pcap0,rx_pcap=a.pcap,tx_pcap=b.pcap", "net_ring0" (a loopback), the
+  // in-process pair form "ring_pair:LINK:a" / "ring_pair:LINK:b" (ring_pair.hpp), or a PCI address
+  // ("0000:03:00.0", optionally with
   // ",key=value" driver args). The device is hot-plugged (rte_dev_probe), so EAL needs no --vdev.
   // Configures min(wanted_queues, device maximum) RX/TX queue pairs (at least 1) with
   // dp.rx_ring_size / dp.tx_ring_size descriptors on `pool`, sets the MTU (scattered RX if the
@@ -101,10 +102,10 @@ class Port {
   config::MacAddress mac_{};
   bool started_ = false;
   bool opened_ = false;
-  bool plugged_ = false;       // we hot-plugged the device, so we remove it
-  bool software_mac_ = false;  // the device cannot take cfg.mac: kept here, RX promiscuous
-  std::string device_name_;    // as EAL knows it, for removal
-  std::string ring_pair_link_; // non-empty for the ring_pair form
+  bool plugged_ = false;        // we hot-plugged the device, so we remove it
+  bool software_mac_ = false;   // the device cannot take cfg.mac: kept here, RX promiscuous
+  std::string device_name_;     // as EAL knows it, for removal
+  std::string ring_pair_link_;  // non-empty for the ring_pair form
   char ring_pair_side_ = 0;
   rte_device* device_ = nullptr;
   bool rx_faults_ = false, tx_faults_ = false;

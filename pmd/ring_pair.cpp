@@ -52,7 +52,9 @@ void free_rings(Link& l) {
 
 }  // namespace
 
-bool is_ring_pair_devargs(std::string_view devargs) { return devargs.starts_with(kPrefix); }
+bool is_ring_pair_devargs(std::string_view devargs) {
+  return devargs.starts_with(kPrefix);
+}
 
 std::string ring_pair_devargs(const std::string& link, char side) {
   return std::string(kPrefix) + link + ":" + side;
@@ -60,8 +62,9 @@ std::string ring_pair_devargs(const std::string& link, char side) {
 
 bool parse_ring_pair_devargs(std::string_view devargs, RingPairDevargs* out, std::string* error) {
   auto fail = [&](const std::string& why) {
-    if (error) *error = "devargs \"" + std::string(devargs) + "\": " + why +
-                        " (expected ring_pair:LINK:a or ring_pair:LINK:b)";
+    if (error)
+      *error = "devargs \"" + std::string(devargs) + "\": " + why +
+               " (expected ring_pair:LINK:a or ring_pair:LINK:b)";
     return false;
   };
   if (!is_ring_pair_devargs(devargs)) return fail("not a ring_pair form");
@@ -95,11 +98,12 @@ int ring_pair_attach(const RingPairDevargs& args, int socket_id, std::string* er
       // Single producer (the one lcore that owns the TX queue), single consumer (the peer's RX).
       for (int dir = 0; dir < 2; ++dir) {
         std::snprintf(name, sizeof name, "rp%u_%s%u", l.index, dir == 0 ? "ab" : "ba", q);
-        rte_ring* r = rte_ring_create(name, kRingPairRingSize, socket_id,
-                                      RING_F_SP_ENQ | RING_F_SC_DEQ);
+        rte_ring* r =
+            rte_ring_create(name, kRingPairRingSize, socket_id, RING_F_SP_ENQ | RING_F_SC_DEQ);
         if (r == nullptr) {
-          if (error) *error = std::string("ring_pair: rte_ring_create ") + name + ": " +
-                              rte_strerror(rte_errno);
+          if (error)
+            *error =
+                std::string("ring_pair: rte_ring_create ") + name + ": " + rte_strerror(rte_errno);
           free_rings(l);
           links().erase(it);
           return -1;

@@ -37,7 +37,8 @@ constexpr uint32_t kRingPairRingSize = 1024;
 
 // True when devargs uses the ring_pair form (starts with "ring_pair:").
 bool is_ring_pair_devargs(std::string_view devargs);
-// Parses "ring_pair:LINK:a" or "ring_pair:LINK:b" (LINK: letters, digits, '_', '-'). False and *error on a malformed string.
+// Parses "ring_pair:LINK:a" or "ring_pair:LINK:b" (LINK: letters, digits, '_', '-'). False and
+// *error on a malformed string.
 bool parse_ring_pair_devargs(std::string_view devargs, RingPairDevargs* out, std::string* error);
 // "ring_pair:LINK:S".
 std::string ring_pair_devargs(const std::string& link, char side);

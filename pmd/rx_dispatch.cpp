@@ -39,8 +39,8 @@ RxDispatch::RxDispatch(uint16_t n_cores, uint32_t ring_size)
       rte_ring* r = rte_ring_create(name, ring_size, static_cast<int>(rte_socket_id()),
                                     RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
       if (r == nullptr) {
-        std::string why = std::string("RxDispatch: rte_ring_create ") + name + ": " +
-                          rte_strerror(rte_errno);
+        std::string why =
+            std::string("RxDispatch: rte_ring_create ") + name + ": " + rte_strerror(rte_errno);
         for (rte_ring* x : rings_) rte_ring_free(x);
         throw std::runtime_error(why);
       }
@@ -82,9 +82,8 @@ uint16_t RxDispatch::dispatch(uint16_t source, rte_mbuf** pkts, uint16_t n, Clas
       const uint16_t k = st.fill[t];
       if (k == 0) continue;
       rte_mbuf** group = &st.staging[static_cast<size_t>(t) * kMaxBurst];
-      const unsigned sent = rte_ring_sp_enqueue_burst(ring(source, t),
-                                                      reinterpret_cast<void* const*>(group), k,
-                                                      nullptr);
+      const unsigned sent = rte_ring_sp_enqueue_burst(
+          ring(source, t), reinterpret_cast<void* const*>(group), k, nullptr);
       forwarded += sent;
       if (sent < k) {
         rte_pktmbuf_free_bulk(group + sent, k - sent);

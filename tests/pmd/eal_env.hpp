@@ -25,9 +25,13 @@ inline std::unique_ptr<PacketPool>& pool_slot() {
   static std::unique_ptr<PacketPool> p;
   return p;
 }
-inline PacketPool& pool() { return *pool_slot(); }
+inline PacketPool& pool() {
+  return *pool_slot();
+}
 
-inline std::string file_prefix() { return "rocedp-pmdtest-" + std::to_string(getpid()); }
+inline std::string file_prefix() {
+  return "rocedp-pmdtest-" + std::to_string(getpid());
+}
 
 class EalEnvironment : public ::testing::Environment {
  public:
@@ -61,8 +65,7 @@ class EalEnvironment : public ::testing::Environment {
   }
 };
 
-inline const auto* const kEalEnvironment =
-    ::testing::AddGlobalTestEnvironment(new EalEnvironment);
+inline const auto* const kEalEnvironment = ::testing::AddGlobalTestEnvironment(new EalEnvironment);
 
 inline config::DataplaneConfig test_dataplane() {
   config::DataplaneConfig dp;
@@ -75,8 +78,7 @@ inline config::DataplaneConfig test_dataplane() {
 // local experimental, so no kernel stack consumes it), then `len - 14` payload bytes that
 // encode `seq` and a pattern, so every frame is distinct and checkable byte for byte.
 constexpr uint16_t kTestEthertype = 0x88B5;
-inline std::vector<uint8_t> make_frame(uint32_t seq, uint32_t len = 128,
-                                       uint8_t src_last = 0x01) {
+inline std::vector<uint8_t> make_frame(uint32_t seq, uint32_t len = 128, uint8_t src_last = 0x01) {
   std::vector<uint8_t> f(len, 0);
   std::memset(f.data(), 0xff, 6);
   const uint8_t src[6] = {0x02, 0x00, 0x00, 0x00, 0x00, src_last};
@@ -115,7 +117,9 @@ inline bool is_test_frame(const std::vector<uint8_t>& f) {
   return f.size() >= 18 && f[12] == (kTestEthertype >> 8) && f[13] == (kTestEthertype & 0xff);
 }
 
-inline bool is_root() { return geteuid() == 0; }
+inline bool is_root() {
+  return geteuid() == 0;
+}
 
 // Runs a shell command; returns its exit status.
 inline int sh(const std::string& cmd) {

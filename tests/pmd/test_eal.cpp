@@ -56,8 +56,8 @@ TEST(EalArguments, HugepagesDropNoHugeButKeepMemory) {
 TEST(EalArguments, LogLevelFollowsTheLoggingSection) {
   config::Config cfg;
   using L = config::LoggingConfig::Level;
-  const std::pair<L, const char*> cases[] = {{L::kError, "4"}, {L::kWarning, "5"},
-                                             {L::kInfo, "6"}, {L::kDebug, "8"}};
+  const std::pair<L, const char*> cases[] = {
+      {L::kError, "4"}, {L::kWarning, "5"}, {L::kInfo, "6"}, {L::kDebug, "8"}};
   for (auto [level, want] : cases) {
     cfg.logging.level = level;
     EXPECT_EQ(value_of(eal_arguments(cfg, "p"), "--log-level"), want);

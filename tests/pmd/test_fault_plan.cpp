@@ -62,11 +62,12 @@ TEST(FaultPlan, RatesMatchTheConfiguredPercentages) {
     dup += d.duplicate;
     corrupt += d.corrupt;
     if (d.drop) {
-      EXPECT_FALSE(d.duplicate || d.corrupt) << "a dropped frame is neither duplicated nor corrupted";
+      EXPECT_FALSE(d.duplicate || d.corrupt)
+          << "a dropped frame is neither duplicated nor corrupted";
     }
   }
-  EXPECT_NEAR(drop, 5000, 5 * 69);       // sd = sqrt(n p (1-p)) = 69
-  EXPECT_NEAR(dup, 950, 5 * 31);         // 1% of the 95% that survive
+  EXPECT_NEAR(drop, 5000, 5 * 69);  // sd = sqrt(n p (1-p)) = 69
+  EXPECT_NEAR(dup, 950, 5 * 31);    // 1% of the 95% that survive
   EXPECT_NEAR(corrupt, 950, 5 * 31);
 }
 

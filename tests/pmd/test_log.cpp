@@ -48,8 +48,12 @@ TEST_F(LogTest, WritesTimestampLevelEventAndFields) {
 
 TEST_F(LogTest, QuotesValuesThatWouldBreakTheKeyValueFormat) {
   log_configure(LogLevel::kInfo, path_.string());
-  log(LogLevel::kWarning, "x", {{"reason", "no such device"}, {"a", "k=v"}, {"q", "say \"hi\"\\"},
-                                {"empty", ""}, {"nl", "a\nb"}});
+  log(LogLevel::kWarning, "x",
+      {{"reason", "no such device"},
+       {"a", "k=v"},
+       {"q", "say \"hi\"\\"},
+       {"empty", ""},
+       {"nl", "a\nb"}});
   auto l = lines();
   ASSERT_EQ(l.size(), 1u);
   EXPECT_NE(l[0].find(R"(reason="no such device" a="k=v" q="say \"hi\"\\" empty="" nl="a\nb")"),
@@ -86,8 +90,10 @@ TEST_F(LogTest, ConcurrentLoggersNeverInterleaveLines) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([t] {
       for (int i = 0; i < kPerThread; ++i) {
-        log(LogLevel::kInfo, "tick", {{"thread", std::to_string(t)}, {"i", std::to_string(i)},
-                                      {"pad", std::string(200, 'x')}});
+        log(LogLevel::kInfo, "tick",
+            {{"thread", std::to_string(t)},
+             {"i", std::to_string(i)},
+             {"pad", std::string(200, 'x')}});
       }
     });
   }

@@ -29,8 +29,8 @@ TEST(PacketPool, DataRoomHoldsAFullFrameOfTheMtu) {
   EXPECT_EQ(PacketPool::data_room_for_mtu(1500), RTE_MBUF_DEFAULT_BUF_SIZE);
   EXPECT_EQ(PacketPool::data_room_for_mtu(9000), RTE_PKTMBUF_HEADROOM + 9000 + 14 + 4 + 4);
   std::string error;
-  auto p = PacketPool::create("pp_jumbo", 63, 0, PacketPool::data_room_for_mtu(9000),
-                              SOCKET_ID_ANY, &error);
+  auto p = PacketPool::create("pp_jumbo", 63, 0, PacketPool::data_room_for_mtu(9000), SOCKET_ID_ANY,
+                              &error);
   ASSERT_TRUE(p) << error;
   EXPECT_EQ(p->data_room(), PacketPool::data_room_for_mtu(9000));
   rte_mbuf* m = rte_pktmbuf_alloc(p->get());

@@ -193,11 +193,12 @@ TEST(Port, UnknownDriverFailsWithTheStepAndDevargs) {
 
 TEST(Port, FrameLargerThanTheDataRoomIsRefusedWhenTheDeviceCannotScatter) {
   std::string error;
-  auto small = PacketPool::create("small_pool", 255, 0, 512 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY,
-                                  &error);
+  auto small =
+      PacketPool::create("small_pool", 255, 0, 512 + RTE_PKTMBUF_HEADROOM, SOCKET_ID_ANY, &error);
   ASSERT_TRUE(small) << error;
   // net_pcap cannot scatter (net_ring can: it never touches the data).
-  config::PortConfig c = port_cfg("big", "net_pcap9,rx_pcap=" + shared_dir() + "/captures/rxe-rping.pcap");
+  config::PortConfig c =
+      port_cfg("big", "net_pcap9,rx_pcap=" + shared_dir() + "/captures/rxe-rping.pcap");
   c.mtu = 1500;
   auto p = Port::open(c, 1, *small, test::test_dataplane(), &error);
   EXPECT_FALSE(p);
@@ -213,8 +214,8 @@ TEST(Port, RxFaultStageDropsEverythingAtOneHundredPercent) {
   b.fault.drop_pct = 100;
   RingPair pair;
   std::string error;
-  ASSERT_TRUE(open_ring_pair("drop" + kTag, port_cfg("a", ""), b, 1, pool(),
-                             test::test_dataplane(), &pair, &error))
+  ASSERT_TRUE(open_ring_pair("drop" + kTag, port_cfg("a", ""), b, 1, pool(), test::test_dataplane(),
+                             &pair, &error))
       << error;
   ASSERT_TRUE(pair.a->start(&error) && pair.b->start(&error)) << error;
   ASSERT_EQ(send_frames(*pair.a, 0, 50), 50u);
@@ -426,7 +427,8 @@ TEST(Port, AfPacketOverVethCarriesFramesBothWays) {
     auto a = open_port(port_cfg("a", "net_af_packet0,iface=" + veth.a), 4);
     auto b = open_port(port_cfg("b", "net_af_packet1,iface=" + veth.b, 2), 4);
     ASSERT_TRUE(a && b);
-    EXPECT_EQ(a->queue_count(), 1) << "af_packet offers qpairs=1 by default: the queue count is capped";
+    EXPECT_EQ(a->queue_count(), 1)
+        << "af_packet offers qpairs=1 by default: the queue count is capped";
     std::string error;
     ASSERT_TRUE(a->start(&error) && b->start(&error)) << error;
     ASSERT_TRUE(wait_link_up(*a));

@@ -32,7 +32,9 @@ uint16_t seq_of(rte_mbuf* m) {
   auto b = to_bytes(m);
   return static_cast<uint16_t>((b[15] << 8) | b[16]);
 }
-uint8_t target_of(rte_mbuf* m) { return to_bytes(m)[14]; }
+uint8_t target_of(rte_mbuf* m) {
+  return to_bytes(m)[14];
+}
 
 uint16_t toy_classifier(void* ctx, rte_mbuf* m) {
   ++*static_cast<int*>(ctx);
@@ -128,7 +130,8 @@ TEST(RxDispatch, ReceiveIsBoundedAndServesEverySource) {
   // Sources 0 and 1 both send 60 frames to the control path (target 3).
   for (uint16_t src : {0, 1}) {
     std::vector<rte_mbuf*> in;
-    for (uint16_t i = 0; i < 60; ++i) in.push_back(frame_for(3, static_cast<uint16_t>(src * 1000 + i)));
+    for (uint16_t i = 0; i < 60; ++i)
+      in.push_back(frame_for(3, static_cast<uint16_t>(src * 1000 + i)));
     d.dispatch(src, in.data(), 60, toy_classifier, &calls, local);
   }
   rte_mbuf* buf[8];
