@@ -42,17 +42,18 @@ cleanup() {
     ip netns del "$ns" 2>/dev/null || true     # takes the namespace end of the veth with it
     ip link del "$veth_host" 2>/dev/null || true
   fi
+  [ -n "$prefix" ] && rm -rf "/var/run/dpdk/$prefix"
   if [ $rc -ne 0 ] && [ -n "$work" ] && [ -s "$work/rocedpd.log" ]; then
     echo "---- rocedpd log (last lines) ----" >&2
-    tail -n 40 "$work/rocedpd.log" >&2
+    tail -n 40 "$work/rocedpd.log" >&2 || true
   fi
   [ -n "$work" ] && rm -rf "$work"
-  [ -n "$prefix" ] && rm -rf "/var/run/dpdk/$prefix"
   [ $rc -eq 0 ] && printf '\n\033[1mdemo finished: everything it created is removed\033[0m\n' || echo "demo FAILED (status $rc)" >&2
   exit $rc
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+trap '' PIPE  # a closed output pipe (demo.sh | head) must not cut the clean-up short
 
 if [ "${ROCEDP_DEMO_SKIP_BUILD:-0}" != 1 ]; then
   step "installing packages (scripts/setup.sh)"
