@@ -60,8 +60,12 @@ class EalEnvironment : public ::testing::Environment {
   void TearDown() override {
     pool_slot().reset();
     eal_cleanup();
+    // EAL's runtime directory: /var/run/dpdk/PREFIX as root, else XDG_RUNTIME_DIR or /tmp.
     std::error_code ec;
     std::filesystem::remove_all("/var/run/dpdk/" + file_prefix(), ec);
+    const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+    std::filesystem::remove_all(
+        std::string(xdg != nullptr ? xdg : "/tmp") + "/dpdk/" + file_prefix(), ec);
   }
 };
 

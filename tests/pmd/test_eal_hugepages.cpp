@@ -52,6 +52,14 @@ std::string existing_2m_hugetlbfs() {
   return "";
 }
 
+// EAL's runtime directory: /var/run/dpdk/PREFIX as root, else under XDG_RUNTIME_DIR or /tmp.
+void remove_runtime_dir(const std::string& prefix) {
+  std::error_code ec;
+  std::filesystem::remove_all("/var/run/dpdk/" + prefix, ec);
+  const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+  std::filesystem::remove_all(std::string(xdg != nullptr ? xdg : "/tmp") + "/dpdk/" + prefix, ec);
+}
+
 // Everything the test changed on the machine, undone in reverse order whatever happens.
 struct HugepageReservation {
   long old_pages = -1;
@@ -117,7 +125,7 @@ TEST(EalHugepages, StartsOnReservedTwoMegabytePagesAndServesPoolsFromThem) {
   }
   eal_cleanup();
   EXPECT_FALSE(eal_initialised());
-  std::filesystem::remove_all("/var/run/dpdk/" + cfg.eal.file_prefix);
+  remove_runtime_dir(cfg.eal.file_prefix);
 }
 
 TEST(EalInit, RunsOncePerProcess) {
@@ -132,7 +140,7 @@ TEST(EalInit, RunsOncePerProcess) {
   EXPECT_FALSE(eal_init(cfg, "pmd-once-test", &error));
   EXPECT_NE(error.find("already initialised"), std::string::npos) << error;
   if (first) eal_cleanup();
-  std::filesystem::remove_all("/var/run/dpdk/" + cfg.eal.file_prefix);
+  remove_runtime_dir(cfg.eal.file_prefix);
 }
 
 }  // namespace
