@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "dataplane/wire/bytes.hpp"
+#include "dataplane/wire/psn.hpp"
 
 namespace rocedp::wire {
 
@@ -66,9 +67,9 @@ class BthView {
   void set_ack_req_psn(bool ack_req, std::uint8_t resv7, std::uint32_t psn) requires(!std::is_const_v<B>) {
     p_[bth_off::kAckReq] =
         static_cast<std::uint8_t>((ack_req ? bth_bits::kAckReq : 0) | (resv7 & bth_bits::kResv7Mask));
-    store_be24(p_ + bth_off::kPsn, psn & 0xFFFFFF);
+    store_be24(p_ + bth_off::kPsn, psn & kPsnMask);
   }
-  void set_psn(std::uint32_t psn) requires(!std::is_const_v<B>) { store_be24(p_ + bth_off::kPsn, psn & 0xFFFFFF); }
+  void set_psn(std::uint32_t psn) requires(!std::is_const_v<B>) { store_be24(p_ + bth_off::kPsn, psn & kPsnMask); }
 
  private:
   B* p_;
