@@ -1,19 +1,19 @@
 #pragma once
 // Which polling core owns a queue pair, read straight from its 24-bit QPN (IBTA 9.2 BTH DestQP).
 //
-//   QPN = core index (bits 23..16) | per-core number (bits 15..0)
+//   QPN = core index (bits 23..18) | per-core number (bits 17..0)
 //
 // The RX core finds the owner of a RoCEv2 frame with one shift, no table lookup and no shared state.
 // QPN 0 (SMI, unused on RoCE) and QPN 1 (GSI: IB CM MADs, IBTA 13.5.1) are never data QPs: they go
-// to the control path. Core 0 therefore hands out per-core numbers from 2. At most 256 polling cores
-// and 65536 QPs per core; QP creation (a later issue) picks the core, then a free per-core number.
+// to the control path. Core 0 therefore hands out per-core numbers from 2. At most 64 polling cores
+// and 262,144 QPs per core (100,000 QPs on one core is a design target); QP creation (a later issue) picks the core, then a free per-core number.
 
 #include <cstdint>
 
 namespace rocedp::dataplane {
 
 inline constexpr uint32_t kQpnMask = 0x00FFFFFF;
-inline constexpr unsigned kQpnCoreShift = 16;
+inline constexpr unsigned kQpnCoreShift = 18;
 inline constexpr uint32_t kQpnLocalMask = (1u << kQpnCoreShift) - 1;
 inline constexpr uint32_t kMaxQpnCores = 1u << (24 - kQpnCoreShift);
 inline constexpr uint32_t kGsiQpn = 1;  // QP1: connection management MADs
