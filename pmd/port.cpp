@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "pmd/fault_stage.hpp"
 #include "pmd/log.hpp"
@@ -44,6 +46,41 @@ uint64_t name_hash(const std::string& s) {
   uint64_t h = 0xcbf29ce484222325ULL;
   for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
   return h;
+}
+
+// Ports owned by an open Port object, so one device never gets two owners.
+std::mutex g_owned_mutex;
+std::map<uint16_t, std::string>& owned() {
+  static std::map<uint16_t, std::string> m;
+  return m;
+}
+bool claim(uint16_t pid, const std::string& name) {
+  std::lock_guard lock(g_owned_mutex);
+  return owned().try_emplace(pid, name).second;
+}
+void release(uint16_t pid) {
+  std::lock_guard lock(g_owned_mutex);
+  owned().erase(pid);
+}
+std::string owner_of(uint16_t pid) {
+  std::lock_guard lock(g_owned_mutex);
+  auto it = owned().find(pid);
+  return it == owned().end() ? "?" : it->second;
+}
+
+// The ethdev port of a device EAL already knows. PCI names are canonical
+// ("0000:03:00.0"), so a short address ("03:00.0") is matched with the domain added.
+uint16_t find_port_by_device(const std::string& dev) {
+  uint16_t pid = kInvalidPort;
+  if (rte_eth_dev_get_port_by_name(dev.c_str(), &pid) == 0) return pid;
+  uint16_t id;
+  RTE_ETH_FOREACH_DEV(id) {
+    rte_eth_dev_info info;
+    if (rte_eth_dev_info_get(id, &info) != 0 || info.device == nullptr) continue;
+    const std::string name = rte_dev_name(info.device);
+    if (name == dev || name == "0000:" + dev) return id;
+  }
+  return kInvalidPort;
 }
 
 }  // namespace
@@ -87,15 +124,20 @@ std::unique_ptr<Port> Port::open(const config::PortConfig& cfg, uint16_t wanted_
       }
     }
     if (pid == kInvalidPort) {
-      // Probed before (an EAL -a/--vdev argument): find it by device name.
-      std::string dev = cfg.devargs.substr(0, cfg.devargs.find(','));
-      if (rte_eth_dev_get_port_by_name(dev.c_str(), &pid) != 0) {
-        fail(error, cfg, "find port", "no ethdev port appeared for device " + dev);
+      // Probed before (an EAL -a/--vdev argument, or another Port): find it by device name.
+      pid = find_port_by_device(cfg.devargs.substr(0, cfg.devargs.find(',')));
+      if (pid == kInvalidPort) {
+        fail(error, cfg, "find port", "no ethdev port appeared for the device");
         return nullptr;
       }
     } else {
       p->plugged_ = true;
     }
+  }
+  if (!claim(pid, cfg.name)) {
+    // Two owners of one port would both configure its queues: refuse, and leave it alone.
+    fail(error, cfg, "claim", "the device is already open as port " + owner_of(pid));
+    return nullptr;
   }
   p->port_id_ = pid;
   p->opened_ = true;
@@ -296,6 +338,7 @@ void Port::stop() {
 void Port::close_device() {
   if (!opened_) return;
   opened_ = false;
+  release(port_id_);
   if (ring_pair_link_.empty() && !plugged_) {
     // Probed by EAL arguments (-a / --vdev), not by us: closing would release the ethdev for
     // good (EAL will not probe a probed device again), so it stays configured and stopped.

@@ -182,6 +182,20 @@ TEST(Port, ADeviceProbedByEalArgumentsIsFoundAndLeftInPlaceOnClose) {
   EXPECT_TRUE(again);
 }
 
+TEST(Port, ADeviceCannotBeOpenedTwice) {
+  auto first = open_port(port_cfg("one", "net_null5"));
+  ASSERT_TRUE(first);
+  std::string error;
+  auto second = Port::open(port_cfg("two", "net_null5"), 1, pool(), test::test_dataplane(), &error);
+  EXPECT_FALSE(second);
+  EXPECT_NE(error.find("already open as port one"), std::string::npos) << error;
+  // The refused open did not disturb the owner.
+  ASSERT_TRUE(first->start(&error)) << error;
+  EXPECT_TRUE(first->link().up);
+  first.reset();
+  EXPECT_TRUE(open_port(port_cfg("two", "net_null5")));
+}
+
 TEST(Port, UnknownDriverFailsWithTheStepAndDevargs) {
   std::string error;
   auto p = Port::open(port_cfg("x", "net_nosuchdriver0,foo=1"), 1, pool(), test::test_dataplane(),
