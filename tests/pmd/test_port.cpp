@@ -529,6 +529,18 @@ TEST(Port, TapCreatesItsInterfaceAndRemovesItOnClose) {
   EXPECT_EQ(if_nametoindex(iface.c_str()), 0u) << iface << " still exists after close";
 }
 
+TEST(Port, TapGivesEveryPollingCoreItsOwnQueuePair) {
+  if (!test::is_root()) GTEST_SKIP() << "needs root to create a tap interface";
+  const std::string iface = "rdptq" + kTag;
+  auto p = open_port(port_cfg("tapq", "net_tap1,iface=" + iface), 3);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->queue_count(), 3);
+  std::string error;
+  ASSERT_TRUE(p->start(&error)) << error;
+  rte_mbuf* pkts[4];
+  for (uint16_t q = 0; q < 3; ++q) p->rx_burst(q, pkts, 0);  // every queue is usable
+}
+
 // ---------------------------------------------------------------------------------------------
 // net_pcap: replay a real capture, and record what we send.
 
