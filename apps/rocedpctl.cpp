@@ -50,14 +50,16 @@ int cmd_decode(std::span<char*> args) {
     rocedp::wire::DecodeStats stats;
     std::string error;
     if (files > 1) std::cout << "== " << arg << '\n';
-    if (!rocedp::wire::decode_capture(std::string(arg), quiet ? nullptr : &std::cout, stats, error)) {
+    if (!rocedp::wire::decode_capture(std::string(arg), quiet ? nullptr : &std::cout, stats,
+                                      error)) {
       std::cout.flush();
       std::fprintf(stderr, "rocedpctl decode: cannot read %s: %s\n", a, error.c_str());
       return kExitUsage;
     }
-    std::cout << arg << ": " << stats.frames << " frames, " << stats.roce << " RoCEv2 packets ok, " << stats.failed
-              << " failed, " << stats.skipped << " skipped (not RoCEv2)\n";
-    for (const auto& [type, count] : stats.by_type) std::cout << "  " << count << "  " << type << '\n';
+    std::cout << arg << ": " << stats.frames << " frames, " << stats.roce << " RoCEv2 packets ok, "
+              << stats.failed << " failed, " << stats.skipped << " skipped (not RoCEv2)\n";
+    for (const auto& [type, count] : stats.by_type)
+      std::cout << "  " << count << "  " << type << '\n';
     any_failed = any_failed || stats.failed != 0;
   }
   return any_failed ? kExitFailed : kExitOk;
@@ -68,7 +70,8 @@ int cmd_help(std::span<char*> args);
 // Later issues add telemetry queries here.
 constexpr Command kCommands[] = {
     {"decode", "[-q] FILE.pcap...",
-     "decode every RoCEv2 packet; verify parse, ICRC and re-encoding (exit 1 on any failure)", cmd_decode},
+     "decode every RoCEv2 packet; verify parse, ICRC and re-encoding (exit 1 on any failure)",
+     cmd_decode},
     {"help", "", "this text", cmd_help},
 };
 
@@ -76,7 +79,8 @@ void usage(std::FILE* to) {
   std::fprintf(to, "usage: rocedpctl COMMAND [ARGS]\n\ncommands:\n");
   for (const Command& c : kCommands) {
     std::fprintf(to, "  %-8.*s %-22.*s %.*s\n", static_cast<int>(c.name.size()), c.name.data(),
-                 static_cast<int>(c.args.size()), c.args.data(), static_cast<int>(c.help.size()), c.help.data());
+                 static_cast<int>(c.args.size()), c.args.data(), static_cast<int>(c.help.size()),
+                 c.help.data());
   }
 }
 
@@ -95,7 +99,8 @@ int main(int argc, char** argv) {
   const std::string_view name(argv[1]);
   if (name == "-h" || name == "--help") return cmd_help({});
   for (const Command& c : kCommands) {
-    if (c.name == name) return c.run(std::span<char*>(argv + 2, static_cast<std::size_t>(argc - 2)));
+    if (c.name == name)
+      return c.run(std::span<char*>(argv + 2, static_cast<std::size_t>(argc - 2)));
   }
   std::fprintf(stderr, "rocedpctl: unknown command '%s'\n", argv[1]);
   usage(stderr);

@@ -85,8 +85,12 @@ void parse_bench(benchmark::State& state) {
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
 }
-void BM_ParseFrame(benchmark::State& state) { parse_bench<true>(state); }
-void BM_ParseFrameNoIcrc(benchmark::State& state) { parse_bench<false>(state); }
+void BM_ParseFrame(benchmark::State& state) {
+  parse_bench<true>(state);
+}
+void BM_ParseFrameNoIcrc(benchmark::State& state) {
+  parse_bench<false>(state);
+}
 
 BENCHMARK(BM_WriteHeaders);
 BENCHMARK(BM_CopyHeaderTemplate);

@@ -19,7 +19,8 @@ inline constexpr std::uint16_t kDefaultPkey = 0xFFFF;
 inline constexpr std::uint32_t kQpnMask = 0xFFFFFF;
 
 namespace bth_off {
-inline constexpr std::size_t kOpcode = 0, kFlags = 1, kPkey = 2, kResv8a = 4, kDqpn = 5, kAckReq = 8, kPsn = 9;
+inline constexpr std::size_t kOpcode = 0, kFlags = 1, kPkey = 2, kResv8a = 4, kDqpn = 5,
+                             kAckReq = 8, kPsn = 9;
 }
 static_assert(bth_off::kPsn + 3 == kBthLen, "BTH is 12 bytes");
 
@@ -37,7 +38,9 @@ class BthView {
   std::uint8_t opcode() const { return p_[bth_off::kOpcode]; }
   bool se() const { return p_[bth_off::kFlags] & bth_bits::kSe; }
   bool mig() const { return p_[bth_off::kFlags] & bth_bits::kMig; }
-  std::uint8_t pad() const { return (p_[bth_off::kFlags] & bth_bits::kPadMask) >> bth_bits::kPadShift; }
+  std::uint8_t pad() const {
+    return (p_[bth_off::kFlags] & bth_bits::kPadMask) >> bth_bits::kPadShift;
+  }
   std::uint8_t tver() const { return p_[bth_off::kFlags] & bth_bits::kTverMask; }
   std::uint16_t pkey() const { return load_be16(p_ + bth_off::kPkey); }
   bool fecn() const { return p_[bth_off::kResv8a] & bth_bits::kFecn; }
@@ -49,27 +52,37 @@ class BthView {
   std::uint32_t psn() const { return load_be24(p_ + bth_off::kPsn); }
 
   void set_opcode(std::uint8_t v) requires(!std::is_const_v<B>) { p_[bth_off::kOpcode] = v; }
-  void set_flags(bool se, bool mig, std::uint8_t pad, std::uint8_t tver) requires(!std::is_const_v<B>) {
-    p_[bth_off::kFlags] = static_cast<std::uint8_t>((se ? bth_bits::kSe : 0) | (mig ? bth_bits::kMig : 0) |
-                                                    ((pad << bth_bits::kPadShift) & bth_bits::kPadMask) |
-                                                    (tver & bth_bits::kTverMask));
+  void set_flags(bool se, bool mig, std::uint8_t pad,
+                 std::uint8_t tver) requires(!std::is_const_v<B>) {
+    p_[bth_off::kFlags] = static_cast<std::uint8_t>(
+        (se ? bth_bits::kSe : 0) | (mig ? bth_bits::kMig : 0) |
+        ((pad << bth_bits::kPadShift) & bth_bits::kPadMask) | (tver & bth_bits::kTverMask));
   }
   void set_pad(std::uint8_t pad) requires(!std::is_const_v<B>) {
-    p_[bth_off::kFlags] = static_cast<std::uint8_t>((p_[bth_off::kFlags] & ~bth_bits::kPadMask) |
-                                                    ((pad << bth_bits::kPadShift) & bth_bits::kPadMask));
+    p_[bth_off::kFlags] =
+        static_cast<std::uint8_t>((p_[bth_off::kFlags] & ~bth_bits::kPadMask) |
+                                  ((pad << bth_bits::kPadShift) & bth_bits::kPadMask));
   }
-  void set_pkey(std::uint16_t v) requires(!std::is_const_v<B>) { store_be16(p_ + bth_off::kPkey, v); }
+  void set_pkey(std::uint16_t v) requires(!std::is_const_v<B>) {
+    store_be16(p_ + bth_off::kPkey, v);
+  }
   void set_resv8a(bool fecn, bool becn, std::uint8_t resv6) requires(!std::is_const_v<B>) {
-    p_[bth_off::kResv8a] = static_cast<std::uint8_t>((fecn ? bth_bits::kFecn : 0) | (becn ? bth_bits::kBecn : 0) |
-                                                     (resv6 & bth_bits::kResv6Mask));
+    p_[bth_off::kResv8a] =
+        static_cast<std::uint8_t>((fecn ? bth_bits::kFecn : 0) | (becn ? bth_bits::kBecn : 0) |
+                                  (resv6 & bth_bits::kResv6Mask));
   }
-  void set_dqpn(std::uint32_t v) requires(!std::is_const_v<B>) { store_be24(p_ + bth_off::kDqpn, v & kQpnMask); }
-  void set_ack_req_psn(bool ack_req, std::uint8_t resv7, std::uint32_t psn) requires(!std::is_const_v<B>) {
-    p_[bth_off::kAckReq] =
-        static_cast<std::uint8_t>((ack_req ? bth_bits::kAckReq : 0) | (resv7 & bth_bits::kResv7Mask));
+  void set_dqpn(std::uint32_t v) requires(!std::is_const_v<B>) {
+    store_be24(p_ + bth_off::kDqpn, v & kQpnMask);
+  }
+  void set_ack_req_psn(bool ack_req, std::uint8_t resv7,
+                       std::uint32_t psn) requires(!std::is_const_v<B>) {
+    p_[bth_off::kAckReq] = static_cast<std::uint8_t>((ack_req ? bth_bits::kAckReq : 0) |
+                                                     (resv7 & bth_bits::kResv7Mask));
     store_be24(p_ + bth_off::kPsn, psn & kPsnMask);
   }
-  void set_psn(std::uint32_t psn) requires(!std::is_const_v<B>) { store_be24(p_ + bth_off::kPsn, psn & kPsnMask); }
+  void set_psn(std::uint32_t psn) requires(!std::is_const_v<B>) {
+    store_be24(p_ + bth_off::kPsn, psn & kPsnMask);
+  }
 
  private:
   B* p_;

@@ -36,7 +36,8 @@ HeaderSpan write_headers(MutBytes headroom, const PacketFields& f, std::size_t p
     ip.total_len = static_cast<std::uint16_t>(ip_len + l4_len);
   }
   encode_ipv4(p + l3, ip);
-  if (opts.fill_ip_checksum) Ipv4View<std::uint8_t>(p + l3).set_checksum(ipv4_header_checksum(p + l3, ip_len));
+  if (opts.fill_ip_checksum)
+    Ipv4View<std::uint8_t>(p + l3).set_checksum(ipv4_header_checksum(p + l3, ip_len));
   encode_udp(p + l4, udp);
   std::uint8_t* bth = p + l4 + kUdpHdrLen;
   encode_bth(bth, f.bth);
@@ -44,8 +45,8 @@ HeaderSpan write_headers(MutBytes headroom, const PacketFields& f, std::size_t p
   return HeaderSpan{MutBytes(p, hlen), l3};
 }
 
-std::size_t finish_packet(MutBytes tail, const HeaderSpan& hs, std::span<const Bytes> payload, std::uint8_t pad,
-                          const BuildOptions& opts) {
+std::size_t finish_packet(MutBytes tail, const HeaderSpan& hs, std::span<const Bytes> payload,
+                          std::uint8_t pad, const BuildOptions& opts) {
   const std::size_t need = std::size_t{pad} + kIcrcLen;
   if (tail.size() < need || hs.headers.empty()) return 0;
   std::memset(tail.data(), 0, pad);
@@ -59,7 +60,8 @@ std::size_t finish_packet(MutBytes tail, const HeaderSpan& hs, std::span<const B
   return need;
 }
 
-std::size_t build_frame(MutBytes out, const PacketFields& f, Bytes payload, const BuildOptions& opts) {
+std::size_t build_frame(MutBytes out, const PacketFields& f, Bytes payload,
+                        const BuildOptions& opts) {
   const std::size_t total = frame_len(f, payload.size());
   if (total == 0 || total > out.size()) return 0;
   const std::size_t hlen = header_len(f);

@@ -26,8 +26,8 @@ std::size_t header_len(const PacketFields& f);
 std::size_t frame_len(const PacketFields& f, std::size_t payload_len);
 
 struct HeaderSpan {
-  MutBytes headers;          // Ethernet .. last extension header; empty on failure
-  std::size_t l3_offset = 0; // IP header offset inside `headers`
+  MutBytes headers;           // Ethernet .. last extension header; empty on failure
+  std::size_t l3_offset = 0;  // IP header offset inside `headers`
   Bytes l3() const { return Bytes(headers).subspan(l3_offset); }
 };
 
@@ -40,16 +40,19 @@ HeaderSpan write_headers(MutBytes headroom, const PacketFields& f, std::size_t p
 // Writes `pad` zero bytes and the ICRC into `tail` (right after the payload);
 // the ICRC covers hs.l3(), every payload segment in order, and the pad.
 // Returns the bytes written (pad + 4) or 0 if `tail` is too small.
-std::size_t finish_packet(MutBytes tail, const HeaderSpan& hs, std::span<const Bytes> payload, std::uint8_t pad,
-                          const BuildOptions& opts = {});
-inline std::size_t finish_packet(MutBytes tail, const HeaderSpan& hs, std::initializer_list<Bytes> payload,
-                                 std::uint8_t pad, const BuildOptions& opts = {}) {
-  return finish_packet(tail, hs, std::span<const Bytes>(payload.begin(), payload.size()), pad, opts);
+std::size_t finish_packet(MutBytes tail, const HeaderSpan& hs, std::span<const Bytes> payload,
+                          std::uint8_t pad, const BuildOptions& opts = {});
+inline std::size_t finish_packet(MutBytes tail, const HeaderSpan& hs,
+                                 std::initializer_list<Bytes> payload, std::uint8_t pad,
+                                 const BuildOptions& opts = {}) {
+  return finish_packet(tail, hs, std::span<const Bytes>(payload.begin(), payload.size()), pad,
+                       opts);
 }
 
 // The whole frame into `out`; returns its length, 0 if `out` is too small or
 // the opcode is unknown. Writes whatever the fields say (even a payload on an
 // opcode that allows none), so tests can forge malformed packets.
-std::size_t build_frame(MutBytes out, const PacketFields& f, Bytes payload, const BuildOptions& opts = {});
+std::size_t build_frame(MutBytes out, const PacketFields& f, Bytes payload,
+                        const BuildOptions& opts = {});
 
 }  // namespace rocedp::wire

@@ -52,7 +52,9 @@ inline void store_be64(std::uint8_t* p, std::uint64_t v) {
   v = __builtin_bswap64(v);
   std::memcpy(p, &v, 8);
 }
-inline void store_le32(std::uint8_t* p, std::uint32_t v) { std::memcpy(p, &v, 4); }
+inline void store_le32(std::uint8_t* p, std::uint32_t v) {
+  std::memcpy(p, &v, 4);
+}
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "rocedp assumes a little-endian host");
 

@@ -29,16 +29,26 @@ void appendf(std::string& s, const char* fmt, ...) {
   va_start(ap, fmt);
   const int n = std::vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
-  if (n > 0) s.append(buf, static_cast<std::size_t>(n) < sizeof buf ? static_cast<std::size_t>(n) : sizeof buf - 1);
+  if (n > 0)
+    s.append(buf, static_cast<std::size_t>(n) < sizeof buf ? static_cast<std::size_t>(n)
+                                                           : sizeof buf - 1);
 }
 
 std::string aeth_str(const AethFields& a) {
   std::string s;
   switch (a.syndrome & kAethTypeMask) {
-    case kAethAck: appendf(s, "ACK credits=%u", a.syndrome & 0x1F); break;
-    case kAethRnrNak: appendf(s, "RNR_NAK timer=%u", a.syndrome & 0x1F); break;
-    case kAethNak: appendf(s, "NAK code=%u", a.syndrome & 0x1F); break;
-    default: appendf(s, "syndrome=0x%02x", a.syndrome); break;
+    case kAethAck:
+      appendf(s, "ACK credits=%u", a.syndrome & 0x1F);
+      break;
+    case kAethRnrNak:
+      appendf(s, "RNR_NAK timer=%u", a.syndrome & 0x1F);
+      break;
+    case kAethNak:
+      appendf(s, "NAK code=%u", a.syndrome & 0x1F);
+      break;
+    default:
+      appendf(s, "syndrome=0x%02x", a.syndrome);
+      break;
   }
   appendf(s, " msn=%u", a.msn);
   return s;
@@ -46,10 +56,14 @@ std::string aeth_str(const AethFields& a) {
 
 std::string_view ethertype_name(std::uint16_t t) {
   switch (t) {
-    case kEtherTypeArp: return "ARP";
-    case kEtherTypeIpv4: return "IPv4";
-    case kEtherTypeIpv6: return "IPv6";
-    default: return "other";
+    case kEtherTypeArp:
+      return "ARP";
+    case kEtherTypeIpv4:
+      return "IPv4";
+    case kEtherTypeIpv6:
+      return "IPv6";
+    default:
+      return "other";
   }
 }
 
@@ -93,42 +107,50 @@ std::string describe_frame(std::size_t frame_no, const FrameVerdict& v) {
   const ParsedPacket& p = v.pkt;
   const PacketFields& f = p.f;
   if (v.kind == FrameKind::kSkipped) {
-    appendf(s, "skipped: not RoCEv2 (%.*s)", static_cast<int>(ethertype_name(f.eth.ethertype).size()),
+    appendf(s, "skipped: not RoCEv2 (%.*s)",
+            static_cast<int>(ethertype_name(f.eth.ethertype).size()),
             ethertype_name(f.eth.ethertype).data());
     return s;
   }
   if (v.kind == FrameKind::kFailed && v.reason != DropReason::kNone) {
     const auto name = drop_reason_name(v.reason);
     const auto desc = drop_reason_description(v.reason);
-    appendf(s, "FAIL %.*s (%.*s)", static_cast<int>(name.size()), name.data(), static_cast<int>(desc.size()),
-            desc.data());
+    appendf(s, "FAIL %.*s (%.*s)", static_cast<int>(name.size()), name.data(),
+            static_cast<int>(desc.size()), desc.data());
     if (v.reason == DropReason::kBadIcrc)
       appendf(s, ": stored 0x%08x, computed 0x%08x", p.icrc, v.icrc_computed);
-    if (p.op != nullptr) appendf(s, " opcode %.*s", static_cast<int>(p.op->name.size()), p.op->name.data());
+    if (p.op != nullptr)
+      appendf(s, " opcode %.*s", static_cast<int>(p.op->name.size()), p.op->name.data());
     return s;
   }
   const std::string_view name = p.op->name;
-  appendf(s, "%.*s %s:%u -> %s QPN 0x%06x PSN %u AckReq=%d", static_cast<int>(name.size()), name.data(),
-          ip_str(f.ip.src).c_str(), f.udp.src_port, ip_str(f.ip.dst).c_str(), f.bth.dqpn, f.bth.psn,
-          f.bth.ack_req ? 1 : 0);
-  appendf(s, " | BTH[se=%d m=%d pad=%u tver=%u pkey=0x%04x fecn=%d becn=%d]", f.bth.se, f.bth.mig, f.bth.pad,
-          f.bth.tver, f.bth.pkey, f.bth.fecn, f.bth.becn);
+  appendf(s, "%.*s %s:%u -> %s QPN 0x%06x PSN %u AckReq=%d", static_cast<int>(name.size()),
+          name.data(), ip_str(f.ip.src).c_str(), f.udp.src_port, ip_str(f.ip.dst).c_str(),
+          f.bth.dqpn, f.bth.psn, f.bth.ack_req ? 1 : 0);
+  appendf(s, " | BTH[se=%d m=%d pad=%u tver=%u pkey=0x%04x fecn=%d becn=%d]", f.bth.se, f.bth.mig,
+          f.bth.pad, f.bth.tver, f.bth.pkey, f.bth.fecn, f.bth.becn);
   const OpcodeInfo& op = *p.op;
   if (op.has(Hdr::kDeth)) appendf(s, " DETH[qkey=0x%08x srcqp=0x%06x]", f.deth.qkey, f.deth.src_qp);
   if (op.has(Hdr::kReth))
-    appendf(s, " RETH[va=0x%016" PRIx64 " rkey=0x%08x len=%u]", f.reth.va, f.reth.rkey, f.reth.dma_len);
+    appendf(s, " RETH[va=0x%016" PRIx64 " rkey=0x%08x len=%u]", f.reth.va, f.reth.rkey,
+            f.reth.dma_len);
   if (op.has(Hdr::kAtomicEth))
-    appendf(s, " AtomicETH[va=0x%016" PRIx64 " rkey=0x%08x swap_add=0x%" PRIx64 " compare=0x%" PRIx64 "]",
+    appendf(s,
+            " AtomicETH[va=0x%016" PRIx64 " rkey=0x%08x swap_add=0x%" PRIx64 " compare=0x%" PRIx64
+            "]",
             f.atomic_eth.va, f.atomic_eth.rkey, f.atomic_eth.swap_add, f.atomic_eth.compare);
   if (op.has(Hdr::kAeth)) appendf(s, " AETH[%s]", aeth_str(f.aeth).c_str());
-  if (op.has(Hdr::kAtomicAckEth)) appendf(s, " AtomicAckETH[orig=0x%" PRIx64 "]", f.atomic_ack_eth.orig);
+  if (op.has(Hdr::kAtomicAckEth))
+    appendf(s, " AtomicAckETH[orig=0x%" PRIx64 "]", f.atomic_ack_eth.orig);
   if (op.has(Hdr::kImmDt)) appendf(s, " ImmDt[0x%08x]", f.imm);
   if (op.has(Hdr::kIeth)) appendf(s, " IETH[rkey=0x%08x]", f.ieth_rkey);
   appendf(s, " | payload %u", p.payload_len);
   if (f.bth.dqpn == kGsiQpn) {
     if (auto mad = decode_mad_header(p.payload())) {
-      appendf(s, " | MAD[class=0x%02x ver=%u method=0x%02x status=0x%04x tid=0x%016" PRIx64 " attr=0x%04x",
-              mad->mgmt_class, mad->class_version, mad->method, mad->status, mad->tid, mad->attr_id);
+      appendf(
+          s,
+          " | MAD[class=0x%02x ver=%u method=0x%02x status=0x%04x tid=0x%016" PRIx64 " attr=0x%04x",
+          mad->mgmt_class, mad->class_version, mad->method, mad->status, mad->tid, mad->attr_id);
       if (!v.cm_message.empty())
         appendf(s, " CM %.*s", static_cast<int>(v.cm_message.size()), v.cm_message.data());
       s += "]";
@@ -143,7 +165,8 @@ std::string describe_frame(std::size_t frame_no, const FrameVerdict& v) {
   return s;
 }
 
-bool decode_capture(const std::string& path, std::ostream* out, DecodeStats& stats, std::string& error) {
+bool decode_capture(const std::string& path, std::ostream* out, DecodeStats& stats,
+                    std::string& error) {
   PcapReader reader;
   if (!reader.open(path)) {
     error = reader.error();
@@ -156,12 +179,17 @@ bool decode_capture(const std::string& path, std::ostream* out, DecodeStats& sta
     switch (v.kind) {
       case FrameKind::kRoce: {
         ++stats.roce;
-        std::string key = v.cm_message.empty() ? std::string(v.pkt.op->name) : "CM " + std::string(v.cm_message);
+        std::string key =
+            v.cm_message.empty() ? std::string(v.pkt.op->name) : "CM " + std::string(v.cm_message);
         ++stats.by_type[key];
         break;
       }
-      case FrameKind::kSkipped: ++stats.skipped; break;
-      case FrameKind::kFailed: ++stats.failed; break;
+      case FrameKind::kSkipped:
+        ++stats.skipped;
+        break;
+      case FrameKind::kFailed:
+        ++stats.failed;
+        break;
     }
     if (out) *out << describe_frame(stats.frames, v) << '\n';
   }

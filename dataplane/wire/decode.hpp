@@ -20,10 +20,10 @@ struct FrameVerdict {
   FrameKind kind = FrameKind::kSkipped;
   DropReason reason = DropReason::kNone;  // why it failed (or kNotRoce when skipped)
   bool roundtrip_ok = false;
-  std::size_t mismatch_at = 0;            // first differing byte when !roundtrip_ok
-  std::uint32_t icrc_computed = 0;        // when reason == kBadIcrc
+  std::size_t mismatch_at = 0;      // first differing byte when !roundtrip_ok
+  std::uint32_t icrc_computed = 0;  // when reason == kBadIcrc
   ParsedPacket pkt;
-  std::string_view cm_message;            // "REQ", "REP"... for QP1 MADs
+  std::string_view cm_message;  // "REQ", "REP"... for QP1 MADs
 };
 
 // Parses `frame`, verifies its ICRC and checks it re-encodes to the same bytes.
@@ -42,6 +42,7 @@ struct DecodeStats {
 
 // Decodes every frame of the pcap at `path`, one line per frame to `out`
 // (nothing when out is null). False with `error` set if the file is unreadable.
-bool decode_capture(const std::string& path, std::ostream* out, DecodeStats& stats, std::string& error);
+bool decode_capture(const std::string& path, std::ostream* out, DecodeStats& stats,
+                    std::string& error);
 
 }  // namespace rocedp::wire

@@ -38,8 +38,12 @@ class EthView {
 
   void set_dst(const MacAddr& m) requires(!std::is_const_v<B>) { put(eth_off::kDst, m); }
   void set_src(const MacAddr& m) requires(!std::is_const_v<B>) { put(eth_off::kSrc, m); }
-  void set_type(std::uint16_t v) requires(!std::is_const_v<B>) { store_be16(p_ + eth_off::kType, v); }
-  void set_vlan_tci(std::uint16_t v) requires(!std::is_const_v<B>) { store_be16(p_ + eth_off::kVlanTci, v); }
+  void set_type(std::uint16_t v) requires(!std::is_const_v<B>) {
+    store_be16(p_ + eth_off::kType, v);
+  }
+  void set_vlan_tci(std::uint16_t v) requires(!std::is_const_v<B>) {
+    store_be16(p_ + eth_off::kVlanTci, v);
+  }
   void set_inner_type(std::uint16_t v) requires(!std::is_const_v<B>) {
     store_be16(p_ + eth_off::kInnerType, v);
   }
@@ -61,7 +65,7 @@ struct EthFields {
   MacAddr dst{};
   MacAddr src{};
   bool has_vlan = false;
-  std::uint16_t vlan_tci = 0;  // PCP(3) DEI(1) VID(12), kept whole
+  std::uint16_t vlan_tci = 0;                // PCP(3) DEI(1) VID(12), kept whole
   std::uint16_t ethertype = kEtherTypeIpv4;  // the inner type when tagged
 
   std::size_t header_len() const { return kEthHdrLen + (has_vlan ? kVlanTagLen : 0); }

@@ -10,18 +10,26 @@
 
 namespace rocedp::wire {
 
-inline constexpr std::size_t kRethLen = 16;       // VA(64) R_Key(32) DMA length(32)
-inline constexpr std::size_t kAethLen = 4;        // syndrome(8) MSN(24)
-inline constexpr std::size_t kAtomicEthLen = 28;  // VA(64) R_Key(32) swap/add(64) compare(64)
+inline constexpr std::size_t kRethLen = 16;         // VA(64) R_Key(32) DMA length(32)
+inline constexpr std::size_t kAethLen = 4;          // syndrome(8) MSN(24)
+inline constexpr std::size_t kAtomicEthLen = 28;    // VA(64) R_Key(32) swap/add(64) compare(64)
 inline constexpr std::size_t kAtomicAckEthLen = 8;  // original remote data(64)
 inline constexpr std::size_t kImmDtLen = 4;
 inline constexpr std::size_t kIethLen = 4;  // R_Key to invalidate
 inline constexpr std::size_t kDethLen = 8;  // Q_Key(32) resv(8) SrcQP(24)
 
-namespace reth_off { inline constexpr std::size_t kVa = 0, kRkey = 8, kLen = 12; }
-namespace aeth_off { inline constexpr std::size_t kSyndrome = 0, kMsn = 1; }
-namespace atmeth_off { inline constexpr std::size_t kVa = 0, kRkey = 8, kSwapAdd = 12, kCompare = 20; }
-namespace deth_off { inline constexpr std::size_t kQkey = 0, kResv = 4, kSrcQp = 5; }
+namespace reth_off {
+inline constexpr std::size_t kVa = 0, kRkey = 8, kLen = 12;
+}
+namespace aeth_off {
+inline constexpr std::size_t kSyndrome = 0, kMsn = 1;
+}
+namespace atmeth_off {
+inline constexpr std::size_t kVa = 0, kRkey = 8, kSwapAdd = 12, kCompare = 20;
+}
+namespace deth_off {
+inline constexpr std::size_t kQkey = 0, kResv = 4, kSrcQp = 5;
+}
 static_assert(reth_off::kLen + 4 == kRethLen);
 static_assert(aeth_off::kMsn + 3 == kAethLen);
 static_assert(atmeth_off::kCompare + 8 == kAtomicEthLen);
@@ -103,8 +111,10 @@ class Be32View {
  private:
   B* p_;
 };
-template <class B> using ImmDtView = Be32View<B>;
-template <class B> using IethView = Be32View<B>;
+template <class B>
+using ImmDtView = Be32View<B>;
+template <class B>
+using IethView = Be32View<B>;
 
 template <class B>
 class DethView {
@@ -115,7 +125,9 @@ class DethView {
   std::uint32_t src_qp() const { return load_be24(p_ + deth_off::kSrcQp); }
   void set_qkey(std::uint32_t v) ROCEDP_SETTER { store_be32(p_ + deth_off::kQkey, v); }
   void set_resv8(std::uint8_t v) ROCEDP_SETTER { p_[deth_off::kResv] = v; }
-  void set_src_qp(std::uint32_t v) ROCEDP_SETTER { store_be24(p_ + deth_off::kSrcQp, v & 0xFFFFFF); }
+  void set_src_qp(std::uint32_t v) ROCEDP_SETTER {
+    store_be24(p_ + deth_off::kSrcQp, v & 0xFFFFFF);
+  }
 
  private:
   B* p_;

@@ -73,8 +73,12 @@ constexpr std::array<std::uint32_t, 256> make_byte_table() {
 constexpr std::array<std::uint32_t, 256> kByteTable = make_byte_table();
 
 // v * x^8 mod P: the CRC register after one zero byte.
-constexpr std::uint32_t mul_x8(std::uint32_t v) { return (v >> 8) ^ kByteTable[v & 0xFF]; }
-constexpr std::uint32_t mul_x32_steps(std::uint32_t v) { return mul_x8(mul_x8(mul_x8(mul_x8(v)))); }
+constexpr std::uint32_t mul_x8(std::uint32_t v) {
+  return (v >> 8) ^ kByteTable[v & 0xFF];
+}
+constexpr std::uint32_t mul_x32_steps(std::uint32_t v) {
+  return mul_x8(mul_x8(mul_x8(mul_x8(v))));
+}
 // v * x^32 mod P with four independent lookups (slicing): one byte of v each.
 constexpr std::array<std::array<std::uint32_t, 256>, 4> make_x32_tables() {
   std::array<std::array<std::uint32_t, 256>, 4> t{};
@@ -84,7 +88,8 @@ constexpr std::array<std::array<std::uint32_t, 256>, 4> make_x32_tables() {
 }
 constexpr auto kX32 = make_x32_tables();
 constexpr std::uint32_t mul_x32(std::uint32_t v) {
-  return kX32[0][v & 0xFF] ^ kX32[1][(v >> 8) & 0xFF] ^ kX32[2][(v >> 16) & 0xFF] ^ kX32[3][v >> 24];
+  return kX32[0][v & 0xFF] ^ kX32[1][(v >> 8) & 0xFF] ^ kX32[2][(v >> 16) & 0xFF] ^
+         kX32[3][v >> 24];
 }
 static_assert(mul_x32(0x12345678) == mul_x32_steps(0x12345678));
 
@@ -121,10 +126,12 @@ constexpr PowTables make_pow_tables() {
 }
 constexpr PowTables kPow = make_pow_tables();
 
-__attribute__((target("pclmul,sse4.1"))) inline std::uint32_t mulmod_clmul(std::uint32_t a, std::uint32_t b) {
+__attribute__((target("pclmul,sse4.1"))) inline std::uint32_t mulmod_clmul(std::uint32_t a,
+                                                                           std::uint32_t b) {
   const __m128i r = _mm_clmulepi64_si128(_mm_cvtsi32_si128(static_cast<int>(a)),
                                          _mm_cvtsi32_si128(static_cast<int>(b)), 0x00);
-  const std::uint64_t v = static_cast<std::uint64_t>(_mm_cvtsi128_si64(r)) << 1;  // bit t <-> x^(63-t)
+  const std::uint64_t v = static_cast<std::uint64_t>(_mm_cvtsi128_si64(r))
+                          << 1;  // bit t <-> x^(63-t)
   return static_cast<std::uint32_t>(v >> 32) ^ mul_x32(static_cast<std::uint32_t>(v));
 }
 
@@ -133,26 +140,28 @@ const bool kHavePclmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_suppo
 // The masked words of an IPv4 prefix: offsets and masks (little-endian words):
 // IP byte 1 (TOS); IP 8 (TTL), 10, 11 (checksum); UDP 6, 7; BTH 4.
 constexpr std::uint32_t kWordMask[4] = {0x0000FF00u, 0xFFFF00FFu, 0xFFFF0000u, 0x000000FFu};
-#define ROCEDP_IPV4_CORRECTION(MUL)                                                   \
-  const std::size_t off[4] = {0, 8, ip_len + 4, ip_len + kUdpHdrLen + 4};             \
-  const std::size_t last = off[3];                                                    \
-  const std::size_t k = total - last;                                                 \
-  const std::uint32_t shift = MUL(kPow.hi[k / kPowStep], kPow.lo[k % kPowStep]);      \
-  std::uint32_t d = 0;                                                                \
-  for (int i = 0; i < 4; ++i)                                                         \
-    d ^= MUL(~load_le32(l3 + off[i]) & kWordMask[i], kPow.lo[last - off[i]]);         \
+#define ROCEDP_IPV4_CORRECTION(MUL)                                              \
+  const std::size_t off[4] = {0, 8, ip_len + 4, ip_len + kUdpHdrLen + 4};        \
+  const std::size_t last = off[3];                                               \
+  const std::size_t k = total - last;                                            \
+  const std::uint32_t shift = MUL(kPow.hi[k / kPowStep], kPow.lo[k % kPowStep]); \
+  std::uint32_t d = 0;                                                           \
+  for (int i = 0; i < 4; ++i)                                                    \
+    d ^= MUL(~load_le32(l3 + off[i]) & kWordMask[i], kPow.lo[last - off[i]]);    \
   return MUL(d, shift);
 
 __attribute__((target("pclmul,sse4.1"))) std::uint32_t ipv4_correction_clmul(const std::uint8_t* l3,
-                                                                             std::size_t ip_len, std::size_t total) {
-  ROCEDP_IPV4_CORRECTION(mulmod_clmul)
-}
-std::uint32_t ipv4_correction_bitwise(const std::uint8_t* l3, std::size_t ip_len, std::size_t total) {
+                                                                             std::size_t ip_len,
+                                                                             std::size_t total){
+    ROCEDP_IPV4_CORRECTION(mulmod_clmul)} std::uint32_t
+    ipv4_correction_bitwise(const std::uint8_t* l3, std::size_t ip_len, std::size_t total) {
   ROCEDP_IPV4_CORRECTION(mulmod_bitwise)
 }
 #undef ROCEDP_IPV4_CORRECTION
-inline std::uint32_t ipv4_correction(const std::uint8_t* l3, std::size_t ip_len, std::size_t total) {
-  return kHavePclmul ? ipv4_correction_clmul(l3, ip_len, total) : ipv4_correction_bitwise(l3, ip_len, total);
+inline std::uint32_t ipv4_correction(const std::uint8_t* l3, std::size_t ip_len,
+                                     std::size_t total) {
+  return kHavePclmul ? ipv4_correction_clmul(l3, ip_len, total)
+                     : ipv4_correction_bitwise(l3, ip_len, total);
 }
 
 }  // namespace

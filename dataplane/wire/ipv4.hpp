@@ -20,8 +20,8 @@ inline constexpr std::uint16_t kIpv4FlagMf = 0x2000;
 inline constexpr std::uint16_t kIpv4FragOffsetMask = 0x1FFF;
 
 namespace ipv4_off {
-inline constexpr std::size_t kVerIhl = 0, kTos = 1, kTotalLen = 2, kId = 4, kFlagsFrag = 6, kTtl = 8,
-                             kProto = 9, kChecksum = 10, kSrc = 12, kDst = 16;
+inline constexpr std::size_t kVerIhl = 0, kTos = 1, kTotalLen = 2, kId = 4, kFlagsFrag = 6,
+                             kTtl = 8, kProto = 9, kChecksum = 10, kSrc = 12, kDst = 16;
 }
 static_assert(ipv4_off::kDst + 4 == kIpv4MinHdrLen, "IPv4 header without options is 20 bytes");
 
@@ -47,14 +47,24 @@ class Ipv4View {
     p_[ipv4_off::kVerIhl] = static_cast<std::uint8_t>(0x40 | (ihl_words & 0x0F));
   }
   void set_tos(std::uint8_t v) requires(!std::is_const_v<B>) { p_[ipv4_off::kTos] = v; }
-  void set_total_len(std::uint16_t v) requires(!std::is_const_v<B>) { store_be16(p_ + ipv4_off::kTotalLen, v); }
+  void set_total_len(std::uint16_t v) requires(!std::is_const_v<B>) {
+    store_be16(p_ + ipv4_off::kTotalLen, v);
+  }
   void set_id(std::uint16_t v) requires(!std::is_const_v<B>) { store_be16(p_ + ipv4_off::kId, v); }
-  void set_flags_frag(std::uint16_t v) requires(!std::is_const_v<B>) { store_be16(p_ + ipv4_off::kFlagsFrag, v); }
+  void set_flags_frag(std::uint16_t v) requires(!std::is_const_v<B>) {
+    store_be16(p_ + ipv4_off::kFlagsFrag, v);
+  }
   void set_ttl(std::uint8_t v) requires(!std::is_const_v<B>) { p_[ipv4_off::kTtl] = v; }
   void set_protocol(std::uint8_t v) requires(!std::is_const_v<B>) { p_[ipv4_off::kProto] = v; }
-  void set_checksum(std::uint16_t v) requires(!std::is_const_v<B>) { store_be16(p_ + ipv4_off::kChecksum, v); }
-  void set_src(std::uint32_t v) requires(!std::is_const_v<B>) { store_be32(p_ + ipv4_off::kSrc, v); }
-  void set_dst(std::uint32_t v) requires(!std::is_const_v<B>) { store_be32(p_ + ipv4_off::kDst, v); }
+  void set_checksum(std::uint16_t v) requires(!std::is_const_v<B>) {
+    store_be16(p_ + ipv4_off::kChecksum, v);
+  }
+  void set_src(std::uint32_t v) requires(!std::is_const_v<B>) {
+    store_be32(p_ + ipv4_off::kSrc, v);
+  }
+  void set_dst(std::uint32_t v) requires(!std::is_const_v<B>) {
+    store_be32(p_ + ipv4_off::kDst, v);
+  }
 
  private:
   B* p_;
@@ -80,7 +90,7 @@ struct Ipv4Fields {
   std::uint8_t ttl = 64;
   std::uint8_t protocol = kIpProtoUdp;
   std::uint16_t checksum = 0;  // the builder computes it
-  std::uint32_t src = 0;  // host order
+  std::uint32_t src = 0;       // host order
   std::uint32_t dst = 0;
   std::array<std::uint8_t, kIpv4MaxHdrLen - kIpv4MinHdrLen> options{};
 
@@ -100,7 +110,8 @@ inline void encode_ipv4(std::uint8_t* p, const Ipv4Fields& f) {
   v.set_checksum(f.checksum);
   v.set_src(f.src);
   v.set_dst(f.dst);
-  for (std::size_t i = kIpv4MinHdrLen; i < f.header_len(); ++i) p[i] = f.options[i - kIpv4MinHdrLen];
+  for (std::size_t i = kIpv4MinHdrLen; i < f.header_len(); ++i)
+    p[i] = f.options[i - kIpv4MinHdrLen];
 }
 
 inline Ipv4Fields decode_ipv4(const std::uint8_t* p) {
@@ -116,7 +127,8 @@ inline Ipv4Fields decode_ipv4(const std::uint8_t* p) {
   f.checksum = v.checksum();
   f.src = v.src();
   f.dst = v.dst();
-  for (std::size_t i = kIpv4MinHdrLen; i < f.header_len(); ++i) f.options[i - kIpv4MinHdrLen] = p[i];
+  for (std::size_t i = kIpv4MinHdrLen; i < f.header_len(); ++i)
+    f.options[i - kIpv4MinHdrLen] = p[i];
   return f;
 }
 

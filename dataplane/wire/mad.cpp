@@ -34,19 +34,32 @@ void encode_mad_header(std::uint8_t* p, const MadHeader& h) {
 
 std::string_view cm_message_name(std::uint16_t attr_id) {
   switch (attr_id) {
-    case cm_attr::kClassPortInfo: return "ClassPortInfo";
-    case cm_attr::kReq: return "REQ";
-    case cm_attr::kMra: return "MRA";
-    case cm_attr::kRej: return "REJ";
-    case cm_attr::kRep: return "REP";
-    case cm_attr::kRtu: return "RTU";
-    case cm_attr::kDreq: return "DREQ";
-    case cm_attr::kDrep: return "DREP";
-    case cm_attr::kSidrReq: return "SIDR_REQ";
-    case cm_attr::kSidrRep: return "SIDR_REP";
-    case cm_attr::kLap: return "LAP";
-    case cm_attr::kApr: return "APR";
-    default: return "";
+    case cm_attr::kClassPortInfo:
+      return "ClassPortInfo";
+    case cm_attr::kReq:
+      return "REQ";
+    case cm_attr::kMra:
+      return "MRA";
+    case cm_attr::kRej:
+      return "REJ";
+    case cm_attr::kRep:
+      return "REP";
+    case cm_attr::kRtu:
+      return "RTU";
+    case cm_attr::kDreq:
+      return "DREQ";
+    case cm_attr::kDrep:
+      return "DREP";
+    case cm_attr::kSidrReq:
+      return "SIDR_REQ";
+    case cm_attr::kSidrRep:
+      return "SIDR_REP";
+    case cm_attr::kLap:
+      return "LAP";
+    case cm_attr::kApr:
+      return "APR";
+    default:
+      return "";
   }
 }
 

@@ -24,8 +24,9 @@ inline constexpr std::uint8_t kMadMethodSend = 0x03;
 inline constexpr std::uint8_t kMadMethodResponseBit = 0x80;
 
 namespace mad_off {
-inline constexpr std::size_t kBaseVersion = 0, kMgmtClass = 1, kClassVersion = 2, kMethod = 3, kStatus = 4,
-                             kClassSpecific = 6, kTid = 8, kAttrId = 16, kResv = 18, kAttrMod = 20;
+inline constexpr std::size_t kBaseVersion = 0, kMgmtClass = 1, kClassVersion = 2, kMethod = 3,
+                             kStatus = 4, kClassSpecific = 6, kTid = 8, kAttrId = 16, kResv = 18,
+                             kAttrMod = 20;
 }
 static_assert(mad_off::kAttrMod + 4 == kMadHdrLen, "MAD common header is 24 bytes");
 

@@ -25,13 +25,24 @@ namespace rocedp::wire {
 
 // Extension headers in the order they follow the BTH (IBTA §9.2: DETH first on
 // UD, RETH before ImmDt on RDMA WRITE, AETH before AtomicAckETH on responses).
-enum class Hdr : std::uint8_t { kDeth, kReth, kAtomicEth, kAeth, kAtomicAckEth, kImmDt, kIeth, kCount };
+enum class Hdr : std::uint8_t {
+  kDeth,
+  kReth,
+  kAtomicEth,
+  kAeth,
+  kAtomicAckEth,
+  kImmDt,
+  kIeth,
+  kCount
+};
 inline constexpr std::size_t kHdrCount = static_cast<std::size_t>(Hdr::kCount);
-inline constexpr std::array<std::size_t, kHdrCount> kHdrLen = {kDethLen,  kRethLen,  kAtomicEthLen, kAethLen,
-                                                               kAtomicAckEthLen, kImmDtLen, kIethLen};
-inline constexpr std::array<std::string_view, kHdrCount> kHdrName = {"DETH", "RETH", "AtomicETH", "AETH",
-                                                                     "AtomicAckETH", "ImmDt", "IETH"};
-constexpr std::uint8_t hdr_bit(Hdr h) { return static_cast<std::uint8_t>(1u << static_cast<unsigned>(h)); }
+inline constexpr std::array<std::size_t, kHdrCount> kHdrLen = {
+    kDethLen, kRethLen, kAtomicEthLen, kAethLen, kAtomicAckEthLen, kImmDtLen, kIethLen};
+inline constexpr std::array<std::string_view, kHdrCount> kHdrName = {
+    "DETH", "RETH", "AtomicETH", "AETH", "AtomicAckETH", "ImmDt", "IETH"};
+constexpr std::uint8_t hdr_bit(Hdr h) {
+  return static_cast<std::uint8_t>(1u << static_cast<unsigned>(h));
+}
 
 enum class Transport : std::uint8_t { kRc, kUd, kCnp };
 // Where a packet sits in a message (IBTA §9.4: FIRST/MIDDLE/LAST/ONLY).
@@ -42,15 +53,15 @@ enum class Position : std::uint8_t { kFirst, kMiddle, kLast, kOnly };
 enum class Payload : std::uint8_t { kNone, kRequired, kOptional, kFixed };
 
 namespace op_flag {
-inline constexpr std::uint16_t kRequest = 1 << 0;      // requester -> responder, consumes a PSN
-inline constexpr std::uint16_t kResponse = 1 << 1;     // responder -> requester
+inline constexpr std::uint16_t kRequest = 1 << 0;   // requester -> responder, consumes a PSN
+inline constexpr std::uint16_t kResponse = 1 << 1;  // responder -> requester
 inline constexpr std::uint16_t kSend = 1 << 2;
 inline constexpr std::uint16_t kWrite = 1 << 3;
 inline constexpr std::uint16_t kRead = 1 << 4;
 inline constexpr std::uint16_t kAtomic = 1 << 5;
 inline constexpr std::uint16_t kImm = 1 << 6;
 inline constexpr std::uint16_t kInvalidate = 1 << 7;
-inline constexpr std::uint16_t kConsumesRecv = 1 << 8;    // uses a receive WQE at the responder
+inline constexpr std::uint16_t kConsumesRecv = 1 << 8;  // uses a receive WQE at the responder
 // The responder answers whether or not AckReq is set: READ and atomics have
 // explicit responses (IBTA §9.7.5.1.x). Other requests are acknowledged when
 // AckReq is set or when the responder coalesces (§9.7.5.1.1).
@@ -65,17 +76,19 @@ struct OpcodeInfo {
   Transport transport = Transport::kRc;
   Position position = Position::kOnly;
   Payload payload = Payload::kNone;
-  std::uint8_t hdr_mask = 0;                // hdr_bit(...) of every header present
+  std::uint8_t hdr_mask = 0;                     // hdr_bit(...) of every header present
   std::array<std::uint8_t, kHdrCount> offset{};  // from the start of the BTH
-  std::uint8_t length = 0;                  // BTH + all extension headers
-  std::uint16_t fixed_payload = 0;          // for Payload::kFixed
+  std::uint8_t length = 0;                       // BTH + all extension headers
+  std::uint16_t fixed_payload = 0;               // for Payload::kFixed
   std::uint16_t flags = 0;
 
   constexpr bool valid() const { return !name.empty(); }
   constexpr bool has(Hdr h) const { return (hdr_mask & hdr_bit(h)) != 0; }
   constexpr std::size_t offset_of(Hdr h) const { return offset[static_cast<std::size_t>(h)]; }
   constexpr bool is(std::uint16_t f) const { return (flags & f) == f; }
-  constexpr bool first() const { return position == Position::kFirst || position == Position::kOnly; }
+  constexpr bool first() const {
+    return position == Position::kFirst || position == Position::kOnly;
+  }
   constexpr bool last() const { return position == Position::kLast || position == Position::kOnly; }
 };
 
@@ -84,19 +97,20 @@ inline constexpr std::uint8_t kRcSendFirst = 0x00, kRcSendMiddle = 0x01, kRcSend
                               kRcSendLastImm = 0x03, kRcSendOnly = 0x04, kRcSendOnlyImm = 0x05,
                               kRcWriteFirst = 0x06, kRcWriteMiddle = 0x07, kRcWriteLast = 0x08,
                               kRcWriteLastImm = 0x09, kRcWriteOnly = 0x0A, kRcWriteOnlyImm = 0x0B,
-                              kRcReadRequest = 0x0C, kRcReadRespFirst = 0x0D, kRcReadRespMiddle = 0x0E,
-                              kRcReadRespLast = 0x0F, kRcReadRespOnly = 0x10, kRcAck = 0x11,
-                              kRcAtomicAck = 0x12, kRcCompareSwap = 0x13, kRcFetchAdd = 0x14,
-                              kRcSendLastInv = 0x16, kRcSendOnlyInv = 0x17, kUdSendOnly = 0x64,
-                              kUdSendOnlyImm = 0x65, kCnp = 0x81;
+                              kRcReadRequest = 0x0C, kRcReadRespFirst = 0x0D,
+                              kRcReadRespMiddle = 0x0E, kRcReadRespLast = 0x0F,
+                              kRcReadRespOnly = 0x10, kRcAck = 0x11, kRcAtomicAck = 0x12,
+                              kRcCompareSwap = 0x13, kRcFetchAdd = 0x14, kRcSendLastInv = 0x16,
+                              kRcSendOnlyInv = 0x17, kUdSendOnly = 0x64, kUdSendOnlyImm = 0x65,
+                              kCnp = 0x81;
 }
 
 // CNP: BTH (BECN set) + 16 reserved bytes + ICRC (RoCEv2 Annex A17.9.3; scapy cnp()).
 inline constexpr std::size_t kCnpReservedLen = 16;
 
 namespace detail {
-constexpr OpcodeInfo make_op(std::string_view name, Transport t, Position pos, Payload pl, std::uint8_t mask,
-                             std::uint16_t flags, std::uint16_t fixed = 0) {
+constexpr OpcodeInfo make_op(std::string_view name, Transport t, Position pos, Payload pl,
+                             std::uint8_t mask, std::uint16_t flags, std::uint16_t fixed = 0) {
   OpcodeInfo o;
   o.name = name;
   o.transport = t;
@@ -119,10 +133,12 @@ constexpr OpcodeInfo make_op(std::string_view name, Transport t, Position pos, P
 constexpr std::array<OpcodeInfo, 256> make_table() {
   using namespace op_flag;
   constexpr auto R = Transport::kRc;
-  constexpr auto F = Position::kFirst, M = Position::kMiddle, L = Position::kLast, O = Position::kOnly;
+  constexpr auto F = Position::kFirst, M = Position::kMiddle, L = Position::kLast,
+                 O = Position::kOnly;
   constexpr auto kNo = Payload::kNone, kReq = Payload::kRequired, kOpt = Payload::kOptional;
-  const std::uint8_t imm = hdr_bit(Hdr::kImmDt), reth = hdr_bit(Hdr::kReth), aeth = hdr_bit(Hdr::kAeth),
-                     ieth = hdr_bit(Hdr::kIeth), deth = hdr_bit(Hdr::kDeth), atm = hdr_bit(Hdr::kAtomicEth),
+  const std::uint8_t imm = hdr_bit(Hdr::kImmDt), reth = hdr_bit(Hdr::kReth),
+                     aeth = hdr_bit(Hdr::kAeth), ieth = hdr_bit(Hdr::kIeth),
+                     deth = hdr_bit(Hdr::kDeth), atm = hdr_bit(Hdr::kAtomicEth),
                      atmack = hdr_bit(Hdr::kAtomicAckEth);
   const std::uint16_t rq = kRequest | kAckReqAllowed;
   const std::uint16_t send = rq | kSend | kConsumesRecv;
@@ -139,10 +155,11 @@ constexpr std::array<OpcodeInfo, 256> make_table() {
   t[kRcWriteFirst] = make_op("RC RDMA_WRITE_FIRST", R, F, kReq, reth, write);
   t[kRcWriteMiddle] = make_op("RC RDMA_WRITE_MIDDLE", R, M, kReq, 0, write);
   t[kRcWriteLast] = make_op("RC RDMA_WRITE_LAST", R, L, kReq, 0, write);
-  t[kRcWriteLastImm] = make_op("RC RDMA_WRITE_LAST_WITH_IMMEDIATE", R, L, kReq, imm, write | kImm | kConsumesRecv);
+  t[kRcWriteLastImm] =
+      make_op("RC RDMA_WRITE_LAST_WITH_IMMEDIATE", R, L, kReq, imm, write | kImm | kConsumesRecv);
   t[kRcWriteOnly] = make_op("RC RDMA_WRITE_ONLY", R, O, kOpt, reth, write);
-  t[kRcWriteOnlyImm] =
-      make_op("RC RDMA_WRITE_ONLY_WITH_IMMEDIATE", R, O, kOpt, reth | imm, write | kImm | kConsumesRecv);
+  t[kRcWriteOnlyImm] = make_op("RC RDMA_WRITE_ONLY_WITH_IMMEDIATE", R, O, kOpt, reth | imm,
+                               write | kImm | kConsumesRecv);
   t[kRcReadRequest] = make_op("RC RDMA_READ_REQUEST", R, O, kNo, reth, rq | kRead | kImplicitAck);
   t[kRcReadRespFirst] = make_op("RC RDMA_READ_RESPONSE_FIRST", R, F, kReq, aeth, rresp);
   // READ_RESPONSE_MIDDLE carries no AETH (IBTA §9.3.5; rxe_comp.c).
@@ -156,9 +173,10 @@ constexpr std::array<OpcodeInfo, 256> make_table() {
   t[kRcSendLastInv] = make_op("RC SEND_LAST_WITH_INVALIDATE", R, L, kReq, ieth, send | kInvalidate);
   t[kRcSendOnlyInv] = make_op("RC SEND_ONLY_WITH_INVALIDATE", R, O, kOpt, ieth, send | kInvalidate);
   // UD: each packet is a whole message; there is no acknowledgement.
-  t[kUdSendOnly] = make_op("UD SEND_ONLY", Transport::kUd, O, kOpt, deth, kRequest | kSend | kConsumesRecv);
-  t[kUdSendOnlyImm] =
-      make_op("UD SEND_ONLY_WITH_IMMEDIATE", Transport::kUd, O, kOpt, deth | imm, kRequest | kSend | kImm | kConsumesRecv);
+  t[kUdSendOnly] =
+      make_op("UD SEND_ONLY", Transport::kUd, O, kOpt, deth, kRequest | kSend | kConsumesRecv);
+  t[kUdSendOnlyImm] = make_op("UD SEND_ONLY_WITH_IMMEDIATE", Transport::kUd, O, kOpt, deth | imm,
+                              kRequest | kSend | kImm | kConsumesRecv);
   t[kCnp] = make_op("CNP", Transport::kCnp, O, Payload::kFixed, 0, 0, kCnpReservedLen);
   return t;
 }
@@ -181,9 +199,11 @@ inline constexpr std::size_t kMaxTransportHdrLen = [] {
   for (const auto& o : kOpcodeTable) m = o.length > m ? o.length : m;
   return m;
 }();
-static_assert(kMaxTransportHdrLen == kBthLen + kAtomicEthLen, "AtomicETH is the longest header set");
+static_assert(kMaxTransportHdrLen == kBthLen + kAtomicEthLen,
+              "AtomicETH is the longest header set");
 static_assert(kOpcodeTable[opcode::kRcWriteOnlyImm].offset_of(Hdr::kImmDt) == kBthLen + kRethLen);
-static_assert(kOpcodeTable[opcode::kRcAtomicAck].offset_of(Hdr::kAtomicAckEth) == kBthLen + kAethLen);
+static_assert(kOpcodeTable[opcode::kRcAtomicAck].offset_of(Hdr::kAtomicAckEth) ==
+              kBthLen + kAethLen);
 static_assert(kOpcodeTable[opcode::kUdSendOnlyImm].offset_of(Hdr::kImmDt) == kBthLen + kDethLen);
 
 }  // namespace rocedp::wire

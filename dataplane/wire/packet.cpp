@@ -20,7 +20,8 @@ void decode_ext_headers(const std::uint8_t* bth, const OpcodeInfo& op, PacketFie
     AethView<C> v(bth + op.offset_of(Hdr::kAeth));
     f.aeth = AethFields{v.syndrome(), v.msn()};
   }
-  if (op.has(Hdr::kAtomicAckEth)) f.atomic_ack_eth.orig = AtomicAckEthView<C>(bth + op.offset_of(Hdr::kAtomicAckEth)).orig();
+  if (op.has(Hdr::kAtomicAckEth))
+    f.atomic_ack_eth.orig = AtomicAckEthView<C>(bth + op.offset_of(Hdr::kAtomicAckEth)).orig();
   if (op.has(Hdr::kImmDt)) f.imm = ImmDtView<C>(bth + op.offset_of(Hdr::kImmDt)).value();
   if (op.has(Hdr::kIeth)) f.ieth_rkey = IethView<C>(bth + op.offset_of(Hdr::kIeth)).value();
 }
@@ -51,7 +52,8 @@ void encode_ext_headers(std::uint8_t* bth, const OpcodeInfo& op, const PacketFie
     v.set_syndrome(f.aeth.syndrome);
     v.set_msn(f.aeth.msn);
   }
-  if (op.has(Hdr::kAtomicAckEth)) AtomicAckEthView<M>(bth + op.offset_of(Hdr::kAtomicAckEth)).set_orig(f.atomic_ack_eth.orig);
+  if (op.has(Hdr::kAtomicAckEth))
+    AtomicAckEthView<M>(bth + op.offset_of(Hdr::kAtomicAckEth)).set_orig(f.atomic_ack_eth.orig);
   if (op.has(Hdr::kImmDt)) ImmDtView<M>(bth + op.offset_of(Hdr::kImmDt)).set_value(f.imm);
   if (op.has(Hdr::kIeth)) IethView<M>(bth + op.offset_of(Hdr::kIeth)).set_value(f.ieth_rkey);
 }

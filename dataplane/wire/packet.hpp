@@ -38,15 +38,15 @@ struct PacketFields {
 };
 
 struct ParsedPacket {
-  Bytes frame;                         // the whole frame as given
-  const OpcodeInfo* op = nullptr;      // never null after a successful parse
-  std::uint16_t l3_offset = 0;         // IP header
-  std::uint16_t l4_offset = 0;         // UDP header
+  Bytes frame;                     // the whole frame as given
+  const OpcodeInfo* op = nullptr;  // never null after a successful parse
+  std::uint16_t l3_offset = 0;     // IP header
+  std::uint16_t l4_offset = 0;     // UDP header
   std::uint16_t bth_offset = 0;
-  std::uint16_t payload_offset = 0;    // after the last extension header
-  std::uint32_t payload_len = 0;       // without pad
-  std::uint32_t l3_end = 0;            // end of the IP packet (frame may have a trailer)
-  std::uint32_t icrc = 0;              // as stored (little-endian on the wire)
+  std::uint16_t payload_offset = 0;  // after the last extension header
+  std::uint32_t payload_len = 0;     // without pad
+  std::uint32_t l3_end = 0;          // end of the IP packet (frame may have a trailer)
+  std::uint32_t icrc = 0;            // as stored (little-endian on the wire)
   PacketFields f;
 
   Bytes l3() const { return frame.subspan(l3_offset, l3_end - l3_offset); }
@@ -56,22 +56,36 @@ struct ParsedPacket {
 
   // Packet-level raw accessors: the header's bytes located via the opcode table.
   const std::uint8_t* hdr(Hdr h) const { return frame.data() + bth_offset + op->offset_of(h); }
-  BthView<const std::uint8_t> bth() const { return BthView<const std::uint8_t>(frame.data() + bth_offset); }
-  RethView<const std::uint8_t> reth() const { return RethView<const std::uint8_t>(hdr(Hdr::kReth)); }
-  AethView<const std::uint8_t> aeth() const { return AethView<const std::uint8_t>(hdr(Hdr::kAeth)); }
-  DethView<const std::uint8_t> deth() const { return DethView<const std::uint8_t>(hdr(Hdr::kDeth)); }
+  BthView<const std::uint8_t> bth() const {
+    return BthView<const std::uint8_t>(frame.data() + bth_offset);
+  }
+  RethView<const std::uint8_t> reth() const {
+    return RethView<const std::uint8_t>(hdr(Hdr::kReth));
+  }
+  AethView<const std::uint8_t> aeth() const {
+    return AethView<const std::uint8_t>(hdr(Hdr::kAeth));
+  }
+  DethView<const std::uint8_t> deth() const {
+    return DethView<const std::uint8_t>(hdr(Hdr::kDeth));
+  }
   AtomicEthView<const std::uint8_t> atomic_eth() const {
     return AtomicEthView<const std::uint8_t>(hdr(Hdr::kAtomicEth));
   }
   AtomicAckEthView<const std::uint8_t> atomic_ack_eth() const {
     return AtomicAckEthView<const std::uint8_t>(hdr(Hdr::kAtomicAckEth));
   }
-  ImmDtView<const std::uint8_t> immdt() const { return ImmDtView<const std::uint8_t>(hdr(Hdr::kImmDt)); }
-  IethView<const std::uint8_t> ieth() const { return IethView<const std::uint8_t>(hdr(Hdr::kIeth)); }
+  ImmDtView<const std::uint8_t> immdt() const {
+    return ImmDtView<const std::uint8_t>(hdr(Hdr::kImmDt));
+  }
+  IethView<const std::uint8_t> ieth() const {
+    return IethView<const std::uint8_t>(hdr(Hdr::kIeth));
+  }
 };
 
 // Pad bytes that bring a payload of `len` bytes to a 4-byte multiple (IBTA §9.2.1.4).
-constexpr std::uint8_t pad_for(std::size_t len) { return static_cast<std::uint8_t>((4 - (len & 3)) & 3); }
+constexpr std::uint8_t pad_for(std::size_t len) {
+  return static_cast<std::uint8_t>((4 - (len & 3)) & 3);
+}
 
 // Decodes / encodes the extension headers the opcode carries. `bth` points at the BTH.
 void decode_ext_headers(const std::uint8_t* bth, const OpcodeInfo& op, PacketFields& f);

@@ -90,7 +90,8 @@ DropReason parse(Bytes frame, ParsedPacket& out, const ParseOptions& opts) {
   // ICRC (IBTA Annex A17.3.3), little-endian after the pad.
   const std::size_t icrc_at = out.l3_end - kIcrcLen;
   out.icrc = load_le32(p + icrc_at);
-  if (opts.verify_icrc && icrc_compute(frame.subspan(l3, icrc_at - l3)) != out.icrc) return DropReason::kBadIcrc;
+  if (opts.verify_icrc && icrc_compute(frame.subspan(l3, icrc_at - l3)) != out.icrc)
+    return DropReason::kBadIcrc;
   return DropReason::kNone;
 }
 

@@ -89,7 +89,9 @@ void PcapWriter::write(Bytes frame, std::int64_t ts_sec, std::int64_t ts_usec) {
   pcap_dump(reinterpret_cast<u_char*>(impl_->d), &hdr, frame.data());
 }
 
-void PcapWriter::close() { impl_->close(); }
+void PcapWriter::close() {
+  impl_->close();
+}
 
 bool read_pcap(const std::string& path, std::vector<PcapFrame>& frames, std::string& error) {
   PcapReader r;

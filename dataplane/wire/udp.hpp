@@ -24,10 +24,18 @@ class UdpView {
   std::uint16_t dst_port() const { return load_be16(p_ + udp_off::kDst); }
   std::uint16_t length() const { return load_be16(p_ + udp_off::kLen); }
   std::uint16_t checksum() const { return load_be16(p_ + udp_off::kChecksum); }
-  void set_src_port(std::uint16_t v) requires(!std::is_const_v<B>) { store_be16(p_ + udp_off::kSrc, v); }
-  void set_dst_port(std::uint16_t v) requires(!std::is_const_v<B>) { store_be16(p_ + udp_off::kDst, v); }
-  void set_length(std::uint16_t v) requires(!std::is_const_v<B>) { store_be16(p_ + udp_off::kLen, v); }
-  void set_checksum(std::uint16_t v) requires(!std::is_const_v<B>) { store_be16(p_ + udp_off::kChecksum, v); }
+  void set_src_port(std::uint16_t v) requires(!std::is_const_v<B>) {
+    store_be16(p_ + udp_off::kSrc, v);
+  }
+  void set_dst_port(std::uint16_t v) requires(!std::is_const_v<B>) {
+    store_be16(p_ + udp_off::kDst, v);
+  }
+  void set_length(std::uint16_t v) requires(!std::is_const_v<B>) {
+    store_be16(p_ + udp_off::kLen, v);
+  }
+  void set_checksum(std::uint16_t v) requires(!std::is_const_v<B>) {
+    store_be16(p_ + udp_off::kChecksum, v);
+  }
 
  private:
   B* p_;

@@ -33,7 +33,8 @@ constexpr std::uint16_t flow_label_to_udp_sport(std::uint32_t fl) {
 }
 
 // rdma_get_udp_sport: the flow label if set, else derived from both QPNs.
-constexpr std::uint16_t udp_sport(std::uint32_t flow_label, std::uint32_t lqpn, std::uint32_t rqpn) {
+constexpr std::uint16_t udp_sport(std::uint32_t flow_label, std::uint32_t lqpn,
+                                  std::uint32_t rqpn) {
   if (flow_label == 0) flow_label = calc_flow_label(lqpn, rqpn);
   return flow_label_to_udp_sport(flow_label);
 }

@@ -40,7 +40,8 @@ TEST(Builder, WritesTheExpectedBytesForAnAck) {
   EXPECT_EQ(load_be16(&out[38]), 28);
   EXPECT_EQ(load_be16(&out[40]), 0);
   // BTH + AETH.
-  const std::uint8_t bth[] = {0x11, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x11, 0x00, 0x07, 0xe1, 0xb7};
+  const std::uint8_t bth[] = {0x11, 0x00, 0xff, 0xff, 0x00, 0x00,
+                              0x00, 0x11, 0x00, 0x07, 0xe1, 0xb7};
   EXPECT_TRUE(std::equal(std::begin(bth), std::end(bth), out.begin() + 42));
   const std::uint8_t aeth[] = {0x1f, 0x00, 0x00, 0x01};
   EXPECT_TRUE(std::equal(std::begin(aeth), std::end(aeth), out.begin() + 54));
@@ -50,7 +51,8 @@ TEST(Builder, WritesTheExpectedBytesForAnAck) {
 TEST(Builder, RoundTripsEveryOpcodePayloadAndPad) {
   std::mt19937 rng(42);
   std::size_t packets = 0;
-  const std::size_t lens[] = {0, 1, 2, 3, 4, 5, 63, 64, 255, 256, 257, 1023, 1024, 1025, 2047, 4093, 4094, 4095, 4096};
+  const std::size_t lens[] = {0,   1,    2,    3,    4,    5,    63,   64,   255, 256,
+                              257, 1023, 1024, 1025, 2047, 4093, 4094, 4095, 4096};
   for (const OpcodeInfo& op : kOpcodeTable) {
     if (!op.valid()) continue;
     const auto code = static_cast<std::uint8_t>(&op - kOpcodeTable.data());
@@ -70,7 +72,8 @@ TEST(Builder, RoundTripsEveryOpcodePayloadAndPad) {
         test::ExactBuffer e(fr);
         ParsedPacket p;
         ASSERT_EQ(parse(e.bytes(), p), DropReason::kNone)
-            << op.name << " len " << len << " pad " << int(pad) << ": " << drop_reason_name(parse(fr, p));
+            << op.name << " len " << len << " pad " << int(pad) << ": "
+            << drop_reason_name(parse(fr, p));
         EXPECT_EQ(p.payload_len, len);
         EXPECT_TRUE(std::equal(payload.begin(), payload.end(), p.payload().begin()));
         EXPECT_EQ(p.f.bth, f.bth);
@@ -114,7 +117,8 @@ TEST(Builder, HeadroomEntryPointMatchesBuildFrame) {
     std::vector<std::uint8_t> headroom(128, 0xEE);
     const HeaderSpan hs = write_headers(headroom, f, len);
     ASSERT_EQ(hs.headers.size(), header_len(f));
-    ASSERT_EQ(hs.headers.data() + hs.headers.size(), headroom.data() + headroom.size()) << "ends at the payload";
+    ASSERT_EQ(hs.headers.data() + hs.headers.size(), headroom.data() + headroom.size())
+        << "ends at the payload";
     const Bytes pl(payload);
     const Bytes segs[] = {pl.first(100), pl.subspan(100, 1000), pl.subspan(1100)};
     std::uint8_t tail[8];

@@ -45,8 +45,12 @@ RunResult run(const std::string& cmd) {
   return r;
 }
 
-std::string captures_dir() { return env("ROCEDP_SHARED_DIR") + "/captures"; }
-std::string rping_pcap() { return captures_dir() + "/rxe-rping.pcap"; }
+std::string captures_dir() {
+  return env("ROCEDP_SHARED_DIR") + "/captures";
+}
+std::string rping_pcap() {
+  return captures_dir() + "/rxe-rping.pcap";
+}
 
 TEST(Conformance, EveryCapturedRoceV2PacketParsesVerifiesAndRoundTrips) {
   ASSERT_FALSE(env("ROCEDP_SHARED_DIR").empty());
@@ -73,10 +77,16 @@ TEST(Conformance, RpingCaptureHasTheDocumentedPackets) {
   EXPECT_EQ(stats.roce, 125u);
   EXPECT_EQ(stats.failed, 0u);
   EXPECT_EQ(stats.skipped, 2u);
-  const std::map<std::string, std::size_t> want = {
-      {"CM REQ", 1}, {"CM REP", 1}, {"CM RTU", 1}, {"CM DREQ", 1}, {"CM DREP", 1},
-      {"RC SEND_ONLY", 40}, {"RC RDMA_WRITE_ONLY", 10}, {"RC RDMA_READ_REQUEST", 10},
-      {"RC RDMA_READ_RESPONSE_ONLY", 10}, {"RC ACKNOWLEDGE", 50}};
+  const std::map<std::string, std::size_t> want = {{"CM REQ", 1},
+                                                   {"CM REP", 1},
+                                                   {"CM RTU", 1},
+                                                   {"CM DREQ", 1},
+                                                   {"CM DREP", 1},
+                                                   {"RC SEND_ONLY", 40},
+                                                   {"RC RDMA_WRITE_ONLY", 10},
+                                                   {"RC RDMA_READ_REQUEST", 10},
+                                                   {"RC RDMA_READ_RESPONSE_ONLY", 10},
+                                                   {"RC ACKNOWLEDGE", 50}};
   EXPECT_EQ(stats.by_type, want);
 }
 
@@ -116,8 +126,8 @@ TEST(Conformance, EncoderSamplesPassRoceCheck) {
   {
     PcapWriter w;
     ASSERT_TRUE(w.open(out)) << w.error();
-    const std::size_t lens[] = {0, 1, 2, 3, 4, 5, 6, 7, 16, 63, 64, 65, 255, 256, 1021, 1022, 1023, 1024, 2048, 4093,
-                                4094, 4095, 4096};
+    const std::size_t lens[] = {0,   1,   2,    3,    4,    5,    6,    7,    16,   63,   64,  65,
+                                255, 256, 1021, 1022, 1023, 1024, 2048, 4093, 4094, 4095, 4096};
     for (const OpcodeInfo& op : kOpcodeTable) {
       if (!op.valid()) continue;
       const auto code = static_cast<std::uint8_t>(&op - kOpcodeTable.data());
@@ -137,8 +147,8 @@ TEST(Conformance, EncoderSamplesPassRoceCheck) {
       }
     }
     // CM messages on QP1, as the connection manager will send them.
-    for (std::uint16_t attr : {cm_attr::kReq, cm_attr::kMra, cm_attr::kRej, cm_attr::kRep, cm_attr::kRtu,
-                               cm_attr::kDreq, cm_attr::kDrep}) {
+    for (std::uint16_t attr : {cm_attr::kReq, cm_attr::kMra, cm_attr::kRej, cm_attr::kRep,
+                               cm_attr::kRtu, cm_attr::kDreq, cm_attr::kDrep}) {
       PacketFields f = test::sample_fields(opcode::kUdSendOnly, rng);
       f.bth.dqpn = kGsiQpn;
       f.deth = {kGsiQkey, 0, kGsiQpn};
@@ -156,17 +166,22 @@ TEST(Conformance, EncoderSamplesPassRoceCheck) {
   const std::string tool = env("ROCEDP_SHARED_DIR") + "/tools/roce-check";
   const RunResult r = run("/usr/bin/python3 " + tool + " " + out);
   EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_NE(r.output.find(std::to_string(written) + " RoCEv2 packets, 0 problems"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(std::to_string(written) + " RoCEv2 packets, 0 problems"),
+            std::string::npos)
+      << r.output;
 }
 
-std::string rocedpctl() { return env("ROCEDP_BIN_DIR") + "/rocedpctl"; }
+std::string rocedpctl() {
+  return env("ROCEDP_BIN_DIR") + "/rocedpctl";
+}
 
 TEST(Conformance, RocedpctlDecodeRealCapture) {
   const RunResult r = run(rocedpctl() + " decode " + rping_pcap());
   EXPECT_EQ(r.status, 0) << r.output.substr(0, 2000);
-  for (const char* name : {"CM REQ", "CM REP", "CM RTU", "CM DREQ", "CM DREP", "RC RDMA_READ_REQUEST",
-                           "RC RDMA_READ_RESPONSE_ONLY", "RC RDMA_WRITE_ONLY", "RC SEND_ONLY", "RC ACKNOWLEDGE",
-                           "QPN 0x000011", "skipped: not RoCEv2 (ARP)", "125 RoCEv2 packets ok, 0 failed"}) {
+  for (const char* name :
+       {"CM REQ", "CM REP", "CM RTU", "CM DREQ", "CM DREP", "RC RDMA_READ_REQUEST",
+        "RC RDMA_READ_RESPONSE_ONLY", "RC RDMA_WRITE_ONLY", "RC SEND_ONLY", "RC ACKNOWLEDGE",
+        "QPN 0x000011", "skipped: not RoCEv2 (ARP)", "125 RoCEv2 packets ok, 0 failed"}) {
     EXPECT_NE(r.output.find(name), std::string::npos) << name;
   }
 }

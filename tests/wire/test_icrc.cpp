@@ -73,12 +73,15 @@ TEST(Icrc, ChainsOverOneToManyPayloadSegments) {
     const std::size_t hdr = header_len(f);
     const Bytes l3_hdrs = Bytes(fr).subspan(kEthHdrLen, hdr - kEthHdrLen);
     const Bytes body = Bytes(fr).subspan(hdr, len + f.bth.pad);
-    const std::uint32_t want = zlib_icrc(Bytes(fr).subspan(kEthHdrLen, fr.size() - kEthHdrLen - kIcrcLen));
+    const std::uint32_t want =
+        zlib_icrc(Bytes(fr).subspan(kEthHdrLen, fr.size() - kEthHdrLen - kIcrcLen));
     for (std::size_t nseg = 1; nseg <= 8; ++nseg) {
       std::vector<Bytes> segs;
       std::size_t at = 0;
       for (std::size_t s = 0; s < nseg; ++s) {
-        const std::size_t take = s + 1 == nseg ? body.size() - at : std::min(body.size() - at, rng() % (body.size() + 1));
+        const std::size_t take = s + 1 == nseg
+                                     ? body.size() - at
+                                     : std::min(body.size() - at, rng() % (body.size() + 1));
         segs.push_back(body.subspan(at, take));
         at += take;
       }
@@ -86,7 +89,8 @@ TEST(Icrc, ChainsOverOneToManyPayloadSegments) {
     }
     // Split inside the masked prefix's successor: headers that stop right after the BTH.
     const std::size_t prefix = icrc_masked_prefix_len(l3_hdrs);
-    const Bytes rest = Bytes(fr).subspan(kEthHdrLen + prefix, fr.size() - kEthHdrLen - prefix - kIcrcLen);
+    const Bytes rest =
+        Bytes(fr).subspan(kEthHdrLen + prefix, fr.size() - kEthHdrLen - prefix - kIcrcLen);
     EXPECT_EQ(icrc_compute(l3_hdrs.first(prefix), {rest}), want);
   }
 }
@@ -101,7 +105,8 @@ TEST(Icrc, DetectsAnyInvariantByteFlipButIgnoresVariantFields) {
   const std::size_t variant[] = {1, 8, 10, 11, 20 + 6, 20 + 7, 20 + 8 + 4};
   for (std::size_t i = 0; i + 4 < l3.size(); ++i) {
     fr[kEthHdrLen + i] ^= 0x01;
-    const bool is_variant = std::find(std::begin(variant), std::end(variant), i) != std::end(variant);
+    const bool is_variant =
+        std::find(std::begin(variant), std::end(variant), i) != std::end(variant);
     EXPECT_EQ(icrc_verify(l3), is_variant) << "byte " << i;
     fr[kEthHdrLen + i] ^= 0x01;
   }

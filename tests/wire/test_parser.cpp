@@ -26,7 +26,8 @@ DropReason parse_exact(Bytes b, ParsedPacket* out = nullptr) {
   return r;
 }
 
-std::vector<std::uint8_t> frame_of(std::uint8_t opcode, std::size_t payload_len, std::uint32_t seed = 1) {
+std::vector<std::uint8_t> frame_of(std::uint8_t opcode, std::size_t payload_len,
+                                   std::uint32_t seed = 1) {
   std::mt19937 rng(seed);
   PacketFields f = test::sample_fields(opcode, rng);
   payload_len = test::legal_payload_len(*opcode_info(opcode), payload_len);
@@ -86,13 +87,14 @@ TEST(Parser, NotRoceIsNotAFailure) {
 }
 
 TEST(Parser, ShortFramesAtEveryLayer) {
-  for (std::uint8_t op : {opcode::kRcSendOnly, opcode::kRcWriteOnlyImm, opcode::kRcCompareSwap, opcode::kRcAtomicAck,
-                          opcode::kUdSendOnlyImm, opcode::kCnp}) {
+  for (std::uint8_t op : {opcode::kRcSendOnly, opcode::kRcWriteOnlyImm, opcode::kRcCompareSwap,
+                          opcode::kRcAtomicAck, opcode::kUdSendOnlyImm, opcode::kCnp}) {
     const auto fr = frame_of(op, 20);
     ASSERT_EQ(parse_exact(fr), DropReason::kNone);
     for (std::size_t cut = 0; cut < fr.size(); ++cut) {
       const DropReason r = parse_exact(Bytes(fr).first(cut));
-      EXPECT_TRUE(is_failure(r)) << opcode_name(op) << " cut at " << cut << " -> " << drop_reason_name(r);
+      EXPECT_TRUE(is_failure(r)) << opcode_name(op) << " cut at " << cut << " -> "
+                                 << drop_reason_name(r);
       if (cut < kEthHdrLen) {
         EXPECT_EQ(r, DropReason::kEthTooShort);
       } else if (cut < kEthHdrLen + kIpv4MinHdrLen) {
@@ -143,7 +145,8 @@ TEST(Parser, IpHeaderDefects) {
   reseal(total_small);
   EXPECT_EQ(parse_exact(total_small), DropReason::kIpBadLength);
   auto total_big = good;
-  store_be16(total_big.data() + kEthHdrLen + 2, static_cast<std::uint16_t>(good.size() - kEthHdrLen + 1));
+  store_be16(total_big.data() + kEthHdrLen + 2,
+             static_cast<std::uint16_t>(good.size() - kEthHdrLen + 1));
   reseal(total_big);
   EXPECT_EQ(parse_exact(total_big), DropReason::kIpBadLength);
   auto csum = good;
@@ -213,7 +216,8 @@ TEST(Parser, TransportDefects) {
   EXPECT_EQ(parse_exact(build(ack, test::make_payload(4, 0))), DropReason::kPayloadNotAllowed);
   PacketFields rr = test::sample_fields(opcode::kRcReadRequest, rng);
   rr.bth.pad = 2;
-  EXPECT_EQ(parse_exact(build(rr, {})), DropReason::kPayloadNotAllowed) << "pad bytes on a no-payload opcode";
+  EXPECT_EQ(parse_exact(build(rr, {})), DropReason::kPayloadNotAllowed)
+      << "pad bytes on a no-payload opcode";
   for (std::uint8_t op : {opcode::kRcSendFirst, opcode::kRcSendMiddle, opcode::kRcSendLast,
                           opcode::kRcWriteFirst, opcode::kRcReadRespMiddle}) {
     PacketFields f = test::sample_fields(op, rng);
@@ -226,7 +230,8 @@ TEST(Parser, TransportDefects) {
 
 TEST(Parser, BadIcrc) {
   const auto good = frame_of(opcode::kRcWriteOnly, 100);
-  for (std::size_t at : {std::size_t{43} /* SE */, std::size_t{42 + 12 + 3}, good.size() - 5, good.size() - 1}) {
+  for (std::size_t at :
+       {std::size_t{43} /* SE */, std::size_t{42 + 12 + 3}, good.size() - 5, good.size() - 1}) {
     auto fr = good;
     fr[at] ^= 0x80;
     EXPECT_EQ(parse_exact(fr), DropReason::kBadIcrc) << at;
@@ -249,7 +254,8 @@ TEST(Parser, RandomGarbageNeverReadsPastTheBuffer) {
   for (int i = 0; i < 20000; ++i) {
     auto fr = base;
     fr.resize(rng() % (base.size() + 8));
-    for (int k = 0; k < 4 && !fr.empty(); ++k) fr[rng() % fr.size()] = static_cast<std::uint8_t>(rng());
+    for (int k = 0; k < 4 && !fr.empty(); ++k)
+      fr[rng() % fr.size()] = static_cast<std::uint8_t>(rng());
     if (rng() & 1) reseal(fr);
     parsed += parse_exact(fr) == DropReason::kNone;
   }

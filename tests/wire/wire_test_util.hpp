@@ -39,7 +39,8 @@ inline PacketFields sample_fields(std::uint8_t opcode, std::mt19937& rng) {
   }
   f.reth = {(std::uint64_t{u32(rng)} << 32) | u32(rng), u32(rng), u32(rng) % 65536};
   f.aeth = {static_cast<std::uint8_t>(u32(rng) & 0x1F), u32(rng) & 0xFFFFFF};
-  f.atomic_eth = {(std::uint64_t{u32(rng)} << 32) | 0x8, u32(rng), (std::uint64_t{u32(rng)} << 32) | u32(rng),
+  f.atomic_eth = {(std::uint64_t{u32(rng)} << 32) | 0x8, u32(rng),
+                  (std::uint64_t{u32(rng)} << 32) | u32(rng),
                   (std::uint64_t{u32(rng)} << 32) | u32(rng)};
   f.atomic_ack_eth.orig = (std::uint64_t{u32(rng)} << 32) | u32(rng);
   f.imm = u32(rng);
@@ -51,10 +52,14 @@ inline PacketFields sample_fields(std::uint8_t opcode, std::mt19937& rng) {
 // A payload length the opcode accepts, near `want`.
 inline std::size_t legal_payload_len(const OpcodeInfo& op, std::size_t want) {
   switch (op.payload) {
-    case Payload::kNone: return 0;
-    case Payload::kFixed: return op.fixed_payload;
-    case Payload::kRequired: return want == 0 ? 1 : want;
-    case Payload::kOptional: return want;
+    case Payload::kNone:
+      return 0;
+    case Payload::kFixed:
+      return op.fixed_payload;
+    case Payload::kRequired:
+      return want == 0 ? 1 : want;
+    case Payload::kOptional:
+      return want;
   }
   return want;
 }
@@ -65,7 +70,8 @@ inline std::vector<std::uint8_t> make_payload(std::size_t n, std::uint8_t seed) 
   return p;
 }
 
-inline std::vector<std::uint8_t> build(const PacketFields& f, Bytes payload, const BuildOptions& o = {}) {
+inline std::vector<std::uint8_t> build(const PacketFields& f, Bytes payload,
+                                       const BuildOptions& o = {}) {
   std::vector<std::uint8_t> out(frame_len(f, payload.size()));
   const std::size_t n = build_frame(out, f, payload, o);
   out.resize(n);
