@@ -3,7 +3,7 @@
 // a UD SEND_ONLY, and the CM attribute names (IBTA §12.6; cm_msgs.h).
 // Only the common header is decoded here; the CM message bodies (REQ, REP...)
 // get their own codec in the connection-management issue, in this file's
-// sibling cm.hpp.
+// sibling cm_messages.hpp.
 
 #include <cstddef>
 #include <cstdint>
