@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 namespace rocedp::rc {
@@ -189,6 +192,55 @@ TEST(WorkQueue, SrqModifyStatuses) {
   EXPECT_EQ(srq->modify_lc(16, 0), STATUS_NOT_SUPPORTED);     // above the allocated capacity
   ASSERT_EQ(srq->modify_lc(5, 0), STATUS_SUCCESS);
   EXPECT_EQ(srq->post(r), STATUS_INSUFFICIENT_RESOURCES);  // new depth enforced on posts
+}
+
+}  // namespace
+}  // namespace rocedp::rc
+
+namespace rocedp::rc {
+namespace {
+
+// A posting thread with DEFER batches against a core thread that consumes and releases: every
+// request arrives once, in posting order, and deferred ones only after their batch is published.
+TEST(WorkQueue, TwoThreadPostAndConsumeKeepsOrder) {
+  constexpr uint64_t kPosts = 200'000;
+  auto sq = make_sq(64);
+  std::atomic<bool> done{false};
+  uint64_t seen = 0, errors = 0;
+  std::thread core([&] {
+    while (seen < kPosts) {
+      const uint32_t n = sq->ring().readable_lc();
+      for (uint32_t i = 0; i < n; ++i) {
+        errors += sq->ring().at_lc(i).request_context != ctx_of(seen + i);
+      }
+      seen += n;
+      sq->ring().release_lc(n);
+    }
+    done = true;
+  });
+  uint64_t posted = 0, full = 0;
+  while (posted < kPosts) {
+    // Batches of up to 5: all DEFER except the last, which publishes the batch.
+    const uint64_t batch = std::min<uint64_t>(posted % 5 + 1, kPosts - posted);
+    for (uint64_t k = 0; k < batch;) {
+      const uint32_t flags = k + 1 < batch ? NDK_OP_FLAG_DEFER : 0;
+      const NTSTATUS s = sq->post(write_wqe(posted, flags));
+      if (s == STATUS_INSUFFICIENT_RESOURCES) {
+        ++full;  // the failed post published the deferred ones; retry after the core drains
+        std::this_thread::yield();
+        continue;
+      }
+      ASSERT_EQ(s, STATUS_SUCCESS);
+      ++posted;
+      ++k;
+    }
+  }
+  sq->flush_deferred();
+  core.join();
+  EXPECT_TRUE(done.load());
+  EXPECT_EQ(seen, kPosts);
+  EXPECT_EQ(errors, 0u);
+  EXPECT_EQ(sq->ring().deferred(), 0u);
 }
 
 }  // namespace
