@@ -50,7 +50,10 @@ class EalEnvironment : public ::testing::Environment {
       for (std::string w; words >> w;) cfg.eal.extra_args.push_back(w);
     }
     cfg.logging.level = config::LoggingConfig::Level::kWarning;
-    log_configure(LogLevel::kWarning, "");
+    // ROCEDP_TEST_LOG=info shows pmd/'s own events (port_open with the device's queue maxima...).
+    const char* lvl = std::getenv("ROCEDP_TEST_LOG");
+    log_configure(
+        lvl != nullptr && std::string(lvl) == "info" ? LogLevel::kInfo : LogLevel::kWarning, "");
     std::string error;
     ASSERT_TRUE(eal_init(cfg, "pmd-test", &error)) << error;
     pool_slot() = PacketPool::create("test_pool", 8191, 256, PacketPool::data_room_for_mtu(1500),

@@ -388,8 +388,8 @@ TEST(Port, MemifServerAndClientExchangeFramesByteExact) {
   ::unlink(sock.path.c_str());
   const std::string common = ",socket=" + sock.path + ",socket-abstract=no,id=7";
   {
-    auto server = open_port(port_cfg("srv", "net_memif0,role=server" + common));
-    auto client = open_port(port_cfg("cli", "net_memif1,role=client" + common, 2));
+    auto server = open_port(port_cfg("srv", "net_memif0,role=server" + common), 2);
+    auto client = open_port(port_cfg("cli", "net_memif1,role=client" + common, 2), 2);
     ASSERT_TRUE(server && client);
     std::string error;
     ASSERT_TRUE(server->start(&error)) << error;
@@ -407,9 +407,32 @@ TEST(Port, MemifServerAndClientExchangeFramesByteExact) {
     EXPECT_EQ(client->stats().tx_packets, 40u);
     EXPECT_EQ(server->stats().rx_packets, 40u);
     EXPECT_EQ(server->stats().rx_bytes, 40u * 1000);
-    // Server first: when the client goes first, DPDK 22.11's memif server tears its control
-    // channel down twice (once on the hang-up, once on close) and EAL reports "Invalid memory".
+    // Every queue pair is its own lane: queue 1 carries frames too.
+    EXPECT_EQ(server->queue_count(), 2);
+    EXPECT_EQ(client->queue_count(), 2);
+    EXPECT_EQ(client->rx_burst(1, none, 1), 0);
+    std::vector<rte_mbuf*> q1;
+    for (uint32_t i = 0; i < 5; ++i) q1.push_back(to_mbuf(make_frame(700 + i)));
+    ASSERT_EQ(client->tx_burst(1, q1.data(), 5), 5);
+    std::vector<std::vector<uint8_t>> got1;
+    rte_mbuf* pkts[8];
+    for (int i = 0; i < 1000 && got1.size() < 5; ++i) {
+      uint16_t n = server->rx_burst(1, pkts, 8);
+      for (uint16_t k = 0; k < n; ++k) {
+        got1.push_back(to_bytes(pkts[k]));
+        rte_pktmbuf_free(pkts[k]);
+      }
+    }
+    expect_frames(got1, 700, 5);
+    // One side at a time: close the server, wait until the client sees its link go down, then
+    // close the client. (With both ends in one process, DPDK 22.11's memif sometimes still prints
+    // "EAL: Error: Invalid memory" at teardown: rte_free refusing a pointer it does not own.
+    // Two daemons, the real set-up, each hold one end and do not share the socket object.)
     server.reset();
+    for (int i = 0; i < 500 && client->link().up; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_FALSE(client->link().up) << "the client never saw the server go";
   }
   // The server removes its socket file when it closes.
   EXPECT_NE(::access(sock.path.c_str(), F_OK), 0);
