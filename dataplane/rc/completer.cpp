@@ -1,0 +1,389 @@
+#include "dataplane/rc/completer.hpp"
+
+#include <cstring>
+
+#include "dataplane/rc/ib_timers.hpp"
+#include "dataplane/rc/requester.hpp"
+#include "dataplane/wire/psn.hpp"
+
+namespace rocedp::rc {
+namespace {
+
+using namespace wire::opcode;
+using wire::psn_forward;
+using wire::psn_gt;
+using wire::psn_le;
+using wire::psn_lt;
+
+uint32_t started_limit(QueuePair& qp) {
+  const uint32_t avail = qp.params().sq->ring().readable_lc();
+  const uint32_t n = qp.req.cur.wqe + 1;
+  return n < avail ? n : avail;
+}
+
+void restart_timer(QueuePair& qp, uint64_t now_ns) {
+  if (qp.comp.unacked_psn == qp.req.max_psn_sent) {
+    qp.comp.timer_armed = false;
+    return;
+  }
+  if (auto t = local_ack_timeout_ns(qp.conn().local_ack_timeout)) {
+    qp.comp.timer_armed = true;
+    qp.comp.ack_deadline_ns = now_ns + *t;
+  }
+}
+
+// Forward progress: PSNs up to (excluding) `new_unacked` are confirmed.
+void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_ns) {
+  if (!psn_gt(new_unacked, qp.comp.unacked_psn)) return;
+  qp.comp.unacked_psn = new_unacked;
+  qp.comp.retry_left = qp.conn().retry_count;
+  qp.comp.rnr_retry_left = qp.conn().rnr_retry;
+  qp.comp.retried_here = false;
+  // The requester may be resending packets that turned out to have arrived (reordering):
+  // skip it forward to the first unconfirmed PSN.
+  if (psn_lt(qp.req.cur.psn, new_unacked)) requester_go_back_lc(qp, ctx, new_unacked);
+  restart_timer(qp, now_ns);
+}
+
+void go_back(QueuePair& qp, RcContext& ctx, uint32_t psn) {
+  if (qp.comp.retried_here && qp.comp.unacked_psn == psn) return;  // already resending from there
+  qp.comp.retried_here = psn == qp.comp.unacked_psn;
+  requester_go_back_lc(qp, ctx, psn);
+}
+
+// Index of the first unfinished WQE whose PSN range holds `psn`, or -1.
+int wqe_for_psn(QueuePair& qp, uint32_t psn) {
+  const uint32_t lim = started_limit(qp);
+  for (uint32_t i = 0; i < lim; ++i) {
+    WqeMeta& m = qp.meta_at(i);
+    if (!m.started) break;
+    if (m.done || m.local) continue;
+    if (psn_le(m.first_psn, psn) && psn_le(psn, m.last_psn)) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void fail_wqe(QueuePair& qp, RcContext& ctx, uint32_t psn, WcError err) {
+  int i = wqe_for_psn(qp, psn);
+  if (i < 0) {  // no WQE at that PSN: blame the oldest unfinished one
+    const uint32_t lim = started_limit(qp);
+    for (uint32_t k = 0; k < lim && i < 0; ++k) {
+      const WqeMeta& m = qp.meta_at(k);
+      if (m.started && !m.done && !m.local) i = static_cast<int>(k);
+    }
+  }
+  if (i >= 0) qp.meta_at(static_cast<uint32_t>(i)).error = err;
+  enter_error(qp, ctx, err);
+}
+
+// The PSN a READ resumes at: the first response not yet received.
+uint32_t read_resume_psn(const WqeMeta& m, uint32_t mtu) {
+  return wire::psn_add(m.first_psn, m.read_bytes / mtu);
+}
+
+// Cumulative acknowledgement of every PSN up to and including `psn`.
+void ack_through(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns) {
+  const uint32_t lim = started_limit(qp);
+  for (uint32_t i = 0; i < lim; ++i) {
+    WqeMeta& m = qp.meta_at(i);
+    if (!m.started) break;
+    if (m.done || m.local) continue;
+    if (m.rd_atomic) {
+      if (psn_le(m.first_psn, psn)) {
+        // IBTA §9.7.5.1.3 / rxe: an ACK past a READ/atomic whose response is missing means the
+        // response was lost: confirm up to it and ask again.
+        const uint32_t resume =
+            qp.sq_at(i).opcode == SendOpcode::kRead ? read_resume_psn(m, qp.conn().path_mtu) : m.first_psn;
+        advance(qp, ctx, resume, now_ns);
+        go_back(qp, ctx, resume);
+        return;
+      }
+      break;
+    }
+    if (psn_le(m.last_psn, psn)) {
+      m.done = true;
+      continue;
+    }
+    break;
+  }
+  advance(qp, ctx, wire::psn_next(psn), now_ns);
+}
+
+void handle_aeth(QueuePair& qp, RcContext& ctx, uint32_t psn, uint8_t syndrome, uint64_t now_ns) {
+  switch (syndrome & wire::kAethTypeMask) {
+    case wire::kAethAck:
+      ctx.counters->add(RcCounter::kAcksReceived);
+      ack_through(qp, ctx, psn, now_ns);
+      return;
+    case wire::kAethRnrNak: {
+      ctx.counters->add(RcCounter::kRnrNaksReceived);
+      ack_through(qp, ctx, wire::psn_sub(psn, 1), now_ns);
+      if (qp.state() != QpState::kRts || qp.comp.rnr_wait) return;
+      if (qp.conn().rnr_retry != kRnrRetryInfinite) {
+        if (qp.comp.rnr_retry_left == 0) {
+          fail_wqe(qp, ctx, psn, WcError::kRnrRetryExceeded);
+          return;
+        }
+        --qp.comp.rnr_retry_left;
+      }
+      // IBTA §9.7.5.2.8: wait at least the advertised time, then resend from the NAK'd PSN.
+      qp.comp.rnr_wait = true;
+      qp.comp.rnr_deadline_ns = now_ns + uint64_t{rnr_timer_us(syndrome & 0x1F)} * 1000;
+      qp.comp.rnr_psn = psn;
+      qp.comp.timer_armed = false;
+      return;
+    }
+    case wire::kAethNak:
+      break;
+    default:
+      return;  // reserved syndrome: ignore
+  }
+  ctx.counters->add(RcCounter::kNaksReceived);
+  ack_through(qp, ctx, wire::psn_sub(psn, 1), now_ns);
+  if (qp.state() != QpState::kRts) return;
+  switch (syndrome) {
+    case wire::kAethNakPsnSeqError:
+      if (qp.comp.retried_here && qp.comp.unacked_psn == psn) return;
+      if (qp.comp.retry_left == 0) {
+        fail_wqe(qp, ctx, psn, WcError::kRetryExceeded);
+        return;
+      }
+      --qp.comp.retry_left;
+      go_back(qp, ctx, psn);
+      restart_timer(qp, now_ns);
+      return;
+    case wire::kAethNakInvalidRequest:
+      fail_wqe(qp, ctx, psn, WcError::kRemoteInvalidRequest);
+      return;
+    case wire::kAethNakRemoteAccess:
+      fail_wqe(qp, ctx, psn, WcError::kRemoteAccess);
+      return;
+    default:
+      fail_wqe(qp, ctx, psn, WcError::kRemoteOperational);
+      return;
+  }
+}
+
+// The READ/atomic WQE a response at `psn` belongs to; SEND/WRITEs before it are implicitly
+// acknowledged (IBTA §9.7.5.2.1). -1 if the response matches nothing.
+int response_target(QueuePair& qp, uint32_t psn) {
+  const uint32_t lim = started_limit(qp);
+  for (uint32_t i = 0; i < lim; ++i) {
+    WqeMeta& m = qp.meta_at(i);
+    if (!m.started) break;
+    if (m.done || m.local) continue;
+    if (!m.rd_atomic) {
+      if (psn_lt(m.last_psn, psn)) {
+        m.done = true;
+        continue;
+      }
+      return -1;
+    }
+    return psn_le(m.first_psn, psn) && psn_le(psn, m.last_psn) ? static_cast<int>(i) : -1;
+  }
+  return -1;
+}
+
+void handle_read_response(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns) {
+  const uint32_t psn = pkt.f.bth.psn;
+  const int idx = response_target(qp, psn);
+  if (idx < 0 || qp.sq_at(static_cast<uint32_t>(idx)).opcode != SendOpcode::kRead) {
+    ctx.counters->add(RcCounter::kRxGhostResponse);
+    return;
+  }
+  WqeMeta& m = qp.meta_at(static_cast<uint32_t>(idx));
+  const uint32_t mtu = qp.conn().path_mtu;
+  const uint32_t expected = read_resume_psn(m, mtu);
+  if (psn != expected) {
+    if (psn_gt(psn, expected)) {
+      // A response went missing: confirm what came before and ask again from there.
+      advance(qp, ctx, expected, now_ns);
+      go_back(qp, ctx, expected);
+    } else {
+      ctx.counters->add(RcCounter::kRxDuplicate);
+    }
+    return;
+  }
+  const uint32_t remaining = m.length - m.read_bytes;
+  const bool first = m.read_bytes == 0;
+  const bool last = remaining <= mtu;
+  const wire::Position pos = pkt.op->position;
+  const bool pos_ok = (pos == wire::Position::kOnly && first && last) ||
+                      (pos == wire::Position::kFirst && first && !last) ||
+                      (pos == wire::Position::kMiddle && !first && !last) ||
+                      (pos == wire::Position::kLast && !first && last);
+  const uint32_t want = last ? remaining : mtu;
+  if (!pos_ok || pkt.payload_len != want) {
+    ctx.counters->add(RcCounter::kRxGhostResponse);
+    return;
+  }
+  const SendWqe& w = qp.sq_at(static_cast<uint32_t>(idx));
+  scatter_to_sges(w.sge, w.sge_count, m.read_bytes, pkt.payload().data(), want);
+  m.read_bytes += want;
+  if (last) {
+    m.done = true;
+    --qp.req.rd_atomic_outstanding;
+  }
+  advance(qp, ctx, wire::psn_next(psn), now_ns);
+}
+
+void handle_atomic_ack(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns) {
+  const uint32_t psn = pkt.f.bth.psn;
+  const int idx = response_target(qp, psn);
+  if (idx < 0) {
+    ctx.counters->add(RcCounter::kRxGhostResponse);
+    return;
+  }
+  const SendWqe& w = qp.sq_at(static_cast<uint32_t>(idx));
+  if (w.opcode != SendOpcode::kCompareSwap && w.opcode != SendOpcode::kFetchAdd) {
+    ctx.counters->add(RcCounter::kRxGhostResponse);
+    return;
+  }
+  if ((pkt.f.aeth.syndrome & wire::kAethTypeMask) != wire::kAethAck) {
+    handle_aeth(qp, ctx, psn, pkt.f.aeth.syndrome, now_ns);
+    return;
+  }
+  WqeMeta& m = qp.meta_at(static_cast<uint32_t>(idx));
+  m.atomic_orig = pkt.f.atomic_ack_eth.orig;
+  // The original value lands in the 8-byte local sink in host byte order.
+  uint8_t bytes[8];
+  std::memcpy(bytes, &m.atomic_orig, 8);
+  scatter_to_sges(w.sge, w.sge_count, 0, bytes, 8);
+  m.done = true;
+  --qp.req.rd_atomic_outstanding;
+  advance(qp, ctx, wire::psn_next(psn), now_ns);
+}
+
+NdkOperationType op_type(SendOpcode op) {
+  switch (op) {
+    case SendOpcode::kSend:
+    case SendOpcode::kSendAndInvalidate:
+      return NdkOperationType::kSend;
+    case SendOpcode::kWrite:
+      return NdkOperationType::kWrite;
+    case SendOpcode::kRead:
+      return NdkOperationType::kRead;
+    case SendOpcode::kCompareSwap:
+      return NdkOperationType::kCompareSwap;
+    case SendOpcode::kFetchAdd:
+      return NdkOperationType::kFetchAdd;
+    case SendOpcode::kFastRegister:
+      return NdkOperationType::kFastRegister;
+    case SendOpcode::kInvalidate:
+      return NdkOperationType::kInvalidate;
+    case SendOpcode::kBind:
+      return NdkOperationType::kBind;
+  }
+  return NdkOperationType::kSend;
+}
+
+// One CQE; false if the CQ overran (it is then dead, and so is the QP).
+bool produce(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m, WcError err) {
+  if (err == WcError::kSuccess && (w.flags & NDK_OP_FLAG_SILENT_SUCCESS) != 0) return true;
+  const WcErrorInfo& info = wc_error_info(err);
+  NdkResultEx r;
+  r.status = info.status;
+  r.bytes_transferred = err == WcError::kSuccess ? m.length : 0;
+  r.qp_context = qp.params().qp_context;
+  r.request_context = w.request_context;
+  r.type = op_type(w.opcode);
+  r.provider_error_code = info.provider_code;
+  r.type_specific_completion_output = static_cast<uintptr_t>(m.atomic_orig);
+  ctx.counters->add(RcCounter::kCompletions);
+  return qp.params().send_cq->produce_lc(r) == STATUS_SUCCESS;
+}
+
+}  // namespace
+
+void completer_receive_lc(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns) {
+  if (qp.state() != QpState::kRts) {
+    ctx.counters->add(RcCounter::kRxDropState);
+    return;
+  }
+  const uint32_t psn = pkt.f.bth.psn;
+  // A response for a PSN never sent is a ghost (IBTA §9.7.5.2.x: silently dropped).
+  if (!psn_lt(psn, qp.req.max_psn_sent) ||
+      psn_forward(psn, qp.req.max_psn_sent) > qp.params().max_unacked_psns + (1u << 16)) {
+    ctx.counters->add(RcCounter::kRxGhostResponse);
+    return;
+  }
+  switch (pkt.f.bth.opcode) {
+    case kRcAck:
+      handle_aeth(qp, ctx, psn, pkt.f.aeth.syndrome, now_ns);
+      return;
+    case kRcAtomicAck:
+      handle_atomic_ack(qp, ctx, pkt, now_ns);
+      return;
+    case kRcReadRespFirst:
+    case kRcReadRespLast:
+    case kRcReadRespOnly:
+      if ((pkt.f.aeth.syndrome & wire::kAethTypeMask) != wire::kAethAck) {
+        handle_aeth(qp, ctx, psn, pkt.f.aeth.syndrome, now_ns);
+        return;
+      }
+      [[fallthrough]];
+    case kRcReadRespMiddle:
+      handle_read_response(qp, ctx, pkt, now_ns);
+      return;
+    default:
+      ctx.counters->add(RcCounter::kRxGhostResponse);
+      return;
+  }
+}
+
+void completer_timers_lc(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
+  if (qp.state() != QpState::kRts) return;
+  if (qp.comp.rnr_wait && now_ns >= qp.comp.rnr_deadline_ns) {
+    qp.comp.rnr_wait = false;
+    requester_go_back_lc(qp, ctx, qp.comp.rnr_psn);
+    qp.comp.retried_here = qp.comp.rnr_psn == qp.comp.unacked_psn;
+    restart_timer(qp, now_ns);
+  }
+  if (!qp.comp.timer_armed || now_ns < qp.comp.ack_deadline_ns) return;
+  if (qp.comp.unacked_psn == qp.req.max_psn_sent) {
+    qp.comp.timer_armed = false;
+    return;
+  }
+  ctx.counters->add(RcCounter::kAckTimeouts);
+  if (qp.comp.retry_left == 0) {
+    fail_wqe(qp, ctx, qp.comp.unacked_psn, WcError::kRetryExceeded);
+    return;
+  }
+  --qp.comp.retry_left;
+  requester_go_back_lc(qp, ctx, qp.comp.unacked_psn);
+  qp.comp.retried_here = true;
+  restart_timer(qp, now_ns);
+}
+
+uint32_t completer_retire_lc(QueuePair& qp, RcContext& ctx) {
+  WqeRing<SendWqe>& ring = qp.params().sq->ring();
+  const uint32_t avail = ring.readable_lc();
+  uint32_t n = 0;
+  const bool error = qp.state() == QpState::kError;
+  bool failed = false;  // in ERROR: a WQE before this one did not finish successfully
+  while (n < avail) {
+    WqeMeta& m = qp.meta_at(0);
+    const SendWqe& w = qp.sq_at(0);
+    WcError err = m.error;
+    if (error) {
+      // Finished WQEs ahead of the failure still complete successfully; the failing WQE keeps
+      // its status; everything after it is cancelled.
+      const bool finished_ok = m.started && m.done && m.error == WcError::kSuccess;
+      if (failed || !finished_ok) {
+        if (err == WcError::kSuccess) err = WcError::kFlushed;
+        failed = true;
+      }
+    } else if (!m.started || !m.done) {
+      break;
+    }
+    if (!produce(qp, ctx, w, m, err) && !error) enter_error(qp, ctx, WcError::kFlushed);
+    m = WqeMeta{};
+    ring.release_lc(1);
+    ++qp.comp.sq_head;
+    if (qp.req.cur.wqe != 0) --qp.req.cur.wqe;
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace rocedp::rc

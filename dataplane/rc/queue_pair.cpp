@@ -1,0 +1,170 @@
+#include "dataplane/rc/queue_pair.hpp"
+
+#include <bit>
+#include <cstring>
+#include <new>
+
+#include "dataplane/wire/builder.hpp"
+#include "dataplane/wire/udp_sport.hpp"
+
+namespace rocedp::rc {
+
+std::unique_ptr<QueuePair> QueuePair::create(uint32_t qpn, const QpCreateParams& params, NTSTATUS* status) {
+  const bool one_rq = (params.rq != nullptr) != (params.srq != nullptr);
+  if (params.sq == nullptr || !one_rq || params.send_cq == nullptr || params.recv_cq == nullptr ||
+      params.max_inbound_read_limit == 0 || params.max_unacked_psns == 0 ||
+      params.max_unacked_psns >= (1u << 23)) {
+    *status = STATUS_INVALID_PARAMETER;
+    return nullptr;
+  }
+  std::unique_ptr<QueuePair> qp(new (std::nothrow) QueuePair(qpn, params));
+  if (!qp) {
+    *status = STATUS_INSUFFICIENT_RESOURCES;
+    return nullptr;
+  }
+  // One bookkeeping entry per send-queue slot: the ring capacity is a power of two, and a WQE's
+  // slot stays occupied until it completes, so absolute sequence & mask never collides.
+  const uint64_t slots = std::bit_ceil(static_cast<uint64_t>(params.sq->ring().capacity()));
+  qp->meta_.reset(new (std::nothrow) WqeMeta[slots]);
+  qp->meta_mask_ = slots - 1;
+  qp->irl_capacity_ = params.max_inbound_read_limit;
+  qp->resources_.reset(new (std::nothrow) ReadResource[qp->irl_capacity_]);
+  if (!qp->meta_ || !qp->resources_) {
+    *status = STATUS_INSUFFICIENT_RESOURCES;
+    return nullptr;
+  }
+  qp->state_ = QpState::kInit;
+  *status = STATUS_SUCCESS;
+  return qp;
+}
+
+NTSTATUS QueuePair::modify_to_rtr(const QpConnectParams& p) {
+  if (state_ != QpState::kInit) return STATUS_INVALID_DEVICE_STATE;
+  const bool mtu_ok = p.path_mtu >= kMinPathMtu && p.path_mtu <= kMaxPathMtu && std::has_single_bit(p.path_mtu);
+  if (!mtu_ok || p.retry_count > 7 || p.rnr_retry > 7 || p.local_ack_timeout > 31 || p.min_rnr_timer > 31 ||
+      p.inbound_read_limit > irl_capacity_ || p.remote_qpn > wire::kQpnMask || p.remote_qpn <= 1) {
+    return STATUS_INVALID_PARAMETER;
+  }
+  conn_ = p;
+  conn_.rq_psn &= wire::kPsnMask;
+  conn_.sq_psn &= wire::kPsnMask;
+
+  // Frame template: what rxe puts on the wire (verified against rxe-rping.pcap: DF set, TTL 64,
+  // TOS 0, UDP checksum 0, P_Key 0xFFFF, source port from the QPNs' flow label).
+  wire::PacketFields& t = tmpl_;
+  t = wire::PacketFields{};
+  t.eth.src = p.local_mac;
+  t.eth.dst = p.remote_mac;
+  t.eth.ethertype = wire::kEtherTypeIpv4;
+  t.ip.tos = p.tos;
+  t.ip.ttl = p.ttl;
+  t.ip.flags_frag = wire::kIpv4FlagDf;
+  t.ip.src = p.local_ip;
+  t.ip.dst = p.remote_ip;
+  t.udp.src_port = p.udp_sport != 0 ? p.udp_sport : wire::udp_sport(p.flow_label, qpn_, p.remote_qpn);
+  t.udp.dst_port = wire::kRoceV2UdpPort;
+  t.udp.checksum = 0;
+  t.bth.pkey = p.pkey;
+  t.bth.dqpn = p.remote_qpn;
+
+  resp = ResponderState{};
+  resp.psn = conn_.rq_psn;
+  for (uint32_t i = 0; i < irl_capacity_; ++i) resources_[i] = ReadResource{};
+  state_ = QpState::kRtr;
+  return STATUS_SUCCESS;
+}
+
+NTSTATUS QueuePair::modify_to_rts() {
+  if (state_ != QpState::kRtr) return STATUS_INVALID_DEVICE_STATE;
+  req = RequesterState{};
+  req.cur.psn = conn_.sq_psn;
+  req.max_psn_sent = conn_.sq_psn;
+  const uint64_t head = comp.sq_head;
+  comp = CompleterState{};
+  comp.sq_head = head;
+  comp.unacked_psn = conn_.sq_psn;
+  comp.retry_left = conn_.retry_count;
+  comp.rnr_retry_left = conn_.rnr_retry;
+  state_ = QpState::kRts;
+  params_.sq->set_connected(true);
+  return STATUS_SUCCESS;
+}
+
+NTSTATUS QueuePair::connect(const QpConnectParams& params) {
+  const NTSTATUS s = modify_to_rtr(params);
+  return s != STATUS_SUCCESS ? s : modify_to_rts();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+void gather_from_sges(const NdkSge* sges, uint32_t count, uint32_t offset, uint8_t* dst, uint32_t len) {
+  for (uint32_t i = 0; i < count && len != 0; ++i) {
+    const uint32_t l = sges[i].length;
+    if (offset >= l) {
+      offset -= l;
+      continue;
+    }
+    const uint32_t n = l - offset < len ? l - offset : len;
+    std::memcpy(dst, static_cast<const uint8_t*>(sges[i].virtual_address) + offset, n);
+    dst += n;
+    len -= n;
+    offset = 0;
+  }
+}
+
+void scatter_to_sges(const NdkSge* sges, uint32_t count, uint32_t offset, const uint8_t* src, uint32_t len) {
+  for (uint32_t i = 0; i < count && len != 0; ++i) {
+    const uint32_t l = sges[i].length;
+    if (offset >= l) {
+      offset -= l;
+      continue;
+    }
+    const uint32_t n = l - offset < len ? l - offset : len;
+    std::memcpy(static_cast<uint8_t*>(sges[i].virtual_address) + offset, src, n);
+    src += n;
+    len -= n;
+    offset = 0;
+  }
+}
+
+bool transmit(QueuePair& qp, RcContext& ctx, wire::PacketFields& f, const TxPayload& payload) {
+  (void)qp;
+  f.bth.pad = wire::pad_for(payload.length);
+  f.ip.id = (*ctx.ip_id)++;
+  const size_t hlen = wire::header_len(f);
+  const size_t total = hlen + payload.length + f.bth.pad + wire::kIcrcLen;
+  void* handle = nullptr;
+  uint8_t* buf = ctx.sink.alloc(ctx.sink.ctx, total, &handle);
+  if (buf == nullptr) {
+    --*ctx.ip_id;
+    ctx.counters->add(RcCounter::kTxNoBuffer);
+    return false;
+  }
+  const wire::HeaderSpan hs = wire::write_headers(wire::MutBytes(buf, hlen), f, payload.length);
+  uint8_t* pl = buf + hlen;
+  if (payload.length != 0) {
+    if (payload.flat != nullptr) {
+      std::memcpy(pl, payload.flat, payload.length);
+    } else {
+      gather_from_sges(payload.sges, payload.sge_count, payload.offset, pl, payload.length);
+    }
+  }
+  const wire::Bytes pls(pl, payload.length);
+  wire::finish_packet(wire::MutBytes(pl + payload.length, f.bth.pad + wire::kIcrcLen), hs, {pls}, f.bth.pad);
+  ctx.sink.send(ctx.sink.ctx, handle, total);
+  ctx.counters->add(RcCounter::kTxPackets);
+  return true;
+}
+
+void enter_error(QueuePair& qp, RcContext& ctx, WcError cause) {
+  if (qp.state() == QpState::kError) return;
+  qp.set_state(QpState::kError);
+  qp.fatal_error = cause;
+  qp.params().sq->set_connected(false);
+  qp.comp.timer_armed = false;
+  qp.comp.rnr_wait = false;
+  qp.resp.ctl_pending = false;
+  ctx.counters->add(RcCounter::kQpErrors);
+}
+
+}  // namespace rocedp::rc

@@ -1,0 +1,377 @@
+#pragma once
+// One reliable-connected queue pair (IBTA Vol 1 ch. 9-10) as the polling core sees it: its state
+// machine, its connection parameters, and the private state of its three roles (requester,
+// responder, completer; CONVENTIONS.md item 7). The role code lives in requester.cpp,
+// responder.cpp and completer.cpp and works on the plain structs below; only the owning polling
+// core ever touches a QueuePair (DESIGN.md §1), so nothing here is atomic or locked.
+//
+// Everything a packet needs is sized when the QP is created (WQE bookkeeping per send-queue slot,
+// responder resources per inbound read), so the per-packet path never allocates.
+//
+// Completion statuses (NDK / NetworkDirect IND2CompletionQueue status table; the
+// ProviderErrorCode of NdkResultEx carries the matching ibv_wc_status number so that two causes
+// that share an NTSTATUS stay distinguishable):
+//
+// | event                                                        | NTSTATUS                       | provider code        |
+// |--------------------------------------------------------------|--------------------------------|----------------------|
+// | success                                                      | STATUS_SUCCESS                 | 0  SUCCESS           |
+// | message longer than MaxTransferLength (2^31) / SGE sum wraps | STATUS_DATA_OVERRUN            | 1  LOC_LEN_ERR       |
+// | incoming SEND longer than the receive WQE (receiver side)    | STATUS_BUFFER_OVERFLOW         | 1  LOC_LEN_ERR       |
+// | local op error: unaligned atomic target, atomic SGE != 8 B,  | STATUS_INVALID_DEVICE_REQUEST  | 2  LOC_QP_OP_ERR     |
+// |   failed fast-register / invalidate work request             |   (or the MR table's status)   |                      |
+// | local SGE token / bounds / access check failed               | STATUS_ACCESS_VIOLATION        | 4  LOC_PROT_ERR      |
+// | flushed: Flush, QP in error, another request failed          | STATUS_CANCELLED               | 5  WR_FLUSH_ERR      |
+// | NAK invalid request (bad opcode sequence, length error, ...) | STATUS_REMOTE_ERROR 0xC000013D | 9  REM_INV_REQ_ERR   |
+// | NAK remote access error (rkey, bounds, access on the peer)   | STATUS_ACCESS_VIOLATION        | 10 REM_ACCESS_ERR    |
+// | NAK remote operational error                                 | STATUS_REMOTE_ERROR            | 11 REM_OP_ERR        |
+// | retry count exhausted (ACK timeout / sequence NAKs)          | STATUS_IO_TIMEOUT              | 12 RETRY_EXC_ERR     |
+// | RNR retry count exhausted                                    | STATUS_IO_TIMEOUT              | 13 RNR_RETRY_EXC_ERR |
+// | send/receive CQ overran: every QP of the CQ is dead          | (no entry: the CQ reports STATUS_BUFFER_OVERFLOW)     |
+//
+// After any error other than a flush, the QP moves to ERROR: the failing request completes with
+// its status and every other outstanding request (send and receive queue) with STATUS_CANCELLED,
+// in posting order (NetworkDirect: "The request was canceled (generally due to a previous request
+// failing)").
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "dataplane/rc/completion_queue.hpp"
+#include "dataplane/rc/memory_region.hpp"
+#include "dataplane/rc/work_queue.hpp"
+#include "dataplane/wire/eth.hpp"
+#include "dataplane/wire/packet.hpp"
+#include "rocedp/ndk_types.hpp"
+#include "rocedp/status.hpp"
+
+namespace rocedp::rc {
+
+// ---------------------------------------------------------------------------------------------
+// QP state (IBTA §10.3.1 "QP states"; SQD/SQE are not used by NDK).
+
+enum class QpState : uint8_t { kReset, kInit, kRtr, kRts, kError, kCount };
+inline constexpr std::array<std::string_view, static_cast<size_t>(QpState::kCount)> kQpStateNames = {
+    "RESET", "INIT", "RTR", "RTS", "ERROR"};
+constexpr std::string_view qp_state_name(QpState s) {
+  return static_cast<size_t>(s) < kQpStateNames.size() ? kQpStateNames[static_cast<size_t>(s)] : "invalid";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Completion errors: one row per cause, generating the NTSTATUS mapping above (item 13).
+
+// X(enumerator, NTSTATUS, ibv_wc_status code, "name")
+#define ROCEDP_RC_WC_ERRORS(X)                                                 \
+  X(kSuccess, STATUS_SUCCESS, 0, "success")                                    \
+  X(kLocalLength, STATUS_DATA_OVERRUN, 1, "local_length")                      \
+  X(kRecvTooSmall, STATUS_BUFFER_OVERFLOW, 1, "receive_too_small")             \
+  X(kLocalOp, STATUS_INVALID_DEVICE_REQUEST, 2, "local_op")                    \
+  X(kLocalProtection, STATUS_ACCESS_VIOLATION, 4, "local_protection")          \
+  X(kFlushed, STATUS_CANCELLED, 5, "flushed")                                  \
+  X(kRemoteInvalidRequest, STATUS_REMOTE_ERROR, 9, "remote_invalid_request")   \
+  X(kRemoteAccess, STATUS_ACCESS_VIOLATION, 10, "remote_access")               \
+  X(kRemoteOperational, STATUS_REMOTE_ERROR, 11, "remote_operational")         \
+  X(kRetryExceeded, STATUS_IO_TIMEOUT, 12, "retry_exceeded")                   \
+  X(kRnrRetryExceeded, STATUS_IO_TIMEOUT, 13, "rnr_retry_exceeded")
+
+enum class WcError : uint8_t {
+#define ROCEDP_X(e, s, c, n) e,
+  ROCEDP_RC_WC_ERRORS(ROCEDP_X)
+#undef ROCEDP_X
+      kCount
+};
+struct WcErrorInfo {
+  NTSTATUS status;
+  uint32_t provider_code;
+  std::string_view name;
+};
+inline constexpr std::array<WcErrorInfo, static_cast<size_t>(WcError::kCount)> kWcErrors = {{
+#define ROCEDP_X(e, s, c, n) {s, c, n},
+    ROCEDP_RC_WC_ERRORS(ROCEDP_X)
+#undef ROCEDP_X
+}};
+constexpr const WcErrorInfo& wc_error_info(WcError e) { return kWcErrors[static_cast<size_t>(e)]; }
+
+// ---------------------------------------------------------------------------------------------
+// Engine counters (item 13): one X-macro for the enum and the telemetry names.
+
+#define ROCEDP_RC_COUNTERS(X)                                                            \
+  X(kRxPackets, "rx_packets")             /* RoCEv2 RC packets accepted by receive */     \
+  X(kRxDropParse, "rx_drop_parse")        /* codec refused the frame (see wire drops) */  \
+  X(kRxDropNotRc, "rx_drop_not_rc")       /* UD/CNP/QP1: not for the RC engine */          \
+  X(kRxDropNoQp, "rx_drop_no_qp")         /* destination QPN unknown on this core */       \
+  X(kRxDropState, "rx_drop_qp_state")     /* QP not in a state that accepts the packet */  \
+  X(kRxDropSource, "rx_drop_source")      /* source IP is not the connected peer */        \
+  X(kRxDuplicate, "rx_duplicate")         /* duplicate request (re-ACK / re-execute) */    \
+  X(kRxOutOfSequence, "rx_out_of_sequence") /* request ahead of the expected PSN */        \
+  X(kRxGhostResponse, "rx_ghost_response") /* response that matches nothing outstanding */ \
+  X(kTxPackets, "tx_packets")                                                            \
+  X(kTxNoBuffer, "tx_no_buffer")          /* sink refused: rolled back, retried later */   \
+  X(kTxRetransmit, "tx_retransmit")       /* packets sent again after go-back-N */         \
+  X(kAcksSent, "acks_sent")                                                              \
+  X(kNaksSent, "naks_sent")               /* sequence / invalid / access / operational */  \
+  X(kRnrNaksSent, "rnr_naks_sent")                                                       \
+  X(kReadResponsesSent, "read_responses_sent")                                           \
+  X(kAcksReceived, "acks_received")                                                      \
+  X(kNaksReceived, "naks_received")                                                      \
+  X(kRnrNaksReceived, "rnr_naks_received")                                               \
+  X(kAckTimeouts, "ack_timeouts")                                                        \
+  X(kGoBackN, "go_back_n")                /* retransmission restarts */                    \
+  X(kCompletions, "completions")          /* CQEs produced */                              \
+  X(kQpErrors, "qp_errors")               /* QPs moved to ERROR */
+
+enum class RcCounter : uint8_t {
+#define ROCEDP_X(e, n) e,
+  ROCEDP_RC_COUNTERS(ROCEDP_X)
+#undef ROCEDP_X
+      kCount
+};
+inline constexpr size_t kRcCounterCount = static_cast<size_t>(RcCounter::kCount);
+inline constexpr std::array<std::string_view, kRcCounterCount> kRcCounterNames = {
+#define ROCEDP_X(e, n) std::string_view{n},
+    ROCEDP_RC_COUNTERS(ROCEDP_X)
+#undef ROCEDP_X
+};
+
+struct RcCounters {
+  std::array<uint64_t, kRcCounterCount> v{};
+  void add(RcCounter c, uint64_t n = 1) { v[static_cast<size_t>(c)] += n; }
+  uint64_t get(RcCounter c) const { return v[static_cast<size_t>(c)]; }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Transmit: the polling core lends frame buffers (mbufs later) through this sink.
+
+/// alloc: a contiguous buffer of `len` bytes and an opaque handle, or null when no buffer or no
+/// TX room is left (the engine then rolls back and retries on a later poll, item 10).
+/// send: hands the filled buffer (`len` bytes) to the transmit path. Both run on the owning core.
+struct FrameSink {
+  uint8_t* (*alloc)(void* ctx, size_t len, void** handle) = nullptr;
+  void (*send)(void* ctx, void* handle, size_t len) = nullptr;
+  void* ctx = nullptr;
+};
+
+/// What the role code needs besides the QP: the sink, the adapter's MR table, the counters.
+struct RcContext {
+  FrameSink sink;
+  MemoryRegionTable* mrs = nullptr;
+  RcCounters* counters = nullptr;
+  uint16_t* ip_id = nullptr;  // IPv4 identification, incremented per frame as Linux does
+};
+
+// ---------------------------------------------------------------------------------------------
+// Parameters
+
+inline constexpr uint32_t kMinPathMtu = 256;
+inline constexpr uint32_t kMaxPathMtu = 4096;
+/// NDK_ADAPTER_INFO::MaxTransferLength of this engine (IBTA DMA length is 32 bits; 2^31 keeps
+/// every offset computation in range).
+inline constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 31;
+
+/// QP creation (control path; NdkCreateQp / NdkCreateQpWithSrq arguments that reach the core).
+struct QpCreateParams {
+  uint32_t pd = 0;
+  void* qp_context = nullptr;  ///< QPContext returned in every completion
+  SendQueue* sq = nullptr;
+  ReceiveQueue* rq = nullptr;         ///< exactly one of rq / srq
+  SharedReceiveQueue* srq = nullptr;
+  CompletionQueue* send_cq = nullptr;  ///< NDK "initiator CQ"
+  CompletionQueue* recv_cq = nullptr;
+  uint32_t max_inbound_read_limit = 16;  ///< responder resources allocated (>= IRL at RTR)
+  uint32_t max_unacked_psns = 256;       ///< requester window: PSNs in flight before waiting
+};
+
+/// The out-of-band connection parameters (what ibv_rc_pingpong exchanges, what IB CM's
+/// REQ/REP carry): enough to move a QP to RTR and RTS.
+struct QpConnectParams {
+  uint32_t remote_qpn = 0;
+  uint32_t local_ip = 0;   ///< host order
+  uint32_t remote_ip = 0;  ///< host order
+  wire::MacAddr local_mac{};
+  wire::MacAddr remote_mac{};
+  uint32_t flow_label = 0;  ///< 0: derive the UDP source port from both QPNs, as Linux
+  uint16_t udp_sport = 0;   ///< non-zero overrides the derived port
+  uint32_t path_mtu = 1024; ///< 256, 512, 1024, 2048 or 4096
+  uint32_t rq_psn = 0;      ///< first PSN expected from the peer (the peer's sq_psn)
+  uint32_t sq_psn = 0;      ///< first PSN this QP sends
+  uint8_t retry_count = 7;       ///< 0..7 (IBTA: not infinite)
+  uint8_t rnr_retry = 7;         ///< 0..7, 7 = infinite
+  uint8_t local_ack_timeout = 14;///< 4.096 µs × 2^t, 0 = infinite
+  uint8_t min_rnr_timer = 12;    ///< RNR NAK timer code this QP's responder advertises
+  uint32_t inbound_read_limit = 16;   ///< IRL (effective, after negotiation)
+  uint32_t outbound_read_limit = 16;  ///< ORL (effective)
+  uint8_t tos = 0;    ///< IPv4 DSCP/ECN (rxe sends 0)
+  uint8_t ttl = 64;
+  uint16_t pkey = wire::kDefaultPkey;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Role state (item 8: each role's progress as plain data; item 10: RequesterCursor is what is
+// saved before building a packet and restored when the sink refuses the buffer).
+
+/// Per send-queue slot: transport progress of that WQE.
+struct WqeMeta {
+  uint32_t first_psn = 0;
+  uint32_t last_psn = 0;
+  uint32_t length = 0;       ///< message bytes
+  uint32_t read_bytes = 0;   ///< READ: response bytes scattered so far
+  uint64_t atomic_orig = 0;  ///< atomic: original value returned
+  bool started = false;      ///< PSNs assigned (or local op executed)
+  bool done = false;         ///< may complete (acked / responded / local op finished)
+  bool rd_atomic = false;    ///< READ or atomic: counts against the ORL
+  bool local = false;        ///< FastRegister / Invalidate / Bind: no packet
+  WcError error = WcError::kSuccess;
+};
+
+struct RequesterCursor {
+  uint32_t wqe = 0;     ///< index relative to the send queue head of the WQE being sent
+  uint32_t psn = 0;     ///< next PSN to send
+  uint32_t offset = 0;  ///< bytes of that WQE already sent
+};
+
+struct RequesterState {
+  RequesterCursor cur;
+  uint32_t max_psn_sent = 0;  ///< highest PSN ever sent + 1 (for retransmit accounting)
+  uint32_t rd_atomic_outstanding = 0;
+};
+
+struct CompleterState {
+  uint64_t sq_head = 0;        ///< absolute sequence of the send queue head (meta index)
+  uint32_t unacked_psn = 0;    ///< oldest PSN not yet acknowledged
+  uint8_t retry_left = 0;
+  uint8_t rnr_retry_left = 0;
+  bool timer_armed = false;
+  uint64_t ack_deadline_ns = 0;
+  bool rnr_wait = false;       ///< requester paused until rnr_deadline_ns
+  uint64_t rnr_deadline_ns = 0;
+  uint32_t rnr_psn = 0;
+  bool retried_here = false;   ///< a go-back-N to unacked_psn already ran with no progress since
+};
+
+/// Responder resources for inbound READ and atomic requests (IBTA §9.7.5.1.3 / .4: kept so a
+/// duplicate can be answered without re-applying it).
+struct ReadResource {
+  bool valid = false;
+  bool atomic = false;
+  bool pending = false;      ///< responses still to transmit
+  uint32_t first_psn = 0;    ///< PSN of the original request
+  uint32_t last_psn = 0;
+  uint32_t exec_psn = 0;     ///< PSN the current (re-)execution started at (its FIRST/ONLY)
+  uint32_t tx_psn = 0;       ///< PSN of the next response packet
+  uint64_t va = 0;           ///< next byte to read
+  uint32_t remaining = 0;    ///< bytes still to send
+  uint32_t rkey = 0;
+  uint64_t atomic_orig = 0;
+};
+
+enum class InMessage : uint8_t { kNone, kSend, kWrite };
+
+struct ResponderState {
+  uint32_t psn = 0;          ///< expected PSN
+  uint32_t msn = 0;          ///< messages completed (AETH MSN)
+  InMessage in_msg = InMessage::kNone;
+  bool nak_outstanding = false;  ///< sequence/RNR NAK sent: drop later packets until `psn` comes
+  // Receive WQE of the SEND (or WRITE-with-immediate) in progress.
+  bool have_recv = false;
+  bool recv_from_srq = false;
+  RecvWqe recv{};
+  uint32_t recv_offset = 0;
+  // RDMA WRITE in progress.
+  uint64_t write_va = 0;
+  uint32_t write_remaining = 0;
+  uint32_t unacked_packets = 0;
+  // The one pending ACK/NAK (coalesced: a newer one replaces an older one).
+  bool ctl_pending = false;
+  uint8_t ctl_syndrome = 0;
+  uint32_t ctl_psn = 0;
+  bool error_after_ctl = false;  ///< fatal NAK: move the QP to ERROR once it is sent
+  // Read/atomic resources: a ring of `irl_capacity` entries; res_next is the slot the next
+  // request takes (and, going round, the oldest one).
+  uint32_t res_next = 0;
+  // Bytes a WRITE with immediate moved (reported by its receive completion).
+  uint32_t write_total = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+
+class QueuePair {
+ public:
+  /// Control path: allocates every per-QP structure. STATUS_INVALID_PARAMETER (missing queue or
+  /// CQ, both rq and srq), STATUS_INSUFFICIENT_RESOURCES. The QP starts in INIT.
+  static std::unique_ptr<QueuePair> create(uint32_t qpn, const QpCreateParams& params, NTSTATUS* status);
+
+  /// INIT -> RTR with the peer's parameters (responder live). STATUS_INVALID_DEVICE_STATE if
+  /// the QP is not in INIT; STATUS_INVALID_PARAMETER for a bad MTU, retry count or IRL.
+  NTSTATUS modify_to_rtr(const QpConnectParams& params);
+  /// RTR -> RTS (requester live; posts accepted). STATUS_INVALID_DEVICE_STATE otherwise.
+  NTSTATUS modify_to_rts();
+  /// Both steps, as ibv_rc_pingpong does after its exchange.
+  NTSTATUS connect(const QpConnectParams& params);
+
+  uint32_t qpn() const { return qpn_; }
+  QpState state() const { return state_; }
+  const QpConnectParams& conn() const { return conn_; }
+  const QpCreateParams& params() const { return params_; }
+
+  // ---- owning core: used by the role code ----
+  SendWqe& sq_at(uint32_t i) { return params_.sq->ring().at_lc(i); }
+  WqeMeta& meta_at(uint32_t i) { return meta_[(comp.sq_head + i) & meta_mask_]; }
+  ReadResource& resource(uint32_t i) { return resources_[i % irl_capacity_]; }
+  uint32_t irl_capacity() const { return irl_capacity_; }
+  /// Frame template: Ethernet/IP/UDP/BTH fields filled at RTR.
+  wire::PacketFields& tmpl() { return tmpl_; }
+  void set_state(QpState s) { state_ = s; }
+
+  RequesterState req;
+  CompleterState comp;
+  ResponderState resp;
+  bool flush_requested = false;  ///< Flush() arrived; the next poll moves the QP to ERROR
+  WcError fatal_error = WcError::kSuccess;  ///< status the failing WQE completes with
+
+ private:
+  QueuePair(uint32_t qpn, const QpCreateParams& params) : qpn_(qpn), params_(params) {}
+
+  uint32_t qpn_;
+  QpCreateParams params_;
+  QpConnectParams conn_{};
+  QpState state_ = QpState::kReset;
+  wire::PacketFields tmpl_{};
+  std::unique_ptr<WqeMeta[]> meta_;
+  uint64_t meta_mask_ = 0;
+  std::unique_ptr<ReadResource[]> resources_;
+  uint32_t irl_capacity_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Shared helpers of the role code (queue_pair.cpp).
+
+/// Builds one frame from the QP's template with `opcode`, `psn`, `ack_req` and the extension
+/// header values in `f` (only the fields the opcode carries are read), then the payload copied
+/// from `payload` (may be null for none) and the ICRC. False if the sink refused a buffer: the
+/// caller restores its saved state (item 10).
+struct TxPayload {
+  const void* flat = nullptr;  ///< contiguous source, or
+  const NdkSge* sges = nullptr;  ///< gather list
+  uint32_t sge_count = 0;
+  uint32_t offset = 0;  ///< into the gather list
+  uint32_t length = 0;
+};
+bool transmit(QueuePair& qp, RcContext& ctx, wire::PacketFields& f, const TxPayload& payload);
+
+/// Copies `len` bytes from `src` into the gather/scatter list at byte `offset`. The SGEs have been
+/// checked against the MR table when the WQE started (their addresses are this process's memory).
+void scatter_to_sges(const NdkSge* sges, uint32_t count, uint32_t offset, const uint8_t* src, uint32_t len);
+void gather_from_sges(const NdkSge* sges, uint32_t count, uint32_t offset, uint8_t* dst, uint32_t len);
+
+/// Moves the QP to ERROR (idempotent): the requester and responder stop, the send queue is
+/// disconnected, and the completer flushes every outstanding request on its next run.
+void enter_error(QueuePair& qp, RcContext& ctx, WcError cause);
+
+/// Number of packets a message of `len` bytes takes at `mtu` (a zero-length message is 1 packet).
+constexpr uint32_t packets_for(uint64_t len, uint32_t mtu) {
+  return len == 0 ? 1 : static_cast<uint32_t>((len + mtu - 1) / mtu);
+}
+
+}  // namespace rocedp::rc

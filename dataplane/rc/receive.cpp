@@ -1,0 +1,47 @@
+#include "dataplane/rc/receive.hpp"
+
+#include "dataplane/rc/completer.hpp"
+#include "dataplane/rc/responder.hpp"
+#include "dataplane/wire/parser.hpp"
+
+namespace rocedp::rc {
+
+bool receive_parse_lc(wire::Bytes frame, wire::ParsedPacket& out, RcCounters& counters, WireDropCounters& drops) {
+  const wire::DropReason why = wire::parse(frame, out);
+  if (why != wire::DropReason::kNone) {
+    ++drops[static_cast<size_t>(why)];
+    counters.add(RcCounter::kRxDropParse);
+    return false;
+  }
+  if (out.op->transport != wire::Transport::kRc) {
+    counters.add(RcCounter::kRxDropNotRc);
+    return false;
+  }
+  return true;
+}
+
+void receive_dispatch_lc(QueuePair* qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns) {
+  if (qp == nullptr) {
+    ctx.counters->add(RcCounter::kRxDropNoQp);
+    return;
+  }
+  const QpState s = qp->state();
+  if (s != QpState::kRtr && s != QpState::kRts) {
+    ctx.counters->add(RcCounter::kRxDropState);
+    return;
+  }
+  // RC has no source QPN on the wire: the peer is identified by its address (rxe_recv.c
+  // check_addr).
+  if (pkt.f.ip.src != qp->conn().remote_ip || pkt.f.ip.dst != qp->conn().local_ip) {
+    ctx.counters->add(RcCounter::kRxDropSource);
+    return;
+  }
+  ctx.counters->add(RcCounter::kRxPackets);
+  if ((pkt.op->flags & wire::op_flag::kRequest) != 0) {
+    responder_receive_lc(*qp, ctx, pkt, now_ns);
+  } else {
+    completer_receive_lc(*qp, ctx, pkt, now_ns);
+  }
+}
+
+}  // namespace rocedp::rc

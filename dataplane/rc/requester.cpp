@@ -1,0 +1,247 @@
+#include "dataplane/rc/requester.hpp"
+
+#include "dataplane/rc/ib_timers.hpp"
+#include "dataplane/wire/psn.hpp"
+
+namespace rocedp::rc {
+namespace {
+
+using namespace wire::opcode;
+namespace psn = wire;
+
+enum class Admit : uint8_t { kGo, kWait, kLocalDone, kError };
+
+bool is_rd_atomic(SendOpcode op) {
+  return op == SendOpcode::kRead || op == SendOpcode::kCompareSwap || op == SendOpcode::kFetchAdd;
+}
+bool is_local(SendOpcode op) {
+  return op == SendOpcode::kFastRegister || op == SendOpcode::kInvalidate || op == SendOpcode::kBind;
+}
+
+WcError from_mr_status(NTSTATUS s) {
+  return s == STATUS_ACCESS_VIOLATION ? WcError::kLocalProtection : WcError::kLocalOp;
+}
+
+// Local work requests run when the requester reaches them, so they take effect in send-queue
+// order relative to the requests around them (NDK FastRegister / Invalidate).
+WcError run_local(const SendWqe& w, RcContext& ctx) {
+  NTSTATUS s = STATUS_SUCCESS;
+  switch (w.opcode) {
+    case SendOpcode::kFastRegister:
+      s = ctx.mrs->fast_register(w.local_token, w.fr_address, w.fr_length, w.fr_access);
+      break;
+    case SendOpcode::kInvalidate:
+      s = ctx.mrs->invalidate(w.local_token);
+      break;
+    default:
+      return WcError::kLocalOp;  // memory windows (Bind) are not implemented
+  }
+  return s == STATUS_SUCCESS ? WcError::kSuccess : from_mr_status(s);
+}
+
+// First look at a WQE: checks that need no packet, then PSNs. kWait leaves it untouched.
+Admit admit(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, WcError* err) {
+  const QpConnectParams& c = qp.conn();
+  const bool rd_atomic = is_rd_atomic(w.opcode);
+  // IBTA §10.8.3.3 fence: wait until every earlier READ / atomic has completed.
+  if ((w.flags & NDK_OP_FLAG_READ_FENCE) != 0 && qp.req.rd_atomic_outstanding != 0) return Admit::kWait;
+  if (rd_atomic && c.outbound_read_limit != 0 && qp.req.rd_atomic_outstanding >= c.outbound_read_limit) {
+    return Admit::kWait;
+  }
+  m = WqeMeta{};
+  m.started = true;
+  if (is_local(w.opcode)) {
+    m.local = true;
+    m.done = true;
+    *err = run_local(w, ctx);
+    m.error = *err;
+    return *err == WcError::kSuccess ? Admit::kLocalDone : Admit::kError;
+  }
+  const bool inl = (w.flags & NDK_OP_FLAG_INLINE) != 0 && w.opcode != SendOpcode::kRead && !rd_atomic;
+  const uint64_t len = inl ? w.inline_length : sge_bytes(w);
+  *err = WcError::kSuccess;
+  if (len > kMaxMessageBytes) *err = WcError::kLocalLength;
+  if (rd_atomic && c.outbound_read_limit == 0) *err = WcError::kLocalOp;
+  if (w.opcode == SendOpcode::kCompareSwap || w.opcode == SendOpcode::kFetchAdd) {
+    // IBTA §9.4.5: atomics operate on naturally aligned 8-byte words.
+    if ((w.remote_address & 7) != 0 || len != 8) *err = WcError::kLocalOp;
+  }
+  if (*err == WcError::kSuccess && !inl) {
+    // Sinks (READ data, atomic result) need local write; sources only local read.
+    const uint32_t access = rd_atomic ? kMrAccessLocalWrite : kMrAccessLocalRead;
+    for (uint32_t i = 0; i < w.sge_count; ++i) {
+      const NdkSge& s = w.sge[i];
+      if (s.length == 0) continue;
+      if (ctx.mrs->check_local(s.memory_region_token, qp.params().pd,
+                               reinterpret_cast<uint64_t>(s.virtual_address), s.length,
+                               access) != STATUS_SUCCESS) {
+        *err = WcError::kLocalProtection;
+        break;
+      }
+    }
+  }
+  if (*err != WcError::kSuccess) {
+    m.error = *err;
+    m.done = true;
+    return Admit::kError;
+  }
+  const uint32_t npkts = rd_atomic && w.opcode != SendOpcode::kRead ? 1 : packets_for(len, c.path_mtu);
+  m.first_psn = qp.req.cur.psn;
+  m.last_psn = psn::psn_add(m.first_psn, npkts - 1);
+  m.length = static_cast<uint32_t>(len);
+  m.rd_atomic = rd_atomic;
+  if (rd_atomic) ++qp.req.rd_atomic_outstanding;
+  qp.req.cur.offset = 0;
+  return Admit::kGo;
+}
+
+uint8_t send_opcode(const SendWqe& w, bool first, bool last) {
+  const bool imm = w.has_immediate;
+  if (w.opcode == SendOpcode::kWrite) {
+    if (first && last) return imm ? kRcWriteOnlyImm : kRcWriteOnly;
+    if (first) return kRcWriteFirst;
+    if (!last) return kRcWriteMiddle;
+    return imm ? kRcWriteLastImm : kRcWriteLast;
+  }
+  const bool inv = w.opcode == SendOpcode::kSendAndInvalidate;
+  if (first && last) return inv ? kRcSendOnlyInv : (imm ? kRcSendOnlyImm : kRcSendOnly);
+  if (first) return kRcSendFirst;
+  if (!last) return kRcSendMiddle;
+  return inv ? kRcSendLastInv : (imm ? kRcSendLastImm : kRcSendLast);
+}
+
+// Builds and transmits the packet at the cursor. False (cursor restored) if the sink refused.
+bool send_one(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m) {
+  const RequesterCursor saved = qp.req.cur;  // item 10: snapshot before building
+  RequesterCursor& cur = qp.req.cur;
+  const uint32_t mtu = qp.conn().path_mtu;
+  wire::PacketFields f = qp.tmpl();
+  f.bth.psn = cur.psn;
+  TxPayload pl;
+  RequesterCursor next = cur;
+  const uint32_t window_left =
+      qp.params().max_unacked_psns - psn::psn_forward(qp.comp.unacked_psn, cur.psn);
+  switch (w.opcode) {
+    case SendOpcode::kRead: {
+      // A retried READ may start mid-message: ask only for the bytes still missing.
+      const uint32_t skip = psn::psn_forward(m.first_psn, cur.psn) * mtu;
+      f.bth.opcode = kRcReadRequest;
+      f.bth.ack_req = true;
+      f.reth.va = w.remote_address + skip;
+      f.reth.rkey = w.remote_token;
+      f.reth.dma_len = m.length - skip;
+      next.psn = psn::psn_next(m.last_psn);
+      next.wqe = cur.wqe + 1;
+      break;
+    }
+    case SendOpcode::kCompareSwap:
+    case SendOpcode::kFetchAdd:
+      f.bth.opcode = w.opcode == SendOpcode::kCompareSwap ? kRcCompareSwap : kRcFetchAdd;
+      f.bth.ack_req = true;
+      f.atomic_eth.va = w.remote_address;
+      f.atomic_eth.rkey = w.remote_token;
+      f.atomic_eth.swap_add = w.swap_or_add;
+      f.atomic_eth.compare = w.opcode == SendOpcode::kCompareSwap ? w.compare : 0;
+      next.psn = psn::psn_next(cur.psn);
+      next.wqe = cur.wqe + 1;
+      break;
+    default: {
+      const uint32_t remaining = m.length - cur.offset;
+      const uint32_t seg = remaining < mtu ? remaining : mtu;
+      const bool first = cur.offset == 0;
+      const bool last = remaining <= mtu;
+      f.bth.opcode = send_opcode(w, first, last);
+      const uint32_t index = psn::psn_forward(m.first_psn, cur.psn);
+      f.bth.ack_req = last || index % kAckReqInterval == kAckReqInterval - 1 || window_left <= 1;
+      const bool solicit = (w.flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT) != 0;
+      f.bth.se = last && solicit && (w.opcode != SendOpcode::kWrite || w.has_immediate);
+      if (w.opcode == SendOpcode::kWrite && first) {
+        f.reth.va = w.remote_address;
+        f.reth.rkey = w.remote_token;
+        f.reth.dma_len = m.length;
+      }
+      if (last) {
+        f.imm = w.immediate;
+        f.ieth_rkey = w.invalidate_token;
+      }
+      pl.length = seg;
+      if ((w.flags & NDK_OP_FLAG_INLINE) != 0) {
+        pl.flat = w.inline_data + cur.offset;
+      } else {
+        pl.sges = w.sge;
+        pl.sge_count = w.sge_count;
+        pl.offset = cur.offset;
+      }
+      next.psn = psn::psn_next(cur.psn);
+      next.offset = cur.offset + seg;
+      if (last) {
+        next.wqe = cur.wqe + 1;
+        next.offset = 0;
+      }
+      break;
+    }
+  }
+  if (!transmit(qp, ctx, f, pl)) {
+    cur = saved;
+    return false;
+  }
+  if (psn::psn_lt(cur.psn, qp.req.max_psn_sent)) ctx.counters->add(RcCounter::kTxRetransmit);
+  cur = next;
+  if (psn::psn_gt(cur.psn, qp.req.max_psn_sent)) qp.req.max_psn_sent = cur.psn;
+  return true;
+}
+
+}  // namespace
+
+uint32_t requester_run_lc(QueuePair& qp, RcContext& ctx, uint64_t now_ns, uint32_t budget) {
+  if (qp.state() != QpState::kRts || qp.comp.rnr_wait) return 0;
+  WqeRing<SendWqe>& ring = qp.params().sq->ring();
+  const uint32_t avail = ring.readable_lc();
+  uint32_t sent = 0;
+  while (sent < budget && qp.req.cur.wqe < avail) {
+    const SendWqe& w = qp.sq_at(qp.req.cur.wqe);
+    WqeMeta& m = qp.meta_at(qp.req.cur.wqe);
+    if (!m.started) {
+      WcError err = WcError::kSuccess;
+      const Admit a = admit(qp, ctx, w, m, &err);
+      if (a == Admit::kWait) break;
+      if (a == Admit::kError) {
+        enter_error(qp, ctx, err);
+        return sent;
+      }
+    }
+    if (m.local) {
+      ++qp.req.cur.wqe;
+      continue;
+    }
+    if (psn::psn_forward(qp.comp.unacked_psn, qp.req.cur.psn) >= qp.params().max_unacked_psns) break;
+    if (!send_one(qp, ctx, w, m)) break;
+    ++sent;
+  }
+  if (sent != 0 && !qp.comp.timer_armed) {
+    if (auto t = local_ack_timeout_ns(qp.conn().local_ack_timeout)) {
+      qp.comp.timer_armed = true;
+      qp.comp.ack_deadline_ns = now_ns + *t;
+    }
+  }
+  return sent;
+}
+
+void requester_go_back_lc(QueuePair& qp, RcContext& ctx, uint32_t psn_from) {
+  const uint32_t mtu = qp.conn().path_mtu;
+  for (uint32_t i = 0; i <= qp.req.cur.wqe; ++i) {
+    WqeMeta& m = qp.meta_at(i);
+    if (!m.started || i >= qp.params().sq->ring().readable_lc()) break;
+    if (m.local || m.done) continue;
+    if (psn::psn_le(m.first_psn, psn_from) && psn::psn_le(psn_from, m.last_psn)) {
+      qp.req.cur.wqe = i;
+      qp.req.cur.psn = psn_from;
+      const SendOpcode op = qp.sq_at(i).opcode;
+      qp.req.cur.offset = is_rd_atomic(op) ? 0 : psn::psn_forward(m.first_psn, psn_from) * mtu;
+      ctx.counters->add(RcCounter::kGoBackN);
+      return;
+    }
+  }
+}
+
+}  // namespace rocedp::rc

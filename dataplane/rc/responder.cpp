@@ -1,0 +1,443 @@
+#include "dataplane/rc/responder.hpp"
+
+#include <cstring>
+
+#include "dataplane/wire/psn.hpp"
+
+namespace rocedp::rc {
+namespace {
+
+using namespace wire::opcode;
+using wire::Position;
+
+void set_ctl(QueuePair& qp, uint8_t syndrome, uint32_t psn) {
+  ResponderState& r = qp.resp;
+  if (r.error_after_ctl) return;  // a fatal NAK is never replaced
+  // A newer ACK/NAK covers an older one: ACK p says "all up to p", NAK p "all before p".
+  if (!r.ctl_pending || wire::psn_ge(psn, r.ctl_psn)) {
+    r.ctl_pending = true;
+    r.ctl_syndrome = syndrome;
+    r.ctl_psn = psn;
+  }
+}
+
+void nak_fatal(QueuePair& qp, uint8_t syndrome, uint32_t psn) {
+  ResponderState& r = qp.resp;
+  r.ctl_pending = true;
+  r.ctl_syndrome = syndrome;
+  r.ctl_psn = psn;
+  r.error_after_ctl = true;
+}
+
+void nak_rnr(QueuePair& qp, RcContext& ctx, uint32_t psn) {
+  set_ctl(qp, static_cast<uint8_t>(wire::kAethRnrNak | (qp.conn().min_rnr_timer & 0x1F)), psn);
+  qp.resp.nak_outstanding = true;  // drop what follows until the requester resends `psn`
+  (void)ctx;
+}
+
+// Takes the next receive WQE (RQ head, kept until it completes, or an SRQ entry) and checks its
+// buffers. False: none posted (RNR).
+bool get_recv(QueuePair& qp) {
+  ResponderState& r = qp.resp;
+  if (r.have_recv) return true;
+  const QpCreateParams& p = qp.params();
+  if (p.srq != nullptr) {
+    if (!p.srq->take_lc(&r.recv)) return false;
+    r.recv_from_srq = true;
+  } else {
+    if (p.rq->ring().readable_lc() == 0) return false;
+    r.recv = p.rq->ring().at_lc(0);
+    r.recv_from_srq = false;
+  }
+  r.have_recv = true;
+  r.recv_offset = 0;
+  return true;
+}
+
+bool recv_buffers_ok(QueuePair& qp, RcContext& ctx) {
+  const RecvWqe& w = qp.resp.recv;
+  for (uint32_t i = 0; i < w.sge_count; ++i) {
+    const NdkSge& s = w.sge[i];
+    if (s.length == 0) continue;
+    if (ctx.mrs->check_local(s.memory_region_token, qp.params().pd, reinterpret_cast<uint64_t>(s.virtual_address),
+                             s.length, kMrAccessLocalWrite) != STATUS_SUCCESS) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void complete_recv(QueuePair& qp, RcContext& ctx, WcError err, uint32_t bytes, NdkOperationType type,
+                   uintptr_t output, bool solicited) {
+  ResponderState& r = qp.resp;
+  const WcErrorInfo& info = wc_error_info(err);
+  NdkResultEx res;
+  res.status = info.status;
+  res.bytes_transferred = bytes;
+  res.qp_context = qp.params().qp_context;
+  res.request_context = r.recv.request_context;
+  res.type = type;
+  res.provider_error_code = info.provider_code;
+  res.type_specific_completion_output = output;
+  if (!r.recv_from_srq) qp.params().rq->ring().release_lc(1);
+  r.have_recv = false;
+  ctx.counters->add(RcCounter::kCompletions);
+  if (qp.params().recv_cq->produce_lc(res, solicited) != STATUS_SUCCESS) enter_error(qp, ctx, WcError::kFlushed);
+}
+
+void finish_message(QueuePair& qp) {
+  qp.resp.msn = wire::psn_next(qp.resp.msn);  // MSN is 24 bits like a PSN
+  qp.resp.in_msg = InMessage::kNone;
+}
+
+// Takes a resource slot for a READ/atomic; null if the peer exceeds our inbound read limit.
+ReadResource* take_resource(QueuePair& qp) {
+  uint32_t pending = 0;
+  for (uint32_t i = 0; i < qp.irl_capacity(); ++i) pending += qp.resource(i).valid && qp.resource(i).pending;
+  const uint32_t irl = qp.conn().inbound_read_limit;
+  if (pending >= irl) return nullptr;
+  ReadResource& r = qp.resource(qp.resp.res_next);
+  if (r.valid && r.pending) return nullptr;
+  qp.resp.res_next = (qp.resp.res_next + 1) % qp.irl_capacity();
+  r = ReadResource{};
+  return &r;
+}
+
+// ---- per-opcode execution (expected PSN) ----
+
+void exec_send(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
+  ResponderState& r = qp.resp;
+  const uint32_t psn = pkt.f.bth.psn;
+  const Position pos = pkt.op->position;
+  const bool starts = pos == Position::kFirst || pos == Position::kOnly;
+  if (starts) {
+    if (!get_recv(qp)) {
+      nak_rnr(qp, ctx, psn);
+      return;
+    }
+    if (!recv_buffers_ok(qp, ctx)) {
+      complete_recv(qp, ctx, WcError::kLocalProtection, 0, NdkOperationType::kReceive, 0, false);
+      nak_fatal(qp, wire::kAethNakRemoteOperational, psn);
+      return;
+    }
+  }
+  const uint32_t len = pkt.payload_len;
+  const bool ends = pos == Position::kLast || pos == Position::kOnly;
+  // IBTA §9.7.1: FIRST and MIDDLE carry exactly one path MTU.
+  if ((!ends && len != qp.conn().path_mtu) || uint64_t{r.recv_offset} + len > sge_bytes(r.recv)) {
+    complete_recv(qp, ctx, WcError::kRecvTooSmall, r.recv_offset, NdkOperationType::kReceive, 0, false);
+    nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
+    return;
+  }
+  scatter_to_sges(r.recv.sge, r.recv.sge_count, r.recv_offset, pkt.payload().data(), len);
+  r.recv_offset += len;
+  r.psn = wire::psn_next(psn);
+  if (!ends) {
+    r.in_msg = InMessage::kSend;
+    return;
+  }
+  NdkOperationType type = NdkOperationType::kReceive;
+  uintptr_t out = 0;
+  WcError err = WcError::kSuccess;
+  if ((pkt.op->flags & wire::op_flag::kInvalidate) != 0) {
+    // SEND with Invalidate (IBTA §9.4.4.1): the IETH names one of OUR regions to invalidate.
+    type = NdkOperationType::kReceiveAndInvalidate;
+    out = pkt.f.ieth_rkey;
+    if (ctx.mrs->invalidate(pkt.f.ieth_rkey) != STATUS_SUCCESS) err = WcError::kLocalProtection;
+  } else if ((pkt.op->flags & wire::op_flag::kImm) != 0) {
+    out = kCqeImmediateValid | pkt.f.imm;
+  }
+  complete_recv(qp, ctx, err, r.recv_offset, type, out, pkt.f.bth.se);
+  finish_message(qp);
+  if (err != WcError::kSuccess) nak_fatal(qp, wire::kAethNakRemoteOperational, psn);
+}
+
+void exec_write(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
+  ResponderState& r = qp.resp;
+  const uint32_t psn = pkt.f.bth.psn;
+  const Position pos = pkt.op->position;
+  const bool starts = pos == Position::kFirst || pos == Position::kOnly;
+  const bool ends = pos == Position::kLast || pos == Position::kOnly;
+  const bool imm = (pkt.op->flags & wire::op_flag::kImm) != 0;
+  // The receive WQE an immediate needs is checked before anything is written, so an RNR NAK
+  // leaves the target memory and the responder state exactly as they were.
+  if (imm && !get_recv(qp)) {
+    nak_rnr(qp, ctx, psn);
+    return;
+  }
+  if (starts) {
+    const wire::RethFields& reth = pkt.f.reth;
+    if (ctx.mrs->check_remote(reth.rkey, qp.params().pd, reth.va, reth.dma_len, kMrAccessRemoteWrite) !=
+        STATUS_SUCCESS) {
+      nak_fatal(qp, wire::kAethNakRemoteAccess, psn);
+      return;
+    }
+    r.write_va = reth.va;
+    r.write_remaining = reth.dma_len;
+    r.write_total = reth.dma_len;
+  }
+  const uint32_t len = pkt.payload_len;
+  if ((!ends && len != qp.conn().path_mtu) || len > r.write_remaining || (ends && len != r.write_remaining)) {
+    nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
+    return;
+  }
+  if (len != 0) std::memcpy(reinterpret_cast<void*>(r.write_va), pkt.payload().data(), len);
+  r.write_va += len;
+  r.write_remaining -= len;
+  r.psn = wire::psn_next(psn);
+  if (!ends) {
+    r.in_msg = InMessage::kWrite;
+    return;
+  }
+  if (imm) {
+    complete_recv(qp, ctx, WcError::kSuccess, r.write_total, NdkOperationType::kReceive,
+                  kCqeImmediateValid | pkt.f.imm, pkt.f.bth.se);
+  }
+  finish_message(qp);
+}
+
+void exec_read(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
+  const uint32_t psn = pkt.f.bth.psn;
+  const wire::RethFields& reth = pkt.f.reth;
+  if (ctx.mrs->check_remote(reth.rkey, qp.params().pd, reth.va, reth.dma_len, kMrAccessRemoteRead) !=
+      STATUS_SUCCESS) {
+    nak_fatal(qp, wire::kAethNakRemoteAccess, psn);
+    return;
+  }
+  ReadResource* res = take_resource(qp);
+  if (res == nullptr) {
+    nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
+    return;
+  }
+  const uint32_t npkts = packets_for(reth.dma_len, qp.conn().path_mtu);
+  res->valid = true;
+  res->pending = true;
+  res->first_psn = psn;
+  res->last_psn = wire::psn_add(psn, npkts - 1);
+  res->exec_psn = psn;
+  res->tx_psn = psn;
+  res->va = reth.va;
+  res->remaining = reth.dma_len;
+  res->rkey = reth.rkey;
+  qp.resp.psn = wire::psn_add(psn, npkts);
+  finish_message(qp);
+}
+
+void exec_atomic(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
+  const uint32_t psn = pkt.f.bth.psn;
+  const wire::AtomicEthFields& a = pkt.f.atomic_eth;
+  if ((a.va & 7) != 0) {  // IBTA §9.4.5: misaligned atomic is an invalid request
+    nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
+    return;
+  }
+  if (ctx.mrs->check_remote(a.rkey, qp.params().pd, a.va, 8, kMrAccessRemoteAtomic) != STATUS_SUCCESS) {
+    nak_fatal(qp, wire::kAethNakRemoteAccess, psn);
+    return;
+  }
+  ReadResource* res = take_resource(qp);
+  if (res == nullptr) {
+    nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
+    return;
+  }
+  // Executed exactly once; duplicates replay res->atomic_orig (IBTA §9.7.5.1.4). Other cores may
+  // touch the same word, so the operation itself is atomic.
+  auto* word = reinterpret_cast<uint64_t*>(a.va);
+  uint64_t orig;
+  if (pkt.f.bth.opcode == kRcCompareSwap) {
+    orig = a.compare;
+    __atomic_compare_exchange_n(word, &orig, a.swap_add, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  } else {
+    orig = __atomic_fetch_add(word, a.swap_add, __ATOMIC_SEQ_CST);
+  }
+  res->valid = true;
+  res->atomic = true;
+  res->pending = true;
+  res->first_psn = res->last_psn = res->exec_psn = res->tx_psn = psn;
+  res->atomic_orig = orig;
+  qp.resp.psn = wire::psn_next(psn);
+  finish_message(qp);
+}
+
+void duplicate(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
+  ctx.counters->add(RcCounter::kRxDuplicate);
+  const uint32_t psn = pkt.f.bth.psn;
+  const uint8_t op = pkt.f.bth.opcode;
+  if (op == kRcReadRequest || op == kRcCompareSwap || op == kRcFetchAdd) {
+    const bool atomic = op != kRcReadRequest;
+    for (uint32_t i = 0; i < qp.irl_capacity(); ++i) {
+      ReadResource& r = qp.resource(i);
+      if (!r.valid || r.atomic != atomic) continue;
+      if (!wire::psn_le(r.first_psn, psn) || !wire::psn_le(psn, r.last_psn)) continue;
+      if (atomic) {
+        r.pending = psn == r.first_psn;  // replay the saved result, never re-apply
+        return;
+      }
+      // Re-execute with the duplicate's RETH: a retried READ may ask only for the tail.
+      const wire::RethFields& reth = pkt.f.reth;
+      if (ctx.mrs->check_remote(reth.rkey, qp.params().pd, reth.va, reth.dma_len, kMrAccessRemoteRead) !=
+          STATUS_SUCCESS) {
+        return;
+      }
+      r.pending = true;
+      r.exec_psn = psn;
+      r.tx_psn = psn;
+      r.va = reth.va;
+      r.remaining = reth.dma_len;
+      return;
+    }
+    return;  // too old: the requester no longer waits for it
+  }
+  // SEND / WRITE: already executed; acknowledge again (IBTA C9-105), coalesced.
+  set_ctl(qp, wire::kAethAck | wire::kAethAckUnlimitedCredits, wire::psn_sub(qp.resp.psn, 1));
+}
+
+bool sequence_ok(InMessage in_msg, const wire::OpcodeInfo& op) {
+  const bool starts = op.position == Position::kFirst || op.position == Position::kOnly;
+  if (in_msg == InMessage::kNone) return starts;
+  if (starts) return false;
+  const bool is_send = (op.flags & wire::op_flag::kSend) != 0;
+  const bool is_write = (op.flags & wire::op_flag::kWrite) != 0;
+  return (in_msg == InMessage::kSend && is_send) || (in_msg == InMessage::kWrite && is_write);
+}
+
+}  // namespace
+
+void responder_receive_lc(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns) {
+  (void)now_ns;
+  ResponderState& r = qp.resp;
+  if ((qp.state() != QpState::kRtr && qp.state() != QpState::kRts) || r.error_after_ctl) {
+    ctx.counters->add(RcCounter::kRxDropState);
+    return;
+  }
+  const uint32_t psn = pkt.f.bth.psn;
+  const int32_t diff = wire::psn_diff(psn, r.psn);
+  if (diff < 0) {
+    duplicate(qp, ctx, pkt);
+    return;
+  }
+  if (diff > 0) {
+    ctx.counters->add(RcCounter::kRxOutOfSequence);
+    if (!r.nak_outstanding) {
+      set_ctl(qp, wire::kAethNakPsnSeqError, r.psn);
+      r.nak_outstanding = true;
+    }
+    return;
+  }
+  r.nak_outstanding = false;
+  const wire::OpcodeInfo& op = *pkt.op;
+  if (!sequence_ok(r.in_msg, op)) {
+    nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
+    return;
+  }
+  const uint16_t fl = op.flags;
+  if ((fl & wire::op_flag::kRead) != 0) {
+    exec_read(qp, ctx, pkt);
+    return;
+  }
+  if ((fl & wire::op_flag::kAtomic) != 0) {
+    exec_atomic(qp, ctx, pkt);
+    return;
+  }
+  if ((fl & wire::op_flag::kSend) != 0) {
+    exec_send(qp, ctx, pkt);
+  } else {
+    exec_write(qp, ctx, pkt);
+  }
+  if (r.error_after_ctl || r.nak_outstanding || r.psn != wire::psn_next(psn)) return;
+  if (pkt.f.bth.ack_req || ++r.unacked_packets >= kAckCoalesceMax) {
+    set_ctl(qp, wire::kAethAck | wire::kAethAckUnlimitedCredits, psn);
+  }
+}
+
+uint32_t responder_tx_lc(QueuePair& qp, RcContext& ctx, uint32_t budget) {
+  ResponderState& rs = qp.resp;
+  if (qp.state() != QpState::kRtr && qp.state() != QpState::kRts) return 0;
+  const uint32_t mtu = qp.conn().path_mtu;
+  uint32_t sent = 0;
+  bool blocked = false;
+  while (sent < budget && !rs.error_after_ctl) {
+    // Oldest pending resource first: responses leave in PSN order.
+    ReadResource* r = nullptr;
+    for (uint32_t k = 0; k < qp.irl_capacity(); ++k) {
+      ReadResource& c = qp.resource(rs.res_next + k);
+      if (c.valid && c.pending && (r == nullptr || wire::psn_lt(c.tx_psn, r->tx_psn))) r = &c;
+    }
+    if (r == nullptr) break;
+    wire::PacketFields f = qp.tmpl();
+    f.aeth.syndrome = wire::kAethAck | wire::kAethAckUnlimitedCredits;
+    f.aeth.msn = rs.msn;
+    TxPayload pl;
+    if (r->atomic) {
+      f.bth.opcode = kRcAtomicAck;
+      f.bth.psn = r->first_psn;
+      f.atomic_ack_eth.orig = r->atomic_orig;
+      if (!transmit(qp, ctx, f, pl)) {
+        blocked = true;
+        break;
+      }
+      r->pending = false;
+    } else {
+      const bool first = r->tx_psn == r->exec_psn;
+      const bool last = r->remaining <= mtu;
+      const uint32_t seg = last ? r->remaining : mtu;
+      f.bth.opcode = first ? (last ? kRcReadRespOnly : kRcReadRespFirst) : (last ? kRcReadRespLast : kRcReadRespMiddle);
+      f.bth.psn = r->tx_psn;
+      pl.flat = reinterpret_cast<const void*>(r->va);
+      pl.length = seg;
+      if (!transmit(qp, ctx, f, pl)) {  // nothing advanced: the same packet goes next time
+        blocked = true;
+        break;
+      }
+      r->va += seg;
+      r->remaining -= seg;
+      r->tx_psn = wire::psn_next(r->tx_psn);
+      if (last) r->pending = false;
+      ctx.counters->add(RcCounter::kReadResponsesSent);
+    }
+    ++sent;
+  }
+  if (blocked || sent >= budget || !rs.ctl_pending) return sent;
+  for (uint32_t k = 0; k < qp.irl_capacity(); ++k) {
+    const ReadResource& c = qp.resource(k);
+    if (c.valid && c.pending && !rs.error_after_ctl) return sent;  // responses first
+  }
+  wire::PacketFields f = qp.tmpl();
+  f.bth.opcode = kRcAck;
+  f.bth.psn = rs.ctl_psn;
+  f.aeth.syndrome = rs.ctl_syndrome;
+  f.aeth.msn = rs.msn;
+  if (!transmit(qp, ctx, f, TxPayload{})) return sent;
+  rs.ctl_pending = false;
+  rs.unacked_packets = 0;
+  const uint8_t type = rs.ctl_syndrome & wire::kAethTypeMask;
+  ctx.counters->add(type == wire::kAethAck ? RcCounter::kAcksSent
+                                           : (type == wire::kAethRnrNak ? RcCounter::kRnrNaksSent : RcCounter::kNaksSent));
+  if (rs.error_after_ctl) {
+    rs.error_after_ctl = false;
+    enter_error(qp, ctx, WcError::kFlushed);
+  }
+  return sent + 1;
+}
+
+uint32_t responder_flush_lc(QueuePair& qp, RcContext& ctx) {
+  if (qp.state() != QpState::kError) return 0;
+  uint32_t n = 0;
+  ResponderState& r = qp.resp;
+  if (r.have_recv) {
+    complete_recv(qp, ctx, WcError::kFlushed, 0, NdkOperationType::kReceive, 0, false);
+    ++n;
+  }
+  if (qp.params().rq != nullptr) {
+    WqeRing<RecvWqe>& ring = qp.params().rq->ring();
+    while (ring.readable_lc() != 0) {
+      r.recv = ring.at_lc(0);
+      r.recv_from_srq = false;
+      r.have_recv = true;
+      complete_recv(qp, ctx, WcError::kFlushed, 0, NdkOperationType::kReceive, 0, false);
+      ++n;
+    }
+  }
+  return n;
+}
+
+}  // namespace rocedp::rc

@@ -1,0 +1,48 @@
+#pragma once
+// Responder (IBTA §9.7.5.1 "Responder: receiving request packets"; rxe_resp.c): executes inbound
+// requests in PSN order and answers them.
+//
+//  * PSN check: the expected PSN executes. A duplicate (earlier PSN) is never re-applied:
+//    SEND/WRITE are re-ACKed; a READ is re-executed from the responder's resources with the
+//    duplicate's RETH (§9.7.5.1.3); an atomic replays the saved original value (§9.7.5.1.4).
+//    A PSN ahead of the expected one gets ONE NAK PSN sequence error, then silence until the
+//    expected PSN arrives (§9.7.5.1.2).
+//  * Opcode sequence: MIDDLE/LAST need a FIRST of the same kind; FIRST/ONLY need no message in
+//    progress. Violation: NAK invalid request (fatal).
+//  * rkey / bounds / access (MR table) are checked BEFORE any byte is written or read;
+//    failure: NAK remote access error (fatal), memory untouched.
+//  * SEND (and WRITE with immediate) needs a receive WQE (RQ or SRQ): none -> RNR NAK carrying
+//    the QP's min RNR timer code; nothing is consumed and the PSN does not advance.
+//  * Receive buffer too small: the receive completes with STATUS_BUFFER_OVERFLOW and the
+//    requester gets NAK invalid request (fatal).
+//  * Inbound READ/atomics beyond the inbound read limit (IRL): NAK invalid request.
+//  * ACKs are coalesced: one pending ACK/NAK per QP, sent at the end of the poll (after any
+//    read responses), requested by AckReq or every kAckCoalesceMax packets; a newer one replaces
+//    an older one. ACKs carry credit code 0x1F ("unlimited", as rxe) and the MSN.
+
+#include <cstdint>
+
+#include "dataplane/rc/queue_pair.hpp"
+#include "dataplane/wire/packet.hpp"
+
+namespace rocedp::rc {
+
+/// ACK at least every this many executed packets even without AckReq.
+inline constexpr uint32_t kAckCoalesceMax = 32;
+
+/// Rocedp extension: a receive completion with immediate data carries the immediate in the low
+/// 32 bits of TypeSpecificCompletionOutput and this flag above it (NDK has no immediate data).
+inline constexpr uintptr_t kCqeImmediateValid = uintptr_t{1} << 32;
+
+/// A request packet addressed to `qp` (RTR or RTS).
+void responder_receive_lc(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns);
+
+/// Sends pending READ responses / atomic ACKs (oldest first), then the pending ACK/NAK.
+/// Returns packets sent.
+uint32_t responder_tx_lc(QueuePair& qp, RcContext& ctx, uint32_t budget);
+
+/// ERROR: completes the held and every posted receive with STATUS_CANCELLED (RQ only; an SRQ is
+/// shared and keeps its receives). Returns CQEs produced.
+uint32_t responder_flush_lc(QueuePair& qp, RcContext& ctx);
+
+}  // namespace rocedp::rc
