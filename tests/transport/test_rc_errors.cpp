@@ -1,0 +1,306 @@
+// Error paths of the RC engine, each with its documented completion status (queue_pair.hpp):
+// remote access, RNR then success, RNR retry exhausted, retry exhausted, flush, invalid opcode
+// sequence, receive too small, CQ overrun.
+
+#include "dataplane/wire/builder.hpp"
+#include "tests/transport/rc_harness.hpp"
+
+namespace rocedp::rc::test {
+namespace {
+
+struct Errors : ::testing::Test {
+  Host a{0, 0xC6120001, 1};
+  Host b{0, 0xC6120002, 2};
+  Wire w{a, b};
+  Qp* qa = nullptr;
+  Qp* qb = nullptr;
+  void make(const ConnectOptions& o = {}, uint32_t cq_depth = 4096) {
+    qa = &a.qp(256, 256, cq_depth);
+    qb = &b.qp(256, 256, cq_depth);
+    connect(a, *qa, b, *qb, o);
+  }
+};
+
+TEST_F(Errors, RemoteAccessErrorWritesNoByteAndFlushesTheRest) {
+  make();
+  Buffer& src = a.buffer(5000);
+  Buffer& dst = b.buffer(5000, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ, 0x77);  // no remote write
+  fill_pattern(src.ptr(), 5000, 1);
+  SendWqe wr = send_wqe(SendOpcode::kWrite, tag(1), {src.sge(0, 5000)});
+  wr.remote_address = dst.va();
+  wr.remote_token = dst.tokens.remote;
+  ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
+  SendWqe later = wr;
+  later.request_context = tag(2);
+  ASSERT_EQ(qa->sq->post(later), STATUS_SUCCESS);
+  ASSERT_EQ(qa->rq->post(recv_wqe(tag(3), {})), STATUS_SUCCESS);
+  w.settle();
+  auto sc = qa->send_cqes();
+  ASSERT_EQ(sc.size(), 2u);
+  EXPECT_EQ(sc[0].status, STATUS_ACCESS_VIOLATION);
+  EXPECT_EQ(sc[0].provider_error_code, 10u);
+  EXPECT_EQ(sc[1].status, STATUS_CANCELLED);
+  auto rc = qa->recv_cqes();
+  ASSERT_EQ(rc.size(), 1u);
+  EXPECT_EQ(rc[0].status, STATUS_CANCELLED);
+  for (uint8_t byte : dst.data) ASSERT_EQ(byte, 0x77) << "no byte may be written";
+  EXPECT_EQ(qa->qp->state(), QpState::kError);
+  EXPECT_EQ(qb->qp->state(), QpState::kError) << "responder class C error (IBTA 9.9.3)";
+  EXPECT_EQ(qa->sq->post(wr), STATUS_CONNECTION_INVALID);
+}
+
+TEST_F(Errors, RemoteAccessOnReadBeyondTheRegion) {
+  make();
+  Buffer& remote = b.buffer(100);
+  Buffer& sink = a.buffer(200, kMrAll, 0x55);
+  SendWqe rd = send_wqe(SendOpcode::kRead, tag(1), {sink.sge(0, 200)});
+  rd.remote_address = remote.va();
+  rd.remote_token = remote.tokens.remote;
+  ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
+  w.settle();
+  auto sc = qa->send_cqes();
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, STATUS_ACCESS_VIOLATION);
+  for (uint8_t byte : sink.data) ASSERT_EQ(byte, 0x55);
+}
+
+TEST_F(Errors, LocalProtectionErrorOnABadSge) {
+  make();
+  Buffer& src = a.buffer(64);
+  SendWqe s = send_wqe(SendOpcode::kSend, tag(1), {NdkSge{src.ptr(), 128, src.tokens.local}});  // past the MR
+  ASSERT_EQ(qa->sq->post(s), STATUS_SUCCESS);
+  a.eng->poll_lc(w.now);
+  EXPECT_TRUE(a.tx.empty());
+  auto sc = qa->send_cqes();
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, STATUS_ACCESS_VIOLATION);
+  EXPECT_EQ(sc[0].provider_error_code, 4u);
+}
+
+TEST_F(Errors, RnrThenSuccessWhenAReceiveIsPosted) {
+  ConnectOptions o;
+  o.min_rnr_timer = 14;  // 1.28 ms
+  make(o);
+  Buffer& src = a.buffer(3000);
+  Buffer& dst = b.buffer(3000);
+  fill_pattern(src.ptr(), 3000, 4);
+  ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(1), {src.sge(0, 3000)})), STATUS_SUCCESS);
+  a.eng->poll_lc(w.now);
+  Wire::deliver(b, a.tx, w.now);
+  a.tx.clear();
+  b.eng->poll_lc(w.now);
+  ASSERT_EQ(b.tx.size(), 1u);
+  const wire::ParsedPacket nak = parse_frame(b.tx[0]);
+  EXPECT_EQ(nak.f.bth.opcode, wire::opcode::kRcAck);
+  EXPECT_EQ(nak.f.aeth.syndrome, 0x20 | 14) << "RNR NAK with the QP's min RNR timer";
+  EXPECT_EQ(nak.f.bth.psn, 100u);
+  EXPECT_EQ(b.eng->counters().get(RcCounter::kRnrNaksSent), 1u);
+  Wire::deliver(a, b.tx, w.now);
+  b.tx.clear();
+  // Before the timer runs out nothing is resent.
+  w.now += 1'000'000;
+  a.eng->poll_lc(w.now);
+  EXPECT_TRUE(a.tx.empty());
+  ASSERT_EQ(qb->rq->post(recv_wqe(tag(2), {dst.sge(0, 3000)})), STATUS_SUCCESS);
+  w.now += 300'000;
+  w.settle();
+  auto rc = qb->recv_cqes();
+  ASSERT_EQ(rc.size(), 1u);
+  EXPECT_EQ(rc[0].status, STATUS_SUCCESS);
+  EXPECT_EQ(rc[0].bytes_transferred, 3000u);
+  EXPECT_EQ(std::memcmp(src.ptr(), dst.ptr(), 3000), 0);
+  auto sc = qa->send_cqes();
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, STATUS_SUCCESS);
+}
+
+TEST_F(Errors, RnrRetryExhausted) {
+  ConnectOptions o;
+  o.rnr_retry = 2;
+  make(o);
+  Buffer& src = a.buffer(10);
+  ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(1), {src.sge(0, 10)})), STATUS_SUCCESS);
+  ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(2), {src.sge(0, 10)})), STATUS_SUCCESS);
+  std::vector<NdkResultEx> sc;
+  ASSERT_TRUE(w.run_until([&] {
+    auto s = qa->send_cqes();
+    sc.insert(sc.end(), s.begin(), s.end());
+    return sc.size() == 2;
+  }));
+  EXPECT_EQ(sc[0].status, STATUS_IO_TIMEOUT);
+  EXPECT_EQ(sc[0].provider_error_code, 13u);
+  EXPECT_EQ(sc[1].status, STATUS_CANCELLED);
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kRnrNaksReceived), 3u) << "first try + 2 retries";
+}
+
+TEST_F(Errors, RetryExhaustedWhenTheWireDropsEverything) {
+  ConnectOptions o;
+  o.retry = 3;
+  make(o);
+  Buffer& src = a.buffer(10);
+  Buffer& dst = b.buffer(10);
+  SendWqe wr = send_wqe(SendOpcode::kWrite, tag(1), {src.sge(0, 10)});
+  wr.remote_address = dst.va();
+  wr.remote_token = dst.tokens.remote;
+  ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
+  wr.request_context = tag(2);
+  ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
+  w.drop_all = true;
+  std::vector<NdkResultEx> sc;
+  ASSERT_TRUE(w.run_until([&] {
+    auto s = qa->send_cqes();
+    sc.insert(sc.end(), s.begin(), s.end());
+    return sc.size() == 2;
+  }));
+  EXPECT_EQ(sc[0].status, STATUS_IO_TIMEOUT);
+  EXPECT_EQ(sc[0].provider_error_code, 12u);
+  EXPECT_EQ(sc[0].request_context, tag(1));
+  EXPECT_EQ(sc[1].status, STATUS_CANCELLED);
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kAckTimeouts), 4u) << "3 retries, then the 4th timeout fails";
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kTxPackets), 8u) << "2 packets x (1 + 3 retries)";
+}
+
+TEST_F(Errors, AckTimeoutWaitsTheConfiguredTime) {
+  ConnectOptions o;
+  o.timeout = 10;  // 4.096 µs * 1024 = 4.194304 ms
+  make(o);
+  Buffer& src = a.buffer(10);
+  ASSERT_EQ(qb->rq->post(recv_wqe(tag(1), {})), STATUS_SUCCESS);
+  ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(1), {src.sge(0, 0)})), STATUS_SUCCESS);
+  const uint64_t t0 = w.now;
+  a.eng->poll_lc(t0);
+  ASSERT_EQ(a.tx.size(), 1u);
+  a.tx.clear();  // lost
+  a.eng->poll_lc(t0 + 4'194'303);
+  EXPECT_TRUE(a.tx.empty());
+  a.eng->poll_lc(t0 + 4'194'304);
+  ASSERT_EQ(a.tx.size(), 1u) << "resent at exactly 4.096 us * 2^10";
+  EXPECT_EQ(parse_frame(a.tx[0]).f.bth.psn, 100u);
+}
+
+TEST_F(Errors, FlushCancelsEverythingPending) {
+  make();
+  Buffer& src = a.buffer(10);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(qa->rq->post(recv_wqe(tag(10 + i), {})), STATUS_SUCCESS);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(i), {src.sge(0, 10)})), STATUS_SUCCESS);
+  ASSERT_EQ(a.eng->flush_qp(qa->qp->qpn()), STATUS_SUCCESS);
+  a.eng->poll_lc(w.now);
+  EXPECT_TRUE(a.tx.empty());
+  auto sc = qa->send_cqes();
+  auto rc = qa->recv_cqes();
+  ASSERT_EQ(sc.size(), 3u);
+  ASSERT_EQ(rc.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(sc[i].status, STATUS_CANCELLED);
+    EXPECT_EQ(sc[i].request_context, tag(i)) << "posting order";
+    EXPECT_EQ(rc[i].status, STATUS_CANCELLED);
+    EXPECT_EQ(rc[i].request_context, tag(10 + i));
+  }
+  // Receives posted after the flush are cancelled too (the QP stays in ERROR).
+  ASSERT_EQ(qa->rq->post(recv_wqe(tag(20), {})), STATUS_SUCCESS);
+  a.eng->poll_lc(w.now);
+  rc = qa->recv_cqes();
+  ASSERT_EQ(rc.size(), 1u);
+  EXPECT_EQ(rc[0].status, STATUS_CANCELLED);
+}
+
+TEST_F(Errors, ReceiveTooSmall) {
+  make();
+  Buffer& src = a.buffer(2000);
+  Buffer& dst = b.buffer(1000);
+  ASSERT_EQ(qb->rq->post(recv_wqe(tag(1), {dst.sge(0, 1000)})), STATUS_SUCCESS);
+  ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(2), {src.sge(0, 2000)})), STATUS_SUCCESS);
+  w.settle();
+  auto rc = qb->recv_cqes();
+  ASSERT_EQ(rc.size(), 1u);
+  EXPECT_EQ(rc[0].status, STATUS_BUFFER_OVERFLOW);
+  auto sc = qa->send_cqes();
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, STATUS_REMOTE_ERROR);
+  EXPECT_EQ(sc[0].provider_error_code, 9u);
+}
+
+TEST_F(Errors, InvalidOpcodeSequenceIsNakedInvalidRequest) {
+  make();
+  // A forged SEND_MIDDLE with no SEND_FIRST before it.
+  wire::PacketFields f = qa->qp->tmpl();
+  f.bth.opcode = wire::opcode::kRcSendMiddle;
+  f.bth.psn = 100;
+  std::vector<uint8_t> payload(1024, 1);
+  Frame frame(2000);
+  frame.resize(wire::build_frame(frame, f, payload));
+  ASSERT_FALSE(frame.empty());
+  std::vector<Frame> in = {frame};
+  Wire::deliver(b, in, w.now);
+  b.eng->poll_lc(w.now);
+  ASSERT_EQ(b.tx.size(), 1u);
+  const wire::ParsedPacket nak = parse_frame(b.tx[0]);
+  EXPECT_EQ(nak.f.aeth.syndrome, wire::kAethNakInvalidRequest);
+  EXPECT_EQ(nak.f.bth.psn, 100u);
+  EXPECT_EQ(qb->qp->state(), QpState::kError);
+}
+
+TEST_F(Errors, OutOfSequenceGetsOneNakThenRecovers) {
+  make();
+  Buffer& src = a.buffer(4096);
+  Buffer& dst = b.buffer(4096);
+  fill_pattern(src.ptr(), 4096, 8);
+  SendWqe wr = send_wqe(SendOpcode::kWrite, tag(1), {src.sge(0, 4096)});
+  wr.remote_address = dst.va();
+  wr.remote_token = dst.tokens.remote;
+  ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
+  a.eng->poll_lc(w.now);
+  ASSERT_EQ(a.tx.size(), 4u);
+  a.tx.erase(a.tx.begin() + 1);  // lose PSN 101
+  Wire::deliver(b, a.tx, w.now);
+  a.tx.clear();
+  b.eng->poll_lc(w.now);
+  ASSERT_EQ(b.tx.size(), 1u) << "102 and 103 are ahead: ONE sequence NAK";
+  const wire::ParsedPacket nak = parse_frame(b.tx[0]);
+  EXPECT_EQ(nak.f.aeth.syndrome, wire::kAethNakPsnSeqError);
+  EXPECT_EQ(nak.f.bth.psn, 101u);
+  w.settle();
+  auto sc = qa->send_cqes();
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, STATUS_SUCCESS);
+  EXPECT_EQ(std::memcmp(src.ptr(), dst.ptr(), 4096), 0);
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kGoBackN), 1u);
+}
+
+TEST_F(Errors, DuplicateAtomicIsReplayedNotReapplied) {
+  make();
+  Buffer& target = b.buffer(8);
+  Buffer& result = a.buffer(8);
+  SendWqe fa = send_wqe(SendOpcode::kFetchAdd, tag(1), {result.sge(0, 8)});
+  fa.remote_address = target.va();
+  fa.remote_token = target.tokens.remote;
+  fa.swap_or_add = 5;
+  ASSERT_EQ(qa->sq->post(fa), STATUS_SUCCESS);
+  a.eng->poll_lc(w.now);
+  ASSERT_EQ(a.tx.size(), 1u);
+  std::vector<Frame> twice = {a.tx[0], a.tx[0], a.tx[0]};
+  a.tx.clear();
+  Wire::deliver(b, twice, w.now);
+  b.eng->poll_lc(w.now);
+  uint64_t v;
+  std::memcpy(&v, target.ptr(), 8);
+  EXPECT_EQ(v, 5u) << "applied exactly once";
+  w.settle();
+  auto sc = qa->send_cqes();
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].type_specific_completion_output, 0u);
+}
+
+TEST_F(Errors, CqOverrunKillsTheQp) {
+  make({}, 2);
+  Buffer& src = a.buffer(10);
+  Buffer& dst = b.buffer(64);
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(qb->rq->post(recv_wqe(tag(i), {dst.sge(0, 64)})), STATUS_SUCCESS);
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(i), {src.sge(0, 10)})), STATUS_SUCCESS);
+  w.settle();
+  EXPECT_TRUE(qb->rcq->overrun());
+  EXPECT_EQ(qb->qp->state(), QpState::kError);
+}
+
+}  // namespace
+}  // namespace rocedp::rc::test
