@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <utility>
 #include <variant>
 
 #include "dataplane/wire/bytes.hpp"
@@ -221,6 +222,15 @@ struct CmMad {
   CmBody body;
   friend bool operator==(const CmMad&, const CmMad&) = default;
 };
+
+// A Send MAD with `tid` and the attribute ID of `body`.
+inline CmMad make_cm_mad(std::uint64_t tid, CmBody body) {
+  CmMad m;
+  m.hdr.tid = tid;
+  m.hdr.attr_id = cm_attr_id(body);
+  m.body = std::move(body);
+  return m;
+}
 
 enum class CmDecodeStatus : std::uint8_t {
   kOk,
