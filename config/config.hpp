@@ -36,6 +36,7 @@ struct FaultConfig {
   double duplicate_pct = 0;   // 0..100: frame delivered twice
   double corrupt_pct = 0;     // 0..100: one random byte flipped
   uint32_t reorder_window = 0;  // 0 = off; else frames are shuffled within windows of this many
+  double reorder_pct = 100;   // with a window: share of frames that take part in the shuffle
   uint32_t delay_us = 0;      // every frame held this long before delivery
   uint64_t seed = 1;          // PRNG seed, so a failing chaos run can be replayed
   bool enabled() const {
@@ -92,6 +93,27 @@ struct LoggingConfig {
   std::optional<std::string> file;  // unset: stderr
 };
 
+// Adapter limits reported through QueryAdapterInfo (NDK_ADAPTER_INFO) and enforced at creation.
+struct LimitsConfig {
+  uint32_t max_qps = 131072;          // queue pairs over all cores
+  uint32_t max_cqs = 131072;
+  uint32_t max_srqs = 1024;
+  uint32_t max_pds = 1024;
+  uint32_t max_mrs = 65536;
+  uint32_t max_cq_depth = 65536;      // NDK MaxCqDepth
+  uint32_t max_qp_depth = 4096;       // MaxInitiatorQueueDepth and MaxReceiveQueueDepth
+  uint32_t max_srq_depth = 16384;     // MaxSrqDepth
+  uint32_t max_sge = 16;              // MaxInitiatorRequestSge / MaxReceiveRequestSge / MaxReadRequestSge
+  uint32_t max_inline_data = 64;      // MaxInlineDataSize
+  uint32_t max_read_limit = 16;       // MaxInboundReadLimit and MaxOutboundReadLimit
+  uint64_t max_registration_size = 1ull << 32;
+  uint32_t max_transfer_length = 1u << 30;  // MaxTransferLength
+  uint32_t frmr_page_count = 256;     // FRMRPageCount (NDK: at least 16)
+  uint32_t max_listeners = 1024;      // CreateListener/CreateSharedEndpoint: INSUFFICIENT_RESOURCES beyond
+  uint32_t max_shared_endpoints = 1024;
+  uint32_t max_connectors = 131072;
+};
+
 struct Config {
   std::string source;  // file the configuration came from
   EalConfig eal;
@@ -100,6 +122,7 @@ struct Config {
   ControlConfig control;
   TelemetryConfig telemetry;
   LoggingConfig logging;
+  LimitsConfig limits;
 };
 
 // A rejected configuration: where (file, 1-based line and column, key path such as
