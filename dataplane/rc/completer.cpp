@@ -15,11 +15,9 @@ using wire::psn_gt;
 using wire::psn_le;
 using wire::psn_lt;
 
-uint32_t started_limit(QueuePair& qp) {
-  const uint32_t avail = qp.params().sq->ring().readable_lc();
-  const uint32_t n = qp.req.cur.wqe + 1;
-  return n < avail ? n : avail;
-}
+// WQEs that may have PSNs: every readable one (the loops stop at the first not started). Not
+// req.cur.wqe: after a go-back-N the requester cursor sits before WQEs already sent.
+uint32_t started_limit(QueuePair& qp) { return qp.params().sq->ring().readable_lc(); }
 
 void restart_timer(QueuePair& qp, uint64_t now_ns) {
   if (qp.comp.unacked_psn == qp.req.max_psn_sent) {
@@ -118,7 +116,8 @@ void handle_aeth(QueuePair& qp, RcContext& ctx, uint32_t psn, uint8_t syndrome, 
     case wire::kAethRnrNak: {
       ctx.counters->add(RcCounter::kRnrNaksReceived);
       ack_through(qp, ctx, wire::psn_sub(psn, 1), now_ns);
-      if (qp.state() != QpState::kRts || qp.comp.rnr_wait) return;
+      // An earlier READ/atomic response is missing: ack_through already went back there.
+      if (qp.state() != QpState::kRts || qp.comp.rnr_wait || qp.comp.unacked_psn != psn) return;
       if (qp.conn().rnr_retry != kRnrRetryInfinite) {
         if (qp.comp.rnr_retry_left == 0) {
           fail_wqe(qp, ctx, psn, WcError::kRnrRetryExceeded);
@@ -143,7 +142,9 @@ void handle_aeth(QueuePair& qp, RcContext& ctx, uint32_t psn, uint8_t syndrome, 
   if (qp.state() != QpState::kRts) return;
   switch (syndrome) {
     case wire::kAethNakPsnSeqError:
-      if (qp.comp.retried_here && qp.comp.unacked_psn == psn) return;
+      // unacked != psn: an earlier READ/atomic response is missing and ack_through already
+      // went back to it; the NAK adds nothing.
+      if (qp.comp.unacked_psn != psn || qp.comp.retried_here) return;
       if (qp.comp.retry_left == 0) {
         fail_wqe(qp, ctx, psn, WcError::kRetryExceeded);
         return;
@@ -166,7 +167,7 @@ void handle_aeth(QueuePair& qp, RcContext& ctx, uint32_t psn, uint8_t syndrome, 
 
 // The READ/atomic WQE a response at `psn` belongs to; SEND/WRITEs before it are implicitly
 // acknowledged (IBTA §9.7.5.2.1). -1 if the response matches nothing.
-int response_target(QueuePair& qp, uint32_t psn) {
+int response_target(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns) {
   const uint32_t lim = started_limit(qp);
   for (uint32_t i = 0; i < lim; ++i) {
     WqeMeta& m = qp.meta_at(i);
@@ -175,6 +176,7 @@ int response_target(QueuePair& qp, uint32_t psn) {
     if (!m.rd_atomic) {
       if (psn_lt(m.last_psn, psn)) {
         m.done = true;
+        advance(qp, ctx, wire::psn_next(m.last_psn), now_ns);
         continue;
       }
       return -1;
@@ -186,7 +188,7 @@ int response_target(QueuePair& qp, uint32_t psn) {
 
 void handle_read_response(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns) {
   const uint32_t psn = pkt.f.bth.psn;
-  const int idx = response_target(qp, psn);
+  const int idx = response_target(qp, ctx, psn, now_ns);
   if (idx < 0 || qp.sq_at(static_cast<uint32_t>(idx)).opcode != SendOpcode::kRead) {
     ctx.counters->add(RcCounter::kRxGhostResponse);
     return;
@@ -205,13 +207,12 @@ void handle_read_response(QueuePair& qp, RcContext& ctx, const wire::ParsedPacke
     return;
   }
   const uint32_t remaining = m.length - m.read_bytes;
-  const bool first = m.read_bytes == 0;
   const bool last = remaining <= mtu;
+  // A READ retried mid-message is a new request: its responses start again with FIRST/ONLY
+  // (IBTA §9.7.5.1.3), so only "last or not" is checked against what is still missing.
   const wire::Position pos = pkt.op->position;
-  const bool pos_ok = (pos == wire::Position::kOnly && first && last) ||
-                      (pos == wire::Position::kFirst && first && !last) ||
-                      (pos == wire::Position::kMiddle && !first && !last) ||
-                      (pos == wire::Position::kLast && !first && last);
+  const bool pkt_last = pos == wire::Position::kLast || pos == wire::Position::kOnly;
+  const bool pos_ok = pkt_last == last;
   const uint32_t want = last ? remaining : mtu;
   if (!pos_ok || pkt.payload_len != want) {
     ctx.counters->add(RcCounter::kRxGhostResponse);
@@ -229,7 +230,7 @@ void handle_read_response(QueuePair& qp, RcContext& ctx, const wire::ParsedPacke
 
 void handle_atomic_ack(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns) {
   const uint32_t psn = pkt.f.bth.psn;
-  const int idx = response_target(qp, psn);
+  const int idx = response_target(qp, ctx, psn, now_ns);
   if (idx < 0) {
     ctx.counters->add(RcCounter::kRxGhostResponse);
     return;

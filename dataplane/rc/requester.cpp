@@ -229,19 +229,25 @@ uint32_t requester_run_lc(QueuePair& qp, RcContext& ctx, uint64_t now_ns, uint32
 
 void requester_go_back_lc(QueuePair& qp, RcContext& ctx, uint32_t psn_from) {
   const uint32_t mtu = qp.conn().path_mtu;
-  for (uint32_t i = 0; i <= qp.req.cur.wqe; ++i) {
+  const uint32_t avail = qp.params().sq->ring().readable_lc();
+  uint32_t i = 0;
+  for (; i < avail; ++i) {
     WqeMeta& m = qp.meta_at(i);
-    if (!m.started || i >= qp.params().sq->ring().readable_lc()) break;
-    if (m.local || m.done) continue;
-    if (psn::psn_le(m.first_psn, psn_from) && psn::psn_le(psn_from, m.last_psn)) {
-      qp.req.cur.wqe = i;
-      qp.req.cur.psn = psn_from;
-      const SendOpcode op = qp.sq_at(i).opcode;
-      qp.req.cur.offset = is_rd_atomic(op) ? 0 : psn::psn_forward(m.first_psn, psn_from) * mtu;
-      ctx.counters->add(RcCounter::kGoBackN);
-      return;
-    }
+    if (!m.started) break;
+    if (m.local || m.done || psn::psn_lt(m.last_psn, psn_from)) continue;
+    // The first unfinished WQE at or after `psn_from`; PSNs before it are already confirmed.
+    const uint32_t p = psn::psn_lt(psn_from, m.first_psn) ? m.first_psn : psn_from;
+    qp.req.cur.wqe = i;
+    qp.req.cur.psn = p;
+    const SendOpcode op = qp.sq_at(i).opcode;
+    qp.req.cur.offset = is_rd_atomic(op) ? 0 : psn::psn_forward(m.first_psn, p) * mtu;
+    ctx.counters->add(RcCounter::kGoBackN);
+    return;
   }
+  // Everything started is finished: continue with the first WQE not started yet.
+  qp.req.cur.wqe = i;
+  qp.req.cur.psn = qp.req.max_psn_sent;
+  qp.req.cur.offset = 0;
 }
 
 }  // namespace rocedp::rc

@@ -186,7 +186,12 @@ struct Wire {
     std::vector<Frame> later;
     for (Frame& f : in) {
       if (faults->u() < faults->drop) continue;
-      if (faults->u() < faults->corrupt) f[14 + 20 + 8 + 12 + faults->rng() % (f.size() - 58)] ^= 0x5A;
+      if (faults->u() < faults->corrupt) {
+        // One byte of BTH..payload (not the ICRC-masked BTH byte 4): the receiver must drop it.
+        size_t at = 42 + faults->rng() % (f.size() - 46);
+        if (at == 46) at = 47;
+        f[at] ^= 0x5A;
+      }
       if (faults->u() < faults->duplicate) out.push_back(f);
       if (faults->u() < faults->reorder) {
         later.push_back(std::move(f));
