@@ -392,3 +392,47 @@ TEST_F(Pair, AckIsCoalescedPerPoll) {
 
 }  // namespace
 }  // namespace rocedp::rc::test
+
+namespace rocedp::rc::test {
+namespace {
+
+TEST(RcEngineSrq, ReceivesComeFromTheSharedQueueAndRnrWhenEmpty) {
+  Host a{0, 0xC6120001, 1};
+  Host b{0, 0xC6120002, 2};
+  Wire w{a, b};
+  Qp& qa = a.qp();
+  // B's QP takes its receives from an SRQ.
+  Qp qb;
+  NTSTATUS st;
+  qb.sq = SendQueue::create(16, 4, 64, &st);
+  auto srq = SharedReceiveQueue::create(16, 4, nullptr, nullptr, &st);
+  qb.scq = CompletionQueue::create(CqConfig{64, 1024}, &st);
+  qb.rcq = CompletionQueue::create(CqConfig{64, 1024}, &st);
+  QpCreateParams p;
+  p.pd = 1;
+  p.sq = qb.sq.get();
+  p.srq = srq.get();
+  p.send_cq = qb.scq.get();
+  p.recv_cq = qb.rcq.get();
+  qb.qp = b.eng->create_qp(p, &st);
+  ASSERT_EQ(st, STATUS_SUCCESS);
+  connect(a, qa, b, qb);
+  Buffer& src = a.buffer(100);
+  Buffer& dst = b.buffer(200);
+  fill_pattern(src.ptr(), 100, 3);
+  ASSERT_EQ(qa.sq->post(send_wqe(SendOpcode::kSend, tag(1), {src.sge(0, 100)})), STATUS_SUCCESS);
+  w.settle(3);
+  EXPECT_GE(b.eng->counters().get(RcCounter::kRnrNaksSent), 1u);
+  ASSERT_EQ(srq->post(recv_wqe(tag(5), {dst.sge(0, 200)})), STATUS_SUCCESS);
+  w.now += 1'000'000;
+  w.settle();
+  auto rc = qb.recv_cqes();
+  ASSERT_EQ(rc.size(), 1u);
+  EXPECT_EQ(rc[0].request_context, tag(5));
+  EXPECT_EQ(rc[0].bytes_transferred, 100u);
+  EXPECT_EQ(std::memcmp(src.ptr(), dst.ptr(), 100), 0);
+  EXPECT_EQ(qa.send_cqes().size(), 1u);
+}
+
+}  // namespace
+}  // namespace rocedp::rc::test
