@@ -9,6 +9,7 @@
 
 #include "config/config.hpp"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -563,18 +564,52 @@ LoggingConfig Reader::logging(const Field& f) {
   return c;
 }
 
+// Only notes where each document starts. yaml-cpp 0.7 never consumes a stray ',' at the top
+// level: LoadAll() then appends empty documents forever (jbeder/yaml-cpp#1040, fixed after 0.8).
+// Driving the parser one document at a time lets us see that no progress is made, and stop.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> starts;
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 Config Reader::read(std::string_view yaml) {
-  std::vector<YAML::Node> docs;
+  const std::string text(yaml);
+  YAML::Node document;
   try {
-    docs = YAML::LoadAll(std::string(yaml));
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentStarts docs;
+    // Two documents are enough to know there are too many; a third call catches a stuck second.
+    for (int i = 0; i < 3 && parser.HandleNextDocument(docs); ++i) {
+      size_t n = docs.starts.size();
+      if (n >= 2 && docs.starts[n - 1].pos == docs.starts[n - 2].pos) {
+        const YAML::Mark& at = docs.starts[n - 1];
+        std::string what = at.pos >= 0 && static_cast<size_t>(at.pos) < text.size()
+                               ? "'" + std::string(1, text[static_cast<size_t>(at.pos)]) + "'"
+                               : "token";
+        fail(pos_of(at), "", "YAML syntax error: unexpected " + what);
+      }
+    }
+    if (docs.starts.size() > 1)
+      fail(pos_of(docs.starts[1]), "", "expected one YAML document, found more than one");
+    // One document, so Load() (a single HandleNextDocument) cannot hit the loop above.
+    if (!docs.starts.empty()) document = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     fail(pos_of(e.mark), "", "YAML syntax error: " + e.msg);
   }
-  if (docs.empty() || (docs.size() == 1 && docs[0].IsNull()))
+  if (!document.IsDefined() || document.IsNull())
     fail({1, 1}, "", "empty document: at least a 'ports' section is required");
-  if (docs.size() > 1) fail(pos_of(docs[1].Mark()), "", "expected one YAML document, found " + std::to_string(docs.size()));
 
-  Field root{docs[0], "", pos_of(docs[0].Mark())};
+  Field root{document, "", pos_of(document.Mark())};
   if (!root.node.IsMap()) fail(root, "expected a mapping of sections at the top level, got " + describe(root.node));
   Mapping m = mapping(root, {"eal", "ports", "dataplane", "control", "telemetry", "logging"});
 
