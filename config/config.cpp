@@ -40,7 +40,8 @@ std::string format_what(const std::string& file, int line, int column, const std
 
 }  // namespace
 
-ConfigError::ConfigError(std::string file, int line, int column, std::string key, std::string reason)
+ConfigError::ConfigError(std::string file, int line, int column, std::string key,
+                         std::string reason)
     : std::runtime_error(format_what(file, line, column, key, reason)),
       file_(std::move(file)),
       line_(line),
@@ -73,7 +74,8 @@ std::optional<Ipv4Address> parse_ipv4(std::string_view text) {
       text.remove_prefix(1);
     }
     size_t digits = 0;
-    while (digits < text.size() && digits < 4 && text[digits] >= '0' && text[digits] <= '9') ++digits;
+    while (digits < text.size() && digits < 4 && text[digits] >= '0' && text[digits] <= '9')
+      ++digits;
     // "010" is octal to inet_aton and decimal to others: refuse the ambiguity.
     if (digits == 0 || digits > 3 || (digits > 1 && text[0] == '0')) return std::nullopt;
     unsigned octet = 0;
@@ -100,19 +102,26 @@ std::optional<MacAddress> parse_mac(std::string_view text) {
 
 std::string_view to_string(FaultConfig::Direction direction) {
   switch (direction) {
-    case FaultConfig::Direction::kRx: return "rx";
-    case FaultConfig::Direction::kTx: return "tx";
-    case FaultConfig::Direction::kBoth: return "both";
+    case FaultConfig::Direction::kRx:
+      return "rx";
+    case FaultConfig::Direction::kTx:
+      return "tx";
+    case FaultConfig::Direction::kBoth:
+      return "both";
   }
   return "?";
 }
 
 std::string_view to_string(LoggingConfig::Level level) {
   switch (level) {
-    case LoggingConfig::Level::kError: return "error";
-    case LoggingConfig::Level::kWarning: return "warning";
-    case LoggingConfig::Level::kInfo: return "info";
-    case LoggingConfig::Level::kDebug: return "debug";
+    case LoggingConfig::Level::kError:
+      return "error";
+    case LoggingConfig::Level::kWarning:
+      return "warning";
+    case LoggingConfig::Level::kInfo:
+      return "info";
+    case LoggingConfig::Level::kDebug:
+      return "debug";
   }
   return "?";
 }
@@ -120,9 +129,9 @@ std::string_view to_string(LoggingConfig::Level level) {
 namespace {
 
 // Limits that come from DPDK 22.11 as Debian builds it.
-constexpr unsigned kMaxLcore = 127;              // RTE_MAX_LCORE = 128
-constexpr uint32_t kMaxMempoolCache = 512;       // RTE_MEMPOOL_CACHE_MAX_SIZE
-constexpr uint32_t kMinMbufCount = 1023;         // a pool of 2^n - 1 is the efficient size
+constexpr unsigned kMaxLcore = 127;         // RTE_MAX_LCORE = 128
+constexpr uint32_t kMaxMempoolCache = 512;  // RTE_MEMPOOL_CACHE_MAX_SIZE
+constexpr uint32_t kMinMbufCount = 1023;    // a pool of 2^n - 1 is the efficient size
 
 // 1-based line and column; 0 = no position (the file could not be read).
 struct Pos {
@@ -171,25 +180,35 @@ std::string at_text(Pos p) {
   return "line " + std::to_string(p.line) + ", column " + std::to_string(p.column);
 }
 
-// How a node looks, for "expected X, got Y".
+// How a node looks, for "expected X, got Y"; long scalars are cut to keep the message one line.
 std::string describe(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Map: return "a mapping";
-    case YAML::NodeType::Sequence: return "a sequence";
-    case YAML::NodeType::Scalar:
-      if (node.Tag() == "!") return "the quoted string \"" + node.Scalar() + "\"";
-      return "'" + node.Scalar() + "'";
-    default: return "an empty value";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Sequence:
+      return "a sequence";
+    case YAML::NodeType::Scalar: {
+      std::string text =
+          node.Scalar().size() > 64 ? node.Scalar().substr(0, 61) + "..." : node.Scalar();
+      if (node.Tag() == "!") return "the quoted string \"" + text + "\"";
+      return "'" + text + "'";
+    }
+    default:
+      return "an empty value";
   }
 }
 
-bool is_plain_scalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() != "!"; }
+bool is_plain_scalar(const YAML::Node& node) {
+  return node.IsScalar() && node.Tag() != "!";
+}
 
 bool all_digits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+bool is_power_of_two(uint64_t v) {
+  return v != 0 && (v & (v - 1)) == 0;
+}
 
 uint32_t subnet_mask(unsigned prefix_len) {
   return prefix_len == 0 ? 0 : ~uint32_t{0} << (32 - prefix_len);
@@ -217,8 +236,8 @@ bool contains(const std::vector<unsigned>& v, unsigned x) {
 // Port names appear in logs and telemetry paths: keep them to a safe alphabet.
 bool is_simple_name(std::string_view s) {
   return !s.empty() && s.size() <= 32 && std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-' || c == '.';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
   });
 }
 
@@ -269,6 +288,7 @@ class Reader {
   ControlConfig control(const Field& f);
   TelemetryConfig telemetry(const Field& f);
   LoggingConfig logging(const Field& f);
+  LimitsConfig limits(const Field& f);
 
   void validate(const Config& c) const;
 
@@ -289,7 +309,8 @@ Mapping Reader::mapping(const Field& f, std::initializer_list<std::string_view> 
     if (std::find(allowed.begin(), allowed.end(), name) == allowed.end())
       fail(key_at, path, "unknown key '" + name + "'; allowed keys: " + list_text(allowed));
     for (const Entry& e : m.entries)
-      if (e.key == name) fail(key_at, path, "duplicate key (first given at " + at_text(e.key_at) + ")");
+      if (e.key == name)
+        fail(key_at, path, "duplicate key (first given at " + at_text(e.key_at) + ")");
     // An empty value's own mark points at the next token; the key is where the user looks.
     const YAML::Node value = pair.second;
     Pos value_at = value.IsNull() ? key_at : pos_of(value.Mark());
@@ -320,7 +341,7 @@ uint64_t Reader::unsigned_in(const Field& f, uint64_t lo, uint64_t hi) {
   const std::string& s = f.node.Scalar();
   // A negative or huge integer is a range error, not a type error.
   if (s.size() > 1 && s[0] == '-' && all_digits(s.substr(1))) fail(f, range + ", got " + s);
-  if (!all_digits(s)) fail(f, "expected an unsigned integer, got '" + s + "'");
+  if (!all_digits(s)) fail(f, "expected an unsigned integer, got " + describe(f.node));
   uint64_t v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc{} || v < lo || v > hi) fail(f, range + ", got " + s);
@@ -342,7 +363,8 @@ std::vector<unsigned> Reader::lcore_list(const Field& f) {
     unsigned id = lcore(items[i]);
     for (size_t j = 0; j < i; ++j)
       if (lcores[j] == id)
-        fail(items[i], "lcore " + std::to_string(id) + " is listed twice (first as " + items[j].path + ")");
+        fail(items[i],
+             "lcore " + std::to_string(id) + " is listed twice (first as " + items[j].path + ")");
     lcores.push_back(id);
   }
   return lcores;
@@ -354,7 +376,7 @@ double Reader::percentage(const Field& f) {
   double v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc{} || end != s.data() + s.size() || !std::isfinite(v))
-    fail(f, "expected a number, got '" + s + "'");
+    fail(f, "expected a number, got " + describe(f.node));
   if (v < 0 || v > 100) fail(f, "must be in 0..100 (percent), got " + s);
   return v;
 }
@@ -409,8 +431,8 @@ MacAddress Reader::unicast_mac(const Field& f) {
 
 EalConfig Reader::eal(const Field& f) {
   EalConfig c;
-  Mapping m = mapping(
-      f, {"lcores", "main_lcore", "memory_mb", "hugepages", "file_prefix", "extra_args"});
+  Mapping m =
+      mapping(f, {"lcores", "main_lcore", "memory_mb", "hugepages", "file_prefix", "extra_args"});
   if (const Field* v = m.find("lcores")) {
     c.lcores = lcore_list(*v);
     if (c.lcores.empty()) fail(*v, "must list at least one lcore");
@@ -423,13 +445,18 @@ EalConfig Reader::eal(const Field& f) {
     // The prefix names files under /var/run/dpdk: no path separators.
     c.file_prefix = string(*v);
     if (!is_simple_name(c.file_prefix))
-      fail(*v, "must be 1..32 characters of letters, digits, '_', '-' or '.', got '" + c.file_prefix + "'");
+      fail(*v, "must be 1..32 characters of letters, digits, '_', '-' or '.', got '" +
+                   c.file_prefix + "'");
   }
   if (const Field* v = m.find("extra_args")) {
     // Options we derive from the keys above would silently fight them.
     static constexpr std::pair<std::string_view, std::string_view> kOwned[] = {
-        {"-l", "eal.lcores"},        {"--lcores", "eal.lcores"},  {"-c", "eal.lcores"},
-        {"--main-lcore", "eal.main_lcore"}, {"-m", "eal.memory_mb"}, {"--no-huge", "eal.hugepages"},
+        {"-l", "eal.lcores"},
+        {"--lcores", "eal.lcores"},
+        {"-c", "eal.lcores"},
+        {"--main-lcore", "eal.main_lcore"},
+        {"-m", "eal.memory_mb"},
+        {"--no-huge", "eal.hugepages"},
         {"--file-prefix", "eal.file_prefix"}};
     for (const Field& item : sequence(*v)) {
       std::string arg = string(item);
@@ -437,7 +464,9 @@ EalConfig Reader::eal(const Field& f) {
         bool is_long = option.size() > 2;
         bool same = arg == option || (is_long ? arg.starts_with(std::string(option) + "=")
                                               : arg.starts_with(option));
-        if (same) fail(item, "'" + std::string(option) + "' is set from " + std::string(key) + "; use that key");
+        if (same)
+          fail(item,
+               "'" + std::string(option) + "' is set from " + std::string(key) + "; use that key");
       }
       c.extra_args.push_back(arg);
     }
@@ -448,7 +477,7 @@ EalConfig Reader::eal(const Field& f) {
 FaultConfig Reader::fault(const Field& f) {
   FaultConfig c;
   Mapping m = mapping(f, {"direction", "drop_pct", "duplicate_pct", "corrupt_pct", "reorder_window",
-                          "delay_us", "seed"});
+                          "reorder_pct", "delay_us", "seed"});
   if (const Field* v = m.find("direction"))
     c.direction = static_cast<FaultConfig::Direction>(choice(*v, {"rx", "tx", "both"}));
   if (const Field* v = m.find("drop_pct")) c.drop_pct = percentage(*v);
@@ -456,6 +485,7 @@ FaultConfig Reader::fault(const Field& f) {
   if (const Field* v = m.find("corrupt_pct")) c.corrupt_pct = percentage(*v);
   if (const Field* v = m.find("reorder_window"))
     c.reorder_window = static_cast<uint32_t>(unsigned_in(*v, 0, 1024));
+  if (const Field* v = m.find("reorder_pct")) c.reorder_pct = percentage(*v);
   if (const Field* v = m.find("delay_us"))
     c.delay_us = static_cast<uint32_t>(unsigned_in(*v, 0, 1'000'000));
   if (const Field* v = m.find("seed"))
@@ -469,10 +499,12 @@ PortConfig Reader::port(const Field& f) {
   const Field& name = require(m, "name");
   c.name = string(name);
   if (!is_simple_name(c.name))
-    fail(name, "must be 1..32 characters of letters, digits, '_', '-' or '.', got '" + c.name + "'");
+    fail(name,
+         "must be 1..32 characters of letters, digits, '_', '-' or '.', got '" + c.name + "'");
   const Field& devargs = require(m, "devargs");
   c.devargs = string(devargs);
-  if (std::any_of(c.devargs.begin(), c.devargs.end(), [](char ch) { return ch == ' ' || ch == '\t'; }))
+  if (std::any_of(c.devargs.begin(), c.devargs.end(),
+                  [](char ch) { return ch == ' ' || ch == '\t'; }))
     fail(devargs, "must not contain spaces, got '" + c.devargs + "'");
   if (c.devargs.front() == ',') fail(devargs, "must start with a device name or PCI address");
 
@@ -480,7 +512,8 @@ PortConfig Reader::port(const Field& f) {
   std::string text = string(address);
   size_t slash = text.find('/');
   if (slash == std::string::npos)
-    fail(address, "expected an IPv4 address with prefix length such as 198.18.0.1/24, got '" + text + "'");
+    fail(address,
+         "expected an IPv4 address with prefix length such as 198.18.0.1/24, got '" + text + "'");
   c.address = host_address(address, std::string_view(text).substr(0, slash));
   std::string prefix = text.substr(slash + 1);
   uint64_t prefix_len = 0;
@@ -520,7 +553,8 @@ DataplaneConfig Reader::dataplane(const Field& f) {
     c.lcores = lcore_list(*v);
     if (c.lcores.empty()) fail(*v, "no polling lcores: list at least one");
   }
-  if (const Field* v = m.find("burst_size")) c.burst_size = static_cast<uint16_t>(unsigned_in(*v, 1, 512));
+  if (const Field* v = m.find("burst_size"))
+    c.burst_size = static_cast<uint16_t>(unsigned_in(*v, 1, 512));
   if (const Field* v = m.find("rx_ring_size"))
     c.rx_ring_size = static_cast<uint16_t>(power_of_two_in(*v, 64, 16384));
   if (const Field* v = m.find("tx_ring_size"))
@@ -528,7 +562,8 @@ DataplaneConfig Reader::dataplane(const Field& f) {
   if (const Field* v = m.find("control_ring_size"))
     c.control_ring_size = static_cast<uint32_t>(power_of_two_in(*v, 64, 65536));
   if (const Field* v = m.find("mbuf_count"))
-    c.mbuf_count = static_cast<uint32_t>(unsigned_in(*v, kMinMbufCount, std::numeric_limits<uint32_t>::max()));
+    c.mbuf_count =
+        static_cast<uint32_t>(unsigned_in(*v, kMinMbufCount, std::numeric_limits<uint32_t>::max()));
   if (const Field* v = m.find("mbuf_cache_size"))
     c.mbuf_cache_size = static_cast<uint32_t>(unsigned_in(*v, 0, kMaxMempoolCache));
   return c;
@@ -540,7 +575,8 @@ ControlConfig Reader::control(const Field& f) {
   if (const Field* v = m.find("lcore"); v && !v->node.IsNull()) c.lcore = lcore(*v);
   if (const Field* v = m.find("arp_retry_ms"))
     c.arp_retry_ms = static_cast<uint32_t>(unsigned_in(*v, 1, 60'000));
-  if (const Field* v = m.find("arp_retries")) c.arp_retries = static_cast<uint32_t>(unsigned_in(*v, 1, 100));
+  if (const Field* v = m.find("arp_retries"))
+    c.arp_retries = static_cast<uint32_t>(unsigned_in(*v, 1, 100));
   if (const Field* v = m.find("neighbour_expiry_s"))
     c.neighbour_expiry_s = static_cast<uint32_t>(unsigned_in(*v, 1, 86'400));
   return c;
@@ -574,12 +610,50 @@ class DocumentStarts : public YAML::EventHandler {
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
   void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
   void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
   void OnMapEnd() override {}
 };
+
+LimitsConfig Reader::limits(const Field& f) {
+  LimitsConfig c;
+  Mapping m =
+      mapping(f, {"max_qps", "max_cqs", "max_srqs", "max_pds", "max_mrs", "max_cq_depth",
+                  "max_qp_depth", "max_srq_depth", "max_sge", "max_inline_data", "max_read_limit",
+                  "max_registration_size", "max_transfer_length", "frmr_page_count",
+                  "max_listeners", "max_shared_endpoints", "max_connectors"});
+  auto u32 = [&](std::string_view key, uint32_t& out, uint64_t lo, uint64_t hi) {
+    if (const Field* v = m.find(key)) out = static_cast<uint32_t>(unsigned_in(*v, lo, hi));
+  };
+  constexpr uint64_t k24 = 1u << 24;
+  // QPNs are 24 bits (BTH DestQP) and QP0/QP1 are reserved.
+  u32("max_qps", c.max_qps, 1, k24 - 2);
+  u32("max_cqs", c.max_cqs, 1, k24);
+  u32("max_srqs", c.max_srqs, 1, k24);
+  u32("max_pds", c.max_pds, 1, k24);
+  u32("max_mrs", c.max_mrs, 1, k24);  // a 24-bit index plus an 8-bit key make an rkey
+  u32("max_cq_depth", c.max_cq_depth, 1, k24);
+  u32("max_qp_depth", c.max_qp_depth, 1, 65536);
+  u32("max_srq_depth", c.max_srq_depth, 1, 1u << 20);
+  u32("max_sge", c.max_sge, 1, 64);
+  u32("max_inline_data", c.max_inline_data, 0, 4096);
+  // The IB CM REQ carries responder resources and initiator depth in 8 bits each.
+  u32("max_read_limit", c.max_read_limit, 1, 255);
+  if (const Field* v = m.find("max_registration_size"))
+    c.max_registration_size = unsigned_in(*v, 4096, uint64_t{1} << 48);
+  // RETH DMA length is 32 bits; NDK MaxTransferLength is a ULONG.
+  u32("max_transfer_length", c.max_transfer_length, 1, uint64_t{1} << 31);
+  u32("frmr_page_count", c.frmr_page_count, 16, 65536);  // NDK: FRMRPageCount >= 16
+  u32("max_listeners", c.max_listeners, 1, 65536);
+  u32("max_shared_endpoints", c.max_shared_endpoints, 1, 65536);
+  u32("max_connectors", c.max_connectors, 1, k24);
+  return c;
+}
 
 Config Reader::read(std::string_view yaml) {
   const std::string text(yaml);
@@ -610,8 +684,10 @@ Config Reader::read(std::string_view yaml) {
     fail({1, 1}, "", "empty document: at least a 'ports' section is required");
 
   Field root{document, "", pos_of(document.Mark())};
-  if (!root.node.IsMap()) fail(root, "expected a mapping of sections at the top level, got " + describe(root.node));
-  Mapping m = mapping(root, {"eal", "ports", "dataplane", "control", "telemetry", "logging"});
+  if (!root.node.IsMap())
+    fail(root, "expected a mapping of sections at the top level, got " + describe(root.node));
+  Mapping m =
+      mapping(root, {"eal", "ports", "dataplane", "control", "telemetry", "logging", "limits"});
 
   Config c;
   c.source = source_;
@@ -623,6 +699,7 @@ Config Reader::read(std::string_view yaml) {
   if (const Field* v = m.find("control")) c.control = control(*v);
   if (const Field* v = m.find("telemetry")) c.telemetry = telemetry(*v);
   if (const Field* v = m.find("logging")) c.logging = logging(*v);
+  if (const Field* v = m.find("limits")) c.limits = limits(*v);
   validate(c);
   return c;
 }
@@ -633,7 +710,8 @@ void Reader::validate(const Config& c) const {
   const EalConfig& eal = c.eal;
   if (!contains(eal.lcores, eal.main_lcore))
     fail(where({"eal.main_lcore", "eal.lcores"}), "eal.main_lcore",
-         "lcore " + std::to_string(eal.main_lcore) + " is not in eal.lcores " + lcores_text(eal.lcores));
+         "lcore " + std::to_string(eal.main_lcore) + " is not in eal.lcores " +
+             lcores_text(eal.lcores));
 
   const std::vector<unsigned>& polling = c.dataplane.lcores;
   for (size_t i = 0; i < polling.size(); ++i) {
@@ -641,10 +719,12 @@ void Reader::validate(const Config& c) const {
     // The main lcore runs main(); rte_eal_remote_launch only reaches worker lcores.
     if (polling[i] == eal.main_lcore)
       fail(where({path, "eal.main_lcore"}), path,
-           "lcore " + std::to_string(polling[i]) + " is eal.main_lcore; polling lcores must be worker lcores");
+           "lcore " + std::to_string(polling[i]) +
+               " is eal.main_lcore; polling lcores must be worker lcores");
     if (!contains(eal.lcores, polling[i]))
       fail(where({path, "eal.lcores"}), path,
-           "lcore " + std::to_string(polling[i]) + " is not in eal.lcores " + lcores_text(eal.lcores));
+           "lcore " + std::to_string(polling[i]) + " is not in eal.lcores " +
+               lcores_text(eal.lcores));
   }
 
   if (c.control.lcore) {
@@ -655,8 +735,8 @@ void Reader::validate(const Config& c) const {
     for (size_t i = 0; i < polling.size(); ++i)
       if (polling[i] == id)
         fail(where({"control.lcore"}), "control.lcore",
-             "lcore " + std::to_string(id) + " is a polling lcore (dataplane.lcores[" + std::to_string(i) +
-                 "]); a busy-polling core would starve the control thread");
+             "lcore " + std::to_string(id) + " is a polling lcore (dataplane.lcores[" +
+                 std::to_string(i) + "]); a busy-polling core would starve the control thread");
   }
 
   for (size_t i = 0; i < c.ports.size(); ++i) {
@@ -668,7 +748,8 @@ void Reader::validate(const Config& c) const {
       const PortConfig& q = c.ports[j];
       const std::string other = index_path("ports", j);
       if (q.name == p.name)
-        fail(where({base + ".name"}), base + ".name", "duplicate port name '" + p.name + "' (also " + other + ")");
+        fail(where({base + ".name"}), base + ".name",
+             "duplicate port name '" + p.name + "' (also " + other + ")");
       if (std::string_view(q.devargs).substr(0, q.devargs.find(',')) == device)
         fail(where({base + ".devargs"}), base + ".devargs",
              "device '" + std::string(device) + "' is already used by " + other);
@@ -676,7 +757,8 @@ void Reader::validate(const Config& c) const {
         fail(where({base + ".address"}), base + ".address",
              "duplicate port address " + format_ipv4(p.address) + " (also " + other + ")");
       if (p.mac && q.mac && *p.mac == *q.mac)
-        fail(where({base + ".mac"}), base + ".mac", "duplicate MAC " + format_mac(*p.mac) + " (also " + other + ")");
+        fail(where({base + ".mac"}), base + ".mac",
+             "duplicate MAC " + format_mac(*p.mac) + " (also " + other + ")");
     }
 
     uint32_t mask = subnet_mask(p.prefix_len);
@@ -685,33 +767,40 @@ void Reader::validate(const Config& c) const {
       const std::string path = index_path(base + ".neighbours", k) + ".ip";
       const Pos at = where({path});
       const std::string ip = format_ipv4(n.ip);
-      const std::string subnet = format_ipv4(Ipv4Address{p.address.value & mask}) + "/" + std::to_string(p.prefix_len);
+      const std::string subnet =
+          format_ipv4(Ipv4Address{p.address.value & mask}) + "/" + std::to_string(p.prefix_len);
       if ((n.ip.value & mask) != (p.address.value & mask))
         fail(at, path, ip + " is outside the port's subnet " + subnet);
       if (n.ip == p.address) fail(at, path, ip + " is the port's own address");
       uint32_t host = n.ip.value & ~mask;
       if (p.prefix_len <= 30 && (host == 0 || host == ~mask))
-        fail(at, path, ip + " is the " + (host == 0 ? "network" : "broadcast") + " address of " + subnet);
+        fail(at, path,
+             ip + " is the " + (host == 0 ? "network" : "broadcast") + " address of " + subnet);
       for (size_t l = 0; l < k; ++l)
         if (p.neighbours[l].ip == n.ip)
-          fail(at, path, "duplicate neighbour " + ip + " (also " + index_path(base + ".neighbours", l) + ")");
+          fail(at, path,
+               "duplicate neighbour " + ip + " (also " + index_path(base + ".neighbours", l) + ")");
     }
   }
 }
 
 }  // namespace
 
-Config parse(std::string_view yaml, const std::string& source) { return Reader(source).read(yaml); }
+Config parse(std::string_view yaml, const std::string& source) {
+  return Reader(source).read(yaml);
+}
 
 Config load_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw ConfigError(path, 0, 0, "", "cannot read file: is a directory");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, 0, 0, "", std::string("cannot read file: ") + std::strerror(errno));
+  if (!in)
+    throw ConfigError(path, 0, 0, "", std::string("cannot read file: ") + std::strerror(errno));
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad()) throw ConfigError(path, 0, 0, "", std::string("cannot read file: ") + std::strerror(errno));
+  if (in.bad())
+    throw ConfigError(path, 0, 0, "", std::string("cannot read file: ") + std::strerror(errno));
   return parse(text.str(), path);
 }
 

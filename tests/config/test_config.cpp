@@ -6,11 +6,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 namespace rocedp::config {
 namespace {
@@ -89,6 +89,7 @@ ports:
       duplicate_pct: 2
       corrupt_pct: 0.25
       reorder_window: 16
+      reorder_pct: 50
       delay_us: 100
       seed: 18446744073709551615
   - name: right
@@ -113,6 +114,24 @@ telemetry:
 logging:
   level: debug
   file: /var/log/rocedpd.log
+limits:
+  max_qps: 1000
+  max_cqs: 2000
+  max_srqs: 3
+  max_pds: 4
+  max_mrs: 5
+  max_cq_depth: 6
+  max_qp_depth: 7
+  max_srq_depth: 8
+  max_sge: 9
+  max_inline_data: 0
+  max_read_limit: 255
+  max_registration_size: 1099511627776
+  max_transfer_length: 2147483648
+  frmr_page_count: 16
+  max_listeners: 11
+  max_shared_endpoints: 12
+  max_connectors: 13
 )";
   Config c = parse(yaml, "full.yaml");
   EXPECT_EQ(c.source, "full.yaml");
@@ -121,7 +140,8 @@ logging:
   EXPECT_EQ(c.eal.memory_mb, 512u);
   EXPECT_TRUE(c.eal.hugepages);
   EXPECT_EQ(c.eal.file_prefix, "rdp-a");
-  EXPECT_EQ(c.eal.extra_args, (std::vector<std::string>{"--log-level=lib.eal:debug", "--in-memory"}));
+  EXPECT_EQ(c.eal.extra_args,
+            (std::vector<std::string>{"--log-level=lib.eal:debug", "--in-memory"}));
 
   ASSERT_EQ(c.ports.size(), 2u);
   const PortConfig& left = c.ports[0];
@@ -142,6 +162,7 @@ logging:
   EXPECT_DOUBLE_EQ(left.fault.duplicate_pct, 2);
   EXPECT_DOUBLE_EQ(left.fault.corrupt_pct, 0.25);
   EXPECT_EQ(left.fault.reorder_window, 16u);
+  EXPECT_DOUBLE_EQ(left.fault.reorder_pct, 50);
   EXPECT_EQ(left.fault.delay_us, 100u);
   EXPECT_EQ(left.fault.seed, 18446744073709551615ull);
   EXPECT_TRUE(left.fault.enabled());
@@ -169,6 +190,24 @@ logging:
   EXPECT_EQ(c.telemetry.stats_interval_ms, 1000u);
   EXPECT_EQ(c.logging.level, LoggingConfig::Level::kDebug);
   EXPECT_EQ(c.logging.file, std::optional<std::string>("/var/log/rocedpd.log"));
+  const LimitsConfig& l = c.limits;
+  EXPECT_EQ(l.max_qps, 1000u);
+  EXPECT_EQ(l.max_cqs, 2000u);
+  EXPECT_EQ(l.max_srqs, 3u);
+  EXPECT_EQ(l.max_pds, 4u);
+  EXPECT_EQ(l.max_mrs, 5u);
+  EXPECT_EQ(l.max_cq_depth, 6u);
+  EXPECT_EQ(l.max_qp_depth, 7u);
+  EXPECT_EQ(l.max_srq_depth, 8u);
+  EXPECT_EQ(l.max_sge, 9u);
+  EXPECT_EQ(l.max_inline_data, 0u);
+  EXPECT_EQ(l.max_read_limit, 255u);
+  EXPECT_EQ(l.max_registration_size, 1099511627776ull);
+  EXPECT_EQ(l.max_transfer_length, 2147483648u);
+  EXPECT_EQ(l.frmr_page_count, 16u);
+  EXPECT_EQ(l.max_listeners, 11u);
+  EXPECT_EQ(l.max_shared_endpoints, 12u);
+  EXPECT_EQ(l.max_connectors, 13u);
 }
 
 TEST(ConfigParse, OmittedSectionsTakeTheDefaults) {
@@ -201,6 +240,12 @@ TEST(ConfigParse, OmittedSectionsTakeTheDefaults) {
   EXPECT_EQ(c.telemetry.stats_interval_ms, 100u);
   EXPECT_EQ(c.logging.level, LoggingConfig::Level::kInfo);
   EXPECT_FALSE(c.logging.file.has_value());
+  EXPECT_EQ(c.limits.max_qps, d.limits.max_qps);
+  EXPECT_EQ(c.limits.max_cq_depth, 65536u);
+  EXPECT_EQ(c.limits.max_read_limit, 16u);
+  EXPECT_EQ(c.limits.frmr_page_count, 256u);
+  EXPECT_EQ(c.limits.max_registration_size, d.limits.max_registration_size);
+  EXPECT_DOUBLE_EQ(c.ports[0].fault.reorder_pct, 100);
 }
 
 TEST(ConfigParse, EmptySectionsAndPartialSectionsKeepTheOtherDefaults) {
@@ -356,24 +401,30 @@ TEST(ConfigReject, EmptyDocument) {
 }
 
 TEST(ConfigReject, MoreThanOneDocument) {
-  expect_error(kOnePort + "---\n" + kOnePort, 5, 1, "", "expected one YAML document, found more than one");
+  expect_error(kOnePort + "---\n" + kOnePort, 5, 1, "",
+               "expected one YAML document, found more than one");
 }
 
 TEST(ConfigReject, TopLevelMustBeAMapping) {
-  expect_error("- ports\n", 1, 1, "", "expected a mapping of sections at the top level, got a sequence");
+  expect_error("- ports\n", 1, 1, "",
+               "expected a mapping of sections at the top level, got a sequence");
   expect_error("ports\n", 1, 1, "", "got 'ports'");
 }
 
 TEST(ConfigReject, UnknownKeys) {
   expect_error(kOnePort + "telemetri:\n  enabled: true\n", 5, 1, "telemetri",
-               "unknown key 'telemetri'; allowed keys: eal, ports, dataplane, control, telemetry, logging");
-  expect_error("ports:\n  - name: p0\n    devargs: net_tap0\n    adress: 198.18.0.1/24\n", 4, 5,
-               "ports[0].adress",
-               "unknown key 'adress'; allowed keys: name, devargs, mac, address, mtu, neighbours, fault");
+               "unknown key 'telemetri'; allowed keys: eal, ports, dataplane, control, telemetry, "
+               "logging, limits");
+  expect_error(
+      "ports:\n  - name: p0\n    devargs: net_tap0\n    adress: 198.18.0.1/24\n", 4, 5,
+      "ports[0].adress",
+      "unknown key 'adress'; allowed keys: name, devargs, mac, address, mtu, neighbours, fault");
   expect_error(kOnePort + "    fault: {drop: 5}\n", 5, 13, "ports[0].fault.drop",
-               "allowed keys: direction, drop_pct, duplicate_pct, corrupt_pct, reorder_window, delay_us, seed");
-  expect_error(kOnePort + "    neighbours: [{ip: 198.18.0.2, mac: \"02:00:00:00:00:02\", port: 1}]\n",
-               5, 61, "ports[0].neighbours[0].port", "allowed keys: ip, mac");
+               "allowed keys: direction, drop_pct, duplicate_pct, corrupt_pct, reorder_window, "
+               "reorder_pct, delay_us, seed");
+  expect_error(
+      kOnePort + "    neighbours: [{ip: 198.18.0.2, mac: \"02:00:00:00:00:02\", port: 1}]\n", 5, 61,
+      "ports[0].neighbours[0].port", "allowed keys: ip, mac");
   expect_error(kOnePort + "control:\n  core: 3\n", 6, 3, "control.core",
                "allowed keys: lcore, arp_retry_ms, arp_retries, neighbour_expiry_s");
 }
@@ -388,7 +439,8 @@ TEST(ConfigReject, WrongTypes) {
   expect_error(kOnePort + "dataplane:\n  burst_size:\n", 6, 3, "dataplane.burst_size",
                "expected an unsigned integer, got an empty value");
   expect_error("ports:\n  name: p0\n", 2, 3, "ports", "expected a sequence, got a mapping");
-  expect_error(kOnePort + "eal:\n  lcores: 1\n", 6, 11, "eal.lcores", "expected a sequence, got '1'");
+  expect_error(kOnePort + "eal:\n  lcores: 1\n", 6, 11, "eal.lcores",
+               "expected a sequence, got '1'");
   expect_error(kOnePort + "eal: [0, 1]\n", 5, 6, "eal", "expected a mapping, got a sequence");
   expect_error(kOnePort + "eal:\n  hugepages: yes\n", 6, 14, "eal.hugepages",
                "expected true or false, got 'yes'");
@@ -426,12 +478,16 @@ TEST(ConfigReject, OutOfRangeValues) {
       {"dataplane", "rx_ring_size", "32768", "dataplane.rx_ring_size", "must be in 64..16384"},
       {"dataplane", "rx_ring_size", "1000", "dataplane.rx_ring_size",
        "must be a power of two in 64..16384, got 1000"},
-      {"dataplane", "tx_ring_size", "1500", "dataplane.tx_ring_size", "must be a power of two in 64..16384"},
+      {"dataplane", "tx_ring_size", "1500", "dataplane.tx_ring_size",
+       "must be a power of two in 64..16384"},
       {"dataplane", "control_ring_size", "100", "dataplane.control_ring_size",
        "must be a power of two in 64..65536, got 100"},
-      {"dataplane", "control_ring_size", "131072", "dataplane.control_ring_size", "must be in 64..65536"},
-      {"dataplane", "mbuf_count", "1022", "dataplane.mbuf_count", "must be in 1023..4294967295, got 1022"},
-      {"dataplane", "mbuf_cache_size", "513", "dataplane.mbuf_cache_size", "must be in 0..512, got 513"},
+      {"dataplane", "control_ring_size", "131072", "dataplane.control_ring_size",
+       "must be in 64..65536"},
+      {"dataplane", "mbuf_count", "1022", "dataplane.mbuf_count",
+       "must be in 1023..4294967295, got 1022"},
+      {"dataplane", "mbuf_cache_size", "513", "dataplane.mbuf_cache_size",
+       "must be in 0..512, got 513"},
       {"dataplane", "lcores", "[1, 128]", "dataplane.lcores[1]", "must be in 0..127, got 128"},
       {"eal", "memory_mb", "63", "eal.memory_mb", "must be in 64..1048576, got 63"},
       {"eal", "lcores", "[0, 200]", "eal.lcores[1]", "must be in 0..127, got 200"},
@@ -439,8 +495,19 @@ TEST(ConfigReject, OutOfRangeValues) {
       {"control", "lcore", "500", "control.lcore", "must be in 0..127, got 500"},
       {"control", "arp_retry_ms", "0", "control.arp_retry_ms", "must be in 1..60000, got 0"},
       {"control", "arp_retries", "101", "control.arp_retries", "must be in 1..100, got 101"},
-      {"control", "neighbour_expiry_s", "86401", "control.neighbour_expiry_s", "must be in 1..86400"},
-      {"telemetry", "stats_interval_ms", "0", "telemetry.stats_interval_ms", "must be in 1..60000, got 0"},
+      {"control", "neighbour_expiry_s", "86401", "control.neighbour_expiry_s",
+       "must be in 1..86400"},
+      {"limits", "max_qps", "16777215", "limits.max_qps", "must be in 1..16777214, got 16777215"},
+      {"limits", "max_qps", "0", "limits.max_qps", "must be in 1..16777214, got 0"},
+      {"limits", "max_read_limit", "256", "limits.max_read_limit", "must be in 1..255, got 256"},
+      {"limits", "frmr_page_count", "15", "limits.frmr_page_count", "must be in 16..65536, got 15"},
+      {"limits", "max_transfer_length", "2147483649", "limits.max_transfer_length",
+       "must be in 1..2147483648"},
+      {"limits", "max_sge", "65", "limits.max_sge", "must be in 1..64, got 65"},
+      {"limits", "max_registration_size", "4095", "limits.max_registration_size",
+       "must be in 4096..281474976710656, got 4095"},
+      {"telemetry", "stats_interval_ms", "0", "telemetry.stats_interval_ms",
+       "must be in 1..60000, got 0"},
   };
   for (const RangeCase& rc : cases) {
     std::string yaml = kOnePort + rc.section + ":\n  " + rc.key + ": " + rc.value + "\n";
@@ -465,7 +532,10 @@ TEST(ConfigReject, OutOfRangePortValues) {
                "must be in 0..100 (percent), got 100.5");
   expect_error(port + "      duplicate_pct: -1\n", 6, 22, "ports[0].fault.duplicate_pct",
                "must be in 0..100 (percent), got -1");
-  expect_error(port + "      corrupt_pct: 101\n", 6, 20, "ports[0].fault.corrupt_pct", "must be in 0..100");
+  expect_error(port + "      corrupt_pct: 101\n", 6, 20, "ports[0].fault.corrupt_pct",
+               "must be in 0..100");
+  expect_error(port + "      reorder_pct: 100.01\n", 6, 20, "ports[0].fault.reorder_pct",
+               "must be in 0..100 (percent), got 100.01");
   expect_error(port + "      reorder_window: 1025\n", 6, 23, "ports[0].fault.reorder_window",
                "must be in 0..1024, got 1025");
   expect_error(port + "      delay_us: 1000001\n", 6, 17, "ports[0].fault.delay_us",
@@ -476,8 +546,9 @@ TEST(ConfigReject, OutOfRangePortValues) {
 
 TEST(ConfigReject, MalformedAddresses) {
   const std::string head = "ports:\n  - name: p0\n    devargs: net_tap0\n";
-  expect_error(head + "    address: 198.18.0.1\n", 4, 14, "ports[0].address",
-               "expected an IPv4 address with prefix length such as 198.18.0.1/24, got '198.18.0.1'");
+  expect_error(
+      head + "    address: 198.18.0.1\n", 4, 14, "ports[0].address",
+      "expected an IPv4 address with prefix length such as 198.18.0.1/24, got '198.18.0.1'");
   expect_error(head + "    address: 198.18.0.256/24\n", 4, 14, "ports[0].address",
                "expected an IPv4 address such as 198.18.0.1, got '198.18.0.256'");
   expect_error(head + "    address: 198.018.0.1/24\n", 4, 14, "ports[0].address",
@@ -498,10 +569,11 @@ TEST(ConfigReject, MalformedAddresses) {
   expect_error(port + "    mac: \"01:00:5e:00:00:01\"\n", 5, 10, "ports[0].mac",
                "expected a unicast MAC address, got multicast 01:00:5e:00:00:01");
   expect_error(port + "    mac: \"00:00:00:00:00:00\"\n", 5, 10, "ports[0].mac", "got all zeros");
-  expect_error(port + "    neighbours:\n      - {ip: 198.18.0.300, mac: \"02:00:00:00:00:02\"}\n", 6, 14,
-               "ports[0].neighbours[0].ip", "expected an IPv4 address such as 198.18.0.1, got '198.18.0.300'");
-  expect_error(port + "    neighbours:\n      - {ip: 198.18.0.2, mac: \"02:00:00:00:00:0z\"}\n", 6, 31,
-               "ports[0].neighbours[0].mac", "expected a MAC address");
+  expect_error(port + "    neighbours:\n      - {ip: 198.18.0.300, mac: \"02:00:00:00:00:02\"}\n",
+               6, 14, "ports[0].neighbours[0].ip",
+               "expected an IPv4 address such as 198.18.0.1, got '198.18.0.300'");
+  expect_error(port + "    neighbours:\n      - {ip: 198.18.0.2, mac: \"02:00:00:00:00:0z\"}\n", 6,
+               31, "ports[0].neighbours[0].mac", "expected a MAC address");
 }
 
 TEST(ConfigReject, MissingRequiredKeys) {
@@ -509,8 +581,8 @@ TEST(ConfigReject, MissingRequiredKeys) {
                "missing required key 'devargs'");
   expect_error(kOnePort + "  - name: p1\n    devargs: net_tap1\n", 5, 5, "ports[1].address",
                "missing required key 'address'");
-  expect_error(kOnePort + "    neighbours: [{ip: 198.18.0.2}]\n", 5, 18, "ports[0].neighbours[0].mac",
-               "missing required key 'mac'");
+  expect_error(kOnePort + "    neighbours: [{ip: 198.18.0.2}]\n", 5, 18,
+               "ports[0].neighbours[0].mac", "missing required key 'mac'");
 }
 
 TEST(ConfigReject, DuplicateKeysInOneMapping) {
@@ -518,21 +590,24 @@ TEST(ConfigReject, DuplicateKeysInOneMapping) {
                "duplicate key (first given at line 4, column 5)");
   expect_error(kOnePort + "eal:\n  memory_mb: 128\neal:\n  memory_mb: 512\n", 7, 1, "eal",
                "duplicate key (first given at line 5, column 1)");
-  expect_error(kOnePort + "    fault: {seed: 1, seed: 2}\n", 5, 22, "ports[0].fault.seed", "duplicate key");
+  expect_error(kOnePort + "    fault: {seed: 1, seed: 2}\n", 5, 22, "ports[0].fault.seed",
+               "duplicate key");
 }
 
 TEST(ConfigReject, DuplicatePortNamesAddressesMacsAndDevices) {
-  expect_error(kOnePort + "  - name: p0\n    devargs: net_tap1\n    address: 198.18.1.1/24\n", 5, 11,
-               "ports[1].name", "duplicate port name 'p0' (also ports[0])");
-  expect_error(kOnePort + "  - name: p1\n    devargs: net_tap1\n    address: 198.18.0.1/24\n", 7, 14,
-               "ports[1].address", "duplicate port address 198.18.0.1 (also ports[0])");
-  expect_error(kOnePort + "    mac: \"02:00:00:00:00:01\"\n"
-                          "  - name: p1\n    devargs: net_tap1\n    address: 198.18.1.1/24\n"
-                          "    mac: \"02:00:00:00:00:01\"\n",
+  expect_error(kOnePort + "  - name: p0\n    devargs: net_tap1\n    address: 198.18.1.1/24\n", 5,
+               11, "ports[1].name", "duplicate port name 'p0' (also ports[0])");
+  expect_error(kOnePort + "  - name: p1\n    devargs: net_tap1\n    address: 198.18.0.1/24\n", 7,
+               14, "ports[1].address", "duplicate port address 198.18.0.1 (also ports[0])");
+  expect_error(kOnePort +
+                   "    mac: \"02:00:00:00:00:01\"\n"
+                   "  - name: p1\n    devargs: net_tap1\n    address: 198.18.1.1/24\n"
+                   "    mac: \"02:00:00:00:00:01\"\n",
                9, 10, "ports[1].mac", "duplicate MAC 02:00:00:00:00:01 (also ports[0])");
   // Same device with different arguments is still one device to EAL.
-  expect_error(kOnePort + "  - name: p1\n    devargs: net_tap0,iface=x\n    address: 198.18.1.1/24\n", 6, 14,
-               "ports[1].devargs", "device 'net_tap0' is already used by ports[0]");
+  expect_error(
+      kOnePort + "  - name: p1\n    devargs: net_tap0,iface=x\n    address: 198.18.1.1/24\n", 6, 14,
+      "ports[1].devargs", "device 'net_tap0' is already used by ports[0]");
 }
 
 TEST(ConfigReject, NoPorts) {
@@ -563,16 +638,17 @@ TEST(ConfigReject, PollingLcoreIsMainLcore) {
 TEST(ConfigReject, DuplicatedLcores) {
   expect_error(kOnePort + "eal:\n  lcores: [0, 1, 1]\n", 6, 18, "eal.lcores[2]",
                "lcore 1 is listed twice (first as eal.lcores[1])");
-  expect_error(kOnePort + "eal:\n  lcores: [0, 1, 2]\ndataplane:\n  lcores:\n    - 2\n    - 1\n    - 2\n",
-               11, 7, "dataplane.lcores[2]", "lcore 2 is listed twice (first as dataplane.lcores[0])");
+  expect_error(
+      kOnePort + "eal:\n  lcores: [0, 1, 2]\ndataplane:\n  lcores:\n    - 2\n    - 1\n    - 2\n",
+      11, 7, "dataplane.lcores[2]", "lcore 2 is listed twice (first as dataplane.lcores[0])");
 }
 
 TEST(ConfigReject, MainLcoreNotInEalLcores) {
   expect_error(kOnePort + "eal:\n  lcores: [1, 2]\n  main_lcore: 3\n", 7, 15, "eal.main_lcore",
                "lcore 3 is not in eal.lcores [1, 2]");
   // main_lcore left at 0: the error points at the lcores list that lacks it.
-  expect_error(kOnePort + "eal:\n  lcores: [1, 2]\ndataplane:\n  lcores: [2]\n", 6, 11, "eal.main_lcore",
-               "lcore 0 is not in eal.lcores [1, 2]");
+  expect_error(kOnePort + "eal:\n  lcores: [1, 2]\ndataplane:\n  lcores: [2]\n", 6, 11,
+               "eal.main_lcore", "lcore 0 is not in eal.lcores [1, 2]");
 }
 
 TEST(ConfigReject, ControlLcore) {
@@ -581,25 +657,31 @@ TEST(ConfigReject, ControlLcore) {
   expect_error(kOnePort + "control:\n  lcore: 1\n", 6, 10, "control.lcore",
                "lcore 1 is a polling lcore (dataplane.lcores[0])");
   // Sharing the main lcore is allowed: main() can be the control thread.
-  EXPECT_EQ(parse(kOnePort + "control:\n  lcore: 0\n", kSource).control.lcore, std::optional<unsigned>(0));
+  EXPECT_EQ(parse(kOnePort + "control:\n  lcore: 0\n", kSource).control.lcore,
+            std::optional<unsigned>(0));
 }
 
 TEST(ConfigReject, StaticNeighbours) {
-  expect_error(kOnePort + "    neighbours:\n      - {ip: 198.18.1.2, mac: \"02:00:00:00:00:02\"}\n", 6, 14,
-               "ports[0].neighbours[0].ip", "198.18.1.2 is outside the port's subnet 198.18.0.0/24");
-  expect_error(kOnePort + "    neighbours:\n      - ip: 198.18.0.2\n        mac: \"02:00:00:00:00:02\"\n"
-                          "      - ip: 198.18.0.1\n        mac: \"02:00:00:00:00:03\"\n",
+  expect_error(kOnePort + "    neighbours:\n      - {ip: 198.18.1.2, mac: \"02:00:00:00:00:02\"}\n",
+               6, 14, "ports[0].neighbours[0].ip",
+               "198.18.1.2 is outside the port's subnet 198.18.0.0/24");
+  expect_error(kOnePort +
+                   "    neighbours:\n      - ip: 198.18.0.2\n        mac: \"02:00:00:00:00:02\"\n"
+                   "      - ip: 198.18.0.1\n        mac: \"02:00:00:00:00:03\"\n",
                8, 13, "ports[0].neighbours[1].ip", "198.18.0.1 is the port's own address");
-  expect_error(kOnePort + "    neighbours:\n      - {ip: 198.18.0.255, mac: \"02:00:00:00:00:02\"}\n", 6, 14,
-               "ports[0].neighbours[0].ip", "is the broadcast address of 198.18.0.0/24");
-  expect_error(kOnePort + "    neighbours:\n      - {ip: 198.18.0.2, mac: \"02:00:00:00:00:02\"}\n"
-                          "      - {ip: 198.18.0.2, mac: \"02:00:00:00:00:03\"}\n",
-               7, 14, "ports[0].neighbours[1].ip", "duplicate neighbour 198.18.0.2 (also ports[0].neighbours[0])");
+  expect_error(
+      kOnePort + "    neighbours:\n      - {ip: 198.18.0.255, mac: \"02:00:00:00:00:02\"}\n", 6, 14,
+      "ports[0].neighbours[0].ip", "is the broadcast address of 198.18.0.0/24");
+  expect_error(kOnePort +
+                   "    neighbours:\n      - {ip: 198.18.0.2, mac: \"02:00:00:00:00:02\"}\n"
+                   "      - {ip: 198.18.0.2, mac: \"02:00:00:00:00:03\"}\n",
+               7, 14, "ports[0].neighbours[1].ip",
+               "duplicate neighbour 198.18.0.2 (also ports[0].neighbours[0])");
 }
 
 TEST(ConfigReject, ExtraArgsThatKeysAlreadySet) {
-  expect_error(kOnePort + "eal:\n  extra_args: [\"--in-memory\", \"-l\", \"0-3\"]\n", 6, 31, "eal.extra_args[1]",
-               "'-l' is set from eal.lcores; use that key");
+  expect_error(kOnePort + "eal:\n  extra_args: [\"--in-memory\", \"-l\", \"0-3\"]\n", 6, 31,
+               "eal.extra_args[1]", "'-l' is set from eal.lcores; use that key");
   expect_error(kOnePort + "eal:\n  extra_args: [\"--file-prefix=x\"]\n", 6, 16, "eal.extra_args[0]",
                "'--file-prefix' is set from eal.file_prefix");
   expect_error(kOnePort + "eal:\n  extra_args: [\"-m512\"]\n", 6, 16, "eal.extra_args[0]",
@@ -607,13 +689,14 @@ TEST(ConfigReject, ExtraArgsThatKeysAlreadySet) {
 }
 
 TEST(ConfigReject, BadNamesAndPrefixes) {
-  expect_error("ports:\n  - name: \"my port\"\n    devargs: net_tap0\n    address: 198.18.0.1/24\n", 2, 11,
-               "ports[0].name", "must be 1..32 characters");
+  expect_error("ports:\n  - name: \"my port\"\n    devargs: net_tap0\n    address: 198.18.0.1/24\n",
+               2, 11, "ports[0].name", "must be 1..32 characters");
   expect_error("ports:\n  - name: \"\"\n    devargs: net_tap0\n    address: 198.18.0.1/24\n", 2, 11,
                "ports[0].name", "must not be empty");
-  expect_error(kOnePort + "eal:\n  file_prefix: ../etc\n", 6, 16, "eal.file_prefix", "must be 1..32 characters");
-  expect_error("ports:\n  - name: p0\n    devargs: net_tap0, iface=x\n    address: 198.18.0.1/24\n", 3, 14,
-               "ports[0].devargs", "must not contain spaces");
+  expect_error(kOnePort + "eal:\n  file_prefix: ../etc\n", 6, 16, "eal.file_prefix",
+               "must be 1..32 characters");
+  expect_error("ports:\n  - name: p0\n    devargs: net_tap0, iface=x\n    address: 198.18.0.1/24\n",
+               3, 14, "ports[0].devargs", "must not contain spaces");
 }
 
 }  // namespace
