@@ -56,7 +56,8 @@ NTSTATUS AddressRegistry::try_bind_port(std::uint32_t ip, std::uint16_t port, Bi
 NTSTATUS AddressRegistry::bind(std::uint32_t ip, std::uint16_t port, BindingOwner owner,
                                std::uint16_t* bound_port) {
   if (ip != 0 && !is_local_address(ip)) return STATUS_INVALID_ADDRESS;
-  if (bindings_.load(std::memory_order_relaxed) >= cfg_.max_bindings) return STATUS_INSUFFICIENT_RESOURCES;
+  if (bindings_.load(std::memory_order_relaxed) >= cfg_.max_bindings)
+    return STATUS_INSUFFICIENT_RESOURCES;
   if (port != 0) {
     const NTSTATUS s = try_bind_port(ip, port, owner);
     if (s == STATUS_SUCCESS && bound_port) *bound_port = port;
@@ -67,7 +68,8 @@ NTSTATUS AddressRegistry::bind(std::uint32_t ip, std::uint16_t port, BindingOwne
   // not handed out again right away.
   const std::uint32_t start = ephemeral_cursor_.fetch_add(1, std::memory_order_relaxed);
   for (std::size_t i = 0; i < kEphemeralPortCount; ++i) {
-    const auto p = static_cast<std::uint16_t>(kEphemeralPortFirst + (start + i) % kEphemeralPortCount);
+    const auto p =
+        static_cast<std::uint16_t>(kEphemeralPortFirst + (start + i) % kEphemeralPortCount);
     const NTSTATUS s = try_bind_port(ip, p, owner);
     if (s == STATUS_SUCCESS) {
       ephemeral_cursor_.store(static_cast<std::uint32_t>((start + i + 1) % kEphemeralPortCount),

@@ -33,13 +33,14 @@ namespace rocedp::control {
 
 inline constexpr std::uint16_t kEphemeralPortFirst = 49152;
 inline constexpr std::uint16_t kEphemeralPortLast = 65535;
-inline constexpr std::size_t kEphemeralPortCount = kEphemeralPortLast - kEphemeralPortFirst + 1;  // 16,384
+inline constexpr std::size_t kEphemeralPortCount =
+    kEphemeralPortLast - kEphemeralPortFirst + 1;  // 16,384
 
 /// Who owns a binding (for telemetry and for GetLocalAddress).
 enum class BindingOwner : std::uint8_t { kListener, kSharedEndpoint, kConnector };
 
 struct AddressRegistryConfig {
-  std::size_t max_bindings = 65536;        ///< listeners + shared endpoints + connector ports
+  std::size_t max_bindings = 65536;           ///< listeners + shared endpoints + connector ports
   std::uint64_t timewait_ns = 1'000'000'000;  ///< hold time of a released 4-tuple / QPN
 };
 
@@ -64,7 +65,8 @@ class AddressRegistry {
   /// STATUS_SUCCESS, STATUS_INVALID_ADDRESS (ip is neither 0 nor the adapter's),
   /// STATUS_SHARING_VIOLATION (taken), STATUS_TOO_MANY_ADDRESSES (port 0, none
   /// free), STATUS_INSUFFICIENT_RESOURCES (max_bindings reached).
-  NTSTATUS bind(std::uint32_t ip, std::uint16_t port, BindingOwner owner, std::uint16_t* bound_port);
+  NTSTATUS bind(std::uint32_t ip, std::uint16_t port, BindingOwner owner,
+                std::uint16_t* bound_port);
   /// Releases a binding made by bind(); false if there was none.
   bool unbind(std::uint32_t ip, std::uint16_t port);
   std::size_t binding_count() const { return bindings_.load(std::memory_order_relaxed); }

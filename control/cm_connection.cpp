@@ -12,7 +12,8 @@ namespace {
 // A REJ's reason as an NDK status: the peer's CM timing out is a timeout
 // (CompleteConnectEx/Accept IO_TIMEOUT); anything else is the given status.
 NTSTATUS status_for_rej(std::uint16_t reason, NTSTATUS otherwise) {
-  return reason == static_cast<std::uint16_t>(CmRejReason::kTimeout) ? STATUS_IO_TIMEOUT : otherwise;
+  return reason == static_cast<std::uint16_t>(CmRejReason::kTimeout) ? STATUS_IO_TIMEOUT
+                                                                     : otherwise;
 }
 
 // Private data into a fixed field (callers checked the size); an empty span may
@@ -41,12 +42,18 @@ std::string_view cm_state_name(CmState s) {
 
 std::string_view cm_event_name(CmEventType t) {
   switch (t) {
-    case CmEventType::kConnectComplete: return "connect complete";
-    case CmEventType::kAcceptComplete: return "accept complete";
-    case CmEventType::kAborted: return "aborted";
-    case CmEventType::kDisconnected: return "disconnected";
-    case CmEventType::kDisconnectComplete: return "disconnect complete";
-    case CmEventType::kReleased: return "released";
+    case CmEventType::kConnectComplete:
+      return "connect complete";
+    case CmEventType::kAcceptComplete:
+      return "accept complete";
+    case CmEventType::kAborted:
+      return "aborted";
+    case CmEventType::kDisconnected:
+      return "disconnected";
+    case CmEventType::kDisconnectComplete:
+      return "disconnect complete";
+    case CmEventType::kReleased:
+      return "released";
   }
   return "?";
 }
@@ -58,18 +65,27 @@ CmConnection::CmConnection(CmSink& sink, const CmConfig& cfg) : sink_(sink), cfg
 // they differ only in the timer that runs.
 CmState CmConnection::step(const CmMad* m, std::uint64_t now_ns) {
   switch (state_) {
-    case CmState::kIdle: return step_idle(m, now_ns);
+    case CmState::kIdle:
+      return step_idle(m, now_ns);
     case CmState::kReqSent:
-    case CmState::kMraRcvd: return step_req_sent(m, now_ns);
-    case CmState::kRepRcvd: return step_rep_rcvd(m, now_ns);
+    case CmState::kMraRcvd:
+      return step_req_sent(m, now_ns);
+    case CmState::kRepRcvd:
+      return step_rep_rcvd(m, now_ns);
     case CmState::kReqRcvd:
-    case CmState::kMraSent: return step_req_rcvd(m, now_ns);
-    case CmState::kRepSent: return step_rep_sent(m, now_ns);
-    case CmState::kEstablished: return step_established(m, now_ns);
-    case CmState::kDreqSent: return step_dreq_sent(m, now_ns);
-    case CmState::kTimeWait: return step_timewait(m, now_ns);
+    case CmState::kMraSent:
+      return step_req_rcvd(m, now_ns);
+    case CmState::kRepSent:
+      return step_rep_sent(m, now_ns);
+    case CmState::kEstablished:
+      return step_established(m, now_ns);
+    case CmState::kDreqSent:
+      return step_dreq_sent(m, now_ns);
+    case CmState::kTimeWait:
+      return step_timewait(m, now_ns);
     case CmState::kClosed:
-    case CmState::kCount: break;
+    case CmState::kCount:
+      break;
   }
   return step_closed(m, now_ns);
 }
@@ -84,9 +100,12 @@ void CmConnection::emit(CmEventType t, NTSTATUS st, std::uint16_t reason) {
   sink_.cm_event({t, st, reason});
 }
 
-void CmConnection::send(std::uint64_t tid, const CmBody& body) { sink_.cm_send(make_cm_mad(tid, body)); }
+void CmConnection::send(std::uint64_t tid, const CmBody& body) {
+  sink_.cm_send(make_cm_mad(tid, body));
+}
 
-void CmConnection::send_rej(std::uint64_t tid, CmRejReason reason, std::span<const std::uint8_t> pd) {
+void CmConnection::send_rej(std::uint64_t tid, CmRejReason reason,
+                            std::span<const std::uint8_t> pd) {
   CmRej r;
   r.local_comm_id = local_comm_id_;
   r.remote_comm_id = remote_comm_id_;
@@ -95,9 +114,15 @@ void CmConnection::send_rej(std::uint64_t tid, CmRejReason reason, std::span<con
       r.local_comm_id = 0;
       r.message_rejected = CmMsgResponse::kReq;
       break;
-    case CmState::kMraSent: r.message_rejected = CmMsgResponse::kReq; break;
-    case CmState::kRepRcvd: r.message_rejected = CmMsgResponse::kRep; break;
-    default: r.message_rejected = CmMsgResponse::kOther; break;
+    case CmState::kMraSent:
+      r.message_rejected = CmMsgResponse::kReq;
+      break;
+    case CmState::kRepRcvd:
+      r.message_rejected = CmMsgResponse::kRep;
+      break;
+    default:
+      r.message_rejected = CmMsgResponse::kOther;
+      break;
   }
   r.reason = static_cast<std::uint16_t>(reason);
   if (reason == CmRejReason::kTimeout) {
@@ -110,14 +135,18 @@ void CmConnection::send_rej(std::uint64_t tid, CmRejReason reason, std::span<con
   send(tid, r);
 }
 
-void CmConnection::send_rtu() { send(conn_tid_, CmRtu{local_comm_id_, remote_comm_id_, {}}); }
+void CmConnection::send_rtu() {
+  send(conn_tid_, CmRtu{local_comm_id_, remote_comm_id_, {}});
+}
 
 void CmConnection::send_dreq() {
   last_sent_ = make_cm_mad(own_tid(), CmDreq{local_comm_id_, remote_comm_id_, remote_qpn_, {}});
   sink_.cm_send(last_sent_);
 }
 
-void CmConnection::send_drep(std::uint64_t tid) { send(tid, CmDrep{local_comm_id_, remote_comm_id_, {}}); }
+void CmConnection::send_drep(std::uint64_t tid) {
+  send(tid, CmDrep{local_comm_id_, remote_comm_id_, {}});
+}
 
 void CmConnection::save_peer_pd(std::span<const std::uint8_t> pd) {
   peer_pd_len_ = std::min(pd.size(), peer_pd_.size());
@@ -126,7 +155,8 @@ void CmConnection::save_peer_pd(std::span<const std::uint8_t> pd) {
 
 bool CmConnection::from_peer(const CmMad& m) const {
   if (const auto* req = std::get_if<CmReq>(&m.body)) {
-    return remote_comm_id_ != 0 && req->local_comm_id == remote_comm_id_ && req->local_ca_guid == remote_ca_guid_;
+    return remote_comm_id_ != 0 && req->local_comm_id == remote_comm_id_ &&
+           req->local_ca_guid == remote_ca_guid_;
   }
   const auto [local, remote] = std::visit(
       [](const auto& x) -> std::pair<std::uint32_t, std::uint32_t> {
@@ -140,24 +170,31 @@ bool CmConnection::from_peer(const CmMad& m) const {
   if (const auto* rej = std::get_if<CmRej>(&m.body); rej && remote == 0) {
     // REJ Timeout from an active side that never saw our REP: matched by its
     // comm ID and the CA GUID in the ARI (cm.c cm_acquire_rejected_id).
-    return rej->reason == static_cast<std::uint16_t>(CmRejReason::kTimeout) && rej->rejected_info_length >= 8 &&
-           local == remote_comm_id_ && load_be64(rej->ari.data()) == remote_ca_guid_;
+    return rej->reason == static_cast<std::uint16_t>(CmRejReason::kTimeout) &&
+           rej->rejected_info_length >= 8 && local == remote_comm_id_ &&
+           load_be64(rej->ari.data()) == remote_ca_guid_;
   }
   if (remote != local_comm_id_) return false;
   // Before the REP we do not know the peer's ID; a REJ of a REQ carries 0 (cm.c cm_format_rej).
-  return remote_comm_id_ == 0 || local == remote_comm_id_ || (local == 0 && std::holds_alternative<CmRej>(m.body));
+  return remote_comm_id_ == 0 || local == remote_comm_id_ ||
+         (local == 0 && std::holds_alternative<CmRej>(m.body));
 }
 
 void CmConnection::enter(CmState s, std::uint64_t now_ns) {
   state_ = s;
   switch (s) {
-    case CmState::kEstablished: disarm(); break;
-    case CmState::kTimeWait: arm(now_ns, cfg_.timewait_ns); break;  // IBTA §12.9.8.4
+    case CmState::kEstablished:
+      disarm();
+      break;
+    case CmState::kTimeWait:
+      arm(now_ns, cfg_.timewait_ns);
+      break;  // IBTA §12.9.8.4
     case CmState::kClosed:
       disarm();
       emit(CmEventType::kReleased, STATUS_SUCCESS);  // last: the owner may free us after this call
       break;
-    default: break;
+    default:
+      break;
   }
 }
 
@@ -168,7 +205,9 @@ void CmConnection::run(const CmMad* m, std::uint64_t now_ns) {
   if (next != state_) enter(next, now_ns);
 }
 
-void CmConnection::on_message(const CmMad& m, std::uint64_t now_ns) { run(&m, now_ns); }
+void CmConnection::on_message(const CmMad& m, std::uint64_t now_ns) {
+  run(&m, now_ns);
+}
 
 void CmConnection::on_timer(std::uint64_t now_ns) {
   if (deadline_ns_ == kNoTimeout || now_ns < deadline_ns_) return;
@@ -222,8 +261,8 @@ NTSTATUS CmConnection::connect(const CmConnectParams& p, std::uint64_t now_ns) {
   return STATUS_PENDING;
 }
 
-NTSTATUS CmConnection::on_request(const CmMad& m, std::uint32_t local_comm_id, std::uint64_t local_ca_guid,
-                                  std::uint64_t now_ns) {
+NTSTATUS CmConnection::on_request(const CmMad& m, std::uint32_t local_comm_id,
+                                  std::uint64_t local_ca_guid, std::uint64_t now_ns) {
   if (state_ != CmState::kIdle) return STATUS_CONNECTION_INVALID;
   const auto* req = std::get_if<CmReq>(&m.body);
   if (!req || req->transport_service_type != 0) return STATUS_INVALID_PARAMETER;
@@ -252,7 +291,8 @@ NTSTATUS CmConnection::on_request(const CmMad& m, std::uint32_t local_comm_id, s
 
 NTSTATUS CmConnection::accept(const CmAcceptParams& p, std::uint64_t now_ns) {
   if (state_ != CmState::kReqRcvd && state_ != CmState::kMraSent) {
-    return !active_ && abort_status_ != STATUS_SUCCESS ? STATUS_CONNECTION_ABORTED : STATUS_CONNECTION_INVALID;
+    return !active_ && abort_status_ != STATUS_SUCCESS ? STATUS_CONNECTION_ABORTED
+                                                       : STATUS_CONNECTION_INVALID;
   }
   if (p.private_data.size() > kMaxCalleeData) return STATUS_INVALID_PARAMETER;
   local_qpn_ = p.local_qpn;
@@ -291,8 +331,9 @@ NTSTATUS CmConnection::send_mra(std::uint64_t now_ns) {
     return STATUS_SUCCESS;
   }
   if (state_ != CmState::kReqRcvd) return STATUS_CONNECTION_INVALID;
-  last_mra_ = make_cm_mad(conn_tid_, CmMra{local_comm_id_, remote_comm_id_, CmMsgResponse::kReq,
-                                           cfg_.mra_service_timeout, {}});
+  last_mra_ = make_cm_mad(
+      conn_tid_,
+      CmMra{local_comm_id_, remote_comm_id_, CmMsgResponse::kReq, cfg_.mra_service_timeout, {}});
   have_mra_ = true;
   sink_.cm_send(last_mra_);
   enter(CmState::kMraSent, now_ns);
@@ -326,7 +367,9 @@ void CmConnection::close(std::uint64_t now_ns) {
   if (closed_by_consumer_) return;
   closed_by_consumer_ = true;
   switch (state_) {
-    case CmState::kIdle: enter(CmState::kClosed, now_ns); break;
+    case CmState::kIdle:
+      enter(CmState::kClosed, now_ns);
+      break;
     case CmState::kReqSent:
     case CmState::kMraRcvd:
       // cm.c cm_destroy_id: an abandoned REQ is rejected with reason Timeout.
@@ -340,11 +383,14 @@ void CmConnection::close(std::uint64_t now_ns) {
       send_rej(conn_tid_, CmRejReason::kConsumerDefined);
       enter(CmState::kClosed, now_ns);
       break;
-    case CmState::kEstablished: disconnect(now_ns); break;  // DREQ; TIMEWAIT and CLOSED follow
+    case CmState::kEstablished:
+      disconnect(now_ns);
+      break;  // DREQ; TIMEWAIT and CLOSED follow
     case CmState::kDreqSent:
     case CmState::kTimeWait:
     case CmState::kClosed:
-    case CmState::kCount: break;
+    case CmState::kCount:
+      break;
   }
 }
 
@@ -364,7 +410,8 @@ void CmConnection::stale(std::uint64_t now_ns) {
     enter(CmState::kDreqSent, now_ns);
   } else if (state_ == CmState::kRepSent) {
     send_rej(conn_tid_, CmRejReason::kStaleConn);
-    emit(CmEventType::kAcceptComplete, STATUS_CONNECTION_ABORTED, static_cast<std::uint16_t>(CmRejReason::kStaleConn));
+    emit(CmEventType::kAcceptComplete, STATUS_CONNECTION_ABORTED,
+         static_cast<std::uint16_t>(CmRejReason::kStaleConn));
     enter(CmState::kClosed, now_ns);
   }
 }
@@ -378,10 +425,12 @@ CmMad CmConnection::rej_for(const CmMad& in, CmRejReason reason) {
   } else {
     std::visit(
         [&r](const auto& x) {
-          if constexpr (!std::is_same_v<std::decay_t<decltype(x)>, CmReq>) r.remote_comm_id = x.local_comm_id;
+          if constexpr (!std::is_same_v<std::decay_t<decltype(x)>, CmReq>)
+            r.remote_comm_id = x.local_comm_id;
         },
         in.body);
-    r.message_rejected = std::holds_alternative<CmRep>(in.body) ? CmMsgResponse::kRep : CmMsgResponse::kOther;
+    r.message_rejected =
+        std::holds_alternative<CmRep>(in.body) ? CmMsgResponse::kRep : CmMsgResponse::kOther;
   }
   return make_cm_mad(in.hdr.tid, r);
 }
@@ -389,7 +438,9 @@ CmMad CmConnection::rej_for(const CmMad& in, CmRejReason reason) {
 // ---------------------------------------------------------------------------
 // Step functions: m == nullptr is the timer.
 
-CmState CmConnection::step_idle(const CmMad*, std::uint64_t) { return state_; }
+CmState CmConnection::step_idle(const CmMad*, std::uint64_t) {
+  return state_;
+}
 
 // REQ_SENT and MRA_RCVD (IBTA Figure 130, active side).
 CmState CmConnection::step_req_sent(const CmMad* m, std::uint64_t now_ns) {
@@ -420,7 +471,8 @@ CmState CmConnection::step_req_sent(const CmMad* m, std::uint64_t now_ns) {
   }
   if (const auto* rej = std::get_if<CmRej>(&m->body)) {
     save_peer_pd(rej->private_data);
-    emit(CmEventType::kConnectComplete, status_for_rej(rej->reason, STATUS_CONNECTION_REFUSED), rej->reason);
+    emit(CmEventType::kConnectComplete, status_for_rej(rej->reason, STATUS_CONNECTION_REFUSED),
+         rej->reason);
     return CmState::kClosed;
   }
   if (const auto* mra = std::get_if<CmMra>(&m->body)) {
@@ -496,7 +548,8 @@ CmState CmConnection::step_rep_sent(const CmMad* m, std::uint64_t now_ns) {
   }
   if (const auto* rej = std::get_if<CmRej>(&m->body)) {
     save_peer_pd(rej->private_data);
-    emit(CmEventType::kAcceptComplete, status_for_rej(rej->reason, STATUS_CONNECTION_ABORTED), rej->reason);
+    emit(CmEventType::kAcceptComplete, status_for_rej(rej->reason, STATUS_CONNECTION_ABORTED),
+         rej->reason);
     return CmState::kClosed;
   }
   if (std::holds_alternative<CmDreq>(m->body)) {
@@ -506,7 +559,8 @@ CmState CmConnection::step_rep_sent(const CmMad* m, std::uint64_t now_ns) {
     return CmState::kTimeWait;
   }
   if (const auto* mra = std::get_if<CmMra>(&m->body)) {
-    if (mra->message_mraed == CmMsgResponse::kRep) arm(now_ns, ib_time_ns(mra->service_timeout) + retry_timeout_ns_);
+    if (mra->message_mraed == CmMsgResponse::kRep)
+      arm(now_ns, ib_time_ns(mra->service_timeout) + retry_timeout_ns_);
     return state_;
   }
   return state_;
@@ -574,6 +628,8 @@ CmState CmConnection::step_timewait(const CmMad* m, std::uint64_t) {
   return state_;
 }
 
-CmState CmConnection::step_closed(const CmMad*, std::uint64_t) { return state_; }
+CmState CmConnection::step_closed(const CmMad*, std::uint64_t) {
+  return state_;
+}
 
 }  // namespace rocedp::control

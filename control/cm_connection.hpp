@@ -35,17 +35,17 @@
 
 namespace rocedp::control {
 
-#define ROCEDP_CM_STATES(X) \
-  X(kIdle, "IDLE")          \
-  X(kReqSent, "REQ_SENT")   \
-  X(kMraRcvd, "MRA_RCVD")   \
-  X(kRepRcvd, "REP_RCVD")   \
-  X(kReqRcvd, "REQ_RCVD")   \
-  X(kMraSent, "MRA_SENT")   \
-  X(kRepSent, "REP_SENT")   \
+#define ROCEDP_CM_STATES(X)      \
+  X(kIdle, "IDLE")               \
+  X(kReqSent, "REQ_SENT")        \
+  X(kMraRcvd, "MRA_RCVD")        \
+  X(kRepRcvd, "REP_RCVD")        \
+  X(kReqRcvd, "REQ_RCVD")        \
+  X(kMraSent, "MRA_SENT")        \
+  X(kRepSent, "REP_SENT")        \
   X(kEstablished, "ESTABLISHED") \
-  X(kDreqSent, "DREQ_SENT") \
-  X(kTimeWait, "TIMEWAIT")  \
+  X(kDreqSent, "DREQ_SENT")      \
+  X(kTimeWait, "TIMEWAIT")       \
   X(kClosed, "CLOSED")
 
 enum class CmState : std::uint8_t {
@@ -58,15 +58,17 @@ std::string_view cm_state_name(CmState s);
 
 /// What the NDK layer hears about. Consumer-visible ones map 1:1 to NDK callbacks.
 enum class CmEventType : std::uint8_t {
-  kConnectComplete,     ///< active: Connect's completion. SUCCESS (REP arrived: CompleteConnect allowed),
-                        ///< CONNECTION_REFUSED (REJ; rej_reason + peer private data), IO_TIMEOUT
-  kAcceptComplete,      ///< passive: Accept's completion. SUCCESS (RTU), CONNECTION_ABORTED (REJ/DREQ
-                        ///< before RTU), IO_TIMEOUT (REP retries exhausted: peer never completed)
-  kAborted,             ///< establishment ended while the consumer had no call pending (active in
-                        ///< REP_RCVD, passive before Accept): the peer REJected / DREQed
-                        ///< (CONNECTION_ABORTED) or we waited too long (IO_TIMEOUT); the next
-                        ///< CompleteConnect / Accept returns this status
-  kDisconnected,        ///< peer DREQ (or stale) after establishment: the disconnect callback; flush the QP
+  kConnectComplete,  ///< active: Connect's completion. SUCCESS (REP arrived: CompleteConnect
+                     ///< allowed), CONNECTION_REFUSED (REJ; rej_reason + peer private data),
+                     ///< IO_TIMEOUT
+  kAcceptComplete,  ///< passive: Accept's completion. SUCCESS (RTU), CONNECTION_ABORTED (REJ/DREQ
+                    ///< before RTU), IO_TIMEOUT (REP retries exhausted: peer never completed)
+  kAborted,         ///< establishment ended while the consumer had no call pending (active in
+                    ///< REP_RCVD, passive before Accept): the peer REJected / DREQed
+                    ///< (CONNECTION_ABORTED) or we waited too long (IO_TIMEOUT); the next
+                    ///< CompleteConnect / Accept returns this status
+  kDisconnected,  ///< peer DREQ (or stale) after establishment: the disconnect callback; flush the
+                  ///< QP
   kDisconnectComplete,  ///< our Disconnect: SUCCESS (DREP or crossing DREQ) or IO_TIMEOUT (no DREP)
   kReleased,            ///< reached CLOSED: free the object, hold QPN / 4-tuple in the registry
 };
@@ -87,7 +89,8 @@ class CmSink {
 };
 
 struct CmConfig {
-  std::uint32_t tid_hi = 1;               ///< high half of our transaction IDs (the MAD agent's, cm.c cm_form_tid)
+  std::uint32_t tid_hi =
+      1;  ///< high half of our transaction IDs (the MAD agent's, cm.c cm_form_tid)
   std::uint8_t mra_service_timeout = 20;  ///< announced in our MRAs: 4.096 µs × 2^20 ≈ 4.3 s
   std::uint64_t timewait_ns = 1'000'000'000;
 };
@@ -134,10 +137,11 @@ class CmConnection {
   NTSTATUS connect(const CmConnectParams& p, std::uint64_t now_ns);
   /// Passive: a REQ matched a listener. STATUS_SUCCESS, STATUS_CONNECTION_INVALID
   /// (not IDLE), STATUS_INVALID_PARAMETER (not a REQ, not RC, or no rdma_cm IPv4 header).
-  NTSTATUS on_request(const wire::CmMad& req, std::uint32_t local_comm_id, std::uint64_t local_ca_guid,
-                      std::uint64_t now_ns);
+  NTSTATUS on_request(const wire::CmMad& req, std::uint32_t local_comm_id,
+                      std::uint64_t local_ca_guid, std::uint64_t now_ns);
   /// Passive: sends the REP. STATUS_PENDING (kAcceptComplete follows), STATUS_CONNECTION_ABORTED
-  /// (the peer already gave up), STATUS_CONNECTION_INVALID (no pending request), STATUS_INVALID_PARAMETER.
+  /// (the peer already gave up), STATUS_CONNECTION_INVALID (no pending request),
+  /// STATUS_INVALID_PARAMETER.
   NTSTATUS accept(const CmAcceptParams& p, std::uint64_t now_ns);
   /// Passive before accept, or active after the REP (NDK allows both): REJ with
   /// reason 28 and private data (≤ 148). STATUS_SUCCESS, STATUS_CONNECTION_ABORTED
@@ -185,12 +189,15 @@ class CmConnection {
   std::uint8_t peer_initiator_depth() const { return peer_init_depth_; }
   /// The peer's private data: REQ 56 bytes (after the rdma_cm header), REP 196, REJ 148.
   /// IB CM carries no length, so this is the whole field (as rdma_cm reports it).
-  std::span<const std::uint8_t> peer_private_data() const { return {peer_pd_.data(), peer_pd_len_}; }
+  std::span<const std::uint8_t> peer_private_data() const {
+    return {peer_pd_.data(), peer_pd_len_};
+  }
   const wire::CmaHeader& peer_addresses() const { return cma_; }  ///< passive: from the REQ
   std::uint32_t retries() const { return retries_; }
 
   /// A REJ answering `incoming` when no connection takes it (IBTA §12.6.7): no listener
-  /// for a REQ's service ID -> kInvalidServiceId; a REQ for a QP with a live connection -> kStaleConn.
+  /// for a REQ's service ID -> kInvalidServiceId; a REQ for a QP with a live connection ->
+  /// kStaleConn.
   static wire::CmMad rej_for(const wire::CmMad& incoming, wire::CmRejReason reason);
 
  private:
@@ -229,7 +236,8 @@ class CmConnection {
   CmState state_ = CmState::kIdle;
   bool active_ = false;
   bool closed_by_consumer_ = false;  // no consumer events after close()
-  NTSTATUS abort_status_ = STATUS_SUCCESS;  // why REP_RCVD / REQ_RCVD ended before the consumer acted
+  NTSTATUS abort_status_ =
+      STATUS_SUCCESS;  // why REP_RCVD / REQ_RCVD ended before the consumer acted
   std::uint64_t deadline_ns_ = kNoTimeout;
   std::uint32_t retries_ = 0;
   std::uint8_t max_retries_ = 15;

@@ -32,17 +32,19 @@ void put_mem(std::uint8_t* b, std::size_t off, const std::array<std::uint8_t, N>
 
 // Body offsets (IBTA Table 106; ibta_vol1_c12.h CM_REQ_*).
 namespace req_off {
-constexpr std::size_t kLocalCommId = 0, kVendorId = 5, kServiceId = 8, kLocalCaGuid = 16, kLocalQkey = 28,
-                      kLocalQpn = 32, kRespRes = 35, kLocalEecn = 36, kInitDepth = 39, kRemoteEecn = 40,
-                      kByte43 = 43, kStartingPsn = 44, kByte47 = 47, kPkey = 48, kByte50 = 50, kByte51 = 51,
-                      kPrimaryPath = 52, kAltPath = 96, kPrivate = 140;
+constexpr std::size_t kLocalCommId = 0, kVendorId = 5, kServiceId = 8, kLocalCaGuid = 16,
+                      kLocalQkey = 28, kLocalQpn = 32, kRespRes = 35, kLocalEecn = 36,
+                      kInitDepth = 39, kRemoteEecn = 40, kByte43 = 43, kStartingPsn = 44,
+                      kByte47 = 47, kPkey = 48, kByte50 = 50, kByte51 = 51, kPrimaryPath = 52,
+                      kAltPath = 96, kPrivate = 140;
 }
 static_assert(req_off::kPrivate + kCmReqPrivateLen == kCmBodyLen);
 
 // Path block (44 bytes): LIDs, GIDs, flow label/rate, TC, hop limit, SL/subnet local, ACK timeout.
 namespace path_off {
-constexpr std::size_t kLocalLid = 0, kRemoteLid = 2, kLocalGid = 4, kRemoteGid = 20, kFlowLabel = 36,
-                      kRate = 39, kTrafficClass = 40, kHopLimit = 41, kSl = 42, kAckTimeout = 43, kLen = 44;
+constexpr std::size_t kLocalLid = 0, kRemoteLid = 2, kLocalGid = 4, kRemoteGid = 20,
+                      kFlowLabel = 36, kRate = 39, kTrafficClass = 40, kHopLimit = 41, kSl = 42,
+                      kAckTimeout = 43, kLen = 44;
 }
 static_assert(req_off::kPrimaryPath + path_off::kLen == req_off::kAltPath);
 
@@ -235,42 +237,66 @@ static_assert(8 + kCmRtuPrivateLen == kCmBodyLen && 12 + kCmDreqPrivateLen == kC
 
 std::string_view cm_rej_reason_name(std::uint16_t reason) {
   switch (static_cast<CmRejReason>(reason)) {
-    case CmRejReason::kNoQp: return "no QP";
-    case CmRejReason::kNoEec: return "no EEC";
-    case CmRejReason::kNoResources: return "no resources";
-    case CmRejReason::kTimeout: return "timeout";
-    case CmRejReason::kUnsupported: return "unsupported request";
-    case CmRejReason::kInvalidCommId: return "invalid communication ID";
-    case CmRejReason::kInvalidCommInstance: return "invalid communication instance";
-    case CmRejReason::kInvalidServiceId: return "invalid service ID";
-    case CmRejReason::kInvalidTransportType: return "invalid transport service type";
-    case CmRejReason::kStaleConn: return "stale connection";
-    case CmRejReason::kRdcNotExist: return "RDC does not exist";
-    case CmRejReason::kInvalidGid: return "invalid GID";
-    case CmRejReason::kInvalidMtu: return "invalid path MTU";
-    case CmRejReason::kInsufficientRespResources: return "insufficient responder resources";
-    case CmRejReason::kConsumerDefined: return "consumer defined";
-    case CmRejReason::kInvalidRnrRetry: return "invalid RNR retry count";
-    case CmRejReason::kDuplicateLocalCommId: return "duplicate local communication ID";
-    case CmRejReason::kInvalidClassVersion: return "invalid class version";
+    case CmRejReason::kNoQp:
+      return "no QP";
+    case CmRejReason::kNoEec:
+      return "no EEC";
+    case CmRejReason::kNoResources:
+      return "no resources";
+    case CmRejReason::kTimeout:
+      return "timeout";
+    case CmRejReason::kUnsupported:
+      return "unsupported request";
+    case CmRejReason::kInvalidCommId:
+      return "invalid communication ID";
+    case CmRejReason::kInvalidCommInstance:
+      return "invalid communication instance";
+    case CmRejReason::kInvalidServiceId:
+      return "invalid service ID";
+    case CmRejReason::kInvalidTransportType:
+      return "invalid transport service type";
+    case CmRejReason::kStaleConn:
+      return "stale connection";
+    case CmRejReason::kRdcNotExist:
+      return "RDC does not exist";
+    case CmRejReason::kInvalidGid:
+      return "invalid GID";
+    case CmRejReason::kInvalidMtu:
+      return "invalid path MTU";
+    case CmRejReason::kInsufficientRespResources:
+      return "insufficient responder resources";
+    case CmRejReason::kConsumerDefined:
+      return "consumer defined";
+    case CmRejReason::kInvalidRnrRetry:
+      return "invalid RNR retry count";
+    case CmRejReason::kDuplicateLocalCommId:
+      return "duplicate local communication ID";
+    case CmRejReason::kInvalidClassVersion:
+      return "invalid class version";
   }
   return "other";
 }
 
 std::string_view cm_decode_status_name(CmDecodeStatus s) {
   switch (s) {
-    case CmDecodeStatus::kOk: return "ok";
-    case CmDecodeStatus::kShort: return "short MAD";
-    case CmDecodeStatus::kNotCm: return "not a CM class 2 MAD";
-    case CmDecodeStatus::kBadMethod: return "not a Send method";
-    case CmDecodeStatus::kUnsupportedAttr: return "unsupported CM attribute";
+    case CmDecodeStatus::kOk:
+      return "ok";
+    case CmDecodeStatus::kShort:
+      return "short MAD";
+    case CmDecodeStatus::kNotCm:
+      return "not a CM class 2 MAD";
+    case CmDecodeStatus::kBadMethod:
+      return "not a Send method";
+    case CmDecodeStatus::kUnsupportedAttr:
+      return "unsupported CM attribute";
   }
   return "?";
 }
 
 std::uint16_t cm_attr_id(const CmBody& body) {
-  static constexpr std::uint16_t kIds[] = {cm_attr::kReq, cm_attr::kMra,  cm_attr::kRej, cm_attr::kRep,
-                                           cm_attr::kRtu, cm_attr::kDreq, cm_attr::kDrep};
+  static constexpr std::uint16_t kIds[] = {cm_attr::kReq, cm_attr::kMra, cm_attr::kRej,
+                                           cm_attr::kRep, cm_attr::kRtu, cm_attr::kDreq,
+                                           cm_attr::kDrep};
   static_assert(std::size(kIds) == std::variant_size_v<CmBody>);
   return kIds[body.index()];
 }
@@ -278,16 +304,25 @@ std::uint16_t cm_attr_id(const CmBody& body) {
 CmDecodeStatus decode_cm_mad(Bytes mad, CmMad& out) {
   if (mad.size() < kMadLen) return CmDecodeStatus::kShort;
   const auto h = decode_mad_header(mad);
-  if (h->base_version != kMadBaseVersion || h->mgmt_class != kMgmtClassCm || h->class_version != kCmClassVersion)
+  if (h->base_version != kMadBaseVersion || h->mgmt_class != kMgmtClassCm ||
+      h->class_version != kCmClassVersion)
     return CmDecodeStatus::kNotCm;
   if (h->method != kMadMethodSend) return CmDecodeStatus::kBadMethod;
   out.hdr = *h;
   const std::uint8_t* b = mad.data() + kMadHdrLen;
   switch (h->attr_id) {
-    case cm_attr::kReq: decode_req(b, out.body.emplace<CmReq>()); break;
-    case cm_attr::kMra: decode_mra(b, out.body.emplace<CmMra>()); break;
-    case cm_attr::kRej: decode_rej(b, out.body.emplace<CmRej>()); break;
-    case cm_attr::kRep: decode_rep(b, out.body.emplace<CmRep>()); break;
+    case cm_attr::kReq:
+      decode_req(b, out.body.emplace<CmReq>());
+      break;
+    case cm_attr::kMra:
+      decode_mra(b, out.body.emplace<CmMra>());
+      break;
+    case cm_attr::kRej:
+      decode_rej(b, out.body.emplace<CmRej>());
+      break;
+    case cm_attr::kRep:
+      decode_rep(b, out.body.emplace<CmRep>());
+      break;
     case cm_attr::kRtu: {
       auto& m = out.body.emplace<CmRtu>();
       decode_ids(b, m);
@@ -307,7 +342,8 @@ CmDecodeStatus decode_cm_mad(Bytes mad, CmMad& out) {
       get_mem(b, 8, m.private_data);
       break;
     }
-    default: return CmDecodeStatus::kUnsupportedAttr;
+    default:
+      return CmDecodeStatus::kUnsupportedAttr;
   }
   return CmDecodeStatus::kOk;
 }

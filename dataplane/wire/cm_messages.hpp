@@ -35,14 +35,20 @@ inline constexpr std::size_t kCmReqPrivateLen = 92, kCmMraPrivateLen = 222, kCmR
 inline constexpr std::size_t kCmaHdrLen = 36;
 // What an rdma_cm peer leaves for the consumer: NDK MaxCallerData / MaxCalleeData.
 inline constexpr std::size_t kMaxCallerData = kCmReqPrivateLen - kCmaHdrLen;  // 56
-inline constexpr std::size_t kMaxCalleeData = kCmRejPrivateLen;               // 148 (REP has 196, REJ 148)
+inline constexpr std::size_t kMaxCalleeData = kCmRejPrivateLen;  // 148 (REP has 196, REJ 148)
 
 // rdma_cm port space TCP (rdma_cma.h RDMA_PS_TCP) under the IP CM prefix
 // 0x0000000001 (Annex A11): service ID = 0x0000000001060000 | port.
 inline constexpr std::uint64_t kRdmaCmTcpServicePrefix = 0x0000000001060000ull;
-constexpr std::uint64_t rdma_cm_service_id(std::uint16_t port) { return kRdmaCmTcpServicePrefix | port; }
-constexpr bool is_rdma_cm_tcp_service(std::uint64_t sid) { return (sid & ~0xFFFFull) == kRdmaCmTcpServicePrefix; }
-constexpr std::uint16_t rdma_cm_port(std::uint64_t sid) { return static_cast<std::uint16_t>(sid & 0xFFFF); }
+constexpr std::uint64_t rdma_cm_service_id(std::uint16_t port) {
+  return kRdmaCmTcpServicePrefix | port;
+}
+constexpr bool is_rdma_cm_tcp_service(std::uint64_t sid) {
+  return (sid & ~0xFFFFull) == kRdmaCmTcpServicePrefix;
+}
+constexpr std::uint16_t rdma_cm_port(std::uint64_t sid) {
+  return static_cast<std::uint16_t>(sid & 0xFFFF);
+}
 
 // REJ reasons (IBTA Table 109; include/rdma/ib_cm.h enum ib_cm_rej_reason).
 enum class CmRejReason : std::uint16_t {
@@ -90,30 +96,31 @@ constexpr bool gid_is_ipv4_mapped(const Gid& g) {
   return g[10] == 0xFF && g[11] == 0xFF;
 }
 constexpr std::uint32_t ipv4_from_gid(const Gid& g) {
-  return (std::uint32_t{g[12]} << 24) | (std::uint32_t{g[13]} << 16) | (std::uint32_t{g[14]} << 8) | g[15];
+  return (std::uint32_t{g[12]} << 24) | (std::uint32_t{g[13]} << 16) | (std::uint32_t{g[14]} << 8) |
+         g[15];
 }
 
 // The EUI-64 node GUID Linux derives from a port MAC (addrconf_ifid_eui48:
 // flip the U/L bit, insert ff:fe) — rxe's CA GUID.
 constexpr std::uint64_t ca_guid_from_mac(const MacAddr& m) {
-  return (std::uint64_t{static_cast<std::uint8_t>(m[0] ^ 0x02)} << 56) | (std::uint64_t{m[1]} << 48) |
-         (std::uint64_t{m[2]} << 40) | (0xFFull << 32) | (0xFEull << 24) | (std::uint64_t{m[3]} << 16) |
-         (std::uint64_t{m[4]} << 8) | m[5];
+  return (std::uint64_t{static_cast<std::uint8_t>(m[0] ^ 0x02)} << 56) |
+         (std::uint64_t{m[1]} << 48) | (std::uint64_t{m[2]} << 40) | (0xFFull << 32) |
+         (0xFEull << 24) | (std::uint64_t{m[3]} << 16) | (std::uint64_t{m[4]} << 8) | m[5];
 }
 
 // One path of a REQ (primary at body offset 52, alternate at 96; IBTA Table 106).
 struct CmPath {
-  std::uint16_t local_lid = 0xFFFF;   // RoCE: the permissive LID (cm.c, "no LID info")
+  std::uint16_t local_lid = 0xFFFF;  // RoCE: the permissive LID (cm.c, "no LID info")
   std::uint16_t remote_lid = 0xFFFF;
   Gid local_gid{};
   Gid remote_gid{};
-  std::uint32_t flow_label = 0;       // 20 bits
-  std::uint8_t packet_rate = 0;       // 6 bits
+  std::uint32_t flow_label = 0;  // 20 bits
+  std::uint8_t packet_rate = 0;  // 6 bits
   std::uint8_t traffic_class = 0;
   std::uint8_t hop_limit = 0;
-  std::uint8_t sl = 0;                // 4 bits
+  std::uint8_t sl = 0;  // 4 bits
   bool subnet_local = false;
-  std::uint8_t local_ack_timeout = 0; // 5 bits: 4.096 µs × 2^t
+  std::uint8_t local_ack_timeout = 0;  // 5 bits: 4.096 µs × 2^t
   friend bool operator==(const CmPath&, const CmPath&) = default;
 };
 
@@ -127,11 +134,11 @@ struct CmReq {
   std::uint8_t responder_resources = 0;
   std::uint32_t local_eecn = 0;  // 24 bits
   std::uint8_t initiator_depth = 0;
-  std::uint32_t remote_eecn = 0;  // 24 bits
+  std::uint32_t remote_eecn = 0;                // 24 bits
   std::uint8_t remote_cm_response_timeout = 0;  // 5 bits
   std::uint8_t transport_service_type = 0;      // 2 bits: 0 = RC
   bool end_to_end_flow_control = false;
-  std::uint32_t starting_psn = 0;  // 24 bits
+  std::uint32_t starting_psn = 0;              // 24 bits
   std::uint8_t local_cm_response_timeout = 0;  // 5 bits
   std::uint8_t retry_count = 0;                // 3 bits
   std::uint16_t pkey = 0xFFFF;
@@ -178,10 +185,10 @@ struct CmRep {
   std::uint32_t starting_psn = 0;
   std::uint8_t responder_resources = 0;
   std::uint8_t initiator_depth = 0;
-  std::uint8_t target_ack_delay = 0;  // 5 bits
-  std::uint8_t failover_accepted = 0; // 2 bits
+  std::uint8_t target_ack_delay = 0;   // 5 bits
+  std::uint8_t failover_accepted = 0;  // 2 bits
   bool end_to_end_flow_control = false;
-  std::uint8_t rnr_retry_count = 0;   // 3 bits
+  std::uint8_t rnr_retry_count = 0;  // 3 bits
   bool srq = false;
   std::uint64_t local_ca_guid = 0;
   std::array<std::uint8_t, kCmRepPrivateLen> private_data{};
@@ -234,10 +241,10 @@ inline CmMad make_cm_mad(std::uint64_t tid, CmBody body) {
 
 enum class CmDecodeStatus : std::uint8_t {
   kOk,
-  kShort,             // fewer than 256 bytes
-  kNotCm,             // base version / class / class version is not CM v2
-  kBadMethod,         // CM messages are Send (0x03)
-  kUnsupportedAttr,   // SIDR, LAP, APR, ClassPortInfo
+  kShort,            // fewer than 256 bytes
+  kNotCm,            // base version / class / class version is not CM v2
+  kBadMethod,        // CM messages are Send (0x03)
+  kUnsupportedAttr,  // SIDR, LAP, APR, ClassPortInfo
 };
 std::string_view cm_decode_status_name(CmDecodeStatus s);
 
@@ -267,7 +274,9 @@ bool decode_cma_header(const std::uint8_t* p, CmaHeader& out);
 
 // 4.096 µs × 2^t in ns: CM response timeouts, MRA service timeout, local ACK
 // timeout (IBTA §12.7.34, §9.7.6.1.3).
-constexpr std::uint64_t ib_time_ns(std::uint8_t t) { return 4096ull << (t & 31); }
+constexpr std::uint64_t ib_time_ns(std::uint8_t t) {
+  return 4096ull << (t & 31);
+}
 
 // Addressing of a QP1 frame (the control plane fills it from the neighbour table).
 struct CmFrameAddr {
@@ -276,7 +285,7 @@ struct CmFrameAddr {
   std::uint32_t src_ip = 0;  // host order
   std::uint32_t dst_ip = 0;
   std::uint16_t udp_src_port = 0xC000;
-  std::uint32_t psn = 0;     // QP1's send PSN
+  std::uint32_t psn = 0;  // QP1's send PSN
   std::uint8_t tos = 0;
   std::uint16_t ip_id = 0;
 };

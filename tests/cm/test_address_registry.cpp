@@ -33,11 +33,13 @@ TEST(AddressRegistry, BindsAFixedPortOnceThenSharingViolation) {
   EXPECT_EQ(r.bind(kIpA, 445, BindingOwner::kListener, &port), STATUS_SUCCESS);
   EXPECT_EQ(port, 445);
   EXPECT_EQ(r.bind(kIpA, 445, BindingOwner::kSharedEndpoint, &port), STATUS_SHARING_VIOLATION);
-  EXPECT_EQ(r.bind(kIpB, 445, BindingOwner::kListener, &port), STATUS_SUCCESS) << "another local IP";
+  EXPECT_EQ(r.bind(kIpB, 445, BindingOwner::kListener, &port), STATUS_SUCCESS)
+      << "another local IP";
   EXPECT_EQ(r.binding_count(), 2u);
   EXPECT_TRUE(r.unbind(kIpA, 445));
   EXPECT_FALSE(r.unbind(kIpA, 445));
-  EXPECT_EQ(r.bind(kIpA, 445, BindingOwner::kListener, &port), STATUS_SUCCESS) << "free again after unbind";
+  EXPECT_EQ(r.bind(kIpA, 445, BindingOwner::kListener, &port), STATUS_SUCCESS)
+      << "free again after unbind";
 }
 
 TEST(AddressRegistry, WildcardConflictsWithEverySpecificBindingOfItsPort) {
@@ -60,7 +62,8 @@ TEST(AddressRegistry, AnAddressThatIsNotTheAdaptersIsInvalid) {
   const std::array<std::uint32_t, 1> now_ours = {kForeign};
   r.set_local_addresses(now_ours);
   EXPECT_EQ(r.bind(kForeign, 445, BindingOwner::kListener, &port), STATUS_SUCCESS);
-  EXPECT_EQ(r.bind(kIpA, 446, BindingOwner::kListener, &port), STATUS_INVALID_ADDRESS) << "address removed";
+  EXPECT_EQ(r.bind(kIpA, 446, BindingOwner::kListener, &port), STATUS_INVALID_ADDRESS)
+      << "address removed";
 }
 
 TEST(AddressRegistry, ObjectLimitGivesInsufficientResources) {

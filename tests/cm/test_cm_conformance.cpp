@@ -189,7 +189,8 @@ std::vector<CmMad> every_message_type() {
   req.primary.hop_limit = 64;
   req.primary.local_ack_timeout = 19;
   encode_cma_header(req.private_data.data(), {0, 4, 49152, 0x0A000001, 0x0A000002});
-  for (std::size_t i = kCmaHdrLen; i < req.private_data.size(); ++i) req.private_data[i] = static_cast<std::uint8_t>(i);
+  for (std::size_t i = kCmaHdrLen; i < req.private_data.size(); ++i)
+    req.private_data[i] = static_cast<std::uint8_t>(i);
   CmRep rep;
   rep.local_comm_id = 0x20000002;
   rep.remote_comm_id = req.local_comm_id;
@@ -206,7 +207,8 @@ std::vector<CmMad> every_message_type() {
   rej.reason = static_cast<std::uint16_t>(CmRejReason::kConsumerDefined);
   rej.private_data[147] = 0x5A;
   v.push_back(make_cm_mad(0x100, req));
-  v.push_back(make_cm_mad(0x100, CmMra{rep.local_comm_id, req.local_comm_id, CmMsgResponse::kReq, 23, {}}));
+  v.push_back(
+      make_cm_mad(0x100, CmMra{rep.local_comm_id, req.local_comm_id, CmMsgResponse::kReq, 23, {}}));
   v.push_back(make_cm_mad(0x100, rej));
   v.push_back(make_cm_mad(0x100, rep));
   v.push_back(make_cm_mad(0x100, CmRtu{req.local_comm_id, rep.local_comm_id, {}}));
@@ -245,14 +247,15 @@ TEST(CmConformance, FramesOfEveryMessageTypePassRoceCheck) {
   const std::string tool = env("ROCEDP_SHARED_DIR") + "/tools/roce-check";
   const RunResult r = run("/usr/bin/python3 " + tool + " " + out);
   EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_NE(r.output.find(std::to_string(msgs.size()) + " RoCEv2 packets, 0 problems"), std::string::npos)
+  EXPECT_NE(r.output.find(std::to_string(msgs.size()) + " RoCEv2 packets, 0 problems"),
+            std::string::npos)
       << r.output;
   // tshark names each CM message (the dissector decoded the attribute, not just the MAD header).
   const RunResult t = run("tshark -r " + out + " -d udp.port==4791,infiniband -V");
   ASSERT_EQ(t.status, 0) << t.output.substr(0, 2000);
-  for (const char* name : {"CM ConnectRequest", "CM MsgRcptAck", "CM ConnectReject", "CM ConnectReply",
-                           "CM ReadyToUse", "CM DisconnectRequest", "CM DisconnectReply", "IP CM Source Port: 0xc000",
-                           "Reason: 0x001c"})
+  for (const char* name : {"CM ConnectRequest", "CM MsgRcptAck", "CM ConnectReject",
+                           "CM ConnectReply", "CM ReadyToUse", "CM DisconnectRequest",
+                           "CM DisconnectReply", "IP CM Source Port: 0xc000", "Reason: 0x001c"})
     EXPECT_NE(t.output.find(name), std::string::npos) << name;
 }
 

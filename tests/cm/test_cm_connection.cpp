@@ -20,8 +20,8 @@ using namespace rocedp::wire;
 constexpr std::uint64_t kSec = 1'000'000'000;
 
 struct Sink : CmSink {
-  std::deque<CmMad> out;      // sent, not yet delivered
-  std::vector<CmMad> sent;    // everything ever sent
+  std::deque<CmMad> out;    // sent, not yet delivered
+  std::vector<CmMad> sent;  // everything ever sent
   std::vector<CmEvent> events;
   void cm_send(const CmMad& m) override {
     const auto bytes = encode_cm_mad(m);
@@ -32,10 +32,12 @@ struct Sink : CmSink {
   }
   void cm_event(const CmEvent& e) override { events.push_back(e); }
   std::size_t count_sent(std::uint16_t attr) const {
-    return std::count_if(sent.begin(), sent.end(), [attr](const CmMad& m) { return m.hdr.attr_id == attr; });
+    return std::count_if(sent.begin(), sent.end(),
+                         [attr](const CmMad& m) { return m.hdr.attr_id == attr; });
   }
   std::size_t count_events(CmEventType t) const {
-    return std::count_if(events.begin(), events.end(), [t](const CmEvent& e) { return e.type == t; });
+    return std::count_if(events.begin(), events.end(),
+                         [t](const CmEvent& e) { return e.type == t; });
   }
   const CmEvent* last(CmEventType t) const {
     for (auto it = events.rbegin(); it != events.rend(); ++it)
@@ -85,7 +87,8 @@ struct Pair {
         if (drop(m, true)) continue;
         if (std::holds_alternative<CmReq>(m.body) && b.state() == CmState::kIdle) {
           if (listening) {
-            EXPECT_EQ(b.on_request(m, 0xB0000002, ca_guid_from_mac({0x02, 0, 0, 0, 0, 2}), now), STATUS_SUCCESS);
+            EXPECT_EQ(b.on_request(m, 0xB0000002, ca_guid_from_mac({0x02, 0, 0, 0, 0, 2}), now),
+                      STATUS_SUCCESS);
           } else {
             sb.cm_send(CmConnection::rej_for(m, CmRejReason::kInvalidServiceId));
           }
@@ -138,7 +141,9 @@ struct Pair {
   }
 };
 
-bool is(const CmMad& m, std::uint16_t attr) { return m.hdr.attr_id == attr; }
+bool is(const CmMad& m, std::uint16_t attr) {
+  return m.hdr.attr_id == attr;
+}
 
 TEST(CmConnection, StateNamesComeFromOneTable) {
   EXPECT_EQ(cm_state_name(CmState::kIdle), "IDLE");
@@ -277,7 +282,8 @@ TEST(CmConnection, SilentPeerTimesOutAfterMaxCmRetries) {
   EXPECT_EQ(p.a.next_timeout_ns(), t0 + ib_time_ns(10));
   for (int i = 1; i <= 3; ++i) {
     p.a.on_timer(p.a.next_timeout_ns() - 1);
-    EXPECT_EQ(p.sa.count_sent(cm_attr::kReq), static_cast<std::size_t>(i)) << "not before the deadline";
+    EXPECT_EQ(p.sa.count_sent(cm_attr::kReq), static_cast<std::size_t>(i))
+        << "not before the deadline";
     ASSERT_TRUE(p.tick());
     EXPECT_EQ(p.sa.count_sent(cm_attr::kReq), static_cast<std::size_t>(i + 1));
     EXPECT_EQ(p.a.retries(), static_cast<std::uint32_t>(i));
@@ -342,7 +348,9 @@ TEST(CmConnection, DuplicateReqBeforeAcceptIsAnsweredWithMra) {
 TEST(CmConnection, LostRepIsResentOnTheDuplicateReq) {
   Pair p;
   int dropped = 0;
-  p.drop = [&](const CmMad& m, bool a_to_b) { return !a_to_b && is(m, cm_attr::kRep) && dropped++ == 0; };
+  p.drop = [&](const CmMad& m, bool a_to_b) {
+    return !a_to_b && is(m, cm_attr::kRep) && dropped++ == 0;
+  };
   ASSERT_EQ(p.a.connect(p.connect_params(), p.now), STATUS_PENDING);
   p.pump();
   ASSERT_EQ(p.b.accept(p.accept_params(), p.now), STATUS_PENDING);
@@ -359,7 +367,9 @@ TEST(CmConnection, LostRepIsResentOnTheDuplicateReq) {
 TEST(CmConnection, LostRtuIsResentOnTheDuplicateRepAndDuplicateRtuIsIgnored) {
   Pair p;
   int dropped = 0;
-  p.drop = [&](const CmMad& m, bool a_to_b) { return a_to_b && is(m, cm_attr::kRtu) && dropped++ == 0; };
+  p.drop = [&](const CmMad& m, bool a_to_b) {
+    return a_to_b && is(m, cm_attr::kRtu) && dropped++ == 0;
+  };
   ASSERT_EQ(p.a.connect(p.connect_params(), p.now), STATUS_PENDING);
   p.pump();
   ASSERT_EQ(p.b.accept(p.accept_params(), p.now), STATUS_PENDING);
@@ -444,14 +454,16 @@ TEST(CmConnection, PeerRejectsOrDisconnectsBeforeRtuAbortsCompleteConnect) {
     p.pump();
     ASSERT_EQ(p.b.accept(p.accept_params(), p.now), STATUS_PENDING);
     p.pump();
-    const CmMad dreq = make_cm_mad(0x55, CmDreq{p.b.local_comm_id(), p.a.local_comm_id(), 0x11, {}});
+    const CmMad dreq =
+        make_cm_mad(0x55, CmDreq{p.b.local_comm_id(), p.a.local_comm_id(), 0x11, {}});
     p.a.on_message(dreq, p.now);
     EXPECT_TRUE(is(p.sa.sent.back(), cm_attr::kDrep));
     EXPECT_EQ(p.sa.sent.back().hdr.tid, 0x55u) << "DREP answers with the DREQ's TID";
     EXPECT_EQ(p.a.complete_connect(p.now), STATUS_CONNECTION_ABORTED);
     EXPECT_EQ(p.a.state(), CmState::kTimeWait);
     // And B, still in REP_SENT, sees the same from its side.
-    const CmMad dreq_b = make_cm_mad(0x56, CmDreq{p.a.local_comm_id(), p.b.local_comm_id(), 0x22, {}});
+    const CmMad dreq_b =
+        make_cm_mad(0x56, CmDreq{p.a.local_comm_id(), p.b.local_comm_id(), 0x22, {}});
     p.b.on_message(dreq_b, p.now);
     ASSERT_NE(p.sb.last(CmEventType::kAcceptComplete), nullptr);
     EXPECT_EQ(p.sb.last(CmEventType::kAcceptComplete)->status, STATUS_CONNECTION_ABORTED);
@@ -547,7 +559,9 @@ TEST(CmConnection, LostDrepIsResentForTheDuplicateDreq) {
   Pair p;
   p.establish();
   int dropped = 0;
-  p.drop = [&](const CmMad& m, bool a_to_b) { return !a_to_b && is(m, cm_attr::kDrep) && dropped++ == 0; };
+  p.drop = [&](const CmMad& m, bool a_to_b) {
+    return !a_to_b && is(m, cm_attr::kDrep) && dropped++ == 0;
+  };
   ASSERT_EQ(p.a.disconnect(p.now), STATUS_PENDING);
   p.pump();
   EXPECT_EQ(p.a.state(), CmState::kDreqSent);

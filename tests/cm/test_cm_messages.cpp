@@ -68,7 +68,8 @@ CmReq sample_req() {
   return r;
 }
 
-std::array<std::uint8_t, kMadLen> enc(const CmBody& body, std::uint64_t tid = 0x0000000200000001ull) {
+std::array<std::uint8_t, kMadLen> enc(const CmBody& body,
+                                      std::uint64_t tid = 0x0000000200000001ull) {
   CmMad m;
   m.hdr.tid = tid;
   m.body = body;
@@ -82,7 +83,9 @@ CmMad dec(const std::array<std::uint8_t, kMadLen>& b) {
 }
 
 // Body byte `off` (after the 24-byte MAD header).
-std::uint8_t body(const std::array<std::uint8_t, kMadLen>& b, std::size_t off) { return b[kMadHdrLen + off]; }
+std::uint8_t body(const std::array<std::uint8_t, kMadLen>& b, std::size_t off) {
+  return b[kMadHdrLen + off];
+}
 
 TEST(CmMessages, MadHeaderIsCmClassVersion2SendWithTheBodysAttribute) {
   const auto b = enc(CmRtu{}, 0x00000002d8784b58ull);
@@ -274,7 +277,7 @@ TEST(CmMessages, RdmaCmServiceIdAndHeader) {
 
   // Bytes 140.. of the rping REQ (capture rxe-rping.pcap frame 3).
   const std::array<std::uint8_t, kCmaHdrLen> wire = {
-      0x00, 0x40, 0xb6, 0xeb, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xc6, 0x12,
+      0x00, 0x40, 0xb6, 0xeb, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,    0,    0xc6, 0x12,
       0x00, 0x0c, 0,    0,    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xc6, 0x12, 0x00, 0x0b};
   CmaHeader h;
   ASSERT_TRUE(decode_cma_header(wire.data(), h));
