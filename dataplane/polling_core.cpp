@@ -116,6 +116,9 @@ bool PollingCore::poll_once() {
     stats_.requests += n_req;
   }
 
+  // 3b. RDMA objects: engine timers/transmit/completions and CQ upkeep (dataplane/core_rdma).
+  if (roce_ != nullptr && roce_->poll_lc()) work = true;
+
   // 4. One TX burst per port for everything the pollers above produced.
   if (flush_tx_lc()) work = true;
 
@@ -227,8 +230,8 @@ void PollingCore::handle_local_lc(rte_mbuf** pkts, uint16_t n) {
       }
       case FrameKind::kRoce: {
         // The owner checks the whole packet (lengths, opcode, pad, ICRC) before any QP sees it.
+        wire::ParsedPacket parsed;
         if (m->nb_segs == 1) {
-          wire::ParsedPacket parsed;
           const wire::DropReason r = wire::parse(
               wire::Bytes(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m)), parsed);
           if (wire::is_failure(r)) {
@@ -236,7 +239,13 @@ void PollingCore::handle_local_lc(rte_mbuf** pkts, uint16_t n) {
             break;
           }
         }
-        // No QP exists yet (the RC transport is a later issue): every data QPN is unknown here.
+        if (roce_ != nullptr && m->nb_segs == 1) {
+          // The RDMA objects of this core (RC engine) execute it; nothing keeps the frame.
+          roce_->rx_lc(parsed);
+          rte_pktmbuf_free(m);
+          break;
+        }
+        // No RDMA objects on this core: every data QPN is unknown here.
         drop_lc(m, drop_index(CoreDrop::kUnknownQpn));
         break;
       }

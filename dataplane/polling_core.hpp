@@ -28,6 +28,7 @@
 #include "dataplane/core_channel.hpp"
 #include "dataplane/core_drop_reason.hpp"
 #include "dataplane/neighbour_cache.hpp"
+#include "dataplane/roce_handler.hpp"
 
 struct rte_mbuf;
 
@@ -115,6 +116,12 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   const CoreStats& stats_lc() const { return stats_; }
   const NeighbourCache& neighbour_cache_lc() const { return neighbours_; }
 
+  // ---- RDMA objects (issue 3): the RoceHandler gets this core's RoCEv2 frames and one turn per
+  // poll. Set only on the owning lcore (a request handler) or before the core runs; null = none,
+  // and RoCEv2 frames are then dropped as kUnknownQpn.
+  void set_roce_handler_lc(RoceHandler* handler) { roce_ = handler; }
+  RoceHandler* roce_handler_lc() const { return roce_; }
+
   // ---- request handlers (CoreMessage::RunFn), run on the lcore from its channel ----
   static void on_attach_port(CoreMessage& msg, void* core);   // arg = pmd::Port*, data[0] = queue
   static void on_detach_port(CoreMessage& msg, void* core);   // data[0] = port id
@@ -156,6 +163,7 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   std::array<int8_t, RTE_MAX_ETHPORTS> slot_of_port_;
   std::array<AttachedPort, kMaxPorts> ports_;
   NeighbourCache neighbours_;
+  RoceHandler* roce_ = nullptr;
 };
 
 namespace core_requests {

@@ -1,0 +1,318 @@
+// The NDK object layer on the control thread (include/rocedp/adapter.hpp): object bookkeeping,
+// limits, the parent/child close protocol, and the requests that carry CQ/QP/SRQ work to the
+// owning polling core over its CoreChannel (dataplane/core_rdma.hpp). Everything here runs on
+// the control thread except the post functions and the CQ consumer calls, which only touch the
+// lock-free rings of their queue.
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "dataplane/core_channel.hpp"
+#include "dataplane/core_rdma.hpp"
+#include "dataplane/polling_core.hpp"
+#include "dataplane/qpn_map.hpp"
+#include "dataplane/rc/completion_queue.hpp"
+#include "dataplane/rc/memory_region.hpp"
+#include "dataplane/rc/queue_pair.hpp"
+#include "dataplane/rc/work_queue.hpp"
+#include "pmd/packet_pool.hpp"
+#include "pmd/port.hpp"
+#include "control/ndk_internal.hpp"
+#include "rocedp/adapter.hpp"
+
+namespace rocedp {
+
+using dataplane::CoreMessage;
+using dataplane::CoreRdma;
+
+namespace {
+// Path MTU the port carries (DESIGN §4: 1024 on a 1500-byte Ethernet MTU, as Linux does):
+// the largest IB MTU whose packet (payload + 14 Eth + 20 IP + 8 UDP + 12 BTH + 16 RETH + 4 ICRC
+// + 4 ImmDt) fits.
+uint32_t max_path_mtu_for(uint16_t eth_mtu) {
+  uint32_t mtu = 4096;
+  while (mtu > 256 && mtu + 20 + 8 + 12 + 16 + 4 + 4 > eth_mtu) mtu /= 2;
+  return mtu;
+}
+constexpr uint32_t kDefaultVendorId = 0x000000;  // no OUI of our own
+constexpr uint32_t kControlBatch = 64;
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Lifetime: children, close completion.
+
+namespace ndk_detail {
+
+void init_header(NdkObjectBase& o, NdkObjectType type, Adapter* adapter) {
+  o.header.version = kNdkVersion;
+  o.header.object_type = type;
+  o.adapter = adapter;
+}
+
+/// A child of `parent` is gone: a parent waiting in close finishes when it was the last.
+void release_child(NdkObjectBase* parent) {
+  if (parent == nullptr) return;
+  --parent->children;
+  if (parent->closing && parent->children == 0) finish_close(parent);
+}
+
+/// Fires the close completion (if any) after the object is gone. The callback may close more.
+void fire_close(NdkCloseCompletion cb, void* ctx) {
+  if (cb != nullptr) cb(ctx);
+}
+
+}  // namespace ndk_detail
+using namespace ndk_detail;
+
+// ---------------------------------------------------------------------------------------------
+// Adapter
+
+Adapter::Adapter() : impl_(std::make_unique<Impl>()) { init_header(*this, kType, this); }
+Adapter::~Adapter() { *impl_->alive = false; }
+
+NTSTATUS Adapter::open(const AdapterSetup& setup, Adapter** out) {
+  if (out == nullptr || setup.port == nullptr || setup.pool == nullptr || setup.cores.empty() ||
+      setup.cores.size() != setup.channels.size() || setup.cores.size() > dataplane::kMaxQpnCores) {
+    return STATUS_INVALID_PARAMETER;
+  }
+  std::unique_ptr<Adapter> a(new (std::nothrow) Adapter());
+  if (!a) return STATUS_INSUFFICIENT_RESOURCES;
+  Impl& im = *a->impl_;
+  im.setup = setup;
+  im.max_path_mtu = max_path_mtu_for(setup.port->mtu() != 0 ? setup.port->mtu() : 1500);
+  const config::LimitsConfig& l = setup.limits;
+  im.mrs = rc::MemoryRegionTable::create(std::min(l.max_mrs, rc::kMrMaxEntries - 1), l.max_registration_size,
+                                         l.frmr_page_count);
+  if (!im.mrs) return STATUS_INSUFFICIENT_RESOURCES;
+  a->cores_ = setup.cores;
+  for (size_t i = 0; i < setup.cores.size(); ++i) {
+    rc::RcEngineConfig ec;
+    ec.core = setup.cores[i]->index();
+    ec.max_qps = std::min<uint32_t>(l.max_qps, dataplane::kQpnLocalMask - 1);
+    im.rdma.push_back(std::make_unique<CoreRdma>(*setup.cores[i], setup.port->id(), setup.pool->get(), ec,
+                                                 im.mrs.get(), l.max_cqs));
+  }
+  // Installation travels on each core's ring; every later request queues behind it.
+  for (uint32_t i = 0; i < im.rdma.size(); ++i) {
+    if (!im.call(i, &CoreRdma::on_install, nullptr, nullptr, nullptr)) return STATUS_INSUFFICIENT_RESOURCES;
+  }
+  *out = a.release();
+  return STATUS_SUCCESS;
+}
+
+NTSTATUS Adapter::query_adapter_info(NdkAdapterInfo* info, size_t* size) const {
+  if (info == nullptr || size == nullptr) return STATUS_INVALID_PARAMETER;
+  if (*size < sizeof(NdkAdapterInfo)) {
+    *size = sizeof(NdkAdapterInfo);
+    return STATUS_BUFFER_TOO_SMALL;
+  }
+  const config::LimitsConfig& l = impl_->setup.limits;
+  NdkAdapterInfo i;
+  i.version = kNdkVersion;
+  i.vendor_id = impl_->setup.vendor_id != 0 ? impl_->setup.vendor_id : kDefaultVendorId;
+  i.device_id = impl_->setup.device_id;
+  i.max_registration_size = static_cast<size_t>(l.max_registration_size);
+  i.max_window_size = 0;  // no memory windows
+  i.frmr_page_count = l.frmr_page_count;
+  const uint32_t sge = std::min<uint32_t>(l.max_sge, rc::kMaxWqeSge);
+  i.max_initiator_request_sge = sge;
+  i.max_receive_request_sge = sge;
+  i.max_read_request_sge = sge;
+  i.max_transfer_length = static_cast<uint32_t>(std::min<uint64_t>(l.max_transfer_length, rc::kMaxMessageBytes));
+  i.max_inline_data_size = std::min<uint32_t>(l.max_inline_data, rc::kMaxInlineData);
+  i.max_inbound_read_limit = l.max_read_limit;
+  i.max_outbound_read_limit = l.max_read_limit;
+  i.max_receive_queue_depth = l.max_qp_depth;
+  i.max_initiator_queue_depth = l.max_qp_depth;
+  i.max_srq_depth = l.max_srq_depth;
+  i.max_cq_depth = l.max_cq_depth;
+  i.large_request_threshold = impl_->max_path_mtu;  // above one packet, a request costs more
+  i.max_caller_data = 56;  // IB CM REQ private data with the rdma_cm header (92 - 36)
+  i.max_callee_data = 148;  // REP private data
+  i.adapter_flags = NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED | NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED |
+                    NDK_ADAPTER_FLAG_MULTI_ENGINE_SUPPORTED | NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED;
+  i.rdma_technology = NdkRdmaTechnology::kRoceV2;
+  *info = i;
+  *size = sizeof(NdkAdapterInfo);
+  return STATUS_SUCCESS;
+}
+
+NTSTATUS Adapter::create_pd(NdkCreateCompletion, void*, Pd** out) {
+  if (out == nullptr || closing) return STATUS_INVALID_PARAMETER;
+  if (impl_->pds >= impl_->setup.limits.max_pds) return STATUS_INSUFFICIENT_RESOURCES;
+  Pd* pd = new (std::nothrow) Pd();
+  if (pd == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
+  init_header(*pd, Pd::kType, this);
+  pd->id_ = impl_->next_pd++;
+  ++impl_->pds;
+  ++children;
+  *out = pd;
+  return STATUS_SUCCESS;
+}
+
+NTSTATUS Adapter::create_cq(uint32_t depth, NdkCqNotificationCallback notification, void* notification_context,
+                            uint32_t core_affinity, NdkCreateCompletion completion, void* context, Cq** out) {
+  Impl& im = *impl_;
+  if (closing || completion == nullptr || depth == 0 || depth > im.setup.limits.max_cq_depth ||
+      core_affinity >= im.rdma.size()) {
+    return STATUS_INVALID_PARAMETER;
+  }
+  if (im.cqs >= im.setup.limits.max_cqs) return STATUS_INSUFFICIENT_RESOURCES;
+  rc::CqConfig cfg;
+  cfg.depth = depth;
+  cfg.max_cq_depth = im.setup.limits.max_cq_depth;
+  cfg.notification = notification;
+  cfg.notification_context = notification_context;
+  cfg.allocator.allocate = cq_allocator_.allocate;
+  cfg.allocator.release = cq_allocator_.release;
+  cfg.allocator.context = cq_allocator_.context;
+  NTSTATUS status = STATUS_SUCCESS;
+  auto ring = rc::CompletionQueue::create(cfg, &status);
+  if (!ring) return status;
+  Cq* cq = new (std::nothrow) Cq();
+  auto* op = new (std::nothrow) RequestOp();
+  if (cq == nullptr || op == nullptr) {
+    delete cq;
+    delete op;
+    return STATUS_INSUFFICIENT_RESOURCES;
+  }
+  init_header(*cq, Cq::kType, this);
+  cq->core_ = core_affinity;
+  cq->cq_ = std::move(ring);
+  op->adapter = this;
+  op->object = cq;
+  op->create_completion = completion;
+  op->context = context;
+  auto done = [](CoreMessage& msg) {
+    auto* o = static_cast<RequestOp*>(msg.done_ctx);
+    Cq* c = static_cast<Cq*>(o->object);
+    const auto st = static_cast<NTSTATUS>(msg.result);
+    if (st == STATUS_SUCCESS) {
+      c->attached_ = true;
+      o->create_completion(o->context, STATUS_SUCCESS, &c->header);
+    } else {
+      Adapter* ad = c->adapter;
+      delete c;
+      --ad->impl_->cqs;
+      release_child(ad);
+      o->create_completion(o->context, st, nullptr);
+    }
+    delete o;
+  };
+  if (!im.call(core_affinity, &CoreRdma::on_attach_cq, cq->cq_.get(), done, op)) {
+    delete cq;
+    delete op;
+    return STATUS_INSUFFICIENT_RESOURCES;
+  }
+  ++im.cqs;
+  ++children;
+  if (out != nullptr) *out = nullptr;  // the CQ comes with the CreateCompletion
+  return STATUS_PENDING;
+}
+
+uint32_t Adapter::poll_control() {
+  Impl& im = *impl_;
+  uint32_t n = 0;
+  // Copies: a completion may close the adapter (which frees impl_ after its own callback).
+  const std::vector<dataplane::CoreChannel*> channels = im.setup.channels;
+  const std::shared_ptr<bool> alive = im.alive;
+  for (dataplane::CoreChannel* ch : channels) {
+    n += ch->poll_completions(kControlBatch);
+    if (!*alive) return n;  // a completion closed the adapter
+  }
+  if (!closing && !im.retry_close.empty()) {
+    std::vector<Qp*> again;
+    again.swap(im.retry_close);
+    for (Qp* q : again) post_close_qp(q);
+  }
+  return n;
+}
+
+void Adapter::set_tx_tap(void (*tap)(void*, const uint8_t*, size_t), void* context) {
+  for (auto& r : impl_->rdma) r->set_tx_tap(tap, context);
+}
+
+NTSTATUS Adapter::close(NdkCloseCompletion completion, void* context) {
+  if (closing) return STATUS_INVALID_PARAMETER;
+  closing = true;
+  close_completion = completion;
+  close_context = context;
+  if (children == 0) finish_close(this);
+  return STATUS_PENDING;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Close completion of each kind, once its children are gone.
+
+namespace ndk_detail {
+
+void finish_close(NdkObjectBase* object) {
+  switch (object->header.object_type) {
+    case NdkObjectType::kAdapter: {
+      auto* a = static_cast<Adapter*>(object);
+      Adapter::Impl& im = a->impl();
+      im.uninstalls_pending = static_cast<uint32_t>(im.rdma.size());
+      auto done = [](CoreMessage& msg) {
+        auto* ad = static_cast<Adapter*>(msg.done_ctx);
+        if (--ad->impl().uninstalls_pending != 0) return;
+        // Every core dropped the handler: nothing of this adapter runs any more.
+        const NdkCloseCompletion cb = ad->close_completion;
+        void* ctx = ad->close_context;
+        delete ad;
+        fire_close(cb, ctx);
+      };
+      for (uint32_t i = 0; i < im.rdma.size(); ++i) {
+        // The ring holds as many messages as it has slots; a full ring at adapter close means
+        // the control loop stopped polling, which is a consumer bug.
+        (void)im.call(i, &CoreRdma::on_uninstall, nullptr, done, a);
+      }
+      break;
+    }
+    case NdkObjectType::kPd: {
+      auto* pd = static_cast<Pd*>(object);
+      Adapter* ad = pd->adapter;
+      const NdkCloseCompletion cb = pd->close_completion;
+      void* ctx = pd->close_context;
+      delete pd;
+      --ad->impl().pds;
+      fire_close(cb, ctx);
+      release_child(ad);
+      break;
+    }
+    case NdkObjectType::kCq: {
+      auto* cq = static_cast<Cq*>(object);
+      Adapter* ad = cq->adapter;
+      auto done = [](CoreMessage& msg) {
+        auto* c = static_cast<Cq*>(msg.done_ctx);
+        Adapter* owner = c->adapter;
+        const NdkCloseCompletion cb = c->close_completion;
+        void* ctx = c->close_context;
+        delete c;  // the core no longer polls it; the consumer closed it
+        --owner->impl().cqs;
+        fire_close(cb, ctx);
+        release_child(owner);
+      };
+      (void)ad->impl().call(cq->core(), &CoreRdma::on_detach_cq, cq->cq_.get(), done, cq);
+      break;
+    }
+    case NdkObjectType::kSrq: {
+      auto* srq = static_cast<Srq*>(object);
+      Adapter* ad = srq->adapter;
+      Pd* pd = srq->pd_;
+      const NdkCloseCompletion cb = srq->close_completion;
+      void* ctx = srq->close_context;
+      delete srq;  // no QP uses it any more, so no core reads it
+      --ad->impl().srqs;
+      fire_close(cb, ctx);
+      release_child(pd);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+}  // namespace ndk_detail
+
+}  // namespace rocedp

@@ -1,0 +1,563 @@
+// PD, MR, CQ, SRQ and QP of the NDK object layer (include/rocedp/adapter.hpp). Creation and
+// close run on the control thread; posts and CQ polling only touch the queue's lock-free ring.
+
+#include <cstring>
+#include <new>
+
+#include "control/ndk_internal.hpp"
+#include "dataplane/rc/completion_queue.hpp"
+#include "dataplane/rc/work_queue.hpp"
+#include "pmd/port.hpp"
+
+namespace rocedp {
+
+using dataplane::CoreMessage;
+using dataplane::CoreRdma;
+using namespace ndk_detail;
+
+namespace {
+
+bool cq_usable(const Cq* cq, const Adapter* adapter) {
+  return cq != nullptr && cq->header.object_type == NdkObjectType::kCq && cq->adapter == adapter && !cq->closing &&
+         cq->attached_;
+}
+
+void request_done(CoreMessage& msg) {
+  auto* o = static_cast<RequestOp*>(msg.done_ctx);
+  if (o->request_completion != nullptr) o->request_completion(o->context, static_cast<NTSTATUS>(msg.result));
+  delete o;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// PD
+
+NTSTATUS Pd::create_mr(bool fast_register, NdkCreateCompletion, void*, Mr** out) {
+  if (out == nullptr || closing) return STATUS_INVALID_PARAMETER;
+  Adapter::Impl& im = adapter->impl();
+  if (im.mrs_open >= im.setup.limits.max_mrs) return STATUS_INSUFFICIENT_RESOURCES;
+  Mr* mr = new (std::nothrow) Mr();
+  if (mr == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
+  init_header(*mr, Mr::kType, adapter);
+  mr->pd_ = this;
+  mr->fast_register_ = fast_register;
+  ++im.mrs_open;
+  ++children;
+  *out = mr;
+  return STATUS_SUCCESS;
+}
+
+NTSTATUS Pd::create_srq(uint32_t depth, uint32_t max_sge, uint32_t notify_threshold,
+                        NdkSrqNotificationCallback notification, void* notification_context, uint32_t core_affinity,
+                        NdkCreateCompletion, void*, Srq** out) {
+  Adapter::Impl& im = adapter->impl();
+  const config::LimitsConfig& l = im.setup.limits;
+  if (out == nullptr || closing || depth == 0 || depth > l.max_srq_depth || max_sge > l.max_sge ||
+      max_sge > rc::kMaxWqeSge || notify_threshold > depth || core_affinity >= im.rdma.size()) {
+    return STATUS_INVALID_PARAMETER;
+  }
+  if (im.srqs >= l.max_srqs) return STATUS_INSUFFICIENT_RESOURCES;
+  NTSTATUS status = STATUS_SUCCESS;
+  auto ring = rc::SharedReceiveQueue::create(depth, max_sge, notification, notification_context, &status);
+  if (!ring) return status;
+  // The limit is armed before any QP can take from the SRQ: no core reads it yet.
+  if (notify_threshold != 0) ring->modify_lc(depth, notify_threshold);
+  Srq* srq = new (std::nothrow) Srq();
+  if (srq == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
+  init_header(*srq, Srq::kType, adapter);
+  srq->pd_ = this;
+  srq->core_ = core_affinity;
+  srq->srq_ = std::move(ring);
+  ++im.srqs;
+  ++children;
+  *out = srq;
+  return STATUS_SUCCESS;
+}
+
+namespace {
+
+NTSTATUS create_qp_common(Pd* pd, Cq* rcq, Cq* icq, Srq* srq, void* qp_context, uint32_t rq_depth, uint32_t iq_depth,
+                          uint32_t rq_sge, uint32_t iq_sge, uint32_t inline_size, NdkCreateCompletion completion,
+                          void* context, Qp** out) {
+  Adapter* ad = pd->adapter;
+  Adapter::Impl& im = ad->impl();
+  const config::LimitsConfig& l = im.setup.limits;
+  const uint32_t max_sge = std::min<uint32_t>(l.max_sge, rc::kMaxWqeSge);
+  if (pd->closing || completion == nullptr || !cq_usable(rcq, ad) || !cq_usable(icq, ad) || iq_depth == 0 ||
+      iq_depth > l.max_qp_depth || iq_sge > max_sge || inline_size > std::min(l.max_inline_data, rc::kMaxInlineData)) {
+    return STATUS_INVALID_PARAMETER;
+  }
+  if (srq == nullptr && (rq_depth == 0 || rq_depth > l.max_qp_depth || rq_sge > max_sge)) {
+    return STATUS_INVALID_PARAMETER;
+  }
+  if (srq != nullptr && (srq->closing || srq->adapter != ad || srq->pd_ != pd || srq->core_ != rcq->core_)) {
+    return STATUS_INVALID_PARAMETER;
+  }
+  // The QP lives on the core of its CQs; completions never cross cores (DESIGN §1), so both
+  // CQs must share that core.
+  if (rcq->core_ != icq->core_) return STATUS_INVALID_PARAMETER;
+  if (im.qps >= l.max_qps) return STATUS_INSUFFICIENT_RESOURCES;
+
+  NTSTATUS status = STATUS_SUCCESS;
+  auto sq = rc::SendQueue::create(iq_depth, iq_sge, inline_size, &status);
+  if (!sq) return status;
+  std::unique_ptr<rc::ReceiveQueue> rq;
+  if (srq == nullptr) {
+    rq = rc::ReceiveQueue::create(rq_depth, rq_sge, &status);
+    if (!rq) return status;
+  }
+  Qp* qp = new (std::nothrow) Qp();
+  auto* op = new (std::nothrow) RequestOp();
+  if (qp == nullptr || op == nullptr) {
+    delete qp;
+    delete op;
+    return STATUS_INSUFFICIENT_RESOURCES;
+  }
+  init_header(*qp, Qp::kType, ad);
+  qp->pd_ = pd;
+  qp->receive_cq_ = rcq;
+  qp->initiator_cq_ = icq;
+  qp->srq_ = srq;
+  qp->qp_context_ = qp_context;
+  qp->core_ = rcq->core_;
+  qp->sq_ = std::move(sq);
+  qp->rq_ = std::move(rq);
+  op->adapter = ad;
+  op->object = qp;
+  op->create_completion = completion;
+  op->context = context;
+  rc::QpCreateParams& p = op->create;
+  p.pd = pd->id();
+  p.qp_context = qp_context;
+  p.sq = qp->sq_.get();
+  p.rq = qp->rq_.get();
+  p.srq = srq != nullptr ? srq->srq_.get() : nullptr;
+  p.send_cq = icq->cq_.get();
+  p.recv_cq = rcq->cq_.get();
+  p.max_inbound_read_limit = l.max_read_limit;
+  auto done = [](CoreMessage& msg) {
+    auto* o = static_cast<RequestOp*>(msg.done_ctx);
+    Qp* q = static_cast<Qp*>(o->object);
+    const auto st = static_cast<NTSTATUS>(msg.result);
+    if (st == STATUS_SUCCESS) {
+      q->qpn_ = static_cast<uint32_t>(msg.data[0]);
+      q->created_ = true;
+      o->create_completion(o->context, STATUS_SUCCESS, &q->header);
+    } else {
+      Adapter* owner = q->adapter;
+      Pd* qpd = q->pd_;
+      Cq* r = q->receive_cq_;
+      Cq* i = q->initiator_cq_;
+      Srq* s = q->srq_;
+      delete q;
+      --owner->impl().qps;
+      release_child(r);
+      release_child(i);
+      release_child(s);
+      release_child(qpd);
+      o->create_completion(o->context, st, nullptr);
+    }
+    delete o;
+  };
+  if (!im.call(qp->core_, &CoreRdma::on_create_qp, &op->create, done, op)) {
+    delete qp;
+    delete op;
+    return STATUS_INSUFFICIENT_RESOURCES;
+  }
+  ++im.qps;
+  ++pd->children;
+  ++rcq->children;
+  ++icq->children;
+  if (srq != nullptr) ++srq->children;
+  if (out != nullptr) *out = nullptr;  // the QP comes with the CreateCompletion
+  return STATUS_PENDING;
+}
+
+}  // namespace
+
+NTSTATUS Pd::create_qp(Cq* receive_cq, Cq* initiator_cq, void* qp_context, uint32_t receive_queue_depth,
+                       uint32_t initiator_queue_depth, uint32_t max_receive_sge, uint32_t max_initiator_sge,
+                       uint32_t inline_data_size, NdkCreateCompletion completion, void* context, Qp** out) {
+  return create_qp_common(this, receive_cq, initiator_cq, nullptr, qp_context, receive_queue_depth,
+                          initiator_queue_depth, max_receive_sge, max_initiator_sge, inline_data_size, completion,
+                          context, out);
+}
+
+NTSTATUS Pd::create_qp_with_srq(Cq* receive_cq, Cq* initiator_cq, Srq* srq, void* qp_context,
+                                uint32_t initiator_queue_depth, uint32_t max_initiator_sge, uint32_t inline_data_size,
+                                NdkCreateCompletion completion, void* context, Qp** out) {
+  if (srq == nullptr || srq->header.object_type != NdkObjectType::kSrq) return STATUS_INVALID_PARAMETER;
+  return create_qp_common(this, receive_cq, initiator_cq, srq, qp_context, 0, initiator_queue_depth, 0,
+                          max_initiator_sge, inline_data_size, completion, context, out);
+}
+
+NTSTATUS Pd::close(NdkCloseCompletion completion, void* context) {
+  if (closing) return STATUS_INVALID_PARAMETER;
+  closing = true;
+  close_completion = completion;
+  close_context = context;
+  if (children != 0) return STATUS_PENDING;
+  Adapter* ad = adapter;
+  close_completion = nullptr;  // inline success: no callback (NDK)
+  finish_close(this);
+  (void)ad;
+  return STATUS_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------------
+// MR
+
+NTSTATUS Mr::register_mr(const void* address, uint64_t length, uint32_t mr_flags, NdkRequestCompletion, void*) {
+  if (registered_ || fast_register_ || closing) return STATUS_INVALID_PARAMETER;
+  rc::MrTokens tokens;
+  const NTSTATUS st = adapter->impl().mrs->register_mr(pd_->id(), address, length, mr_flags, &tokens);
+  if (st != STATUS_SUCCESS) return st;
+  registered_ = true;
+  local_token_ = tokens.local;
+  remote_token_ = tokens.remote;
+  return STATUS_SUCCESS;
+}
+
+NTSTATUS Mr::deregister_mr(NdkRequestCompletion, void*) {
+  if (!registered_) return STATUS_INVALID_PARAMETER;
+  const NTSTATUS st = adapter->impl().mrs->deregister(local_token_);
+  registered_ = false;
+  local_token_ = remote_token_ = 0;
+  return st;
+}
+
+NTSTATUS Mr::initialize_fast_register_mr(uint32_t page_count, bool allow_remote_access, NdkRequestCompletion,
+                                         void*) {
+  if (!fast_register_ || registered_ || closing) return STATUS_INVALID_PARAMETER;
+  rc::MrTokens tokens;
+  const NTSTATUS st =
+      adapter->impl().mrs->create_fast_register(pd_->id(), page_count, allow_remote_access, &tokens);
+  if (st != STATUS_SUCCESS) return st;
+  registered_ = true;
+  local_token_ = tokens.local;
+  remote_token_ = tokens.remote;
+  return STATUS_SUCCESS;
+}
+
+NTSTATUS Mr::close(NdkCloseCompletion, void*) {
+  if (closing) return STATUS_INVALID_PARAMETER;
+  if (registered_) deregister_mr(nullptr, nullptr);
+  Adapter* ad = adapter;
+  Pd* pd = pd_;
+  delete this;
+  --ad->impl().mrs_open;
+  release_child(pd);
+  return STATUS_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------------
+// CQ
+
+uint32_t Cq::get_results(NdkResult* results, uint32_t n) { return cq_->get_results(results, n); }
+uint32_t Cq::get_results_ex(NdkResultEx* results, uint32_t n) { return cq_->get_results_ex(results, n); }
+void Cq::arm(NdkCqNotifyType type) { cq_->arm(type); }
+uint32_t Cq::depth() const { return cq_->depth(); }
+bool Cq::overrun() const { return cq_->overrun(); }
+
+NTSTATUS Cq::resize(uint32_t depth, NdkRequestCompletion completion, void* context) {
+  Adapter::Impl& im = adapter->impl();
+  if (completion == nullptr || depth == 0 || depth > im.setup.limits.max_cq_depth || closing) {
+    return STATUS_INVALID_PARAMETER;
+  }
+  auto* op = new (std::nothrow) RequestOp();
+  if (op == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
+  op->adapter = adapter;
+  op->object = this;
+  op->request_completion = completion;
+  op->context = context;
+  if (!im.call(core_, &CoreRdma::on_resize_cq, cq_.get(), &request_done, op, depth)) {
+    delete op;
+    return STATUS_INSUFFICIENT_RESOURCES;
+  }
+  return STATUS_PENDING;
+}
+
+NTSTATUS Cq::close(NdkCloseCompletion completion, void* context) {
+  if (closing) return STATUS_INVALID_PARAMETER;
+  closing = true;
+  close_completion = completion;
+  close_context = context;
+  if (children == 0) finish_close(this);
+  return STATUS_PENDING;
+}
+
+// ---------------------------------------------------------------------------------------------
+// SRQ
+
+NTSTATUS Srq::receive(void* request_context, const NdkSge* sgl, uint32_t n_sge) {
+  if (n_sge > rc::kMaxWqeSge || (n_sge != 0 && sgl == nullptr)) return STATUS_INVALID_PARAMETER;
+  rc::RecvWqe w;
+  w.request_context = request_context;
+  w.sge_count = n_sge;
+  for (uint32_t i = 0; i < n_sge; ++i) w.sge[i] = sgl[i];
+  return srq_->post(w);
+}
+
+NTSTATUS Srq::modify(uint32_t depth, uint32_t notify_threshold, NdkRequestCompletion completion, void* context) {
+  if (completion == nullptr || closing) return STATUS_INVALID_PARAMETER;
+  auto* op = new (std::nothrow) RequestOp();
+  if (op == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
+  op->request_completion = completion;
+  op->context = context;
+  if (!adapter->impl().call(core_, &CoreRdma::on_modify_srq, srq_.get(), &request_done, op, depth,
+                            notify_threshold)) {
+    delete op;
+    return STATUS_INSUFFICIENT_RESOURCES;
+  }
+  return STATUS_PENDING;
+}
+
+NTSTATUS Srq::close(NdkCloseCompletion completion, void* context) {
+  if (closing) return STATUS_INVALID_PARAMETER;
+  closing = true;
+  close_completion = completion;
+  close_context = context;
+  if (children != 0) return STATUS_PENDING;
+  close_completion = nullptr;  // inline success: no callback
+  finish_close(this);
+  return STATUS_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------------
+// QP: posts
+
+namespace {
+
+bool fill_sges(rc::SendWqe& w, const NdkSge* sgl, uint32_t n) {
+  if (n > rc::kMaxWqeSge || (n != 0 && sgl == nullptr)) return false;
+  w.sge_count = static_cast<uint8_t>(n);
+  for (uint32_t i = 0; i < n; ++i) w.sge[i] = sgl[i];
+  return true;
+}
+
+}  // namespace
+
+NTSTATUS Qp::post_send(const void* wqe) { return sq_->post(*static_cast<const rc::SendWqe*>(wqe)); }
+
+NTSTATUS Qp::send(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint32_t flags) {
+  rc::SendWqe w;
+  if (!fill_sges(w, sgl, n_sge)) return STATUS_INVALID_PARAMETER;
+  w.request_context = request_context;
+  w.flags = flags;
+  w.opcode = rc::SendOpcode::kSend;
+  return post_send(&w);
+}
+
+NTSTATUS Qp::send_with_immediate(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint32_t immediate,
+                                 uint32_t flags) {
+  rc::SendWqe w;
+  if (!fill_sges(w, sgl, n_sge)) return STATUS_INVALID_PARAMETER;
+  w.request_context = request_context;
+  w.flags = flags;
+  w.opcode = rc::SendOpcode::kSend;
+  w.has_immediate = true;
+  w.immediate = immediate;
+  return post_send(&w);
+}
+
+NTSTATUS Qp::send_and_invalidate(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint32_t remote_token,
+                                 uint32_t flags) {
+  rc::SendWqe w;
+  if (!fill_sges(w, sgl, n_sge)) return STATUS_INVALID_PARAMETER;
+  w.request_context = request_context;
+  w.flags = flags;
+  w.opcode = rc::SendOpcode::kSendAndInvalidate;
+  w.invalidate_token = remote_token;
+  return post_send(&w);
+}
+
+NTSTATUS Qp::receive(void* request_context, const NdkSge* sgl, uint32_t n_sge) {
+  if (rq_ == nullptr || n_sge > rc::kMaxWqeSge || (n_sge != 0 && sgl == nullptr)) return STATUS_INVALID_PARAMETER;
+  rc::RecvWqe w;
+  w.request_context = request_context;
+  w.sge_count = n_sge;
+  for (uint32_t i = 0; i < n_sge; ++i) w.sge[i] = sgl[i];
+  return rq_->post(w);
+}
+
+NTSTATUS Qp::write(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint64_t remote_address,
+                   uint32_t remote_token, uint32_t flags) {
+  rc::SendWqe w;
+  if (!fill_sges(w, sgl, n_sge)) return STATUS_INVALID_PARAMETER;
+  w.request_context = request_context;
+  w.flags = flags;
+  w.opcode = rc::SendOpcode::kWrite;
+  w.remote_address = remote_address;
+  w.remote_token = remote_token;
+  return post_send(&w);
+}
+
+NTSTATUS Qp::write_with_immediate(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint64_t remote_address,
+                                  uint32_t remote_token, uint32_t immediate, uint32_t flags) {
+  rc::SendWqe w;
+  if (!fill_sges(w, sgl, n_sge)) return STATUS_INVALID_PARAMETER;
+  w.request_context = request_context;
+  w.flags = flags;
+  w.opcode = rc::SendOpcode::kWrite;
+  w.remote_address = remote_address;
+  w.remote_token = remote_token;
+  w.has_immediate = true;
+  w.immediate = immediate;
+  return post_send(&w);
+}
+
+NTSTATUS Qp::read(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint64_t remote_address,
+                  uint32_t remote_token, uint32_t flags) {
+  rc::SendWqe w;
+  if (!fill_sges(w, sgl, n_sge) || (flags & NDK_OP_FLAG_INLINE) != 0) return STATUS_INVALID_PARAMETER;
+  w.request_context = request_context;
+  w.flags = flags;
+  w.opcode = rc::SendOpcode::kRead;
+  w.remote_address = remote_address;
+  w.remote_token = remote_token;
+  return post_send(&w);
+}
+
+NTSTATUS Qp::compare_swap(void* request_context, const NdkSge& result, uint64_t remote_address,
+                          uint32_t remote_token, uint64_t compare, uint64_t swap, uint32_t flags) {
+  rc::SendWqe w;
+  if (result.length != 8 || (flags & NDK_OP_FLAG_INLINE) != 0) return STATUS_INVALID_PARAMETER;
+  fill_sges(w, &result, 1);
+  w.request_context = request_context;
+  w.flags = flags;
+  w.opcode = rc::SendOpcode::kCompareSwap;
+  w.remote_address = remote_address;
+  w.remote_token = remote_token;
+  w.compare = compare;
+  w.swap_or_add = swap;
+  return post_send(&w);
+}
+
+NTSTATUS Qp::fetch_add(void* request_context, const NdkSge& result, uint64_t remote_address, uint32_t remote_token,
+                       uint64_t add, uint32_t flags) {
+  rc::SendWqe w;
+  if (result.length != 8 || (flags & NDK_OP_FLAG_INLINE) != 0) return STATUS_INVALID_PARAMETER;
+  fill_sges(w, &result, 1);
+  w.request_context = request_context;
+  w.flags = flags;
+  w.opcode = rc::SendOpcode::kFetchAdd;
+  w.remote_address = remote_address;
+  w.remote_token = remote_token;
+  w.swap_or_add = add;
+  return post_send(&w);
+}
+
+NTSTATUS Qp::fast_register(void* request_context, Mr* mr, uint64_t address, uint64_t length, uint32_t mr_flags,
+                           uint32_t flags) {
+  if (mr == nullptr) return STATUS_INVALID_PARAMETER;
+  rc::SendWqe w;
+  w.request_context = request_context;
+  w.flags = flags & ~NDK_OP_FLAG_INLINE;
+  w.opcode = rc::SendOpcode::kFastRegister;
+  w.local_token = mr->get_local_token();
+  w.fr_address = address;
+  w.fr_length = length;
+  w.fr_access = mr_flags;
+  return post_send(&w);
+}
+
+NTSTATUS Qp::invalidate(void* request_context, Mr* mr, uint32_t flags) {
+  if (mr == nullptr) return STATUS_INVALID_PARAMETER;
+  rc::SendWqe w;
+  w.request_context = request_context;
+  w.flags = flags & ~NDK_OP_FLAG_INLINE;
+  w.opcode = rc::SendOpcode::kInvalidate;
+  w.local_token = mr->get_local_token();
+  return post_send(&w);
+}
+
+// ---------------------------------------------------------------------------------------------
+// QP: control requests
+
+void Qp::flush() {
+  if (!created_ || closing) return;
+  // NdkFlush is VOID: a full ring only delays it (the consumer sees it as "not flushed yet").
+  (void)adapter->impl().call(core_, &CoreRdma::on_flush_qp, nullptr, nullptr, nullptr, qpn_);
+}
+
+NTSTATUS Qp::connect(const NdkQpConnectParams& params, NdkRequestCompletion completion, void* context) {
+  Adapter::Impl& im = adapter->impl();
+  if (completion == nullptr || !created_ || closing || params.path_mtu > im.max_path_mtu ||
+      params.inbound_read_limit > im.setup.limits.max_read_limit ||
+      params.outbound_read_limit > im.setup.limits.max_read_limit) {
+    return STATUS_INVALID_PARAMETER;
+  }
+  auto* op = new (std::nothrow) RequestOp();
+  if (op == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
+  op->request_completion = completion;
+  op->context = context;
+  rc::QpConnectParams& c = op->connect;
+  c.remote_qpn = params.remote_qpn;
+  c.local_ip = im.setup.port->address().value;
+  c.remote_ip = params.remote_ip;
+  const config::MacAddress mac = im.setup.port->mac();
+  std::memcpy(c.local_mac.data(), mac.bytes.data(), 6);
+  std::memcpy(c.remote_mac.data(), params.remote_mac, 6);
+  c.path_mtu = params.path_mtu;
+  c.sq_psn = params.local_psn;
+  c.rq_psn = params.remote_psn;
+  c.retry_count = params.retry_count;
+  c.rnr_retry = params.rnr_retry;
+  c.local_ack_timeout = params.local_ack_timeout;
+  c.min_rnr_timer = params.min_rnr_timer;
+  c.inbound_read_limit = params.inbound_read_limit;
+  c.outbound_read_limit = params.outbound_read_limit;
+  if (!im.call(core_, &CoreRdma::on_connect_qp, &op->connect, &request_done, op, qpn_)) {
+    delete op;
+    return STATUS_INSUFFICIENT_RESOURCES;
+  }
+  return STATUS_PENDING;
+}
+
+namespace ndk_detail {
+
+// The core answers STATUS_PENDING while the flushed requests are still being completed; the
+// close goes round again until the core destroyed the QP.
+void close_qp_done(CoreMessage& msg) {
+  auto* q = static_cast<Qp*>(msg.done_ctx);
+  if (static_cast<NTSTATUS>(msg.result) == STATUS_PENDING) {
+    post_close_qp(q);
+    return;
+  }
+  Adapter* owner = q->adapter;
+  Pd* qpd = q->pd_;
+  Cq* r = q->receive_cq_;
+  Cq* i = q->initiator_cq_;
+  Srq* s = q->srq_;
+  const NdkCloseCompletion cb = q->close_completion;
+  void* ctx = q->close_context;
+  delete q;  // the core destroyed its side: nobody reads the queues any more
+  --owner->impl().qps;
+  fire_close(cb, ctx);
+  release_child(r);
+  release_child(i);
+  release_child(s);
+  release_child(qpd);
+}
+
+void post_close_qp(Qp* q) {
+  Adapter::Impl& im = q->adapter->impl();
+  if (!im.call(q->core_, &CoreRdma::on_close_qp, nullptr, &close_qp_done, q, q->qpn_)) {
+    im.retry_close.push_back(q);  // poll_control tries again
+  }
+}
+
+}  // namespace ndk_detail
+
+NTSTATUS Qp::close(NdkCloseCompletion completion, void* context) {
+  if (closing || !created_) return STATUS_INVALID_PARAMETER;
+  closing = true;
+  close_completion = completion;
+  close_context = context;
+  sq_->set_connected(false);  // posts fail from now on (the core flushes what is queued)
+  post_close_qp(this);
+  return STATUS_PENDING;
+}
+
+}  // namespace rocedp

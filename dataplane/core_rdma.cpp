@@ -1,0 +1,162 @@
+#include "dataplane/core_rdma.hpp"
+
+#include <rte_cycles.h>
+#include <rte_mbuf.h>
+
+#include <algorithm>
+
+#include "dataplane/polling_core.hpp"
+#include "dataplane/rc/completion_queue.hpp"
+#include "dataplane/rc/queue_pair.hpp"
+#include "dataplane/rc/work_queue.hpp"
+
+namespace rocedp::dataplane {
+
+CoreRdma::CoreRdma(PollingCore& core, uint16_t port_id, rte_mempool* pool, const rc::RcEngineConfig& config,
+                   rc::MemoryRegionTable* mrs, uint32_t max_cqs)
+    : core_(core), port_id_(port_id), pool_(pool), max_cqs_(max_cqs) {
+  rc::FrameSink sink;
+  sink.alloc = &CoreRdma::sink_alloc;
+  sink.send = &CoreRdma::sink_send;
+  sink.ctx = this;
+  engine_ = std::make_unique<rc::RcEngine>(config, mrs, sink);
+  cqs_.reserve(max_cqs);
+  const uint64_t hz = rte_get_tsc_hz();
+  ns_per_cycle_ = hz == 0 ? 1.0 : 1e9 / static_cast<double>(hz);
+}
+
+CoreRdma::~CoreRdma() = default;
+
+uint16_t CoreRdma::index() const { return core_.index(); }
+
+uint64_t CoreRdma::now_ns() const {
+  return static_cast<uint64_t>(static_cast<double>(rte_get_tsc_cycles()) * ns_per_cycle_);
+}
+
+void CoreRdma::rx_lc(const wire::ParsedPacket& pkt) { engine_->rx_parsed_lc(pkt, now_ns()); }
+
+bool CoreRdma::poll_lc() {
+  bool busy = engine_->poll_lc(now_ns());
+  // Every CQ each loop: fires notifications an ArmCq found already due, frees retired rings.
+  for (rc::CompletionQueue* cq : cqs_) busy |= cq->poll_lc();
+  return busy;
+}
+
+// The engine asks for a contiguous buffer: one mbuf from the port's pool, data starting after
+// the headroom. Null (no mbuf, or a frame larger than one segment) makes the engine roll back.
+uint8_t* CoreRdma::sink_alloc(void* ctx, size_t len, void** handle) {
+  auto& self = *static_cast<CoreRdma*>(ctx);
+  rte_mbuf* m = rte_pktmbuf_alloc(self.pool_);
+  if (m == nullptr) {
+    ++self.tx_no_mbuf_;
+    return nullptr;
+  }
+  if (len > rte_pktmbuf_tailroom(m)) {
+    rte_pktmbuf_free(m);
+    ++self.tx_no_mbuf_;
+    return nullptr;
+  }
+  *handle = m;
+  return rte_pktmbuf_mtod(m, uint8_t*);
+}
+
+void CoreRdma::sink_send(void* ctx, void* handle, size_t len) {
+  auto& self = *static_cast<CoreRdma*>(ctx);
+  auto* m = static_cast<rte_mbuf*>(handle);
+  m->data_len = static_cast<uint16_t>(len);
+  m->pkt_len = static_cast<uint32_t>(len);
+  if (self.tap_ != nullptr) self.tap_(self.tap_context_, rte_pktmbuf_mtod(m, const uint8_t*), len);
+  self.core_.send_lc(self.port_id_, m);
+}
+
+// ---- request handlers ----
+
+void CoreRdma::on_install(CoreMessage& msg, void* core) {
+  static_cast<PollingCore*>(core)->set_roce_handler_lc(&from(msg));
+  msg.result = STATUS_SUCCESS;
+}
+
+void CoreRdma::on_uninstall(CoreMessage& msg, void* core) {
+  auto* pc = static_cast<PollingCore*>(core);
+  if (pc->roce_handler_lc() == &from(msg)) pc->set_roce_handler_lc(nullptr);
+  msg.result = STATUS_SUCCESS;
+}
+
+void CoreRdma::on_attach_cq(CoreMessage& msg, void*) {
+  CoreRdma& self = from(msg);
+  if (self.cqs_.size() >= self.max_cqs_) {
+    msg.result = STATUS_INSUFFICIENT_RESOURCES;
+    return;
+  }
+  self.cqs_.push_back(static_cast<rc::CompletionQueue*>(msg.arg));
+  msg.result = STATUS_SUCCESS;
+}
+
+void CoreRdma::on_detach_cq(CoreMessage& msg, void*) {
+  CoreRdma& self = from(msg);
+  auto it = std::find(self.cqs_.begin(), self.cqs_.end(), static_cast<rc::CompletionQueue*>(msg.arg));
+  if (it == self.cqs_.end()) {
+    msg.result = STATUS_INVALID_PARAMETER;
+    return;
+  }
+  self.cqs_.erase(it);
+  msg.result = STATUS_SUCCESS;
+}
+
+void CoreRdma::on_resize_cq(CoreMessage& msg, void*) {
+  msg.result = static_cast<rc::CompletionQueue*>(msg.arg)->resize_lc(static_cast<uint32_t>(msg.data[0]));
+}
+
+void CoreRdma::on_create_qp(CoreMessage& msg, void*) {
+  CoreRdma& self = from(msg);
+  NTSTATUS status = STATUS_SUCCESS;
+  rc::QueuePair* qp = self.engine_->create_qp(*static_cast<rc::QpCreateParams*>(msg.arg), &status);
+  msg.result = status;
+  msg.data[0] = qp != nullptr ? qp->qpn() : 0;
+}
+
+void CoreRdma::on_connect_qp(CoreMessage& msg, void*) {
+  CoreRdma& self = from(msg);
+  rc::QueuePair* qp = self.engine_->find_qp(static_cast<uint32_t>(msg.data[0]));
+  if (qp == nullptr) {
+    msg.result = STATUS_INVALID_PARAMETER;
+    return;
+  }
+  msg.result = qp->connect(*static_cast<rc::QpConnectParams*>(msg.arg));
+}
+
+void CoreRdma::on_flush_qp(CoreMessage& msg, void*) {
+  msg.result = from(msg).engine_->flush_qp(static_cast<uint32_t>(msg.data[0]));
+}
+
+void CoreRdma::on_close_qp(CoreMessage& msg, void*) {
+  CoreRdma& self = from(msg);
+  const auto qpn = static_cast<uint32_t>(msg.data[0]);
+  rc::QueuePair* qp = self.engine_->find_qp(qpn);
+  if (qp == nullptr) {
+    msg.result = STATUS_INVALID_PARAMETER;
+    return;
+  }
+  if (qp->state() != rc::QpState::kError) {
+    // Close with work pending: everything outstanding completes with STATUS_CANCELLED first,
+    // so the consumer gets every request back before the close completes.
+    self.engine_->flush_qp(qpn);
+    msg.result = STATUS_PENDING;
+    return;
+  }
+  const rc::QpCreateParams& p = qp->params();
+  const bool sq_empty = p.sq->ring().readable_lc() == 0;
+  const bool rq_empty = p.rq == nullptr || p.rq->ring().readable_lc() == 0;
+  if (!sq_empty || !rq_empty || qp->resp.have_recv) {
+    msg.result = STATUS_PENDING;  // the next poll_lc produces the flush completions
+    return;
+  }
+  msg.result = self.engine_->destroy_qp(qpn);
+}
+
+void CoreRdma::on_modify_srq(CoreMessage& msg, void*) {
+  msg.result = static_cast<rc::SharedReceiveQueue*>(msg.arg)
+                   ->modify_lc(static_cast<uint32_t>(msg.data[0]), static_cast<uint32_t>(msg.data[1]));
+}
+
+}  // namespace rocedp::dataplane

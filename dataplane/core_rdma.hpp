@@ -1,0 +1,82 @@
+#pragma once
+// The RDMA objects one polling core owns (DESIGN.md §1): its RC engine (QPs), the CQs whose
+// owner it is, and the FrameSink through which the engine's frames leave as mbufs on the core's
+// TX buffer. The control layer (control/ndk_adapter.cpp) creates one CoreRdma per core and
+// reaches it only through the request handlers below, posted on the core's CoreChannel.
+//
+// Per-packet path (rx_lc, poll_lc, the sink): no allocation, no lock, no system call. CQ and QP
+// create/destroy run as control requests on the core; they may allocate (control path).
+//
+// Time: the engine's clock is the TSC scaled to nanoseconds (rte_get_tsc_hz at construction).
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "dataplane/core_channel.hpp"
+#include "dataplane/rc/rc_engine.hpp"
+#include "dataplane/roce_handler.hpp"
+
+struct rte_mempool;
+
+namespace rocedp::dataplane {
+
+class PollingCore;
+
+/// A tap on every frame the engine of a core transmits (tests, captures). Runs on that core.
+using TxTap = void (*)(void* context, const uint8_t* frame, size_t len);
+
+class CoreRdma final : public RoceHandler {
+ public:
+  /// `core`: the polling core; `port_id`: the port whose queue that core serves (the engine's
+  /// frames go out there); `pool`: where TX mbufs come from; `mrs`: the adapter's MR table.
+  CoreRdma(PollingCore& core, uint16_t port_id, rte_mempool* pool, const rc::RcEngineConfig& config,
+           rc::MemoryRegionTable* mrs, uint32_t max_cqs);
+  ~CoreRdma() override;
+
+  void rx_lc(const wire::ParsedPacket& pkt) override;
+  bool poll_lc() override;
+
+  rc::RcEngine& engine_lc() { return *engine_; }
+  uint16_t index() const;
+  /// Before installation only (or from a request on the core).
+  void set_tx_tap(TxTap tap, void* context) {
+    tap_ = tap;
+    tap_context_ = context;
+  }
+  uint64_t tx_no_mbuf() const { return tx_no_mbuf_; }
+
+  // ---- request handlers (CoreMessage::RunFn); data[3] carries the CoreRdma ----
+  // result is an NTSTATUS unless said otherwise.
+  static void on_install(CoreMessage& msg, void* core);      // arg unused
+  static void on_uninstall(CoreMessage& msg, void* core);    // arg unused
+  static void on_attach_cq(CoreMessage& msg, void* core);    // arg = rc::CompletionQueue*
+  static void on_detach_cq(CoreMessage& msg, void* core);    // arg = rc::CompletionQueue*
+  static void on_resize_cq(CoreMessage& msg, void* core);    // arg = CQ, data[0] = depth
+  static void on_create_qp(CoreMessage& msg, void* core);    // arg = QpCreateParams*; data[0] <- qpn
+  static void on_connect_qp(CoreMessage& msg, void* core);   // arg = QpConnectParams*, data[0] = qpn
+  static void on_flush_qp(CoreMessage& msg, void* core);     // data[0] = qpn
+  /// Flushes the QP (if not yet in ERROR); destroys it once every request completed.
+  /// STATUS_PENDING while completions are still being produced: the caller posts it again.
+  static void on_close_qp(CoreMessage& msg, void* core);     // data[0] = qpn
+  static void on_modify_srq(CoreMessage& msg, void* core);   // arg = SRQ, data[0] depth, [1] threshold
+
+ private:
+  static uint8_t* sink_alloc(void* ctx, size_t len, void** handle);
+  static void sink_send(void* ctx, void* handle, size_t len);
+  static CoreRdma& from(CoreMessage& msg) { return *reinterpret_cast<CoreRdma*>(msg.data[3]); }
+  uint64_t now_ns() const;
+
+  PollingCore& core_;
+  const uint16_t port_id_;
+  rte_mempool* pool_;
+  std::unique_ptr<rc::RcEngine> engine_;
+  std::vector<rc::CompletionQueue*> cqs_;  // capacity reserved at construction
+  uint32_t max_cqs_;
+  double ns_per_cycle_ = 1.0;
+  TxTap tap_ = nullptr;
+  void* tap_context_ = nullptr;
+  uint64_t tx_no_mbuf_ = 0;
+};
+
+}  // namespace rocedp::dataplane

@@ -1,0 +1,397 @@
+#pragma once
+// rocedp's NDK-shaped object API: adapter, protection domain, memory region, completion queue,
+// shared receive queue and queue pair, with NDK's creation, completion and close semantics
+// (../shared/reference/NDK.md). No DPDK type appears here: a consumer compiles without DPDK.
+//
+// Threads
+// -------
+//  * The control thread: the thread that opened the adapter and calls Adapter::poll_control()
+//    in its loop. Object management (every create, close, RegisterMr, ResizeCq, ModifySrq,
+//    connect, Flush) is called on it, and every CreateCompletion, CloseCompletion and
+//    RequestCompletion runs on it (from poll_control()). A consumer may close any object from
+//    inside one of these callbacks.
+//  * Polling cores: each CQ, QP and SRQ lives on exactly one core (a CQ on the core of its
+//    affinity, a QP and an SRQ on the core of their CQs). The control thread reaches them only
+//    through the core's request ring; CreateCq/CreateQp/ResizeCq/... therefore return
+//    STATUS_PENDING and complete when the core answers. CQ and SRQ notification callbacks run
+//    on the owning core and must not block.
+//  * Consumer threads: posts (Send, Receive, Write, Read, atomics, FastRegister, Invalidate,
+//    SrqReceive) and GetCqResults/ArmCq may run on any thread. As NDK requires, the consumer
+//    serializes posts per queue (the send queue and the receive queue of a QP are separate
+//    queues and may be posted concurrently) and GetCqResults/ArmCq per CQ. rocedp takes no lock
+//    to enforce it: each queue is a single-producer ring ("doorbell") the owning core drains.
+//
+// Creation: STATUS_SUCCESS with the object in *out, or STATUS_PENDING and later the
+// CreateCompletion(context, status, header) with the object (on success) on the control thread;
+// STATUS_INVALID_PARAMETER for bad arguments and STATUS_INSUFFICIENT_RESOURCES at a limit,
+// returned inline (no callback) or delivered through CreateCompletion.
+// Close: STATUS_SUCCESS (closed, no callback) or STATUS_PENDING then CloseCompletion on the
+// control thread. A parent's close pends until its children are closed (adapter: PDs and CQs;
+// PD: MRs, SRQs, QPs; CQ and SRQ: the QPs using them). After CloseCompletion (or an inline
+// STATUS_SUCCESS) nothing of that object fires again.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "config/config.hpp"
+#include "rocedp/ndk_types.hpp"
+#include "rocedp/status.hpp"
+
+namespace rocedp {
+
+namespace pmd {
+class Port;
+class PacketPool;
+}  // namespace pmd
+namespace dataplane {
+class PollingCore;
+class CoreChannel;
+class CoreRdma;
+}  // namespace dataplane
+namespace rc {
+class CompletionQueue;
+class SendQueue;
+class ReceiveQueue;
+class SharedReceiveQueue;
+class MemoryRegionTable;
+}  // namespace rc
+
+class Adapter;
+class Pd;
+class Mr;
+class Cq;
+class Srq;
+class Qp;
+
+/// NDKPI version rocedp implements (NDK_VERSION in every object header).
+inline constexpr NdkVersion kNdkVersion{2, 1};
+
+/// The common head of every object: NDK_OBJECT_HEADER first, so the NdkObjectHeader* that a
+/// CreateCompletion carries converts back with ndk_object_cast<T>(). The other members are the
+/// provider's lifetime bookkeeping (control thread only).
+struct NdkObjectBase {
+  NdkObjectHeader header;
+  Adapter* adapter = nullptr;
+  uint32_t children = 0;  ///< open child objects (close of this one pends on them)
+  bool closing = false;
+  NdkCloseCompletion close_completion = nullptr;
+  void* close_context = nullptr;
+};
+
+/// The object a CreateCompletion delivered, or null if `header` is null or of another type.
+template <typename T>
+T* ndk_object_cast(NdkObjectHeader* header) {
+  if (header == nullptr || header->object_type != T::kType) return nullptr;
+  return static_cast<T*>(reinterpret_cast<NdkObjectBase*>(header));
+}
+
+/// What an adapter is opened on: a running runtime's port and the polling cores that serve it
+/// (core i polls queue i of the port; core indexes are the dispatch targets 0..n-1, which are
+/// also the high bits of every QPN, dataplane/qpn_map.hpp).
+struct AdapterSetup {
+  config::LimitsConfig limits;
+  pmd::Port* port = nullptr;
+  pmd::PacketPool* pool = nullptr;  ///< TX mbufs of the RC engines
+  std::vector<dataplane::PollingCore*> cores;
+  std::vector<dataplane::CoreChannel*> channels;  ///< channels[i] reaches cores[i]
+  uint32_t vendor_id = 0;  ///< NDK_ADAPTER_INFO VendorId (IEEE OUI); 0 = rocedp's default
+  uint32_t device_id = 0;
+};
+
+/// Test hook: where new CQ rings come from (provokes STATUS_INSUFFICIENT_RESOURCES).
+struct CqRingAllocatorHook {
+  void* (*allocate)(size_t bytes, void* context) = nullptr;
+  void (*release)(void* memory, size_t bytes, void* context) = nullptr;
+  void* context = nullptr;
+};
+
+/// NDK_ADAPTER: the RDMA adapter of one port.
+class Adapter : public NdkObjectBase {
+ public:
+  static constexpr NdkObjectType kType = NdkObjectType::kAdapter;
+
+  /// Opens an adapter on `setup`'s port and cores and installs its RDMA objects on every core
+  /// (through each core's request ring; later requests queue behind the installation).
+  /// STATUS_SUCCESS; STATUS_INVALID_PARAMETER (no port, pool or core, channel count differs,
+  /// more than 64 cores); STATUS_INSUFFICIENT_RESOURCES (a ring is full or a table cannot be
+  /// allocated). Control thread.
+  static NTSTATUS open(const AdapterSetup& setup, Adapter** out);
+
+  /// NdkQueryAdapterInfo: every NDK_ADAPTER_INFO field, limits from config `limits`.
+  /// STATUS_SUCCESS; STATUS_BUFFER_TOO_SMALL if *size < sizeof(NdkAdapterInfo) (then *size is
+  /// set to the size needed); STATUS_INVALID_PARAMETER for null pointers. Any thread.
+  NTSTATUS query_adapter_info(NdkAdapterInfo* info, size_t* size) const;
+
+  /// NdkCreatePd: STATUS_SUCCESS (inline: a PD is a number) or STATUS_INSUFFICIENT_RESOURCES
+  /// (limits.max_pds). `completion` is never called (kept for NDK's signature).
+  NTSTATUS create_pd(NdkCreateCompletion completion, void* context, Pd** out);
+
+  /// NdkCreateCq on polling core `core_affinity` (NDK's GROUP_AFFINITY as a core index).
+  /// STATUS_PENDING: the core attaches the CQ and `completion` delivers it (or
+  /// STATUS_INSUFFICIENT_RESOURCES) on the control thread. Inline: STATUS_INVALID_PARAMETER
+  /// (depth 0 or > MaxCqDepth, no such core, null completion), STATUS_INSUFFICIENT_RESOURCES
+  /// (limits.max_cqs, ring allocation failed, request ring full).
+  /// `notification` runs on the owning core (see NdkCqNotificationCallback).
+  NTSTATUS create_cq(uint32_t depth, NdkCqNotificationCallback notification, void* notification_context,
+                     uint32_t core_affinity, NdkCreateCompletion completion, void* context, Cq** out);
+
+  /// NdkCloseObject(adapter): STATUS_PENDING; CloseCompletion follows once every PD and CQ is
+  /// closed and every core has removed the adapter's objects. The Adapter is freed right after
+  /// the callback returns.
+  NTSTATUS close(NdkCloseCompletion completion, void* context);
+
+  /// The control loop's turn: runs the completions the cores sent back (Create/Close/Request
+  /// completions). Call it on the control thread in a loop. Returns completions handled.
+  uint32_t poll_control();
+
+  uint32_t core_count() const { return static_cast<uint32_t>(cores_.size()); }
+  /// Test hook for CQs created from now on (null functions: the default allocator).
+  void set_cq_ring_allocator(const CqRingAllocatorHook& hook) { cq_allocator_ = hook; }
+  /// Test hook: every frame the adapter's RC engines transmit, on the transmitting core.
+  /// Set before any traffic (takes effect through the cores' rings).
+  void set_tx_tap(void (*tap)(void* context, const uint8_t* frame, size_t len), void* context);
+
+  // ---- provider internals (control thread) ----
+  struct Impl;
+  Impl& impl() { return *impl_; }
+  ~Adapter();
+
+  // ---- provider internals (control thread); not part of the consumer API ----
+  Adapter();
+  std::unique_ptr<Impl> impl_;
+  std::vector<dataplane::PollingCore*> cores_;
+  CqRingAllocatorHook cq_allocator_{};
+};
+
+/// NDK_PD: a protection domain.
+class Pd : public NdkObjectBase {
+ public:
+  static constexpr NdkObjectType kType = NdkObjectType::kPd;
+
+  /// NdkCreateMr (fast_register: for NdkInitializeFastRegisterMr + FastRegister work
+  /// requests). STATUS_SUCCESS inline; STATUS_INSUFFICIENT_RESOURCES (limits.max_mrs).
+  NTSTATUS create_mr(bool fast_register, NdkCreateCompletion completion, void* context, Mr** out);
+
+  /// NdkCreateSrq on polling core `core_affinity` (QPs using it must live on the same core).
+  /// STATUS_SUCCESS inline; STATUS_INVALID_PARAMETER (depth 0 or > MaxSrqDepth, max_sge >
+  /// MaxReceiveRequestSge, threshold > depth, no such core); STATUS_INSUFFICIENT_RESOURCES
+  /// (limits.max_srqs, allocation). `notification` runs on the owning core.
+  NTSTATUS create_srq(uint32_t depth, uint32_t max_sge, uint32_t notify_threshold,
+                      NdkSrqNotificationCallback notification, void* notification_context,
+                      uint32_t core_affinity, NdkCreateCompletion completion, void* context, Srq** out);
+
+  /// NdkCreateQp: the QP lives on the core of its CQs. Both CQs must be on the same core
+  /// (rocedp does not carry completions across cores): STATUS_INVALID_PARAMETER otherwise.
+  /// STATUS_PENDING: the core creates it and `completion` delivers it (or the core's
+  /// STATUS_INSUFFICIENT_RESOURCES) on the control thread. Inline: STATUS_INVALID_PARAMETER (null
+  /// CQ or completion, CQ of another adapter or closing, depth 0 or above the limits, SGE count
+  /// above limits, inline size above MaxInlineDataSize); STATUS_INSUFFICIENT_RESOURCES
+  /// (limits.max_qps, allocation, ring full).
+  NTSTATUS create_qp(Cq* receive_cq, Cq* initiator_cq, void* qp_context, uint32_t receive_queue_depth,
+                     uint32_t initiator_queue_depth, uint32_t max_receive_sge, uint32_t max_initiator_sge,
+                     uint32_t inline_data_size, NdkCreateCompletion completion, void* context, Qp** out);
+  /// NdkCreateQpWithSrq: as create_qp, receives come from `srq` (same core as the CQs).
+  NTSTATUS create_qp_with_srq(Cq* receive_cq, Cq* initiator_cq, Srq* srq, void* qp_context,
+                              uint32_t initiator_queue_depth, uint32_t max_initiator_sge,
+                              uint32_t inline_data_size, NdkCreateCompletion completion, void* context,
+                              Qp** out);
+
+  /// STATUS_SUCCESS when no MR, SRQ or QP of it is open; else STATUS_PENDING and CloseCompletion
+  /// once the last of them closed.
+  NTSTATUS close(NdkCloseCompletion completion, void* context);
+
+  uint32_t id() const { return id_; }
+
+  // ---- provider internals (control thread); not part of the consumer API ----
+  uint32_t id_ = 0;
+};
+
+/// NDK_MR: a memory region.
+class Mr : public NdkObjectBase {
+ public:
+  static constexpr NdkObjectType kType = NdkObjectType::kMr;
+
+  /// NdkRegisterMr over [address, address+length) with NDK_MR_FLAG_* access. STATUS_SUCCESS
+  /// inline (`completion` not called); STATUS_INVALID_PARAMETER (already registered, fast-register
+  /// MR, null address, length 0 or > MaxRegistrationSize, bad flags);
+  /// STATUS_INSUFFICIENT_RESOURCES (table full).
+  NTSTATUS register_mr(const void* address, uint64_t length, uint32_t mr_flags, NdkRequestCompletion completion,
+                       void* context);
+  /// NdkDeregisterMr: STATUS_SUCCESS; STATUS_INVALID_PARAMETER if nothing is registered.
+  /// The tokens stop working at once (requests using them fail with STATUS_ACCESS_VIOLATION).
+  NTSTATUS deregister_mr(NdkRequestCompletion completion, void* context);
+  /// NdkInitializeFastRegisterMr: STATUS_SUCCESS; STATUS_IMPLEMENTATION_LIMIT (page_count 0 or
+  /// > FRMRPageCount); STATUS_INVALID_PARAMETER (not created for fast registration, or
+  /// initialized already).
+  NTSTATUS initialize_fast_register_mr(uint32_t page_count, bool allow_remote_access,
+                                       NdkRequestCompletion completion, void* context);
+  /// NdkGetLocalTokenFromMr / NdkGetRemoteTokenFromMr (0 when not registered).
+  uint32_t get_local_token() const { return local_token_; }
+  uint32_t get_remote_token() const { return remote_token_; }
+  /// Deregisters if needed. STATUS_SUCCESS.
+  NTSTATUS close(NdkCloseCompletion completion, void* context);
+
+  // ---- provider internals (control thread); not part of the consumer API ----
+  Pd* pd_ = nullptr;
+  bool fast_register_ = false;
+  bool registered_ = false;
+  uint32_t local_token_ = 0;
+  uint32_t remote_token_ = 0;
+};
+
+/// NDK_CQ: a completion queue on one polling core.
+class Cq : public NdkObjectBase {
+ public:
+  static constexpr NdkObjectType kType = NdkObjectType::kCq;
+
+  /// NdkGetCqResults / NdkGetCqResultsEx: up to n completions, oldest first; 0 = empty.
+  /// Consumer thread (serialized per CQ with arm()). Never blocks.
+  uint32_t get_results(NdkResult* results, uint32_t n);
+  uint32_t get_results_ex(NdkResultEx* results, uint32_t n);
+  /// NdkArmCq: one notification for the next completion matching `type` (or one already
+  /// queued); arms merge ANY > SOLICITED > ERRORS. The callback runs on the owning core.
+  void arm(NdkCqNotifyType type);
+  /// NdkResizeCq, executed on the owning core while traffic flows; no completion is lost or
+  /// reordered. STATUS_PENDING and RequestCompletion (control thread) with STATUS_SUCCESS,
+  /// STATUS_INVALID_PARAMETER (fewer than the completions held now),
+  /// STATUS_INSUFFICIENT_RESOURCES (new ring not allocated) or STATUS_INVALID_DEVICE_STATE
+  /// (overrun). Inline: STATUS_INVALID_PARAMETER (depth 0 or > MaxCqDepth, null completion),
+  /// STATUS_INSUFFICIENT_RESOURCES (request ring full).
+  NTSTATUS resize(uint32_t depth, NdkRequestCompletion completion, void* context);
+  /// STATUS_PENDING; CloseCompletion once every QP using the CQ is closed and the core has
+  /// dropped it. Notifications stop before CloseCompletion.
+  NTSTATUS close(NdkCloseCompletion completion, void* context);
+
+  uint32_t core() const { return core_; }
+  uint32_t depth() const;
+  /// True once the CQ overran (the notification reported STATUS_BUFFER_OVERFLOW).
+  bool overrun() const;
+
+  // ---- provider internals (control thread); not part of the consumer API ----
+  uint32_t core_ = 0;
+  bool attached_ = false;
+  std::unique_ptr<rc::CompletionQueue> cq_;
+};
+
+/// NDK_SRQ: a shared receive queue on one polling core.
+class Srq : public NdkObjectBase {
+ public:
+  static constexpr NdkObjectType kType = NdkObjectType::kSrq;
+
+  /// NdkSrqReceive: STATUS_SUCCESS; STATUS_INSUFFICIENT_RESOURCES (full);
+  /// STATUS_INVALID_PARAMETER (too many SGEs). Consumer thread, serialized per SRQ.
+  NTSTATUS receive(void* request_context, const NdkSge* sgl, uint32_t n_sge);
+  /// NdkModifySrq on the owning core: new depth (up to the depth given at creation) and limit
+  /// threshold (0 disarms; the notification fires once when posted receives fall below it).
+  /// STATUS_PENDING then RequestCompletion (control thread) with STATUS_SUCCESS,
+  /// STATUS_INVALID_PARAMETER (depth below the posted count, threshold > depth) or
+  /// STATUS_NOT_SUPPORTED (depth above the creation depth).
+  NTSTATUS modify(uint32_t depth, uint32_t notify_threshold, NdkRequestCompletion completion, void* context);
+  /// STATUS_SUCCESS, or STATUS_PENDING until the QPs using it are closed.
+  NTSTATUS close(NdkCloseCompletion completion, void* context);
+  uint32_t core() const { return core_; }
+
+  // ---- provider internals (control thread); not part of the consumer API ----
+  Pd* pd_ = nullptr;
+  uint32_t core_ = 0;
+  std::unique_ptr<rc::SharedReceiveQueue> srq_;
+};
+
+/// The out-of-band connection parameters that move a QP to RTR and RTS (what ibv_rc_pingpong
+/// exchanges; connection management fills them from the CM REQ/REP later).
+struct NdkQpConnectParams {
+  uint32_t remote_qpn = 0;
+  uint32_t remote_ip = 0;       ///< IPv4, host order
+  uint8_t remote_mac[6] = {};
+  uint32_t path_mtu = 1024;     ///< 256, 512, 1024, 2048 or 4096 (<= what the port carries)
+  uint32_t local_psn = 0;       ///< first PSN this QP sends (24 bits)
+  uint32_t remote_psn = 0;      ///< first PSN expected from the peer (the peer's local_psn)
+  uint8_t retry_count = 7;      ///< 0..7
+  uint8_t rnr_retry = 7;        ///< 0..7, 7 = infinite
+  uint8_t local_ack_timeout = 14;  ///< 4.096 µs × 2^t (0 = infinite)
+  uint8_t min_rnr_timer = 12;   ///< IBTA RNR timer code this QP's responder advertises
+  uint32_t inbound_read_limit = 16;   ///< IRL, effective (<= MaxInboundReadLimit)
+  uint32_t outbound_read_limit = 16;  ///< ORL, effective (<= MaxOutboundReadLimit)
+};
+
+/// NDK_QP: a reliable-connected queue pair on one polling core.
+///
+/// Post functions return STATUS_SUCCESS (a completion follows unless SILENT_SUCCESS and the
+/// request succeeds), STATUS_CONNECTION_INVALID (not connected, or in error),
+/// STATUS_INSUFFICIENT_RESOURCES (queue full), STATUS_INVALID_PARAMETER (too many SGEs, inline
+/// data above the QP's inline size, bad arguments). A failed post produces no completion
+/// and hands earlier DEFERred posts to the core. Flags: NDK_OP_FLAG_SILENT_SUCCESS, READ_FENCE,
+/// SEND_AND_SOLICIT_EVENT, INLINE, DEFER. Consumer thread, serialized per queue.
+class Qp : public NdkObjectBase {
+ public:
+  static constexpr NdkObjectType kType = NdkObjectType::kQp;
+
+  NTSTATUS send(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint32_t flags);
+  /// rocedp extension: SEND with immediate data (delivered in the receive completion's
+  /// TypeSpecificCompletionOutput, low 32 bits, bit 32 set).
+  NTSTATUS send_with_immediate(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint32_t immediate,
+                               uint32_t flags);
+  /// NdkSendAndInvalidate: the peer invalidates its `remote_token` (its receive completes as
+  /// kReceiveAndInvalidate with the token).
+  NTSTATUS send_and_invalidate(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint32_t remote_token,
+                               uint32_t flags);
+  /// NdkReceive: STATUS_SUCCESS, STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER
+  /// (too many SGEs, or the QP uses an SRQ). Allowed before connecting.
+  NTSTATUS receive(void* request_context, const NdkSge* sgl, uint32_t n_sge);
+  NTSTATUS write(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint64_t remote_address,
+                 uint32_t remote_token, uint32_t flags);
+  /// rocedp extension: RDMA WRITE with immediate (consumes a receive on the peer).
+  NTSTATUS write_with_immediate(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint64_t remote_address,
+                                uint32_t remote_token, uint32_t immediate, uint32_t flags);
+  NTSTATUS read(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint64_t remote_address,
+                uint32_t remote_token, uint32_t flags);
+  /// rocedp extensions: 8-byte atomics on an 8-byte-aligned remote address; `result` (one
+  /// 8-byte SGE) receives the original value.
+  NTSTATUS compare_swap(void* request_context, const NdkSge& result, uint64_t remote_address, uint32_t remote_token,
+                        uint64_t compare, uint64_t swap, uint32_t flags);
+  NTSTATUS fetch_add(void* request_context, const NdkSge& result, uint64_t remote_address, uint32_t remote_token,
+                     uint64_t add, uint32_t flags);
+  /// NdkFastRegister: makes `mr` (initialized for fast registration) valid at
+  /// [address, address+length) with NDK_MR_FLAG_* `mr_flags`, in order with the other requests.
+  NTSTATUS fast_register(void* request_context, Mr* mr, uint64_t address, uint64_t length, uint32_t mr_flags,
+                         uint32_t flags);
+  /// NdkInvalidate: invalidates the local token of a fast-register `mr`.
+  NTSTATUS invalidate(void* request_context, Mr* mr, uint32_t flags);
+
+  /// NdkFlush: every pending request completes with STATUS_CANCELLED and the QP moves to
+  /// error. Control thread (the request travels on the owning core's ring).
+  void flush();
+
+  /// Moves the QP to RTR and RTS (issue 3's stand-in for connection management).
+  /// STATUS_PENDING, then RequestCompletion on the control thread with STATUS_SUCCESS,
+  /// STATUS_INVALID_DEVICE_STATE (already connected / in error) or STATUS_INVALID_PARAMETER
+  /// (MTU, retry count). Inline: STATUS_INVALID_PARAMETER (MTU above the port's, read limits
+  /// above the adapter's, null completion); STATUS_INSUFFICIENT_RESOURCES (ring full).
+  NTSTATUS connect(const NdkQpConnectParams& params, NdkRequestCompletion completion, void* context);
+
+  /// STATUS_PENDING: outstanding requests complete with STATUS_CANCELLED, the core destroys the
+  /// QP, then CloseCompletion runs on the control thread. Posts fail from the call on.
+  NTSTATUS close(NdkCloseCompletion completion, void* context);
+
+  /// The QP number (core index in bits 23..18).
+  uint32_t qpn() const { return qpn_; }
+  uint32_t core() const { return core_; }
+
+  // ---- provider internals (control thread); not part of the consumer API ----
+  NTSTATUS post_send(const void* wqe);
+
+  Pd* pd_ = nullptr;
+  Cq* receive_cq_ = nullptr;
+  Cq* initiator_cq_ = nullptr;
+  Srq* srq_ = nullptr;
+  void* qp_context_ = nullptr;
+  uint32_t qpn_ = 0;
+  uint32_t core_ = 0;
+  bool created_ = false;
+  std::unique_ptr<rc::SendQueue> sq_;
+  std::unique_ptr<rc::ReceiveQueue> rq_;
+};
+
+}  // namespace rocedp

@@ -1,0 +1,191 @@
+#pragma once
+// Two adapters in one process over a pmd ring pair ("ring_pair:LINK:a" / ":b"), each with two
+// polling cores driven by explicit poll_once() calls from the test thread, which also plays the
+// control thread (Adapter::poll_control). EAL starts once per process with --no-huge.
+
+#include <gtest/gtest.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "dataplane/core_channel.hpp"
+#include "dataplane/polling_core.hpp"
+#include "pmd/eal.hpp"
+#include "pmd/log.hpp"
+#include "pmd/packet_pool.hpp"
+#include "pmd/ring_pair.hpp"
+#include "pmd/rx_dispatch.hpp"
+#include "rocedp/adapter.hpp"
+
+namespace rocedp::test {
+
+inline std::unique_ptr<pmd::PacketPool>& pool_slot() {
+  static std::unique_ptr<pmd::PacketPool> p;
+  return p;
+}
+inline pmd::PacketPool& pool() { return *pool_slot(); }
+inline std::string file_prefix() { return "rdp-ndk-test-" + std::to_string(getpid()); }
+
+class NdkEal : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    config::Config cfg;
+    cfg.eal.lcores = {0};
+    cfg.eal.main_lcore = 0;
+    cfg.eal.memory_mb = 512;
+    cfg.eal.hugepages = false;
+    cfg.eal.file_prefix = file_prefix();
+    cfg.eal.extra_args = {"--no-telemetry", "--no-pci"};
+    pmd::log_configure(pmd::LogLevel::kWarning, "");
+    std::string error;
+    ASSERT_TRUE(pmd::eal_init(cfg, "ndk-test", &error)) << error;
+    pool_slot() = pmd::PacketPool::create("ndk_pool", 16383, 0, pmd::PacketPool::data_room_for_mtu(1500),
+                                          SOCKET_ID_ANY, &error);
+    ASSERT_TRUE(pool_slot()) << error;
+  }
+  void TearDown() override {
+    pool_slot().reset();
+    pmd::eal_cleanup();
+    std::error_code ec;
+    std::filesystem::remove_all("/var/run/dpdk/" + file_prefix(), ec);
+  }
+};
+
+inline const auto* const kNdkEal = ::testing::AddGlobalTestEnvironment(new NdkEal);
+
+inline constexpr uint16_t kCores = 2;
+
+/// One host: a port, its dispatch, two cores with their channels, and the adapter.
+struct Host {
+  pmd::Port* port = nullptr;
+  std::unique_ptr<pmd::RxDispatch> dispatch;
+  std::vector<std::unique_ptr<dataplane::CoreChannel>> channels;
+  std::vector<std::unique_ptr<dataplane::PollingCore>> cores;
+  Adapter* adapter = nullptr;
+  config::MacAddress mac;
+  uint32_t ip = 0;
+};
+
+inline void record_result(dataplane::CoreMessage& msg) { *static_cast<int64_t*>(msg.done_ctx) = msg.result; }
+
+inline config::PortConfig port_config(const std::string& name, const config::MacAddress& mac, uint32_t ip,
+                                      const config::FaultConfig& fault = {}) {
+  config::PortConfig p;
+  p.name = name;
+  p.mac = mac;
+  p.address.value = ip;
+  p.prefix_len = 24;
+  p.fault = fault;
+  return p;
+}
+
+/// The fixture base: two hosts A and B over one ring pair.
+class TwoAdapters : public ::testing::Test {
+ protected:
+  config::LimitsConfig limits() const {
+    config::LimitsConfig l;
+    l.max_cq_depth = 1u << 16;
+    return l;
+  }
+  virtual config::FaultConfig fault_a() const { return {}; }
+  virtual config::FaultConfig fault_b() const { return {}; }
+  virtual config::LimitsConfig adapter_limits() const { return limits(); }
+
+  void SetUp() override {
+    static int serial = 0;
+    const std::string link = "ndk" + std::to_string(getpid() % 1000) + "x" + std::to_string(serial++);
+    a_.mac = config::MacAddress{{0x02, 0x00, 0x00, 0x00, 0x0A, 0x01}};
+    b_.mac = config::MacAddress{{0x02, 0x00, 0x00, 0x00, 0x0B, 0x01}};
+    a_.ip = 0xC6120001;  // 198.18.0.1
+    b_.ip = 0xC6120002;
+    config::DataplaneConfig dp;
+    dp.rx_ring_size = 1024;
+    dp.tx_ring_size = 1024;
+    std::string error;
+    ASSERT_TRUE(pmd::open_ring_pair(link, port_config("a", a_.mac, a_.ip, fault_a()),
+                                    port_config("b", b_.mac, b_.ip, fault_b()), kCores, pool(), dp, &pair_, &error))
+        << error;
+    a_.port = pair_.a.get();
+    b_.port = pair_.b.get();
+    ASSERT_TRUE(a_.port->start(&error)) << error;
+    ASSERT_TRUE(b_.port->start(&error)) << error;
+    for (Host* h : {&a_, &b_}) {
+      h->dispatch = std::make_unique<pmd::RxDispatch>(kCores, 1024);
+      AdapterSetup setup;
+      setup.limits = adapter_limits();
+      setup.port = h->port;
+      setup.pool = &pool();
+      for (uint16_t i = 0; i < kCores; ++i) {
+        h->channels.push_back(dataplane::CoreChannel::create(i, 256, &error));
+        ASSERT_TRUE(h->channels.back()) << error;
+        h->cores.push_back(
+            std::make_unique<dataplane::PollingCore>(i, rte_lcore_id(), 32, *h->dispatch, *h->channels.back()));
+        int64_t result = 1;
+        ASSERT_TRUE(dataplane::core_requests::attach_port(*h->channels[i], h->port, i, &record_result, &result));
+        h->cores[i]->poll_once();
+        h->channels[i]->poll_completions(8);
+        ASSERT_EQ(result, 0);
+        setup.cores.push_back(h->cores[i].get());
+        setup.channels.push_back(h->channels[i].get());
+      }
+      ASSERT_EQ(Adapter::open(setup, &h->adapter), STATUS_SUCCESS);
+    }
+    poll(4);
+  }
+
+  void TearDown() override {
+    // Close whatever the test left open, then the adapters; everything must come back.
+    for (Host* h : {&a_, &b_}) {
+      if (h->adapter == nullptr) continue;
+      bool closed = false;
+      EXPECT_EQ(h->adapter->close([](void* c) { *static_cast<bool*>(c) = true; }, &closed), STATUS_PENDING);
+      for (int i = 0; i < 100000 && !closed; ++i) poll(1);
+      EXPECT_TRUE(closed) << "adapter close did not complete (children left open?)";
+      h->adapter = nullptr;
+    }
+    for (Host* h : {&a_, &b_}) {
+      for (auto& c : h->cores) c->drain_after_stop();
+    }
+    pair_ = {};
+    for (Host* h : {&a_, &b_}) {
+      h->cores.clear();
+      h->dispatch.reset();
+      h->channels.clear();
+    }
+  }
+
+  /// One round: every core of both hosts polls once, then both control sides.
+  void poll(int rounds = 1) {
+    for (int r = 0; r < rounds; ++r) {
+      for (Host* h : {&a_, &b_}) {
+        for (auto& c : h->cores) c->poll_once();
+      }
+      for (Host* h : {&a_, &b_}) {
+        if (h->adapter != nullptr) h->adapter->poll_control();
+      }
+    }
+  }
+
+  /// Polls until pred() holds; false after `max_rounds` (a generous bound, not a timing check).
+  bool poll_until(const std::function<bool()>& pred, uint64_t max_rounds = 2'000'000) {
+    for (uint64_t i = 0; i < max_rounds; ++i) {
+      if (pred()) return true;
+      poll(1);
+    }
+    return pred();
+  }
+
+  pmd::RingPair pair_;
+  Host a_, b_;
+};
+
+}  // namespace rocedp::test
