@@ -134,11 +134,23 @@ echo "$entry" | grep -qi "lladdr $DAEMON_MAC" || fail "namespace neighbour entry
 echo "$entry" | grep -qE "FAILED|INCOMPLETE" && fail "namespace neighbour entry is '$entry'"
 echo "ok: namespace neighbour: $entry"
 
-# 4. Telemetry: the daemon's own neighbour table. If it lists the namespace's address, the MAC
-# must be the namespace's; the daemon learns it only if the runtime forwards ARP requesters to
-# the control thread (answer_locally's ArpPeer), so its absence is reported, not failed.
+# 4. Telemetry: the daemon's own neighbour table lists the namespace's address with its MAC,
+# learned from the ARP request it answered (RFC 826). Learning rides on the next stats snapshot
+# round, so allow a few rounds.
 SOCK=/var/run/dpdk/$PREFIX/dpdk_telemetry.v2
 if [ -S "$SOCK" ]; then
+  for _ in 1 2 3 4 5 6 7 8 9; do
+    python3 - "$SOCK" "$NS_IP" "$NS_MAC" >/dev/null 2>&1 <<'PY' && break
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.recv(16384)
+s.send(b"/rocedp/neighbours")
+table = json.loads(s.recv(1 << 20).decode()).get("/rocedp/neighbours") or {}
+sys.exit(0 if sys.argv[2] in table.get("ip", []) else 1)
+PY
+    sleep 0.2
+  done
   python3 - "$SOCK" "$NS_IP" "$NS_MAC" <<'PY' || fail "telemetry /rocedp/neighbours"
 import json, socket, sys
 path, ip, mac = sys.argv[1], sys.argv[2], sys.argv[3].lower()
@@ -161,7 +173,7 @@ else:
     print(f"note: daemon's neighbour table does not list {ip}: {table}")
 PY
 else
-  echo "note: no telemetry socket at $SOCK"
+  fail "no telemetry socket at $SOCK"
 fi
 
 # 5. SIGTERM by PID: clean shutdown, exit status 0.
