@@ -1,0 +1,222 @@
+// RC data path through the NDK API: two adapters over a ring pair, QPs on different cores,
+// every operation at the sizes of issue 3 §4b, verified byte for byte; immediate data,
+// invalidation, solicited events and CQ notifications (on the owning core).
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "tests/ndk/ndk_helpers.hpp"
+
+namespace rocedp::test {
+namespace {
+
+constexpr uint32_t kMtu = 1024;
+const std::vector<uint32_t> kSizes = {0, 1, 63, kMtu - 1, kMtu, kMtu + 1, 1u << 20, 16u << 20};
+
+void fill_random(std::vector<uint8_t>& v, uint32_t seed) {
+  std::mt19937 rng(seed);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+}
+
+bool same_bytes(const uint8_t* a, const uint8_t* b, size_t n) { return n == 0 || std::memcmp(a, b, n) == 0; }
+
+class NdkRc : public NdkFixture {
+ protected:
+  void SetUp() override {
+    NdkFixture::SetUp();
+    make_pair(x_, y_, 0, 1);
+    src_ = buffer(x_.pd, 16u << 20);
+    dst_ = buffer(y_.pd, 16u << 20);
+  }
+  void TearDown() override {
+    std::vector<std::unique_ptr<Buffer>> bx, by;
+    bx.push_back(std::move(src_));
+    by.push_back(std::move(dst_));
+    close_endpoint(x_, &bx);
+    close_endpoint(y_, &by);
+    NdkFixture::TearDown();
+  }
+
+  Endpoint x_, y_;
+  std::unique_ptr<Buffer> src_, dst_;
+};
+
+TEST_F(NdkRc, SendReceiveAtEverySize) {
+  for (uint32_t n : kSizes) {
+    SCOPED_TRACE(n);
+    fill_random(src_->data, n);
+    std::fill(dst_->data.begin(), dst_->data.end(), 0);
+    const NdkSge rs = dst_->sge(0, n);
+    const NdkSge ss = src_->sge(0, n);
+    ASSERT_EQ(y_.qp->receive(reinterpret_cast<void*>(uintptr_t{0x100 + n}), &rs, 1), STATUS_SUCCESS);
+    ASSERT_EQ(x_.qp->send(reinterpret_cast<void*>(uintptr_t{0x200 + n}), &ss, 1, 0), STATUS_SUCCESS);
+    auto sc = wait_results(x_.cq, 1);
+    auto rc = wait_results(y_.cq, 1);
+    ASSERT_EQ(sc.size(), 1u);
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(sc[0].status, STATUS_SUCCESS) << status_name(sc[0].status);
+    EXPECT_EQ(sc[0].type, NdkOperationType::kSend);
+    EXPECT_EQ(sc[0].request_context, reinterpret_cast<void*>(uintptr_t{0x200 + n}));
+    EXPECT_EQ(sc[0].qp_context, &x_);
+    EXPECT_EQ(rc[0].status, STATUS_SUCCESS) << status_name(rc[0].status);
+    EXPECT_EQ(rc[0].type, NdkOperationType::kReceive);
+    EXPECT_EQ(rc[0].bytes_transferred, n);
+    EXPECT_EQ(rc[0].qp_context, &y_);
+    EXPECT_EQ(rc[0].request_context, reinterpret_cast<void*>(uintptr_t{0x100 + n}));
+    EXPECT_TRUE(same_bytes(src_->ptr(), dst_->ptr(), n));
+  }
+}
+
+TEST_F(NdkRc, WriteAtEverySize) {
+  for (uint32_t n : kSizes) {
+    SCOPED_TRACE(n);
+    fill_random(src_->data, n + 7);
+    std::fill(dst_->data.begin(), dst_->data.end(), 0);
+    const NdkSge ss = src_->sge(0, n);
+    ASSERT_EQ(x_.qp->write(nullptr, &ss, 1, dst_->va(), dst_->mr->get_remote_token(), 0), STATUS_SUCCESS);
+    auto sc = wait_results(x_.cq, 1);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, STATUS_SUCCESS) << status_name(sc[0].status);
+    EXPECT_EQ(sc[0].type, NdkOperationType::kWrite);
+    EXPECT_TRUE(same_bytes(src_->ptr(), dst_->ptr(), n));
+    if (n < dst_->data.size()) {
+      EXPECT_EQ(dst_->data[n], 0) << "no byte beyond the message";
+    }
+  }
+}
+
+TEST_F(NdkRc, WriteWithImmediateAtEverySize) {
+  for (uint32_t n : kSizes) {
+    SCOPED_TRACE(n);
+    fill_random(src_->data, n + 11);
+    ASSERT_EQ(y_.qp->receive(nullptr, nullptr, 0), STATUS_SUCCESS);
+    const NdkSge ss = src_->sge(0, n);
+    ASSERT_EQ(x_.qp->write_with_immediate(nullptr, &ss, 1, dst_->va(), dst_->mr->get_remote_token(), 0xC0DE0000 + n, 0),
+              STATUS_SUCCESS);
+    auto sc = wait_results(x_.cq, 1);
+    auto rc = wait_results(y_.cq, 1);
+    ASSERT_EQ(sc.size(), 1u);
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(sc[0].status, STATUS_SUCCESS);
+    EXPECT_EQ(rc[0].status, STATUS_SUCCESS);
+    EXPECT_EQ(rc[0].bytes_transferred, n);
+    EXPECT_EQ(rc[0].type_specific_completion_output & 0xFFFFFFFFu, 0xC0DE0000u + n);
+    EXPECT_NE(rc[0].type_specific_completion_output >> 32, 0u) << "immediate valid";
+    EXPECT_TRUE(same_bytes(src_->ptr(), dst_->ptr(), n));
+  }
+}
+
+TEST_F(NdkRc, SendWithImmediateAndSolicitedEventNotifiesOnTheOwningCore) {
+  const NdkSge rs = dst_->sge(0, 100);
+  fill_random(src_->data, 5);
+  const NdkSge ss = src_->sge(0, 100);
+  // Armed for solicited only: an unsolicited receive does not fire.
+  y_.cq->arm(NdkCqNotifyType::kSolicited);
+  ASSERT_EQ(y_.qp->receive(nullptr, &rs, 1), STATUS_SUCCESS);
+  ASSERT_EQ(x_.qp->send_with_immediate(nullptr, &ss, 1, 0x12345678, 0), STATUS_SUCCESS);
+  auto rc = wait_results(y_.cq, 1);
+  ASSERT_EQ(rc.size(), 1u);
+  EXPECT_EQ(rc[0].type_specific_completion_output & 0xFFFFFFFFu, 0x12345678u);
+  EXPECT_EQ(y_.notes.count, 0) << "SOLICITED arm, unsolicited receive";
+  ASSERT_EQ(y_.qp->receive(nullptr, &rs, 1), STATUS_SUCCESS);
+  ASSERT_EQ(x_.qp->send(nullptr, &ss, 1, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT), STATUS_SUCCESS);
+  ASSERT_TRUE(poll_until([&] { return y_.notes.count == 1; }));
+  EXPECT_EQ(y_.notes.last, STATUS_SUCCESS);
+  rc = wait_results(y_.cq, 1);
+  EXPECT_TRUE(same_bytes(src_->ptr(), dst_->ptr(), 100));
+  wait_results(x_.cq, 2);
+  // ANY on the sender's CQ fires once for the next completion, once per arm.
+  x_.cq->arm(NdkCqNotifyType::kAny);
+  ASSERT_EQ(y_.qp->receive(nullptr, &rs, 1), STATUS_SUCCESS);
+  ASSERT_EQ(y_.qp->receive(nullptr, &rs, 1), STATUS_SUCCESS);
+  ASSERT_EQ(x_.qp->send(nullptr, &ss, 1, 0), STATUS_SUCCESS);
+  ASSERT_EQ(x_.qp->send(nullptr, &ss, 1, 0), STATUS_SUCCESS);
+  wait_results(x_.cq, 2);
+  EXPECT_EQ(x_.notes.count, 1);
+  wait_results(y_.cq, 2);
+}
+
+TEST_F(NdkRc, ReadAtEverySize) {
+  for (uint32_t n : kSizes) {
+    SCOPED_TRACE(n);
+    fill_random(dst_->data, n + 3);
+    std::fill(src_->data.begin(), src_->data.end(), 0);
+    const NdkSge sink = src_->sge(0, n);
+    ASSERT_EQ(x_.qp->read(nullptr, &sink, 1, dst_->va(), dst_->mr->get_remote_token(), 0), STATUS_SUCCESS);
+    auto sc = wait_results(x_.cq, 1);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, STATUS_SUCCESS) << status_name(sc[0].status);
+    EXPECT_EQ(sc[0].type, NdkOperationType::kRead);
+    EXPECT_TRUE(same_bytes(src_->ptr(), dst_->ptr(), n));
+  }
+}
+
+TEST_F(NdkRc, AtomicsReturnTheOriginalAndUpdateTheTarget) {
+  uint64_t* target = reinterpret_cast<uint64_t*>(dst_->ptr() + 64);
+  *target = 40;
+  const NdkSge result = src_->sge(0, 8);
+  ASSERT_EQ(x_.qp->fetch_add(nullptr, result, dst_->va() + 64, dst_->mr->get_remote_token(), 2, 0), STATUS_SUCCESS);
+  auto sc = wait_results(x_.cq, 1);
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, STATUS_SUCCESS);
+  EXPECT_EQ(*target, 42u);
+  uint64_t orig;
+  std::memcpy(&orig, src_->ptr(), 8);
+  EXPECT_EQ(orig, 40u);
+  ASSERT_EQ(x_.qp->compare_swap(nullptr, result, dst_->va() + 64, dst_->mr->get_remote_token(), 41, 7, 0),
+            STATUS_SUCCESS);
+  ASSERT_EQ(x_.qp->compare_swap(nullptr, result, dst_->va() + 64, dst_->mr->get_remote_token(), 42, 7, 0),
+            STATUS_SUCCESS);
+  sc = wait_results(x_.cq, 2);
+  ASSERT_EQ(sc.size(), 2u);
+  EXPECT_EQ(sc[1].status, STATUS_SUCCESS);
+  EXPECT_EQ(*target, 7u) << "the first compare failed, the second swapped";
+  std::memcpy(&orig, src_->ptr(), 8);
+  EXPECT_EQ(orig, 42u);
+  // Unaligned target: a local operation error, no packet.
+  ASSERT_EQ(x_.qp->fetch_add(nullptr, result, dst_->va() + 65, dst_->mr->get_remote_token(), 1, 0), STATUS_SUCCESS);
+  sc = wait_results(x_.cq, 1);
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, STATUS_INVALID_DEVICE_REQUEST);
+}
+
+TEST_F(NdkRc, SendAndInvalidateInvalidatesThePeersToken) {
+  Mr* fr = nullptr;
+  ASSERT_EQ(y_.pd->create_mr(true, nullptr, nullptr, &fr), STATUS_SUCCESS);
+  ASSERT_EQ(fr->initialize_fast_register_mr(16, true, nullptr, nullptr), STATUS_SUCCESS);
+  // Fast register on B's own QP makes the region valid for remote writes.
+  ASSERT_EQ(y_.qp->fast_register(nullptr, fr, dst_->va(), 4096, kMrAll, 0), STATUS_SUCCESS);
+  auto yc = wait_results(y_.cq, 1);
+  ASSERT_EQ(yc.size(), 1u);
+  EXPECT_EQ(yc[0].status, STATUS_SUCCESS);
+  EXPECT_EQ(yc[0].type, NdkOperationType::kFastRegister);
+  fill_random(src_->data, 99);
+  const NdkSge ss = src_->sge(0, 256);
+  ASSERT_EQ(x_.qp->write(nullptr, &ss, 1, dst_->va(), fr->get_remote_token(), 0), STATUS_SUCCESS);
+  auto xc = wait_results(x_.cq, 1);
+  ASSERT_EQ(xc.size(), 1u);
+  EXPECT_EQ(xc[0].status, STATUS_SUCCESS);
+  EXPECT_TRUE(same_bytes(src_->ptr(), dst_->ptr(), 256));
+
+  const NdkSge rs = dst_->sge(8192, 256);
+  ASSERT_EQ(y_.qp->receive(nullptr, &rs, 1), STATUS_SUCCESS);
+  ASSERT_EQ(x_.qp->send_and_invalidate(nullptr, &ss, 1, fr->get_remote_token(), 0), STATUS_SUCCESS);
+  yc = wait_results(y_.cq, 1);
+  ASSERT_EQ(yc.size(), 1u);
+  EXPECT_EQ(yc[0].status, STATUS_SUCCESS);
+  EXPECT_EQ(yc[0].type, NdkOperationType::kReceiveAndInvalidate);
+  EXPECT_EQ(yc[0].type_specific_completion_output, fr->get_remote_token());
+  // The non-Ex form still returns it (NDKPI completion rules).
+  wait_results(x_.cq, 1);
+
+  // The token is dead now: a WRITE through it is a remote access error.
+  ASSERT_EQ(x_.qp->write(nullptr, &ss, 1, dst_->va(), fr->get_remote_token(), 0), STATUS_SUCCESS);
+  xc = wait_results(x_.cq, 1);
+  ASSERT_EQ(xc.size(), 1u);
+  EXPECT_EQ(xc[0].status, STATUS_ACCESS_VIOLATION);
+  EXPECT_EQ(fr->close(nullptr, nullptr), STATUS_SUCCESS);
+}
+
+}  // namespace
+}  // namespace rocedp::test
