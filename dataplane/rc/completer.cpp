@@ -43,7 +43,7 @@ void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_n
   restart_timer(qp, now_ns);
 }
 
-void go_back(QueuePair& qp, RcContext& ctx, uint32_t psn) {
+[[gnu::noinline]] void go_back(QueuePair& qp, RcContext& ctx, uint32_t psn) {
   if (qp.comp.retried_here && qp.comp.unacked_psn == psn) return;  // already resending from there
   qp.comp.retried_here = psn == qp.comp.unacked_psn;
   requester_go_back_lc(qp, ctx, psn);
@@ -61,7 +61,7 @@ int wqe_for_psn(QueuePair& qp, uint32_t psn) {
   return -1;
 }
 
-void fail_wqe(QueuePair& qp, RcContext& ctx, uint32_t psn, WcError err) {
+[[gnu::noinline, gnu::cold]] void fail_wqe(QueuePair& qp, RcContext& ctx, uint32_t psn, WcError err) {
   int i = wqe_for_psn(qp, psn);
   if (i < 0) {  // no WQE at that PSN: blame the oldest unfinished one
     const uint32_t lim = started_limit(qp);
@@ -186,7 +186,7 @@ int response_target(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns
   return -1;
 }
 
-void handle_read_response(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns) {
+[[gnu::noinline]] void handle_read_response(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns) {
   const uint32_t psn = pkt.f.bth.psn;
   const int idx = response_target(qp, ctx, psn, now_ns);
   if (idx < 0 || qp.sq_at(static_cast<uint32_t>(idx)).opcode != SendOpcode::kRead) {
@@ -228,7 +228,7 @@ void handle_read_response(QueuePair& qp, RcContext& ctx, const wire::ParsedPacke
   advance(qp, ctx, wire::psn_next(psn), now_ns);
 }
 
-void handle_atomic_ack(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns) {
+[[gnu::noinline]] void handle_atomic_ack(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns) {
   const uint32_t psn = pkt.f.bth.psn;
   const int idx = response_target(qp, ctx, psn, now_ns);
   if (idx < 0) {

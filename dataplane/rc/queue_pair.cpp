@@ -5,6 +5,8 @@
 #include <new>
 
 #include "dataplane/wire/builder.hpp"
+#include "dataplane/wire/ipv4.hpp"
+#include "dataplane/wire/udp.hpp"
 #include "dataplane/wire/udp_sport.hpp"
 
 namespace rocedp::rc {
@@ -27,9 +29,9 @@ std::unique_ptr<QueuePair> QueuePair::create(uint32_t qpn, const QpCreateParams&
   const uint64_t slots = std::bit_ceil(static_cast<uint64_t>(params.sq->ring().capacity()));
   qp->meta_.reset(new (std::nothrow) WqeMeta[slots]);
   qp->meta_mask_ = slots - 1;
-  qp->irl_capacity_ = params.max_inbound_read_limit;
-  qp->resources_.reset(new (std::nothrow) ReadResource[qp->irl_capacity_]);
-  if (!qp->meta_ || !qp->resources_) {
+  // Responder resources wait for RTR: they are sized by the negotiated inbound read limit,
+  // which is usually far below the maximum (and 0 for a peer that never reads).
+  if (!qp->meta_) {
     *status = STATUS_INSUFFICIENT_RESOURCES;
     return nullptr;
   }
@@ -42,9 +44,16 @@ NTSTATUS QueuePair::modify_to_rtr(const QpConnectParams& p) {
   if (state_ != QpState::kInit) return STATUS_INVALID_DEVICE_STATE;
   const bool mtu_ok = p.path_mtu >= kMinPathMtu && p.path_mtu <= kMaxPathMtu && std::has_single_bit(p.path_mtu);
   if (!mtu_ok || p.retry_count > 7 || p.rnr_retry > 7 || p.local_ack_timeout > 31 || p.min_rnr_timer > 31 ||
-      p.inbound_read_limit > irl_capacity_ || p.remote_qpn > wire::kQpnMask || p.remote_qpn <= 1) {
+      p.inbound_read_limit > params_.max_inbound_read_limit || p.remote_qpn > wire::kQpnMask ||
+      p.remote_qpn <= 1) {
     return STATUS_INVALID_PARAMETER;
   }
+  // At least one entry, so that resource(i) stays defined; with IRL 0 take_resource refuses.
+  const uint32_t irl = p.inbound_read_limit == 0 ? 1 : p.inbound_read_limit;
+  resources_.reset(new (std::nothrow) ReadResource[irl]);
+  if (!resources_) return STATUS_INSUFFICIENT_RESOURCES;
+  irl_capacity_ = irl;
+  resources_pending = 0;
   conn_ = p;
   conn_.rq_psn &= wire::kPsnMask;
   conn_.sq_psn &= wire::kPsnMask;
@@ -67,11 +76,34 @@ NTSTATUS QueuePair::modify_to_rtr(const QpConnectParams& p) {
   t.bth.pkey = p.pkey;
   t.bth.dqpn = p.remote_qpn;
 
+  build_header_template();
+
   resp = ResponderState{};
   resp.psn = conn_.rq_psn;
-  for (uint32_t i = 0; i < irl_capacity_; ++i) resources_[i] = ReadResource{};
   state_ = QpState::kRtr;
   return STATUS_SUCCESS;
+}
+
+void QueuePair::build_header_template() {
+  hdr_len_ = 0;
+  // The byte template covers the common shape only; anything else keeps the generic builder.
+  if (tmpl_.eth.header_len() != wire::kEthHdrLen || tmpl_.ip.ihl != 5) return;
+  wire::PacketFields f = tmpl_;
+  f.bth.opcode = wire::opcode::kRcSendOnly;  // BTH only
+  const size_t n = wire::header_len(f);
+  if (n != kHeaderTemplateLen) return;
+  wire::BuildOptions o;
+  o.fill_lengths = false;
+  o.fill_ip_checksum = false;
+  const wire::HeaderSpan hs = wire::write_headers(wire::MutBytes(hdr_bytes_, kHeaderTemplateLen), f, 0, o);
+  if (hs.headers.empty()) return;
+  hdr_l3_ = static_cast<uint8_t>(hs.l3_offset);
+  // Sum of the 16-bit words of the IP header with total length, id and checksum at 0.
+  const uint8_t* ip = hdr_bytes_ + hdr_l3_;
+  uint32_t sum = 0;
+  for (size_t i = 0; i < wire::kIpv4MinHdrLen; i += 2) sum += wire::load_be16(ip + i);
+  hdr_ip_sum_ = sum;
+  hdr_len_ = static_cast<uint8_t>(n);
 }
 
 NTSTATUS QueuePair::modify_to_rts() {
@@ -127,9 +159,22 @@ void scatter_to_sges(const NdkSge* sges, uint32_t count, uint32_t offset, const 
   }
 }
 
-bool transmit(QueuePair& qp, RcContext& ctx, wire::PacketFields& f, const TxPayload& payload) {
-  (void)qp;
-  f.bth.pad = wire::pad_for(payload.length);
+namespace {
+
+void copy_payload(uint8_t* pl, const TxPayload& payload) {
+  if (payload.length == 0) return;
+  if (payload.flat != nullptr) {
+    std::memcpy(pl, payload.flat, payload.length);
+  } else if (payload.sge_count == 1 && payload.offset + payload.length <= payload.sges[0].length) {
+    std::memcpy(pl, static_cast<const uint8_t*>(payload.sges[0].virtual_address) + payload.offset, payload.length);
+  } else {
+    gather_from_sges(payload.sges, payload.sge_count, payload.offset, pl, payload.length);
+  }
+}
+
+// The generic builder: frames whose shape the byte template does not cover.
+[[gnu::noinline]] bool transmit_generic(QueuePair& qp, RcContext& ctx, wire::PacketFields& f,
+                                        const TxPayload& payload) {
   f.ip.id = (*ctx.ip_id)++;
   const size_t hlen = wire::header_len(f);
   const size_t total = hlen + payload.length + f.bth.pad + wire::kIcrcLen;
@@ -138,21 +183,61 @@ bool transmit(QueuePair& qp, RcContext& ctx, wire::PacketFields& f, const TxPayl
   if (buf == nullptr) {
     --*ctx.ip_id;
     ctx.counters->add(RcCounter::kTxNoBuffer);
+    qp.sched.tx_stalled = true;
     return false;
   }
   const wire::HeaderSpan hs = wire::write_headers(wire::MutBytes(buf, hlen), f, payload.length);
   uint8_t* pl = buf + hlen;
-  if (payload.length != 0) {
-    if (payload.flat != nullptr) {
-      std::memcpy(pl, payload.flat, payload.length);
-    } else {
-      gather_from_sges(payload.sges, payload.sge_count, payload.offset, pl, payload.length);
-    }
-  }
+  copy_payload(pl, payload);
   const wire::Bytes pls(pl, payload.length);
   wire::finish_packet(wire::MutBytes(pl + payload.length, f.bth.pad + wire::kIcrcLen), hs, {pls}, f.bth.pad);
   ctx.sink.send(ctx.sink.ctx, handle, total);
-  ctx.counters->add(RcCounter::kTxPackets);
+  ++ctx.tx_packets;
+  return true;
+}
+
+}  // namespace
+
+bool transmit(QueuePair& qp, RcContext& ctx, wire::PacketFields& f, const TxPayload& payload) {
+  f.bth.pad = wire::pad_for(payload.length);
+  if (qp.hdr_len() == 0) [[unlikely]] return transmit_generic(qp, ctx, f, payload);
+  const wire::OpcodeInfo* op = wire::opcode_info(f.bth.opcode);
+  const size_t hlen = kHeaderTemplateLen + op->length - wire::kBthLen;
+  const size_t total = hlen + payload.length + f.bth.pad + wire::kIcrcLen;
+  void* handle = nullptr;
+  uint8_t* buf = ctx.sink.alloc(ctx.sink.ctx, total, &handle);
+  if (buf == nullptr) [[unlikely]] {
+    ctx.counters->add(RcCounter::kTxNoBuffer);
+    qp.sched.tx_stalled = true;
+    return false;
+  }
+  // Headers: the QP's prebuilt bytes, then the per-packet fields patched in place.
+  std::memcpy(buf, qp.hdr_bytes(), kHeaderTemplateLen);
+  const size_t l3 = qp.hdr_l3();
+  uint8_t* ip = buf + l3;
+  const uint16_t ip_len = static_cast<uint16_t>(total - l3);
+  const uint16_t id = (*ctx.ip_id)++;
+  wire::store_be16(ip + wire::ipv4_off::kTotalLen, ip_len);
+  wire::store_be16(ip + wire::ipv4_off::kId, id);
+  uint32_t sum = qp.hdr_ip_sum() + ip_len + id;
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  wire::store_be16(ip + wire::ipv4_off::kChecksum, static_cast<uint16_t>(~sum));
+  uint8_t* udp = ip + wire::kIpv4MinHdrLen;
+  wire::store_be16(udp + 4, static_cast<uint16_t>(ip_len - wire::kIpv4MinHdrLen));
+  uint8_t* bth = udp + wire::kUdpHdrLen;
+  wire::BthView<uint8_t> v(bth);
+  v.set_opcode(f.bth.opcode);
+  v.set_flags(f.bth.se, false, f.bth.pad, 0);
+  v.set_ack_req_psn(f.bth.ack_req, 0, f.bth.psn);
+  if (op->length != wire::kBthLen) wire::encode_ext_headers(bth, *op, f);
+  uint8_t* pl = buf + hlen;
+  copy_payload(pl, payload);
+  const wire::HeaderSpan hs{wire::MutBytes(buf, hlen), l3};
+  const wire::Bytes pls(pl, payload.length);
+  wire::finish_packet(wire::MutBytes(pl + payload.length, f.bth.pad + wire::kIcrcLen), hs, {pls}, f.bth.pad);
+  ctx.sink.send(ctx.sink.ctx, handle, total);
+  ++ctx.tx_packets;
   return true;
 }
 

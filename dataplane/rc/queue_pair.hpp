@@ -159,6 +159,8 @@ struct RcContext {
   MemoryRegionTable* mrs = nullptr;
   RcCounters* counters = nullptr;
   uint16_t* ip_id = nullptr;  // IPv4 identification, incremented per frame as Linux does
+  uint64_t tx_packets = 0;    // frames sent since the engine last added them to `counters`
+                              // (CONVENTIONS.md 12: counters bumped once per burst)
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -294,6 +296,22 @@ struct ResponderState {
   uint32_t write_total = 0;
 };
 
+/// The engine's bookkeeping of a QP (rc_engine.cpp): whether it is on the run list, when its
+/// earliest timer entry fires, and what kept it busy. Only the owning core touches it.
+struct QpSchedule {
+  uint32_t slot = 0;          ///< per-core number (doorbell slot, index in the engine's table)
+  bool scheduled = false;     ///< on the run list of the next poll
+  bool tx_stalled = false;    ///< the sink refused a buffer: try again on the next poll
+  bool rq_armed = false;      ///< in ERROR: receive posts ring the doorbell
+  bool overrun_seen = false;  ///< a CQ of this QP overran and the engine swept the others
+  uint64_t timer_at = kNoTimer;  ///< deadline of this QP's live timer-heap entry
+  static constexpr uint64_t kNoTimer = UINT64_MAX;
+};
+
+/// Bytes of the prebuilt Ethernet+IPv4+UDP+BTH prefix of a QP's frames (no VLAN, no IP options:
+/// 14 + 20 + 8 + 12); extension headers follow it.
+inline constexpr size_t kHeaderTemplateLen = 54;
+
 // ---------------------------------------------------------------------------------------------
 
 class QueuePair {
@@ -322,6 +340,13 @@ class QueuePair {
   uint32_t irl_capacity() const { return irl_capacity_; }
   /// Frame template: Ethernet/IP/UDP/BTH fields filled at RTR.
   wire::PacketFields& tmpl() { return tmpl_; }
+  /// The same template as bytes (CONVENTIONS.md 11: the per-packet header build is a copy plus
+  /// a few stores): Ethernet..BTH with lengths, IP id, checksum, opcode, flags and PSN to patch.
+  const uint8_t* hdr_bytes() const { return hdr_bytes_; }
+  uint32_t hdr_len() const { return hdr_len_; }
+  uint32_t hdr_l3() const { return hdr_l3_; }
+  /// IPv4 header checksum partial sum of the template (total length, id, checksum = 0).
+  uint32_t hdr_ip_sum() const { return hdr_ip_sum_; }
   void set_state(QpState s) { state_ = s; }
 
   RequesterState req;
@@ -329,6 +354,8 @@ class QueuePair {
   ResponderState resp;
   bool flush_requested = false;  ///< Flush() arrived; the next poll moves the QP to ERROR
   WcError fatal_error = WcError::kSuccess;  ///< status the failing WQE completes with
+  QpSchedule sched;
+  uint32_t resources_pending = 0;  ///< read/atomic resources with responses still to send
 
  private:
   QueuePair(uint32_t qpn, const QpCreateParams& params) : qpn_(qpn), params_(params) {}
@@ -338,9 +365,14 @@ class QueuePair {
   QpConnectParams conn_{};
   QpState state_ = QpState::kReset;
   wire::PacketFields tmpl_{};
+  uint8_t hdr_len_ = 0;  // 0: no byte template (VLAN or IP options): build with write_headers
+  uint8_t hdr_l3_ = 0;
+  uint32_t hdr_ip_sum_ = 0;
+  void build_header_template();
+  alignas(8) uint8_t hdr_bytes_[kHeaderTemplateLen]{};
   std::unique_ptr<WqeMeta[]> meta_;
   uint64_t meta_mask_ = 0;
-  std::unique_ptr<ReadResource[]> resources_;
+  std::unique_ptr<ReadResource[]> resources_;  // allocated at RTR, sized by the negotiated IRL
   uint32_t irl_capacity_ = 0;
 };
 

@@ -12,32 +12,55 @@ namespace rocedp::rc {
 namespace {
 // Per-core numbers 0 and 1 are never handed out: on core 0 they would be QP0/QP1 (DESIGN §4).
 constexpr uint32_t kFirstLocalQpn = 2;
+
+uint32_t clamp_max_qps(uint32_t max_qps) {
+  return std::min<uint32_t>(max_qps, dataplane::kQpnLocalMask + 1 - kFirstLocalQpn);
+}
+
+// Min-heap on the deadline (std::*_heap build max-heaps of the comparator).
+template <typename E>
+bool later(const E& a, const E& b) {
+  return a.deadline > b.deadline;
+}
 }  // namespace
 
-RcEngine::RcEngine(const RcEngineConfig& config, MemoryRegionTable* mrs, const FrameSink& sink) : config_(config) {
-  config_.max_qps = std::min<uint32_t>(config_.max_qps, dataplane::kQpnLocalMask + 1 - kFirstLocalQpn);
+RcEngine::RcEngine(const RcEngineConfig& config, MemoryRegionTable* mrs, const FrameSink& sink)
+    : config_(config), doorbell_(clamp_max_qps(config.max_qps) + kFirstLocalQpn) {
+  config_.max_qps = clamp_max_qps(config_.max_qps);
   ctx_.sink = sink;
   ctx_.mrs = mrs;
   ctx_.counters = &counters_;
   ctx_.ip_id = &ip_id_;
   qps_.resize(config_.max_qps + kFirstLocalQpn);
-  active_.reserve(config_.max_qps);
+  // Lowest free number first, as before: a min-heap of free numbers.
+  free_.reserve(config_.max_qps);
+  for (uint32_t local = kFirstLocalQpn; local < qps_.size(); ++local) free_.push_back(local);
+  std::make_heap(free_.begin(), free_.end(), std::greater<>{});
+  run_.reserve(config_.max_qps);
+  timers_.reserve(config_.max_qps + 64);
 }
 
+// The queues may already be gone (their owners close them first), so they are not detached
+// here: a consumer must not post to a queue whose engine is destroyed (its QP is closed first).
 RcEngine::~RcEngine() = default;
 
 QueuePair* RcEngine::create_qp(const QpCreateParams& params, NTSTATUS* status) {
-  uint32_t local = kFirstLocalQpn;
-  while (local < qps_.size() && qps_[local]) ++local;
-  if (local >= qps_.size()) {
+  if (free_.empty() || !doorbell_.ok()) {
     *status = STATUS_INSUFFICIENT_RESOURCES;
     return nullptr;
   }
+  const uint32_t local = free_.front();
   auto qp = QueuePair::create(dataplane::make_qpn(config_.core, local), params, status);
   if (!qp) return nullptr;
+  std::pop_heap(free_.begin(), free_.end(), std::greater<>{});
+  free_.pop_back();
   QueuePair* raw = qp.get();
+  raw->sched.slot = local;
   qps_[local] = std::move(qp);
-  active_.push_back(raw);
+  ++qp_count_;
+  // Before the QP can reach RTS, so before any post can ring.
+  params.sq->attach_doorbell_lc(&doorbell_, local);
+  if (params.rq != nullptr) params.rq->attach_doorbell_lc(&doorbell_, local);
   return raw;
 }
 
@@ -51,8 +74,16 @@ NTSTATUS RcEngine::destroy_qp(uint32_t qpn) {
   QueuePair* qp = find_qp(qpn);
   if (qp == nullptr) return STATUS_INVALID_PARAMETER;
   qp->params().sq->set_connected(false);
-  active_.erase(std::find(active_.begin(), active_.end(), qp));
-  qps_[dataplane::qpn_local(qpn)].reset();
+  qp->params().sq->attach_doorbell_lc(nullptr, 0);
+  if (qp->params().rq != nullptr) qp->params().rq->attach_doorbell_lc(nullptr, 0);
+  if (qp->sched.scheduled) run_.erase(std::find(run_.begin(), run_.end(), qp));
+  // A doorbell entry or timer entry of this slot may still be queued: both look the slot up
+  // again when they fire, so they find nothing (or a later QP, which merely gets a visit).
+  const uint32_t local = qp->sched.slot;
+  qps_[local].reset();
+  --qp_count_;
+  free_.push_back(local);
+  std::push_heap(free_.begin(), free_.end(), std::greater<>{});
   return STATUS_SUCCESS;
 }
 
@@ -60,13 +91,14 @@ NTSTATUS RcEngine::flush_qp(uint32_t qpn) {
   QueuePair* qp = find_qp(qpn);
   if (qp == nullptr) return STATUS_INVALID_PARAMETER;
   enter_error(*qp, ctx_, WcError::kFlushed);
+  schedule(qp);
   return STATUS_SUCCESS;
 }
 
 uint32_t RcEngine::rx_burst_lc(std::span<const wire::Bytes> frames, uint64_t now_ns) {
   uint32_t accepted = 0;
   for (const wire::Bytes& frame : frames) {
-    if (!receive_parse_lc(frame, scratch_, counters_, wire_drops_)) continue;
+    if (!receive_parse_lc(frame, scratch_, counters_, wire_drops_)) [[unlikely]] continue;
     rx_parsed_lc(scratch_, now_ns);
     ++accepted;
   }
@@ -74,25 +106,128 @@ uint32_t RcEngine::rx_burst_lc(std::span<const wire::Bytes> frames, uint64_t now
 }
 
 void RcEngine::rx_parsed_lc(const wire::ParsedPacket& pkt, uint64_t now_ns) {
-  receive_dispatch_lc(find_qp(pkt.f.bth.dqpn), ctx_, pkt, now_ns);
+  QueuePair* qp = find_qp(pkt.f.bth.dqpn);
+  receive_dispatch_lc(qp, ctx_, pkt, now_ns);
+  // Whatever the frame changed (an ACK to send, WQEs to retire, a window that opened) is
+  // handled by the next poll.
+  if (qp != nullptr) schedule(qp);
+}
+
+void RcEngine::drain_doorbell() {
+  for (uint32_t slot = doorbell_.take_all_lc(); slot != Doorbell::kEmpty;) {
+    const uint32_t next = doorbell_.next_lc(slot);
+    doorbell_.clear_lc(slot);  // before the queues are read (see Doorbell)
+    if (QueuePair* qp = qps_[slot].get()) schedule(qp);
+    slot = next;
+  }
+}
+
+void RcEngine::add_timer(uint64_t deadline, uint32_t slot) {
+  if (timers_.size() == timers_.capacity()) [[unlikely]] {
+    // Drop entries that no longer match their QP's deadline before the vector would grow.
+    std::erase_if(timers_, [this](const TimerEntry& e) {
+      const QueuePair* qp = qps_[e.slot].get();
+      return qp == nullptr || qp->sched.timer_at != e.deadline;
+    });
+    std::make_heap(timers_.begin(), timers_.end(), later<TimerEntry>);
+  }
+  timers_.push_back(TimerEntry{deadline, slot});
+  std::push_heap(timers_.begin(), timers_.end(), later<TimerEntry>);
+}
+
+void RcEngine::fire_timers(uint64_t now_ns) {
+  while (!timers_.empty() && timers_.front().deadline <= now_ns) {
+    std::pop_heap(timers_.begin(), timers_.end(), later<TimerEntry>);
+    const TimerEntry e = timers_.back();
+    timers_.pop_back();
+    QueuePair* qp = qps_[e.slot].get();
+    if (qp == nullptr || qp->sched.timer_at != e.deadline) continue;  // stale
+    qp->sched.timer_at = QpSchedule::kNoTimer;
+    schedule(qp);
+  }
+}
+
+// The QP's earliest deadline goes into the heap only if it is earlier than the entry it already
+// has: an ACK that pushes the deadline back costs nothing here, the early entry fires, finds the
+// deadline not reached, and this function re-arms it.
+void RcEngine::sync_timer(QueuePair& qp) {
+  if (qp.state() != QpState::kRts) return;
+  uint64_t dl = QpSchedule::kNoTimer;
+  if (qp.comp.timer_armed) dl = qp.comp.ack_deadline_ns;
+  if (qp.comp.rnr_wait && qp.comp.rnr_deadline_ns < dl) dl = qp.comp.rnr_deadline_ns;
+  if (dl == QpSchedule::kNoTimer || qp.sched.timer_at <= dl) return;
+  qp.sched.timer_at = dl;
+  add_timer(dl, qp.sched.slot);
+}
+
+// One visit. Returns whether the QP must be visited again on the next poll.
+bool RcEngine::run_qp(QueuePair& qp, uint64_t now_ns) {
+  ++visits_;
+  qp.sched.tx_stalled = false;
+  const QpCreateParams& p = qp.params();
+  // A CQ that overran is dead, and so is every QP completing into it (NDK).
+  if (qp.state() != QpState::kError && (p.send_cq->overrun() || p.recv_cq->overrun())) [[unlikely]] {
+    enter_error(qp, ctx_, WcError::kFlushed);
+  }
+  completer_timers_lc(qp, ctx_, now_ns);
+  uint32_t work = responder_tx_lc(qp, ctx_, config_.tx_budget);
+  work += requester_run_lc(qp, ctx_, now_ns, config_.tx_budget);
+  work += completer_retire_lc(qp, ctx_);
+  bool again = work != 0 || qp.sched.tx_stalled;
+  if (qp.state() == QpState::kError) [[unlikely]] {
+    work += responder_flush_lc(qp, ctx_);
+    again |= work != 0;
+    if (!qp.sched.overrun_seen && (p.send_cq->overrun() || p.recv_cq->overrun())) {
+      // Other QPs of that CQ may be idle: visit every QP once so that they die too.
+      qp.sched.overrun_seen = true;
+      sweep_ = true;
+    }
+    if (!qp.sched.rq_armed && p.rq != nullptr) {
+      // From now on receive posts ring; one more visit catches any posted before the arming.
+      p.rq->arm_doorbell_lc();
+      qp.sched.rq_armed = true;
+      again = true;
+    }
+  }
+  sync_timer(qp);
+  if (work != 0) busy_ = true;
+  return again;
+}
+
+void RcEngine::flush_counters() {
+  if (ctx_.tx_packets != 0) {
+    counters_.add(RcCounter::kTxPackets, ctx_.tx_packets);
+    ctx_.tx_packets = 0;
+  }
 }
 
 bool RcEngine::poll_lc(uint64_t now_ns) {
-  bool busy = false;
-  for (QueuePair* qp : active_) {
-    // A CQ that overran is dead, and so is every QP completing into it (NDK).
-    if (qp->state() != QpState::kError &&
-        (qp->params().send_cq->overrun() || qp->params().recv_cq->overrun())) {
-      enter_error(*qp, ctx_, WcError::kFlushed);
+  ++polls_;
+  busy_ = false;
+  drain_doorbell();
+  fire_timers(now_ns);
+  if (sweep_) [[unlikely]] {
+    sweep_ = false;
+    for (auto& qp : qps_) {
+      if (qp) schedule(qp.get());
     }
-    completer_timers_lc(*qp, ctx_, now_ns);
-    uint32_t work = responder_tx_lc(*qp, ctx_, config_.tx_budget);
-    work += requester_run_lc(*qp, ctx_, now_ns, config_.tx_budget);
-    work += completer_retire_lc(*qp, ctx_);
-    work += responder_flush_lc(*qp, ctx_);
-    busy |= work != 0;
   }
-  return busy;
+  // Visit the run list, compacting it in place: QPs that need no more visits leave it.
+  const size_t n = run_.size();
+  size_t kept = 0;
+  for (size_t i = 0; i < n; ++i) {
+    QueuePair* qp = run_[i];
+    if (i + 1 < n) __builtin_prefetch(run_[i + 1]);
+    if (run_qp(*qp, now_ns)) {
+      run_[kept++] = qp;
+    } else {
+      qp->sched.scheduled = false;
+    }
+  }
+  for (size_t i = n; i < run_.size(); ++i) run_[kept++] = run_[i];  // scheduled meanwhile
+  run_.resize(kept);
+  flush_counters();
+  return busy_;
 }
 
 }  // namespace rocedp::rc

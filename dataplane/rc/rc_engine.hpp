@@ -13,6 +13,18 @@
 //                                 the CQs, flushes of QPs in ERROR. Frames leave through the
 //                                 sink; when the sink refuses (no mbuf / TX ring full) the
 //                                 engine rolls back and continues on a later poll.
+//
+// Per-poll work is proportional to the QPs that have something to do, not to the QPs that
+// exist: poll_lc visits only the run list. A QP joins it when
+//   - a consumer publishes to its send queue (the queue rings the core's Doorbell: a lock-free
+//     multi-producer stack of QP slots, one flag per slot; poll_lc takes it with one exchange),
+//     or to its receive queue while the QP is in ERROR (those receives complete flushed);
+//   - a frame for it arrives (rx_parsed_lc);
+//   - its earliest timer expires (a min-heap of deadlines; ACK progress only moves the QP's own
+//     deadline, and the heap entry, when it fires early, re-arms at the real deadline);
+//   - a control request (flush) or a CQ overrun of a CQ it shares needs it.
+// A QP stays on the list while it does work (or the sink refused it a buffer) and leaves after
+// the first poll in which it does nothing: an idle QP costs nothing per poll.
 //   Both return whether they did work (item 1). `now` is any monotonic nanosecond clock
 //   (rte_get_tsc_cycles scaled); tests pass virtual time.
 // Control requests (create, connect, flush, destroy) arrive through the core's ring and run
@@ -25,6 +37,7 @@
 
 #include "dataplane/rc/queue_pair.hpp"
 #include "dataplane/rc/receive.hpp"
+#include "dataplane/rc/work_queue.hpp"
 
 namespace rocedp::rc {
 
@@ -64,6 +77,13 @@ class RcEngine {
   bool poll_lc(uint64_t now_ns);
 
   const RcCounters& counters() const { return counters_; }
+  /// Scheduling statistics (the scale test and the benchmarks read them): polls run, QP visits
+  /// made by those polls, QPs on the run list now, live entries in the timer heap.
+  uint64_t polls() const { return polls_; }
+  uint64_t qp_visits() const { return visits_; }
+  size_t scheduled_qps() const { return run_.size(); }
+  size_t timer_entries() const { return timers_.size(); }
+  size_t qp_count() const { return qp_count_; }
   const WireDropCounters& wire_drops() const { return wire_drops_; }
   uint32_t core() const { return config_.core; }
 
@@ -74,8 +94,32 @@ class RcEngine {
   WireDropCounters wire_drops_{};
   uint16_t ip_id_ = 0;
   std::vector<std::unique_ptr<QueuePair>> qps_;  // by per-core number
-  std::vector<QueuePair*> active_;               // iteration order of poll_lc
+  std::vector<uint32_t> free_;                   // per-core numbers not in use (stack)
+  size_t qp_count_ = 0;
+  Doorbell doorbell_;                            // slots = per-core numbers
+  std::vector<QueuePair*> run_;                  // the run list (capacity reserved: no allocation)
+  struct TimerEntry {
+    uint64_t deadline;
+    uint32_t slot;
+  };
+  std::vector<TimerEntry> timers_;  // min-heap on deadline (lazy: stale entries are skipped)
+  bool sweep_ = false;              // visit every QP once (a CQ overran)
+  bool busy_ = false;               // the current poll did work
+  uint64_t polls_ = 0;
+  uint64_t visits_ = 0;
   wire::ParsedPacket scratch_;
+
+  void schedule(QueuePair* qp) {
+    if (qp->sched.scheduled) return;
+    qp->sched.scheduled = true;
+    run_.push_back(qp);
+  }
+  bool run_qp(QueuePair& qp, uint64_t now_ns);
+  void sync_timer(QueuePair& qp);
+  void drain_doorbell();
+  void fire_timers(uint64_t now_ns);
+  void add_timer(uint64_t deadline, uint32_t slot);
+  void flush_counters();
 };
 
 }  // namespace rocedp::rc

@@ -24,7 +24,7 @@ WcError from_mr_status(NTSTATUS s) {
 
 // Local work requests run when the requester reaches them, so they take effect in send-queue
 // order relative to the requests around them (NDK FastRegister / Invalidate).
-WcError run_local(const SendWqe& w, RcContext& ctx) {
+[[gnu::noinline, gnu::cold]] WcError run_local(const SendWqe& w, RcContext& ctx) {
   NTSTATUS s = STATUS_SUCCESS;
   switch (w.opcode) {
     case SendOpcode::kFastRegister:

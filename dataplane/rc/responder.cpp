@@ -10,6 +10,18 @@ namespace {
 using namespace wire::opcode;
 using wire::Position;
 
+// Keeps QueuePair::resources_pending equal to the number of resources with responses to send,
+// so the transmit path skips the resource scan when there are none (the common case).
+void set_pending(QueuePair& qp, ReadResource& r, bool pending) {
+  if (r.pending == pending) return;
+  r.pending = pending;
+  if (pending) {
+    ++qp.resources_pending;
+  } else {
+    --qp.resources_pending;
+  }
+}
+
 void set_ctl(QueuePair& qp, uint8_t syndrome, uint32_t psn) {
   ResponderState& r = qp.resp;
   if (r.error_after_ctl) return;  // a fatal NAK is never replaced
@@ -21,7 +33,7 @@ void set_ctl(QueuePair& qp, uint8_t syndrome, uint32_t psn) {
   }
 }
 
-void nak_fatal(QueuePair& qp, uint8_t syndrome, uint32_t psn) {
+[[gnu::noinline, gnu::cold]] void nak_fatal(QueuePair& qp, uint8_t syndrome, uint32_t psn) {
   ResponderState& r = qp.resp;
   r.ctl_pending = true;
   r.ctl_syndrome = syndrome;
@@ -29,7 +41,7 @@ void nak_fatal(QueuePair& qp, uint8_t syndrome, uint32_t psn) {
   r.error_after_ctl = true;
 }
 
-void nak_rnr(QueuePair& qp, RcContext& ctx, uint32_t psn) {
+[[gnu::noinline, gnu::cold]] void nak_rnr(QueuePair& qp, RcContext& ctx, uint32_t psn) {
   set_ctl(qp, static_cast<uint8_t>(wire::kAethRnrNak | (qp.conn().min_rnr_timer & 0x1F)), psn);
   qp.resp.nak_outstanding = true;  // drop what follows until the requester resends `psn`
   (void)ctx;
@@ -92,10 +104,8 @@ void finish_message(QueuePair& qp) {
 
 // Takes a resource slot for a READ/atomic; null if the peer exceeds our inbound read limit.
 ReadResource* take_resource(QueuePair& qp) {
-  uint32_t pending = 0;
-  for (uint32_t i = 0; i < qp.irl_capacity(); ++i) pending += qp.resource(i).valid && qp.resource(i).pending;
   const uint32_t irl = qp.conn().inbound_read_limit;
-  if (pending >= irl) return nullptr;
+  if (qp.resources_pending >= irl) return nullptr;
   ReadResource& r = qp.resource(qp.resp.res_next);
   if (r.valid && r.pending) return nullptr;
   qp.resp.res_next = (qp.resp.res_next + 1) % qp.irl_capacity();
@@ -196,7 +206,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
   finish_message(qp);
 }
 
-void exec_read(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
+[[gnu::noinline]] void exec_read(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
   const uint32_t psn = pkt.f.bth.psn;
   const wire::RethFields& reth = pkt.f.reth;
   if (ctx.mrs->check_remote(reth.rkey, qp.params().pd, reth.va, reth.dma_len, kMrAccessRemoteRead) !=
@@ -211,7 +221,7 @@ void exec_read(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
   }
   const uint32_t npkts = packets_for(reth.dma_len, qp.conn().path_mtu);
   res->valid = true;
-  res->pending = true;
+  set_pending(qp, *res, true);
   res->first_psn = psn;
   res->last_psn = wire::psn_add(psn, npkts - 1);
   res->exec_psn = psn;
@@ -223,7 +233,7 @@ void exec_read(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
   finish_message(qp);
 }
 
-void exec_atomic(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
+[[gnu::noinline]] void exec_atomic(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
   const uint32_t psn = pkt.f.bth.psn;
   const wire::AtomicEthFields& a = pkt.f.atomic_eth;
   if ((a.va & 7) != 0) {  // IBTA §9.4.5: misaligned atomic is an invalid request
@@ -251,14 +261,14 @@ void exec_atomic(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
   }
   res->valid = true;
   res->atomic = true;
-  res->pending = true;
+  set_pending(qp, *res, true);
   res->first_psn = res->last_psn = res->exec_psn = res->tx_psn = psn;
   res->atomic_orig = orig;
   qp.resp.psn = wire::psn_next(psn);
   finish_message(qp);
 }
 
-void duplicate(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
+[[gnu::noinline, gnu::cold]] void duplicate(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
   ctx.counters->add(RcCounter::kRxDuplicate);
   const uint32_t psn = pkt.f.bth.psn;
   const uint8_t op = pkt.f.bth.opcode;
@@ -269,7 +279,7 @@ void duplicate(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
       if (!r.valid || r.atomic != atomic) continue;
       if (!wire::psn_le(r.first_psn, psn) || !wire::psn_le(psn, r.last_psn)) continue;
       if (atomic) {
-        r.pending = psn == r.first_psn;  // replay the saved result, never re-apply
+        set_pending(qp, r, psn == r.first_psn);  // replay the saved result, never re-apply
         return;
       }
       // Re-execute with the duplicate's RETH: a retried READ may ask only for the tail.
@@ -278,7 +288,7 @@ void duplicate(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
           STATUS_SUCCESS) {
         return;
       }
-      r.pending = true;
+      set_pending(qp, r, true);
       r.exec_psn = psn;
       r.tx_psn = psn;
       r.va = reth.va;
@@ -351,11 +361,12 @@ void responder_receive_lc(QueuePair& qp, RcContext& ctx, const wire::ParsedPacke
 
 uint32_t responder_tx_lc(QueuePair& qp, RcContext& ctx, uint32_t budget) {
   ResponderState& rs = qp.resp;
+  if (qp.resources_pending == 0 && !rs.ctl_pending) return 0;  // the usual case: nothing owed
   if (qp.state() != QpState::kRtr && qp.state() != QpState::kRts) return 0;
   const uint32_t mtu = qp.conn().path_mtu;
   uint32_t sent = 0;
   bool blocked = false;
-  while (sent < budget && !rs.error_after_ctl) {
+  while (qp.resources_pending != 0 && sent < budget && !rs.error_after_ctl) {
     // Oldest pending resource first: responses leave in PSN order.
     ReadResource* r = nullptr;
     for (uint32_t k = 0; k < qp.irl_capacity(); ++k) {
@@ -375,7 +386,7 @@ uint32_t responder_tx_lc(QueuePair& qp, RcContext& ctx, uint32_t budget) {
         blocked = true;
         break;
       }
-      r->pending = false;
+      set_pending(qp, *r, false);
     } else {
       const bool first = r->tx_psn == r->exec_psn;
       const bool last = r->remaining <= mtu;
@@ -391,16 +402,13 @@ uint32_t responder_tx_lc(QueuePair& qp, RcContext& ctx, uint32_t budget) {
       r->va += seg;
       r->remaining -= seg;
       r->tx_psn = wire::psn_next(r->tx_psn);
-      if (last) r->pending = false;
+      if (last) set_pending(qp, *r, false);
       ctx.counters->add(RcCounter::kReadResponsesSent);
     }
     ++sent;
   }
   if (blocked || sent >= budget || !rs.ctl_pending) return sent;
-  for (uint32_t k = 0; k < qp.irl_capacity(); ++k) {
-    const ReadResource& c = qp.resource(k);
-    if (c.valid && c.pending && !rs.error_after_ctl) return sent;  // responses first
-  }
+  if (qp.resources_pending != 0 && !rs.error_after_ctl) return sent;  // responses first
   wire::PacketFields f = qp.tmpl();
   f.bth.opcode = kRcAck;
   f.bth.psn = rs.ctl_psn;

@@ -177,6 +177,72 @@ class WqeRing {
   uint64_t cached_tail_ = 0;
 };
 
+/// The "needs attention" doorbell of one polling core (issue 3 §2: consumers post through
+/// lock-free rings; the core only visits queues that rang). A lock-free multi-producer stack of
+/// slot numbers (the core's local QP numbers) with one flag per slot, so a slot is on the stack
+/// at most once and the stack never needs more room than it was created with.
+///   - ring(slot): any posting thread. If the slot's flag was clear it sets it and pushes the
+///     slot (CAS on the head); otherwise the core has not yet picked up the previous ring and
+///     will see this post too.
+///   - take_all_lc / next_lc / clear_lc: the owning core takes the whole stack at once (an
+///     exchange, so there is no ABA: nobody pops single entries), reads each entry's successor,
+///     then clears the flag BEFORE looking at the queue.
+/// Ordering: the producer publishes its ring tail (release) and then does an acq_rel exchange on
+/// the flag; the core's clear is an acq_rel exchange too. Either the producer's exchange comes
+/// after the clear (it reads 0 and pushes again) or the clear reads the producer's write and the
+/// core therefore sees the new tail. A post is never missed.
+class Doorbell {
+ public:
+  static constexpr uint32_t kEmpty = UINT32_MAX;
+
+  explicit Doorbell(uint32_t slots)
+      : slots_(slots),
+        next_(new (std::nothrow) uint32_t[slots]),
+        flags_(new (std::nothrow) std::atomic<uint8_t>[slots]) {
+    if (flags_) {
+      for (uint32_t i = 0; i < slots; ++i) flags_[i].store(0, std::memory_order_relaxed);
+    }
+  }
+  bool ok() const { return next_ && flags_; }
+  uint32_t slots() const { return slots_; }
+
+  /// Producer side (any thread).
+  void ring(uint32_t slot) {
+    if (slot >= slots_ || flags_[slot].exchange(1, std::memory_order_acq_rel) != 0) return;
+    uint32_t old = head_.load(std::memory_order_relaxed);
+    do {
+      next_[slot] = old;
+    } while (!head_.compare_exchange_weak(old, slot, std::memory_order_release, std::memory_order_relaxed));
+  }
+
+  /// Owning core: the whole stack (kEmpty if nothing rang). A plain load first, so an idle
+  /// poll costs no locked instruction.
+  uint32_t take_all_lc() {
+    if (head_.load(std::memory_order_relaxed) == kEmpty) return kEmpty;
+    return head_.exchange(kEmpty, std::memory_order_acquire);
+  }
+  /// Successor of `slot` in a stack taken by take_all_lc; read it before clear_lc(slot).
+  uint32_t next_lc(uint32_t slot) const { return next_[slot]; }
+  /// Re-enables ringing `slot`; call before reading the slot's queues.
+  void clear_lc(uint32_t slot) { flags_[slot].exchange(0, std::memory_order_acq_rel); }
+
+ private:
+  const uint32_t slots_;
+  std::unique_ptr<uint32_t[]> next_;
+  std::unique_ptr<std::atomic<uint8_t>[]> flags_;
+  alignas(64) std::atomic<uint32_t> head_{kEmpty};
+};
+
+/// Where a queue rings when the consumer publishes requests: set by the engine when the QP is
+/// created (before the QP can be connected, so before any post can see it).
+struct DoorbellHook {
+  std::atomic<Doorbell*> doorbell{nullptr};
+  uint32_t slot = 0;
+  void ring() const {
+    if (Doorbell* d = doorbell.load(std::memory_order_acquire)) d->ring(slot);
+  }
+};
+
 namespace detail {
 inline NTSTATUS check_sges(uint32_t count, uint32_t max_sge) {
   return count > max_sge || count > kMaxWqeSge ? STATUS_INVALID_PARAMETER : STATUS_SUCCESS;
@@ -218,7 +284,7 @@ class SendQueue {
     SendWqe* slot = status == STATUS_SUCCESS ? ring_->claim() : nullptr;
     if (status == STATUS_SUCCESS && slot == nullptr) status = STATUS_INSUFFICIENT_RESOURCES;
     if (status != STATUS_SUCCESS) {
-      ring_->publish();
+      flush_deferred();
       return status;
     }
     *slot = wqe;
@@ -232,12 +298,24 @@ class SendQueue {
       }
       slot->inline_length = static_cast<uint8_t>(offset);
     }
-    ring_->commit((wqe.flags & NDK_OP_FLAG_DEFER) != 0);
+    const bool defer = (wqe.flags & NDK_OP_FLAG_DEFER) != 0;
+    ring_->commit(defer);
+    if (!defer) hook_.ring();  // after the tail is published (see Doorbell)
     return STATUS_SUCCESS;
   }
 
   /// Publishes deferred posts (the consumer ends a DEFER batch without a final plain post).
-  void flush_deferred() { ring_->publish(); }
+  void flush_deferred() {
+    if (ring_->deferred() == 0) return;
+    ring_->publish();
+    hook_.ring();
+  }
+
+  /// Engine: the doorbell this queue rings on every publication (null detaches).
+  void attach_doorbell_lc(Doorbell* doorbell, uint32_t slot) {
+    hook_.slot = slot;
+    hook_.doorbell.store(doorbell, std::memory_order_release);
+  }
 
   /// Connection hook: the owning core sets it when the QP reaches RTS and clears it when the
   /// QP leaves RTS (error, disconnect, close). Read by post().
@@ -254,6 +332,7 @@ class SendQueue {
   const uint32_t max_sge_;
   const uint32_t max_inline_;
   std::atomic<bool> connected_{false};
+  DoorbellHook hook_;
 };
 
 /// The receive queue of one QP (no connection check: NDK allows receives before connecting).
@@ -275,27 +354,56 @@ class ReceiveQueue {
   /// STATUS_INVALID_PARAMETER (too many SGEs). DEFER in `flags` holds back publication.
   NTSTATUS post(const RecvWqe& wqe, uint32_t flags = 0) {
     if (detail::check_sges(wqe.sge_count, max_sge_) != STATUS_SUCCESS) {
-      ring_->publish();
+      flush_deferred();
       return STATUS_INVALID_PARAMETER;
     }
     RecvWqe* slot = ring_->claim();
     if (slot == nullptr) {
-      ring_->publish();
+      flush_deferred();
       return STATUS_INSUFFICIENT_RESOURCES;
     }
     *slot = wqe;
-    ring_->commit((flags & NDK_OP_FLAG_DEFER) != 0);
+    const bool defer = (flags & NDK_OP_FLAG_DEFER) != 0;
+    ring_->commit(defer);
+    if (!defer) ring_if_armed();
     return STATUS_SUCCESS;
   }
-  void flush_deferred() { ring_->publish(); }
+  void flush_deferred() {
+    if (ring_->deferred() == 0) return;
+    ring_->publish();
+    ring_if_armed();
+  }
   WqeRing<RecvWqe>& ring() { return *ring_; }
+
+  /// Engine: the doorbell of the owning QP's slot. Receives need the core only while the QP
+  /// is in ERROR (they complete flushed at once), so the queue rings only once armed.
+  void attach_doorbell_lc(Doorbell* doorbell, uint32_t slot) {
+    hook_.slot = slot;
+    armed_.store(false, std::memory_order_relaxed);
+    hook_.doorbell.store(doorbell, std::memory_order_release);
+  }
+  /// Engine, when the QP enters ERROR: from now on every post rings. Dekker with
+  /// ring_if_armed: the core stores armed_ and fences before reading the tail; the producer
+  /// publishes the tail and fences before reading armed_; one of them sees the other.
+  void arm_doorbell_lc() {
+    armed_.store(true, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
 
  protected:
   ReceiveQueue(std::unique_ptr<WqeRing<RecvWqe>> ring, uint32_t max_sge)
       : ring_(std::move(ring)), max_sge_(max_sge) {}
 
+  void ring_if_armed() {
+    if (hook_.doorbell.load(std::memory_order_relaxed) == nullptr) return;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (armed_.load(std::memory_order_relaxed)) hook_.ring();
+  }
+
   std::unique_ptr<WqeRing<RecvWqe>> ring_;
   const uint32_t max_sge_;
+  DoorbellHook hook_;
+  std::atomic<bool> armed_{false};
 };
 
 /// A shared receive queue: receives posted by one consumer thread, taken by any QP of the
