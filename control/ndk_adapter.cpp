@@ -214,10 +214,16 @@ NTSTATUS Adapter::create_cq(uint32_t depth, NdkCqNotificationCallback notificati
 uint32_t Adapter::poll_control() {
   Impl& im = *impl_;
   uint32_t n = 0;
-  // Copies: a completion may close the adapter (which frees impl_ after its own callback).
-  const std::vector<dataplane::CoreChannel*> channels = im.setup.channels;
-  const std::shared_ptr<bool> alive = im.alive;
-  for (dataplane::CoreChannel* ch : channels) {
+  // A completion may close the adapter (which frees impl_): `alive` outlives it. No copy of
+  // the channel list, so an idle control loop allocates nothing.
+  const size_t n_channels = im.setup.channels.size();
+  bool* alive = im.alive.get();
+  std::shared_ptr<bool> keep;  // taken only when some completion is pending (rare)
+  for (size_t i = 0; i < n_channels; ++i) {
+    dataplane::CoreChannel* ch = im.setup.channels[i];
+    if (ch->in_flight() == 0) continue;
+    if (!keep) keep = im.alive;
+    alive = keep.get();
     n += ch->poll_completions(kControlBatch);
     if (!*alive) return n;  // a completion closed the adapter
   }
