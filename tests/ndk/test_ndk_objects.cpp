@@ -172,5 +172,84 @@ TEST_F(NdkObjects, CqRingAllocationFailureIsInsufficientResources) {
   a_.adapter->set_cq_ring_allocator({});
 }
 
+
+TEST_F(NdkObjects, SrqFeedsQpsOfItsCoreAndNotifiesAtTheLimit) {
+  Pd* pa = make_pd(a_);
+  Pd* pb = make_pd(b_);
+  Cq* ca = make_cq(a_, 256, 0);
+  Cq* cb = make_cq(b_, 256, 1);
+  Notes srq_notes;
+  Srq* srq = nullptr;
+  ASSERT_EQ(pb->create_srq(0, 1, 0, nullptr, nullptr, 1, nullptr, nullptr, &srq), STATUS_INVALID_PARAMETER);
+  ASSERT_EQ(pb->create_srq(16, 1, 0, &Notes::cb, &srq_notes, 1, nullptr, nullptr, &srq), STATUS_SUCCESS);
+  Endpoint x, y;
+  x.host = &a_;
+  y.host = &b_;
+  x.qp = make_qp(pa, ca, ca, &x, 16);
+  y.qp = make_qp(pb, cb, cb, &y, 16, srq);
+  NdkSge none{};
+  EXPECT_EQ(y.qp->receive(nullptr, &none, 0), STATUS_INVALID_PARAMETER) << "receives go to the SRQ";
+  connect(x, y);
+  std::vector<uint8_t> mem(4096, 0x5A), in(4096, 0);
+  Mr* ma = nullptr;
+  Mr* mb = nullptr;
+  ASSERT_EQ(pa->create_mr(false, nullptr, nullptr, &ma), STATUS_SUCCESS);
+  ASSERT_EQ(ma->register_mr(mem.data(), mem.size(), kMrAll, nullptr, nullptr), STATUS_SUCCESS);
+  ASSERT_EQ(pb->create_mr(false, nullptr, nullptr, &mb), STATUS_SUCCESS);
+  ASSERT_EQ(mb->register_mr(in.data(), in.size(), kMrAll, nullptr, nullptr), STATUS_SUCCESS);
+  const NdkSge rs{in.data(), 1024, mb->get_local_token()};
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(srq->receive(reinterpret_cast<void*>(uintptr_t(i)), &rs, 1), STATUS_SUCCESS);
+  // ModifySrq runs on the owning core: limit 3 fires once the posted count falls below 3.
+  Requested mod;
+  ASSERT_EQ(srq->modify(16, 3, &Requested::cb, &mod), STATUS_PENDING);
+  ASSERT_TRUE(poll_until([&] { return mod.done; }));
+  EXPECT_EQ(mod.status, STATUS_SUCCESS);
+  Requested bad;
+  ASSERT_EQ(srq->modify(2, 3, &Requested::cb, &bad), STATUS_PENDING);
+  ASSERT_TRUE(poll_until([&] { return bad.done; }));
+  EXPECT_EQ(bad.status, STATUS_INVALID_PARAMETER);
+  const NdkSge ss{mem.data(), 100, ma->get_local_token()};
+  ASSERT_EQ(x.qp->send(nullptr, &ss, 1, 0), STATUS_SUCCESS);
+  ASSERT_EQ(x.qp->send(nullptr, &ss, 1, 0), STATUS_SUCCESS);
+  auto r = wait_results(cb, 2);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].request_context, reinterpret_cast<void*>(0));
+  EXPECT_EQ(r[1].request_context, reinterpret_cast<void*>(1));
+  EXPECT_EQ(r[1].bytes_transferred, 100u);
+  EXPECT_EQ(in[99], 0x5A);
+  EXPECT_EQ(srq_notes.count, 1) << "limit event once";
+  wait_results(ca, 2);
+  // SRQ close pends on its QP.
+  Closed sc;
+  EXPECT_EQ(srq->close(&Closed::cb, &sc), STATUS_PENDING);
+  close_qp(y.qp);
+  EXPECT_EQ(sc.count, 1);
+  close_qp(x.qp);
+  close_cq(ca);
+  close_cq(cb);
+  EXPECT_EQ(ma->close(nullptr, nullptr), STATUS_SUCCESS);
+  EXPECT_EQ(mb->close(nullptr, nullptr), STATUS_SUCCESS);
+  EXPECT_EQ(pa->close(nullptr, nullptr), STATUS_SUCCESS);
+  EXPECT_EQ(pb->close(nullptr, nullptr), STATUS_SUCCESS);
+}
+
+// NDK lifetime rule: a consumer may close an object from inside its completion callback.
+TEST_F(NdkObjects, CloseFromInsideTheCreateCompletion) {
+  struct Ctx {
+    Closed closed;
+    NTSTATUS close_status = STATUS_SUCCESS;
+    static void created(void* c, NTSTATUS, NdkObjectHeader* o) {
+      auto* self = static_cast<Ctx*>(c);
+      self->close_status = ndk_object_cast<Cq>(o)->close(&Closed::cb, &self->closed);
+    }
+  } ctx;
+  Cq* out = nullptr;
+  ASSERT_EQ(a_.adapter->create_cq(16, nullptr, nullptr, 1, &Ctx::created, &ctx, &out), STATUS_PENDING);
+  ASSERT_TRUE(poll_until([&] { return ctx.closed.count == 1; }));
+  EXPECT_EQ(ctx.close_status, STATUS_PENDING);
+  poll(8);
+  EXPECT_EQ(ctx.closed.count, 1);
+}
+
 }  // namespace
 }  // namespace rocedp::test
