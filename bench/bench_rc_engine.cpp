@@ -1,0 +1,419 @@
+// RC engine throughput on one thread: two RcEngines ("A" requests, "B" responds) joined by an
+// in-memory wire. Frame buffers come from a preallocated pool and go back to it once the peer
+// has consumed them, so the steady state allocates nothing (a counting operator new below
+// proves it: allocs_per_op).
+//
+// One iteration = one batch of kBatch messages, posted round-robin over the QPs (1 QP: all on
+// it; N >= kBatch: one on each of kBatch consecutive QPs, so every message has its own QP visit
+// and its own ACK), then A polls, A's frames reach B, B polls (ACKs), B's frames reach A, A
+// polls (completions) until the batch has completed; the send CQ is drained.
+//
+//  * BM_RcWrite/<size>/<qps>, BM_RcSend/<size>/1, BM_RcRead/<size>/1: the engine.
+//  * BM_RawWire/<size>: the baseline (DESIGN.md §8): the same number of frames of the same size
+//    through the same wire and pool, with no RDMA processing: header template copy + PSN store,
+//    payload copy, hand over, the receiver touches and recycles the frame. No ICRC either way
+//    round is computed by it (the engine computes and verifies one per frame).
+//  * BM_QpMemory/<qps>: heap bytes per QP (mallinfo2 around creation + connection), split into
+//    the consumer's queues and the engine's QueuePair.
+// Counters: allocs_per_op (must be 0), visits_per_poll (QPs the engines visited per poll),
+// frames_per_op.
+
+#include <benchmark/benchmark.h>
+#include <malloc.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "dataplane/rc/completion_queue.hpp"
+#include "dataplane/rc/memory_region.hpp"
+#include "dataplane/rc/queue_pair.hpp"
+#include "dataplane/rc/rc_engine.hpp"
+#include "dataplane/rc/work_queue.hpp"
+#include "dataplane/wire/builder.hpp"
+
+// ---- debug allocation counter: every global operator new of this binary counts ----
+// The replacements pair malloc/aligned_alloc with free; GCC cannot see that they are the
+// replacement pair and warns where it inlines both.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
+namespace {
+uint64_t g_allocs = 0;
+}  // namespace
+
+void* operator new(std::size_t n) {
+  ++g_allocs;
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  ++g_allocs;
+  return std::malloc(n == 0 ? 1 : n);
+}
+void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
+void* operator new(std::size_t n, std::align_val_t a) {
+  ++g_allocs;
+  const std::size_t al = static_cast<std::size_t>(a);
+  if (void* p = std::aligned_alloc(al, (n + al - 1) / al * al)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n, std::align_val_t a) { return operator new(n, a); }
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  ++g_allocs;
+  const std::size_t al = static_cast<std::size_t>(a);
+  return std::aligned_alloc(al, (n + al - 1) / al * al);
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t& t) noexcept {
+  return operator new(n, a, t);
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+
+namespace {
+
+using namespace rocedp;
+using namespace rocedp::rc;
+
+constexpr uint32_t kBatch = 32;        // messages per iteration
+constexpr uint32_t kMtu = 1024;        // standard-Ethernet RoCE path MTU
+constexpr uint32_t kFrameBytes = 1152;  // one MTU of payload + every header + ICRC
+constexpr uint32_t kPoolFrames = 8192;
+constexpr uint32_t kMrFlags = NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ |
+                              NDK_MR_FLAG_ALLOW_REMOTE_WRITE;
+
+// Frame buffers shared by both directions; indices on a free stack.
+struct Pool {
+  std::unique_ptr<uint8_t[]> mem{new uint8_t[size_t{kPoolFrames} * kFrameBytes]};
+  std::vector<uint32_t> free;
+  Pool() {
+    free.reserve(kPoolFrames);
+    for (uint32_t i = 0; i < kPoolFrames; ++i) free.push_back(kPoolFrames - 1 - i);
+    std::memset(mem.get(), 0, size_t{kPoolFrames} * kFrameBytes);
+  }
+  uint8_t* at(uint32_t i) { return mem.get() + size_t{i} * kFrameBytes; }
+};
+
+struct TxFrame {
+  uint32_t buf;
+  uint32_t len;
+};
+
+// One direction of the wire: frames sent, not yet delivered.
+struct Link {
+  Pool* pool = nullptr;
+  std::vector<TxFrame> q;
+  std::vector<wire::Bytes> spans;
+  Link() {
+    q.reserve(kPoolFrames);
+    spans.reserve(kPoolFrames);
+  }
+  static uint8_t* alloc(void* c, size_t len, void** handle) {
+    Link* l = static_cast<Link*>(c);
+    if (len > kFrameBytes || l->pool->free.empty()) return nullptr;
+    const uint32_t i = l->pool->free.back();
+    l->pool->free.pop_back();
+    *handle = reinterpret_cast<void*>(uintptr_t{i});
+    return l->pool->at(i);
+  }
+  static void send(void* c, void* handle, size_t len) {
+    Link* l = static_cast<Link*>(c);
+    l->q.push_back(TxFrame{static_cast<uint32_t>(reinterpret_cast<uintptr_t>(handle)), static_cast<uint32_t>(len)});
+  }
+  FrameSink sink() {
+    FrameSink s;
+    s.alloc = &Link::alloc;
+    s.send = &Link::send;
+    s.ctx = this;
+    return s;
+  }
+  // Hands every queued frame to `to` in bursts of 32 and recycles the buffers.
+  uint64_t deliver(RcEngine& to, uint64_t now) {
+    const size_t n = q.size();
+    spans.clear();
+    for (const TxFrame& f : q) spans.emplace_back(pool->at(f.buf), f.len);
+    for (size_t i = 0; i < n; i += 32) {
+      const size_t k = n - i < 32 ? n - i : 32;
+      to.rx_burst_lc(std::span<const wire::Bytes>(spans.data() + i, k), now);
+    }
+    for (const TxFrame& f : q) pool->free.push_back(f.buf);
+    q.clear();
+    return n;
+  }
+};
+
+struct Side {
+  std::unique_ptr<MemoryRegionTable> mrs = MemoryRegionTable::create(64, uint64_t{1} << 32, 16);
+  Link out;
+  std::unique_ptr<RcEngine> eng;
+  std::unique_ptr<CompletionQueue> scq, rcq;
+  std::vector<std::unique_ptr<SendQueue>> sqs;
+  std::vector<std::unique_ptr<ReceiveQueue>> rqs;
+  std::vector<QueuePair*> qps;
+  std::vector<uint8_t> buf;
+  MrTokens tokens;
+  uint32_t ip;
+  wire::MacAddr mac;
+
+  Side(Pool* pool, uint32_t core, uint32_t nqps, uint32_t ip_addr, uint8_t mac_last)
+      : ip(ip_addr), mac{0x02, 0x52, 0x17, 0, 0, mac_last} {
+    out.pool = pool;
+    RcEngineConfig cfg;
+    cfg.core = core;
+    cfg.max_qps = nqps;
+    eng = std::make_unique<RcEngine>(cfg, mrs.get(), out.sink());
+    NTSTATUS st;
+    scq = CompletionQueue::create(CqConfig{1u << 16, 1u << 20}, &st);
+    rcq = CompletionQueue::create(CqConfig{1u << 16, 1u << 20}, &st);
+    buf.assign(size_t{kBatch} * 4096 + 4096, 0x5A);
+    mrs->register_mr(1, buf.data(), buf.size(), kMrFlags, &tokens);
+  }
+  // SQ depth: room for a whole batch on one QP, 4 when the batch is spread over many QPs.
+  void add_qps(uint32_t n, uint32_t sq_depth, uint32_t rq_depth) {
+    sqs.reserve(n);
+    rqs.reserve(n);
+    qps.reserve(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      NTSTATUS st;
+      sqs.push_back(SendQueue::create(sq_depth, 1, 0, &st));
+      rqs.push_back(ReceiveQueue::create(rq_depth, 1, &st));
+      QpCreateParams p;
+      p.pd = 1;
+      p.sq = sqs.back().get();
+      p.rq = rqs.back().get();
+      p.send_cq = scq.get();
+      p.recv_cq = rcq.get();
+      qps.push_back(eng->create_qp(p, &st));
+      if (qps.back() == nullptr) std::abort();
+    }
+  }
+};
+
+QpConnectParams connect_params(const Side& self, const Side& peer, uint32_t i) {
+  QpConnectParams c;
+  c.remote_qpn = peer.qps[i]->qpn();
+  c.local_ip = self.ip;
+  c.remote_ip = peer.ip;
+  c.local_mac = self.mac;
+  c.remote_mac = peer.mac;
+  c.path_mtu = kMtu;
+  c.sq_psn = 1000 + i;
+  c.rq_psn = 1000 + i;
+  return c;
+}
+
+struct World {
+  uint32_t nqps;
+  Pool pool;
+  Side a{&pool, 1, nqps, 0xC0A80001, 1};
+  Side b{&pool, 2, nqps, 0xC0A80002, 2};
+  uint64_t now = 1'000'000;
+  uint32_t next_qp = 0;
+
+  explicit World(uint32_t n) : nqps(n) {
+    const uint32_t sq_depth = n == 1 ? 2 * kBatch : 4;
+    const uint32_t rq_depth = n == 1 ? 2 * kBatch : 1;
+    a.add_qps(n, sq_depth, rq_depth);
+    b.add_qps(n, sq_depth, rq_depth);
+    for (uint32_t i = 0; i < n; ++i) {
+      if (a.qps[i]->connect(connect_params(a, b, i)) != STATUS_SUCCESS) std::abort();
+      if (b.qps[i]->connect(connect_params(b, a, i)) != STATUS_SUCCESS) std::abort();
+    }
+  }
+
+  // Posts one batch of `op` messages of `size` bytes round-robin, runs the wire until they
+  // completed. Returns frames that crossed the wire.
+  uint64_t batch(SendOpcode op, uint32_t size) {
+    for (uint32_t k = 0; k < kBatch; ++k) {
+      const uint32_t q = next_qp;
+      next_qp = next_qp + 1 == nqps ? 0 : next_qp + 1;
+      if (op == SendOpcode::kSend) {
+        RecvWqe r;
+        r.sge_count = 1;
+        r.sge[0] = NdkSge{b.buf.data() + size_t{k} * 4096, size, b.tokens.local};
+        b.rqs[q]->post(r);
+      }
+      SendWqe w;
+      w.opcode = op;
+      w.sge_count = 1;
+      const bool read = op == SendOpcode::kRead;
+      w.sge[0] = NdkSge{a.buf.data() + (read ? size_t{k} * 4096 : 0), size, a.tokens.local};
+      w.remote_address = reinterpret_cast<uint64_t>(b.buf.data()) + (read ? 0 : size_t{k} * 4096);
+      w.remote_token = b.tokens.remote;
+      if (a.sqs[q]->post(w) != STATUS_SUCCESS) std::abort();
+    }
+    uint64_t frames = 0;
+    uint32_t done = 0;
+    NdkResultEx res[kBatch];
+    for (int round = 0; done < kBatch; ++round) {
+      a.eng->poll_lc(now);
+      frames += a.out.deliver(*b.eng, now);
+      b.eng->poll_lc(now);
+      frames += b.out.deliver(*a.eng, now);
+      a.eng->poll_lc(now);
+      done += a.scq->get_results_ex(res, kBatch);
+      while (b.rcq->get_results_ex(res, kBatch) != 0) {
+      }
+      now += 1000;
+      if (round > 1000) std::abort();  // no progress: a bug, not a measurement
+    }
+    return frames;
+  }
+};
+
+// One world at a time (100,000 QPs take a while to build): kept across the repetitions Google
+// Benchmark makes of one benchmark.
+World& world(uint32_t nqps) {
+  static std::unique_ptr<World> w;
+  if (!w || w->nqps != nqps) {
+    w.reset();
+    w = std::make_unique<World>(nqps);
+  }
+  return *w;
+}
+
+void run_rc(benchmark::State& state, SendOpcode op) {
+  const uint32_t size = static_cast<uint32_t>(state.range(0));
+  const uint32_t nqps = static_cast<uint32_t>(state.range(1));
+  World& w = world(nqps);
+  for (int i = 0; i < 4; ++i) w.batch(op, size);  // warm: every ring and pool touched
+  const uint64_t polls0 = w.a.eng->polls() + w.b.eng->polls();
+  const uint64_t visits0 = w.a.eng->qp_visits() + w.b.eng->qp_visits();
+  uint64_t frames = 0;
+  uint64_t allocs = 0;  // counted around the batches only: the framework's own are not ours
+  for (auto _ : state) {
+    const uint64_t before = g_allocs;
+    frames += w.batch(op, size);
+    allocs += g_allocs - before;
+  }
+  const double ops = static_cast<double>(state.iterations()) * kBatch;
+  state.SetItemsProcessed(static_cast<int64_t>(ops));
+  state.SetBytesProcessed(static_cast<int64_t>(ops * size));
+  state.counters["allocs_per_op"] = static_cast<double>(allocs) / ops;
+  state.counters["frames_per_op"] = static_cast<double>(frames) / ops;
+  const uint64_t polls = w.a.eng->polls() + w.b.eng->polls() - polls0;
+  state.counters["visits_per_poll"] =
+      static_cast<double>(w.a.eng->qp_visits() + w.b.eng->qp_visits() - visits0) / static_cast<double>(polls);
+}
+
+void BM_RcWrite(benchmark::State& state) { run_rc(state, SendOpcode::kWrite); }
+void BM_RcSend(benchmark::State& state) { run_rc(state, SendOpcode::kSend); }
+void BM_RcRead(benchmark::State& state) { run_rc(state, SendOpcode::kRead); }
+
+// The wire's ceiling: the same frames (count and size) with no RDMA processing.
+void BM_RawWire(benchmark::State& state) {
+  const uint32_t size = static_cast<uint32_t>(state.range(0));
+  Pool pool;
+  Link link;
+  link.pool = &pool;
+  // A WRITE's headers (Eth+IPv4+UDP+BTH+RETH) as the template, like the engine's.
+  wire::PacketFields f;
+  f.bth.opcode = wire::opcode::kRcWriteOnly;
+  uint8_t tmpl[128];
+  const size_t hlen = wire::header_len(f);
+  wire::write_headers(wire::MutBytes(tmpl, hlen), f, kMtu);
+  std::vector<uint8_t> src(size, 0x5A);
+  std::vector<uint8_t> dst(4096);
+  const uint32_t pkts = (size + kMtu - 1) / kMtu;
+  uint32_t psn = 0;
+  uint64_t sink = 0;
+  uint64_t allocs = 0;
+  for (auto _ : state) {
+    const uint64_t before = g_allocs;
+    for (uint32_t k = 0; k < kBatch; ++k) {
+      for (uint32_t p = 0; p < pkts; ++p) {
+        const uint32_t seg = size - p * kMtu < kMtu ? size - p * kMtu : kMtu;
+        void* h;
+        uint8_t* buf = Link::alloc(&link, hlen + seg + 4, &h);
+        std::memcpy(buf, tmpl, hlen);
+        wire::store_be24(buf + 42 + 9, ++psn);
+        std::memcpy(buf + hlen, src.data() + p * kMtu, seg);
+        Link::send(&link, h, hlen + seg + 4);
+      }
+    }
+    // Receiver: look at each frame and give the buffer back.
+    for (const TxFrame& t : link.q) {
+      const uint8_t* fr = pool.at(t.buf);
+      sink += fr[42 + 11] + t.len;
+      std::memcpy(dst.data(), fr + hlen, t.len - hlen - 4);
+      pool.free.push_back(t.buf);
+    }
+    link.q.clear();
+    allocs += g_allocs - before;
+    benchmark::DoNotOptimize(sink);
+    benchmark::ClobberMemory();
+  }
+  const double ops = static_cast<double>(state.iterations()) * kBatch;
+  state.SetItemsProcessed(static_cast<int64_t>(ops));
+  state.SetBytesProcessed(static_cast<int64_t>(ops * size));
+  state.counters["allocs_per_op"] = static_cast<double>(allocs) / ops;
+  state.counters["frames_per_op"] = pkts;
+}
+
+// Heap bytes per QP, both sides' view: the consumer's queues (SQ depth 4, RQ depth 1, the
+// many-QP configuration above) and the engine's QueuePair after connecting (IRL 16).
+void BM_QpMemory(benchmark::State& state) {
+  const uint32_t n = static_cast<uint32_t>(state.range(0));
+  for (auto _ : state) {
+    Pool pool;
+    Side a(&pool, 1, n, 0xC0A80001, 1);
+    Side b(&pool, 2, 2, 0xC0A80002, 2);
+    b.add_qps(1, 4, 1);
+    const size_t m0 = mallinfo2().uordblks;
+    std::vector<std::unique_ptr<SendQueue>> sqs;
+    std::vector<std::unique_ptr<ReceiveQueue>> rqs;
+    sqs.reserve(n);
+    rqs.reserve(n);
+    const size_t m1 = mallinfo2().uordblks;
+    for (uint32_t i = 0; i < n; ++i) {
+      NTSTATUS st;
+      sqs.push_back(SendQueue::create(4, 1, 0, &st));
+      rqs.push_back(ReceiveQueue::create(1, 1, &st));
+    }
+    const size_t m2 = mallinfo2().uordblks;
+    for (uint32_t i = 0; i < n; ++i) {
+      NTSTATUS st;
+      QpCreateParams p;
+      p.pd = 1;
+      p.sq = sqs[i].get();
+      p.rq = rqs[i].get();
+      p.send_cq = a.scq.get();
+      p.recv_cq = a.rcq.get();
+      QueuePair* qp = a.eng->create_qp(p, &st);
+      QpConnectParams c;
+      c.remote_qpn = b.qps[0]->qpn();
+      c.local_ip = a.ip;
+      c.remote_ip = b.ip;
+      if (qp == nullptr || qp->connect(c) != STATUS_SUCCESS) std::abort();
+    }
+    const size_t m3 = mallinfo2().uordblks;
+    state.counters["queue_bytes_per_qp"] = static_cast<double>(m2 - m1) / n;
+    state.counters["engine_bytes_per_qp"] = static_cast<double>(m3 - m2) / n;
+    state.counters["bytes_per_qp"] = static_cast<double>(m3 - m1) / n;
+    state.counters["sizeof_queue_pair"] = sizeof(QueuePair);
+    (void)m0;
+  }
+}
+
+}  // namespace
+
+BENCHMARK(BM_RcWrite)->ArgsProduct({{64, 4096}, {1, 1000, 100000}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RcSend)->Args({64, 1})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RcRead)->Args({64, 1})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RawWire)->Arg(64)->Arg(4096)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_QpMemory)->Arg(1)->Arg(1000)->Arg(100000)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();
