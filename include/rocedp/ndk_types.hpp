@@ -191,8 +191,9 @@ struct NdkAdapterInfo {
 
 /// NDK_FN_REQUEST_COMPLETION: an asynchronous request (one that returned STATUS_PENDING:
 /// ResizeCq, RegisterMr, Connect, Accept, ...) finished with `status`.
-/// Runs on the thread that processed the request: the owning polling core for CQ/QP/SRQ
-/// requests (resize, modify), the control thread for adapter and connection requests.
+/// Runs on the control thread, also for requests a polling core carried out (ResizeCq,
+/// ModifySrq, QP connect): the core answers through its completion ring and the control
+/// thread runs the callback, so a consumer may close objects from inside it.
 using NdkRequestCompletion = void (*)(void* context, NTSTATUS status);
 
 /// NDK_FN_CREATE_COMPLETION: an object creation that returned STATUS_PENDING finished;
