@@ -37,6 +37,38 @@ ROWS += [
          unit="ns/packet"),
 ]
 
+# RC engine, two engines in one thread over an in-memory wire (bench/bench_rc_engine.cpp). The
+# baseline moves the same frames through the same wire and buffer pool with no RDMA processing.
+for qps in (1, 1000, 100000):
+    ROWS.append(dict(name=f"RC WRITE 64 B message rate, {qps} QP(s), vs raw wire (same frames)",
+                     binary="bench_rc_engine", subject=f"BM_RcWrite/64/{qps}", baseline="BM_RawWire/64",
+                     metric="items_per_second", unit="Mmsg/s"))
+for qps in (1, 1000, 100000):
+    ROWS.append(dict(name=f"RC WRITE 4 KiB bandwidth, {qps} QP(s), vs raw wire (same frames)",
+                     binary="bench_rc_engine", subject=f"BM_RcWrite/4096/{qps}", baseline="BM_RawWire/4096",
+                     metric="bytes_per_second", unit="GB/s"))
+ROWS += [
+    dict(name="RC SEND 64 B message rate, 1 QP, vs raw wire", binary="bench_rc_engine",
+         subject="BM_RcSend/64/1", baseline="BM_RawWire/64", metric="items_per_second", unit="Mmsg/s"),
+    dict(name="RC READ 64 B message rate, 1 QP, vs raw wire", binary="bench_rc_engine",
+         subject="BM_RcRead/64/1", baseline="BM_RawWire/64", metric="items_per_second", unit="Mmsg/s"),
+    dict(name="RC WRITE 64 B message rate, 100,000 QPs vs 1 QP (flatness)", binary="bench_rc_engine",
+         subject="BM_RcWrite/64/100000", baseline="BM_RcWrite/64/1", metric="items_per_second", unit="Mmsg/s"),
+    dict(name="RC WRITE 64 B message rate, 100,000 QPs vs 1,000 QPs (cache misses alone)",
+         binary="bench_rc_engine", subject="BM_RcWrite/64/100000", baseline="BM_RcWrite/64/1000",
+         metric="items_per_second", unit="Mmsg/s"),
+    dict(name="RC WRITE 64 B, 100,000 QPs: heap allocations per message (debug counter)",
+         binary="bench_rc_engine", subject="BM_RcWrite/64/100000", baseline=None,
+         metric="counter:allocs_per_op", unit="allocs/op"),
+    dict(name="RC WRITE 64 B, 100,000 QPs: QPs visited per poll (both engines)",
+         binary="bench_rc_engine", subject="BM_RcWrite/64/100000", baseline=None,
+         metric="counter:visits_per_poll", unit="QPs/poll"),
+]
+for qps in (1, 1000, 100000):
+    ROWS.append(dict(name=f"memory per QP at {qps} QP(s): engine QueuePair + SQ(4)/RQ(1) queues",
+                     binary="bench_rc_engine", subject=f"BM_QpMemory/{qps}/iterations:1", baseline=None,
+                     metric="counter:bytes_per_qp", unit="bytes/QP"))
+
 
 def run_one(bin_dir, binary, bench, core, min_time):
     """One process, one benchmark; returns the metric (bytes/s or ns per iteration)."""
@@ -52,6 +84,10 @@ def run_one(bin_dir, binary, bench, core, min_time):
 def metric_of(b, metric):
     if metric == "bytes_per_second":
         return b["bytes_per_second"] / 1e9  # GB/s (10^9 bytes)
+    if metric == "items_per_second":
+        return b["items_per_second"] / 1e6  # millions per second
+    if metric.startswith("counter:"):
+        return b[metric.split(":", 1)[1]]  # a user counter, as the benchmark reports it
     # CPU time per iteration in ns (wall time on a shared machine includes steal).
     t = b["cpu_time"]
     return {"ns": 1.0, "us": 1e3, "ms": 1e6}[b["time_unit"]] * t
@@ -65,12 +101,20 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--min-time", default="0.2")
     ap.add_argument("--extra-rows", action="append", default=[])
+    ap.add_argument("--only", default=None,
+                    help="run only the rows whose binary is this (the others are kept from --out)")
     args = ap.parse_args()
     if args.rounds < 5:
         sys.exit("bench_report: at least 5 alternating rounds (DESIGN.md section 8)")
 
     results = []
+    kept = []
+    if args.only and os.path.exists(args.out):
+        with open(args.out) as f:
+            kept = [r for r in json.load(f) if not r.get("subject", "").startswith(args.only + ":")]
     for row in ROWS:
+        if args.only and row["binary"] != args.only:
+            continue
         subj, base, ratios = [], [], []
         for _ in range(args.rounds):
             if row["baseline"]:
@@ -81,7 +125,7 @@ def main():
                            row["metric"])
             subj.append(sv)
             if row["baseline"]:
-                ratios.append(sv / bv)
+                ratios.append(sv / bv if bv else float("nan"))
         r = {"name": row["name"], "value": round(statistics.median(subj), 3), "unit": row["unit"],
              "subject": f'{row["binary"]}:{row["subject"]}', "rounds": args.rounds, "core": args.core}
         if row["baseline"]:
@@ -96,6 +140,7 @@ def main():
     for path in args.extra_rows:
         with open(path) as f:
             results += json.load(f)
+    results = kept + results
 
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
