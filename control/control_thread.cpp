@@ -5,6 +5,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
+#include <algorithm>
 #include <future>
 #include <utility>
 
@@ -125,6 +126,18 @@ bool ControlThread::start(std::string* error) {
 
 void ControlThread::post(Task task) { inbox_.push(std::move(task)); }
 
+uint64_t ControlThread::add_poll_hook_ct(PollHook hook) {
+  // Joins hooks_ after the current pass, so a hook may add hooks without moving the one running.
+  added_hooks_.emplace_back(next_hook_id_, std::move(hook));
+  return next_hook_id_++;
+}
+
+void ControlThread::remove_poll_hook_ct(uint64_t id) {
+  for (auto& h : hooks_)
+    if (h.first == id) h.first = 0;  // erased after the loop's pass, never under a running hook
+  std::erase_if(added_hooks_, [id](const auto& h) { return h.first == id; });
+}
+
 std::shared_ptr<const Snapshot> ControlThread::latest() const {
   std::lock_guard<std::mutex> lock(snapshot_mutex_);
   return latest_;
@@ -174,6 +187,13 @@ void ControlThread::loop() {
     for (auto* ch : setup_.channels)
       if (ch->poll_completions(kCompletionBatch) > 0) work = true;
     if (poll_frames_ct() > 0) work = true;
+    for (auto& [id, hook] : hooks_)
+      if (id != 0 && hook() > 0) work = true;
+    if (!added_hooks_.empty() || std::any_of(hooks_.begin(), hooks_.end(), [](const auto& h) { return h.first == 0; })) {
+      std::erase_if(hooks_, [](const auto& h) { return h.first == 0; });
+      for (auto& h : added_hooks_) hooks_.push_back(std::move(h));
+      added_hooks_.clear();
+    }
 
     const auto now = std::chrono::steady_clock::now();
     if (now >= next_stats_) {

@@ -117,6 +117,15 @@ class ControlThread {
   /// Asks every core for a snapshot now and waits until it is published (tests, first telemetry).
   bool refresh(std::string* error);
 
+  /// Control thread only (from a posted task, or before start()): adds a function the loop calls
+  /// once per iteration, after the cores' completion rings. It returns the work it did (0 =
+  /// idle). This is how Adapter::poll_control() runs on this thread (adapter.hpp requires it).
+  /// Returns an id for remove_poll_hook_ct().
+  using PollHook = std::function<unsigned()>;
+  uint64_t add_poll_hook_ct(PollHook hook);
+  /// Control thread only; may be called from inside a hook (it stops being called at once).
+  void remove_poll_hook_ct(uint64_t id);
+
   /// Any thread: the latest published snapshot (null before the first round).
   std::shared_ptr<const Snapshot> latest() const;
   bool running() const { return running_.load(std::memory_order_acquire); }
@@ -145,6 +154,10 @@ class ControlThread {
   uint64_t sequence_ = 0;
   ControlCounters counters_;
   std::chrono::steady_clock::time_point next_stats_;
+
+  std::vector<std::pair<uint64_t, PollHook>> hooks_;  // control thread; id 0 = removed
+  std::vector<std::pair<uint64_t, PollHook>> added_hooks_;  // joins hooks_ after a loop pass
+  uint64_t next_hook_id_ = 1;
 
   tbb::concurrent_queue<Task> inbox_;
   std::atomic<bool> exit_{false};
