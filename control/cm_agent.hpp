@@ -1,0 +1,228 @@
+#pragma once
+// The connection manager of one adapter (control thread only): IB CM agent on QP1 and the
+// provider state behind rocedp's Listener, Connector and SharedEndpoint (DESIGN.md §3).
+//
+//  * CA GUID = EUI-64 of the port MAC (as rxe), comm IDs allocated unique and non-zero.
+//  * Incoming QP1 MADs are routed (notes/cm_driving.md): REQ -> duplicate / stale / listener by
+//    rdma_cm port / REJ "invalid service ID"; everything else by our comm ID (a Timeout REJ with
+//    remote ID 0 by the peer's comm ID + CA GUID).
+//  * Each CM connection (CmConnection, pure) lives in a ConnEntry owned here, so it can finish
+//    its exchange (TimeWait, DREQ after close) after the consumer closed its connector.
+//  * Consumer callbacks are never made from inside a CmConnection step: connection events only
+//    update provider state and queue the callback, which runs once the step returned (and only
+//    if the object is still open: nothing fires after close).
+//  * Frames leave through core `tx_core`'s request ring (core_requests::transmit), like ARP.
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "control/address_registry.hpp"
+#include "control/cm_connection.hpp"
+#include "control/neighbour_table.hpp"
+#include "dataplane/wire/cm_messages.hpp"
+#include "rocedp/connection_manager.hpp"
+#include "rocedp/connector.hpp"
+#include "rocedp/listener.hpp"
+#include "rocedp/shared_endpoint.hpp"
+
+namespace rocedp::control {
+
+class CmAgent;
+
+/// One CM connection and where its messages go. Agent-owned.
+struct ConnEntry final : public CmSink {
+  ConnEntry(CmAgent& a, const CmConfig& cfg) : agent(a), cm(*this, cfg) {}
+  void cm_send(const wire::CmMad& mad) override;
+  void cm_event(const CmEvent& ev) override;
+
+  CmAgent& agent;
+  CmConnection cm;
+  Connector* owner = nullptr;  ///< null once the consumer closed its connector
+  uint32_t local_comm_id = 0;
+  uint32_t remote_ip = 0;
+  wire::MacAddr remote_mac{};
+  uint64_t remote_guid = 0;        ///< keys of the agent's duplicate / stale tables (0 = none)
+  uint32_t remote_comm_id = 0;
+  uint32_t remote_qpn = 0;
+  FourTuple tuple{};
+  bool tuple_reserved = false;
+  uint32_t local_qpn = 0;
+  bool released = false;
+};
+
+/// Phases of a connector (its CmConnection may already be gone).
+enum class ConnPhase : uint8_t {
+  kIdle,          // created, nothing asked
+  kResolving,     // Connect: ARP for the destination
+  kConnecting,    // Connect: REQ sent
+  kConnected,     // Connect completed SUCCESS (REP): CompleteConnect or Reject next
+  kCompleting,    // CompleteConnect: QP moving to RTS, RTU after
+  kRequest,       // passive: a REQ waits for Accept / Reject
+  kAccepting,     // Accept: QP to RTS then REP, waiting for the RTU
+  kEstablished,
+  kDisconnecting,  // our DREQ is out
+  kDisconnected,   // ended after establishment
+  kFailed,         // ended before establishment
+};
+
+}  // namespace rocedp::control
+
+namespace rocedp {
+
+struct Connector::State {
+  control::CmAgent* agent = nullptr;
+  uint64_t id = 0;  ///< liveness key for asynchronous answers
+  control::ConnEntry* conn = nullptr;
+  control::ConnPhase phase = control::ConnPhase::kIdle;
+  bool active = false;
+  Qp* qp = nullptr;                 ///< dereferenced only while Connect/Accept/CompleteConnect run
+  uint32_t qpn = 0, qp_core = 0;    ///< what later flushes and probes use (the QP may be closed)
+  bool have_own_limits = false;
+  Listener* listener = nullptr;     ///< passive: where the REQ came in (null once it closed)
+  SharedEndpoint* endpoint = nullptr;
+  bool delivered = false;           ///< passive: the ConnectEvent handed it out
+  NdkSockAddr local{}, peer{};
+  bool have_local = false;
+  bool own_binding = false;         ///< unbind `local` at close
+  uint32_t irl = 0, orl = 0;        ///< ours (Connect/Accept)
+  uint32_t peer_irl = 0, peer_orl = 0;  ///< the peer's responder resources / initiator depth
+  bool have_peer_data = false;
+  std::array<uint8_t, wire::kCmRtuPrivateLen> peer_pd{};
+  uint32_t peer_pd_len = 0;
+  uint32_t remote_qpn = 0, remote_psn = 0, local_psn = 0;
+  uint8_t path_mtu_code = 3;
+  wire::MacAddr remote_mac{};
+  NTSTATUS abort_status = STATUS_SUCCESS;  ///< why the establishment ended without a call pending
+  NdkRequestCompletion request = nullptr;  ///< the pending Connect/Accept/Complete/Disconnect
+  void* request_context = nullptr;
+  NdkDisconnectEventCallback disconnect = nullptr;
+  NdkDisconnectEventCallbackEx disconnect_ex = nullptr;
+  void* disconnect_context = nullptr;
+  std::vector<uint8_t> connect_pd;  ///< private data kept while ARP resolves
+  uint64_t next_probe_ns = 0;
+  bool probe_in_flight = false;
+  bool qp_flushed = false;
+};
+
+struct Listener::State {
+  control::CmAgent* agent = nullptr;
+  NdkConnectEventCallback connect_event = nullptr;
+  void* connect_event_context = nullptr;
+  bool listening = false;
+  NdkSockAddr local{};
+  bool paused = false;
+  std::deque<Connector*> held;          ///< requests held while paused (not handed out)
+  std::vector<Connector*> spawned;      ///< connectors handed out, not yet established
+};
+
+}  // namespace rocedp
+
+namespace rocedp::control {
+
+class CmAgent {
+ public:
+  CmAgent(Adapter& adapter, const ConnectionManagerSetup& setup);
+  ~CmAgent();
+
+  uint64_t now_ns() const;
+  uint32_t poll();
+  bool receive_frame(const uint8_t* frame, size_t len);
+
+  // ---- used by the object files (ndk_connector.cpp, ndk_listener.cpp, ndk_shared_endpoint.cpp)
+  Adapter& adapter() { return adapter_; }
+  const ConnectionManagerSetup& setup() const { return setup_; }
+  AddressRegistry& registry() { return registry_; }
+  uint32_t local_ip() const { return ip_; }
+  uint64_t ca_guid() const { return ca_guid_; }
+  uint32_t max_path_mtu() const;
+  uint32_t max_read_limit() const;
+  CmConfig cm_config() const { return cm_cfg_; }
+
+  /// A new connection entry with a fresh comm ID (registered for routing).
+  ConnEntry* new_connection();
+  /// The peer's keys became known (REQ received / REP received): duplicate + stale routing.
+  void index_remote(ConnEntry* e, uint64_t guid, uint32_t comm_id, uint32_t qpn);
+  /// kReleased: the entry leaves the tables; freed on the next poll.
+  void release(ConnEntry* e);
+
+  /// Resolve the peer's MAC (static / ARP). The callback runs on the control thread, inline
+  /// when the answer is known (return true) or later from poll().
+  bool resolve(uint32_t ip, std::function<void(bool reachable, const wire::MacAddr& mac)> cb);
+  void send_mad(uint32_t dst_ip, const wire::MacAddr& dst_mac, const wire::CmMad& mad);
+
+  /// Queue a consumer callback; runs after the current CM step, if `connector_id` (0 = none)
+  /// is still open.
+  void defer(uint64_t connector_id, std::function<void()> fn);
+  void run_deferred();
+
+  // Object registry (liveness for asynchronous answers, limits).
+  uint64_t add_connector(Connector* c);
+  void remove_connector(Connector* c);
+  Connector* connector(uint64_t id) const;
+  std::vector<Listener*>& listeners() { return listeners_; }
+  uint32_t open_listeners = 0, open_endpoints = 0, open_connectors = 0;
+
+  /// The connection event of an entry that still has an owner.
+  void on_connection_event(Connector* c, const CmEvent& ev);
+  /// A REQ for a listening port: make the passive connector and deliver (or hold) it.
+  void on_request(Listener* l, const wire::CmMad& req, const wire::MacAddr& src_mac, uint32_t src_ip);
+  void deliver(Listener* l, Connector* c);
+
+  ConnectionManagerCounters counters{};
+  std::shared_ptr<bool> alive = std::make_shared<bool>(true);
+
+ private:
+  void route(const wire::CmMad& m, const wire::MacAddr& src_mac, uint32_t src_ip, uint32_t dst_ip);
+  void send_raw_rej(const wire::CmMad& incoming, wire::CmRejReason reason, const wire::MacAddr& mac, uint32_t ip);
+  void run_timers(uint64_t now);
+  void probe_qps(uint64_t now);
+  Listener* listener_for(uint32_t dst_ip, uint16_t port) const;
+
+  Adapter& adapter_;
+  ConnectionManagerSetup setup_;
+  CmConfig cm_cfg_;
+  AddressRegistry registry_;
+  std::unique_ptr<NeighbourTable> neighbours_;
+  uint32_t ip_ = 0;
+  wire::MacAddr mac_{};
+  uint16_t port_id_ = 0;
+  uint64_t ca_guid_ = 0;
+  uint32_t next_comm_id_ = 1;
+  uint32_t qp1_psn_ = 0;
+  uint16_t ip_id_ = 0;
+  std::unordered_map<uint32_t, std::unique_ptr<ConnEntry>> conns_;  // by local comm ID
+  std::map<std::pair<uint64_t, uint32_t>, ConnEntry*> by_remote_comm_;
+  std::map<std::pair<uint64_t, uint32_t>, ConnEntry*> by_remote_qpn_;
+  std::vector<std::unique_ptr<ConnEntry>> graveyard_;
+  std::vector<Listener*> listeners_;
+  std::unordered_map<uint64_t, Connector*> connectors_;
+  uint64_t next_connector_id_ = 1;
+  std::deque<std::pair<uint64_t, std::function<void()>>> deferred_;
+  bool running_deferred_ = false;
+};
+
+void shared_endpoint_maybe_free(SharedEndpoint* sep);
+/// Frees a passive connector that was never handed to the consumer (REJ sent if still pending).
+void drop_undelivered(Connector* c);
+/// The listener is going away: the connector loses it; establishment not finished is abandoned.
+void abandon_by_listener(Connector* c);
+
+/// The agent of `adapter`, or null (none attached, or the adapter is gone).
+CmAgent* agent_of(const Adapter& adapter);
+
+/// IB path MTU code <-> bytes (IBTA Table 180: 1=256 ... 5=4096).
+constexpr uint32_t mtu_bytes(uint8_t code) { return code >= 1 && code <= 5 ? 128u << code : 1024u; }
+constexpr uint8_t mtu_code(uint32_t bytes) {
+  uint8_t c = 1;
+  while (c < 5 && (128u << (c + 1)) <= bytes) ++c;
+  return c;
+}
+
+}  // namespace rocedp::control

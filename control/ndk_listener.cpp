@@ -1,0 +1,103 @@
+// NDK_LISTENER (rocedp/listener.hpp) and the passive half of connection setup: a REQ for a
+// listening port becomes a connector handed out through the ConnectEvent. Control thread only.
+
+#include <algorithm>
+#include <new>
+
+#include "control/cm_agent.hpp"
+#include "control/ndk_internal.hpp"
+
+namespace rocedp {
+
+using control::agent_of;
+using control::CmAgent;
+using control::ConnPhase;
+
+NTSTATUS create_listener(Adapter& adapter, NdkConnectEventCallback connect_event, void* connect_event_context,
+                         NdkCreateCompletion, void*, Listener** out) {
+  if (out == nullptr || connect_event == nullptr) return STATUS_INVALID_PARAMETER;
+  CmAgent* a = agent_of(adapter);
+  if (a == nullptr || adapter.closing) return STATUS_INVALID_DEVICE_STATE;
+  if (a->open_listeners >= adapter.impl().setup.limits.max_listeners) return STATUS_INSUFFICIENT_RESOURCES;
+  auto* l = new (std::nothrow) Listener();
+  auto* s = new (std::nothrow) Listener::State();
+  if (l == nullptr || s == nullptr) {
+    delete l;
+    delete s;
+    return STATUS_INSUFFICIENT_RESOURCES;
+  }
+  ndk_detail::init_header(*l, Listener::kType, &adapter);
+  l->state_ = s;
+  s->agent = a;
+  s->connect_event = connect_event;
+  s->connect_event_context = connect_event_context;
+  a->listeners().push_back(l);
+  ++a->open_listeners;
+  ++adapter.children;
+  *out = l;
+  return STATUS_SUCCESS;
+}
+
+NTSTATUS Listener::listen(const NdkSockAddr& address, NdkRequestCompletion, void*) {
+  auto& s = *state_;
+  if (closing || s.listening) return STATUS_INVALID_DEVICE_STATE;
+  uint16_t port = 0;
+  const NTSTATUS st = s.agent->registry().bind(address.ip, address.port, control::BindingOwner::kListener, &port);
+  if (st != STATUS_SUCCESS) return st;
+  s.local = NdkSockAddr{address.ip, port};
+  s.listening = true;
+  return STATUS_SUCCESS;
+}
+
+NTSTATUS Listener::get_local_address(NdkSockAddr* address, uint32_t* size) const {
+  if (size == nullptr) return STATUS_INVALID_PARAMETER;
+  const uint32_t need = sizeof(NdkSockAddr);
+  const bool fits = *size >= need && address != nullptr;
+  *size = need;
+  if (!state_->listening) return STATUS_INVALID_DEVICE_STATE;
+  if (!fits) return STATUS_BUFFER_TOO_SMALL;
+  *address = state_->local;
+  return STATUS_SUCCESS;
+}
+
+void Listener::control_connect_events(bool pause) {
+  auto& s = *state_;
+  s.paused = pause;
+  if (pause || closing) return;
+  // Deliver the held requests in arrival order; a callback may pause again or close us.
+  while (!state_->paused && !state_->held.empty()) {
+    Connector* c = state_->held.front();
+    state_->held.pop_front();
+    s.agent->deliver(this, c);
+    s.agent->run_deferred();
+    if (closing) return;
+  }
+}
+
+NTSTATUS Listener::close(NdkCloseCompletion, void*) {
+  if (closing) return STATUS_INVALID_PARAMETER;
+  closing = true;
+  auto& s = *state_;
+  CmAgent* a = s.agent;
+  if (s.listening) a->registry().unbind(s.local.ip, s.local.port);
+  s.listening = false;
+  // Requests never handed out are rejected; connections still being established are abandoned
+  // (their peer sees a REJ, a pending Accept completes CONNECTION_ABORTED).
+  std::deque<Connector*> held;
+  held.swap(s.held);
+  for (Connector* c : held) control::drop_undelivered(c);
+  std::vector<Connector*> spawned;
+  spawned.swap(s.spawned);
+  for (Connector* c : spawned) control::abandon_by_listener(c);
+  auto& ls = a->listeners();
+  ls.erase(std::remove(ls.begin(), ls.end(), this), ls.end());
+  --a->open_listeners;
+  Adapter* ad = adapter;
+  delete state_;
+  delete this;
+  ndk_detail::release_child(ad);
+  a->run_deferred();
+  return STATUS_SUCCESS;
+}
+
+}  // namespace rocedp

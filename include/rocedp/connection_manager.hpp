@@ -1,0 +1,93 @@
+#pragma once
+// The connection manager of an adapter: IB CM over QP1 (DESIGN.md §3-4) behind the NDK
+// listener, connector and shared-endpoint objects (rocedp/listener.hpp, connector.hpp,
+// shared_endpoint.hpp). No DPDK type appears here.
+//
+// Threads: every function here, and every connection callback (ConnectEvent, Connect/Accept/
+// CompleteConnect/Disconnect RequestCompletion, DisconnectEvent, Create/CloseCompletion of these
+// objects), runs on the control thread: the thread that calls poll_connections() and
+// Adapter::poll_control(). No callback may block; a consumer may close any of these objects from
+// inside its own callbacks, and nothing of an object fires after its close completed.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "config/config.hpp"
+#include "rocedp/adapter.hpp"
+#include "rocedp/status.hpp"
+
+namespace rocedp {
+
+namespace pmd {
+class RxDispatch;
+}
+
+/// An IPv4 socket address (NDK's SOCKADDR_IN): IP and ND port, both in host order. IP 0 is the
+/// wildcard for Listen; port 0 asks for an ephemeral port (49152-65535).
+struct NdkSockAddr {
+  uint32_t ip = 0;
+  uint16_t port = 0;
+  friend bool operator==(const NdkSockAddr&, const NdkSockAddr&) = default;
+};
+
+/// How the connection manager of one adapter runs.
+struct ConnectionManagerSetup {
+  /// Where QP1 (CM) and ARP frames for the control path come from: poll_connections() drains
+  /// the dispatch's control target. Null: the owner hands them over with cm_receive_frame().
+  pmd::RxDispatch* dispatch = nullptr;
+  uint32_t tx_core = 0;  ///< the polling core whose TX queue carries CM and ARP frames
+  uint32_t arp_retry_ms = 200;  ///< control.arp_retry_ms
+  uint32_t arp_retries = 5;     ///< control.arp_retries: then Connect fails HOST_UNREACHABLE
+  std::vector<config::StaticNeighbour> neighbours;
+  uint64_t timewait_ns = 1'000'000'000;  ///< IBTA §12.9.8.4 TimeWait of a QPN / 4-tuple
+  uint8_t cm_response_timeout = 20;      ///< 4.096 µs × 2^t per CM attempt (rdma_cm's 20)
+  uint8_t max_cm_retries = 15;           ///< CM retransmissions (rdma_cm's 15)
+  uint8_t local_ack_timeout = 14;        ///< QP ACK timeout announced in the REQ / used at RTS
+  uint8_t retry_count = 7;               ///< QP transport retries (then the peer is dead)
+  uint8_t rnr_retry = 7;
+  /// How often an established connection's QP is checked for "retries exhausted" (peer death).
+  /// 0 = on every poll_connections().
+  uint64_t qp_probe_interval_ns = 10'000'000;
+  /// The CM clock in nanoseconds (monotonic). Null: std::chrono::steady_clock. Tests inject one.
+  uint64_t (*clock)(void* context) = nullptr;
+  void* clock_context = nullptr;
+  /// Optional tap on every CM frame sent (outgoing = true) or received, whole Ethernet frames.
+  void (*cm_tap)(void* context, const uint8_t* frame, size_t len, bool outgoing) = nullptr;
+  void* cm_tap_context = nullptr;
+};
+
+/// Gives `adapter` a connection manager (CA GUID from the port MAC, address registry with the
+/// port's IP, neighbour table, CM agent). STATUS_SUCCESS; STATUS_INVALID_DEVICE_STATE (already
+/// attached); STATUS_INSUFFICIENT_RESOURCES. Control thread.
+NTSTATUS attach_connection_manager(Adapter& adapter, const ConnectionManagerSetup& setup);
+
+/// Removes it. STATUS_SUCCESS; STATUS_INVALID_DEVICE_STATE while a listener, connector or
+/// shared endpoint of the adapter is open (close them first), or none attached. Connections in
+/// TimeWait are dropped. Call before closing the adapter.
+NTSTATUS detach_connection_manager(Adapter& adapter);
+
+/// The control loop's turn for connections: reads control-path frames (when a dispatch was
+/// given), runs CM and ARP timers, probes established QPs, frees released connections. All
+/// connection callbacks run from here (or from the consumer call that caused them). Returns
+/// the number of things done (0 = idle).
+uint32_t poll_connections(Adapter& adapter);
+
+/// Hands one received control-path frame (QP1 CM MAD or ARP) to the connection manager.
+/// False if it was neither or not for this adapter. Control thread.
+bool cm_receive_frame(Adapter& adapter, const uint8_t* frame, size_t len);
+
+/// Counters of one adapter's connection manager.
+struct ConnectionManagerCounters {
+  uint64_t cm_rx = 0, cm_tx = 0;       ///< CM MADs received / sent
+  uint64_t cm_rx_dropped = 0;          ///< undecodable or for no connection
+  uint64_t cm_tx_failed = 0;           ///< no mbuf or the core's ring was full
+  uint64_t rej_sent_no_listener = 0;   ///< REJ invalid service ID
+  uint64_t stale_rejected = 0;         ///< REJ stale connection
+  uint64_t arp_rx = 0;
+  uint64_t connections = 0;            ///< live CM connections (not yet released)
+  uint64_t peer_deaths = 0;            ///< established QPs whose retries ran out
+};
+ConnectionManagerCounters connection_manager_counters(Adapter& adapter);
+
+}  // namespace rocedp
