@@ -1,0 +1,290 @@
+#include "control/runtime.hpp"
+
+#include <rte_eal.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_pause.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <future>
+#include <thread>
+
+#include "control/control_thread.hpp"
+#include "control/telemetry.hpp"
+#include "dataplane/core_channel.hpp"
+#include "dataplane/polling_core.hpp"
+#include "pmd/eal.hpp"
+#include "pmd/log.hpp"
+#include "pmd/packet_pool.hpp"
+#include "pmd/port.hpp"
+#include "pmd/rx_dispatch.hpp"
+#include "rocedp/adapter.hpp"
+
+namespace rocedp::control {
+
+using pmd::LogLevel;
+using pmd::log;
+
+Runtime::Runtime(config::Config cfg, const RuntimeOptions& options) : cfg_(std::move(cfg)), options_(options) {}
+
+Runtime::~Runtime() { stop(); }
+
+std::unique_ptr<Runtime> Runtime::start(config::Config cfg, const RuntimeOptions& options, std::string* error) {
+  std::unique_ptr<Runtime> rt(new Runtime(std::move(cfg), options));
+  if (!rt->start_all(error)) {
+    rt->stop();
+    return nullptr;
+  }
+  return rt;
+}
+
+bool Runtime::start_all(std::string* error) {
+  if (!pmd::eal_init(cfg_, options_.program, error)) return false;
+  eal_ = true;
+  log(LogLevel::kInfo, "eal_ready", {{"file_prefix", cfg_.eal.file_prefix}, {"main_lcore", std::to_string(rte_lcore_id())}});
+
+  const auto n_cores = options_.ports_only ? uint16_t{1} : static_cast<uint16_t>(cfg_.dataplane.lcores.size());
+  if (n_cores == 0) {
+    *error = "no polling core configured";
+    return false;
+  }
+  uint16_t max_mtu = 0;
+  for (const auto& p : cfg_.ports) max_mtu = std::max(max_mtu, p.mtu);
+  pool_ = pmd::PacketPool::create("rdp_pool", cfg_.dataplane.mbuf_count, cfg_.dataplane.mbuf_cache_size,
+                                  pmd::PacketPool::data_room_for_mtu(max_mtu), SOCKET_ID_ANY, error);
+  if (!pool_) return false;
+  log(LogLevel::kInfo, "mempool_created", {{"mbufs", std::to_string(pool_->size())}, {"data_room", std::to_string(pool_->data_room())}});
+
+  for (const auto& pc : cfg_.ports) {
+    auto port = pmd::Port::open(pc, n_cores, *pool_, cfg_.dataplane, error);
+    if (!port) {
+      *error = "port " + pc.name + ": " + *error;
+      return false;
+    }
+    log(LogLevel::kInfo, "port_opened", {{"port", port->name()}, {"id", std::to_string(port->id())},
+                                          {"queues", std::to_string(port->queue_count())}});
+    ports_.push_back(std::move(port));
+  }
+  if (options_.ports_only) {
+    for (auto& p : ports_)
+      if (!p->start(error)) return false;
+    return true;
+  }
+
+  try {
+    dispatch_ = std::make_unique<pmd::RxDispatch>(n_cores, cfg_.dataplane.control_ring_size);
+  } catch (const std::exception& e) {
+    *error = std::string("rx dispatch: ") + e.what();
+    return false;
+  }
+  for (uint16_t i = 0; i < n_cores; ++i) {
+    auto ch = dataplane::CoreChannel::create(i, cfg_.dataplane.control_ring_size, error);
+    if (!ch) return false;
+    channels_.push_back(std::move(ch));
+    // Inline cores run on this (the main) lcore.
+    const unsigned lcore = options_.launch_cores ? cfg_.dataplane.lcores[i] : rte_lcore_id();
+    cores_.push_back(std::make_unique<dataplane::PollingCore>(i, lcore, cfg_.dataplane.burst_size, *dispatch_,
+                                                              *channels_.back()));
+  }
+  launched_.assign(n_cores, false);
+  if (options_.launch_cores) {
+    for (uint16_t i = 0; i < n_cores; ++i) {
+      const unsigned lcore = cfg_.dataplane.lcores[i];
+      const int rc = rte_eal_remote_launch(&dataplane::PollingCore::lcore_main, cores_[i].get(), lcore);
+      if (rc != 0) {
+        *error = "rte_eal_remote_launch on lcore " + std::to_string(lcore) + ": " + std::strerror(-rc);
+        return false;
+      }
+      launched_[i] = true;
+      log(LogLevel::kInfo, "core_launched", {{"core", std::to_string(i)}, {"lcore", std::to_string(lcore)}});
+    }
+  } else {
+    log(LogLevel::kInfo, "cores_inline", {{"cores", std::to_string(n_cores)}, {"lcore", std::to_string(rte_lcore_id())}});
+  }
+
+  ControlThread::Setup setup;
+  setup.cfg = &cfg_;
+  for (auto& p : ports_) setup.ports.push_back(p.get());
+  for (auto& c : channels_) setup.channels.push_back(c.get());
+  setup.dispatch = dispatch_.get();
+  setup.pool = pool_.get();
+  control_ = std::make_unique<ControlThread>(std::move(setup));
+  if (!control_->start(error)) {
+    control_.reset();
+    return false;
+  }
+  if (options_.telemetry && cfg_.telemetry.enabled) {
+    auto* ct = control_.get();
+    if (!telemetry_install([ct] { return ct->latest(); }, error)) return false;
+    telemetry_ = true;
+    log(LogLevel::kInfo, "telemetry_ready", {{"socket", "/var/run/dpdk/" + cfg_.eal.file_prefix + "/dpdk_telemetry.v2"}});
+  }
+  std::string err;
+  if (!blocking([&] { return control_->start_ports(&err); })) {
+    *error = err;
+    return false;
+  }
+  return options_.open_adapter ? open_adapter(error) : true;
+}
+
+bool Runtime::open_adapter(std::string* error) {
+  if (ports_.empty()) {
+    *error = "adapter: no port";
+    return false;
+  }
+  AdapterSetup setup;
+  setup.limits = cfg_.limits;
+  setup.port = ports_[0].get();
+  setup.pool = pool_.get();
+  for (auto& c : cores_) setup.cores.push_back(c.get());
+  for (auto& c : channels_) setup.channels.push_back(c.get());
+  NTSTATUS st = STATUS_PENDING;
+  // Adapter::open and every later adapter call belong to the control thread (adapter.hpp), and so
+  // does poll_control(): it becomes a poll hook of the control loop.
+  run_on_control([&] {
+    st = Adapter::open(setup, &adapter_);
+    if (st == STATUS_SUCCESS)
+      adapter_hook_ = control_->add_poll_hook_ct([this] { return adapter_ != nullptr ? adapter_->poll_control() : 0u; });
+  });
+  if (st != STATUS_SUCCESS) {
+    adapter_ = nullptr;
+    *error = "adapter open: " + std::string(status_name(st));
+    return false;
+  }
+  log(LogLevel::kInfo, "adapter_opened", {{"port", ports_[0]->name()}, {"cores", std::to_string(cores_.size())}});
+  return true;
+}
+
+bool Runtime::close_adapter() {
+  if (adapter_ == nullptr || !control_ || !control_->running()) return true;
+  std::atomic<bool> closed{false};
+  NTSTATUS st = STATUS_PENDING;
+  run_on_control([&] {
+    st = adapter_->close(
+        [](void* c) {
+          auto* self = static_cast<std::pair<Runtime*, std::atomic<bool>*>*>(c);
+          self->first->adapter_ = nullptr;  // freed right after this callback (adapter.hpp)
+          self->second->store(true, std::memory_order_release);
+        },
+        new std::pair<Runtime*, std::atomic<bool>*>(this, &closed));
+  });
+  if (st != STATUS_PENDING && st != STATUS_SUCCESS) {
+    log(LogLevel::kWarning, "adapter_close_failed", {{"status", std::string(status_name(st))}});
+    return false;
+  }
+  // The pair leaks if the close never completes (objects left open); the process is ending then.
+  const bool ok = wait_until([&] { return closed.load(std::memory_order_acquire); }, std::chrono::seconds(2));
+  if (!ok) {
+    log(LogLevel::kWarning, "adapter_close_timeout", {{"note", "objects left open; shutting down anyway"}});
+    run_on_control([&] { control_->remove_poll_hook_ct(adapter_hook_); });
+    return false;
+  }
+  run_on_control([&] { control_->remove_poll_hook_ct(adapter_hook_); });
+  log(LogLevel::kInfo, "adapter_closed");
+  return true;
+}
+
+bool Runtime::poll() {
+  if (options_.launch_cores) return false;
+  bool work = false;
+  for (auto& c : cores_) work |= c->poll_once();
+  return work;
+}
+
+bool Runtime::blocking(const std::function<bool()>& op) {
+  if (options_.launch_cores || cores_.empty()) return op();
+  std::atomic<bool> done{false};
+  bool ok = false;
+  std::thread t([&] {
+    ok = op();
+    done.store(true, std::memory_order_release);
+  });
+  while (!done.load(std::memory_order_acquire)) poll();
+  t.join();
+  return ok;
+}
+
+bool Runtime::run_on_control(std::function<void()> fn) {
+  if (!control_ || !control_->running()) return false;
+  std::atomic<bool> done{false};
+  control_->post([&](ControlThread&) {
+    fn();
+    done.store(true, std::memory_order_release);
+  });
+  while (!done.load(std::memory_order_acquire)) {
+    if (!poll()) rte_pause();
+  }
+  return true;
+}
+
+bool Runtime::wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() >= deadline) return pred();
+    if (!poll()) std::this_thread::sleep_for(std::chrono::microseconds(inline_cores() ? 0 : 20));
+  }
+  return true;
+}
+
+// Start-up failed before the control thread ran: this thread plays control for the stop requests.
+void Runtime::stop_cores_without_control() {
+  for (size_t i = 0; i < cores_.size(); ++i) {
+    if (!launched_[i]) continue;
+    auto& ch = *channels_[i];
+    if (!dataplane::core_requests::stop(ch, nullptr, nullptr)) continue;
+    while (ch.in_flight() > 0) {
+      ch.poll_completions(16);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  for (auto& p : ports_) p->stop();
+}
+
+bool Runtime::stop() {
+  if (stopped_) return true;
+  stopped_ = true;
+  bool ok = true;
+  if (telemetry_) telemetry_uninstall();
+  ok &= close_adapter();
+  if (control_ && control_->running()) {
+    std::string error;
+    if (!blocking([&] { return control_->shutdown(&error); })) {
+      log(LogLevel::kWarning, "shutdown_incomplete", {{"error", error}});
+      ok = false;
+    }
+  } else {
+    stop_cores_without_control();
+  }
+  for (size_t i = 0; i < cores_.size(); ++i) {
+    if (launched_[i]) rte_eal_wait_lcore(cfg_.dataplane.lcores[i]);
+    const unsigned freed = cores_[i]->drain_after_stop();
+    if (launched_[i] || !options_.launch_cores)
+      log(LogLevel::kInfo, "core_joined", {{"core", std::to_string(i)}, {"lcore", std::to_string(cores_[i]->lcore_id())},
+                                           {"frames_freed", std::to_string(freed)}});
+  }
+  control_.reset();
+  cores_.clear();
+  for (auto& p : ports_) {
+    const std::string name = p->name();
+    p.reset();
+    log(LogLevel::kInfo, "port_closed", {{"port", name}});
+  }
+  ports_.clear();
+  dispatch_.reset();  // frees frames still in handoff rings
+  channels_.clear();
+  if (pool_) {
+    const uint32_t available = pool_->available(), size = pool_->size();
+    pool_.reset();
+    log(LogLevel::kInfo, "mempool_freed", {{"mbufs", std::to_string(size)}, {"were_free", std::to_string(available)}});
+  }
+  if (eal_) {
+    pmd::eal_cleanup();
+    eal_ = false;
+    log(LogLevel::kInfo, "eal_cleaned_up");
+  }
+  return ok;
+}
+
+}  // namespace rocedp::control

@@ -1,0 +1,117 @@
+#pragma once
+// One process's data plane, assembled in one place: EAL -> packet pool -> ports -> RX dispatch
+// and core channels -> polling cores -> control thread -> ports started -> (optionally) the NDK
+// adapter of port 0, whose poll_control() runs as a control-thread poll hook. rocedpd,
+// rocedp-perf and tests use it instead of repeating the sequence; stop() tears it down in the
+// reverse order, also after a partial start.
+//
+// Two ways to run the polling cores:
+//  * launched (rocedpd, the default): each core runs PollingCore::run_lc on its own EAL worker
+//    lcore (config dataplane.lcores).
+//  * inline: no worker lcore; the thread that started the runtime (the EAL main lcore) drives
+//    every core with poll() between its own work, like an SPDK reactor running the application's
+//    pollers. rocedp-perf uses it so one CPU per process carries both the engine and the
+//    benchmark loop. Every blocking call below keeps polling the inline cores while it waits, so
+//    control-thread requests to them complete.
+//
+// Threads: start/stop/run_on_control/wait_until and poll() on the thread that called start()
+// (the main lcore). The adapter is opened, used for object management, and closed on the control
+// thread (adapter.hpp); reach it from other threads with run_on_control().
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+
+namespace rocedp {
+class Adapter;
+namespace pmd {
+class PacketPool;
+class Port;
+class RxDispatch;
+}  // namespace pmd
+namespace dataplane {
+class CoreChannel;
+class PollingCore;
+}  // namespace dataplane
+}  // namespace rocedp
+
+namespace rocedp::control {
+
+class ControlThread;
+
+struct RuntimeOptions {
+  std::string program = "rocedp";  ///< argv[0] given to EAL
+  /// false: inline cores driven by poll() on the calling thread (dataplane.lcores is then only
+  /// the number of cores; they run on the main lcore).
+  bool launch_cores = true;
+  bool open_adapter = false;  ///< open the NDK adapter of port 0 (limits from cfg.limits)
+  bool telemetry = true;      ///< install the DPDK telemetry commands when cfg.telemetry.enabled
+  /// Raw mode (rocedp-perf --raw): EAL, pool and started ports only; no core, no control thread.
+  /// The caller moves frames with Port::rx_burst/tx_burst on queue 0.
+  bool ports_only = false;
+};
+
+class Runtime {
+ public:
+  /// Brings everything up. On failure returns null with *error set, after tearing down what was
+  /// built (logged like a normal stop).
+  static std::unique_ptr<Runtime> start(config::Config cfg, const RuntimeOptions& options, std::string* error);
+  ~Runtime();  // stop()
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  /// Closes the adapter (waits up to 2 s for its CloseCompletion: the consumer closes its
+  /// objects first), runs the control thread's shutdown sequence, joins the lcores, closes the
+  /// ports, frees the pool and cleans up EAL. Idempotent. False if a step failed (logged).
+  bool stop();
+
+  /// Inline mode: every core polls once; true if any did work. Launched/raw mode: false.
+  bool poll();
+  /// Runs `fn` on the control thread and waits until it returned (polling inline cores).
+  /// False if the control thread is not running.
+  bool run_on_control(std::function<void()> fn);
+  /// Polls (inline) or naps until pred() holds or `timeout` passed; returns pred().
+  bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
+
+  const config::Config& config() const { return cfg_; }
+  bool inline_cores() const { return !options_.launch_cores; }
+  pmd::PacketPool& pool() { return *pool_; }
+  pmd::Port& port(size_t i = 0) { return *ports_.at(i); }
+  size_t port_count() const { return ports_.size(); }
+  size_t core_count() const { return cores_.size(); }
+  dataplane::PollingCore& core(size_t i) { return *cores_.at(i); }
+  ControlThread* control() { return control_.get(); }
+  /// The adapter (null unless options.open_adapter, and after stop()). Control thread only.
+  Adapter* adapter() { return adapter_; }
+
+ private:
+  Runtime(config::Config cfg, const RuntimeOptions& options);
+  bool start_all(std::string* error);
+  bool open_adapter(std::string* error);
+  bool close_adapter();
+  /// Runs op (which blocks until the control thread answered) while this thread polls the
+  /// inline cores; launched mode: just op().
+  bool blocking(const std::function<bool()>& op);
+  void stop_cores_without_control();
+
+  config::Config cfg_;
+  RuntimeOptions options_;
+  bool eal_ = false;
+  bool stopped_ = false;
+  std::unique_ptr<pmd::PacketPool> pool_;
+  std::vector<std::unique_ptr<pmd::Port>> ports_;
+  std::unique_ptr<pmd::RxDispatch> dispatch_;
+  std::vector<std::unique_ptr<dataplane::CoreChannel>> channels_;
+  std::vector<std::unique_ptr<dataplane::PollingCore>> cores_;
+  std::vector<bool> launched_;
+  std::unique_ptr<ControlThread> control_;
+  Adapter* adapter_ = nullptr;  // control thread
+  uint64_t adapter_hook_ = 0;
+  bool telemetry_ = false;
+};
+
+}  // namespace rocedp::control
