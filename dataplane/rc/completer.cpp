@@ -17,7 +17,7 @@ using wire::psn_lt;
 
 // WQEs that may have PSNs: every readable one (the loops stop at the first not started). Not
 // req.cur.wqe: after a go-back-N the requester cursor sits before WQEs already sent.
-uint32_t started_limit(QueuePair& qp) { return qp.params().sq->ring().readable_lc(); }
+uint32_t started_limit(QueuePair& qp) { return qp.sq_ring().readable_lc(); }
 
 void restart_timer(QueuePair& qp, uint64_t now_ns) {
   if (qp.comp.unacked_psn == qp.req.max_psn_sent) {
@@ -357,7 +357,7 @@ void completer_timers_lc(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
 }
 
 uint32_t completer_retire_lc(QueuePair& qp, RcContext& ctx) {
-  WqeRing<SendWqe>& ring = qp.params().sq->ring();
+  WqeRing<SendWqe>& ring = qp.sq_ring();
   const uint32_t avail = ring.readable_lc();
   uint32_t n = 0;
   const bool error = qp.state() == QpState::kError;

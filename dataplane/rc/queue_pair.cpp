@@ -29,6 +29,7 @@ std::unique_ptr<QueuePair> QueuePair::create(uint32_t qpn, const QpCreateParams&
   const uint64_t slots = std::bit_ceil(static_cast<uint64_t>(params.sq->ring().capacity()));
   qp->meta_.reset(new (std::nothrow) WqeMeta[slots]);
   qp->meta_mask_ = slots - 1;
+  qp->sq_ring_ = &params.sq->ring();
   // Responder resources wait for RTR: they are sized by the negotiated inbound read limit,
   // which is usually far below the maximum (and 0 for a peer that never reads).
   if (!qp->meta_) {

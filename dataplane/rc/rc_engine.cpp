@@ -95,12 +95,24 @@ NTSTATUS RcEngine::flush_qp(uint32_t qpn) {
   return STATUS_SUCCESS;
 }
 
+// Two passes per chunk: parse every frame (ICRC included) and prefetch the QP it is for, then
+// execute them; the QPs' cache misses overlap with the parsing instead of following it.
 uint32_t RcEngine::rx_burst_lc(std::span<const wire::Bytes> frames, uint64_t now_ns) {
   uint32_t accepted = 0;
-  for (const wire::Bytes& frame : frames) {
-    if (!receive_parse_lc(frame, scratch_, counters_, wire_drops_)) [[unlikely]] continue;
-    rx_parsed_lc(scratch_, now_ns);
-    ++accepted;
+  for (size_t start = 0; start < frames.size(); start += kRxChunk) {
+    const size_t end = std::min(frames.size(), start + kRxChunk);
+    uint32_t n = 0;
+    for (size_t i = start; i < end; ++i) {
+      if (!receive_parse_lc(frames[i], rx_pkts_[n], counters_, wire_drops_)) [[unlikely]] continue;
+      QueuePair* qp = find_qp(rx_pkts_[n].f.bth.dqpn);
+      if (qp != nullptr) qp->prefetch();
+      rx_qps_[n++] = qp;
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+      receive_dispatch_lc(rx_qps_[i], ctx_, rx_pkts_[i], now_ns);
+      if (rx_qps_[i] != nullptr) schedule(rx_qps_[i]);
+    }
+    accepted += n;
   }
   return accepted;
 }
@@ -215,9 +227,16 @@ bool RcEngine::poll_lc(uint64_t now_ns) {
   // Visit the run list, compacting it in place: QPs that need no more visits leave it.
   const size_t n = run_.size();
   size_t kept = 0;
+  // Prefetch pipeline (CONVENTIONS.md 12): the QP object two visits ahead, and the send ring of
+  // the next one (its address is in the QP object prefetched on the previous step).
+  for (size_t i = 0; i < n && i < 2; ++i) run_[i]->prefetch();
   for (size_t i = 0; i < n; ++i) {
     QueuePair* qp = run_[i];
-    if (i + 1 < n) __builtin_prefetch(run_[i + 1]);
+    if (i + 2 < n) run_[i + 2]->prefetch();
+    if (i + 1 < n) {
+      run_[i + 1]->sq_ring().prefetch_lc();
+      __builtin_prefetch(&run_[i + 1]->meta_at(run_[i + 1]->req.cur.wqe));
+    }
     if (run_qp(*qp, now_ns)) {
       run_[kept++] = qp;
     } else {

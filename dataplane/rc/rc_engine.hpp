@@ -30,6 +30,7 @@
 // Control requests (create, connect, flush, destroy) arrive through the core's ring and run
 // between polls on the same core.
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -107,7 +108,9 @@ class RcEngine {
   bool busy_ = false;               // the current poll did work
   uint64_t polls_ = 0;
   uint64_t visits_ = 0;
-  wire::ParsedPacket scratch_;
+  static constexpr size_t kRxChunk = 16;
+  std::array<wire::ParsedPacket, kRxChunk> rx_pkts_;
+  std::array<QueuePair*, kRxChunk> rx_qps_{};
 
   void schedule(QueuePair* qp) {
     if (qp->sched.scheduled) return;

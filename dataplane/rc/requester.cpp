@@ -115,7 +115,7 @@ bool send_one(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m)
   const RequesterCursor saved = qp.req.cur;  // item 10: snapshot before building
   RequesterCursor& cur = qp.req.cur;
   const uint32_t mtu = qp.conn().path_mtu;
-  wire::PacketFields f = qp.tmpl();
+  wire::PacketFields f = qp.tx_fields();
   f.bth.psn = cur.psn;
   TxPayload pl;
   RequesterCursor next = cur;
@@ -195,7 +195,7 @@ bool send_one(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m)
 
 uint32_t requester_run_lc(QueuePair& qp, RcContext& ctx, uint64_t now_ns, uint32_t budget) {
   if (qp.state() != QpState::kRts || qp.comp.rnr_wait) return 0;
-  WqeRing<SendWqe>& ring = qp.params().sq->ring();
+  WqeRing<SendWqe>& ring = qp.sq_ring();
   const uint32_t avail = ring.readable_lc();
   uint32_t sent = 0;
   while (sent < budget && qp.req.cur.wqe < avail) {
@@ -229,7 +229,7 @@ uint32_t requester_run_lc(QueuePair& qp, RcContext& ctx, uint64_t now_ns, uint32
 
 void requester_go_back_lc(QueuePair& qp, RcContext& ctx, uint32_t psn_from) {
   const uint32_t mtu = qp.conn().path_mtu;
-  const uint32_t avail = qp.params().sq->ring().readable_lc();
+  const uint32_t avail = qp.sq_ring().readable_lc();
   uint32_t i = 0;
   for (; i < avail; ++i) {
     WqeMeta& m = qp.meta_at(i);

@@ -374,7 +374,7 @@ uint32_t responder_tx_lc(QueuePair& qp, RcContext& ctx, uint32_t budget) {
       if (c.valid && c.pending && (r == nullptr || wire::psn_lt(c.tx_psn, r->tx_psn))) r = &c;
     }
     if (r == nullptr) break;
-    wire::PacketFields f = qp.tmpl();
+    wire::PacketFields f = qp.tx_fields();
     f.aeth.syndrome = wire::kAethAck | wire::kAethAckUnlimitedCredits;
     f.aeth.msn = rs.msn;
     TxPayload pl;
@@ -409,7 +409,7 @@ uint32_t responder_tx_lc(QueuePair& qp, RcContext& ctx, uint32_t budget) {
   }
   if (blocked || sent >= budget || !rs.ctl_pending) return sent;
   if (qp.resources_pending != 0 && !rs.error_after_ctl) return sent;  // responses first
-  wire::PacketFields f = qp.tmpl();
+  wire::PacketFields f = qp.tx_fields();
   f.bth.opcode = kRcAck;
   f.bth.psn = rs.ctl_psn;
   f.aeth.syndrome = rs.ctl_syndrome;

@@ -143,6 +143,12 @@ class WqeRing {
   }
   /// The i-th unreleased request, oldest first; i < the last readable_lc().
   T& at_lc(uint32_t i) { return slots_[(head_.load(std::memory_order_relaxed) + i) & mask_]; }
+  /// Prefetches the ring's control lines and the oldest slot (the engine, one QP ahead).
+  void prefetch_lc() const {
+    __builtin_prefetch(this);
+    __builtin_prefetch(&tail_);
+    __builtin_prefetch(&head_);
+  }
   /// Frees the n oldest slots (their requests completed).
   void release_lc(uint32_t n) {
     head_.store(head_.load(std::memory_order_relaxed) + n, std::memory_order_release);
@@ -195,23 +201,20 @@ class Doorbell {
  public:
   static constexpr uint32_t kEmpty = UINT32_MAX;
 
-  explicit Doorbell(uint32_t slots)
-      : slots_(slots),
-        next_(new (std::nothrow) uint32_t[slots]),
-        flags_(new (std::nothrow) std::atomic<uint8_t>[slots]) {
-    if (flags_) {
-      for (uint32_t i = 0; i < slots; ++i) flags_[i].store(0, std::memory_order_relaxed);
+  explicit Doorbell(uint32_t slots) : slots_(slots), entries_(new (std::nothrow) Entry[slots]) {
+    if (entries_) {
+      for (uint32_t i = 0; i < slots; ++i) entries_[i].flag.store(0, std::memory_order_relaxed);
     }
   }
-  bool ok() const { return next_ && flags_; }
+  bool ok() const { return entries_ != nullptr; }
   uint32_t slots() const { return slots_; }
 
   /// Producer side (any thread).
   void ring(uint32_t slot) {
-    if (slot >= slots_ || flags_[slot].exchange(1, std::memory_order_acq_rel) != 0) return;
+    if (slot >= slots_ || entries_[slot].flag.exchange(1, std::memory_order_acq_rel) != 0) return;
     uint32_t old = head_.load(std::memory_order_relaxed);
     do {
-      next_[slot] = old;
+      entries_[slot].next = old;
     } while (!head_.compare_exchange_weak(old, slot, std::memory_order_release, std::memory_order_relaxed));
   }
 
@@ -222,14 +225,17 @@ class Doorbell {
     return head_.exchange(kEmpty, std::memory_order_acquire);
   }
   /// Successor of `slot` in a stack taken by take_all_lc; read it before clear_lc(slot).
-  uint32_t next_lc(uint32_t slot) const { return next_[slot]; }
+  uint32_t next_lc(uint32_t slot) const { return entries_[slot].next; }
   /// Re-enables ringing `slot`; call before reading the slot's queues.
-  void clear_lc(uint32_t slot) { flags_[slot].exchange(0, std::memory_order_acq_rel); }
+  void clear_lc(uint32_t slot) { entries_[slot].flag.exchange(0, std::memory_order_acq_rel); }
 
  private:
+  struct Entry {  // flag and link side by side: one cache line per ring, not two
+    std::atomic<uint32_t> flag;
+    uint32_t next;
+  };
   const uint32_t slots_;
-  std::unique_ptr<uint32_t[]> next_;
-  std::unique_ptr<std::atomic<uint8_t>[]> flags_;
+  std::unique_ptr<Entry[]> entries_;
   alignas(64) std::atomic<uint32_t> head_{kEmpty};
 };
 
