@@ -14,31 +14,15 @@
 #include "dataplane/wire/cm_messages.hpp"
 #include "dataplane/wire/parser.hpp"
 #include "dataplane/wire/pcap_io.hpp"
+#include "tests/common/tool_run.hpp"
 
 namespace rocedp::wire {
 namespace {
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
+using rocedp::test::env;
+using rocedp::test::run;
+using rocedp::test::RunResult;
 
-struct RunResult {
-  int status = -1;
-  std::string output;
-};
-
-RunResult run(const std::string& cmd) {
-  RunResult r;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
 
 struct CapturedCm {
   std::vector<std::uint8_t> frame;
@@ -244,8 +228,7 @@ TEST(CmConformance, FramesOfEveryMessageTypePassRoceCheck) {
     }
     w.close();
   }
-  const std::string tool = env("ROCEDP_SHARED_DIR") + "/tools/roce-check";
-  const RunResult r = run("/usr/bin/python3 " + tool + " " + out);
+  const RunResult r = rocedp::test::roce_check(out);
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find(std::to_string(msgs.size()) + " RoCEv2 packets, 0 problems"),
             std::string::npos)

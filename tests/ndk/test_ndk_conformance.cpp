@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "dataplane/wire/pcap_io.hpp"
+#include "tests/common/tool_run.hpp"
 #include "tests/ndk/ndk_helpers.hpp"
 
 namespace rocedp::test {
@@ -71,11 +72,8 @@ TEST_F(NdkConformance, CapturedTrafficPassesRoceCheck) {
     for (const auto& f : cap.frames) w.write(wire::Bytes(f.data(), f.size()));
     w.close();
   }
-  const std::string cmd =
-      "/usr/bin/python3 " + std::string(shared) + "/tools/roce-check " + path + " > " + path + ".check.txt 2>&1";
-  const int rc = std::system(cmd.c_str());
-  ASSERT_TRUE(WIFEXITED(rc));
-  EXPECT_EQ(WEXITSTATUS(rc), 0) << "roce-check failed; see " << path << ".check.txt";
+  const test::RunResult r = test::roce_check(path);
+  EXPECT_EQ(r.status, 0) << r.output;
 
   std::vector<std::unique_ptr<Buffer>> bx, by;
   bx.push_back(std::move(src));

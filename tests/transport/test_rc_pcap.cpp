@@ -1,7 +1,7 @@
 // Wire check: the frames of a run that uses every RC opcode the engine emits (SEND
 // FIRST/MIDDLE/LAST/ONLY with and without immediate/invalidate, WRITE FIRST..LAST_IMM, READ
 // request/responses, atomics and atomic ACKs, ACK, RNR NAK, sequence NAK, remote access NAK)
-// go to $ROCEDP_ARTIFACT_DIR/rc-traffic.pcap, and ../shared/tools/roce-check must accept them.
+// go to $ROCEDP_ARTIFACT_DIR/rc-engine-traffic.pcap, and ../shared/tools/roce-check must accept them.
 
 #include <sys/wait.h>
 
@@ -10,6 +10,7 @@
 #include <string>
 
 #include "dataplane/wire/pcap_io.hpp"
+#include "tests/common/tool_run.hpp"
 #include "tests/transport/rc_harness.hpp"
 
 namespace rocedp::rc::test {
@@ -87,7 +88,7 @@ TEST(RcPcap, TrafficOfEveryOpcodePassesRoceCheck) {
   std::set<uint8_t> opcodes;
   std::set<uint8_t> syndromes;
   wire::PcapWriter writer;
-  const std::string path = std::string(art) + "/rc-traffic.pcap";
+  const std::string path = std::string(art) + "/rc-engine-traffic.pcap";
   ASSERT_TRUE(writer.open(path)) << writer.error();
   for (Host* h : {&a, &b}) {
     for (const Frame& f : h->log) {
@@ -108,11 +109,8 @@ TEST(RcPcap, TrafficOfEveryOpcodePassesRoceCheck) {
   EXPECT_TRUE(syndromes.count(wire::kAethNakRemoteAccess));
   EXPECT_TRUE(syndromes.count(wire::kAethRnrNak | 1));
 
-  const std::string cmd = "/usr/bin/python3 " + std::string(shared) + "/tools/roce-check " + path + " > " +
-                          std::string(art) + "/rc-traffic.roce-check.txt 2>&1";
-  const int rc = std::system(cmd.c_str());
-  ASSERT_TRUE(WIFEXITED(rc));
-  EXPECT_EQ(WEXITSTATUS(rc), 0) << "see " << art << "/rc-traffic.roce-check.txt";
+  const rocedp::test::RunResult r = rocedp::test::roce_check(path);
+  EXPECT_EQ(r.status, 0) << r.output;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "dataplane/wire/mad.hpp"
 #include "dataplane/wire/pcap_io.hpp"
+#include "tests/common/tool_run.hpp"
 #include "tests/wire/wire_test_util.hpp"
 
 namespace rocedp::wire {
@@ -22,28 +23,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
+using rocedp::test::env;
+using rocedp::test::run;
+using rocedp::test::RunResult;
 
-struct RunResult {
-  int status = -1;
-  std::string output;
-};
-
-// Runs a shell command, capturing stdout+stderr and the exit status.
-RunResult run(const std::string& cmd) {
-  RunResult r;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
 
 std::string captures_dir() {
   return env("ROCEDP_SHARED_DIR") + "/captures";
@@ -163,8 +146,7 @@ TEST(Conformance, EncoderSamplesPassRoceCheck) {
   EXPECT_EQ(opcodes.size(), 26u) << "every opcode of the table";
   EXPECT_EQ(pads, (std::set<int>{0, 1, 2, 3})) << "every pad count";
 
-  const std::string tool = env("ROCEDP_SHARED_DIR") + "/tools/roce-check";
-  const RunResult r = run("/usr/bin/python3 " + tool + " " + out);
+  const RunResult r = rocedp::test::roce_check(out);
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find(std::to_string(written) + " RoCEv2 packets, 0 problems"),
             std::string::npos)
