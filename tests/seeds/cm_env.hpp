@@ -1,0 +1,214 @@
+#pragma once
+// Two adapters with connection managers over a ring pair (tests/ndk/ndk_env.hpp), the test
+// thread playing the control thread. The CM runs on a virtual clock the test advances, so CM
+// and ARP timeouts are provoked without waiting; the RC engines keep their real clock.
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "rocedp/connection_manager.hpp"
+#include "rocedp/connector.hpp"
+#include "rocedp/listener.hpp"
+#include "rocedp/shared_endpoint.hpp"
+#include "tests/ndk/ndk_helpers.hpp"
+
+namespace rocedp::test {
+
+/// A RequestCompletion / DisconnectEvent recorder that also checks the thread it runs on.
+struct Req {
+  int count = 0;
+  NTSTATUS status = STATUS_PENDING;
+  std::thread::id thread;
+  static void cb(void* c, NTSTATUS s) {
+    auto* r = static_cast<Req*>(c);
+    ++r->count;
+    r->status = s;
+    r->thread = std::this_thread::get_id();
+  }
+  static void plain(void* c) { cb(c, STATUS_SUCCESS); }
+  bool done() const { return count > 0; }
+};
+
+/// A listener's connect events.
+struct Events {
+  std::vector<Connector*> connectors;
+  std::thread::id thread;
+  static void cb(void* c, NdkConnector* conn) {
+    auto* e = static_cast<Events*>(c);
+    e->connectors.push_back(Connector::from(conn));
+    e->thread = std::this_thread::get_id();
+  }
+};
+
+struct CapturedFrame {
+  std::vector<uint8_t> bytes;
+};
+
+class CmFixture : public NdkFixture {
+ protected:
+  static constexpr uint64_t kSecond = 1'000'000'000;
+
+  config::LimitsConfig adapter_limits() const override {
+    config::LimitsConfig l = limits();
+    l.max_listeners = 4;
+    l.max_shared_endpoints = 4;
+    return l;
+  }
+  virtual ConnectionManagerSetup cm_setup(Host& h) {
+    ConnectionManagerSetup s;
+    s.dispatch = h.dispatch.get();
+    s.tx_core = 0;
+    s.arp_retry_ms = 200;
+    s.arp_retries = 3;
+    s.cm_response_timeout = 16;  // 268 ms of virtual time per CM attempt
+    s.max_cm_retries = 3;
+    s.timewait_ns = kSecond;
+    s.local_ack_timeout = 10;  // 4.2 ms (real time: the RC engine's clock)
+    s.retry_count = 3;
+    s.qp_probe_interval_ns = 0;
+    s.clock = [](void* c) { return *static_cast<uint64_t*>(c); };
+    s.clock_context = &clock_ns_;
+    s.cm_tap = [](void* c, const uint8_t* f, size_t n, bool outgoing) {
+      if (!outgoing) return;  // each frame once: as its sender built it
+      static_cast<std::vector<CapturedFrame>*>(c)->push_back({std::vector<uint8_t>(f, f + n)});
+    };
+    s.cm_tap_context = &h == &a_ ? &tap_a_ : &tap_b_;
+    return s;
+  }
+
+  void SetUp() override {
+    NdkFixture::SetUp();
+    if (HasFatalFailure()) return;
+    main_thread_ = std::this_thread::get_id();
+    ASSERT_EQ(attach_connection_manager(*a_.adapter, cm_setup(a_)), STATUS_SUCCESS);
+    ASSERT_EQ(attach_connection_manager(*b_.adapter, cm_setup(b_)), STATUS_SUCCESS);
+  }
+
+  void TearDown() override {
+    for (Host* h : {&a_, &b_}) {
+      if (h->adapter != nullptr) {
+        EXPECT_EQ(detach_connection_manager(*h->adapter), STATUS_SUCCESS) << "objects left open";
+      }
+    }
+    dead_b_ = false;
+    NdkFixture::TearDown();
+  }
+
+  /// One round: cores (B's only while it lives), then the CM of each side (frames, timers),
+  /// then the object layer's completions (QP moves).
+  void pump(int rounds = 1) {
+    for (int r = 0; r < rounds; ++r) {
+      for (auto& c : a_.cores) c->poll_once();
+      if (!dead_b_)
+        for (auto& c : b_.cores) c->poll_once();
+      if (!silent_a_) poll_connections(*a_.adapter);
+      if (!silent_b_ && !dead_b_) poll_connections(*b_.adapter);
+      a_.adapter->poll_control();
+      if (!dead_b_) b_.adapter->poll_control();
+    }
+  }
+  bool pump_until(const std::function<bool()>& pred, uint64_t max_rounds = 200'000) {
+    for (uint64_t i = 0; i < max_rounds; ++i) {
+      if (pred()) return true;
+      pump(1);
+    }
+    return pred();
+  }
+  /// Advances the CM clock in steps (each step followed by a few rounds), for `total` ns.
+  void advance(uint64_t total, uint64_t step = 50'000'000) {
+    for (uint64_t t = 0; t < total; t += step) {
+      clock_ns_ += step;
+      pump(4);
+    }
+  }
+
+  NdkSockAddr addr_a(uint16_t port) const { return NdkSockAddr{a_.ip, port}; }
+  NdkSockAddr addr_b(uint16_t port) const { return NdkSockAddr{b_.ip, port}; }
+
+  Listener* listen_b(uint16_t port, Events* ev) {
+    Listener* l = nullptr;
+    EXPECT_EQ(create_listener(*b_.adapter, &Events::cb, ev, nullptr, nullptr, &l), STATUS_SUCCESS);
+    EXPECT_EQ(l->listen(addr_b(port), nullptr, nullptr), STATUS_SUCCESS);
+    return l;
+  }
+  Connector* connector(Host& h) {
+    Connector* c = nullptr;
+    EXPECT_EQ(create_connector(*h.adapter, nullptr, nullptr, &c), STATUS_SUCCESS);
+    return c;
+  }
+  /// An endpoint (PD, CQ, QP) on each adapter, not connected.
+  void make_endpoints(Endpoint& x, Endpoint& y, uint32_t core_a = 0, uint32_t core_b = 1) {
+    x.host = &a_;
+    y.host = &b_;
+    for (Endpoint* e : {&x, &y}) {
+      e->pd = make_pd(*e->host);
+      e->cq = make_cq(*e->host, 1024, e == &x ? core_a : core_b, &e->notes);
+      e->qp = make_qp(e->pd, e->cq, e->cq, e, 64);
+    }
+  }
+  void close_connector(Connector*& c) {
+    if (c != nullptr) {
+      EXPECT_EQ(c->close(nullptr, nullptr), STATUS_SUCCESS);
+    }
+    c = nullptr;
+  }
+  void close_listener(Listener*& l) {
+    if (l != nullptr) {
+      EXPECT_EQ(l->close(nullptr, nullptr), STATUS_SUCCESS);
+    }
+    l = nullptr;
+  }
+
+  /// Connect A -> B's listener and let B's consumer see the request; returns B's connector.
+  Connector* request(Connector* ca, Qp* qp, uint16_t port, Events& ev, Req& connected, const void* pd = nullptr,
+                     uint32_t pd_len = 0) {
+    const size_t before = ev.connectors.size();
+    EXPECT_EQ(ca->connect(qp, addr_a(0), addr_b(port), 4, 4, pd, pd_len, &Req::cb, &connected), STATUS_PENDING);
+    EXPECT_TRUE(pump_until([&] { return ev.connectors.size() > before || connected.done(); }));
+    return ev.connectors.size() > before ? ev.connectors.back() : nullptr;
+  }
+
+  /// A fully established connection x(A) -> y(B) through the CM.
+  struct Link {
+    Listener* listener = nullptr;
+    Connector* ca = nullptr;
+    Connector* cb = nullptr;
+    Events events;
+    Req connected, accepted, completed, disc_a, disc_b;
+  };
+  void establish(Link& k, Endpoint& x, Endpoint& y, uint16_t port, const void* accept_pd = nullptr,
+                 uint32_t accept_pd_len = 0) {
+    k.listener = listen_b(port, &k.events);
+    k.ca = connector(a_);
+    k.cb = request(k.ca, x.qp, port, k.events, k.connected);
+    ASSERT_NE(k.cb, nullptr);
+    ASSERT_EQ(k.cb->accept_ex(y.qp, 4, 4, accept_pd, accept_pd_len,
+                              [](void* c, NTSTATUS s) { Req::cb(c, s); }, &k.disc_b, &Req::cb, &k.accepted),
+              STATUS_PENDING);
+    ASSERT_TRUE(pump_until([&] { return k.connected.done(); }));
+    ASSERT_EQ(k.connected.status, STATUS_SUCCESS);
+    ASSERT_EQ(k.ca->complete_connect_ex([](void* c, NTSTATUS s) { Req::cb(c, s); }, &k.disc_a, &Req::cb,
+                                        &k.completed),
+              STATUS_PENDING);
+    ASSERT_TRUE(pump_until([&] { return k.completed.done() && k.accepted.done(); }));
+    ASSERT_EQ(k.completed.status, STATUS_SUCCESS);
+    ASSERT_EQ(k.accepted.status, STATUS_SUCCESS);
+  }
+  void release(Link& k) {
+    close_connector(k.ca);
+    close_connector(k.cb);
+    close_listener(k.listener);
+  }
+
+  uint64_t clock_ns_ = kSecond;
+  bool dead_b_ = false;
+  bool silent_a_ = false;
+  bool silent_b_ = false;
+  std::thread::id main_thread_;
+  std::vector<CapturedFrame> tap_a_, tap_b_;
+};
+
+}  // namespace rocedp::test
