@@ -15,42 +15,17 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/eal_session.hpp"
+
 namespace rocedp::dataplane {
 namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-rte_mempool* g_pool = nullptr;
 constexpr unsigned kPoolSize = 255;
-
-class EalEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    const std::string prefix = "rocedp-arp-test-" + std::to_string(getpid());
-    std::vector<std::string> args = {"test_arp_icmp", "--no-huge", "-m", "64", "--no-pci", "-l", "0",
-                                     "--file-prefix", prefix, "--log-level", "error"};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    ASSERT_GE(rte_eal_init(static_cast<int>(argv.size()), argv.data()), 0) << "EAL init failed";
-    g_pool = rte_pktmbuf_pool_create("arp_test_pool", kPoolSize, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-                                     SOCKET_ID_ANY);
-    ASSERT_NE(g_pool, nullptr);
-  }
-  void TearDown() override {
-    if (g_pool != nullptr) {
-      EXPECT_EQ(rte_mempool_avail_count(g_pool), kPoolSize) << "mbuf leak";
-      rte_mempool_free(g_pool);
-    }
-    // EAL leaves its runtime directory (/var/run/dpdk/<prefix>) behind; this process made it.
-    const std::string runtime_dir = rte_eal_get_runtime_dir();
-    rte_eal_cleanup();
-    if (runtime_dir.find("rocedp-arp-test-") != std::string::npos) {
-      std::error_code ec;
-      std::filesystem::remove_all(runtime_dir, ec);
-    }
-  }
-};
-const auto* const g_env = ::testing::AddGlobalTestEnvironment(new EalEnvironment);
+const auto* const g_env = ::testing::AddGlobalTestEnvironment(new test::EalSession(
+    {.tag = "arp-test", .memory_mb = 64, .mbufs = kPoolSize, .log_level = pmd::LogLevel::kError}));
+rte_mempool* pool() { return test::session_pool()->get(); }
 
 // ---- our address and a peer ----
 const config::MacAddress kOurMac{{0x02, 0x00, 0x00, 0x00, 0x00, 0x01}};
@@ -159,11 +134,11 @@ Bytes echo_frame(const EchoSpec& s) {
 struct Mbuf {
   rte_mbuf* m = nullptr;
   explicit Mbuf(const Bytes& b, size_t split = 0) {
-    m = rte_pktmbuf_alloc(g_pool);
+    m = rte_pktmbuf_alloc(pool());
     const size_t first = split == 0 ? b.size() : split;
     std::memcpy(rte_pktmbuf_append(m, uint16_t(first)), b.data(), first);
     if (split != 0) {
-      rte_mbuf* tail = rte_pktmbuf_alloc(g_pool);
+      rte_mbuf* tail = rte_pktmbuf_alloc(pool());
       std::memcpy(rte_pktmbuf_append(tail, uint16_t(b.size() - split)), b.data() + split, b.size() - split);
       EXPECT_EQ(rte_pktmbuf_chain(m, tail), 0);
     }
@@ -294,7 +269,7 @@ TEST(ArpTest, FramesWeMustNotAnswerAreDroppedByReason) {
 }
 
 TEST(ArpTest, GratuitousArpBytes) {
-  Mbuf f(build_gratuitous_arp(g_pool, kLocal));
+  Mbuf f(build_gratuitous_arp(pool(), kLocal));
   ASSERT_NE(f.m, nullptr);
   Bytes expected = arp_frame(1, kBroadcast, kOurMac, kOurIp, config::MacAddress{}, kOurIp);
   expected.resize(60, 0);  // zero padding to the Ethernet minimum
@@ -309,7 +284,7 @@ TEST(ArpTest, GratuitousArpBytes) {
 }
 
 TEST(ArpTest, RequestBytesAndPeerAnswersIt) {
-  Mbuf f(build_arp_request(g_pool, kLocal, config::Ipv4Address{kPeerIp}));
+  Mbuf f(build_arp_request(pool(), kLocal, config::Ipv4Address{kPeerIp}));
   ASSERT_NE(f.m, nullptr);
   Bytes expected = arp_frame(1, kBroadcast, kOurMac, kOurIp, config::MacAddress{}, kPeerIp);
   expected.resize(60, 0);
@@ -555,7 +530,7 @@ struct ExactMbuf {
     if (!b.empty()) std::memcpy(buf, b.data(), b.size());
     shinfo.free_cb = [](void* addr, void*) { delete[] static_cast<uint8_t*>(addr); };
     rte_mbuf_ext_refcnt_set(&shinfo, 1);
-    m = rte_pktmbuf_alloc(g_pool);
+    m = rte_pktmbuf_alloc(pool());
     rte_pktmbuf_attach_extbuf(m, buf, RTE_BAD_IOVA, uint16_t(b.size()), &shinfo);
     m->data_len = uint16_t(b.size());
     m->pkt_len = uint32_t(b.size());

@@ -22,6 +22,7 @@
 #include "config/config.hpp"
 #include "dataplane/wire/icrc.hpp"
 #include "pmd/eal.hpp"
+#include "tests/common/eal_session.hpp"
 #include "pmd/log.hpp"
 #include "pmd/packet_pool.hpp"
 #include "pmd/ring_pair.hpp"
@@ -32,39 +33,11 @@
 
 namespace rocedp::test {
 
-inline std::unique_ptr<pmd::PacketPool>& pool_slot() {
-  static std::unique_ptr<pmd::PacketPool> p;
-  return p;
-}
-inline pmd::PacketPool& pool() { return *pool_slot(); }
-inline std::string file_prefix() { return "rdp-runtime-test-" + std::to_string(getpid()); }
+inline pmd::PacketPool& pool() { return *session_pool(); }
+inline std::string file_prefix() { return session_prefix("runtime-test"); }
 
-class RuntimeEal : public ::testing::Environment {
- public:
-  void SetUp() override {
-    config::Config cfg;
-    cfg.eal.lcores = ROCEDP_TEST_LCORES;
-    cfg.eal.main_lcore = 0;
-    cfg.eal.memory_mb = 256;
-    cfg.eal.hugepages = false;
-    cfg.eal.file_prefix = file_prefix();
-    cfg.eal.extra_args = {"--no-telemetry", "--no-pci"};
-    pmd::log_configure(pmd::LogLevel::kWarning, "");
-    std::string error;
-    ASSERT_TRUE(pmd::eal_init(cfg, "runtime-test", &error)) << error;
-    pool_slot() = pmd::PacketPool::create("rt_pool", 4095, 0, pmd::PacketPool::data_room_for_mtu(1500),
-                                          SOCKET_ID_ANY, &error);
-    ASSERT_TRUE(pool_slot()) << error;
-  }
-  void TearDown() override {
-    pool_slot().reset();
-    pmd::eal_cleanup();
-    std::error_code ec;
-    std::filesystem::remove_all("/var/run/dpdk/" + file_prefix(), ec);
-  }
-};
-
-inline const auto* const kRuntimeEal = ::testing::AddGlobalTestEnvironment(new RuntimeEal);
+inline const auto* const kRuntimeEal = ::testing::AddGlobalTestEnvironment(
+    new EalSession({.tag = "runtime-test", .lcores = ROCEDP_TEST_LCORES, .mbufs = 4095}));
 
 // Addresses of the two ends of the test wire: "us" (the side the polling core serves) and "peer".
 inline const config::MacAddress kOurMac{{0x02, 0x00, 0x00, 0x00, 0x00, 0x01}};

@@ -20,6 +20,7 @@
 #include "dataplane/core_channel.hpp"
 #include "dataplane/polling_core.hpp"
 #include "pmd/eal.hpp"
+#include "tests/common/eal_session.hpp"
 #include "pmd/log.hpp"
 #include "pmd/packet_pool.hpp"
 #include "pmd/ring_pair.hpp"
@@ -28,39 +29,11 @@
 
 namespace rocedp::test {
 
-inline std::unique_ptr<pmd::PacketPool>& pool_slot() {
-  static std::unique_ptr<pmd::PacketPool> p;
-  return p;
-}
-inline pmd::PacketPool& pool() { return *pool_slot(); }
-inline std::string file_prefix() { return "rdp-ndk-test-" + std::to_string(getpid()); }
+inline pmd::PacketPool& pool() { return *session_pool(); }
+inline std::string file_prefix() { return session_prefix("ndk-test"); }
 
-class NdkEal : public ::testing::Environment {
- public:
-  void SetUp() override {
-    config::Config cfg;
-    cfg.eal.lcores = {0};
-    cfg.eal.main_lcore = 0;
-    cfg.eal.memory_mb = 512;
-    cfg.eal.hugepages = false;
-    cfg.eal.file_prefix = file_prefix();
-    cfg.eal.extra_args = {"--no-telemetry", "--no-pci"};
-    pmd::log_configure(pmd::LogLevel::kWarning, "");
-    std::string error;
-    ASSERT_TRUE(pmd::eal_init(cfg, "ndk-test", &error)) << error;
-    pool_slot() = pmd::PacketPool::create("ndk_pool", 16383, 0, pmd::PacketPool::data_room_for_mtu(1500),
-                                          SOCKET_ID_ANY, &error);
-    ASSERT_TRUE(pool_slot()) << error;
-  }
-  void TearDown() override {
-    pool_slot().reset();
-    pmd::eal_cleanup();
-    std::error_code ec;
-    std::filesystem::remove_all("/var/run/dpdk/" + file_prefix(), ec);
-  }
-};
-
-inline const auto* const kNdkEal = ::testing::AddGlobalTestEnvironment(new NdkEal);
+inline const auto* const kNdkEal = ::testing::AddGlobalTestEnvironment(
+    new EalSession({.tag = "ndk-test", .memory_mb = 512, .mbufs = 16383}));
 
 inline constexpr uint16_t kCores = 2;
 

@@ -16,63 +16,32 @@
 
 #include "config/config.hpp"
 #include "pmd/eal.hpp"
+#include "tests/common/eal_session.hpp"
 #include "pmd/log.hpp"
 #include "pmd/packet_pool.hpp"
 
 namespace rocedp::pmd::test {
 
-inline std::unique_ptr<PacketPool>& pool_slot() {
-  static std::unique_ptr<PacketPool> p;
-  return p;
-}
-inline PacketPool& pool() {
-  return *pool_slot();
-}
+inline PacketPool& pool() { return *rocedp::test::session_pool(); }
+inline std::string file_prefix() { return rocedp::test::session_prefix("pmdtest"); }
 
-inline std::string file_prefix() {
-  return "rocedp-pmdtest-" + std::to_string(getpid());
-}
-
-class EalEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    config::Config cfg;
-    cfg.eal.lcores = {0};
-    cfg.eal.main_lcore = 0;
-    cfg.eal.memory_mb = 256;
-    cfg.eal.hugepages = false;
-    cfg.eal.file_prefix = file_prefix();
-    // net_null7 is probed by EAL itself: Port::open must find such a device and leave it in place.
-    cfg.eal.extra_args = {"--no-telemetry", "--no-pci", "--vdev=net_null7"};
-    // ROCEDP_TEST_EAL_ARGS="a b": extra EAL arguments when debugging a driver.
-    if (const char* extra = std::getenv("ROCEDP_TEST_EAL_ARGS")) {
-      std::istringstream words(extra);
-      for (std::string w; words >> w;) cfg.eal.extra_args.push_back(w);
-    }
-    cfg.logging.level = config::LoggingConfig::Level::kWarning;
-    // ROCEDP_TEST_LOG=info shows pmd/'s own events (port_open with the device's queue maxima...).
-    const char* lvl = std::getenv("ROCEDP_TEST_LOG");
-    log_configure(
-        lvl != nullptr && std::string(lvl) == "info" ? LogLevel::kInfo : LogLevel::kWarning, "");
-    std::string error;
-    ASSERT_TRUE(eal_init(cfg, "pmd-test", &error)) << error;
-    pool_slot() = PacketPool::create("test_pool", 8191, 256, PacketPool::data_room_for_mtu(1500),
-                                     SOCKET_ID_ANY, &error);
-    ASSERT_TRUE(pool_slot()) << error;
+inline rocedp::test::EalSessionOptions eal_options() {
+  rocedp::test::EalSessionOptions o{.tag = "pmdtest", .mbufs = 8191, .mbuf_cache = 256};
+  // net_null7 is probed by EAL itself: Port::open must find such a device and leave it in place.
+  o.extra_args = {"--no-telemetry", "--no-pci", "--vdev=net_null7"};
+  // ROCEDP_TEST_EAL_ARGS="a b": extra EAL arguments when debugging a driver.
+  if (const char* extra = std::getenv("ROCEDP_TEST_EAL_ARGS")) {
+    std::istringstream words(extra);
+    for (std::string w; words >> w;) o.extra_args.push_back(w);
   }
-  void TearDown() override {
-    pool_slot().reset();
-    eal_cleanup();
-    // EAL's runtime directory: /var/run/dpdk/PREFIX as root, else XDG_RUNTIME_DIR or /tmp.
-    std::error_code ec;
-    std::filesystem::remove_all("/var/run/dpdk/" + file_prefix(), ec);
-    const char* xdg = std::getenv("XDG_RUNTIME_DIR");
-    std::filesystem::remove_all(
-        std::string(xdg != nullptr ? xdg : "/tmp") + "/dpdk/" + file_prefix(), ec);
-  }
-};
+  // ROCEDP_TEST_LOG=info shows pmd/'s own events (port_open with the device's queue maxima...).
+  const char* lvl = std::getenv("ROCEDP_TEST_LOG");
+  o.log_level = lvl != nullptr && std::string(lvl) == "info" ? LogLevel::kInfo : LogLevel::kWarning;
+  return o;
+}
 
-inline const auto* const kEalEnvironment = ::testing::AddGlobalTestEnvironment(new EalEnvironment);
+inline const auto* const kEalEnvironment =
+    ::testing::AddGlobalTestEnvironment(new rocedp::test::EalSession(eal_options()));
 
 inline config::DataplaneConfig test_dataplane() {
   config::DataplaneConfig dp;
