@@ -18,13 +18,14 @@ using namespace ndk_detail;
 namespace {
 
 bool cq_usable(const Cq* cq, const Adapter* adapter) {
-  return cq != nullptr && cq->header.object_type == NdkObjectType::kCq && cq->adapter == adapter && !cq->closing &&
-         cq->attached_;
+  return cq != nullptr && cq->header.object_type == NdkObjectType::kCq && cq->adapter == adapter &&
+         !cq->closing && cq->attached_;
 }
 
 void request_done(CoreMessage& msg) {
   auto* o = static_cast<RequestOp*>(msg.done_ctx);
-  if (o->request_completion != nullptr) o->request_completion(o->context, static_cast<NTSTATUS>(msg.result));
+  if (o->request_completion != nullptr)
+    o->request_completion(o->context, static_cast<NTSTATUS>(msg.result));
   delete o;
 }
 
@@ -49,8 +50,8 @@ NTSTATUS Pd::create_mr(bool fast_register, NdkCreateCompletion, void*, Mr** out)
 }
 
 NTSTATUS Pd::create_srq(uint32_t depth, uint32_t max_sge, uint32_t notify_threshold,
-                        NdkSrqNotificationCallback notification, void* notification_context, uint32_t core_affinity,
-                        NdkCreateCompletion, void*, Srq** out) {
+                        NdkSrqNotificationCallback notification, void* notification_context,
+                        uint32_t core_affinity, NdkCreateCompletion, void*, Srq** out) {
   Adapter::Impl& im = adapter->impl();
   const config::LimitsConfig& l = im.setup.limits;
   if (out == nullptr || closing || depth == 0 || depth > l.max_srq_depth || max_sge > l.max_sge ||
@@ -59,7 +60,8 @@ NTSTATUS Pd::create_srq(uint32_t depth, uint32_t max_sge, uint32_t notify_thresh
   }
   if (im.srqs >= l.max_srqs) return STATUS_INSUFFICIENT_RESOURCES;
   NTSTATUS status = STATUS_SUCCESS;
-  auto ring = rc::SharedReceiveQueue::create(depth, max_sge, notification, notification_context, &status);
+  auto ring =
+      rc::SharedReceiveQueue::create(depth, max_sge, notification, notification_context, &status);
   if (!ring) return status;
   // The limit is armed before any QP can take from the SRQ: no core reads it yet.
   if (notify_threshold != 0) ring->modify_lc(depth, notify_threshold);
@@ -77,21 +79,23 @@ NTSTATUS Pd::create_srq(uint32_t depth, uint32_t max_sge, uint32_t notify_thresh
 
 namespace {
 
-NTSTATUS create_qp_common(Pd* pd, Cq* rcq, Cq* icq, Srq* srq, void* qp_context, uint32_t rq_depth, uint32_t iq_depth,
-                          uint32_t rq_sge, uint32_t iq_sge, uint32_t inline_size, NdkCreateCompletion completion,
-                          void* context, Qp** out) {
+NTSTATUS create_qp_common(Pd* pd, Cq* rcq, Cq* icq, Srq* srq, void* qp_context, uint32_t rq_depth,
+                          uint32_t iq_depth, uint32_t rq_sge, uint32_t iq_sge, uint32_t inline_size,
+                          NdkCreateCompletion completion, void* context, Qp** out) {
   Adapter* ad = pd->adapter;
   Adapter::Impl& im = ad->impl();
   const config::LimitsConfig& l = im.setup.limits;
   const uint32_t max_sge = std::min<uint32_t>(l.max_sge, rc::kMaxWqeSge);
-  if (pd->closing || completion == nullptr || !cq_usable(rcq, ad) || !cq_usable(icq, ad) || iq_depth == 0 ||
-      iq_depth > l.max_qp_depth || iq_sge > max_sge || inline_size > std::min(l.max_inline_data, rc::kMaxInlineData)) {
+  if (pd->closing || completion == nullptr || !cq_usable(rcq, ad) || !cq_usable(icq, ad) ||
+      iq_depth == 0 || iq_depth > l.max_qp_depth || iq_sge > max_sge ||
+      inline_size > std::min(l.max_inline_data, rc::kMaxInlineData)) {
     return STATUS_INVALID_PARAMETER;
   }
   if (srq == nullptr && (rq_depth == 0 || rq_depth > l.max_qp_depth || rq_sge > max_sge)) {
     return STATUS_INVALID_PARAMETER;
   }
-  if (srq != nullptr && (srq->closing || srq->adapter != ad || srq->pd_ != pd || srq->core_ != rcq->core_)) {
+  if (srq != nullptr &&
+      (srq->closing || srq->adapter != ad || srq->pd_ != pd || srq->core_ != rcq->core_)) {
     return STATUS_INVALID_PARAMETER;
   }
   // The QP lives on the core of its CQs; completions never cross cores (DESIGN §1), so both
@@ -176,20 +180,24 @@ NTSTATUS create_qp_common(Pd* pd, Cq* rcq, Cq* icq, Srq* srq, void* qp_context, 
 
 }  // namespace
 
-NTSTATUS Pd::create_qp(Cq* receive_cq, Cq* initiator_cq, void* qp_context, uint32_t receive_queue_depth,
-                       uint32_t initiator_queue_depth, uint32_t max_receive_sge, uint32_t max_initiator_sge,
-                       uint32_t inline_data_size, NdkCreateCompletion completion, void* context, Qp** out) {
+NTSTATUS Pd::create_qp(Cq* receive_cq, Cq* initiator_cq, void* qp_context,
+                       uint32_t receive_queue_depth, uint32_t initiator_queue_depth,
+                       uint32_t max_receive_sge, uint32_t max_initiator_sge,
+                       uint32_t inline_data_size, NdkCreateCompletion completion, void* context,
+                       Qp** out) {
   return create_qp_common(this, receive_cq, initiator_cq, nullptr, qp_context, receive_queue_depth,
-                          initiator_queue_depth, max_receive_sge, max_initiator_sge, inline_data_size, completion,
-                          context, out);
+                          initiator_queue_depth, max_receive_sge, max_initiator_sge,
+                          inline_data_size, completion, context, out);
 }
 
 NTSTATUS Pd::create_qp_with_srq(Cq* receive_cq, Cq* initiator_cq, Srq* srq, void* qp_context,
-                                uint32_t initiator_queue_depth, uint32_t max_initiator_sge, uint32_t inline_data_size,
-                                NdkCreateCompletion completion, void* context, Qp** out) {
-  if (srq == nullptr || srq->header.object_type != NdkObjectType::kSrq) return STATUS_INVALID_PARAMETER;
-  return create_qp_common(this, receive_cq, initiator_cq, srq, qp_context, 0, initiator_queue_depth, 0,
-                          max_initiator_sge, inline_data_size, completion, context, out);
+                                uint32_t initiator_queue_depth, uint32_t max_initiator_sge,
+                                uint32_t inline_data_size, NdkCreateCompletion completion,
+                                void* context, Qp** out) {
+  if (srq == nullptr || srq->header.object_type != NdkObjectType::kSrq)
+    return STATUS_INVALID_PARAMETER;
+  return create_qp_common(this, receive_cq, initiator_cq, srq, qp_context, 0, initiator_queue_depth,
+                          0, max_initiator_sge, inline_data_size, completion, context, out);
 }
 
 NTSTATUS Pd::close(NdkCloseCompletion completion, void* context) {
@@ -208,10 +216,12 @@ NTSTATUS Pd::close(NdkCloseCompletion completion, void* context) {
 // ---------------------------------------------------------------------------------------------
 // MR
 
-NTSTATUS Mr::register_mr(const void* address, uint64_t length, uint32_t mr_flags, NdkRequestCompletion, void*) {
+NTSTATUS Mr::register_mr(const void* address, uint64_t length, uint32_t mr_flags,
+                         NdkRequestCompletion, void*) {
   if (registered_ || fast_register_ || closing) return STATUS_INVALID_PARAMETER;
   rc::MrTokens tokens;
-  const NTSTATUS st = adapter->impl().mrs->register_mr(pd_->id(), address, length, mr_flags, &tokens);
+  const NTSTATUS st =
+      adapter->impl().mrs->register_mr(pd_->id(), address, length, mr_flags, &tokens);
   if (st != STATUS_SUCCESS) return st;
   registered_ = true;
   local_token_ = tokens.local;
@@ -227,12 +237,12 @@ NTSTATUS Mr::deregister_mr(NdkRequestCompletion, void*) {
   return st;
 }
 
-NTSTATUS Mr::initialize_fast_register_mr(uint32_t page_count, bool allow_remote_access, NdkRequestCompletion,
-                                         void*) {
+NTSTATUS Mr::initialize_fast_register_mr(uint32_t page_count, bool allow_remote_access,
+                                         NdkRequestCompletion, void*) {
   if (!fast_register_ || registered_ || closing) return STATUS_INVALID_PARAMETER;
   rc::MrTokens tokens;
-  const NTSTATUS st =
-      adapter->impl().mrs->create_fast_register(pd_->id(), page_count, allow_remote_access, &tokens);
+  const NTSTATUS st = adapter->impl().mrs->create_fast_register(pd_->id(), page_count,
+                                                                allow_remote_access, &tokens);
   if (st != STATUS_SUCCESS) return st;
   registered_ = true;
   local_token_ = tokens.local;
@@ -254,11 +264,21 @@ NTSTATUS Mr::close(NdkCloseCompletion, void*) {
 // ---------------------------------------------------------------------------------------------
 // CQ
 
-uint32_t Cq::get_results(NdkResult* results, uint32_t n) { return cq_->get_results(results, n); }
-uint32_t Cq::get_results_ex(NdkResultEx* results, uint32_t n) { return cq_->get_results_ex(results, n); }
-void Cq::arm(NdkCqNotifyType type) { cq_->arm(type); }
-uint32_t Cq::depth() const { return cq_->depth(); }
-bool Cq::overrun() const { return cq_->overrun(); }
+uint32_t Cq::get_results(NdkResult* results, uint32_t n) {
+  return cq_->get_results(results, n);
+}
+uint32_t Cq::get_results_ex(NdkResultEx* results, uint32_t n) {
+  return cq_->get_results_ex(results, n);
+}
+void Cq::arm(NdkCqNotifyType type) {
+  cq_->arm(type);
+}
+uint32_t Cq::depth() const {
+  return cq_->depth();
+}
+bool Cq::overrun() const {
+  return cq_->overrun();
+}
 
 NTSTATUS Cq::resize(uint32_t depth, NdkRequestCompletion completion, void* context) {
   Adapter::Impl& im = adapter->impl();
@@ -290,16 +310,27 @@ NTSTATUS Cq::close(NdkCloseCompletion completion, void* context) {
 // ---------------------------------------------------------------------------------------------
 // SRQ
 
-NTSTATUS Srq::receive(void* request_context, const NdkSge* sgl, uint32_t n_sge) {
-  if (n_sge > rc::kMaxWqeSge || (n_sge != 0 && sgl == nullptr)) return STATUS_INVALID_PARAMETER;
-  rc::RecvWqe w;
+namespace {
+
+// A receive request from an NDK scatter/gather list. False for a bad list.
+bool init_receive(rc::RecvWqe& w, void* request_context, const NdkSge* sgl, uint32_t n) {
+  if (n > rc::kMaxWqeSge || (n != 0 && sgl == nullptr)) return false;
   w.request_context = request_context;
-  w.sge_count = n_sge;
-  for (uint32_t i = 0; i < n_sge; ++i) w.sge[i] = sgl[i];
+  w.sge_count = n;
+  for (uint32_t i = 0; i < n; ++i) w.sge[i] = sgl[i];
+  return true;
+}
+
+}  // namespace
+
+NTSTATUS Srq::receive(void* request_context, const NdkSge* sgl, uint32_t n_sge) {
+  rc::RecvWqe w;
+  if (!init_receive(w, request_context, sgl, n_sge)) return STATUS_INVALID_PARAMETER;
   return srq_->post(w);
 }
 
-NTSTATUS Srq::modify(uint32_t depth, uint32_t notify_threshold, NdkRequestCompletion completion, void* context) {
+NTSTATUS Srq::modify(uint32_t depth, uint32_t notify_threshold, NdkRequestCompletion completion,
+                     void* context) {
   if (completion == nullptr || closing) return STATUS_INVALID_PARAMETER;
   auto* op = new (std::nothrow) RequestOp();
   if (op == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
@@ -329,77 +360,73 @@ NTSTATUS Srq::close(NdkCloseCompletion completion, void* context) {
 
 namespace {
 
-bool fill_sges(rc::SendWqe& w, const NdkSge* sgl, uint32_t n) {
+// The fields every send-queue request shares. False for a bad scatter/gather list.
+bool init_send(rc::SendWqe& w, rc::SendOpcode opcode, void* request_context, const NdkSge* sgl,
+               uint32_t n, uint32_t flags) {
   if (n > rc::kMaxWqeSge || (n != 0 && sgl == nullptr)) return false;
   w.sge_count = static_cast<uint8_t>(n);
   for (uint32_t i = 0; i < n; ++i) w.sge[i] = sgl[i];
+  w.request_context = request_context;
+  w.flags = flags;
+  w.opcode = opcode;
   return true;
 }
 
 }  // namespace
 
-NTSTATUS Qp::post_send(const void* wqe) { return sq_->post(*static_cast<const rc::SendWqe*>(wqe)); }
+NTSTATUS Qp::post_send(const void* wqe) {
+  return sq_->post(*static_cast<const rc::SendWqe*>(wqe));
+}
 
 NTSTATUS Qp::send(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint32_t flags) {
   rc::SendWqe w;
-  if (!fill_sges(w, sgl, n_sge)) return STATUS_INVALID_PARAMETER;
-  w.request_context = request_context;
-  w.flags = flags;
-  w.opcode = rc::SendOpcode::kSend;
+  if (!init_send(w, rc::SendOpcode::kSend, request_context, sgl, n_sge, flags))
+    return STATUS_INVALID_PARAMETER;
   return post_send(&w);
 }
 
-NTSTATUS Qp::send_with_immediate(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint32_t immediate,
-                                 uint32_t flags) {
+NTSTATUS Qp::send_with_immediate(void* request_context, const NdkSge* sgl, uint32_t n_sge,
+                                 uint32_t immediate, uint32_t flags) {
   rc::SendWqe w;
-  if (!fill_sges(w, sgl, n_sge)) return STATUS_INVALID_PARAMETER;
-  w.request_context = request_context;
-  w.flags = flags;
-  w.opcode = rc::SendOpcode::kSend;
+  if (!init_send(w, rc::SendOpcode::kSend, request_context, sgl, n_sge, flags))
+    return STATUS_INVALID_PARAMETER;
   w.has_immediate = true;
   w.immediate = immediate;
   return post_send(&w);
 }
 
-NTSTATUS Qp::send_and_invalidate(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint32_t remote_token,
-                                 uint32_t flags) {
+NTSTATUS Qp::send_and_invalidate(void* request_context, const NdkSge* sgl, uint32_t n_sge,
+                                 uint32_t remote_token, uint32_t flags) {
   rc::SendWqe w;
-  if (!fill_sges(w, sgl, n_sge)) return STATUS_INVALID_PARAMETER;
-  w.request_context = request_context;
-  w.flags = flags;
-  w.opcode = rc::SendOpcode::kSendAndInvalidate;
+  if (!init_send(w, rc::SendOpcode::kSendAndInvalidate, request_context, sgl, n_sge, flags))
+    return STATUS_INVALID_PARAMETER;
   w.invalidate_token = remote_token;
   return post_send(&w);
 }
 
 NTSTATUS Qp::receive(void* request_context, const NdkSge* sgl, uint32_t n_sge) {
-  if (rq_ == nullptr || n_sge > rc::kMaxWqeSge || (n_sge != 0 && sgl == nullptr)) return STATUS_INVALID_PARAMETER;
   rc::RecvWqe w;
-  w.request_context = request_context;
-  w.sge_count = n_sge;
-  for (uint32_t i = 0; i < n_sge; ++i) w.sge[i] = sgl[i];
+  if (rq_ == nullptr || !init_receive(w, request_context, sgl, n_sge))
+    return STATUS_INVALID_PARAMETER;
   return rq_->post(w);
 }
 
-NTSTATUS Qp::write(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint64_t remote_address,
-                   uint32_t remote_token, uint32_t flags) {
+NTSTATUS Qp::write(void* request_context, const NdkSge* sgl, uint32_t n_sge,
+                   uint64_t remote_address, uint32_t remote_token, uint32_t flags) {
   rc::SendWqe w;
-  if (!fill_sges(w, sgl, n_sge)) return STATUS_INVALID_PARAMETER;
-  w.request_context = request_context;
-  w.flags = flags;
-  w.opcode = rc::SendOpcode::kWrite;
+  if (!init_send(w, rc::SendOpcode::kWrite, request_context, sgl, n_sge, flags))
+    return STATUS_INVALID_PARAMETER;
   w.remote_address = remote_address;
   w.remote_token = remote_token;
   return post_send(&w);
 }
 
-NTSTATUS Qp::write_with_immediate(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint64_t remote_address,
-                                  uint32_t remote_token, uint32_t immediate, uint32_t flags) {
+NTSTATUS Qp::write_with_immediate(void* request_context, const NdkSge* sgl, uint32_t n_sge,
+                                  uint64_t remote_address, uint32_t remote_token,
+                                  uint32_t immediate, uint32_t flags) {
   rc::SendWqe w;
-  if (!fill_sges(w, sgl, n_sge)) return STATUS_INVALID_PARAMETER;
-  w.request_context = request_context;
-  w.flags = flags;
-  w.opcode = rc::SendOpcode::kWrite;
+  if (!init_send(w, rc::SendOpcode::kWrite, request_context, sgl, n_sge, flags))
+    return STATUS_INVALID_PARAMETER;
   w.remote_address = remote_address;
   w.remote_token = remote_token;
   w.has_immediate = true;
@@ -410,10 +437,10 @@ NTSTATUS Qp::write_with_immediate(void* request_context, const NdkSge* sgl, uint
 NTSTATUS Qp::read(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint64_t remote_address,
                   uint32_t remote_token, uint32_t flags) {
   rc::SendWqe w;
-  if (!fill_sges(w, sgl, n_sge) || (flags & NDK_OP_FLAG_INLINE) != 0) return STATUS_INVALID_PARAMETER;
-  w.request_context = request_context;
-  w.flags = flags;
-  w.opcode = rc::SendOpcode::kRead;
+  if ((flags & NDK_OP_FLAG_INLINE) != 0 ||
+      !init_send(w, rc::SendOpcode::kRead, request_context, sgl, n_sge, flags)) {
+    return STATUS_INVALID_PARAMETER;
+  }
   w.remote_address = remote_address;
   w.remote_token = remote_token;
   return post_send(&w);
@@ -423,10 +450,7 @@ NTSTATUS Qp::compare_swap(void* request_context, const NdkSge& result, uint64_t 
                           uint32_t remote_token, uint64_t compare, uint64_t swap, uint32_t flags) {
   rc::SendWqe w;
   if (result.length != 8 || (flags & NDK_OP_FLAG_INLINE) != 0) return STATUS_INVALID_PARAMETER;
-  fill_sges(w, &result, 1);
-  w.request_context = request_context;
-  w.flags = flags;
-  w.opcode = rc::SendOpcode::kCompareSwap;
+  init_send(w, rc::SendOpcode::kCompareSwap, request_context, &result, 1, flags);
   w.remote_address = remote_address;
   w.remote_token = remote_token;
   w.compare = compare;
@@ -434,22 +458,19 @@ NTSTATUS Qp::compare_swap(void* request_context, const NdkSge& result, uint64_t 
   return post_send(&w);
 }
 
-NTSTATUS Qp::fetch_add(void* request_context, const NdkSge& result, uint64_t remote_address, uint32_t remote_token,
-                       uint64_t add, uint32_t flags) {
+NTSTATUS Qp::fetch_add(void* request_context, const NdkSge& result, uint64_t remote_address,
+                       uint32_t remote_token, uint64_t add, uint32_t flags) {
   rc::SendWqe w;
   if (result.length != 8 || (flags & NDK_OP_FLAG_INLINE) != 0) return STATUS_INVALID_PARAMETER;
-  fill_sges(w, &result, 1);
-  w.request_context = request_context;
-  w.flags = flags;
-  w.opcode = rc::SendOpcode::kFetchAdd;
+  init_send(w, rc::SendOpcode::kFetchAdd, request_context, &result, 1, flags);
   w.remote_address = remote_address;
   w.remote_token = remote_token;
   w.swap_or_add = add;
   return post_send(&w);
 }
 
-NTSTATUS Qp::fast_register(void* request_context, Mr* mr, uint64_t address, uint64_t length, uint32_t mr_flags,
-                           uint32_t flags) {
+NTSTATUS Qp::fast_register(void* request_context, Mr* mr, uint64_t address, uint64_t length,
+                           uint32_t mr_flags, uint32_t flags) {
   if (mr == nullptr) return STATUS_INVALID_PARAMETER;
   rc::SendWqe w;
   w.request_context = request_context;
@@ -481,7 +502,8 @@ void Qp::flush() {
   (void)adapter->impl().call(core_, &CoreRdma::on_flush_qp, nullptr, nullptr, nullptr, qpn_);
 }
 
-NTSTATUS Qp::connect(const NdkQpConnectParams& params, NdkRequestCompletion completion, void* context) {
+NTSTATUS Qp::connect(const NdkQpConnectParams& params, NdkRequestCompletion completion,
+                     void* context) {
   Adapter::Impl& im = adapter->impl();
   if (completion == nullptr || !created_ || closing || params.path_mtu > im.max_path_mtu ||
       params.inbound_read_limit > im.setup.limits.max_read_limit ||
