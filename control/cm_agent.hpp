@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -168,6 +169,12 @@ class CmAgent {
   Connector* connector(uint64_t id) const;
   std::vector<Listener*>& listeners() { return listeners_; }
   uint32_t open_listeners = 0, open_endpoints = 0, open_connectors = 0;
+  /// 4-tuples of Connects still resolving the peer's MAC (not yet reserved in the registry),
+  /// so a second Connect on the same tuple fails ADDRESS_ALREADY_EXISTS inline.
+  static std::pair<uint64_t, uint64_t> tuple_key(const FourTuple& t) {
+    return {(uint64_t{t.local_ip} << 16) | t.local_port, (uint64_t{t.remote_ip} << 16) | t.remote_port};
+  }
+  std::set<std::pair<uint64_t, uint64_t>> resolving_tuples;
 
   /// The connection event of an entry that still has an owner.
   void on_connection_event(Connector* c, const CmEvent& ev);

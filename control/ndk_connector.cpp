@@ -120,6 +120,7 @@ NTSTATUS start_req(Connector* c, const wire::MacAddr& mac) {
   CmAgent& a = *s.agent;
   const uint64_t now = a.now_ns();
   control::FourTuple t{s.local.ip, s.local.port, s.peer.ip, s.peer.port};
+  a.resolving_tuples.erase(CmAgent::tuple_key(t));
   const NTSTATUS r = a.registry().reserve_tuple(t, now);
   if (r != STATUS_SUCCESS) return r;
   ConnEntry* e = a.new_connection();
@@ -185,10 +186,11 @@ NTSTATUS connect_common(Connector* c, Qp* qp, NdkSockAddr src, SharedEndpoint* s
     if (own) a.registry().unbind(src.ip, src.port);
   };
   const control::FourTuple t{src.ip, src.port, dst.ip, dst.port};
-  if (a.registry().tuple_in_use(t, a.now_ns())) {
+  if (a.registry().tuple_in_use(t, a.now_ns()) || a.resolving_tuples.count(CmAgent::tuple_key(t)) != 0) {
     undo();
     return STATUS_ADDRESS_ALREADY_EXISTS;
   }
+  a.resolving_tuples.insert(CmAgent::tuple_key(t));
   s.active = true;
   s.local = src;
   s.peer = dst;
@@ -224,6 +226,8 @@ NTSTATUS connect_common(Connector* c, Qp* qp, NdkSockAddr src, SharedEndpoint* s
     Connector* cc = ap->connector(id);
     if (cc == nullptr || cc->state_->phase != ConnPhase::kResolving) return;
     // ARP gave up: NdkConnect's STATUS_HOST_UNREACHABLE, asynchronously.
+    auto& cs = *cc->state_;
+    ap->resolving_tuples.erase(CmAgent::tuple_key({cs.local.ip, cs.local.port, cs.peer.ip, cs.peer.port}));
     const NTSTATUS st = ok ? start_req(cc, mac) : STATUS_HOST_UNREACHABLE;
     if (st != STATUS_PENDING) {
       cc->state_->phase = ConnPhase::kFailed;
@@ -237,6 +241,7 @@ NTSTATUS connect_common(Connector* c, Qp* qp, NdkSockAddr src, SharedEndpoint* s
   const NTSTATUS st = il->reachable ? start_req(c, il->mac) : STATUS_HOST_UNREACHABLE;
   if (st != STATUS_PENDING) {
     // Inline failure: no callback, and the connector may be used again.
+    a.resolving_tuples.erase(CmAgent::tuple_key(t));
     s.request = nullptr;
     s.request_context = nullptr;
     s.phase = ConnPhase::kIdle;
@@ -534,6 +539,8 @@ NTSTATUS Connector::close(NdkCloseCompletion, void*) {
   auto& s = *state_;
   CmAgent& a = *s.agent;
   const ConnPhase was = s.phase;
+  if (was == ConnPhase::kResolving)
+    a.resolving_tuples.erase(CmAgent::tuple_key({s.local.ip, s.local.port, s.peer.ip, s.peer.port}));
   detach_conn(this, a.now_ns());
   if (was == ConnPhase::kEstablished || was == ConnPhase::kAccepting || was == ConnPhase::kCompleting ||
       was == ConnPhase::kDisconnecting)

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "dataplane/wire/cm_messages.hpp"
 #include "dataplane/wire/pcap_io.hpp"
 #include "tests/seeds/cm_env.hpp"
 
@@ -143,6 +144,517 @@ TEST_F(SeedConnections, ConnectSendWriteReadDisconnectThroughTheCm) {
                             "/cm-traffic.roce-check.txt 2>&1";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << "see " << dir << "/cm-traffic.roce-check.txt";
   }
+}
+
+}  // namespace
+}  // namespace rocedp::test
+
+namespace rocedp::test {
+namespace {
+
+// ---- Connect ------------------------------------------------------------------------------------
+
+TEST_F(SeedConnections, ConnectRefusedWithoutListenerAndOnReject) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  Connector* c = connector(a_);
+  Req r;
+  ASSERT_EQ(c->connect(x.qp, addr_a(0), addr_b(6001), 1, 1, nullptr, 0, &Req::cb, &r), STATUS_PENDING);
+  ASSERT_TRUE(pump_until([&] { return r.done(); }));
+  EXPECT_EQ(r.status, STATUS_CONNECTION_REFUSED) << "no listener: REJ invalid service ID";
+  EXPECT_EQ(connection_manager_counters(*b_.adapter).rej_sent_no_listener, 1u);
+  close_connector(c);
+
+  // The listener's consumer rejects, with private data the active side reads back.
+  Events ev;
+  Listener* l = listen_b(6002, &ev);
+  c = connector(a_);
+  Req r2;
+  Connector* pc = request(c, x.qp, 6002, ev, r2);
+  ASSERT_NE(pc, nullptr);
+  const char why[] = "go away";
+  ASSERT_EQ(pc->reject(why, sizeof(why)), STATUS_SUCCESS);
+  EXPECT_EQ(pc->reject(nullptr, 0), STATUS_CONNECTION_INVALID) << "nothing left to reject";
+  ASSERT_TRUE(pump_until([&] { return r2.done(); }));
+  EXPECT_EQ(r2.status, STATUS_CONNECTION_REFUSED);
+  uint32_t len = 0;
+  ASSERT_EQ(c->get_connection_data(nullptr, nullptr, nullptr, &len), STATUS_SUCCESS);
+  EXPECT_EQ(len, 148u) << "REJ private data";
+  std::vector<uint8_t> pd(len);
+  ASSERT_EQ(c->get_connection_data(nullptr, nullptr, pd.data(), &len), STATUS_SUCCESS);
+  EXPECT_EQ(std::memcmp(pd.data(), why, sizeof(why)), 0);
+  close_connector(c);
+  close_connector(pc);
+  close_listener(l);
+  close_endpoint(x);
+  close_endpoint(y);
+}
+
+TEST_F(SeedConnections, ConnectHostUnreachableInlineAndAsynchronously) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  Connector* c = connector(a_);
+  Req r;
+  // Off-link: nothing to ARP for, known at once.
+  EXPECT_EQ(c->connect(x.qp, addr_a(0), NdkSockAddr{0x0A000001, 80}, 1, 1, nullptr, 0, &Req::cb, &r),
+            STATUS_HOST_UNREACHABLE);
+  // On-link, but no host answers ARP: asynchronously after the retries.
+  ASSERT_EQ(c->connect(x.qp, addr_a(0), NdkSockAddr{0xC6120063, 80}, 1, 1, nullptr, 0, &Req::cb, &r), STATUS_PENDING);
+  pump(20);
+  EXPECT_FALSE(r.done());
+  advance(2 * kSecond);
+  ASSERT_TRUE(r.done());
+  EXPECT_EQ(r.status, STATUS_HOST_UNREACHABLE);
+  EXPECT_EQ(r.count, 1);
+  close_connector(c);
+  close_endpoint(x);
+  close_endpoint(y);
+}
+
+TEST_F(SeedConnections, ConnectIoTimeoutWhenThePeerCmIsSilent) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  silent_b_ = true;  // B's cores run (ARP is answered there), its CM never reads a MAD
+  Connector* c = connector(a_);
+  Req r;
+  ASSERT_EQ(c->connect(x.qp, addr_a(0), addr_b(6003), 1, 1, nullptr, 0, &Req::cb, &r), STATUS_PENDING);
+  pump(50);
+  EXPECT_FALSE(r.done());
+  advance(4 * kSecond);
+  ASSERT_TRUE(r.done());
+  EXPECT_EQ(r.status, STATUS_IO_TIMEOUT);
+  EXPECT_GE(connection_manager_counters(*a_.adapter).cm_tx, 4u) << "REQ and its 3 retries";
+  close_connector(c);
+  silent_b_ = false;
+  close_endpoint(x);
+  close_endpoint(y);
+}
+
+TEST_F(SeedConnections, SharedEndpointManyRemotesAndAddressAlreadyExists) {
+  Endpoint x, y, x2, y2;
+  make_endpoints(x, y);
+  make_endpoints(x2, y2);
+  SharedEndpoint* sep = nullptr;
+  ASSERT_EQ(create_shared_endpoint(*a_.adapter, addr_a(7100), nullptr, nullptr, &sep), STATUS_SUCCESS);
+  Events ev;
+  Listener* l1 = listen_b(7001, &ev);
+  Listener* l2 = listen_b(7002, &ev);
+  Connector* c1 = connector(a_);
+  Connector* c2 = connector(a_);
+  Connector* c3 = connector(a_);
+  Req r1, r2, r3;
+  ASSERT_EQ(c1->connect_with_shared_endpoint(x.qp, sep, addr_b(7001), 1, 1, nullptr, 0, &Req::cb, &r1), STATUS_PENDING);
+  EXPECT_EQ(c2->connect_with_shared_endpoint(x2.qp, sep, addr_b(7001), 1, 1, nullptr, 0, &Req::cb, &r2),
+            STATUS_ADDRESS_ALREADY_EXISTS) << "same 4-tuple";
+  ASSERT_EQ(c3->connect_with_shared_endpoint(x2.qp, sep, addr_b(7002), 1, 1, nullptr, 0, &Req::cb, &r3), STATUS_PENDING)
+      << "same local address, another remote";
+  ASSERT_TRUE(pump_until([&] { return ev.connectors.size() == 2; }));
+  for (Connector* pc : ev.connectors) {
+    NdkSockAddr peer;
+    uint32_t sz = sizeof(peer);
+    ASSERT_EQ(pc->get_peer_address(&peer, &sz), STATUS_SUCCESS);
+    EXPECT_EQ(peer, addr_a(7100)) << "both come from the shared endpoint's address";
+  }
+  // An explicit source port in use by the endpoint: SHARING_VIOLATION for a plain Connect.
+  EXPECT_EQ(c2->connect(x2.qp, addr_a(7100), addr_b(7003), 1, 1, nullptr, 0, &Req::cb, &r2), STATUS_SHARING_VIOLATION);
+  EXPECT_EQ(c2->connect(x2.qp, NdkSockAddr{0xC6120063, 0}, addr_b(7003), 1, 1, nullptr, 0, &Req::cb, &r2),
+            STATUS_INVALID_ADDRESS);
+  EXPECT_EQ(sep->close(nullptr, nullptr), STATUS_SUCCESS);
+  for (Connector* pc : ev.connectors) close_connector(pc);
+  close_connector(c1);
+  close_connector(c2);
+  close_connector(c3);
+  close_listener(l1);
+  close_listener(l2);
+  pump(10);
+  EXPECT_FALSE(r2.done());
+  for (Endpoint* e : {&x, &y, &x2, &y2}) close_endpoint(*e);
+}
+
+// ---- CompleteConnectEx (seed 000) --------------------------------------------------------------
+
+TEST_F(SeedConnections, CompleteConnectExConnectionInvalid) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  Events ev;
+  Listener* l = listen_b(7200, &ev);
+  Connector* c = connector(a_);
+  Req connected, cc, acc;
+  EXPECT_EQ(c->complete_connect_ex(nullptr, nullptr, &Req::cb, &cc), STATUS_CONNECTION_INVALID) << "never connected";
+  Connector* pc = request(c, x.qp, 7200, ev, connected);
+  ASSERT_NE(pc, nullptr);
+  EXPECT_EQ(c->complete_connect_ex(nullptr, nullptr, &Req::cb, &cc), STATUS_CONNECTION_INVALID) << "no REP yet";
+  ASSERT_EQ(pc->accept(y.qp, 1, 1, nullptr, 0, nullptr, nullptr, &Req::cb, &acc), STATUS_PENDING);
+  ASSERT_TRUE(pump_until([&] { return connected.done(); }));
+  ASSERT_EQ(connected.status, STATUS_SUCCESS);
+  // Active-side Reject after Connect completed (unacceptable limits): afterwards the
+  // connection is closed, and CompleteConnectEx says so; B's Accept sees the REJ.
+  ASSERT_EQ(c->reject(nullptr, 0), STATUS_SUCCESS);
+  EXPECT_EQ(c->complete_connect_ex(nullptr, nullptr, &Req::cb, &cc), STATUS_CONNECTION_INVALID) << "closed";
+  ASSERT_TRUE(pump_until([&] { return acc.done(); }));
+  EXPECT_EQ(acc.status, STATUS_CONNECTION_ABORTED);
+  pump(10);
+  EXPECT_FALSE(cc.done()) << "inline failures have no callback";
+  close_connector(pc);
+  close_connector(c);
+  close_listener(l);
+  close_endpoint(x);
+  close_endpoint(y);
+}
+
+TEST_F(SeedConnections, CompleteConnectExConnectionInvalidWhenAlreadyConnected) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  Link k;
+  establish(k, x, y, 7201);
+  Req again;
+  EXPECT_EQ(k.ca->complete_connect_ex(nullptr, nullptr, &Req::cb, &again), STATUS_CONNECTION_INVALID);
+  release(k);
+  pump(20);
+  EXPECT_FALSE(again.done());
+  close_endpoint(x);
+  close_endpoint(y);
+}
+
+// The accepting peer abandons the establishment after its REP: by closing its connector (REJ),
+// inline (REJ seen before CompleteConnectEx) and asynchronously (REJ arrives while our QP moves).
+TEST_F(SeedConnections, CompleteConnectExConnectionAbortedInlineWhenPeerClosesConnector) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  Events ev;
+  Listener* l = listen_b(7300, &ev);
+  Connector* c = connector(a_);
+  Req connected, acc, cc;
+  Connector* pc = request(c, x.qp, 7300, ev, connected);
+  ASSERT_NE(pc, nullptr);
+  ASSERT_EQ(pc->accept(y.qp, 1, 1, nullptr, 0, nullptr, nullptr, &Req::cb, &acc), STATUS_PENDING);
+  ASSERT_TRUE(pump_until([&] { return connected.done(); }));
+  close_connector(pc);
+  pump(20);
+  EXPECT_FALSE(acc.done()) << "nothing fires after close";
+  EXPECT_EQ(c->complete_connect_ex(nullptr, nullptr, &Req::cb, &cc), STATUS_CONNECTION_ABORTED);
+  close_connector(c);
+  close_listener(l);
+  close_endpoint(x);
+  close_endpoint(y);
+}
+
+TEST_F(SeedConnections, CompleteConnectExConnectionAbortedAsynchronously) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  Events ev;
+  Listener* l = listen_b(7301, &ev);
+  Connector* c = connector(a_);
+  Req connected, acc, cc;
+  Connector* pc = request(c, x.qp, 7301, ev, connected);
+  ASSERT_NE(pc, nullptr);
+  ASSERT_EQ(pc->accept(y.qp, 1, 1, nullptr, 0, nullptr, nullptr, &Req::cb, &acc), STATUS_PENDING);
+  ASSERT_TRUE(pump_until([&] { return connected.done(); }));
+  // B's listener closes before the RTU: the connection it produced is abandoned (REJ). One
+  // round carries the REJ onto A's wire; A's CM has not read it when CompleteConnectEx starts.
+  close_listener(l);
+  for (auto& core : b_.cores) core->poll_once();
+  ASSERT_EQ(c->complete_connect_ex(nullptr, nullptr, &Req::cb, &cc), STATUS_PENDING);
+  ASSERT_TRUE(pump_until([&] { return cc.done(); }));
+  EXPECT_EQ(cc.status, STATUS_CONNECTION_ABORTED);
+  ASSERT_TRUE(acc.done());
+  EXPECT_EQ(acc.status, STATUS_CONNECTION_ABORTED) << "B's pending Accept, abandoned by its listener";
+  close_connector(pc);
+  close_connector(c);
+  close_endpoint(x);
+  close_endpoint(y);
+}
+
+TEST_F(SeedConnections, CompleteConnectExConnectionAbortedOnPeerDreqBeforeRtu) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  Events ev;
+  Listener* l = listen_b(7302, &ev);
+  Connector* c = connector(a_);
+  Req connected, acc, cc;
+  Connector* pc = request(c, x.qp, 7302, ev, connected);
+  ASSERT_NE(pc, nullptr);
+  ASSERT_EQ(pc->accept(y.qp, 1, 1, nullptr, 0, nullptr, nullptr, &Req::cb, &acc), STATUS_PENDING);
+  ASSERT_TRUE(pump_until([&] { return connected.done(); }));
+  // The peer's CM sends a DREQ before our RTU (NDK gives the passive consumer no call for it,
+  // so the test builds the peer's DREQ from its own comm IDs, as a peer stack would).
+  ASSERT_FALSE(tap_b_.empty());
+  wire::CmMad rep;
+  const auto& f = tap_b_.back().bytes;  // B's REP
+  ASSERT_EQ(wire::decode_cm_mad(wire::Bytes(f.data() + 14 + 20 + 8 + 12 + 8, wire::kMadLen), rep),
+            wire::CmDecodeStatus::kOk);
+  const auto* r = std::get_if<wire::CmRep>(&rep.body);
+  ASSERT_NE(r, nullptr);
+  wire::CmFrameAddr fa;
+  std::memcpy(fa.src_mac.data(), b_.mac.bytes.data(), 6);
+  std::memcpy(fa.dst_mac.data(), a_.mac.bytes.data(), 6);
+  fa.src_ip = b_.ip;
+  fa.dst_ip = a_.ip;
+  std::vector<uint8_t> frame(wire::kCmFrameLen);
+  const auto dreq = wire::make_cm_mad(0x77, wire::CmDreq{r->local_comm_id, r->remote_comm_id, x.qp->qpn(), {}});
+  ASSERT_EQ(wire::build_cm_frame(wire::MutBytes(frame.data(), frame.size()), fa, dreq), wire::kCmFrameLen);
+  ASSERT_TRUE(cm_receive_frame(*a_.adapter, frame.data(), frame.size()));
+  EXPECT_EQ(c->complete_connect_ex(nullptr, nullptr, &Req::cb, &cc), STATUS_CONNECTION_ABORTED);
+  close_connector(pc);
+  close_connector(c);
+  close_listener(l);
+  close_endpoint(x);
+  close_endpoint(y);
+}
+
+// The peer stopped waiting for our RTU: inline when it already gave up, asynchronously when it
+// gives up while our QP moves to RTS.
+TEST_F(SeedConnections, CompleteConnectExIoTimeoutInline) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  Events ev;
+  Listener* l = listen_b(7400, &ev);
+  Connector* c = connector(a_);
+  Req connected, acc, cc;
+  Connector* pc = request(c, x.qp, 7400, ev, connected);
+  ASSERT_NE(pc, nullptr);
+  ASSERT_EQ(pc->accept(y.qp, 1, 1, nullptr, 0, nullptr, nullptr, &Req::cb, &acc), STATUS_PENDING);
+  ASSERT_TRUE(pump_until([&] { return connected.done(); }));
+  advance(10 * kSecond);  // the consumer sits on the REP far beyond the peer's RTU wait
+  EXPECT_EQ(c->complete_connect_ex(nullptr, nullptr, &Req::cb, &cc), STATUS_IO_TIMEOUT);
+  ASSERT_TRUE(acc.done());
+  EXPECT_EQ(acc.status, STATUS_IO_TIMEOUT) << "B's Accept: the peer never completed";
+  close_connector(pc);
+  close_connector(c);
+  close_listener(l);
+  close_endpoint(x);
+  close_endpoint(y);
+}
+
+TEST_F(SeedConnections, CompleteConnectExIoTimeoutAsynchronously) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  Events ev;
+  Listener* l = listen_b(7401, &ev);
+  Connector* c = connector(a_);
+  Req connected, acc, cc;
+  Connector* pc = request(c, x.qp, 7401, ev, connected);
+  ASSERT_NE(pc, nullptr);
+  ASSERT_EQ(pc->accept(y.qp, 1, 1, nullptr, 0, nullptr, nullptr, &Req::cb, &acc), STATUS_PENDING);
+  ASSERT_TRUE(pump_until([&] { return connected.done(); }));
+  ASSERT_EQ(c->complete_connect_ex(nullptr, nullptr, &Req::cb, &cc), STATUS_PENDING);
+  // Time jumps before A's core answered the QP move: A's CM timer runs before the answer.
+  clock_ns_ += 20 * kSecond;
+  ASSERT_TRUE(pump_until([&] { return cc.done(); }));
+  EXPECT_EQ(cc.status, STATUS_IO_TIMEOUT);
+  close_connector(pc);
+  close_connector(c);
+  close_listener(l);
+  close_endpoint(x);
+  close_endpoint(y);
+}
+
+// ---- Accept ---------------------------------------------------------------------------------------
+
+TEST_F(SeedConnections, AcceptIoTimeoutWhenThePeerNeverCompletes) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  Events ev;
+  Listener* l = listen_b(7500, &ev);
+  Connector* c = connector(a_);
+  Req connected, acc;
+  Connector* pc = request(c, x.qp, 7500, ev, connected);
+  ASSERT_NE(pc, nullptr);
+  silent_a_ = true;  // A's CM goes silent: no RTU, no REJ ever comes back
+  ASSERT_EQ(pc->accept(y.qp, 1, 1, nullptr, 0, nullptr, nullptr, &Req::cb, &acc), STATUS_PENDING);
+  pump(50);
+  EXPECT_FALSE(acc.done());
+  advance(10 * kSecond);
+  ASSERT_TRUE(acc.done());
+  EXPECT_EQ(acc.status, STATUS_IO_TIMEOUT);
+  silent_a_ = false;
+  close_connector(pc);
+  close_connector(c);
+  close_listener(l);
+  close_endpoint(x);
+  close_endpoint(y);
+}
+
+TEST_F(SeedConnections, AcceptConnectionAbortedInlineAndAsynchronously) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  Events ev;
+  Listener* l = listen_b(7501, &ev);
+  // Inline: the active side closed its connector (REJ) before B's consumer accepted.
+  Connector* c = connector(a_);
+  Req connected, acc;
+  Connector* pc = request(c, x.qp, 7501, ev, connected);
+  ASSERT_NE(pc, nullptr);
+  close_connector(c);
+  pump(20);
+  EXPECT_EQ(pc->accept(y.qp, 1, 1, nullptr, 0, nullptr, nullptr, &Req::cb, &acc), STATUS_CONNECTION_ABORTED);
+  close_connector(pc);
+  // Asynchronously: the active side rejects our REP.
+  c = connector(a_);
+  Req connected2, acc2;
+  pc = request(c, x.qp, 7501, ev, connected2);
+  ASSERT_NE(pc, nullptr);
+  ASSERT_EQ(pc->accept(y.qp, 1, 1, nullptr, 0, nullptr, nullptr, &Req::cb, &acc2), STATUS_PENDING);
+  ASSERT_TRUE(pump_until([&] { return connected2.done(); }));
+  ASSERT_EQ(c->reject("no", 2), STATUS_SUCCESS);
+  ASSERT_TRUE(pump_until([&] { return acc2.done(); }));
+  EXPECT_EQ(acc2.status, STATUS_CONNECTION_ABORTED);
+  close_connector(pc);
+  close_connector(c);
+  close_listener(l);
+  close_endpoint(x);
+  close_endpoint(y);
+}
+
+// ---- Disconnect events ------------------------------------------------------------------------------
+
+TEST_F(SeedConnections, PeerDeathFiresDisconnectAndFlushesCancelled) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  auto xb = buffer(x.pd, 4096);
+  Link k;
+  establish(k, x, y, 7600);
+  // Receives outstanding on A, then B dies (its cores and CM stop for good).
+  NdkSge r1 = xb->sge(0, 64), r2 = xb->sge(64, 64);
+  ASSERT_EQ(x.qp->receive(&x, &r1, 1), STATUS_SUCCESS);
+  ASSERT_EQ(x.qp->receive(&x, &r2, 1), STATUS_SUCCESS);
+  dead_b_ = true;
+  NdkSge s = xb->sge(1024, 64);
+  ASSERT_EQ(x.qp->send(&x, &s, 1, 0), STATUS_SUCCESS);
+  ASSERT_TRUE(pump_until([&] { return k.disc_a.done(); }, 5'000'000)) << "retries (3 x 4 ms) never ran out";
+  EXPECT_EQ(k.disc_a.status, STATUS_IO_TIMEOUT) << "the disconnect reason: the peer stopped answering";
+  EXPECT_EQ(k.disc_a.thread, main_thread_);
+  auto res = wait_results(x.cq, 3);
+  ASSERT_EQ(res.size(), 3u);
+  int cancelled = 0;
+  for (auto& r : res) cancelled += r.status == STATUS_CANCELLED;
+  EXPECT_GE(cancelled, 2) << "both receives flushed";
+  EXPECT_EQ(connection_manager_counters(*a_.adapter).peer_deaths, 1u);
+  Req d;
+  EXPECT_EQ(k.ca->disconnect(&Req::cb, &d), STATUS_SUCCESS) << "already disconnected";
+  dead_b_ = false;
+  release(k);
+  std::vector<std::unique_ptr<Buffer>> bufs;
+  bufs.push_back(std::move(xb));
+  close_endpoint(x, &bufs);
+  close_endpoint(y);
+}
+
+// ---- Callback discipline (issue 4 §5) ---------------------------------------------------------------
+
+TEST_F(SeedConnections, ConsumerClosesObjectsInsideTheirOwnCallbacks) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  // The listener closes itself from inside its ConnectEvent, after rejecting the request.
+  struct Ctx {
+    Listener* l = nullptr;
+    int events = 0;
+  } lc;
+  ASSERT_EQ(create_listener(
+                *b_.adapter,
+                [](void* c, NdkConnector* conn) {
+                  auto* me = static_cast<Ctx*>(c);
+                  ++me->events;
+                  Connector* pc = Connector::from(conn);
+                  EXPECT_EQ(pc->reject(nullptr, 0), STATUS_SUCCESS);
+                  EXPECT_EQ(pc->close(nullptr, nullptr), STATUS_SUCCESS);
+                  EXPECT_EQ(me->l->close(nullptr, nullptr), STATUS_SUCCESS);
+                },
+                &lc, nullptr, nullptr, &lc.l),
+            STATUS_SUCCESS);
+  ASSERT_EQ(lc.l->listen(addr_b(7700), nullptr, nullptr), STATUS_SUCCESS);
+  // The connector closes itself from inside its Connect completion.
+  struct CCtx {
+    Connector* c = nullptr;
+    NTSTATUS st = STATUS_PENDING;
+  } cc;
+  ASSERT_EQ(create_connector(*a_.adapter, nullptr, nullptr, &cc.c), STATUS_SUCCESS);
+  ASSERT_EQ(cc.c->connect(x.qp, addr_a(0), addr_b(7700), 1, 1, nullptr, 0,
+                          [](void* c, NTSTATUS s) {
+                            auto* me = static_cast<CCtx*>(c);
+                            me->st = s;
+                            EXPECT_EQ(me->c->close(nullptr, nullptr), STATUS_SUCCESS);
+                            me->c = nullptr;
+                          },
+                          &cc),
+            STATUS_PENDING);
+  ASSERT_TRUE(pump_until([&] { return cc.st != STATUS_PENDING; }));
+  EXPECT_EQ(cc.st, STATUS_CONNECTION_REFUSED);
+  EXPECT_EQ(lc.events, 1);
+  pump(20);
+  close_endpoint(x);
+  close_endpoint(y);
+}
+
+TEST_F(SeedConnections, NothingFiresAfterClose) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  // A pending Connect whose connector closes: no completion, ever (REQ retries run out later).
+  silent_b_ = true;
+  Connector* c = connector(a_);
+  Req r;
+  ASSERT_EQ(c->connect(x.qp, addr_a(0), addr_b(7800), 1, 1, nullptr, 0, &Req::cb, &r), STATUS_PENDING);
+  pump(10);
+  close_connector(c);
+  advance(5 * kSecond);
+  EXPECT_FALSE(r.done());
+  silent_b_ = false;
+  // A paused listener holds a request; closing it rejects the request, and resuming is moot:
+  // no ConnectEvent fires; the active side sees REFUSED.
+  Events ev;
+  Listener* l = listen_b(7801, &ev);
+  l->control_connect_events(true);
+  c = connector(a_);
+  Req r2;
+  ASSERT_EQ(c->connect(x.qp, addr_a(0), addr_b(7801), 1, 1, nullptr, 0, &Req::cb, &r2), STATUS_PENDING);
+  pump(50);
+  EXPECT_TRUE(ev.connectors.empty()) << "paused";
+  close_listener(l);
+  ASSERT_TRUE(pump_until([&] { return r2.done(); }));
+  EXPECT_EQ(r2.status, STATUS_CONNECTION_REFUSED);
+  EXPECT_TRUE(ev.connectors.empty());
+  close_connector(c);
+  // An established connection: close both connectors; no disconnect callback fires on either.
+  Link k;
+  establish(k, x, y, 7802);
+  close_connector(k.ca);
+  close_connector(k.cb);
+  advance(3 * kSecond);
+  EXPECT_FALSE(k.disc_a.done());
+  EXPECT_FALSE(k.disc_b.done());
+  release(k);
+  close_endpoint(x);
+  close_endpoint(y);
+}
+
+TEST_F(SeedConnections, ControlConnectEventsPausesAndResumesWithMraMeanwhile) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  Events ev;
+  Listener* l = listen_b(7900, &ev);
+  l->control_connect_events(true);
+  Connector* c = connector(a_);
+  Req r;
+  ASSERT_EQ(c->connect(x.qp, addr_a(0), addr_b(7900), 1, 1, nullptr, 0, &Req::cb, &r), STATUS_PENDING);
+  pump(50);
+  EXPECT_TRUE(ev.connectors.empty());
+  const uint64_t tx_before = connection_manager_counters(*b_.adapter).cm_tx;
+  advance(kSecond);  // A retransmits the REQ; B answers the duplicate with an MRA
+  EXPECT_GT(connection_manager_counters(*b_.adapter).cm_tx, tx_before) << "MRA";
+  EXPECT_TRUE(ev.connectors.empty());
+  EXPECT_FALSE(r.done());
+  l->control_connect_events(false);
+  ASSERT_EQ(ev.connectors.size(), 1u) << "delivered before resume returns";
+  EXPECT_EQ(ev.thread, main_thread_);
+  Connector* pc = ev.connectors[0];
+  ASSERT_EQ(pc->reject(nullptr, 0), STATUS_SUCCESS);
+  ASSERT_TRUE(pump_until([&] { return r.done(); }));
+  EXPECT_EQ(r.status, STATUS_CONNECTION_REFUSED);
+  close_connector(pc);
+  close_connector(c);
+  close_listener(l);
+  close_endpoint(x);
+  close_endpoint(y);
 }
 
 }  // namespace
