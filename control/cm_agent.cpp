@@ -33,13 +33,14 @@ std::unordered_map<const Adapter*, Attached>& agents() {
 }
 
 uint64_t steady_ns() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
 }
 
 NeighbourTime to_neighbour_time(uint64_t ns) {
-  return NeighbourTime(std::chrono::duration_cast<NeighbourClock::duration>(std::chrono::nanoseconds(ns)));
+  return NeighbourTime(
+      std::chrono::duration_cast<NeighbourClock::duration>(std::chrono::nanoseconds(ns)));
 }
 
 void on_tx_done(dataplane::CoreMessage& msg) {
@@ -117,22 +118,28 @@ CmAgent::CmAgent(Adapter& adapter, const ConnectionManagerSetup& setup)
     local.prefix_len = i.setup.port->prefix_len();
     rte_mbuf* m = dataplane::build_arp_request(i.setup.pool->get(), local, target);
     if (m == nullptr) return;
-    if (!dataplane::core_requests::transmit(*i.setup.channels[setup_.tx_core], port_id_, m, &on_tx_done,
-                                            nullptr)) {
+    if (!dataplane::core_requests::transmit(*i.setup.channels[setup_.tx_core], port_id_, m,
+                                            &on_tx_done, nullptr)) {
       rte_pktmbuf_free(m);
     }
   };
   neighbours_ = std::make_unique<NeighbourTable>(o, setup.neighbours, std::move(hooks));
 }
 
-CmAgent::~CmAgent() { *alive = false; }
+CmAgent::~CmAgent() {
+  *alive = false;
+}
 
 uint64_t CmAgent::now_ns() const {
   return setup_.clock != nullptr ? setup_.clock(setup_.clock_context) : steady_ns();
 }
 
-uint32_t CmAgent::max_path_mtu() const { return adapter_.impl_->max_path_mtu; }
-uint32_t CmAgent::max_read_limit() const { return adapter_.impl_->setup.limits.max_read_limit; }
+uint32_t CmAgent::max_path_mtu() const {
+  return adapter_.impl_->max_path_mtu;
+}
+uint32_t CmAgent::max_read_limit() const {
+  return adapter_.impl_->setup.limits.max_read_limit;
+}
 
 ConnEntry* CmAgent::new_connection() {
   // Comm IDs: unique among live entries, non-zero, and not one just released (cm.c uses an
@@ -174,7 +181,8 @@ void CmAgent::release(ConnEntry* e) {
   e->owner = nullptr;
   auto it = conns_.find(e->local_comm_id);
   if (it != conns_.end() && it->second.get() == e) {
-    graveyard_.push_back(std::move(it->second));  // freed on the next poll, after this call returned
+    graveyard_.push_back(
+        std::move(it->second));  // freed on the next poll, after this call returned
     conns_.erase(it);
   }
   counters.connections = conns_.size();
@@ -183,9 +191,9 @@ void CmAgent::release(ConnEntry* e) {
 bool CmAgent::resolve(uint32_t ip, std::function<void(bool, const wire::MacAddr&)> cb) {
   config::Ipv4Address a;
   a.value = ip;
-  const auto st = neighbours_->resolve(a, to_neighbour_time(now_ns()), [cb](const ResolveResult& r) {
-    cb(r.reachable, mac_of(r.mac));
-  });
+  const auto st =
+      neighbours_->resolve(a, to_neighbour_time(now_ns()),
+                           [cb](const ResolveResult& r) { cb(r.reachable, mac_of(r.mac)); });
   return st == NeighbourTable::ResolveStatus::kCompleted;
 }
 
@@ -218,8 +226,8 @@ void CmAgent::send_mad(uint32_t dst_ip, const wire::MacAddr& dst_mac, const wire
     return;
   }
   if (setup_.cm_tap != nullptr) setup_.cm_tap(setup_.cm_tap_context, p, n, true);
-  if (!dataplane::core_requests::transmit(*im.setup.channels[setup_.tx_core], port_id_, m, &on_tx_done,
-                                          &counters.cm_tx_failed)) {
+  if (!dataplane::core_requests::transmit(*im.setup.channels[setup_.tx_core], port_id_, m,
+                                          &on_tx_done, &counters.cm_tx_failed)) {
     rte_pktmbuf_free(m);
     ++counters.cm_tx_failed;
     return;
@@ -227,8 +235,8 @@ void CmAgent::send_mad(uint32_t dst_ip, const wire::MacAddr& dst_mac, const wire
   ++counters.cm_tx;
 }
 
-void CmAgent::send_raw_rej(const wire::CmMad& incoming, wire::CmRejReason reason, const wire::MacAddr& mac,
-                           uint32_t ip) {
+void CmAgent::send_raw_rej(const wire::CmMad& incoming, wire::CmRejReason reason,
+                           const wire::MacAddr& mac, uint32_t ip) {
   send_mad(ip, mac, CmConnection::rej_for(incoming, reason));
 }
 
@@ -288,8 +296,10 @@ bool CmAgent::receive_frame(const uint8_t* frame, size_t len) {
     config::Ipv4Address sip, tip;
     config::MacAddress smac;
     std::memcpy(smac.bytes.data(), frame + 22, 6);
-    sip.value = (uint32_t{frame[28]} << 24) | (uint32_t{frame[29]} << 16) | (uint32_t{frame[30]} << 8) | frame[31];
-    tip.value = (uint32_t{frame[38]} << 24) | (uint32_t{frame[39]} << 16) | (uint32_t{frame[40]} << 8) | frame[41];
+    sip.value = (uint32_t{frame[28]} << 24) | (uint32_t{frame[29]} << 16) |
+                (uint32_t{frame[30]} << 8) | frame[31];
+    tip.value = (uint32_t{frame[38]} << 24) | (uint32_t{frame[39]} << 16) |
+                (uint32_t{frame[40]} << 8) | frame[41];
     if (sip.value != 0 && sip.value != ip_) {
       neighbours_->learn(sip, smac, to_neighbour_time(now_ns()),
                          tip.value == ip_ ? LearnMode::kCreate : LearnMode::kUpdateOnly);
@@ -302,7 +312,8 @@ bool CmAgent::receive_frame(const uint8_t* frame, size_t len) {
     ++counters.cm_rx_dropped;
     return false;
   }
-  if (p.f.bth.opcode != wire::opcode::kUdSendOnly || p.f.bth.dqpn != 1 || p.payload_len < wire::kMadLen) {
+  if (p.f.bth.opcode != wire::opcode::kUdSendOnly || p.f.bth.dqpn != 1 ||
+      p.payload_len < wire::kMadLen) {
     ++counters.cm_rx_dropped;
     return false;
   }
@@ -318,7 +329,8 @@ bool CmAgent::receive_frame(const uint8_t* frame, size_t len) {
   return true;
 }
 
-void CmAgent::route(const wire::CmMad& m, const wire::MacAddr& src_mac, uint32_t src_ip, uint32_t dst_ip) {
+void CmAgent::route(const wire::CmMad& m, const wire::MacAddr& src_mac, uint32_t src_ip,
+                    uint32_t dst_ip) {
   const uint64_t now = now_ns();
   if (const auto* req = std::get_if<wire::CmReq>(&m.body)) {
     // Duplicate REQ (IBTA §12.9.8.1): the connection it created answers (MRA / nothing).
@@ -362,7 +374,8 @@ void CmAgent::route(const wire::CmMad& m, const wire::MacAddr& src_mac, uint32_t
   if (ours != 0) {
     auto it = conns_.find(ours);
     if (it != conns_.end()) e = it->second.get();
-  } else if (const auto* rej = std::get_if<wire::CmRej>(&m.body); rej != nullptr && rej->rejected_info_length >= 8) {
+  } else if (const auto* rej = std::get_if<wire::CmRej>(&m.body);
+             rej != nullptr && rej->rejected_info_length >= 8) {
     uint64_t guid = 0;
     for (int i = 0; i < 8; ++i) guid = (guid << 8) | rej->ari[i];
     auto it = by_remote_comm_.find({guid, rej->local_comm_id});
@@ -376,7 +389,8 @@ void CmAgent::route(const wire::CmMad& m, const wire::MacAddr& src_mac, uint32_t
   e->cm.on_message(m, now);
   if (e->remote_guid == 0 && !e->released) {
     // The REP told us who the peer is: index it for duplicates and stale detection.
-    if (const auto* rep = std::get_if<wire::CmRep>(&m.body)) index_remote(e, rep->local_ca_guid, rep->local_comm_id, rep->local_qpn);
+    if (const auto* rep = std::get_if<wire::CmRep>(&m.body))
+      index_remote(e, rep->local_ca_guid, rep->local_comm_id, rep->local_qpn);
   }
 }
 
@@ -442,8 +456,8 @@ void CmAgent::probe_qps(uint64_t now) {
   std::vector<Connector*> due;
   for (auto& [id, c] : connectors_) {
     auto& s = *c->state_;
-    if (s.phase == ConnPhase::kEstablished && !s.probe_in_flight && s.qp != nullptr && !s.qp->closing &&
-        now >= s.next_probe_ns)
+    if (s.phase == ConnPhase::kEstablished && !s.probe_in_flight && s.qp != nullptr &&
+        !s.qp->closing && now >= s.next_probe_ns)
       due.push_back(c);
   }
   for (Connector* c : due) {
@@ -467,7 +481,8 @@ uint32_t CmAgent::poll() {
     const uint16_t k = setup_.dispatch->receive(setup_.dispatch->control_target(), pkts, 32);
     for (uint16_t i = 0; i < k; ++i) {
       rte_mbuf* m = pkts[i];
-      if (*live && m->nb_segs == 1) receive_frame(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m));
+      if (*live && m->nb_segs == 1)
+        receive_frame(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m));
       rte_pktmbuf_free(m);
     }
     n += k;

@@ -49,7 +49,7 @@ struct ConnEntry final : public CmSink {
   uint32_t local_comm_id = 0;
   uint32_t remote_ip = 0;
   wire::MacAddr remote_mac{};
-  uint64_t remote_guid = 0;        ///< keys of the agent's duplicate / stale tables (0 = none)
+  uint64_t remote_guid = 0;  ///< keys of the agent's duplicate / stale tables (0 = none)
   uint32_t remote_comm_id = 0;
   uint32_t remote_qpn = 0;
   FourTuple tuple{};
@@ -60,13 +60,13 @@ struct ConnEntry final : public CmSink {
 
 /// Phases of a connector (its CmConnection may already be gone).
 enum class ConnPhase : uint8_t {
-  kIdle,          // created, nothing asked
-  kResolving,     // Connect: ARP for the destination
-  kConnecting,    // Connect: REQ sent
-  kConnected,     // Connect completed SUCCESS (REP): CompleteConnect or Reject next
-  kCompleting,    // CompleteConnect: QP moving to RTS, RTU after
-  kRequest,       // passive: a REQ waits for Accept / Reject
-  kAccepting,     // Accept: QP to RTS then REP, waiting for the RTU
+  kIdle,        // created, nothing asked
+  kResolving,   // Connect: ARP for the destination
+  kConnecting,  // Connect: REQ sent
+  kConnected,   // Connect completed SUCCESS (REP): CompleteConnect or Reject next
+  kCompleting,  // CompleteConnect: QP moving to RTS, RTU after
+  kRequest,     // passive: a REQ waits for Accept / Reject
+  kAccepting,   // Accept: QP to RTS then REP, waiting for the RTU
   kEstablished,
   kDisconnecting,  // our DREQ is out
   kDisconnected,   // ended after establishment
@@ -83,16 +83,16 @@ struct Connector::State {
   control::ConnEntry* conn = nullptr;
   control::ConnPhase phase = control::ConnPhase::kIdle;
   bool active = false;
-  Qp* qp = nullptr;                 ///< dereferenced only while Connect/Accept/CompleteConnect run
-  uint32_t qpn = 0, qp_core = 0;    ///< what later flushes and probes use (the QP may be closed)
+  Qp* qp = nullptr;               ///< dereferenced only while Connect/Accept/CompleteConnect run
+  uint32_t qpn = 0, qp_core = 0;  ///< what later flushes and probes use (the QP may be closed)
   bool have_own_limits = false;
-  Listener* listener = nullptr;     ///< passive: where the REQ came in (null once it closed)
+  Listener* listener = nullptr;  ///< passive: where the REQ came in (null once it closed)
   SharedEndpoint* endpoint = nullptr;
-  bool delivered = false;           ///< passive: the ConnectEvent handed it out
+  bool delivered = false;  ///< passive: the ConnectEvent handed it out
   NdkSockAddr local{}, peer{};
   bool have_local = false;
-  bool own_binding = false;         ///< unbind `local` at close
-  uint32_t irl = 0, orl = 0;        ///< ours (Connect/Accept)
+  bool own_binding = false;             ///< unbind `local` at close
+  uint32_t irl = 0, orl = 0;            ///< ours (Connect/Accept)
   uint32_t peer_irl = 0, peer_orl = 0;  ///< the peer's responder resources / initiator depth
   bool have_peer_data = false;
   std::array<uint8_t, wire::kCmRtuPrivateLen> peer_pd{};
@@ -119,8 +119,8 @@ struct Listener::State {
   bool listening = false;
   NdkSockAddr local{};
   bool paused = false;
-  std::deque<Connector*> held;          ///< requests held while paused (not handed out)
-  std::vector<Connector*> spawned;      ///< connectors handed out, not yet established
+  std::deque<Connector*> held;      ///< requests held while paused (not handed out)
+  std::vector<Connector*> spawned;  ///< connectors handed out, not yet established
 };
 
 }  // namespace rocedp
@@ -172,14 +172,16 @@ class CmAgent {
   /// 4-tuples of Connects still resolving the peer's MAC (not yet reserved in the registry),
   /// so a second Connect on the same tuple fails ADDRESS_ALREADY_EXISTS inline.
   static std::pair<uint64_t, uint64_t> tuple_key(const FourTuple& t) {
-    return {(uint64_t{t.local_ip} << 16) | t.local_port, (uint64_t{t.remote_ip} << 16) | t.remote_port};
+    return {(uint64_t{t.local_ip} << 16) | t.local_port,
+            (uint64_t{t.remote_ip} << 16) | t.remote_port};
   }
   std::set<std::pair<uint64_t, uint64_t>> resolving_tuples;
 
   /// The connection event of an entry that still has an owner.
   void on_connection_event(Connector* c, const CmEvent& ev);
   /// A REQ for a listening port: make the passive connector and deliver (or hold) it.
-  void on_request(Listener* l, const wire::CmMad& req, const wire::MacAddr& src_mac, uint32_t src_ip);
+  void on_request(Listener* l, const wire::CmMad& req, const wire::MacAddr& src_mac,
+                  uint32_t src_ip);
   void deliver(Listener* l, Connector* c);
 
   ConnectionManagerCounters counters{};
@@ -187,7 +189,8 @@ class CmAgent {
 
  private:
   void route(const wire::CmMad& m, const wire::MacAddr& src_mac, uint32_t src_ip, uint32_t dst_ip);
-  void send_raw_rej(const wire::CmMad& incoming, wire::CmRejReason reason, const wire::MacAddr& mac, uint32_t ip);
+  void send_raw_rej(const wire::CmMad& incoming, wire::CmRejReason reason, const wire::MacAddr& mac,
+                    uint32_t ip);
   void run_timers(uint64_t now);
   void probe_qps(uint64_t now);
   Listener* listener_for(uint32_t dst_ip, uint16_t port) const;
@@ -225,7 +228,9 @@ void abandon_by_listener(Connector* c);
 CmAgent* agent_of(const Adapter& adapter);
 
 /// IB path MTU code <-> bytes (IBTA Table 180: 1=256 ... 5=4096).
-constexpr uint32_t mtu_bytes(uint8_t code) { return code >= 1 && code <= 5 ? 128u << code : 1024u; }
+constexpr uint32_t mtu_bytes(uint8_t code) {
+  return code >= 1 && code <= 5 ? 128u << code : 1024u;
+}
 constexpr uint8_t mtu_code(uint32_t bytes) {
   uint8_t c = 1;
   while (c < 5 && (128u << (c + 1)) <= bytes) ++c;

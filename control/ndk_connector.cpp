@@ -64,7 +64,8 @@ void flush_qp(Connector* c) {
   auto& s = *c->state_;
   if (s.qpn == 0 || s.qp_flushed) return;
   s.qp_flushed = true;
-  (void)c->adapter->impl().call(s.qp_core, &dataplane::CoreRdma::on_flush_qp, nullptr, nullptr, nullptr, s.qpn);
+  (void)c->adapter->impl().call(s.qp_core, &dataplane::CoreRdma::on_flush_qp, nullptr, nullptr,
+                                nullptr, s.qpn);
 }
 
 uint32_t effective_irl(const Connector::State& s, uint32_t max) {
@@ -162,9 +163,9 @@ NTSTATUS start_req(Connector* c, const wire::MacAddr& mac) {
   return st;
 }
 
-NTSTATUS connect_common(Connector* c, Qp* qp, NdkSockAddr src, SharedEndpoint* sep, const NdkSockAddr& dst,
-                        uint32_t irl, uint32_t orl, const void* pd, uint32_t pd_len, NdkRequestCompletion cb,
-                        void* ctx) {
+NTSTATUS connect_common(Connector* c, Qp* qp, NdkSockAddr src, SharedEndpoint* sep,
+                        const NdkSockAddr& dst, uint32_t irl, uint32_t orl, const void* pd,
+                        uint32_t pd_len, NdkRequestCompletion cb, void* ctx) {
   auto& s = *c->state_;
   CmAgent& a = *s.agent;
   if (c->closing || qp == nullptr || cb == nullptr || qp->closing || qp->adapter != c->adapter ||
@@ -177,7 +178,8 @@ NTSTATUS connect_common(Connector* c, Qp* qp, NdkSockAddr src, SharedEndpoint* s
   bool own = false;
   if (sep == nullptr) {
     uint16_t port = 0;
-    const NTSTATUS st = a.registry().bind(src.ip, src.port, control::BindingOwner::kConnector, &port);
+    const NTSTATUS st =
+        a.registry().bind(src.ip, src.port, control::BindingOwner::kConnector, &port);
     if (st != STATUS_SUCCESS) return st;
     src.port = port;
     own = true;
@@ -186,7 +188,8 @@ NTSTATUS connect_common(Connector* c, Qp* qp, NdkSockAddr src, SharedEndpoint* s
     if (own) a.registry().unbind(src.ip, src.port);
   };
   const control::FourTuple t{src.ip, src.port, dst.ip, dst.port};
-  if (a.registry().tuple_in_use(t, a.now_ns()) || a.resolving_tuples.count(CmAgent::tuple_key(t)) != 0) {
+  if (a.registry().tuple_in_use(t, a.now_ns()) ||
+      a.resolving_tuples.count(CmAgent::tuple_key(t)) != 0) {
     undo();
     return STATUS_ADDRESS_ALREADY_EXISTS;
   }
@@ -227,7 +230,8 @@ NTSTATUS connect_common(Connector* c, Qp* qp, NdkSockAddr src, SharedEndpoint* s
     if (cc == nullptr || cc->state_->phase != ConnPhase::kResolving) return;
     // ARP gave up: NdkConnect's STATUS_HOST_UNREACHABLE, asynchronously.
     auto& cs = *cc->state_;
-    ap->resolving_tuples.erase(CmAgent::tuple_key({cs.local.ip, cs.local.port, cs.peer.ip, cs.peer.port}));
+    ap->resolving_tuples.erase(
+        CmAgent::tuple_key({cs.local.ip, cs.local.port, cs.peer.ip, cs.peer.port}));
     const NTSTATUS st = ok ? start_req(cc, mac) : STATUS_HOST_UNREACHABLE;
     if (st != STATUS_PENDING) {
       cc->state_->phase = ConnPhase::kFailed;
@@ -321,8 +325,9 @@ void accept_qp_done(void* context, NTSTATUS status) {
   a.run_deferred();
 }
 
-NTSTATUS complete_common(Connector* c, NdkDisconnectEventCallback d, NdkDisconnectEventCallbackEx dex, void* dctx,
-                         NdkRequestCompletion cb, void* ctx) {
+NTSTATUS complete_common(Connector* c, NdkDisconnectEventCallback d,
+                         NdkDisconnectEventCallbackEx dex, void* dctx, NdkRequestCompletion cb,
+                         void* ctx) {
   auto& s = *c->state_;
   CmAgent& a = *s.agent;
   if (cb == nullptr) return STATUS_INVALID_PARAMETER;
@@ -348,9 +353,10 @@ NTSTATUS complete_common(Connector* c, NdkDisconnectEventCallback d, NdkDisconne
   return STATUS_PENDING;
 }
 
-NTSTATUS accept_common(Connector* c, Qp* qp, uint32_t irl, uint32_t orl, const void* pd, uint32_t pd_len,
-                       NdkDisconnectEventCallback d, NdkDisconnectEventCallbackEx dex, void* dctx,
-                       NdkRequestCompletion cb, void* ctx) {
+NTSTATUS accept_common(Connector* c, Qp* qp, uint32_t irl, uint32_t orl, const void* pd,
+                       uint32_t pd_len, NdkDisconnectEventCallback d,
+                       NdkDisconnectEventCallbackEx dex, void* dctx, NdkRequestCompletion cb,
+                       void* ctx) {
   auto& s = *c->state_;
   CmAgent& a = *s.agent;
   if (qp == nullptr || cb == nullptr || qp->closing || qp->adapter != c->adapter ||
@@ -359,7 +365,8 @@ NTSTATUS accept_common(Connector* c, Qp* qp, uint32_t irl, uint32_t orl, const v
     return STATUS_INVALID_PARAMETER;
   }
   if (c->closing || s.active) return STATUS_CONNECTION_INVALID;
-  if (s.phase == ConnPhase::kFailed && s.abort_status != STATUS_SUCCESS) return STATUS_CONNECTION_ABORTED;
+  if (s.phase == ConnPhase::kFailed && s.abort_status != STATUS_SUCCESS)
+    return STATUS_CONNECTION_ABORTED;
   if (s.phase != ConnPhase::kRequest || s.conn == nullptr) return STATUS_CONNECTION_INVALID;
   s.irl = irl;
   s.orl = orl;
@@ -423,64 +430,74 @@ NTSTATUS create_connector(Adapter& adapter, NdkCreateCompletion, void*, Connecto
   if (out == nullptr) return STATUS_INVALID_PARAMETER;
   CmAgent* a = agent_of(adapter);
   if (a == nullptr || adapter.closing) return STATUS_INVALID_DEVICE_STATE;
-  if (a->open_connectors >= adapter.impl().setup.limits.max_connectors) return STATUS_INSUFFICIENT_RESOURCES;
+  if (a->open_connectors >= adapter.impl().setup.limits.max_connectors)
+    return STATUS_INSUFFICIENT_RESOURCES;
   Connector* c = new_connector(adapter, *a);
   if (c == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
   *out = c;
   return STATUS_SUCCESS;
 }
 
-NTSTATUS Connector::connect(Qp* qp, const NdkSockAddr& source, const NdkSockAddr& destination, uint32_t irl,
-                            uint32_t orl, const void* pd, uint32_t pd_len, NdkRequestCompletion completion,
-                            void* context) {
-  const NTSTATUS st = connect_common(this, qp, source, nullptr, destination, irl, orl, pd, pd_len, completion, context);
+NTSTATUS Connector::connect(Qp* qp, const NdkSockAddr& source, const NdkSockAddr& destination,
+                            uint32_t irl, uint32_t orl, const void* pd, uint32_t pd_len,
+                            NdkRequestCompletion completion, void* context) {
+  const NTSTATUS st = connect_common(this, qp, source, nullptr, destination, irl, orl, pd, pd_len,
+                                     completion, context);
   state_->agent->run_deferred();
   return st;
 }
 
-NTSTATUS Connector::connect_with_shared_endpoint(Qp* qp, SharedEndpoint* endpoint, const NdkSockAddr& destination,
-                                                 uint32_t irl, uint32_t orl, const void* pd, uint32_t pd_len,
+NTSTATUS Connector::connect_with_shared_endpoint(Qp* qp, SharedEndpoint* endpoint,
+                                                 const NdkSockAddr& destination, uint32_t irl,
+                                                 uint32_t orl, const void* pd, uint32_t pd_len,
                                                  NdkRequestCompletion completion, void* context) {
-  if (endpoint == nullptr || endpoint->closing || endpoint->adapter != adapter) return STATUS_INVALID_PARAMETER;
-  const NTSTATUS st =
-      connect_common(this, qp, endpoint->address_, endpoint, destination, irl, orl, pd, pd_len, completion, context);
+  if (endpoint == nullptr || endpoint->closing || endpoint->adapter != adapter)
+    return STATUS_INVALID_PARAMETER;
+  const NTSTATUS st = connect_common(this, qp, endpoint->address_, endpoint, destination, irl, orl,
+                                     pd, pd_len, completion, context);
   state_->agent->run_deferred();
   return st;
 }
 
-NTSTATUS Connector::complete_connect(NdkDisconnectEventCallback d, void* dctx, NdkRequestCompletion cb, void* ctx) {
+NTSTATUS Connector::complete_connect(NdkDisconnectEventCallback d, void* dctx,
+                                     NdkRequestCompletion cb, void* ctx) {
   return complete_common(this, d, nullptr, dctx, cb, ctx);
 }
 
-NTSTATUS Connector::complete_connect_ex(NdkDisconnectEventCallbackEx d, void* dctx, NdkRequestCompletion cb,
-                                        void* ctx) {
+NTSTATUS Connector::complete_connect_ex(NdkDisconnectEventCallbackEx d, void* dctx,
+                                        NdkRequestCompletion cb, void* ctx) {
   return complete_common(this, nullptr, d, dctx, cb, ctx);
 }
 
 NTSTATUS Connector::accept(Qp* qp, uint32_t irl, uint32_t orl, const void* pd, uint32_t pd_len,
-                           NdkDisconnectEventCallback d, void* dctx, NdkRequestCompletion cb, void* ctx) {
+                           NdkDisconnectEventCallback d, void* dctx, NdkRequestCompletion cb,
+                           void* ctx) {
   return accept_common(this, qp, irl, orl, pd, pd_len, d, nullptr, dctx, cb, ctx);
 }
 
 NTSTATUS Connector::accept_ex(Qp* qp, uint32_t irl, uint32_t orl, const void* pd, uint32_t pd_len,
-                              NdkDisconnectEventCallbackEx d, void* dctx, NdkRequestCompletion cb, void* ctx) {
+                              NdkDisconnectEventCallbackEx d, void* dctx, NdkRequestCompletion cb,
+                              void* ctx) {
   return accept_common(this, qp, irl, orl, pd, pd_len, nullptr, d, dctx, cb, ctx);
 }
 
 NTSTATUS Connector::reject(const void* pd, uint32_t pd_len) {
   auto& s = *state_;
-  if (pd_len > wire::kMaxCalleeData || (pd_len != 0 && pd == nullptr)) return STATUS_INVALID_PARAMETER;
+  if (pd_len > wire::kMaxCalleeData || (pd_len != 0 && pd == nullptr))
+    return STATUS_INVALID_PARAMETER;
   if ((s.phase == ConnPhase::kRequest || s.phase == ConnPhase::kConnected) && s.conn != nullptr) {
     const NTSTATUS st = s.conn->cm.reject(
         std::span<const uint8_t>(static_cast<const uint8_t*>(pd), pd_len), s.agent->now_ns());
     if (st == STATUS_SUCCESS) s.phase = ConnPhase::kFailed;
     return st;
   }
-  if (s.phase == ConnPhase::kFailed && s.abort_status != STATUS_SUCCESS) return STATUS_CONNECTION_ABORTED;
+  if (s.phase == ConnPhase::kFailed && s.abort_status != STATUS_SUCCESS)
+    return STATUS_CONNECTION_ABORTED;
   return STATUS_CONNECTION_INVALID;
 }
 
-NTSTATUS Connector::get_connection_data(uint32_t* irl, uint32_t* orl, void* pd, uint32_t* pd_len) const {
+NTSTATUS Connector::get_connection_data(uint32_t* irl, uint32_t* orl, void* pd,
+                                        uint32_t* pd_len) const {
   const auto& s = *state_;
   if (pd_len == nullptr) return STATUS_INVALID_PARAMETER;
   if (!s.have_peer_data) return STATUS_CONNECTION_INVALID;
@@ -540,10 +557,11 @@ NTSTATUS Connector::close(NdkCloseCompletion, void*) {
   CmAgent& a = *s.agent;
   const ConnPhase was = s.phase;
   if (was == ConnPhase::kResolving)
-    a.resolving_tuples.erase(CmAgent::tuple_key({s.local.ip, s.local.port, s.peer.ip, s.peer.port}));
+    a.resolving_tuples.erase(
+        CmAgent::tuple_key({s.local.ip, s.local.port, s.peer.ip, s.peer.port}));
   detach_conn(this, a.now_ns());
-  if (was == ConnPhase::kEstablished || was == ConnPhase::kAccepting || was == ConnPhase::kCompleting ||
-      was == ConnPhase::kDisconnecting)
+  if (was == ConnPhase::kEstablished || was == ConnPhase::kAccepting ||
+      was == ConnPhase::kCompleting || was == ConnPhase::kDisconnecting)
     flush_qp(this);
   if (s.listener != nullptr) {
     auto& ls = *s.listener->state_;
@@ -598,7 +616,8 @@ void CmAgent::on_connection_event(Connector* c, const CmEvent& ev) {
     case CmEventType::kAborted:
       s.abort_status = ev.status;
       if (s.conn != nullptr && s.active) snapshot_peer(s, s.conn->cm);  // the REJ's private data
-      if (s.phase == ConnPhase::kConnected || s.phase == ConnPhase::kRequest) s.phase = ConnPhase::kFailed;
+      if (s.phase == ConnPhase::kConnected || s.phase == ConnPhase::kRequest)
+        s.phase = ConnPhase::kFailed;
       if (!s.active && !s.delivered) {
         // Never handed out: forget it once this step returned.
         const uint64_t id = s.id;
@@ -624,7 +643,8 @@ void CmAgent::on_connection_event(Connector* c, const CmEvent& ev) {
   }
 }
 
-void CmAgent::on_request(Listener* l, const wire::CmMad& m, const wire::MacAddr& src_mac, uint32_t src_ip) {
+void CmAgent::on_request(Listener* l, const wire::CmMad& m, const wire::MacAddr& src_mac,
+                         uint32_t src_ip) {
   const auto& req = std::get<wire::CmReq>(m.body);
   if (open_connectors >= adapter_.impl().setup.limits.max_connectors || adapter_.closing) {
     send_mad(src_ip, src_mac, CmConnection::rej_for(m, wire::CmRejReason::kNoResources));

@@ -13,12 +13,13 @@ using control::agent_of;
 using control::CmAgent;
 using control::ConnPhase;
 
-NTSTATUS create_listener(Adapter& adapter, NdkConnectEventCallback connect_event, void* connect_event_context,
-                         NdkCreateCompletion, void*, Listener** out) {
+NTSTATUS create_listener(Adapter& adapter, NdkConnectEventCallback connect_event,
+                         void* connect_event_context, NdkCreateCompletion, void*, Listener** out) {
   if (out == nullptr || connect_event == nullptr) return STATUS_INVALID_PARAMETER;
   CmAgent* a = agent_of(adapter);
   if (a == nullptr || adapter.closing) return STATUS_INVALID_DEVICE_STATE;
-  if (a->open_listeners >= adapter.impl().setup.limits.max_listeners) return STATUS_INSUFFICIENT_RESOURCES;
+  if (a->open_listeners >= adapter.impl().setup.limits.max_listeners)
+    return STATUS_INSUFFICIENT_RESOURCES;
   auto* l = new (std::nothrow) Listener();
   auto* s = new (std::nothrow) Listener::State();
   if (l == nullptr || s == nullptr) {
@@ -42,7 +43,8 @@ NTSTATUS Listener::listen(const NdkSockAddr& address, NdkRequestCompletion, void
   auto& s = *state_;
   if (closing || s.listening) return STATUS_INVALID_DEVICE_STATE;
   uint16_t port = 0;
-  const NTSTATUS st = s.agent->registry().bind(address.ip, address.port, control::BindingOwner::kListener, &port);
+  const NTSTATUS st =
+      s.agent->registry().bind(address.ip, address.port, control::BindingOwner::kListener, &port);
   if (st != STATUS_SUCCESS) return st;
   s.local = NdkSockAddr{address.ip, port};
   s.listening = true;

@@ -11,17 +11,19 @@ namespace rocedp {
 using control::agent_of;
 using control::CmAgent;
 
-NTSTATUS create_shared_endpoint(Adapter& adapter, const NdkSockAddr& address, NdkCreateCompletion, void*,
-                                SharedEndpoint** out) {
+NTSTATUS create_shared_endpoint(Adapter& adapter, const NdkSockAddr& address, NdkCreateCompletion,
+                                void*, SharedEndpoint** out) {
   if (out == nullptr) return STATUS_INVALID_PARAMETER;
   CmAgent* a = agent_of(adapter);
   if (a == nullptr || adapter.closing) return STATUS_INVALID_DEVICE_STATE;
-  if (a->open_endpoints >= adapter.impl().setup.limits.max_shared_endpoints) return STATUS_INSUFFICIENT_RESOURCES;
+  if (a->open_endpoints >= adapter.impl().setup.limits.max_shared_endpoints)
+    return STATUS_INSUFFICIENT_RESOURCES;
   // A shared endpoint is a concrete local address (seed 003: "not a valid address for the
   // adapter"): the wildcard is for listeners only.
   if (address.ip == 0) return STATUS_INVALID_ADDRESS;
   uint16_t port = 0;
-  const NTSTATUS st = a->registry().bind(address.ip, address.port, control::BindingOwner::kSharedEndpoint, &port);
+  const NTSTATUS st =
+      a->registry().bind(address.ip, address.port, control::BindingOwner::kSharedEndpoint, &port);
   if (st != STATUS_SUCCESS) return st;
   auto* sep = new (std::nothrow) SharedEndpoint();
   if (sep == nullptr) {

@@ -36,7 +36,7 @@ struct ConnectionManagerSetup {
   /// Where QP1 (CM) and ARP frames for the control path come from: poll_connections() drains
   /// the dispatch's control target. Null: the owner hands them over with cm_receive_frame().
   pmd::RxDispatch* dispatch = nullptr;
-  uint32_t tx_core = 0;  ///< the polling core whose TX queue carries CM and ARP frames
+  uint32_t tx_core = 0;         ///< the polling core whose TX queue carries CM and ARP frames
   uint32_t arp_retry_ms = 200;  ///< control.arp_retry_ms
   uint32_t arp_retries = 5;     ///< control.arp_retries: then Connect fails HOST_UNREACHABLE
   std::vector<config::StaticNeighbour> neighbours;
@@ -79,14 +79,14 @@ bool cm_receive_frame(Adapter& adapter, const uint8_t* frame, size_t len);
 
 /// Counters of one adapter's connection manager.
 struct ConnectionManagerCounters {
-  uint64_t cm_rx = 0, cm_tx = 0;       ///< CM MADs received / sent
-  uint64_t cm_rx_dropped = 0;          ///< undecodable or for no connection
-  uint64_t cm_tx_failed = 0;           ///< no mbuf or the core's ring was full
-  uint64_t rej_sent_no_listener = 0;   ///< REJ invalid service ID
-  uint64_t stale_rejected = 0;         ///< REJ stale connection
+  uint64_t cm_rx = 0, cm_tx = 0;      ///< CM MADs received / sent
+  uint64_t cm_rx_dropped = 0;         ///< undecodable or for no connection
+  uint64_t cm_tx_failed = 0;          ///< no mbuf or the core's ring was full
+  uint64_t rej_sent_no_listener = 0;  ///< REJ invalid service ID
+  uint64_t stale_rejected = 0;        ///< REJ stale connection
   uint64_t arp_rx = 0;
-  uint64_t connections = 0;            ///< live CM connections (not yet released)
-  uint64_t peer_deaths = 0;            ///< established QPs whose retries ran out
+  uint64_t connections = 0;  ///< live CM connections (not yet released)
+  uint64_t peer_deaths = 0;  ///< established QPs whose retries ran out
 };
 ConnectionManagerCounters connection_manager_counters(Adapter& adapter);
 

@@ -40,8 +40,8 @@ struct NdkConnector : public NdkObjectBase {};
 /// NdkCreateConnector. STATUS_SUCCESS with *out (inline; `completion` is never called);
 /// STATUS_INSUFFICIENT_RESOURCES (limits.max_connectors open); STATUS_INVALID_PARAMETER (null
 /// out); STATUS_INVALID_DEVICE_STATE (no connection manager attached).
-NTSTATUS create_connector(Adapter& adapter, NdkCreateCompletion completion, void* completion_context,
-                          Connector** out);
+NTSTATUS create_connector(Adapter& adapter, NdkCreateCompletion completion,
+                          void* completion_context, Connector** out);
 
 /// NDK_CONNECTOR.
 class Connector : public NdkConnector {
@@ -62,17 +62,19 @@ class Connector : public NdkConnector {
   /// ephemeral range exhausted), STATUS_ADDRESS_ALREADY_EXISTS (4-tuple in use or in TimeWait),
   /// STATUS_INVALID_PARAMETER (null QP/callback, private data > 56, read limits above the
   /// adapter's), STATUS_CONNECTION_ACTIVE (this connector already connected or connecting).
-  NTSTATUS connect(Qp* qp, const NdkSockAddr& source, const NdkSockAddr& destination, uint32_t inbound_read_limit,
-                   uint32_t outbound_read_limit, const void* private_data, uint32_t private_data_length,
+  NTSTATUS connect(Qp* qp, const NdkSockAddr& source, const NdkSockAddr& destination,
+                   uint32_t inbound_read_limit, uint32_t outbound_read_limit,
+                   const void* private_data, uint32_t private_data_length,
                    NdkRequestCompletion completion, void* context);
 
   /// NdkConnectWithSharedEndpoint: as connect() from the shared endpoint's address and port
   /// (many connectors may share it; each to a different destination). Same statuses minus
   /// SHARING_VIOLATION / INVALID_ADDRESS / TOO_MANY_ADDRESSES; STATUS_ADDRESS_ALREADY_EXISTS
   /// when a connection of this endpoint already goes to `destination`.
-  NTSTATUS connect_with_shared_endpoint(Qp* qp, SharedEndpoint* endpoint, const NdkSockAddr& destination,
-                                        uint32_t inbound_read_limit, uint32_t outbound_read_limit,
-                                        const void* private_data, uint32_t private_data_length,
+  NTSTATUS connect_with_shared_endpoint(Qp* qp, SharedEndpoint* endpoint,
+                                        const NdkSockAddr& destination, uint32_t inbound_read_limit,
+                                        uint32_t outbound_read_limit, const void* private_data,
+                                        uint32_t private_data_length,
                                         NdkRequestCompletion completion, void* context);
 
   /// NdkCompleteConnect: the active side finishes after the peer accepted. Installs
@@ -87,8 +89,9 @@ class Connector : public NdkConnector {
                             NdkRequestCompletion completion, void* context);
   /// NdkCompleteConnectEx (NDKPI 2.1, seed 000): complete_connect with a disconnect callback
   /// that also reports why the connection ended. Same statuses.
-  NTSTATUS complete_connect_ex(NdkDisconnectEventCallbackEx disconnect_event, void* disconnect_context,
-                               NdkRequestCompletion completion, void* context);
+  NTSTATUS complete_connect_ex(NdkDisconnectEventCallbackEx disconnect_event,
+                               void* disconnect_context, NdkRequestCompletion completion,
+                               void* context);
 
   /// NdkAccept on a connector from a ConnectEvent: moves `qp` to RTR/RTS with the requester's
   /// QPN and PSN and sends the REP with up to 148 bytes (MaxCalleeData) of private data.
@@ -98,13 +101,15 @@ class Connector : public NdkConnector {
   /// listener closed). Inline: STATUS_CONNECTION_ABORTED (the peer already gave up),
   /// STATUS_CONNECTION_INVALID (not a passive connector with a pending request),
   /// STATUS_INVALID_PARAMETER (null QP/callback, private data > 148, limits above the adapter's).
-  NTSTATUS accept(Qp* qp, uint32_t inbound_read_limit, uint32_t outbound_read_limit, const void* private_data,
-                  uint32_t private_data_length, NdkDisconnectEventCallback disconnect_event, void* disconnect_context,
+  NTSTATUS accept(Qp* qp, uint32_t inbound_read_limit, uint32_t outbound_read_limit,
+                  const void* private_data, uint32_t private_data_length,
+                  NdkDisconnectEventCallback disconnect_event, void* disconnect_context,
                   NdkRequestCompletion completion, void* context);
   /// NdkAcceptEx (NDKPI 2.1): accept with the Ex disconnect callback. Same statuses.
-  NTSTATUS accept_ex(Qp* qp, uint32_t inbound_read_limit, uint32_t outbound_read_limit, const void* private_data,
-                     uint32_t private_data_length, NdkDisconnectEventCallbackEx disconnect_event,
-                     void* disconnect_context, NdkRequestCompletion completion, void* context);
+  NTSTATUS accept_ex(Qp* qp, uint32_t inbound_read_limit, uint32_t outbound_read_limit,
+                     const void* private_data, uint32_t private_data_length,
+                     NdkDisconnectEventCallbackEx disconnect_event, void* disconnect_context,
+                     NdkRequestCompletion completion, void* context);
 
   /// NdkReject (synchronous): passive before accept, or active after Connect completed
   /// (NDK allows it, e.g. for unacceptable read limits). Sends a REJ with reason 28 (consumer
@@ -121,8 +126,8 @@ class Connector : public NdkConnector {
   /// STATUS_SUCCESS; STATUS_BUFFER_TOO_SMALL (buffer shorter than the data: limits are still
   /// written); STATUS_CONNECTION_INVALID (no peer message yet); STATUS_INVALID_PARAMETER (null
   /// length).
-  NTSTATUS get_connection_data(uint32_t* inbound_read_limit, uint32_t* outbound_read_limit, void* private_data,
-                               uint32_t* private_data_length) const;
+  NTSTATUS get_connection_data(uint32_t* inbound_read_limit, uint32_t* outbound_read_limit,
+                               void* private_data, uint32_t* private_data_length) const;
 
   /// NdkGetLocalAddress / NdkGetPeerAddress: STATUS_SUCCESS; STATUS_BUFFER_TOO_SMALL if *size <
   /// sizeof(NdkSockAddr) (*size is always set); STATUS_CONNECTION_INVALID (not connecting or

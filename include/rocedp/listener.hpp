@@ -20,8 +20,9 @@ class Connector;
 /// for NDK's signature); STATUS_INSUFFICIENT_RESOURCES (limits.max_listeners open, or no
 /// memory); STATUS_INVALID_PARAMETER (null callback or out); STATUS_INVALID_DEVICE_STATE (no
 /// connection manager attached, or the adapter is closing).
-NTSTATUS create_listener(Adapter& adapter, NdkConnectEventCallback connect_event, void* connect_event_context,
-                         NdkCreateCompletion completion, void* completion_context, Listener** out);
+NTSTATUS create_listener(Adapter& adapter, NdkConnectEventCallback connect_event,
+                         void* connect_event_context, NdkCreateCompletion completion,
+                         void* completion_context, Listener** out);
 
 /// NDK_LISTENER.
 class Listener : public NdkObjectBase {

@@ -37,7 +37,8 @@ class SharedEndpoint : public NdkObjectBase {
 /// adapter's); STATUS_TOO_MANY_ADDRESSES (port 0 and no port of 49152-65535 left);
 /// STATUS_INSUFFICIENT_RESOURCES (limits.max_shared_endpoints open, or the binding table full);
 /// STATUS_INVALID_PARAMETER (null out); STATUS_INVALID_DEVICE_STATE (no connection manager).
-NTSTATUS create_shared_endpoint(Adapter& adapter, const NdkSockAddr& address, NdkCreateCompletion completion,
-                                void* completion_context, SharedEndpoint** out);
+NTSTATUS create_shared_endpoint(Adapter& adapter, const NdkSockAddr& address,
+                                NdkCreateCompletion completion, void* completion_context,
+                                SharedEndpoint** out);
 
 }  // namespace rocedp

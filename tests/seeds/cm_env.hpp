@@ -163,10 +163,11 @@ class CmFixture : public NdkFixture {
   }
 
   /// Connect A -> B's listener and let B's consumer see the request; returns B's connector.
-  Connector* request(Connector* ca, Qp* qp, uint16_t port, Events& ev, Req& connected, const void* pd = nullptr,
-                     uint32_t pd_len = 0) {
+  Connector* request(Connector* ca, Qp* qp, uint16_t port, Events& ev, Req& connected,
+                     const void* pd = nullptr, uint32_t pd_len = 0) {
     const size_t before = ev.connectors.size();
-    EXPECT_EQ(ca->connect(qp, addr_a(0), addr_b(port), 4, 4, pd, pd_len, &Req::cb, &connected), STATUS_PENDING);
+    EXPECT_EQ(ca->connect(qp, addr_a(0), addr_b(port), 4, 4, pd, pd_len, &Req::cb, &connected),
+              STATUS_PENDING);
     EXPECT_TRUE(pump_until([&] { return ev.connectors.size() > before || connected.done(); }));
     return ev.connectors.size() > before ? ev.connectors.back() : nullptr;
   }
@@ -185,13 +186,14 @@ class CmFixture : public NdkFixture {
     k.ca = connector(a_);
     k.cb = request(k.ca, x.qp, port, k.events, k.connected);
     ASSERT_NE(k.cb, nullptr);
-    ASSERT_EQ(k.cb->accept_ex(y.qp, 4, 4, accept_pd, accept_pd_len,
-                              [](void* c, NTSTATUS s) { Req::cb(c, s); }, &k.disc_b, &Req::cb, &k.accepted),
+    ASSERT_EQ(k.cb->accept_ex(
+                  y.qp, 4, 4, accept_pd, accept_pd_len, [](void* c, NTSTATUS s) { Req::cb(c, s); },
+                  &k.disc_b, &Req::cb, &k.accepted),
               STATUS_PENDING);
     ASSERT_TRUE(pump_until([&] { return k.connected.done(); }));
     ASSERT_EQ(k.connected.status, STATUS_SUCCESS);
-    ASSERT_EQ(k.ca->complete_connect_ex([](void* c, NTSTATUS s) { Req::cb(c, s); }, &k.disc_a, &Req::cb,
-                                        &k.completed),
+    ASSERT_EQ(k.ca->complete_connect_ex([](void* c, NTSTATUS s) { Req::cb(c, s); }, &k.disc_a,
+                                        &Req::cb, &k.completed),
               STATUS_PENDING);
     ASSERT_TRUE(pump_until([&] { return k.completed.done() && k.accepted.done(); }));
     ASSERT_EQ(k.completed.status, STATUS_SUCCESS);

@@ -22,11 +22,14 @@ TEST_F(SeedAddresses, ListenStatuses) {
 
   EXPECT_EQ(l1->listen(NdkSockAddr{kForeignIp, 5000}, nullptr, nullptr), STATUS_INVALID_ADDRESS);
   ASSERT_EQ(l1->listen(addr_b(5000), nullptr, nullptr), STATUS_SUCCESS);
-  EXPECT_EQ(l1->listen(addr_b(5001), nullptr, nullptr), STATUS_INVALID_DEVICE_STATE) << "already listening";
+  EXPECT_EQ(l1->listen(addr_b(5001), nullptr, nullptr), STATUS_INVALID_DEVICE_STATE)
+      << "already listening";
   EXPECT_EQ(l2->listen(addr_b(5000), nullptr, nullptr), STATUS_SHARING_VIOLATION);
-  EXPECT_EQ(l2->listen(NdkSockAddr{0, 5000}, nullptr, nullptr), STATUS_SHARING_VIOLATION) << "wildcard overlaps";
+  EXPECT_EQ(l2->listen(NdkSockAddr{0, 5000}, nullptr, nullptr), STATUS_SHARING_VIOLATION)
+      << "wildcard overlaps";
   SharedEndpoint* sep = nullptr;
-  EXPECT_EQ(create_shared_endpoint(*b_.adapter, addr_b(5000), nullptr, nullptr, &sep), STATUS_SHARING_VIOLATION);
+  EXPECT_EQ(create_shared_endpoint(*b_.adapter, addr_b(5000), nullptr, nullptr, &sep),
+            STATUS_SHARING_VIOLATION);
 
   // Port 0: an ephemeral port, reported by GetLocalAddress; BUFFER_TOO_SMALL reports the size.
   ASSERT_EQ(l2->listen(addr_b(0), nullptr, nullptr), STATUS_SUCCESS);
@@ -48,12 +51,15 @@ TEST_F(SeedAddresses, ListenStatuses) {
 TEST_F(SeedAddresses, CreateListenerInsufficientResourcesAtTheConfiguredLimit) {
   Events ev;
   std::vector<Listener*> ls(4, nullptr);
-  for (auto& l : ls) ASSERT_EQ(create_listener(*a_.adapter, &Events::cb, &ev, nullptr, nullptr, &l), STATUS_SUCCESS);
+  for (auto& l : ls)
+    ASSERT_EQ(create_listener(*a_.adapter, &Events::cb, &ev, nullptr, nullptr, &l), STATUS_SUCCESS);
   Listener* extra = nullptr;
-  EXPECT_EQ(create_listener(*a_.adapter, &Events::cb, &ev, nullptr, nullptr, &extra), STATUS_INSUFFICIENT_RESOURCES);
+  EXPECT_EQ(create_listener(*a_.adapter, &Events::cb, &ev, nullptr, nullptr, &extra),
+            STATUS_INSUFFICIENT_RESOURCES);
   EXPECT_EQ(extra, nullptr);
   close_listener(ls[0]);
-  EXPECT_EQ(create_listener(*a_.adapter, &Events::cb, &ev, nullptr, nullptr, &extra), STATUS_SUCCESS);
+  EXPECT_EQ(create_listener(*a_.adapter, &Events::cb, &ev, nullptr, nullptr, &extra),
+            STATUS_SUCCESS);
   close_listener(extra);
   for (auto& l : ls) close_listener(l);
 }
@@ -61,11 +67,15 @@ TEST_F(SeedAddresses, CreateListenerInsufficientResourcesAtTheConfiguredLimit) {
 TEST_F(SeedAddresses, SharedEndpointStatuses) {
   SharedEndpoint* s1 = nullptr;
   SharedEndpoint* s2 = nullptr;
-  EXPECT_EQ(create_shared_endpoint(*a_.adapter, NdkSockAddr{kForeignIp, 6000}, nullptr, nullptr, &s1),
+  EXPECT_EQ(
+      create_shared_endpoint(*a_.adapter, NdkSockAddr{kForeignIp, 6000}, nullptr, nullptr, &s1),
+      STATUS_INVALID_ADDRESS);
+  EXPECT_EQ(create_shared_endpoint(*a_.adapter, NdkSockAddr{0, 6000}, nullptr, nullptr, &s1),
             STATUS_INVALID_ADDRESS);
-  EXPECT_EQ(create_shared_endpoint(*a_.adapter, NdkSockAddr{0, 6000}, nullptr, nullptr, &s1), STATUS_INVALID_ADDRESS);
-  ASSERT_EQ(create_shared_endpoint(*a_.adapter, addr_a(6000), nullptr, nullptr, &s1), STATUS_SUCCESS);
-  EXPECT_EQ(create_shared_endpoint(*a_.adapter, addr_a(6000), nullptr, nullptr, &s2), STATUS_SHARING_VIOLATION);
+  ASSERT_EQ(create_shared_endpoint(*a_.adapter, addr_a(6000), nullptr, nullptr, &s1),
+            STATUS_SUCCESS);
+  EXPECT_EQ(create_shared_endpoint(*a_.adapter, addr_a(6000), nullptr, nullptr, &s2),
+            STATUS_SHARING_VIOLATION);
   Events ev;
   Listener* l = nullptr;
   ASSERT_EQ(create_listener(*a_.adapter, &Events::cb, &ev, nullptr, nullptr, &l), STATUS_SUCCESS);
@@ -78,16 +88,19 @@ TEST_F(SeedAddresses, SharedEndpointStatuses) {
   ASSERT_EQ(s1->get_local_address(&got, &size), STATUS_SUCCESS);
   EXPECT_EQ(got, addr_a(6000));
   EXPECT_EQ(s1->close(nullptr, nullptr), STATUS_SUCCESS);
-  EXPECT_EQ(create_shared_endpoint(*a_.adapter, addr_a(6000), nullptr, nullptr, &s2), STATUS_SUCCESS)
+  EXPECT_EQ(create_shared_endpoint(*a_.adapter, addr_a(6000), nullptr, nullptr, &s2),
+            STATUS_SUCCESS)
       << "close released the port";
   EXPECT_EQ(s2->close(nullptr, nullptr), STATUS_SUCCESS);
 }
 
 TEST_F(SeedAddresses, CreateSharedEndpointInsufficientResourcesAtTheConfiguredLimit) {
   std::vector<SharedEndpoint*> v(4, nullptr);
-  for (auto& s : v) ASSERT_EQ(create_shared_endpoint(*a_.adapter, addr_a(0), nullptr, nullptr, &s), STATUS_SUCCESS);
+  for (auto& s : v)
+    ASSERT_EQ(create_shared_endpoint(*a_.adapter, addr_a(0), nullptr, nullptr, &s), STATUS_SUCCESS);
   SharedEndpoint* extra = nullptr;
-  EXPECT_EQ(create_shared_endpoint(*a_.adapter, addr_a(0), nullptr, nullptr, &extra), STATUS_INSUFFICIENT_RESOURCES);
+  EXPECT_EQ(create_shared_endpoint(*a_.adapter, addr_a(0), nullptr, nullptr, &extra),
+            STATUS_INSUFFICIENT_RESOURCES);
   for (auto& s : v) EXPECT_EQ(s->close(nullptr, nullptr), STATUS_SUCCESS);
 }
 
@@ -106,30 +119,35 @@ TEST_F(SeedEphemeral, TooManyAddressesAfterExhaustingAllEphemeralPorts) {
   std::vector<bool> seen(65536, false);
   for (int i = 0; i < 16384; ++i) {
     SharedEndpoint* s = nullptr;
-    ASSERT_EQ(create_shared_endpoint(*a_.adapter, addr_a(0), nullptr, nullptr, &s), STATUS_SUCCESS) << i;
+    ASSERT_EQ(create_shared_endpoint(*a_.adapter, addr_a(0), nullptr, nullptr, &s), STATUS_SUCCESS)
+        << i;
     ASSERT_GE(s->address_.port, 49152);
     ASSERT_FALSE(seen[s->address_.port]) << "port handed out twice";
     seen[s->address_.port] = true;
     v.push_back(s);
   }
   SharedEndpoint* extra = nullptr;
-  EXPECT_EQ(create_shared_endpoint(*a_.adapter, addr_a(0), nullptr, nullptr, &extra), STATUS_TOO_MANY_ADDRESSES);
+  EXPECT_EQ(create_shared_endpoint(*a_.adapter, addr_a(0), nullptr, nullptr, &extra),
+            STATUS_TOO_MANY_ADDRESSES);
   // The same exhaustion for Listen and Connect with port 0.
   Events ev;
   Listener* l = nullptr;
   ASSERT_EQ(create_listener(*a_.adapter, &Events::cb, &ev, nullptr, nullptr, &l), STATUS_SUCCESS);
   EXPECT_EQ(l->listen(addr_a(0), nullptr, nullptr), STATUS_TOO_MANY_ADDRESSES);
-  EXPECT_EQ(l->listen(addr_a(4000), nullptr, nullptr), STATUS_SUCCESS) << "a fixed port still works";
+  EXPECT_EQ(l->listen(addr_a(4000), nullptr, nullptr), STATUS_SUCCESS)
+      << "a fixed port still works";
   Endpoint x, y;
   make_endpoints(x, y);
   Connector* c = connector(a_);
   Req r;
-  EXPECT_EQ(c->connect(x.qp, addr_a(0), addr_b(7000), 1, 1, nullptr, 0, &Req::cb, &r), STATUS_TOO_MANY_ADDRESSES);
+  EXPECT_EQ(c->connect(x.qp, addr_a(0), addr_b(7000), 1, 1, nullptr, 0, &Req::cb, &r),
+            STATUS_TOO_MANY_ADDRESSES);
   // One port back: port 0 works again and gets exactly that port.
   const uint16_t freed = v.back()->address_.port;
   EXPECT_EQ(v.back()->close(nullptr, nullptr), STATUS_SUCCESS);
   v.pop_back();
-  ASSERT_EQ(create_shared_endpoint(*a_.adapter, addr_a(0), nullptr, nullptr, &extra), STATUS_SUCCESS);
+  ASSERT_EQ(create_shared_endpoint(*a_.adapter, addr_a(0), nullptr, nullptr, &extra),
+            STATUS_SUCCESS);
   EXPECT_EQ(extra->address_.port, freed);
   v.push_back(extra);
   pump(4);

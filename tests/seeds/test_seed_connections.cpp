@@ -57,8 +57,9 @@ TEST_F(SeedConnections, ConnectSendWriteReadDisconnectThroughTheCm) {
   EXPECT_EQ(local, addr_b(5791));
 
   // B accepts with smaller read limits: the effective limits are the minimum on both sides.
-  ASSERT_EQ(k.cb->accept_ex(y.qp, 2, 3, &info, sizeof(info), [](void* c, NTSTATUS s) { Req::cb(c, s); },
-                            &k.disc_b, &Req::cb, &k.accepted),
+  ASSERT_EQ(k.cb->accept_ex(
+                y.qp, 2, 3, &info, sizeof(info), [](void* c, NTSTATUS s) { Req::cb(c, s); },
+                &k.disc_b, &Req::cb, &k.accepted),
             STATUS_PENDING);
   ASSERT_TRUE(pump_until([&] { return k.connected.done(); }));
   ASSERT_EQ(k.connected.status, STATUS_SUCCESS);
@@ -75,13 +76,14 @@ TEST_F(SeedConnections, ConnectSendWriteReadDisconnectThroughTheCm) {
   EXPECT_EQ(irl, 3u) << "min(our IRL 4, peer ORL 3, adapter)";
   EXPECT_EQ(orl, 2u) << "min(our ORL 4, peer IRL 2, adapter)";
 
-  ASSERT_EQ(k.ca->complete_connect_ex([](void* c, NTSTATUS s) { Req::cb(c, s); }, &k.disc_a, &Req::cb,
-                                      &k.completed),
+  ASSERT_EQ(k.ca->complete_connect_ex([](void* c, NTSTATUS s) { Req::cb(c, s); }, &k.disc_a,
+                                      &Req::cb, &k.completed),
             STATUS_PENDING);
   ASSERT_TRUE(pump_until([&] { return k.completed.done() && k.accepted.done(); }));
   EXPECT_EQ(k.completed.status, STATUS_SUCCESS);
   EXPECT_EQ(k.accepted.status, STATUS_SUCCESS);
-  EXPECT_EQ(k.ca->complete_connect_ex(nullptr, nullptr, &Req::cb, &k.completed), STATUS_CONNECTION_INVALID)
+  EXPECT_EQ(k.ca->complete_connect_ex(nullptr, nullptr, &Req::cb, &k.completed),
+            STATUS_CONNECTION_INVALID)
       << "already connected";
 
   // SEND A -> B.
@@ -120,7 +122,8 @@ TEST_F(SeedConnections, ConnectSendWriteReadDisconnectThroughTheCm) {
   auto fl = wait_results(y.cq, 1);
   ASSERT_EQ(fl.size(), 1u);
   EXPECT_EQ(fl[0].status, STATUS_CANCELLED);
-  EXPECT_EQ(k.cb->disconnect(&Req::cb, &disc), STATUS_SUCCESS) << "already disconnected by the peer";
+  EXPECT_EQ(k.cb->disconnect(&Req::cb, &disc), STATUS_SUCCESS)
+      << "already disconnected by the peer";
 
   release(k);
   std::vector<std::unique_ptr<Buffer>> bufs;
@@ -140,8 +143,8 @@ TEST_F(SeedConnections, ConnectSendWriteReadDisconnectThroughTheCm) {
     for (auto* v : {&tap_a_, &tap_b_})
       for (auto& f : *v) w.write(wire::Bytes(f.bytes.data(), f.bytes.size()));
     w.close();
-    const std::string cmd = "/usr/bin/python3 " + std::string(shared) + "/tools/roce-check " + path + " > " + dir +
-                            "/cm-traffic.roce-check.txt 2>&1";
+    const std::string cmd = "/usr/bin/python3 " + std::string(shared) + "/tools/roce-check " +
+                            path + " > " + dir + "/cm-traffic.roce-check.txt 2>&1";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << "see " << dir << "/cm-traffic.roce-check.txt";
   }
 }
@@ -159,7 +162,8 @@ TEST_F(SeedConnections, ConnectRefusedWithoutListenerAndOnReject) {
   make_endpoints(x, y);
   Connector* c = connector(a_);
   Req r;
-  ASSERT_EQ(c->connect(x.qp, addr_a(0), addr_b(6001), 1, 1, nullptr, 0, &Req::cb, &r), STATUS_PENDING);
+  ASSERT_EQ(c->connect(x.qp, addr_a(0), addr_b(6001), 1, 1, nullptr, 0, &Req::cb, &r),
+            STATUS_PENDING);
   ASSERT_TRUE(pump_until([&] { return r.done(); }));
   EXPECT_EQ(r.status, STATUS_CONNECTION_REFUSED) << "no listener: REJ invalid service ID";
   EXPECT_EQ(connection_manager_counters(*b_.adapter).rej_sent_no_listener, 1u);
@@ -196,10 +200,13 @@ TEST_F(SeedConnections, ConnectHostUnreachableInlineAndAsynchronously) {
   Connector* c = connector(a_);
   Req r;
   // Off-link: nothing to ARP for, known at once.
-  EXPECT_EQ(c->connect(x.qp, addr_a(0), NdkSockAddr{0x0A000001, 80}, 1, 1, nullptr, 0, &Req::cb, &r),
-            STATUS_HOST_UNREACHABLE);
+  EXPECT_EQ(
+      c->connect(x.qp, addr_a(0), NdkSockAddr{0x0A000001, 80}, 1, 1, nullptr, 0, &Req::cb, &r),
+      STATUS_HOST_UNREACHABLE);
   // On-link, but no host answers ARP: asynchronously after the retries.
-  ASSERT_EQ(c->connect(x.qp, addr_a(0), NdkSockAddr{0xC6120063, 80}, 1, 1, nullptr, 0, &Req::cb, &r), STATUS_PENDING);
+  ASSERT_EQ(
+      c->connect(x.qp, addr_a(0), NdkSockAddr{0xC6120063, 80}, 1, 1, nullptr, 0, &Req::cb, &r),
+      STATUS_PENDING);
   pump(20);
   EXPECT_FALSE(r.done());
   advance(2 * kSecond);
@@ -217,7 +224,8 @@ TEST_F(SeedConnections, ConnectIoTimeoutWhenThePeerCmIsSilent) {
   silent_b_ = true;  // B's cores run (ARP is answered there), its CM never reads a MAD
   Connector* c = connector(a_);
   Req r;
-  ASSERT_EQ(c->connect(x.qp, addr_a(0), addr_b(6003), 1, 1, nullptr, 0, &Req::cb, &r), STATUS_PENDING);
+  ASSERT_EQ(c->connect(x.qp, addr_a(0), addr_b(6003), 1, 1, nullptr, 0, &Req::cb, &r),
+            STATUS_PENDING);
   pump(50);
   EXPECT_FALSE(r.done());
   advance(4 * kSecond);
@@ -235,7 +243,8 @@ TEST_F(SeedConnections, SharedEndpointManyRemotesAndAddressAlreadyExists) {
   make_endpoints(x, y);
   make_endpoints(x2, y2);
   SharedEndpoint* sep = nullptr;
-  ASSERT_EQ(create_shared_endpoint(*a_.adapter, addr_a(7100), nullptr, nullptr, &sep), STATUS_SUCCESS);
+  ASSERT_EQ(create_shared_endpoint(*a_.adapter, addr_a(7100), nullptr, nullptr, &sep),
+            STATUS_SUCCESS);
   Events ev;
   Listener* l1 = listen_b(7001, &ev);
   Listener* l2 = listen_b(7002, &ev);
@@ -243,10 +252,16 @@ TEST_F(SeedConnections, SharedEndpointManyRemotesAndAddressAlreadyExists) {
   Connector* c2 = connector(a_);
   Connector* c3 = connector(a_);
   Req r1, r2, r3;
-  ASSERT_EQ(c1->connect_with_shared_endpoint(x.qp, sep, addr_b(7001), 1, 1, nullptr, 0, &Req::cb, &r1), STATUS_PENDING);
-  EXPECT_EQ(c2->connect_with_shared_endpoint(x2.qp, sep, addr_b(7001), 1, 1, nullptr, 0, &Req::cb, &r2),
-            STATUS_ADDRESS_ALREADY_EXISTS) << "same 4-tuple";
-  ASSERT_EQ(c3->connect_with_shared_endpoint(x2.qp, sep, addr_b(7002), 1, 1, nullptr, 0, &Req::cb, &r3), STATUS_PENDING)
+  ASSERT_EQ(
+      c1->connect_with_shared_endpoint(x.qp, sep, addr_b(7001), 1, 1, nullptr, 0, &Req::cb, &r1),
+      STATUS_PENDING);
+  EXPECT_EQ(
+      c2->connect_with_shared_endpoint(x2.qp, sep, addr_b(7001), 1, 1, nullptr, 0, &Req::cb, &r2),
+      STATUS_ADDRESS_ALREADY_EXISTS)
+      << "same 4-tuple";
+  ASSERT_EQ(
+      c3->connect_with_shared_endpoint(x2.qp, sep, addr_b(7002), 1, 1, nullptr, 0, &Req::cb, &r3),
+      STATUS_PENDING)
       << "same local address, another remote";
   ASSERT_TRUE(pump_until([&] { return ev.connectors.size() == 2; }));
   for (Connector* pc : ev.connectors) {
@@ -256,9 +271,11 @@ TEST_F(SeedConnections, SharedEndpointManyRemotesAndAddressAlreadyExists) {
     EXPECT_EQ(peer, addr_a(7100)) << "both come from the shared endpoint's address";
   }
   // An explicit source port in use by the endpoint: SHARING_VIOLATION for a plain Connect.
-  EXPECT_EQ(c2->connect(x2.qp, addr_a(7100), addr_b(7003), 1, 1, nullptr, 0, &Req::cb, &r2), STATUS_SHARING_VIOLATION);
-  EXPECT_EQ(c2->connect(x2.qp, NdkSockAddr{0xC6120063, 0}, addr_b(7003), 1, 1, nullptr, 0, &Req::cb, &r2),
-            STATUS_INVALID_ADDRESS);
+  EXPECT_EQ(c2->connect(x2.qp, addr_a(7100), addr_b(7003), 1, 1, nullptr, 0, &Req::cb, &r2),
+            STATUS_SHARING_VIOLATION);
+  EXPECT_EQ(
+      c2->connect(x2.qp, NdkSockAddr{0xC6120063, 0}, addr_b(7003), 1, 1, nullptr, 0, &Req::cb, &r2),
+      STATUS_INVALID_ADDRESS);
   EXPECT_EQ(sep->close(nullptr, nullptr), STATUS_SUCCESS);
   for (Connector* pc : ev.connectors) close_connector(pc);
   close_connector(c1);
@@ -280,17 +297,20 @@ TEST_F(SeedConnections, CompleteConnectExConnectionInvalid) {
   Listener* l = listen_b(7200, &ev);
   Connector* c = connector(a_);
   Req connected, cc, acc;
-  EXPECT_EQ(c->complete_connect_ex(nullptr, nullptr, &Req::cb, &cc), STATUS_CONNECTION_INVALID) << "never connected";
+  EXPECT_EQ(c->complete_connect_ex(nullptr, nullptr, &Req::cb, &cc), STATUS_CONNECTION_INVALID)
+      << "never connected";
   Connector* pc = request(c, x.qp, 7200, ev, connected);
   ASSERT_NE(pc, nullptr);
-  EXPECT_EQ(c->complete_connect_ex(nullptr, nullptr, &Req::cb, &cc), STATUS_CONNECTION_INVALID) << "no REP yet";
+  EXPECT_EQ(c->complete_connect_ex(nullptr, nullptr, &Req::cb, &cc), STATUS_CONNECTION_INVALID)
+      << "no REP yet";
   ASSERT_EQ(pc->accept(y.qp, 1, 1, nullptr, 0, nullptr, nullptr, &Req::cb, &acc), STATUS_PENDING);
   ASSERT_TRUE(pump_until([&] { return connected.done(); }));
   ASSERT_EQ(connected.status, STATUS_SUCCESS);
   // Active-side Reject after Connect completed (unacceptable limits): afterwards the
   // connection is closed, and CompleteConnectEx says so; B's Accept sees the REJ.
   ASSERT_EQ(c->reject(nullptr, 0), STATUS_SUCCESS);
-  EXPECT_EQ(c->complete_connect_ex(nullptr, nullptr, &Req::cb, &cc), STATUS_CONNECTION_INVALID) << "closed";
+  EXPECT_EQ(c->complete_connect_ex(nullptr, nullptr, &Req::cb, &cc), STATUS_CONNECTION_INVALID)
+      << "closed";
   ASSERT_TRUE(pump_until([&] { return acc.done(); }));
   EXPECT_EQ(acc.status, STATUS_CONNECTION_ABORTED);
   pump(10);
@@ -308,7 +328,8 @@ TEST_F(SeedConnections, CompleteConnectExConnectionInvalidWhenAlreadyConnected) 
   Link k;
   establish(k, x, y, 7201);
   Req again;
-  EXPECT_EQ(k.ca->complete_connect_ex(nullptr, nullptr, &Req::cb, &again), STATUS_CONNECTION_INVALID);
+  EXPECT_EQ(k.ca->complete_connect_ex(nullptr, nullptr, &Req::cb, &again),
+            STATUS_CONNECTION_INVALID);
   release(k);
   pump(20);
   EXPECT_FALSE(again.done());
@@ -358,7 +379,8 @@ TEST_F(SeedConnections, CompleteConnectExConnectionAbortedAsynchronously) {
   ASSERT_TRUE(pump_until([&] { return cc.done(); }));
   EXPECT_EQ(cc.status, STATUS_CONNECTION_ABORTED);
   ASSERT_TRUE(acc.done());
-  EXPECT_EQ(acc.status, STATUS_CONNECTION_ABORTED) << "B's pending Accept, abandoned by its listener";
+  EXPECT_EQ(acc.status, STATUS_CONNECTION_ABORTED)
+      << "B's pending Accept, abandoned by its listener";
   close_connector(pc);
   close_connector(c);
   close_endpoint(x);
@@ -391,8 +413,10 @@ TEST_F(SeedConnections, CompleteConnectExConnectionAbortedOnPeerDreqBeforeRtu) {
   fa.src_ip = b_.ip;
   fa.dst_ip = a_.ip;
   std::vector<uint8_t> frame(wire::kCmFrameLen);
-  const auto dreq = wire::make_cm_mad(0x77, wire::CmDreq{r->local_comm_id, r->remote_comm_id, x.qp->qpn(), {}});
-  ASSERT_EQ(wire::build_cm_frame(wire::MutBytes(frame.data(), frame.size()), fa, dreq), wire::kCmFrameLen);
+  const auto dreq =
+      wire::make_cm_mad(0x77, wire::CmDreq{r->local_comm_id, r->remote_comm_id, x.qp->qpn(), {}});
+  ASSERT_EQ(wire::build_cm_frame(wire::MutBytes(frame.data(), frame.size()), fa, dreq),
+            wire::kCmFrameLen);
   ASSERT_TRUE(cm_receive_frame(*a_.adapter, frame.data(), frame.size()));
   EXPECT_EQ(c->complete_connect_ex(nullptr, nullptr, &Req::cb, &cc), STATUS_CONNECTION_ABORTED);
   close_connector(pc);
@@ -449,7 +473,8 @@ TEST_F(SeedConnections, CompleteConnectExIoTimeoutAsynchronously) {
   close_endpoint(y);
 }
 
-// ---- Accept ---------------------------------------------------------------------------------------
+// ---- Accept
+// ---------------------------------------------------------------------------------------
 
 TEST_F(SeedConnections, AcceptIoTimeoutWhenThePeerNeverCompletes) {
   Endpoint x, y;
@@ -487,7 +512,8 @@ TEST_F(SeedConnections, AcceptConnectionAbortedInlineAndAsynchronously) {
   ASSERT_NE(pc, nullptr);
   close_connector(c);
   pump(20);
-  EXPECT_EQ(pc->accept(y.qp, 1, 1, nullptr, 0, nullptr, nullptr, &Req::cb, &acc), STATUS_CONNECTION_ABORTED);
+  EXPECT_EQ(pc->accept(y.qp, 1, 1, nullptr, 0, nullptr, nullptr, &Req::cb, &acc),
+            STATUS_CONNECTION_ABORTED);
   close_connector(pc);
   // Asynchronously: the active side rejects our REP.
   c = connector(a_);
@@ -506,7 +532,8 @@ TEST_F(SeedConnections, AcceptConnectionAbortedInlineAndAsynchronously) {
   close_endpoint(y);
 }
 
-// ---- Disconnect events ------------------------------------------------------------------------------
+// ---- Disconnect events
+// ------------------------------------------------------------------------------
 
 TEST_F(SeedConnections, PeerDeathFiresDisconnectAndFlushesCancelled) {
   Endpoint x, y;
@@ -521,8 +548,10 @@ TEST_F(SeedConnections, PeerDeathFiresDisconnectAndFlushesCancelled) {
   dead_b_ = true;
   NdkSge s = xb->sge(1024, 64);
   ASSERT_EQ(x.qp->send(&x, &s, 1, 0), STATUS_SUCCESS);
-  ASSERT_TRUE(pump_until([&] { return k.disc_a.done(); }, 5'000'000)) << "retries (3 x 4 ms) never ran out";
-  EXPECT_EQ(k.disc_a.status, STATUS_IO_TIMEOUT) << "the disconnect reason: the peer stopped answering";
+  ASSERT_TRUE(pump_until([&] { return k.disc_a.done(); }, 5'000'000))
+      << "retries (3 x 4 ms) never ran out";
+  EXPECT_EQ(k.disc_a.status, STATUS_IO_TIMEOUT)
+      << "the disconnect reason: the peer stopped answering";
   EXPECT_EQ(k.disc_a.thread, main_thread_);
   auto res = wait_results(x.cq, 3);
   ASSERT_EQ(res.size(), 3u);
@@ -540,7 +569,8 @@ TEST_F(SeedConnections, PeerDeathFiresDisconnectAndFlushesCancelled) {
   close_endpoint(y);
 }
 
-// ---- Callback discipline (issue 4 §5) ---------------------------------------------------------------
+// ---- Callback discipline (issue 4 §5)
+// ---------------------------------------------------------------
 
 TEST_F(SeedConnections, ConsumerClosesObjectsInsideTheirOwnCallbacks) {
   Endpoint x, y;
@@ -569,14 +599,15 @@ TEST_F(SeedConnections, ConsumerClosesObjectsInsideTheirOwnCallbacks) {
     NTSTATUS st = STATUS_PENDING;
   } cc;
   ASSERT_EQ(create_connector(*a_.adapter, nullptr, nullptr, &cc.c), STATUS_SUCCESS);
-  ASSERT_EQ(cc.c->connect(x.qp, addr_a(0), addr_b(7700), 1, 1, nullptr, 0,
-                          [](void* c, NTSTATUS s) {
-                            auto* me = static_cast<CCtx*>(c);
-                            me->st = s;
-                            EXPECT_EQ(me->c->close(nullptr, nullptr), STATUS_SUCCESS);
-                            me->c = nullptr;
-                          },
-                          &cc),
+  ASSERT_EQ(cc.c->connect(
+                x.qp, addr_a(0), addr_b(7700), 1, 1, nullptr, 0,
+                [](void* c, NTSTATUS s) {
+                  auto* me = static_cast<CCtx*>(c);
+                  me->st = s;
+                  EXPECT_EQ(me->c->close(nullptr, nullptr), STATUS_SUCCESS);
+                  me->c = nullptr;
+                },
+                &cc),
             STATUS_PENDING);
   ASSERT_TRUE(pump_until([&] { return cc.st != STATUS_PENDING; }));
   EXPECT_EQ(cc.st, STATUS_CONNECTION_REFUSED);
@@ -593,7 +624,8 @@ TEST_F(SeedConnections, NothingFiresAfterClose) {
   silent_b_ = true;
   Connector* c = connector(a_);
   Req r;
-  ASSERT_EQ(c->connect(x.qp, addr_a(0), addr_b(7800), 1, 1, nullptr, 0, &Req::cb, &r), STATUS_PENDING);
+  ASSERT_EQ(c->connect(x.qp, addr_a(0), addr_b(7800), 1, 1, nullptr, 0, &Req::cb, &r),
+            STATUS_PENDING);
   pump(10);
   close_connector(c);
   advance(5 * kSecond);
@@ -606,7 +638,8 @@ TEST_F(SeedConnections, NothingFiresAfterClose) {
   l->control_connect_events(true);
   c = connector(a_);
   Req r2;
-  ASSERT_EQ(c->connect(x.qp, addr_a(0), addr_b(7801), 1, 1, nullptr, 0, &Req::cb, &r2), STATUS_PENDING);
+  ASSERT_EQ(c->connect(x.qp, addr_a(0), addr_b(7801), 1, 1, nullptr, 0, &Req::cb, &r2),
+            STATUS_PENDING);
   pump(50);
   EXPECT_TRUE(ev.connectors.empty()) << "paused";
   close_listener(l);
@@ -635,7 +668,8 @@ TEST_F(SeedConnections, ControlConnectEventsPausesAndResumesWithMraMeanwhile) {
   l->control_connect_events(true);
   Connector* c = connector(a_);
   Req r;
-  ASSERT_EQ(c->connect(x.qp, addr_a(0), addr_b(7900), 1, 1, nullptr, 0, &Req::cb, &r), STATUS_PENDING);
+  ASSERT_EQ(c->connect(x.qp, addr_a(0), addr_b(7900), 1, 1, nullptr, 0, &Req::cb, &r),
+            STATUS_PENDING);
   pump(50);
   EXPECT_TRUE(ev.connectors.empty());
   const uint64_t tx_before = connection_manager_counters(*b_.adapter).cm_tx;
