@@ -22,10 +22,12 @@
 #include <malloc.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "dataplane/rc/completion_queue.hpp"
@@ -42,21 +44,25 @@
 
 namespace {
 uint64_t g_allocs = 0;
+uint64_t g_alloc_bytes = 0;  // bytes requested (malloc adds its own ~8-16 per chunk)
 }  // namespace
 
 void* operator new(std::size_t n) {
   ++g_allocs;
+  g_alloc_bytes += n;
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
   throw std::bad_alloc();
 }
 void* operator new[](std::size_t n) { return operator new(n); }
 void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
   ++g_allocs;
+  g_alloc_bytes += n;
   return std::malloc(n == 0 ? 1 : n);
 }
 void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
 void* operator new(std::size_t n, std::align_val_t a) {
   ++g_allocs;
+  g_alloc_bytes += n;
   const std::size_t al = static_cast<std::size_t>(a);
   if (void* p = std::aligned_alloc(al, (n + al - 1) / al * al)) return p;
   throw std::bad_alloc();
@@ -64,6 +70,7 @@ void* operator new(std::size_t n, std::align_val_t a) {
 void* operator new[](std::size_t n, std::align_val_t a) { return operator new(n, a); }
 void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
   ++g_allocs;
+  g_alloc_bytes += n;
   const std::size_t al = static_cast<std::size_t>(a);
   return std::aligned_alloc(al, (n + al - 1) / al * al);
 }
@@ -314,25 +321,28 @@ void BM_RcSend(benchmark::State& state) { run_rc(state, SendOpcode::kSend); }
 void BM_RcRead(benchmark::State& state) { run_rc(state, SendOpcode::kRead); }
 
 // The wire's ceiling: the same frames (count and size) with no RDMA processing.
-void BM_RawWire(benchmark::State& state) {
-  const uint32_t size = static_cast<uint32_t>(state.range(0));
+struct RawWire {
   Pool pool;
   Link link;
-  link.pool = &pool;
-  // A WRITE's headers (Eth+IPv4+UDP+BTH+RETH) as the template, like the engine's.
-  wire::PacketFields f;
-  f.bth.opcode = wire::opcode::kRcWriteOnly;
   uint8_t tmpl[128];
-  const size_t hlen = wire::header_len(f);
-  wire::write_headers(wire::MutBytes(tmpl, hlen), f, kMtu);
-  std::vector<uint8_t> src(size, 0x5A);
-  std::vector<uint8_t> dst(4096);
-  const uint32_t pkts = (size + kMtu - 1) / kMtu;
-  uint32_t psn = 0;
+  size_t hlen;
+  std::vector<uint8_t> src, dst;
+  uint32_t size, pkts, psn = 0;
   uint64_t sink = 0;
-  uint64_t allocs = 0;
-  for (auto _ : state) {
-    const uint64_t before = g_allocs;
+
+  explicit RawWire(uint32_t sz) : size(sz), pkts((sz + kMtu - 1) / kMtu) {
+    link.pool = &pool;
+    // A WRITE's headers (Eth+IPv4+UDP+BTH+RETH) as the template, like the engine's.
+    wire::PacketFields f;
+    f.bth.opcode = wire::opcode::kRcWriteOnly;
+    hlen = wire::header_len(f);
+    wire::write_headers(wire::MutBytes(tmpl, hlen), f, kMtu);
+    src.assign(size, 0x5A);
+    dst.assign(4096, 0);
+  }
+  // kBatch messages: build (template copy + PSN), copy the payload, hand over; the receiver
+  // looks at each frame, copies its payload out and gives the buffer back.
+  void batch() {
     for (uint32_t k = 0; k < kBatch; ++k) {
       for (uint32_t p = 0; p < pkts; ++p) {
         const uint32_t seg = size - p * kMtu < kMtu ? size - p * kMtu : kMtu;
@@ -344,7 +354,6 @@ void BM_RawWire(benchmark::State& state) {
         Link::send(&link, h, hlen + seg + 4);
       }
     }
-    // Receiver: look at each frame and give the buffer back.
     for (const TxFrame& t : link.q) {
       const uint8_t* fr = pool.at(t.buf);
       sink += fr[42 + 11] + t.len;
@@ -352,19 +361,31 @@ void BM_RawWire(benchmark::State& state) {
       pool.free.push_back(t.buf);
     }
     link.q.clear();
+  }
+};
+
+void BM_RawWire(benchmark::State& state) {
+  RawWire raw(static_cast<uint32_t>(state.range(0)));
+  uint64_t allocs = 0;
+  for (auto _ : state) {
+    const uint64_t before = g_allocs;
+    raw.batch();
     allocs += g_allocs - before;
-    benchmark::DoNotOptimize(sink);
+    benchmark::DoNotOptimize(raw.sink);
     benchmark::ClobberMemory();
   }
   const double ops = static_cast<double>(state.iterations()) * kBatch;
   state.SetItemsProcessed(static_cast<int64_t>(ops));
-  state.SetBytesProcessed(static_cast<int64_t>(ops * size));
+  state.SetBytesProcessed(static_cast<int64_t>(ops * raw.size));
   state.counters["allocs_per_op"] = static_cast<double>(allocs) / ops;
-  state.counters["frames_per_op"] = pkts;
+  state.counters["frames_per_op"] = raw.pkts;
 }
 
-// Heap bytes per QP, both sides' view: the consumer's queues (SQ depth 4, RQ depth 1, the
-// many-QP configuration above) and the engine's QueuePair after connecting (IRL 16).
+// Heap bytes per QP: the consumer's queues (SQ depth 4, RQ depth 1, the many-QP configuration
+// above) and the engine's QueuePair after connecting (IRL 16). bytes_per_qp counts the bytes
+// requested from operator new (exact at any count); malloc_bytes_per_qp is mallinfo2's in-use
+// delta (includes malloc's per-chunk overhead; at 1 QP it is blurred by chunks that glibc's
+// tcache already counts as in use).
 void BM_QpMemory(benchmark::State& state) {
   const uint32_t n = static_cast<uint32_t>(state.range(0));
   for (auto _ : state) {
@@ -378,12 +399,13 @@ void BM_QpMemory(benchmark::State& state) {
     sqs.reserve(n);
     rqs.reserve(n);
     const size_t m1 = mallinfo2().uordblks;
+    const uint64_t b1 = g_alloc_bytes;
     for (uint32_t i = 0; i < n; ++i) {
       NTSTATUS st;
       sqs.push_back(SendQueue::create(4, 1, 0, &st));
       rqs.push_back(ReceiveQueue::create(1, 1, &st));
     }
-    const size_t m2 = mallinfo2().uordblks;
+    const uint64_t b2 = g_alloc_bytes;
     for (uint32_t i = 0; i < n; ++i) {
       NTSTATUS st;
       QpCreateParams p;
@@ -400,9 +422,11 @@ void BM_QpMemory(benchmark::State& state) {
       if (qp == nullptr || qp->connect(c) != STATUS_SUCCESS) std::abort();
     }
     const size_t m3 = mallinfo2().uordblks;
-    state.counters["queue_bytes_per_qp"] = static_cast<double>(m2 - m1) / n;
-    state.counters["engine_bytes_per_qp"] = static_cast<double>(m3 - m2) / n;
-    state.counters["bytes_per_qp"] = static_cast<double>(m3 - m1) / n;
+    const uint64_t b3 = g_alloc_bytes;
+    state.counters["queue_bytes_per_qp"] = static_cast<double>(b2 - b1) / n;
+    state.counters["engine_bytes_per_qp"] = static_cast<double>(b3 - b2) / n;
+    state.counters["bytes_per_qp"] = static_cast<double>(b3 - b1) / n;
+    state.counters["malloc_bytes_per_qp"] = static_cast<double>(m3 - m1) / n;
     state.counters["sizeof_queue_pair"] = sizeof(QueuePair);
     (void)m0;
   }
@@ -416,4 +440,55 @@ BENCHMARK(BM_RcRead)->Args({64, 1})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RawWire)->Arg(64)->Arg(4096)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QpMemory)->Arg(1)->Arg(1000)->Arg(100000)->Iterations(1)->Unit(benchmark::kMillisecond);
 
-BENCHMARK_MAIN();
+// Fixed-count mode for instruction counting (DESIGN.md §8: count what does not depend on the
+// clock): ROCEDP_RC_FIXED_OPS="<write|send|read|raw>,<size>,<qps>,<batches>" builds the world,
+// warms it, then runs exactly <batches> batches inside measured_batches(), so
+//   valgrind --tool=callgrind --toggle-collect='*measured_batches*' bench_rc_engine
+// counts the instructions of exactly batches x 32 messages.
+namespace {
+[[gnu::noinline]] uint64_t measured_batches(World* w, RawWire* raw, SendOpcode op, uint32_t size, uint32_t n) {
+  uint64_t frames = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (raw != nullptr) {
+      raw->batch();
+    } else {
+      frames += w->batch(op, size);
+    }
+  }
+  return frames;
+}
+
+int fixed_ops(const char* spec) {
+  char kind[16] = {};
+  unsigned size = 0, qps = 0, batches = 0;
+  if (std::sscanf(spec, "%15[a-z],%u,%u,%u", kind, &size, &qps, &batches) != 4) {
+    std::fprintf(stderr, "ROCEDP_RC_FIXED_OPS: want kind,size,qps,batches\n");
+    return 2;
+  }
+  const std::string k = kind;
+  const SendOpcode op = k == "send" ? SendOpcode::kSend : (k == "read" ? SendOpcode::kRead : SendOpcode::kWrite);
+  std::unique_ptr<World> w;
+  std::unique_ptr<RawWire> raw;
+  if (k == "raw") {
+    raw = std::make_unique<RawWire>(size);
+    for (int i = 0; i < 4; ++i) raw->batch();
+  } else {
+    w = std::make_unique<World>(qps);
+    for (int i = 0; i < 4; ++i) w->batch(op, size);
+  }
+  const uint64_t before = g_allocs;
+  const uint64_t frames = measured_batches(w.get(), raw.get(), op, size, batches);
+  std::printf("%s size=%u qps=%u messages=%u frames=%llu allocs=%llu\n", kind, size, qps, batches * kBatch,
+              static_cast<unsigned long long>(frames), static_cast<unsigned long long>(g_allocs - before));
+  return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (const char* spec = std::getenv("ROCEDP_RC_FIXED_OPS")) return fixed_ops(spec);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
