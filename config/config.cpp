@@ -126,6 +126,16 @@ std::string_view to_string(LoggingConfig::Level level) {
   return "?";
 }
 
+std::string_view to_string(ListenerConfig::Service service) {
+  switch (service) {
+    case ListenerConfig::Service::kEcho:
+      return "echo";
+    case ListenerConfig::Service::kMemory:
+      return "memory";
+  }
+  return "?";
+}
+
 namespace {
 
 // Limits that come from DPDK 22.11 as Debian builds it.
@@ -289,6 +299,7 @@ class Reader {
   TelemetryConfig telemetry(const Field& f);
   LoggingConfig logging(const Field& f);
   LimitsConfig limits(const Field& f);
+  ListenerConfig listener(const Field& f);
 
   void validate(const Config& c) const;
 
@@ -655,6 +666,32 @@ LimitsConfig Reader::limits(const Field& f) {
   return c;
 }
 
+ListenerConfig Reader::listener(const Field& f) {
+  ListenerConfig c;
+  Mapping m = mapping(f, {"port", "nd_port", "service", "memory_bytes", "message_bytes",
+                          "queue_depth", "max_connections"});
+  c.port = string(require(m, "port"));
+  // The ND port is the rdma_cm port (service ID 0x0106 << 16 | port); 0 would be ephemeral,
+  // which no client could find.
+  c.nd_port = static_cast<uint16_t>(unsigned_in(require(m, "nd_port"), 1, 65535));
+  const Field& service = require(m, "service");
+  c.service = static_cast<ListenerConfig::Service>(choice(service, {"echo", "memory"}));
+  const bool memory = c.service == ListenerConfig::Service::kMemory;
+  if (const Field* v = m.find("memory_bytes")) {
+    if (!memory) fail(*v, "applies to service: memory only (this listener is 'echo')");
+    c.memory_bytes = unsigned_in(*v, 4096, uint64_t{1} << 30);
+  }
+  if (const Field* v = m.find("message_bytes")) {
+    if (memory) fail(*v, "applies to service: echo only (this listener is 'memory')");
+    c.message_bytes = static_cast<uint32_t>(unsigned_in(*v, 1, 1u << 24));
+  }
+  if (const Field* v = m.find("queue_depth"))
+    c.queue_depth = static_cast<uint32_t>(unsigned_in(*v, 1, 4096));
+  if (const Field* v = m.find("max_connections"))
+    c.max_connections = static_cast<uint32_t>(unsigned_in(*v, 1, 65536));
+  return c;
+}
+
 Config Reader::read(std::string_view yaml) {
   const std::string text(yaml);
   YAML::Node document;
@@ -687,7 +724,8 @@ Config Reader::read(std::string_view yaml) {
   if (!root.node.IsMap())
     fail(root, "expected a mapping of sections at the top level, got " + describe(root.node));
   Mapping m =
-      mapping(root, {"eal", "ports", "dataplane", "control", "telemetry", "logging", "limits"});
+      mapping(root, {"eal", "ports", "dataplane", "control", "telemetry", "logging", "limits",
+                     "listeners"});
 
   Config c;
   c.source = source_;
@@ -700,6 +738,8 @@ Config Reader::read(std::string_view yaml) {
   if (const Field* v = m.find("telemetry")) c.telemetry = telemetry(*v);
   if (const Field* v = m.find("logging")) c.logging = logging(*v);
   if (const Field* v = m.find("limits")) c.limits = limits(*v);
+  if (const Field* v = m.find("listeners"))
+    for (const Field& item : sequence(*v)) c.listeners.push_back(listener(item));
   validate(c);
   return c;
 }
@@ -781,6 +821,26 @@ void Reader::validate(const Config& c) const {
           fail(at, path,
                "duplicate neighbour " + ip + " (also " + index_path(base + ".neighbours", l) + ")");
     }
+  }
+
+  for (size_t i = 0; i < c.listeners.size(); ++i) {
+    const ListenerConfig& l = c.listeners[i];
+    const std::string base = index_path("listeners", i);
+    const std::string port_key = base + ".port";
+    auto it = std::find_if(c.ports.begin(), c.ports.end(),
+                           [&](const PortConfig& p) { return p.name == l.port; });
+    if (it == c.ports.end())
+      fail(where({port_key}), port_key, "no port named '" + l.port + "' in ports");
+    // The runtime opens the NDK adapter (and its connection manager) on the first port.
+    if (it != c.ports.begin())
+      fail(where({port_key}), port_key,
+           "listeners are served on the first port only ('" + c.ports.front().name +
+               "'), not '" + l.port + "'");
+    for (size_t j = 0; j < i; ++j)
+      if (c.listeners[j].port == l.port && c.listeners[j].nd_port == l.nd_port)
+        fail(where({base + ".nd_port"}), base + ".nd_port",
+             "port " + l.port + " nd_port " + std::to_string(l.nd_port) + " is already used by " +
+                 index_path("listeners", j));
   }
 }
 

@@ -114,6 +114,20 @@ struct LimitsConfig {
   uint32_t max_connectors = 131072;
 };
 
+// A listener with a built-in service behind it, run by rocedpd on the control thread and the
+// adapter's polling cores (control/services.hpp). Clients reach it through the IB CM at the port's
+// IP and `nd_port` (rdma_cm service ID 0x0106 << 16 | nd_port).
+struct ListenerConfig {
+  enum class Service { kEcho, kMemory };
+  std::string port;          // name of a configured port (rocedpd serves the first port)
+  uint16_t nd_port = 0;      // 1..65535
+  Service service = Service::kEcho;
+  uint64_t memory_bytes = 1u << 20;  // memory: the exported region (4096 .. 1 GiB)
+  uint32_t message_bytes = 4096;     // echo: the largest SEND it takes (receive buffer size)
+  uint32_t queue_depth = 64;         // per connection: receives posted / send queue depth
+  uint32_t max_connections = 64;     // more are rejected (REJ, consumer reason)
+};
+
 struct Config {
   std::string source;  // file the configuration came from
   EalConfig eal;
@@ -123,6 +137,7 @@ struct Config {
   TelemetryConfig telemetry;
   LoggingConfig logging;
   LimitsConfig limits;
+  std::vector<ListenerConfig> listeners;
 };
 
 // A rejected configuration: where (file, 1-based line and column, key path such as
@@ -160,5 +175,6 @@ std::optional<MacAddress> parse_mac(std::string_view text);
 // The YAML spellings: "rx" / "tx" / "both"; "error" / "warning" / "info" / "debug".
 std::string_view to_string(FaultConfig::Direction direction);
 std::string_view to_string(LoggingConfig::Level level);
+std::string_view to_string(ListenerConfig::Service service);  // "echo" / "memory"
 
 }  // namespace rocedp::config

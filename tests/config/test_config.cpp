@@ -701,3 +701,73 @@ TEST(ConfigReject, BadNamesAndPrefixes) {
 
 }  // namespace
 }  // namespace rocedp::config
+
+// --- listeners (issue 4 §6) ------------------------------------------------------------------
+
+namespace rocedp::config {
+namespace {
+
+TEST(ConfigListeners, EchoAndMemoryWithDefaultsAndEveryKey) {
+  Config c = parse(kOnePort +
+                       "listeners:\n"
+                       "  - {port: p0, nd_port: 7000, service: echo}\n"
+                       "  - port: p0\n"
+                       "    nd_port: 7001\n"
+                       "    service: memory\n"
+                       "    memory_bytes: 65536\n"
+                       "    queue_depth: 8\n"
+                       "    max_connections: 2\n"
+                       "  - {port: p0, nd_port: 7002, service: echo, message_bytes: 100}\n",
+                   kSource);
+  ASSERT_EQ(c.listeners.size(), 3u);
+  EXPECT_EQ(c.listeners[0].port, "p0");
+  EXPECT_EQ(c.listeners[0].nd_port, 7000);
+  EXPECT_EQ(c.listeners[0].service, ListenerConfig::Service::kEcho);
+  EXPECT_EQ(c.listeners[0].message_bytes, 4096u);
+  EXPECT_EQ(c.listeners[0].queue_depth, 64u);
+  EXPECT_EQ(c.listeners[0].max_connections, 64u);
+  EXPECT_EQ(c.listeners[1].service, ListenerConfig::Service::kMemory);
+  EXPECT_EQ(c.listeners[1].memory_bytes, 65536u);
+  EXPECT_EQ(c.listeners[1].queue_depth, 8u);
+  EXPECT_EQ(c.listeners[1].max_connections, 2u);
+  EXPECT_EQ(c.listeners[2].message_bytes, 100u);
+  EXPECT_EQ(to_string(c.listeners[1].service), "memory");
+  EXPECT_TRUE(parse(kOnePort, kSource).listeners.empty());
+}
+
+TEST(ConfigListeners, RejectedWithFileLineColumnKeyAndReason) {
+  expect_error(kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: ftp}\n", 6, 40,
+               "listeners[0].service", "expected one of echo, memory");
+  expect_error(kOnePort + "listeners:\n  - {port: p0, nd_port: 0, service: echo}\n", 6, 25,
+               "listeners[0].nd_port", "");
+  expect_error(kOnePort + "listeners:\n  - {port: p0, nd_port: 65536, service: echo}\n", 6, 25,
+               "listeners[0].nd_port", "");
+  expect_error(kOnePort + "listeners:\n  - {port: p0, service: echo}\n", 6, 5, "listeners[0].nd_port",
+               "nd_port");
+  expect_error(kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: echo, colour: red}\n",
+               6, 46, "listeners[0].colour", "unknown key");
+  expect_error(kOnePort + "listeners:\n  - {port: p1, nd_port: 7000, service: echo}\n", 6, 12,
+               "listeners[0].port", "no port named 'p1'");
+  expect_error(kOnePort +
+                   "listeners:\n"
+                   "  - {port: p0, nd_port: 7000, service: echo}\n"
+                   "  - {port: p0, nd_port: 7000, service: memory}\n",
+               7, 25, "listeners[1].nd_port", "already used by listeners[0]");
+  expect_error(kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: echo, memory_bytes: 4096}\n",
+               6, 60, "listeners[0].memory_bytes", "applies to service: memory only");
+  expect_error(kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: memory, message_bytes: 9}\n",
+               6, 63, "listeners[0].message_bytes", "applies to service: echo only");
+  expect_error(kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: memory, memory_bytes: 100}\n",
+               6, 62, "listeners[0].memory_bytes", "");
+  expect_error(kOnePort + "listeners: {port: p0}\n", 5, 12, "listeners", "expected a sequence");
+  // A second port exists but rocedpd serves connections on the first one only.
+  expect_error(kOnePort +
+                   "  - name: p1\n"
+                   "    devargs: net_tap1\n"
+                   "    address: 198.18.2.1/24\n"
+                   "listeners:\n  - {port: p1, nd_port: 7000, service: echo}\n",
+               9, 12, "listeners[0].port", "first port only");
+}
+
+}  // namespace
+}  // namespace rocedp::config
