@@ -7,6 +7,7 @@
 #   BENCH_ROUNDS alternating rounds (default 5)
 #   BENCH_SKIP_BUILD=1 to use an existing build
 #   extra arguments go to scripts/bench_report.py (e.g. --extra-rows rows.json)
+#   BENCH_DATAPLANE=0 skips the rocedp-perf data-path rows (scripts/bench_dataplane.sh)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
@@ -18,3 +19,8 @@ fi
 echo "bench: pinned to core $core ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $rounds rounds" >&2
 python3 "$root/scripts/bench_report.py" --bin-dir "$build/bin" --out "$root/bench/results/latest.json" \
   --core "$core" --rounds "$rounds" "$@"
+# Data-path rows (rocedp-perf over memif vs its --raw baseline), merged into the same file.
+# BENCH_DATAPLANE=0 skips them.
+if [[ "${BENCH_DATAPLANE:-1}" == 1 ]]; then
+  BUILD_DIR=$build BENCH_ROUNDS=$rounds BENCH_SKIP_BUILD=1 "$root/scripts/bench_dataplane.sh"
+fi

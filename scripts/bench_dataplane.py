@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Data-path benchmarks (issue 3 section 5): two rocedp-perf processes over net_memif, one
+polling core per side, each figure as a ratio to the --raw baseline of the same tool measured in
+the same run. Each round runs the baseline pair, then the subject pair (DESIGN.md section 8:
+alternated, >= 5 rounds, median of the pairwise ratios with min-max).
+
+Topology (2 CPUs): the server process is pinned to CPU 0 (EAL -l 0: its main lcore runs the
+polling core inline together with the perftest loop), the client to CPU 1 (-l 1, same). Each
+process's control thread is unpinned and sleeps when idle.
+
+Rows are merged into bench/results/latest.json: rows whose subject starts with "rocedp-perf:"
+are replaced, every other row is kept.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+# name, test args, metric, unit; baseline = the same args with --raw.
+BW = "msg_rate_Mpps"
+GB = "bw_avg_Gbps"
+
+
+def rows(duration):
+    D = ["-D", str(duration)]
+    out = []
+    for op in ("write", "read", "send"):
+        for size, label in ((64, "64 B"), (4096, "4 KiB")):
+            for qps in (1, 64):
+                if op != "write" and qps != 1 and size != 64:
+                    continue
+                metric, unit = (BW, "Mmsg/s") if size == 64 else (GB, "Gb/s")
+                what = "message rate" if size == 64 else "bandwidth"
+                out.append(dict(name=f"{op.upper()} {label} {what}, {qps} QP(s), memif, vs raw frames",
+                                args=[op, "bw", "-s", str(size), "-q", str(qps)] + D, metric=metric, unit=unit))
+    for op in ("write", "read", "send"):
+        for pct, key in (("p50", "rtt_p50_usec"), ("p99", "rtt_p99_usec")):
+            out.append(dict(name=f"{op.upper()} 64 B round trip {pct}, memif, vs raw frame bounce",
+                            args=[op, "lat", "-s", "64", "-n", "20000"], metric=key, unit="us"))
+    for qps in (1000, 100000):
+        out.append(dict(name=f"WRITE 64 B message rate, {qps} QPs on one core (depth 4), memif, vs raw frames",
+                        args=["write", "bw", "-s", "64", "-q", str(qps), "-t", "4", "-n", str(max(2, 2000000 // qps))],
+                        metric=BW, unit="Mmsg/s", memory=True))
+    return out
+
+
+def run_pair(binary, args, tag):
+    """One server/client pair; returns the client's JSON rows."""
+    with tempfile.TemporaryDirectory(prefix="rdp-bench-") as d:
+        sock = os.path.join(d, "memif.sock")
+        oob = str(21000 + (os.getpid() + int(time.time() * 1000)) % 20000)
+        pre = f"rdp-bench-{os.getpid()}-{tag}"
+        common = ["--oob-port", oob, "--timeout", "120", "--memory-mb", "1024"]
+        srv = subprocess.Popen(["taskset", "-c", "0", binary, "--server", "--port-devargs",
+                                f"net_memif0,role=server,socket={sock},socket-abstract=no", "--ip", "198.18.10.1/24",
+                                "--mac", "02:00:00:00:0a:01", "--lcore", "0", "--file-prefix", pre + "s"] + common,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            cli = subprocess.run(["taskset", "-c", "1", binary, "--client", "127.0.0.1", "--port-devargs",
+                                  f"net_memif0,role=client,socket={sock},socket-abstract=no", "--ip", "198.18.10.2/24",
+                                  "--mac", "02:00:00:00:0a:02", "--lcore", "1", "--file-prefix", pre + "c", "--json"]
+                                 + common + args, capture_output=True, text=True, timeout=300)
+            srv.wait(timeout=60)
+        finally:
+            if srv.poll() is None:
+                srv.kill()
+                srv.wait()
+            for p in (pre + "s", pre + "c"):
+                subprocess.run(["rm", "-rf", f"/var/run/dpdk/{p}"])
+        if cli.returncode != 0:
+            raise RuntimeError(f"rocedp-perf {' '.join(args)}: exit {cli.returncode}: {cli.stderr[-800:]}")
+        return [json.loads(l) for l in cli.stdout.splitlines() if l.startswith("{")]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin-dir", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--duration", type=int, default=1, help="-D seconds of each bandwidth run")
+    ap.add_argument("--filter", default="", help="only rows whose name contains this")
+    args = ap.parse_args()
+    if args.rounds < 5:
+        sys.exit("bench_dataplane: at least 5 alternating rounds (DESIGN.md section 8)")
+    binary = os.path.join(args.bin_dir, "rocedp-perf")
+    results = []
+    for i, row in enumerate(r for r in rows(args.duration) if args.filter in r["name"]):
+        subj, base, ratios, mem = [], [], [], []
+        for k in range(args.rounds):
+            b = [x for x in run_pair(binary, row["args"] + ["--raw"], f"{i}b{k}") if "mode" in x][0]
+            out = run_pair(binary, row["args"], f"{i}s{k}")
+            s = [x for x in out if "mode" in x][0]
+            mem += [x["qp_memory"]["rss_bytes_per_qp"] for x in out if "qp_memory" in x]
+            bv, sv = b[row["metric"]], s[row["metric"]]
+            base.append(bv)
+            subj.append(sv)
+            ratios.append(sv / bv if bv else float("nan"))
+        r = {"name": row["name"], "value": round(statistics.median(subj), 3), "unit": row["unit"],
+             "subject": "rocedp-perf:" + " ".join(row["args"]), "rounds": args.rounds,
+             "core": "server CPU 0, client CPU 1 (inline polling core on each main lcore)",
+             "baseline_name": "rocedp-perf:" + " ".join(row["args"] + ["--raw"]),
+             "baseline_value": round(statistics.median(base), 3), "ratio": round(statistics.median(ratios), 3),
+             "ratio_min": round(min(ratios), 3), "ratio_max": round(max(ratios), 3)}
+        results.append(r)
+        print(f"  {r['name']}: {r['value']} {r['unit']} (raw {r['baseline_value']}, ratio {r['ratio']} "
+              f"[{r['ratio_min']}-{r['ratio_max']}])", file=sys.stderr, flush=True)
+        if row.get("memory") and mem:
+            qps = row["args"][row["args"].index("-q") + 1]
+            results.append({"name": f"memory per QP at {qps} QPs (rocedp-perf process RSS growth while creating them)",
+                            "value": statistics.median(mem), "unit": "bytes/QP",
+                            "subject": "rocedp-perf:" + " ".join(row["args"]), "rounds": args.rounds,
+                            "core": r["core"]})
+    kept = []
+    if os.path.exists(args.out):
+        with open(args.out) as f:
+            kept = [x for x in json.load(f) if not str(x.get("subject", "")).startswith("rocedp-perf:")]
+    with open(args.out, "w") as f:
+        json.dump(kept + results, f, indent=2)
+        f.write("\n")
+    print("| benchmark | value | raw baseline | ratio (median, min–max) |")
+    print("|---|---|---|---|")
+    for r in results:
+        if "ratio" in r:
+            print(f"| {r['name']} | {r['value']} {r['unit']} | {r['baseline_value']} {r['unit']} | "
+                  f"{r['ratio']:.3f} ({r['ratio_min']:.3f}–{r['ratio_max']:.3f}) |")
+        else:
+            print(f"| {r['name']} | {r['value']} {r['unit']} | – | – |")
+
+
+if __name__ == "__main__":
+    main()
