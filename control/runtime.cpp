@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "control/control_thread.hpp"
+#include "control/daemon_connections.hpp"
 #include "control/telemetry.hpp"
 #include "dataplane/core_channel.hpp"
 #include "dataplane/polling_core.hpp"
@@ -143,18 +144,45 @@ bool Runtime::open_adapter(std::string* error) {
   NTSTATUS st = STATUS_PENDING;
   // Adapter::open and every later adapter call belong to the control thread (adapter.hpp), and so
   // does poll_control(): it becomes a poll hook of the control loop.
+  std::string cm_error;
   run_on_control([&] {
     st = Adapter::open(setup, &adapter_);
-    if (st == STATUS_SUCCESS)
-      adapter_hook_ = control_->add_poll_hook_ct([this] { return adapter_ != nullptr ? adapter_->poll_control() : 0u; });
+    if (st != STATUS_SUCCESS) return;
+    if (options_.connection_manager) connections_ = DaemonConnections::attach_ct(*adapter_, *control_, cfg_, &cm_error);
+    adapter_hook_ = control_->add_poll_hook_ct([this] {
+      if (adapter_ == nullptr) return 0u;
+      return adapter_->poll_control() + (connections_ ? connections_->poll_ct() : 0u);
+    });
   });
   if (st != STATUS_SUCCESS) {
     adapter_ = nullptr;
     *error = "adapter open: " + std::string(status_name(st));
     return false;
   }
+  if (options_.connection_manager && !connections_) {
+    *error = cm_error;  // stop() closes the adapter
+    return false;
+  }
   log(LogLevel::kInfo, "adapter_opened", {{"port", ports_[0]->name()}, {"cores", std::to_string(cores_.size())}});
   return true;
+}
+
+// Stop accepting, end the services' connections (DREQ), close their objects, detach the CM.
+bool Runtime::stop_connections() {
+  if (!connections_) return true;
+  if (!control_ || !control_->running()) {
+    (void)connections_.release();  // its objects belong to the control thread that is gone
+    return false;
+  }
+  run_on_control([&] { connections_->begin_stop_ct(); });
+  const bool stopped = wait_until([&] { return connections_->stopped(); }, std::chrono::seconds(2));
+  if (!stopped) log(LogLevel::kWarning, "services_stop_timeout");
+  bool detached = false;
+  run_on_control([&] {
+    detached = connections_->detach_ct();
+    connections_.reset();
+  });
+  return stopped && detached;
 }
 
 bool Runtime::close_adapter() {
@@ -247,6 +275,7 @@ bool Runtime::stop() {
   stopped_ = true;
   bool ok = true;
   if (telemetry_) telemetry_uninstall();
+  ok &= stop_connections();
   ok &= close_adapter();
   if (control_ && control_->running()) {
     std::string error;

@@ -42,6 +42,7 @@ class PollingCore;
 namespace rocedp::control {
 
 class ControlThread;
+class DaemonConnections;
 
 struct RuntimeOptions {
   std::string program = "rocedp";  ///< argv[0] given to EAL
@@ -49,6 +50,10 @@ struct RuntimeOptions {
   /// the number of cores; they run on the main lcore).
   bool launch_cores = true;
   bool open_adapter = false;  ///< open the NDK adapter of port 0 (limits from cfg.limits)
+  /// With open_adapter: attach a connection manager to the adapter (CM frames and ARP through
+  /// the control thread, one neighbour table) and serve cfg.listeners
+  /// (control/daemon_connections.hpp).
+  bool connection_manager = false;
   bool telemetry = true;      ///< install the DPDK telemetry commands when cfg.telemetry.enabled
   /// Raw mode (rocedp-perf --raw): EAL, pool and started ports only; no core, no control thread.
   /// The caller moves frames with Port::rx_burst/tx_burst on queue 0.
@@ -93,6 +98,7 @@ class Runtime {
   bool start_all(std::string* error);
   bool open_adapter(std::string* error);
   bool close_adapter();
+  bool stop_connections();
   /// Runs op (which blocks until the control thread answered) while this thread polls the
   /// inline cores; launched mode: just op().
   bool blocking(const std::function<bool()>& op);
@@ -111,6 +117,7 @@ class Runtime {
   std::unique_ptr<ControlThread> control_;
   Adapter* adapter_ = nullptr;  // control thread
   uint64_t adapter_hook_ = 0;
+  std::unique_ptr<DaemonConnections> connections_;  // control thread
   bool telemetry_ = false;
 };
 
