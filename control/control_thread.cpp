@@ -132,6 +132,15 @@ uint64_t ControlThread::add_poll_hook_ct(PollHook hook) {
   return next_hook_id_++;
 }
 
+uint64_t ControlThread::add_snapshot_part_ct(SnapshotPart part) {
+  parts_.emplace_back(next_hook_id_, std::move(part));
+  return next_hook_id_++;
+}
+
+void ControlThread::remove_snapshot_part_ct(uint64_t id) {
+  std::erase_if(parts_, [id](const auto& p) { return p.first == id; });
+}
+
 void ControlThread::remove_poll_hook_ct(uint64_t id) {
   for (auto& h : hooks_)
     if (h.first == id) h.first = 0;  // erased after the loop's pass, never under a running hook
@@ -363,6 +372,8 @@ void ControlThread::request_snapshot_ct(Done done) {
       for (const auto& e : tables_[i]->snapshot(s.taken)) s.neighbours.push_back({setup_.ports[i]->name(), e});
     s.control = counters_;
     s.mbufs_available = setup_.pool != nullptr ? setup_.pool->available() : 0;
+    for (auto& [id, part] : parts_)
+      if (part.fill) part.fill(s);
     {
       std::lock_guard<std::mutex> lock(snapshot_mutex_);
       latest_ = std::make_shared<const Snapshot>(std::move(s));
@@ -375,6 +386,19 @@ void ControlThread::request_snapshot_ct(Done done) {
     else
       p->failures++;
   }
+  // A collect may finish inline: hold one count so the round cannot end inside this loop.
+  p->outstanding++;
+  for (auto& [id, part] : parts_) {
+    if (!part.collect) continue;
+    p->outstanding++;
+    part.collect([p] {
+      if (--p->outstanding == 0) {
+        p->then(*p);
+        delete p;
+      }
+    });
+  }
+  p->outstanding--;
   Pending::arm(p);
 }
 
@@ -398,9 +422,13 @@ unsigned ControlThread::poll_frames_ct() {
         }
         break;
       }
-      case dataplane::FrameKind::kCm:
-        counters_.cm_frames++;  // connection management arrives with the CM issue
+      case dataplane::FrameKind::kCm: {
+        counters_.cm_frames++;
+        const int idx = port_index_of(m->port);
+        if (cm_handler_ && idx >= 0 && m->nb_segs == 1)
+          cm_handler_(static_cast<size_t>(idx), rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m));
         break;
+      }
       default:
         counters_.other_frames++;
         break;

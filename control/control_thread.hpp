@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "control/connection_rows.hpp"
 #include "control/neighbour_table.hpp"
 #include "dataplane/polling_core.hpp"
 #include "pmd/port.hpp"
@@ -62,7 +63,7 @@ struct NeighbourRow {
 struct ControlCounters {
   uint64_t frames = 0;          // frames received from the cores
   uint64_t arp_frames = 0;      // ARP frames learned from (or ignored)
-  uint64_t cm_frames = 0;       // QP1 MADs (dropped until connection management exists)
+  uint64_t cm_frames = 0;       // QP1 MADs (to the CM handler when one is set, else dropped)
   uint64_t other_frames = 0;
   uint64_t frames_sent = 0;     // ARP requests / gratuitous ARP handed to a core for TX
   uint64_t send_failures = 0;   // no mbuf, channel full, or the core had no TX queue
@@ -79,6 +80,8 @@ struct Snapshot {
   std::vector<NeighbourRow> neighbours;
   ControlCounters control;
   uint32_t mbufs_available = 0;
+  std::vector<ConnectionRow> connections;  // from snapshot parts (the runtime's adapter)
+  std::vector<QpRow> qps;
 };
 
 class ControlThread {
@@ -126,6 +129,23 @@ class ControlThread {
   /// Control thread only; may be called from inside a hook (it stops being called at once).
   void remove_poll_hook_ct(uint64_t id);
 
+  /// Control thread only: QP1/CM frames the cores handed to the control path go to `handler`
+  /// (port index, whole frame) instead of being counted and dropped. This thread stays the one
+  /// reader of the dispatch's control target, and ARP stays with its neighbour tables.
+  using FrameHandler = std::function<void(size_t port_index, const uint8_t* frame, size_t len)>;
+  void set_cm_handler_ct(FrameHandler handler) { cm_handler_ = std::move(handler); }
+  /// Control thread only: the neighbour table of port `index` (the CM resolves through it).
+  NeighbourTable& neighbour_table_ct(size_t index) { return *tables_.at(index); }
+  /// Control thread only: more content for every snapshot round. `collect(done)` starts
+  /// gathering (e.g. requests to the cores) and calls done() once on this thread; the round is
+  /// published after every collect finished, and `fill` then adds its rows to the Snapshot.
+  struct SnapshotPart {
+    std::function<void(std::function<void()> done)> collect;
+    std::function<void(Snapshot&)> fill;
+  };
+  uint64_t add_snapshot_part_ct(SnapshotPart part);
+  void remove_snapshot_part_ct(uint64_t id);
+
   /// Any thread: the latest published snapshot (null before the first round).
   std::shared_ptr<const Snapshot> latest() const;
   bool running() const { return running_.load(std::memory_order_acquire); }
@@ -158,6 +178,8 @@ class ControlThread {
   std::vector<std::pair<uint64_t, PollHook>> hooks_;  // control thread; id 0 = removed
   std::vector<std::pair<uint64_t, PollHook>> added_hooks_;  // joins hooks_ after a loop pass
   uint64_t next_hook_id_ = 1;
+  FrameHandler cm_handler_;
+  std::vector<std::pair<uint64_t, SnapshotPart>> parts_;
 
   tbb::concurrent_queue<Task> inbox_;
   std::atomic<bool> exit_{false};
