@@ -189,6 +189,14 @@ void CmAgent::release(ConnEntry* e) {
 }
 
 bool CmAgent::resolve(uint32_t ip, std::function<void(bool, const wire::MacAddr&)> cb) {
+  if (setup_.resolve) {
+    // The owner's table (rocedpd: the control thread's), one source of truth.
+    return setup_.resolve(ip, [cb = std::move(cb)](bool reachable, const uint8_t* mac) {
+      wire::MacAddr m{};
+      if (reachable && mac != nullptr) std::memcpy(m.data(), mac, 6);
+      cb(reachable, m);
+    });
+  }
   config::Ipv4Address a;
   a.value = ip;
   const auto st =

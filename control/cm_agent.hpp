@@ -167,6 +167,8 @@ class CmAgent {
   uint64_t add_connector(Connector* c);
   void remove_connector(Connector* c);
   Connector* connector(uint64_t id) const;
+  /// Every open connector by liveness id (telemetry walks it on the control thread).
+  const std::unordered_map<uint64_t, Connector*>& connectors() const { return connectors_; }
   std::vector<Listener*>& listeners() { return listeners_; }
   uint32_t open_listeners = 0, open_endpoints = 0, open_connectors = 0;
   /// 4-tuples of Connects still resolving the peer's MAC (not yet reserved in the registry),

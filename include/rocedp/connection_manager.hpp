@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "config/config.hpp"
@@ -40,6 +41,14 @@ struct ConnectionManagerSetup {
   uint32_t arp_retry_ms = 200;  ///< control.arp_retry_ms
   uint32_t arp_retries = 5;     ///< control.arp_retries: then Connect fails HOST_UNREACHABLE
   std::vector<config::StaticNeighbour> neighbours;
+  /// Optional: resolve peers' MACs through the owner's neighbour table instead of the CM's own
+  /// (rocedpd: the control thread's table, so the CM, the cores' caches and telemetry see one
+  /// source of truth; the owner then keeps ARP frames and hands only CM frames to
+  /// cm_receive_frame). `resolve(ip, done)` returns true when `done` already ran inline; else
+  /// `done` runs exactly once later on the control thread. `mac` (6 bytes) is valid when
+  /// `reachable`. When set, arp_retry_ms / arp_retries / neighbours above are not used.
+  using ResolveDone = std::function<void(bool reachable, const uint8_t* mac)>;
+  std::function<bool(uint32_t ip, ResolveDone done)> resolve;
   uint64_t timewait_ns = 1'000'000'000;  ///< IBTA §12.9.8.4 TimeWait of a QPN / 4-tuple
   uint8_t cm_response_timeout = 20;      ///< 4.096 µs × 2^t per CM attempt (rdma_cm's 20)
   uint8_t max_cm_retries = 15;           ///< CM retransmissions (rdma_cm's 15)
