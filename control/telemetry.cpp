@@ -151,6 +151,15 @@ int cmd_control(const char*, const char*, rte_tel_data* d) {
   return s ? telemetry_format_control(*s, d) : no_data(d);
 }
 
+int cmd_connections(const char*, const char*, rte_tel_data* d) {
+  auto s = current();
+  return s ? telemetry_format_connections(*s, d) : no_data(d);
+}
+int cmd_qps(const char*, const char*, rte_tel_data* d) {
+  auto s = current();
+  return s ? telemetry_format_qps(*s, d) : no_data(d);
+}
+
 // Parameter: a number (index/id) or a name.
 bool match(const char* params, const std::string& name, uint64_t id) {
   char* end = nullptr;
@@ -244,6 +253,46 @@ int telemetry_format_control(const Snapshot& s, rte_tel_data* d) {
   return 0;
 }
 
+int telemetry_format_connections(const Snapshot& s, rte_tel_data* d) {
+  using R = ConnectionRow;
+  const auto& rows = s.connections;
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_u64(d, "count", rows.size());
+  add_string_column(d, "local_ip", rows, [](const R& r) { return config::format_ipv4(config::Ipv4Address{r.local_ip}); });
+  add_u64_column(d, "local_port", rows, [](const R& r) -> uint64_t { return r.local_port; });
+  add_string_column(d, "remote_ip", rows, [](const R& r) { return config::format_ipv4(config::Ipv4Address{r.remote_ip}); });
+  add_u64_column(d, "remote_port", rows, [](const R& r) -> uint64_t { return r.remote_port; });
+  add_string_column(d, "state", rows, [](const R& r) { return r.state; });
+  add_string_column(d, "role", rows, [](const R& r) { return std::string(r.active ? "active" : "passive"); });
+  add_u64_column(d, "qpn", rows, [](const R& r) -> uint64_t { return r.qpn; });
+  add_u64_column(d, "peer_qpn", rows, [](const R& r) -> uint64_t { return r.peer_qpn; });
+  add_u64_column(d, "core", rows, [](const R& r) -> uint64_t { return r.core; });
+  add_string_column(d, "service", rows, [](const R& r) { return r.service; });
+  return 0;
+}
+
+int telemetry_format_qps(const Snapshot& s, rte_tel_data* d) {
+  using R = QpRow;
+  const auto& rows = s.qps;
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_u64(d, "count", rows.size());
+  add_u64_column(d, "qpn", rows, [](const R& r) -> uint64_t { return r.qpn; });
+  add_u64_column(d, "core", rows, [](const R& r) -> uint64_t { return r.core; });
+  add_string_column(d, "state", rows, [](const R& r) { return r.state; });
+  add_u64_column(d, "peer_qpn", rows, [](const R& r) -> uint64_t { return r.peer_qpn; });
+  add_u64_column(d, "path_mtu", rows, [](const R& r) -> uint64_t { return r.path_mtu; });
+  add_u64_column(d, "sq_depth", rows, [](const R& r) -> uint64_t { return r.sq_depth; });
+  add_u64_column(d, "sq_in_use", rows, [](const R& r) -> uint64_t { return r.sq_in_use; });
+  add_u64_column(d, "rq_depth", rows, [](const R& r) -> uint64_t { return r.rq_depth; });
+  add_u64_column(d, "rq_in_use", rows, [](const R& r) -> uint64_t { return r.rq_in_use; });
+  add_u64_column(d, "next_psn", rows, [](const R& r) -> uint64_t { return r.next_psn; });
+  add_u64_column(d, "unacked_psn", rows, [](const R& r) -> uint64_t { return r.unacked_psn; });
+  add_u64_column(d, "expected_psn", rows, [](const R& r) -> uint64_t { return r.expected_psn; });
+  add_u64_column(d, "retries_used", rows, [](const R& r) -> uint64_t { return r.retries_used; });
+  add_u64_column(d, "rnr_retries_used", rows, [](const R& r) -> uint64_t { return r.rnr_retries_used; });
+  return 0;
+}
+
 bool telemetry_install(SnapshotSource source, std::string* error) {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_source = std::move(source);
@@ -259,6 +308,9 @@ bool telemetry_install(SnapshotSource source, std::string* error) {
       {"/rocedp/drops", cmd_drops, "Drop totals over all cores, by reason"},
       {"/rocedp/neighbours", cmd_neighbours, "Neighbour tables: port, ip, mac, state, expiry"},
       {"/rocedp/control", cmd_control, "Control thread counters and snapshot age"},
+      {"/rocedp/connections", cmd_connections,
+       "Connections: local/remote ip and port, state, role, QPN, peer QPN, core, service"},
+      {"/rocedp/qps", cmd_qps, "Queue pairs: QPN, core, state, peer QPN, SQ/RQ depth in use, PSNs, retries"},
   };
   for (const auto& c : cmds) {
     if (rte_telemetry_register_cmd(c.name, c.fn, c.help) != 0) {

@@ -10,6 +10,11 @@
 //   /rocedp/drops            drop totals over all cores, by reason name (every reason, zeros too).
 //   /rocedp/neighbours       the control thread's neighbour tables: port, ip, mac, state, expiry.
 //   /rocedp/control          control-thread counters, free mbufs, snapshot sequence and age.
+//   /rocedp/connections      the adapter's connectors (rocedpd with listeners): local/remote ip and
+//                            port, state, role, QPN, peer QPN, core, service. Columns; "count" rows.
+//   /rocedp/qps              the adapter's RC QPs, read by their owning cores in the snapshot
+//                            round: QPN, core, state, peer QPN, path MTU, SQ/RQ depth and in use,
+//                            next/unacked/expected PSN, retries and RNR retries used.
 //
 // DPDK 22.11 containers nest one level (a dict may hold arrays of scalars, not dicts), hence the
 // column layout. Handlers run on DPDK's telemetry thread and only read the latest immutable
@@ -41,5 +46,7 @@ int telemetry_format_cores(const Snapshot& s, const char* params, rte_tel_data* 
 int telemetry_format_drops(const Snapshot& s, rte_tel_data* d);
 int telemetry_format_neighbours(const Snapshot& s, rte_tel_data* d);
 int telemetry_format_control(const Snapshot& s, rte_tel_data* d);
+int telemetry_format_connections(const Snapshot& s, rte_tel_data* d);
+int telemetry_format_qps(const Snapshot& s, rte_tel_data* d);
 
 }  // namespace rocedp::control

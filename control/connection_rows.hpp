@@ -1,0 +1,36 @@
+#pragma once
+// What telemetry shows of connections and queue pairs (/rocedp/connections, /rocedp/qps).
+// Plain rows, filled on the control thread (connections) and on the owning polling core (QPs)
+// during one snapshot round, then published immutable with the rest of the Snapshot.
+
+#include <cstdint>
+#include <string>
+
+namespace rocedp::control {
+
+/// One connector of the adapter's connection manager.
+struct ConnectionRow {
+  uint32_t local_ip = 0, remote_ip = 0;  // host order; 0 = not known yet
+  uint16_t local_port = 0, remote_port = 0;
+  std::string state;    // ConnPhase name: idle, resolving, connecting, ..., established, ...
+  bool active = false;  // we sent the REQ
+  uint32_t qpn = 0, peer_qpn = 0;
+  uint32_t core = 0;    // the core of its QP
+  std::string service;  // echo / memory for the daemon's listeners; "" for others
+};
+
+/// One RC queue pair, read on its owning core.
+struct QpRow {
+  uint32_t qpn = 0;
+  uint32_t core = 0;
+  std::string state;  // reset, init, rtr, rts, sqd, error
+  uint32_t peer_qpn = 0;
+  uint32_t sq_depth = 0, sq_in_use = 0;  // send queue: depth, requests posted and not completed
+  uint32_t rq_depth = 0, rq_in_use = 0;  // receive queue (0 with an SRQ)
+  uint32_t next_psn = 0, unacked_psn = 0, expected_psn = 0;
+  uint32_t retries_used = 0;      // transport retries spent on the oldest unacknowledged PSN
+  uint32_t rnr_retries_used = 0;  // RNR retries spent (7 = infinite: stays 0)
+  uint32_t path_mtu = 0;
+};
+
+}  // namespace rocedp::control

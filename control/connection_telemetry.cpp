@@ -1,0 +1,131 @@
+#include "control/connection_telemetry.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include "control/cm_agent.hpp"
+#include "control/ndk_internal.hpp"
+#include "dataplane/qpn_map.hpp"
+
+namespace rocedp::control {
+
+namespace {
+
+const char* phase_name(ConnPhase p) {
+  switch (p) {
+    case ConnPhase::kIdle: return "idle";
+    case ConnPhase::kResolving: return "resolving";
+    case ConnPhase::kConnecting: return "connecting";
+    case ConnPhase::kConnected: return "connected";
+    case ConnPhase::kCompleting: return "completing";
+    case ConnPhase::kRequest: return "request";
+    case ConnPhase::kAccepting: return "accepting";
+    case ConnPhase::kEstablished: return "established";
+    case ConnPhase::kDisconnecting: return "disconnecting";
+    case ConnPhase::kDisconnected: return "disconnected";
+    case ConnPhase::kFailed: return "failed";
+  }
+  return "?";
+}
+
+// One collection round over the cores; freed by the last answer.
+struct QpGather {
+  std::vector<std::vector<QpRow>> per_core;
+  size_t outstanding = 0;
+  std::function<void(std::vector<QpRow>)> done;
+
+  void finish_one() {
+    if (--outstanding != 0) return;
+    std::vector<QpRow> all;
+    for (auto& v : per_core) all.insert(all.end(), v.begin(), v.end());
+    std::sort(all.begin(), all.end(), [](const QpRow& a, const QpRow& b) { return a.qpn < b.qpn; });
+    auto fn = std::move(done);
+    delete this;
+    fn(std::move(all));
+  }
+};
+
+// On the owning core: every QP of this core's engine. Snapshot rounds are rare (telemetry
+// interval), so walking the slot numbers until every live QP was seen is cheap enough.
+void qp_rows_run(dataplane::CoreMessage& msg, void*) {
+  auto* rdma = reinterpret_cast<dataplane::CoreRdma*>(msg.data[3]);
+  auto* out = static_cast<std::vector<QpRow>*>(msg.arg);
+  rc::RcEngine& engine = rdma->engine_lc();
+  const size_t live = engine.qp_count();
+  out->reserve(live);
+  for (uint32_t local = 0; local <= dataplane::kQpnLocalMask && out->size() < live; ++local) {
+    rc::QueuePair* qp = engine.find_qp(dataplane::make_qpn(engine.core(), local));
+    if (qp == nullptr) continue;
+    QpRow r;
+    r.qpn = qp->qpn();
+    r.core = engine.core();
+    r.state = std::string(rc::qp_state_name(qp->state()));
+    const auto& conn = qp->conn();
+    const bool connected = qp->state() != rc::QpState::kReset && qp->state() != rc::QpState::kInit;
+    r.peer_qpn = connected ? conn.remote_qpn : 0;
+    r.path_mtu = connected ? conn.path_mtu : 0;
+    if (rc::SendQueue* sq = qp->params().sq) {
+      r.sq_depth = sq->ring().depth();
+      r.sq_in_use = sq->ring().readable_lc();
+    }
+    if (rc::ReceiveQueue* rq = qp->params().rq) {
+      r.rq_depth = rq->ring().depth();
+      r.rq_in_use = rq->ring().readable_lc();
+    }
+    r.next_psn = qp->req.cur.psn;
+    r.unacked_psn = qp->comp.unacked_psn;
+    r.expected_psn = qp->resp.psn;
+    if (connected) {
+      r.retries_used = conn.retry_count >= qp->comp.retry_left ? conn.retry_count - qp->comp.retry_left : 0;
+      r.rnr_retries_used =
+          conn.rnr_retry < 7 && conn.rnr_retry >= qp->comp.rnr_retry_left ? conn.rnr_retry - qp->comp.rnr_retry_left : 0;
+    }
+    out->push_back(std::move(r));
+  }
+}
+
+void qp_rows_done(dataplane::CoreMessage& msg) { static_cast<QpGather*>(msg.done_ctx)->finish_one(); }
+
+}  // namespace
+
+std::vector<ConnectionRow> connection_rows(Adapter& adapter,
+                                           const std::function<std::string(const Connector*)>& service_of) {
+  std::vector<ConnectionRow> rows;
+  CmAgent* agent = agent_of(adapter);
+  if (agent == nullptr) return rows;
+  for (const auto& [id, c] : agent->connectors()) {
+    const Connector::State& s = *c->state_;
+    ConnectionRow r;
+    r.local_ip = s.have_local ? s.local.ip : 0;
+    r.local_port = s.have_local ? s.local.port : 0;
+    r.remote_ip = s.peer.ip;
+    r.remote_port = s.peer.port;
+    r.state = phase_name(s.phase);
+    r.active = s.active;
+    r.qpn = s.qpn;
+    r.peer_qpn = s.remote_qpn;
+    r.core = s.qp_core;
+    if (service_of) r.service = service_of(c);
+    rows.push_back(std::move(r));
+  }
+  std::sort(rows.begin(), rows.end(), [](const ConnectionRow& a, const ConnectionRow& b) {
+    return std::tie(a.local_port, a.remote_ip, a.remote_port, a.qpn) <
+           std::tie(b.local_port, b.remote_ip, b.remote_port, b.qpn);
+  });
+  return rows;
+}
+
+void collect_qp_rows(Adapter& adapter, std::function<void(std::vector<QpRow>)> done) {
+  auto* g = new QpGather;
+  const uint32_t n = adapter.core_count();
+  g->per_core.resize(n);  // never resized again: the cores write into it
+  g->done = std::move(done);
+  g->outstanding = 1;  // held until every request is posted
+  Adapter::Impl& im = adapter.impl();
+  for (uint32_t c = 0; c < n; ++c) {
+    if (im.call(c, &qp_rows_run, &g->per_core[c], &qp_rows_done, g)) ++g->outstanding;
+  }
+  g->finish_one();
+}
+
+}  // namespace rocedp::control

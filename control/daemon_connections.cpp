@@ -1,0 +1,104 @@
+#include "control/daemon_connections.hpp"
+
+#include "control/connection_telemetry.hpp"
+#include "control/control_thread.hpp"
+#include "control/services.hpp"
+#include "pmd/log.hpp"
+#include "rocedp/connection_manager.hpp"
+
+namespace rocedp::control {
+
+using pmd::LogLevel;
+
+std::unique_ptr<DaemonConnections> DaemonConnections::attach_ct(Adapter& adapter, ControlThread& control,
+                                                                const config::Config& cfg, std::string* error) {
+  std::unique_ptr<DaemonConnections> d(new DaemonConnections(adapter, control));
+  ConnectionManagerSetup setup;
+  setup.dispatch = nullptr;  // the control thread reads the control target and hands CM frames over
+  setup.tx_core = 0;         // core 0 owns TX queue 0, where control-built frames leave
+  NeighbourTable* table = &control.neighbour_table_ct(0);
+  setup.resolve = [table](uint32_t ip, ConnectionManagerSetup::ResolveDone done) {
+    config::Ipv4Address a;
+    a.value = ip;
+    return table->resolve(a, NeighbourClock::now(), [done = std::move(done)](const ResolveResult& r) {
+             done(r.reachable, r.mac.bytes.data());
+           }) == NeighbourTable::ResolveStatus::kCompleted;
+  };
+  NTSTATUS st = attach_connection_manager(adapter, setup);
+  if (st != STATUS_SUCCESS) {
+    *error = "connection manager: " + std::string(status_name(st));
+    return nullptr;
+  }
+  d->attached_ = true;
+  Adapter* a = &adapter;
+  control.set_cm_handler_ct([a](size_t port_index, const uint8_t* frame, size_t len) {
+    if (port_index == 0) cm_receive_frame(*a, frame, len);
+  });
+  if (!cfg.listeners.empty()) {
+    st = Services::start(adapter, cfg.listeners, &d->services_, error);
+    if (st != STATUS_SUCCESS) {
+      d->detach_ct();
+      return nullptr;
+    }
+  }
+  ControlThread::SnapshotPart part;
+  auto rows = d->qp_rows_;
+  part.collect = [a, rows](std::function<void()> done) {
+    collect_qp_rows(*a, [rows, done = std::move(done)](std::vector<QpRow> r) {
+      *rows = std::move(r);
+      done();
+    });
+  };
+  DaemonConnections* self = d.get();
+  part.fill = [self, rows](Snapshot& s) {
+    s.qps = *rows;
+    Services* svc = self->services_.get();
+    s.connections = connection_rows(self->adapter_, [svc](const Connector* c) {
+      return svc != nullptr ? svc->service_of(c) : std::string();
+    });
+  };
+  d->snapshot_part_ = control.add_snapshot_part_ct(std::move(part));
+  pmd::log(LogLevel::kInfo, "connection_manager_attached", {{"listeners", std::to_string(cfg.listeners.size())}});
+  return d;
+}
+
+DaemonConnections::DaemonConnections(Adapter& adapter, ControlThread& control)
+    : adapter_(adapter), control_(control) {}
+
+DaemonConnections::~DaemonConnections() {
+  if (attached_) detach_ct();
+}
+
+unsigned DaemonConnections::poll_ct() {
+  unsigned n = poll_connections(adapter_);
+  if (services_) n += services_->poll();
+  return n;
+}
+
+void DaemonConnections::begin_stop_ct() {
+  if (services_) services_->stop();
+}
+
+bool DaemonConnections::stopped() const { return !services_ || services_->stopped(); }
+
+bool DaemonConnections::detach_ct() {
+  if (snapshot_part_ != 0) control_.remove_snapshot_part_ct(snapshot_part_);
+  snapshot_part_ = 0;
+  control_.set_cm_handler_ct(nullptr);
+  if (!attached_) return true;
+  if (services_ && !services_->stopped()) {
+    pmd::log(LogLevel::kWarning, "services_not_stopped",
+             {{"connections", std::to_string(services_->open_connections())}});
+  }
+  const NTSTATUS st = detach_connection_manager(adapter_);
+  if (st != STATUS_SUCCESS) {
+    pmd::log(LogLevel::kWarning, "connection_manager_detach_failed", {{"status", std::string(status_name(st))}});
+    return false;
+  }
+  attached_ = false;
+  services_.reset();
+  pmd::log(LogLevel::kInfo, "connection_manager_detached");
+  return true;
+}
+
+}  // namespace rocedp::control

@@ -1,0 +1,63 @@
+#pragma once
+// Connection management inside a runtime (rocedpd): the adapter's connection manager wired to
+// the control thread, the built-in services of config `listeners`, and the connection and QP
+// rows of every telemetry snapshot.
+//
+//  * Frames: the control thread stays the one reader of the RX dispatch's control target. It
+//    hands QP1/CM frames to cm_receive_frame (ConnectionManagerSetup::dispatch is null), and
+//    keeps ARP frames for its own neighbour table.
+//  * Neighbours, one source of truth: the CM resolves peers through the control thread's
+//    neighbour table of the adapter's port (ConnectionManagerSetup::resolve), the same table
+//    that learns from ARP, pushes entries to the cores' caches and shows in /rocedp/neighbours.
+//    The CM's own table stays unused.
+//  * Telemetry: a snapshot part collects the QP rows from the cores (each core reads its own
+//    QPs) and the connection rows on the control thread in the same round.
+//
+// Threads: every method on the control thread, except stopped().
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "control/connection_rows.hpp"
+
+namespace rocedp {
+class Adapter;
+}
+
+namespace rocedp::control {
+
+class ControlThread;
+class Services;
+
+class DaemonConnections {
+ public:
+  /// Attaches the connection manager to `adapter` (opened on `control`'s port 0), installs the
+  /// CM frame handler and the snapshot part, and starts the services of cfg.listeners. Null
+  /// and *error on failure (nothing left attached).
+  static std::unique_ptr<DaemonConnections> attach_ct(Adapter& adapter, ControlThread& control,
+                                                      const config::Config& cfg, std::string* error);
+  ~DaemonConnections();
+
+  /// The loop's turn: poll_connections + services. Returns work done.
+  unsigned poll_ct();
+  /// Shutdown, first step: the services stop accepting and end their connections.
+  void begin_stop_ct();
+  /// Any thread: every service object is closed (or there were none).
+  bool stopped() const;
+  /// Shutdown, last step (after stopped(), or giving up): removes the handler and the snapshot
+  /// part and detaches the manager. False if objects were left open (logged).
+  bool detach_ct();
+
+ private:
+  DaemonConnections(Adapter& adapter, ControlThread& control);
+  Adapter& adapter_;
+  ControlThread& control_;
+  std::unique_ptr<Services> services_;
+  uint64_t snapshot_part_ = 0;
+  bool attached_ = false;
+  std::shared_ptr<std::vector<QpRow>> qp_rows_ = std::make_shared<std::vector<QpRow>>();
+};
+
+}  // namespace rocedp::control

@@ -1,0 +1,417 @@
+// rocedpd's echo and memory services (control/services.hpp). Control thread only.
+
+#include "control/services.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "control/ndk_internal.hpp"
+#include "pmd/log.hpp"
+#include "rocedp/listener.hpp"
+
+namespace rocedp::control {
+
+using pmd::LogLevel;
+
+namespace {
+
+void put_be(uint8_t* p, uint64_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i) {
+    p[i] = static_cast<uint8_t>(v);
+    v >>= 8;
+  }
+}
+uint64_t get_be(const uint8_t* p, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v = (v << 8) | p[i];
+  return v;
+}
+
+// Receive request contexts carry the buffer slot; send contexts the slot with bit 0 set.
+void* slot_context(uint32_t slot, bool send) {
+  return reinterpret_cast<void*>((uintptr_t{slot} << 1) | (send ? 1u : 0u));
+}
+
+}  // namespace
+
+void MemoryServiceInfo::encode(uint8_t out[kWireSize]) const {
+  std::memset(out, 0, kWireSize);
+  put_be(out + 0, kMagic, 4);
+  put_be(out + 4, kVersion, 2);
+  put_be(out + 6, flags, 2);
+  put_be(out + 8, address, 8);
+  put_be(out + 16, length, 8);
+  put_be(out + 24, token, 4);
+}
+
+bool MemoryServiceInfo::decode(const uint8_t* data, size_t len, MemoryServiceInfo* out) {
+  if (len < kWireSize || get_be(data, 4) != kMagic || get_be(data + 4, 2) != kVersion) return false;
+  out->flags = static_cast<uint16_t>(get_be(data + 6, 2));
+  out->address = get_be(data + 8, 8);
+  out->length = get_be(data + 16, 8);
+  out->token = static_cast<uint32_t>(get_be(data + 24, 4));
+  return true;
+}
+
+struct Services::Listening {
+  Services* owner = nullptr;
+  config::ListenerConfig cfg;
+  Listener* listener = nullptr;
+  std::unique_ptr<uint8_t[]> region;  // memory service
+  Mr* mr = nullptr;
+  uint32_t connections = 0;
+  bool echo() const { return cfg.service == config::ListenerConfig::Service::kEcho; }
+};
+
+struct Services::Conn {
+  Services* owner = nullptr;
+  Listening* svc = nullptr;
+  Connector* connector = nullptr;
+  Cq* cq = nullptr;
+  Qp* qp = nullptr;
+  Mr* mr = nullptr;  // echo: the receive/send buffers
+  std::unique_ptr<uint8_t[]> buf;
+  uint32_t core = 0;
+  bool creating = false;     // a create completion is outstanding
+  bool closing_obj = false;  // a close completion is outstanding
+  bool closing = false;
+  bool established = false;
+};
+
+NTSTATUS Services::start(Adapter& adapter, const std::vector<config::ListenerConfig>& listeners,
+                         std::unique_ptr<Services>* out, std::string* error) {
+  std::unique_ptr<Services> s(new Services(adapter));
+  NTSTATUS st = adapter.create_pd(nullptr, nullptr, &s->pd_);
+  if (st != STATUS_SUCCESS) {
+    *error = "services: CreatePd: " + std::string(status_name(st));
+    return st;
+  }
+  for (const auto& cfg : listeners) {
+    auto l = std::make_unique<Listening>();
+    l->owner = s.get();
+    l->cfg = cfg;
+    const std::string what = std::string(config::to_string(cfg.service)) + " listener on nd_port " +
+                             std::to_string(cfg.nd_port);
+    if (!l->echo()) {
+      l->region.reset(new (std::nothrow) uint8_t[cfg.memory_bytes]());
+      st = l->region ? s->pd_->create_mr(false, nullptr, nullptr, &l->mr) : STATUS_INSUFFICIENT_RESOURCES;
+      if (st == STATUS_SUCCESS)
+        st = l->mr->register_mr(l->region.get(), cfg.memory_bytes,
+                                NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ |
+                                    NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
+                                nullptr, nullptr);
+      if (st != STATUS_SUCCESS) {
+        *error = what + ": region of " + std::to_string(cfg.memory_bytes) + " bytes: " + std::string(status_name(st));
+        s->listening_.push_back(std::move(l));
+        s->stop();
+        return st;
+      }
+    }
+    st = create_listener(adapter, &Services::on_connect_event, l.get(), nullptr, nullptr, &l->listener);
+    if (st == STATUS_SUCCESS) st = l->listener->listen(NdkSockAddr{0, cfg.nd_port}, nullptr, nullptr);
+    if (st != STATUS_SUCCESS) {
+      *error = what + ": " + std::string(status_name(st));
+      s->listening_.push_back(std::move(l));
+      s->stop();
+      return st;
+    }
+    pmd::log(LogLevel::kInfo, "service_listening",
+             {{"service", std::string(config::to_string(cfg.service))},
+              {"nd_port", std::to_string(cfg.nd_port)},
+              {"bytes", std::to_string(l->echo() ? cfg.message_bytes : cfg.memory_bytes)}});
+    s->listening_.push_back(std::move(l));
+  }
+  *out = std::move(s);
+  return STATUS_SUCCESS;
+}
+
+Services::Services(Adapter& adapter) : adapter_(adapter) {}
+
+Services::~Services() {
+  // stop() must have completed (the runtime waits for stopped()); objects still open belong to
+  // an adapter that is going away with them.
+}
+
+std::string Services::service_of(const Connector* c) const {
+  auto it = by_connector_.find(c);
+  return it == by_connector_.end() ? std::string() : std::string(config::to_string(it->second->cfg.service));
+}
+
+// ---- connection set-up: ConnectEvent -> CQ -> QP -> (receives) -> Accept ----------------------
+
+void Services::on_connect_event(void* context, NdkConnector* nc) {
+  auto* l = static_cast<Listening*>(context);
+  Services& self = *l->owner;
+  Connector* connector = Connector::from(nc);
+  if (self.stopping_ || l->connections >= l->cfg.max_connections) {
+    // NdkReject: REJ reason 28 (consumer defined); the connector is ours to close.
+    connector->reject(nullptr, 0);
+    connector->close(nullptr, nullptr);
+    ++self.counters_.connections_rejected;
+    return;
+  }
+  auto owned = std::make_unique<Conn>();
+  Conn* c = owned.get();
+  c->owner = &self;
+  c->svc = l;
+  c->connector = connector;
+  c->core = self.next_core_++ % std::max<uint32_t>(1, self.adapter_.core_count());
+  self.conns_[c] = std::move(owned);
+  self.by_connector_[connector] = l;
+  ++l->connections;
+
+  const uint32_t depth = l->cfg.queue_depth;
+  NTSTATUS st = STATUS_SUCCESS;
+  if (l->echo()) {
+    const uint64_t bytes = uint64_t{depth} * l->cfg.message_bytes;
+    c->buf.reset(new (std::nothrow) uint8_t[bytes]);
+    st = c->buf ? self.pd_->create_mr(false, nullptr, nullptr, &c->mr) : STATUS_INSUFFICIENT_RESOURCES;
+    if (st == STATUS_SUCCESS)
+      st = c->mr->register_mr(c->buf.get(), bytes, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, nullptr, nullptr);
+  }
+  Cq* cq = nullptr;
+  if (st == STATUS_SUCCESS) {
+    // Echo: room for every receive and every echo SEND; memory: remote operations produce no
+    // completion here.
+    const uint32_t cq_depth = l->echo() ? 2 * depth : 4;
+    c->creating = true;
+    st = self.adapter_.create_cq(cq_depth, nullptr, nullptr, c->core, &Services::on_cq_created, c, &cq);
+    if (st == STATUS_SUCCESS) {
+      on_cq_created(c, STATUS_SUCCESS, &cq->header);
+      return;
+    }
+    if (st == STATUS_PENDING) return;
+    c->creating = false;
+  }
+  pmd::log(LogLevel::kWarning, "service_setup_failed", {{"step", "cq"}, {"status", std::string(status_name(st))}});
+  ++self.counters_.connections_failed;
+  self.teardown(c);
+}
+
+void Services::on_cq_created(void* context, NTSTATUS status, NdkObjectHeader* object) {
+  auto* c = static_cast<Conn*>(context);
+  Services& self = *c->owner;
+  c->creating = false;
+  if (status == STATUS_SUCCESS) c->cq = ndk_object_cast<Cq>(object);
+  if (c->closing) {
+    self.close_next(c);
+    return;
+  }
+  if (status != STATUS_SUCCESS) {
+    ++self.counters_.connections_failed;
+    self.teardown(c);
+    return;
+  }
+  const bool echo = c->svc->echo();
+  const uint32_t depth = echo ? c->svc->cfg.queue_depth : 1;
+  Qp* qp = nullptr;
+  c->creating = true;
+  const NTSTATUS st = self.pd_->create_qp(c->cq, c->cq, c, depth, depth, 1, 1, 0, &Services::on_qp_created, c, &qp);
+  if (st == STATUS_SUCCESS) {
+    on_qp_created(c, STATUS_SUCCESS, &qp->header);
+  } else if (st != STATUS_PENDING) {
+    c->creating = false;
+    ++self.counters_.connections_failed;
+    self.teardown(c);
+  }
+}
+
+void Services::on_qp_created(void* context, NTSTATUS status, NdkObjectHeader* object) {
+  auto* c = static_cast<Conn*>(context);
+  Services& self = *c->owner;
+  c->creating = false;
+  if (status == STATUS_SUCCESS) c->qp = ndk_object_cast<Qp>(object);
+  if (c->closing) {
+    self.close_next(c);
+    return;
+  }
+  if (status != STATUS_SUCCESS) {
+    ++self.counters_.connections_failed;
+    self.teardown(c);
+    return;
+  }
+  self.accept(c);
+}
+
+void Services::accept(Conn* c) {
+  const Listening& l = *c->svc;
+  NTSTATUS st = STATUS_SUCCESS;
+  uint8_t pd[MemoryServiceInfo::kWireSize];
+  uint32_t pd_len = 0;
+  if (l.echo()) {
+    for (uint32_t i = 0; i < l.cfg.queue_depth && st == STATUS_SUCCESS; ++i) {
+      NdkSge sge{c->buf.get() + uint64_t{i} * l.cfg.message_bytes, l.cfg.message_bytes, c->mr->get_local_token()};
+      st = c->qp->receive(slot_context(i, false), &sge, 1);
+    }
+  } else {
+    MemoryServiceInfo info;
+    info.address = reinterpret_cast<uint64_t>(l.region.get());
+    info.length = l.cfg.memory_bytes;
+    info.token = l.mr->get_remote_token();
+    info.encode(pd);
+    pd_len = sizeof(pd);
+  }
+  // Inbound reads: as many as the adapter allows (the memory service is read by its clients);
+  // we issue none.
+  const uint32_t irl = adapter_.impl().setup.limits.max_read_limit;
+  if (st == STATUS_SUCCESS)
+    st = c->connector->accept_ex(c->qp, irl, 0, pd_len != 0 ? pd : nullptr, pd_len, &Services::on_disconnected, c,
+                                 &Services::on_accepted, c);
+  if (st != STATUS_PENDING && st != STATUS_SUCCESS) {
+    pmd::log(LogLevel::kWarning, "service_accept_failed", {{"status", std::string(status_name(st))}});
+    ++counters_.connections_failed;
+    teardown(c);
+    return;
+  }
+  if (st == STATUS_SUCCESS) on_accepted(c, STATUS_SUCCESS);
+}
+
+void Services::on_accepted(void* context, NTSTATUS status) {
+  auto* c = static_cast<Conn*>(context);
+  Services& self = *c->owner;
+  if (status != STATUS_SUCCESS) {
+    ++self.counters_.connections_failed;
+    self.teardown(c);
+    return;
+  }
+  c->established = true;
+  ++self.counters_.connections_accepted;
+  NdkSockAddr peer;
+  uint32_t size = sizeof(peer);
+  c->connector->get_peer_address(&peer, &size);
+  pmd::log(LogLevel::kInfo, "service_connected",
+           {{"service", std::string(config::to_string(c->svc->cfg.service))},
+            {"peer", config::format_ipv4(config::Ipv4Address{peer.ip}) + ":" + std::to_string(peer.port)},
+            {"qpn", std::to_string(c->qp->qpn())},
+            {"core", std::to_string(c->core)}});
+}
+
+void Services::on_disconnected(void* context, NTSTATUS reason) {
+  auto* c = static_cast<Conn*>(context);
+  pmd::log(LogLevel::kInfo, "service_disconnected", {{"reason", std::string(status_name(reason))}});
+  c->owner->teardown(c);
+}
+
+// ---- teardown: connector (DREQ/REJ, QP flushed) -> QP -> CQ -> buffer MR -> freed -----------
+
+void Services::teardown(Conn* c) {
+  if (c->closing) return;
+  c->closing = true;
+  close_next(c);
+}
+
+void Services::close_next(Conn* c) {
+  if (c->creating || c->closing_obj) return;  // its completion calls again
+  if (c->connector != nullptr) {
+    // First: the connector stops probing and using the QP before the QP goes away.
+    by_connector_.erase(c->connector);
+    Connector* k = c->connector;
+    c->connector = nullptr;
+    k->close(nullptr, nullptr);
+  }
+  if (c->qp != nullptr) {
+    Qp* qp = c->qp;
+    c->qp = nullptr;
+    c->closing_obj = true;
+    if (qp->close(&Services::on_qp_closed, c) == STATUS_PENDING) return;
+    c->closing_obj = false;
+  }
+  if (c->cq != nullptr) {
+    Cq* cq = c->cq;
+    c->cq = nullptr;
+    c->closing_obj = true;
+    if (cq->close(&Services::on_cq_closed, c) == STATUS_PENDING) return;
+    c->closing_obj = false;
+  }
+  if (c->mr != nullptr) {
+    c->mr->close(nullptr, nullptr);
+    c->mr = nullptr;
+  }
+  --c->svc->connections;
+  ++counters_.connections_closed;
+  conns_.erase(c);  // frees c
+  maybe_finish_stop();
+}
+
+void Services::on_qp_closed(void* context) {
+  auto* c = static_cast<Conn*>(context);
+  c->closing_obj = false;
+  c->owner->close_next(c);
+}
+
+void Services::on_cq_closed(void* context) {
+  auto* c = static_cast<Conn*>(context);
+  c->closing_obj = false;
+  c->owner->close_next(c);
+}
+
+void Services::stop() {
+  if (stopping_) return;
+  stopping_ = true;
+  for (auto& l : listening_) {
+    if (l->listener != nullptr) {
+      l->listener->close(nullptr, nullptr);  // no ConnectEvent after this
+      l->listener = nullptr;
+    }
+  }
+  std::vector<Conn*> all;
+  for (auto& [k, v] : conns_) all.push_back(k);
+  for (Conn* c : all) teardown(c);
+  maybe_finish_stop();
+}
+
+void Services::maybe_finish_stop() {
+  if (!stopping_ || !conns_.empty() || stopped_.load(std::memory_order_relaxed)) return;
+  for (auto& l : listening_) {
+    if (l->mr != nullptr) {
+      l->mr->close(nullptr, nullptr);
+      l->mr = nullptr;
+    }
+  }
+  if (pd_ != nullptr) {
+    // Every MR and QP of the PD is closed now: the close is inline.
+    pd_->close(nullptr, nullptr);
+    pd_ = nullptr;
+  }
+  stopped_.store(true, std::memory_order_release);
+}
+
+// ---- echo data path ---------------------------------------------------------------------------
+
+unsigned Services::poll() {
+  unsigned work = 0;
+  for (auto& [c, owned] : conns_) {
+    if (c->established && !c->closing && c->cq != nullptr) work += poll_echo(c);
+  }
+  return work;
+}
+
+unsigned Services::poll_echo(Conn* c) {
+  NdkResultEx results[32];
+  const uint32_t n = c->cq->get_results_ex(results, 32);
+  if (!c->svc->echo()) return n;
+  const uint32_t msg = c->svc->cfg.message_bytes;
+  for (uint32_t i = 0; i < n; ++i) {
+    const NdkResultEx& r = results[i];
+    if (r.status != STATUS_SUCCESS) continue;  // flushed (CANCELLED) while the connection ends
+    const auto ctx = reinterpret_cast<uintptr_t>(r.request_context);
+    const auto slot = static_cast<uint32_t>(ctx >> 1);
+    uint8_t* data = c->buf.get() + uint64_t{slot} * msg;
+    if ((ctx & 1) == 0) {
+      // A SEND arrived: the same bytes go back from the same buffer.
+      NdkSge sge{data, r.bytes_transferred, c->mr->get_local_token()};
+      const NTSTATUS st = c->qp->send(slot_context(slot, true), &sge, r.bytes_transferred != 0 ? 1 : 0, 0);
+      if (st == STATUS_SUCCESS) {
+        ++counters_.echo_messages;
+        counters_.echo_bytes += r.bytes_transferred;
+      }
+    } else {
+      // The echo left: the buffer takes the next SEND.
+      NdkSge sge{data, msg, c->mr->get_local_token()};
+      c->qp->receive(slot_context(slot, false), &sge, 1);
+    }
+  }
+  return n;
+}
+
+}  // namespace rocedp::control

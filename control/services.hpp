@@ -1,0 +1,121 @@
+#pragma once
+// rocedpd's built-in services behind the YAML `listeners:` (config::ListenerConfig), consumers
+// of the NDK API like any other (DESIGN.md §5):
+//
+//  * echo:   every incoming connection gets a CQ and a QP on a polling core (round robin), with
+//            queue_depth receives of message_bytes posted before the Accept. Each SEND that
+//            arrives goes back on the same connection as a SEND of the same bytes, straight from
+//            the receive buffer; the buffer is posted again once that SEND completed.
+//  * memory: one zeroed region of memory_bytes per listener, registered for remote READ and
+//            WRITE. Every connection's Accept carries a MemoryServiceInfo (below) in its private
+//            data, so the client can WRITE and READ it right after CompleteConnect.
+//
+// Connections beyond max_connections, and every request once stopping, are rejected (REJ reason
+// 28, consumer defined, no private data). A peer's disconnect, or the peer's death, closes the
+// connection's connector, QP and CQ.
+//
+// Threads: everything here runs on the control thread: the NDK callbacks (ConnectEvent, Create/
+// Close/Request completions, DisconnectEvent) and poll(), which drains the echo CQs with
+// GetCqResults and posts the echoes (NDK lets any one thread per queue post).
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "config/config.hpp"
+#include "rocedp/adapter.hpp"
+#include "rocedp/connector.hpp"
+#include "rocedp/status.hpp"
+
+namespace rocedp::control {
+
+/// The memory service's Accept private data (NdkGetConnectionData on the client: the first 32
+/// bytes of the REP private data). Every field in network byte order (big-endian).
+///   offset 0  u32 magic    0x524D454D ("RMEM")
+///   offset 4  u16 version  1
+///   offset 6  u16 flags    bit 0: remote READ allowed, bit 1: remote WRITE allowed
+///   offset 8  u64 address  the region's first byte, as RETH virtual address
+///   offset 16 u64 length   bytes
+///   offset 24 u32 token    the region's remote token (RETH R_Key)
+///   offset 28 u32 reserved 0
+struct MemoryServiceInfo {
+  static constexpr uint32_t kMagic = 0x524D454D;
+  static constexpr uint16_t kVersion = 1;
+  static constexpr size_t kWireSize = 32;
+  uint16_t flags = 3;
+  uint64_t address = 0;
+  uint64_t length = 0;
+  uint32_t token = 0;
+
+  void encode(uint8_t out[kWireSize]) const;
+  /// False if `len` is short, or the magic or version differ.
+  static bool decode(const uint8_t* data, size_t len, MemoryServiceInfo* out);
+};
+
+struct ServiceCounters {
+  uint64_t connections_accepted = 0;  ///< Accept completed SUCCESS
+  uint64_t connections_rejected = 0;  ///< over max_connections, stopping, or resources
+  uint64_t connections_failed = 0;    ///< setup or Accept failed
+  uint64_t connections_closed = 0;
+  uint64_t echo_messages = 0, echo_bytes = 0;
+};
+
+class Services {
+ public:
+  /// Control thread: a PD and one listening Listener per entry (IP wildcard, ND port
+  /// `nd_port`) on `adapter`, whose connection manager is attached. Memory regions are
+  /// allocated and registered here. STATUS_SUCCESS; otherwise the failing call's status and
+  /// *error says which listener (what was created is closed again).
+  static NTSTATUS start(Adapter& adapter, const std::vector<config::ListenerConfig>& listeners,
+                        std::unique_ptr<Services>* out, std::string* error);
+  ~Services();
+  Services(const Services&) = delete;
+  Services& operator=(const Services&) = delete;
+
+  /// Control thread, once per loop pass: drains the echo CQs and echoes. Returns work done.
+  unsigned poll();
+  /// Control thread: stop accepting (listeners closed), end every connection (connector close:
+  /// DREQ or REJ; QP and CQ closed), then close the regions and the PD. stopped() turns true
+  /// when everything is closed (any thread may read it).
+  void stop();
+  bool stopped() const { return stopped_.load(std::memory_order_acquire); }
+
+  /// Control thread: "echo" / "memory" for a connector a listener of ours handed out, else "".
+  std::string service_of(const Connector* c) const;
+  const ServiceCounters& counters() const { return counters_; }
+  size_t open_connections() const { return conns_.size(); }
+
+  struct Listening;
+  struct Conn;
+
+ private:
+  explicit Services(Adapter& adapter);
+  static void on_connect_event(void* context, NdkConnector* connector);
+  static void on_cq_created(void* context, NTSTATUS status, NdkObjectHeader* object);
+  static void on_qp_created(void* context, NTSTATUS status, NdkObjectHeader* object);
+  static void on_accepted(void* context, NTSTATUS status);
+  static void on_disconnected(void* context, NTSTATUS reason);
+  static void on_qp_closed(void* context);
+  static void on_cq_closed(void* context);
+  void accept(Conn* c);
+  void teardown(Conn* c);
+  void close_next(Conn* c);
+  void maybe_finish_stop();
+  unsigned poll_echo(Conn* c);
+
+  Adapter& adapter_;
+  Pd* pd_ = nullptr;
+  std::vector<std::unique_ptr<Listening>> listening_;
+  std::unordered_map<Conn*, std::unique_ptr<Conn>> conns_;
+  std::unordered_map<const Connector*, const Listening*> by_connector_;
+  uint32_t next_core_ = 0;
+  bool stopping_ = false;
+  std::atomic<bool> stopped_{false};
+  ServiceCounters counters_;
+};
+
+}  // namespace rocedp::control
