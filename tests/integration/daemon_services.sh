@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# rocedpd with an echo and a memory listener (memif server) and svc_client (memif client, its own
+# EAL and runtime) in a second process: the client connects through the IB CM to both services
+# and checks the bytes (echo byte-exact; WRITE then READ back through the memory region); while
+# it holds both connections the daemon's telemetry shows them (/rocedp/connections, /rocedp/qps);
+# after the client disconnected and exited 0, SIGTERM ends the daemon with status 0.
+#   daemon_services.sh PATH/TO/svc_client
+source "$(dirname "$0")/lib.sh"
+need_root
+client=${1:?usage: daemon_services.sh SVC_CLIENT}
+client_pid=
+client_prefix=rdp-it-svc-client-$$
+
+stop_client() {
+  if [ -n "$client_pid" ] && kill -0 "$client_pid" 2>/dev/null; then
+    kill -TERM "$client_pid" 2>/dev/null || true
+    for _ in $(seq 30); do kill -0 "$client_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$client_pid" 2>/dev/null || true
+  fi
+  [ -n "$client_pid" ] && wait "$client_pid" 2>/dev/null || true
+  client_pid=
+  rm -rf "/var/run/dpdk/$client_prefix"
+}
+on_exit() {
+  local rc=$?
+  stop_client
+  if [ $rc -ne 0 ] && [ -f "$work/client.log" ]; then
+    echo "---- client log ----" >&2
+    tail -n 40 "$work/client.log" >&2
+  fi
+  (exit $rc)
+  cleanup
+}
+trap on_exit EXIT INT TERM
+
+sock=$work/memif.sock
+cat > "$work/server.yaml" <<YAML
+eal: {lcores: [0, 1], main_lcore: 0, memory_mb: 256, file_prefix: $prefix, extra_args: ["--no-pci"]}
+ports:
+  - name: memif0
+    devargs: net_memif0,role=server,socket=$sock
+    mac: "02:00:00:00:01:01"
+    address: 198.18.1.1/24
+    neighbours: [{ip: 198.18.1.2, mac: "02:00:00:00:01:02"}]
+dataplane: {lcores: [1], mbuf_count: 8191}
+telemetry: {stats_interval_ms: 20}
+listeners:
+  - {port: memif0, nd_port: 7000, service: echo, message_bytes: 4096, queue_depth: 16}
+  - {port: memif0, nd_port: 7001, service: memory, memory_bytes: 1048576}
+YAML
+# The client polls on lcore 0 and runs main() on lcore 1, so the two processes' polling cores
+# do not share a CPU.
+cat > "$work/client.yaml" <<YAML
+eal: {lcores: [0, 1], main_lcore: 1, memory_mb: 256, file_prefix: $client_prefix, extra_args: ["--no-pci"]}
+ports:
+  - name: memif0
+    devargs: net_memif0,role=client,socket=$sock
+    mac: "02:00:00:00:01:02"
+    address: 198.18.1.2/24
+    neighbours: [{ip: 198.18.1.1, mac: "02:00:00:00:01:01"}]
+dataplane: {lcores: [0], mbuf_count: 8191}
+telemetry: {enabled: false}
+YAML
+
+start_daemon "$work/server.yaml"
+grep -q "event=service_listening.*nd_port=7000" "$work/daemon.log" || fail "echo listener not logged"
+wait_for /rocedp/connections "d['count'] == 0"
+
+"$client" --config "$work/client.yaml" --server 198.18.1.1 --echo-port 7000 --memory-port 7001 \
+  --hold "$work/release" > "$work/client.log" 2>&1 &
+client_pid=$!
+for _ in $(seq 300); do
+  grep -q READY "$work/client.log" 2>/dev/null && break
+  kill -0 "$client_pid" 2>/dev/null || fail "svc_client exited before READY"
+  sleep 0.1
+done
+grep -q READY "$work/client.log" || fail "svc_client never got READY"
+grep -q "echo 4096 bytes: ok" "$work/client.log" || fail "echo checks"
+grep -q "memory write+read 65536 bytes: ok" "$work/client.log" || fail "memory checks"
+
+# Both connections, as the daemon's telemetry shows them: passive, established, one per service,
+# from the client's address, each on an RTS QP whose peer is the client's QP.
+wait_for /rocedp/connections "d['count'] == 2 and d['state'] == ['established'] * 2"
+[ "$(tel_get /rocedp/connections "sorted(d['service']) == ['echo', 'memory'] and d['remote_ip'] == ['198.18.1.2'] * 2 and sorted(d['local_port']) == [7000, 7001] and d['role'] == ['passive'] * 2 and all(p >= 49152 for p in d['remote_port'])")" = True ] \
+  || fail "/rocedp/connections: $(python3 "$tel" "$prefix" /rocedp/connections)"
+wait_for /rocedp/qps "d['count'] == 2 and d['state'] == ['RTS'] * 2"
+[ "$(python3 - "$tel" "$prefix" <<'PY'
+import json, subprocess, sys
+q = lambda c: json.loads(subprocess.check_output([sys.executable, sys.argv[1], sys.argv[2], c]))
+conns, qps = q("/rocedp/connections"), q("/rocedp/qps")
+# The same QPs in both views; the echo QP keeps its 16 receives posted.
+ok = sorted(conns["qpn"]) == qps["qpn"] and sorted(conns["peer_qpn"]) == sorted(qps["peer_qpn"])
+echo = conns["qpn"][conns["service"].index("echo")]
+ok = ok and qps["rq_in_use"][qps["qpn"].index(echo)] == 16 and qps["rq_depth"][qps["qpn"].index(echo)] == 16
+print(ok)
+PY
+)" = True ] || fail "/rocedp/qps: $(python3 "$tel" "$prefix" /rocedp/qps)"
+
+# Let the client disconnect and finish; the daemon's services close their side.
+touch "$work/release"
+client_status=0
+wait "$client_pid" || client_status=$?
+client_pid=
+[ "$client_status" -eq 0 ] || fail "svc_client exit status $client_status"
+grep -q "^PASS" "$work/client.log" || fail "svc_client did not pass"
+wait_for /rocedp/connections "d['count'] == 0"
+wait_for /rocedp/qps "d['count'] == 0"
+
+stop_daemon TERM
+[ "$daemon_status" -eq 0 ] || fail "exit status $daemon_status after SIGTERM"
+grep -q "event=connection_manager_detached" "$work/daemon.log" || fail "connection manager not detached at shutdown"
+echo PASS
