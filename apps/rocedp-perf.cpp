@@ -1164,8 +1164,10 @@ Row raw_client(Ctx& c, uint64_t size, uint64_t iters, ReportMsg* rep, std::strin
   if (c.h.kind == static_cast<uint32_t>(Kind::kBw)) {
     // Messages in chunks of 32 frames' worth, so -D is checked often.
     const uint64_t chunk = std::max<uint64_t>(1, 32 / fpm);
-    while (c.h.duration_s ? rte_rdtsc() < stop_tsc : msgs < iters) {
-      const uint64_t k = c.h.duration_s ? chunk : std::min(chunk, iters - msgs);
+    // The same number of messages as the RDMA run: iters per QP, over every QP.
+    const uint64_t total = iters * c.h.qps;
+    while (c.h.duration_s ? rte_rdtsc() < stop_tsc : msgs < total) {
+      const uint64_t k = c.h.duration_s ? chunk : std::min(chunk, total - msgs);
       if (!raw_send(*c.rt, t, sizes, msgs * fpm, k * fpm)) break;
       msgs += k;
       const unsigned n = raw_drain(*c.rt, m);  // nothing is expected back; keep the RX ring empty

@@ -8,8 +8,8 @@ Topology (2 CPUs): the server process is pinned to CPU 0 (EAL -l 0: its main lco
 polling core inline together with the perftest loop), the client to CPU 1 (-l 1, same). Each
 process's control thread is unpinned and sleeps when idle.
 
-Rows are merged into bench/results/latest.json: rows whose subject starts with "rocedp-perf:"
-are replaced, every other row is kept.
+Rows are merged into bench/results/latest.json: a row of the same name is replaced, every other
+row is kept (so --filter refreshes some rows only).
 """
 import argparse
 import json
@@ -117,7 +117,8 @@ def main():
     kept = []
     if os.path.exists(args.out):
         with open(args.out) as f:
-            kept = [x for x in json.load(f) if not str(x.get("subject", "")).startswith("rocedp-perf:")]
+            names = {r["name"] for r in results}
+            kept = [x for x in json.load(f) if x.get("name") not in names]
     with open(args.out, "w") as f:
         json.dump(kept + results, f, indent=2)
         f.write("\n")
