@@ -148,6 +148,7 @@ ConnEntry* CmAgent::new_connection() {
   while (id == 0 || conns_.count(id) != 0) ++id;
   next_comm_id_ = id + 1;
   auto e = std::make_unique<ConnEntry>(*this, cm_cfg_);
+  timers_dirty_ = true;
   e->local_comm_id = id;
   ConnEntry* p = e.get();
   conns_.emplace(id, std::move(e));
@@ -206,6 +207,7 @@ bool CmAgent::resolve(uint32_t ip, std::function<void(bool, const wire::MacAddr&
 }
 
 void CmAgent::send_mad(uint32_t dst_ip, const wire::MacAddr& dst_mac, const wire::CmMad& mad) {
+  timers_dirty_ = true;  // every send may arm a response timeout
   Adapter::Impl& im = adapter_.impl();
   rte_mbuf* m = rte_pktmbuf_alloc(im.setup.pool->get());
   if (m == nullptr) {
@@ -340,6 +342,7 @@ bool CmAgent::receive_frame(const uint8_t* frame, size_t len) {
 void CmAgent::route(const wire::CmMad& m, const wire::MacAddr& src_mac, uint32_t src_ip,
                     uint32_t dst_ip) {
   const uint64_t now = now_ns();
+  timers_dirty_ = true;  // a received message moves deadlines (DREP: TimeWait starts)
   if (const auto* req = std::get_if<wire::CmReq>(&m.body)) {
     // Duplicate REQ (IBTA §12.9.8.1): the connection it created answers (MRA / nothing).
     auto dup = by_remote_comm_.find({req->local_ca_guid, req->local_comm_id});
@@ -406,15 +409,31 @@ void CmAgent::route(const wire::CmMad& m, const wire::MacAddr& src_mac, uint32_t
 // Poll
 
 void CmAgent::run_timers(uint64_t now) {
-  std::vector<ConnEntry*> due;
-  for (auto& [id, e] : conns_) {
-    if (e->cm.next_timeout_ns() <= now) due.push_back(e.get());
+  if (timers_dirty_ || now >= next_timer_ns_) {
+    // Cleared before firing: a timer that sends (retransmission) marks it again.
+    timers_dirty_ = false;
+    uint64_t next = UINT64_MAX;
+    due_.clear();
+    for (auto& [id, e] : conns_) {
+      const uint64_t t = e->cm.next_timeout_ns();
+      if (t <= now)
+        due_.push_back(e.get());
+      else
+        next = std::min(next, t);
+    }
+    for (ConnEntry* e : due_) {
+      if (!e->released && e->cm.next_timeout_ns() <= now) e->cm.on_timer(now);
+      if (!e->released) next = std::min(next, e->cm.next_timeout_ns());
+    }
+    next_timer_ns_ = next;
   }
-  for (ConnEntry* e : due) {
-    if (!e->released && e->cm.next_timeout_ns() <= now) e->cm.on_timer(now);
+  if (!setup_.resolve) neighbours_->on_timer(to_neighbour_time(now));
+  // The registry's expired TimeWait entries are only garbage (reserve_tuple checks the expiry
+  // itself): collect them a few times per TimeWait, not on every poll.
+  if (now >= next_sweep_ns_) {
+    registry_.sweep(now);
+    next_sweep_ns_ = now + std::max<uint64_t>(setup_.timewait_ns / 4, 1'000'000);
   }
-  neighbours_->on_timer(to_neighbour_time(now));
-  registry_.sweep(now);
 }
 
 namespace {

@@ -217,6 +217,13 @@ class CmAgent {
   std::unordered_map<uint64_t, Connector*> connectors_;
   uint64_t next_connector_id_ = 1;
   std::deque<std::pair<uint64_t, std::function<void()>>> deferred_;
+  // Timer scan (run_timers): a connection's deadline only moves when it sends or receives a MAD
+  // or fires a timer, so the scan over every connection runs only after one of those (dirty) or
+  // once the earliest known deadline is due; not on every idle poll.
+  bool timers_dirty_ = true;
+  uint64_t next_timer_ns_ = 0;
+  uint64_t next_sweep_ns_ = 0;
+  std::vector<ConnEntry*> due_;  // run_timers scratch (capacity kept)  // registry TimeWait garbage collection, a few times per TimeWait
   bool running_deferred_ = false;
 };
 
