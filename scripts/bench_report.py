@@ -69,6 +69,14 @@ for qps in (1, 1000, 100000):
                      binary="bench_rc_engine", subject=f"BM_QpMemory/{qps}/iterations:1", baseline=None,
                      metric="counter:bytes_per_qp", unit="bytes/QP"))
 
+# Connections per second on one control thread (bench/bench_cm_connections.cpp): two adapters over
+# a ring pair, one thread polls both CMs and all cores; Connect/Accept/CompleteConnect/Disconnect on
+# both sides per connection, QPs created ahead of time. window = connections in flight at once.
+for window in (1, 16, 64):
+    ROWS.append(dict(name=f"CM connections established + torn down per second, {window} in flight (both ends on one thread)",
+                     binary="bench_cm_connections", subject=f"BM_CmConnect/{window}/real_time", baseline=None,
+                     metric="counter:kconn_per_s", unit="k conn/s"))
+
 
 def run_one(bin_dir, binary, bench, core, min_time):
     """One process, one benchmark; returns the metric (bytes/s or ns per iteration)."""
