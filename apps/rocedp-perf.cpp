@@ -194,7 +194,7 @@ Options parse_args(int argc, char** argv) {
 // ------------------------------------------------------------------------------------------------
 // Out-of-band exchange: length-prefixed messages over one TCP connection on loopback.
 
-enum MsgType : uint32_t { kHello = 1, kInfo, kReady, kSize, kSizeReady, kDone, kReport, kBye, kFail };
+enum MsgType : uint32_t { kHello = 1, kInfo, kReady, kSize, kSizeReady, kDone, kReport, kBye, kFail, kDetached };
 
 constexpr uint32_t kMagic = 0x52445046;  // "RDPF"
 
@@ -1633,6 +1633,27 @@ int main(int argc, char** argv) {
     status = 1;
   } else {
     status = c.o.server ? run_server(c) : run_client(c);
+  }
+  // Neither side may poll its port while the other closes (DPDK 22.11 memif unmaps the shared
+  // rings on its interrupt thread when the peer leaves): both detach, then tell each other.
+  rt->detach_ports();
+  if (status == 0) {
+    std::vector<uint8_t> p;
+    if (c.o.server) {
+      c.oob.send(kDetached, nullptr, 0);
+      recv_msg(c.oob, nullptr, kDetached, &p, &err);
+    } else {
+      recv_msg(c.oob, nullptr, kDetached, &p, &err);
+      c.oob.send(kDetached, nullptr, 0);
+    }
+  }
+  if (rt->config().ports[0].devargs.find("role=client") != std::string::npos) {
+    // One side at a time (tests/pmd/test_port.cpp): DPDK 22.11's memif interrupt thread can crash
+    // when the server end sees its client leave while it closes too. The memif server closes
+    // first; the memif client waits (bounded) until its link went down, then closes.
+    // The disconnect is handled on EAL's interrupt thread, which unregisters the control
+    // channel's handler after the link went down: give it time before the port is closed here.
+    if (rt->wait_until([&] { return !rt->port().link().up; }, std::chrono::seconds(3))) usleep(200000);
   }
   c.rt = nullptr;
   if (!rt->stop() && status == 0) status = 1;

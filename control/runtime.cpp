@@ -214,6 +214,28 @@ bool Runtime::close_adapter() {
   return true;
 }
 
+bool Runtime::detach_ports() {
+  if (!control_ || !control_->running()) return true;
+  std::atomic<int> left{0};
+  bool posted_all = true;
+  run_on_control([&] {
+    for (auto& p : ports_) {
+      for (auto& ch : channels_) {
+        // The completion runs on the control thread too, never before this task returns.
+        if (dataplane::core_requests::detach_port(
+                *ch, p->id(), [](dataplane::CoreMessage& m) { static_cast<std::atomic<int>*>(m.done_ctx)->fetch_sub(1); },
+                &left))
+          left.fetch_add(1);
+        else
+          posted_all = false;
+      }
+    }
+  });
+  const bool ok = wait_until([&] { return left.load() == 0; }, std::chrono::seconds(2));
+  if (ok) log(LogLevel::kInfo, "ports_detached");
+  return ok && posted_all;
+}
+
 bool Runtime::poll() {
   if (options_.launch_cores) return false;
   bool work = false;

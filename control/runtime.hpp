@@ -74,6 +74,12 @@ class Runtime {
   /// ports, frees the pool and cleans up EAL. Idempotent. False if a step failed (logged).
   bool stop();
 
+  /// Every core stops polling every port (the ports stay started and linked). For links whose
+  /// PMD must not be polled while the peer goes away (DPDK 22.11 memif unmaps the shared
+  /// regions on its interrupt thread when the peer disconnects). False if a core did not answer
+  /// within 2 s. Raw mode: true (the caller polls the ports itself).
+  bool detach_ports();
+
   /// Inline mode: every core polls once; true if any did work. Launched/raw mode: false.
   bool poll();
   /// Runs `fn` on the control thread and waits until it returned (polling inline cores).
