@@ -19,7 +19,8 @@
 // The client decides the test and sends it to the server on a control connection; the server
 // serves that one test and exits. The end of the data is a half-close (shutdown SHUT_WR) of each
 // data connection; the server then reports what it received on the control connection.
-// Exit status: 0 success, 1 failure (lost or extra bytes, a socket error), 2 usage, 3 time limit.
+// Exit status: 0 success, 1 failure (lost or extra bytes, a socket error), 2 usage, 3 time limit
+// (including no peer to connect to or to accept before --timeout).
 // No DPDK here: it is a plain Linux program, pinned from outside (taskset) like rocedp-perf.
 
 #include <arpa/inet.h>
@@ -508,7 +509,7 @@ bool client_lat(const Options& o, const std::string& host, Row* r, std::string* 
 int run_client(Options& o) {
   std::string err;
   Fd ctl;
-  if (!connect_to(o.host, o.port, &ctl, &err)) return std::fprintf(stderr, "tcp-perf: %s\n", err.c_str()), 1;
+  if (!connect_to(o.host, o.port, &ctl, &err)) return std::fprintf(stderr, "tcp-perf: %s\n", err.c_str()), 3;
   set_io_timeout(ctl.get());
   Hello h;
   h.kind = static_cast<uint32_t>(o.kind);

@@ -8,6 +8,7 @@
 #   BENCH_SKIP_BUILD=1 to use an existing build
 #   extra arguments go to scripts/bench_report.py (e.g. --extra-rows rows.json)
 #   BENCH_DATAPLANE=0 skips the rocedp-perf data-path rows (scripts/bench_dataplane.sh)
+#   BENCH_TCP=0 skips the rocedp vs kernel TCP rows (scripts/bench_tcp.sh)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
@@ -23,4 +24,8 @@ python3 "$root/scripts/bench_report.py" --bin-dir "$build/bin" --out "$root/benc
 # BENCH_DATAPLANE=0 skips them.
 if [[ "${BENCH_DATAPLANE:-1}" == 1 ]]; then
   BUILD_DIR=$build BENCH_ROUNDS=$rounds BENCH_SKIP_BUILD=1 "$root/scripts/bench_dataplane.sh"
+fi
+# rocedp against kernel TCP (rocedp-perf vs tcp-perf, alternated), merged into the same file.
+if [[ "${BENCH_TCP:-1}" == 1 ]]; then
+  BUILD_DIR=$build BENCH_ROUNDS=$rounds BENCH_SKIP_BUILD=1 "$root/scripts/bench_tcp.sh"
 fi
