@@ -32,9 +32,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstddef>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -63,10 +63,11 @@ struct Options {
 };
 
 [[noreturn]] void usage(int status) {
-  std::fprintf(status == 0 ? stdout : stderr,
-               "usage: tcp-perf --server [--bind A.B.C.D] [--port N] [--timeout S]\n"
-               "       tcp-perf --client [HOST] [--port N] [send] bw|lat [-s SIZE] [-n ITERS] [-D SECONDS]\n"
-               "                [-q CONNS] [-t TX_DEPTH] [--poll] [--json] [--timeout S]\n");
+  std::fprintf(
+      status == 0 ? stdout : stderr,
+      "usage: tcp-perf --server [--bind A.B.C.D] [--port N] [--timeout S]\n"
+      "       tcp-perf --client [HOST] [--port N] [send] bw|lat [-s SIZE] [-n ITERS] [-D SECONDS]\n"
+      "                [-q CONNS] [-t TX_DEPTH] [--poll] [--json] [--timeout S]\n");
   std::exit(status);
 }
 
@@ -92,25 +93,42 @@ Options parse_args(int argc, char** argv) {
   };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--server") o.server = true;
+    if (a == "--server")
+      o.server = true;
     else if (a == "--client") {
       o.client = true;
-      if (i + 1 < argc && argv[i + 1][0] != '-' && std::strchr(argv[i + 1], '.') != nullptr) o.host = argv[++i];
-    } else if (a == "--bind") o.host = need(i);
-    else if (a == "--port") o.port = static_cast<uint16_t>(num(i, 65535));
-    else if (a == "-s" || a == "--size") o.size = num(i, 1u << 30), o.size_set = true;
-    else if (a == "-n" || a == "--iters") o.iters = num(i, UINT64_MAX);
-    else if (a == "-D" || a == "--duration") o.duration_s = static_cast<uint32_t>(num(i, 3600));
-    else if (a == "-q" || a == "--qp" || a == "--conns") o.conns = static_cast<uint32_t>(num(i, 1024));
-    else if (a == "-t" || a == "--tx-depth") o.tx_depth = static_cast<uint32_t>(num(i, 1u << 20));
-    else if (a == "--poll") o.poll = true;
-    else if (a == "--json") o.json = true;
-    else if (a == "--timeout") o.timeout_s = static_cast<uint32_t>(num(i, 86400));
-    else if (a == "-h" || a == "--help") usage(0);
-    else if (a == "send") continue;  // the only operation TCP has; accepted for rocedp-perf's syntax
-    else if (a == "bw") o.kind = Kind::kBw;
-    else if (a == "lat") o.kind = Kind::kLat;
-    else usage(2);
+      if (i + 1 < argc && argv[i + 1][0] != '-' && std::strchr(argv[i + 1], '.') != nullptr)
+        o.host = argv[++i];
+    } else if (a == "--bind")
+      o.host = need(i);
+    else if (a == "--port")
+      o.port = static_cast<uint16_t>(num(i, 65535));
+    else if (a == "-s" || a == "--size")
+      o.size = num(i, 1u << 30), o.size_set = true;
+    else if (a == "-n" || a == "--iters")
+      o.iters = num(i, UINT64_MAX);
+    else if (a == "-D" || a == "--duration")
+      o.duration_s = static_cast<uint32_t>(num(i, 3600));
+    else if (a == "-q" || a == "--qp" || a == "--conns")
+      o.conns = static_cast<uint32_t>(num(i, 1024));
+    else if (a == "-t" || a == "--tx-depth")
+      o.tx_depth = static_cast<uint32_t>(num(i, 1u << 20));
+    else if (a == "--poll")
+      o.poll = true;
+    else if (a == "--json")
+      o.json = true;
+    else if (a == "--timeout")
+      o.timeout_s = static_cast<uint32_t>(num(i, 86400));
+    else if (a == "-h" || a == "--help")
+      usage(0);
+    else if (a == "send")
+      continue;  // the only operation TCP has; accepted for rocedp-perf's syntax
+    else if (a == "bw")
+      o.kind = Kind::kBw;
+    else if (a == "lat")
+      o.kind = Kind::kLat;
+    else
+      usage(2);
   }
   if (o.server == o.client) usage(2);
   if (!o.size_set && o.kind == Kind::kLat) o.size = 2;
@@ -134,7 +152,9 @@ bool past_deadline() {
   if (Clock::now() > g_deadline) g_timed_out = true;
   return g_timed_out;
 }
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
 
 // ------------------------------------------------------------------------------------------------
 // Sockets.
@@ -191,7 +211,8 @@ bool make_addr(const std::string& host, uint16_t port, sockaddr_in* sa, std::str
   *sa = sockaddr_in{};
   sa->sin_family = AF_INET;
   sa->sin_port = htons(port);
-  if (inet_pton(AF_INET, host.c_str(), &sa->sin_addr) != 1) return errno = 0, fail(err, "bad address " + host);
+  if (inet_pton(AF_INET, host.c_str(), &sa->sin_addr) != 1)
+    return errno = 0, fail(err, "bad address " + host);
   return true;
 }
 
@@ -217,7 +238,8 @@ bool write_all(int fd, const void* p, size_t len) {
   const auto* b = static_cast<const uint8_t*>(p);
   while (len > 0) {
     const ssize_t n = ::send(fd, b, len, MSG_NOSIGNAL);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) && !past_deadline()) continue;
+    if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) && !past_deadline())
+      continue;
     if (n <= 0) return false;
     b += n;
     len -= static_cast<size_t>(n);
@@ -288,23 +310,33 @@ struct PeakMeter {
 
 double percentile(const std::vector<double>& sorted, double p) {
   if (sorted.empty()) return 0;
-  const size_t i = std::min(sorted.size() - 1, static_cast<size_t>(std::ceil(p * static_cast<double>(sorted.size())) - 1));
+  const size_t i =
+      std::min(sorted.size() - 1,
+               static_cast<size_t>(std::ceil(p * static_cast<double>(sorted.size())) - 1));
   return sorted[i];
 }
 
 void print_header(const Options& o) {
   std::FILE* out = o.json ? stderr : stdout;
-  std::fprintf(out, "---------------------------------------------------------------------------------------\n");
-  std::fprintf(out, "                    TCP_Send %s Test (kernel TCP, %s)\n", o.kind == Kind::kBw ? "BW" : "Latency",
+  std::fprintf(
+      out,
+      "---------------------------------------------------------------------------------------\n");
+  std::fprintf(out, "                    TCP_Send %s Test (kernel TCP, %s)\n",
+               o.kind == Kind::kBw ? "BW" : "Latency",
                o.poll ? "busy-polling sockets" : "blocking sockets");
-  std::fprintf(out, " Connections     : %u\t\tServer         : %s:%u\n", o.conns, o.host.c_str(), o.port);
+  std::fprintf(out, " Connections     : %u\t\tServer         : %s:%u\n", o.conns, o.host.c_str(),
+               o.port);
   std::fprintf(out, " TX depth        : %u\n", o.tx_depth);
-  std::fprintf(out, "---------------------------------------------------------------------------------------\n");
+  std::fprintf(
+      out,
+      "---------------------------------------------------------------------------------------\n");
   if (o.kind == Kind::kBw)
-    std::fprintf(out, " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n");
+    std::fprintf(
+        out, " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n");
   else
     std::fprintf(out,
-                 " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   "
+                 " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    "
+                 "t_avg[usec]    t_stdev[usec]   "
                  "99%% percentile[usec]   99.9%% percentile[usec]\n");
 }
 
@@ -316,16 +348,19 @@ void print_row(const Options& o, const Row& r) {
     const double avg = r.elapsed_s > 0 ? bytes / r.elapsed_s : 0;
     const double peak = std::max(avg, r.peak_msgs_per_s * static_cast<double>(r.size));
     const double msg_rate = r.elapsed_s > 0 ? static_cast<double>(r.iterations) / r.elapsed_s : 0;
-    std::fprintf(out, " %-7lu    %-10lu     %-9.2f          %-9.2f            %-9.6f\n", static_cast<unsigned long>(r.size),
-                 static_cast<unsigned long>(r.iterations), peak / 1048576.0, avg / 1048576.0, msg_rate / 1e6);
+    std::fprintf(out, " %-7lu    %-10lu     %-9.2f          %-9.2f            %-9.6f\n",
+                 static_cast<unsigned long>(r.size), static_cast<unsigned long>(r.iterations),
+                 peak / 1048576.0, avg / 1048576.0, msg_rate / 1e6);
     if (o.json) {
       std::printf(
-          "{\"test\":\"send_bw\",\"mode\":\"%s\",\"size\":%lu,\"iterations\":%lu,\"qps\":%u,\"tx_depth\":%u,"
-          "\"elapsed_s\":%.6f,\"bw_peak_MBps\":%.3f,\"bw_avg_MBps\":%.3f,\"bw_avg_Gbps\":%.4f,\"msg_rate_Mpps\":%.6f,"
+          "{\"test\":\"send_bw\",\"mode\":\"%s\",\"size\":%lu,\"iterations\":%lu,\"qps\":%u,\"tx_"
+          "depth\":%u,"
+          "\"elapsed_s\":%.6f,\"bw_peak_MBps\":%.3f,\"bw_avg_MBps\":%.3f,\"bw_avg_Gbps\":%.4f,"
+          "\"msg_rate_Mpps\":%.6f,"
           "\"frames_per_msg\":%.4f,\"frame_rate_Mpps\":%.6f}\n",
-          mode, static_cast<unsigned long>(r.size), static_cast<unsigned long>(r.iterations), o.conns, o.tx_depth,
-          r.elapsed_s, peak / 1048576.0, avg / 1048576.0, avg * 8 / 1e9, msg_rate / 1e6, r.frames_per_msg,
-          msg_rate * r.frames_per_msg / 1e6);
+          mode, static_cast<unsigned long>(r.size), static_cast<unsigned long>(r.iterations),
+          o.conns, o.tx_depth, r.elapsed_s, peak / 1048576.0, avg / 1048576.0, avg * 8 / 1e9,
+          msg_rate / 1e6, r.frames_per_msg, msg_rate * r.frames_per_msg / 1e6);
       std::fflush(stdout);
     }
     return;
@@ -339,17 +374,22 @@ void print_row(const Options& o, const Row& r) {
   for (double v : s) sq += (v / 2 - avg) * (v / 2 - avg);
   const double stdev = s.empty() ? 0 : std::sqrt(sq / static_cast<double>(s.size()));
   const double mn = s.empty() ? 0 : s.front() / 2, mx = s.empty() ? 0 : s.back() / 2;
-  std::fprintf(out, " %-7lu %-10lu     %-9.2f      %-9.2f    %-9.2f        %-9.2f      %-9.2f          %-9.2f               %-9.2f\n",
-               static_cast<unsigned long>(r.size), static_cast<unsigned long>(s.size()), mn, mx, percentile(s, 0.5) / 2, avg,
-               stdev, percentile(s, 0.99) / 2, percentile(s, 0.999) / 2);
+  std::fprintf(out,
+               " %-7lu %-10lu     %-9.2f      %-9.2f    %-9.2f        %-9.2f      %-9.2f          "
+               "%-9.2f               %-9.2f\n",
+               static_cast<unsigned long>(r.size), static_cast<unsigned long>(s.size()), mn, mx,
+               percentile(s, 0.5) / 2, avg, stdev, percentile(s, 0.99) / 2,
+               percentile(s, 0.999) / 2);
   if (o.json) {
     std::printf(
-        "{\"test\":\"send_lat\",\"mode\":\"%s\",\"size\":%lu,\"iterations\":%lu,\"t_min_usec\":%.3f,\"t_max_usec\":%.3f,"
-        "\"t_typical_usec\":%.3f,\"t_avg_usec\":%.3f,\"t_stdev_usec\":%.3f,\"p99_usec\":%.3f,\"p999_usec\":%.3f,"
+        "{\"test\":\"send_lat\",\"mode\":\"%s\",\"size\":%lu,\"iterations\":%lu,\"t_min_usec\":%."
+        "3f,\"t_max_usec\":%.3f,"
+        "\"t_typical_usec\":%.3f,\"t_avg_usec\":%.3f,\"t_stdev_usec\":%.3f,\"p99_usec\":%.3f,"
+        "\"p999_usec\":%.3f,"
         "\"rtt_p50_usec\":%.3f,\"rtt_p99_usec\":%.3f,\"frames_per_msg\":%.4f}\n",
-        mode, static_cast<unsigned long>(r.size), static_cast<unsigned long>(s.size()), mn, mx, percentile(s, 0.5) / 2, avg,
-        stdev, percentile(s, 0.99) / 2, percentile(s, 0.999) / 2, percentile(s, 0.5), percentile(s, 0.99),
-        r.frames_per_msg);
+        mode, static_cast<unsigned long>(r.size), static_cast<unsigned long>(s.size()), mn, mx,
+        percentile(s, 0.5) / 2, avg, stdev, percentile(s, 0.99) / 2, percentile(s, 0.999) / 2,
+        percentile(s, 0.5), percentile(s, 0.99), r.frames_per_msg);
     std::fflush(stdout);
   }
 }
@@ -360,9 +400,9 @@ void print_row(const Options& o, const Row& r) {
 // One data connection of the bandwidth test.
 struct Conn {
   Fd fd;
-  uint64_t sent = 0;      // whole messages written
-  uint64_t acked = 0;     // the server's cumulative count
-  uint64_t partial = 0;   // bytes of the current message already written
+  uint64_t sent = 0;     // whole messages written
+  uint64_t acked = 0;    // the server's cumulative count
+  uint64_t partial = 0;  // bytes of the current message already written
   uint8_t ack_buf[8] = {};
   uint32_t ack_have = 0;  // bytes of the next count already read
   bool closed = false;    // SHUT_WR done
@@ -370,9 +410,12 @@ struct Conn {
 
 // Sends as many messages as the window allows; false on a socket error.
 // Messages are started while `may_start`, the window has room and fewer than `limit` were sent.
-bool pump(Conn& c, const std::vector<uint8_t>& msg, uint64_t window, bool may_start, uint64_t limit, uint32_t* budget) {
-  while (*budget > 0 && (c.partial > 0 || (may_start && c.sent - c.acked < window && c.sent < limit))) {
-    const ssize_t n = ::send(c.fd.get(), msg.data() + c.partial, msg.size() - c.partial, MSG_NOSIGNAL | MSG_DONTWAIT);
+bool pump(Conn& c, const std::vector<uint8_t>& msg, uint64_t window, bool may_start, uint64_t limit,
+          uint32_t* budget) {
+  while (*budget > 0 &&
+         (c.partial > 0 || (may_start && c.sent - c.acked < window && c.sent < limit))) {
+    const ssize_t n = ::send(c.fd.get(), msg.data() + c.partial, msg.size() - c.partial,
+                             MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
     c.partial += static_cast<uint64_t>(n);
     if (c.partial == msg.size()) {
@@ -387,7 +430,8 @@ bool pump(Conn& c, const std::vector<uint8_t>& msg, uint64_t window, bool may_st
 // Reads the acknowledgement counts that arrived; false on EOF or an error.
 bool read_acks(Conn& c) {
   for (;;) {
-    const ssize_t n = ::recv(c.fd.get(), c.ack_buf + c.ack_have, sizeof(c.ack_buf) - c.ack_have, MSG_DONTWAIT);
+    const ssize_t n =
+        ::recv(c.fd.get(), c.ack_buf + c.ack_have, sizeof(c.ack_buf) - c.ack_have, MSG_DONTWAIT);
     if (n > 0) {
       c.ack_have += static_cast<uint32_t>(n);
       if (c.ack_have == sizeof(c.ack_buf)) {
@@ -413,7 +457,8 @@ bool client_bw(const Options& o, const std::string& host, Row* r, std::string* e
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLOUT | EPOLLET;
     ev.data.u32 = i;
-    if (epoll_ctl(ep.get(), EPOLL_CTL_ADD, conns[i].fd.get(), &ev) != 0) return fail(err, "epoll_ctl");
+    if (epoll_ctl(ep.get(), EPOLL_CTL_ADD, conns[i].fd.get(), &ev) != 0)
+      return fail(err, "epoll_ctl");
   }
   std::vector<uint8_t> msg(o.size, 0xA5);
   std::vector<epoll_event> evs(std::min<uint32_t>(o.conns, 256));
@@ -440,7 +485,8 @@ bool client_bw(const Options& o, const std::string& host, Row* r, std::string* e
         c.closed = true;
       }
     }
-    if (posting && (o.duration_s ? Clock::now() >= stop : total_sent == o.iters * o.conns)) posting = false;
+    if (posting && (o.duration_s ? Clock::now() >= stop : total_sent == o.iters * o.conns))
+      posting = false;
     // Acknowledgements. Blocking mode sleeps in epoll_wait when nothing could be sent.
     const int timeout = (o.poll || progress) ? 0 : 100;
     const int n = epoll_wait(ep.get(), evs.data(), static_cast<int>(evs.size()), timeout);
@@ -450,7 +496,8 @@ bool client_bw(const Options& o, const std::string& host, Row* r, std::string* e
       if (!(evs[k].events & (EPOLLIN | EPOLLERR | EPOLLHUP))) continue;
       Conn& c = conns[evs[k].data.u32];
       const uint64_t before = c.acked;
-      if (!read_acks(c) && c.acked < c.sent) return errno = 0, fail(err, "server closed a connection early");
+      if (!read_acks(c) && c.acked < c.sent)
+        return errno = 0, fail(err, "server closed a connection early");
       acked_now += c.acked - before;
     }
     if (acked_now) {
@@ -462,8 +509,10 @@ bool client_bw(const Options& o, const std::string& host, Row* r, std::string* e
       for (auto& c : conns) all_closed &= c.closed;
       if (all_closed) break;
     }
-    if (past_deadline()) return errno = 0, fail(err, "time limit reached with " + std::to_string(total_sent - total_acked) +
-                                                        " messages unacknowledged");
+    if (past_deadline())
+      return errno = 0,
+             fail(err, "time limit reached with " + std::to_string(total_sent - total_acked) +
+                           " messages unacknowledged");
   }
   const auto t1 = Clock::now();
   uint64_t segs = 0;
@@ -472,7 +521,8 @@ bool client_bw(const Options& o, const std::string& host, Row* r, std::string* e
   r->iterations = total_acked;
   r->elapsed_s = seconds(t1 - t0);
   r->peak_msgs_per_s = peak.peak;
-  r->frames_per_msg = total_acked ? static_cast<double>(segs) / static_cast<double>(total_acked) : 0;
+  r->frames_per_msg =
+      total_acked ? static_cast<double>(segs) / static_cast<double>(total_acked) : 0;
   return true;
 }
 
@@ -490,14 +540,17 @@ bool client_lat(const Options& o, const std::string& host, Row* r, std::string* 
     const auto t0 = Clock::now();
     if (!write_all(fd.get(), out.data(), out.size())) return fail(err, "send");
     if (read_exact(fd.get(), in.data(), in.size(), o.poll) != 1)
-      return past_deadline() ? (errno = 0, fail(err, "time limit reached")) : fail(err, "recv of the echo");
+      return past_deadline() ? (errno = 0, fail(err, "time limit reached"))
+                             : fail(err, "recv of the echo");
     const auto t1 = Clock::now();
-    if (in[o.size - 1] != out[o.size - 1]) return errno = 0, fail(err, "echo carries the wrong message");
+    if (in[o.size - 1] != out[o.size - 1])
+      return errno = 0, fail(err, "echo carries the wrong message");
     r->rtt_us.push_back(seconds(t1 - t0) * 1e6);
   }
   const uint64_t segs = data_segs_out(fd.get());
   r->iterations = r->rtt_us.size();
-  r->frames_per_msg = r->iterations ? static_cast<double>(segs) / static_cast<double>(r->iterations) : 0;
+  r->frames_per_msg =
+      r->iterations ? static_cast<double>(segs) / static_cast<double>(r->iterations) : 0;
   if (shutdown(fd.get(), SHUT_WR) != 0) return fail(err, "shutdown");
   // Wait for the server's close so its report below covers the whole stream.
   uint8_t tmp;
@@ -509,7 +562,8 @@ bool client_lat(const Options& o, const std::string& host, Row* r, std::string* 
 int run_client(Options& o) {
   std::string err;
   Fd ctl;
-  if (!connect_to(o.host, o.port, &ctl, &err)) return std::fprintf(stderr, "tcp-perf: %s\n", err.c_str()), 3;
+  if (!connect_to(o.host, o.port, &ctl, &err))
+    return std::fprintf(stderr, "tcp-perf: %s\n", err.c_str()), 3;
   set_io_timeout(ctl.get());
   Hello h;
   h.kind = static_cast<uint32_t>(o.kind);
@@ -519,10 +573,12 @@ int run_client(Options& o) {
   h.duration_s = o.duration_s;
   h.size = o.size;
   h.iters = o.iters;
-  if (!write_all(ctl.get(), &h, sizeof(h))) return std::fprintf(stderr, "tcp-perf: control: send\n"), 1;
+  if (!write_all(ctl.get(), &h, sizeof(h)))
+    return std::fprintf(stderr, "tcp-perf: control: send\n"), 1;
   print_header(o);
   Row r;
-  const bool ok = o.kind == Kind::kBw ? client_bw(o, o.host, &r, &err) : client_lat(o, o.host, &r, &err);
+  const bool ok =
+      o.kind == Kind::kBw ? client_bw(o, o.host, &r, &err) : client_lat(o, o.host, &r, &err);
   if (!ok) {
     std::fprintf(stderr, "tcp-perf: %s\n", err.c_str());
     return g_timed_out ? 3 : 1;
@@ -534,9 +590,11 @@ int run_client(Options& o) {
   }
   // What the server counted must be what we saw acknowledged (bw) or echoed (lat), byte for byte.
   if (rep.errors != 0 || rep.messages != r.iterations || rep.bytes != r.iterations * o.size) {
-    std::fprintf(stderr, "tcp-perf: server counted %lu messages / %lu bytes (%lu errors), client %lu messages\n",
-                 static_cast<unsigned long>(rep.messages), static_cast<unsigned long>(rep.bytes),
-                 static_cast<unsigned long>(rep.errors), static_cast<unsigned long>(r.iterations));
+    std::fprintf(
+        stderr,
+        "tcp-perf: server counted %lu messages / %lu bytes (%lu errors), client %lu messages\n",
+        static_cast<unsigned long>(rep.messages), static_cast<unsigned long>(rep.bytes),
+        static_cast<unsigned long>(rep.errors), static_cast<unsigned long>(r.iterations));
     return 1;
   }
   print_row(o, r);
@@ -564,7 +622,8 @@ bool server_bw(const Hello& h, std::vector<ServerConn>& conns, Report* rep, std:
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u32 = i;
-    if (epoll_ctl(ep.get(), EPOLL_CTL_ADD, conns[i].fd.get(), &ev) != 0) return fail(err, "epoll_ctl");
+    if (epoll_ctl(ep.get(), EPOLL_CTL_ADD, conns[i].fd.get(), &ev) != 0)
+      return fail(err, "epoll_ctl");
   }
   // Acknowledge every half window so the client's window never runs dry while an ack is on its way.
   const uint64_t ack_every = std::max<uint64_t>(1, h.tx_depth / 2);
@@ -609,7 +668,8 @@ bool server_lat(const Hello& h, ServerConn& c, Report* rep, std::string* err) {
   for (;;) {
     const int st = read_exact(c.fd.get(), buf.data(), buf.size(), h.poll != 0);
     if (st == 0) break;  // the client's half-close
-    if (st < 0) return past_deadline() ? (errno = 0, fail(err, "time limit reached")) : fail(err, "recv");
+    if (st < 0)
+      return past_deadline() ? (errno = 0, fail(err, "time limit reached")) : fail(err, "recv");
     if (!write_all(c.fd.get(), buf.data(), buf.size())) return fail(err, "send echo");
     ++rep->messages;
     rep->bytes += h.size;
@@ -621,12 +681,16 @@ bool server_lat(const Hello& h, ServerConn& c, Report* rep, std::string* err) {
 int run_server(const Options& o) {
   std::string err;
   sockaddr_in sa;
-  if (!make_addr(o.host, o.port, &sa, &err)) return std::fprintf(stderr, "tcp-perf: %s\n", err.c_str()), 2;
+  if (!make_addr(o.host, o.port, &sa, &err))
+    return std::fprintf(stderr, "tcp-perf: %s\n", err.c_str()), 2;
   Fd ls(socket(AF_INET, SOCK_STREAM, 0));
   int one = 1;
   setsockopt(ls.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (bind(ls.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 || listen(ls.get(), 1024) != 0)
-    return std::fprintf(stderr, "tcp-perf: bind/listen %s:%u: %s\n", o.host.c_str(), o.port, std::strerror(errno)), 1;
+  if (bind(ls.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 ||
+      listen(ls.get(), 1024) != 0)
+    return std::fprintf(stderr, "tcp-perf: bind/listen %s:%u: %s\n", o.host.c_str(), o.port,
+                        std::strerror(errno)),
+           1;
   // accept() wakes every 200 ms to check the deadline.
   timeval tv{0, 200000};
   setsockopt(ls.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -646,12 +710,13 @@ int run_server(const Options& o) {
   Hello h;
   if (!accept_one(&ctl)) return std::fprintf(stderr, "tcp-perf: no client connected in time\n"), 3;
   set_io_timeout(ctl.get());
-  if (!read_struct(ctl.get(), &h) || h.magic != kMagic || h.size == 0 || h.conns == 0 || h.conns > 1024 ||
-      h.tx_depth == 0)
+  if (!read_struct(ctl.get(), &h) || h.magic != kMagic || h.size == 0 || h.conns == 0 ||
+      h.conns > 1024 || h.tx_depth == 0)
     return std::fprintf(stderr, "tcp-perf: not a tcp-perf client\n"), 1;
   std::vector<ServerConn> conns(h.conns);
   for (auto& c : conns)
-    if (!accept_one(&c.fd)) return std::fprintf(stderr, "tcp-perf: data connections did not arrive\n"), 3;
+    if (!accept_one(&c.fd))
+      return std::fprintf(stderr, "tcp-perf: data connections did not arrive\n"), 3;
   Report rep;
   const bool ok = h.kind == static_cast<uint32_t>(Kind::kBw) ? server_bw(h, conns, &rep, &err)
                                                              : server_lat(h, conns[0], &rep, &err);
@@ -659,7 +724,8 @@ int run_server(const Options& o) {
     std::fprintf(stderr, "tcp-perf: %s\n", err.c_str());
     return g_timed_out ? 3 : 1;
   }
-  if (!write_all(ctl.get(), &rep, sizeof(rep))) return std::fprintf(stderr, "tcp-perf: control: send report\n"), 1;
+  if (!write_all(ctl.get(), &rep, sizeof(rep)))
+    return std::fprintf(stderr, "tcp-perf: control: send report\n"), 1;
   return rep.errors ? 1 : 0;
 }
 
