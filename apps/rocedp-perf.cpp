@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cerrno>
@@ -43,10 +44,14 @@
 
 #include "config/config.hpp"
 #include "control/runtime.hpp"
+#include "control/services.hpp"
 #include "pmd/log.hpp"
 #include "pmd/packet_pool.hpp"
 #include "pmd/port.hpp"
 #include "rocedp/adapter.hpp"
+#include "rocedp/connection_manager.hpp"
+#include "rocedp/connector.hpp"
+#include "rocedp/listener.hpp"
 
 namespace {
 
@@ -69,6 +74,10 @@ const char* op_name(Op o) { return o == Op::kWrite ? "write" : o == Op::kRead ? 
 
 struct Options {
   bool server = false, client = false;
+  // Through the IB CM instead of the out-of-band exchange (see "Through the IB CM" below).
+  bool connect = false, listen = false;
+  uint32_t connect_ip = 0;
+  uint16_t connect_port = 0, listen_port = 0;
   std::string host = "127.0.0.1";
   uint16_t oob_port = 18515;
   // The endpoint.
@@ -91,6 +100,7 @@ struct Options {
   uint32_t duration_s = 0;
   uint32_t qps = 1;
   uint32_t tx_depth = 128;
+  bool tx_depth_set = false;
   bool all_sizes = false;
   bool report_gbits = false;
   bool raw = false;
@@ -104,6 +114,9 @@ struct Options {
   std::fprintf(status == 0 ? stdout : stderr,
                "usage: rocedp-perf --server [endpoint] [--oob-port N]\n"
                "       rocedp-perf --client [HOST] [endpoint] write|read|send bw|lat [test options]\n"
+               "       rocedp-perf --listen PORT [endpoint]            (IB CM; the client picks the test)\n"
+               "       rocedp-perf --connect IP:PORT [endpoint] write|read|send bw|lat [test options]\n"
+               "           (IB CM to a --listen peer or to rocedpd's memory (write|read) / echo (send) service)\n"
                "endpoint:  --config FILE | --port-devargs DEVARGS --ip A.B.C.D/NN [--mac MAC] [--mtu N]\n"
                "           [--lcore N] [--lcore-mode WORKER] [--file-prefix P] [--memory-mb MB] [--log-level L]\n"
                "test:      -s SIZE  -n ITERS  -D SECONDS  -q QPS  -t TX_DEPTH  -a  --report_gbits\n"
@@ -139,6 +152,23 @@ Options parse_args(int argc, char** argv) {
     else if (a == "--client") {
       o.client = true;
       if (i + 1 < argc && argv[i + 1][0] != '-' && std::strchr(argv[i + 1], '.') != nullptr) o.host = argv[++i];
+    } else if (a == "--connect") {
+      const std::string v = need(i);
+      const auto colon = v.rfind(':');
+      const auto ip = rocedp::config::parse_ipv4(v.substr(0, colon));
+      uint64_t port = 0;
+      if (colon == std::string::npos || !ip || !parse_u64(v.c_str() + colon + 1, &port) || port == 0 || port > 65535) {
+        std::fprintf(stderr, "rocedp-perf: --connect wants IP:PORT, got %s\n", v.c_str());
+        usage(2);
+      }
+      o.connect = true;
+      o.connect_ip = ip->value;
+      o.connect_port = static_cast<uint16_t>(port);
+    } else if (a == "--listen") {
+      const uint64_t port = num(i);
+      if (port == 0 || port > 65535) usage(2);
+      o.listen = true;
+      o.listen_port = static_cast<uint16_t>(port);
     } else if (a == "--oob-port") o.oob_port = static_cast<uint16_t>(num(i));
     else if (a == "--config") o.config_file = need(i);
     else if (a == "--port-devargs") o.devargs = need(i);
@@ -154,7 +184,7 @@ Options parse_args(int argc, char** argv) {
     else if (a == "-n" || a == "--iters") o.iters = num(i);
     else if (a == "-D" || a == "--duration") o.duration_s = static_cast<uint32_t>(num(i));
     else if (a == "-q" || a == "--qp") o.qps = static_cast<uint32_t>(num(i));
-    else if (a == "-t" || a == "--tx-depth") o.tx_depth = static_cast<uint32_t>(num(i));
+    else if (a == "-t" || a == "--tx-depth") o.tx_depth = static_cast<uint32_t>(num(i)), o.tx_depth_set = true;
     else if (a == "-a" || a == "--all") o.all_sizes = true;
     else if (a == "--report_gbits") o.report_gbits = true;
     else if (a == "--raw") o.raw = true;
@@ -174,7 +204,18 @@ Options parse_args(int argc, char** argv) {
     else if (w == "lat") o.kind = Kind::kLat;
     else usage(2);
   }
-  if (o.server == o.client) usage(2);
+  if (int{o.server} + int{o.client} + int{o.connect} + int{o.listen} != 1) usage(2);
+  if ((o.connect || o.listen) && o.raw) {
+    std::fprintf(stderr, "rocedp-perf: --raw has no connection: use it with --server/--client\n");
+    usage(2);
+  }
+  if (o.verify && o.duration_s != 0) {
+    std::fprintf(stderr, "rocedp-perf: --verify checks a known number of messages: use -n, not -D\n");
+    usage(2);
+  }
+  // rocedpd's echo service keeps queue_depth (default 64) receives per connection: a deeper
+  // window would only collect RNR NAKs.
+  if (o.connect && o.op == Op::kSend && !o.tx_depth_set) o.tx_depth = 64;
   if (o.config_file.empty() && (o.devargs.empty() || o.ip_cidr.empty())) usage(2);
   if (!o.size_set && o.kind == Kind::kLat) o.size = 2;
   if (o.iters == 0) o.iters = o.kind == Kind::kBw ? 5000 : 1000;
@@ -330,6 +371,10 @@ class Oob {
 // Shared state of one run.
 
 uint64_t g_deadline_tsc = 0;
+// WRITE latency against a passive target (rocedpd's memory service): the completion time of one
+// WRITE, a full round trip, reported whole like READ's.
+bool g_full_rtt = false;
+std::vector<std::string> g_header_notes;  // extra lines under the table's title (--connect)
 bool g_timed_out = false;
 
 bool past_deadline() {
@@ -459,6 +504,7 @@ void print_header(const Options& o) {
                o.kind == Kind::kBw ? "BW" : "Latency", o.raw ? " (raw baseline: no RDMA processing)" : "");
   std::fprintf(out, " Number of qps   : %u\t\tTransport type : %s\n", o.qps, o.raw ? "raw frames" : "RoCEv2 RC (rocedp)");
   std::fprintf(out, " TX depth        : %u\n", o.tx_depth);
+  for (const auto& line : g_header_notes) std::fprintf(out, " %s\n", line.c_str());
   std::fprintf(out, "---------------------------------------------------------------------------------------\n");
   if (o.kind == Kind::kBw) {
     if (o.report_gbits)
@@ -502,7 +548,7 @@ void print_row(const Options& o, const Row& r) {
     std::vector<double> s = r.lat_us;
     std::sort(s.begin(), s.end());
     // perftest reports half the round trip for WRITE and SEND ping-pong, the full one for READ.
-    const double f = o.op == Op::kRead ? 1.0 : 0.5;
+    const double f = o.op == Op::kRead || g_full_rtt ? 1.0 : 0.5;
     double sum = 0, sq = 0;
     for (double v : s) sum += v * f;
     const double avg = s.empty() ? 0 : sum / static_cast<double>(s.size());
@@ -759,6 +805,8 @@ struct Ctx {
   Endpoint ep;
   std::vector<QpInfo> mine, peer;
   Oob oob;
+  bool passive = false;   // --connect to a memory service: nobody writes back (WRITE latency)
+  uint64_t recv_len = 0;  // SEND latency: receive length (0: the message size)
 };
 
 uint32_t poll_cq(Ctx& c, CqDrain& d, std::vector<uint32_t>& outstanding, std::vector<uint64_t>* recv_done,
@@ -919,7 +967,7 @@ Row client_lat(Ctx& c, uint64_t size, uint64_t iters) {
       r.error = "post: " + std::string(rocedp::status_name(st));
       return r;
     }
-    if (op == Op::kRead) {
+    if (op == Op::kRead || (op == Op::kWrite && c.passive)) {
       const uint64_t want = d.sends + 1;
       while (d.sends < want && d.errors == 0 && !past_deadline()) {
         c.rt->poll();
@@ -946,12 +994,14 @@ Row client_lat(Ctx& c, uint64_t size, uint64_t iters) {
     if (c.h.verify) {
       // READ: our buffer now holds the server's slot-0 pattern; SEND/WRITE: the echo of ours.
       if (op == Op::kRead) bad += check_slot(local, 0, size);
+      else if (c.passive) {
+      }  // nothing comes back; run_cm_client reads the region back after the run
       else if (op == Op::kSend) bad += check_slot(local + size, i, size - 1) + badlen[0];
       else bad += check_slot(local, i, size - 1);
     }
     if (op == Op::kSend) {
       // Re-arm the receive for the next echo (into the second half of the buffer).
-      NdkSge sge{local + size, static_cast<uint32_t>(size), c.ep.mr->get_local_token()};
+      NdkSge sge{local + size, static_cast<uint32_t>(c.recv_len ? c.recv_len : size), c.ep.mr->get_local_token()};
       c.ep.qps[0]->receive(nullptr, &sge, 1);
     }
   }
@@ -1343,8 +1393,12 @@ void wait_memif_socket(const rocedp::config::Config& cfg, uint32_t timeout_s) {
   }
 }
 
+// Start-up of the two processes may be slow on a loaded machine; the memif link comes up once
+// both EALs are running, so allow generously (the run's own --timeout still bounds everything).
+constexpr uint32_t kStartupWaitS = 30;
+
 bool wait_link(Runtime& rt) {
-  return rt.wait_until([&] { return rt.port().link().up; }, std::chrono::seconds(10));
+  return rt.wait_until([&] { return rt.port().link().up; }, std::chrono::seconds(kStartupWaitS));
 }
 
 std::vector<uint64_t> size_list(const Options& o) {
@@ -1566,6 +1620,823 @@ int run_server(Ctx& c) {
   return status;
 }
 
+// ------------------------------------------------------------------------------------------------
+// Through the IB CM (--connect IP:PORT, --listen PORT): no out-of-band exchange. Each of the -q
+// connections is an NDK Connect (REQ) / Accept (REP) / CompleteConnect (RTU) on its own QP
+// (include/rocedp/connector.hpp). What the client needs to know about the target comes in the
+// Accept private data:
+//   * rocedpd's memory service: control::MemoryServiceInfo ("RMEM": region address, length,
+//     token), the target of write|read; nobody writes back, so WRITE latency is the completion
+//     time of one WRITE (a full round trip, reported whole);
+//   * rocedpd's echo service: no private data; every SEND comes back as a SEND of the same bytes
+//     (bw keeps receives posted for the echoes; lat is a ping-pong);
+//   * a rocedp-perf --listen: the same 32-byte layout with magic "RDPF" and flags saying whether
+//     it sinks SENDs (bw), echoes them (lat) or writes back (WRITE latency ping-pong).
+// The client's REQ private data (CmHello) tells a --listen peer the test; rocedpd's services
+// ignore it. The client learns everything from its own completions: an RC SEND, WRITE or READ
+// completes successfully only after the peer acknowledged it (IBTA 9.7.5.1.1).
+
+constexpr uint16_t kRegionRead = 1, kRegionWrite = 2;    // MemoryServiceInfo flags
+constexpr uint16_t kPerfEchoes = 4, kPerfWritesBack = 8;  // rocedp-perf --listen's extra flags
+constexpr uint8_t kPerfMagic[4] = {'R', 'D', 'P', 'F'};
+constexpr uint32_t kMaxCmConnections = 1024;
+constexpr uint64_t kEchoMaxSize = 4096;  // rocedpd's echo service default message_bytes (-a stops here)
+
+// REQ private data of --connect: 52 of the 56 bytes an rdma_cm REQ carries (MaxCallerData). Host
+// byte order: only another rocedp-perf on this machine reads it.
+struct __attribute__((packed)) CmHello {
+  uint32_t magic = kMagic;
+  uint8_t version = 1, op = 0, kind = 0, flags = 0;  // flags bit 0: --verify
+  uint32_t qps = 1, tx_depth = 0, duration_s = 0, index = 0;
+  uint64_t size = 0, iters = 0;
+  uint64_t addr = 0;  // the client's buffer (the listener writes back into it: WRITE latency)
+  uint32_t rkey = 0;
+};
+static_assert(sizeof(CmHello) == 52, "CmHello must fit the 56-byte REQ private data");
+
+struct TargetInfo {
+  enum class Kind { kEchoService, kMemoryService, kPerf } kind = Kind::kEchoService;
+  uint16_t flags = 0;
+  uint64_t address = 0, length = 0;
+  uint32_t token = 0;
+  const char* name() const {
+    return kind == Kind::kMemoryService ? "rocedpd memory service"
+           : kind == Kind::kEchoService ? "rocedpd echo service"
+                                        : "rocedp-perf --listen";
+  }
+};
+
+// The Accept private data: MemoryServiceInfo, or the same layout with magic "RDPF".
+TargetInfo decode_target(const std::vector<uint8_t>& pd) {
+  TargetInfo t;
+  rocedp::control::MemoryServiceInfo m;
+  if (pd.size() >= m.kWireSize && std::memcmp(pd.data(), kPerfMagic, 4) == 0) {
+    std::vector<uint8_t> copy(pd.begin(), pd.begin() + m.kWireSize);
+    const uint32_t magic = rocedp::control::MemoryServiceInfo::kMagic;
+    for (int k = 0; k < 4; ++k) copy[k] = static_cast<uint8_t>(magic >> (24 - 8 * k));
+    if (rocedp::control::MemoryServiceInfo::decode(copy.data(), copy.size(), &m)) t.kind = TargetInfo::Kind::kPerf;
+  } else if (rocedp::control::MemoryServiceInfo::decode(pd.data(), pd.size(), &m)) {
+    t.kind = TargetInfo::Kind::kMemoryService;
+  }
+  if (t.kind != TargetInfo::Kind::kEchoService) {
+    t.flags = m.flags;
+    t.address = m.address;
+    t.length = m.length;
+    t.token = m.token;
+  }
+  return t;
+}
+
+void encode_perf_accept(const TargetInfo& t, uint8_t out[rocedp::control::MemoryServiceInfo::kWireSize]) {
+  rocedp::control::MemoryServiceInfo m;
+  m.flags = t.flags;
+  m.address = t.address;
+  m.length = t.length;
+  m.token = t.token;
+  m.encode(out);
+  std::memcpy(out, kPerfMagic, 4);
+}
+
+// One CM connection's state, shared with the control thread's callbacks.
+struct CmLink {
+  rocedp::Connector* conn = nullptr;
+  std::atomic<int> disconnected{0};  // the peer disconnected (or died)
+  std::atomic<NTSTATUS> reason{rocedp::STATUS_SUCCESS};
+  std::vector<uint8_t> private_data;  // the peer's (REQ or REP)
+  CmHello hello;                      // listener: this connection's REQ
+};
+
+void on_cm_disconnect(void* ctx, NTSTATUS reason) {
+  auto* l = static_cast<CmLink*>(ctx);
+  l->reason.store(reason);
+  l->disconnected.store(1, std::memory_order_release);
+}
+
+// Control thread: the peer's private data of `conn` (REQ on the listener, REP on the client).
+std::vector<uint8_t> connection_data(rocedp::Connector* conn) {
+  uint32_t len = 0;
+  conn->get_connection_data(nullptr, nullptr, nullptr, &len);
+  std::vector<uint8_t> out(len);
+  if (len != 0 && conn->get_connection_data(nullptr, nullptr, out.data(), &len) != rocedp::STATUS_SUCCESS) out.clear();
+  return out;
+}
+
+// Disconnects (DREQ) every link still connected, waits for the DREPs (bounded), closes the
+// connectors. Returns false if a disconnect failed.
+bool cm_disconnect_all(Runtime& rt, std::vector<std::unique_ptr<CmLink>>& links) {
+  std::vector<Pending> pend(links.size());
+  std::vector<NTSTATUS> inline_status(links.size(), rocedp::STATUS_SUCCESS);
+  rt.run_on_control([&] {
+    for (size_t i = 0; i < links.size(); ++i)
+      if (links[i]->conn != nullptr && links[i]->disconnected.load() == 0)
+        inline_status[i] = links[i]->conn->disconnect(&on_request, &pend[i]);
+  });
+  bool ok = true;
+  rt.wait_until(
+      [&] {
+        for (size_t i = 0; i < links.size(); ++i)
+          if (inline_status[i] == rocedp::STATUS_PENDING && pend[i].done.load(std::memory_order_acquire) == 0) return false;
+        return true;
+      },
+      std::chrono::seconds(5));
+  for (size_t i = 0; i < links.size(); ++i) {
+    const NTSTATUS st = inline_status[i] == rocedp::STATUS_PENDING
+                            ? (pend[i].done.load() ? pend[i].status.load() : rocedp::STATUS_IO_TIMEOUT)
+                            : inline_status[i];
+    if (st != rocedp::STATUS_SUCCESS && st != rocedp::STATUS_CONNECTION_INVALID) {  // INVALID: never connected
+      std::fprintf(stderr, "rocedp-perf: disconnect %zu: %s\n", i, std::string(rocedp::status_name(st)).c_str());
+      ok = false;
+    }
+  }
+  rt.run_on_control([&] {
+    for (auto& l : links)
+      if (l->conn != nullptr) l->conn->close(nullptr, nullptr), l->conn = nullptr;
+  });
+  return ok;
+}
+
+// Moves [local_off, local_off + len) of our buffer to (WRITE) or from (READ) the target's region
+// at remote_off over QP 0, in 64 KiB requests; waits for every completion. Used around the timed
+// runs: --verify's pre-fill and read-back.
+bool cm_transfer(Ctx& c, Op op, uint64_t local_off, uint64_t remote_off, uint64_t len, std::string* err) {
+  constexpr uint64_t kChunk = 65536;
+  const uint64_t n = (len + kChunk - 1) / kChunk;
+  const uint64_t window = std::min<uint64_t>(c.ep.qp_depth, 8);
+  uint64_t posted = 0, done = 0;
+  NdkResultEx r[16];
+  while (done < n) {
+    while (posted < n && posted - done < window) {
+      const uint64_t off = posted * kChunk, k = std::min(kChunk, len - off);
+      NdkSge sge{c.ep.buf.data() + local_off + off, static_cast<uint32_t>(k), c.ep.mr->get_local_token()};
+      const uint64_t raddr = c.peer[0].addr + remote_off + off;
+      const NTSTATUS st = op == Op::kWrite ? c.ep.qps[0]->write(nullptr, &sge, 1, raddr, c.peer[0].rkey, 0)
+                                           : c.ep.qps[0]->read(nullptr, &sge, 1, raddr, c.peer[0].rkey, 0);
+      if (st == rocedp::STATUS_INSUFFICIENT_RESOURCES) break;
+      if (st != rocedp::STATUS_SUCCESS) {
+        *err = "post: " + std::string(rocedp::status_name(st));
+        return false;
+      }
+      ++posted;
+    }
+    c.rt->poll();
+    const uint32_t k = c.ep.cq->get_results_ex(r, 16);
+    for (uint32_t j = 0; j < k; ++j) {
+      if (r[j].status != rocedp::STATUS_SUCCESS) {
+        *err = std::string(op == Op::kWrite ? "WRITE" : "READ") + " of the region: " + std::string(rocedp::status_name(r[j].status));
+        return false;
+      }
+      if (r[j].type != rocedp::NdkOperationType::kReceive) ++done;
+    }
+    if (past_deadline()) {
+      *err = "time limit reached";
+      return false;
+    }
+  }
+  return true;
+}
+
+// The echo SEND test's state that lives across sizes (-a): per QP, messages sent and completed,
+// echoes received. The k-th receive completion of a QP holds the echo of its k-th SEND (RC
+// delivers in order and the echo service answers in arrival order).
+struct EchoState {
+  std::vector<uint64_t> sent, send_done, echoed;
+  uint64_t max_size = 0, window = 0, recv_base = 0;
+};
+
+uint64_t echo_pattern_slot(uint64_t q, uint64_t k) { return (q << 32) | k; }
+
+// SEND bandwidth against an echoing target: up to `window` messages per QP between post and echo,
+// a receive always posted for each of them. Bandwidth counts the bytes sent (the same come back).
+Row cm_send_bw_echo(Ctx& c, EchoState& es, uint64_t size, uint64_t iters) {
+  Row r;
+  r.size = size;
+  const uint32_t nq = c.h.qps;
+  const bool verify = c.h.verify != 0;
+  std::vector<uint64_t> posted(nq, 0);
+  uint64_t total_posted = 0, total_echoed = 0, total_sends = 0, bad = 0;
+  PeakMeter peak;
+  const uint64_t t0 = rte_rdtsc();
+  peak.start(t0);
+  const uint64_t stop_tsc = c.h.duration_s ? t0 + c.h.duration_s * rte_get_tsc_hz() : UINT64_MAX;
+  bool posting = true;
+  NdkResultEx res[64];
+  auto send_off = [&](uint64_t q, uint64_t k) { return verify ? (q * es.window + k % es.window) * es.max_size : 0; };
+  auto recv_off = [&](uint64_t q, uint64_t k) { return es.recv_base + (q * es.window + k % es.window) * es.max_size; };
+  while (true) {
+    c.rt->poll();
+    if (posting) {
+      for (uint32_t q = 0; q < nq; ++q) {
+        while (es.sent[q] - std::min(es.send_done[q], es.echoed[q]) < es.window && (c.h.duration_s || posted[q] < iters)) {
+          uint8_t* p = c.ep.buf.data() + send_off(q, es.sent[q]);
+          if (verify) fill_slot(p, echo_pattern_slot(q, es.sent[q]), size);
+          NdkSge sge{p, static_cast<uint32_t>(size), c.ep.mr->get_local_token()};
+          const NTSTATUS st = c.ep.qps[q]->send(nullptr, &sge, 1, 0);
+          if (st == rocedp::STATUS_INSUFFICIENT_RESOURCES) break;
+          if (st != rocedp::STATUS_SUCCESS) {
+            r.ok = false;
+            r.error = "post: " + std::string(rocedp::status_name(st));
+            return r;
+          }
+          ++es.sent[q];
+          ++posted[q];
+          ++total_posted;
+        }
+      }
+      if (c.h.duration_s ? rte_rdtsc() >= stop_tsc : total_posted == iters * nq) posting = false;
+    }
+    const uint32_t n = c.ep.cq->get_results_ex(res, 64);
+    for (uint32_t j = 0; j < n; ++j) {
+      const NdkResultEx& x = res[j];
+      const auto q = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(x.qp_context));
+      if (x.status != rocedp::STATUS_SUCCESS) {
+        r.ok = false;
+        r.error = "completion error " + std::string(rocedp::status_name(x.status));
+        return r;
+      }
+      if (x.type == rocedp::NdkOperationType::kReceive) {
+        const uint64_t k = es.echoed[q]++;
+        uint8_t* p = c.ep.buf.data() + recv_off(q, k);
+        if (verify) bad += check_slot(p, echo_pattern_slot(q, k), size) + (x.bytes_transferred != size ? 1 : 0);
+        NdkSge sge{p, static_cast<uint32_t>(es.max_size), c.ep.mr->get_local_token()};
+        c.ep.qps[q]->receive(nullptr, &sge, 1);  // the slot takes echo k + window
+        ++total_echoed;
+      } else {
+        ++es.send_done[q];
+        ++total_sends;
+        peak.add(1, rte_rdtsc());
+      }
+    }
+    if (!posting && total_sends == total_posted && total_echoed == total_posted) break;
+    if (past_deadline()) {
+      r.ok = false;
+      r.error = "time limit reached with " + std::to_string(total_posted - total_echoed) + " echoes missing";
+      return r;
+    }
+  }
+  r.iterations = total_posted;
+  r.elapsed_s = tsc_to_ns(rte_rdtsc() - t0) / 1e9;
+  r.peak_msgs_per_s = peak.peak;
+  if (bad > 0) {
+    r.ok = false;
+    r.error = "verify: " + std::to_string(bad) + " bytes of the echoes differ";
+  }
+  return r;
+}
+
+std::vector<uint64_t> cm_size_list(const Options& o) {
+  if (!o.all_sizes) return {o.size};
+  const uint64_t max = o.op == Op::kSend ? kEchoMaxSize : (1ull << 20);
+  std::vector<uint64_t> out;
+  for (uint64_t s = 2; s <= max; s *= 2) out.push_back(s);
+  return out;
+}
+
+// Connects QP i through links[i] (REQ with `hello`, index i). A REFUSED connection is tried
+// again, a few times over ~2 s: a target that still holds our previous run's connection in
+// TimeWait answers a REQ from the same QPN with a stale-connection REJ (IBTA 12.9.8.3.1), and this
+// process's QPNs are the same on every run.
+bool cm_connect(Runtime& rt, Endpoint& ep, std::vector<std::unique_ptr<CmLink>>& links, const CmHello& hello,
+                const rocedp::NdkSockAddr& dst, uint32_t limit, std::string* err) {
+  constexpr int kAttempts = 5;
+  std::vector<size_t> todo(links.size());
+  for (size_t i = 0; i < todo.size(); ++i) todo[i] = i;
+  for (int attempt = 1;; ++attempt) {
+    std::unique_ptr<Pending[]> pend(new Pending[links.size()]);
+    std::vector<NTSTATUS> inline_status(links.size(), rocedp::STATUS_PENDING);
+    for (size_t base = 0; base < todo.size(); base += kBatch) {
+      const size_t end = std::min(todo.size(), base + kBatch);
+      rt.run_on_control([&] {
+        for (size_t k = base; k < end; ++k) {
+          const size_t i = todo[k];
+          NTSTATUS st = rocedp::create_connector(*rt.adapter(), nullptr, nullptr, &links[i]->conn);
+          if (st == rocedp::STATUS_SUCCESS) {
+            CmHello h = hello;
+            h.index = static_cast<uint32_t>(i);
+            st = links[i]->conn->connect(ep.qps[i], rocedp::NdkSockAddr{0, 0}, dst, limit, limit, &h, sizeof(h), &on_request,
+                                         &pend[i]);
+          }
+          inline_status[i] = st;
+        }
+      });
+      rt.wait_until(
+          [&] {
+            for (size_t k = base; k < end; ++k)
+              if (inline_status[todo[k]] == rocedp::STATUS_PENDING && pend[todo[k]].done.load(std::memory_order_acquire) == 0)
+                return false;
+            return true;
+          },
+          std::chrono::seconds(30));
+    }
+    std::vector<size_t> refused;
+    for (size_t i : todo) {
+      const NTSTATUS st = inline_status[i] != rocedp::STATUS_PENDING ? inline_status[i]
+                          : pend[i].done.load() ? pend[i].status.load()
+                                                : rocedp::STATUS_IO_TIMEOUT;
+      if (st == rocedp::STATUS_SUCCESS) continue;
+      if (st == rocedp::STATUS_CONNECTION_REFUSED && attempt < kAttempts) {
+        refused.push_back(i);
+        continue;
+      }
+      *err = "connect " + std::to_string(i) + ": " + std::string(rocedp::status_name(st));
+      return false;
+    }
+    if (refused.empty()) return true;
+    rt.run_on_control([&] {
+      for (size_t i : refused) links[i]->conn->close(nullptr, nullptr), links[i]->conn = nullptr;
+    });
+    if (attempt == 1)
+      std::fprintf(stderr, "rocedp-perf: %zu connection(s) refused; trying again (a previous run's connection may be in "
+                           "TimeWait)\n", refused.size());
+    rt.wait_until([] { return false; }, std::chrono::milliseconds(400));
+    todo = refused;
+  }
+}
+
+// --connect: the client. Returns the exit status.
+int run_cm_client(Ctx& c) {
+  std::string err;
+  Runtime& rt = *c.rt;
+  const Options& o = c.o;
+  const auto sizes = cm_size_list(o);
+  const uint64_t max_size = sizes.back();
+  const bool bw = o.kind == Kind::kBw;
+  const uint32_t nq = o.qps;
+  if (nq > kMaxCmConnections) return std::fprintf(stderr, "rocedp-perf: at most %u connections\n", kMaxCmConnections), 2;
+  // Our buffer: message slots in the lower half, the other direction (echoes, read-back) in the
+  // upper half.
+  const uint32_t depth = std::min(o.tx_depth, rt.config().limits.max_qp_depth);
+  uint64_t half = max_size;
+  if (bw && o.verify) half = static_cast<uint64_t>(nq) * o.iters * max_size;  // a slot per message
+  if (bw && o.op == Op::kSend) half = std::max<uint64_t>(half, static_cast<uint64_t>(nq) * depth * max_size);
+  if (half > (1ull << 29)) return std::fprintf(stderr, "rocedp-perf: qps x depth (or iters) x size above 512 MiB\n"), 2;
+  if (!create_endpoint(rt, c.h, 2 * half, &c.ep, &err)) {
+    std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str());
+    return 1;
+  }
+
+  // Connect every QP (REQ carries the test), then complete each connection (RTU).
+  std::vector<std::unique_ptr<CmLink>> links;
+  for (uint32_t i = 0; i < nq; ++i) links.push_back(std::make_unique<CmLink>());
+  CmHello hello;
+  hello.op = static_cast<uint8_t>(o.op);
+  hello.kind = static_cast<uint8_t>(o.kind);
+  hello.flags = o.verify ? 1 : 0;
+  hello.qps = nq;
+  hello.tx_depth = depth;
+  hello.duration_s = o.duration_s;
+  hello.size = o.all_sizes ? 0 : o.size;
+  hello.iters = o.iters;
+  hello.addr = reinterpret_cast<uint64_t>(c.ep.buf.data());
+  hello.rkey = c.ep.mr->get_remote_token();
+  const uint32_t limit = rt.config().limits.max_read_limit;
+  const rocedp::NdkSockAddr dst{o.connect_ip, o.connect_port};
+  const std::string target = rocedp::config::format_ipv4(rocedp::config::Ipv4Address{o.connect_ip}) + ":" +
+                             std::to_string(o.connect_port);
+  std::vector<Pending> completed(nq);
+  std::unique_ptr<EchoState> es;
+  bool ok = cm_connect(rt, c.ep, links, hello, dst, limit, &err);
+  TargetInfo t;
+  if (ok) {
+    rt.run_on_control([&] {
+      for (auto& l : links) l->private_data = connection_data(l->conn);
+    });
+    t = decode_target(links[0]->private_data);
+    for (uint32_t i = 1; i < nq && ok; ++i) {
+      const TargetInfo u = decode_target(links[i]->private_data);
+      if (u.kind != t.kind || u.address != t.address) ok = false, err = "the connections reached different targets";
+    }
+  }
+  const bool echoing = t.kind == TargetInfo::Kind::kEchoService || (t.flags & kPerfEchoes) != 0;
+  if (ok && o.op == Op::kSend && bw && echoing) {
+    es = std::make_unique<EchoState>();
+    es->sent.assign(nq, 0);
+    es->send_done.assign(nq, 0);
+    es->echoed.assign(nq, 0);
+    es->max_size = max_size;
+    es->window = depth;
+    es->recv_base = half;
+    for (uint32_t q = 0; q < nq; ++q)
+      for (uint64_t k = 0; k < depth; ++k) {
+        NdkSge sge{c.ep.buf.data() + half + (q * depth + k) * max_size, static_cast<uint32_t>(max_size),
+                   c.ep.mr->get_local_token()};
+        c.ep.qps[q]->receive(nullptr, &sge, 1);
+      }
+  }
+  if (ok && o.op == Op::kSend && !bw) {
+    if (!echoing) ok = false, err = "SEND latency needs an echoing target (rocedpd's echo service or a --listen peer)";
+    if (t.kind == TargetInfo::Kind::kMemoryService) ok = false, err = "a memory service (no receives): use write or read";
+    c.recv_len = max_size;
+    NdkSge sge{c.ep.buf.data() + max_size, static_cast<uint32_t>(max_size), c.ep.mr->get_local_token()};
+    c.ep.qps[0]->receive(nullptr, &sge, 1);
+  }
+  if (ok)
+    ok = batched(
+        rt, nq, completed,
+        [&](size_t i) { return links[i]->conn->complete_connect_ex(&on_cm_disconnect, links[i].get(), &on_request, &completed[i]); },
+        "complete_connect", &err);
+  if (ok && o.op != Op::kSend && t.kind == TargetInfo::Kind::kEchoService)
+    ok = false, err = "an echo service (no memory region): use send";
+  if (ok && o.op == Op::kSend && t.kind == TargetInfo::Kind::kMemoryService)
+    ok = false, err = "a memory service (no receives): use write or read";
+  if (ok && o.op == Op::kWrite && (t.flags & kRegionWrite) == 0) ok = false, err = "the target's region takes no remote WRITE";
+  if (ok && o.op == Op::kRead && (t.flags & kRegionRead) == 0) ok = false, err = "the target's region takes no remote READ";
+  if (!ok) {
+    std::fprintf(stderr, "rocedp-perf: %s: %s\n", target.c_str(), err.c_str());
+    cm_disconnect_all(rt, links);
+    close_endpoint(rt, c.ep);
+    return g_timed_out ? 3 : 1;
+  }
+  c.peer.assign(nq, QpInfo{});
+  for (uint32_t q = 0; q < nq; ++q) {
+    c.peer[q].addr = t.address;
+    c.peer[q].rkey = t.token;
+    c.peer[q].mtu = rt.port().mtu();
+  }
+  c.passive = o.op == Op::kWrite && (t.flags & kPerfWritesBack) == 0;
+  g_full_rtt = !bw && c.passive;
+  // A region that outlives runs (rocedpd's) may still hold a previous run's pattern: a fresh seed
+  // per run makes a lost WRITE show.
+  if (t.kind == TargetInfo::Kind::kMemoryService && o.verify && o.verify_seed == 0) g_seed = (rte_rdtsc() ^ static_cast<uint64_t>(getpid())) | 1;
+
+  g_header_notes.push_back("Connections     : " + std::to_string(nq) + " through the IB CM to " + target + " (" + t.name() + ")");
+  if (c.passive && !bw) g_header_notes.push_back("WRITE latency   : completion of each WRITE (nobody writes back): full round trip");
+  if (es) g_header_notes.push_back("SEND            : every message comes back (echo); BW counts one direction");
+  print_header(o);
+  int status = 0;
+  for (uint64_t size : sizes) {
+    const uint64_t iters = bw ? iters_for(c.h, size) : o.iters;
+    c.h.size = size;
+    const Slots s{o.verify, iters, size};
+    const uint64_t used = o.verify && bw ? static_cast<uint64_t>(nq) * iters * size : size;
+    if (o.op != Op::kSend && used > t.length) {
+      if (o.all_sizes) break;  // -a: the region ends here
+      std::fprintf(stderr, "rocedp-perf: %s bytes needed, the target's region has %lu%s\n", std::to_string(used).c_str(),
+                   static_cast<unsigned long>(t.length), o.verify ? " (--verify: qps x iters x size)" : "");
+      status = 2;
+      break;
+    }
+    Row r;
+    // --verify set-up: WRITE and SEND fill their message slots; READ first stores the pattern in
+    // the target's region (WRITE from the upper half), then reads it back into the lower half.
+    if (o.verify && o.op == Op::kSend && bw && !es) {
+      // A sink (--listen) checks message i of QP q against slot q x iters + i.
+      for (uint32_t q = 0; q < nq; ++q)
+        for (uint64_t i = 0; i < iters; ++i) fill_slot(c.ep.buf.data() + s.offset(q, i), s.slot(q, i), size);
+    }
+    if (o.verify && o.op != Op::kSend) {
+      for (uint32_t q = 0; q < (bw ? nq : 1); ++q)
+        for (uint64_t i = 0; i < (bw ? iters : 1); ++i)
+          fill_slot(c.ep.buf.data() + (o.op == Op::kRead ? half : 0) + s.offset(q, i), s.slot(q, i), size);
+      if (o.op == Op::kRead) {
+        if (!cm_transfer(c, Op::kWrite, half, 0, used, &err)) r.ok = false, r.error = err;
+        std::memset(c.ep.buf.data(), 0, used);
+      }
+    }
+    if (r.ok) {
+      if (!bw) r = client_lat(c, size, iters);
+      else if (es) r = cm_send_bw_echo(c, *es, size, iters);
+      else r = client_bw(c, size, iters);
+    }
+    if (r.ok && o.verify && o.op != Op::kSend) {
+      // WRITE: read the region back into the upper half and check every slot; READ: check what
+      // arrived. Passive WRITE latency: the region holds the last message.
+      uint64_t bad = 0;
+      if (o.op == Op::kWrite && (bw || c.passive)) {
+        if (!cm_transfer(c, Op::kRead, half, 0, used, &err)) r.ok = false, r.error = err;
+        for (uint32_t q = 0; r.ok && q < (bw ? nq : 1); ++q)
+          for (uint64_t i = 0; i < (bw ? iters : 1); ++i)
+            bad += bw ? check_slot(c.ep.buf.data() + half + s.offset(q, i), s.slot(q, i), size)
+                      : static_cast<uint64_t>(std::memcmp(c.ep.buf.data() + half, c.ep.buf.data(), size) != 0);
+      } else if (o.op == Op::kRead && bw) {
+        for (uint32_t q = 0; q < nq; ++q)
+          for (uint64_t i = 0; i < iters; ++i) bad += check_slot(c.ep.buf.data() + s.offset(q, i), s.slot(q, i), size);
+      }
+      if (r.ok && bad > 0) r.ok = false, r.error = "verify: " + std::to_string(bad) + " bytes differ in the target's region";
+    }
+    r.frames_per_msg = static_cast<uint32_t>(frame_sizes(o.op, size, path_mtu_for(rt.port().mtu())).size());
+    if (!r.ok) {
+      std::fprintf(stderr, "rocedp-perf: size %lu: %s\n", static_cast<unsigned long>(size), r.error.c_str());
+      status = g_timed_out ? 3 : 1;
+      break;
+    }
+    print_row(o, r);
+    if (o.verify && !o.json)
+      std::fprintf(stderr, " verify: %lu messages of %lu bytes checked byte for byte\n", static_cast<unsigned long>(r.iterations),
+                   static_cast<unsigned long>(size));
+  }
+  for (uint32_t q = 0; q < nq; ++q)
+    if (links[q]->disconnected.load() != 0 && status == 0) {
+      std::fprintf(stderr, "rocedp-perf: connection %u: the peer disconnected (%s)\n", q,
+                   std::string(rocedp::status_name(links[q]->reason.load())).c_str());
+      status = 1;
+    }
+  if (!cm_disconnect_all(rt, links) && status == 0) status = 1;
+  close_endpoint(rt, c.ep);
+  return status;
+}
+
+// --listen's connect events: the control thread appends, the main thread reads up to `count`.
+struct Incoming {
+  std::array<rocedp::NdkConnector*, kMaxCmConnections> slots{};
+  std::atomic<uint32_t> count{0};
+  std::atomic<uint32_t> refused{0};
+};
+
+void on_connect_event(void* ctx, rocedp::NdkConnector* nc) {
+  auto* in = static_cast<Incoming*>(ctx);
+  rocedp::Connector* conn = rocedp::Connector::from(nc);
+  const uint32_t n = in->count.load(std::memory_order_relaxed);
+  if (n >= kMaxCmConnections) {
+    conn->reject(nullptr, 0);
+    conn->close(nullptr, nullptr);
+    in->refused.fetch_add(1);
+    return;
+  }
+  in->slots[n] = nc;
+  in->count.store(n + 1, std::memory_order_release);
+}
+
+// --listen: accepts one test's -q connections (the first REQ says the test), serves it like
+// --server until the client disconnects, prints a summary. Returns the exit status.
+int run_cm_listener(Ctx& c) {
+  Runtime& rt = *c.rt;
+  std::string err;
+  Incoming in;
+  rocedp::Listener* listener = nullptr;
+  NTSTATUS st = rocedp::STATUS_PENDING;
+  rt.run_on_control([&] {
+    st = rocedp::create_listener(*rt.adapter(), &on_connect_event, &in, nullptr, nullptr, &listener);
+    if (st == rocedp::STATUS_SUCCESS) st = listener->listen(rocedp::NdkSockAddr{0, c.o.listen_port}, nullptr, nullptr);
+  });
+  const std::string where = rocedp::config::format_ipv4(rt.port().address()) + ":" + std::to_string(c.o.listen_port);
+  auto close_listener = [&] {
+    rt.run_on_control([&] {
+      if (listener != nullptr) listener->close(nullptr, nullptr), listener = nullptr;
+    });
+  };
+  if (st != rocedp::STATUS_SUCCESS) {
+    std::fprintf(stderr, "rocedp-perf: listen on %s: %s\n", where.c_str(), std::string(rocedp::status_name(st)).c_str());
+    close_listener();
+    return 1;
+  }
+  std::printf("rocedp-perf: listening on %s (IB CM)\n", where.c_str());
+  std::fflush(stdout);
+  std::vector<std::unique_ptr<CmLink>> links;
+  std::vector<rocedp::Connector*> rejected;
+  auto fail = [&](const std::string& why, int code) {
+    std::fprintf(stderr, "rocedp-perf: %s\n", why.c_str());
+    rt.run_on_control([&] {
+      for (uint32_t k = 0; k < in.count.load(); ++k) {
+        bool ours = false;
+        for (auto& l : links) ours |= l->conn == rocedp::Connector::from(in.slots[k]);
+        if (!ours) rocedp::Connector::from(in.slots[k])->reject(nullptr, 0), rocedp::Connector::from(in.slots[k])->close(nullptr, nullptr);
+      }
+    });
+    cm_disconnect_all(rt, links);
+    if (!c.ep.qps.empty() || c.ep.pd != nullptr) close_endpoint(rt, c.ep);
+    close_listener();
+    return code;
+  };
+  // The first connection request says the test.
+  if (!rt.wait_until([&] { return in.count.load(std::memory_order_acquire) > 0 || past_deadline(); },
+                     std::chrono::seconds(c.o.timeout_s)) ||
+      in.count.load() == 0)
+    return fail("no connection request in time", 3);
+  CmHello first;
+  {
+    std::vector<uint8_t> pd;
+    rt.run_on_control([&] { pd = connection_data(rocedp::Connector::from(in.slots[0])); });
+    if (pd.size() < sizeof(CmHello)) return fail("the first request is not from rocedp-perf --connect", 1);
+    std::memcpy(&first, pd.data(), sizeof(first));
+    if (first.magic != kMagic || first.version != 1 || first.qps == 0 || first.qps > kMaxCmConnections || first.op > 2 ||
+        first.kind > 1 || first.tx_depth == 0)
+      return fail("the first request is not from rocedp-perf --connect", 1);
+  }
+  Hello& h = c.h;
+  h.op = first.op;
+  h.kind = first.kind;
+  h.verify = first.flags & 1;
+  h.qps = first.qps;
+  h.tx_depth = first.tx_depth;
+  h.duration_s = first.duration_s;
+  h.size = first.size;
+  h.iters = first.iters;
+  c.o.op = static_cast<Op>(h.op);
+  c.o.kind = static_cast<Kind>(h.kind);
+  const Op op = c.o.op;
+  const bool lat = c.o.kind == Kind::kLat;
+  const uint64_t max_size = h.size != 0 ? h.size : op == Op::kSend ? kEchoMaxSize : (1ull << 20);
+  // What this side does: WRITE/READ bw and READ lat: a passive region; WRITE lat: writes every
+  // message back (ping-pong; one size, so not with -a); SEND bw: sink; SEND lat: echo.
+  TargetInfo me;
+  me.kind = TargetInfo::Kind::kPerf;
+  const bool writes_back = op == Op::kWrite && lat && h.size != 0;
+  const bool echoes = op == Op::kSend && lat;
+  me.flags = static_cast<uint16_t>(kRegionRead | kRegionWrite | (writes_back ? kPerfWritesBack : 0) | (echoes ? kPerfEchoes : 0));
+  uint64_t buf = max_size;
+  if (op == Op::kSend) buf = static_cast<uint64_t>(h.qps) * std::min(h.tx_depth, rt.config().limits.max_qp_depth) * max_size;
+  else if (lat) buf = 2 * max_size;
+  else if (h.verify) buf = static_cast<uint64_t>(h.qps) * h.iters * max_size;
+  if (buf > (1ull << 30)) return fail("the test needs more than 1 GiB of buffer", 1);
+  if (!create_endpoint(rt, h, buf, &c.ep, &err)) return fail(err, 1);
+  me.address = reinterpret_cast<uint64_t>(c.ep.buf.data());
+  me.length = c.ep.buf.size();
+  me.token = c.ep.mr->get_remote_token();
+  uint8_t accept_pd[rocedp::control::MemoryServiceInfo::kWireSize];
+  encode_perf_accept(me, accept_pd);
+
+  // SEND: every QP gets its receives before its Accept (RQ slots of max_size; request context =
+  // slot << 1, bit 0 set on an echo's SEND).
+  const uint32_t rx = c.ep.rx_depth;
+  auto post_recv = [&](uint32_t q, uint64_t slot) {
+    NdkSge sge{c.ep.buf.data() + (q * rx + slot) * max_size, static_cast<uint32_t>(max_size), c.ep.mr->get_local_token()};
+    return c.ep.qps[q]->receive(reinterpret_cast<void*>(static_cast<uintptr_t>(slot << 1)), &sge, 1);
+  };
+  if (op == Op::kSend)
+    for (uint32_t q = 0; q < h.qps; ++q)
+      for (uint64_t k = 0; k < rx; ++k)
+        if (post_recv(q, k) != rocedp::STATUS_SUCCESS) return fail("posting receives failed", 1);
+
+  // Accept each request on the QP of its index.
+  for (uint32_t i = 0; i < h.qps; ++i) links.push_back(std::make_unique<CmLink>());
+  std::vector<Pending> accepted(h.qps);
+  std::vector<bool> used(h.qps, false);
+  const uint32_t limit = rt.config().limits.max_read_limit;
+  for (uint32_t k = 0; k < h.qps; ++k) {
+    if (!rt.wait_until([&] { return in.count.load(std::memory_order_acquire) > k || past_deadline(); },
+                       std::chrono::seconds(c.o.timeout_s)) ||
+        in.count.load() <= k)
+      return fail("only " + std::to_string(k) + " of " + std::to_string(h.qps) + " connection requests came", 3);
+    NTSTATUS ast = rocedp::STATUS_SUCCESS;
+    std::string why;
+    rt.run_on_control([&] {
+      rocedp::Connector* conn = rocedp::Connector::from(in.slots[k]);
+      std::vector<uint8_t> pd = connection_data(conn);
+      CmHello hh;
+      if (pd.size() >= sizeof(hh)) std::memcpy(&hh, pd.data(), sizeof(hh));
+      if (pd.size() < sizeof(hh) || hh.magic != kMagic || hh.index >= h.qps || used[hh.index] || hh.op != first.op ||
+          hh.kind != first.kind || hh.size != first.size) {
+        conn->reject(nullptr, 0);
+        conn->close(nullptr, nullptr);
+        why = "request " + std::to_string(k) + " does not belong to this test";
+        return;
+      }
+      used[hh.index] = true;
+      CmLink& l = *links[hh.index];
+      l.conn = conn;
+      l.hello = hh;
+      ast = conn->accept_ex(c.ep.qps[hh.index], limit, limit, accept_pd, sizeof(accept_pd), &on_cm_disconnect, &l, &on_request,
+                            &accepted[hh.index]);
+      if (ast == rocedp::STATUS_SUCCESS) accepted[hh.index].status = ast, accepted[hh.index].done = 1;
+    });
+    if (!why.empty()) return fail(why, 1);
+    if (ast != rocedp::STATUS_PENDING && ast != rocedp::STATUS_SUCCESS)
+      return fail("accept: " + std::string(rocedp::status_name(ast)), 1);
+  }
+  if (!rt.wait_until(
+          [&] {
+            for (auto& a : accepted)
+              if (a.done.load(std::memory_order_acquire) == 0) return false;
+            return true;
+          },
+          std::chrono::seconds(10)))
+    return fail("accept: no completion", 1);
+  for (auto& a : accepted)
+    if (a.status.load() != rocedp::STATUS_SUCCESS) return fail("accept: " + std::string(rocedp::status_name(a.status.load())), 1);
+  std::printf("rocedp-perf: %u connection(s) accepted: %s %s, %s\n", h.qps, op_name(op), lat ? "lat" : "bw",
+              writes_back ? "writing every message back" : echoes ? "echoing" : op == Op::kSend ? "receiving" : "passive region");
+  std::fflush(stdout);
+
+  // Serve until every connection ended (the client disconnects when done).
+  std::vector<uint64_t> received(h.qps, 0);
+  uint64_t messages = 0, echoed = 0, bad = 0, errors = 0, written_back = 0;
+  NTSTATUS first_error = rocedp::STATUS_SUCCESS;
+  uint8_t* local = c.ep.buf.data();
+  const CmHello& client = links[0]->hello;
+  NdkResultEx res[64];
+  auto all_gone = [&] {
+    for (auto& l : links)
+      if (l->disconnected.load(std::memory_order_acquire) == 0) return false;
+    return true;
+  };
+  uint64_t polls = 0;
+  for (;; ++polls) {
+    c.rt->poll();
+    const uint32_t n = c.ep.cq->get_results_ex(res, 64);
+    for (uint32_t j = 0; j < n; ++j) {
+      const NdkResultEx& x = res[j];
+      const auto q = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(x.qp_context));
+      if (x.status != rocedp::STATUS_SUCCESS) {
+        // Work flushed when the client disconnects is expected.
+        if (x.status != rocedp::STATUS_CANCELLED || links[q]->disconnected.load() == 0) {
+          if (errors++ == 0) first_error = x.status;
+        }
+        continue;
+      }
+      const auto ctx = reinterpret_cast<uintptr_t>(x.request_context);
+      const uint64_t slot = ctx >> 1;
+      uint8_t* p = local + (q * rx + slot) * max_size;
+      if (x.type == rocedp::NdkOperationType::kReceive) {
+        const uint64_t k = received[q]++;
+        ++messages;
+        if (echoes) {
+          NdkSge sge{p, x.bytes_transferred, c.ep.mr->get_local_token()};
+          if (c.ep.qps[q]->send(reinterpret_cast<void*>(ctx | 1), &sge, x.bytes_transferred != 0 ? 1 : 0, 0) == rocedp::STATUS_SUCCESS)
+            ++echoed;
+          continue;
+        }
+        // Sink: the client fills message k of QP q with slot q x iters + k (client_bw).
+        if (h.verify) bad += check_slot(p, q * h.iters + k, h.size) + (x.bytes_transferred != h.size ? 1 : 0);
+        post_recv(q, slot);
+      } else if ((ctx & 1) != 0) {
+        post_recv(q, slot);  // the echo left: the slot takes the next SEND
+      }
+    }
+    if (writes_back && links[0]->disconnected.load() == 0 &&
+        __atomic_load_n(local + h.size - 1, __ATOMIC_ACQUIRE) == marker(written_back)) {
+      // WRITE ping-pong (as --server): message i arrived when its last byte turned to marker(i).
+      if (h.verify) bad += check_slot(local, written_back, h.size - 1);
+      local[h.size - 1] = static_cast<uint8_t>(marker(written_back) ^ 0x80);
+      NdkSge sge{local, static_cast<uint32_t>(h.size), c.ep.mr->get_local_token()};
+      NTSTATUS wst;
+      do {
+        wst = c.ep.qps[0]->write(nullptr, &sge, 1, client.addr, client.rkey, 0);
+        if (wst == rocedp::STATUS_INSUFFICIENT_RESOURCES) {
+          c.rt->poll();
+          c.ep.cq->get_results_ex(res, 64);
+        }
+      } while (wst == rocedp::STATUS_INSUFFICIENT_RESOURCES && !past_deadline());
+      ++written_back;
+    }
+    if ((polls & 0x3FF) == 0 && (all_gone() || past_deadline())) break;
+  }
+  if (!all_gone()) ++errors, first_error = rocedp::STATUS_IO_TIMEOUT;
+  // Let the DREPs and last ACKs leave before the port goes quiet.
+  rt.wait_until([] { return false; }, std::chrono::milliseconds(200));
+  std::printf("rocedp-perf: served %u connection(s): %lu messages received, %lu echoed, %lu written back%s\n", h.qps,
+              static_cast<unsigned long>(messages), static_cast<unsigned long>(echoed), static_cast<unsigned long>(written_back),
+              h.verify && bad == 0 && (writes_back || op == Op::kSend) ? ", verify: every byte as sent" : "");
+  int status = 0;
+  if (bad > 0) std::fprintf(stderr, "rocedp-perf: verify: %lu bytes differ\n", static_cast<unsigned long>(bad)), status = 1;
+  if (errors > 0)
+    std::fprintf(stderr, "rocedp-perf: %lu error(s), first %s\n", static_cast<unsigned long>(errors),
+                 std::string(rocedp::status_name(first_error)).c_str()),
+        status = g_timed_out ? 3 : 1;
+  cm_disconnect_all(rt, links);
+  close_endpoint(rt, c.ep);
+  close_listener();
+  return status;
+}
+
+// --connect / --listen: the endpoint with a connection manager, then the test. The client leaves
+// first; the listener detaches its port and waits (bounded) for the client's side of the link to
+// go away before it closes (DPDK 22.11 memif: neither side may poll while the other closes).
+int main_cm(Ctx& c) {
+  std::string err;
+  rocedp::config::Config cfg = build_config(c.o, &err);
+  if (!err.empty()) {
+    std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str());
+    return 2;
+  }
+  cfg.listeners.clear();  // a --config file of rocedpd's: its services are not ours
+  wait_memif_socket(cfg, std::min<uint32_t>(c.o.timeout_s, kStartupWaitS));
+  rocedp::control::RuntimeOptions ro;
+  ro.program = "rocedp-perf";
+  ro.launch_cores = c.o.worker_lcore >= 0;
+  ro.open_adapter = true;
+  ro.connection_manager = true;
+  ro.telemetry = false;
+  auto rt = Runtime::start(std::move(cfg), ro, &err);
+  if (!rt) {
+    std::fprintf(stderr, "rocedp-perf: start: %s\n", err.c_str());
+    return 1;
+  }
+  c.rt = rt.get();
+  g_deadline_tsc = rte_rdtsc() + static_cast<uint64_t>(c.o.timeout_s) * rte_get_tsc_hz();
+  int status = 0;
+  if (c.o.listen) {
+    status = run_cm_listener(c);
+  } else if (!wait_link(*rt)) {
+    std::fprintf(stderr, "rocedp-perf: link of port %s did not come up in %u s\n", rt->port().name().c_str(), kStartupWaitS);
+    status = 1;
+  } else {
+    c.h.op = static_cast<uint32_t>(c.o.op);
+    c.h.kind = static_cast<uint32_t>(c.o.kind);
+    c.h.verify = c.o.verify;
+    c.h.qps = c.o.qps;
+    c.h.tx_depth = c.o.tx_depth;
+    c.h.duration_s = c.o.duration_s;
+    c.h.size = c.o.all_sizes ? 0 : c.o.size;
+    c.h.iters = c.o.iters;
+    status = run_cm_client(c);
+  }
+  rt->detach_ports();
+  if (c.o.listen && rt->wait_until([&] { return !rt->port().link().up; }, std::chrono::seconds(5))) usleep(200000);
+  c.rt = nullptr;
+  if (!rt->stop() && status == 0) status = 1;
+  return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1579,6 +2450,7 @@ int main(int argc, char** argv) {
   rocedp::pmd::log_configure(level, "");
   g_seed = c.o.verify_seed;
   g_deadline_tsc = UINT64_MAX;
+  if (c.o.connect || c.o.listen) return main_cm(c);
   std::string err;
   const int oob_timeout_ms = static_cast<int>(std::min<uint32_t>(c.o.timeout_s, 30) * 1000);
   if (c.o.server) {
@@ -1610,7 +2482,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str());
     return 2;
   }
-  wait_memif_socket(cfg, std::min<uint32_t>(c.o.timeout_s, 10));
+  wait_memif_socket(cfg, std::min<uint32_t>(c.o.timeout_s, kStartupWaitS));
   rocedp::control::RuntimeOptions ro;
   ro.program = "rocedp-perf";
   ro.launch_cores = c.o.worker_lcore >= 0;
@@ -1627,7 +2499,7 @@ int main(int argc, char** argv) {
   g_deadline_tsc = rte_rdtsc() + static_cast<uint64_t>(c.o.timeout_s) * rte_get_tsc_hz();
   int status = 0;
   if (!wait_link(*rt)) {
-    err = "link of port " + rt->port().name() + " did not come up in 10 s";
+    err = "link of port " + rt->port().name() + " did not come up in " + std::to_string(kStartupWaitS) + " s";
     std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str());
     c.oob.send(kFail, err.data(), err.size());
     status = 1;
