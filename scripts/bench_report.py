@@ -116,10 +116,10 @@ def main():
         sys.exit("bench_report: at least 5 alternating rounds (DESIGN.md section 8)")
 
     results = []
-    kept = []
+    previous = []
     if args.only and os.path.exists(args.out):
         with open(args.out) as f:
-            kept = [r for r in json.load(f) if not r.get("subject", "").startswith(args.only + ":")]
+            previous = json.load(f)
     for row in ROWS:
         if args.only and row["binary"] != args.only:
             continue
@@ -148,7 +148,17 @@ def main():
     for path in args.extra_rows:
         with open(path) as f:
             results += json.load(f)
-    results = kept + results
+    if args.only:
+        # The other binaries' rows stay where they were; this binary's rows replace theirs in
+        # place (matched by name), new ones go at the end.
+        fresh = {r["name"]: r for r in results}
+        merged = []
+        for r in previous:
+            if not r.get("subject", "").startswith(args.only + ":"):
+                merged.append(r)
+            elif r["name"] in fresh:
+                merged.append(fresh.pop(r["name"]))
+        results = merged + [r for r in results if r["name"] in fresh]
 
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
