@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# rocedp-perf through the IB CM over net_memif (issue 4 §6), no out-of-band exchange:
+#   daemon: rocedpd (memif server) serves echo (ND port 7000) and memory (7001); rocedp-perf
+#           --connect (memif client) runs WRITE/READ bw+lat against the memory region and SEND
+#           bw+lat against the echo, each with --verify (WRITE is read back, READ reads a pattern
+#           written first, echoes are compared byte for byte), then the wrong-service errors.
+#   listen: rocedp-perf --listen (memif server) and rocedp-perf --connect (memif client): every
+#           test with --verify, -q connections, and a deliberate pattern mismatch that the
+#           listener must report.
+# Every process is stopped by PID and every file removed on any exit. Exit 77 = skipped.
+#   perf_cm.sh daemon|listen
+set -euo pipefail
+group=${1:?group}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+bin_dir=${ROCEDP_BIN_DIR:-$here/../../build/bin}
+perf=$bin_dir/rocedp-perf
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (EAL runtime directory)"; exit 77; }
+[ -x "$perf" ] || { echo "FAIL: $perf not built" >&2; exit 1; }
+
+work=$(mktemp -d /tmp/rocedp-perf-cm.XXXXXX)
+prefix=rdp-pcm-$$
+pids=()
+n=0
+cleanup() {
+  local rc=$?
+  for pid in "${pids[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -TERM "$pid" 2>/dev/null || true
+      for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+  done
+  if [ $rc -ne 0 ]; then
+    for f in "$work"/*.log; do [ -f "$f" ] && { echo "---- $f"; tail -n 30 "$f"; } >&2; done
+  fi
+  rm -rf "$work" /var/run/dpdk/$prefix-*
+  exit $rc
+}
+trap cleanup EXIT INT TERM
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+bw_header=' #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]'
+lat_header=' #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]'
+# expect_row LOG SIZE ITERS: the table has the row.
+expect_row() { grep -Eq "^ $2 +$3 " "$1" || { cat "$1" >&2; fail "no row '$2 $3' in $1"; }; }
+
+case $group in
+daemon)
+  sock=$work/memif.sock
+  cat > "$work/daemon.yaml" <<YAML
+eal: {lcores: [0, 1], main_lcore: 0, memory_mb: 256, file_prefix: $prefix-d, extra_args: ["--no-pci"]}
+ports:
+  - name: memif0
+    devargs: net_memif0,role=server,socket=$sock,socket-abstract=no
+    mac: "02:00:00:00:01:01"
+    address: 198.18.1.1/24
+    neighbours: [{ip: 198.18.1.2, mac: "02:00:00:00:01:02"}]
+dataplane: {lcores: [1], mbuf_count: 8191}
+telemetry: {enabled: false}
+listeners:
+  - {port: memif0, nd_port: 7000, service: echo, message_bytes: 4096, queue_depth: 64}
+  - {port: memif0, nd_port: 7001, service: memory, memory_bytes: 1048576}
+YAML
+  # The client's polling runs inline on lcore 0; the daemon polls on lcore 1.
+  cat > "$work/client.yaml" <<YAML
+eal: {lcores: [0, 1], main_lcore: 0, memory_mb: 256, file_prefix: $prefix-c, extra_args: ["--no-pci"]}
+ports:
+  - name: memif0
+    devargs: net_memif0,role=client,socket=$sock,socket-abstract=no
+    mac: "02:00:00:00:01:02"
+    address: 198.18.1.2/24
+    neighbours: [{ip: 198.18.1.1, mac: "02:00:00:00:01:01"}]
+dataplane: {lcores: [1], mbuf_count: 8191}
+YAML
+  "$bin_dir/rocedpd" --config "$work/daemon.yaml" > "$work/daemon.log" 2>&1 &
+  daemon=$!
+  pids+=("$daemon")
+  for _ in $(seq 300); do
+    grep -q "event=running" "$work/daemon.log" 2>/dev/null && break
+    kill -0 "$daemon" 2>/dev/null || fail "rocedpd exited during start-up"
+    sleep 0.1
+  done
+  grep -q "event=running" "$work/daemon.log" || fail "rocedpd did not come up"
+  # run EXPECT PORT ARGS...: one client run against the daemon; its output in $work/c$n.log.
+  run() {
+    local expect=$1 port=$2; shift 2
+    n=$((n + 1))
+    local rc=0
+    "$perf" --config "$work/client.yaml" --connect 198.18.1.1:"$port" --timeout 40 "$@" > "$work/c$n.log" 2>&1 || rc=$?
+    echo "case $n: --connect :$port $* -> $rc"
+    [ "$rc" -eq "$expect" ] || { cat "$work/c$n.log" >&2; fail "exit $rc, expected $expect: $*"; }
+  }
+  run 0 7001 write bw -s 4096 -n 64 -q 2 --verify
+  grep -qxF "$bw_header" "$work/c$n.log" || fail "bw header"
+  grep -q "Connections     : 2 through the IB CM to 198.18.1.1:7001 (rocedpd memory service)" "$work/c$n.log" || fail "target line"
+  expect_row "$work/c$n.log" 4096 128
+  grep -q "verify: 128 messages of 4096 bytes checked byte for byte" "$work/c$n.log" || fail "write verify"
+  run 0 7001 read bw -s 3000 -n 100 -q 3 --verify
+  expect_row "$work/c$n.log" 3000 300
+  run 0 7001 write lat -s 64 -n 200 --verify
+  grep -qxF "$lat_header" "$work/c$n.log" || fail "lat header"
+  grep -q "WRITE latency   : completion of each WRITE" "$work/c$n.log" || fail "passive write latency not said"
+  expect_row "$work/c$n.log" 64 200
+  run 0 7001 read lat -s 1025 -n 200 --verify
+  expect_row "$work/c$n.log" 1025 200
+  run 0 7000 send bw -s 1500 -n 500 -q 2 --verify
+  grep -q "(rocedpd echo service)" "$work/c$n.log" || fail "echo target line"
+  expect_row "$work/c$n.log" 1500 1000
+  grep -q "verify: 1000 messages of 1500 bytes" "$work/c$n.log" || fail "echo verify"
+  run 0 7000 send lat -s 100 -n 300 --verify
+  expect_row "$work/c$n.log" 100 300
+  # The wrong service for the operation, and a port nobody listens on.
+  run 1 7000 write bw -n 10
+  grep -q "an echo service (no memory region): use send" "$work/c$n.log" || fail "write to echo not refused"
+  run 1 7001 send bw -n 10
+  grep -q "a memory service (no receives): use write or read" "$work/c$n.log" || fail "send to memory not refused"
+  run 1 7002 send lat -n 10
+  grep -q "connect 0: STATUS_CONNECTION_REFUSED" "$work/c$n.log" || fail "no listener not reported"
+  # Every connection was closed again; SIGTERM ends the daemon with status 0.
+  kill -TERM "$daemon"
+  status=0
+  wait "$daemon" || status=$?
+  pids=()
+  [ "$status" -eq 0 ] || fail "rocedpd exit status $status"
+  accepted=$(grep -c "event=service_connected" "$work/daemon.log" || true)
+  closed=$(grep -c "event=service_disconnected" "$work/daemon.log" || true)
+  [ "$accepted" -eq 12 ] || fail "rocedpd accepted $accepted connections, expected 12"
+  [ "$closed" -eq "$accepted" ] || fail "$accepted connections accepted, $closed disconnected"
+  ;;
+listen)
+  # pair EXPECT_CLIENT EXPECT_LISTENER CLIENT_ARGS...: a listener (memif server) and a client.
+  pair() {
+    local ec=$1 es=$2; shift 2
+    n=$((n + 1))
+    local sock=$work/memif$n.sock common="--timeout 40 --memory-mb 256"
+    # shellcheck disable=SC2086
+    "$perf" --listen 9000 --port-devargs "net_memif0,role=server,socket=$sock,socket-abstract=no" --ip 198.18.9.1/24 \
+      --mac 02:00:00:00:09:01 --lcore 0 --file-prefix $prefix-s$n $common > "$work/s$n.log" 2>&1 &
+    local sp=$!
+    pids=("$sp")
+    for _ in $(seq 300); do
+      grep -q "listening on" "$work/s$n.log" 2>/dev/null && break
+      kill -0 "$sp" 2>/dev/null || fail "listener exited during start-up"
+      sleep 0.1
+    done
+    local crc=0 src=0
+    # shellcheck disable=SC2086
+    "$perf" --connect 198.18.9.1:9000 --port-devargs "net_memif0,role=client,socket=$sock,socket-abstract=no" \
+      --ip 198.18.9.2/24 --mac 02:00:00:00:09:02 --lcore 1 --file-prefix $prefix-c$n $common "$@" > "$work/c$n.log" 2>&1 || crc=$?
+    wait "$sp" || src=$?
+    pids=()
+    echo "case $n: $* -> client $crc, listener $src"
+    [ "$crc" -eq "$ec" ] || fail "client exit $crc, expected $ec: $*"
+    [ "$src" -eq "$es" ] || fail "listener exit $src, expected $es: $*"
+  }
+  pair 0 0 write bw -s 3000 -n 300 -q 4 --verify
+  grep -q "(rocedp-perf --listen)" "$work/c$n.log" || fail "target line"
+  grep -q "4 connection(s) accepted: write bw, passive region" "$work/s$n.log" || fail "listener accept line"
+  expect_row "$work/c$n.log" 3000 1200
+  pair 0 0 read bw -s 3000 -n 300 -q 2 --verify
+  expect_row "$work/c$n.log" 3000 600
+  pair 0 0 write lat -s 1025 -n 300 --verify
+  grep -q "300 written back, verify: every byte as sent" "$work/s$n.log" || fail "write ping-pong"
+  expect_row "$work/c$n.log" 1025 300
+  pair 0 0 read lat -s 2048 -n 300 --verify
+  expect_row "$work/c$n.log" 2048 300
+  pair 0 0 send bw -s 1500 -n 400 -q 3 --verify
+  grep -q "1200 messages received, 0 echoed, 0 written back, verify: every byte as sent" "$work/s$n.log" || fail "sink"
+  expect_row "$work/c$n.log" 1500 1200
+  pair 0 0 send lat -s 100 -n 300 --verify
+  grep -q "300 messages received, 300 echoed" "$work/s$n.log" || fail "echo"
+  expect_row "$work/c$n.log" 100 300
+  # The check must be able to fail: the client fills its messages with another pattern.
+  pair 0 1 send bw -s 1000 -n 50 --verify-seed 7
+  grep -q "verify: 50000 bytes differ" "$work/s$n.log" || fail "mismatch not reported"
+  ;;
+*) fail "unknown group $group" ;;
+esac
+echo "perf_cm_$group: $n cases passed"
