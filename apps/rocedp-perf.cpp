@@ -1331,6 +1331,12 @@ rocedp::config::Config build_config(const Options& o, std::string* err) {
       *err = e.what();
       return cfg;
     }
+    // Only virtual devices (net_memif, net_af_packet, ...): keep EAL's PCI scan off the machine's
+    // own NICs, as the command-line endpoint does.
+    bool vdevs_only = true;
+    for (const auto& p : cfg.ports) vdevs_only &= p.devargs.rfind("net_", 0) == 0;
+    if (vdevs_only && std::find(cfg.eal.extra_args.begin(), cfg.eal.extra_args.end(), "--no-pci") == cfg.eal.extra_args.end())
+      cfg.eal.extra_args.push_back("--no-pci");
   } else {
     rocedp::config::PortConfig p;
     p.name = "perf0";
@@ -1938,15 +1944,13 @@ bool cm_connect(Runtime& rt, Endpoint& ep, std::vector<std::unique_ptr<CmLink>>&
         continue;
       }
       *err = "connect " + std::to_string(i) + ": " + std::string(rocedp::status_name(st));
+      if (st == rocedp::STATUS_CONNECTION_REFUSED) *err += " (" + std::to_string(kAttempts) + " attempts in 2 s)";
       return false;
     }
     if (refused.empty()) return true;
     rt.run_on_control([&] {
       for (size_t i : refused) links[i]->conn->close(nullptr, nullptr), links[i]->conn = nullptr;
     });
-    if (attempt == 1)
-      std::fprintf(stderr, "rocedp-perf: %zu connection(s) refused; trying again (a previous run's connection may be in "
-                           "TimeWait)\n", refused.size());
     rt.wait_until([] { return false; }, std::chrono::milliseconds(400));
     todo = refused;
   }

@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
-# The rocedp demo: installs and builds, then runs rocedpd on the host end of a veth pair whose
-# other end lives in the network namespace rdp-ns, pings the daemon from the namespace, shows what
-# the namespace learned, prints the daemon's telemetry and stops it with SIGTERM.
+# The rocedp demo: installs and builds, then
+#  1. runs rocedpd on the host end of a veth pair whose other end lives in the network namespace
+#     rdp-ns, pings the daemon from the namespace, shows what the namespace learned, prints the
+#     daemon's telemetry and stops it with SIGTERM;
+#  2. runs two rocedp endpoints joined by a shared-memory memif link: rocedpd with
+#     config/examples/memif-server.yaml (echo service on ND port 7000, memory service on 7001) and
+#     rocedp-perf --connect with config/examples/memif-client.yaml as the load generator. A 10-second
+#     mixed load goes through connections the IB CM sets up (WRITE bw and READ bw into the memory
+#     region, SEND latency and SEND bw against the echo), each prints its perftest-style table; the
+#     daemon's /rocedp/connections and /rocedp/qps telemetry is shown while the WRITE run holds its
+#     connections; then SIGTERM and exit status 0.
 #
 #   scripts/demo.sh          (as root; Debian 12)
 #
-# Everything it creates (namespace, veth pair, daemon, temporary files) is removed on exit, also on
-# failure or Ctrl-C. Environment: ROCEDP_BUILD_DIR (default build/), ROCEDP_DEMO_SKIP_BUILD=1 to
-# reuse an existing build.
+# CPUs (2): rocedpd's polling core on lcore 1, its main and control threads (mostly asleep) and
+# rocedp-perf (one inline polling core running the benchmark loop too) on lcore 0.
+# Everything it creates (namespace, veth pair, daemons, perf, temporary files, EAL run directories)
+# is removed on exit, also on failure or Ctrl-C. Environment: ROCEDP_BUILD_DIR (default build/),
+# ROCEDP_DEMO_SKIP_BUILD=1 to reuse an existing build.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +30,10 @@ veth_ns=rdp-veth1
 ns_ip=198.18.0.2
 daemon_ip=198.18.0.1
 prefix=$(awk '/^[[:space:]]*file_prefix:/ {print $2; exit}' "$config")
+memif_server=$root/config/examples/memif-server.yaml
+memif_client=$root/config/examples/memif-client.yaml
+memif_prefix=$(awk '/^[[:space:]]*file_prefix:/ {print $2; exit}' "$memif_server")
+perf_prefix=$(awk '/^[[:space:]]*file_prefix:/ {print $2; exit}' "$memif_client")
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 die() { echo "demo: $*" >&2; exit 1; }
@@ -28,24 +42,36 @@ die() { echo "demo: $*" >&2; exit 1; }
 
 work=""
 pid=""
+pid2=""       # rocedpd over memif
+perf_pid=""   # rocedp-perf running in the background
 created_ns=0
+stop_pid() {
+  local p=$1
+  [ -n "$p" ] || return 0
+  if kill -0 "$p" 2>/dev/null; then
+    kill -TERM "$p" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null || true
+  fi
+  wait "$p" 2>/dev/null || true
+}
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  fi
+  stop_pid "$perf_pid"
+  stop_pid "$pid2"
+  stop_pid "$pid"
   if [ "$created_ns" -eq 1 ]; then
     ip netns del "$ns" 2>/dev/null || true     # takes the namespace end of the veth with it
     ip link del "$veth_host" 2>/dev/null || true
   fi
-  [ -n "$prefix" ] && rm -rf "/var/run/dpdk/$prefix"
-  if [ $rc -ne 0 ] && [ -n "$work" ] && [ -s "$work/rocedpd.log" ]; then
-    echo "---- rocedpd log (last lines) ----" >&2
-    tail -n 40 "$work/rocedpd.log" >&2 || true
+  for p in "$prefix" "$memif_prefix" "$perf_prefix"; do [ -n "$p" ] && rm -rf "/var/run/dpdk/$p"; done
+  if [ $rc -ne 0 ] && [ -n "$work" ]; then
+    for f in rocedpd.log rocedpd-memif.log perf.log; do
+      [ -s "$work/$f" ] || continue
+      echo "---- $f (last lines) ----" >&2
+      tail -n 40 "$work/$f" >&2 || true
+    done
   fi
   [ -n "$work" ] && rm -rf "$work"
   [ $rc -eq 0 ] && printf '\n\033[1mdemo finished: everything it created is removed\033[0m\n' || echo "demo FAILED (status $rc)" >&2
@@ -124,4 +150,82 @@ pid=""
 grep -E "event=(signal_received|shutdown_begin|cores_stopped|port_stopped|core_joined|port_closed|mempool_freed|eal_cleaned_up|exit)" \
   "$work/rocedpd.log" | sed 's/^/  /'
 [ "$status" -eq 0 ] || die "rocedpd exited with status $status"
+echo "  rocedpd exited with status 0"
+
+# ------------------------------------------------------------------------------------------------
+# Part 2: two endpoints over memif, a mixed load through CM-established connections.
+[ -x "$bin/rocedp-perf" ] || die "$bin/rocedp-perf is missing"
+step "starting rocedpd --config ${memif_server#$root/} (memif server; echo on ND port 7000, memory on 7001)"
+"$bin/rocedpd" --config "$memif_server" > "$work/rocedpd-memif.log" 2>&1 &
+pid2=$!
+for _ in $(seq 300); do
+  grep -q "event=running" "$work/rocedpd-memif.log" 2>/dev/null && break
+  kill -0 "$pid2" 2>/dev/null || die "rocedpd (memif) exited during start-up"
+  sleep 0.1
+done
+grep -q "event=running" "$work/rocedpd-memif.log" || die "rocedpd (memif) did not come up"
+grep -E "event=(port_ready|service_listening|running)" "$work/rocedpd-memif.log" | sed 's/^/  /'
+
+tel2() {
+  python3 "$root/tests/integration/telemetry_query.py" "$memif_prefix" "$1" | python3 -c '
+import json, sys
+for k, v in json.load(sys.stdin).items():
+    print(f"  {k:<22} " + ("  ".join(str(x) for x in v) if isinstance(v, list) else str(v)))'
+}
+# perf TEST... : rocedp-perf --connect with the memif client example, its table on stdout.
+perf() {
+  local target=$1; shift
+  "$bin/rocedp-perf" --config "$memif_client" --connect "$target" --timeout 30 "$@"
+}
+
+step "load 1/4: rocedp-perf --connect 198.18.1.1:7001 write bw -s 65536 -q 2 -D 3 (memory service)"
+perf 198.18.1.1:7001 write bw -s 65536 -q 2 -D 3 > "$work/perf.log" 2>&1 &
+perf_pid=$!
+# While it runs: the daemon's view of the two connections and their QPs.
+seen=0
+for _ in $(seq 100); do
+  kill -0 "$perf_pid" 2>/dev/null || break
+  if [ "$(python3 "$root/tests/integration/telemetry_query.py" "$memif_prefix" /rocedp/connections "d['count'] == 2 and d['state'] == ['established'] * 2" 2>/dev/null)" = True ]; then
+    seen=1
+    break
+  fi
+  sleep 0.1
+done
+[ "$seen" -eq 1 ] || die "the daemon's telemetry never showed the two connections"
+echo "  -- telemetry /rocedp/connections (during the run)"
+tel2 /rocedp/connections
+echo "  -- telemetry /rocedp/qps (during the run)"
+tel2 /rocedp/qps
+status=0
+wait "$perf_pid" || status=$?
+perf_pid=""
+grep -v "level=warning event=port_mac_in_software" "$work/perf.log"
+[ "$status" -eq 0 ] || die "rocedp-perf write bw exited with status $status"
+
+step "load 2/4: rocedp-perf --connect 198.18.1.1:7001 read bw -s 65536 -q 2 -D 2 (memory service)"
+perf 198.18.1.1:7001 read bw -s 65536 -q 2 -D 2 2>&1 | grep -v "event=port_mac_in_software"
+[ "${PIPESTATUS[0]}" -eq 0 ] || die "rocedp-perf read bw failed"
+
+step "load 3/4: rocedp-perf --connect 198.18.1.1:7000 send lat -s 64 -D 2 (echo service: ping-pong)"
+perf 198.18.1.1:7000 send lat -s 64 -D 2 2>&1 | grep -v "event=port_mac_in_software"
+[ "${PIPESTATUS[0]}" -eq 0 ] || die "rocedp-perf send lat failed"
+
+step "load 4/4: rocedp-perf --connect 198.18.1.1:7000 send bw -s 4096 -q 2 -D 3 (echo service)"
+perf 198.18.1.1:7000 send bw -s 4096 -q 2 -D 3 2>&1 | grep -v "event=port_mac_in_software"
+[ "${PIPESTATUS[0]}" -eq 0 ] || die "rocedp-perf send bw failed"
+
+step "the daemon after the load: every connection closed"
+python3 "$root/tests/integration/telemetry_query.py" "$memif_prefix" /rocedp/connections "d['count'] == 0" | grep -qx True \
+  || { sleep 1; python3 "$root/tests/integration/telemetry_query.py" "$memif_prefix" /rocedp/connections "d['count'] == 0" | grep -qx True; } \
+  || die "connections left open: $(python3 "$root/tests/integration/telemetry_query.py" "$memif_prefix" /rocedp/connections)"
+echo "  accepted $(grep -c 'event=service_connected' "$work/rocedpd-memif.log") connections, closed $(grep -c 'event=service_disconnected' "$work/rocedpd-memif.log")"
+
+step "stopping rocedpd (memif) with SIGTERM"
+kill -TERM "$pid2"
+status=0
+wait "$pid2" || status=$?
+pid2=""
+grep -E "event=(signal_received|shutdown_begin|connection_manager_detached|port_closed|eal_cleaned_up|exit)" \
+  "$work/rocedpd-memif.log" | sed 's/^/  /'
+[ "$status" -eq 0 ] || die "rocedpd (memif) exited with status $status"
 echo "  rocedpd exited with status 0"
