@@ -1199,6 +1199,48 @@ unsigned raw_drain(Runtime& rt, rte_mbuf** m) {
   return n;
 }
 
+// Raw bw flow control, so the baseline is a fair wire ceiling rather than a flood: like RDMA's send
+// window, the sender keeps at most min(tx_depth x QPs, 1024) messages' frames unacknowledged; the
+// receiver returns a credit frame (cumulative frames received) every kCreditEvery frames, as an
+// RC responder returns coalesced ACKs.
+constexpr uint8_t kCreditMagic[4] = {'R', 'D', 'P', 'C'};
+constexpr size_t kCreditLen = 42 + 4 + 8;  // Ethernet/IPv4/UDP template, magic, u64 frames
+
+uint64_t raw_window_frames(const Hello& h, uint64_t fpm) {
+  return std::min<uint64_t>(static_cast<uint64_t>(h.tx_depth) * h.qps, 1024) * fpm;
+}
+uint64_t raw_credit_every(uint64_t window_frames) { return std::max<uint64_t>(1, std::min<uint64_t>(32, window_frames / 4)); }
+
+// Receiver: one credit frame; false if no mbuf or no TX room (the caller tries again later).
+bool raw_send_credit(Runtime& rt, const RawTemplate& t, uint64_t frames) {
+  rte_mbuf* m = rte_pktmbuf_alloc(rt.pool().get());
+  if (m == nullptr) return false;
+  uint8_t* p = rte_pktmbuf_mtod(m, uint8_t*);
+  std::memcpy(p, t.bytes, sizeof(t.bytes));
+  std::memcpy(p + 42, kCreditMagic, 4);
+  std::memcpy(p + 46, &frames, 8);
+  m->data_len = m->pkt_len = 64;  // padded to Ethernet's minimum
+  if (rt.port().tx_burst(0, &m, 1) == 1) return true;
+  rte_pktmbuf_free(m);
+  return false;
+}
+
+// Sender: drains RX; returns the highest credit seen (or `credited` if none came).
+uint64_t raw_take_credits(Runtime& rt, uint64_t credited) {
+  rte_mbuf* m[32];
+  const unsigned n = rt.port().rx_burst(0, m, 32);
+  for (unsigned k = 0; k < n; ++k) {
+    const uint8_t* p = rte_pktmbuf_mtod(m[k], const uint8_t*);
+    if (rte_pktmbuf_data_len(m[k]) >= kCreditLen && std::memcmp(p + 42, kCreditMagic, 4) == 0) {
+      uint64_t v = 0;
+      std::memcpy(&v, p + 46, 8);
+      credited = std::max(credited, v);
+    }
+  }
+  if (n) rte_pktmbuf_free_bulk(m, n);
+  return credited;
+}
+
 Row raw_client(Ctx& c, uint64_t size, uint64_t iters, ReportMsg* rep, std::string* err) {
   Row r;
   r.size = size;
@@ -1216,13 +1258,24 @@ Row raw_client(Ctx& c, uint64_t size, uint64_t iters, ReportMsg* rep, std::strin
     const uint64_t chunk = std::max<uint64_t>(1, 32 / fpm);
     // The same number of messages as the RDMA run: iters per QP, over every QP.
     const uint64_t total = iters * c.h.qps;
+    const uint64_t window = raw_window_frames(c.h, fpm);
+    uint64_t credited = 0;  // frames the receiver said it has
+    bool stalled = false;
     while (c.h.duration_s ? rte_rdtsc() < stop_tsc : msgs < total) {
       const uint64_t k = c.h.duration_s ? chunk : std::min(chunk, total - msgs);
+      credited = raw_take_credits(*c.rt, credited);
+      if ((msgs + k) * fpm - credited > window) {  // window full: wait for a credit
+        if (past_deadline()) {
+          stalled = true;
+          break;
+        }
+        continue;
+      }
       if (!raw_send(*c.rt, t, sizes, msgs * fpm, k * fpm)) break;
       msgs += k;
-      const unsigned n = raw_drain(*c.rt, m);  // nothing is expected back; keep the RX ring empty
-      if (n) rte_pktmbuf_free_bulk(m, n);
     }
+    (void)m;
+    (void)stalled;
     r.iterations = msgs;
   } else {
     r.lat_us.reserve(iters);
@@ -1277,7 +1330,9 @@ ReportMsg raw_server_size(Ctx& c, uint64_t size) {
   bool have_done = false;
   std::vector<uint8_t> payload;
   uint32_t type = 0;
-  (void)fpm;
+  const RawTemplate credit_tpl = raw_template(*c.rt, c.peer[0]);
+  const uint64_t credit_every = raw_credit_every(raw_window_frames(c.h, fpm));
+  uint64_t credited = 0;
   for (;; ++polls) {
     const unsigned n = raw_drain(*c.rt, m);
     if (n > 0) {
@@ -1296,9 +1351,13 @@ ReportMsg raw_server_size(Ctx& c, uint64_t size) {
         if (sent < n) rte_pktmbuf_free_bulk(m + sent, n - sent);
       } else {
         rte_pktmbuf_free_bulk(m, n);
+        if (rep.received - credited >= credit_every && raw_send_credit(*c.rt, credit_tpl, rep.received)) credited = rep.received;
       }
       continue;
     }
+    // Idle: a credit owed for fewer than credit_every frames still goes out (the sender may be
+    // waiting for it at the end of a window).
+    if (!lat && rep.received != credited && raw_send_credit(*c.rt, credit_tpl, rep.received)) credited = rep.received;
     if ((polls & 0xFF) == 0) {
       if (!have_done && c.oob.try_recv(&type, &payload) && type == kDone && payload.size() == sizeof(DoneMsg)) {
         std::memcpy(&done, payload.data(), sizeof(done));
