@@ -1454,6 +1454,8 @@ void wait_memif_socket(const rocedp::config::Config& cfg, uint32_t timeout_s) {
     std::string path = "/run/memif.sock";  // the PMD's default
     const auto at = d.find("socket=");
     if (at != std::string::npos) path = d.substr(at + 7, d.find(',', at) == std::string::npos ? std::string::npos : d.find(',', at) - at - 7);
+    // Only the file can be waited for: probing the socket with a connection that closes before
+    // the handshake makes DPDK 22.11's memif server panic on its interrupt thread.
     for (uint32_t waited = 0; waited < timeout_s * 100 && access(path.c_str(), F_OK) != 0; ++waited) usleep(10000);
   }
 }
@@ -2246,15 +2248,23 @@ int run_cm_listener(Ctx& c) {
   std::fflush(stdout);
   std::vector<std::unique_ptr<CmLink>> links;
   std::vector<rocedp::Connector*> rejected;
-  auto fail = [&](const std::string& why, int code) {
-    std::fprintf(stderr, "rocedp-perf: %s\n", why.c_str());
+  // Requests that are not part of the test (a second client, or left after a failure): REJ.
+  std::vector<bool> handled(kMaxCmConnections, false);  // slot accepted, or rejected and closed
+  auto reject_strays = [&] {
     rt.run_on_control([&] {
-      for (uint32_t k = 0; k < in.count.load(); ++k) {
-        bool ours = false;
-        for (auto& l : links) ours |= l->conn == rocedp::Connector::from(in.slots[k]);
-        if (!ours) rocedp::Connector::from(in.slots[k])->reject(nullptr, 0), rocedp::Connector::from(in.slots[k])->close(nullptr, nullptr);
+      const uint32_t n = in.count.load(std::memory_order_acquire);
+      for (uint32_t k = 0; k < n; ++k) {
+        if (handled[k]) continue;
+        handled[k] = true;
+        rocedp::Connector* conn = rocedp::Connector::from(in.slots[k]);
+        conn->reject(nullptr, 0);
+        conn->close(nullptr, nullptr);
       }
     });
+  };
+  auto fail = [&](const std::string& why, int code) {
+    std::fprintf(stderr, "rocedp-perf: %s\n", why.c_str());
+    reject_strays();
     cm_disconnect_all(rt, links);
     if (!c.ep.qps.empty() || c.ep.pd != nullptr) close_endpoint(rt, c.ep);
     close_listener();
@@ -2341,10 +2351,12 @@ int run_cm_listener(Ctx& c) {
           hh.kind != first.kind || hh.size != first.size) {
         conn->reject(nullptr, 0);
         conn->close(nullptr, nullptr);
+        handled[k] = true;
         why = "request " + std::to_string(k) + " does not belong to this test";
         return;
       }
       used[hh.index] = true;
+      handled[k] = true;
       CmLink& l = *links[hh.index];
       l.conn = conn;
       l.hello = hh;
@@ -2445,6 +2457,7 @@ int run_cm_listener(Ctx& c) {
     std::fprintf(stderr, "rocedp-perf: %lu error(s), first %s\n", static_cast<unsigned long>(errors),
                  std::string(rocedp::status_name(first_error)).c_str()),
         status = g_timed_out ? 3 : 1;
+  reject_strays();
   cm_disconnect_all(rt, links);
   close_endpoint(rt, c.ep);
   close_listener();
