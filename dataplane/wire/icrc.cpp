@@ -164,6 +164,42 @@ inline std::uint32_t ipv4_correction(const std::uint8_t* l3, std::size_t ip_len,
                      : ipv4_correction_bitwise(l3, ip_len, total);
 }
 
+// ---- The same correction for the common shape (IPv4 without options), by byte tables. ----
+// The seven masked bytes sit at fixed offsets of the 40-byte prefix (IP 20 + UDP 8 + BTH 12).
+// kMasked5[j][b] = lin(byte b at offset kPos5[j], zeros up to the end of the prefix), so the
+// correction is one multiplication by x^(8(total-40)) of seven XORed lookups instead of five
+// multiplications (each with its own reduction). Same result as ipv4_correction (the tests
+// compare both against zlib with random values in every masked byte).
+constexpr std::size_t kPrefix5 = kIpv4MinHdrLen + kUdpHdrLen + kBthLen;
+constexpr std::size_t kPos5[7] = {ipv4_off::kTos,
+                                  ipv4_off::kTtl,
+                                  ipv4_off::kChecksum,
+                                  ipv4_off::kChecksum + 1,
+                                  kIpv4MinHdrLen + udp_off::kChecksum,
+                                  kIpv4MinHdrLen + udp_off::kChecksum + 1,
+                                  kIpv4MinHdrLen + kUdpHdrLen + bth_off::kResv8a};
+constexpr std::array<std::array<std::uint32_t, 256>, 7> make_masked5_tables() {
+  std::array<std::array<std::uint32_t, 256>, 7> t{};
+  for (std::size_t j = 0; j < 7; ++j)
+    for (std::uint32_t b = 0; b < 256; ++b) t[j][b] = mulmod_bitwise(b, kPow.lo[kPrefix5 - kPos5[j]]);
+  return t;
+}
+constexpr auto kMasked5 = make_masked5_tables();
+
+__attribute__((target("pclmul,sse4.1"))) std::uint32_t ipv4_correction5_clmul(const std::uint8_t* l3,
+                                                                              std::size_t total) {
+  std::uint32_t d = 0;
+  for (std::size_t j = 0; j < 7; ++j) d ^= kMasked5[j][static_cast<std::uint8_t>(~l3[kPos5[j]])];
+  const std::size_t k = total - kPrefix5;
+  const std::uint32_t shift =
+      k < kPowStep ? kPow.lo[k] : mulmod_clmul(kPow.hi[k / kPowStep], kPow.lo[k % kPowStep]);
+  return mulmod_clmul(d, shift);
+}
+inline std::uint32_t ipv4_correction_any(const std::uint8_t* l3, std::size_t ip_len, std::size_t total) {
+  if (ip_len == kIpv4MinHdrLen && kHavePclmul) return ipv4_correction5_clmul(l3, total);
+  return ipv4_correction(l3, ip_len, total);
+}
+
 }  // namespace
 
 std::size_t icrc_masked_prefix_len(Bytes l3) {
@@ -186,7 +222,7 @@ std::uint32_t icrc_compute(Bytes l3, std::span<const Bytes> more) {
   if (!ipv6 && total < kPowMaxBytes) {
     // The masking correction first (independent of the long CRC, so the CPU
     // overlaps the two), then one pass over the bytes as they are.
-    const std::uint32_t correction = ipv4_correction(l3.data(), ip_len, total);
+    const std::uint32_t correction = ipv4_correction_any(l3.data(), ip_len, total);
     std::uint32_t crc = crc32_gzip_refl(kIcrcSeed, l3.data(), l3.size());
     for (const Bytes& seg : more) {
       if (!seg.empty()) crc = crc32_gzip_refl(crc, seg.data(), seg.size());
