@@ -26,6 +26,7 @@
 #include <rte_pause.h>
 #include <rte_udp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,6 +39,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <vector>
@@ -1457,6 +1459,10 @@ void wait_memif_socket(const rocedp::config::Config& cfg, uint32_t timeout_s) {
     // Only the file can be waited for: probing the socket with a connection that closes before
     // the handshake makes DPDK 22.11's memif server panic on its interrupt thread.
     for (uint32_t waited = 0; waited < timeout_s * 100 && access(path.c_str(), F_OK) != 0; ++waited) usleep(10000);
+    // A file created just now may belong to a server between bind() and listen() (a client
+    // connecting then fails for good): give a fresh one a moment.
+    struct stat st{};
+    if (stat(path.c_str(), &st) == 0 && std::time(nullptr) - st.st_ctime <= 2) usleep(200000);
   }
 }
 
