@@ -77,6 +77,11 @@ inline std::uint16_t ipv4_header_checksum(const std::uint8_t* hdr, std::size_t l
   static_assert(ipv4_off::kChecksum == 10, "the checksum is the low half of word 8..11");
   std::uint64_t sum = 0;
   std::size_t i = 0;
+  if (len == kIpv4MinHdrLen) {  // no options: the usual header, unrolled
+    sum = std::uint64_t{load_be32(hdr)} + load_be32(hdr + 4) + (load_be32(hdr + 8) & 0xFFFF0000u) +
+          load_be32(hdr + 12) + load_be32(hdr + 16);
+    i = len;
+  }
   for (; i + 4 <= len; i += 4) {
     const std::uint32_t w = load_be32(hdr + i);
     sum += i == 8 ? (w & 0xFFFF0000u) : w;
