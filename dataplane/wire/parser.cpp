@@ -4,6 +4,41 @@
 
 namespace rocedp::wire {
 
+namespace {
+// decode_ipv4 / decode_bth, but into the fields in place: `out` was just reset to the defaults,
+// so no temporary header struct is built and copied over (the same values result).
+inline void decode_ipv4_into(const std::uint8_t* p, Ipv4Fields& f) {
+  Ipv4View<const std::uint8_t> v(p);
+  f.ihl = v.ihl();
+  f.tos = v.tos();
+  f.total_len = v.total_len();
+  f.id = v.id();
+  f.flags_frag = v.flags_frag();
+  f.ttl = v.ttl();
+  f.protocol = v.protocol();
+  f.checksum = v.checksum();
+  f.src = v.src();
+  f.dst = v.dst();
+  for (std::size_t i = kIpv4MinHdrLen; i < f.header_len(); ++i) f.options[i - kIpv4MinHdrLen] = p[i];
+}
+inline void decode_bth_into(const std::uint8_t* p, BthFields& f) {
+  BthView<const std::uint8_t> v(p);
+  f.opcode = v.opcode();
+  f.se = v.se();
+  f.mig = v.mig();
+  f.pad = v.pad();
+  f.tver = v.tver();
+  f.pkey = v.pkey();
+  f.fecn = v.fecn();
+  f.becn = v.becn();
+  f.resv6 = v.resv6();
+  f.dqpn = v.dqpn();
+  f.ack_req = v.ack_req();
+  f.resv7 = v.resv7();
+  f.psn = v.psn();
+}
+}  // namespace
+
 DropReason parse(Bytes frame, ParsedPacket& out, const ParseOptions& opts) {
   out = ParsedPacket{};
   out.frame = frame;
@@ -35,7 +70,7 @@ DropReason parse(Bytes frame, ParsedPacket& out, const ParseOptions& opts) {
   const std::size_t ip_len = ip.header_len();
   if (n < l3 + ip_len) return DropReason::kIpBadHeader;
   if (ip.protocol() != kIpProtoUdp) return DropReason::kNotRoce;
-  f.ip = decode_ipv4(p + l3);
+  decode_ipv4_into(p + l3, f.ip);
   const std::size_t total = ip.total_len();
   if (total < ip_len || l3 + total > n) return DropReason::kIpBadLength;
   // A non-first fragment has no UDP header to tell whose it is; RoCEv2 never
@@ -60,13 +95,13 @@ DropReason parse(Bytes frame, ParsedPacket& out, const ParseOptions& opts) {
   if (udp_payload < kBthLen + kIcrcLen) return DropReason::kBthTooShort;
   const std::size_t bth = l4 + kUdpHdrLen;
   out.bth_offset = static_cast<std::uint16_t>(bth);
-  f.bth = decode_bth(p + bth);
+  decode_bth_into(p + bth, f.bth);
   if (f.bth.tver != 0) return DropReason::kBadTver;
   const OpcodeInfo* op = opcode_info(f.bth.opcode);
   if (op == nullptr) return DropReason::kUnknownOpcode;
   out.op = op;
   if (udp_payload < op->length + kIcrcLen) return DropReason::kHeadersTooShort;
-  decode_ext_headers(p + bth, *op, f);
+  if (op->hdr_mask != 0) decode_ext_headers(p + bth, *op, f);
 
   // Payload and pad (IBTA §9.2.1.4: pad count is the bytes after the payload).
   const std::size_t with_pad = udp_payload - op->length - kIcrcLen;
