@@ -356,9 +356,9 @@ void completer_timers_lc(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
   restart_timer(qp, now_ns);
 }
 
-uint32_t completer_retire_lc(QueuePair& qp, RcContext& ctx) {
+namespace {
+[[gnu::noinline]] uint32_t retire_lc(QueuePair& qp, RcContext& ctx, uint32_t avail) {
   WqeRing<SendWqe>& ring = qp.sq_ring();
-  const uint32_t avail = ring.readable_lc();
   uint32_t n = 0;
   const bool error = qp.state() == QpState::kError;
   bool failed = false;  // in ERROR: a WQE before this one did not finish successfully
@@ -385,6 +385,19 @@ uint32_t completer_retire_lc(QueuePair& qp, RcContext& ctx) {
     ++n;
   }
   return n;
+}
+}  // namespace
+
+// Most visits have nothing to retire (an empty send queue, or its oldest WQE still in flight):
+// that answer costs a few loads here, not the prologue of the retiring loop.
+uint32_t completer_retire_lc(QueuePair& qp, RcContext& ctx) {
+  const uint32_t avail = qp.sq_ring().readable_lc();
+  if (avail == 0) return 0;
+  if (qp.state() != QpState::kError) {
+    const WqeMeta& m = qp.meta_at(0);
+    if (!m.started || !m.done) return 0;
+  }
+  return retire_lc(qp, ctx, avail);
 }
 
 }  // namespace rocedp::rc
