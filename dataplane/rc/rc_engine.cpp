@@ -182,10 +182,17 @@ bool RcEngine::run_qp(QueuePair& qp, uint64_t now_ns) {
     enter_error(qp, ctx_, WcError::kFlushed);
   }
   completer_timers_lc(qp, ctx_, now_ns);
-  uint32_t work = responder_tx_lc(qp, ctx_, config_.tx_budget);
-  work += requester_run_lc(qp, ctx_, now_ns, config_.tx_budget);
-  work += completer_retire_lc(qp, ctx_);
-  bool again = work != 0 || qp.sched.tx_stalled;
+  const uint32_t responses = responder_tx_lc(qp, ctx_, config_.tx_budget);
+  const uint32_t requests = requester_run_lc(qp, ctx_, now_ns, config_.tx_budget);
+  const uint32_t retired = completer_retire_lc(qp, ctx_);
+  uint32_t work = responses + requests + retired;
+  // Another visit only where this one worked and left something that nothing else announces:
+  // responses still owed, or posted requests not yet sent. Everything else that creates work
+  // schedules the QP itself (a post rings, a frame arrives, a timer fires), so the visit that
+  // merely confirms "nothing left" is saved (at many QPs, one per QP and message).
+  bool again = qp.sched.tx_stalled;
+  if (responses != 0 && (qp.resp.ctl_pending || qp.resources_pending != 0)) again = true;
+  if ((requests != 0 || retired != 0) && qp.req.cur.wqe < qp.sq_ring().readable_lc()) again = true;
   if (qp.state() == QpState::kError) [[unlikely]] {
     work += responder_flush_lc(qp, ctx_);
     again |= work != 0;
