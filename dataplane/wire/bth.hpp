@@ -115,9 +115,9 @@ inline void encode_bth(std::uint8_t* p, const BthFields& f) {
   v.set_ack_req_psn(f.ack_req, f.resv7, f.psn);
 }
 
-inline BthFields decode_bth(const std::uint8_t* p) {
+// Fills `f` in place (the parser decodes straight into its PacketFields, no temporary).
+inline void decode_bth_into(const std::uint8_t* p, BthFields& f) {
   BthView<const std::uint8_t> v(p);
-  BthFields f;
   f.opcode = v.opcode();
   f.se = v.se();
   f.mig = v.mig();
@@ -131,6 +131,11 @@ inline BthFields decode_bth(const std::uint8_t* p) {
   f.ack_req = v.ack_req();
   f.resv7 = v.resv7();
   f.psn = v.psn();
+}
+
+inline BthFields decode_bth(const std::uint8_t* p) {
+  BthFields f;
+  decode_bth_into(p, f);
   return f;
 }
 

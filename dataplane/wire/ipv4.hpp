@@ -125,9 +125,9 @@ inline void encode_ipv4(std::uint8_t* p, const Ipv4Fields& f) {
     p[i] = f.options[i - kIpv4MinHdrLen];
 }
 
-inline Ipv4Fields decode_ipv4(const std::uint8_t* p) {
+// Fills `f` in place (the parser decodes straight into its PacketFields, no temporary).
+inline void decode_ipv4_into(const std::uint8_t* p, Ipv4Fields& f) {
   Ipv4View<const std::uint8_t> v(p);
-  Ipv4Fields f;
   f.ihl = v.ihl();
   f.tos = v.tos();
   f.total_len = v.total_len();
@@ -140,6 +140,11 @@ inline Ipv4Fields decode_ipv4(const std::uint8_t* p) {
   f.dst = v.dst();
   for (std::size_t i = kIpv4MinHdrLen; i < f.header_len(); ++i)
     f.options[i - kIpv4MinHdrLen] = p[i];
+}
+
+inline Ipv4Fields decode_ipv4(const std::uint8_t* p) {
+  Ipv4Fields f;
+  decode_ipv4_into(p, f);
   return f;
 }
 

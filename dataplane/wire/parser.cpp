@@ -4,41 +4,6 @@
 
 namespace rocedp::wire {
 
-namespace {
-// decode_ipv4 / decode_bth, but into the fields in place: `out` was just reset to the defaults,
-// so no temporary header struct is built and copied over (the same values result).
-inline void decode_ipv4_into(const std::uint8_t* p, Ipv4Fields& f) {
-  Ipv4View<const std::uint8_t> v(p);
-  f.ihl = v.ihl();
-  f.tos = v.tos();
-  f.total_len = v.total_len();
-  f.id = v.id();
-  f.flags_frag = v.flags_frag();
-  f.ttl = v.ttl();
-  f.protocol = v.protocol();
-  f.checksum = v.checksum();
-  f.src = v.src();
-  f.dst = v.dst();
-  for (std::size_t i = kIpv4MinHdrLen; i < f.header_len(); ++i) f.options[i - kIpv4MinHdrLen] = p[i];
-}
-inline void decode_bth_into(const std::uint8_t* p, BthFields& f) {
-  BthView<const std::uint8_t> v(p);
-  f.opcode = v.opcode();
-  f.se = v.se();
-  f.mig = v.mig();
-  f.pad = v.pad();
-  f.tver = v.tver();
-  f.pkey = v.pkey();
-  f.fecn = v.fecn();
-  f.becn = v.becn();
-  f.resv6 = v.resv6();
-  f.dqpn = v.dqpn();
-  f.ack_req = v.ack_req();
-  f.resv7 = v.resv7();
-  f.psn = v.psn();
-}
-}  // namespace
-
 DropReason parse(Bytes frame, ParsedPacket& out, const ParseOptions& opts) {
   out = ParsedPacket{};
   out.frame = frame;
