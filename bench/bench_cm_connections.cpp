@@ -152,7 +152,15 @@ class World {
       std::fprintf(stderr, "eal: %s\n", error.c_str());
       return false;
     }
+    // EAL leaves its runtime folder (/var/run/dpdk/PREFIX) behind; this process made it. The
+    // path lives in a function-local static of its own: the handler runs after World is gone.
     runtime_dir_ = rte_eal_get_runtime_dir();
+    static std::string dir;
+    dir = runtime_dir_;
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    });
     pool_ = pmd::PacketPool::create("bench_cm_pool", 16383, 0, pmd::PacketPool::data_room_for_mtu(1500),
                                     SOCKET_ID_ANY, &error);
     if (!pool_) return false;
