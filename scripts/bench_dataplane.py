@@ -14,11 +14,11 @@ row is kept (so --filter refreshes some rows only).
 import argparse
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 # name, test args, metric, unit; baseline = the same args with --raw.
 BW = "msg_rate_Mpps"
@@ -48,11 +48,20 @@ def rows(duration):
     return out
 
 
+def free_port():
+    """A TCP port on 127.0.0.1 nobody listens on now (for the out-of-band exchange)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def run_pair(binary, args, tag):
-    """One server/client pair; returns the client's JSON rows."""
+    """One rocedp-perf server/client pair over net_memif (server CPU 0, client CPU 1); returns the
+    client's JSON rows. A failed client stops its server at once, so a failure costs no minute.
+    scripts/bench_tcp.py uses it too, so both scripts measure rocedp the same way."""
     with tempfile.TemporaryDirectory(prefix="rdp-bench-") as d:
         sock = os.path.join(d, "memif.sock")
-        oob = str(21000 + (os.getpid() + int(time.time() * 1000)) % 20000)
+        oob = str(free_port())
         pre = f"rdp-bench-{os.getpid()}-{tag}"
         common = ["--oob-port", oob, "--timeout", "120", "--memory-mb", "1024"]
         srv = subprocess.Popen(["taskset", "-c", "0", binary, "--server", "--port-devargs",
@@ -64,16 +73,21 @@ def run_pair(binary, args, tag):
                                   f"net_memif0,role=client,socket={sock},socket-abstract=no", "--ip", "198.18.10.2/24",
                                   "--mac", "02:00:00:00:0a:02", "--lcore", "1", "--file-prefix", pre + "c", "--json"]
                                  + common + args, capture_output=True, text=True, timeout=300)
-            srv.wait(timeout=60)
+            if cli.returncode == 0:
+                srv.wait(timeout=60)
         finally:
             if srv.poll() is None:
-                srv.kill()
-                srv.wait()
+                srv.terminate()
+                try:
+                    srv.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    srv.kill()
+                    srv.wait()
             for p in (pre + "s", pre + "c"):
                 subprocess.run(["rm", "-rf", f"/var/run/dpdk/{p}"])
         if cli.returncode != 0:
             raise RuntimeError(f"rocedp-perf {' '.join(args)}: exit {cli.returncode}: {cli.stderr[-800:]}")
-        return [json.loads(l) for l in cli.stdout.splitlines() if l.startswith("{")]
+        return [json.loads(line) for line in cli.stdout.splitlines() if line.startswith("{")]
 
 
 def main():

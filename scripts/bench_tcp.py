@@ -3,7 +3,7 @@
 rate of kernel TCP at a fifth of its latency).
 
 Subject: rocedp-perf pairs over net_memif with scripts/bench_dataplane.py's command lines (see
-rocedp_pair). Baseline: tcp-perf pairs over kernel TCP on loopback (127.0.0.1), the same test shape
+run_pair). Baseline: tcp-perf pairs over kernel TCP on loopback (127.0.0.1), the same test shape
 (SEND of N-byte messages, the same -s/-D/-q/-t, the same window of outstanding messages; ping-pong
 of N bytes for latency). Each round runs baseline, subject (and a second baseline where a case has
 one), alternately (DESIGN.md section 8, >= 5 rounds); a row's ratio is the median of the pairwise
@@ -26,11 +26,12 @@ row is kept (so --filter refreshes some rows only).
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_dataplane import free_port, run_pair  # noqa: E402  (one way to run rocedp pairs)
 
 CORE = "server CPU 0, client CPU 1 for both tools (rocedp-perf: inline polling core on each main lcore; tcp-perf: one thread per side)"
 
@@ -79,48 +80,6 @@ def cases(duration):
              baselines={"poll": ["lat", "-s", "64"] + lat_n + poll},
              rows=[("rocedp WRITE 64 B latency (p50) vs kernel TCP (send)", "poll", p50, "<= 0.2")]),
     ]
-
-
-def rocedp_pair(binary, args, tag):
-    """One rocedp-perf server/client pair over net_memif with scripts/bench_dataplane.py's command
-    lines (same endpoints, memory, pinning), so these rows and its rows measure the same thing.
-    One difference: a failed client stops its server at once (instead of waiting a minute for it),
-    so a retry on this crowded machine is cheap. Returns the client's JSON rows."""
-    with tempfile.TemporaryDirectory(prefix="rdp-tcpb-") as d:
-        sock = os.path.join(d, "memif.sock")
-        oob = str(free_port())
-        pre = f"rdp-tcpb-{os.getpid()}-{tag}"
-        common = ["--oob-port", oob, "--timeout", "120", "--memory-mb", "1024"]
-        srv = subprocess.Popen(["taskset", "-c", "0", binary, "--server", "--port-devargs",
-                                f"net_memif0,role=server,socket={sock},socket-abstract=no", "--ip", "198.18.10.1/24",
-                                "--mac", "02:00:00:00:0a:01", "--lcore", "0", "--file-prefix", pre + "s"] + common,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        try:
-            cli = subprocess.run(["taskset", "-c", "1", binary, "--client", "127.0.0.1", "--port-devargs",
-                                  f"net_memif0,role=client,socket={sock},socket-abstract=no", "--ip", "198.18.10.2/24",
-                                  "--mac", "02:00:00:00:0a:02", "--lcore", "1", "--file-prefix", pre + "c", "--json"]
-                                 + common + args, capture_output=True, text=True, timeout=300)
-            if cli.returncode == 0:
-                srv.wait(timeout=60)
-        finally:
-            if srv.poll() is None:
-                srv.terminate()
-                try:
-                    srv.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    srv.kill()
-                    srv.wait()
-            for p in (pre + "s", pre + "c"):
-                subprocess.run(["rm", "-rf", f"/var/run/dpdk/{p}"])
-        if cli.returncode != 0:
-            raise RuntimeError(f"rocedp-perf {' '.join(args)}: exit {cli.returncode}: {cli.stderr[-600:]}")
-        return [json.loads(line) for line in cli.stdout.splitlines() if line.startswith("{")]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def tcp_pair(binary, args):
@@ -188,7 +147,7 @@ def main():
         for k in range(args.rounds):
             # baseline, subject, then the other baseline: each subject run sits between its baselines.
             base_runs[labels[0]].append(retry(tcp_pair, tcp, case["baselines"][labels[0]]))
-            out = retry(rocedp_pair, rocedp, case["subject"], f"t{i}s{k}")
+            out = retry(run_pair, rocedp, case["subject"], f"t{i}s{k}")
             subj_runs.append([x for x in out if "mode" in x][0])
             for lab in labels[1:]:
                 base_runs[lab].append(retry(tcp_pair, tcp, case["baselines"][lab]))
