@@ -29,6 +29,26 @@ void request_done(CoreMessage& msg) {
   delete o;
 }
 
+// Sends `op`'s request to `core`: `run(arg, d0)` on the core, then the consumer's
+// RequestCompletion with the core's status on the control thread. PENDING, or
+// INSUFFICIENT_RESOURCES (and `op` freed) when the core's ring is full.
+NTSTATUS post_request(Adapter::Impl& im, uint32_t core, CoreMessage::RunFn run, void* arg,
+                      RequestOp* op, uint64_t d0 = 0, uint64_t d1 = 0) {
+  if (!im.call(core, run, arg, &request_done, op, d0, d1)) {
+    delete op;
+    return STATUS_INSUFFICIENT_RESOURCES;
+  }
+  return STATUS_PENDING;
+}
+
+RequestOp* new_request_op(NdkRequestCompletion completion, void* context) {
+  auto* op = new (std::nothrow) RequestOp();
+  if (op == nullptr) return nullptr;
+  op->request_completion = completion;
+  op->context = context;
+  return op;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -285,17 +305,9 @@ NTSTATUS Cq::resize(uint32_t depth, NdkRequestCompletion completion, void* conte
   if (completion == nullptr || depth == 0 || depth > im.setup.limits.max_cq_depth || closing) {
     return STATUS_INVALID_PARAMETER;
   }
-  auto* op = new (std::nothrow) RequestOp();
+  RequestOp* op = new_request_op(completion, context);
   if (op == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
-  op->adapter = adapter;
-  op->object = this;
-  op->request_completion = completion;
-  op->context = context;
-  if (!im.call(core_, &CoreRdma::on_resize_cq, cq_.get(), &request_done, op, depth)) {
-    delete op;
-    return STATUS_INSUFFICIENT_RESOURCES;
-  }
-  return STATUS_PENDING;
+  return post_request(im, core_, &CoreRdma::on_resize_cq, cq_.get(), op, depth);
 }
 
 NTSTATUS Cq::close(NdkCloseCompletion completion, void* context) {
@@ -332,16 +344,10 @@ NTSTATUS Srq::receive(void* request_context, const NdkSge* sgl, uint32_t n_sge) 
 NTSTATUS Srq::modify(uint32_t depth, uint32_t notify_threshold, NdkRequestCompletion completion,
                      void* context) {
   if (completion == nullptr || closing) return STATUS_INVALID_PARAMETER;
-  auto* op = new (std::nothrow) RequestOp();
+  RequestOp* op = new_request_op(completion, context);
   if (op == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
-  op->request_completion = completion;
-  op->context = context;
-  if (!adapter->impl().call(core_, &CoreRdma::on_modify_srq, srq_.get(), &request_done, op, depth,
-                            notify_threshold)) {
-    delete op;
-    return STATUS_INSUFFICIENT_RESOURCES;
-  }
-  return STATUS_PENDING;
+  return post_request(adapter->impl(), core_, &CoreRdma::on_modify_srq, srq_.get(), op, depth,
+                      notify_threshold);
 }
 
 NTSTATUS Srq::close(NdkCloseCompletion completion, void* context) {
@@ -510,10 +516,8 @@ NTSTATUS Qp::connect(const NdkQpConnectParams& params, NdkRequestCompletion comp
       params.outbound_read_limit > im.setup.limits.max_read_limit) {
     return STATUS_INVALID_PARAMETER;
   }
-  auto* op = new (std::nothrow) RequestOp();
+  RequestOp* op = new_request_op(completion, context);
   if (op == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
-  op->request_completion = completion;
-  op->context = context;
   rc::QpConnectParams& c = op->connect;
   c.remote_qpn = params.remote_qpn;
   c.local_ip = im.setup.port->address().value;
@@ -530,11 +534,7 @@ NTSTATUS Qp::connect(const NdkQpConnectParams& params, NdkRequestCompletion comp
   c.min_rnr_timer = params.min_rnr_timer;
   c.inbound_read_limit = params.inbound_read_limit;
   c.outbound_read_limit = params.outbound_read_limit;
-  if (!im.call(core_, &CoreRdma::on_connect_qp, &op->connect, &request_done, op, qpn_)) {
-    delete op;
-    return STATUS_INSUFFICIENT_RESOURCES;
-  }
-  return STATUS_PENDING;
+  return post_request(im, core_, &CoreRdma::on_connect_qp, &op->connect, op, qpn_);
 }
 
 namespace ndk_detail {
