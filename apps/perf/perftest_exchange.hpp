@@ -14,8 +14,8 @@
 //   ... the measured run ...
 //   write/read bw only: a key, then the client's report: 5 x 8 bytes (size, iterations,
 //              BW peak, BW average, message rate; big-endian u64 and IEEE doubles)
-//   a key (close)
-//   TCP only:  "done\0": each side writes, then reads (no order)
+//   a key (close), except after WRITE latency
+//   TCP only, same tests:  "done\0": each side writes, then reads (no order)
 //
 // A key over TCP is the text "%04x:%04x:%06x:%06x:%08x:%016x:" + 16 x "%02x:" + "%08x:" and a
 // NUL, 108 bytes (LID, outstanding reads, QPN, PSN, rkey, address, GID, SRQ number). Over the
@@ -90,6 +90,9 @@ struct BwReport {
 inline int pre_run_syncs(bool bw, bool send) { return bw && !send ? 2 : 3; }
 /// Whether the client's report is exchanged after the run (write/read bandwidth only).
 inline bool exchanges_report(bool bw, bool send) { return bw && !send; }
+/// Whether a closing key (and, over TCP, "done") follows the run: every test but WRITE latency,
+/// whose ping-pong ends the exchange.
+inline bool closes_with_key(bool bw, bool write) { return bw || !write; }
 
 /// One side of perftest's exchange channel (TCP socket or rdma_cm control QP). Implementations
 /// keep the data path running while they wait.

@@ -1107,8 +1107,9 @@ bool run_session(Session& s, int* status) {
       print_bw_row(peer);  // as perftest's server: the client's measurement
     }
   }
-  if (!xchg_key(s, 0, &scratch, &err)) return fail("closing sync: " + err);
-  if (!s.o.rdma_cm) {
+  const bool closing = closes_with_key(bw, s.o.op == Op::kWrite);
+  if (closing && !xchg_key(s, 0, &scratch, &err)) return fail("closing sync: " + err);
+  if (closing && !s.o.rdma_cm) {
     uint8_t done[5] = {'d', 'o', 'n', 'e', 0}, peer_done[5];
     if (!s.tch->write(done, 5, &err) || !s.tch->read(peer_done, 5, &err)) return fail("closing exchange: " + err);
   }
