@@ -76,10 +76,10 @@ done
 "$RIG/net.sh" up && "$RIG/net.sh" veth "$VETH" || exit 1
 GLOG=$WORK/guest.log
 t0=$(date +%s)
-"$RIG/peer.sh" --quiet --timeout 330 --log "$GLOG" --script "$WORK/guest.sh" "$GNAME" "$GIP" > "$WORK/peer.out" 2>&1 &
+"$RIG/peer.sh" --quiet --timeout 400 --log "$GLOG" --script "$WORK/guest.sh" "$GNAME" "$GIP" > "$WORK/peer.out" 2>&1 &
 GPID=$!
 
-EP="--port-devargs net_af_packet0,iface=$VETH --ip $RIP/24 --file-prefix rocedp-pt-$$ --timeout 90"
+EP="--port-devargs net_af_packet0,iface=$VETH --ip $RIP/24 --file-prefix rocedp-pt-$$ --memory-mb 256 --timeout 90"
 for c in "${CASES[@]}"; do
   kill -0 "$GPID" 2>/dev/null || { fail "the guest is gone: $(tail -3 "$WORK/peer.out")"; break; }
   IFS=- read -r ex test role <<< "$c"
