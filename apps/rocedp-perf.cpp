@@ -7,6 +7,8 @@
 //   rocedp-perf --server [PORT OPTIONS] [--oob-port 18515]
 //   rocedp-perf --client [HOST] [PORT OPTIONS] write|read|send bw|lat [-s SIZE] [-n ITERS]
 //               [-D SECONDS] [-q QPS] [-t TX_DEPTH] [-a] [--report_gbits] [--raw] [--verify] [--json]
+//   rocedp-perf --perftest [HOST] [PORT OPTIONS] write|read|send bw|lat [perftest options]
+//               (one end of a Linux perftest pair: apps/perf/perftest_mode.hpp)
 //
 // The client decides the test; the server adopts it from the exchange (so the server command
 // line only names its port). --raw is the baseline: the same number of frames of the same sizes
@@ -44,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/perf/perftest_mode.hpp"
 #include "config/config.hpp"
 #include "control/runtime.hpp"
 #include "control/services.hpp"
@@ -2561,6 +2564,8 @@ int main_cm(Ctx& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--perftest") == 0) return rocedp::perf::perftest_main(argc, argv);
   Ctx c;
   c.o = parse_args(argc, argv);
   using rocedp::pmd::LogLevel;
