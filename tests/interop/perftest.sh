@@ -1,123 +1,103 @@
-#!/bin/bash
-# rocedp-perf --perftest against Linux perftest 4.5 in the rig's Soft-RoCE guest (../shared/rig).
+#!/usr/bin/env bash
+# rocedp-perf --perftest against Linux perftest 4.5 in the rig's Soft-RoCE guest (issue 7 §3).
 # One guest boot runs every case's Linux side one after another; rocedp-perf runs its side of each
 # case in the same order (as the server: the guest's client retries until rocedp listens; as the
 # client: rocedp-perf retries until the guest's server listens). Cases: write|read|send x bw|lat x
 # {TCP exchange, -R} x {rocedp server, rocedp client}, 64 KiB messages (64 packets at MTU 1024).
-# Each case's traffic is captured on the bridge into build/test-artifacts/interop-perftest-*.pcap
-# and must pass ../shared/tools/roce-check; each side must exit 0 and print perftest's result row;
-# the guest's rxe hw_counters must show no sequence or retry errors.
+# Each case's traffic is captured on the bridge (build/test-artifacts/interop-perftest-CASE.pcap)
+# and must pass roce-check; each side must exit 0 and print perftest's result row; the guest's rxe
+# hw_counters must show no sequence error and no retransmission at all (a clean link).
 #
-# Usage: tests/interop/perftest.sh BUILD_DIR [FILTER]   (FILTER: a grep -E on the case names)
-# Needs root, the rig (up.sh done), tcpdump, tshark, python3-scapy.
+#   perftest.sh BUILD_DIR [FILTER]   (FILTER: a grep -E on the case names)
 set -uo pipefail
 BUILD=$(cd "${1:?build dir}" && pwd)
 FILTER=${2:-.}
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-RIG=${RIG:-$(cd "$ROOT/.." && pwd)/shared/rig}
-CHECK=${ROCE_CHECK:-$(cd "$ROOT/.." && pwd)/shared/tools/roce-check}
-export RIG_STATE=${RIG_STATE:-/var/tmp/rocedp-rig}
-[ -z "${RIG_CACHE:-}" ] && [ -s "$RIG/cache/initramfs.cpio.gz" ] && export RIG_CACHE=$RIG/cache
-BIN=$BUILD/bin/rocedp-perf
-ART=$BUILD/test-artifacts
-GNAME=${PT_GUEST_NAME:-pt-g} GIP=${PT_GUEST_IP:-198.18.0.33}
-RIP=${PT_ROCEDP_IP:-198.18.0.41} VETH=${PT_VETH:-dpdkpt}
-BRIP=198.18.0.1   # the bridge's kernel address: perftest's TCP exchange reaches rocedp-perf there
-NS=${RIG_NETNS:-rig}
-ITERS_BW=20 ITERS_LAT=10 SIZE=65536
-mkdir -p "$ART"
-WORK=$(mktemp -d /tmp/rocedp-perftest.XXXXXX)
-GPID= TPID=
-cleanup() {
-  [ -n "$TPID" ] && kill "$TPID" 2>/dev/null
-  [ -n "$GPID" ] && kill "$GPID" 2>/dev/null && wait "$GPID" 2>/dev/null
-  "$RIG/net.sh" del "$VETH" >/dev/null 2>&1
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; FAILED=1; }
-FAILED=0
+export ROCEDP_BIN_DIR=${ROCEDP_BIN_DIR:-$BUILD/bin}
+export ROCEDP_ARTIFACT_DIR=${ROCEDP_ARTIFACT_DIR:-$BUILD/test-artifacts}
+IOP_PREFIX=perftest-
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+iop_init perftest
+guest=198.18.0.33 rocedp=198.18.0.41
+bridge=198.18.0.1  # the bridge's kernel address: perftest's TCP exchange reaches rocedp-perf there
+iters_bw=10 iters_lat=5 size=65536
 
-CASES=()
+cases=()
 for ex in tcp rdmacm; do
   for op in write read send; do
     for kind in bw lat; do
       for role in server client; do
         c="$ex-${op}_$kind-rocedp_$role"
-        echo "$c" | grep -Eq "$FILTER" && CASES+=("$c")
+        grep -Eq "$FILTER" <<<"$c" && cases+=("$c")
       done
     done
   done
 done
-[ ${#CASES[@]} -gt 0 ] || { echo "no case matches $FILTER" >&2; exit 2; }
+[ ${#cases[@]} -gt 0 ] || { echo "no case matches $FILTER" >&2; exit 2; }
 
-# The guest's side, in case order.
+# The guest's side, in case order: a client retries until rocedp-perf listens.
 {
   echo 'run() { name=$1; shift; i=0; while :; do "$@" > /tmp/out 2>&1; rc=$?; cat /tmp/out'
   echo '  grep -q "Couldn.t connect\|Unable to perform rdma_client\|Unexpected CM event\|REJECTED\|Unable to init the socket" /tmp/out || break'
   echo '  i=$((i+1)); [ $i -ge 120 ] && break; sleep 0.5; done; echo "PTCASE $name rc=$rc"; }'
-  for c in "${CASES[@]}"; do
-    IFS=- read -r ex test role <<< "$c"
+  for c in "${cases[@]}"; do
+    IFS=- read -r ex test role <<<"$c"
     op=${test%_*} kind=${test#*_}
-    n=$ITERS_BW; [ "$kind" = lat ] && n=$ITERS_LAT
-    opts="-d rxe0 -n $n -s $SIZE -F"
+    n=$iters_bw; [ "$kind" = lat ] && n=$iters_lat
+    opts="-d rxe0 -n $n -s $size -F"
     if [ "$ex" = tcp ]; then opts="$opts -x \$GID"; else opts="$opts -R"; fi
     if [ "$role" = rocedp_server ]; then
-      host=$BRIP; [ "$ex" = rdmacm ] && host=$RIP
+      host=$bridge; [ "$ex" = rdmacm ] && host=$rocedp
       echo "run $c ib_${op}_$kind $opts $host"
     else
       echo "run $c ib_${op}_$kind $opts"
     fi
   done
-  echo 'sleep 1; for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "HWC $(basename $f) $(cat $f)"; done'
-} > "$WORK/guest.sh"
+  echo 'sleep 1; for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "HWC ${f##*/} $(cat $f)"; done'
+} >"$IOP_WORK/guest.sh"
 
-"$RIG/up.sh" >/dev/null 2>&1 || { echo "rig up.sh failed" >&2; exit 1; }
-"$RIG/net.sh" up && "$RIG/net.sh" veth "$VETH" || exit 1
-GLOG=$WORK/guest.log
+iop_net 1500 dpdkpt
 t0=$(date +%s)
-"$RIG/peer.sh" --quiet --timeout 400 --log "$GLOG" --script "$WORK/guest.sh" "$GNAME" "$GIP" > "$WORK/peer.out" 2>&1 &
-GPID=$!
+IOP_GUEST_TIMEOUT=400 iop_guest ptg "$guest" 1500 "$IOP_WORK/guest.sh"
+gpid=$IOP_LAST_PID
+glog=$IOP_WORK/ptg.console
 
-EP="--port-devargs net_af_packet0,iface=$VETH --ip $RIP/24 --file-prefix rocedp-pt-$$ --memory-mb 256 --timeout 90"
-for c in "${CASES[@]}"; do
-  kill -0 "$GPID" 2>/dev/null || { fail "the guest is gone: $(tail -3 "$WORK/peer.out")"; break; }
-  IFS=- read -r ex test role <<< "$c"
+ep=(--port-devargs "$(iop_devargs 0 dpdkpt 1500)" --ip "$rocedp/24" --file-prefix "rdp-iop-pt-$$" --memory-mb 256 --timeout 90)
+for c in "${cases[@]}"; do
+  kill -0 "$gpid" 2>/dev/null || { iop_fail "the guest is gone: $(tail -3 "$IOP_WORK/ptg.peer.log")"; break; }
+  IFS=- read -r ex test role <<<"$c"
   op=${test%_*} kind=${test#*_}
-  n=$ITERS_BW; [ "$kind" = lat ] && n=$ITERS_LAT
-  args="$op $kind -n $n -s $SIZE -F"
-  [ "$ex" = rdmacm ] && args="$args -R"
-  [ "$role" = rocedp_client ] && args="$GIP $args"
-  pcap=$ART/interop-perftest-$c.pcap log=$ART/interop-perftest-$c.log
-  rm -f "$pcap"
-  ip netns exec "$NS" tcpdump -i br-rig -s 0 -U -n -w "$pcap" "host $GIP" 2> "$WORK/tcpdump.log" &
-  TPID=$!
-  for i in $(seq 1 40); do grep -q "listening on" "$WORK/tcpdump.log" && break; sleep 0.1; done
-  ip netns exec "$NS" "$BIN" --perftest $EP $args > "$log" 2>&1
+  n=$iters_bw; [ "$kind" = lat ] && n=$iters_lat
+  args=("$op" "$kind" -n "$n" -s "$size" -F)
+  [ "$ex" = rdmacm ] && args+=(-R)
+  [ "$role" = rocedp_client ] && args=("$guest" "${args[@]}")
+  log=$IOP_ARTIFACTS/interop-perftest-$c.log
+  iop_capture_start "$c" "host $guest"
+  ip netns exec rig "$IOP_BIN/rocedp-perf" --perftest "${ep[@]}" "${args[@]}" >"$log" 2>&1
   rc=$?
-  sleep 0.3
-  kill "$TPID"; wait "$TPID" 2>/dev/null; TPID=
-  row=$(grep -E "^ $SIZE +[0-9]" "$log" | head -1)
-  if [ $rc != 0 ]; then fail "$c: rocedp-perf exit $rc ($(tail -1 "$log"))"
-  elif [ -z "$row" ] && ! { [ "$test" = read_lat ] && [ "$role" = rocedp_server ]; }; then fail "$c: no result row"
-  elif ! /usr/bin/python3 "$CHECK" "$pcap" > "$WORK/check.out" 2>&1; then fail "$c: roce-check: $(tail -3 "$WORK/check.out")"
+  iop_capture_stop "$c"
+  row=$(grep -E "^ $size +[0-9]" "$log" | head -1)
+  if [ $rc != 0 ]; then
+    iop_fail "$c: rocedp-perf exit $rc ($(tail -1 "$log"))"
+  elif [ -z "$row" ] && ! { [ "$test" = read_lat ] && [ "$role" = rocedp_server ]; }; then
+    iop_fail "$c: no result row"
   else
-    pk=$(tshark -r "$pcap" -Y "udp.dstport==4791" 2>/dev/null | wc -l)
-    echo "ok   $c ($pk RoCE packets)${row:+: $row}"
+    echo "ok   $c${row:+: $row}"
   fi
 done
 
 # The guest finishes its last case, prints its counters and powers off.
-wait "$GPID"; grc=$?; GPID=
+wait "$gpid"
+grc=$?
 t1=$(date +%s)
-cp "$GLOG" "$ART/interop-perftest-guest.log" 2>/dev/null
-for c in "${CASES[@]}"; do
-  grep -aq "PTCASE $c rc=0" "$GLOG" || fail "$c: the Linux side did not succeed ($(grep -a "PTCASE $c" "$GLOG" | tr -d '\r'))"
+iop_check_captures
+cp "$glog" "$IOP_ARTIFACTS/interop-perftest-guest.log" 2>/dev/null
+for c in "${cases[@]}"; do
+  tr -d '\r' <"$glog" | grep -q "PTCASE $c rc=0" ||
+    iop_fail "$c: the Linux side did not succeed ($(tr -d '\r' <"$glog" | grep "PTCASE $c"))"
 done
 for k in rcvd_seq_err retry_exceeded_err retry_rnr_exceeded_err completer_retry_err; do
-  v=$(grep -a "^HWC $k " "$GLOG" | awk '{print $3}' | tr -d '\r')
-  [ "$v" = 0 ] || fail "guest hw_counters: $k = ${v:-missing}"
+  v=$(tr -d '\r' <"$glog" | awk -v k="$k" '$1 == "HWC" && $2 == k {print $3}')
+  [ "$v" = 0 ] || iop_fail "guest hw_counters: $k = ${v:-missing}"
 done
-echo "guest exit $grc; ${#CASES[@]} cases in $((t1 - t0)) s"
-[ $FAILED = 0 ] && echo PASS || echo FAIL
-exit $FAILED
+echo "guest exit $grc; ${#cases[@]} cases in $((t1 - t0)) s"
+[ $IOP_FAILED = 0 ] && echo "PASS: perftest interop"
