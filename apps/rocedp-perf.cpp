@@ -46,6 +46,8 @@
 
 #include "config/config.hpp"
 #include "control/runtime.hpp"
+#include "dataplane/core_rdma.hpp"
+#include "dataplane/polling_core.hpp"
 #include "control/services.hpp"
 #include "pmd/log.hpp"
 #include "pmd/packet_pool.hpp"
@@ -110,6 +112,9 @@ struct Options {
   bool json = false;
   uint32_t timeout_s = 60;
   uint64_t verify_seed = 0;
+  // Fault stage on this endpoint's port (its RX side; give both ends a rate for loss both ways).
+  double fault_drop_pct = 0;
+  uint64_t fault_seed = 0;  // 0: derived from the process id
 };
 
 [[noreturn]] void usage(int status) {
@@ -123,7 +128,8 @@ struct Options {
                "           [--lcore N] [--lcore-mode WORKER] [--file-prefix P] [--memory-mb MB] [--log-level L]\n"
                "test:      -s SIZE  -n ITERS  -D SECONDS  -q QPS  -t TX_DEPTH  -a  --report_gbits\n"
                "           --raw (baseline: same frames, no RDMA)  --verify (check every byte)  --json\n"
-               "           --timeout SECONDS (whole run, default 60)\n");
+               "           --timeout SECONDS (whole run, default 60)\n"
+               "faults:    --fault-drop PCT (drop PCT %% of the frames this endpoint receives) [--fault-seed N]\n");
   std::exit(status);
 }
 
@@ -194,6 +200,11 @@ Options parse_args(int argc, char** argv) {
     else if (a == "--json") o.json = true;
     else if (a == "--verify-seed") o.verify = true, o.verify_seed = num(i);
     else if (a == "--timeout") o.timeout_s = static_cast<uint32_t>(num(i));
+    else if (a == "--fault-drop") {
+      char* end = nullptr;
+      o.fault_drop_pct = std::strtod(need(i), &end);
+      if (end == nullptr || *end != '\0' || !(o.fault_drop_pct >= 0 && o.fault_drop_pct <= 100)) usage(2);
+    } else if (a == "--fault-seed") o.fault_seed = num(i);
     else if (a == "-h" || a == "--help") usage(0);
     else if (!a.empty() && a[0] != '-') words.push_back(a);
     else usage(2);
@@ -498,6 +509,33 @@ struct Row {
   bool ok = true;
   std::string error;
 };
+
+// --json: this endpoint's RC engine counters (requester side for write/read, where the loss
+// recovery runs), as one object; inline polling core only (the counters are the core's).
+void print_rc_counters(Runtime& rt) {
+  if (!rt.inline_cores() || rt.core_count() == 0) return;
+  auto* rdma = dynamic_cast<rocedp::dataplane::CoreRdma*>(rt.core(0).roce_handler_lc());
+  if (rdma == nullptr) return;
+  const auto& cnt = rdma->engine_lc().counters();
+  std::printf("{\"rc_counters\":{");
+  for (size_t i = 0; i < rocedp::rc::kRcCounterCount; ++i)
+    std::printf("%s\"%.*s\":%lu", i ? "," : "", static_cast<int>(rocedp::rc::kRcCounterNames[i].size()),
+                rocedp::rc::kRcCounterNames[i].data(), static_cast<unsigned long>(cnt.v[i]));
+  std::printf(",\"tx_no_room\":%lu}}\n", static_cast<unsigned long>(rdma->tx_no_room()));
+  if (std::getenv("ROCEDP_PERF_QP_DEBUG") != nullptr) {
+    auto& eng = rdma->engine_lc();
+    for (uint32_t local = 2, seen = 0; seen < eng.qp_count() && local < 1000; ++local) {
+      rocedp::rc::QueuePair* qp = eng.find_qp((eng.core() << 18) | local);
+      if (qp == nullptr) continue;
+      ++seen;
+      std::fprintf(stderr, "qp %u state %d unacked %u cur %u max %u window %u backoff %u srtt %u rttvar %u retry %u "
+                   "timeouts %lu retx %lu naks %lu resp_psn %u\n", qp->qpn(), int(qp->state()), qp->comp.unacked_psn,
+                   qp->req.cur.psn, qp->req.max_psn_sent, qp->comp.window, qp->comp.backoff, qp->comp.srtt_ns,
+                   qp->comp.rttvar_ns, qp->comp.retry_left, (unsigned long)qp->stats.timeouts,
+                   (unsigned long)qp->stats.retransmits, (unsigned long)qp->stats.naks_received, qp->resp.psn);
+    }
+  }
+}
 
 void print_header(const Options& o) {
   std::FILE* out = o.json ? stderr : stdout;
@@ -1116,7 +1154,10 @@ ReportMsg server_size(Ctx& c, uint64_t size, uint64_t iters) {
   }
   rep.received = op == Op::kSend ? total_of(recvd) : done.messages;
   rep.errors += d.errors;
-  if (c.h.verify && !lat) {
+  // Only a run the client finished is checked: after a time limit the unsent slots would
+  // read as mismatches (the client reports the time limit itself).
+  const bool finished = have_done && done.messages == uint64_t{nq} * iters;
+  if (c.h.verify && !lat && finished) {
     if (op == Op::kWrite || op == Op::kSend) {
       for (uint32_t q = 0; q < nq; ++q)
         for (uint64_t i = 0; i < iters; ++i) rep.bad_bytes += check_slot(local + s.offset(q, i), s.slot(q, i), size);
@@ -1437,6 +1478,12 @@ rocedp::config::Config build_config(const Options& o, std::string* err) {
       cfg.dataplane.lcores = {cfg.eal.main_lcore};
     }
   }
+  if (o.fault_drop_pct > 0 && !cfg.ports.empty()) {
+    auto& f = cfg.ports[0].fault;
+    f.direction = rocedp::config::FaultConfig::Direction::kRx;
+    f.drop_pct = o.fault_drop_pct;
+    f.seed = o.fault_seed != 0 ? o.fault_seed : static_cast<uint64_t>(getpid()) * 2654435761u + 1;
+  }
   cfg.eal.extra_args.push_back("--no-telemetry");
   cfg.telemetry.enabled = false;
   // A control thread on a shared 2-CPU machine must not spin; stats rounds only every second.
@@ -1584,7 +1631,10 @@ int run_client(Ctx& c) {
       r = bw ? client_bw(c, size, iters) : client_lat(c, size, iters);
       DoneMsg d{r.iterations, 0};
       c.oob.send(kDone, d);
-      if (!recv_struct(c.oob, c.rt, kReport, &rep, &err)) {
+      if (!r.ok) {
+        // The client's own failure (a time limit, a completion error) is the story: the server's
+        // check of messages that never arrived would only blame their bytes.
+      } else if (!recv_struct(c.oob, c.rt, kReport, &rep, &err)) {
         r.ok = false;
         r.error = err;
       } else if (rep.errors > 0) {
@@ -1610,11 +1660,13 @@ int run_client(Ctx& c) {
           frame_sizes(static_cast<Op>(c.h.op), size, std::min(path_mtu_for(c.rt->port().mtu()), path_mtu_for(c.peer[0].mtu))).size());
     }
     if (!r.ok) {
+      if (!raw && c.o.json) print_rc_counters(*c.rt);
       std::fprintf(stderr, "rocedp-perf: size %lu: %s\n", static_cast<unsigned long>(size), r.error.c_str());
       status = g_timed_out ? 3 : 1;
       break;
     }
     print_row(c.o, r);
+    if (!raw && c.o.json) print_rc_counters(*c.rt);
     if (c.h.verify && !c.o.json) std::fprintf(stderr, " verify: %lu messages of %lu bytes checked byte for byte\n",
                                               static_cast<unsigned long>(r.iterations), static_cast<unsigned long>(size));
   }

@@ -36,21 +36,60 @@ void rtt_sample(CompleterState& c, uint64_t sample_ns) {
   if (c.srtt_ns == 0) c.srtt_ns = 1;
 }
 
+// Additive increase: one PSN per window of PSNs acknowledged.
+void window_on_ack(CompleterState& c, uint32_t acked, uint32_t max_window) {
+  if (c.window >= max_window) return;
+  c.window_acc += acked;
+  while (c.window_acc >= c.window && c.window < max_window) {
+    c.window_acc -= c.window;
+    ++c.window;
+  }
+}
+
+// Multiplicative decrease, once per loss episode: a loss at or before recover_psn belongs to the
+// episode that already halved the window.
+void window_on_loss(QueuePair& qp, uint32_t psn) {
+  CompleterState& c = qp.comp;
+  if (psn_lt(psn, c.recover_psn)) return;
+  c.window = c.window / 2 > kMinWindow ? c.window / 2 : kMinWindow;
+  if (c.window > qp.params().max_unacked_psns) c.window = qp.params().max_unacked_psns;
+  c.window_acc = 0;
+  c.recover_psn = qp.req.max_psn_sent;
+}
+
 // Forward progress: PSNs up to (excluding) `new_unacked` are confirmed.
 void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_ns) {
   if (!psn_gt(new_unacked, qp.comp.unacked_psn)) return;
+  window_on_ack(qp.comp, psn_forward(qp.comp.unacked_psn, new_unacked), qp.params().max_unacked_psns);
   qp.comp.unacked_psn = new_unacked;
   qp.comp.retry_left = qp.conn().retry_count;
   qp.comp.rnr_retry_left = qp.conn().rnr_retry;
   qp.comp.retried_here = false;
-  qp.comp.backoff = 0;
   if (qp.comp.rtt_timing && psn_gt(new_unacked, qp.comp.rtt_psn)) {
+    // A fresh sample ends the backoff (RFC 6298 §5.7: the backed-off timer is kept until then,
+    // so a timer that proved too short for a queue that grew is not reused).
     qp.comp.rtt_timing = false;
+    qp.comp.backoff = 0;
     rtt_sample(qp.comp, now_ns - qp.comp.rtt_start_ns);
   }
-  // The requester may be resending packets that turned out to have arrived (reordering):
-  // skip it forward to the first unconfirmed PSN.
-  if (psn_lt(qp.req.cur.psn, new_unacked)) requester_go_back_lc(qp, ctx, new_unacked);
+  if (qp.comp.probing) [[unlikely]] {
+    // The answer to a timeout's probe. Sent after every outstanding packet, it was answered
+    // after them: what it does not cover was lost (the responder dropped what followed the
+    // gap), so go back to it now; if it covers everything, the timeout was spurious or only an
+    // ACK was lost, and nothing is resent.
+    qp.comp.probing = false;
+    if (psn_lt(new_unacked, qp.req.max_psn_sent)) {
+      window_on_loss(qp, new_unacked);
+      requester_go_back_lc(qp, ctx, new_unacked);
+      qp.comp.retried_here = true;
+    } else if (psn_lt(qp.req.cur.psn, new_unacked)) {
+      requester_go_back_lc(qp, ctx, new_unacked);
+    }
+  } else if (psn_lt(qp.req.cur.psn, new_unacked)) {
+    // The requester may be resending packets that turned out to have arrived (reordering):
+    // skip it forward to the first unconfirmed PSN.
+    requester_go_back_lc(qp, ctx, new_unacked);
+  }
   restart_timer(qp, now_ns);
 }
 
@@ -167,6 +206,7 @@ void handle_aeth(QueuePair& qp, RcContext& ctx, uint32_t psn, uint8_t syndrome, 
       }
       // IBTA §9.7.5.2.8: wait at least the advertised time, then resend from the NAK'd PSN.
       ++qp.stats.rnr_waits;
+      qp.comp.probing = false;
       qp.comp.rnr_wait = true;
       qp.comp.rnr_deadline_ns = now_ns + uint64_t{rnr_timer_us(syndrome & 0x1F)} * 1000;
       qp.comp.rnr_psn = psn;
@@ -192,6 +232,7 @@ void handle_aeth(QueuePair& qp, RcContext& ctx, uint32_t psn, uint8_t syndrome, 
         return;
       }
       --qp.comp.retry_left;
+      window_on_loss(qp, psn);
       go_back(qp, ctx, psn);
       restart_timer(qp, now_ns);
       return;
@@ -404,7 +445,11 @@ void completer_timers_lc(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
     --qp.comp.retry_left;
   }
   if (qp.comp.backoff < 40) ++qp.comp.backoff;
+  // Resend the oldest unacknowledged packet only, with AckReq (a tail-loss probe): a spurious
+  // expiry (a peer that was merely slow) then costs one duplicate, not a window; the answer
+  // starts the go-back-N when something was really lost (advance above).
   requester_go_back_lc(qp, ctx, qp.comp.unacked_psn);
+  qp.comp.probing = true;
   qp.comp.retried_here = true;
   restart_timer(qp, now_ns);
 }

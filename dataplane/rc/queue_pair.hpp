@@ -174,8 +174,11 @@ inline constexpr uint32_t kMaxPathMtu = 4096;
 /// every offset computation in range).
 inline constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 31;
 
-/// Default requester window in PSNs (QpCreateParams::max_unacked_psns).
+/// Default requester window in PSNs (QpCreateParams::max_unacked_psns): the most the
+/// loss-adaptive window (CompleterState::window) may open to.
 inline constexpr uint32_t kDefaultMaxUnackedPsns = 256;
+/// The loss-adaptive window never closes below this many PSNs.
+inline constexpr uint32_t kMinWindow = 8;
 
 /// QP creation (control path; NdkCreateQp / NdkCreateQpWithSrq arguments that reach the core).
 struct QpCreateParams {
@@ -187,10 +190,10 @@ struct QpCreateParams {
   CompletionQueue* send_cq = nullptr;  ///< NDK "initiator CQ"
   CompletionQueue* recv_cq = nullptr;
   uint32_t max_inbound_read_limit = 16;  ///< responder resources allocated (>= IRL at RTR)
-  /// Requester window: PSNs in flight before waiting. Go-back-N resends everything in flight
-  /// after a loss, so its goodput under random loss p is at most (1-p)/(1+(W-1)p)
-  /// (shared/reference/LOSS.md): the default stays near the bandwidth-delay product of a
-  /// software path instead of the 128..256 PSNs of rxe.
+  /// Requester window: the most PSNs in flight before waiting. Go-back-N resends everything in
+  /// flight after a loss, so its goodput under random loss p is at most (1-p)/(1+(W-1)p)
+  /// (shared/reference/LOSS.md): the window actually used adapts to loss (CompleterState::window)
+  /// and opens up to this.
   uint32_t max_unacked_psns = kDefaultMaxUnackedPsns;
 };
 
@@ -263,9 +266,18 @@ struct CompleterState {
   uint32_t rttvar_ns = 0;
   uint32_t rtt_psn = 0;        ///< PSN being timed
   bool rtt_timing = false;
+  bool probing = false;        ///< a timeout resent only the oldest PSN; its answer decides the rest
   uint8_t backoff = 0;
   uint64_t rtt_start_ns = 0;
   uint64_t last_tx_ns = 0;     ///< when the requester last sent a packet
+  // Loss-adaptive window (completer.cpp window_on_loss / window_on_ack): PSNs the requester may
+  // have unacknowledged, between kMinWindow and QpCreateParams::max_unacked_psns. It halves once
+  // per loss episode (a go-back-N from a NAK or a timeout whose PSN is past recover_psn) and grows
+  // by one PSN per window of PSNs acknowledged, so under random loss p it settles near sqrt(2/p)
+  // packets: go-back-N then resends about that many per loss instead of the whole maximum window.
+  uint32_t window = 0;
+  uint32_t window_acc = 0;     ///< PSNs acknowledged towards the next increase
+  uint32_t recover_psn = 0;    ///< max_psn_sent when the window last halved
   bool rnr_wait = false;       ///< requester paused until rnr_deadline_ns
   uint64_t rnr_deadline_ns = 0;
   uint32_t rnr_psn = 0;

@@ -130,7 +130,7 @@ bool send_one(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m,
   TxPayload pl;
   RequesterCursor next = cur;
   const uint32_t window_left =
-      qp.params().max_unacked_psns - psn::psn_forward(qp.comp.unacked_psn, cur.psn);
+      qp.comp.window - psn::psn_forward(qp.comp.unacked_psn, cur.psn);
   switch (w.opcode) {
     case SendOpcode::kRead: {
       // A retried READ may start mid-message: ask only for the bytes still missing.
@@ -163,7 +163,7 @@ bool send_one(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m,
       f.bth.opcode = send_opcode(w, first, last);
       // AckReq (IBTA §9.7.2): at the end of each message, about every quarter window (so one lost
       // ACK never stalls the window), and on the last PSN the window allows.
-      const uint32_t mask = ack_req_mask(qp.params().max_unacked_psns);
+      const uint32_t mask = ack_req_mask(qp.comp.window);
       f.bth.ack_req = last || (cur.psn & mask) == mask || window_left <= 1;
       const bool solicit = (w.flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT) != 0;
       f.bth.se = last && solicit && (w.opcode != SendOpcode::kWrite || w.has_immediate);
@@ -238,7 +238,9 @@ namespace {
       ++qp.req.cur.wqe;
       continue;
     }
-    if (psn::psn_forward(qp.comp.unacked_psn, qp.req.cur.psn) >= qp.params().max_unacked_psns) break;
+    if (psn::psn_forward(qp.comp.unacked_psn, qp.req.cur.psn) >= qp.comp.window) break;
+    // After a timeout only the probe (the oldest PSN) goes until an answer comes.
+    if (qp.comp.probing && qp.req.cur.psn != qp.comp.unacked_psn) [[unlikely]] break;
     if (!send_one(qp, ctx, w, m, now_ns)) break;
     ++sent;
   }
