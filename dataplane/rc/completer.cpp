@@ -65,9 +65,11 @@ void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_n
   qp.comp.retry_left = qp.conn().retry_count;
   qp.comp.rnr_retry_left = qp.conn().rnr_retry;
   qp.comp.retried_here = false;
+  // Progress steps the backoff down (ConnectX); a fresh RTT sample ends it.
+  if (qp.comp.backoff != 0) --qp.comp.backoff;
   if (qp.comp.rtt_timing && psn_gt(new_unacked, qp.comp.rtt_psn)) {
-    // A fresh sample ends the backoff (RFC 6298 §5.7: the backed-off timer is kept until then,
-    // so a timer that proved too short for a queue that grew is not reused).
+    // A fresh sample ends the backoff (RFC 6298 §5.7 keeps it until then, so a timer that
+    // proved too short for a queue that grew is not reused at once).
     qp.comp.rtt_timing = false;
     qp.comp.backoff = 0;
     rtt_sample(qp.comp, now_ns - qp.comp.rtt_start_ns);
