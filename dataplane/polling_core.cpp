@@ -324,7 +324,7 @@ bool PollingCore::flush_tx_lc() {
     stats_.tx_packets += sent;
     stats_.tx_bytes += bytes;
     ap.tx_count = left;
-    sent_any |= sent != 0;
+    sent_any |= sent != 0 || left != 0;  // frames held: not idle (an idle core may sleep)
   }
   return sent_any;
 }
