@@ -1578,12 +1578,13 @@ int run_client(Ctx& c) {
     me.ip = c.rt->port().address().value;
     std::memcpy(me.mac, c.rt->port().mac().bytes.data(), 6);
     me.mtu = c.rt->port().mtu();
-    if (!recv_infos(c, &c.peer, &err) || !send_infos(c.oob, {me})) return std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str()), 1;
+    if (!recv_infos(c, &c.peer, &err) || !send_infos(c.oob, {me}))
+      return std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str()), g_timed_out ? 3 : 1;
   } else {
     if (!create_endpoint(*c.rt, c.h, buf, &c.ep, &err) || !recv_infos(c, &c.peer, &err)) {
       c.oob.send(kFail, err.data(), err.size());
       std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str());
-      return 1;
+      return g_timed_out ? 3 : 1;  // exit status 3 for every time limit
     }
     c.mine = local_info(*c.rt, c.ep);
     if (c.peer.size() != c.mine.size() || !send_infos(c.oob, c.mine) || !connect_all(*c.rt, c.ep, c.mine, c.peer, &err)) {
@@ -1616,7 +1617,7 @@ int run_client(Ctx& c) {
     const SizeMsg sm{size, iters};
     if (!c.oob.send(kSize, sm) || !recv_msg(c.oob, c.rt, kSizeReady, &p, &err)) {
       std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str());
-      status = 1;
+      status = g_timed_out ? 3 : 1;
       break;
     }
     Row r;
@@ -1692,7 +1693,8 @@ int run_server(Ctx& c) {
     me.ip = c.rt->port().address().value;
     std::memcpy(me.mac, c.rt->port().mac().bytes.data(), 6);
     me.mtu = c.rt->port().mtu();
-    if (!send_infos(c.oob, {me}) || !recv_infos(c, &c.peer, &err)) return std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str()), 1;
+    if (!send_infos(c.oob, {me}) || !recv_infos(c, &c.peer, &err))
+      return std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str()), g_timed_out ? 3 : 1;
   } else {
     if (!create_endpoint(*c.rt, c.h, buf, &c.ep, &err)) {
       c.oob.send(kFail, err.data(), err.size());
