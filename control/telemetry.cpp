@@ -2,6 +2,8 @@
 
 #include <rte_telemetry.h>
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <mutex>
@@ -15,6 +17,9 @@ namespace {
 std::mutex g_mutex;  // guards g_source; taken by telemetry handlers and install/uninstall only
 SnapshotSource g_source;
 bool g_registered = false;
+DaemonInfo g_info;             // guarded by g_mutex
+bool g_have_info = false;
+const char* g_state = "running";  // a string literal; guarded by g_mutex
 
 std::shared_ptr<const Snapshot> current() {
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -155,9 +160,55 @@ int cmd_connections(const char*, const char*, rte_tel_data* d) {
   auto s = current();
   return s ? telemetry_format_connections(*s, d) : no_data(d);
 }
-int cmd_qps(const char*, const char*, rte_tel_data* d) {
+int cmd_qps(const char*, const char* params, rte_tel_data* d) {
   auto s = current();
-  return s ? telemetry_format_qps(*s, d) : no_data(d);
+  return s ? telemetry_format_qps(*s, params, d) : no_data(d);
+}
+int cmd_listeners(const char*, const char*, rte_tel_data* d) {
+  auto s = current();
+  if (!s) return no_data(d);
+  DaemonInfo info;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    info = g_info;
+  }
+  return telemetry_format_listeners(*s, info, d);
+}
+int cmd_status(const char*, const char*, rte_tel_data* d) {
+  DaemonInfo info;
+  const char* state;
+  bool have;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    info = g_info;
+    state = g_source ? g_state : "stopping";
+    have = g_have_info;
+  }
+  auto s = current();
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_string(d, "program", have ? info.program.c_str() : "rocedp");
+  rte_tel_data_add_dict_string(d, "version", info.version.c_str());
+  rte_tel_data_add_dict_u64(d, "pid", static_cast<uint64_t>(getpid()));
+  rte_tel_data_add_dict_string(d, "state", state);
+  const auto up = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now() - info.started);
+  rte_tel_data_add_dict_u64(d, "uptime_s", have ? static_cast<uint64_t>(up.count()) : 0);
+  rte_tel_data_add_dict_string(d, "config", info.config_path.c_str());
+  uint64_t ports = 0, up_ports = 0, established = 0;
+  if (s) {
+    for (const auto& p : s->ports) {
+      ++ports;
+      up_ports += p.link.up ? 1 : 0;
+    }
+    for (const auto& c : s->connections) established += c.state == "established" ? 1 : 0;
+  }
+  rte_tel_data_add_dict_u64(d, "ports", ports);
+  rte_tel_data_add_dict_u64(d, "ports_link_up", up_ports);
+  rte_tel_data_add_dict_u64(d, "cores", s ? s->cores.size() : 0);
+  rte_tel_data_add_dict_u64(d, "listeners", info.listeners.size());
+  rte_tel_data_add_dict_u64(d, "connections", s ? s->connections.size() : 0);
+  rte_tel_data_add_dict_u64(d, "connections_established", established);
+  rte_tel_data_add_dict_u64(d, "qps", s ? s->qps.size() : 0);
+  return 0;
 }
 
 // Parameter: a number (index/id) or a name.
@@ -268,13 +319,44 @@ int telemetry_format_connections(const Snapshot& s, rte_tel_data* d) {
   add_u64_column(d, "peer_qpn", rows, [](const R& r) -> uint64_t { return r.peer_qpn; });
   add_u64_column(d, "core", rows, [](const R& r) -> uint64_t { return r.core; });
   add_string_column(d, "service", rows, [](const R& r) { return r.service; });
+  // The state of each connection's QP as its core read it in this same snapshot ("-" when the
+  // connection has no QP yet or it is gone), so one query shows a connection and its QP.
+  add_string_column(d, "qp_state", rows, [&s](const R& r) {
+    for (const auto& q : s.qps)
+      if (q.qpn == r.qpn && r.qpn != 0) return q.state;
+    return std::string("-");
+  });
   return 0;
 }
 
-int telemetry_format_qps(const Snapshot& s, rte_tel_data* d) {
+int telemetry_format_qps(const Snapshot& s, const char* params, rte_tel_data* d) {
   using R = QpRow;
   const auto& rows = s.qps;
   rte_tel_data_start_dict(d);
+  if (params != nullptr && *params != '\0') {
+    char* end = nullptr;
+    const unsigned long qpn = std::strtoul(params, &end, 0);
+    if (end == params || *end != '\0') return -EINVAL;
+    for (const auto& r : rows) {
+      if (r.qpn != qpn) continue;
+      rte_tel_data_add_dict_u64(d, "qpn", r.qpn);
+      rte_tel_data_add_dict_u64(d, "core", r.core);
+      rte_tel_data_add_dict_string(d, "state", r.state.c_str());
+      rte_tel_data_add_dict_u64(d, "peer_qpn", r.peer_qpn);
+      rte_tel_data_add_dict_u64(d, "path_mtu", r.path_mtu);
+      rte_tel_data_add_dict_u64(d, "sq_depth", r.sq_depth);
+      rte_tel_data_add_dict_u64(d, "sq_in_use", r.sq_in_use);
+      rte_tel_data_add_dict_u64(d, "rq_depth", r.rq_depth);
+      rte_tel_data_add_dict_u64(d, "rq_in_use", r.rq_in_use);
+      rte_tel_data_add_dict_u64(d, "next_psn", r.next_psn);
+      rte_tel_data_add_dict_u64(d, "unacked_psn", r.unacked_psn);
+      rte_tel_data_add_dict_u64(d, "expected_psn", r.expected_psn);
+      rte_tel_data_add_dict_u64(d, "retries_used", r.retries_used);
+      rte_tel_data_add_dict_u64(d, "rnr_retries_used", r.rnr_retries_used);
+      return 0;
+    }
+    return -EINVAL;
+  }
   rte_tel_data_add_dict_u64(d, "count", rows.size());
   add_u64_column(d, "qpn", rows, [](const R& r) -> uint64_t { return r.qpn; });
   add_u64_column(d, "core", rows, [](const R& r) -> uint64_t { return r.core; });
@@ -291,6 +373,34 @@ int telemetry_format_qps(const Snapshot& s, rte_tel_data* d) {
   add_u64_column(d, "retries_used", rows, [](const R& r) -> uint64_t { return r.retries_used; });
   add_u64_column(d, "rnr_retries_used", rows, [](const R& r) -> uint64_t { return r.rnr_retries_used; });
   return 0;
+}
+
+int telemetry_format_listeners(const Snapshot& s, const DaemonInfo& info, rte_tel_data* d) {
+  using L = config::ListenerConfig;
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_u64(d, "count", info.listeners.size());
+  add_string_column(d, "port", info.listeners, [](const L& l) { return l.port; });
+  add_u64_column(d, "nd_port", info.listeners, [](const L& l) -> uint64_t { return l.nd_port; });
+  add_string_column(d, "service", info.listeners,
+                    [](const L& l) { return std::string(l.service == L::Service::kEcho ? "echo" : "memory"); });
+  add_u64_column(d, "max_connections", info.listeners, [](const L& l) -> uint64_t { return l.max_connections; });
+  add_u64_column(d, "connections", info.listeners, [&s](const L& l) -> uint64_t {
+    uint64_t n = 0;
+    for (const auto& c : s.connections) n += !c.active && c.local_port == l.nd_port ? 1 : 0;
+    return n;
+  });
+  return 0;
+}
+
+void telemetry_set_daemon_info(DaemonInfo info) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_info = std::move(info);
+  g_have_info = true;
+}
+
+void telemetry_set_state(const char* state) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_state = state;
 }
 
 bool telemetry_install(SnapshotSource source, std::string* error) {
@@ -310,7 +420,10 @@ bool telemetry_install(SnapshotSource source, std::string* error) {
       {"/rocedp/control", cmd_control, "Control thread counters and snapshot age"},
       {"/rocedp/connections", cmd_connections,
        "Connections: local/remote ip and port, state, role, QPN, peer QPN, core, service"},
-      {"/rocedp/qps", cmd_qps, "Queue pairs: QPN, core, state, peer QPN, SQ/RQ depth in use, PSNs, retries"},
+      {"/rocedp/qps", cmd_qps,
+       "Queue pairs: QPN, core, state, peer QPN, SQ/RQ depth in use, PSNs, retries. Parameter: QPN"},
+      {"/rocedp/listeners", cmd_listeners, "Listeners: port, ND port, service, max and open connections"},
+      {"/rocedp/status", cmd_status, "Daemon: program, version, pid, state, uptime, config, counts"},
   };
   for (const auto& c : cmds) {
     if (rte_telemetry_register_cmd(c.name, c.fn, c.help) != 0) {
