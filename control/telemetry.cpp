@@ -129,6 +129,36 @@ std::vector<std::pair<std::string_view, uint64_t>> drops_by_reason(const std::ve
   return out;
 }
 
+// QP fields, shared by the column form and the one-QP form (state, a string, is added by hand).
+struct QpField {
+  const char* name;
+  uint64_t (*get)(const QpRow&);
+};
+const QpField kQpFields[] = {
+    {"qpn", [](const QpRow& r) -> uint64_t { return r.qpn; }},
+    {"core", [](const QpRow& r) -> uint64_t { return r.core; }},
+    {"peer_qpn", [](const QpRow& r) -> uint64_t { return r.peer_qpn; }},
+    {"path_mtu", [](const QpRow& r) -> uint64_t { return r.path_mtu; }},
+    {"sq_depth", [](const QpRow& r) -> uint64_t { return r.sq_depth; }},
+    {"sq_in_use", [](const QpRow& r) -> uint64_t { return r.sq_in_use; }},
+    {"rq_depth", [](const QpRow& r) -> uint64_t { return r.rq_depth; }},
+    {"rq_in_use", [](const QpRow& r) -> uint64_t { return r.rq_in_use; }},
+    {"next_psn", [](const QpRow& r) -> uint64_t { return r.next_psn; }},
+    {"unacked_psn", [](const QpRow& r) -> uint64_t { return r.unacked_psn; }},
+    {"expected_psn", [](const QpRow& r) -> uint64_t { return r.expected_psn; }},
+    {"retries_used", [](const QpRow& r) -> uint64_t { return r.retries_used; }},
+    {"rnr_retries_used", [](const QpRow& r) -> uint64_t { return r.rnr_retries_used; }},
+    {"retransmits", [](const QpRow& r) -> uint64_t { return r.retransmits; }},
+    {"timeouts", [](const QpRow& r) -> uint64_t { return r.timeouts; }},
+    {"naks_sent", [](const QpRow& r) -> uint64_t { return r.naks_sent; }},
+    {"naks_received", [](const QpRow& r) -> uint64_t { return r.naks_received; }},
+    {"duplicates", [](const QpRow& r) -> uint64_t { return r.duplicates; }},
+    {"rnr_waits", [](const QpRow& r) -> uint64_t { return r.rnr_waits; }},
+    {"timeout_wait_us", [](const QpRow& r) -> uint64_t { return r.timeout_wait_us; }},
+    {"srtt_ns", [](const QpRow& r) -> uint64_t { return r.srtt_ns; }},
+    {"rto_us", [](const QpRow& r) -> uint64_t { return r.rto_us; }},
+};
+
 int no_data(rte_tel_data* d) {
   rte_tel_data_start_dict(d);
   rte_tel_data_add_dict_string(d, "error", "no snapshot yet (daemon starting or stopping)");
@@ -330,7 +360,6 @@ int telemetry_format_connections(const Snapshot& s, rte_tel_data* d) {
 }
 
 int telemetry_format_qps(const Snapshot& s, const char* params, rte_tel_data* d) {
-  using R = QpRow;
   const auto& rows = s.qps;
   rte_tel_data_start_dict(d);
   if (params != nullptr && *params != '\0') {
@@ -339,39 +368,19 @@ int telemetry_format_qps(const Snapshot& s, const char* params, rte_tel_data* d)
     if (end == params || *end != '\0') return -EINVAL;
     for (const auto& r : rows) {
       if (r.qpn != qpn) continue;
-      rte_tel_data_add_dict_u64(d, "qpn", r.qpn);
-      rte_tel_data_add_dict_u64(d, "core", r.core);
-      rte_tel_data_add_dict_string(d, "state", r.state.c_str());
-      rte_tel_data_add_dict_u64(d, "peer_qpn", r.peer_qpn);
-      rte_tel_data_add_dict_u64(d, "path_mtu", r.path_mtu);
-      rte_tel_data_add_dict_u64(d, "sq_depth", r.sq_depth);
-      rte_tel_data_add_dict_u64(d, "sq_in_use", r.sq_in_use);
-      rte_tel_data_add_dict_u64(d, "rq_depth", r.rq_depth);
-      rte_tel_data_add_dict_u64(d, "rq_in_use", r.rq_in_use);
-      rte_tel_data_add_dict_u64(d, "next_psn", r.next_psn);
-      rte_tel_data_add_dict_u64(d, "unacked_psn", r.unacked_psn);
-      rte_tel_data_add_dict_u64(d, "expected_psn", r.expected_psn);
-      rte_tel_data_add_dict_u64(d, "retries_used", r.retries_used);
-      rte_tel_data_add_dict_u64(d, "rnr_retries_used", r.rnr_retries_used);
+      for (const auto& f : kQpFields) {
+        rte_tel_data_add_dict_u64(d, f.name, f.get(r));
+        if (std::string_view(f.name) == "core") rte_tel_data_add_dict_string(d, "state", r.state.c_str());
+      }
       return 0;
     }
     return -EINVAL;
   }
   rte_tel_data_add_dict_u64(d, "count", rows.size());
-  add_u64_column(d, "qpn", rows, [](const R& r) -> uint64_t { return r.qpn; });
-  add_u64_column(d, "core", rows, [](const R& r) -> uint64_t { return r.core; });
-  add_string_column(d, "state", rows, [](const R& r) { return r.state; });
-  add_u64_column(d, "peer_qpn", rows, [](const R& r) -> uint64_t { return r.peer_qpn; });
-  add_u64_column(d, "path_mtu", rows, [](const R& r) -> uint64_t { return r.path_mtu; });
-  add_u64_column(d, "sq_depth", rows, [](const R& r) -> uint64_t { return r.sq_depth; });
-  add_u64_column(d, "sq_in_use", rows, [](const R& r) -> uint64_t { return r.sq_in_use; });
-  add_u64_column(d, "rq_depth", rows, [](const R& r) -> uint64_t { return r.rq_depth; });
-  add_u64_column(d, "rq_in_use", rows, [](const R& r) -> uint64_t { return r.rq_in_use; });
-  add_u64_column(d, "next_psn", rows, [](const R& r) -> uint64_t { return r.next_psn; });
-  add_u64_column(d, "unacked_psn", rows, [](const R& r) -> uint64_t { return r.unacked_psn; });
-  add_u64_column(d, "expected_psn", rows, [](const R& r) -> uint64_t { return r.expected_psn; });
-  add_u64_column(d, "retries_used", rows, [](const R& r) -> uint64_t { return r.retries_used; });
-  add_u64_column(d, "rnr_retries_used", rows, [](const R& r) -> uint64_t { return r.rnr_retries_used; });
+  for (const auto& f : kQpFields) {
+    add_u64_column(d, f.name, rows, f.get);
+    if (std::string_view(f.name) == "core") add_string_column(d, "state", rows, [](const QpRow& r) { return r.state; });
+  }
   return 0;
 }
 
