@@ -366,7 +366,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> files;
   bool quiet = false;
   decode->add_flag("-q,--quiet", quiet, "summary only");
-  decode->add_option("FILE", files, "pcap files")->required()->check(CLI::ExistingFile);
+  decode->add_option("FILE", files, "pcap files")->required();  // a missing file: "cannot read", exit 2
   decode->callback([&] { status = cmd_decode(files, quiet); });
 
   try {
