@@ -250,8 +250,22 @@ void CmAgent::send_raw_rej(const wire::CmMad& incoming, wire::CmRejReason reason
   send_mad(ip, mac, CmConnection::rej_for(incoming, reason));
 }
 
-void CmAgent::defer(uint64_t connector_id, std::function<void()> fn) {
-  deferred_.emplace_back(connector_id, std::move(fn));
+void CmAgent::defer(uint64_t connector_id, std::function<void()> fn, bool request) {
+  deferred_.push_back(Deferred{connector_id, std::move(fn), request});
+}
+
+bool CmAgent::take_owed(uint64_t connector_id) {
+  bool any = false;
+  for (auto it = deferred_.begin(); it != deferred_.end();) {
+    if (it->id == connector_id && it->request) {
+      completions_.push_back(std::move(it->fn));
+      it = deferred_.erase(it);
+      any = true;
+    } else {
+      ++it;
+    }
+  }
+  return any;
 }
 
 void CmAgent::run_deferred() {
@@ -259,7 +273,7 @@ void CmAgent::run_deferred() {
   running_deferred_ = true;
   const std::shared_ptr<bool> live = alive;
   while (!deferred_.empty()) {
-    auto [id, fn] = std::move(deferred_.front());
+    auto [id, fn, request] = std::move(deferred_.front());
     deferred_.pop_front();
     if (id != 0 && connectors_.count(id) == 0) continue;  // closed: nothing fires after close
     fn();
@@ -363,6 +377,9 @@ void CmAgent::route(const wire::CmMad& m, const wire::MacAddr& src_mac, uint32_t
     Listener* l = wire::is_rdma_cm_tcp_service(req->service_id)
                       ? listener_for(dst_ip, wire::rdma_cm_port(req->service_id))
                       : nullptr;
+    // NdkControlConnectEvents(pause): a paused listener treats requests as if it did not
+    // exist; the peer gets the no-listener REJ (invalid service ID) and may try again.
+    if (l != nullptr && l->state_->paused) l = nullptr;
     if (l == nullptr) {
       ++counters.rej_sent_no_listener;
       send_raw_rej(m, wire::CmRejReason::kInvalidServiceId, src_mac, src_ip);
@@ -519,7 +536,19 @@ uint32_t CmAgent::poll() {
   run_timers(now);
   probe_qps(now);
   run_deferred();
-  return n + static_cast<uint32_t>(deferred_.size());
+  if (!*live) return n;
+  if (!completions_.empty()) {
+    // Completions of pended closes: each runs once, from here and never inside the call that
+    // queued it. A callback may close more (queued for the next poll) or detach the manager.
+    std::deque<std::function<void()>> batch;
+    batch.swap(completions_);
+    n += static_cast<uint32_t>(batch.size());
+    for (auto& fn : batch) {
+      fn();
+      if (!*live) return n;
+    }
+  }
+  return n + static_cast<uint32_t>(deferred_.size() + completions_.size());
 }
 
 }  // namespace rocedp::control
@@ -543,7 +572,8 @@ NTSTATUS attach_connection_manager(Adapter& adapter, const ConnectionManagerSetu
 NTSTATUS detach_connection_manager(Adapter& adapter) {
   CmAgent* a = agent_of(adapter);
   if (a == nullptr) return STATUS_INVALID_DEVICE_STATE;
-  if (a->open_connectors != 0 || a->open_listeners != 0 || a->open_endpoints != 0)
+  if (a->open_connectors != 0 || a->open_listeners != 0 || a->open_endpoints != 0 ||
+      a->closes_pending != 0)
     return STATUS_INVALID_DEVICE_STATE;
   control::agents().erase(&adapter);
   return STATUS_SUCCESS;

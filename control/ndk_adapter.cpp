@@ -188,6 +188,30 @@ NTSTATUS Adapter::create_cq(uint32_t depth, NdkCqNotificationCallback notificati
     auto* o = static_cast<RequestOp*>(msg.done_ctx);
     Cq* c = static_cast<Cq*>(o->object);
     const auto st = static_cast<NTSTATUS>(msg.result);
+    if (st == STATUS_SUCCESS && c->adapter->closing) {
+      // The adapter was closed while this CreateCq was pending (NDKPI object lifetime): the
+      // request completes STATUS_CANCELLED before the adapter's close. The core drops the CQ
+      // first, then the completion runs and the adapter's close may proceed.
+      auto detached = [](CoreMessage& m) {
+        auto* op2 = static_cast<RequestOp*>(m.done_ctx);
+        Cq* cq2 = static_cast<Cq*>(op2->object);
+        Adapter* ad = cq2->adapter;
+        delete cq2;
+        --ad->impl_->cqs;
+        op2->create_completion(op2->context, STATUS_CANCELLED, nullptr);
+        delete op2;
+        release_child(ad);
+      };
+      if (c->adapter->impl_->call(c->core_, &CoreRdma::on_detach_cq, c->cq_.get(), detached, o)) return;
+      // A full ring at adapter close is a consumer bug (the control loop stopped polling); the
+      // CQ stays attached and its memory is leaked rather than freed under the core.
+      o->create_completion(o->context, STATUS_CANCELLED, nullptr);
+      Adapter* ad = c->adapter;
+      --ad->impl_->cqs;
+      delete o;
+      release_child(ad);
+      return;
+    }
     if (st == STATUS_SUCCESS) {
       c->attached_ = true;
       o->create_completion(o->context, STATUS_SUCCESS, &c->header);

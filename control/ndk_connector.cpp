@@ -40,7 +40,7 @@ void fire_request(Connector* c, NTSTATUS status) {
   s.request = nullptr;
   s.request_context = nullptr;
   if (cb == nullptr) return;
-  s.agent->defer(s.id, [cb, ctx, status] { cb(ctx, status); });
+  s.agent->defer(s.id, [cb, ctx, status] { cb(ctx, status); }, /*request=*/true);
 }
 
 void fire_disconnect(Connector* c, NTSTATUS reason) {
@@ -269,14 +269,18 @@ void complete_qp_done(void* context, NTSTATUS status) {
   auto& s = *c->state_;
   if (s.phase != ConnPhase::kCompleting) return;
   NTSTATUS st = status;
-  if (st == STATUS_SUCCESS) {
-    if (s.conn == nullptr || s.abort_status != STATUS_SUCCESS) {
-      // The peer abandoned the establishment while our QP moved (seed 000: async
-      // CONNECTION_ABORTED / IO_TIMEOUT).
-      st = s.abort_status != STATUS_SUCCESS ? s.abort_status : STATUS_CONNECTION_ABORTED;
-    } else {
-      st = s.conn->cm.complete_connect(a.now_ns());  // sends the RTU
-    }
+  if (st != STATUS_SUCCESS) {
+    // The QP could not be connected by the time the request ran on its core (flushed, in
+    // error, already connected, closed): seed 000's asynchronous STATUS_CONNECTION_INVALID.
+    // The peer's pending Accept ends with our REJ.
+    st = STATUS_CONNECTION_INVALID;
+    detach_conn(c, a.now_ns());
+  } else if (s.conn == nullptr || s.abort_status != STATUS_SUCCESS) {
+    // The peer abandoned the establishment while our QP moved (seed 000: async
+    // CONNECTION_ABORTED / IO_TIMEOUT).
+    st = s.abort_status != STATUS_SUCCESS ? s.abort_status : STATUS_CONNECTION_ABORTED;
+  } else {
+    st = s.conn->cm.complete_connect(a.now_ns());  // sends the RTU
   }
   if (st == STATUS_SUCCESS) {
     s.phase = ConnPhase::kEstablished;
@@ -338,11 +342,15 @@ NTSTATUS complete_common(Connector* c, NdkDisconnectEventCallback d,
     // Let the state machine say why (aborted / timed out / invalid).
     return s.conn->cm.complete_connect(a.now_ns());
   }
+  // The QP given to Connect may have been closed (and freed) since: it is looked up by identity
+  // and QPN among the adapter's live QPs before it is touched.
+  if (!ndk_detail::qp_alive(*c->adapter, s.qp, s.qpn) || s.qp->closing)
+    return STATUS_CONNECTION_INVALID;
   auto* ref = new AsyncRef{a.alive, &a, s.id};
   const NTSTATUS st = s.qp->connect(qp_params(s, a), &complete_qp_done, ref);
   if (st != STATUS_PENDING) {
     delete ref;
-    return st;
+    return st == STATUS_INVALID_PARAMETER ? STATUS_CONNECTION_INVALID : st;
   }
   s.phase = ConnPhase::kCompleting;
   s.disconnect = d;
@@ -528,7 +536,11 @@ NTSTATUS Connector::get_peer_address(NdkSockAddr* address, uint32_t* size) const
 NTSTATUS Connector::disconnect(NdkRequestCompletion cb, void* ctx) {
   auto& s = *state_;
   if (cb == nullptr) return STATUS_INVALID_PARAMETER;
-  if (s.phase == ConnPhase::kDisconnected) return STATUS_SUCCESS;
+  if (s.phase == ConnPhase::kDisconnected) {
+    // The peer disconnected first (its event did not flush): NdkDisconnect flushes now.
+    flush_qp(this);
+    return STATUS_SUCCESS;
+  }
   if (s.phase != ConnPhase::kEstablished) return STATUS_CONNECTION_INVALID;
   // NdkDisconnect: "the provider must then implicitly flush the QP".
   s.disconnect = nullptr;
@@ -550,12 +562,20 @@ NTSTATUS Connector::disconnect(NdkRequestCompletion cb, void* ctx) {
   return st;
 }
 
-NTSTATUS Connector::close(NdkCloseCompletion, void*) {
+NTSTATUS Connector::close(NdkCloseCompletion completion, void* context) {
   if (closing) return STATUS_INVALID_PARAMETER;
   closing = true;
   auto& s = *state_;
   CmAgent& a = *s.agent;
   const ConnPhase was = s.phase;
+  // NDKPI object lifetime: a close does not complete before every pending request on the object
+  // has: the pending Connect/Accept/CompleteConnect/Disconnect completes STATUS_CANCELLED, a
+  // completion already decided (queued) keeps its status, then the CloseCompletion runs.
+  const NdkRequestCompletion pending = s.request;
+  void* const pending_context = s.request_context;
+  s.request = nullptr;
+  s.request_context = nullptr;
+  const bool owed = a.take_owed(s.id);
   if (was == ConnPhase::kResolving)
     a.resolving_tuples.erase(
         CmAgent::tuple_key({s.local.ip, s.local.port, s.peer.ip, s.peer.port}));
@@ -565,7 +585,6 @@ NTSTATUS Connector::close(NdkCloseCompletion, void*) {
     flush_qp(this);
   if (s.listener != nullptr) {
     auto& ls = *s.listener->state_;
-    ls.held.erase(std::remove(ls.held.begin(), ls.held.end(), this), ls.held.end());
     ls.spawned.erase(std::remove(ls.spawned.begin(), ls.spawned.end(), this), ls.spawned.end());
   }
   if (s.own_binding) a.registry().unbind(s.local.ip, s.local.port);
@@ -578,9 +597,23 @@ NTSTATUS Connector::close(NdkCloseCompletion, void*) {
     --sep->users_;
     control::shared_endpoint_maybe_free(sep);
   }
-  ndk_detail::release_child(ad);
+  if (pending == nullptr && !owed) {
+    ndk_detail::release_child(ad);
+    a.run_deferred();
+    return STATUS_SUCCESS;  // nothing was pending: closed inline, `completion` not called
+  }
+  if (pending != nullptr) {
+    a.complete_later([pending, pending_context] { pending(pending_context, STATUS_CANCELLED); });
+  }
+  ++a.closes_pending;
+  CmAgent* ap = &a;
+  a.complete_later([ap, ad, completion, context] {
+    --ap->closes_pending;
+    if (completion != nullptr) completion(context);
+    ndk_detail::release_child(ad);
+  });
   a.run_deferred();
-  return STATUS_SUCCESS;
+  return STATUS_PENDING;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -630,7 +663,10 @@ void CmAgent::on_connection_event(Connector* c, const CmEvent& ev) {
       if (s.phase == ConnPhase::kEstablished || s.phase == ConnPhase::kDisconnecting) {
         const bool ours_pending = s.phase == ConnPhase::kDisconnecting;
         if (!ours_pending) s.phase = ConnPhase::kDisconnected;
-        flush_qp(c);
+        // No flush here: the NDK disconnect event pages say the provider should not flush
+        // outstanding work when it indicates a disconnect from the peer; the consumer flushes
+        // (Qp::flush, or Disconnect, which flushes). A QP whose transport gave up (peer death)
+        // is in error already and has flushed itself.
         fire_disconnect(c, ev.status == STATUS_SUCCESS ? STATUS_SUCCESS : ev.status);
       }
       break;
@@ -678,12 +714,7 @@ void CmAgent::on_request(Listener* l, const wire::CmMad& m, const wire::MacAddr&
   s.remote_mac = src_mac;
   snapshot_peer(s, e->cm);
   s.path_mtu_code = std::min<uint8_t>(req.path_mtu, mtu_code(max_path_mtu()));
-  auto& ls = *l->state_;
-  ls.spawned.push_back(c);
-  if (ls.paused) {
-    ls.held.push_back(c);  // NdkControlConnectEvents(pause): delivered on resume
-    return;
-  }
+  l->state_->spawned.push_back(c);
   deliver(l, c);
 }
 

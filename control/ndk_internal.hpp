@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <unordered_set>
 #include <vector>
 
 #include "dataplane/core_channel.hpp"
@@ -34,6 +35,7 @@ struct Adapter::Impl {
   uint32_t next_pd = 1;
   uint32_t uninstalls_pending = 0;
   std::vector<Qp*> retry_close;
+  std::unordered_set<const Qp*> live_qps;  ///< every Qp object not yet freed (qp_alive)
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);  // false once the Adapter is freed  // QP closes whose re-post found the ring full
 
   /// alloc + fill + post on `core`'s channel, with the CoreRdma in data[3].
@@ -55,6 +57,10 @@ void fire_close(NdkCloseCompletion cb, void* ctx);
 /// Posts (again) the close request of a QP to its core.
 void post_close_qp(Qp* qp);
 void close_qp_done(dataplane::CoreMessage& msg);
+/// True if `qp` is a QP object of `adapter` that is not freed and still has QPN `qpn`.
+inline bool qp_alive(Adapter& adapter, const Qp* qp, uint32_t qpn) {
+  return qp != nullptr && adapter.impl().live_qps.count(qp) != 0 && qp->qpn() == qpn;
+}
 }  // namespace ndk_detail
 
 }  // namespace rocedp

@@ -63,17 +63,9 @@ NTSTATUS Listener::get_local_address(NdkSockAddr* address, uint32_t* size) const
 }
 
 void Listener::control_connect_events(bool pause) {
-  auto& s = *state_;
-  s.paused = pause;
-  if (pause || closing) return;
-  // Deliver the held requests in arrival order; a callback may pause again or close us.
-  while (!state_->paused && !state_->held.empty()) {
-    Connector* c = state_->held.front();
-    state_->held.pop_front();
-    s.agent->deliver(this, c);
-    s.agent->run_deferred();
-    if (closing) return;
-  }
+  // Requests that arrive while paused are refused at once (CmAgent::route); nothing is held,
+  // so resuming only lets the next request through.
+  state_->paused = pause;
 }
 
 NTSTATUS Listener::close(NdkCloseCompletion, void*) {
@@ -83,11 +75,8 @@ NTSTATUS Listener::close(NdkCloseCompletion, void*) {
   CmAgent* a = s.agent;
   if (s.listening) a->registry().unbind(s.local.ip, s.local.port);
   s.listening = false;
-  // Requests never handed out are rejected; connections still being established are abandoned
-  // (their peer sees a REJ, a pending Accept completes CONNECTION_ABORTED).
-  std::deque<Connector*> held;
-  held.swap(s.held);
-  for (Connector* c : held) control::drop_undelivered(c);
+  // Connections still being established are abandoned (their peer sees a REJ, a pending Accept
+  // completes CONNECTION_ABORTED); requests not yet handed out are rejected.
   std::vector<Connector*> spawned;
   spawned.swap(s.spawned);
   for (Connector* c : spawned) control::abandon_by_listener(c);

@@ -24,8 +24,12 @@ bool cq_usable(const Cq* cq, const Adapter* adapter) {
 
 void request_done(CoreMessage& msg) {
   auto* o = static_cast<RequestOp*>(msg.done_ctx);
-  if (o->request_completion != nullptr)
-    o->request_completion(o->context, static_cast<NTSTATUS>(msg.result));
+  NTSTATUS st = static_cast<NTSTATUS>(msg.result);
+  // NDKPI object lifetime: a request still pending when its object is closed completes
+  // STATUS_CANCELLED, before the close does (the close request queues behind it on the same
+  // core ring, so the object is alive here).
+  if (o->object != nullptr && o->object->closing) st = STATUS_CANCELLED;
+  if (o->request_completion != nullptr) o->request_completion(o->context, st);
   delete o;
 }
 
@@ -174,6 +178,7 @@ NTSTATUS create_qp_common(Pd* pd, Cq* rcq, Cq* icq, Srq* srq, void* qp_context, 
       Cq* r = q->receive_cq_;
       Cq* i = q->initiator_cq_;
       Srq* s = q->srq_;
+      owner->impl().live_qps.erase(q);
       delete q;
       --owner->impl().qps;
       release_child(r);
@@ -190,6 +195,7 @@ NTSTATUS create_qp_common(Pd* pd, Cq* rcq, Cq* icq, Srq* srq, void* qp_context, 
     return STATUS_INSUFFICIENT_RESOURCES;
   }
   ++im.qps;
+  im.live_qps.insert(qp);
   ++pd->children;
   ++rcq->children;
   ++icq->children;
@@ -307,6 +313,7 @@ NTSTATUS Cq::resize(uint32_t depth, NdkRequestCompletion completion, void* conte
   }
   RequestOp* op = new_request_op(completion, context);
   if (op == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
+  op->object = this;
   return post_request(im, core_, &CoreRdma::on_resize_cq, cq_.get(), op, depth);
 }
 
@@ -518,6 +525,7 @@ NTSTATUS Qp::connect(const NdkQpConnectParams& params, NdkRequestCompletion comp
   }
   RequestOp* op = new_request_op(completion, context);
   if (op == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
+  op->object = this;
   rc::QpConnectParams& c = op->connect;
   c.remote_qpn = params.remote_qpn;
   c.local_ip = im.setup.port->address().value;
@@ -554,6 +562,7 @@ void close_qp_done(CoreMessage& msg) {
   Srq* s = q->srq_;
   const NdkCloseCompletion cb = q->close_completion;
   void* ctx = q->close_context;
+  owner->impl().live_qps.erase(q);
   delete q;  // the core destroyed its side: nobody reads the queues any more
   --owner->impl().qps;
   fire_close(cb, ctx);

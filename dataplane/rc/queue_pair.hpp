@@ -100,7 +100,8 @@ constexpr const WcErrorInfo& wc_error_info(WcError e) { return kWcErrors[static_
 #define ROCEDP_RC_COUNTERS(X)                                                            \
   X(kRxPackets, "rx_packets")             /* RoCEv2 RC packets accepted by receive */     \
   X(kRxDropParse, "rx_drop_parse")        /* codec refused the frame (see wire drops) */  \
-  X(kRxDropNotRc, "rx_drop_not_rc")       /* UD/CNP/QP1: not for the RC engine */          \
+  X(kRxDropNotRc, "rx_drop_not_rc")       /* UD or other non-RC opcode to an RC QP */      \
+  X(kRxCnp, "rx_cnp")                     /* RoCEv2 CNP (congestion notification) */       \
   X(kRxDropNoQp, "rx_drop_no_qp")         /* destination QPN unknown on this core */       \
   X(kRxDropState, "rx_drop_qp_state")     /* QP not in a state that accepts the packet */  \
   X(kRxDropSource, "rx_drop_source")      /* source IP is not the connected peer */        \

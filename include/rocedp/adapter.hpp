@@ -138,8 +138,9 @@ class Adapter : public NdkObjectBase {
                      uint32_t core_affinity, NdkCreateCompletion completion, void* context, Cq** out);
 
   /// NdkCloseObject(adapter): STATUS_PENDING; CloseCompletion follows once every PD and CQ is
-  /// closed and every core has removed the adapter's objects. The Adapter is freed right after
-  /// the callback returns.
+  /// closed and every core has removed the adapter's objects. A CreateCq still pending completes
+  /// first with STATUS_CANCELLED (no object; the core drops the CQ). The Adapter is freed right
+  /// after the callback returns.
   NTSTATUS close(NdkCloseCompletion completion, void* context);
 
   /// The control loop's turn: runs the completions the cores sent back (Create/Close/Request
@@ -261,7 +262,8 @@ class Cq : public NdkObjectBase {
   /// STATUS_INSUFFICIENT_RESOURCES (request ring full).
   NTSTATUS resize(uint32_t depth, NdkRequestCompletion completion, void* context);
   /// STATUS_PENDING; CloseCompletion once every QP using the CQ is closed and the core has
-  /// dropped it. Notifications stop before CloseCompletion.
+  /// dropped it. A ResizeCq still pending completes first, with STATUS_CANCELLED. Notifications
+  /// stop before CloseCompletion.
   NTSTATUS close(NdkCloseCompletion completion, void* context);
 
   uint32_t core() const { return core_; }
@@ -371,8 +373,9 @@ class Qp : public NdkObjectBase {
   /// above the adapter's, null completion); STATUS_INSUFFICIENT_RESOURCES (ring full).
   NTSTATUS connect(const NdkQpConnectParams& params, NdkRequestCompletion completion, void* context);
 
-  /// STATUS_PENDING: outstanding requests complete with STATUS_CANCELLED, the core destroys the
-  /// QP, then CloseCompletion runs on the control thread. Posts fail from the call on.
+  /// STATUS_PENDING: outstanding requests complete with STATUS_CANCELLED (work requests through
+  /// the CQ, a pending connect() through its RequestCompletion), the core destroys the QP, then
+  /// CloseCompletion runs on the control thread. Posts fail from the call on.
   NTSTATUS close(NdkCloseCompletion completion, void* context);
 
   /// The QP number (core index in bits 23..18).

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "tests/ndk/ndk_helpers.hpp"
 
 namespace rocedp::test {
@@ -249,6 +251,46 @@ TEST_F(NdkObjects, CloseFromInsideTheCreateCompletion) {
   EXPECT_EQ(ctx.close_status, STATUS_PENDING);
   poll(8);
   EXPECT_EQ(ctx.closed.count, 1);
+}
+
+// NDKPI object lifetime: the adapter's close does not complete before a pending CreateCq has;
+// the CreateCq completes STATUS_CANCELLED (no object), exactly once, then the close completion.
+TEST_F(NdkObjects, AdapterCloseCompletesAPendingCreateCqCancelledFirst) {
+  struct Log {
+    std::vector<std::string> events;
+    int created = 0, closed = 0;
+    NTSTATUS status = STATUS_PENDING;
+    NdkObjectHeader* object = reinterpret_cast<NdkObjectHeader*>(1);
+  } log;
+  Cq* out = nullptr;
+  ASSERT_EQ(a_.adapter->create_cq(
+                16, nullptr, nullptr, 0,
+                [](void* c, NTSTATUS s, NdkObjectHeader* o) {
+                  auto* l = static_cast<Log*>(c);
+                  ++l->created;
+                  l->status = s;
+                  l->object = o;
+                  l->events.push_back("create");
+                },
+                &log, &out),
+            STATUS_PENDING);
+  ASSERT_EQ(a_.adapter->close(
+                [](void* c) {
+                  auto* l = static_cast<Log*>(c);
+                  ++l->closed;
+                  l->events.push_back("close");
+                },
+                &log),
+            STATUS_PENDING);
+  EXPECT_TRUE(log.events.empty()) << "nothing runs inside the calls";
+  for (int i = 0; i < 20000 && log.closed == 0; ++i) poll(1);
+  ASSERT_EQ(log.closed, 1) << "the adapter close never completed";
+  a_.adapter = nullptr;  // freed after its close completion
+  poll(10);
+  EXPECT_EQ(log.created, 1);
+  EXPECT_EQ(log.status, STATUS_CANCELLED);
+  EXPECT_EQ(log.object, nullptr);
+  EXPECT_EQ(log.events, (std::vector<std::string>{"create", "close"}));
 }
 
 }  // namespace
