@@ -326,6 +326,18 @@ void finish_close(NdkObjectBase* object) {
       (void)ad->impl().call(cq->core(), &CoreRdma::on_detach_cq, cq->cq_.get(), done, cq);
       break;
     }
+    case NdkObjectType::kMr: {
+      auto* mr = static_cast<Mr*>(object);
+      Adapter* ad = mr->adapter;
+      Pd* pd = mr->pd_;
+      const NdkCloseCompletion cb = mr->close_completion;
+      void* ctx = mr->close_context;
+      delete mr;  // no core touches its memory any more (deregistration barrier)
+      --ad->impl().mrs_open;
+      fire_close(cb, ctx);
+      release_child(pd);
+      break;
+    }
     case NdkObjectType::kSrq: {
       auto* srq = static_cast<Srq*>(object);
       Adapter* ad = srq->adapter;

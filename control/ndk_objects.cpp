@@ -255,12 +255,65 @@ NTSTATUS Mr::register_mr(const void* address, uint64_t length, uint32_t mr_flags
   return STATUS_SUCCESS;
 }
 
-NTSTATUS Mr::deregister_mr(NdkRequestCompletion, void*) {
-  if (!registered_) return STATUS_INVALID_PARAMETER;
-  const NTSTATUS st = adapter->impl().mrs->deregister(local_token_);
+namespace {
+
+// A deregistration's barrier: the tokens stopped working in the table; every polling core
+// answers a request once, which it runs between two loop iterations, so no packet it checked
+// against the old region is still being copied. After the last answer nothing touches the
+// memory again and the RequestCompletion / CloseCompletion runs (control thread).
+struct MrBarrier {
+  Mr* mr = nullptr;
+  uint32_t remaining = 0;
+  NdkRequestCompletion request = nullptr;
+  void* request_context = nullptr;
+};
+
+void barrier_run(CoreMessage& msg, void*) { msg.result = STATUS_SUCCESS; }
+
+void barrier_done(CoreMessage& msg) {
+  auto* b = static_cast<MrBarrier*>(msg.done_ctx);
+  if (--b->remaining != 0) return;
+  Mr* mr = b->mr;
+  const NdkRequestCompletion cb = b->request;
+  void* ctx = b->request_context;
+  delete b;
+  --mr->barriers_;
+  if (cb != nullptr) cb(ctx, STATUS_SUCCESS);
+  if (mr->closing && mr->barriers_ == 0) finish_close(mr);
+}
+
+// Starts the barrier on every core, all or none: false (nothing posted) if a core's ring is
+// full.
+bool start_barrier(Mr* mr, NdkRequestCompletion cb, void* ctx) {
+  Adapter::Impl& im = mr->adapter->impl();
+  const auto n = static_cast<uint32_t>(im.rdma.size());
+  for (uint32_t i = 0; i < n; ++i)
+    if (im.setup.channels[i]->in_flight() >= im.setup.channels[i]->capacity()) return false;
+  auto* b = new (std::nothrow) MrBarrier{mr, n, cb, ctx};
+  if (b == nullptr) return false;
+  ++mr->barriers_;
+  for (uint32_t i = 0; i < n; ++i) {
+    // Room was checked above and only this thread posts control requests.
+    (void)im.call(i, &barrier_run, nullptr, &barrier_done, b);
+  }
+  return true;
+}
+
+}  // namespace
+
+NTSTATUS Mr::deregister_mr(NdkRequestCompletion completion, void* context) {
+  if (!registered_ || completion == nullptr || closing) return STATUS_INVALID_PARAMETER;
+  Adapter::Impl& im = adapter->impl();
+  for (uint32_t i = 0; i < im.rdma.size(); ++i)
+    if (im.setup.channels[i]->in_flight() >= im.setup.channels[i]->capacity())
+      return STATUS_INSUFFICIENT_RESOURCES;
+  // The tokens stop working at once: every later check on every core fails.
+  const NTSTATUS st = im.mrs->deregister(local_token_);
   registered_ = false;
   local_token_ = remote_token_ = 0;
-  return st;
+  if (st != STATUS_SUCCESS) return st;
+  if (!start_barrier(this, completion, context)) return STATUS_INSUFFICIENT_RESOURCES;
+  return STATUS_PENDING;
 }
 
 NTSTATUS Mr::initialize_fast_register_mr(uint32_t page_count, bool allow_remote_access,
@@ -276,14 +329,25 @@ NTSTATUS Mr::initialize_fast_register_mr(uint32_t page_count, bool allow_remote_
   return STATUS_SUCCESS;
 }
 
-NTSTATUS Mr::close(NdkCloseCompletion, void*) {
+NTSTATUS Mr::close(NdkCloseCompletion completion, void* context) {
   if (closing) return STATUS_INVALID_PARAMETER;
-  if (registered_) deregister_mr(nullptr, nullptr);
-  Adapter* ad = adapter;
-  Pd* pd = pd_;
-  delete this;
-  --ad->impl().mrs_open;
-  release_child(pd);
+  Adapter::Impl& im = adapter->impl();
+  if (registered_) {
+    for (uint32_t i = 0; i < im.rdma.size(); ++i)
+      if (im.setup.channels[i]->in_flight() >= im.setup.channels[i]->capacity())
+        return STATUS_INSUFFICIENT_RESOURCES;
+    (void)im.mrs->deregister(local_token_);
+    registered_ = false;
+    local_token_ = remote_token_ = 0;
+    // Room was checked: the barrier starts (the cores' rings only drain meanwhile).
+    (void)start_barrier(this, nullptr, nullptr);
+  }
+  closing = true;
+  close_completion = completion;
+  close_context = context;
+  if (barriers_ != 0) return STATUS_PENDING;  // CloseCompletion once the cores let go
+  close_completion = nullptr;  // inline success: no callback (NDK)
+  finish_close(this);
   return STATUS_SUCCESS;
 }
 

@@ -284,6 +284,7 @@ struct ResponderState {
   // RDMA WRITE in progress.
   uint64_t write_va = 0;
   uint32_t write_remaining = 0;
+  uint32_t write_rkey = 0;  ///< checked again on every later packet (deregister/invalidate)
   uint32_t unacked_packets = 0;
   // The one pending ACK/NAK (coalesced: a newer one replaces an older one).
   bool ctl_pending = false;

@@ -220,8 +220,14 @@ class Mr : public NdkObjectBase {
   /// STATUS_INSUFFICIENT_RESOURCES (table full).
   NTSTATUS register_mr(const void* address, uint64_t length, uint32_t mr_flags, NdkRequestCompletion completion,
                        void* context);
-  /// NdkDeregisterMr: STATUS_SUCCESS; STATUS_INVALID_PARAMETER if nothing is registered.
-  /// The tokens stop working at once (requests using them fail with STATUS_ACCESS_VIOLATION).
+  /// NdkDeregisterMr. The tokens stop working at once: every later check fails (a new request
+  /// with STATUS_ACCESS_VIOLATION / a NAK remote access error; the middle and last packets of a
+  /// WRITE in flight are NAKed, queued READ responses stop, a multi-packet SEND into a receive
+  /// buffer of the region fails). STATUS_PENDING, then `completion` (control thread) with
+  /// STATUS_SUCCESS once every polling core has passed a loop iteration since: from then on no
+  /// byte of the memory is touched and the consumer may free it. Inline:
+  /// STATUS_INVALID_PARAMETER (nothing registered, null completion, closing);
+  /// STATUS_INSUFFICIENT_RESOURCES (a core's request ring is full; still registered).
   NTSTATUS deregister_mr(NdkRequestCompletion completion, void* context);
   /// NdkInitializeFastRegisterMr: STATUS_SUCCESS; STATUS_IMPLEMENTATION_LIMIT (page_count 0 or
   /// > FRMRPageCount); STATUS_INVALID_PARAMETER (not created for fast registration, or
@@ -231,10 +237,15 @@ class Mr : public NdkObjectBase {
   /// NdkGetLocalTokenFromMr / NdkGetRemoteTokenFromMr (0 when not registered).
   uint32_t get_local_token() const { return local_token_; }
   uint32_t get_remote_token() const { return remote_token_; }
-  /// Deregisters if needed. STATUS_SUCCESS.
+  /// NdkCloseObject. STATUS_SUCCESS inline when nothing is registered and no deregistration is
+  /// pending; otherwise deregisters (as deregister_mr) and returns STATUS_PENDING: a pending
+  /// DeregisterMr completes first, then CloseCompletion (control thread) once no core touches
+  /// the memory any more. STATUS_INSUFFICIENT_RESOURCES (a core's ring is full; nothing changed),
+  /// STATUS_INVALID_PARAMETER (closing).
   NTSTATUS close(NdkCloseCompletion completion, void* context);
 
   // ---- provider internals (control thread); not part of the consumer API ----
+  uint32_t barriers_ = 0;  ///< deregistration barriers still waiting for the cores
   Pd* pd_ = nullptr;
   bool fast_register_ = false;
   bool registered_ = false;

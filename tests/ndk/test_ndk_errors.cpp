@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+
 #include <string>
 
 #include "control/ndk_internal.hpp"
@@ -380,7 +382,7 @@ TEST_F(NdkErrors, WriteToAnMrOfAnotherPdIsRemoteAccessErrorAndTouchesNothing) {
   EXPECT_EQ(r[0].status, STATUS_ACCESS_VIOLATION);
   EXPECT_EQ(r[0].provider_error_code, 10u) << "NAK remote access error";
   for (size_t i = 0; i < 4096; ++i) ASSERT_EQ(foreign->data[i], 0x5A) << "byte " << i;
-  EXPECT_EQ(foreign->mr->close(nullptr, nullptr), STATUS_SUCCESS);
+  close_mr(foreign->mr);
   foreign->mr = nullptr;
   EXPECT_EQ(other->close(nullptr, nullptr), STATUS_SUCCESS);
 }
@@ -397,7 +399,7 @@ TEST_F(NdkErrors, ReadFromAnMrOfAnotherPdIsRemoteAccessError) {
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].status, STATUS_ACCESS_VIOLATION);
   for (size_t i = 0; i < 4096; ++i) ASSERT_EQ(src_->data[i], 0) << "byte " << i << " read";
-  EXPECT_EQ(foreign->mr->close(nullptr, nullptr), STATUS_SUCCESS);
+  close_mr(foreign->mr);
   foreign->mr = nullptr;
   EXPECT_EQ(other->close(nullptr, nullptr), STATUS_SUCCESS);
 }
@@ -418,7 +420,7 @@ TEST_F(NdkErrors, WritePastTheEndOfTheRegionIsRemoteAccessErrorAndTouchesNothing
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].status, STATUS_ACCESS_VIOLATION);
   for (size_t i = 0; i < region.size(); ++i) ASSERT_EQ(region[i], 0x11) << "byte " << i;
-  EXPECT_EQ(mr->close(nullptr, nullptr), STATUS_SUCCESS);
+  close_mr(mr);
 }
 
 TEST_F(NdkErrors, RemoteAddressWrappingPastTheEndOfTheAddressSpaceIsRemoteAccessError) {
@@ -509,6 +511,85 @@ TEST_F(NdkErrors, CnpsAreCountedAsCnps) {
   auto got = wait_results(y_.cq, 1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].status, STATUS_SUCCESS);
+}
+
+// ---- Deregistration takes effect at once; after its completion no byte is touched ------------
+
+// B's 2 MiB region (its own mapping) is the target of a 1 MiB WRITE (first half) and a 1 MiB
+// READ (second half) from A, on two QP pairs. While both are in flight B deregisters; once the
+// deregistration completes the test makes the mapping inaccessible (PROT_NONE: any later touch
+// by a core kills the test, like ASan after a free). The WRITE's later packets are NAKed and
+// the READ's queued responses stop: both complete with STATUS_ACCESS_VIOLATION.
+TEST_F(NdkErrors, DeregisterWhileAWriteAndAReadAreInFlightTouchesNothingAfterItCompletes) {
+  setup_pair();
+  constexpr size_t kHalf = 1 << 20;
+  void* map = mmap(nullptr, 2 * kHalf, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(map, MAP_FAILED);
+  auto* region = static_cast<uint8_t*>(map);
+  std::memset(region + kHalf, 0x5C, kHalf);  // what the READ brings back
+  Mr* mr = nullptr;
+  ASSERT_EQ(y_.pd->create_mr(false, nullptr, nullptr, &mr), STATUS_SUCCESS);
+  ASSERT_EQ(mr->register_mr(region, 2 * kHalf, kMrAll, nullptr, nullptr), STATUS_SUCCESS);
+  const uint32_t token = mr->get_remote_token();
+  // A second pair (same PDs, A's core 0, B's core 1) carries the READ.
+  Endpoint x2, y2;
+  x2.host = &a_;
+  y2.host = &b_;
+  x2.pd = x_.pd;
+  y2.pd = y_.pd;
+  x2.cq = make_cq(a_, 64, 0);
+  y2.cq = make_cq(b_, 64, 1);
+  x2.qp = make_qp(x2.pd, x2.cq, x2.cq, &x2, 16);
+  y2.qp = make_qp(y2.pd, y2.cq, y2.cq, &y2, 16);
+  NdkQpConnectParams p2 = params_to(b_, y2.qp, 300, 9000);
+  NdkQpConnectParams q2 = params_to(a_, x2.qp, 9000, 300);
+  connect(x2, y2, &p2, &q2);
+  std::vector<uint8_t> wsrc(kHalf, 0xA7), rsink(kHalf, 0);
+  Mr* wmr = nullptr;
+  Mr* rmr = nullptr;
+  ASSERT_EQ(x_.pd->create_mr(false, nullptr, nullptr, &wmr), STATUS_SUCCESS);
+  ASSERT_EQ(wmr->register_mr(wsrc.data(), kHalf, kMrAll, nullptr, nullptr), STATUS_SUCCESS);
+  ASSERT_EQ(x_.pd->create_mr(false, nullptr, nullptr, &rmr), STATUS_SUCCESS);
+  ASSERT_EQ(rmr->register_mr(rsink.data(), kHalf, kMrAll, nullptr, nullptr), STATUS_SUCCESS);
+  const NdkSge ws{wsrc.data(), static_cast<uint32_t>(kHalf), wmr->get_local_token()};
+  const NdkSge rs{rsink.data(), static_cast<uint32_t>(kHalf), rmr->get_local_token()};
+  ASSERT_EQ(x_.qp->write(reinterpret_cast<void*>(1), &ws, 1, reinterpret_cast<uint64_t>(region), token, 0),
+            STATUS_SUCCESS);
+  ASSERT_EQ(x2.qp->read(reinterpret_cast<void*>(2), &rs, 1, reinterpret_cast<uint64_t>(region + kHalf), token, 0),
+            STATUS_SUCCESS);
+  // Both in flight: the WRITE has landed its first bytes but not its last, the READ brought its
+  // first bytes but not its last.
+  ASSERT_TRUE(poll_until(
+      [&] {
+        return region[0] == 0xA7 && rsink[0] == 0x5C;
+      },
+      100'000));
+  ASSERT_EQ(region[kHalf - 1], 0) << "the WRITE finished before the deregistration (test too slow)";
+  ASSERT_EQ(rsink[kHalf - 1], 0) << "the READ finished before the deregistration (test too slow)";
+  Requested dereg;
+  ASSERT_EQ(mr->deregister_mr(&Requested::cb, &dereg), STATUS_PENDING);
+  ASSERT_TRUE(poll_until([&] { return dereg.done; }));
+  EXPECT_EQ(dereg.status, STATUS_SUCCESS);
+  // From here on the memory is gone for the cores.
+  ASSERT_EQ(mprotect(map, 2 * kHalf, PROT_NONE), 0);
+  auto wr = wait_results(x_.cq, 1);
+  auto rr = wait_results(x2.cq, 1);
+  ASSERT_EQ(wr.size(), 1u);
+  ASSERT_EQ(rr.size(), 1u);
+  EXPECT_EQ(wr[0].status, STATUS_ACCESS_VIOLATION) << "WRITE: middle/last packets NAKed";
+  EXPECT_EQ(wr[0].provider_error_code, 10u);
+  EXPECT_EQ(rr[0].status, STATUS_ACCESS_VIOLATION) << "READ: queued responses stopped, NAK";
+  poll(1000);  // nothing else comes (and no core touches the mapping)
+  ASSERT_EQ(mprotect(map, 2 * kHalf, PROT_READ), 0);
+  EXPECT_NE(region[kHalf - 1], 0xA7) << "the WRITE's last byte landed after the deregistration";
+  ASSERT_EQ(munmap(map, 2 * kHalf), 0);
+  close_mr(mr);
+  close_mr(wmr);
+  close_mr(rmr);
+  close_qp(x2.qp);
+  close_qp(y2.qp);
+  close_cq(x2.cq);
+  close_cq(y2.cq);
 }
 
 }  // namespace

@@ -56,16 +56,21 @@ TEST_F(NdkObjects, PdAndMrAreCreatedInline) {
   EXPECT_NE(mr->get_remote_token(), 0u);
   EXPECT_EQ(mr->register_mr(mem.data(), mem.size(), kMrAll, nullptr, nullptr), STATUS_INVALID_PARAMETER)
       << "already registered";
-  EXPECT_EQ(mr->deregister_mr(nullptr, nullptr), STATUS_SUCCESS);
-  EXPECT_EQ(mr->get_local_token(), 0u);
-  EXPECT_EQ(mr->deregister_mr(nullptr, nullptr), STATUS_INVALID_PARAMETER);
+  EXPECT_EQ(mr->deregister_mr(nullptr, nullptr), STATUS_INVALID_PARAMETER) << "NDK: a completion is required";
+  Requested dr;
+  EXPECT_EQ(mr->deregister_mr(&Requested::cb, &dr), STATUS_PENDING);
+  EXPECT_EQ(mr->get_local_token(), 0u) << "the tokens stop working at once";
+  EXPECT_FALSE(dr.done) << "completes once every core let go of the memory";
+  EXPECT_TRUE(poll_until([&] { return dr.done; }));
+  EXPECT_EQ(dr.status, STATUS_SUCCESS);
+  EXPECT_EQ(mr->deregister_mr(&Requested::cb, &dr), STATUS_INVALID_PARAMETER);
 
   // The PD is a parent: its close pends until the MR is closed, then fires once.
   Closed pc;
   EXPECT_EQ(pd->close(&Closed::cb, &pc), STATUS_PENDING);
   poll(4);
   EXPECT_EQ(pc.count, 0);
-  EXPECT_EQ(mr->close(nullptr, nullptr), STATUS_SUCCESS);
+  EXPECT_EQ(mr->close(nullptr, nullptr), STATUS_SUCCESS) << "not registered: inline";
   EXPECT_EQ(pc.count, 1);
   poll(4);
   EXPECT_EQ(pc.count, 1) << "nothing fires after close completion";
@@ -158,7 +163,7 @@ TEST_F(NdkLimits, LimitsAreInsufficientResources) {
   EXPECT_EQ(cc.count, 0);
   close_qp(q1);
   EXPECT_TRUE(poll_until([&] { return cc.count == 1; }));
-  EXPECT_EQ(m1->close(nullptr, nullptr), STATUS_SUCCESS);
+  close_mr(m1);
   EXPECT_EQ(p1->close(nullptr, nullptr), STATUS_SUCCESS);
   EXPECT_EQ(p2->close(nullptr, nullptr), STATUS_SUCCESS);
 }
@@ -229,8 +234,8 @@ TEST_F(NdkObjects, SrqFeedsQpsOfItsCoreAndNotifiesAtTheLimit) {
   close_qp(x.qp);
   close_cq(ca);
   close_cq(cb);
-  EXPECT_EQ(ma->close(nullptr, nullptr), STATUS_SUCCESS);
-  EXPECT_EQ(mb->close(nullptr, nullptr), STATUS_SUCCESS);
+  close_mr(ma);
+  close_mr(mb);
   EXPECT_EQ(pa->close(nullptr, nullptr), STATUS_SUCCESS);
   EXPECT_EQ(pb->close(nullptr, nullptr), STATUS_SUCCESS);
 }
