@@ -559,7 +559,7 @@ PortConfig Reader::port(const Field& f) {
 DataplaneConfig Reader::dataplane(const Field& f) {
   DataplaneConfig c;
   Mapping m = mapping(f, {"lcores", "burst_size", "rx_ring_size", "tx_ring_size",
-                          "control_ring_size", "mbuf_count", "mbuf_cache_size"});
+                          "control_ring_size", "mbuf_count", "mbuf_cache_size", "idle_sleep_us"});
   if (const Field* v = m.find("lcores")) {
     c.lcores = lcore_list(*v);
     if (c.lcores.empty()) fail(*v, "no polling lcores: list at least one");
@@ -577,6 +577,8 @@ DataplaneConfig Reader::dataplane(const Field& f) {
         static_cast<uint32_t>(unsigned_in(*v, kMinMbufCount, std::numeric_limits<uint32_t>::max()));
   if (const Field* v = m.find("mbuf_cache_size"))
     c.mbuf_cache_size = static_cast<uint32_t>(unsigned_in(*v, 0, kMaxMempoolCache));
+  if (const Field* v = m.find("idle_sleep_us"))
+    c.idle_sleep_us = static_cast<uint32_t>(unsigned_in(*v, 0, 10000));
   return c;
 }
 

@@ -73,6 +73,10 @@ struct DataplaneConfig {
   uint32_t control_ring_size = 1024;  // entries of each control<->lcore rte_ring (power of two)
   uint32_t mbuf_count = 16383;
   uint32_t mbuf_cache_size = 256;
+  // 0: the polling lcores spin (lowest latency). N > 0: after kIdlePollsBeforeSleep polls in a row
+  // found no work, a core sleeps N µs per idle poll, so a daemon sharing its CPUs (small VMs,
+  // a test host running guests) does not starve them. Work resets the count.
+  uint32_t idle_sleep_us = 0;
 };
 
 struct ControlConfig {

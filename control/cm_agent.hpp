@@ -97,7 +97,15 @@ struct Connector::State {
   bool have_peer_data = false;
   std::array<uint8_t, wire::kCmRtuPrivateLen> peer_pd{};
   uint32_t peer_pd_len = 0;
-  uint32_t remote_qpn = 0, remote_psn = 0, local_psn = 0;
+  uint32_t remote_qpn = 0;
+  // PSNs as Linux ib_cm means them (cm.c: the REQ's Starting PSN becomes the active side's
+  // rq_psn, the REP's its sq_psn; the passive side mirrors that): the Starting PSN a side puts in
+  // its own REQ or REP is the first PSN it RECEIVES. So `rq_psn` is what we announced and
+  // `sq_psn` is what the peer announced.
+  uint32_t rq_psn = 0, sq_psn = 0;
+  // How the peer asked us to retry (REQ: Retry Count, RNR Retry Count, Local ACK Timeout; REP:
+  // RNR Retry Count); 0xFF where its message carries no such field.
+  uint8_t peer_retry_count = 0xFF, peer_rnr_retry = 0xFF, peer_ack_timeout = 0xFF;
   uint8_t path_mtu_code = 3;
   wire::MacAddr remote_mac{};
   NTSTATUS abort_status = STATUS_SUCCESS;  ///< why the establishment ended without a call pending

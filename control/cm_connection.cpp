@@ -279,6 +279,9 @@ NTSTATUS CmConnection::on_request(const CmMad& m, std::uint32_t local_comm_id,
   path_mtu_ = req->path_mtu;
   peer_resp_res_ = req->responder_resources;
   peer_init_depth_ = req->initiator_depth;
+  peer_retry_count_ = req->retry_count;
+  peer_rnr_retry_ = req->rnr_retry_count;
+  peer_ack_timeout_ = req->primary.local_ack_timeout;
   max_retries_ = req->max_cm_retries;
   // The REQ's Local CM Response Timeout says how fast the active side answers our REP.
   answer_timeout_code_ = req->local_cm_response_timeout;
@@ -462,6 +465,7 @@ CmState CmConnection::step_req_sent(const CmMad* m, std::uint64_t now_ns) {
     remote_psn_ = rep->starting_psn;
     peer_resp_res_ = rep->responder_resources;
     peer_init_depth_ = rep->initiator_depth;
+    peer_rnr_retry_ = rep->rnr_retry_count;
     save_peer_pd(rep->private_data);
     // The passive side resends its REP (max_retries_ + 1) times, each after our
     // Local CM Response Timeout; past that it has given up on our RTU.

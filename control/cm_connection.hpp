@@ -183,7 +183,17 @@ class CmConnection {
   std::uint32_t remote_comm_id() const { return remote_comm_id_; }
   std::uint64_t remote_ca_guid() const { return remote_ca_guid_; }
   std::uint32_t remote_qpn() const { return remote_qpn_; }
+  /// The Starting PSN of the peer's REQ (passive) or REP (active). Linux ib_cm reads it as the
+  /// PSN the peer's receive queue expects first, so it seeds OUR send queue (see ndk_connector.cpp).
   std::uint32_t remote_starting_psn() const { return remote_psn_; }
+  /// Passive: the REQ's Retry Count and RNR Retry Count, which IBTA §12.7.27/§12.7.38 define as how
+  /// often the REQ sender wants the receiver (us) to retry. Active: the REP's RNR Retry Count (the
+  /// REP has no Retry Count; 0xFF means "not given").
+  std::uint8_t peer_retry_count() const { return peer_retry_count_; }
+  std::uint8_t peer_rnr_retry_count() const { return peer_rnr_retry_; }
+  /// Passive: the REQ's Primary Local ACK Timeout (Linux's passive side derives its QP timeout
+  /// from it). 0xFF when not given.
+  std::uint8_t peer_local_ack_timeout() const { return peer_ack_timeout_; }
   std::uint8_t path_mtu() const { return path_mtu_; }
   std::uint8_t peer_responder_resources() const { return peer_resp_res_; }
   std::uint8_t peer_initiator_depth() const { return peer_init_depth_; }
@@ -251,6 +261,9 @@ class CmConnection {
   std::uint8_t path_mtu_ = 0;
   std::uint8_t peer_resp_res_ = 0;
   std::uint8_t peer_init_depth_ = 0;
+  std::uint8_t peer_retry_count_ = 0xFF;
+  std::uint8_t peer_rnr_retry_ = 0xFF;
+  std::uint8_t peer_ack_timeout_ = 0xFF;
   std::uint32_t local_qpn_ = 0;
   std::uint64_t conn_tid_ = 0;       // the REQ's TID: REP, RTU, MRA and REJ of the setup reuse it
   std::uint64_t peer_dreq_tid_ = 0;  // for duplicate DREQs in TIMEWAIT

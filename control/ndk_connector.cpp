@@ -28,9 +28,13 @@ struct AsyncRef {
 };
 
 // First PSNs: any 24-bit value works (IBTA §9.7.1); spread them so two connections of one QPN
-// in a row do not reuse the same sequence space.
-uint32_t initial_psn(uint32_t comm_id, uint64_t now) {
-  return static_cast<uint32_t>((comm_id * 2654435761u) ^ (now >> 10)) & 0xFFFFFF;
+// in a row do not reuse the same sequence space, and so the two ends of one connection (which may
+// have equal comm IDs and QPNs) announce different values.
+uint32_t initial_psn(uint32_t comm_id, uint64_t ca_guid, uint64_t now) {
+  uint64_t v = (uint64_t{comm_id} * 2654435761u) ^ (now >> 10) ^ (ca_guid * 0x9E3779B97F4A7C15ull);
+  v ^= v >> 29;
+  v ^= v >> 17;
+  return static_cast<uint32_t>(v) & 0xFFFFFF;
 }
 
 void fire_request(Connector* c, NTSTATUS status) {
@@ -83,11 +87,18 @@ NdkQpConnectParams qp_params(const Connector::State& s, CmAgent& a) {
   p.remote_ip = s.peer.ip;
   std::memcpy(p.remote_mac, s.remote_mac.data(), 6);
   p.path_mtu = std::min(control::mtu_bytes(s.path_mtu_code), a.max_path_mtu());
-  p.local_psn = s.local_psn;
-  p.remote_psn = s.remote_psn;
-  p.retry_count = a.setup().retry_count;
-  p.rnr_retry = a.setup().rnr_retry;
+  p.local_psn = s.sq_psn;   // the peer's Starting PSN: what its receive queue expects first
+  p.remote_psn = s.rq_psn;  // ours, announced in our REQ/REP
+  // IBTA §12.7.27/§12.7.38: the REQ's (passive) and REP's (active, RNR only) retry counts say how
+  // often the peer wants us to retry; Linux programs its QPs the same way (cm.c
+  // cm_init_qp_rts_attr). Our own configuration applies where the peer said nothing.
+  p.retry_count = s.peer_retry_count != 0xFF ? s.peer_retry_count : a.setup().retry_count;
+  p.rnr_retry = s.peer_rnr_retry != 0xFF ? s.peer_rnr_retry : a.setup().rnr_retry;
+  // Passive: never time out faster than the active side's own Local ACK Timeout (Linux derives
+  // the passive QP's timeout from it).
   p.local_ack_timeout = a.setup().local_ack_timeout;
+  if (s.peer_ack_timeout != 0xFF && s.peer_ack_timeout > p.local_ack_timeout)
+    p.local_ack_timeout = std::min<uint8_t>(s.peer_ack_timeout, 31);
   p.inbound_read_limit = effective_irl(s, a.max_read_limit());
   p.outbound_read_limit = effective_orl(s, a.max_read_limit());
   return p;
@@ -101,7 +112,10 @@ void snapshot_peer(Connector::State& s, const control::CmConnection& cm) {
   s.peer_irl = cm.peer_responder_resources();
   s.peer_orl = cm.peer_initiator_depth();
   s.remote_qpn = cm.remote_qpn();
-  s.remote_psn = cm.remote_starting_psn();
+  s.sq_psn = cm.remote_starting_psn();
+  s.peer_retry_count = cm.peer_retry_count();
+  s.peer_rnr_retry = cm.peer_rnr_retry_count();
+  s.peer_ack_timeout = cm.peer_local_ack_timeout();
   if (cm.path_mtu() != 0) s.path_mtu_code = cm.path_mtu();
 }
 
@@ -133,12 +147,12 @@ NTSTATUS start_req(Connector* c, const wire::MacAddr& mac) {
   e->local_qpn = s.qpn;
   s.conn = e;
   s.remote_mac = mac;
-  s.local_psn = initial_psn(e->local_comm_id, now);
+  s.rq_psn = initial_psn(e->local_comm_id, a.ca_guid(), now);
   control::CmConnectParams p;
   p.local_comm_id = e->local_comm_id;
   p.local_ca_guid = a.ca_guid();
   p.local_qpn = s.qpn;
-  p.starting_psn = s.local_psn;
+  p.starting_psn = s.rq_psn;
   p.src_ip = s.local.ip;
   p.dst_ip = s.peer.ip;
   p.src_port = s.local.port;
@@ -310,7 +324,7 @@ void accept_qp_done(void* context, NTSTATUS status) {
     } else {
       control::CmAcceptParams p;
       p.local_qpn = s.qpn;
-      p.starting_psn = s.local_psn;
+      p.starting_psn = s.rq_psn;
       p.responder_resources = static_cast<uint8_t>(effective_irl(s, a.max_read_limit()));
       p.initiator_depth = static_cast<uint8_t>(effective_orl(s, a.max_read_limit()));
       p.rnr_retry_count = a.setup().rnr_retry;
@@ -382,7 +396,7 @@ NTSTATUS accept_common(Connector* c, Qp* qp, uint32_t irl, uint32_t orl, const v
   s.qp = qp;
   s.qpn = qp->qpn();
   s.qp_core = qp->core();
-  s.local_psn = initial_psn(s.conn->local_comm_id, a.now_ns());
+  s.rq_psn = initial_psn(s.conn->local_comm_id, a.ca_guid(), a.now_ns());
   s.connect_pd.assign(static_cast<const uint8_t*>(pd), static_cast<const uint8_t*>(pd) + pd_len);
   auto* ref = new AsyncRef{a.alive, &a, s.id};
   // IBTA §12.9.7 / rdma_cm: the passive QP is ready to receive (RTR) and send (RTS) before its

@@ -88,6 +88,7 @@ bool Runtime::start_all(std::string* error) {
     const unsigned lcore = options_.launch_cores ? cfg_.dataplane.lcores[i] : rte_lcore_id();
     cores_.push_back(std::make_unique<dataplane::PollingCore>(i, lcore, cfg_.dataplane.burst_size, *dispatch_,
                                                               *channels_.back()));
+    cores_.back()->set_idle_sleep_us(cfg_.dataplane.idle_sleep_us);
   }
   launched_.assign(n_cores, false);
   if (options_.launch_cores) {

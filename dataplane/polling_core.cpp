@@ -67,8 +67,14 @@ int PollingCore::lcore_main(void* arg) {
 void PollingCore::run_lc() {
   assert_lcore();
   uint64_t last = rte_rdtsc();
+  uint32_t idle_streak = 0;
   while (!stop_) {
     const bool busy = poll_once();
+    if (idle_sleep_us_ != 0) {
+      idle_streak = busy ? 0 : idle_streak + 1;
+      // Only an idle core sleeps: the system call never sits on a busy packet path.
+      if (idle_streak >= kIdlePollsBeforeSleep) rte_delay_us_sleep(idle_sleep_us_);
+    }
     const uint64_t now = rte_rdtsc();
     // Cycles of one iteration go to busy when any poller did work (SPDK reactor accounting).
     (busy ? stats_.busy_cycles : stats_.idle_cycles) += now - last;

@@ -106,6 +106,10 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   CoreChannel& channel() { return channel_; }
   /// True once a stop request has run (read by the lcore itself; others learn it by completion).
   bool stopped_lc() const { return stop_; }
+  /// Before launch: sleep this many µs per idle poll once kIdlePollsBeforeSleep polls in a row
+  /// were idle (config dataplane.idle_sleep_us); 0 spins.
+  void set_idle_sleep_us(uint32_t us) { idle_sleep_us_ = us; }
+  static constexpr uint32_t kIdlePollsBeforeSleep = 1024;
 
   // ---- owning lcore: used by LocalServices and the request handlers ----
   /// Queues a frame for TX on `port_id` (flushed at the end of this poll). The frame is the core's
@@ -156,6 +160,7 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   const unsigned lcore_id_;
   const uint16_t burst_;
   bool stop_ = false;
+  uint32_t idle_sleep_us_ = 0;
   unsigned n_attached_ = 0;
   pmd::RxDispatch& dispatch_;
   CoreChannel& channel_;

@@ -2,6 +2,9 @@
 // NdkConnect / NdkAccept / NdkDisconnect statuses; issue 4 §3 and the callback rules of §5).
 // QPs are the object layer's real QPs on the polling cores.
 
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
 #include <cstdlib>
 #include <string>
 
@@ -1035,6 +1038,118 @@ TEST_F(SeedConnections, PeerDisconnectDoesNotFlushTheQp) {
   bufs.push_back(std::move(xb));
   close_endpoint(x, &bufs);
   close_endpoint(y);
+}
+
+}  // namespace
+}  // namespace rocedp::test
+
+namespace rocedp::test {
+namespace {
+
+// ---- PSN meaning on the wire ---------------------------------------------------------------------
+
+// The first RC request packet each side sends, seen on the receiving port (rte_eth RX callback).
+struct FirstRequests {
+  struct Seen {
+    bool have = false;
+    uint32_t dest_qpn = 0, psn = 0;
+  };
+  Seen at_a, at_b;  // what arrived at A (sent by B), at B (sent by A)
+  uint16_t port_a = 0;
+};
+
+uint16_t record_first_request(uint16_t port, uint16_t, rte_mbuf** pkts, uint16_t n, uint16_t, void* ctx) {
+  auto* fr = static_cast<FirstRequests*>(ctx);
+  for (uint16_t i = 0; i < n; ++i) {
+    const auto* f = rte_pktmbuf_mtod(pkts[i], const uint8_t*);
+    if (rte_pktmbuf_data_len(pkts[i]) < 14 + 20 + 8 + 12 || f[12] != 0x08 || f[13] != 0x00) continue;
+    const size_t ihl = (f[14] & 0x0F) * 4u;
+    const uint8_t* udp = f + 14 + ihl;
+    if (f[14 + 9] != 17 || ((udp[2] << 8) | udp[3]) != 4791) continue;
+    const uint8_t* bth = udp + 8;
+    const uint8_t op = bth[0];
+    // RC requests only: SEND, WRITE, READ request, atomics (responses carry the requester's PSN).
+    const bool request = op <= 0x0C || op == 0x13 || op == 0x14 || op == 0x16 || op == 0x17;
+    if (!request) continue;
+    auto& s = port == fr->port_a ? fr->at_a : fr->at_b;
+    if (s.have) continue;
+    s.have = true;
+    s.dest_qpn = (uint32_t{bth[5]} << 16) | (uint32_t{bth[6]} << 8) | bth[7];
+    s.psn = (uint32_t{bth[9]} << 16) | (uint32_t{bth[10]} << 8) | bth[11];
+  }
+  return n;
+}
+
+// Linux ib_cm reads the Starting PSN of a REQ or REP as the PSN its SENDER receives first (cm.c:
+// the REQ's value becomes the active side's rq_psn, the REP's its sq_psn). Two rocedp ends that
+// shared the opposite reading talked to each other and to no Linux peer, so this checks the PSN
+// of the first request on the wire against the receiver's own CM message.
+TEST_F(SeedConnections, EachSidesStartingPsnIsTheFirstPsnItReceives) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  FirstRequests fr;
+  fr.port_a = a_.port->id();
+  std::vector<std::pair<uint16_t, const rte_eth_rxtx_callback*>> cbs;
+  for (Host* h : {&a_, &b_})
+    for (uint16_t q = 0; q < kCores; ++q) {
+      const auto* cb = rte_eth_add_rx_callback(h->port->id(), q, &record_first_request, &fr);
+      ASSERT_NE(cb, nullptr);
+      cbs.emplace_back(q, cb);
+    }
+  Link k;
+  establish(k, x, y, 6400);
+  auto xb = buffer(x.pd, 4096, kMrAll, 0x11);
+  auto yb = buffer(y.pd, 4096, kMrAll, 0x22);
+  // A SEND each way.
+  NdkSge ra = xb->sge(2048, 64), rb = yb->sge(2048, 64);
+  ASSERT_EQ(x.qp->receive(&x, &ra, 1), STATUS_SUCCESS);
+  ASSERT_EQ(y.qp->receive(&y, &rb, 1), STATUS_SUCCESS);
+  NdkSge sa = xb->sge(0, 32), sb = yb->sge(0, 32);
+  ASSERT_EQ(x.qp->send(&x, &sa, 1, 0), STATUS_SUCCESS);
+  ASSERT_EQ(y.qp->send(&y, &sb, 1, 0), STATUS_SUCCESS);
+  EXPECT_EQ(wait_results(x.cq, 2).size(), 2u);
+  EXPECT_EQ(wait_results(y.cq, 2).size(), 2u);
+  for (size_t i = 0; i < cbs.size(); ++i) {
+    Host* h = i < kCores ? &a_ : &b_;
+    rte_eth_remove_rx_callback(h->port->id(), cbs[i].first, cbs[i].second);
+  }
+
+  // A's REQ and B's REP, as their senders built them.
+  auto find = [](const std::vector<CapturedFrame>& tap, uint16_t attr, wire::CmMad* out) {
+    for (const auto& f : tap) {
+      wire::CmMad m;
+      if (f.bytes.size() < 14 + 20 + 8 + 12 + 8 + wire::kMadLen) continue;
+      if (wire::decode_cm_mad(wire::Bytes(f.bytes.data() + 14 + 20 + 8 + 12 + 8, wire::kMadLen), m) !=
+          wire::CmDecodeStatus::kOk)
+        continue;
+      if (wire::cm_attr_id(m.body) == attr) {
+        *out = m;
+        return true;
+      }
+    }
+    return false;
+  };
+  wire::CmMad req, rep;
+  ASSERT_TRUE(find(tap_a_, 0x10, &req));
+  ASSERT_TRUE(find(tap_b_, 0x13, &rep));
+  ASSERT_TRUE(fr.at_a.have && fr.at_b.have);
+  const auto& q = std::get<wire::CmReq>(req.body);
+  const auto& p = std::get<wire::CmRep>(rep.body);
+  EXPECT_EQ(fr.at_b.dest_qpn, p.local_qpn);
+  EXPECT_EQ(fr.at_b.psn, p.starting_psn) << "A's first request carries the PSN of B's REP";
+  EXPECT_EQ(fr.at_a.dest_qpn, q.local_qpn);
+  EXPECT_EQ(fr.at_a.psn, q.starting_psn) << "B's first request carries the PSN of A's REQ";
+  EXPECT_NE(q.starting_psn, p.starting_psn);
+
+  Req disc;
+  ASSERT_EQ(k.ca->disconnect(&Req::cb, &disc), STATUS_PENDING);
+  ASSERT_TRUE(pump_until([&] { return disc.done(); }));
+  release(k);
+  std::vector<std::unique_ptr<Buffer>> bufs;
+  bufs.push_back(std::move(xb));
+  bufs.push_back(std::move(yb));
+  close_endpoint(x, &bufs);
+  close_endpoint(y, &bufs);
 }
 
 }  // namespace
