@@ -113,7 +113,7 @@ NTSTATUS Adapter::query_adapter_info(NdkAdapterInfo* info, size_t* size) const {
   i.vendor_id = impl_->setup.vendor_id != 0 ? impl_->setup.vendor_id : kDefaultVendorId;
   i.device_id = impl_->setup.device_id;
   i.max_registration_size = static_cast<size_t>(l.max_registration_size);
-  i.max_window_size = 0;  // no memory windows
+  i.max_window_size = static_cast<size_t>(l.max_registration_size);  // a window spans at most a region
   i.frmr_page_count = l.frmr_page_count;
   const uint32_t sge = std::min<uint32_t>(l.max_sge, rc::kMaxWqeSge);
   i.max_initiator_request_sge = sge;
@@ -259,6 +259,30 @@ uint32_t Adapter::poll_control() {
   return n;
 }
 
+NTSTATUS Adapter::build_lam(const void* address, size_t length, NdkRequestCompletion, void*,
+                           NdkLogicalAddressMapping* lam, uint32_t* lam_size, uint32_t* first_byte_offset) {
+  const auto va = reinterpret_cast<uintptr_t>(address);
+  if (address == nullptr || length == 0 || lam_size == nullptr || first_byte_offset == nullptr ||
+      va + length < va || length > impl_->setup.limits.max_registration_size) {
+    return STATUS_INVALID_PARAMETER;
+  }
+  constexpr uint64_t kPage = rc::kFrmrPageSize;
+  const uint64_t first = va & ~(kPage - 1);
+  const uint64_t pages = ((va + length - 1) & ~(kPage - 1)) / kPage - first / kPage + 1;
+  const size_t need = ndk_lam_size(static_cast<uint32_t>(pages));
+  if (lam == nullptr || *lam_size < need) {
+    *lam_size = static_cast<uint32_t>(need);
+    return STATUS_BUFFER_TOO_SMALL;
+  }
+  lam->adapter_page_count = static_cast<uint32_t>(pages);
+  for (uint64_t p = 0; p < pages; ++p) lam->adapter_page_array[p] = first + p * kPage;
+  *lam_size = static_cast<uint32_t>(need);
+  *first_byte_offset = static_cast<uint32_t>(va - first);
+  return STATUS_SUCCESS;
+}
+
+void Adapter::release_lam(NdkLogicalAddressMapping*) {}
+
 void Adapter::set_tx_tap(void (*tap)(void*, const uint8_t*, size_t), void* context) {
   for (auto& r : impl_->rdma) r->set_tx_tap(tap, context);
 }
@@ -302,6 +326,8 @@ void finish_close(NdkObjectBase* object) {
     case NdkObjectType::kPd: {
       auto* pd = static_cast<Pd*>(object);
       Adapter* ad = pd->adapter;
+      // No QP of the PD is left, so no core uses its privileged token any more.
+      if (pd->privileged_token_ != 0) (void)ad->impl().mrs->deregister(pd->privileged_token_);
       const NdkCloseCompletion cb = pd->close_completion;
       void* ctx = pd->close_context;
       delete pd;
@@ -324,6 +350,18 @@ void finish_close(NdkObjectBase* object) {
         release_child(owner);
       };
       (void)ad->impl().call(cq->core(), &CoreRdma::on_detach_cq, cq->cq_.get(), done, cq);
+      break;
+    }
+    case NdkObjectType::kMw: {
+      auto* mw = static_cast<Mw*>(object);
+      Adapter* ad = mw->adapter;
+      Pd* pd = mw->pd_;
+      const NdkCloseCompletion cb = mw->close_completion;
+      void* ctx = mw->close_context;
+      delete mw;  // no core touches memory through it any more
+      --ad->impl().mrs_open;
+      fire_close(cb, ctx);
+      release_child(pd);
       break;
     }
     case NdkObjectType::kMr: {

@@ -576,6 +576,27 @@ NTSTATUS Connector::disconnect(NdkRequestCompletion cb, void* ctx) {
   return st;
 }
 
+NTSTATUS Connector::disconnect_ex(bool abortive, NdkRequestCompletion cb, void* ctx) {
+  if (!abortive) return disconnect(cb, ctx);
+  auto& s = *state_;
+  if (cb == nullptr) return STATUS_INVALID_PARAMETER;
+  if (s.phase != ConnPhase::kEstablished && s.phase != ConnPhase::kDisconnecting &&
+      s.phase != ConnPhase::kDisconnected) {
+    return STATUS_CONNECTION_INVALID;
+  }
+  s.disconnect = nullptr;
+  s.disconnect_ex = nullptr;
+  const bool graceful_pending = s.phase == ConnPhase::kDisconnecting;
+  // The CM connection is handed over: it sends its DREQ (if none went yet) and finishes alone
+  // (TimeWait); no event of it reaches this connector any more.
+  detach_conn(this, s.agent->now_ns());
+  flush_qp(this);
+  s.phase = ConnPhase::kDisconnected;
+  if (graceful_pending) fire_request(this, STATUS_SUCCESS);
+  s.agent->run_deferred();
+  return STATUS_SUCCESS;
+}
+
 NTSTATUS Connector::close(NdkCloseCompletion completion, void* context) {
   if (closing) return STATUS_INVALID_PARAMETER;
   closing = true;

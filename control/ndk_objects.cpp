@@ -55,6 +55,12 @@ RequestOp* new_request_op(NdkRequestCompletion completion, void* context) {
 
 }  // namespace
 
+namespace {
+// Deregistration barrier of an MR or MW (defined with the MR below).
+bool rings_have_room(Adapter::Impl& im);
+bool start_barrier(NdkObjectBase* object, uint32_t* counter, NdkRequestCompletion cb, void* ctx);
+}  // namespace
+
 // ---------------------------------------------------------------------------------------------
 // PD
 
@@ -226,6 +232,50 @@ NTSTATUS Pd::create_qp_with_srq(Cq* receive_cq, Cq* initiator_cq, Srq* srq, void
                           0, max_initiator_sge, inline_data_size, completion, context, out);
 }
 
+NTSTATUS Pd::create_mw(NdkCreateCompletion, void*, Mw** out) {
+  if (out == nullptr || closing) return STATUS_INVALID_PARAMETER;
+  Adapter::Impl& im = adapter->impl();
+  if (im.mrs_open >= im.setup.limits.max_mrs) return STATUS_INSUFFICIENT_RESOURCES;
+  Mw* mw = new (std::nothrow) Mw();
+  if (mw == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
+  const NTSTATUS st = im.mrs->create_window(id(), &mw->token_);
+  if (st != STATUS_SUCCESS) {
+    delete mw;
+    return st;
+  }
+  init_header(*mw, Mw::kType, adapter);
+  mw->pd_ = this;
+  ++im.mrs_open;
+  ++children;
+  *out = mw;
+  return STATUS_SUCCESS;
+}
+
+NTSTATUS Pd::get_privileged_memory_region_token(uint32_t* token) {
+  if (token == nullptr || closing) return STATUS_INVALID_PARAMETER;
+  if (privileged_token_ == 0) {
+    const NTSTATUS st = adapter->impl().mrs->register_privileged(id(), &privileged_token_);
+    if (st != STATUS_SUCCESS) return st;
+  }
+  *token = privileged_token_;
+  return STATUS_SUCCESS;
+}
+
+NTSTATUS Mw::close(NdkCloseCompletion completion, void* context) {
+  if (closing) return STATUS_INVALID_PARAMETER;
+  Adapter::Impl& im = adapter->impl();
+  if (!rings_have_room(im)) return STATUS_INSUFFICIENT_RESOURCES;
+  // The token stops working at once; the window's slot is freed now (its generation moves on,
+  // so the old token can never match again), and the close completes once every core let go.
+  (void)im.mrs->deregister(token_);
+  token_ = 0;
+  closing = true;
+  close_completion = completion;
+  close_context = context;
+  (void)start_barrier(this, &barriers_, nullptr, nullptr);
+  return STATUS_PENDING;
+}
+
 NTSTATUS Pd::close(NdkCloseCompletion completion, void* context) {
   if (closing) return STATUS_INVALID_PARAMETER;
   closing = true;
@@ -262,7 +312,8 @@ namespace {
 // against the old region is still being copied. After the last answer nothing touches the
 // memory again and the RequestCompletion / CloseCompletion runs (control thread).
 struct MrBarrier {
-  Mr* mr = nullptr;
+  NdkObjectBase* object = nullptr;  // an Mr or an Mw
+  uint32_t* counter = nullptr;      // its barriers_
   uint32_t remaining = 0;
   NdkRequestCompletion request = nullptr;
   void* request_context = nullptr;
@@ -273,25 +324,31 @@ void barrier_run(CoreMessage& msg, void*) { msg.result = STATUS_SUCCESS; }
 void barrier_done(CoreMessage& msg) {
   auto* b = static_cast<MrBarrier*>(msg.done_ctx);
   if (--b->remaining != 0) return;
-  Mr* mr = b->mr;
+  NdkObjectBase* object = b->object;
+  uint32_t* counter = b->counter;
   const NdkRequestCompletion cb = b->request;
   void* ctx = b->request_context;
   delete b;
-  --mr->barriers_;
+  --*counter;
   if (cb != nullptr) cb(ctx, STATUS_SUCCESS);
-  if (mr->closing && mr->barriers_ == 0) finish_close(mr);
+  if (object->closing && *counter == 0) finish_close(object);
+}
+
+bool rings_have_room(Adapter::Impl& im) {
+  for (uint32_t i = 0; i < im.rdma.size(); ++i)
+    if (im.setup.channels[i]->in_flight() >= im.setup.channels[i]->capacity()) return false;
+  return true;
 }
 
 // Starts the barrier on every core, all or none: false (nothing posted) if a core's ring is
 // full.
-bool start_barrier(Mr* mr, NdkRequestCompletion cb, void* ctx) {
-  Adapter::Impl& im = mr->adapter->impl();
+bool start_barrier(NdkObjectBase* object, uint32_t* counter, NdkRequestCompletion cb, void* ctx) {
+  Adapter::Impl& im = object->adapter->impl();
   const auto n = static_cast<uint32_t>(im.rdma.size());
-  for (uint32_t i = 0; i < n; ++i)
-    if (im.setup.channels[i]->in_flight() >= im.setup.channels[i]->capacity()) return false;
-  auto* b = new (std::nothrow) MrBarrier{mr, n, cb, ctx};
+  if (!rings_have_room(im)) return false;
+  auto* b = new (std::nothrow) MrBarrier{object, counter, n, cb, ctx};
   if (b == nullptr) return false;
-  ++mr->barriers_;
+  ++*counter;
   for (uint32_t i = 0; i < n; ++i) {
     // Room was checked above and only this thread posts control requests.
     (void)im.call(i, &barrier_run, nullptr, &barrier_done, b);
@@ -312,7 +369,7 @@ NTSTATUS Mr::deregister_mr(NdkRequestCompletion completion, void* context) {
   registered_ = false;
   local_token_ = remote_token_ = 0;
   if (st != STATUS_SUCCESS) return st;
-  if (!start_barrier(this, completion, context)) return STATUS_INSUFFICIENT_RESOURCES;
+  if (!start_barrier(this, &barriers_, completion, context)) return STATUS_INSUFFICIENT_RESOURCES;
   return STATUS_PENDING;
 }
 
@@ -340,7 +397,7 @@ NTSTATUS Mr::close(NdkCloseCompletion completion, void* context) {
     registered_ = false;
     local_token_ = remote_token_ = 0;
     // Room was checked: the barrier starts (the cores' rings only drain meanwhile).
-    (void)start_barrier(this, nullptr, nullptr);
+    (void)start_barrier(this, &barriers_, nullptr, nullptr);
   }
   closing = true;
   close_completion = completion;
@@ -379,6 +436,10 @@ NTSTATUS Cq::resize(uint32_t depth, NdkRequestCompletion completion, void* conte
   if (op == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
   op->object = this;
   return post_request(im, core_, &CoreRdma::on_resize_cq, cq_.get(), op, depth);
+}
+
+NTSTATUS Cq::control_interrupt_moderation(uint32_t, uint32_t) {
+  return STATUS_NOT_SUPPORTED;
 }
 
 NTSTATUS Cq::close(NdkCloseCompletion completion, void* context) {
@@ -567,6 +628,31 @@ NTSTATUS Qp::invalidate(void* request_context, Mr* mr, uint32_t flags) {
   w.flags = flags & ~NDK_OP_FLAG_INLINE;
   w.opcode = rc::SendOpcode::kInvalidate;
   w.local_token = mr->get_local_token();
+  return post_send(&w);
+}
+
+NTSTATUS Qp::invalidate(void* request_context, Mw* mw, uint32_t flags) {
+  if (mw == nullptr) return STATUS_INVALID_PARAMETER;
+  rc::SendWqe w;
+  w.request_context = request_context;
+  w.flags = flags & ~NDK_OP_FLAG_INLINE;
+  w.opcode = rc::SendOpcode::kInvalidate;
+  w.local_token = mw->get_remote_token();
+  return post_send(&w);
+}
+
+NTSTATUS Qp::bind(void* request_context, Mr* mr, Mw* mw, const void* address, uint64_t length,
+                  uint32_t mr_flags, uint32_t flags) {
+  if (mr == nullptr || mw == nullptr) return STATUS_INVALID_PARAMETER;
+  rc::SendWqe w;
+  w.request_context = request_context;
+  w.flags = flags & ~NDK_OP_FLAG_INLINE;
+  w.opcode = rc::SendOpcode::kBind;
+  w.local_token = mw->get_remote_token();
+  w.bind_mr_token = mr->get_local_token();
+  w.fr_address = reinterpret_cast<uintptr_t>(address);
+  w.fr_length = length;
+  w.fr_access = mr_flags;
   return post_send(&w);
 }
 

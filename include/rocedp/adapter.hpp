@@ -64,6 +64,7 @@ class Mr;
 class Cq;
 class Srq;
 class Qp;
+class Mw;
 
 /// NDKPI version rocedp implements (NDK_VERSION in every object header).
 inline constexpr NdkVersion kNdkVersion{2, 1};
@@ -148,6 +149,19 @@ class Adapter : public NdkObjectBase {
   uint32_t poll_control();
 
   uint32_t core_count() const { return static_cast<uint32_t>(cores_.size()); }
+  /// NdkBuildLAM over [address, address+length) (rocedp takes the buffer instead of an MDL).
+  /// Fills `lam` with the logical address (= the virtual address) of every 4 KiB page the buffer
+  /// touches and `*first_byte_offset` with the offset of `address` in its first page.
+  /// STATUS_SUCCESS inline (`completion` is never called; nothing is pinned or mapped);
+  /// STATUS_BUFFER_TOO_SMALL if *lam_size < the size needed (then *lam_size is set to it, see
+  /// ndk_lam_size); STATUS_INVALID_PARAMETER (null pointers, length 0, the range wraps,
+  /// length > MaxRegistrationSize). Any thread.
+  NTSTATUS build_lam(const void* address, size_t length, NdkRequestCompletion completion, void* context,
+                     NdkLogicalAddressMapping* lam, uint32_t* lam_size, uint32_t* first_byte_offset);
+  /// NdkReleaseLAM: releases a LAM BuildLam filled. Nothing is held for it on rocedp, so this only
+  /// exists for NDK's call sequence. Any thread.
+  void release_lam(NdkLogicalAddressMapping* lam);
+
   /// Test hook for CQs created from now on (null functions: the default allocator).
   void set_cq_ring_allocator(const CqRingAllocatorHook& hook) { cq_allocator_ = hook; }
   /// Test hook: every frame the adapter's RC engines transmit, on the transmitting core.
@@ -199,14 +213,47 @@ class Pd : public NdkObjectBase {
                               uint32_t inline_data_size, NdkCreateCompletion completion, void* context,
                               Qp** out);
 
-  /// STATUS_SUCCESS when no MR, SRQ or QP of it is open; else STATUS_PENDING and CloseCompletion
-  /// once the last of them closed.
+  /// NdkCreateMw: a memory window of this PD, unbound (its token works once a Bind work request
+  /// bound it). STATUS_SUCCESS inline (`completion` never called); STATUS_INSUFFICIENT_RESOURCES
+  /// (limits.max_mrs: windows and regions share the table); STATUS_INVALID_PARAMETER (null out,
+  /// closing). Control thread.
+  NTSTATUS create_mw(NdkCreateCompletion completion, void* context, Mw** out);
+
+  /// NdkGetPrivilegedMemoryRegionToken: a token for local SGEs that reaches any address (the
+  /// logical addresses of BuildLAM; SMB Direct uses it for its own buffers). Local access only:
+  /// a peer using it as a remote token gets a NAK remote access error. The same token for the
+  /// life of the PD. STATUS_SUCCESS; STATUS_INSUFFICIENT_RESOURCES (table full);
+  /// STATUS_INVALID_PARAMETER (null token, closing). Control thread.
+  NTSTATUS get_privileged_memory_region_token(uint32_t* token);
+
+  /// STATUS_SUCCESS when no MR, MW, SRQ or QP of it is open; else STATUS_PENDING and
+  /// CloseCompletion once the last of them closed.
   NTSTATUS close(NdkCloseCompletion completion, void* context);
 
   uint32_t id() const { return id_; }
 
   // ---- provider internals (control thread); not part of the consumer API ----
   uint32_t id_ = 0;
+  uint32_t privileged_token_ = 0;
+};
+
+/// NDK_MW: a memory window (type 1 in IB terms: bound by a Bind work request on a QP of its PD).
+class Mw : public NdkObjectBase {
+ public:
+  static constexpr NdkObjectType kType = NdkObjectType::kMw;
+
+  /// NdkGetRemoteTokenFromMw: the window's token (fixed for its life; it grants access only
+  /// while the window is bound).
+  uint32_t get_remote_token() const { return token_; }
+  /// NdkCloseObject: STATUS_PENDING; the token stops working at once, CloseCompletion (control
+  /// thread) once no polling core touches memory through it any more. STATUS_INSUFFICIENT_RESOURCES
+  /// (a core's request ring is full; nothing changed); STATUS_INVALID_PARAMETER (closing).
+  NTSTATUS close(NdkCloseCompletion completion, void* context);
+
+  // ---- provider internals (control thread); not part of the consumer API ----
+  Pd* pd_ = nullptr;
+  uint32_t token_ = 0;
+  uint32_t barriers_ = 0;
 };
 
 /// NDK_MR: a memory region.
@@ -272,6 +319,11 @@ class Cq : public NdkObjectBase {
   /// (overrun). Inline: STATUS_INVALID_PARAMETER (depth 0 or > MaxCqDepth, null completion),
   /// STATUS_INSUFFICIENT_RESOURCES (request ring full).
   NTSTATUS resize(uint32_t depth, NdkRequestCompletion completion, void* context);
+  /// NdkControlCqInterruptModeration: STATUS_NOT_SUPPORTED, always (NDK's documented status when
+  /// the adapter does not advertise NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED). There
+  /// are no interrupts to moderate: the notification runs on the polling core that produced the
+  /// completion, as soon as it is produced. Any thread.
+  NTSTATUS control_interrupt_moderation(uint32_t moderation_interval, uint32_t moderation_count);
   /// STATUS_PENDING; CloseCompletion once every QP using the CQ is closed and the core has
   /// dropped it. A ResizeCq still pending completes first, with STATUS_CANCELLED. Notifications
   /// stop before CloseCompletion.
@@ -372,6 +424,19 @@ class Qp : public NdkObjectBase {
                          uint32_t flags);
   /// NdkInvalidate: invalidates the local token of a fast-register `mr`.
   NTSTATUS invalidate(void* request_context, Mr* mr, uint32_t flags);
+  /// NdkInvalidate on a memory window: unbinds `mw` in order with the other requests; its token
+  /// fails every check from then on. Completion STATUS_SUCCESS, or STATUS_ACCESS_VIOLATION
+  /// (stale window).
+  NTSTATUS invalidate(void* request_context, Mw* mw, uint32_t flags);
+  /// NdkBind: binds window `mw` to [address, address+length) of the registered region `mr` with
+  /// remote rights `mr_flags` (NDK_MR_FLAG_ALLOW_REMOTE_READ / _WRITE), in order with the other
+  /// requests; the peer then uses mw->get_remote_token(). Window, region and QP must share the
+  /// PD. Completion (kBind): STATUS_SUCCESS; STATUS_ACCESS_VIOLATION (another PD, range outside
+  /// the region, a right the region does not grant, stale window or region);
+  /// STATUS_INVALID_DEVICE_REQUEST (length 0, bad flags). Inline: as every post, and
+  /// STATUS_INVALID_PARAMETER (null mr/mw).
+  NTSTATUS bind(void* request_context, Mr* mr, Mw* mw, const void* address, uint64_t length, uint32_t mr_flags,
+                uint32_t flags);
 
   /// NdkFlush: every pending request completes with STATUS_CANCELLED and the QP moves to
   /// error. Control thread (the request travels on the owning core's ring).

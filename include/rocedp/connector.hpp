@@ -152,6 +152,16 @@ class Connector : public NdkConnector {
   /// STATUS_CONNECTION_INVALID (never connected), STATUS_INVALID_PARAMETER (null completion).
   NTSTATUS disconnect(NdkRequestCompletion completion, void* context);
 
+  /// NDK_FN_DISCONNECT_EX: `abortive` false is disconnect(). `abortive` true ends the connection
+  /// without waiting for the peer: the DREQ leaves (the CM finishes that exchange on its own; no
+  /// DREP is awaited by this call), the QP is
+  /// flushed (outstanding work completes with STATUS_CANCELLED) and the call completes inline
+  /// with STATUS_SUCCESS (`completion` is not called); a graceful Disconnect still pending
+  /// completes STATUS_SUCCESS first. The peer sees a disconnect event. STATUS_SUCCESS also when
+  /// the peer already disconnected; STATUS_CONNECTION_INVALID (never connected);
+  /// STATUS_INVALID_PARAMETER (null completion).
+  NTSTATUS disconnect_ex(bool abortive, NdkRequestCompletion completion, void* context);
+
   /// NdkCloseObject: ends the connection if any (REJ before establishment, DREQ after; the QP is
   /// flushed). NDKPI object lifetime: the close does not complete before every pending request
   /// of the connector has. STATUS_SUCCESS (inline, `completion` not called) when nothing is

@@ -1152,5 +1152,37 @@ TEST_F(SeedConnections, EachSidesStartingPsnIsTheFirstPsnItReceives) {
   close_endpoint(y, &bufs);
 }
 
+// NDK_FN_DISCONNECT_EX(Abortive = TRUE): the connection ends at once, inline; our QP is flushed;
+// the peer sees its disconnect event.
+TEST_F(SeedConnections, AbortiveDisconnectExEndsAtOnceAndFlushes) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  auto xb = buffer(x.pd, 4096);
+  Link k;
+  establish(k, x, y, 7995);
+  NdkSge r1 = xb->sge(0, 64);
+  ASSERT_EQ(x.qp->receive(&x, &r1, 1), STATUS_SUCCESS);
+  Req d;
+  EXPECT_EQ(k.ca->disconnect_ex(true, nullptr, nullptr), STATUS_INVALID_PARAMETER);
+  ASSERT_EQ(k.ca->disconnect_ex(true, &Req::cb, &d), STATUS_SUCCESS);
+  auto fl = wait_results(x.cq, 1);
+  ASSERT_EQ(fl.size(), 1u);
+  EXPECT_EQ(fl[0].status, STATUS_CANCELLED) << "the QP is flushed";
+  ASSERT_TRUE(pump_until([&] { return k.disc_b.done(); }));
+  EXPECT_EQ(k.disc_b.status, STATUS_SUCCESS);
+  pump(100);
+  EXPECT_FALSE(d.done()) << "inline: no callback";
+  EXPECT_FALSE(k.disc_a.done()) << "our own disconnect fires no event";
+  EXPECT_EQ(k.ca->disconnect_ex(true, &Req::cb, &d), STATUS_SUCCESS) << "already down";
+  Connector* idle = connector(a_);
+  EXPECT_EQ(idle->disconnect_ex(true, &Req::cb, &d), STATUS_CONNECTION_INVALID) << "never connected";
+  close_connector(idle);
+  release(k);
+  std::vector<std::unique_ptr<Buffer>> bufs;
+  bufs.push_back(std::move(xb));
+  close_endpoint(x, &bufs);
+  close_endpoint(y);
+}
+
 }  // namespace
 }  // namespace rocedp::test
