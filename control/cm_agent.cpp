@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "control/ndk_internal.hpp"
 #include "dataplane/arp_icmp.hpp"
@@ -26,9 +28,15 @@ struct Attached {
   std::shared_ptr<bool> adapter_alive;
   std::unique_ptr<CmAgent> agent;
 };
-// Control thread only: one process-wide table (adapters are few; looked up per consumer call).
+// One process-wide table (adapters are few; looked up per consumer call). Each adapter's
+// control thread uses its own entry; the mutex guards the table itself (two adapters may have
+// two control threads).
 std::unordered_map<const Adapter*, Attached>& agents() {
   static std::unordered_map<const Adapter*, Attached> m;
+  return m;
+}
+std::mutex& agents_mutex() {
+  static std::mutex m;
   return m;
 }
 
@@ -60,6 +68,7 @@ wire::MacAddr mac_of(const config::MacAddress& m) {
 }  // namespace
 
 CmAgent* agent_of(const Adapter& adapter) {
+  std::lock_guard<std::mutex> g(agents_mutex());
   auto& m = agents();
   auto it = m.find(&adapter);
   if (it == m.end()) return nullptr;
@@ -562,24 +571,30 @@ using control::agent_of;
 using control::CmAgent;
 
 NTSTATUS attach_connection_manager(Adapter& adapter, const ConnectionManagerSetup& setup) {
+  ROCEDP_ON_CONTROL(&adapter, attach_connection_manager(adapter, setup));
   if (agent_of(adapter) != nullptr) return STATUS_INVALID_DEVICE_STATE;
   if (adapter.closing || setup.tx_core >= adapter.core_count()) return STATUS_INVALID_PARAMETER;
   auto agent = std::make_unique<CmAgent>(adapter, setup);
+  std::lock_guard<std::mutex> g(control::agents_mutex());
   control::agents()[&adapter] = {adapter.impl().alive, std::move(agent)};
   return STATUS_SUCCESS;
 }
 
 NTSTATUS detach_connection_manager(Adapter& adapter) {
+  ROCEDP_ON_CONTROL(&adapter, detach_connection_manager(adapter));
   CmAgent* a = agent_of(adapter);
   if (a == nullptr) return STATUS_INVALID_DEVICE_STATE;
   if (a->open_connectors != 0 || a->open_listeners != 0 || a->open_endpoints != 0 ||
       a->closes_pending != 0)
     return STATUS_INVALID_DEVICE_STATE;
+  std::lock_guard<std::mutex> g(control::agents_mutex());
   control::agents().erase(&adapter);
   return STATUS_SUCCESS;
 }
 
 uint32_t poll_connections(Adapter& adapter) {
+  // The control loop: it runs on the control thread (see Adapter::poll_control).
+  adapter.impl().control_thread.store(std::this_thread::get_id(), std::memory_order_release);
   CmAgent* a = agent_of(adapter);
   return a != nullptr ? a->poll() : 0;
 }
@@ -590,6 +605,7 @@ bool cm_receive_frame(Adapter& adapter, const uint8_t* frame, size_t len) {
 }
 
 ConnectionManagerCounters connection_manager_counters(Adapter& adapter) {
+  ROCEDP_ON_CONTROL(&adapter, connection_manager_counters(adapter));
   CmAgent* a = agent_of(adapter);
   return a != nullptr ? a->counters : ConnectionManagerCounters{};
 }

@@ -5,6 +5,7 @@
 // lock-free rings of their queue.
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <new>
 
@@ -139,6 +140,7 @@ NTSTATUS Adapter::query_adapter_info(NdkAdapterInfo* info, size_t* size) const {
 }
 
 NTSTATUS Adapter::create_pd(NdkCreateCompletion, void*, Pd** out) {
+  ROCEDP_ON_CONTROL(this, create_pd(nullptr, nullptr, out));
   if (out == nullptr || closing) return STATUS_INVALID_PARAMETER;
   if (impl_->pds >= impl_->setup.limits.max_pds) return STATUS_INSUFFICIENT_RESOURCES;
   Pd* pd = new (std::nothrow) Pd();
@@ -153,6 +155,7 @@ NTSTATUS Adapter::create_pd(NdkCreateCompletion, void*, Pd** out) {
 
 NTSTATUS Adapter::create_cq(uint32_t depth, NdkCqNotificationCallback notification, void* notification_context,
                             uint32_t core_affinity, NdkCreateCompletion completion, void* context, Cq** out) {
+  ROCEDP_ON_CONTROL(this, create_cq(depth, notification, notification_context, core_affinity, completion, context, out));
   Impl& im = *impl_;
   if (closing || completion == nullptr || depth == 0 || depth > im.setup.limits.max_cq_depth ||
       core_affinity >= im.rdma.size()) {
@@ -237,7 +240,26 @@ NTSTATUS Adapter::create_cq(uint32_t depth, NdkCqNotificationCallback notificati
 
 uint32_t Adapter::poll_control() {
   Impl& im = *impl_;
+  // Whoever runs the control loop is the control thread; calls from other threads wait in the
+  // inbox for it. One loop at a time (a second thread polling concurrently is a consumer bug).
+  im.control_thread.store(std::this_thread::get_id(), std::memory_order_release);
+#ifndef NDEBUG
+  const bool was_polling = im.polling.exchange(true);
+  assert(!was_polling && "Adapter::poll_control runs on one thread at a time");
+  struct Clear {
+    std::atomic<bool>* flag;
+    std::shared_ptr<bool> alive;
+    ~Clear() {
+      if (*alive) flag->store(false);
+    }
+  } clear{&im.polling, im.alive};
+#endif
   uint32_t n = 0;
+  if (im.inbox_size.load(std::memory_order_acquire) != 0) {
+    const std::shared_ptr<bool> live = im.alive;  // a handed-over call may close the adapter
+    n = im.run_inbox();
+    if (!*live) return n;
+  }
   // A completion may close the adapter (which frees impl_): `alive` outlives it. No copy of
   // the channel list, so an idle control loop allocates nothing.
   const size_t n_channels = im.setup.channels.size();
@@ -288,6 +310,7 @@ void Adapter::set_tx_tap(void (*tap)(void*, const uint8_t*, size_t), void* conte
 }
 
 NTSTATUS Adapter::close(NdkCloseCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, close(completion, context));
   if (closing) return STATUS_INVALID_PARAMETER;
   closing = true;
   close_completion = completion;

@@ -449,6 +449,7 @@ Connector* new_connector(Adapter& adapter, CmAgent& a) {
 // Public API
 
 NTSTATUS create_connector(Adapter& adapter, NdkCreateCompletion, void*, Connector** out) {
+  ROCEDP_ON_CONTROL(&adapter, create_connector(adapter, nullptr, nullptr, out));
   if (out == nullptr) return STATUS_INVALID_PARAMETER;
   CmAgent* a = agent_of(adapter);
   if (a == nullptr || adapter.closing) return STATUS_INVALID_DEVICE_STATE;
@@ -463,6 +464,7 @@ NTSTATUS create_connector(Adapter& adapter, NdkCreateCompletion, void*, Connecto
 NTSTATUS Connector::connect(Qp* qp, const NdkSockAddr& source, const NdkSockAddr& destination,
                             uint32_t irl, uint32_t orl, const void* pd, uint32_t pd_len,
                             NdkRequestCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, connect(qp, source, destination, irl, orl, pd, pd_len, completion, context));
   const NTSTATUS st = connect_common(this, qp, source, nullptr, destination, irl, orl, pd, pd_len,
                                      completion, context);
   state_->agent->run_deferred();
@@ -473,6 +475,7 @@ NTSTATUS Connector::connect_with_shared_endpoint(Qp* qp, SharedEndpoint* endpoin
                                                  const NdkSockAddr& destination, uint32_t irl,
                                                  uint32_t orl, const void* pd, uint32_t pd_len,
                                                  NdkRequestCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, connect_with_shared_endpoint(qp, endpoint, destination, irl, orl, pd, pd_len, completion, context));
   if (endpoint == nullptr || endpoint->closing || endpoint->adapter != adapter)
     return STATUS_INVALID_PARAMETER;
   const NTSTATUS st = connect_common(this, qp, endpoint->address_, endpoint, destination, irl, orl,
@@ -483,27 +486,32 @@ NTSTATUS Connector::connect_with_shared_endpoint(Qp* qp, SharedEndpoint* endpoin
 
 NTSTATUS Connector::complete_connect(NdkDisconnectEventCallback d, void* dctx,
                                      NdkRequestCompletion cb, void* ctx) {
+  ROCEDP_ON_CONTROL(this, complete_connect(d, dctx, cb, ctx));
   return complete_common(this, d, nullptr, dctx, cb, ctx);
 }
 
 NTSTATUS Connector::complete_connect_ex(NdkDisconnectEventCallbackEx d, void* dctx,
                                         NdkRequestCompletion cb, void* ctx) {
+  ROCEDP_ON_CONTROL(this, complete_connect_ex(d, dctx, cb, ctx));
   return complete_common(this, nullptr, d, dctx, cb, ctx);
 }
 
 NTSTATUS Connector::accept(Qp* qp, uint32_t irl, uint32_t orl, const void* pd, uint32_t pd_len,
                            NdkDisconnectEventCallback d, void* dctx, NdkRequestCompletion cb,
                            void* ctx) {
+  ROCEDP_ON_CONTROL(this, accept(qp, irl, orl, pd, pd_len, d, dctx, cb, ctx));
   return accept_common(this, qp, irl, orl, pd, pd_len, d, nullptr, dctx, cb, ctx);
 }
 
 NTSTATUS Connector::accept_ex(Qp* qp, uint32_t irl, uint32_t orl, const void* pd, uint32_t pd_len,
                               NdkDisconnectEventCallbackEx d, void* dctx, NdkRequestCompletion cb,
                               void* ctx) {
+  ROCEDP_ON_CONTROL(this, accept_ex(qp, irl, orl, pd, pd_len, d, dctx, cb, ctx));
   return accept_common(this, qp, irl, orl, pd, pd_len, nullptr, d, dctx, cb, ctx);
 }
 
 NTSTATUS Connector::reject(const void* pd, uint32_t pd_len) {
+  ROCEDP_ON_CONTROL(this, reject(pd, pd_len));
   auto& s = *state_;
   if (pd_len > wire::kMaxCalleeData || (pd_len != 0 && pd == nullptr))
     return STATUS_INVALID_PARAMETER;
@@ -520,6 +528,7 @@ NTSTATUS Connector::reject(const void* pd, uint32_t pd_len) {
 
 NTSTATUS Connector::get_connection_data(uint32_t* irl, uint32_t* orl, void* pd,
                                         uint32_t* pd_len) const {
+  ROCEDP_ON_CONTROL(this, get_connection_data(irl, orl, pd, pd_len));
   const auto& s = *state_;
   if (pd_len == nullptr) return STATUS_INVALID_PARAMETER;
   if (!s.have_peer_data) return STATUS_CONNECTION_INVALID;
@@ -541,13 +550,16 @@ NTSTATUS Connector::get_connection_data(uint32_t* irl, uint32_t* orl, void* pd,
 }
 
 NTSTATUS Connector::get_local_address(NdkSockAddr* address, uint32_t* size) const {
+  ROCEDP_ON_CONTROL(this, get_local_address(address, size));
   return copy_address(state_->local, state_->have_local, address, size);
 }
 NTSTATUS Connector::get_peer_address(NdkSockAddr* address, uint32_t* size) const {
+  ROCEDP_ON_CONTROL(this, get_peer_address(address, size));
   return copy_address(state_->peer, state_->have_local, address, size);
 }
 
 NTSTATUS Connector::disconnect(NdkRequestCompletion cb, void* ctx) {
+  ROCEDP_ON_CONTROL(this, disconnect(cb, ctx));
   auto& s = *state_;
   if (cb == nullptr) return STATUS_INVALID_PARAMETER;
   if (s.phase == ConnPhase::kDisconnected) {
@@ -577,6 +589,7 @@ NTSTATUS Connector::disconnect(NdkRequestCompletion cb, void* ctx) {
 }
 
 NTSTATUS Connector::disconnect_ex(bool abortive, NdkRequestCompletion cb, void* ctx) {
+  ROCEDP_ON_CONTROL(this, disconnect_ex(abortive, cb, ctx));
   if (!abortive) return disconnect(cb, ctx);
   auto& s = *state_;
   if (cb == nullptr) return STATUS_INVALID_PARAMETER;
@@ -598,6 +611,7 @@ NTSTATUS Connector::disconnect_ex(bool abortive, NdkRequestCompletion cb, void* 
 }
 
 NTSTATUS Connector::close(NdkCloseCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, close(completion, context));
   if (closing) return STATUS_INVALID_PARAMETER;
   closing = true;
   auto& s = *state_;

@@ -65,6 +65,7 @@ bool start_barrier(NdkObjectBase* object, uint32_t* counter, NdkRequestCompletio
 // PD
 
 NTSTATUS Pd::create_mr(bool fast_register, NdkCreateCompletion, void*, Mr** out) {
+  ROCEDP_ON_CONTROL(this, create_mr(fast_register, nullptr, nullptr, out));
   if (out == nullptr || closing) return STATUS_INVALID_PARAMETER;
   Adapter::Impl& im = adapter->impl();
   if (im.mrs_open >= im.setup.limits.max_mrs) return STATUS_INSUFFICIENT_RESOURCES;
@@ -82,6 +83,7 @@ NTSTATUS Pd::create_mr(bool fast_register, NdkCreateCompletion, void*, Mr** out)
 NTSTATUS Pd::create_srq(uint32_t depth, uint32_t max_sge, uint32_t notify_threshold,
                         NdkSrqNotificationCallback notification, void* notification_context,
                         uint32_t core_affinity, NdkCreateCompletion, void*, Srq** out) {
+  ROCEDP_ON_CONTROL(this, create_srq(depth, max_sge, notify_threshold, notification, notification_context, core_affinity, nullptr, nullptr, out));
   Adapter::Impl& im = adapter->impl();
   const config::LimitsConfig& l = im.setup.limits;
   if (out == nullptr || closing || depth == 0 || depth > l.max_srq_depth || max_sge > l.max_sge ||
@@ -217,6 +219,7 @@ NTSTATUS Pd::create_qp(Cq* receive_cq, Cq* initiator_cq, void* qp_context,
                        uint32_t max_receive_sge, uint32_t max_initiator_sge,
                        uint32_t inline_data_size, NdkCreateCompletion completion, void* context,
                        Qp** out) {
+  ROCEDP_ON_CONTROL(this, create_qp(receive_cq, initiator_cq, qp_context, receive_queue_depth, initiator_queue_depth, max_receive_sge, max_initiator_sge, inline_data_size, completion, context, out));
   return create_qp_common(this, receive_cq, initiator_cq, nullptr, qp_context, receive_queue_depth,
                           initiator_queue_depth, max_receive_sge, max_initiator_sge,
                           inline_data_size, completion, context, out);
@@ -226,6 +229,7 @@ NTSTATUS Pd::create_qp_with_srq(Cq* receive_cq, Cq* initiator_cq, Srq* srq, void
                                 uint32_t initiator_queue_depth, uint32_t max_initiator_sge,
                                 uint32_t inline_data_size, NdkCreateCompletion completion,
                                 void* context, Qp** out) {
+  ROCEDP_ON_CONTROL(this, create_qp_with_srq(receive_cq, initiator_cq, srq, qp_context, initiator_queue_depth, max_initiator_sge, inline_data_size, completion, context, out));
   if (srq == nullptr || srq->header.object_type != NdkObjectType::kSrq)
     return STATUS_INVALID_PARAMETER;
   return create_qp_common(this, receive_cq, initiator_cq, srq, qp_context, 0, initiator_queue_depth,
@@ -233,6 +237,7 @@ NTSTATUS Pd::create_qp_with_srq(Cq* receive_cq, Cq* initiator_cq, Srq* srq, void
 }
 
 NTSTATUS Pd::create_mw(NdkCreateCompletion, void*, Mw** out) {
+  ROCEDP_ON_CONTROL(this, create_mw(nullptr, nullptr, out));
   if (out == nullptr || closing) return STATUS_INVALID_PARAMETER;
   Adapter::Impl& im = adapter->impl();
   if (im.mrs_open >= im.setup.limits.max_mrs) return STATUS_INSUFFICIENT_RESOURCES;
@@ -252,6 +257,7 @@ NTSTATUS Pd::create_mw(NdkCreateCompletion, void*, Mw** out) {
 }
 
 NTSTATUS Pd::get_privileged_memory_region_token(uint32_t* token) {
+  ROCEDP_ON_CONTROL(this, get_privileged_memory_region_token(token));
   if (token == nullptr || closing) return STATUS_INVALID_PARAMETER;
   if (privileged_token_ == 0) {
     const NTSTATUS st = adapter->impl().mrs->register_privileged(id(), &privileged_token_);
@@ -262,6 +268,7 @@ NTSTATUS Pd::get_privileged_memory_region_token(uint32_t* token) {
 }
 
 NTSTATUS Mw::close(NdkCloseCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, close(completion, context));
   if (closing) return STATUS_INVALID_PARAMETER;
   Adapter::Impl& im = adapter->impl();
   if (!rings_have_room(im)) return STATUS_INSUFFICIENT_RESOURCES;
@@ -277,6 +284,7 @@ NTSTATUS Mw::close(NdkCloseCompletion completion, void* context) {
 }
 
 NTSTATUS Pd::close(NdkCloseCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, close(completion, context));
   if (closing) return STATUS_INVALID_PARAMETER;
   closing = true;
   close_completion = completion;
@@ -294,6 +302,7 @@ NTSTATUS Pd::close(NdkCloseCompletion completion, void* context) {
 
 NTSTATUS Mr::register_mr(const void* address, uint64_t length, uint32_t mr_flags,
                          NdkRequestCompletion, void*) {
+  ROCEDP_ON_CONTROL(this, register_mr(address, length, mr_flags, nullptr, nullptr));
   if (registered_ || fast_register_ || closing) return STATUS_INVALID_PARAMETER;
   rc::MrTokens tokens;
   const NTSTATUS st =
@@ -359,6 +368,7 @@ bool start_barrier(NdkObjectBase* object, uint32_t* counter, NdkRequestCompletio
 }  // namespace
 
 NTSTATUS Mr::deregister_mr(NdkRequestCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, deregister_mr(completion, context));
   if (!registered_ || completion == nullptr || closing) return STATUS_INVALID_PARAMETER;
   Adapter::Impl& im = adapter->impl();
   for (uint32_t i = 0; i < im.rdma.size(); ++i)
@@ -375,6 +385,7 @@ NTSTATUS Mr::deregister_mr(NdkRequestCompletion completion, void* context) {
 
 NTSTATUS Mr::initialize_fast_register_mr(uint32_t page_count, bool allow_remote_access,
                                          NdkRequestCompletion, void*) {
+  ROCEDP_ON_CONTROL(this, initialize_fast_register_mr(page_count, allow_remote_access, nullptr, nullptr));
   if (!fast_register_ || registered_ || closing) return STATUS_INVALID_PARAMETER;
   rc::MrTokens tokens;
   const NTSTATUS st = adapter->impl().mrs->create_fast_register(pd_->id(), page_count,
@@ -387,6 +398,7 @@ NTSTATUS Mr::initialize_fast_register_mr(uint32_t page_count, bool allow_remote_
 }
 
 NTSTATUS Mr::close(NdkCloseCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, close(completion, context));
   if (closing) return STATUS_INVALID_PARAMETER;
   Adapter::Impl& im = adapter->impl();
   if (registered_) {
@@ -428,6 +440,7 @@ bool Cq::overrun() const {
 }
 
 NTSTATUS Cq::resize(uint32_t depth, NdkRequestCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, resize(depth, completion, context));
   Adapter::Impl& im = adapter->impl();
   if (completion == nullptr || depth == 0 || depth > im.setup.limits.max_cq_depth || closing) {
     return STATUS_INVALID_PARAMETER;
@@ -443,6 +456,7 @@ NTSTATUS Cq::control_interrupt_moderation(uint32_t, uint32_t) {
 }
 
 NTSTATUS Cq::close(NdkCloseCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, close(completion, context));
   if (closing) return STATUS_INVALID_PARAMETER;
   closing = true;
   close_completion = completion;
@@ -475,6 +489,7 @@ NTSTATUS Srq::receive(void* request_context, const NdkSge* sgl, uint32_t n_sge) 
 
 NTSTATUS Srq::modify(uint32_t depth, uint32_t notify_threshold, NdkRequestCompletion completion,
                      void* context) {
+  ROCEDP_ON_CONTROL(this, modify(depth, notify_threshold, completion, context));
   if (completion == nullptr || closing) return STATUS_INVALID_PARAMETER;
   RequestOp* op = new_request_op(completion, context);
   if (op == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
@@ -483,6 +498,7 @@ NTSTATUS Srq::modify(uint32_t depth, uint32_t notify_threshold, NdkRequestComple
 }
 
 NTSTATUS Srq::close(NdkCloseCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, close(completion, context));
   if (closing) return STATUS_INVALID_PARAMETER;
   closing = true;
   close_completion = completion;
@@ -660,6 +676,7 @@ NTSTATUS Qp::bind(void* request_context, Mr* mr, Mw* mw, const void* address, ui
 // QP: control requests
 
 void Qp::flush() {
+  ROCEDP_ON_CONTROL_VOID(this, flush());
   if (!created_ || closing) return;
   // NdkFlush is VOID: a full ring only delays it (the consumer sees it as "not flushed yet").
   (void)adapter->impl().call(core_, &CoreRdma::on_flush_qp, nullptr, nullptr, nullptr, qpn_);
@@ -667,6 +684,7 @@ void Qp::flush() {
 
 NTSTATUS Qp::connect(const NdkQpConnectParams& params, NdkRequestCompletion completion,
                      void* context) {
+  ROCEDP_ON_CONTROL(this, connect(params, completion, context));
   Adapter::Impl& im = adapter->impl();
   if (completion == nullptr || !created_ || closing || params.path_mtu > im.max_path_mtu ||
       params.inbound_read_limit > im.setup.limits.max_read_limit ||
@@ -732,6 +750,7 @@ void post_close_qp(Qp* q) {
 }  // namespace ndk_detail
 
 NTSTATUS Qp::close(NdkCloseCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, close(completion, context));
   if (closing || !created_) return STATUS_INVALID_PARAMETER;
   closing = true;
   close_completion = completion;

@@ -5,11 +5,15 @@
 //
 // Threads
 // -------
-//  * The control thread: the thread that opened the adapter and calls Adapter::poll_control()
-//    in its loop. Object management (every create, close, RegisterMr, ResizeCq, ModifySrq,
-//    connect, Flush) is called on it, and every CreateCompletion, CloseCompletion and
-//    RequestCompletion runs on it (from poll_control()). A consumer may close any object from
-//    inside one of these callbacks.
+//  * The control thread: the thread that calls Adapter::poll_control() in its loop (the opener
+//    until the loop first runs). It owns every object. Object management (every create, close,
+//    RegisterMr/DeregisterMr, ResizeCq, ModifySrq, Qp::connect, Flush, CreateMw, ...) may be
+//    called from ANY thread: on the control thread it runs at once; from another thread the call
+//    is handed to the control thread (an inbox poll_control() drains) and the caller waits for
+//    its inline status, so the control loop must be running. Every CreateCompletion,
+//    CloseCompletion and RequestCompletion runs on the control thread (from poll_control()); a
+//    consumer may close any object from inside one of these callbacks. poll_control() itself is
+//    owner-only: a debug build asserts that no two threads run it at once.
 //  * Polling cores: each CQ, QP and SRQ lives on exactly one core (a CQ on the core of its
 //    affinity, a QP and an SRQ on the core of their CQs). The control thread reaches them only
 //    through the core's request ring; CreateCq/CreateQp/ResizeCq/... therefore return

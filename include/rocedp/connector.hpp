@@ -15,8 +15,9 @@
 //            disconnect callback with the QP already in error (its work completed by the
 //            transport: the failing request with its error, the rest STATUS_CANCELLED).
 //
-// Threads: every call here is made on the control thread, and every callback (RequestCompletion,
-// DisconnectEvent, CloseCompletion) runs there too, from poll_connections()/poll_control() or
+// Threads: any thread may call (a call from another thread is handed to the control thread and
+// waits for its inline status there, rocedp/connection_manager.hpp); every callback
+// (RequestCompletion, DisconnectEvent, CloseCompletion) runs on the control thread, from poll_connections()/poll_control() or
 // from a later poll. Callbacks must not block. A connector may be closed from inside any of its
 // callbacks; close pends while a request is pending (that request completes first, see close());
 // nothing of it fires after its close completed.

@@ -1,7 +1,8 @@
 #pragma once
 // NDK_LISTENER (NDK.md; seed 004 NdkCreateListener): one local address and ND port on which
 // incoming IB CM REQs become connectors handed to the consumer's ConnectEvent callback.
-// Threads: everything runs on the control thread (rocedp/connection_manager.hpp).
+// Threads: any thread may call; everything runs on the control thread
+// (rocedp/connection_manager.hpp).
 
 #include <cstdint>
 
