@@ -11,6 +11,8 @@
 #include <mutex>
 #include <thread>
 
+#include <rte_lcore.h>
+
 #include "tests/seeds/cm_env.hpp"
 
 namespace rocedp::test {
@@ -51,7 +53,11 @@ struct Async {
 class NdkThreads : public CmFixture {
  protected:
   void start_pump() {
-    pump_thread_ = std::thread([this] {
+    // The cores were made on this (the main) lcore and check it in their `_lc` methods; the pump
+    // thread takes the main lcore's identity while the test thread only waits.
+    const unsigned lcore = rte_lcore_id();
+    pump_thread_ = std::thread([this, lcore] {
+      RTE_PER_LCORE(_lcore_id) = lcore;
       control_id_ = std::this_thread::get_id();
       started_.store(true);
       while (!stop_.load(std::memory_order_acquire)) pump(1);
