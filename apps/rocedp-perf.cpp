@@ -7,6 +7,8 @@
 //   rocedp-perf --server [PORT OPTIONS] [--oob-port 18515]
 //   rocedp-perf --client [HOST] [PORT OPTIONS] write|read|send bw|lat [-s SIZE] [-n ITERS]
 //               [-D SECONDS] [-q QPS] [-t TX_DEPTH] [-a] [--report_gbits] [--raw] [--verify] [--json]
+//   rocedp-perf --perftest [HOST] [PORT OPTIONS] write|read|send bw|lat [perftest options]
+//               (one end of a Linux perftest pair: apps/perf/perftest_mode.hpp)
 //
 // The client decides the test; the server adopts it from the exchange (so the server command
 // line only names its port). --raw is the baseline: the same number of frames of the same sizes
@@ -44,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/perf/perftest_mode.hpp"
 #include "config/config.hpp"
 #include "control/runtime.hpp"
 #include "control/services.hpp"
@@ -110,6 +113,10 @@ struct Options {
   bool json = false;
   uint32_t timeout_s = 60;
   uint64_t verify_seed = 0;
+  // --connect to a peer that is not rocedp (Linux rdma_server): it answers each SEND with a SEND
+  // and may end the connection itself after the last one.
+  bool peer_echoes = false;
+  uint32_t recv_delay_ms = 0;  // SEND lat: post each reply's receive this long after our SEND completed
 };
 
 [[noreturn]] void usage(int status) {
@@ -123,7 +130,9 @@ struct Options {
                "           [--lcore N] [--lcore-mode WORKER] [--file-prefix P] [--memory-mb MB] [--log-level L]\n"
                "test:      -s SIZE  -n ITERS  -D SECONDS  -q QPS  -t TX_DEPTH  -a  --report_gbits\n"
                "           --raw (baseline: same frames, no RDMA)  --verify (check every byte)  --json\n"
-               "           --timeout SECONDS (whole run, default 60)\n");
+               "           --timeout SECONDS (whole run, default 60)\n"
+               "           --peer-echoes (--connect: the peer answers each SEND with a SEND, e.g. Linux rdma_server)\n"
+               "           --recv-delay-ms N (SEND lat: post each reply's receive N ms after our SEND completed: RNR)\n");
   std::exit(status);
 }
 
@@ -194,6 +203,8 @@ Options parse_args(int argc, char** argv) {
     else if (a == "--json") o.json = true;
     else if (a == "--verify-seed") o.verify = true, o.verify_seed = num(i);
     else if (a == "--timeout") o.timeout_s = static_cast<uint32_t>(num(i));
+    else if (a == "--peer-echoes") o.peer_echoes = true;
+    else if (a == "--recv-delay-ms") o.recv_delay_ms = static_cast<uint32_t>(num(i));
     else if (a == "-h" || a == "--help") usage(0);
     else if (!a.empty() && a[0] != '-') words.push_back(a);
     else usage(2);
@@ -989,6 +1000,21 @@ Row client_lat(Ctx& c, uint64_t size, uint64_t iters) {
       }
       if (!wait_byte(c, local + size - 1, static_cast<uint8_t>(marker(i) ^ 0x80), false)) break;
     } else {
+      if (c.o.recv_delay_ms != 0) {
+        // The reply's receive goes up only after our SEND completed and a pause: a peer that
+        // answers at once meets RNR NAKs and must retry.
+        while (d.sends < i + 1 && d.errors == 0 && !past_deadline()) {
+          c.rt->poll();
+          poll_cq(c, d, outstanding, &recvd, &badlen);
+        }
+        const uint64_t until = rte_rdtsc() + c.o.recv_delay_ms * rte_get_tsc_hz() / 1000;
+        while (rte_rdtsc() < until && d.errors == 0) {
+          c.rt->poll();
+          poll_cq(c, d, outstanding, &recvd, &badlen);
+        }
+        NdkSge sge{local + size, static_cast<uint32_t>(c.recv_len ? c.recv_len : size), c.ep.mr->get_local_token()};
+        c.ep.qps[0]->receive(nullptr, &sge, 1);
+      }
       while (recvd[0] < i + 1 && d.errors == 0 && !past_deadline()) {
         c.rt->poll();
         poll_cq(c, d, outstanding, &recvd, &badlen);
@@ -1005,7 +1031,7 @@ Row client_lat(Ctx& c, uint64_t size, uint64_t iters) {
       else if (op == Op::kSend) bad += check_slot(local + size, i, size - 1) + badlen[0];
       else bad += check_slot(local, i, size - 1);
     }
-    if (op == Op::kSend) {
+    if (op == Op::kSend && c.o.recv_delay_ms == 0) {
       // Re-arm the receive for the next echo (into the second half of the buffer).
       NdkSge sge{local + size, static_cast<uint32_t>(c.recv_len ? c.recv_len : size), c.ep.mr->get_local_token()};
       c.ep.qps[0]->receive(nullptr, &sge, 1);
@@ -2090,7 +2116,7 @@ int run_cm_client(Ctx& c) {
       if (u.kind != t.kind || u.address != t.address) ok = false, err = "the connections reached different targets";
     }
   }
-  const bool echoing = t.kind == TargetInfo::Kind::kEchoService || (t.flags & kPerfEchoes) != 0;
+  const bool echoing = o.peer_echoes || t.kind == TargetInfo::Kind::kEchoService || (t.flags & kPerfEchoes) != 0;
   if (ok && o.op == Op::kSend && bw && echoing) {
     es = std::make_unique<EchoState>();
     es->sent.assign(nq, 0);
@@ -2111,7 +2137,7 @@ int run_cm_client(Ctx& c) {
     if (t.kind == TargetInfo::Kind::kMemoryService) ok = false, err = "a memory service (no receives): use write or read";
     c.recv_len = max_size;
     NdkSge sge{c.ep.buf.data() + max_size, static_cast<uint32_t>(max_size), c.ep.mr->get_local_token()};
-    c.ep.qps[0]->receive(nullptr, &sge, 1);
+    if (o.recv_delay_ms == 0) c.ep.qps[0]->receive(nullptr, &sge, 1);
   }
   if (ok)
     ok = batched(
@@ -2142,7 +2168,8 @@ int run_cm_client(Ctx& c) {
   // per run makes a lost WRITE show.
   if (t.kind == TargetInfo::Kind::kMemoryService && o.verify && o.verify_seed == 0) g_seed = (rte_rdtsc() ^ static_cast<uint64_t>(getpid())) | 1;
 
-  g_header_notes.push_back("Connections     : " + std::to_string(nq) + " through the IB CM to " + target + " (" + t.name() + ")");
+  g_header_notes.push_back("Connections     : " + std::to_string(nq) + " through the IB CM to " + target + " (" +
+                           (o.peer_echoes ? std::string("a peer that answers each SEND") : t.name()) + ")");
   if (c.passive && !bw) g_header_notes.push_back("WRITE latency   : completion of each WRITE (nobody writes back): full round trip");
   if (es) g_header_notes.push_back("SEND            : every message comes back (echo); BW counts one direction");
   print_header(o);
@@ -2208,8 +2235,23 @@ int run_cm_client(Ctx& c) {
       std::fprintf(stderr, " verify: %lu messages of %lu bytes checked byte for byte\n", static_cast<unsigned long>(r.iterations),
                    static_cast<unsigned long>(size));
   }
+  if (o.peer_echoes && status == 0) {
+    // rdma_server-style peers end the connection after their last answer: let them (2 s at most),
+    // so the disconnect is theirs whatever the timing.
+    rt.wait_until(
+        [&] {
+          for (auto& l : links)
+            if (l->disconnected.load(std::memory_order_acquire) == 0) return false;
+          return true;
+        },
+        std::chrono::milliseconds(2000));
+  }
   for (uint32_t q = 0; q < nq; ++q)
-    if (links[q]->disconnected.load() != 0 && status == 0) {
+    if (links[q]->disconnected.load() != 0 && status == 0 && o.peer_echoes) {
+      // rdma_server-style peers end the connection after their last answer.
+      std::fprintf(stderr, "rocedp-perf: connection %u: the peer disconnected after the run (%s)\n", q,
+                   std::string(rocedp::status_name(links[q]->reason.load())).c_str());
+    } else if (links[q]->disconnected.load() != 0 && status == 0) {
       std::fprintf(stderr, "rocedp-perf: connection %u: the peer disconnected (%s)\n", q,
                    std::string(rocedp::status_name(links[q]->reason.load())).c_str());
       status = 1;
@@ -2535,6 +2577,8 @@ int main_cm(Ctx& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--perftest") == 0) return rocedp::perf::perftest_main(argc, argv);
   Ctx c;
   c.o = parse_args(argc, argv);
   using rocedp::pmd::LogLevel;

@@ -671,7 +671,7 @@ LimitsConfig Reader::limits(const Field& f) {
 ListenerConfig Reader::listener(const Field& f) {
   ListenerConfig c;
   Mapping m = mapping(f, {"port", "nd_port", "service", "memory_bytes", "message_bytes",
-                          "queue_depth", "max_connections"});
+                          "queue_depth", "max_connections", "receive_delay_ms", "disconnect_after"});
   c.port = string(require(m, "port"));
   // The ND port is the rdma_cm port (service ID 0x0106 << 16 | port); 0 would be ephemeral,
   // which no client could find.
@@ -691,6 +691,13 @@ ListenerConfig Reader::listener(const Field& f) {
     c.queue_depth = static_cast<uint32_t>(unsigned_in(*v, 1, 4096));
   if (const Field* v = m.find("max_connections"))
     c.max_connections = static_cast<uint32_t>(unsigned_in(*v, 1, 65536));
+  for (const char* key : {"receive_delay_ms", "disconnect_after"}) {
+    const Field* v = m.find(key);
+    if (v == nullptr) continue;
+    if (memory) fail(*v, "applies to service: echo only (this listener is 'memory')");
+    (std::string_view(key) == "receive_delay_ms" ? c.receive_delay_ms : c.disconnect_after) =
+        static_cast<uint32_t>(unsigned_in(*v, 0, std::string_view(key) == "receive_delay_ms" ? 60000 : 1u << 30));
+  }
   return c;
 }
 

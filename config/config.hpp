@@ -130,6 +130,11 @@ struct ListenerConfig {
   uint32_t message_bytes = 4096;     // echo: the largest SEND it takes (receive buffer size)
   uint32_t queue_depth = 64;         // per connection: receives posted / send queue depth
   uint32_t max_connections = 64;     // more are rejected (REJ, consumer reason)
+  // echo: post the receives this long after the connection is established instead of before
+  // the Accept, so a peer that sends at once meets RNR NAKs (proves its RNR retry). 0: off.
+  uint32_t receive_delay_ms = 0;
+  // echo: after this many echoes completed, the service disconnects (DREQ from our side). 0: off.
+  uint32_t disconnect_after = 0;
 };
 
 struct Config {

@@ -3,6 +3,7 @@
 #include "control/services.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "control/ndk_internal.hpp"
@@ -76,6 +77,10 @@ struct Services::Conn {
   bool closing_obj = false;  // a close completion is outstanding
   bool closing = false;
   bool established = false;
+  bool receives_posted = false;  // echo: receive_delay_ms defers them past the Accept
+  std::chrono::steady_clock::time_point post_receives_at{};
+  uint64_t echoes_done = 0;      // echo SENDs completed (disconnect_after)
+  bool disconnecting = false;
 };
 
 NTSTATUS Services::start(Adapter& adapter, const std::vector<config::ListenerConfig>& listeners,
@@ -239,10 +244,7 @@ void Services::accept(Conn* c) {
   uint8_t pd[MemoryServiceInfo::kWireSize];
   uint32_t pd_len = 0;
   if (l.echo()) {
-    for (uint32_t i = 0; i < l.cfg.queue_depth && st == STATUS_SUCCESS; ++i) {
-      NdkSge sge{c->buf.get() + uint64_t{i} * l.cfg.message_bytes, l.cfg.message_bytes, c->mr->get_local_token()};
-      st = c->qp->receive(slot_context(i, false), &sge, 1);
-    }
+    if (l.cfg.receive_delay_ms == 0) st = post_receives(c);
   } else {
     MemoryServiceInfo info;
     info.address = reinterpret_cast<uint64_t>(l.region.get());
@@ -275,6 +277,8 @@ void Services::on_accepted(void* context, NTSTATUS status) {
     return;
   }
   c->established = true;
+  c->post_receives_at =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(c->svc->cfg.receive_delay_ms);
   ++self.counters_.connections_accepted;
   NdkSockAddr peer;
   uint32_t size = sizeof(peer);
@@ -401,10 +405,43 @@ void Services::maybe_finish_stop() {
 
 // ---- echo data path ---------------------------------------------------------------------------
 
+NTSTATUS Services::post_receives(Conn* c) {
+  const Listening& l = *c->svc;
+  NTSTATUS st = STATUS_SUCCESS;
+  for (uint32_t i = 0; i < l.cfg.queue_depth && st == STATUS_SUCCESS; ++i) {
+    NdkSge sge{c->buf.get() + uint64_t{i} * l.cfg.message_bytes, l.cfg.message_bytes, c->mr->get_local_token()};
+    st = c->qp->receive(slot_context(i, false), &sge, 1);
+  }
+  c->receives_posted = st == STATUS_SUCCESS;
+  return st;
+}
+
+void Services::on_disconnect_done(void* context, NTSTATUS status) {
+  auto* c = static_cast<Conn*>(context);
+  pmd::log(LogLevel::kInfo, "service_disconnected", {{"by", "service"}, {"status", std::string(status_name(status))}});
+  c->owner->teardown(c);
+}
+
 unsigned Services::poll() {
   unsigned work = 0;
   for (auto& [c, owned] : conns_) {
-    if (c->established && !c->closing && c->cq != nullptr) work += poll_echo(c);
+    if (!c->established || c->closing || c->cq == nullptr) continue;
+    if (c->svc->echo() && !c->receives_posted && std::chrono::steady_clock::now() >= c->post_receives_at) {
+      if (post_receives(c) != STATUS_SUCCESS) {
+        ++counters_.connections_failed;
+        teardown(c);
+        continue;
+      }
+      ++work;
+    }
+    work += poll_echo(c);
+    const uint32_t after = c->svc->cfg.disconnect_after;
+    if (after != 0 && !c->disconnecting && c->echoes_done >= after) {
+      c->disconnecting = true;
+      const NTSTATUS st = c->connector->disconnect(&Services::on_disconnect_done, c);
+      if (st != STATUS_PENDING) on_disconnect_done(c, st);
+      ++work;
+    }
   }
   return work;
 }
@@ -430,6 +467,7 @@ unsigned Services::poll_echo(Conn* c) {
       }
     } else {
       // The echo left: the buffer takes the next SEND.
+      ++c->echoes_done;
       NdkSge sge{data, msg, c->mr->get_local_token()};
       c->qp->receive(slot_context(slot, false), &sge, 1);
     }

@@ -10,6 +10,10 @@
 //            WRITE. Every connection's Accept carries a MemoryServiceInfo (below) in its private
 //            data, so the client can WRITE and READ it right after CompleteConnect.
 //
+// Echo knobs for peers' tests: receive_delay_ms posts the receives only that long after the
+// connection is established (the peer meets RNR NAKs); disconnect_after N makes the service send
+// the DREQ after N echoes.
+//
 // Connections beyond max_connections, and every request once stopping, are rejected (REJ reason
 // 28, consumer defined, no private data). A peer's disconnect, or the peer's death, closes the
 // connection's connector, QP and CQ.
@@ -108,6 +112,8 @@ class Services {
   void close_next(Conn* c);
   void maybe_finish_stop();
   unsigned poll_echo(Conn* c);
+  NTSTATUS post_receives(Conn* c);
+  static void on_disconnect_done(void* context, NTSTATUS status);
 
   Adapter& adapter_;
   Pd* pd_ = nullptr;

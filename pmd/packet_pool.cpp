@@ -31,8 +31,10 @@ std::unique_ptr<PacketPool> PacketPool::create(const std::string& name, uint32_t
 }
 
 uint16_t PacketPool::data_room_for_mtu(uint16_t mtu) {
+  // 256 bytes of slack: net_af_packet needs its whole socket frame (the frame, the kernel's
+  // tpacket header, rounded up to 256 bytes) to fit one mbuf.
   uint32_t room =
-      RTE_PKTMBUF_HEADROOM + mtu + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN + RTE_ETHER_CRC_LEN;
+      RTE_PKTMBUF_HEADROOM + mtu + RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN + RTE_ETHER_CRC_LEN + 256;
   // Never below DPDK's default 2 KiB data room: several PMDs size their buffers from it
   // (net_af_packet refuses an mbuf smaller than its 2048-byte frame minus its header).
   room = std::max<uint32_t>(room, RTE_MBUF_DEFAULT_BUF_SIZE);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <string_view>
 #include <mutex>
 
 #include "pmd/fault_stage.hpp"
@@ -166,6 +167,19 @@ std::unique_ptr<Port> Port::open(const config::PortConfig& cfg, uint16_t wanted_
   }
   rte_eth_conf conf{};
   conf.rxmode.mtu = cfg.mtu;
+  // net_af_packet reports a 1518-byte frame limit (max_rx_pktlen) whatever its socket frames
+  // hold; its real limit is the devargs framesz and the interface's own MTU. Let ethdev see a
+  // size it accepts and keep the configured MTU for everything above (path MTU, TX sizes).
+  const bool af_packet = info.driver_name != nullptr && std::string_view(info.driver_name) == "net_af_packet";
+  const uint32_t overhead = RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
+  bool software_mtu = false;
+  if (af_packet && cfg.mtu + overhead > info.max_rx_pktlen && info.max_rx_pktlen > overhead) {
+    conf.rxmode.mtu = static_cast<uint16_t>(info.max_rx_pktlen - overhead);
+    software_mtu = true;
+    log(LogLevel::kInfo, "port_mtu_in_software",
+        {{"port", cfg.name}, {"mtu", std::to_string(cfg.mtu)},
+         {"note", "net_af_packet: frames up to framesz (devargs) are carried"}});
+  }
   // A frame of this MTU must fit one mbuf, or the device must chain mbufs (scattered RX).
   const uint32_t frame = uint32_t{cfg.mtu} + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
   const uint32_t room =
@@ -250,7 +264,7 @@ std::unique_ptr<Port> Port::open(const config::PortConfig& cfg, uint16_t wanted_
         {{"port", cfg.name}, {"mac", config::format_mac(p->mac_)}});
   }
   uint16_t mtu = cfg.mtu;
-  if (rte_eth_dev_get_mtu(pid, &mtu) == 0)
+  if (!software_mtu && rte_eth_dev_get_mtu(pid, &mtu) == 0)
     p->mtu_ = mtu;
   else
     p->mtu_ = cfg.mtu;

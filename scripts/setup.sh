@@ -14,7 +14,7 @@ packages=(
   libpcap-dev                             # reading and writing pcap files
   zlib1g-dev                              # independent CRC-32 in tests
   python3-scapy tshark                    # independent decoders (roce-check)
-  iproute2 iputils-ping procps            # network namespaces, veth, ping in integration tests
+  iproute2 iputils-ping procps tcpdump    # network namespaces, veth, ping, captures in tests
 )
 
 missing=()

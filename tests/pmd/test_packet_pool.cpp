@@ -27,7 +27,8 @@ TEST(PacketPool, AvailableFollowsAllocationAndFree) {
 
 TEST(PacketPool, DataRoomHoldsAFullFrameOfTheMtu) {
   EXPECT_EQ(PacketPool::data_room_for_mtu(1500), RTE_MBUF_DEFAULT_BUF_SIZE);
-  EXPECT_EQ(PacketPool::data_room_for_mtu(9000), RTE_PKTMBUF_HEADROOM + 9000 + 14 + 4 + 4);
+  // The frame, a VLAN tag, the FCS, and 256 bytes for net_af_packet's socket-frame header.
+  EXPECT_EQ(PacketPool::data_room_for_mtu(9000), RTE_PKTMBUF_HEADROOM + 9000 + 14 + 4 + 4 + 256);
   std::string error;
   auto p = PacketPool::create("pp_jumbo", 63, 0, PacketPool::data_room_for_mtu(9000), SOCKET_ID_ANY,
                               &error);

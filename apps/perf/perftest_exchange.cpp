@@ -1,0 +1,150 @@
+#include "apps/perf/perftest_exchange.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace rocedp::perf {
+
+void put_be32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (24 - 8 * i));
+}
+uint32_t get_be32(const uint8_t* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v = v << 8 | p[i];
+  return v;
+}
+void put_be64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (56 - 8 * i));
+}
+uint64_t get_be64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = v << 8 | p[i];
+  return v;
+}
+void put_be_double(uint8_t* p, double v) {
+  uint64_t u = 0;
+  std::memcpy(&u, &v, 8);
+  put_be64(p, u);
+}
+double get_be_double(const uint8_t* p) {
+  const uint64_t u = get_be64(p);
+  double v = 0;
+  std::memcpy(&v, &u, 8);
+  return v;
+}
+
+uint32_t PerftestKey::ipv4() const {
+  for (int i = 0; i < 10; ++i)
+    if (gid[i] != 0) return 0;
+  if (gid[10] != 0xFF || gid[11] != 0xFF) return 0;
+  return get_be32(gid + 12);
+}
+
+void PerftestKey::set_ipv4(uint32_t ip) {
+  std::memset(gid, 0, sizeof(gid));
+  gid[10] = gid[11] = 0xFF;
+  put_be32(gid + 12, ip);
+}
+
+void encode_key_text(const PerftestKey& k, uint8_t out[kKeyTextSize]) {
+  char text[kKeyTextSize + 16];
+  int n = std::snprintf(text, sizeof(text), "%04x:%04x:%06x:%06x:%08x:%016llx:", k.lid & 0xFFFF, k.out_reads & 0xFFFF,
+                        k.qpn & 0xFFFFFF, k.psn & 0xFFFFFF, k.rkey, static_cast<unsigned long long>(k.vaddr));
+  for (int i = 0; i < 16; ++i) n += std::snprintf(text + n, sizeof(text) - static_cast<size_t>(n), "%02x:", k.gid[i]);
+  n += std::snprintf(text + n, sizeof(text) - static_cast<size_t>(n), "%08x:", k.srqn);
+  std::memset(out, 0, kKeyTextSize);
+  std::memcpy(out, text, std::min<size_t>(static_cast<size_t>(n), kKeyTextSize - 1));
+}
+
+bool decode_key_text(const uint8_t* in, size_t len, PerftestKey* k) {
+  // 6 header fields, 16 GID bytes, the SRQ number: 23 colon-terminated hex fields.
+  uint64_t f[23] = {};
+  size_t pos = 0;
+  for (int i = 0; i < 23; ++i) {
+    uint64_t v = 0;
+    size_t digits = 0;
+    while (pos < len && in[pos] != ':') {
+      const char c = static_cast<char>(in[pos]);
+      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      if (d < 0 || ++digits > 16) return false;
+      v = v << 4 | static_cast<uint64_t>(d);
+      ++pos;
+    }
+    if (pos >= len || digits == 0) return false;
+    ++pos;  // the colon
+    f[i] = v;
+  }
+  k->lid = static_cast<uint32_t>(f[0]);
+  k->out_reads = static_cast<uint32_t>(f[1]);
+  k->qpn = static_cast<uint32_t>(f[2]);
+  k->psn = static_cast<uint32_t>(f[3]);
+  k->rkey = static_cast<uint32_t>(f[4]);
+  k->vaddr = f[5];
+  for (int i = 0; i < 16; ++i) {
+    if (f[6 + i] > 0xFF) return false;
+    k->gid[i] = static_cast<uint8_t>(f[6 + i]);
+  }
+  k->srqn = static_cast<uint32_t>(f[22]);
+  return true;
+}
+
+void encode_key_struct(const PerftestKey& k, uint8_t out[kKeyStructSize]) {
+  std::memset(out, 0, kKeyStructSize);
+  put_be32(out + 0, k.lid);
+  put_be32(out + 4, k.out_reads);
+  put_be32(out + 8, k.qpn);
+  put_be32(out + 12, k.psn);
+  put_be32(out + 16, k.rkey);
+  // 20..23: padding before the 8-byte-aligned address
+  put_be64(out + 24, k.vaddr);
+  std::memcpy(out + 32, k.gid, 16);
+  put_be32(out + 48, k.srqn);
+  put_be32(out + 52, static_cast<uint32_t>(k.gid_index));
+}
+
+bool decode_key_struct(const uint8_t* in, size_t len, PerftestKey* k) {
+  if (len < kKeyStructSize) return false;
+  k->lid = get_be32(in + 0);
+  k->out_reads = get_be32(in + 4);
+  k->qpn = get_be32(in + 8);
+  k->psn = get_be32(in + 12);
+  k->rkey = get_be32(in + 16);
+  k->vaddr = get_be64(in + 24);
+  std::memcpy(k->gid, in + 32, 16);
+  k->srqn = get_be32(in + 48);
+  k->gid_index = static_cast<int32_t>(get_be32(in + 52));
+  return true;
+}
+
+void encode_version(uint8_t out[kVersionSize]) {
+  std::memset(out, 0, kVersionSize);
+  std::memcpy(out, kPerftestVersion, std::strlen(kPerftestVersion));
+}
+
+bool version_compatible(const uint8_t in[kVersionSize], std::string* printable) {
+  char v[kVersionSize + 1] = {};
+  std::memcpy(v, in, kVersionSize);
+  *printable = v;
+  return std::atof(v) >= 5.70;
+}
+
+void encode_mtu(uint32_t path_mtu_bytes, uint8_t out[2]) {
+  int e = 1;
+  for (uint32_t m = 256; m < path_mtu_bytes && e < 5; m *= 2) ++e;
+  out[0] = static_cast<uint8_t>('0' + e);
+  out[1] = 0;
+}
+
+uint32_t decode_mtu(const uint8_t in[2]) {
+  if (in[0] < '1' || in[0] > '5') return 0;
+  return 256u << (in[0] - '1');
+}
+
+bool exchange(PerftestChannel& ch, bool client, const void* mine, void* theirs, size_t len, std::string* err) {
+  if (client) return ch.write(mine, len, err) && ch.read(theirs, len, err);
+  return ch.read(theirs, len, err) && ch.write(mine, len, err);
+}
+
+}  // namespace rocedp::perf

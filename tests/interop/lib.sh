@@ -1,0 +1,228 @@
+# Shared by the interop tests (sourced, not run): a live Linux Soft-RoCE peer from the rig
+# (../shared/rig: QEMU guests with rdma_rxe on a bridge in the netns "rig"), our processes in that
+# netns on net_af_packet veths, one capture per case on the bridge, roce-check on every capture,
+# and cleanup of everything we started or created, by PID, on any exit.
+#
+#   iop_init NAME            work dir, traps; exit 77 (skipped) without root
+#   iop_net MTU VETH...      the rig's bridge (netns and bridge are removed at exit if we made
+#                            them) and one veth per name for our processes
+#   iop_devargs N VETH MTU   net_af_packet devargs for a DPDK port on VETH
+#   iop_start NAME CMD...    CMD in the rig netns, in the background, log $IOP_WORK/NAME.log
+#   iop_guest NAME IP MTU SCRIPT   boot a Linux peer running SCRIPT (busy-box sh), in the
+#                            background; its console goes to $IOP_WORK/NAME.console
+#   iop_wait FILE REGEX SECONDS    wait until a line of FILE matches (false on timeout)
+#   iop_capture_start CASE FILTER  / iop_capture_stop CASE: tcpdump on the bridge into
+#                            $IOP_ARTIFACTS/interop-$IOP_PREFIX-CASE.pcap
+#   iop_check_captures       roce-check on every capture stopped so far (one report)
+#   iop_follow CONSOLE FILTER SECS  drive a guest's cases (see below)
+#   iop_cm_sources CASE ATTR / iop_hw CONSOLE TAG COUNTER   read results
+#   iop_stop PID             TERM, then KILL after 5 s
+#   iop_fail MESSAGE         print, mark the test failed (it goes on, so every case reports)
+#
+# Guest scripts call `begin CASE` before and `end CASE $?` after each case (iop_case_lines gives
+# these shell helpers): begin prints "BEGIN CASE" and waits until the host, its capture running,
+# creates go-CASE in the guest's 9p share; end prints "END CASE rc=N". So each case is captured
+# on its own, whatever the timing.
+
+iop_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+IOP_ROOT=$(cd "$iop_here/../.." && pwd)
+IOP_BIN=${ROCEDP_BIN_DIR:-$IOP_ROOT/build/bin}
+IOP_RIG=${ROCEDP_RIG_DIR:-$(cd "$IOP_ROOT/../shared/rig" 2>/dev/null && pwd)}
+IOP_CHECK=${ROCEDP_SHARED_DIR:-$IOP_ROOT/../shared}/tools/roce-check
+IOP_ARTIFACTS=${ROCEDP_ARTIFACT_DIR:-$IOP_ROOT/build/test-artifacts}
+IOP_FAILED=0
+IOP_PREFIX=${IOP_PREFIX:-}  # artifact names: interop-$IOP_PREFIX$case.pcap
+iop_pids=()
+iop_veths=()
+iop_own_netns=0
+iop_captures=()
+iop_checks=()
+
+iop_fail() {
+  echo "FAIL: $*" >&2
+  IOP_FAILED=1
+}
+
+iop_init() {
+  IOP_NAME=$1
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "SKIP: needs root (netns, bridge, taps)"
+    exit 77
+  fi
+  [ -n "$IOP_RIG" ] && [ -x "$IOP_RIG/peer.sh" ] || { echo "FAIL: no rig at ../shared/rig" >&2; exit 1; }
+  IOP_WORK=$(mktemp -d "/tmp/rocedp-$IOP_NAME.XXXXXX")
+  mkdir -p "$IOP_ARTIFACTS"
+  trap iop_cleanup EXIT
+  trap 'exit 143' INT TERM
+  # Builds the guest image on first use (apt-get download + qemu); a no-op afterwards.
+  "$IOP_RIG/up.sh" >"$IOP_WORK/up.log" 2>&1 || { cat "$IOP_WORK/up.log" >&2; echo "FAIL: rig/up.sh" >&2; exit 1; }
+}
+
+iop_stop() {
+  local pid=$1
+  kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
+iop_cleanup() {
+  local rc=$?
+  for c in "${iop_captures[@]}"; do iop_capture_stop "$c" >/dev/null 2>&1 || true; done
+  for pid in "${iop_pids[@]}"; do iop_stop "$pid"; done
+  for v in "${iop_veths[@]}"; do "$IOP_RIG/net.sh" del "$v" >/dev/null 2>&1 || true; done
+  [ $iop_own_netns = 1 ] && "$IOP_RIG/net.sh" down >/dev/null 2>&1
+  if [ $rc -ne 0 ] || [ $IOP_FAILED -ne 0 ]; then
+    for f in "$IOP_WORK"/*.log "$IOP_WORK"/*.console; do
+      [ -f "$f" ] && { echo "---- $f (last 40 lines)"; tail -n 40 "$f"; } >&2
+    done
+  fi
+  if [ $rc -ne 0 ] || [ $IOP_FAILED -ne 0 ]; then
+    echo "work directory kept: $IOP_WORK" >&2
+  else
+    rm -rf "$IOP_WORK"
+  fi
+  rm -rf /var/run/dpdk/rdp-iop-*
+  [ $rc -eq 0 ] && [ $IOP_FAILED -ne 0 ] && rc=1
+  exit $rc
+}
+
+iop_net() {
+  local mtu=$1
+  shift
+  ip netns list | awk '{print $1}' | grep -qx rig || iop_own_netns=1
+  RIG_MTU=$mtu "$IOP_RIG/net.sh" up >/dev/null
+  for v in "$@"; do
+    RIG_MTU=$mtu "$IOP_RIG/net.sh" veth "$v" >/dev/null
+    iop_veths+=("$v")
+  done
+}
+
+# Devargs of a DPDK port on veth VETH. Above MTU 1500, net_af_packet's socket frames must hold a
+# jumbo frame and its tpacket header (framesz, in 256-byte steps), and a block must hold a whole
+# number of frames at page granularity (the PMD strides frames by framesz): 16 frames a block.
+iop_devargs() {
+  local n=$1 veth=$2 mtu=$3
+  if [ "$mtu" -le 1500 ]; then
+    echo "net_af_packet$n,iface=$veth"
+  else
+    local frame=$(((mtu + 14 + 4 + 64 + 255) / 256 * 256))
+    echo "net_af_packet$n,iface=$veth,framesz=$frame,blocksz=$((frame * 16)),framecnt=512"
+  fi
+}
+
+iop_start() {
+  local name=$1
+  shift
+  ip netns exec rig "$@" >"$IOP_WORK/$name.log" 2>&1 &
+  iop_pids+=($!)
+  IOP_LAST_PID=$!
+}
+
+iop_guest() {
+  local name=$1 ip=$2 mtu=$3 script=$4
+  mkdir -p "$IOP_WORK/share"
+  RIG_MTU=$mtu "$IOP_RIG/peer.sh" --quiet --timeout "${IOP_GUEST_TIMEOUT:-240}" --mtu "$mtu" --log "$IOP_WORK/$name.console" \
+    --share "$IOP_WORK/share" --script "$script" "$name" "$ip" >"$IOP_WORK/$name.peer.log" 2>&1 &
+  iop_pids+=($!)
+  IOP_LAST_PID=$!
+}
+
+iop_wait() {
+  local file=$1 regex=$2 secs=$3
+  for _ in $(seq $((secs * 10))); do
+    grep -qE "$regex" "$file" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# Guest-side helpers, prepended to every guest script.
+iop_case_lines() {
+  cat <<'EOF'
+hw() { for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "HW $1 ${f##*/}=$(cat $f)"; done; }
+# A case starts when the host says so (its capture runs): /mnt/share is the host's 9p share.
+begin() { echo "BEGIN $1"; n=0; while [ ! -e /mnt/share/go-$1 ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n+1)); done; }
+end() { echo "END $1 rc=$2"; sleep 0.5; }
+EOF
+}
+
+iop_capture_start() {
+  local case=$1 filter=$2 f="$IOP_ARTIFACTS/interop-$IOP_PREFIX$1.pcap"
+  rm -f "$f"
+  ip netns exec rig tcpdump --immediate-mode -U -n -i br-rig -s 0 -w "$f" "$filter" >"$IOP_WORK/tcpdump-$case.log" 2>&1 &
+  eval "iop_cap_pid_${case//-/_}=$!"
+  iop_captures+=("$case")
+  iop_wait "$IOP_WORK/tcpdump-$case.log" "listening on" 10 || iop_fail "$case: tcpdump did not start"
+}
+
+iop_capture_stop() {
+  local case=$1 var="iop_cap_pid_${1//-/_}"
+  local pid=${!var:-}
+  [ -n "$pid" ] || return 0
+  sleep 0.2  # frames still on their way through the bridge
+  kill -INT "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  eval "$var="
+  iop_captures=("${iop_captures[@]/$case}")
+  iop_checks+=("$case")
+}
+
+# roce-check on every capture taken so far (run it after the guest, not between cases). One run
+# over the merged captures (tshark's start-up dominates per file); where it finds a problem, each
+# capture is checked on its own to name the case. Report: interop-${IOP_PREFIX}roce-check.txt.
+iop_check_captures() {
+  local files=() case f report="$IOP_ARTIFACTS/interop-${IOP_PREFIX}roce-check.txt"
+  for case in "${iop_checks[@]}"; do files+=("$IOP_ARTIFACTS/interop-$IOP_PREFIX$case.pcap"); done
+  iop_checks=()
+  [ ${#files[@]} -gt 0 ] || return 0
+  mergecap -F pcap -w "$IOP_WORK/all.pcap" "${files[@]}" &&
+    /usr/bin/python3 "$IOP_CHECK" "$IOP_WORK/all.pcap" >"$report" 2>&1 && return 0
+  for f in "${files[@]}"; do
+    /usr/bin/python3 "$IOP_CHECK" "$f" >>"$report" 2>&1 || iop_fail "roce-check finds problems in $f (see $report)"
+  done
+}
+
+# Sources (IPv4) of the CM messages with attribute ATTR (0x0015 DREQ, 0x0016 DREP, ...) in a case's
+# capture, one per line.
+iop_cm_sources() {
+  tshark -r "$IOP_ARTIFACTS/interop-$IOP_PREFIX$1.pcap" -d udp.port==4791,infiniband \
+    -Y "infiniband.mad.attributeid == $2" -T fields -e ip.src 2>/dev/null
+}
+
+# Value of a Linux hw_counter printed by `hw TAG` in a guest console.
+iop_hw() {
+  sed -n "s/^HW $2 $3=\([0-9]*\).*/\1/p" "$1" | tail -1
+}
+
+# Follows a guest's console until it prints RIG-EXIT (false after SECS): each case is captured
+# between its BEGIN and END lines with tcpdump FILTER; at BEGIN, a function named on_begin_CASE
+# (dashes as underscores) runs if the test defines one (the host's side of that case); at END,
+# IOP_RC_CASE holds the guest's rc.
+iop_follow() {
+  local console=$1 filter=$2 secs=$3 seen=0 lines kind case rest fn
+  local snap done_=0
+  for _ in $(seq $((secs * 20))); do
+    snap=$(tr -d '\r' 2>/dev/null <"$console")
+    grep -q "RIG-EXIT" <<<"$snap" && done_=1
+    lines=$(grep -E '^(BEGIN|END) ' <<<"$snap" | tail -n +$((seen + 1)))
+    while read -r kind case rest; do
+      [ -n "$kind" ] || continue
+      seen=$((seen + 1))
+      echo "$(date +%T.%N) $kind $case $rest" >>"$IOP_WORK/follow.log"
+      fn="on_begin_${case//-/_}"
+      if [ "$kind" = BEGIN ]; then
+        iop_capture_start "$case" "$filter"
+        touch "$IOP_WORK/share/go-$case"
+        if declare -F "$fn" >/dev/null; then "$fn"; fi
+      else
+        iop_capture_stop "$case"
+        eval "IOP_RC_${case//-/_}=${rest#rc=}"
+      fi
+    done <<<"$lines"
+    [ $done_ = 1 ] && return 0
+    sleep 0.05
+  done
+  return 1
+}

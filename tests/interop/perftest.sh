@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# rocedp-perf --perftest against Linux perftest 4.5 in the rig's Soft-RoCE guest (issue 7 §3).
+# One guest boot runs every case's Linux side one after another; rocedp-perf runs its side of each
+# case in the same order (as the server: the guest's client retries until rocedp listens; as the
+# client: rocedp-perf retries until the guest's server listens). Cases: write|read|send x bw|lat x
+# {TCP exchange, -R} x {rocedp server, rocedp client}, 64 KiB messages (64 packets at MTU 1024).
+# Each case's traffic is captured on the bridge (build/test-artifacts/interop-perftest-CASE.pcap)
+# and must pass roce-check; each side must exit 0 and print perftest's result row; the guest's rxe
+# hw_counters must show no sequence error and no retransmission at all (a clean link).
+#
+#   perftest.sh BUILD_DIR [FILTER]   (FILTER: a grep -E on the case names)
+set -uo pipefail
+BUILD=$(cd "${1:?build dir}" && pwd)
+FILTER=${2:-.}
+export ROCEDP_BIN_DIR=${ROCEDP_BIN_DIR:-$BUILD/bin}
+export ROCEDP_ARTIFACT_DIR=${ROCEDP_ARTIFACT_DIR:-$BUILD/test-artifacts}
+IOP_PREFIX=perftest-
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+iop_init perftest
+guest=198.18.0.33 rocedp=198.18.0.41
+bridge=198.18.0.1  # the bridge's kernel address: perftest's TCP exchange reaches rocedp-perf there
+iters_bw=10 iters_lat=5 size=65536
+
+cases=()
+for ex in tcp rdmacm; do
+  for op in write read send; do
+    for kind in bw lat; do
+      for role in server client; do
+        c="$ex-${op}_$kind-rocedp_$role"
+        grep -Eq "$FILTER" <<<"$c" && cases+=("$c")
+      done
+    done
+  done
+done
+[ ${#cases[@]} -gt 0 ] || { echo "no case matches $FILTER" >&2; exit 2; }
+
+# The guest's side, in case order: a client retries until rocedp-perf listens.
+{
+  echo 'run() { name=$1; shift; i=0; while :; do "$@" > /tmp/out 2>&1; rc=$?; cat /tmp/out'
+  echo '  grep -q "Couldn.t connect\|Unable to perform rdma_client\|Unexpected CM event\|REJECTED\|Unable to init the socket" /tmp/out || break'
+  echo '  i=$((i+1)); [ $i -ge 120 ] && break; sleep 0.5; done; echo "PTCASE $name rc=$rc"; }'
+  for c in "${cases[@]}"; do
+    IFS=- read -r ex test role <<<"$c"
+    op=${test%_*} kind=${test#*_}
+    n=$iters_bw; [ "$kind" = lat ] && n=$iters_lat
+    opts="-d rxe0 -n $n -s $size -F"
+    if [ "$ex" = tcp ]; then opts="$opts -x \$GID"; else opts="$opts -R"; fi
+    if [ "$role" = rocedp_server ]; then
+      host=$bridge; [ "$ex" = rdmacm ] && host=$rocedp
+      echo "run $c ib_${op}_$kind $opts $host"
+    else
+      echo "run $c ib_${op}_$kind $opts"
+    fi
+  done
+  echo 'sleep 1; for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "HWC ${f##*/} $(cat $f)"; done'
+} >"$IOP_WORK/guest.sh"
+
+iop_net 1500 dpdkpt
+t0=$(date +%s)
+IOP_GUEST_TIMEOUT=400 iop_guest ptg "$guest" 1500 "$IOP_WORK/guest.sh"
+gpid=$IOP_LAST_PID
+glog=$IOP_WORK/ptg.console
+
+ep=(--port-devargs "$(iop_devargs 0 dpdkpt 1500)" --ip "$rocedp/24" --file-prefix "rdp-iop-pt-$$" --memory-mb 256 --timeout 90)
+for c in "${cases[@]}"; do
+  kill -0 "$gpid" 2>/dev/null || { iop_fail "the guest is gone: $(tail -3 "$IOP_WORK/ptg.peer.log")"; break; }
+  IFS=- read -r ex test role <<<"$c"
+  op=${test%_*} kind=${test#*_}
+  n=$iters_bw; [ "$kind" = lat ] && n=$iters_lat
+  args=("$op" "$kind" -n "$n" -s "$size" -F)
+  [ "$ex" = rdmacm ] && args+=(-R)
+  [ "$role" = rocedp_client ] && args=("$guest" "${args[@]}")
+  log=$IOP_ARTIFACTS/interop-perftest-$c.log
+  iop_capture_start "$c" "host $guest"
+  ip netns exec rig "$IOP_BIN/rocedp-perf" --perftest "${ep[@]}" "${args[@]}" >"$log" 2>&1
+  rc=$?
+  iop_capture_stop "$c"
+  row=$(grep -E "^ $size +[0-9]" "$log" | head -1)
+  if [ $rc != 0 ]; then
+    iop_fail "$c: rocedp-perf exit $rc ($(tail -1 "$log"))"
+  elif [ -z "$row" ] && ! { [ "$test" = read_lat ] && [ "$role" = rocedp_server ]; }; then
+    iop_fail "$c: no result row"
+  else
+    echo "ok   $c${row:+: $row}"
+  fi
+done
+
+# The guest finishes its last case, prints its counters and powers off.
+wait "$gpid"
+grc=$?
+t1=$(date +%s)
+iop_check_captures
+cp "$glog" "$IOP_ARTIFACTS/interop-perftest-guest.log" 2>/dev/null
+for c in "${cases[@]}"; do
+  tr -d '\r' <"$glog" | grep -q "PTCASE $c rc=0" ||
+    iop_fail "$c: the Linux side did not succeed ($(tr -d '\r' <"$glog" | grep "PTCASE $c"))"
+done
+for k in rcvd_seq_err retry_exceeded_err retry_rnr_exceeded_err completer_retry_err; do
+  v=$(tr -d '\r' <"$glog" | awk -v k="$k" '$1 == "HWC" && $2 == k {print $3}')
+  [ "$v" = 0 ] || iop_fail "guest hw_counters: $k = ${v:-missing}"
+done
+echo "guest exit $grc; ${#cases[@]} cases in $((t1 - t0)) s"
+[ $IOP_FAILED = 0 ] && echo "PASS: perftest interop"

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# rdma_cm applications on a live Linux Soft-RoCE peer against rocedp, both roles, in one guest
+# boot per MTU (issue 7 §2):
+#   rocedpd (198.18.0.20) serves echo listeners; the Linux guest (198.18.0.51) runs rdma_client:
+#     client-echo        Linux connects, SENDs, gets the echo, Linux disconnects
+#     client-rocedp-disc the service disconnects after one echo (the DREQ comes from rocedp)
+#     client-rnr         the service posts its receives 300 ms late: Linux meets RNR NAKs and
+#                        must retry (its rcvd_rnr_err rises, nothing exceeds its retries)
+#   the guest runs rdma_server; rocedp-perf (198.18.0.21) --connect ... --peer-echoes:
+#     server-echo        rocedp connects, SENDs, receives the answer; Linux disconnects
+#     server-rnr         rocedp posts the answer's receive 200 ms late: Linux meets RNR NAKs
+# Each case's traffic is captured on the bridge (build/test-artifacts/interop-MTU-CASE.pcap) and
+# checked by roce-check; who sent the DREQ is read from the capture. At the end Linux must show
+# no sequence errors and no exhausted retries.
+#   rdma_cm.sh MTU        (1500: path MTU 1024; 4200: path MTU 4096)
+set -uo pipefail
+mtu=${1:?MTU}
+IOP_PREFIX="$mtu-"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+iop_init "rdma-cm-$mtu"
+linux=198.18.0.51 daemon=198.18.0.20 perf=198.18.0.21
+
+iop_net "$mtu" dpdk-d dpdk-p
+dev_d=$(iop_devargs 0 dpdk-d "$mtu") dev_p=$(iop_devargs 1 dpdk-p "$mtu")
+cat >"$IOP_WORK/rocedpd.yaml" <<EOF
+eal:
+  lcores: [0, 1]
+  main_lcore: 0
+  memory_mb: 256
+  hugepages: false
+  file_prefix: rdp-iop-d-$$
+  extra_args: ["--no-pci", "--log-level=lib.eal:notice"]
+ports:
+  - {name: rig0, devargs: "$dev_d", mac: "02:00:00:00:00:14", address: $daemon/24, mtu: $mtu}
+dataplane:
+  lcores: [1]
+  idle_sleep_us: 50
+listeners:
+  - {port: rig0, nd_port: 7471, service: echo}
+  - {port: rig0, nd_port: 7472, service: echo, receive_delay_ms: 300}
+  - {port: rig0, nd_port: 7473, service: echo, disconnect_after: 1}
+EOF
+iop_start rocedpd "$IOP_BIN/rocedpd" --config "$IOP_WORK/rocedpd.yaml"
+iop_wait "$IOP_WORK/rocedpd.log" "event=running" 30 || { iop_fail "rocedpd did not start"; exit 1; }
+
+{
+  iop_case_lines
+  cat <<EOF
+begin client-echo; rdma_client -s $daemon -p 7471; end client-echo \$?
+begin client-rocedp-disc; rdma_client -s $daemon -p 7473; end client-rocedp-disc \$?
+hw before-rnr
+begin client-rnr; rdma_client -s $daemon -p 7472; end client-rnr \$?
+hw after-rnr
+begin server-echo; rdma_server -p 7471; end server-echo \$?
+hw before-server-rnr
+begin server-rnr; rdma_server -p 7471; end server-rnr \$?
+hw end
+EOF
+} >"$IOP_WORK/guest.sh"
+
+# The host's side of the rdma_server cases: once the server prints its start line, connect.
+perf_rc=()
+run_perf() {
+  local extra=("$@") tries
+  iop_wait "$IOP_WORK/linux.console" "rdma_server: start" 30 || true
+  for tries in 1 2 3; do
+    sleep 1
+    ip netns exec rig "$IOP_BIN/rocedp-perf" --port-devargs "$dev_p" --ip "$perf/24" \
+      --mac 02:00:00:00:00:15 --mtu "$mtu" --file-prefix "rdp-iop-p-$$" --timeout 30 \
+      --connect "$linux:7471" send lat -s 16 -n 1 --peer-echoes "${extra[@]}" >>"$IOP_WORK/perf.log" 2>&1
+    local rc=$?
+    # 1 with nothing connected is the REJ of a server not listening yet: try again.
+    grep -q "REFUSED\|refused" "$IOP_WORK/perf.log" && [ $rc -ne 0 ] && [ $tries -lt 3 ] && continue
+    perf_rc+=("$rc")
+    return
+  done
+}
+on_begin_server_echo() { : >"$IOP_WORK/perf.log"; run_perf; }
+on_begin_server_rnr() { run_perf --recv-delay-ms 200; }
+
+iop_guest linux "$linux" "$mtu" "$IOP_WORK/guest.sh"
+iop_follow "$IOP_WORK/linux.console" "host $daemon or host $perf" 200 || iop_fail "the guest did not finish"
+
+con="$IOP_WORK/linux.console"
+iop_check_captures
+for c in client_echo client_rocedp_disc client_rnr server_echo server_rnr; do
+  var="IOP_RC_$c"
+  [ "${!var:-x}" = 0 ] || iop_fail "$c: Linux side ended with rc=${!var:-none}"
+done
+[ "${perf_rc[*]:-}" = "0 0" ] || iop_fail "rocedp-perf ended with rc=${perf_rc[*]:-none}"
+
+# Who disconnected, read off the wire.
+dreq_of() { iop_cm_sources "$1" 0x0015 | sort -u | tr '\n' ' '; }
+drep_of() { iop_cm_sources "$1" 0x0016 | sort -u | tr '\n' ' '; }
+[ "$(dreq_of client-echo)" = "$linux " ] || iop_fail "client-echo: DREQ from '$(dreq_of client-echo)', expected Linux"
+[ "$(drep_of client-echo)" = "$daemon " ] || iop_fail "client-echo: DREP from '$(drep_of client-echo)', expected rocedpd"
+case "$(dreq_of client-rocedp-disc)" in *"$daemon"*) ;; *) iop_fail "client-rocedp-disc: no DREQ from rocedpd" ;; esac
+case "$(drep_of client-rocedp-disc)" in *"$linux"*) ;; *) iop_fail "client-rocedp-disc: Linux sent no DREP" ;; esac
+[ "$(dreq_of server-echo)" = "$linux " ] || iop_fail "server-echo: DREQ from '$(dreq_of server-echo)', expected Linux"
+
+# The path MTU both ends agreed on: the REQ's field (3 = 1024, 5 = 4096).
+want_mtu=$([ "$mtu" -ge 4200 ] && echo 5 || echo 3)
+for c in client-echo server-echo; do
+  got=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-$c.pcap" -d udp.port==4791,infiniband -Y "infiniband.mad.attributeid == 0x0010" \
+    -T fields -e infiniband.cm.req.pppmtu 2>/dev/null | head -1)
+  [ -n "$got" ] && [ "$((got))" = "$want_mtu" ] || iop_fail "$c: REQ path MTU code '$got', expected $want_mtu"
+done
+
+# Linux recovered from the RNR NAKs and saw a clean link otherwise.
+rnr_before=$(iop_hw "$con" before-rnr rcvd_rnr_err) rnr_after=$(iop_hw "$con" after-rnr rcvd_rnr_err)
+[ "${rnr_after:-0}" -gt "${rnr_before:-0}" ] || iop_fail "client-rnr: Linux rcvd_rnr_err did not rise ($rnr_before -> $rnr_after)"
+rnr_before=$(iop_hw "$con" before-server-rnr rcvd_rnr_err) rnr_after=$(iop_hw "$con" end rcvd_rnr_err)
+[ "${rnr_after:-0}" -gt "${rnr_before:-0}" ] || iop_fail "server-rnr: Linux rcvd_rnr_err did not rise ($rnr_before -> $rnr_after)"
+for k in rcvd_seq_err retry_exceeded_err retry_rnr_exceeded_err; do
+  v=$(iop_hw "$con" end $k)
+  [ "${v:-x}" = 0 ] || iop_fail "Linux $k=${v:-missing} at the end"
+done
+
+tr -d '\r' <"$con" | grep -E '^(END|HW end (rcvd_rnr_err|rcvd_seq_err|completer_retry_err))'
+grep -h "t_typical\|^ 16 " "$IOP_WORK/perf.log" | head -2
+[ $IOP_FAILED -eq 0 ] && echo "PASS: rdma_cm interop at MTU $mtu"
