@@ -49,6 +49,8 @@
 #include "apps/perf/perftest_mode.hpp"
 #include "config/config.hpp"
 #include "control/runtime.hpp"
+#include "dataplane/core_rdma.hpp"
+#include "dataplane/polling_core.hpp"
 #include "control/services.hpp"
 #include "pmd/log.hpp"
 #include "pmd/packet_pool.hpp"
@@ -117,6 +119,9 @@ struct Options {
   // and may end the connection itself after the last one.
   bool peer_echoes = false;
   uint32_t recv_delay_ms = 0;  // SEND lat: post each reply's receive this long after our SEND completed
+  // Fault stage on this endpoint's port (its RX side; give both ends a rate for loss both ways).
+  double fault_drop_pct = 0;
+  uint64_t fault_seed = 0;  // 0: derived from the process id
 };
 
 [[noreturn]] void usage(int status) {
@@ -132,7 +137,8 @@ struct Options {
                "           --raw (baseline: same frames, no RDMA)  --verify (check every byte)  --json\n"
                "           --timeout SECONDS (whole run, default 60)\n"
                "           --peer-echoes (--connect: the peer answers each SEND with a SEND, e.g. Linux rdma_server)\n"
-               "           --recv-delay-ms N (SEND lat: post each reply's receive N ms after our SEND completed: RNR)\n");
+               "           --recv-delay-ms N (SEND lat: post each reply's receive N ms after our SEND completed: RNR)\n"
+               "faults:    --fault-drop PCT (drop PCT %% of the frames this endpoint receives) [--fault-seed N]\n");
   std::exit(status);
 }
 
@@ -205,6 +211,11 @@ Options parse_args(int argc, char** argv) {
     else if (a == "--timeout") o.timeout_s = static_cast<uint32_t>(num(i));
     else if (a == "--peer-echoes") o.peer_echoes = true;
     else if (a == "--recv-delay-ms") o.recv_delay_ms = static_cast<uint32_t>(num(i));
+    else if (a == "--fault-drop") {
+      char* end = nullptr;
+      o.fault_drop_pct = std::strtod(need(i), &end);
+      if (end == nullptr || *end != '\0' || !(o.fault_drop_pct >= 0 && o.fault_drop_pct <= 100)) usage(2);
+    } else if (a == "--fault-seed") o.fault_seed = num(i);
     else if (a == "-h" || a == "--help") usage(0);
     else if (!a.empty() && a[0] != '-') words.push_back(a);
     else usage(2);
@@ -509,6 +520,20 @@ struct Row {
   bool ok = true;
   std::string error;
 };
+
+// --json: this endpoint's RC engine counters (requester side for write/read, where the loss
+// recovery runs), as one object; inline polling core only (the counters are the core's).
+void print_rc_counters(Runtime& rt) {
+  if (!rt.inline_cores() || rt.core_count() == 0) return;
+  auto* rdma = dynamic_cast<rocedp::dataplane::CoreRdma*>(rt.core(0).roce_handler_lc());
+  if (rdma == nullptr) return;
+  const auto& cnt = rdma->engine_lc().counters();
+  std::printf("{\"rc_counters\":{");
+  for (size_t i = 0; i < rocedp::rc::kRcCounterCount; ++i)
+    std::printf("%s\"%.*s\":%lu", i ? "," : "", static_cast<int>(rocedp::rc::kRcCounterNames[i].size()),
+                rocedp::rc::kRcCounterNames[i].data(), static_cast<unsigned long>(cnt.v[i]));
+  std::printf(",\"tx_no_room\":%lu}}\n", static_cast<unsigned long>(rdma->tx_no_room()));
+}
 
 void print_header(const Options& o) {
   std::FILE* out = o.json ? stderr : stdout;
@@ -1146,7 +1171,10 @@ ReportMsg server_size(Ctx& c, uint64_t size, uint64_t iters) {
   }
   rep.received = op == Op::kSend ? total_of(recvd) : done.messages;
   rep.errors += d.errors;
-  if (c.h.verify && !lat) {
+  // Only a run the client finished is checked: after a time limit the unsent slots would
+  // read as mismatches (the client reports the time limit itself).
+  const bool finished = have_done && done.messages == uint64_t{nq} * iters;
+  if (c.h.verify && !lat && finished) {
     if (op == Op::kWrite || op == Op::kSend) {
       for (uint32_t q = 0; q < nq; ++q)
         for (uint64_t i = 0; i < iters; ++i) rep.bad_bytes += check_slot(local + s.offset(q, i), s.slot(q, i), size);
@@ -1467,6 +1495,12 @@ rocedp::config::Config build_config(const Options& o, std::string* err) {
       cfg.dataplane.lcores = {cfg.eal.main_lcore};
     }
   }
+  if (o.fault_drop_pct > 0 && !cfg.ports.empty()) {
+    auto& f = cfg.ports[0].fault;
+    f.direction = rocedp::config::FaultConfig::Direction::kRx;
+    f.drop_pct = o.fault_drop_pct;
+    f.seed = o.fault_seed != 0 ? o.fault_seed : static_cast<uint64_t>(getpid()) * 2654435761u + 1;
+  }
   cfg.eal.extra_args.push_back("--no-telemetry");
   cfg.telemetry.enabled = false;
   // A control thread on a shared 2-CPU machine must not spin; stats rounds only every second.
@@ -1561,12 +1595,13 @@ int run_client(Ctx& c) {
     me.ip = c.rt->port().address().value;
     std::memcpy(me.mac, c.rt->port().mac().bytes.data(), 6);
     me.mtu = c.rt->port().mtu();
-    if (!recv_infos(c, &c.peer, &err) || !send_infos(c.oob, {me})) return std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str()), 1;
+    if (!recv_infos(c, &c.peer, &err) || !send_infos(c.oob, {me}))
+      return std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str()), g_timed_out ? 3 : 1;
   } else {
     if (!create_endpoint(*c.rt, c.h, buf, &c.ep, &err) || !recv_infos(c, &c.peer, &err)) {
       c.oob.send(kFail, err.data(), err.size());
       std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str());
-      return 1;
+      return g_timed_out ? 3 : 1;  // exit status 3 for every time limit
     }
     c.mine = local_info(*c.rt, c.ep);
     if (c.peer.size() != c.mine.size() || !send_infos(c.oob, c.mine) || !connect_all(*c.rt, c.ep, c.mine, c.peer, &err)) {
@@ -1599,7 +1634,7 @@ int run_client(Ctx& c) {
     const SizeMsg sm{size, iters};
     if (!c.oob.send(kSize, sm) || !recv_msg(c.oob, c.rt, kSizeReady, &p, &err)) {
       std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str());
-      status = 1;
+      status = g_timed_out ? 3 : 1;
       break;
     }
     Row r;
@@ -1614,7 +1649,10 @@ int run_client(Ctx& c) {
       r = bw ? client_bw(c, size, iters) : client_lat(c, size, iters);
       DoneMsg d{r.iterations, 0};
       c.oob.send(kDone, d);
-      if (!recv_struct(c.oob, c.rt, kReport, &rep, &err)) {
+      if (!r.ok) {
+        // The client's own failure (a time limit, a completion error) is the story: the server's
+        // check of messages that never arrived would only blame their bytes.
+      } else if (!recv_struct(c.oob, c.rt, kReport, &rep, &err)) {
         r.ok = false;
         r.error = err;
       } else if (rep.errors > 0) {
@@ -1640,11 +1678,13 @@ int run_client(Ctx& c) {
           frame_sizes(static_cast<Op>(c.h.op), size, std::min(path_mtu_for(c.rt->port().mtu()), path_mtu_for(c.peer[0].mtu))).size());
     }
     if (!r.ok) {
+      if (!raw && c.o.json) print_rc_counters(*c.rt);
       std::fprintf(stderr, "rocedp-perf: size %lu: %s\n", static_cast<unsigned long>(size), r.error.c_str());
       status = g_timed_out ? 3 : 1;
       break;
     }
     print_row(c.o, r);
+    if (!raw && c.o.json) print_rc_counters(*c.rt);
     if (c.h.verify && !c.o.json) std::fprintf(stderr, " verify: %lu messages of %lu bytes checked byte for byte\n",
                                               static_cast<unsigned long>(r.iterations), static_cast<unsigned long>(size));
   }
@@ -1670,7 +1710,8 @@ int run_server(Ctx& c) {
     me.ip = c.rt->port().address().value;
     std::memcpy(me.mac, c.rt->port().mac().bytes.data(), 6);
     me.mtu = c.rt->port().mtu();
-    if (!send_infos(c.oob, {me}) || !recv_infos(c, &c.peer, &err)) return std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str()), 1;
+    if (!send_infos(c.oob, {me}) || !recv_infos(c, &c.peer, &err))
+      return std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str()), g_timed_out ? 3 : 1;
   } else {
     if (!create_endpoint(*c.rt, c.h, buf, &c.ep, &err)) {
       c.oob.send(kFail, err.data(), err.size());

@@ -5,6 +5,7 @@
 
 #include "control/cm_agent.hpp"
 #include "control/ndk_internal.hpp"
+#include "dataplane/rc/completer.hpp"
 #include "dataplane/qpn_map.hpp"
 
 namespace rocedp::control {
@@ -79,6 +80,19 @@ void qp_rows_run(dataplane::CoreMessage& msg, void*) {
       r.retries_used = conn.retry_count >= qp->comp.retry_left ? conn.retry_count - qp->comp.retry_left : 0;
       r.rnr_retries_used =
           conn.rnr_retry < 7 && conn.rnr_retry >= qp->comp.rnr_retry_left ? conn.rnr_retry - qp->comp.rnr_retry_left : 0;
+    }
+    const rc::QpStats& st = qp->stats;
+    r.retransmits = st.retransmits;
+    r.timeouts = st.timeouts;
+    r.naks_sent = st.naks_sent;
+    r.naks_received = st.naks_received;
+    r.duplicates = st.duplicates;
+    r.rnr_waits = st.rnr_waits;
+    r.timeout_wait_us = st.timeout_wait_ns / 1000;
+    r.srtt_ns = qp->comp.srtt_ns;
+    if (connected) {
+      const uint64_t rto = rc::current_rto_ns(*qp);
+      r.rto_us = rto == UINT64_MAX ? 0 : rto / 1000;
     }
     out->push_back(std::move(r));
   }

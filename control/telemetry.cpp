@@ -290,6 +290,15 @@ int telemetry_format_qps(const Snapshot& s, rte_tel_data* d) {
   add_u64_column(d, "expected_psn", rows, [](const R& r) -> uint64_t { return r.expected_psn; });
   add_u64_column(d, "retries_used", rows, [](const R& r) -> uint64_t { return r.retries_used; });
   add_u64_column(d, "rnr_retries_used", rows, [](const R& r) -> uint64_t { return r.rnr_retries_used; });
+  add_u64_column(d, "retransmits", rows, [](const R& r) -> uint64_t { return r.retransmits; });
+  add_u64_column(d, "timeouts", rows, [](const R& r) -> uint64_t { return r.timeouts; });
+  add_u64_column(d, "naks_sent", rows, [](const R& r) -> uint64_t { return r.naks_sent; });
+  add_u64_column(d, "naks_received", rows, [](const R& r) -> uint64_t { return r.naks_received; });
+  add_u64_column(d, "duplicates", rows, [](const R& r) -> uint64_t { return r.duplicates; });
+  add_u64_column(d, "rnr_waits", rows, [](const R& r) -> uint64_t { return r.rnr_waits; });
+  add_u64_column(d, "timeout_wait_us", rows, [](const R& r) -> uint64_t { return r.timeout_wait_us; });
+  add_u64_column(d, "srtt_ns", rows, [](const R& r) -> uint64_t { return r.srtt_ns; });
+  add_u64_column(d, "rto_us", rows, [](const R& r) -> uint64_t { return r.rto_us; });
   return 0;
 }
 

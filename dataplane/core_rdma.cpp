@@ -46,6 +46,12 @@ bool CoreRdma::poll_lc() {
 // the headroom. Null (no mbuf, or a frame larger than one segment) makes the engine roll back.
 uint8_t* CoreRdma::sink_alloc(void* ctx, size_t len, void** handle) {
   auto& self = *static_cast<CoreRdma*>(ctx);
+  // No room in the core's TX buffer (the TX ring is full): refuse before the engine commits the
+  // packet, so it rolls back (rxe save_state/rollback_state) instead of losing a frame it counted.
+  if (!self.core_.tx_room_lc(self.port_id_)) {
+    ++self.tx_no_room_;
+    return nullptr;
+  }
   rte_mbuf* m = rte_pktmbuf_alloc(self.pool_);
   if (m == nullptr) {
     ++self.tx_no_mbuf_;

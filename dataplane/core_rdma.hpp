@@ -45,6 +45,8 @@ class CoreRdma final : public RoceHandler {
     tap_context_ = context;
   }
   uint64_t tx_no_mbuf() const { return tx_no_mbuf_; }
+  /// Frames the engine held back because the core's TX buffer was full (it resends them later).
+  uint64_t tx_no_room() const { return tx_no_room_; }
 
   // ---- request handlers (CoreMessage::RunFn); data[3] carries the CoreRdma ----
   // result is an NTSTATUS unless said otherwise.
@@ -77,6 +79,7 @@ class CoreRdma final : public RoceHandler {
   TxTap tap_ = nullptr;
   void* tap_context_ = nullptr;
   uint64_t tx_no_mbuf_ = 0;
+  uint64_t tx_no_room_ = 0;
 };
 
 }  // namespace rocedp::dataplane

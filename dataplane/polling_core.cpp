@@ -290,8 +290,20 @@ void PollingCore::send_lc(uint16_t port_id, rte_mbuf* m) {
   AttachedPort& ap = ports_[slot];
   if (ap.tx_count == kMaxBurst) {
     flush_tx_lc();
+    if (ap.tx_count == kMaxBurst) {
+      drop_lc(m, drop_index(CoreDrop::kNoTxRoom));
+      return;
+    }
   }
   ap.tx[ap.tx_count++] = m;
+}
+
+bool PollingCore::tx_room_lc(uint16_t port_id) {
+  const int slot = port_id < RTE_MAX_ETHPORTS ? slot_of_port_[port_id] : -1;
+  if (slot < 0) return true;  // send_lc counts the frame as kNoTxQueue
+  if (ports_[slot].tx_count < kMaxBurst) return true;
+  flush_tx_lc();
+  return ports_[slot].tx_count < kMaxBurst;
 }
 
 bool PollingCore::flush_tx_lc() {
@@ -302,14 +314,17 @@ bool PollingCore::flush_tx_lc() {
     uint64_t bytes = 0;
     for (uint16_t i = 0; i < ap.tx_count; ++i) bytes += rte_pktmbuf_pkt_len(ap.tx[i]);
     const uint16_t sent = ap.port->tx_burst(ap.queue, ap.tx, ap.tx_count);
-    for (uint16_t i = sent; i < ap.tx_count; ++i) {
-      bytes -= rte_pktmbuf_pkt_len(ap.tx[i]);
-      drop_lc(ap.tx[i], drop_index(CoreDrop::kNoTxRoom));
+    // What the queue did not take stays, in order, for the next flush (a full TX ring is
+    // back-pressure, not loss: the RC engine counted these frames as sent).
+    const uint16_t left = static_cast<uint16_t>(ap.tx_count - sent);
+    for (uint16_t i = 0; i < left; ++i) {
+      bytes -= rte_pktmbuf_pkt_len(ap.tx[sent + i]);
+      ap.tx[i] = ap.tx[sent + i];
     }
     stats_.tx_packets += sent;
     stats_.tx_bytes += bytes;
-    ap.tx_count = 0;
-    sent_any = true;
+    ap.tx_count = left;
+    sent_any |= sent != 0 || left != 0;  // frames held: not idle (an idle core may sleep)
   }
   return sent_any;
 }

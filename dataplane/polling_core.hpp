@@ -113,8 +113,14 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
 
   // ---- owning lcore: used by LocalServices and the request handlers ----
   /// Queues a frame for TX on `port_id` (flushed at the end of this poll). The frame is the core's
-  /// from now on: sent, or freed and counted.
+  /// from now on: sent, or freed and counted. Frames the TX queue did not take stay queued for the
+  /// next flush; only when the core's TX buffer is still full after a flush is the frame dropped
+  /// (counted no_tx_room).
   void send_lc(uint16_t port_id, rte_mbuf* m);
+  /// Whether send_lc on `port_id` would queue a frame now (flushing once if the buffer is full).
+  /// Senders that can take a frame back (the RC engine: it restores its saved state, rxe's
+  /// rollback_state) ask first, so nothing they counted as sent is ever dropped here.
+  bool tx_room_lc(uint16_t port_id);
   void count_drop_lc(std::size_t drop_index) { stats_.drops[drop_index]++; }
   void drop_lc(rte_mbuf* m, std::size_t drop_index);
   const CoreStats& stats_lc() const { return stats_; }

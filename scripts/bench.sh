@@ -9,6 +9,7 @@
 #   extra arguments go to scripts/bench_report.py (e.g. --extra-rows rows.json)
 #   BENCH_DATAPLANE=0 skips the rocedp-perf data-path rows (scripts/bench_dataplane.sh)
 #   BENCH_TCP=0 skips the rocedp vs kernel TCP rows (scripts/bench_tcp.sh)
+#   BENCH_LOSS=0 skips the goodput-under-loss rows and plot (scripts/bench_loss.py, plot_loss.py)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
@@ -28,4 +29,12 @@ fi
 # rocedp against kernel TCP (rocedp-perf vs tcp-perf, alternated), merged into the same file.
 if [[ "${BENCH_TCP:-1}" == 1 ]]; then
   BUILD_DIR=$build BENCH_ROUNDS=$rounds BENCH_SKIP_BUILD=1 "$root/scripts/bench_tcp.sh"
+fi
+# Goodput and latency under random loss, each lossy run alternated with a clean one (>= 3 rounds),
+# then the goodput-vs-loss plot bench/results/loss.svg.
+if [[ "${BENCH_LOSS:-1}" == 1 ]]; then
+  cmake --build "$build" --target rocedp-perf -j"$(nproc)" >/dev/null
+  python3 "$root/scripts/bench_loss.py" --bin-dir "$build/bin" --out "$root/bench/results/latest.json" \
+    --rounds "$(( rounds < 3 ? 3 : rounds ))"
+  python3 "$root/scripts/plot_loss.py"
 fi

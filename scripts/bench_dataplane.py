@@ -55,15 +55,16 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_pair(binary, args, tag):
+def run_pair(binary, args, tag, both=()):
     """One rocedp-perf server/client pair over net_memif (server CPU 0, client CPU 1); returns the
     client's JSON rows. A failed client stops its server at once, so a failure costs no minute.
-    scripts/bench_tcp.py uses it too, so both scripts measure rocedp the same way."""
+    scripts/bench_tcp.py uses it too, so both scripts measure rocedp the same way. `both`: extra
+    endpoint options for both processes (scripts/bench_loss.py: --fault-drop)."""
     with tempfile.TemporaryDirectory(prefix="rdp-bench-") as d:
         sock = os.path.join(d, "memif.sock")
         oob = str(free_port())
         pre = f"rdp-bench-{os.getpid()}-{tag}"
-        common = ["--oob-port", oob, "--timeout", "120", "--memory-mb", "1024"]
+        common = ["--oob-port", oob, "--timeout", "120", "--memory-mb", "1024"] + list(both)
         srv = subprocess.Popen(["taskset", "-c", "0", binary, "--server", "--port-devargs",
                                 f"net_memif0,role=server,socket={sock},socket-abstract=no", "--ip", "198.18.10.1/24",
                                 "--mac", "02:00:00:00:0a:01", "--lcore", "0", "--file-prefix", pre + "s"] + common,
@@ -86,7 +87,7 @@ def run_pair(binary, args, tag):
             for p in (pre + "s", pre + "c"):
                 subprocess.run(["rm", "-rf", f"/var/run/dpdk/{p}"])
         if cli.returncode != 0:
-            raise RuntimeError(f"rocedp-perf {' '.join(args)}: exit {cli.returncode}: {cli.stderr[-800:]}")
+            raise RuntimeError(f"rocedp-perf {' '.join(args)}: exit {cli.returncode}: {cli.stderr[-800:]} {cli.stdout[-1500:]}")
         return [json.loads(line) for line in cli.stdout.splitlines() if line.startswith("{")]
 
 

@@ -15,6 +15,7 @@ packages=(
   zlib1g-dev                              # independent CRC-32 in tests
   python3-scapy tshark                    # independent decoders (roce-check)
   iproute2 iputils-ping procps tcpdump    # network namespaces, veth, ping, captures in tests
+  nftables                                # random loss on the interop bridge (no sch_netem here)
 )
 
 missing=()

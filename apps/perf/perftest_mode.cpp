@@ -539,6 +539,9 @@ bool setup_objects(Session& s) {
   s.half = (max_size(s.o) + 4095) / 4096 * 4096;
   s.buf.assign(2 * s.half + 8192, 0);
   for (uint64_t k = 0; k < s.half; ++k) s.buf[k] = static_cast<uint8_t>(k * 131 + 7);  // what we send
+  // --dump-recv: the peer's target starts as a pattern no perftest buffer holds, so a byte the
+  // peer never wrote shows in the dump.
+  if (!s.o.dump_file.empty()) std::fill(s.buf.begin() + s.half, s.buf.begin() + s.half + max_size(s.o), 0x5A);
   if (!register_region(s, s.buf, &s.mr)) return false;
   s.qps.assign(s.o.qps, nullptr);
   for (uint32_t i = 0; i < s.o.qps; ++i)
@@ -1126,7 +1129,9 @@ bool run_session(Session& s, int* status) {
   std::fflush(stdout);
   if (!s.o.dump_file.empty()) {
     if (std::FILE* f = std::fopen(s.o.dump_file.c_str(), "wb")) {
-      std::fwrite(s.buf.data() + s.half, 1, max_size(s.o), f);
+      // Where the peer's bytes landed: a READ client's own buffer, otherwise the target region.
+      const uint8_t* region = s.client && s.o.op == Op::kRead ? s.buf.data() : s.buf.data() + s.half;
+      std::fwrite(region, 1, max_size(s.o), f);
       std::fclose(f);
     } else {
       return fail("cannot write " + s.o.dump_file);

@@ -1,5 +1,6 @@
 #include "dataplane/rc/completer.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "dataplane/rc/ib_timers.hpp"
@@ -19,27 +20,78 @@ using wire::psn_lt;
 // req.cur.wqe: after a go-back-N the requester cursor sits before WQEs already sent.
 uint32_t started_limit(QueuePair& qp) { return qp.sq_ring().readable_lc(); }
 
-void restart_timer(QueuePair& qp, uint64_t now_ns) {
-  if (qp.comp.unacked_psn == qp.req.max_psn_sent) {
-    qp.comp.timer_armed = false;
+void restart_timer(QueuePair& qp, uint64_t now_ns) { arm_retransmit_timer_lc(qp, now_ns); }
+
+// RFC 6298 smoothing in integer nanoseconds.
+void rtt_sample(CompleterState& c, uint64_t sample_ns) {
+  const uint32_t s = static_cast<uint32_t>(sample_ns < (1u << 28) ? sample_ns : (1u << 28));
+  if (c.srtt_ns == 0) {
+    c.srtt_ns = s == 0 ? 1 : s;
+    c.rttvar_ns = s / 2;
     return;
   }
-  if (auto t = local_ack_timeout_ns(qp.conn().local_ack_timeout)) {
-    qp.comp.timer_armed = true;
-    qp.comp.ack_deadline_ns = now_ns + *t;
+  const uint32_t err = s > c.srtt_ns ? s - c.srtt_ns : c.srtt_ns - s;
+  c.rttvar_ns = c.rttvar_ns - c.rttvar_ns / 4 + err / 4;
+  c.srtt_ns = c.srtt_ns - c.srtt_ns / 8 + s / 8;
+  if (c.srtt_ns == 0) c.srtt_ns = 1;
+}
+
+// Additive increase: one PSN per window of PSNs acknowledged.
+void window_on_ack(CompleterState& c, uint32_t acked, uint32_t max_window) {
+  if (c.window >= max_window) return;
+  c.window_acc += acked;
+  while (c.window_acc >= c.window && c.window < max_window) {
+    c.window_acc -= c.window;
+    ++c.window;
   }
+}
+
+// Multiplicative decrease, once per loss episode: a loss at or before recover_psn belongs to the
+// episode that already halved the window.
+void window_on_loss(QueuePair& qp, uint32_t psn) {
+  CompleterState& c = qp.comp;
+  if (psn_lt(psn, c.recover_psn)) return;
+  c.window = c.window / 2 > kMinWindow ? c.window / 2 : kMinWindow;
+  if (c.window > qp.params().max_unacked_psns) c.window = qp.params().max_unacked_psns;
+  c.window_acc = 0;
+  c.recover_psn = qp.req.max_psn_sent;
 }
 
 // Forward progress: PSNs up to (excluding) `new_unacked` are confirmed.
 void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_ns) {
   if (!psn_gt(new_unacked, qp.comp.unacked_psn)) return;
+  window_on_ack(qp.comp, psn_forward(qp.comp.unacked_psn, new_unacked), qp.params().max_unacked_psns);
   qp.comp.unacked_psn = new_unacked;
   qp.comp.retry_left = qp.conn().retry_count;
   qp.comp.rnr_retry_left = qp.conn().rnr_retry;
   qp.comp.retried_here = false;
-  // The requester may be resending packets that turned out to have arrived (reordering):
-  // skip it forward to the first unconfirmed PSN.
-  if (psn_lt(qp.req.cur.psn, new_unacked)) requester_go_back_lc(qp, ctx, new_unacked);
+  // Progress steps the backoff down (ConnectX); a fresh RTT sample ends it.
+  if (qp.comp.backoff != 0) --qp.comp.backoff;
+  if (qp.comp.rtt_timing && psn_gt(new_unacked, qp.comp.rtt_psn)) {
+    // A fresh sample ends the backoff (RFC 6298 §5.7 keeps it until then, so a timer that
+    // proved too short for a queue that grew is not reused at once).
+    qp.comp.rtt_timing = false;
+    qp.comp.backoff = 0;
+    rtt_sample(qp.comp, now_ns - qp.comp.rtt_start_ns);
+  }
+  if (qp.comp.probing) [[unlikely]] {
+    // The answer to a timeout's probe. Sent after every outstanding packet, it was answered
+    // after them: what it does not cover was lost (the responder dropped what followed the
+    // gap), so go back to it now; if it covers everything, the timeout was spurious or only an
+    // ACK was lost, and nothing is resent.
+    qp.comp.probing = false;
+    if (psn_lt(new_unacked, qp.req.max_psn_sent)) {
+      window_on_loss(qp, new_unacked);
+      requester_go_back_lc(qp, ctx, new_unacked);
+      qp.comp.retried_here = true;
+    } else if (psn_lt(qp.req.cur.psn, new_unacked)) {
+      requester_go_back_lc(qp, ctx, new_unacked);
+    }
+  } else if (psn_lt(qp.req.cur.psn, new_unacked)) {
+    // The requester may be resending packets that turned out to have arrived (reordering):
+    // skip it forward to the first unconfirmed PSN.
+    requester_go_back_lc(qp, ctx, new_unacked);
+  }
   restart_timer(qp, now_ns);
 }
 
@@ -48,6 +100,35 @@ void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_n
   qp.comp.retried_here = psn == qp.comp.unacked_psn;
   requester_go_back_lc(qp, ctx, psn);
 }
+
+}  // namespace
+
+uint64_t current_rto_ns(const QueuePair& qp) {
+  const auto full = local_ack_timeout_ns(qp.conn().local_ack_timeout);
+  if (!full) return UINT64_MAX;
+  const CompleterState& c = qp.comp;
+  uint64_t base = kRtoInitialNs;
+  if (c.srtt_ns != 0) {
+    base = std::max<uint64_t>({kRtoMinNs, uint64_t{3} * c.srtt_ns, uint64_t{c.srtt_ns} + uint64_t{4} * c.rttvar_ns});
+  }
+  const uint64_t rto = c.backoff >= 40 ? *full : base << c.backoff;
+  return rto < *full ? rto : *full;
+}
+
+void arm_retransmit_timer_lc(QueuePair& qp, uint64_t now_ns) {
+  if (qp.comp.unacked_psn == qp.req.max_psn_sent) {
+    qp.comp.timer_armed = false;
+    return;
+  }
+  const auto full = local_ack_timeout_ns(qp.conn().local_ack_timeout);
+  if (!full) return;
+  const uint64_t rto = current_rto_ns(qp);
+  qp.comp.timer_armed = true;
+  qp.comp.timer_full = rto >= *full;
+  qp.comp.ack_deadline_ns = now_ns + rto;
+}
+
+namespace {
 
 // Index of the first unfinished WQE whose PSN range holds `psn`, or -1.
 int wqe_for_psn(QueuePair& qp, uint32_t psn) {
@@ -126,6 +207,8 @@ void handle_aeth(QueuePair& qp, RcContext& ctx, uint32_t psn, uint8_t syndrome, 
         --qp.comp.rnr_retry_left;
       }
       // IBTA §9.7.5.2.8: wait at least the advertised time, then resend from the NAK'd PSN.
+      ++qp.stats.rnr_waits;
+      qp.comp.probing = false;
       qp.comp.rnr_wait = true;
       qp.comp.rnr_deadline_ns = now_ns + uint64_t{rnr_timer_us(syndrome & 0x1F)} * 1000;
       qp.comp.rnr_psn = psn;
@@ -138,6 +221,7 @@ void handle_aeth(QueuePair& qp, RcContext& ctx, uint32_t psn, uint8_t syndrome, 
       return;  // reserved syndrome: ignore
   }
   ctx.counters->add(RcCounter::kNaksReceived);
+  ++qp.stats.naks_received;
   ack_through(qp, ctx, wire::psn_sub(psn, 1), now_ns);
   if (qp.state() != QpState::kRts) return;
   switch (syndrome) {
@@ -150,6 +234,7 @@ void handle_aeth(QueuePair& qp, RcContext& ctx, uint32_t psn, uint8_t syndrome, 
         return;
       }
       --qp.comp.retry_left;
+      window_on_loss(qp, psn);
       go_back(qp, ctx, psn);
       restart_timer(qp, now_ns);
       return;
@@ -203,6 +288,7 @@ int response_target(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns
       go_back(qp, ctx, expected);
     } else {
       ctx.counters->add(RcCounter::kRxDuplicate);
+      ++qp.stats.duplicates;
     }
     return;
   }
@@ -346,12 +432,26 @@ void completer_timers_lc(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
     return;
   }
   ctx.counters->add(RcCounter::kAckTimeouts);
-  if (qp.comp.retry_left == 0) {
-    fail_wqe(qp, ctx, qp.comp.unacked_psn, WcError::kRetryExceeded);
-    return;
+  ++qp.stats.timeouts;
+  const uint64_t idle = now_ns > qp.comp.last_tx_ns ? now_ns - qp.comp.last_tx_ns : 0;
+  qp.stats.timeout_wait_ns += idle;
+  ctx.counters->add(RcCounter::kTimeoutWaitUs, idle / 1000);
+  if (!qp.comp.timer_full) {
+    // An early (adaptive) expiry: a probe, free of the retry budget; the next timer is longer.
+    ctx.counters->add(RcCounter::kRtoProbes);
+  } else {
+    if (qp.comp.retry_left == 0) {
+      fail_wqe(qp, ctx, qp.comp.unacked_psn, WcError::kRetryExceeded);
+      return;
+    }
+    --qp.comp.retry_left;
   }
-  --qp.comp.retry_left;
+  if (qp.comp.backoff < 40) ++qp.comp.backoff;
+  // Resend the oldest unacknowledged packet only, with AckReq (a tail-loss probe): a spurious
+  // expiry (a peer that was merely slow) then costs one duplicate, not a window; the answer
+  // starts the go-back-N when something was really lost (advance above).
   requester_go_back_lc(qp, ctx, qp.comp.unacked_psn);
+  qp.comp.probing = true;
   qp.comp.retried_here = true;
   restart_timer(qp, now_ns);
 }

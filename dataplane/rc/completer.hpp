@@ -10,8 +10,17 @@
 //    NAK'd PSN; rnr_retry times (7 = forever), then STATUS_IO_TIMEOUT.
 //  * NAK invalid request / remote access / remote operational: the WQE fails (queue_pair.hpp
 //    table), the QP moves to ERROR, the rest is flushed.
-//  * Local ACK timeout (4.096 µs × 2^timeout) with PSNs outstanding: go-back-N from the oldest
-//    unacknowledged PSN; retry_count consecutive timeouts/NAKs without progress -> IO_TIMEOUT.
+//  * Retransmission timer with PSNs outstanding (NVIDIA ConnectX "adaptive retransmission";
+//    shared/reference/LOSS.md): it fires after RTO = max(kRtoMinNs, 3·sRTT, sRTT + 4·RTTVAR),
+//    measured from one timed AckReq packet at a time (never a retransmitted one, Karn), and
+//    doubles with each timeout without progress up to the local ACK timeout (4.096 µs ×
+//    2^timeout), which caps it. On expiry: go-back-N from the oldest unacknowledged PSN, whose
+//    packet carries AckReq (a tail-loss probe: a lost tail packet or a lost ACK costs an RTO, not
+//    the local ACK timeout). Early expiries are probes and consume no retry; only expiries of the
+//    full local ACK timeout and sequence NAKs do, so a peer that is gone still fails after at least
+//    retry_count × the local ACK timeout (IBTA C9-140..142 bound that timer), with IO_TIMEOUT.
+//    Any progress restores the retry budget and the shortest timer, so sustained random loss
+//    never exhausts it.
 //  * READ responses are accepted strictly in PSN order and scattered into the WQE's SGEs; an
 //    atomic ACK writes the original value into the 8-byte sink (and the CQE's
 //    TypeSpecificCompletionOutput).
@@ -23,6 +32,19 @@
 #include "dataplane/wire/packet.hpp"
 
 namespace rocedp::rc {
+
+/// Floor of the adaptive retransmission timeout. LOSS.md and IRN suggest 50-100 µs, sized for a
+/// timeout that resends a window; here an expiry resends one packet (the probe), so a spurious one
+/// is cheap and the floor sits nearer a software path's RTT under load (a few to tens of µs).
+inline constexpr uint64_t kRtoMinNs = 25'000;
+/// Timeout before the first RTT sample of a QP.
+inline constexpr uint64_t kRtoInitialNs = 1'000'000;
+
+/// Arms (or re-arms) the retransmission timer at now + the current RTO, or disarms it when
+/// nothing is outstanding or the local ACK timeout is 0 (infinite).
+void arm_retransmit_timer_lc(QueuePair& qp, uint64_t now_ns);
+/// The RTO the next arming would use (telemetry, tests).
+uint64_t current_rto_ns(const QueuePair& qp);
 
 /// A response packet (ACK, ATOMIC_ACK, READ_RESPONSE_*) addressed to `qp`.
 void completer_receive_lc(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns);

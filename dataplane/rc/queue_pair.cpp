@@ -118,6 +118,8 @@ NTSTATUS QueuePair::modify_to_rts() {
   comp.unacked_psn = conn_.sq_psn;
   comp.retry_left = conn_.retry_count;
   comp.rnr_retry_left = conn_.rnr_retry;
+  comp.window = params_.max_unacked_psns;
+  comp.recover_psn = conn_.sq_psn;
   state_ = QpState::kRts;
   params_.sq->set_connected(true);
   return STATUS_SUCCESS;

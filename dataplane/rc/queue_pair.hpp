@@ -118,7 +118,9 @@ constexpr const WcErrorInfo& wc_error_info(WcError e) { return kWcErrors[static_
   X(kAcksReceived, "acks_received")                                                      \
   X(kNaksReceived, "naks_received")                                                      \
   X(kRnrNaksReceived, "rnr_naks_received")                                               \
-  X(kAckTimeouts, "ack_timeouts")                                                        \
+  X(kAckTimeouts, "ack_timeouts")         /* retransmission timer fired (probes included) */ \
+  X(kRtoProbes, "rto_probes")             /* early (adaptive) timeouts: no retry consumed */ \
+  X(kTimeoutWaitUs, "timeout_wait_us")    /* idle time from the last packet sent to a timeout */ \
   X(kGoBackN, "go_back_n")                /* retransmission restarts */                    \
   X(kCompletions, "completions")          /* CQEs produced */                              \
   X(kQpErrors, "qp_errors")               /* QPs moved to ERROR */
@@ -173,6 +175,12 @@ inline constexpr uint32_t kMaxPathMtu = 4096;
 /// every offset computation in range).
 inline constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 31;
 
+/// Default requester window in PSNs (QpCreateParams::max_unacked_psns): the most the
+/// loss-adaptive window (CompleterState::window) may open to.
+inline constexpr uint32_t kDefaultMaxUnackedPsns = 256;
+/// The loss-adaptive window never closes below this many PSNs.
+inline constexpr uint32_t kMinWindow = 8;
+
 /// QP creation (control path; NdkCreateQp / NdkCreateQpWithSrq arguments that reach the core).
 struct QpCreateParams {
   uint32_t pd = 0;
@@ -183,7 +191,11 @@ struct QpCreateParams {
   CompletionQueue* send_cq = nullptr;  ///< NDK "initiator CQ"
   CompletionQueue* recv_cq = nullptr;
   uint32_t max_inbound_read_limit = 16;  ///< responder resources allocated (>= IRL at RTR)
-  uint32_t max_unacked_psns = 256;       ///< requester window: PSNs in flight before waiting
+  /// Requester window: the most PSNs in flight before waiting. Go-back-N resends everything in
+  /// flight after a loss, so its goodput under random loss p is at most (1-p)/(1+(W-1)p)
+  /// (shared/reference/LOSS.md): the window actually used adapts to loss (CompleterState::window)
+  /// and opens up to this.
+  uint32_t max_unacked_psns = kDefaultMaxUnackedPsns;
 };
 
 /// The out-of-band connection parameters (what ibv_rc_pingpong exchanges, what IB CM's
@@ -246,7 +258,27 @@ struct CompleterState {
   uint8_t retry_left = 0;
   uint8_t rnr_retry_left = 0;
   bool timer_armed = false;
+  bool timer_full = false;     ///< the armed timer is the full local ACK timeout (consumes a retry)
   uint64_t ack_deadline_ns = 0;
+  // Adaptive retransmission timer (completer.cpp rto_ns): smoothed RTT and its variation from
+  // one timed AckReq packet at a time (Karn: never a retransmitted one), and the number of
+  // timeouts since the last progress (the timer doubles with each, up to the local ACK timeout).
+  uint32_t srtt_ns = 0;        ///< 0: no sample yet
+  uint32_t rttvar_ns = 0;
+  uint32_t rtt_psn = 0;        ///< PSN being timed
+  bool rtt_timing = false;
+  bool probing = false;        ///< a timeout resent only the oldest PSN; its answer decides the rest
+  uint8_t backoff = 0;
+  uint64_t rtt_start_ns = 0;
+  uint64_t last_tx_ns = 0;     ///< when the requester last sent a packet
+  // Loss-adaptive window (completer.cpp window_on_loss / window_on_ack): PSNs the requester may
+  // have unacknowledged, between kMinWindow and QpCreateParams::max_unacked_psns. It halves once
+  // per loss episode (a go-back-N from a NAK or a timeout whose PSN is past recover_psn) and grows
+  // by one PSN per window of PSNs acknowledged, so under random loss p it settles near sqrt(2/p)
+  // packets: go-back-N then resends about that many per loss instead of the whole maximum window.
+  uint32_t window = 0;
+  uint32_t window_acc = 0;     ///< PSNs acknowledged towards the next increase
+  uint32_t recover_psn = 0;    ///< max_psn_sent when the window last halved
   bool rnr_wait = false;       ///< requester paused until rnr_deadline_ns
   uint64_t rnr_deadline_ns = 0;
   uint32_t rnr_psn = 0;
@@ -308,6 +340,18 @@ struct QpSchedule {
   bool overrun_seen = false;  ///< a CQ of this QP overran and the engine swept the others
   uint64_t timer_at = kNoTimer;  ///< deadline of this QP's live timer-heap entry
   static constexpr uint64_t kNoTimer = UINT64_MAX;
+};
+
+/// Loss-recovery counters of one QP (telemetry /rocedp/qps). Written on the owning core only,
+/// outside the per-packet hot lines (kept at the end of the QueuePair).
+struct QpStats {
+  uint64_t retransmits = 0;      ///< request packets sent again (go-back-N)
+  uint64_t timeouts = 0;         ///< retransmission timer expiries (probes and full timeouts)
+  uint64_t naks_sent = 0;        ///< PSN sequence error NAKs this QP's responder sent
+  uint64_t naks_received = 0;    ///< NAKs (any code but RNR) this QP's requester received
+  uint64_t duplicates = 0;       ///< duplicate requests (responder) and responses (requester)
+  uint64_t rnr_waits = 0;        ///< RNR NAKs that paused the requester
+  uint64_t timeout_wait_ns = 0;  ///< idle time from the last packet sent to each timeout
 };
 
 /// Bytes of the prebuilt Ethernet+IPv4+UDP+BTH prefix of a QP's frames (no VLAN, no IP options:
@@ -392,6 +436,8 @@ class QueuePair {
   wire::PacketFields tmpl_{};
 
  public:
+  QpStats stats;  ///< cold: loss-recovery counters (telemetry)
+
   /// Bytes from the start of the object that the per-packet path reads.
   static constexpr size_t kHotBytes = 512;
 };

@@ -1,5 +1,8 @@
 #include "dataplane/rc/requester.hpp"
 
+#include <bit>
+
+#include "dataplane/rc/completer.hpp"
 #include "dataplane/rc/ib_timers.hpp"
 #include "dataplane/wire/psn.hpp"
 
@@ -10,6 +13,13 @@ using namespace wire::opcode;
 namespace psn = wire;
 
 enum class Admit : uint8_t { kGo, kWait, kLocalDone, kError };
+
+// AckReq cadence: PSNs whose low bits are all ones, about a quarter window apart (1..32).
+uint32_t ack_req_mask(uint32_t window) {
+  uint32_t q = std::bit_floor(window / 4 == 0 ? 1u : window / 4);
+  if (q > kAckReqInterval) q = kAckReqInterval;
+  return q - 1;
+}
 
 bool is_rd_atomic(SendOpcode op) {
   return op == SendOpcode::kRead || op == SendOpcode::kCompareSwap || op == SendOpcode::kFetchAdd;
@@ -114,7 +124,7 @@ uint8_t send_opcode(const SendWqe& w, bool first, bool last) {
 }
 
 // Builds and transmits the packet at the cursor. False (cursor restored) if the sink refused.
-bool send_one(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m) {
+bool send_one(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m, uint64_t now_ns) {
   const RequesterCursor saved = qp.req.cur;  // item 10: snapshot before building
   RequesterCursor& cur = qp.req.cur;
   const uint32_t mtu = qp.conn().path_mtu;
@@ -123,7 +133,7 @@ bool send_one(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m)
   TxPayload pl;
   RequesterCursor next = cur;
   const uint32_t window_left =
-      qp.params().max_unacked_psns - psn::psn_forward(qp.comp.unacked_psn, cur.psn);
+      qp.comp.window - psn::psn_forward(qp.comp.unacked_psn, cur.psn);
   switch (w.opcode) {
     case SendOpcode::kRead: {
       // A retried READ may start mid-message: ask only for the bytes still missing.
@@ -154,8 +164,10 @@ bool send_one(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m)
       const bool first = cur.offset == 0;
       const bool last = remaining <= mtu;
       f.bth.opcode = send_opcode(w, first, last);
-      const uint32_t index = psn::psn_forward(m.first_psn, cur.psn);
-      f.bth.ack_req = last || index % kAckReqInterval == kAckReqInterval - 1 || window_left <= 1;
+      // AckReq (IBTA §9.7.2): at the end of each message, about every quarter window (so one lost
+      // ACK never stalls the window), and on the last PSN the window allows.
+      const uint32_t mask = ack_req_mask(qp.comp.window);
+      f.bth.ack_req = last || (cur.psn & mask) == mask || window_left <= 1;
       const bool solicit = (w.flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT) != 0;
       f.bth.se = last && solicit && (w.opcode != SendOpcode::kWrite || w.has_immediate);
       if (w.opcode == SendOpcode::kWrite && first) {
@@ -184,11 +196,24 @@ bool send_one(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m)
       break;
     }
   }
+  const bool retransmit = psn::psn_lt(cur.psn, qp.req.max_psn_sent);
+  // The first packet resent after a go-back asks for an ACK: after a timeout it is the tail-loss
+  // probe whose answer says at once how much arrived (LOSS.md).
+  if (retransmit && cur.psn == qp.comp.unacked_psn) f.bth.ack_req = true;
   if (!transmit(qp, ctx, f, pl)) {
     cur = saved;
     return false;
   }
-  if (psn::psn_lt(cur.psn, qp.req.max_psn_sent)) ctx.counters->add(RcCounter::kTxRetransmit);
+  qp.comp.last_tx_ns = now_ns;
+  if (retransmit) {
+    ctx.counters->add(RcCounter::kTxRetransmit);
+    ++qp.stats.retransmits;
+  } else if (f.bth.ack_req && !qp.comp.rtt_timing) {
+    // RTT sample (Karn: a packet sent once, answered at once because it asks for an ACK).
+    qp.comp.rtt_timing = true;
+    qp.comp.rtt_psn = cur.psn;
+    qp.comp.rtt_start_ns = now_ns;
+  }
   cur = next;
   if (psn::psn_gt(cur.psn, qp.req.max_psn_sent)) qp.req.max_psn_sent = cur.psn;
   return true;
@@ -216,16 +241,13 @@ namespace {
       ++qp.req.cur.wqe;
       continue;
     }
-    if (psn::psn_forward(qp.comp.unacked_psn, qp.req.cur.psn) >= qp.params().max_unacked_psns) break;
-    if (!send_one(qp, ctx, w, m)) break;
+    if (psn::psn_forward(qp.comp.unacked_psn, qp.req.cur.psn) >= qp.comp.window) break;
+    // After a timeout only the probe (the oldest PSN) goes until an answer comes.
+    if (qp.comp.probing && qp.req.cur.psn != qp.comp.unacked_psn) [[unlikely]] break;
+    if (!send_one(qp, ctx, w, m, now_ns)) break;
     ++sent;
   }
-  if (sent != 0 && !qp.comp.timer_armed) {
-    if (auto t = local_ack_timeout_ns(qp.conn().local_ack_timeout)) {
-      qp.comp.timer_armed = true;
-      qp.comp.ack_deadline_ns = now_ns + *t;
-    }
-  }
+  if (sent != 0 && !qp.comp.timer_armed) arm_retransmit_timer_lc(qp, now_ns);
   return sent;
 }
 }  // namespace
@@ -241,6 +263,8 @@ uint32_t requester_run_lc(QueuePair& qp, RcContext& ctx, uint64_t now_ns, uint32
 
 void requester_go_back_lc(QueuePair& qp, RcContext& ctx, uint32_t psn_from) {
   const uint32_t mtu = qp.conn().path_mtu;
+  // Karn: the timed packet will be sent again, so its ACK would not say which copy it answers.
+  if (qp.comp.rtt_timing && psn::psn_le(psn_from, qp.comp.rtt_psn)) qp.comp.rtt_timing = false;
   const uint32_t avail = qp.sq_ring().readable_lc();
   uint32_t i = 0;
   for (; i < avail; ++i) {

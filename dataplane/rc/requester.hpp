@@ -1,7 +1,8 @@
 #pragma once
 // Requester (IBTA §9.7.4 "Requester: generating request packets"; rxe_req.c): turns send-queue
 // WQEs into request packets. It segments messages by path MTU, assigns PSNs, sets AckReq on the
-// last packet of a message (and every kAckReqInterval packets inside a long one), enforces the
+// last packet of a message, on PSNs about a quarter window apart (at most kAckReqInterval) and on
+// the first packet resent after a go-back, times one AckReq packet at a time for the RTT, enforces the
 // outbound read/atomic limit (ORL) and READ_FENCE, executes local work requests (fast register,
 // invalidate) in send-queue order, and resends from any PSN after a go-back-N.
 //
@@ -14,7 +15,8 @@
 
 namespace rocedp::rc {
 
-/// AckReq inside a long message every this many packets, so the window keeps moving.
+/// Longest AckReq spacing in PSNs (a quarter of the window when that is shorter), so the window
+/// keeps moving when ACKs are lost.
 inline constexpr uint32_t kAckReqInterval = 32;
 
 /// Sends up to `budget` packets of `qp` (RTS only). Returns the packets sent. Owning core only.

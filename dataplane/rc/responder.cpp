@@ -280,6 +280,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
 
 [[gnu::noinline, gnu::cold]] void duplicate(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
   ctx.counters->add(RcCounter::kRxDuplicate);
+  ++qp.stats.duplicates;
   const uint32_t psn = pkt.f.bth.psn;
   const uint8_t op = pkt.f.bth.opcode;
   if (op == kRcReadRequest || op == kRcCompareSwap || op == kRcFetchAdd) {
@@ -437,6 +438,7 @@ namespace {
   rs.ctl_pending = false;
   rs.unacked_packets = 0;
   const uint8_t type = rs.ctl_syndrome & wire::kAethTypeMask;
+  if (type == wire::kAethNak) ++qp.stats.naks_sent;
   ctx.counters->add(type == wire::kAethAck ? RcCounter::kAcksSent
                                            : (type == wire::kAethRnrNak ? RcCounter::kRnrNaksSent : RcCounter::kNaksSent));
   if (rs.error_after_ctl) {

@@ -92,6 +92,10 @@ conns, qps = q("/rocedp/connections"), q("/rocedp/qps")
 ok = sorted(conns["qpn"]) == qps["qpn"] and sorted(conns["peer_qpn"]) == sorted(qps["peer_qpn"])
 echo = conns["qpn"][conns["service"].index("echo")]
 ok = ok and qps["rq_in_use"][qps["qpn"].index(echo)] == 16 and qps["rq_depth"][qps["qpn"].index(echo)] == 16
+# Loss-recovery counters per QP are there (values depend on the run).
+for k in ("retransmits", "timeouts", "naks_sent", "naks_received", "duplicates", "rnr_waits", "timeout_wait_us",
+          "srtt_ns", "rto_us"):
+    ok = ok and len(qps.get(k, [])) == 2
 print(ok)
 PY
 )" = True ] || fail "/rocedp/qps: $(python3 "$tel" "$prefix" /rocedp/qps)"

@@ -16,6 +16,7 @@
 #   iop_check_captures       roce-check on every capture stopped so far (one report)
 #   iop_follow CONSOLE FILTER SECS  drive a guest's cases (see below)
 #   iop_cm_sources CASE ATTR / iop_hw CONSOLE TAG COUNTER   read results
+#   iop_bridge_loss PCT|off  drop PCT % of the RoCEv2 frames the bridge forwards (nftables)
 #   iop_stop PID             TERM, then KILL after 5 s
 #   iop_fail MESSAGE         print, mark the test failed (it goes on, so every case reports)
 #
@@ -71,6 +72,7 @@ iop_cleanup() {
   local rc=$?
   for c in "${iop_captures[@]}"; do iop_capture_stop "$c" >/dev/null 2>&1 || true; done
   for pid in "${iop_pids[@]}"; do iop_stop "$pid"; done
+  [ "${iop_bridge_loss_on:-0}" = 1 ] && iop_bridge_loss off
   for v in "${iop_veths[@]}"; do "$IOP_RIG/net.sh" del "$v" >/dev/null 2>&1 || true; done
   [ $iop_own_netns = 1 ] && "$IOP_RIG/net.sh" down >/dev/null 2>&1
   if [ $rc -ne 0 ] || [ $IOP_FAILED -ne 0 ]; then
@@ -182,6 +184,25 @@ iop_check_captures() {
   for f in "${files[@]}"; do
     /usr/bin/python3 "$IOP_CHECK" "$f" >>"$report" 2>&1 || iop_fail "roce-check finds problems in $f (see $report)"
   done
+}
+
+# Drops PCT % of the RoCEv2 (UDP 4791) frames the rig's bridge forwards, both directions
+# (nftables, bridge family, forward hook, numgen random); `iop_bridge_loss off` removes it.
+iop_bridge_loss() {
+  ip netns exec rig nft delete table bridge rocedp_loss 2>/dev/null
+  [ "$1" = off ] && return 0
+  iop_bridge_loss_on=1
+  ip netns exec rig nft -f - <<EOF
+table bridge rocedp_loss {
+  chain forward {
+    type filter hook forward priority 0; policy accept;
+    udp dport 4791 numgen random mod 1000 < $(awk "BEGIN{print int($1 * 10)}") counter drop
+  }
+}
+EOF
+}
+iop_bridge_loss_dropped() {
+  ip netns exec rig nft list table bridge rocedp_loss 2>/dev/null | sed -n 's/.*counter packets \([0-9]*\).*/\1/p'
 }
 
 # Sources (IPv4) of the CM messages with attribute ATTR (0x0015 DREQ, 0x0016 DREP, ...) in a case's

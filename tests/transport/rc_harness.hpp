@@ -100,7 +100,8 @@ struct Host {
     return *buffers.back();
   }
 
-  Qp& qp(uint32_t sq_depth = 256, uint32_t rq_depth = 256, uint32_t cq_depth = 4096) {
+  Qp& qp(uint32_t sq_depth = 256, uint32_t rq_depth = 256, uint32_t cq_depth = 4096,
+         uint32_t max_unacked_psns = kDefaultMaxUnackedPsns) {
     auto q = std::make_unique<Qp>();
     NTSTATUS st;
     q->sq = SendQueue::create(sq_depth, 4, 64, &st);
@@ -114,6 +115,7 @@ struct Host {
     p.rq = q->rq.get();
     p.send_cq = q->scq.get();
     p.recv_cq = q->rcq.get();
+    p.max_unacked_psns = max_unacked_psns;
     q->qp = eng->create_qp(p, &st);
     EXPECT_EQ(st, STATUS_SUCCESS);
     qps.push_back(std::move(q));
@@ -172,12 +174,38 @@ struct Wire {
   Faults* faults = nullptr;
   std::vector<Frame> held_ab, held_ba;  // reordered frames, delivered one step late
   bool drop_all = false;
+  // Targeted faults: a frame for which `drop_if` answers true is lost; one for which `park_if`
+  // answers true is kept aside (parked_ab / parked_ba) until the test delivers it itself.
+  // Both see the direction (true: A to B) and the parsed frame.
+  std::function<bool(bool, const wire::ParsedPacket&)> drop_if, park_if;
+  std::vector<Frame> parked_ab, parked_ba;
+  uint64_t dropped = 0;
 
   std::vector<Frame> mangle(std::vector<Frame>& in, std::vector<Frame>& held) {
     std::vector<Frame> out;
     if (drop_all) {
+      dropped += in.size();
       in.clear();
       return out;
+    }
+    if (drop_if || park_if) {
+      const bool ab = &held == &held_ab;
+      std::vector<Frame> kept;
+      for (Frame& f : in) {
+        wire::ParsedPacket p;
+        if (wire::parse(wire::Bytes(f.data(), f.size()), p) == wire::DropReason::kNone) {
+          if (drop_if && drop_if(ab, p)) {
+            ++dropped;
+            continue;
+          }
+          if (park_if && park_if(ab, p)) {
+            (ab ? parked_ab : parked_ba).push_back(std::move(f));
+            continue;
+          }
+        }
+        kept.push_back(std::move(f));
+      }
+      in.swap(kept);
     }
     if (faults == nullptr) {
       out.swap(in);
@@ -232,6 +260,15 @@ struct Wire {
       if (!step()) now += 100'000;
     }
     return done();
+  }
+  /// Delivers the parked frames now (A's to B, B's to A), in the order they were parked.
+  void release_parked() {
+    auto ab = std::move(parked_ab);
+    auto ba = std::move(parked_ba);
+    parked_ab.clear();
+    parked_ba.clear();
+    deliver(b, ab, now);
+    deliver(a, ba, now);
   }
   void settle(int rounds = 50) {
     for (int i = 0; i < rounds; ++i) step();

@@ -3,6 +3,8 @@
 // sequence, receive too small, CQ overrun.
 
 #include "dataplane/wire/builder.hpp"
+#include "dataplane/rc/completer.hpp"
+#include "dataplane/rc/ib_timers.hpp"
 #include "tests/transport/rc_harness.hpp"
 
 namespace rocedp::rc::test {
@@ -146,6 +148,7 @@ TEST_F(Errors, RetryExhaustedWhenTheWireDropsEverything) {
   wr.request_context = tag(2);
   ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
   w.drop_all = true;
+  const uint64_t t0 = w.now;
   std::vector<NdkResultEx> sc;
   ASSERT_TRUE(w.run_until([&] {
     auto s = qa->send_cqes();
@@ -156,26 +159,45 @@ TEST_F(Errors, RetryExhaustedWhenTheWireDropsEverything) {
   EXPECT_EQ(sc[0].provider_error_code, 12u);
   EXPECT_EQ(sc[0].request_context, tag(1));
   EXPECT_EQ(sc[1].status, STATUS_CANCELLED);
-  EXPECT_EQ(a.eng->counters().get(RcCounter::kAckTimeouts), 4u) << "3 retries, then the 4th timeout fails";
-  EXPECT_EQ(a.eng->counters().get(RcCounter::kTxPackets), 8u) << "2 packets x (1 + 3 retries)";
+  const uint64_t timeouts = a.eng->counters().get(RcCounter::kAckTimeouts);
+  const uint64_t probes = a.eng->counters().get(RcCounter::kRtoProbes);
+  EXPECT_EQ(timeouts - probes, 4u) << "3 retries of the full local ACK timeout, then the 4th fails";
+  EXPECT_GE(probes, 1u) << "the adaptive timer probed first";
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kTxPackets), 2 + (timeouts - 1))
+      << "2 packets, then one probe (the oldest) per expiry but the last";
+  // The adaptive timer never shortens the time a dead peer gets: retry_count + 1 full timeouts.
+  EXPECT_GE(w.now - t0, 4 * *local_ack_timeout_ns(o.timeout));
+  EXPECT_EQ(qa->qp->stats.timeouts, timeouts);
 }
 
-TEST_F(Errors, AckTimeoutWaitsTheConfiguredTime) {
+TEST_F(Errors, AckTimeoutBacksOffToTheConfiguredTime) {
   ConnectOptions o;
   o.timeout = 10;  // 4.096 µs * 1024 = 4.194304 ms
   make(o);
   Buffer& src = a.buffer(10);
   ASSERT_EQ(qb->rq->post(recv_wqe(tag(1), {})), STATUS_SUCCESS);
   ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(1), {src.sge(0, 0)})), STATUS_SUCCESS);
-  const uint64_t t0 = w.now;
-  a.eng->poll_lc(t0);
+  uint64_t t = w.now;
+  a.eng->poll_lc(t);
   ASSERT_EQ(a.tx.size(), 1u);
   a.tx.clear();  // lost
-  a.eng->poll_lc(t0 + 4'194'303);
-  EXPECT_TRUE(a.tx.empty());
-  a.eng->poll_lc(t0 + 4'194'304);
-  ASSERT_EQ(a.tx.size(), 1u) << "resent at exactly 4.096 us * 2^10";
-  EXPECT_EQ(parse_frame(a.tx[0]).f.bth.psn, 100u);
+  // No RTT sample yet: the first expiry after kRtoInitialNs, then doubling, capped at the local
+  // ACK timeout, which then repeats.
+  const uint64_t expected[] = {kRtoInitialNs, 2 * kRtoInitialNs, 4 * kRtoInitialNs, 4'194'304, 4'194'304};
+  for (uint64_t gap : expected) {
+    a.eng->poll_lc(t + gap - 1);
+    EXPECT_TRUE(a.tx.empty()) << gap;
+    a.eng->poll_lc(t + gap);
+    ASSERT_EQ(a.tx.size(), 1u) << "resent after " << gap << " ns";
+    const wire::ParsedPacket p = parse_frame(a.tx[0]);
+    EXPECT_EQ(p.f.bth.psn, 100u);
+    EXPECT_TRUE(p.f.bth.ack_req) << "the probe asks for an ACK";
+    a.tx.clear();
+    t += gap;
+  }
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kRtoProbes), 3u);
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kAckTimeouts), 5u);
+  EXPECT_EQ(qa->qp->comp.retry_left, o.retry - 2) << "only the two full timeouts consumed retries";
 }
 
 TEST_F(Errors, FlushCancelsEverythingPending) {

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Goodput and latency under random loss (issue 8 section 2): two rocedp-perf processes over
+net_memif (server CPU 0, client CPU 1, as scripts/bench_dataplane.py), both dropping the same
+share of the frames they receive (--fault-drop on both endpoints: loss in both directions).
+
+Each round runs a clean pair, then the lossy pair, for every loss rate (alternated in the same
+invocation, DESIGN.md section 8); the figure is the median over the rounds of the per-round ratio
+lossy / clean, with min-max. Rows:
+  - 4 KiB WRITE bandwidth, 4 QPs, at 0.1%, 1%, 5% and 10% loss, as a ratio to clean;
+  - 64 B WRITE round trip p50 and p99 at 1% loss, as a ratio to clean.
+The client's RC engine counters (timeouts, probes, NAKs, retransmissions) are kept per run in
+the JSON rows, to show where the time goes.
+
+Rows are merged into bench/results/latest.json (same rule as bench_dataplane.py), and
+scripts/plot_loss.py draws bench/results/loss.svg from them.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_dataplane  # noqa: E402
+
+LOSS_RATES = (0.1, 1.0, 5.0, 10.0)
+
+
+def one(binary, args, tag, drop):
+    both = ["--fault-drop", str(drop), "--fault-seed", str(abs(hash(tag)) % 1000000 + 1)] if drop > 0 else []
+    out = bench_dataplane.run_pair(binary, args, tag, both)
+    row = [x for x in out if "mode" in x][0]
+    cnt = [x["rc_counters"] for x in out if "rc_counters" in x]
+    return row, (cnt[0] if cnt else {})
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin-dir", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=2, help="-D seconds of each bandwidth run")
+    ap.add_argument("--rates", default=",".join(str(r) for r in LOSS_RATES))
+    ap.add_argument("--no-latency", action="store_true")
+    args = ap.parse_args()
+    if args.rounds < 3:
+        sys.exit("bench_loss: at least 3 alternating rounds")
+    binary = os.path.join(args.bin_dir, "rocedp-perf")
+    rates = [float(r) for r in args.rates.split(",")]
+    bw_args = ["write", "bw", "-s", "4096", "-q", "4", "-D", str(args.duration)]
+    results = []
+    for rate in rates:
+        clean, lossy, ratios, counters = [], [], [], []
+        for k in range(args.rounds):
+            c, _ = one(binary, bw_args, f"L{rate}c{k}", 0)
+            s, cnt = one(binary, bw_args, f"L{rate}s{k}", rate)
+            clean.append(c["bw_avg_Gbps"])
+            lossy.append(s["bw_avg_Gbps"])
+            ratios.append(s["bw_avg_Gbps"] / c["bw_avg_Gbps"] if c["bw_avg_Gbps"] else float("nan"))
+            counters.append(cnt)
+            print(f"  {rate}% round {k}: clean {c['bw_avg_Gbps']:.3f} Gb/s, lossy {s['bw_avg_Gbps']:.3f} Gb/s, "
+                  f"ratio {ratios[-1]:.3f}; timeouts {cnt.get('ack_timeouts')} (probes {cnt.get('rto_probes')}), "
+                  f"NAKs {cnt.get('naks_received')}, retransmitted {cnt.get('tx_retransmit')} of "
+                  f"{cnt.get('tx_packets')}", file=sys.stderr, flush=True)
+        results.append({
+            "name": f"WRITE 4 KiB goodput, 4 QPs, {rate:g}% loss both directions, vs clean",
+            "value": round(statistics.median(lossy), 3), "unit": "Gb/s", "loss_pct": rate,
+            "subject": "rocedp-perf:" + " ".join(bw_args) + f" --fault-drop {rate:g} (both endpoints)",
+            "rounds": args.rounds, "core": "server CPU 0, client CPU 1",
+            "baseline_name": "rocedp-perf:" + " ".join(bw_args) + " (no loss)",
+            "baseline_value": round(statistics.median(clean), 3), "ratio": round(statistics.median(ratios), 3),
+            "ratio_min": round(min(ratios), 3), "ratio_max": round(max(ratios), 3),
+            "ratios": [round(r, 3) for r in ratios], "client_rc_counters": counters})
+    if not args.no_latency:
+        lat_args = ["write", "lat", "-s", "64", "-n", "20000"]
+        cl = {"rtt_p50_usec": [], "rtt_p99_usec": []}
+        ls = {"rtt_p50_usec": [], "rtt_p99_usec": []}
+        for k in range(args.rounds):
+            c, _ = one(binary, lat_args, f"Tc{k}", 0)
+            s, _ = one(binary, lat_args, f"Ts{k}", 1.0)
+            for key in cl:
+                cl[key].append(c[key])
+                ls[key].append(s[key])
+            print(f"  lat round {k}: clean p50/p99 {c['rtt_p50_usec']:.2f}/{c['rtt_p99_usec']:.2f} us, 1% loss "
+                  f"{s['rtt_p50_usec']:.2f}/{s['rtt_p99_usec']:.2f} us", file=sys.stderr, flush=True)
+        for key, pct in (("rtt_p50_usec", "p50"), ("rtt_p99_usec", "p99")):
+            rs = [x / y if y else float("nan") for x, y in zip(ls[key], cl[key])]
+            results.append({
+                "name": f"WRITE 64 B round trip {pct}, 1% loss both directions, vs clean",
+                "value": round(statistics.median(ls[key]), 3), "unit": "us", "loss_pct": 1.0,
+                "subject": "rocedp-perf:" + " ".join(lat_args) + " --fault-drop 1 (both endpoints)",
+                "rounds": args.rounds, "core": "server CPU 0, client CPU 1",
+                "baseline_name": "rocedp-perf:" + " ".join(lat_args) + " (no loss)",
+                "baseline_value": round(statistics.median(cl[key]), 3), "ratio": round(statistics.median(rs), 3),
+                "ratio_min": round(min(rs), 3), "ratio_max": round(max(rs), 3)})
+    kept = []
+    if os.path.exists(args.out):
+        with open(args.out) as f:
+            names = {r["name"] for r in results}
+            kept = [x for x in json.load(f) if x.get("name") not in names]
+    with open(args.out, "w") as f:
+        json.dump(kept + results, f, indent=2)
+        f.write("\n")
+    print("| benchmark | value | clean | ratio (median, min–max) |")
+    print("|---|---|---|---|")
+    for r in results:
+        print(f"| {r['name']} | {r['value']} {r['unit']} | {r['baseline_value']} {r['unit']} | "
+              f"{r['ratio']:.3f} ({r['ratio_min']:.3f}–{r['ratio_max']:.3f}) |")
+
+
+if __name__ == "__main__":
+    main()

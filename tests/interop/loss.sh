@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Interop under loss (issue 7 §4): 2% of the RoCEv2 frames the rig's bridge forwards are dropped,
+# in both directions between the Linux guest and rocedp, during 64 KiB perftest bandwidth runs
+# with rocedp on both ends of the retransmission. The drop is an nftables rule on the bridge's
+# forward hook (numgen random): these hosts' kernels have no sch_netem, and the rule sees exactly
+# the frames between the two ends. The bridge capture sees every frame before the drop.
+#   linux-writes   ib_write_bw (Linux client) -> rocedp-perf --perftest write bw server:
+#                  Linux retransmits to rocedp
+#   rocedp-writes  rocedp-perf --perftest write bw client -> ib_write_bw server: rocedp retransmits
+#   rocedp-reads   rocedp-perf --perftest read bw client <- ib_read_bw server: rocedp re-requests
+# Every run must complete on both sides; where the bytes land in rocedp (linux-writes,
+# rocedp-reads) the region must equal, byte for byte, the messages Linux put on the wire
+# (tests/interop/region_check.py over the bridge capture, which sees frames before netem drops
+# them); the captures must show retransmissions from the side that should retransmit; and Linux
+# must exhaust no retry budget.
+set -uo pipefail
+IOP_PREFIX=loss-
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+iop_init loss
+guest=198.18.0.35 rocedp=198.18.0.45 bridge=198.18.0.1 loss=${IOP_LOSS_PCT:-2}
+iters=40 size=65536
+cases=(linux-writes rocedp-writes rocedp-reads)
+
+{
+  echo 'run() { name=$1; shift; i=0; while :; do "$@" > /tmp/out 2>&1; rc=$?; cat /tmp/out'
+  echo '  grep -q "Couldn.t connect\|Unable to init the socket" /tmp/out || break'
+  echo '  i=$((i+1)); [ $i -ge 120 ] && break; sleep 0.5; done; echo "LSCASE $name rc=$rc"; }'
+  echo "run linux-writes ib_write_bw -d rxe0 -x \$GID -s $size -n $iters -F $bridge"
+  echo "run rocedp-writes ib_write_bw -d rxe0 -x \$GID -s $size -n $iters -F"
+  echo "run rocedp-reads ib_read_bw -d rxe0 -x \$GID -s $size -n $iters -F"
+  echo 'for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "HWC ${f##*/} $(cat $f)"; done'
+} >"$IOP_WORK/guest.sh"
+
+iop_net 1500 dpdkls
+IOP_GUEST_TIMEOUT=400 iop_guest lsg "$guest" 1500 "$IOP_WORK/guest.sh"
+gpid=$IOP_LAST_PID
+glog=$IOP_WORK/lsg.console
+iop_bridge_loss "$loss" || iop_fail "no loss rule on the bridge"
+
+ep=(--port-devargs "$(iop_devargs 0 dpdkls 1500)" --ip "$rocedp/24" --file-prefix "rdp-iop-ls-$$" --memory-mb 256 --timeout 150)
+for c in "${cases[@]}"; do
+  case $c in
+    linux-writes) args=(write bw --dump-recv "$IOP_WORK/$c.bin") ;;
+    rocedp-writes) args=("$guest" write bw) ;;
+    rocedp-reads) args=("$guest" read bw --dump-recv "$IOP_WORK/$c.bin") ;;
+  esac
+  iop_capture_start "$c" "host $guest and host $rocedp"
+  ip netns exec rig "$IOP_BIN/rocedp-perf" --perftest "${ep[@]}" "${args[@]}" -s "$size" -n "$iters" -F \
+    >"$IOP_ARTIFACTS/interop-loss-$c.log" 2>&1
+  rc=$?
+  iop_capture_stop "$c"
+  [ $rc = 0 ] || iop_fail "$c: rocedp-perf exit $rc ($(tail -1 "$IOP_ARTIFACTS/interop-loss-$c.log"))"
+  echo "$c: $(grep -E "^ $size +[0-9]" "$IOP_ARTIFACTS/interop-loss-$c.log" | head -1)"
+done
+wait "$gpid"
+dropped=$(iop_bridge_loss_dropped)
+iop_bridge_loss off
+echo "the bridge dropped $dropped RoCEv2 frames"
+[ "${dropped:-0}" -gt 0 ] || iop_fail "the loss rule dropped nothing"
+iop_check_captures
+
+pcap() { echo "$IOP_ARTIFACTS/interop-loss-$1.pcap"; }
+# Packets a side sent more than once (the same opcode and PSN again).
+resent() {
+  tshark -r "$(pcap "$1")" -d udp.port==4791,infiniband -Y "ip.src == $2 && infiniband.bth.opcode < 17" \
+    -T fields -e infiniband.bth.opcode -e infiniband.bth.psn 2>/dev/null | sort | uniq -d | wc -l
+}
+for c in "${cases[@]}"; do
+  tr -d '\r' <"$glog" | grep -q "LSCASE $c rc=0" || iop_fail "$c: the Linux side did not succeed"
+done
+n=$(resent linux-writes "$guest")
+[ "$n" -gt 0 ] || iop_fail "linux-writes: Linux retransmitted nothing at $loss% loss"
+echo "linux-writes: Linux resent $n packets"
+for c in rocedp-writes rocedp-reads; do
+  n=$(resent "$c" "$rocedp")
+  [ "$n" -gt 0 ] || iop_fail "$c: rocedp retransmitted nothing at $loss% loss"
+  echo "$c: rocedp resent $n packets"
+done
+/usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/region_check.py" "$(pcap linux-writes)" "$guest" write \
+  "$IOP_WORK/linux-writes.bin" || iop_fail "linux-writes: rocedp's region differs from what Linux sent"
+/usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/region_check.py" "$(pcap rocedp-reads)" "$guest" read \
+  "$IOP_WORK/rocedp-reads.bin" || iop_fail "rocedp-reads: rocedp's buffer differs from what Linux sent"
+for k in retry_exceeded_err retry_rnr_exceeded_err; do
+  v=$(tr -d '\r' <"$glog" | awk -v k="$k" '$1 == "HWC" && $2 == k {print $3}')
+  [ "$v" = 0 ] || iop_fail "guest hw_counters: $k = ${v:-missing}"
+done
+tr -d '\r' <"$glog" | awk '$1 == "HWC" && $3 != 0 {print "Linux " $2 " = " $3}'
+[ $IOP_FAILED = 0 ] && echo "PASS: interop at $loss% loss both ways"

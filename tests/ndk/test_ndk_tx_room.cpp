@@ -1,0 +1,91 @@
+// Issue 8 §4: a full TX ring is back-pressure, not loss. The RC engine counts a frame as sent
+// once it handed it to the core; if the port's TX ring then refuses it, the core keeps it for the
+// next burst, and the engine asks for room before it builds a packet (rolling back when there is
+// none, as rxe's save_state/rollback_state). Here the peer stops reading, so A's ring (1,024
+// frames) fills while eight QPs have 2,048 packets to send; when the peer reads again every
+// WRITE completes without a single retransmission and without a frame dropped for lack of room.
+
+#include <gtest/gtest.h>
+
+#include "dataplane/core_drop_reason.hpp"
+#include "dataplane/core_rdma.hpp"
+#include "dataplane/rc/rc_engine.hpp"
+#include "tests/ndk/ndk_helpers.hpp"
+
+namespace rocedp::test {
+namespace {
+
+class NdkTxRoom : public NdkFixture {};
+
+TEST_F(NdkTxRoom, FullTxRingHoldsFramesInsteadOfDroppingThem) {
+  constexpr int kPairs = 8;
+  constexpr uint32_t kMsgs = 8, kMsgBytes = 32 * 1024;  // 32 packets each at path MTU 1024
+  std::vector<Endpoint> xs(kPairs), ys(kPairs);
+  std::vector<std::unique_ptr<Buffer>> srcs, dsts;
+  for (int i = 0; i < kPairs; ++i) {
+    xs[i].host = &a_;
+    ys[i].host = &b_;
+    for (Endpoint* e : {&xs[i], &ys[i]}) {
+      e->pd = make_pd(*e->host);
+      e->cq = make_cq(*e->host, 1024, 0);
+      e->qp = make_qp(e->pd, e->cq, e->cq, e, 64);
+    }
+    // No retransmission timer (local ACK timeout 0 = infinite): any retransmission below comes
+    // from a lost frame, and a lost tail would hang the test.
+    NdkQpConnectParams px = params_to(b_, ys[i].qp, 100, 7000);
+    NdkQpConnectParams py = params_to(a_, xs[i].qp, 7000, 100);
+    px.local_ack_timeout = py.local_ack_timeout = 0;
+    connect(xs[i], ys[i], &px, &py);
+    srcs.push_back(buffer(xs[i].pd, kMsgs * kMsgBytes));
+    dsts.push_back(buffer(ys[i].pd, kMsgs * kMsgBytes));
+    for (size_t k = 0; k < srcs.back()->data.size(); ++k) srcs.back()->data[k] = static_cast<uint8_t>(k * 7 + i);
+  }
+  auto* rdma = dynamic_cast<dataplane::CoreRdma*>(a_.cores[0]->roce_handler_lc());
+  ASSERT_NE(rdma, nullptr);
+  const rc::RcCounters before = rdma->engine_lc().counters();
+  const auto no_room = dataplane::drop_index(dataplane::CoreDrop::kNoTxRoom);
+  const uint64_t drops0 = a_.cores[0]->stats_lc().drops[no_room];
+
+  for (int i = 0; i < kPairs; ++i) {
+    for (uint32_t m = 0; m < kMsgs; ++m) {
+      const NdkSge s = srcs[i]->sge(m * kMsgBytes, kMsgBytes);
+      ASSERT_EQ(xs[i].qp->write(nullptr, &s, 1, dsts[i]->va() + m * kMsgBytes, dsts[i]->mr->get_remote_token(), 0),
+                STATUS_SUCCESS);
+    }
+  }
+  // Only A runs: its engine fills the ring towards B, which reads nothing.
+  for (int r = 0; r < 500; ++r) {
+    for (auto& c : a_.cores) c->poll_once();
+  }
+  EXPECT_GT(rdma->tx_no_room(), 0u) << "the ring filled and the engine was held back";
+  // Now both run.
+  size_t completed = 0;
+  ASSERT_TRUE(poll_until(
+      [&] {
+        NdkResultEx r[64];
+        for (auto& x : xs) {
+          for (uint32_t n; (n = x.cq->get_results_ex(r, 64)) != 0;) {
+            for (uint32_t k = 0; k < n; ++k) EXPECT_EQ(r[k].status, STATUS_SUCCESS) << status_name(r[k].status);
+            completed += n;
+          }
+        }
+        return completed == kPairs * kMsgs;
+      },
+      200'000))
+      << completed << " of " << kPairs * kMsgs << " WRITEs completed";
+  for (int i = 0; i < kPairs; ++i) EXPECT_EQ(srcs[i]->data, dsts[i]->data) << "pair " << i;
+  const rc::RcCounters& after = rdma->engine_lc().counters();
+  EXPECT_EQ(a_.cores[0]->stats_lc().drops[no_room] - drops0, 0u) << "no frame dropped for lack of TX room";
+  EXPECT_EQ(after.get(rc::RcCounter::kTxRetransmit) - before.get(rc::RcCounter::kTxRetransmit), 0u);
+  EXPECT_EQ(after.get(rc::RcCounter::kGoBackN) - before.get(rc::RcCounter::kGoBackN), 0u);
+  for (int i = 0; i < kPairs; ++i) {
+    std::vector<std::unique_ptr<Buffer>> bx, by;
+    bx.push_back(std::move(srcs[i]));
+    by.push_back(std::move(dsts[i]));
+    close_endpoint(xs[i], &bx);
+    close_endpoint(ys[i], &by);
+  }
+}
+
+}  // namespace
+}  // namespace rocedp::test

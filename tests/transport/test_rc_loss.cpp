@@ -1,0 +1,308 @@
+// Loss recovery of the RC engine (issue 8 §1): the cases in which plain go-back-N with a fixed
+// local ACK timeout waits the whole timeout (67 ms at rocedp-perf's timeout code 14), and the
+// rules that keep recovery within the standard. Every test runs on virtual time over the
+// in-memory wire of rc_harness.hpp and asserts what a consumer sees: bytes delivered exactly
+// once, completion statuses and order, and the per-QP counters of /rocedp/qps.
+
+#include "dataplane/rc/completer.hpp"
+#include "dataplane/rc/ib_timers.hpp"
+#include "tests/transport/rc_harness.hpp"
+
+namespace rocedp::rc::test {
+namespace {
+
+using namespace wire::opcode;
+
+constexpr uint8_t kTimeout14 = 14;  // 4.096 µs × 2^14 = 67.1 ms, what rocedp-perf configures
+const uint64_t kFullTimeoutNs = *local_ack_timeout_ns(kTimeout14);
+// "A few RTTs": the adaptive timer's floor plus slack for the harness's idle time jumps
+// (100 µs per idle round). An order of magnitude below a 1 ms timeout, ~70x below 67 ms.
+constexpr uint64_t kFewRtosNs = 600'000;
+
+bool is_nak(const wire::ParsedPacket& p) {
+  return p.f.bth.opcode == kRcAck && (p.f.aeth.syndrome & wire::kAethTypeMask) == wire::kAethNak;
+}
+bool is_ack(const wire::ParsedPacket& p) {
+  return p.f.bth.opcode == kRcAck && (p.f.aeth.syndrome & wire::kAethTypeMask) == wire::kAethAck;
+}
+
+class Loss : public ::testing::Test {
+ protected:
+  Host a{0, 0xC6120001, 1};
+  Host b{0, 0xC6120002, 2};
+  Wire w{a, b};
+  Qp* qa = nullptr;
+  Qp* qb = nullptr;
+  Buffer* src = nullptr;
+  Buffer* dst = nullptr;
+  ConnectOptions o;
+  uint64_t posted = 0;
+  std::vector<NdkResultEx> done;
+
+  void make(uint32_t window = kDefaultMaxUnackedPsns, uint8_t retry = 7) {
+    o.timeout = kTimeout14;
+    o.retry = retry;
+    qa = &a.qp(512, 512, 8192, window);
+    qb = &b.qp(512, 512, 8192, window);
+    connect(a, *qa, b, *qb, o);
+    src = &a.buffer(1 << 20);
+    dst = &b.buffer(1 << 20, kMrAll, 0);
+    fill_pattern(src->ptr(), 1 << 20, 7);
+  }
+
+  // A WRITE of `len` bytes from src[off] to dst[off]; its context is its posting number.
+  void write(uint32_t off, uint32_t len) {
+    SendWqe wr = send_wqe(SendOpcode::kWrite, tag(posted), {src->sge(off, len)});
+    wr.remote_address = dst->va() + off;
+    wr.remote_token = dst->tokens.remote;
+    ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
+    ++posted;
+  }
+  bool all_done() {
+    auto s = qa->send_cqes();
+    done.insert(done.end(), s.begin(), s.end());
+    return done.size() == posted;
+  }
+  // Every completion succeeded, exactly once, in posting order.
+  void expect_in_order_success() {
+    ASSERT_EQ(done.size(), posted);
+    for (size_t i = 0; i < done.size(); ++i) {
+      EXPECT_EQ(done[i].status, STATUS_SUCCESS) << i;
+      EXPECT_EQ(done[i].request_context, tag(i)) << "posting order, exactly once";
+    }
+  }
+  // Clean traffic first, so that the requester has RTT samples (as any QP that ran a while).
+  void warm_up() {
+    for (int i = 0; i < 16; ++i) write(0, 4096);
+    ASSERT_TRUE(w.run_until([&] { return all_done(); }));
+    ASSERT_NE(qa->qp->comp.srtt_ns, 0u) << "the requester measured the RTT";
+    expect_in_order_success();
+  }
+  uint64_t run_timed() {
+    const uint64_t t0 = w.now;
+    EXPECT_TRUE(w.run_until([&] { return all_done(); })) << "hang";
+    return w.now - t0;
+  }
+};
+
+// The last packet of a message is lost: no later packet makes the responder NAK, so only the
+// requester's timer recovers. The adaptive timer fires after a few RTTs and its probe
+// (the oldest unacknowledged PSN with AckReq) starts the go-back-N.
+TEST_F(Loss, LostTailPacketCostsAFewRtosNotTheAckTimeout) {
+  make();
+  warm_up();
+  write(0, 8 * 1024);  // 8 packets at MTU 1024
+  const uint32_t last = wire::psn_add(qa->qp->req.max_psn_sent, 7);
+  int dropped = 0;
+  w.drop_if = [&](bool ab, const wire::ParsedPacket& p) { return ab && p.f.bth.psn == last && dropped++ == 0; };
+  const uint64_t elapsed = run_timed();
+  EXPECT_EQ(dropped, 2) << "the tail was lost once, its resend got through";
+  expect_in_order_success();
+  EXPECT_EQ(std::memcmp(src->ptr(), dst->ptr(), 8 * 1024), 0);
+  EXPECT_LT(elapsed, kFewRtosNs) << "not the local ACK timeout of " << kFullTimeoutNs << " ns";
+  EXPECT_EQ(qa->qp->stats.timeouts, 1u);
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kRtoProbes), 1u);
+  EXPECT_EQ(qa->qp->comp.retry_left, o.retry) << "progress restored the retry budget";
+  EXPECT_GE(qa->qp->stats.retransmits, 1u);
+  EXPECT_GT(qa->qp->stats.timeout_wait_ns, 0u);
+}
+
+// The ACK of the last message is lost: the data arrived, the requester cannot know. Its probe
+// is a duplicate that the responder re-ACKs (IBTA C9-105), and nothing executes twice.
+TEST_F(Loss, LostAckCostsAFewRtosAndNothingExecutesTwice) {
+  make();
+  warm_up();
+  Buffer& rbuf = b.buffer(4096, kMrAll, 0);
+  ASSERT_EQ(qb->rq->post(recv_wqe(tag(99), {rbuf.sge(0, 4096)})), STATUS_SUCCESS);
+  ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(posted), {src->sge(0, 4096)})), STATUS_SUCCESS);
+  ++posted;
+  int acks_dropped = 0;
+  w.drop_if = [&](bool ab, const wire::ParsedPacket& p) {
+    return !ab && is_ack(p) && acks_dropped++ == 0;
+  };
+  const uint64_t dup0 = qb->qp->stats.duplicates;
+  const uint64_t elapsed = run_timed();
+  expect_in_order_success();
+  EXPECT_LT(elapsed, kFewRtosNs);
+  const auto rc = qb->recv_cqes();
+  ASSERT_EQ(rc.size(), 1u) << "the SEND was delivered exactly once";
+  EXPECT_EQ(rc[0].bytes_transferred, 4096u);
+  EXPECT_EQ(std::memcmp(rbuf.ptr(), src->ptr(), 4096), 0);
+  EXPECT_GT(qb->qp->stats.duplicates, dup0) << "the probe was a duplicate, answered by an ACK";
+  EXPECT_EQ(qa->qp->stats.timeouts, 1u);
+}
+
+// A packet in mid-stream and then the responder's one NAK are lost. The responder must not NAK
+// again for the same sequence error (IBTA §9.7.5.1.2, as rxe, hfi1, qib): it drops what follows
+// silently, and the requester's timer recovers in a few RTTs.
+TEST_F(Loss, LostNakCostsAFewRtosAndTheResponderNaksOnce) {
+  make();
+  warm_up();
+  const uint32_t base = qa->qp->req.max_psn_sent;
+  for (uint32_t i = 0; i < 16; ++i) write(i * 1024, 1024);
+  const uint32_t lost = wire::psn_add(base, 4);
+  int data_dropped = 0, naks_dropped = 0;
+  w.drop_if = [&](bool ab, const wire::ParsedPacket& p) {
+    if (ab) return p.f.bth.psn == lost && data_dropped++ == 0;
+    return is_nak(p) && naks_dropped++ == 0;
+  };
+  const uint64_t naks0 = qb->qp->stats.naks_sent;
+  const uint64_t elapsed = run_timed();
+  EXPECT_EQ(naks_dropped, 1);
+  expect_in_order_success();
+  EXPECT_EQ(std::memcmp(src->ptr(), dst->ptr(), 16 * 1024), 0);
+  EXPECT_LT(elapsed, kFewRtosNs);
+  EXPECT_EQ(qb->qp->stats.naks_sent - naks0, 1u) << "one NAK for 11 packets out of sequence";
+  EXPECT_GE(b.eng->counters().get(RcCounter::kRxOutOfSequence), 11u);
+  EXPECT_EQ(qa->qp->stats.naks_received, 0u);
+  EXPECT_EQ(qa->qp->stats.timeouts, 1u);
+}
+
+// A NAK that arrives starts the go-back-N at once: the resend leaves in the requester's next poll,
+// with no timer involved.
+TEST_F(Loss, NakRestartsGoBackNWithoutWaiting) {
+  make();
+  warm_up();
+  const uint32_t base = qa->qp->req.max_psn_sent;
+  for (uint32_t i = 0; i < 16; ++i) write(i * 1024, 1024);
+  const uint32_t lost = wire::psn_add(base, 4);
+  int dropped = 0;
+  w.drop_if = [&](bool ab, const wire::ParsedPacket& p) { return ab && p.f.bth.psn == lost && dropped++ == 0; };
+  const uint64_t elapsed = run_timed();
+  expect_in_order_success();
+  EXPECT_EQ(std::memcmp(src->ptr(), dst->ptr(), 16 * 1024), 0);
+  EXPECT_EQ(qa->qp->stats.naks_received, 1u);
+  EXPECT_EQ(qa->qp->stats.timeouts, 0u);
+  EXPECT_LE(elapsed, 5'000u) << "a few 1 µs rounds: the NAK's round trip and the resend";
+}
+
+// The link loses 50 frames in a row, both directions, including the tail of the stream (so no
+// NAK can come): recovery costs a few RTOs, every byte arrives once.
+TEST_F(Loss, BurstOf50LostFramesRecoversInAFewRtos) {
+  make();
+  warm_up();
+  for (uint32_t i = 0; i < 40; ++i) write(i * 2048, 2048);  // 80 packets
+  uint64_t seen_ab = 0;
+  bool outage = false;
+  const uint64_t dropped0 = w.dropped;
+  w.drop_if = [&](bool ab, const wire::ParsedPacket&) {
+    if (ab && ++seen_ab == 35) outage = true;  // 80 A-to-B frames: the tail is in the burst
+    if (outage && w.dropped - dropped0 == 50) outage = false;
+    return outage;
+  };
+  const uint64_t elapsed = run_timed();
+  EXPECT_EQ(w.dropped - dropped0, 50u);
+  expect_in_order_success();
+  EXPECT_EQ(std::memcmp(src->ptr(), dst->ptr(), 40 * 2048), 0);
+  // The burst also swallows the first probes (one frame each), and every lost probe doubles the
+  // timer: 0.1 + 0.2 + 0.4 + 0.8 ms, still ~40x less than one local ACK timeout.
+  EXPECT_LT(elapsed, 3'000'000u);
+  EXPECT_GE(qa->qp->stats.timeouts, 2u);
+  EXPECT_EQ(qa->qp->comp.retry_left, o.retry);
+}
+
+// Frames delayed far beyond the window (requests, ACKs, READ responses, an atomic) arrive after
+// the requester has resent them and moved on by several windows. None is executed or completed
+// twice: the stale WRITE does not overwrite newer data, the stale fetch-add is not applied again,
+// stale responses match nothing.
+TEST_F(Loss, ReorderingBeyondTheWindowExecutesNothingTwice) {
+  constexpr uint32_t kWindow = 16;
+  make(kWindow);
+  warm_up();
+  Buffer& counter = b.buffer(8, kMrAll, 0);
+  Buffer& result = a.buffer(8 * 200, kMrAll, 0);
+  Buffer& rsrc = b.buffer(4096, kMrAll, 0);
+  fill_pattern(rsrc.ptr(), 4096, 11);
+  Buffer& rdst = a.buffer(4096, kMrAll, 0);
+  // Park the first transmission of each: a WRITE of version 1 to dst[0..1024), a fetch-add,
+  // and B's answers to a READ.
+  std::memset(src->ptr(), 0x11, 1024);
+  write(0, 1024);
+  SendWqe fa = send_wqe(SendOpcode::kFetchAdd, tag(posted), {result.sge(0, 8)});
+  fa.remote_address = counter.va();
+  fa.remote_token = counter.tokens.remote;
+  fa.swap_or_add = 5;
+  ASSERT_EQ(qa->sq->post(fa), STATUS_SUCCESS);
+  ++posted;
+  SendWqe rd = send_wqe(SendOpcode::kRead, tag(posted), {rdst.sge(0, 4096)});
+  rd.remote_address = rsrc.va();
+  rd.remote_token = rsrc.tokens.remote;
+  ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
+  ++posted;
+  int parked_req = 0, parked_resp = 0;
+  w.park_if = [&](bool ab, const wire::ParsedPacket& p) {
+    if (ab) return (p.f.bth.opcode == kRcWriteOnly || p.f.bth.opcode == kRcFetchAdd) && parked_req++ < 2;
+    return (p.f.bth.opcode >= kRcReadRespFirst && p.f.bth.opcode <= kRcReadRespOnly) && parked_resp++ < 4;
+  };
+  ASSERT_TRUE(w.run_until([&] { return all_done(); }));
+  w.park_if = nullptr;
+  ASSERT_EQ(w.parked_ab.size(), 2u);
+  ASSERT_EQ(w.parked_ba.size(), 4u);
+  // Version 2 of the same bytes, and 10 windows of other traffic.
+  std::memset(src->ptr(), 0x22, 1024);
+  write(0, 1024);
+  for (uint32_t i = 0; i < 10 * kWindow; ++i) write(4096 + (i % 64) * 1024, 1024);
+  ASSERT_TRUE(w.run_until([&] { return all_done(); }));
+  const uint64_t dup0 = qb->qp->stats.duplicates;
+  w.release_parked();
+  w.settle(200);
+  EXPECT_TRUE(all_done());
+  expect_in_order_success();
+  EXPECT_EQ(done.size(), posted) << "no completion twice";
+  for (int i = 0; i < 1024; ++i) ASSERT_EQ(dst->ptr()[i], 0x22) << "the stale WRITE was not applied again";
+  uint64_t c;
+  std::memcpy(&c, counter.ptr(), 8);
+  EXPECT_EQ(c, 5u) << "the stale fetch-add was not applied again";
+  EXPECT_EQ(std::memcmp(rdst.ptr(), rsrc.ptr(), 4096), 0);
+  EXPECT_EQ(qb->qp->stats.duplicates - dup0, 2u) << "both stale requests were seen as duplicates";
+  EXPECT_EQ(qa->qp->state(), QpState::kRts);
+  EXPECT_EQ(qb->qp->state(), QpState::kRts);
+}
+
+// Sustained random loss (10% of frames, both directions) with a small retry count: each
+// recovery that makes progress restores the budget, and the adaptive timer's early expiries are
+// free, so thousands of loss events never exhaust three retries.
+TEST_F(Loss, SustainedRandomLossNeverExhaustsTheRetryBudget) {
+  make(kDefaultMaxUnackedPsns, /*retry=*/3);
+  Faults f;
+  f.drop = 0.10;
+  w.faults = &f;
+  for (int round = 0; round < 20; ++round) {
+    for (uint32_t i = 0; i < 100; ++i) write(i * 4096, 4096);
+    ASSERT_TRUE(w.run_until([&] { return all_done() || qa->qp->state() != QpState::kRts; }));
+    ASSERT_EQ(qa->qp->state(), QpState::kRts) << "round " << round;
+  }
+  expect_in_order_success();
+  EXPECT_EQ(std::memcmp(src->ptr(), dst->ptr(), 100 * 4096), 0);
+  EXPECT_GT(qa->qp->stats.timeouts, 20u);
+  EXPECT_GT(qa->qp->stats.naks_received, 20u);
+}
+
+// The peer vanishes mid-stream: the retry budget still runs out, after at least retry_count + 1
+// expiries of the full local ACK timeout, with the documented status (STATUS_IO_TIMEOUT, provider
+// code 12 RETRY_EXC_ERR) for the oldest request and STATUS_CANCELLED for the rest, in order.
+TEST_F(Loss, RetryExhaustionAfterTrafficEndsInIoTimeout) {
+  make(kDefaultMaxUnackedPsns, /*retry=*/2);
+  warm_up();
+  const size_t before = done.size();
+  for (uint32_t i = 0; i < 8; ++i) write(i * 1024, 1024);
+  w.drop_all = true;
+  const uint64_t t0 = w.now;
+  ASSERT_TRUE(w.run_until([&] { return all_done(); }, 100'000));
+  const uint64_t elapsed = w.now - t0;
+  ASSERT_EQ(done.size(), before + 8);
+  EXPECT_EQ(done[before].status, STATUS_IO_TIMEOUT);
+  EXPECT_EQ(done[before].provider_error_code, 12u);
+  EXPECT_EQ(done[before].request_context, tag(before));
+  for (size_t i = before + 1; i < done.size(); ++i) {
+    EXPECT_EQ(done[i].status, STATUS_CANCELLED);
+    EXPECT_EQ(done[i].request_context, tag(i));
+  }
+  EXPECT_EQ(qa->qp->state(), QpState::kError);
+  EXPECT_GE(elapsed, 3 * kFullTimeoutNs) << "retry_count + 1 full local ACK timeouts";
+  EXPECT_LT(elapsed, 5 * kFullTimeoutNs + 10'000'000) << "plus the probes before the timer reached its cap";
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kAckTimeouts) - a.eng->counters().get(RcCounter::kRtoProbes), 3u);
+}
+
+}  // namespace
+}  // namespace rocedp::rc::test
