@@ -1,108 +1,379 @@
-// rocedpctl: operator tool. Subcommands are rows of kCommands; each returns
-// the process exit status (0 ok, 1 the check failed, 2 usage/unreadable input).
+// rocedpctl: the operator's client of a running rocedpd, and a capture decoder.
+//
+//   rocedpctl status|ports|cores|drops|neighbours|connections|listeners [--json] [--prefix P]
+//   rocedpctl qps [--qpn N] [--json] [--prefix P]
+//   rocedpctl decode [-q] FILE.pcap...
+//
+// The daemon commands speak DPDK's telemetry socket (v2: SOCK_SEQPACKET, JSON replies) at
+// <runtime dir>/<file prefix>/dpdk_telemetry.v2, the same socket dpdk-telemetry.py uses. DPDK
+// 22.11 cannot nest dictionaries, so the daemon answers with one column per field; this tool
+// turns the columns back into rows (a table, or with --json an array of objects).
+//
+// Exit status: 0 ok, 1 the daemon is unreachable / the check failed / no such QP, 2 usage.
 
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
-#include <span>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
-#include <string_view>
+#include <vector>
 
 #include "dataplane/wire/decode.hpp"
 
+#ifndef ROCEDP_VERSION
+#define ROCEDP_VERSION "unknown"
+#endif
+
 namespace {
+
+using Json = nlohmann::ordered_json;  // keeps the daemon's field order
 
 constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 
-struct Command {
-  std::string_view name;
-  std::string_view args;
-  std::string_view help;
-  int (*run)(std::span<char*> args);
+// ---- telemetry client ----------------------------------------------------------------------
+
+// DPDK's runtime directory (eal_common_filesystem: /var/run/dpdk for root, else
+// $XDG_RUNTIME_DIR/dpdk or /tmp/dpdk).
+std::string socket_path(const std::string& prefix) {
+  std::string base = "/var/run";
+  if (getuid() != 0) {
+    const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+    base = xdg != nullptr ? xdg : "/tmp";
+  }
+  return base + "/dpdk/" + prefix + "/dpdk_telemetry.v2";
+}
+
+class TelemetryClient {
+ public:
+  ~TelemetryClient() {
+    if (fd_ >= 0) close(fd_);
+  }
+  bool connect(const std::string& prefix, std::string* error) {
+    const std::string path = socket_path(prefix);
+    fd_ = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    if (fd_ < 0) return fail(error, "socket: " + std::string(std::strerror(errno)));
+    sockaddr_un sun{};
+    sun.sun_family = AF_UNIX;
+    if (path.size() >= sizeof(sun.sun_path)) return fail(error, "socket path too long: " + path);
+    std::memcpy(sun.sun_path, path.c_str(), path.size() + 1);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&sun), sizeof(sun)) != 0)
+      return fail(error, "no rocedpd with file prefix '" + prefix + "' (" + path + ": " + std::strerror(errno) + ")");
+    // The first message describes the socket: version, pid, max_output_len.
+    auto hello = receive(16384, error);
+    if (!hello) return false;
+    info_ = *hello;
+    max_len_ = info_.value("max_output_len", size_t{16384});
+    return true;
+  }
+  /// The value of `command` in the reply; null JSON if the daemon knows no such command or
+  /// refused the parameter.
+  std::optional<Json> query(const std::string& command, std::string* error) {
+    if (send(fd_, command.data(), command.size(), 0) < 0) {
+      fail(error, "send: " + std::string(std::strerror(errno)));
+      return std::nullopt;
+    }
+    auto reply = receive(max_len_, error);
+    if (!reply) return std::nullopt;
+    const std::string key = command.substr(0, command.find(','));
+    return reply->contains(key) ? (*reply)[key] : Json();
+  }
+  const Json& info() const { return info_; }
+
+ private:
+  static bool fail(std::string* error, std::string msg) {
+    *error = std::move(msg);
+    return false;
+  }
+  std::optional<Json> receive(size_t max, std::string* error) {
+    std::string buf(max, '\0');
+    const ssize_t n = recv(fd_, buf.data(), buf.size(), 0);
+    if (n <= 0) {
+      fail(error, n == 0 ? "the daemon closed the socket" : "recv: " + std::string(std::strerror(errno)));
+      return std::nullopt;
+    }
+    buf.resize(static_cast<size_t>(n));
+    try {
+      return Json::parse(buf);
+    } catch (const Json::exception& e) {
+      fail(error, std::string("bad reply: ") + e.what());
+      return std::nullopt;
+    }
+  }
+  int fd_ = -1;
+  size_t max_len_ = 16384;
+  Json info_;
 };
 
-// decode FILE.pcap...: one line per frame; exit 1 if any RoCEv2 packet fails
-// to parse, fails its ICRC or does not re-encode to the same bytes.
-int cmd_decode(std::span<char*> args) {
-  bool quiet = false;
-  int files = 0;
-  bool any_failed = false;
-  for (char* a : args) {
-    const std::string_view arg(a);
-    if (arg == "-q" || arg == "--quiet") {
-      quiet = true;
-      continue;
-    }
-    if (!arg.empty() && arg[0] == '-') {
-      std::fprintf(stderr, "rocedpctl decode: unknown option %s\n", a);
-      return kExitUsage;
-    }
-    ++files;
+// Columns {"a": [..], "b": [..]} (plus scalars such as "count") -> array of row objects.
+Json rows_of(const Json& cols) {
+  Json rows = Json::array();
+  size_t n = 0;
+  for (const auto& [k, v] : cols.items())
+    if (v.is_array()) n = std::max(n, v.size());
+  for (size_t i = 0; i < n; ++i) {
+    Json row = Json::object();
+    for (const auto& [k, v] : cols.items())
+      if (v.is_array() && i < v.size()) row[k] = v[i];
+    rows.push_back(std::move(row));
   }
-  if (files == 0) {
-    std::fprintf(stderr, "usage: rocedpctl decode [-q] FILE.pcap...\n");
+  return rows;
+}
+
+std::string cell(const Json& v, const std::string& key) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_unsigned() && (key == "qpn" || key == "peer_qpn")) {
+    char b[16];
+    std::snprintf(b, sizeof b, "0x%06llx", static_cast<unsigned long long>(v.get<uint64_t>()));
+    return b;
+  }
+  return v.dump();
+}
+
+// A table of `rows` with the given columns (all columns of the first row when empty).
+void print_table(const Json& rows, std::vector<std::string> columns) {
+  if (columns.empty() && !rows.empty())
+    for (const auto& [k, v] : rows[0].items()) columns.push_back(k);
+  std::vector<std::vector<std::string>> cells;
+  std::vector<size_t> width;
+  for (const auto& c : columns) width.push_back(c.size());
+  for (const auto& r : rows) {
+    std::vector<std::string> line;
+    for (size_t i = 0; i < columns.size(); ++i) {
+      line.push_back(r.contains(columns[i]) ? cell(r[columns[i]], columns[i]) : "-");
+      width[i] = std::max(width[i], line.back().size());
+    }
+    cells.push_back(std::move(line));
+  }
+  auto print_line = [&](const std::vector<std::string>& line) {
+    std::string out;
+    for (size_t i = 0; i < line.size(); ++i) {
+      std::string c = line[i];
+      if (i + 1 < line.size()) c.resize(width[i] + 2, ' ');
+      out += c;
+    }
+    std::cout << out << '\n';
+  };
+  print_line(columns);
+  for (const auto& l : cells) print_line(l);
+}
+
+void print_pairs(const Json& obj, bool skip_zero) {
+  size_t w = 0;
+  for (const auto& [k, v] : obj.items()) w = std::max(w, k.size());
+  for (const auto& [k, v] : obj.items()) {
+    if (skip_zero && v.is_number() && v.get<double>() == 0) continue;
+    std::string key = k + ":";
+    key.resize(w + 2, ' ');
+    std::cout << key << cell(v, k) << '\n';
+  }
+}
+
+// ---- daemon commands -----------------------------------------------------------------------
+
+struct DaemonOptions {
+  std::string prefix = "rocedp";  // the config's eal.file_prefix default
+  bool json = false;
+  std::string qpn;  // qps --qpn
+};
+
+struct View {
+  const char* command;               // telemetry command
+  const char* rows_key;              // JSON key of the rows ("" = the reply is one object)
+  std::vector<std::string> columns;  // table columns (empty: all)
+};
+
+int report_error(const std::string& what) {
+  std::fprintf(stderr, "rocedpctl: %s\n", what.c_str());
+  return kExitFailed;
+}
+
+// One telemetry command shown as a table (or with --json an object {count, rows_key: [...]}).
+int run_view(const DaemonOptions& o, const View& v, const std::string& param = "") {
+  TelemetryClient t;
+  std::string error;
+  if (!t.connect(o.prefix, &error)) return report_error(error);
+  const std::string command = param.empty() ? v.command : std::string(v.command) + "," + param;
+  auto value = t.query(command, &error);
+  if (!value) return report_error(error);
+  if (value->is_null()) return report_error("the daemon refused " + command);
+  if (value->contains("error")) return report_error((*value)["error"].get<std::string>());
+  if (*v.rows_key == '\0' || !param.empty()) {
+    if (o.json)
+      std::cout << value->dump(2) << '\n';
+    else
+      print_pairs(*value, false);
+    return kExitOk;
+  }
+  Json rows = rows_of(*value);
+  if (o.json) {
+    Json out = Json::object();
+    out["count"] = rows.size();
+    out[v.rows_key] = rows;
+    std::cout << out.dump(2) << '\n';
+    return kExitOk;
+  }
+  if (rows.empty()) {
+    std::cout << "no " << v.rows_key << '\n';
+    return kExitOk;
+  }
+  print_table(rows, v.columns);
+  return kExitOk;
+}
+
+int cmd_drops(const DaemonOptions& o) {
+  TelemetryClient t;
+  std::string error;
+  if (!t.connect(o.prefix, &error)) return report_error(error);
+  auto value = t.query("/rocedp/drops", &error);
+  if (!value) return report_error(error);
+  if (value->is_null() || value->contains("error"))
+    return report_error(value->is_null() ? "no /rocedp/drops" : (*value)["error"].get<std::string>());
+  if (o.json) {
+    std::cout << value->dump(2) << '\n';
+    return kExitOk;
+  }
+  uint64_t total = 0;
+  for (const auto& [k, v] : value->items()) total += v.get<uint64_t>();
+  std::cout << "drops: " << total << " (reasons with a count below; every other reason 0)\n";
+  print_pairs(*value, true);
+  return kExitOk;
+}
+
+int cmd_status(const DaemonOptions& o) {
+  TelemetryClient t;
+  std::string error;
+  if (!t.connect(o.prefix, &error)) return report_error(error);
+  auto status = t.query("/rocedp/status", &error);
+  if (!status) return report_error(error);
+  if (status->is_null()) return report_error("the daemon has no /rocedp/status");
+  Json out = Json::object();
+  out["file_prefix"] = o.prefix;
+  out["pid"] = t.info().value("pid", 0);
+  out["dpdk"] = t.info().value("version", "");
+  for (const auto& [k, v] : status->items()) out[k] = v;
+  if (o.json)
+    std::cout << out.dump(2) << '\n';
+  else
+    print_pairs(out, false);
+  return kExitOk;
+}
+
+int cmd_qps(const DaemonOptions& o) {
+  static const View v{"/rocedp/qps", "qps",
+                      {"qpn", "core", "state", "peer_qpn", "path_mtu", "sq_depth", "sq_in_use", "rq_depth", "rq_in_use",
+                       "next_psn", "unacked_psn", "expected_psn", "retries_used", "rnr_retries_used"}};
+  if (o.qpn.empty()) return run_view(o, v);
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long qpn = std::strtoul(o.qpn.c_str(), &end, 0);
+  if (end == o.qpn.c_str() || *end != '\0' || errno != 0 || qpn > 0xFFFFFF) {
+    std::fprintf(stderr, "rocedpctl qps: --qpn %s: not a QPN (decimal or 0x hex, < 2^24)\n", o.qpn.c_str());
     return kExitUsage;
   }
-  for (char* a : args) {
-    const std::string_view arg(a);
-    if (arg == "-q" || arg == "--quiet") continue;
+  TelemetryClient t;
+  std::string error;
+  if (!t.connect(o.prefix, &error)) return report_error(error);
+  auto value = t.query("/rocedp/qps," + std::to_string(qpn), &error);
+  if (!value) return report_error(error);
+  if (value->is_null()) return report_error("no QP " + o.qpn);
+  if (value->contains("error")) return report_error((*value)["error"].get<std::string>());
+  if (o.json)
+    std::cout << value->dump(2) << '\n';
+  else
+    print_pairs(*value, false);
+  return kExitOk;
+}
+
+// ---- decode --------------------------------------------------------------------------------
+
+// decode FILE.pcap...: one line per frame; exit 1 if any RoCEv2 packet fails to parse, fails its
+// ICRC or does not re-encode to the same bytes.
+int cmd_decode(const std::vector<std::string>& files, bool quiet) {
+  bool any_failed = false;
+  for (const auto& f : files) {
     rocedp::wire::DecodeStats stats;
     std::string error;
-    if (files > 1) std::cout << "== " << arg << '\n';
-    if (!rocedp::wire::decode_capture(std::string(arg), quiet ? nullptr : &std::cout, stats,
-                                      error)) {
+    if (files.size() > 1) std::cout << "== " << f << '\n';
+    if (!rocedp::wire::decode_capture(f, quiet ? nullptr : &std::cout, stats, error)) {
       std::cout.flush();
-      std::fprintf(stderr, "rocedpctl decode: cannot read %s: %s\n", a, error.c_str());
+      std::fprintf(stderr, "rocedpctl decode: cannot read %s: %s\n", f.c_str(), error.c_str());
       return kExitUsage;
     }
-    std::cout << arg << ": " << stats.frames << " frames, " << stats.roce << " RoCEv2 packets ok, "
-              << stats.failed << " failed, " << stats.skipped << " skipped (not RoCEv2)\n";
-    for (const auto& [type, count] : stats.by_type)
-      std::cout << "  " << count << "  " << type << '\n';
+    std::cout << f << ": " << stats.frames << " frames, " << stats.roce << " RoCEv2 packets ok, " << stats.failed
+              << " failed, " << stats.skipped << " skipped (not RoCEv2)\n";
+    for (const auto& [type, count] : stats.by_type) std::cout << "  " << count << "  " << type << '\n';
     any_failed = any_failed || stats.failed != 0;
   }
   return any_failed ? kExitFailed : kExitOk;
 }
 
-int cmd_help(std::span<char*> args);
-
-// Later issues add telemetry queries here.
-constexpr Command kCommands[] = {
-    {"decode", "[-q] FILE.pcap...",
-     "decode every RoCEv2 packet; verify parse, ICRC and re-encoding (exit 1 on any failure)",
-     cmd_decode},
-    {"help", "", "this text", cmd_help},
-};
-
-void usage(std::FILE* to) {
-  std::fprintf(to, "usage: rocedpctl COMMAND [ARGS]\n\ncommands:\n");
-  for (const Command& c : kCommands) {
-    std::fprintf(to, "  %-8.*s %-22.*s %.*s\n", static_cast<int>(c.name.size()), c.name.data(),
-                 static_cast<int>(c.args.size()), c.args.data(), static_cast<int>(c.help.size()),
-                 c.help.data());
-  }
-}
-
-int cmd_help(std::span<char*>) {
-  usage(stdout);
-  return kExitOk;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    usage(stderr);
-    return kExitUsage;
+  CLI::App app{"rocedpctl: query a running rocedpd (DPDK telemetry socket) and decode RoCEv2 captures"};
+  app.set_version_flag("--version", std::string("rocedpctl ") + ROCEDP_VERSION);
+  app.require_subcommand(1);
+
+  DaemonOptions o;
+  int status = kExitOk;
+  // Every daemon command takes --json and --prefix.
+  auto daemon_command = [&](const char* name, const char* help, std::function<int()> run) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    sub->add_option("--prefix", o.prefix, "the daemon's EAL file prefix (eal.file_prefix)")->capture_default_str();
+    sub->add_flag("--json", o.json, "print JSON instead of a table");
+    sub->callback([&status, run] { status = run(); });
+    return sub;
+  };
+  daemon_command("status", "the daemon: version, pid, uptime, state, config, ports, cores, listeners, connections",
+                 [&] { return cmd_status(o); });
+  daemon_command("ports", "ports: address, link, packet and error counters", [&] {
+    return run_view(o, {"/rocedp/ports", "ports",
+                        {"name", "id", "mac", "ip", "mtu", "link_up", "rx_packets", "tx_packets", "rx_bytes",
+                         "tx_bytes", "rx_missed", "rx_errors", "tx_errors", "rx_nombuf"}});
+  });
+  daemon_command("cores", "polling cores: lcore, busy/idle cycles, packets, hand-offs, drops", [&] {
+    return run_view(o, {"/rocedp/cores", "cores",
+                        {"core", "lcore", "busy_cycles", "idle_cycles", "polls", "rx_packets", "tx_packets",
+                         "handoff_in", "handoff_out", "to_control", "requests", "drops"}});
+  });
+  daemon_command("drops", "drop counters over all cores, by reason", [&] { return cmd_drops(o); });
+  daemon_command("neighbours", "neighbour (ARP) tables", [&] {
+    return run_view(o, {"/rocedp/neighbours", "neighbours", {}});
+  });
+  daemon_command("connections", "connections of the connection manager", [&] {
+    return run_view(o, {"/rocedp/connections", "connections", {}});
+  });
+  daemon_command("listeners", "listeners: port, ND port, service, open connections", [&] {
+    return run_view(o, {"/rocedp/listeners", "listeners", {}});
+  });
+  CLI::App* qps = daemon_command("qps", "RC queue pairs: QPN, owning core, state, queues, PSNs, retries",
+                                 [&] { return cmd_qps(o); });
+  qps->add_option("--qpn", o.qpn, "one QP (decimal or 0x hex): its fields");
+
+  CLI::App* decode = app.add_subcommand("decode", "decode every RoCEv2 packet of pcap files; verify parse, ICRC "
+                                                  "and re-encoding (exit 1 on any failure)");
+  std::vector<std::string> files;
+  bool quiet = false;
+  decode->add_flag("-q,--quiet", quiet, "summary only");
+  decode->add_option("FILE", files, "pcap files")->required()->check(CLI::ExistingFile);
+  decode->callback([&] { status = cmd_decode(files, quiet); });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
   }
-  const std::string_view name(argv[1]);
-  if (name == "-h" || name == "--help") return cmd_help({});
-  for (const Command& c : kCommands) {
-    if (c.name == name)
-      return c.run(std::span<char*>(argv + 2, static_cast<std::size_t>(argc - 2)));
-  }
-  std::fprintf(stderr, "rocedpctl: unknown command '%s'\n", argv[1]);
-  usage(stderr);
-  return kExitUsage;
+  return status;
 }

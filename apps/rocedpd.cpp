@@ -4,16 +4,31 @@
 //
 //   rocedpd --config FILE.yaml        run
 //   rocedpd --check-config FILE.yaml  validate only (exit 0 if valid)
+//   rocedpd --help | --version
+//
+// Under systemd (packaging/rocedpd.service, Type=notify) it speaks the sd_notify protocol itself:
+// one datagram per state change to the unix socket named by $NOTIFY_SOCKET (a path, or "@name" in
+// the abstract namespace). READY=1 once every port is started and every listener listens;
+// RELOADING=1 then READY=1 around a SIGHUP reload; STOPPING=1 when a SIGINT/SIGTERM arrives. The
+// protocol is a documented, stable interface (sd_notify(3), "Notify socket" in systemd's
+// docs), a dozen lines here, so the daemon does not link libsystemd.
+//
+// SIGHUP: the configuration file is read and validated again; `logging` is applied at once; any
+// other difference needs a restart and is reported (log `reload_needs_restart`, STATUS=).
 //
 // Exit status: 0 clean shutdown (or valid config), 1 start-up failure, 2 invalid configuration or
 // usage (the ConfigError "file:line:column: key: reason" goes to stderr).
 
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -22,7 +37,12 @@
 
 #include "config/config.hpp"
 #include "control/runtime.hpp"
+#include "control/telemetry.hpp"
 #include "pmd/log.hpp"
+
+#ifndef ROCEDP_VERSION
+#define ROCEDP_VERSION "unknown"
+#endif
 
 namespace {
 
@@ -31,40 +51,89 @@ using rocedp::pmd::log;
 
 // The signal handler only stores the signal number; main() watches it.
 std::atomic<int> g_signal{0};
+std::atomic<bool> g_reload{false};
 static_assert(std::atomic<int>::is_always_lock_free, "async-signal-safe flag");
 
-extern "C" void on_signal(int sig) { g_signal.store(sig, std::memory_order_relaxed); }
+extern "C" void on_signal(int sig) {
+  if (sig == SIGHUP)
+    g_reload.store(true, std::memory_order_relaxed);
+  else
+    g_signal.store(sig, std::memory_order_relaxed);
+}
 
-void usage(FILE* out) {
-  std::fprintf(out,
-               "usage: rocedpd --config FILE.yaml\n"
-               "       rocedpd --check-config FILE.yaml\n");
+// sd_notify(3) without libsystemd: one SOCK_DGRAM datagram of newline-separated KEY=VALUE to
+// $NOTIFY_SOCKET. No socket, no-op (not started by systemd).
+void notify(const std::string& message) {
+  const char* path = std::getenv("NOTIFY_SOCKET");
+  if (path == nullptr || *path == '\0') return;
+  sockaddr_un sun{};
+  sun.sun_family = AF_UNIX;
+  const size_t len = std::strlen(path);
+  if (len >= sizeof(sun.sun_path)) return;
+  std::memcpy(sun.sun_path, path, len);
+  if (path[0] == '@') sun.sun_path[0] = '\0';  // abstract namespace
+  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  const auto addr_len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + len);
+  if (sendto(fd, message.data(), message.size(), MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&sun), addr_len) < 0)
+    log(LogLevel::kWarning, "notify_failed", {{"error", std::strerror(errno)}});
+  close(fd);
+}
+
+// SIGHUP: re-read and validate; apply what can change live (logging), report the rest.
+std::string read_file(const std::string& path) {
+  std::string text;
+  if (FILE* f = std::fopen(path.c_str(), "rb")) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    std::fclose(f);
+  }
+  return text;
+}
+
+void reload(const std::string& path, const std::string& started_text, rocedp::config::Config& current) {
+  notify("RELOADING=1\nSTATUS=reloading " + path);
+  rocedp::control::telemetry_set_state("reloading");
+  log(LogLevel::kInfo, "reload_begin", {{"config", path}});
+  std::string status;
+  try {
+    rocedp::config::Config next = rocedp::config::load_file(path);
+    rocedp::pmd::log_configure(rocedp::pmd::log_level_from_config(next.logging.level), next.logging.file.value_or(""));
+    current.logging = next.logging;
+    // Everything but logging is built into the running data plane: say so when the file changed.
+    const bool same = read_file(path) == started_text;
+    if (!same) log(LogLevel::kWarning, "reload_needs_restart", {{"note", "only logging applies without a restart"}});
+    status = same ? "running" : "running; logging reloaded, other changes to the file apply on restart";
+    log(LogLevel::kInfo, "reload_done", {{"restart_needed", same ? "false" : "true"}});
+  } catch (const rocedp::config::ConfigError& e) {
+    log(LogLevel::kError, "reload_failed", {{"error", e.what()}});
+    status = std::string("running; reload failed: ") + e.what();
+  }
+  rocedp::control::telemetry_set_state("running");
+  notify("READY=1\nSTATUS=" + status);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string path;
-  bool check_only = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if ((a == "--config" || a == "--check-config") && i + 1 < argc) {
-      path = argv[++i];
-      check_only = a == "--check-config";
-    } else if (a == "--help" || a == "-h") {
-      usage(stdout);
-      return 0;
-    } else {
-      usage(stderr);
-      return 2;
-    }
+  CLI::App app{"rocedpd: the rocedp daemon (a DPDK RoCEv2 data plane with NDK semantics)"};
+  app.set_version_flag("--version", std::string("rocedpd ") + ROCEDP_VERSION);
+  std::string run_path, check_path;
+  auto* run_opt = app.add_option("--config", run_path, "run with this YAML configuration");
+  auto* check_opt = app.add_option("--check-config", check_path, "validate the configuration and exit");
+  run_opt->excludes(check_opt);
+  app.require_option(1);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
   }
-  if (path.empty()) {
-    usage(stderr);
-    return 2;
-  }
+  const bool check_only = !check_path.empty();
+  const std::string path = check_only ? check_path : run_path;
 
   rocedp::config::Config cfg;
+  const std::string started_text = read_file(path);
   try {
     cfg = rocedp::config::load_file(path);
   } catch (const rocedp::config::ConfigError& e) {
@@ -82,8 +151,17 @@ int main(int argc, char** argv) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
 
   log(LogLevel::kInfo, "starting", {{"config", path}, {"pid", std::to_string(getpid())}});
+  notify("STATUS=starting: EAL, ports, cores, listeners");
+  rocedp::config::Config live = cfg;  // what reload compares against
+  rocedp::control::DaemonInfo info;
+  info.program = "rocedpd";
+  info.version = ROCEDP_VERSION;
+  info.config_path = path;
+  info.listeners = cfg.listeners;
+  rocedp::control::telemetry_set_daemon_info(std::move(info));
   std::string error;
   rocedp::control::RuntimeOptions options;
   options.program = "rocedpd";
@@ -93,12 +171,23 @@ int main(int argc, char** argv) {
   auto rt = rocedp::control::Runtime::start(std::move(cfg), options, &error);
   if (!rt) {
     log(LogLevel::kError, "start_failed", {{"error", error}});
+    notify("STATUS=start-up failed: " + error);
     return 1;
   }
+  // Runtime::start returns after every port started (control thread) and, with listeners, after
+  // every Listen call succeeded: only now may systemd order dependants after us.
   log(LogLevel::kInfo, "running", {{"cores", std::to_string(rt->core_count())}, {"ports", std::to_string(rt->port_count())}});
+  notify("READY=1\nSTATUS=running: " + std::to_string(rt->port_count()) + " port(s), " +
+         std::to_string(rt->core_count()) + " core(s), " + std::to_string(live.listeners.size()) +
+         " listener(s)\nMAINPID=" + std::to_string(getpid()));
 
-  while (g_signal.load(std::memory_order_relaxed) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  while (g_signal.load(std::memory_order_relaxed) == 0) {
+    if (g_reload.exchange(false, std::memory_order_relaxed)) reload(path, started_text, live);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   const int sig = g_signal.load();
+  notify("STOPPING=1\nSTATUS=stopping");
+  rocedp::control::telemetry_set_state("stopping");
   log(LogLevel::kInfo, "signal_received", {{"signal", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : std::to_string(sig)}});
   rt->stop();
   log(LogLevel::kInfo, "exit", {{"status", "0"}});

@@ -2,6 +2,8 @@
 
 #include <rte_telemetry.h>
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <mutex>
@@ -15,6 +17,9 @@ namespace {
 std::mutex g_mutex;  // guards g_source; taken by telemetry handlers and install/uninstall only
 SnapshotSource g_source;
 bool g_registered = false;
+DaemonInfo g_info;             // guarded by g_mutex
+bool g_have_info = false;
+const char* g_state = "running";  // a string literal; guarded by g_mutex
 
 std::shared_ptr<const Snapshot> current() {
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -124,6 +129,36 @@ std::vector<std::pair<std::string_view, uint64_t>> drops_by_reason(const std::ve
   return out;
 }
 
+// QP fields, shared by the column form and the one-QP form (state, a string, is added by hand).
+struct QpField {
+  const char* name;
+  uint64_t (*get)(const QpRow&);
+};
+const QpField kQpFields[] = {
+    {"qpn", [](const QpRow& r) -> uint64_t { return r.qpn; }},
+    {"core", [](const QpRow& r) -> uint64_t { return r.core; }},
+    {"peer_qpn", [](const QpRow& r) -> uint64_t { return r.peer_qpn; }},
+    {"path_mtu", [](const QpRow& r) -> uint64_t { return r.path_mtu; }},
+    {"sq_depth", [](const QpRow& r) -> uint64_t { return r.sq_depth; }},
+    {"sq_in_use", [](const QpRow& r) -> uint64_t { return r.sq_in_use; }},
+    {"rq_depth", [](const QpRow& r) -> uint64_t { return r.rq_depth; }},
+    {"rq_in_use", [](const QpRow& r) -> uint64_t { return r.rq_in_use; }},
+    {"next_psn", [](const QpRow& r) -> uint64_t { return r.next_psn; }},
+    {"unacked_psn", [](const QpRow& r) -> uint64_t { return r.unacked_psn; }},
+    {"expected_psn", [](const QpRow& r) -> uint64_t { return r.expected_psn; }},
+    {"retries_used", [](const QpRow& r) -> uint64_t { return r.retries_used; }},
+    {"rnr_retries_used", [](const QpRow& r) -> uint64_t { return r.rnr_retries_used; }},
+    {"retransmits", [](const QpRow& r) -> uint64_t { return r.retransmits; }},
+    {"timeouts", [](const QpRow& r) -> uint64_t { return r.timeouts; }},
+    {"naks_sent", [](const QpRow& r) -> uint64_t { return r.naks_sent; }},
+    {"naks_received", [](const QpRow& r) -> uint64_t { return r.naks_received; }},
+    {"duplicates", [](const QpRow& r) -> uint64_t { return r.duplicates; }},
+    {"rnr_waits", [](const QpRow& r) -> uint64_t { return r.rnr_waits; }},
+    {"timeout_wait_us", [](const QpRow& r) -> uint64_t { return r.timeout_wait_us; }},
+    {"srtt_ns", [](const QpRow& r) -> uint64_t { return r.srtt_ns; }},
+    {"rto_us", [](const QpRow& r) -> uint64_t { return r.rto_us; }},
+};
+
 int no_data(rte_tel_data* d) {
   rte_tel_data_start_dict(d);
   rte_tel_data_add_dict_string(d, "error", "no snapshot yet (daemon starting or stopping)");
@@ -155,9 +190,55 @@ int cmd_connections(const char*, const char*, rte_tel_data* d) {
   auto s = current();
   return s ? telemetry_format_connections(*s, d) : no_data(d);
 }
-int cmd_qps(const char*, const char*, rte_tel_data* d) {
+int cmd_qps(const char*, const char* params, rte_tel_data* d) {
   auto s = current();
-  return s ? telemetry_format_qps(*s, d) : no_data(d);
+  return s ? telemetry_format_qps(*s, params, d) : no_data(d);
+}
+int cmd_listeners(const char*, const char*, rte_tel_data* d) {
+  auto s = current();
+  if (!s) return no_data(d);
+  DaemonInfo info;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    info = g_info;
+  }
+  return telemetry_format_listeners(*s, info, d);
+}
+int cmd_status(const char*, const char*, rte_tel_data* d) {
+  DaemonInfo info;
+  const char* state;
+  bool have;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    info = g_info;
+    state = g_source ? g_state : "stopping";
+    have = g_have_info;
+  }
+  auto s = current();
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_string(d, "program", have ? info.program.c_str() : "rocedp");
+  rte_tel_data_add_dict_string(d, "version", info.version.c_str());
+  rte_tel_data_add_dict_u64(d, "pid", static_cast<uint64_t>(getpid()));
+  rte_tel_data_add_dict_string(d, "state", state);
+  const auto up = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now() - info.started);
+  rte_tel_data_add_dict_u64(d, "uptime_s", have ? static_cast<uint64_t>(up.count()) : 0);
+  rte_tel_data_add_dict_string(d, "config", info.config_path.c_str());
+  uint64_t ports = 0, up_ports = 0, established = 0;
+  if (s) {
+    for (const auto& p : s->ports) {
+      ++ports;
+      up_ports += p.link.up ? 1 : 0;
+    }
+    for (const auto& c : s->connections) established += c.state == "established" ? 1 : 0;
+  }
+  rte_tel_data_add_dict_u64(d, "ports", ports);
+  rte_tel_data_add_dict_u64(d, "ports_link_up", up_ports);
+  rte_tel_data_add_dict_u64(d, "cores", s ? s->cores.size() : 0);
+  rte_tel_data_add_dict_u64(d, "listeners", info.listeners.size());
+  rte_tel_data_add_dict_u64(d, "connections", s ? s->connections.size() : 0);
+  rte_tel_data_add_dict_u64(d, "connections_established", established);
+  rte_tel_data_add_dict_u64(d, "qps", s ? s->qps.size() : 0);
+  return 0;
 }
 
 // Parameter: a number (index/id) or a name.
@@ -268,38 +349,67 @@ int telemetry_format_connections(const Snapshot& s, rte_tel_data* d) {
   add_u64_column(d, "peer_qpn", rows, [](const R& r) -> uint64_t { return r.peer_qpn; });
   add_u64_column(d, "core", rows, [](const R& r) -> uint64_t { return r.core; });
   add_string_column(d, "service", rows, [](const R& r) { return r.service; });
+  // The state of each connection's QP as its core read it in this same snapshot ("-" when the
+  // connection has no QP yet or it is gone), so one query shows a connection and its QP.
+  add_string_column(d, "qp_state", rows, [&s](const R& r) {
+    for (const auto& q : s.qps)
+      if (q.qpn == r.qpn && r.qpn != 0) return q.state;
+    return std::string("-");
+  });
   return 0;
 }
 
-int telemetry_format_qps(const Snapshot& s, rte_tel_data* d) {
-  using R = QpRow;
+int telemetry_format_qps(const Snapshot& s, const char* params, rte_tel_data* d) {
   const auto& rows = s.qps;
   rte_tel_data_start_dict(d);
+  if (params != nullptr && *params != '\0') {
+    char* end = nullptr;
+    const unsigned long qpn = std::strtoul(params, &end, 0);
+    if (end == params || *end != '\0') return -EINVAL;
+    for (const auto& r : rows) {
+      if (r.qpn != qpn) continue;
+      for (const auto& f : kQpFields) {
+        rte_tel_data_add_dict_u64(d, f.name, f.get(r));
+        if (std::string_view(f.name) == "core") rte_tel_data_add_dict_string(d, "state", r.state.c_str());
+      }
+      return 0;
+    }
+    return -EINVAL;
+  }
   rte_tel_data_add_dict_u64(d, "count", rows.size());
-  add_u64_column(d, "qpn", rows, [](const R& r) -> uint64_t { return r.qpn; });
-  add_u64_column(d, "core", rows, [](const R& r) -> uint64_t { return r.core; });
-  add_string_column(d, "state", rows, [](const R& r) { return r.state; });
-  add_u64_column(d, "peer_qpn", rows, [](const R& r) -> uint64_t { return r.peer_qpn; });
-  add_u64_column(d, "path_mtu", rows, [](const R& r) -> uint64_t { return r.path_mtu; });
-  add_u64_column(d, "sq_depth", rows, [](const R& r) -> uint64_t { return r.sq_depth; });
-  add_u64_column(d, "sq_in_use", rows, [](const R& r) -> uint64_t { return r.sq_in_use; });
-  add_u64_column(d, "rq_depth", rows, [](const R& r) -> uint64_t { return r.rq_depth; });
-  add_u64_column(d, "rq_in_use", rows, [](const R& r) -> uint64_t { return r.rq_in_use; });
-  add_u64_column(d, "next_psn", rows, [](const R& r) -> uint64_t { return r.next_psn; });
-  add_u64_column(d, "unacked_psn", rows, [](const R& r) -> uint64_t { return r.unacked_psn; });
-  add_u64_column(d, "expected_psn", rows, [](const R& r) -> uint64_t { return r.expected_psn; });
-  add_u64_column(d, "retries_used", rows, [](const R& r) -> uint64_t { return r.retries_used; });
-  add_u64_column(d, "rnr_retries_used", rows, [](const R& r) -> uint64_t { return r.rnr_retries_used; });
-  add_u64_column(d, "retransmits", rows, [](const R& r) -> uint64_t { return r.retransmits; });
-  add_u64_column(d, "timeouts", rows, [](const R& r) -> uint64_t { return r.timeouts; });
-  add_u64_column(d, "naks_sent", rows, [](const R& r) -> uint64_t { return r.naks_sent; });
-  add_u64_column(d, "naks_received", rows, [](const R& r) -> uint64_t { return r.naks_received; });
-  add_u64_column(d, "duplicates", rows, [](const R& r) -> uint64_t { return r.duplicates; });
-  add_u64_column(d, "rnr_waits", rows, [](const R& r) -> uint64_t { return r.rnr_waits; });
-  add_u64_column(d, "timeout_wait_us", rows, [](const R& r) -> uint64_t { return r.timeout_wait_us; });
-  add_u64_column(d, "srtt_ns", rows, [](const R& r) -> uint64_t { return r.srtt_ns; });
-  add_u64_column(d, "rto_us", rows, [](const R& r) -> uint64_t { return r.rto_us; });
+  for (const auto& f : kQpFields) {
+    add_u64_column(d, f.name, rows, f.get);
+    if (std::string_view(f.name) == "core") add_string_column(d, "state", rows, [](const QpRow& r) { return r.state; });
+  }
   return 0;
+}
+
+int telemetry_format_listeners(const Snapshot& s, const DaemonInfo& info, rte_tel_data* d) {
+  using L = config::ListenerConfig;
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_u64(d, "count", info.listeners.size());
+  add_string_column(d, "port", info.listeners, [](const L& l) { return l.port; });
+  add_u64_column(d, "nd_port", info.listeners, [](const L& l) -> uint64_t { return l.nd_port; });
+  add_string_column(d, "service", info.listeners,
+                    [](const L& l) { return std::string(l.service == L::Service::kEcho ? "echo" : "memory"); });
+  add_u64_column(d, "max_connections", info.listeners, [](const L& l) -> uint64_t { return l.max_connections; });
+  add_u64_column(d, "connections", info.listeners, [&s](const L& l) -> uint64_t {
+    uint64_t n = 0;
+    for (const auto& c : s.connections) n += !c.active && c.local_port == l.nd_port ? 1 : 0;
+    return n;
+  });
+  return 0;
+}
+
+void telemetry_set_daemon_info(DaemonInfo info) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_info = std::move(info);
+  g_have_info = true;
+}
+
+void telemetry_set_state(const char* state) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_state = state;
 }
 
 bool telemetry_install(SnapshotSource source, std::string* error) {
@@ -319,7 +429,10 @@ bool telemetry_install(SnapshotSource source, std::string* error) {
       {"/rocedp/control", cmd_control, "Control thread counters and snapshot age"},
       {"/rocedp/connections", cmd_connections,
        "Connections: local/remote ip and port, state, role, QPN, peer QPN, core, service"},
-      {"/rocedp/qps", cmd_qps, "Queue pairs: QPN, core, state, peer QPN, SQ/RQ depth in use, PSNs, retries"},
+      {"/rocedp/qps", cmd_qps,
+       "Queue pairs: QPN, core, state, peer QPN, SQ/RQ depth in use, PSNs, retries. Parameter: QPN"},
+      {"/rocedp/listeners", cmd_listeners, "Listeners: port, ND port, service, max and open connections"},
+      {"/rocedp/status", cmd_status, "Daemon: program, version, pid, state, uptime, config, counts"},
   };
   for (const auto& c : cmds) {
     if (rte_telemetry_register_cmd(c.name, c.fn, c.help) != 0) {

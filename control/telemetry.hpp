@@ -12,9 +12,14 @@
 //   /rocedp/control          control-thread counters, free mbufs, snapshot sequence and age.
 //   /rocedp/connections      the adapter's connectors (rocedpd with listeners): local/remote ip and
 //                            port, state, role, QPN, peer QPN, core, service. Columns; "count" rows.
-//   /rocedp/qps              the adapter's RC QPs, read by their owning cores in the snapshot
+//   /rocedp/status           program, version, pid, state, uptime, config, and counts of ports,
+//                            cores, listeners, connections and QPs (needs telemetry_set_daemon_info).
+//   /rocedp/listeners        configured listeners: port, nd_port, service, connections (open now).
+//   /rocedp/qps[,QPN]        the adapter's RC QPs, read by their owning cores in the snapshot
 //                            round: QPN, core, state, peer QPN, path MTU, SQ/RQ depth and in use,
-//                            next/unacked/expected PSN, retries and RNR retries used.
+//                            next/unacked/expected PSN, retries and RNR retries used. With a QPN
+//                            that QP's fields as scalars. /rocedp/connections adds each connection's
+//                            QP state (qp_state) from the same snapshot.
 //
 // DPDK 22.11 containers nest one level (a dict may hold arrays of scalars, not dicts), hence the
 // column layout. Handlers run on DPDK's telemetry thread and only read the latest immutable
@@ -23,7 +28,9 @@
 
 #include <functional>
 #include <memory>
+#include <chrono>
 #include <string>
+#include <vector>
 
 #include "control/control_thread.hpp"
 
@@ -32,6 +39,16 @@ struct rte_tel_data;
 namespace rocedp::control {
 
 using SnapshotSource = std::function<std::shared_ptr<const Snapshot>()>;
+
+/// What /rocedp/status and /rocedp/listeners show besides the snapshot (set by the daemon).
+struct DaemonInfo {
+  std::string program, version, config_path;
+  std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
+  std::vector<config::ListenerConfig> listeners;
+};
+/// Any thread: replaces the daemon information. `state` (running, reloading, stopping) any time.
+void telemetry_set_daemon_info(DaemonInfo info);
+void telemetry_set_state(const char* state);
 
 /// Registers the /rocedp/* commands (once per process; DPDK cannot unregister) and points them at
 /// `source`. Any thread, after EAL init. False and *error if DPDK refused a command.
@@ -47,6 +64,7 @@ int telemetry_format_drops(const Snapshot& s, rte_tel_data* d);
 int telemetry_format_neighbours(const Snapshot& s, rte_tel_data* d);
 int telemetry_format_control(const Snapshot& s, rte_tel_data* d);
 int telemetry_format_connections(const Snapshot& s, rte_tel_data* d);
-int telemetry_format_qps(const Snapshot& s, rte_tel_data* d);
+int telemetry_format_qps(const Snapshot& s, const char* params, rte_tel_data* d);
+int telemetry_format_listeners(const Snapshot& s, const DaemonInfo& info, rte_tel_data* d);
 
 }  // namespace rocedp::control

@@ -12,6 +12,8 @@ packages=(
   libbenchmark-dev                        # microbenchmarks
   libisal-dev                             # vectorised CRC-32 for the ICRC
   libpcap-dev                             # reading and writing pcap files
+  libcli11-dev                            # command lines of the apps
+  nlohmann-json3-dev                      # JSON output of the apps
   zlib1g-dev                              # independent CRC-32 in tests
   python3-scapy tshark                    # independent decoders (roce-check)
   iproute2 iputils-ping procps tcpdump    # network namespaces, veth, ping, captures in tests

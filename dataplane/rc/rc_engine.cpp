@@ -170,6 +170,7 @@ void RcEngine::sync_timer(QueuePair& qp) {
   uint64_t dl = QpSchedule::kNoTimer;
   if (qp.comp.timer_armed) dl = qp.comp.ack_deadline_ns;
   if (qp.comp.rnr_wait && qp.comp.rnr_deadline_ns < dl) dl = qp.comp.rnr_deadline_ns;
+  if (qp.resp.ack_due_ns != 0 && qp.resp.ack_due_ns < dl) dl = qp.resp.ack_due_ns;
   if (dl == QpSchedule::kNoTimer || qp.sched.timer_at <= dl) return;
   qp.sched.timer_at = dl;
   add_timer(dl, qp.sched.slot);
@@ -185,6 +186,7 @@ bool RcEngine::run_qp(QueuePair& qp, uint64_t now_ns) {
     enter_error(qp, ctx_, WcError::kFlushed);
   }
   completer_timers_lc(qp, ctx_, now_ns);
+  responder_ack_timer_lc(qp, now_ns);
   const uint32_t responses = responder_tx_lc(qp, ctx_, config_.tx_budget);
   const uint32_t requests = requester_run_lc(qp, ctx_, now_ns, config_.tx_budget);
   const uint32_t retired = completer_retire_lc(qp, ctx_);

@@ -324,7 +324,6 @@ bool sequence_ok(InMessage in_msg, const wire::OpcodeInfo& op) {
 }  // namespace
 
 void responder_receive_lc(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns) {
-  (void)now_ns;
   ResponderState& r = qp.resp;
   if ((qp.state() != QpState::kRtr && qp.state() != QpState::kRts) || r.error_after_ctl) {
     ctx.counters->add(RcCounter::kRxDropState);
@@ -367,7 +366,19 @@ void responder_receive_lc(QueuePair& qp, RcContext& ctx, const wire::ParsedPacke
   if (r.error_after_ctl || r.nak_outstanding || r.psn != wire::psn_next(psn)) return;
   if (pkt.f.bth.ack_req || ++r.unacked_packets >= kAckCoalesceMax) {
     set_ctl(qp, wire::kAethAck | wire::kAethAckUnlimitedCredits, psn);
+  } else if (r.ack_due_ns == 0) {
+    r.ack_due_ns = now_ns + kDelayedAckNs;
   }
+}
+
+void responder_ack_timer_lc(QueuePair& qp, uint64_t now_ns) {
+  ResponderState& r = qp.resp;
+  if (r.ack_due_ns == 0 || r.ctl_pending) return;  // none waiting, or an ACK/NAK goes out anyway
+  if (r.unacked_packets == 0) {
+    r.ack_due_ns = 0;
+    return;
+  }
+  if (now_ns >= r.ack_due_ns) set_ctl(qp, wire::kAethAck | wire::kAethAckUnlimitedCredits, wire::psn_sub(r.psn, 1));
 }
 
 namespace {
@@ -437,6 +448,7 @@ namespace {
   if (!transmit(qp, ctx, f, TxPayload{})) return sent;
   rs.ctl_pending = false;
   rs.unacked_packets = 0;
+  rs.ack_due_ns = 0;
   const uint8_t type = rs.ctl_syndrome & wire::kAethTypeMask;
   if (type == wire::kAethNak) ++qp.stats.naks_sent;
   ctx.counters->add(type == wire::kAethAck ? RcCounter::kAcksSent

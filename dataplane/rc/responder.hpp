@@ -17,8 +17,8 @@
 //    requester gets NAK invalid request (fatal).
 //  * Inbound READ/atomics beyond the inbound read limit (IRL): NAK invalid request.
 //  * ACKs are coalesced: one pending ACK/NAK per QP, sent at the end of the poll (after any
-//    read responses), requested by AckReq or every kAckCoalesceMax packets; a newer one replaces
-//    an older one. ACKs carry credit code 0x1F ("unlimited", as rxe) and the MSN.
+//    read responses), requested by AckReq, every kAckCoalesceMax packets, or kDelayedAckNs after
+//    the first packet not yet covered; a newer one replaces an older one. ACKs carry credit code 0x1F ("unlimited", as rxe) and the MSN.
 
 #include <cstdint>
 
@@ -29,6 +29,10 @@ namespace rocedp::rc {
 
 /// ACK at least every this many executed packets even without AckReq.
 inline constexpr uint32_t kAckCoalesceMax = 32;
+/// ... and at most this long after the first packet no ACK covers yet (IBTA lets a responder
+/// coalesce, not hold ACKs: a requester such as rxe asks for one only every 64 packets and at
+/// message ends, and times out if it pauses in between). Far below any peer's ACK timeout.
+inline constexpr uint64_t kDelayedAckNs = 100'000;
 
 /// Rocedp extension: a receive completion with immediate data carries the immediate in the low
 /// 32 bits of TypeSpecificCompletionOutput and this flag above it (NDK has no immediate data).
@@ -36,6 +40,9 @@ inline constexpr uintptr_t kCqeImmediateValid = uintptr_t{1} << 32;
 
 /// A request packet addressed to `qp` (RTR or RTS).
 void responder_receive_lc(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns);
+
+/// A visit at `now_ns`: queues the delayed ACK if it is due (its deadline is resp.ack_due_ns).
+void responder_ack_timer_lc(QueuePair& qp, uint64_t now_ns);
 
 /// Sends pending READ responses / atomic ACKs (oldest first), then the pending ACK/NAK.
 /// Returns packets sent.

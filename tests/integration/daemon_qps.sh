@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# /rocedp/qps while connections are up (issue 11 §3): rocedpd (memif server, memory service) and
+# rocedp-perf --connect (memif client) running WRITE bw over 4 connections, three times.
+#  - rocedpctl connections / qps (--json), while the load runs: 4 established connections, each
+#    with qp_state RTS, and each QPN listed by qps with the connection's core and state RTS;
+#  - qps_watch.py: every telemetry snapshot taken meanwhile lists each established connection's QP
+#    with its owning core and state RTS. The daemon's core naps when idle (idle_sleep_us), which
+#    stretches the snapshot rounds while connections come and go.
+source "$(dirname "$0")/lib.sh"
+need_root
+perf=$bin_dir/rocedp-perf
+ctl=$bin_dir/rocedpctl
+[ -x "$perf" ] || fail "$perf not built"
+perf_pid=
+stop_perf() {
+  if [ -n "$perf_pid" ] && kill -0 "$perf_pid" 2>/dev/null; then
+    kill -TERM "$perf_pid" 2>/dev/null || true
+    for _ in $(seq 30); do kill -0 "$perf_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$perf_pid" 2>/dev/null || true
+  fi
+  [ -z "$perf_pid" ] || wait "$perf_pid" 2>/dev/null || true
+  rm -rf "/var/run/dpdk/$prefix-c"
+}
+trap 'stop_perf; cleanup' EXIT INT TERM
+
+sock=$work/memif.sock
+cat > "$work/daemon.yaml" <<YAML
+eal: {lcores: [0, 1], main_lcore: 0, memory_mb: 256, file_prefix: $prefix, extra_args: ["--no-pci"]}
+ports:
+  - name: memif0
+    devargs: net_memif0,role=server,socket=$sock,socket-abstract=no
+    mac: "02:00:00:00:01:01"
+    address: 198.18.1.1/24
+    neighbours: [{ip: 198.18.1.2, mac: "02:00:00:00:01:02"}]
+dataplane: {lcores: [1], mbuf_count: 8191, idle_sleep_us: 5000}
+telemetry: {stats_interval_ms: 10}
+listeners:
+  - {port: memif0, nd_port: 7001, service: memory, memory_bytes: 1048576}
+YAML
+cat > "$work/client.yaml" <<YAML
+eal: {lcores: [0, 1], main_lcore: 0, memory_mb: 256, file_prefix: $prefix-c, extra_args: ["--no-pci"]}
+ports:
+  - name: memif0
+    devargs: net_memif0,role=client,socket=$sock,socket-abstract=no
+    mac: "02:00:00:00:01:02"
+    address: 198.18.1.2/24
+    neighbours: [{ip: 198.18.1.1, mac: "02:00:00:00:01:01"}]
+dataplane: {lcores: [1], mbuf_count: 8191}
+telemetry: {enabled: false}
+YAML
+start_daemon "$work/daemon.yaml"
+wait_for /rocedp/qps "d['count'] == 0"
+
+for round in 1 2 3; do
+  python3 "$here/qps_watch.py" "$prefix" 6 4 > "$work/watch.log" 2>&1 &
+  watch=$!
+  "$perf" --config "$work/client.yaml" --connect 198.18.1.1:7001 --timeout 40 write bw -s 4096 -q 4 -D 2 \
+    > "$work/perf.log" 2>&1 &
+  perf_pid=$!
+  # What an operator sees with rocedpctl while the connections are up: each established connection
+  # with its QP's state (one snapshot), and /rocedp/qps listing those QPs with core and state.
+  seen=0
+  for _ in $(seq 100); do
+    kill -0 "$perf_pid" 2>/dev/null || break
+    "$ctl" connections --prefix "$prefix" --json > "$work/conns.json" 2>/dev/null || true
+    "$ctl" qps --prefix "$prefix" --json > "$work/qps.json" 2>/dev/null || true
+    if python3 - "$work/conns.json" "$work/qps.json" <<'PY'
+import json, sys
+c, q = (json.load(open(f)) for f in sys.argv[1:3])
+est = [r for r in c["connections"] if r["state"] == "established"]
+qps = {r["qpn"]: r for r in q["qps"]}
+sys.exit(0 if len(est) == 4 and all(r["qp_state"] == "RTS" for r in est)
+         and all(r["qpn"] in qps and qps[r["qpn"]]["core"] == r["core"] and qps[r["qpn"]]["state"] == "RTS" for r in est)
+         else 1)
+PY
+    then seen=1; break; fi
+    sleep 0.05
+  done
+  [ "$seen" -eq 1 ] || fail "round $round: rocedpctl never showed 4 established connections with their QPs in RTS: $(cat "$work/conns.json" "$work/qps.json")"
+  perf_status=0
+  wait "$perf_pid" || perf_status=$?
+  perf_pid=
+  watch_status=0
+  wait "$watch" || watch_status=$?
+  cat "$work/watch.log"
+  [ "$perf_status" -eq 0 ] || { cat "$work/perf.log" >&2; fail "round $round: rocedp-perf exit $perf_status"; }
+  [ "$watch_status" -eq 0 ] || fail "round $round: /rocedp/qps did not match /rocedp/connections"
+  # Between rounds: every QP is gone again.
+  wait_for /rocedp/qps "d['count'] == 0"
+  wait_for /rocedp/connections "d['count'] == 0"
+done
+
+stop_daemon TERM
+[ "$daemon_status" -eq 0 ] || fail "exit status $daemon_status after SIGTERM"
+echo PASS
