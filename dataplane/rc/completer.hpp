@@ -33,10 +33,11 @@
 
 namespace rocedp::rc {
 
-/// Floor of the adaptive retransmission timeout. LOSS.md and IRN suggest 50-100 µs, sized for a
-/// timeout that resends a window; here an expiry resends one packet (the probe), so a spurious one
-/// is cheap and the floor sits nearer a software path's RTT under load (a few to tens of µs).
-inline constexpr uint64_t kRtoMinNs = 25'000;
+/// Floor of the adaptive retransmission timeout, as LOSS.md and IRN suggest (50-100 µs). An expiry
+/// resends one packet (the probe), but a probe that is a READ request makes the responder replay
+/// the whole READ: below ~100 µs, scheduling noise of a software path made spurious READ replays
+/// (ghost responses) common on a clean link.
+inline constexpr uint64_t kRtoMinNs = 100'000;
 /// Timeout before the first RTT sample of a QP.
 inline constexpr uint64_t kRtoInitialNs = 1'000'000;
 

@@ -15,7 +15,9 @@
 //    the QP's min RNR timer code; nothing is consumed and the PSN does not advance.
 //  * Receive buffer too small: the receive completes with STATUS_BUFFER_OVERFLOW and the
 //    requester gets NAK invalid request (fatal).
-//  * Inbound READ/atomics beyond the inbound read limit (IRL): NAK invalid request.
+//  * Inbound READ/atomics: a ring of IRL resources; a new request takes the oldest slot, and stops
+//    its answer if a retry's replay of it is still going out (the requester, bound by its ORL,
+//    already has that answer).
 //  * ACKs are coalesced: one pending ACK/NAK per QP, sent at the end of the poll (after any
 //    read responses), requested by AckReq, every kAckCoalesceMax packets, or kDelayedAckNs after
 //    the first packet not yet covered; a newer one replaces an older one. ACKs carry credit code 0x1F ("unlimited", as rxe) and the MSN.
