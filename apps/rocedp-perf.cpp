@@ -804,8 +804,12 @@ void close_endpoint(Runtime& rt, Endpoint& ep) {
     std::vector<Pending> c(1);
     batched(rt, 1, c, [&](size_t) { return ep.cq->close(&on_closed, &c[0]); }, "close cq", &err);
   }
+  if (ep.mr != nullptr) {
+    // The buffer is freed after this: wait until no core touches it (MR close barrier).
+    std::vector<Pending> m(1);
+    batched(rt, 1, m, [&](size_t) { return ep.mr->close(&on_closed, &m[0]); }, "close mr", &err);
+  }
   rt.run_on_control([&] {
-    if (ep.mr != nullptr) ep.mr->close(nullptr, nullptr);
     if (ep.pd != nullptr) ep.pd->close(nullptr, nullptr);
   });
   if (!err.empty()) rocedp::pmd::log(rocedp::pmd::LogLevel::kWarning, "perf_close", {{"error", err}});
@@ -1892,6 +1896,15 @@ bool cm_disconnect_all(Runtime& rt, std::vector<std::unique_ptr<CmLink>>& links)
     for (auto& l : links)
       if (l->conn != nullptr) l->conn->close(nullptr, nullptr), l->conn = nullptr;
   });
+  // A Disconnect still pending completes (CANCELLED) before its connector's close does: `pend`
+  // must outlive those completions.
+  rt.wait_until(
+      [&] {
+        for (size_t i = 0; i < links.size(); ++i)
+          if (inline_status[i] == rocedp::STATUS_PENDING && pend[i].done.load(std::memory_order_acquire) == 0) return false;
+        return true;
+      },
+      std::chrono::seconds(5));
   return ok;
 }
 

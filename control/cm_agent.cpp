@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "control/ndk_internal.hpp"
 #include "dataplane/arp_icmp.hpp"
@@ -26,9 +28,15 @@ struct Attached {
   std::shared_ptr<bool> adapter_alive;
   std::unique_ptr<CmAgent> agent;
 };
-// Control thread only: one process-wide table (adapters are few; looked up per consumer call).
+// One process-wide table (adapters are few; looked up per consumer call). Each adapter's
+// control thread uses its own entry; the mutex guards the table itself (two adapters may have
+// two control threads).
 std::unordered_map<const Adapter*, Attached>& agents() {
   static std::unordered_map<const Adapter*, Attached> m;
+  return m;
+}
+std::mutex& agents_mutex() {
+  static std::mutex m;
   return m;
 }
 
@@ -60,6 +68,7 @@ wire::MacAddr mac_of(const config::MacAddress& m) {
 }  // namespace
 
 CmAgent* agent_of(const Adapter& adapter) {
+  std::lock_guard<std::mutex> g(agents_mutex());
   auto& m = agents();
   auto it = m.find(&adapter);
   if (it == m.end()) return nullptr;
@@ -250,8 +259,22 @@ void CmAgent::send_raw_rej(const wire::CmMad& incoming, wire::CmRejReason reason
   send_mad(ip, mac, CmConnection::rej_for(incoming, reason));
 }
 
-void CmAgent::defer(uint64_t connector_id, std::function<void()> fn) {
-  deferred_.emplace_back(connector_id, std::move(fn));
+void CmAgent::defer(uint64_t connector_id, std::function<void()> fn, bool request) {
+  deferred_.push_back(Deferred{connector_id, std::move(fn), request});
+}
+
+bool CmAgent::take_owed(uint64_t connector_id) {
+  bool any = false;
+  for (auto it = deferred_.begin(); it != deferred_.end();) {
+    if (it->id == connector_id && it->request) {
+      completions_.push_back(std::move(it->fn));
+      it = deferred_.erase(it);
+      any = true;
+    } else {
+      ++it;
+    }
+  }
+  return any;
 }
 
 void CmAgent::run_deferred() {
@@ -259,7 +282,7 @@ void CmAgent::run_deferred() {
   running_deferred_ = true;
   const std::shared_ptr<bool> live = alive;
   while (!deferred_.empty()) {
-    auto [id, fn] = std::move(deferred_.front());
+    auto [id, fn, request] = std::move(deferred_.front());
     deferred_.pop_front();
     if (id != 0 && connectors_.count(id) == 0) continue;  // closed: nothing fires after close
     fn();
@@ -363,6 +386,9 @@ void CmAgent::route(const wire::CmMad& m, const wire::MacAddr& src_mac, uint32_t
     Listener* l = wire::is_rdma_cm_tcp_service(req->service_id)
                       ? listener_for(dst_ip, wire::rdma_cm_port(req->service_id))
                       : nullptr;
+    // NdkControlConnectEvents(pause): a paused listener treats requests as if it did not
+    // exist; the peer gets the no-listener REJ (invalid service ID) and may try again.
+    if (l != nullptr && l->state_->paused) l = nullptr;
     if (l == nullptr) {
       ++counters.rej_sent_no_listener;
       send_raw_rej(m, wire::CmRejReason::kInvalidServiceId, src_mac, src_ip);
@@ -519,7 +545,19 @@ uint32_t CmAgent::poll() {
   run_timers(now);
   probe_qps(now);
   run_deferred();
-  return n + static_cast<uint32_t>(deferred_.size());
+  if (!*live) return n;
+  if (!completions_.empty()) {
+    // Completions of pended closes: each runs once, from here and never inside the call that
+    // queued it. A callback may close more (queued for the next poll) or detach the manager.
+    std::deque<std::function<void()>> batch;
+    batch.swap(completions_);
+    n += static_cast<uint32_t>(batch.size());
+    for (auto& fn : batch) {
+      fn();
+      if (!*live) return n;
+    }
+  }
+  return n + static_cast<uint32_t>(deferred_.size() + completions_.size());
 }
 
 }  // namespace rocedp::control
@@ -533,23 +571,30 @@ using control::agent_of;
 using control::CmAgent;
 
 NTSTATUS attach_connection_manager(Adapter& adapter, const ConnectionManagerSetup& setup) {
+  ROCEDP_ON_CONTROL(&adapter, attach_connection_manager(adapter, setup));
   if (agent_of(adapter) != nullptr) return STATUS_INVALID_DEVICE_STATE;
   if (adapter.closing || setup.tx_core >= adapter.core_count()) return STATUS_INVALID_PARAMETER;
   auto agent = std::make_unique<CmAgent>(adapter, setup);
+  std::lock_guard<std::mutex> g(control::agents_mutex());
   control::agents()[&adapter] = {adapter.impl().alive, std::move(agent)};
   return STATUS_SUCCESS;
 }
 
 NTSTATUS detach_connection_manager(Adapter& adapter) {
+  ROCEDP_ON_CONTROL(&adapter, detach_connection_manager(adapter));
   CmAgent* a = agent_of(adapter);
   if (a == nullptr) return STATUS_INVALID_DEVICE_STATE;
-  if (a->open_connectors != 0 || a->open_listeners != 0 || a->open_endpoints != 0)
+  if (a->open_connectors != 0 || a->open_listeners != 0 || a->open_endpoints != 0 ||
+      a->closes_pending != 0)
     return STATUS_INVALID_DEVICE_STATE;
+  std::lock_guard<std::mutex> g(control::agents_mutex());
   control::agents().erase(&adapter);
   return STATUS_SUCCESS;
 }
 
 uint32_t poll_connections(Adapter& adapter) {
+  // The control loop: it runs on the control thread (see Adapter::poll_control).
+  adapter.impl().control_thread.store(std::this_thread::get_id(), std::memory_order_release);
   CmAgent* a = agent_of(adapter);
   return a != nullptr ? a->poll() : 0;
 }
@@ -560,6 +605,7 @@ bool cm_receive_frame(Adapter& adapter, const uint8_t* frame, size_t len) {
 }
 
 ConnectionManagerCounters connection_manager_counters(Adapter& adapter) {
+  ROCEDP_ON_CONTROL(&adapter, connection_manager_counters(adapter));
   CmAgent* a = agent_of(adapter);
   return a != nullptr ? a->counters : ConnectionManagerCounters{};
 }

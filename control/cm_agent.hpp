@@ -126,8 +126,7 @@ struct Listener::State {
   void* connect_event_context = nullptr;
   bool listening = false;
   NdkSockAddr local{};
-  bool paused = false;
-  std::deque<Connector*> held;      ///< requests held while paused (not handed out)
+  bool paused = false;  ///< ControlConnectEvents(pause): requests are refused as if not listening
   std::vector<Connector*> spawned;  ///< connectors handed out, not yet established
 };
 
@@ -167,9 +166,18 @@ class CmAgent {
   void send_mad(uint32_t dst_ip, const wire::MacAddr& dst_mac, const wire::CmMad& mad);
 
   /// Queue a consumer callback; runs after the current CM step, if `connector_id` (0 = none)
-  /// is still open.
-  void defer(uint64_t connector_id, std::function<void()> fn);
+  /// is still open. `request` marks a RequestCompletion: it is owed to the consumer even if the
+  /// connector closes first (close moves it to the close's completions, see take_owed).
+  void defer(uint64_t connector_id, std::function<void()> fn, bool request = false);
   void run_deferred();
+  /// Connector close: moves the RequestCompletions still queued for `connector_id` to the
+  /// completions run by the next poll(). True if there was one.
+  bool take_owed(uint64_t connector_id);
+  /// A callback for the next poll() (never inline from the call that queued it): the completions
+  /// of a close that pended (NDKPI: each pending request completes, then the close).
+  void complete_later(std::function<void()> fn) { completions_.push_back(std::move(fn)); }
+  /// Closes that pended and have not fired their CloseCompletion yet (detach waits for them).
+  uint32_t closes_pending = 0;
 
   // Object registry (liveness for asynchronous answers, limits).
   uint64_t add_connector(Connector* c);
@@ -224,7 +232,13 @@ class CmAgent {
   std::vector<Listener*> listeners_;
   std::unordered_map<uint64_t, Connector*> connectors_;
   uint64_t next_connector_id_ = 1;
-  std::deque<std::pair<uint64_t, std::function<void()>>> deferred_;
+  struct Deferred {
+    uint64_t id;
+    std::function<void()> fn;
+    bool request;
+  };
+  std::deque<Deferred> deferred_;
+  std::deque<std::function<void()>> completions_;
   // Timer scan (run_timers): a connection's deadline only moves when it sends or receives a MAD
   // or fires a timer, so the scan over every connection runs only after one of those (dirty) or
   // once the earliest known deadline is due; not on every idle poll.

@@ -5,6 +5,7 @@
 // lock-free rings of their queue.
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <new>
 
@@ -113,7 +114,7 @@ NTSTATUS Adapter::query_adapter_info(NdkAdapterInfo* info, size_t* size) const {
   i.vendor_id = impl_->setup.vendor_id != 0 ? impl_->setup.vendor_id : kDefaultVendorId;
   i.device_id = impl_->setup.device_id;
   i.max_registration_size = static_cast<size_t>(l.max_registration_size);
-  i.max_window_size = 0;  // no memory windows
+  i.max_window_size = static_cast<size_t>(l.max_registration_size);  // a window spans at most a region
   i.frmr_page_count = l.frmr_page_count;
   const uint32_t sge = std::min<uint32_t>(l.max_sge, rc::kMaxWqeSge);
   i.max_initiator_request_sge = sge;
@@ -139,6 +140,7 @@ NTSTATUS Adapter::query_adapter_info(NdkAdapterInfo* info, size_t* size) const {
 }
 
 NTSTATUS Adapter::create_pd(NdkCreateCompletion, void*, Pd** out) {
+  ROCEDP_ON_CONTROL(this, create_pd(nullptr, nullptr, out));
   if (out == nullptr || closing) return STATUS_INVALID_PARAMETER;
   if (impl_->pds >= impl_->setup.limits.max_pds) return STATUS_INSUFFICIENT_RESOURCES;
   Pd* pd = new (std::nothrow) Pd();
@@ -153,6 +155,7 @@ NTSTATUS Adapter::create_pd(NdkCreateCompletion, void*, Pd** out) {
 
 NTSTATUS Adapter::create_cq(uint32_t depth, NdkCqNotificationCallback notification, void* notification_context,
                             uint32_t core_affinity, NdkCreateCompletion completion, void* context, Cq** out) {
+  ROCEDP_ON_CONTROL(this, create_cq(depth, notification, notification_context, core_affinity, completion, context, out));
   Impl& im = *impl_;
   if (closing || completion == nullptr || depth == 0 || depth > im.setup.limits.max_cq_depth ||
       core_affinity >= im.rdma.size()) {
@@ -188,6 +191,30 @@ NTSTATUS Adapter::create_cq(uint32_t depth, NdkCqNotificationCallback notificati
     auto* o = static_cast<RequestOp*>(msg.done_ctx);
     Cq* c = static_cast<Cq*>(o->object);
     const auto st = static_cast<NTSTATUS>(msg.result);
+    if (st == STATUS_SUCCESS && c->adapter->closing) {
+      // The adapter was closed while this CreateCq was pending (NDKPI object lifetime): the
+      // request completes STATUS_CANCELLED before the adapter's close. The core drops the CQ
+      // first, then the completion runs and the adapter's close may proceed.
+      auto detached = [](CoreMessage& m) {
+        auto* op2 = static_cast<RequestOp*>(m.done_ctx);
+        Cq* cq2 = static_cast<Cq*>(op2->object);
+        Adapter* ad = cq2->adapter;
+        delete cq2;
+        --ad->impl_->cqs;
+        op2->create_completion(op2->context, STATUS_CANCELLED, nullptr);
+        delete op2;
+        release_child(ad);
+      };
+      if (c->adapter->impl_->call(c->core_, &CoreRdma::on_detach_cq, c->cq_.get(), detached, o)) return;
+      // A full ring at adapter close is a consumer bug (the control loop stopped polling); the
+      // CQ stays attached and its memory is leaked rather than freed under the core.
+      o->create_completion(o->context, STATUS_CANCELLED, nullptr);
+      Adapter* ad = c->adapter;
+      --ad->impl_->cqs;
+      delete o;
+      release_child(ad);
+      return;
+    }
     if (st == STATUS_SUCCESS) {
       c->attached_ = true;
       o->create_completion(o->context, STATUS_SUCCESS, &c->header);
@@ -213,7 +240,26 @@ NTSTATUS Adapter::create_cq(uint32_t depth, NdkCqNotificationCallback notificati
 
 uint32_t Adapter::poll_control() {
   Impl& im = *impl_;
+  // Whoever runs the control loop is the control thread; calls from other threads wait in the
+  // inbox for it. One loop at a time (a second thread polling concurrently is a consumer bug).
+  im.control_thread.store(std::this_thread::get_id(), std::memory_order_release);
+#ifndef NDEBUG
+  const bool was_polling = im.polling.exchange(true);
+  assert(!was_polling && "Adapter::poll_control runs on one thread at a time");
+  struct Clear {
+    std::atomic<bool>* flag;
+    std::shared_ptr<bool> alive;
+    ~Clear() {
+      if (*alive) flag->store(false);
+    }
+  } clear{&im.polling, im.alive};
+#endif
   uint32_t n = 0;
+  if (im.inbox_size.load(std::memory_order_acquire) != 0) {
+    const std::shared_ptr<bool> live = im.alive;  // a handed-over call may close the adapter
+    n = im.run_inbox();
+    if (!*live) return n;
+  }
   // A completion may close the adapter (which frees impl_): `alive` outlives it. No copy of
   // the channel list, so an idle control loop allocates nothing.
   const size_t n_channels = im.setup.channels.size();
@@ -235,11 +281,36 @@ uint32_t Adapter::poll_control() {
   return n;
 }
 
+NTSTATUS Adapter::build_lam(const void* address, size_t length, NdkRequestCompletion, void*,
+                           NdkLogicalAddressMapping* lam, uint32_t* lam_size, uint32_t* first_byte_offset) {
+  const auto va = reinterpret_cast<uintptr_t>(address);
+  if (address == nullptr || length == 0 || lam_size == nullptr || first_byte_offset == nullptr ||
+      va + length < va || length > impl_->setup.limits.max_registration_size) {
+    return STATUS_INVALID_PARAMETER;
+  }
+  constexpr uint64_t kPage = rc::kFrmrPageSize;
+  const uint64_t first = va & ~(kPage - 1);
+  const uint64_t pages = ((va + length - 1) & ~(kPage - 1)) / kPage - first / kPage + 1;
+  const size_t need = ndk_lam_size(static_cast<uint32_t>(pages));
+  if (lam == nullptr || *lam_size < need) {
+    *lam_size = static_cast<uint32_t>(need);
+    return STATUS_BUFFER_TOO_SMALL;
+  }
+  lam->adapter_page_count = static_cast<uint32_t>(pages);
+  for (uint64_t p = 0; p < pages; ++p) lam->adapter_page_array[p] = first + p * kPage;
+  *lam_size = static_cast<uint32_t>(need);
+  *first_byte_offset = static_cast<uint32_t>(va - first);
+  return STATUS_SUCCESS;
+}
+
+void Adapter::release_lam(NdkLogicalAddressMapping*) {}
+
 void Adapter::set_tx_tap(void (*tap)(void*, const uint8_t*, size_t), void* context) {
   for (auto& r : impl_->rdma) r->set_tx_tap(tap, context);
 }
 
 NTSTATUS Adapter::close(NdkCloseCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, close(completion, context));
   if (closing) return STATUS_INVALID_PARAMETER;
   closing = true;
   close_completion = completion;
@@ -278,6 +349,8 @@ void finish_close(NdkObjectBase* object) {
     case NdkObjectType::kPd: {
       auto* pd = static_cast<Pd*>(object);
       Adapter* ad = pd->adapter;
+      // No QP of the PD is left, so no core uses its privileged token any more.
+      if (pd->privileged_token_ != 0) (void)ad->impl().mrs->deregister(pd->privileged_token_);
       const NdkCloseCompletion cb = pd->close_completion;
       void* ctx = pd->close_context;
       delete pd;
@@ -300,6 +373,30 @@ void finish_close(NdkObjectBase* object) {
         release_child(owner);
       };
       (void)ad->impl().call(cq->core(), &CoreRdma::on_detach_cq, cq->cq_.get(), done, cq);
+      break;
+    }
+    case NdkObjectType::kMw: {
+      auto* mw = static_cast<Mw*>(object);
+      Adapter* ad = mw->adapter;
+      Pd* pd = mw->pd_;
+      const NdkCloseCompletion cb = mw->close_completion;
+      void* ctx = mw->close_context;
+      delete mw;  // no core touches memory through it any more
+      --ad->impl().mrs_open;
+      fire_close(cb, ctx);
+      release_child(pd);
+      break;
+    }
+    case NdkObjectType::kMr: {
+      auto* mr = static_cast<Mr*>(object);
+      Adapter* ad = mr->adapter;
+      Pd* pd = mr->pd_;
+      const NdkCloseCompletion cb = mr->close_completion;
+      void* ctx = mr->close_context;
+      delete mr;  // no core touches its memory any more (deregistration barrier)
+      --ad->impl().mrs_open;
+      fire_close(cb, ctx);
+      release_child(pd);
       break;
     }
     case NdkObjectType::kSrq: {

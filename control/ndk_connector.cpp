@@ -44,7 +44,7 @@ void fire_request(Connector* c, NTSTATUS status) {
   s.request = nullptr;
   s.request_context = nullptr;
   if (cb == nullptr) return;
-  s.agent->defer(s.id, [cb, ctx, status] { cb(ctx, status); });
+  s.agent->defer(s.id, [cb, ctx, status] { cb(ctx, status); }, /*request=*/true);
 }
 
 void fire_disconnect(Connector* c, NTSTATUS reason) {
@@ -283,14 +283,18 @@ void complete_qp_done(void* context, NTSTATUS status) {
   auto& s = *c->state_;
   if (s.phase != ConnPhase::kCompleting) return;
   NTSTATUS st = status;
-  if (st == STATUS_SUCCESS) {
-    if (s.conn == nullptr || s.abort_status != STATUS_SUCCESS) {
-      // The peer abandoned the establishment while our QP moved (seed 000: async
-      // CONNECTION_ABORTED / IO_TIMEOUT).
-      st = s.abort_status != STATUS_SUCCESS ? s.abort_status : STATUS_CONNECTION_ABORTED;
-    } else {
-      st = s.conn->cm.complete_connect(a.now_ns());  // sends the RTU
-    }
+  if (st != STATUS_SUCCESS) {
+    // The QP could not be connected by the time the request ran on its core (flushed, in
+    // error, already connected, closed): seed 000's asynchronous STATUS_CONNECTION_INVALID.
+    // The peer's pending Accept ends with our REJ.
+    st = STATUS_CONNECTION_INVALID;
+    detach_conn(c, a.now_ns());
+  } else if (s.conn == nullptr || s.abort_status != STATUS_SUCCESS) {
+    // The peer abandoned the establishment while our QP moved (seed 000: async
+    // CONNECTION_ABORTED / IO_TIMEOUT).
+    st = s.abort_status != STATUS_SUCCESS ? s.abort_status : STATUS_CONNECTION_ABORTED;
+  } else {
+    st = s.conn->cm.complete_connect(a.now_ns());  // sends the RTU
   }
   if (st == STATUS_SUCCESS) {
     s.phase = ConnPhase::kEstablished;
@@ -352,11 +356,15 @@ NTSTATUS complete_common(Connector* c, NdkDisconnectEventCallback d,
     // Let the state machine say why (aborted / timed out / invalid).
     return s.conn->cm.complete_connect(a.now_ns());
   }
+  // The QP given to Connect may have been closed (and freed) since: it is looked up by identity
+  // and QPN among the adapter's live QPs before it is touched.
+  if (!ndk_detail::qp_alive(*c->adapter, s.qp, s.qpn) || s.qp->closing)
+    return STATUS_CONNECTION_INVALID;
   auto* ref = new AsyncRef{a.alive, &a, s.id};
   const NTSTATUS st = s.qp->connect(qp_params(s, a), &complete_qp_done, ref);
   if (st != STATUS_PENDING) {
     delete ref;
-    return st;
+    return st == STATUS_INVALID_PARAMETER ? STATUS_CONNECTION_INVALID : st;
   }
   s.phase = ConnPhase::kCompleting;
   s.disconnect = d;
@@ -441,6 +449,7 @@ Connector* new_connector(Adapter& adapter, CmAgent& a) {
 // Public API
 
 NTSTATUS create_connector(Adapter& adapter, NdkCreateCompletion, void*, Connector** out) {
+  ROCEDP_ON_CONTROL(&adapter, create_connector(adapter, nullptr, nullptr, out));
   if (out == nullptr) return STATUS_INVALID_PARAMETER;
   CmAgent* a = agent_of(adapter);
   if (a == nullptr || adapter.closing) return STATUS_INVALID_DEVICE_STATE;
@@ -455,6 +464,7 @@ NTSTATUS create_connector(Adapter& adapter, NdkCreateCompletion, void*, Connecto
 NTSTATUS Connector::connect(Qp* qp, const NdkSockAddr& source, const NdkSockAddr& destination,
                             uint32_t irl, uint32_t orl, const void* pd, uint32_t pd_len,
                             NdkRequestCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, connect(qp, source, destination, irl, orl, pd, pd_len, completion, context));
   const NTSTATUS st = connect_common(this, qp, source, nullptr, destination, irl, orl, pd, pd_len,
                                      completion, context);
   state_->agent->run_deferred();
@@ -465,6 +475,7 @@ NTSTATUS Connector::connect_with_shared_endpoint(Qp* qp, SharedEndpoint* endpoin
                                                  const NdkSockAddr& destination, uint32_t irl,
                                                  uint32_t orl, const void* pd, uint32_t pd_len,
                                                  NdkRequestCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, connect_with_shared_endpoint(qp, endpoint, destination, irl, orl, pd, pd_len, completion, context));
   if (endpoint == nullptr || endpoint->closing || endpoint->adapter != adapter)
     return STATUS_INVALID_PARAMETER;
   const NTSTATUS st = connect_common(this, qp, endpoint->address_, endpoint, destination, irl, orl,
@@ -475,27 +486,32 @@ NTSTATUS Connector::connect_with_shared_endpoint(Qp* qp, SharedEndpoint* endpoin
 
 NTSTATUS Connector::complete_connect(NdkDisconnectEventCallback d, void* dctx,
                                      NdkRequestCompletion cb, void* ctx) {
+  ROCEDP_ON_CONTROL(this, complete_connect(d, dctx, cb, ctx));
   return complete_common(this, d, nullptr, dctx, cb, ctx);
 }
 
 NTSTATUS Connector::complete_connect_ex(NdkDisconnectEventCallbackEx d, void* dctx,
                                         NdkRequestCompletion cb, void* ctx) {
+  ROCEDP_ON_CONTROL(this, complete_connect_ex(d, dctx, cb, ctx));
   return complete_common(this, nullptr, d, dctx, cb, ctx);
 }
 
 NTSTATUS Connector::accept(Qp* qp, uint32_t irl, uint32_t orl, const void* pd, uint32_t pd_len,
                            NdkDisconnectEventCallback d, void* dctx, NdkRequestCompletion cb,
                            void* ctx) {
+  ROCEDP_ON_CONTROL(this, accept(qp, irl, orl, pd, pd_len, d, dctx, cb, ctx));
   return accept_common(this, qp, irl, orl, pd, pd_len, d, nullptr, dctx, cb, ctx);
 }
 
 NTSTATUS Connector::accept_ex(Qp* qp, uint32_t irl, uint32_t orl, const void* pd, uint32_t pd_len,
                               NdkDisconnectEventCallbackEx d, void* dctx, NdkRequestCompletion cb,
                               void* ctx) {
+  ROCEDP_ON_CONTROL(this, accept_ex(qp, irl, orl, pd, pd_len, d, dctx, cb, ctx));
   return accept_common(this, qp, irl, orl, pd, pd_len, nullptr, d, dctx, cb, ctx);
 }
 
 NTSTATUS Connector::reject(const void* pd, uint32_t pd_len) {
+  ROCEDP_ON_CONTROL(this, reject(pd, pd_len));
   auto& s = *state_;
   if (pd_len > wire::kMaxCalleeData || (pd_len != 0 && pd == nullptr))
     return STATUS_INVALID_PARAMETER;
@@ -512,6 +528,7 @@ NTSTATUS Connector::reject(const void* pd, uint32_t pd_len) {
 
 NTSTATUS Connector::get_connection_data(uint32_t* irl, uint32_t* orl, void* pd,
                                         uint32_t* pd_len) const {
+  ROCEDP_ON_CONTROL(this, get_connection_data(irl, orl, pd, pd_len));
   const auto& s = *state_;
   if (pd_len == nullptr) return STATUS_INVALID_PARAMETER;
   if (!s.have_peer_data) return STATUS_CONNECTION_INVALID;
@@ -533,16 +550,23 @@ NTSTATUS Connector::get_connection_data(uint32_t* irl, uint32_t* orl, void* pd,
 }
 
 NTSTATUS Connector::get_local_address(NdkSockAddr* address, uint32_t* size) const {
+  ROCEDP_ON_CONTROL(this, get_local_address(address, size));
   return copy_address(state_->local, state_->have_local, address, size);
 }
 NTSTATUS Connector::get_peer_address(NdkSockAddr* address, uint32_t* size) const {
+  ROCEDP_ON_CONTROL(this, get_peer_address(address, size));
   return copy_address(state_->peer, state_->have_local, address, size);
 }
 
 NTSTATUS Connector::disconnect(NdkRequestCompletion cb, void* ctx) {
+  ROCEDP_ON_CONTROL(this, disconnect(cb, ctx));
   auto& s = *state_;
   if (cb == nullptr) return STATUS_INVALID_PARAMETER;
-  if (s.phase == ConnPhase::kDisconnected) return STATUS_SUCCESS;
+  if (s.phase == ConnPhase::kDisconnected) {
+    // The peer disconnected first (its event did not flush): NdkDisconnect flushes now.
+    flush_qp(this);
+    return STATUS_SUCCESS;
+  }
   if (s.phase != ConnPhase::kEstablished) return STATUS_CONNECTION_INVALID;
   // NdkDisconnect: "the provider must then implicitly flush the QP".
   s.disconnect = nullptr;
@@ -564,12 +588,43 @@ NTSTATUS Connector::disconnect(NdkRequestCompletion cb, void* ctx) {
   return st;
 }
 
-NTSTATUS Connector::close(NdkCloseCompletion, void*) {
+NTSTATUS Connector::disconnect_ex(bool abortive, NdkRequestCompletion cb, void* ctx) {
+  ROCEDP_ON_CONTROL(this, disconnect_ex(abortive, cb, ctx));
+  if (!abortive) return disconnect(cb, ctx);
+  auto& s = *state_;
+  if (cb == nullptr) return STATUS_INVALID_PARAMETER;
+  if (s.phase != ConnPhase::kEstablished && s.phase != ConnPhase::kDisconnecting &&
+      s.phase != ConnPhase::kDisconnected) {
+    return STATUS_CONNECTION_INVALID;
+  }
+  s.disconnect = nullptr;
+  s.disconnect_ex = nullptr;
+  const bool graceful_pending = s.phase == ConnPhase::kDisconnecting;
+  // The CM connection is handed over: it sends its DREQ (if none went yet) and finishes alone
+  // (TimeWait); no event of it reaches this connector any more.
+  detach_conn(this, s.agent->now_ns());
+  flush_qp(this);
+  s.phase = ConnPhase::kDisconnected;
+  if (graceful_pending) fire_request(this, STATUS_SUCCESS);
+  s.agent->run_deferred();
+  return STATUS_SUCCESS;
+}
+
+NTSTATUS Connector::close(NdkCloseCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, close(completion, context));
   if (closing) return STATUS_INVALID_PARAMETER;
   closing = true;
   auto& s = *state_;
   CmAgent& a = *s.agent;
   const ConnPhase was = s.phase;
+  // NDKPI object lifetime: a close does not complete before every pending request on the object
+  // has: the pending Connect/Accept/CompleteConnect/Disconnect completes STATUS_CANCELLED, a
+  // completion already decided (queued) keeps its status, then the CloseCompletion runs.
+  const NdkRequestCompletion pending = s.request;
+  void* const pending_context = s.request_context;
+  s.request = nullptr;
+  s.request_context = nullptr;
+  const bool owed = a.take_owed(s.id);
   if (was == ConnPhase::kResolving)
     a.resolving_tuples.erase(
         CmAgent::tuple_key({s.local.ip, s.local.port, s.peer.ip, s.peer.port}));
@@ -579,7 +634,6 @@ NTSTATUS Connector::close(NdkCloseCompletion, void*) {
     flush_qp(this);
   if (s.listener != nullptr) {
     auto& ls = *s.listener->state_;
-    ls.held.erase(std::remove(ls.held.begin(), ls.held.end(), this), ls.held.end());
     ls.spawned.erase(std::remove(ls.spawned.begin(), ls.spawned.end(), this), ls.spawned.end());
   }
   if (s.own_binding) a.registry().unbind(s.local.ip, s.local.port);
@@ -592,9 +646,23 @@ NTSTATUS Connector::close(NdkCloseCompletion, void*) {
     --sep->users_;
     control::shared_endpoint_maybe_free(sep);
   }
-  ndk_detail::release_child(ad);
+  if (pending == nullptr && !owed) {
+    ndk_detail::release_child(ad);
+    a.run_deferred();
+    return STATUS_SUCCESS;  // nothing was pending: closed inline, `completion` not called
+  }
+  if (pending != nullptr) {
+    a.complete_later([pending, pending_context] { pending(pending_context, STATUS_CANCELLED); });
+  }
+  ++a.closes_pending;
+  CmAgent* ap = &a;
+  a.complete_later([ap, ad, completion, context] {
+    --ap->closes_pending;
+    if (completion != nullptr) completion(context);
+    ndk_detail::release_child(ad);
+  });
   a.run_deferred();
-  return STATUS_SUCCESS;
+  return STATUS_PENDING;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -644,7 +712,10 @@ void CmAgent::on_connection_event(Connector* c, const CmEvent& ev) {
       if (s.phase == ConnPhase::kEstablished || s.phase == ConnPhase::kDisconnecting) {
         const bool ours_pending = s.phase == ConnPhase::kDisconnecting;
         if (!ours_pending) s.phase = ConnPhase::kDisconnected;
-        flush_qp(c);
+        // No flush here: the NDK disconnect event pages say the provider should not flush
+        // outstanding work when it indicates a disconnect from the peer; the consumer flushes
+        // (Qp::flush, or Disconnect, which flushes). A QP whose transport gave up (peer death)
+        // is in error already and has flushed itself.
         fire_disconnect(c, ev.status == STATUS_SUCCESS ? STATUS_SUCCESS : ev.status);
       }
       break;
@@ -692,12 +763,7 @@ void CmAgent::on_request(Listener* l, const wire::CmMad& m, const wire::MacAddr&
   s.remote_mac = src_mac;
   snapshot_peer(s, e->cm);
   s.path_mtu_code = std::min<uint8_t>(req.path_mtu, mtu_code(max_path_mtu()));
-  auto& ls = *l->state_;
-  ls.spawned.push_back(c);
-  if (ls.paused) {
-    ls.held.push_back(c);  // NdkControlConnectEvents(pause): delivered on resume
-    return;
-  }
+  l->state_->spawned.push_back(c);
   deliver(l, c);
 }
 

@@ -2,8 +2,15 @@
 // Provider internals shared by the control-side NDK object files (control/ndk_*.cpp).
 // Control thread only.
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "dataplane/core_channel.hpp"
@@ -34,6 +41,55 @@ struct Adapter::Impl {
   uint32_t next_pd = 1;
   uint32_t uninstalls_pending = 0;
   std::vector<Qp*> retry_close;
+  std::unordered_set<const Qp*> live_qps;  ///< every Qp object not yet freed (qp_alive)
+
+  // ---- calls from any thread (the only state here other threads touch) ----
+  /// The thread that runs the control loop: the opener until poll_control() first runs, then
+  /// the thread that runs it. A public call made on another thread is handed to it (inbox) and
+  /// waits for its result.
+  std::atomic<std::thread::id> control_thread{std::this_thread::get_id()};
+  struct Task {
+    std::function<void()> fn;
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  std::mutex inbox_mutex;
+  std::deque<std::shared_ptr<Task>> inbox;
+  std::atomic<uint32_t> inbox_size{0};  ///< lets an idle poll_control skip the mutex
+  std::atomic<bool> polling{false};     ///< debug check: one control loop at a time
+  bool on_control_thread() const {
+    return control_thread.load(std::memory_order_acquire) == std::this_thread::get_id();
+  }
+  /// Runs `fn` on the control thread (from its next poll_control()) and waits for it.
+  void run_on_control(std::function<void()> fn) {
+    auto t = std::make_shared<Task>();
+    t->fn = std::move(fn);
+    {
+      std::lock_guard<std::mutex> g(inbox_mutex);
+      inbox.push_back(t);
+      inbox_size.fetch_add(1, std::memory_order_release);
+    }
+    std::unique_lock<std::mutex> l(t->m);
+    t->cv.wait(l, [&] { return t->done; });
+  }
+  /// The control loop's turn at the inbox: every call handed over so far, in arrival order.
+  uint32_t run_inbox() {
+    if (inbox_size.load(std::memory_order_acquire) == 0) return 0;
+    std::deque<std::shared_ptr<Task>> batch;
+    {
+      std::lock_guard<std::mutex> g(inbox_mutex);
+      batch.swap(inbox);
+      inbox_size.store(0, std::memory_order_release);
+    }
+    for (auto& t : batch) {
+      t->fn();
+      std::lock_guard<std::mutex> g(t->m);
+      t->done = true;
+      t->cv.notify_one();
+    }
+    return static_cast<uint32_t>(batch.size());
+  }
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);  // false once the Adapter is freed  // QP closes whose re-post found the ring full
 
   /// alloc + fill + post on `core`'s channel, with the CoreRdma in data[3].
@@ -46,6 +102,29 @@ struct Adapter::Impl {
 
 
 namespace ndk_detail {
+
+/// Every public control-path call starts with this: on the control thread it runs on; on any
+/// other thread the whole call is handed to the control thread, which runs it from its next
+/// poll_control() while the caller waits, and its result is returned (DESIGN.md: one thread
+/// owns the objects; other threads reach it through its inbox). Callbacks therefore always run
+/// on the control thread. `R` is the call's return type.
+template <typename R, typename F>
+bool handed_to_control(const NdkObjectBase* object, R* result, F&& call) {
+  if (object == nullptr || object->adapter == nullptr) return false;
+  Adapter::Impl& im = object->adapter->impl();
+  if (im.on_control_thread()) return false;
+  im.run_on_control([&] { *result = call(); });
+  return true;
+}
+template <typename F>
+bool handed_to_control_void(const NdkObjectBase* object, F&& call) {
+  if (object == nullptr || object->adapter == nullptr) return false;
+  Adapter::Impl& im = object->adapter->impl();
+  if (im.on_control_thread()) return false;
+  im.run_on_control([&] { call(); });
+  return true;
+}
+
 void init_header(NdkObjectBase& o, NdkObjectType type, Adapter* adapter);
 /// A child of `parent` closed; a parent waiting in close finishes when it was the last.
 void release_child(NdkObjectBase* parent);
@@ -55,6 +134,23 @@ void fire_close(NdkCloseCompletion cb, void* ctx);
 /// Posts (again) the close request of a QP to its core.
 void post_close_qp(Qp* qp);
 void close_qp_done(dataplane::CoreMessage& msg);
+/// True if `qp` is a QP object of `adapter` that is not freed and still has QPN `qpn`.
+inline bool qp_alive(Adapter& adapter, const Qp* qp, uint32_t qpn) {
+  return qp != nullptr && adapter.impl().live_qps.count(qp) != 0 && qp->qpn() == qpn;
+}
 }  // namespace ndk_detail
 
 }  // namespace rocedp
+
+/// The prologue of a public control-path call (see ndk_detail::handed_to_control): `call` is the
+/// same call again, which the control thread then runs directly.
+#define ROCEDP_ON_CONTROL(object, call)                                                       \
+  do {                                                                                        \
+    decltype(call) handed_result_{};                                                          \
+    if (::rocedp::ndk_detail::handed_to_control(object, &handed_result_, [&] { return call; })) \
+      return handed_result_;                                                                  \
+  } while (0)
+#define ROCEDP_ON_CONTROL_VOID(object, call)                                                \
+  do {                                                                                      \
+    if (::rocedp::ndk_detail::handed_to_control_void(object, [&] { call; })) return;        \
+  } while (0)

@@ -15,6 +15,7 @@ using control::ConnPhase;
 
 NTSTATUS create_listener(Adapter& adapter, NdkConnectEventCallback connect_event,
                          void* connect_event_context, NdkCreateCompletion, void*, Listener** out) {
+  ROCEDP_ON_CONTROL(&adapter, create_listener(adapter, connect_event, connect_event_context, nullptr, nullptr, out));
   if (out == nullptr || connect_event == nullptr) return STATUS_INVALID_PARAMETER;
   CmAgent* a = agent_of(adapter);
   if (a == nullptr || adapter.closing) return STATUS_INVALID_DEVICE_STATE;
@@ -40,6 +41,7 @@ NTSTATUS create_listener(Adapter& adapter, NdkConnectEventCallback connect_event
 }
 
 NTSTATUS Listener::listen(const NdkSockAddr& address, NdkRequestCompletion, void*) {
+  ROCEDP_ON_CONTROL(this, listen(address, nullptr, nullptr));
   auto& s = *state_;
   if (closing || s.listening) return STATUS_INVALID_DEVICE_STATE;
   uint16_t port = 0;
@@ -52,6 +54,7 @@ NTSTATUS Listener::listen(const NdkSockAddr& address, NdkRequestCompletion, void
 }
 
 NTSTATUS Listener::get_local_address(NdkSockAddr* address, uint32_t* size) const {
+  ROCEDP_ON_CONTROL(this, get_local_address(address, size));
   if (size == nullptr) return STATUS_INVALID_PARAMETER;
   const uint32_t need = sizeof(NdkSockAddr);
   const bool fits = *size >= need && address != nullptr;
@@ -63,31 +66,22 @@ NTSTATUS Listener::get_local_address(NdkSockAddr* address, uint32_t* size) const
 }
 
 void Listener::control_connect_events(bool pause) {
-  auto& s = *state_;
-  s.paused = pause;
-  if (pause || closing) return;
-  // Deliver the held requests in arrival order; a callback may pause again or close us.
-  while (!state_->paused && !state_->held.empty()) {
-    Connector* c = state_->held.front();
-    state_->held.pop_front();
-    s.agent->deliver(this, c);
-    s.agent->run_deferred();
-    if (closing) return;
-  }
+  ROCEDP_ON_CONTROL_VOID(this, control_connect_events(pause));
+  // Requests that arrive while paused are refused at once (CmAgent::route); nothing is held,
+  // so resuming only lets the next request through.
+  state_->paused = pause;
 }
 
 NTSTATUS Listener::close(NdkCloseCompletion, void*) {
+  ROCEDP_ON_CONTROL(this, close(nullptr, nullptr));
   if (closing) return STATUS_INVALID_PARAMETER;
   closing = true;
   auto& s = *state_;
   CmAgent* a = s.agent;
   if (s.listening) a->registry().unbind(s.local.ip, s.local.port);
   s.listening = false;
-  // Requests never handed out are rejected; connections still being established are abandoned
-  // (their peer sees a REJ, a pending Accept completes CONNECTION_ABORTED).
-  std::deque<Connector*> held;
-  held.swap(s.held);
-  for (Connector* c : held) control::drop_undelivered(c);
+  // Connections still being established are abandoned (their peer sees a REJ, a pending Accept
+  // completes CONNECTION_ABORTED); requests not yet handed out are rejected.
   std::vector<Connector*> spawned;
   spawned.swap(s.spawned);
   for (Connector* c : spawned) control::abandon_by_listener(c);

@@ -24,8 +24,12 @@ bool cq_usable(const Cq* cq, const Adapter* adapter) {
 
 void request_done(CoreMessage& msg) {
   auto* o = static_cast<RequestOp*>(msg.done_ctx);
-  if (o->request_completion != nullptr)
-    o->request_completion(o->context, static_cast<NTSTATUS>(msg.result));
+  NTSTATUS st = static_cast<NTSTATUS>(msg.result);
+  // NDKPI object lifetime: a request still pending when its object is closed completes
+  // STATUS_CANCELLED, before the close does (the close request queues behind it on the same
+  // core ring, so the object is alive here).
+  if (o->object != nullptr && o->object->closing) st = STATUS_CANCELLED;
+  if (o->request_completion != nullptr) o->request_completion(o->context, st);
   delete o;
 }
 
@@ -51,10 +55,17 @@ RequestOp* new_request_op(NdkRequestCompletion completion, void* context) {
 
 }  // namespace
 
+namespace {
+// Deregistration barrier of an MR or MW (defined with the MR below).
+bool rings_have_room(Adapter::Impl& im);
+bool start_barrier(NdkObjectBase* object, uint32_t* counter, NdkRequestCompletion cb, void* ctx);
+}  // namespace
+
 // ---------------------------------------------------------------------------------------------
 // PD
 
 NTSTATUS Pd::create_mr(bool fast_register, NdkCreateCompletion, void*, Mr** out) {
+  ROCEDP_ON_CONTROL(this, create_mr(fast_register, nullptr, nullptr, out));
   if (out == nullptr || closing) return STATUS_INVALID_PARAMETER;
   Adapter::Impl& im = adapter->impl();
   if (im.mrs_open >= im.setup.limits.max_mrs) return STATUS_INSUFFICIENT_RESOURCES;
@@ -72,6 +83,7 @@ NTSTATUS Pd::create_mr(bool fast_register, NdkCreateCompletion, void*, Mr** out)
 NTSTATUS Pd::create_srq(uint32_t depth, uint32_t max_sge, uint32_t notify_threshold,
                         NdkSrqNotificationCallback notification, void* notification_context,
                         uint32_t core_affinity, NdkCreateCompletion, void*, Srq** out) {
+  ROCEDP_ON_CONTROL(this, create_srq(depth, max_sge, notify_threshold, notification, notification_context, core_affinity, nullptr, nullptr, out));
   Adapter::Impl& im = adapter->impl();
   const config::LimitsConfig& l = im.setup.limits;
   if (out == nullptr || closing || depth == 0 || depth > l.max_srq_depth || max_sge > l.max_sge ||
@@ -174,6 +186,7 @@ NTSTATUS create_qp_common(Pd* pd, Cq* rcq, Cq* icq, Srq* srq, void* qp_context, 
       Cq* r = q->receive_cq_;
       Cq* i = q->initiator_cq_;
       Srq* s = q->srq_;
+      owner->impl().live_qps.erase(q);
       delete q;
       --owner->impl().qps;
       release_child(r);
@@ -190,6 +203,7 @@ NTSTATUS create_qp_common(Pd* pd, Cq* rcq, Cq* icq, Srq* srq, void* qp_context, 
     return STATUS_INSUFFICIENT_RESOURCES;
   }
   ++im.qps;
+  im.live_qps.insert(qp);
   ++pd->children;
   ++rcq->children;
   ++icq->children;
@@ -205,6 +219,7 @@ NTSTATUS Pd::create_qp(Cq* receive_cq, Cq* initiator_cq, void* qp_context,
                        uint32_t max_receive_sge, uint32_t max_initiator_sge,
                        uint32_t inline_data_size, NdkCreateCompletion completion, void* context,
                        Qp** out) {
+  ROCEDP_ON_CONTROL(this, create_qp(receive_cq, initiator_cq, qp_context, receive_queue_depth, initiator_queue_depth, max_receive_sge, max_initiator_sge, inline_data_size, completion, context, out));
   return create_qp_common(this, receive_cq, initiator_cq, nullptr, qp_context, receive_queue_depth,
                           initiator_queue_depth, max_receive_sge, max_initiator_sge,
                           inline_data_size, completion, context, out);
@@ -214,13 +229,62 @@ NTSTATUS Pd::create_qp_with_srq(Cq* receive_cq, Cq* initiator_cq, Srq* srq, void
                                 uint32_t initiator_queue_depth, uint32_t max_initiator_sge,
                                 uint32_t inline_data_size, NdkCreateCompletion completion,
                                 void* context, Qp** out) {
+  ROCEDP_ON_CONTROL(this, create_qp_with_srq(receive_cq, initiator_cq, srq, qp_context, initiator_queue_depth, max_initiator_sge, inline_data_size, completion, context, out));
   if (srq == nullptr || srq->header.object_type != NdkObjectType::kSrq)
     return STATUS_INVALID_PARAMETER;
   return create_qp_common(this, receive_cq, initiator_cq, srq, qp_context, 0, initiator_queue_depth,
                           0, max_initiator_sge, inline_data_size, completion, context, out);
 }
 
+NTSTATUS Pd::create_mw(NdkCreateCompletion, void*, Mw** out) {
+  ROCEDP_ON_CONTROL(this, create_mw(nullptr, nullptr, out));
+  if (out == nullptr || closing) return STATUS_INVALID_PARAMETER;
+  Adapter::Impl& im = adapter->impl();
+  if (im.mrs_open >= im.setup.limits.max_mrs) return STATUS_INSUFFICIENT_RESOURCES;
+  Mw* mw = new (std::nothrow) Mw();
+  if (mw == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
+  const NTSTATUS st = im.mrs->create_window(id(), &mw->token_);
+  if (st != STATUS_SUCCESS) {
+    delete mw;
+    return st;
+  }
+  init_header(*mw, Mw::kType, adapter);
+  mw->pd_ = this;
+  ++im.mrs_open;
+  ++children;
+  *out = mw;
+  return STATUS_SUCCESS;
+}
+
+NTSTATUS Pd::get_privileged_memory_region_token(uint32_t* token) {
+  ROCEDP_ON_CONTROL(this, get_privileged_memory_region_token(token));
+  if (token == nullptr || closing) return STATUS_INVALID_PARAMETER;
+  if (privileged_token_ == 0) {
+    const NTSTATUS st = adapter->impl().mrs->register_privileged(id(), &privileged_token_);
+    if (st != STATUS_SUCCESS) return st;
+  }
+  *token = privileged_token_;
+  return STATUS_SUCCESS;
+}
+
+NTSTATUS Mw::close(NdkCloseCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, close(completion, context));
+  if (closing) return STATUS_INVALID_PARAMETER;
+  Adapter::Impl& im = adapter->impl();
+  if (!rings_have_room(im)) return STATUS_INSUFFICIENT_RESOURCES;
+  // The token stops working at once; the window's slot is freed now (its generation moves on,
+  // so the old token can never match again), and the close completes once every core let go.
+  (void)im.mrs->deregister(token_);
+  token_ = 0;
+  closing = true;
+  close_completion = completion;
+  close_context = context;
+  (void)start_barrier(this, &barriers_, nullptr, nullptr);
+  return STATUS_PENDING;
+}
+
 NTSTATUS Pd::close(NdkCloseCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, close(completion, context));
   if (closing) return STATUS_INVALID_PARAMETER;
   closing = true;
   close_completion = completion;
@@ -238,6 +302,7 @@ NTSTATUS Pd::close(NdkCloseCompletion completion, void* context) {
 
 NTSTATUS Mr::register_mr(const void* address, uint64_t length, uint32_t mr_flags,
                          NdkRequestCompletion, void*) {
+  ROCEDP_ON_CONTROL(this, register_mr(address, length, mr_flags, nullptr, nullptr));
   if (registered_ || fast_register_ || closing) return STATUS_INVALID_PARAMETER;
   rc::MrTokens tokens;
   const NTSTATUS st =
@@ -249,16 +314,78 @@ NTSTATUS Mr::register_mr(const void* address, uint64_t length, uint32_t mr_flags
   return STATUS_SUCCESS;
 }
 
-NTSTATUS Mr::deregister_mr(NdkRequestCompletion, void*) {
-  if (!registered_) return STATUS_INVALID_PARAMETER;
-  const NTSTATUS st = adapter->impl().mrs->deregister(local_token_);
+namespace {
+
+// A deregistration's barrier: the tokens stopped working in the table; every polling core
+// answers a request once, which it runs between two loop iterations, so no packet it checked
+// against the old region is still being copied. After the last answer nothing touches the
+// memory again and the RequestCompletion / CloseCompletion runs (control thread).
+struct MrBarrier {
+  NdkObjectBase* object = nullptr;  // an Mr or an Mw
+  uint32_t* counter = nullptr;      // its barriers_
+  uint32_t remaining = 0;
+  NdkRequestCompletion request = nullptr;
+  void* request_context = nullptr;
+};
+
+void barrier_run(CoreMessage& msg, void*) { msg.result = STATUS_SUCCESS; }
+
+void barrier_done(CoreMessage& msg) {
+  auto* b = static_cast<MrBarrier*>(msg.done_ctx);
+  if (--b->remaining != 0) return;
+  NdkObjectBase* object = b->object;
+  uint32_t* counter = b->counter;
+  const NdkRequestCompletion cb = b->request;
+  void* ctx = b->request_context;
+  delete b;
+  --*counter;
+  if (cb != nullptr) cb(ctx, STATUS_SUCCESS);
+  if (object->closing && *counter == 0) finish_close(object);
+}
+
+bool rings_have_room(Adapter::Impl& im) {
+  for (uint32_t i = 0; i < im.rdma.size(); ++i)
+    if (im.setup.channels[i]->in_flight() >= im.setup.channels[i]->capacity()) return false;
+  return true;
+}
+
+// Starts the barrier on every core, all or none: false (nothing posted) if a core's ring is
+// full.
+bool start_barrier(NdkObjectBase* object, uint32_t* counter, NdkRequestCompletion cb, void* ctx) {
+  Adapter::Impl& im = object->adapter->impl();
+  const auto n = static_cast<uint32_t>(im.rdma.size());
+  if (!rings_have_room(im)) return false;
+  auto* b = new (std::nothrow) MrBarrier{object, counter, n, cb, ctx};
+  if (b == nullptr) return false;
+  ++*counter;
+  for (uint32_t i = 0; i < n; ++i) {
+    // Room was checked above and only this thread posts control requests.
+    (void)im.call(i, &barrier_run, nullptr, &barrier_done, b);
+  }
+  return true;
+}
+
+}  // namespace
+
+NTSTATUS Mr::deregister_mr(NdkRequestCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, deregister_mr(completion, context));
+  if (!registered_ || completion == nullptr || closing) return STATUS_INVALID_PARAMETER;
+  Adapter::Impl& im = adapter->impl();
+  for (uint32_t i = 0; i < im.rdma.size(); ++i)
+    if (im.setup.channels[i]->in_flight() >= im.setup.channels[i]->capacity())
+      return STATUS_INSUFFICIENT_RESOURCES;
+  // The tokens stop working at once: every later check on every core fails.
+  const NTSTATUS st = im.mrs->deregister(local_token_);
   registered_ = false;
   local_token_ = remote_token_ = 0;
-  return st;
+  if (st != STATUS_SUCCESS) return st;
+  if (!start_barrier(this, &barriers_, completion, context)) return STATUS_INSUFFICIENT_RESOURCES;
+  return STATUS_PENDING;
 }
 
 NTSTATUS Mr::initialize_fast_register_mr(uint32_t page_count, bool allow_remote_access,
                                          NdkRequestCompletion, void*) {
+  ROCEDP_ON_CONTROL(this, initialize_fast_register_mr(page_count, allow_remote_access, nullptr, nullptr));
   if (!fast_register_ || registered_ || closing) return STATUS_INVALID_PARAMETER;
   rc::MrTokens tokens;
   const NTSTATUS st = adapter->impl().mrs->create_fast_register(pd_->id(), page_count,
@@ -270,14 +397,26 @@ NTSTATUS Mr::initialize_fast_register_mr(uint32_t page_count, bool allow_remote_
   return STATUS_SUCCESS;
 }
 
-NTSTATUS Mr::close(NdkCloseCompletion, void*) {
+NTSTATUS Mr::close(NdkCloseCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, close(completion, context));
   if (closing) return STATUS_INVALID_PARAMETER;
-  if (registered_) deregister_mr(nullptr, nullptr);
-  Adapter* ad = adapter;
-  Pd* pd = pd_;
-  delete this;
-  --ad->impl().mrs_open;
-  release_child(pd);
+  Adapter::Impl& im = adapter->impl();
+  if (registered_) {
+    for (uint32_t i = 0; i < im.rdma.size(); ++i)
+      if (im.setup.channels[i]->in_flight() >= im.setup.channels[i]->capacity())
+        return STATUS_INSUFFICIENT_RESOURCES;
+    (void)im.mrs->deregister(local_token_);
+    registered_ = false;
+    local_token_ = remote_token_ = 0;
+    // Room was checked: the barrier starts (the cores' rings only drain meanwhile).
+    (void)start_barrier(this, &barriers_, nullptr, nullptr);
+  }
+  closing = true;
+  close_completion = completion;
+  close_context = context;
+  if (barriers_ != 0) return STATUS_PENDING;  // CloseCompletion once the cores let go
+  close_completion = nullptr;  // inline success: no callback (NDK)
+  finish_close(this);
   return STATUS_SUCCESS;
 }
 
@@ -301,16 +440,23 @@ bool Cq::overrun() const {
 }
 
 NTSTATUS Cq::resize(uint32_t depth, NdkRequestCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, resize(depth, completion, context));
   Adapter::Impl& im = adapter->impl();
   if (completion == nullptr || depth == 0 || depth > im.setup.limits.max_cq_depth || closing) {
     return STATUS_INVALID_PARAMETER;
   }
   RequestOp* op = new_request_op(completion, context);
   if (op == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
+  op->object = this;
   return post_request(im, core_, &CoreRdma::on_resize_cq, cq_.get(), op, depth);
 }
 
+NTSTATUS Cq::control_interrupt_moderation(uint32_t, uint32_t) {
+  return STATUS_NOT_SUPPORTED;
+}
+
 NTSTATUS Cq::close(NdkCloseCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, close(completion, context));
   if (closing) return STATUS_INVALID_PARAMETER;
   closing = true;
   close_completion = completion;
@@ -343,6 +489,7 @@ NTSTATUS Srq::receive(void* request_context, const NdkSge* sgl, uint32_t n_sge) 
 
 NTSTATUS Srq::modify(uint32_t depth, uint32_t notify_threshold, NdkRequestCompletion completion,
                      void* context) {
+  ROCEDP_ON_CONTROL(this, modify(depth, notify_threshold, completion, context));
   if (completion == nullptr || closing) return STATUS_INVALID_PARAMETER;
   RequestOp* op = new_request_op(completion, context);
   if (op == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
@@ -351,6 +498,7 @@ NTSTATUS Srq::modify(uint32_t depth, uint32_t notify_threshold, NdkRequestComple
 }
 
 NTSTATUS Srq::close(NdkCloseCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, close(completion, context));
   if (closing) return STATUS_INVALID_PARAMETER;
   closing = true;
   close_completion = completion;
@@ -499,10 +647,36 @@ NTSTATUS Qp::invalidate(void* request_context, Mr* mr, uint32_t flags) {
   return post_send(&w);
 }
 
+NTSTATUS Qp::invalidate(void* request_context, Mw* mw, uint32_t flags) {
+  if (mw == nullptr) return STATUS_INVALID_PARAMETER;
+  rc::SendWqe w;
+  w.request_context = request_context;
+  w.flags = flags & ~NDK_OP_FLAG_INLINE;
+  w.opcode = rc::SendOpcode::kInvalidate;
+  w.local_token = mw->get_remote_token();
+  return post_send(&w);
+}
+
+NTSTATUS Qp::bind(void* request_context, Mr* mr, Mw* mw, const void* address, uint64_t length,
+                  uint32_t mr_flags, uint32_t flags) {
+  if (mr == nullptr || mw == nullptr) return STATUS_INVALID_PARAMETER;
+  rc::SendWqe w;
+  w.request_context = request_context;
+  w.flags = flags & ~NDK_OP_FLAG_INLINE;
+  w.opcode = rc::SendOpcode::kBind;
+  w.local_token = mw->get_remote_token();
+  w.bind_mr_token = mr->get_local_token();
+  w.fr_address = reinterpret_cast<uintptr_t>(address);
+  w.fr_length = length;
+  w.fr_access = mr_flags;
+  return post_send(&w);
+}
+
 // ---------------------------------------------------------------------------------------------
 // QP: control requests
 
 void Qp::flush() {
+  ROCEDP_ON_CONTROL_VOID(this, flush());
   if (!created_ || closing) return;
   // NdkFlush is VOID: a full ring only delays it (the consumer sees it as "not flushed yet").
   (void)adapter->impl().call(core_, &CoreRdma::on_flush_qp, nullptr, nullptr, nullptr, qpn_);
@@ -510,6 +684,7 @@ void Qp::flush() {
 
 NTSTATUS Qp::connect(const NdkQpConnectParams& params, NdkRequestCompletion completion,
                      void* context) {
+  ROCEDP_ON_CONTROL(this, connect(params, completion, context));
   Adapter::Impl& im = adapter->impl();
   if (completion == nullptr || !created_ || closing || params.path_mtu > im.max_path_mtu ||
       params.inbound_read_limit > im.setup.limits.max_read_limit ||
@@ -518,6 +693,7 @@ NTSTATUS Qp::connect(const NdkQpConnectParams& params, NdkRequestCompletion comp
   }
   RequestOp* op = new_request_op(completion, context);
   if (op == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
+  op->object = this;
   rc::QpConnectParams& c = op->connect;
   c.remote_qpn = params.remote_qpn;
   c.local_ip = im.setup.port->address().value;
@@ -554,6 +730,7 @@ void close_qp_done(CoreMessage& msg) {
   Srq* s = q->srq_;
   const NdkCloseCompletion cb = q->close_completion;
   void* ctx = q->close_context;
+  owner->impl().live_qps.erase(q);
   delete q;  // the core destroyed its side: nobody reads the queues any more
   --owner->impl().qps;
   fire_close(cb, ctx);
@@ -573,6 +750,7 @@ void post_close_qp(Qp* q) {
 }  // namespace ndk_detail
 
 NTSTATUS Qp::close(NdkCloseCompletion completion, void* context) {
+  ROCEDP_ON_CONTROL(this, close(completion, context));
   if (closing || !created_) return STATUS_INVALID_PARAMETER;
   closing = true;
   close_completion = completion;

@@ -13,6 +13,7 @@ using control::CmAgent;
 
 NTSTATUS create_shared_endpoint(Adapter& adapter, const NdkSockAddr& address, NdkCreateCompletion,
                                 void*, SharedEndpoint** out) {
+  ROCEDP_ON_CONTROL(&adapter, create_shared_endpoint(adapter, address, nullptr, nullptr, out));
   if (out == nullptr) return STATUS_INVALID_PARAMETER;
   CmAgent* a = agent_of(adapter);
   if (a == nullptr || adapter.closing) return STATUS_INVALID_DEVICE_STATE;
@@ -39,6 +40,7 @@ NTSTATUS create_shared_endpoint(Adapter& adapter, const NdkSockAddr& address, Nd
 }
 
 NTSTATUS SharedEndpoint::get_local_address(NdkSockAddr* address, uint32_t* size) const {
+  ROCEDP_ON_CONTROL(this, get_local_address(address, size));
   if (size == nullptr) return STATUS_INVALID_PARAMETER;
   const uint32_t need = sizeof(NdkSockAddr);
   const bool fits = *size >= need && address != nullptr;
@@ -63,6 +65,7 @@ void shared_endpoint_maybe_free(SharedEndpoint* sep) {
 }  // namespace control
 
 NTSTATUS SharedEndpoint::close(NdkCloseCompletion, void*) {
+  ROCEDP_ON_CONTROL(this, close(nullptr, nullptr));
   if (closing) return STATUS_INVALID_PARAMETER;
   closing = true;
   control::shared_endpoint_maybe_free(this);

@@ -311,7 +311,11 @@ void Services::close_next(Conn* c) {
     by_connector_.erase(c->connector);
     Connector* k = c->connector;
     c->connector = nullptr;
-    k->close(nullptr, nullptr);
+    // A pending Accept completes (CANCELLED) before the close does: wait for it, so that
+    // callback still finds this Conn.
+    c->closing_obj = true;
+    if (k->close(&Services::on_connector_closed, c) == STATUS_PENDING) return;
+    c->closing_obj = false;
   }
   if (c->qp != nullptr) {
     Qp* qp = c->qp;
@@ -328,13 +332,29 @@ void Services::close_next(Conn* c) {
     c->closing_obj = false;
   }
   if (c->mr != nullptr) {
-    c->mr->close(nullptr, nullptr);
+    // The buffers are freed with the Conn: only once no core touches them (MR close barrier).
+    Mr* mr = c->mr;
     c->mr = nullptr;
+    c->closing_obj = true;
+    if (mr->close(&Services::on_cq_closed, c) == STATUS_PENDING) return;
+    c->closing_obj = false;
   }
   --c->svc->connections;
   ++counters_.connections_closed;
   conns_.erase(c);  // frees c
   maybe_finish_stop();
+}
+
+void Services::on_region_closed(void* context) {
+  auto* self = static_cast<Services*>(context);
+  --self->regions_closing_;
+  self->maybe_finish_stop();
+}
+
+void Services::on_connector_closed(void* context) {
+  auto* c = static_cast<Conn*>(context);
+  c->closing_obj = false;
+  c->owner->close_next(c);
 }
 
 void Services::on_qp_closed(void* context) {
@@ -368,10 +388,13 @@ void Services::maybe_finish_stop() {
   if (!stopping_ || !conns_.empty() || stopped_.load(std::memory_order_relaxed)) return;
   for (auto& l : listening_) {
     if (l->mr != nullptr) {
-      l->mr->close(nullptr, nullptr);
+      Mr* mr = l->mr;
       l->mr = nullptr;
+      // The region is freed with the service: stopped only once no core touches it.
+      if (mr->close(&Services::on_region_closed, this) == STATUS_PENDING) ++regions_closing_;
     }
   }
+  if (regions_closing_ != 0) return;
   if (pd_ != nullptr) {
     // Every MR and QP of the PD is closed now: the close is inline.
     pd_->close(nullptr, nullptr);

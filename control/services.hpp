@@ -103,6 +103,8 @@ class Services {
   static void on_qp_created(void* context, NTSTATUS status, NdkObjectHeader* object);
   static void on_accepted(void* context, NTSTATUS status);
   static void on_disconnected(void* context, NTSTATUS reason);
+  static void on_connector_closed(void* context);
+  static void on_region_closed(void* context);
   static void on_qp_closed(void* context);
   static void on_cq_closed(void* context);
   void accept(Conn* c);
@@ -121,6 +123,7 @@ class Services {
   uint32_t next_core_ = 0;
   bool stopping_ = false;
   std::atomic<bool> stopped_{false};
+  uint32_t regions_closing_ = 0;  ///< listener regions whose MR close is pending
   ServiceCounters counters_;
 };
 

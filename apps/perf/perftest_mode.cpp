@@ -702,6 +702,15 @@ void disconnect_all(Session& s) {
     for (Connector* c : s.connectors) c->close(nullptr, nullptr);
     if (s.listener != nullptr) s.listener->close(nullptr, nullptr);
   });
+  // A Disconnect still pending completes (CANCELLED) before its connector's close: `p` must
+  // outlive it.
+  s.rt->wait_until(
+      [&] {
+        for (size_t i = 0; i < p.size(); ++i)
+          if (st[i] == STATUS_PENDING && p[i].done.load(std::memory_order_acquire) == 0) return false;
+        return true;
+      },
+      std::chrono::seconds(3));
   s.connectors.clear();
   s.listener = nullptr;
 }
@@ -1148,9 +1157,15 @@ void close_session(Session& s) {
     Pending p;
     call_and_wait(*s.rt, p, [&] { return cq->close([](void* c) { static_cast<Pending*>(c)->done.store(1); }, &p); }, 3000);
   }
+  // The buffers are freed after this: wait until no core touches them (MR close barrier).
+  for (Mr* mr : {s.mr, s.cmr}) {
+    if (mr == nullptr) continue;
+    Pending p;
+    const NTSTATUS st =
+        call_and_wait(*s.rt, p, [&] { return mr->close([](void* c) { static_cast<Pending*>(c)->done.store(1); }, &p); }, 3000);
+    (void)st;
+  }
   s.rt->run_on_control([&] {
-    if (s.mr != nullptr) s.mr->close(nullptr, nullptr);
-    if (s.cmr != nullptr) s.cmr->close(nullptr, nullptr);
     if (s.pd != nullptr) s.pd->close(nullptr, nullptr);
   });
 }

@@ -6,7 +6,15 @@ namespace rocedp::rc {
 
 namespace {
 
-enum State : uint32_t { kFree = 0, kValid = 1, kFrInvalid = 2, kFrValid = 3 };
+enum State : uint32_t {
+  kFree = 0,
+  kValid = 1,
+  kFrInvalid = 2,
+  kFrValid = 3,
+  kMwInvalid = 4,  // memory window, not bound
+  kMwValid = 5,    // memory window bound to `parent` (remote access only)
+  kPrivileged = 6,  // GetPrivilegedMemoryRegionToken: local access to any address
+};
 
 // meta word: generation (bits 0..7), state (8..15), access (16..23), allow-remote (24).
 constexpr uint32_t pack(uint32_t gen, uint32_t state, uint32_t access, bool allow_remote) {
@@ -57,6 +65,7 @@ struct alignas(64) MemoryRegionTable::Entry {
   std::atomic<uint32_t> frmr_pages{0};
   std::atomic<uint64_t> base{0};
   std::atomic<uint64_t> length{0};
+  std::atomic<uint32_t> parent{0};  // memory window: the token of the region it is bound to
 };
 
 std::string_view mr_fault_name(MrFault fault) {
@@ -144,13 +153,14 @@ bool MemoryRegionTable::snapshot(uint32_t index, uint32_t* meta, MrView* view) c
     view->base = e.base.load(std::memory_order_relaxed);
     view->length = e.length.load(std::memory_order_relaxed);
     view->pd = e.pd.load(std::memory_order_relaxed);
+    view->parent = e.parent.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
     if (e.seq.load(std::memory_order_relaxed) == s1) break;
   }
   view->access = meta_access(*meta);
   const uint32_t state = meta_state(*meta);
   view->fast_register = state == kFrInvalid || state == kFrValid;
-  return state == kValid || state == kFrValid;
+  return state == kValid || state == kFrValid || state == kMwValid || state == kPrivileged;
 }
 
 // ---- control thread ----
@@ -225,7 +235,80 @@ NTSTATUS MemoryRegionTable::deregister(uint32_t token) {
   return STATUS_SUCCESS;
 }
 
+NTSTATUS MemoryRegionTable::create_window(uint32_t pd, uint32_t* token) {
+  uint32_t index = 0;
+  const NTSTATUS status = allocate_slot(&index);
+  if (status != STATUS_SUCCESS) return status;
+  Entry* e = lock_entry(index);
+  const uint32_t gen = meta_gen(e->meta.load(std::memory_order_relaxed));
+  e->base.store(0, std::memory_order_relaxed);
+  e->length.store(0, std::memory_order_relaxed);
+  e->pd.store(pd, std::memory_order_relaxed);
+  e->parent.store(0, std::memory_order_relaxed);
+  e->meta.store(pack(gen, kMwInvalid, 0, true), std::memory_order_relaxed);
+  unlock_entry(e);
+  live_.fetch_add(1, std::memory_order_relaxed);
+  *token = make_token(index, gen);
+  return STATUS_SUCCESS;
+}
+
+NTSTATUS MemoryRegionTable::register_privileged(uint32_t pd, uint32_t* token) {
+  uint32_t index = 0;
+  const NTSTATUS status = allocate_slot(&index);
+  if (status != STATUS_SUCCESS) return status;
+  Entry* e = lock_entry(index);
+  const uint32_t gen = meta_gen(e->meta.load(std::memory_order_relaxed));
+  e->base.store(0, std::memory_order_relaxed);
+  e->length.store(~uint64_t{0}, std::memory_order_relaxed);
+  e->pd.store(pd, std::memory_order_relaxed);
+  e->meta.store(pack(gen, kPrivileged, kMrAccessLocalWrite, false), std::memory_order_relaxed);
+  unlock_entry(e);
+  live_.fetch_add(1, std::memory_order_relaxed);
+  *token = make_token(index, gen);
+  return STATUS_SUCCESS;
+}
+
 // ---- polling cores ----
+
+NTSTATUS MemoryRegionTable::bind_window(uint32_t mw_token, uint32_t mr_token, uint32_t pd,
+                                        uint64_t address, uint64_t length, uint32_t mr_flags) {
+  const uint32_t mw_index = mr_token_index(mw_token);
+  const uint32_t mr_index = mr_token_index(mr_token);
+  if (mw_index >= capacity_ || mr_index >= capacity_ || mw_index == mr_index)
+    return STATUS_ACCESS_VIOLATION;
+  if (!mr_flags_valid(mr_flags) || length == 0 || address + length < address)
+    return STATUS_INVALID_DEVICE_REQUEST;
+  // The region as it is now (a later deregistration kills the window through `parent`).
+  uint32_t mr_meta = 0;
+  MrView mr;
+  const bool mr_valid = snapshot(mr_index, &mr_meta, &mr);
+  if (!mr_valid || meta_gen(mr_meta) != mr_token_generation(mr_token) ||
+      meta_state(mr_meta) == kPrivileged || mr.pd != pd) {
+    return STATUS_ACCESS_VIOLATION;
+  }
+  const uint32_t want = effective_access(mr_flags) & kRemoteBits;
+  if ((mr.access & want) != want || address < mr.base || length > mr.length ||
+      address - mr.base > mr.length - length) {
+    return STATUS_ACCESS_VIOLATION;
+  }
+  Entry* e = lock_entry(mw_index);
+  const uint32_t meta = e->meta.load(std::memory_order_relaxed);
+  NTSTATUS status = STATUS_SUCCESS;
+  if (meta_gen(meta) != mr_token_generation(mw_token) || meta_state(meta) == kFree) {
+    status = STATUS_ACCESS_VIOLATION;
+  } else if (meta_state(meta) != kMwInvalid && meta_state(meta) != kMwValid) {
+    status = STATUS_INVALID_DEVICE_REQUEST;
+  } else if (e->pd.load(std::memory_order_relaxed) != pd) {
+    status = STATUS_ACCESS_VIOLATION;
+  } else {
+    e->base.store(address, std::memory_order_relaxed);
+    e->length.store(length, std::memory_order_relaxed);
+    e->parent.store(mr_token, std::memory_order_relaxed);
+    e->meta.store(pack(meta_gen(meta), kMwValid, want, true), std::memory_order_relaxed);
+  }
+  unlock_entry(e);
+  return status;
+}
 
 NTSTATUS MemoryRegionTable::fast_register(uint32_t token, uint64_t address, uint64_t length,
                                           uint32_t mr_flags) {
@@ -262,8 +345,10 @@ NTSTATUS MemoryRegionTable::invalidate(uint32_t token) {
   NTSTATUS status = STATUS_SUCCESS;
   if (meta_gen(meta) != mr_token_generation(token) || meta_state(meta) == kFree) {
     status = STATUS_ACCESS_VIOLATION;
-  } else if (meta_state(meta) == kValid) {
+  } else if (meta_state(meta) == kValid || meta_state(meta) == kPrivileged) {
     status = STATUS_INVALID_DEVICE_REQUEST;
+  } else if (meta_state(meta) == kMwValid || meta_state(meta) == kMwInvalid) {
+    e->meta.store(pack(meta_gen(meta), kMwInvalid, 0, true), std::memory_order_relaxed);
   } else {
     e->meta.store(pack(meta_gen(meta), kFrInvalid, 0, meta_allow_remote(meta)),
                   std::memory_order_relaxed);
@@ -294,6 +379,19 @@ NTSTATUS MemoryRegionTable::check(uint32_t token, uint32_t pd, uint64_t address,
       f = MrFault::kAccess;
     } else if (address < v.base || length > v.length || address - v.base > v.length - length) {
       f = MrFault::kBounds;
+    } else if (meta_state(meta) == kMwValid) {
+      // A window lends its region's memory: remote access only, and only while the region
+      // it is bound to is still the same live region.
+      const uint32_t parent = v.parent;
+      uint32_t pmeta = 0;
+      MrView pv;
+      const uint32_t pindex = mr_token_index(parent);
+      if ((access & kRemoteBits) == 0) {
+        f = MrFault::kAccess;
+      } else if (pindex >= capacity_ || !snapshot(pindex, &pmeta, &pv) ||
+                 meta_gen(pmeta) != mr_token_generation(parent)) {
+        f = MrFault::kNotValid;
+      }
     }
   }
   if (fault != nullptr) *fault = f;

@@ -69,6 +69,7 @@ struct MrView {
   uint32_t access = 0;
   uint32_t pd = 0;
   bool fast_register = false;
+  uint32_t parent = 0;  ///< memory window: token of the region it is bound to
 };
 
 inline constexpr uint32_t kMrTokenGenerationBits = 8;
@@ -99,9 +100,16 @@ class MemoryRegionTable {
   /// STATUS_INSUFFICIENT_RESOURCES (table full).
   NTSTATUS create_fast_register(uint32_t pd, uint32_t page_count, bool allow_remote_access,
                                 MrTokens* tokens);
-  /// NdkDeregisterMr / close of a fast-register MR: frees the slot and retires the token.
-  /// STATUS_INVALID_PARAMETER if the token is not a live region.
+  /// NdkDeregisterMr / close of a fast-register MR or a memory window: frees the slot and
+  /// retires the token. STATUS_INVALID_PARAMETER if the token is not a live region or window.
   NTSTATUS deregister(uint32_t token);
+  /// NdkCreateMw: a memory window of protection domain `pd`, unbound (its token fails every
+  /// check until a Bind). STATUS_INSUFFICIENT_RESOURCES (table full).
+  NTSTATUS create_window(uint32_t pd, uint32_t* token);
+  /// NdkGetPrivilegedMemoryRegionToken: a local-only region of `pd` covering the whole address
+  /// space (the consumer's logical addresses are virtual addresses here). Remote checks always
+  /// fail on it. STATUS_INSUFFICIENT_RESOURCES (table full).
+  NTSTATUS register_privileged(uint32_t pd, uint32_t* token);
 
   // ---- polling cores (work requests), any thread ----
 
@@ -115,6 +123,14 @@ class MemoryRegionTable {
   /// becomes invalid (an invalid one stays invalid). STATUS_ACCESS_VIOLATION for a stale or
   /// unknown token; STATUS_INVALID_DEVICE_REQUEST for a region that is not fast-register.
   NTSTATUS invalidate(uint32_t token);
+  /// Bind work request (NdkBind) of a QP of protection domain `pd`: window `mw_token` gives
+  /// remote access `mr_flags` (NDK_MR_FLAG_*, remote bits) to [address, address+length) of
+  /// region `mr_token`, until it is invalidated or the region goes away. Completion status:
+  /// STATUS_SUCCESS; STATUS_ACCESS_VIOLATION (stale/unknown window or region, another PD, range
+  /// outside the region, a right the region does not grant); STATUS_INVALID_DEVICE_REQUEST (not
+  /// a window, bad flags, zero length).
+  NTSTATUS bind_window(uint32_t mw_token, uint32_t mr_token, uint32_t pd, uint64_t address,
+                       uint64_t length, uint32_t mr_flags);
 
   // ---- read path: any polling core, lock-free ----
 

@@ -100,7 +100,8 @@ constexpr const WcErrorInfo& wc_error_info(WcError e) { return kWcErrors[static_
 #define ROCEDP_RC_COUNTERS(X)                                                            \
   X(kRxPackets, "rx_packets")             /* RoCEv2 RC packets accepted by receive */     \
   X(kRxDropParse, "rx_drop_parse")        /* codec refused the frame (see wire drops) */  \
-  X(kRxDropNotRc, "rx_drop_not_rc")       /* UD/CNP/QP1: not for the RC engine */          \
+  X(kRxDropNotRc, "rx_drop_not_rc")       /* UD or other non-RC opcode to an RC QP */      \
+  X(kRxCnp, "rx_cnp")                     /* RoCEv2 CNP (congestion notification) */       \
   X(kRxDropNoQp, "rx_drop_no_qp")         /* destination QPN unknown on this core */       \
   X(kRxDropState, "rx_drop_qp_state")     /* QP not in a state that accepts the packet */  \
   X(kRxDropSource, "rx_drop_source")      /* source IP is not the connected peer */        \
@@ -315,6 +316,7 @@ struct ResponderState {
   // RDMA WRITE in progress.
   uint64_t write_va = 0;
   uint32_t write_remaining = 0;
+  uint32_t write_rkey = 0;  ///< checked again on every later packet (deregister/invalidate)
   uint32_t unacked_packets = 0;
   // Delayed ACK: executed packets no AckReq asked about are acknowledged by this time at the
   // latest (0: none waiting), so a requester that paused mid-message never times out on us.

@@ -4,6 +4,7 @@
 
 #include "dataplane/qpn_map.hpp"
 #include "dataplane/rc/completer.hpp"
+#include "dataplane/rc/receive.hpp"
 #include "dataplane/rc/requester.hpp"
 #include "dataplane/rc/responder.hpp"
 
@@ -118,6 +119,8 @@ uint32_t RcEngine::rx_burst_lc(std::span<const wire::Bytes> frames, uint64_t now
 }
 
 void RcEngine::rx_parsed_lc(const wire::ParsedPacket& pkt, uint64_t now_ns) {
+  // The polling core parsed the frame; the transport check of receive_parse_lc still applies.
+  if (!receive_transport_ok_lc(pkt, counters_)) [[unlikely]] return;
   QueuePair* qp = find_qp(pkt.f.bth.dqpn);
   receive_dispatch_lc(qp, ctx_, pkt, now_ns);
   // Whatever the frame changed (an ACK to send, WQEs to retire, a window that opened) is

@@ -13,11 +13,15 @@ bool receive_parse_lc(wire::Bytes frame, wire::ParsedPacket& out, RcCounters& co
     counters.add(RcCounter::kRxDropParse);
     return false;
   }
-  if (out.op->transport != wire::Transport::kRc) {
-    counters.add(RcCounter::kRxDropNotRc);
-    return false;
-  }
-  return true;
+  return receive_transport_ok_lc(out, counters);
+}
+
+bool receive_transport_ok_lc(const wire::ParsedPacket& pkt, RcCounters& counters) {
+  if (pkt.op->transport == wire::Transport::kRc) [[likely]] return true;
+  // An RC QP executes RC opcodes only: a UD SEND (0x64/0x65) or anything else must never run
+  // as an RC request. A CNP (0x81) is congestion feedback, counted as such (no rate control yet).
+  counters.add(pkt.op->transport == wire::Transport::kCnp ? RcCounter::kRxCnp : RcCounter::kRxDropNotRc);
+  return false;
 }
 
 void receive_dispatch_lc(QueuePair* qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns) {

@@ -18,6 +18,9 @@ using WireDropCounters = std::array<uint64_t, wire::kDropReasonCount>;
 /// Parses `frame` into `out` (ICRC verified). False, with the reason counted, if the codec
 /// refused it or it is not RC.
 bool receive_parse_lc(wire::Bytes frame, wire::ParsedPacket& out, RcCounters& counters, WireDropCounters& drops);
+/// The transport check every received packet passes before it reaches a QP: true for RC
+/// opcodes; a CNP is counted (kRxCnp), any other non-RC opcode dropped (kRxDropNotRc).
+bool receive_transport_ok_lc(const wire::ParsedPacket& pkt, RcCounters& counters);
 
 /// Hands a parsed RC packet to `qp` (null: unknown QPN, counted). Owning core only.
 void receive_dispatch_lc(QueuePair* qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns);

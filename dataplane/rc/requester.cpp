@@ -33,8 +33,8 @@ WcError from_mr_status(NTSTATUS s) {
 }
 
 // Local work requests run when the requester reaches them, so they take effect in send-queue
-// order relative to the requests around them (NDK FastRegister / Invalidate).
-[[gnu::noinline, gnu::cold]] WcError run_local(const SendWqe& w, RcContext& ctx) {
+// order relative to the requests around them (NDK FastRegister / Invalidate / Bind).
+[[gnu::noinline, gnu::cold]] WcError run_local(const SendWqe& w, RcContext& ctx, uint32_t pd) {
   NTSTATUS s = STATUS_SUCCESS;
   switch (w.opcode) {
     case SendOpcode::kFastRegister:
@@ -43,8 +43,11 @@ WcError from_mr_status(NTSTATUS s) {
     case SendOpcode::kInvalidate:
       s = ctx.mrs->invalidate(w.local_token);
       break;
+    case SendOpcode::kBind:  // the window's token in local_token, the region's in bind_mr_token
+      s = ctx.mrs->bind_window(w.local_token, w.bind_mr_token, pd, w.fr_address, w.fr_length, w.fr_access);
+      break;
     default:
-      return WcError::kLocalOp;  // memory windows (Bind) are not implemented
+      return WcError::kLocalOp;
   }
   return s == STATUS_SUCCESS ? WcError::kSuccess : from_mr_status(s);
 }
@@ -63,7 +66,7 @@ Admit admit(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, WcError
   if (is_local(w.opcode)) {
     m.local = true;
     m.done = true;
-    *err = run_local(w, ctx);
+    *err = run_local(w, ctx, qp.params().pd);
     m.error = *err;
     return *err == WcError::kSuccess ? Admit::kLocalDone : Admit::kError;
   }

@@ -127,11 +127,13 @@ void exec_send(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
       nak_rnr(qp, ctx, psn);
       return;
     }
-    if (!recv_buffers_ok(qp, ctx)) {
-      complete_recv(qp, ctx, WcError::kLocalProtection, 0, NdkOperationType::kReceive, 0, false);
-      nak_fatal(qp, wire::kAethNakRemoteOperational, psn);
-      return;
-    }
+  }
+  // Every packet: a receive buffer's region deregistered or invalidated meanwhile is not
+  // written any more (DeregisterMr takes effect at once).
+  if (!recv_buffers_ok(qp, ctx)) [[unlikely]] {
+    complete_recv(qp, ctx, WcError::kLocalProtection, r.recv_offset, NdkOperationType::kReceive, 0, false);
+    nak_fatal(qp, wire::kAethNakRemoteOperational, psn);
+    return;
   }
   const uint32_t len = pkt.payload_len;
   const bool ends = pos == Position::kLast || pos == Position::kOnly;
@@ -187,6 +189,14 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
     r.write_va = reth.va;
     r.write_remaining = reth.dma_len;
     r.write_total = reth.dma_len;
+    r.write_rkey = reth.rkey;
+  } else if (pkt.payload_len != 0 &&
+             ctx.mrs->check_remote(r.write_rkey, qp.params().pd, r.write_va, pkt.payload_len,
+                                   kMrAccessRemoteWrite) != STATUS_SUCCESS) [[unlikely]] {
+    // The region was deregistered or invalidated while the WRITE was in flight: its middle and
+    // last packets are NAKed (remote access error) and write nothing.
+    nak_fatal(qp, wire::kAethNakRemoteAccess, psn);
+    return;
   }
   const uint32_t len = pkt.payload_len;
   if ((!ends && len != qp.conn().path_mtu) || len > r.write_remaining || (ends && len != r.write_remaining)) {
@@ -405,6 +415,15 @@ namespace {
       const bool first = r->tx_psn == r->exec_psn;
       const bool last = r->remaining <= mtu;
       const uint32_t seg = last ? r->remaining : mtu;
+      if (seg != 0 && ctx.mrs->check_remote(r->rkey, qp.params().pd, r->va, seg, kMrAccessRemoteRead) !=
+                          STATUS_SUCCESS) [[unlikely]] {
+        // The region was deregistered or invalidated after the READ request was checked: the
+        // queued responses stop (not one more byte is read) and the requester gets a NAK
+        // remote access error at the response it waits for.
+        set_pending(qp, *r, false);
+        nak_fatal(qp, wire::kAethNakRemoteAccess, r->tx_psn);
+        break;
+      }
       f.bth.opcode = first ? (last ? kRcReadRespOnly : kRcReadRespFirst) : (last ? kRcReadRespLast : kRcReadRespMiddle);
       f.bth.psn = r->tx_psn;
       pl.flat = reinterpret_cast<const void*>(r->va);

@@ -47,7 +47,7 @@ enum class SendOpcode : uint8_t {
   kFetchAdd,     ///< 8-byte atomic at remote_address: += swap_or_add
   kFastRegister, ///< local: make MR `local_token` valid at fr_* (NdkFastRegister)
   kInvalidate,   ///< local: invalidate MR/MW `local_token` (NdkInvalidate)
-  kBind,         ///< local: bind a memory window (NdkBind)
+  kBind,         ///< local: bind window `local_token` to region `bind_mr_token` at fr_* (NdkBind)
 };
 
 /// A send-queue (NDK "initiator queue") work request.
@@ -59,7 +59,10 @@ struct SendWqe {
   uint64_t fr_address = 0;           ///< fast register: region base virtual address
   uint64_t fr_length = 0;            ///< fast register: region length
   uint32_t remote_token = 0;         ///< RDMA/atomic remote token (R_Key)
-  uint32_t invalidate_token = 0;     ///< SendAndInvalidate: the peer's token to invalidate
+  union {
+    uint32_t invalidate_token = 0;   ///< SendAndInvalidate: the peer's token to invalidate
+    uint32_t bind_mr_token;          ///< Bind: the region the window (local_token) lends
+  };
   uint32_t local_token = 0;          ///< FastRegister / Invalidate / Bind: the local MR/MW token
   uint32_t fr_access = 0;            ///< fast register: NDK_MR_FLAG_* access
   uint32_t immediate = 0;            ///< rocedp extension: immediate data (has_immediate)

@@ -5,11 +5,15 @@
 //
 // Threads
 // -------
-//  * The control thread: the thread that opened the adapter and calls Adapter::poll_control()
-//    in its loop. Object management (every create, close, RegisterMr, ResizeCq, ModifySrq,
-//    connect, Flush) is called on it, and every CreateCompletion, CloseCompletion and
-//    RequestCompletion runs on it (from poll_control()). A consumer may close any object from
-//    inside one of these callbacks.
+//  * The control thread: the thread that calls Adapter::poll_control() in its loop (the opener
+//    until the loop first runs). It owns every object. Object management (every create, close,
+//    RegisterMr/DeregisterMr, ResizeCq, ModifySrq, Qp::connect, Flush, CreateMw, ...) may be
+//    called from ANY thread: on the control thread it runs at once; from another thread the call
+//    is handed to the control thread (an inbox poll_control() drains) and the caller waits for
+//    its inline status, so the control loop must be running. Every CreateCompletion,
+//    CloseCompletion and RequestCompletion runs on the control thread (from poll_control()); a
+//    consumer may close any object from inside one of these callbacks. poll_control() itself is
+//    owner-only: a debug build asserts that no two threads run it at once.
 //  * Polling cores: each CQ, QP and SRQ lives on exactly one core (a CQ on the core of its
 //    affinity, a QP and an SRQ on the core of their CQs). The control thread reaches them only
 //    through the core's request ring; CreateCq/CreateQp/ResizeCq/... therefore return
@@ -64,6 +68,7 @@ class Mr;
 class Cq;
 class Srq;
 class Qp;
+class Mw;
 
 /// NDKPI version rocedp implements (NDK_VERSION in every object header).
 inline constexpr NdkVersion kNdkVersion{2, 1};
@@ -138,8 +143,9 @@ class Adapter : public NdkObjectBase {
                      uint32_t core_affinity, NdkCreateCompletion completion, void* context, Cq** out);
 
   /// NdkCloseObject(adapter): STATUS_PENDING; CloseCompletion follows once every PD and CQ is
-  /// closed and every core has removed the adapter's objects. The Adapter is freed right after
-  /// the callback returns.
+  /// closed and every core has removed the adapter's objects. A CreateCq still pending completes
+  /// first with STATUS_CANCELLED (no object; the core drops the CQ). The Adapter is freed right
+  /// after the callback returns.
   NTSTATUS close(NdkCloseCompletion completion, void* context);
 
   /// The control loop's turn: runs the completions the cores sent back (Create/Close/Request
@@ -147,6 +153,19 @@ class Adapter : public NdkObjectBase {
   uint32_t poll_control();
 
   uint32_t core_count() const { return static_cast<uint32_t>(cores_.size()); }
+  /// NdkBuildLAM over [address, address+length) (rocedp takes the buffer instead of an MDL).
+  /// Fills `lam` with the logical address (= the virtual address) of every 4 KiB page the buffer
+  /// touches and `*first_byte_offset` with the offset of `address` in its first page.
+  /// STATUS_SUCCESS inline (`completion` is never called; nothing is pinned or mapped);
+  /// STATUS_BUFFER_TOO_SMALL if *lam_size < the size needed (then *lam_size is set to it, see
+  /// ndk_lam_size); STATUS_INVALID_PARAMETER (null pointers, length 0, the range wraps,
+  /// length > MaxRegistrationSize). Any thread.
+  NTSTATUS build_lam(const void* address, size_t length, NdkRequestCompletion completion, void* context,
+                     NdkLogicalAddressMapping* lam, uint32_t* lam_size, uint32_t* first_byte_offset);
+  /// NdkReleaseLAM: releases a LAM BuildLam filled. Nothing is held for it on rocedp, so this only
+  /// exists for NDK's call sequence. Any thread.
+  void release_lam(NdkLogicalAddressMapping* lam);
+
   /// Test hook for CQs created from now on (null functions: the default allocator).
   void set_cq_ring_allocator(const CqRingAllocatorHook& hook) { cq_allocator_ = hook; }
   /// Test hook: every frame the adapter's RC engines transmit, on the transmitting core.
@@ -198,14 +217,47 @@ class Pd : public NdkObjectBase {
                               uint32_t inline_data_size, NdkCreateCompletion completion, void* context,
                               Qp** out);
 
-  /// STATUS_SUCCESS when no MR, SRQ or QP of it is open; else STATUS_PENDING and CloseCompletion
-  /// once the last of them closed.
+  /// NdkCreateMw: a memory window of this PD, unbound (its token works once a Bind work request
+  /// bound it). STATUS_SUCCESS inline (`completion` never called); STATUS_INSUFFICIENT_RESOURCES
+  /// (limits.max_mrs: windows and regions share the table); STATUS_INVALID_PARAMETER (null out,
+  /// closing). Control thread.
+  NTSTATUS create_mw(NdkCreateCompletion completion, void* context, Mw** out);
+
+  /// NdkGetPrivilegedMemoryRegionToken: a token for local SGEs that reaches any address (the
+  /// logical addresses of BuildLAM; SMB Direct uses it for its own buffers). Local access only:
+  /// a peer using it as a remote token gets a NAK remote access error. The same token for the
+  /// life of the PD. STATUS_SUCCESS; STATUS_INSUFFICIENT_RESOURCES (table full);
+  /// STATUS_INVALID_PARAMETER (null token, closing). Control thread.
+  NTSTATUS get_privileged_memory_region_token(uint32_t* token);
+
+  /// STATUS_SUCCESS when no MR, MW, SRQ or QP of it is open; else STATUS_PENDING and
+  /// CloseCompletion once the last of them closed.
   NTSTATUS close(NdkCloseCompletion completion, void* context);
 
   uint32_t id() const { return id_; }
 
   // ---- provider internals (control thread); not part of the consumer API ----
   uint32_t id_ = 0;
+  uint32_t privileged_token_ = 0;
+};
+
+/// NDK_MW: a memory window (type 1 in IB terms: bound by a Bind work request on a QP of its PD).
+class Mw : public NdkObjectBase {
+ public:
+  static constexpr NdkObjectType kType = NdkObjectType::kMw;
+
+  /// NdkGetRemoteTokenFromMw: the window's token (fixed for its life; it grants access only
+  /// while the window is bound).
+  uint32_t get_remote_token() const { return token_; }
+  /// NdkCloseObject: STATUS_PENDING; the token stops working at once, CloseCompletion (control
+  /// thread) once no polling core touches memory through it any more. STATUS_INSUFFICIENT_RESOURCES
+  /// (a core's request ring is full; nothing changed); STATUS_INVALID_PARAMETER (closing).
+  NTSTATUS close(NdkCloseCompletion completion, void* context);
+
+  // ---- provider internals (control thread); not part of the consumer API ----
+  Pd* pd_ = nullptr;
+  uint32_t token_ = 0;
+  uint32_t barriers_ = 0;
 };
 
 /// NDK_MR: a memory region.
@@ -219,8 +271,14 @@ class Mr : public NdkObjectBase {
   /// STATUS_INSUFFICIENT_RESOURCES (table full).
   NTSTATUS register_mr(const void* address, uint64_t length, uint32_t mr_flags, NdkRequestCompletion completion,
                        void* context);
-  /// NdkDeregisterMr: STATUS_SUCCESS; STATUS_INVALID_PARAMETER if nothing is registered.
-  /// The tokens stop working at once (requests using them fail with STATUS_ACCESS_VIOLATION).
+  /// NdkDeregisterMr. The tokens stop working at once: every later check fails (a new request
+  /// with STATUS_ACCESS_VIOLATION / a NAK remote access error; the middle and last packets of a
+  /// WRITE in flight are NAKed, queued READ responses stop, a multi-packet SEND into a receive
+  /// buffer of the region fails). STATUS_PENDING, then `completion` (control thread) with
+  /// STATUS_SUCCESS once every polling core has passed a loop iteration since: from then on no
+  /// byte of the memory is touched and the consumer may free it. Inline:
+  /// STATUS_INVALID_PARAMETER (nothing registered, null completion, closing);
+  /// STATUS_INSUFFICIENT_RESOURCES (a core's request ring is full; still registered).
   NTSTATUS deregister_mr(NdkRequestCompletion completion, void* context);
   /// NdkInitializeFastRegisterMr: STATUS_SUCCESS; STATUS_IMPLEMENTATION_LIMIT (page_count 0 or
   /// > FRMRPageCount); STATUS_INVALID_PARAMETER (not created for fast registration, or
@@ -230,10 +288,15 @@ class Mr : public NdkObjectBase {
   /// NdkGetLocalTokenFromMr / NdkGetRemoteTokenFromMr (0 when not registered).
   uint32_t get_local_token() const { return local_token_; }
   uint32_t get_remote_token() const { return remote_token_; }
-  /// Deregisters if needed. STATUS_SUCCESS.
+  /// NdkCloseObject. STATUS_SUCCESS inline when nothing is registered and no deregistration is
+  /// pending; otherwise deregisters (as deregister_mr) and returns STATUS_PENDING: a pending
+  /// DeregisterMr completes first, then CloseCompletion (control thread) once no core touches
+  /// the memory any more. STATUS_INSUFFICIENT_RESOURCES (a core's ring is full; nothing changed),
+  /// STATUS_INVALID_PARAMETER (closing).
   NTSTATUS close(NdkCloseCompletion completion, void* context);
 
   // ---- provider internals (control thread); not part of the consumer API ----
+  uint32_t barriers_ = 0;  ///< deregistration barriers still waiting for the cores
   Pd* pd_ = nullptr;
   bool fast_register_ = false;
   bool registered_ = false;
@@ -260,8 +323,14 @@ class Cq : public NdkObjectBase {
   /// (overrun). Inline: STATUS_INVALID_PARAMETER (depth 0 or > MaxCqDepth, null completion),
   /// STATUS_INSUFFICIENT_RESOURCES (request ring full).
   NTSTATUS resize(uint32_t depth, NdkRequestCompletion completion, void* context);
+  /// NdkControlCqInterruptModeration: STATUS_NOT_SUPPORTED, always (NDK's documented status when
+  /// the adapter does not advertise NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED). There
+  /// are no interrupts to moderate: the notification runs on the polling core that produced the
+  /// completion, as soon as it is produced. Any thread.
+  NTSTATUS control_interrupt_moderation(uint32_t moderation_interval, uint32_t moderation_count);
   /// STATUS_PENDING; CloseCompletion once every QP using the CQ is closed and the core has
-  /// dropped it. Notifications stop before CloseCompletion.
+  /// dropped it. A ResizeCq still pending completes first, with STATUS_CANCELLED. Notifications
+  /// stop before CloseCompletion.
   NTSTATUS close(NdkCloseCompletion completion, void* context);
 
   uint32_t core() const { return core_; }
@@ -359,6 +428,19 @@ class Qp : public NdkObjectBase {
                          uint32_t flags);
   /// NdkInvalidate: invalidates the local token of a fast-register `mr`.
   NTSTATUS invalidate(void* request_context, Mr* mr, uint32_t flags);
+  /// NdkInvalidate on a memory window: unbinds `mw` in order with the other requests; its token
+  /// fails every check from then on. Completion STATUS_SUCCESS, or STATUS_ACCESS_VIOLATION
+  /// (stale window).
+  NTSTATUS invalidate(void* request_context, Mw* mw, uint32_t flags);
+  /// NdkBind: binds window `mw` to [address, address+length) of the registered region `mr` with
+  /// remote rights `mr_flags` (NDK_MR_FLAG_ALLOW_REMOTE_READ / _WRITE), in order with the other
+  /// requests; the peer then uses mw->get_remote_token(). Window, region and QP must share the
+  /// PD. Completion (kBind): STATUS_SUCCESS; STATUS_ACCESS_VIOLATION (another PD, range outside
+  /// the region, a right the region does not grant, stale window or region);
+  /// STATUS_INVALID_DEVICE_REQUEST (length 0, bad flags). Inline: as every post, and
+  /// STATUS_INVALID_PARAMETER (null mr/mw).
+  NTSTATUS bind(void* request_context, Mr* mr, Mw* mw, const void* address, uint64_t length, uint32_t mr_flags,
+                uint32_t flags);
 
   /// NdkFlush: every pending request completes with STATUS_CANCELLED and the QP moves to
   /// error. Control thread (the request travels on the owning core's ring).
@@ -371,8 +453,9 @@ class Qp : public NdkObjectBase {
   /// above the adapter's, null completion); STATUS_INSUFFICIENT_RESOURCES (ring full).
   NTSTATUS connect(const NdkQpConnectParams& params, NdkRequestCompletion completion, void* context);
 
-  /// STATUS_PENDING: outstanding requests complete with STATUS_CANCELLED, the core destroys the
-  /// QP, then CloseCompletion runs on the control thread. Posts fail from the call on.
+  /// STATUS_PENDING: outstanding requests complete with STATUS_CANCELLED (work requests through
+  /// the CQ, a pending connect() through its RequestCompletion), the core destroys the QP, then
+  /// CloseCompletion runs on the control thread. Posts fail from the call on.
   NTSTATUS close(NdkCloseCompletion completion, void* context);
 
   /// The QP number (core index in bits 23..18).

@@ -3,10 +3,13 @@
 // listener, connector and shared-endpoint objects (rocedp/listener.hpp, connector.hpp,
 // shared_endpoint.hpp). No DPDK type appears here.
 //
-// Threads: every function here, and every connection callback (ConnectEvent, Connect/Accept/
-// CompleteConnect/Disconnect RequestCompletion, DisconnectEvent, Create/CloseCompletion of these
-// objects), runs on the control thread: the thread that calls poll_connections() and
-// Adapter::poll_control(). No callback may block; a consumer may close any of these objects from
+// Threads: every function here, and every call on a listener, connector or shared endpoint, may
+// be made from any thread; it runs on the control thread (the thread that calls
+// poll_connections() and Adapter::poll_control()): from another thread the call is handed to
+// that thread and waits there for its inline result (so the control loop must be running).
+// poll_connections() is the control loop itself (owner only). Every connection callback
+// (ConnectEvent, Connect/Accept/CompleteConnect/Disconnect RequestCompletion, DisconnectEvent,
+// Create/CloseCompletion of these objects) runs on the control thread. No callback may block; a consumer may close any of these objects from
 // inside its own callbacks, and nothing of an object fires after its close completed.
 
 #include <cstddef>

@@ -8,14 +8,19 @@
 //            (or reject() after the REP, e.g. unacceptable read limits: REJ reason 28)
 //   passive: ConnectEvent hands a connector; accept()/accept_ex() -> QP to RTR/RTS, then REP;
 //            RequestCompletion(SUCCESS) when the RTU arrives; or reject() -> REJ
-//   both:    disconnect() -> DREQ/DREP, the QP is flushed; a peer's DREQ, or the peer's death
-//            (the QP's transport retries ran out), fires the disconnect callback and flushes
-//            the QP: its outstanding work completes with STATUS_CANCELLED.
+//   both:    disconnect() -> DREQ/DREP, the QP is flushed (outstanding work completes with
+//            STATUS_CANCELLED); a peer's DREQ fires the disconnect callback and does NOT flush
+//            the QP (NDK disconnect event pages: the consumer flushes, with Qp::flush or
+//            disconnect()); the peer's death (the QP's transport retries ran out) fires the
+//            disconnect callback with the QP already in error (its work completed by the
+//            transport: the failing request with its error, the rest STATUS_CANCELLED).
 //
-// Threads: every call here is made on the control thread, and every callback (RequestCompletion,
-// DisconnectEvent, CloseCompletion) runs there too, from poll_connections()/poll_control() or
-// inline from the call. Callbacks must not block. A connector may be closed from inside any of
-// its callbacks; nothing of it fires after its close completed.
+// Threads: any thread may call (a call from another thread is handed to the control thread and
+// waits for its inline status there, rocedp/connection_manager.hpp); every callback
+// (RequestCompletion, DisconnectEvent, CloseCompletion) runs on the control thread, from poll_connections()/poll_control() or
+// from a later poll. Callbacks must not block. A connector may be closed from inside any of its
+// callbacks; close pends while a request is pending (that request completes first, see close());
+// nothing of it fires after its close completed.
 
 #include <cstdint>
 
@@ -28,8 +33,9 @@ namespace rocedp {
 class SharedEndpoint;
 class Connector;
 
-/// NDK_FN_DISCONNECT_EVENT_CALLBACK_EX (NDKPI 2.1): the connection ended. `reason` is
-/// STATUS_SUCCESS when the peer disconnected (DREQ), STATUS_IO_TIMEOUT when the peer stopped
+/// NDK_FN_DISCONNECT_EVENT_CALLBACK_EX (NDKPI 2.1): the connection ended; fires once. `reason`
+/// (NDK: a provider-specific code, 0 = no reason given) is STATUS_SUCCESS (0) when the peer
+/// disconnected normally (DREQ), STATUS_IO_TIMEOUT when the peer stopped
 /// answering (the QP's retries ran out), STATUS_CONNECTION_ABORTED when the peer's CM tore the
 /// connection down otherwise (REJ / stale). Runs on the control thread; must not block.
 using NdkDisconnectEventCallbackEx = void (*)(void* context, NTSTATUS reason);
@@ -81,10 +87,14 @@ class Connector : public NdkConnector {
   /// `disconnect_event` (optional). STATUS_PENDING and `completion` with STATUS_SUCCESS
   /// (connected: QP in RTS, RTU sent), STATUS_CONNECTION_ABORTED (the peer abandoned the
   /// establishment meanwhile: REJ, DREQ, its connector or listener closed) or STATUS_IO_TIMEOUT.
-  /// Inline: STATUS_CONNECTION_INVALID (no REP received yet, already connected, closed, or a
-  /// CompleteConnect is in progress), STATUS_CONNECTION_ABORTED (the peer abandoned before this
-  /// call), STATUS_IO_TIMEOUT (the peer stopped waiting for our RTU before this call),
-  /// STATUS_INVALID_PARAMETER (null completion).
+  /// Asynchronously also STATUS_CONNECTION_INVALID (seed 000): the QP could not be connected by
+  /// the time the request ran on its core (flushed, in error, already connected, closing); the
+  /// peer gets a REJ. STATUS_CANCELLED if the connector is closed first.
+  /// Inline: STATUS_CONNECTION_INVALID (no REP received yet, already connected, closed, a
+  /// CompleteConnect in progress, or the QP given to Connect is closing or closed),
+  /// STATUS_CONNECTION_ABORTED (the peer abandoned before this call), STATUS_IO_TIMEOUT (the
+  /// peer stopped waiting for our RTU before this call), STATUS_INVALID_PARAMETER (null
+  /// completion), STATUS_INSUFFICIENT_RESOURCES (the QP's core ring is full).
   NTSTATUS complete_connect(NdkDisconnectEventCallback disconnect_event, void* disconnect_context,
                             NdkRequestCompletion completion, void* context);
   /// NdkCompleteConnectEx (NDKPI 2.1, seed 000): complete_connect with a disconnect callback
@@ -137,14 +147,29 @@ class Connector : public NdkConnector {
 
   /// NdkDisconnect: sends the DREQ and flushes the QP (outstanding work completes with
   /// STATUS_CANCELLED). STATUS_PENDING and `completion` with STATUS_SUCCESS (DREP, or the peer
-  /// disconnected at the same time) or STATUS_IO_TIMEOUT (no DREP after the retries).
-  /// Inline: STATUS_SUCCESS (the peer already disconnected, or it died),
+  /// disconnected at the same time) or STATUS_IO_TIMEOUT (no DREP after the retries), or
+  /// STATUS_CANCELLED if the connector is closed first.
+  /// Inline: STATUS_SUCCESS (the peer already disconnected, or it died: the QP is flushed now),
   /// STATUS_CONNECTION_INVALID (never connected), STATUS_INVALID_PARAMETER (null completion).
   NTSTATUS disconnect(NdkRequestCompletion completion, void* context);
 
+  /// NDK_FN_DISCONNECT_EX: `abortive` false is disconnect(). `abortive` true ends the connection
+  /// without waiting for the peer: the DREQ leaves (the CM finishes that exchange on its own; no
+  /// DREP is awaited by this call), the QP is
+  /// flushed (outstanding work completes with STATUS_CANCELLED) and the call completes inline
+  /// with STATUS_SUCCESS (`completion` is not called); a graceful Disconnect still pending
+  /// completes STATUS_SUCCESS first. The peer sees a disconnect event. STATUS_SUCCESS also when
+  /// the peer already disconnected; STATUS_CONNECTION_INVALID (never connected);
+  /// STATUS_INVALID_PARAMETER (null completion).
+  NTSTATUS disconnect_ex(bool abortive, NdkRequestCompletion completion, void* context);
+
   /// NdkCloseObject: ends the connection if any (REJ before establishment, DREQ after; the QP is
-  /// flushed). A pending Connect/Accept/CompleteConnect/Disconnect request is not completed
-  /// (NDK: nothing fires after close). STATUS_SUCCESS (inline; `completion` not called).
+  /// flushed). NDKPI object lifetime: the close does not complete before every pending request
+  /// of the connector has. STATUS_SUCCESS (inline, `completion` not called) when nothing is
+  /// pending; otherwise STATUS_PENDING: the pending Connect/Accept/CompleteConnect/Disconnect
+  /// completes once with STATUS_CANCELLED (a completion already decided keeps its status), then
+  /// `completion` runs; both on the control thread from a later poll_connections(), never inside
+  /// this call. No disconnect event fires after the call. STATUS_INVALID_PARAMETER (closing).
   NTSTATUS close(NdkCloseCompletion completion, void* context);
 
   // ---- provider internals (control thread); not part of the consumer API ----

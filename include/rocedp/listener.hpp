@@ -1,7 +1,8 @@
 #pragma once
 // NDK_LISTENER (NDK.md; seed 004 NdkCreateListener): one local address and ND port on which
 // incoming IB CM REQs become connectors handed to the consumer's ConnectEvent callback.
-// Threads: everything runs on the control thread (rocedp/connection_manager.hpp).
+// Threads: any thread may call; everything runs on the control thread
+// (rocedp/connection_manager.hpp).
 
 #include <cstdint>
 
@@ -42,16 +43,18 @@ class Listener : public NdkObjectBase {
   /// (not listening).
   NTSTATUS get_local_address(NdkSockAddr* address, uint32_t* size) const;
 
-  /// NdkControlConnectEvents: pause (true) holds incoming requests (a duplicate REQ from the
-  /// peer is answered with an MRA, IBTA §12.6.6, so it keeps waiting); resume (false) delivers
-  /// the held ones in arrival order, on the control thread, before this call returns.
+  /// NdkControlConnectEvents: while paused (true) the listener treats incoming requests as if
+  /// it did not exist: the peer gets the no-listener REJ (reason 8, invalid service ID; its
+  /// Connect completes STATUS_CONNECTION_REFUSED) and no ConnectEvent fires. Nothing is held:
+  /// resuming (false) lets the next request through.
   void control_connect_events(bool pause);
 
-  /// NdkCloseObject: stops listening (new REQs are rejected "invalid service ID"), rejects held
-  /// requests, and abandons connections it produced that are still being established and have
+  /// NdkCloseObject: stops listening (new REQs are rejected "invalid service ID"), rejects
+  /// requests not yet handed out, and abandons connections it produced that are still being established and have
   /// no Accept completed (their pending Accept completes STATUS_CONNECTION_ABORTED, the peer
   /// sees a REJ). STATUS_SUCCESS (inline; `completion` is not called). No ConnectEvent fires
-  /// after it, including from inside a ConnectEvent callback of this listener.
+  /// after it, including from inside a ConnectEvent callback of this listener. A listener has no
+  /// asynchronous request of its own (Listen completes inline), so its close never pends.
   NTSTATUS close(NdkCloseCompletion completion, void* context);
 
   // ---- provider internals (control thread); not part of the consumer API ----

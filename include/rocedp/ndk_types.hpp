@@ -149,6 +149,19 @@ enum class NdkRdmaTechnology : uint32_t {
   kRoceV2 = 4,  ///< what rocedp reports
 };
 
+/// NDK_LOGICAL_ADDRESS_MAPPING (ndkpi.h), the LAM BuildLam fills: the adapter logical address
+/// of every page a buffer touches. On rocedp an adapter logical address is the virtual address
+/// (the polling cores reach the consumer's memory directly; there is no IOMMU mapping), and a
+/// page is 4096 bytes. Variable size: `adapter_page_count` entries follow.
+struct NdkLogicalAddressMapping {
+  uint32_t adapter_page_count = 0;
+  uint64_t adapter_page_array[1] = {};
+};
+/// Bytes a LAM of `pages` pages takes.
+constexpr size_t ndk_lam_size(uint32_t pages) {
+  return offsetof(NdkLogicalAddressMapping, adapter_page_array) + size_t{pages == 0 ? 1 : pages} * sizeof(uint64_t);
+}
+
 // NDK_ADAPTER_FLAG_* (ndkinfo.h): AdapterFlags bits.
 inline constexpr uint32_t NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED = 0x00000001;
 inline constexpr uint32_t NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED = 0x00000002;

@@ -2,7 +2,8 @@
 // NDK_SHARED_ENDPOINT (NDK.md; seed 003 NdkCreateSharedEndpoint): one local address and ND port
 // used by many outgoing connections to different remote addresses (ConnectWithSharedEndpoint);
 // each connection's 4-tuple must be unique. The outgoing twin of a listener.
-// Threads: everything runs on the control thread (rocedp/connection_manager.hpp).
+// Threads: any thread may call; everything runs on the control thread
+// (rocedp/connection_manager.hpp).
 
 #include <cstdint>
 

@@ -171,7 +171,12 @@ struct Link {
       rt->run_on_control([&] { cq->close(&Done::closed, &d); });
       rt->wait_until([&] { return d.done.load(); }, kWait);
     }
-    if (mr != nullptr) rt->run_on_control([&] { mr->close(nullptr, nullptr); });
+    if (mr != nullptr) {
+      Done d;
+      NTSTATUS st = STATUS_SUCCESS;
+      rt->run_on_control([&] { st = mr->close(&Done::closed, &d); });
+      if (st == STATUS_PENDING) rt->wait_until([&] { return d.done.load(); }, kWait);
+    }
   }
 };
 

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "tests/ndk/ndk_helpers.hpp"
 
 namespace rocedp::test {
@@ -54,16 +56,21 @@ TEST_F(NdkObjects, PdAndMrAreCreatedInline) {
   EXPECT_NE(mr->get_remote_token(), 0u);
   EXPECT_EQ(mr->register_mr(mem.data(), mem.size(), kMrAll, nullptr, nullptr), STATUS_INVALID_PARAMETER)
       << "already registered";
-  EXPECT_EQ(mr->deregister_mr(nullptr, nullptr), STATUS_SUCCESS);
-  EXPECT_EQ(mr->get_local_token(), 0u);
-  EXPECT_EQ(mr->deregister_mr(nullptr, nullptr), STATUS_INVALID_PARAMETER);
+  EXPECT_EQ(mr->deregister_mr(nullptr, nullptr), STATUS_INVALID_PARAMETER) << "NDK: a completion is required";
+  Requested dr;
+  EXPECT_EQ(mr->deregister_mr(&Requested::cb, &dr), STATUS_PENDING);
+  EXPECT_EQ(mr->get_local_token(), 0u) << "the tokens stop working at once";
+  EXPECT_FALSE(dr.done) << "completes once every core let go of the memory";
+  EXPECT_TRUE(poll_until([&] { return dr.done; }));
+  EXPECT_EQ(dr.status, STATUS_SUCCESS);
+  EXPECT_EQ(mr->deregister_mr(&Requested::cb, &dr), STATUS_INVALID_PARAMETER);
 
   // The PD is a parent: its close pends until the MR is closed, then fires once.
   Closed pc;
   EXPECT_EQ(pd->close(&Closed::cb, &pc), STATUS_PENDING);
   poll(4);
   EXPECT_EQ(pc.count, 0);
-  EXPECT_EQ(mr->close(nullptr, nullptr), STATUS_SUCCESS);
+  EXPECT_EQ(mr->close(nullptr, nullptr), STATUS_SUCCESS) << "not registered: inline";
   EXPECT_EQ(pc.count, 1);
   poll(4);
   EXPECT_EQ(pc.count, 1) << "nothing fires after close completion";
@@ -156,7 +163,7 @@ TEST_F(NdkLimits, LimitsAreInsufficientResources) {
   EXPECT_EQ(cc.count, 0);
   close_qp(q1);
   EXPECT_TRUE(poll_until([&] { return cc.count == 1; }));
-  EXPECT_EQ(m1->close(nullptr, nullptr), STATUS_SUCCESS);
+  close_mr(m1);
   EXPECT_EQ(p1->close(nullptr, nullptr), STATUS_SUCCESS);
   EXPECT_EQ(p2->close(nullptr, nullptr), STATUS_SUCCESS);
 }
@@ -227,8 +234,8 @@ TEST_F(NdkObjects, SrqFeedsQpsOfItsCoreAndNotifiesAtTheLimit) {
   close_qp(x.qp);
   close_cq(ca);
   close_cq(cb);
-  EXPECT_EQ(ma->close(nullptr, nullptr), STATUS_SUCCESS);
-  EXPECT_EQ(mb->close(nullptr, nullptr), STATUS_SUCCESS);
+  close_mr(ma);
+  close_mr(mb);
   EXPECT_EQ(pa->close(nullptr, nullptr), STATUS_SUCCESS);
   EXPECT_EQ(pb->close(nullptr, nullptr), STATUS_SUCCESS);
 }
@@ -249,6 +256,46 @@ TEST_F(NdkObjects, CloseFromInsideTheCreateCompletion) {
   EXPECT_EQ(ctx.close_status, STATUS_PENDING);
   poll(8);
   EXPECT_EQ(ctx.closed.count, 1);
+}
+
+// NDKPI object lifetime: the adapter's close does not complete before a pending CreateCq has;
+// the CreateCq completes STATUS_CANCELLED (no object), exactly once, then the close completion.
+TEST_F(NdkObjects, AdapterCloseCompletesAPendingCreateCqCancelledFirst) {
+  struct Log {
+    std::vector<std::string> events;
+    int created = 0, closed = 0;
+    NTSTATUS status = STATUS_PENDING;
+    NdkObjectHeader* object = reinterpret_cast<NdkObjectHeader*>(1);
+  } log;
+  Cq* out = nullptr;
+  ASSERT_EQ(a_.adapter->create_cq(
+                16, nullptr, nullptr, 0,
+                [](void* c, NTSTATUS s, NdkObjectHeader* o) {
+                  auto* l = static_cast<Log*>(c);
+                  ++l->created;
+                  l->status = s;
+                  l->object = o;
+                  l->events.push_back("create");
+                },
+                &log, &out),
+            STATUS_PENDING);
+  ASSERT_EQ(a_.adapter->close(
+                [](void* c) {
+                  auto* l = static_cast<Log*>(c);
+                  ++l->closed;
+                  l->events.push_back("close");
+                },
+                &log),
+            STATUS_PENDING);
+  EXPECT_TRUE(log.events.empty()) << "nothing runs inside the calls";
+  for (int i = 0; i < 20000 && log.closed == 0; ++i) poll(1);
+  ASSERT_EQ(log.closed, 1) << "the adapter close never completed";
+  a_.adapter = nullptr;  // freed after its close completion
+  poll(10);
+  EXPECT_EQ(log.created, 1);
+  EXPECT_EQ(log.status, STATUS_CANCELLED);
+  EXPECT_EQ(log.object, nullptr);
+  EXPECT_EQ(log.events, (std::vector<std::string>{"create", "close"}));
 }
 
 }  // namespace

@@ -25,6 +25,9 @@ struct Req {
   static void cb(void* c, NTSTATUS s) {
     auto* r = static_cast<Req*>(c);
     ++r->count;
+    // Every completion and disconnect event fires at most once (exactly once where a test
+    // waits for it): a second call is a failure wherever it happens.
+    EXPECT_EQ(r->count, 1) << "callback fired again, status 0x" << std::hex << s;
     r->status = s;
     r->thread = std::this_thread::get_id();
   }
@@ -149,9 +152,22 @@ class CmFixture : public NdkFixture {
       e->qp = make_qp(e->pd, e->cq, e->cq, e, 64);
     }
   }
+  /// Closes `c`: inline SUCCESS when nothing was pending, else PENDING and the CloseCompletion
+  /// (exactly once) after the pending requests completed.
   void close_connector(Connector*& c) {
     if (c != nullptr) {
-      EXPECT_EQ(c->close(nullptr, nullptr), STATUS_SUCCESS);
+      Closed cl;
+      const NTSTATUS st = c->close(&Closed::cb, &cl);
+      if (st == STATUS_PENDING) {
+        EXPECT_EQ(cl.count, 0) << "the close completion never runs inside close()";
+        EXPECT_TRUE(pump_until([&] { return cl.count != 0; }));
+        pump(2);
+        EXPECT_EQ(cl.count, 1);
+      } else {
+        EXPECT_EQ(st, STATUS_SUCCESS);
+        pump(2);
+        EXPECT_EQ(cl.count, 0) << "inline close: no callback";
+      }
     }
     c = nullptr;
   }

@@ -6,6 +6,7 @@
 #include <rte_mbuf.h>
 
 #include <cstdlib>
+#include <string>
 
 #include "dataplane/wire/cm_messages.hpp"
 #include "dataplane/wire/pcap_io.hpp"
@@ -111,22 +112,31 @@ TEST_F(SeedConnections, ConnectSendWriteReadDisconnectThroughTheCm) {
   EXPECT_EQ(std::memcmp(yb->ptr(), xb->ptr(), 512), 0);
   EXPECT_EQ(std::memcmp(xb->ptr() + 2048, xb->ptr(), 512), 0);
 
-  // B has a receive outstanding; A disconnects: B's disconnect callback fires, its QP is
-  // flushed (the receive completes CANCELLED), A's Disconnect completes with the DREP.
+  // B has a receive outstanding; A disconnects: B's disconnect callback fires (reason
+  // STATUS_SUCCESS: a normal peer disconnect) and B's QP is NOT flushed (NDK: the provider does
+  // not flush on a disconnect from the peer); B's own Disconnect then flushes it (the receive
+  // completes CANCELLED). A's Disconnect completes with the DREP.
   NdkSge rs2 = yb->sge(0, 64);
   ASSERT_EQ(y.qp->receive(&y, &rs2, 1), STATUS_SUCCESS);
   Req disc;
   ASSERT_EQ(k.ca->disconnect(&Req::cb, &disc), STATUS_PENDING);
   ASSERT_TRUE(pump_until([&] { return disc.done() && k.disc_b.done(); }));
   EXPECT_EQ(disc.status, STATUS_SUCCESS);
+  EXPECT_EQ(disc.count, 1);
   EXPECT_EQ(k.disc_b.status, STATUS_SUCCESS) << "peer DREQ";
+  EXPECT_EQ(k.disc_b.count, 1);
   EXPECT_EQ(k.disc_b.thread, main_thread_);
   EXPECT_FALSE(k.disc_a.done()) << "our own Disconnect does not fire our disconnect callback";
+  pump(200);
+  NdkResultEx none[4];
+  EXPECT_EQ(y.cq->get_results_ex(none, 4), 0u) << "the peer's disconnect flushed our QP";
+  Req disc_y;
+  EXPECT_EQ(k.cb->disconnect(&Req::cb, &disc_y), STATUS_SUCCESS)
+      << "already disconnected by the peer";
   auto fl = wait_results(y.cq, 1);
   ASSERT_EQ(fl.size(), 1u);
-  EXPECT_EQ(fl[0].status, STATUS_CANCELLED);
-  EXPECT_EQ(k.cb->disconnect(&Req::cb, &disc), STATUS_SUCCESS)
-      << "already disconnected by the peer";
+  EXPECT_EQ(fl[0].status, STATUS_CANCELLED) << "our Disconnect flushes";
+  EXPECT_FALSE(disc_y.done()) << "inline SUCCESS: no callback";
 
   release(k);
   std::vector<std::unique_ptr<Buffer>> bufs;
@@ -355,7 +365,9 @@ TEST_F(SeedConnections, CompleteConnectExConnectionAbortedInlineWhenPeerClosesCo
   ASSERT_TRUE(pump_until([&] { return connected.done(); }));
   close_connector(pc);
   pump(20);
-  EXPECT_FALSE(acc.done()) << "nothing fires after close";
+  ASSERT_TRUE(acc.done()) << "the pending Accept completes before the close";
+  EXPECT_EQ(acc.status, STATUS_CANCELLED);
+  EXPECT_EQ(acc.count, 1);
   EXPECT_EQ(c->complete_connect_ex(nullptr, nullptr, &Req::cb, &cc), STATUS_CONNECTION_ABORTED);
   close_connector(c);
   close_listener(l);
@@ -623,7 +635,8 @@ TEST_F(SeedConnections, ConsumerClosesObjectsInsideTheirOwnCallbacks) {
 TEST_F(SeedConnections, NothingFiresAfterClose) {
   Endpoint x, y;
   make_endpoints(x, y);
-  // A pending Connect whose connector closes: no completion, ever (REQ retries run out later).
+  // A pending Connect whose connector closes: the Connect completes CANCELLED, once, then the
+  // close completes; nothing after (the REQ retries run out later).
   silent_b_ = true;
   Connector* c = connector(a_);
   Req r;
@@ -631,11 +644,13 @@ TEST_F(SeedConnections, NothingFiresAfterClose) {
             STATUS_PENDING);
   pump(10);
   close_connector(c);
+  EXPECT_EQ(r.count, 1);
+  EXPECT_EQ(r.status, STATUS_CANCELLED);
   advance(5 * kSecond);
-  EXPECT_FALSE(r.done());
+  EXPECT_EQ(r.count, 1);
   silent_b_ = false;
-  // A paused listener holds a request; closing it rejects the request, and resuming is moot:
-  // no ConnectEvent fires; the active side sees REFUSED.
+  // A paused listener refuses the request; closing it changes nothing: no ConnectEvent fires;
+  // the active side sees REFUSED.
   Events ev;
   Listener* l = listen_b(7801, &ev);
   l->control_connect_events(true);
@@ -653,8 +668,10 @@ TEST_F(SeedConnections, NothingFiresAfterClose) {
   // An established connection: close both connectors; no disconnect callback fires on either.
   Link k;
   establish(k, x, y, 7802);
-  close_connector(k.ca);
-  close_connector(k.cb);
+  // Both close in the same turn (nothing pending: inline SUCCESS, no callback).
+  EXPECT_EQ(k.ca->close(nullptr, nullptr), STATUS_SUCCESS);
+  EXPECT_EQ(k.cb->close(nullptr, nullptr), STATUS_SUCCESS);
+  k.ca = k.cb = nullptr;
   advance(3 * kSecond);
   EXPECT_FALSE(k.disc_a.done());
   EXPECT_FALSE(k.disc_b.done());
@@ -663,7 +680,10 @@ TEST_F(SeedConnections, NothingFiresAfterClose) {
   close_endpoint(y);
 }
 
-TEST_F(SeedConnections, ControlConnectEventsPausesAndResumesWithMraMeanwhile) {
+// NdkControlConnectEvents(pause): a paused listener treats a request as if no listener
+// existed: the peer gets the no-listener REJ (reason 8, invalid service ID) at once, nothing is
+// held, and no ConnectEvent fires, not even after resuming. After resuming, requests get through.
+TEST_F(SeedConnections, ControlConnectEventsPauseRefusesAsIfNoListener) {
   Endpoint x, y;
   make_endpoints(x, y);
   Events ev;
@@ -673,24 +693,350 @@ TEST_F(SeedConnections, ControlConnectEventsPausesAndResumesWithMraMeanwhile) {
   Req r;
   ASSERT_EQ(c->connect(x.qp, addr_a(0), addr_b(7900), 1, 1, nullptr, 0, &Req::cb, &r),
             STATUS_PENDING);
-  pump(50);
-  EXPECT_TRUE(ev.connectors.empty());
-  const uint64_t tx_before = connection_manager_counters(*b_.adapter).cm_tx;
-  advance(kSecond);  // A retransmits the REQ; B answers the duplicate with an MRA
-  EXPECT_GT(connection_manager_counters(*b_.adapter).cm_tx, tx_before) << "MRA";
-  EXPECT_TRUE(ev.connectors.empty());
-  EXPECT_FALSE(r.done());
-  l->control_connect_events(false);
-  ASSERT_EQ(ev.connectors.size(), 1u) << "delivered before resume returns";
-  EXPECT_EQ(ev.thread, main_thread_);
-  Connector* pc = ev.connectors[0];
-  ASSERT_EQ(pc->reject(nullptr, 0), STATUS_SUCCESS);
-  ASSERT_TRUE(pump_until([&] { return r.done(); }));
+  ASSERT_TRUE(pump_until([&] { return r.done(); }, 20'000)) << "refused at once, not held";
   EXPECT_EQ(r.status, STATUS_CONNECTION_REFUSED);
+  EXPECT_EQ(r.count, 1);
+  EXPECT_EQ(connection_manager_counters(*b_.adapter).rej_sent_no_listener, 1u);
+  bool saw_rej8 = false;
+  for (const auto& f : tap_b_) {
+    wire::CmMad m;
+    if (wire::decode_cm_mad(wire::Bytes(f.bytes.data() + 14 + 20 + 8 + 12 + 8, wire::kMadLen), m) !=
+        wire::CmDecodeStatus::kOk)
+      continue;
+    if (const auto* rej = std::get_if<wire::CmRej>(&m.body))
+      saw_rej8 |= rej->reason == static_cast<uint16_t>(wire::CmRejReason::kInvalidServiceId);
+  }
+  EXPECT_TRUE(saw_rej8) << "REJ reason 8 (no listener) on the wire";
+  l->control_connect_events(false);
+  pump(20);
+  EXPECT_TRUE(ev.connectors.empty()) << "nothing was held for delivery on resume";
+  close_connector(c);
+  // Resumed: the next request reaches the consumer.
+  c = connector(a_);
+  Req r2;
+  Connector* pc = request(c, x.qp, 7900, ev, r2);
+  ASSERT_NE(pc, nullptr);
+  EXPECT_EQ(ev.thread, main_thread_);
+  ASSERT_EQ(pc->reject(nullptr, 0), STATUS_SUCCESS);
+  ASSERT_TRUE(pump_until([&] { return r2.done(); }));
+  EXPECT_EQ(r2.status, STATUS_CONNECTION_REFUSED);
   close_connector(pc);
   close_connector(c);
   close_listener(l);
   close_endpoint(x);
+  close_endpoint(y);
+}
+
+// ---- Close with requests pending (NDKPI object lifetime) ----------------------------------------
+
+/// Records callbacks in order (request completions and close completions of one test).
+struct Order {
+  std::vector<std::string> events;
+  struct Tag {
+    Order* order;
+    const char* name;
+    int count = 0;
+    NTSTATUS status = STATUS_PENDING;
+  };
+  static void request(void* c, NTSTATUS s) {
+    auto* t = static_cast<Tag*>(c);
+    ++t->count;
+    t->status = s;
+    t->order->events.push_back(t->name);
+  }
+  static void closed(void* c) {
+    auto* t = static_cast<Tag*>(c);
+    ++t->count;
+    t->order->events.push_back(t->name);
+  }
+};
+
+// Close pends while a Connect / Accept / CompleteConnectEx / Disconnect is pending: the request
+// completes STATUS_CANCELLED exactly once, then the CloseCompletion runs, never inside close().
+TEST_F(SeedConnections, ConnectorCloseCompletesEachPendingRequestCancelledThenCloses) {
+  Endpoint x, y, x2, y2, x3, y3;
+  make_endpoints(x, y);
+  make_endpoints(x2, y2);
+  make_endpoints(x3, y3);
+  Order order;
+  Events ev;
+  Listener* l = listen_b(7950, &ev);
+
+  // 1. Connect pending (B's CM is silent): A closes its connector.
+  {
+    silent_b_ = true;
+    Connector* c = connector(a_);
+    Order::Tag conn{&order, "connect"}, cl{&order, "close"};
+    ASSERT_EQ(c->connect(x.qp, addr_a(0), addr_b(7949), 1, 1, nullptr, 0, &Order::request, &conn),
+              STATUS_PENDING);
+    pump(10);
+    ASSERT_EQ(c->close(&Order::closed, &cl), STATUS_PENDING);
+    EXPECT_TRUE(order.events.empty()) << "nothing runs inside close()";
+    ASSERT_TRUE(pump_until([&] { return cl.count != 0; }));
+    advance(3 * kSecond);
+    EXPECT_EQ(conn.count, 1);
+    EXPECT_EQ(conn.status, STATUS_CANCELLED);
+    EXPECT_EQ(cl.count, 1);
+    EXPECT_EQ(order.events, (std::vector<std::string>{"connect", "close"}));
+    order.events.clear();
+    silent_b_ = false;
+  }
+  // 2. Accept pending (A never completes: its CM is silent): B closes the passive connector.
+  {
+    Connector* c = connector(a_);
+    Req connected;
+    Connector* pc = request(c, x2.qp, 7950, ev, connected);
+    ASSERT_NE(pc, nullptr);
+    silent_a_ = true;
+    Order::Tag acc{&order, "accept"}, cl{&order, "close"};
+    ASSERT_EQ(pc->accept(y2.qp, 1, 1, nullptr, 0, nullptr, nullptr, &Order::request, &acc),
+              STATUS_PENDING);
+    pump(10);
+    ASSERT_EQ(pc->close(&Order::closed, &cl), STATUS_PENDING);
+    EXPECT_TRUE(order.events.empty());
+    ASSERT_TRUE(pump_until([&] { return cl.count != 0; }));
+    advance(3 * kSecond);
+    EXPECT_EQ(acc.count, 1);
+    EXPECT_EQ(acc.status, STATUS_CANCELLED);
+    EXPECT_EQ(order.events, (std::vector<std::string>{"accept", "close"}));
+    order.events.clear();
+    silent_a_ = false;
+    close_connector(c);
+  }
+  // 3. CompleteConnectEx pending (its QP move is in flight): A closes at once.
+  // 4. Disconnect pending (B's CM is silent, no DREP): A closes.
+  {
+    Link k;
+    k.listener = l;
+    k.ca = connector(a_);
+    k.cb = request(k.ca, x3.qp, 7950, ev, k.connected);
+    ASSERT_NE(k.cb, nullptr);
+    ASSERT_EQ(k.cb->accept_ex(y3.qp, 1, 1, nullptr, 0, nullptr, nullptr, &Req::cb, &k.accepted),
+              STATUS_PENDING);
+    ASSERT_TRUE(pump_until([&] { return k.connected.done(); }));
+    Order::Tag cc{&order, "complete"}, cl{&order, "close"};
+    ASSERT_EQ(k.ca->complete_connect_ex(nullptr, nullptr, &Order::request, &cc), STATUS_PENDING);
+    ASSERT_EQ(k.ca->close(&Order::closed, &cl), STATUS_PENDING);
+    EXPECT_TRUE(order.events.empty());
+    ASSERT_TRUE(pump_until([&] { return cl.count != 0; }));
+    pump(50);
+    EXPECT_EQ(cc.count, 1);
+    EXPECT_EQ(cc.status, STATUS_CANCELLED);
+    EXPECT_EQ(order.events, (std::vector<std::string>{"complete", "close"}));
+    order.events.clear();
+    close_connector(k.cb);
+  }
+  close_listener(l);
+  // 4. Disconnect pending.
+  {
+    Endpoint x4, y4;
+    make_endpoints(x4, y4);
+    Link k;
+    establish(k, x4, y4, 7951);
+    silent_b_ = true;
+    Order::Tag d{&order, "disconnect"}, cl{&order, "close"};
+    ASSERT_EQ(k.ca->disconnect(&Order::request, &d), STATUS_PENDING);
+    pump(10);
+    ASSERT_EQ(k.ca->close(&Order::closed, &cl), STATUS_PENDING);
+    EXPECT_TRUE(order.events.empty());
+    ASSERT_TRUE(pump_until([&] { return cl.count != 0; }));
+    advance(3 * kSecond);
+    EXPECT_EQ(d.count, 1);
+    EXPECT_EQ(d.status, STATUS_CANCELLED);
+    EXPECT_EQ(order.events, (std::vector<std::string>{"disconnect", "close"}));
+    silent_b_ = false;
+    k.ca = nullptr;
+    release(k);
+    close_endpoint(x4);
+    close_endpoint(y4);
+  }
+  for (Endpoint* e : {&x, &y, &x2, &y2, &x3, &y3}) close_endpoint(*e);
+}
+
+// A completion already decided when the consumer closes keeps its status and still fires once,
+// before the close completion: a listener closes with two Accepts pending (both abandoned,
+// CONNECTION_ABORTED, queued together); the first Accept's callback closes the second
+// connector, whose completion is decided but has not run yet.
+TEST_F(SeedConnections, ConnectorCloseDeliversACompletionAlreadyDecidedThenCloses) {
+  Endpoint x, y, x2, y2;
+  make_endpoints(x, y);
+  make_endpoints(x2, y2);
+  Events ev;
+  Listener* l = listen_b(7960, &ev);
+  Connector* c1 = connector(a_);
+  Connector* c2 = connector(a_);
+  Req conn1, conn2;
+  Connector* p1 = request(c1, x.qp, 7960, ev, conn1);
+  Connector* p2 = request(c2, x2.qp, 7960, ev, conn2);
+  ASSERT_NE(p1, nullptr);
+  ASSERT_NE(p2, nullptr);
+  silent_a_ = true;  // no RTU: both Accepts stay pending
+  struct Ctx {
+    Order order;
+    Order::Tag acc1{&order, "accept1"}, acc2{&order, "accept2"}, cl2{&order, "close2"};
+    Connector* other = nullptr;
+    NTSTATUS close_status = STATUS_PENDING;
+  } ctx;
+  ctx.other = p2;
+  ASSERT_EQ(p1->accept(
+                y.qp, 1, 1, nullptr, 0, nullptr, nullptr,
+                [](void* c, NTSTATUS s) {
+                  auto* me = reinterpret_cast<Ctx*>(static_cast<Order::Tag*>(c)->order);
+                  Order::request(c, s);
+                  me->close_status = me->other->close(&Order::closed, &me->cl2);
+                },
+                &ctx.acc1),
+            STATUS_PENDING);
+  ASSERT_EQ(p2->accept(y2.qp, 1, 1, nullptr, 0, nullptr, nullptr, &Order::request, &ctx.acc2),
+            STATUS_PENDING);
+  pump(20);
+  close_listener(l);
+  ASSERT_TRUE(pump_until([&] { return ctx.cl2.count != 0; }));
+  pump(20);
+  EXPECT_EQ(ctx.close_status, STATUS_PENDING);
+  EXPECT_EQ(ctx.acc1.status, STATUS_CONNECTION_ABORTED);
+  EXPECT_EQ(ctx.acc2.count, 1);
+  EXPECT_EQ(ctx.acc2.status, STATUS_CONNECTION_ABORTED) << "decided before the close: kept";
+  EXPECT_EQ(ctx.order.events, (std::vector<std::string>{"accept1", "accept2", "close2"}));
+  silent_a_ = false;
+  close_connector(p1);
+  close_connector(c1);
+  close_connector(c2);
+  for (Endpoint* e : {&x, &y, &x2, &y2}) close_endpoint(*e);
+}
+
+// ---- CompleteConnectEx: the QP cannot be connected by the time the request runs (seed 000) -----
+
+TEST_F(SeedConnections, CompleteConnectExConnectionInvalidAsynchronouslyWhenTheQpCannotConnect) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  Events ev;
+  Listener* l = listen_b(7970, &ev);
+  Connector* c = connector(a_);
+  Req connected, acc, cc;
+  Connector* pc = request(c, x.qp, 7970, ev, connected);
+  ASSERT_NE(pc, nullptr);
+  ASSERT_EQ(pc->accept(y.qp, 1, 1, nullptr, 0, nullptr, nullptr, &Req::cb, &acc), STATUS_PENDING);
+  ASSERT_TRUE(pump_until([&] { return connected.done(); }));
+  ASSERT_EQ(connected.status, STATUS_SUCCESS);
+  // The consumer flushes the QP (NdkFlush travels on the QP's core ring) and calls
+  // CompleteConnectEx before the core ran either: the connector cannot know yet, so the call
+  // pends; on the core the QP is in error when the move runs.
+  x.qp->flush();
+  ASSERT_EQ(c->complete_connect_ex(nullptr, nullptr, &Req::cb, &cc), STATUS_PENDING);
+  ASSERT_TRUE(pump_until([&] { return cc.done(); }));
+  EXPECT_EQ(cc.status, STATUS_CONNECTION_INVALID);
+  EXPECT_EQ(cc.count, 1);
+  ASSERT_TRUE(pump_until([&] { return acc.done(); }));
+  EXPECT_EQ(acc.status, STATUS_CONNECTION_ABORTED) << "the peer's Accept ends with our REJ";
+  EXPECT_EQ(acc.count, 1);
+  pump(50);
+  EXPECT_EQ(cc.count, 1);
+  close_connector(pc);
+  close_connector(c);
+  close_listener(l);
+  close_endpoint(x);
+  close_endpoint(y);
+}
+
+TEST_F(SeedConnections, CompleteConnectExConnectionInvalidInlineWhenTheQpWasClosed) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  Events ev;
+  Listener* l = listen_b(7971, &ev);
+  Connector* c = connector(a_);
+  Req connected, acc, cc, cc2;
+  Connector* pc = request(c, x.qp, 7971, ev, connected);
+  ASSERT_NE(pc, nullptr);
+  ASSERT_EQ(pc->accept(y.qp, 1, 1, nullptr, 0, nullptr, nullptr, &Req::cb, &acc), STATUS_PENDING);
+  ASSERT_TRUE(pump_until([&] { return connected.done(); }));
+  // The QP is closing: CompleteConnectEx cannot connect it.
+  Closed qc;
+  ASSERT_EQ(x.qp->close(&Closed::cb, &qc), STATUS_PENDING);
+  EXPECT_EQ(c->complete_connect_ex(nullptr, nullptr, &Req::cb, &cc), STATUS_CONNECTION_INVALID);
+  ASSERT_TRUE(pump_until([&] { return qc.count == 1; }));
+  x.qp = nullptr;
+  // The QP is gone (freed): the connector must not touch it.
+  EXPECT_EQ(c->complete_connect_ex(nullptr, nullptr, &Req::cb, &cc2), STATUS_CONNECTION_INVALID);
+  pump(20);
+  EXPECT_FALSE(cc.done());
+  EXPECT_FALSE(cc2.done());
+  close_connector(pc);
+  close_connector(c);
+  close_listener(l);
+  close_endpoint(x);
+  close_endpoint(y);
+}
+
+// ---- NdkCompleteConnect / NdkAccept (not Ex) and their plain disconnect callback -------------
+
+TEST_F(SeedConnections, CompleteConnectAndAcceptWithPlainDisconnectCallbacks) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  Events ev;
+  Listener* l = listen_b(7980, &ev);
+  Connector* c = connector(a_);
+  Req connected, acc, cc, disc_a, disc_b;
+  Connector* pc = request(c, x.qp, 7980, ev, connected);
+  ASSERT_NE(pc, nullptr);
+  ASSERT_EQ(pc->accept(y.qp, 1, 1, nullptr, 0, &Req::plain, &disc_b, &Req::cb, &acc),
+            STATUS_PENDING);
+  ASSERT_TRUE(pump_until([&] { return connected.done(); }));
+  ASSERT_EQ(connected.status, STATUS_SUCCESS);
+  ASSERT_EQ(c->complete_connect(&Req::plain, &disc_a, &Req::cb, &cc), STATUS_PENDING);
+  ASSERT_TRUE(pump_until([&] { return cc.done() && acc.done(); }));
+  EXPECT_EQ(cc.status, STATUS_SUCCESS);
+  EXPECT_EQ(acc.status, STATUS_SUCCESS);
+  EXPECT_EQ(c->complete_connect(&Req::plain, &disc_a, &Req::cb, &cc), STATUS_CONNECTION_INVALID)
+      << "already connected";
+  // B disconnects: A's plain disconnect callback fires once, on the control thread; B's own
+  // does not fire.
+  Req d;
+  ASSERT_EQ(pc->disconnect(&Req::cb, &d), STATUS_PENDING);
+  ASSERT_TRUE(pump_until([&] { return d.done() && disc_a.done(); }));
+  EXPECT_EQ(d.status, STATUS_SUCCESS);
+  EXPECT_EQ(disc_a.count, 1);
+  EXPECT_EQ(disc_a.thread, main_thread_);
+  pump(50);
+  EXPECT_EQ(disc_a.count, 1);
+  EXPECT_FALSE(disc_b.done());
+  EXPECT_EQ(cc.count, 1);
+  EXPECT_EQ(acc.count, 1);
+  close_connector(pc);
+  close_connector(c);
+  close_listener(l);
+  close_endpoint(x);
+  close_endpoint(y);
+}
+
+// The NDK disconnect event pages: "The provider should not flush outstanding work requests when
+// it indicates a disconnect event because of an incoming disconnect request from the peer."
+TEST_F(SeedConnections, PeerDisconnectDoesNotFlushTheQp) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  auto xb = buffer(x.pd, 4096);
+  Link k;
+  establish(k, x, y, 7990);
+  NdkSge r1 = xb->sge(0, 64), r2 = xb->sge(64, 64);
+  ASSERT_EQ(x.qp->receive(&x, &r1, 1), STATUS_SUCCESS);
+  ASSERT_EQ(x.qp->receive(&x, &r2, 1), STATUS_SUCCESS);
+  Req d;
+  ASSERT_EQ(k.cb->disconnect(&Req::cb, &d), STATUS_PENDING);
+  ASSERT_TRUE(pump_until([&] { return d.done() && k.disc_a.done(); }));
+  EXPECT_EQ(k.disc_a.status, STATUS_SUCCESS) << "a normal peer disconnect: reason STATUS_SUCCESS";
+  EXPECT_EQ(k.disc_a.count, 1);
+  pump(200);
+  NdkResultEx r[4];
+  EXPECT_EQ(x.cq->get_results_ex(r, 4), 0u) << "receives still outstanding after the event";
+  // The consumer flushes.
+  x.qp->flush();
+  auto fl = wait_results(x.cq, 2);
+  ASSERT_EQ(fl.size(), 2u);
+  for (auto& e : fl) EXPECT_EQ(e.status, STATUS_CANCELLED);
+  release(k);
+  std::vector<std::unique_ptr<Buffer>> bufs;
+  bufs.push_back(std::move(xb));
+  close_endpoint(x, &bufs);
   close_endpoint(y);
 }
 
@@ -804,6 +1150,38 @@ TEST_F(SeedConnections, EachSidesStartingPsnIsTheFirstPsnItReceives) {
   bufs.push_back(std::move(yb));
   close_endpoint(x, &bufs);
   close_endpoint(y, &bufs);
+}
+
+// NDK_FN_DISCONNECT_EX(Abortive = TRUE): the connection ends at once, inline; our QP is flushed;
+// the peer sees its disconnect event.
+TEST_F(SeedConnections, AbortiveDisconnectExEndsAtOnceAndFlushes) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  auto xb = buffer(x.pd, 4096);
+  Link k;
+  establish(k, x, y, 7995);
+  NdkSge r1 = xb->sge(0, 64);
+  ASSERT_EQ(x.qp->receive(&x, &r1, 1), STATUS_SUCCESS);
+  Req d;
+  EXPECT_EQ(k.ca->disconnect_ex(true, nullptr, nullptr), STATUS_INVALID_PARAMETER);
+  ASSERT_EQ(k.ca->disconnect_ex(true, &Req::cb, &d), STATUS_SUCCESS);
+  auto fl = wait_results(x.cq, 1);
+  ASSERT_EQ(fl.size(), 1u);
+  EXPECT_EQ(fl[0].status, STATUS_CANCELLED) << "the QP is flushed";
+  ASSERT_TRUE(pump_until([&] { return k.disc_b.done(); }));
+  EXPECT_EQ(k.disc_b.status, STATUS_SUCCESS);
+  pump(100);
+  EXPECT_FALSE(d.done()) << "inline: no callback";
+  EXPECT_FALSE(k.disc_a.done()) << "our own disconnect fires no event";
+  EXPECT_EQ(k.ca->disconnect_ex(true, &Req::cb, &d), STATUS_SUCCESS) << "already down";
+  Connector* idle = connector(a_);
+  EXPECT_EQ(idle->disconnect_ex(true, &Req::cb, &d), STATUS_CONNECTION_INVALID) << "never connected";
+  close_connector(idle);
+  release(k);
+  std::vector<std::unique_ptr<Buffer>> bufs;
+  bufs.push_back(std::move(xb));
+  close_endpoint(x, &bufs);
+  close_endpoint(y);
 }
 
 }  // namespace
