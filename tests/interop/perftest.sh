@@ -95,6 +95,13 @@ for c in "${cases[@]}"; do
   tr -d '\r' <"$glog" | grep -q "PTCASE $c rc=0" ||
     iop_fail "$c: the Linux side did not succeed ($(tr -d '\r' <"$glog" | grep "PTCASE $c"))"
 done
+# With -R, rocedp ends the connections: as the active side too (rdma_client-style peers end
+# theirs themselves), read off the capture.
+for c in "${cases[@]}"; do
+  case $c in rdmacm-*-rocedp_client) ;; *) continue ;; esac
+  grep -qx "$rocedp" <<<"$(iop_cm_sources "$c" 0x0015)" || iop_fail "$c: rocedp sent no DREQ"
+  grep -qx "$guest" <<<"$(iop_cm_sources "$c" 0x0016)" || iop_fail "$c: Linux answered no DREQ"
+done
 for k in rcvd_seq_err retry_exceeded_err retry_rnr_exceeded_err completer_retry_err; do
   v=$(tr -d '\r' <"$glog" | awk -v k="$k" '$1 == "HWC" && $2 == k {print $3}')
   [ "$v" = 0 ] || iop_fail "guest hw_counters: $k = ${v:-missing}"
