@@ -4,6 +4,11 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh" "$root/build"
+# The interop tests' Linux peer: the rig builds its guest (apt-get download, qemu) once, here rather
+# than inside the first test's time limit.
+if [ -x "$root/../shared/rig/up.sh" ]; then
+  "$root/../shared/rig/up.sh" >/tmp/rocedp-rig-up.log 2>&1 || { cat /tmp/rocedp-rig-up.log >&2; exit 1; }
+fi
 (cd "$root/build" && ctest --output-on-failure --timeout 300)
 
 # Sanitizer pass: the `unit` tests (no EAL: DPDK's memory model and ASan do not mix). Only their
