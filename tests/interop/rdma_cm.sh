@@ -94,8 +94,14 @@ dreq_of() { iop_cm_sources "$1" 0x0015 | sort -u | tr '\n' ' '; }
 drep_of() { iop_cm_sources "$1" 0x0016 | sort -u | tr '\n' ' '; }
 [ "$(dreq_of client-echo)" = "$linux " ] || iop_fail "client-echo: DREQ from '$(dreq_of client-echo)', expected Linux"
 [ "$(drep_of client-echo)" = "$daemon " ] || iop_fail "client-echo: DREP from '$(drep_of client-echo)', expected rocedpd"
-case "$(dreq_of client-rocedp-disc)" in *"$daemon"*) ;; *) iop_fail "client-rocedp-disc: no DREQ from rocedpd" ;; esac
-case "$(drep_of client-rocedp-disc)" in *"$linux"*) ;; *) iop_fail "client-rocedp-disc: Linux sent no DREP" ;; esac
+# rocedpd's DREQ comes first; Linux answers it with a DREP, or (its own disconnect already on the
+# way) with a crossing DREQ that rocedpd answers (IBTA §12.9.7.2: both then end in TimeWait).
+first_dreq=$(iop_cm_sources client-rocedp-disc 0x0015 | head -1)
+[ "$first_dreq" = "$daemon" ] || iop_fail "client-rocedp-disc: the first DREQ came from '$first_dreq', expected rocedpd"
+case "$(drep_of client-rocedp-disc) $(dreq_of client-rocedp-disc)" in
+  *"$linux"*) ;;
+  *) iop_fail "client-rocedp-disc: Linux neither answered nor crossed rocedpd's DREQ" ;;
+esac
 [ "$(dreq_of server-echo)" = "$linux " ] || iop_fail "server-echo: DREQ from '$(dreq_of server-echo)', expected Linux"
 
 # The path MTU both ends agreed on: the REQ's field (3 = 1024, 5 = 4096).
