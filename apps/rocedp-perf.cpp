@@ -46,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/perf/perf_util.hpp"
 #include "apps/perf/perftest_mode.hpp"
 #include "config/config.hpp"
 #include "control/runtime.hpp"
@@ -61,6 +62,9 @@
 #include "rocedp/listener.hpp"
 
 namespace {
+
+using rocedp::perf::parse_u64;
+using rocedp::perf::path_mtu_for;
 
 using rocedp::Adapter;
 using rocedp::Cq;
@@ -142,14 +146,6 @@ struct Options {
   std::exit(status);
 }
 
-bool parse_u64(const char* s, uint64_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(s, &end, 0);
-  if (errno != 0 || end == s || *end != '\0') return false;
-  *out = v;
-  return true;
-}
 
 Options parse_args(int argc, char** argv) {
   Options o;
@@ -484,12 +480,6 @@ std::vector<uint16_t> frame_sizes(Op op, uint64_t size, uint32_t pmtu) {
   return out;
 }
 
-uint32_t path_mtu_for(uint16_t port_mtu) {
-  // The largest IB MTU that fits the port (1024 on a 1500-byte Ethernet MTU, as Linux does).
-  for (uint32_t m : {4096u, 2048u, 1024u, 512u, 256u})
-    if (m + 20 + 8 + 12 + 16 + 4 <= port_mtu) return m;
-  return 256;
-}
 
 // A peak-rate meter over 10 ms windows (perftest's "BW peak").
 struct PeakMeter {

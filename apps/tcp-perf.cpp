@@ -42,7 +42,11 @@
 #include <string>
 #include <vector>
 
+#include "apps/perf/perf_util.hpp"
+
 namespace {
+
+using rocedp::perf::parse_u64;
 
 enum class Kind : uint32_t { kBw = 0, kLat = 1 };
 
@@ -71,14 +75,6 @@ struct Options {
   std::exit(status);
 }
 
-bool parse_u64(const char* s, uint64_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(s, &end, 0);
-  if (errno != 0 || end == s || *end != '\0') return false;
-  *out = v;
-  return true;
-}
 
 Options parse_args(int argc, char** argv) {
   Options o;

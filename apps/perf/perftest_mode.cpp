@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/perf/perf_util.hpp"
 #include "apps/perf/perftest_exchange.hpp"
 #include "config/config.hpp"
 #include "control/control_thread.hpp"
@@ -83,14 +84,6 @@ struct Options {
   std::exit(status);
 }
 
-bool parse_num(const char* s, uint64_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(s, &end, 0);
-  if (errno != 0 || end == s || *end != '\0') return false;
-  *out = v;
-  return true;
-}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -100,7 +93,7 @@ Options parse(int argc, char** argv) {
   };
   auto num = [&](int& i) {
     uint64_t v = 0;
-    if (!parse_num(need(i), &v)) usage(2);
+    if (!parse_u64(need(i), &v)) usage(2);
     return v;
   };
   for (int i = 1; i < argc; ++i) {
@@ -481,11 +474,6 @@ struct Session {
   std::vector<Pending> pend_accept;
 };
 
-uint32_t path_mtu_for(uint16_t port_mtu) {
-  for (uint32_t m : {4096u, 2048u, 1024u, 512u, 256u})
-    if (m + 20 + 8 + 12 + 16 + 4 <= port_mtu) return m;
-  return 256;
-}
 
 bool fail(const std::string& what) {
   std::fprintf(stderr, "rocedp-perf --perftest: %s\n", what.c_str());

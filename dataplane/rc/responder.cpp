@@ -227,10 +227,6 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
     return;
   }
   ReadResource* res = take_resource(qp);
-  if (res == nullptr) {
-    nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
-    return;
-  }
   const uint32_t npkts = packets_for(reth.dma_len, qp.conn().path_mtu);
   res->valid = true;
   set_pending(qp, *res, true);
@@ -257,10 +253,6 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
     return;
   }
   ReadResource* res = take_resource(qp);
-  if (res == nullptr) {
-    nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
-    return;
-  }
   // Executed exactly once; duplicates replay res->atomic_orig (IBTA §9.7.5.1.4). Other cores may
   // touch the same word, so the operation itself is atomic.
   auto* word = reinterpret_cast<uint64_t*>(a.va);
