@@ -18,6 +18,8 @@ packages=(
   python3-scapy tshark                    # independent decoders (roce-check)
   iproute2 iputils-ping procps tcpdump    # network namespaces, veth, ping, captures in tests
   nftables                                # random loss on the interop bridge (no sch_netem here)
+  sockperf                                # kernel TCP baseline of scripts/bench.sh
+  python3-matplotlib                      # message rate vs size plot (scripts/plot_rate.py)
 )
 
 missing=()
