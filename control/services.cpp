@@ -1,4 +1,5 @@
-// rocedpd's echo and memory services (control/services.hpp). Control thread only.
+// rocedpd's echo and memory services (control/services.hpp). Set-up and teardown on the control
+// thread; the echo data path in the CQ notification, on the connection's polling core.
 
 #include "control/services.hpp"
 
@@ -6,7 +7,6 @@
 #include <chrono>
 #include <cstring>
 
-#include "control/ndk_internal.hpp"
 #include "pmd/log.hpp"
 #include "rocedp/listener.hpp"
 
@@ -79,9 +79,25 @@ struct Services::Conn {
   bool established = false;
   bool receives_posted = false;  // echo: receive_delay_ms defers them past the Accept
   std::chrono::steady_clock::time_point post_receives_at{};
-  uint64_t echoes_done = 0;      // echo SENDs completed (disconnect_after)
   bool disconnecting = false;
+
+  // The echo on the polling core (on_cq_notify). Set before the CQ is first armed, then read
+  // only: the control thread clears qp/cq/mr on teardown, the core keeps its own copies.
+  Qp* core_qp = nullptr;
+  Cq* core_cq = nullptr;
+  uint32_t local_token = 0;
+  std::atomic<bool> core_stop{false};    // control thread: teardown began, the core lets go
+  std::atomic<bool> core_failed{false};  // core: the CQ overran, the control thread ends it
+  // Written by the core only (a single writer: relaxed load + store), read by the control thread.
+  std::atomic<uint64_t> echoes_done{0};  // echo SENDs completed (disconnect_after)
+  std::atomic<uint64_t> echo_messages{0}, echo_bytes{0};
 };
+
+namespace {
+void bump(std::atomic<uint64_t>& counter, uint64_t by) {
+  counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+}  // namespace
 
 NTSTATUS Services::start(Adapter& adapter, const std::vector<config::ListenerConfig>& listeners,
                          std::unique_ptr<Services>* out, std::string* error) {
@@ -180,7 +196,7 @@ void Services::on_connect_event(void* context, NdkConnector* nc) {
     // completion here.
     const uint32_t cq_depth = l->echo() ? 2 * depth : 4;
     c->creating = true;
-    st = self.adapter_.create_cq(cq_depth, nullptr, nullptr, c->core, &Services::on_cq_created, c, &cq);
+    st = self.adapter_.create_cq(cq_depth, &Services::on_cq_notify, c, c->core, &Services::on_cq_created, c, &cq);
     if (st == STATUS_SUCCESS) {
       on_cq_created(c, STATUS_SUCCESS, &cq->header);
       return;
@@ -244,7 +260,10 @@ void Services::accept(Conn* c) {
   uint8_t pd[MemoryServiceInfo::kWireSize];
   uint32_t pd_len = 0;
   if (l.echo()) {
-    if (l.cfg.receive_delay_ms == 0) st = post_receives(c);
+    if (l.cfg.receive_delay_ms == 0) {
+      st = post_receives(c);
+      if (st == STATUS_SUCCESS) start_echo(c);
+    }
   } else {
     MemoryServiceInfo info;
     info.address = reinterpret_cast<uint64_t>(l.region.get());
@@ -255,7 +274,10 @@ void Services::accept(Conn* c) {
   }
   // Inbound reads: as many as the adapter allows (the memory service is read by its clients);
   // we issue none.
-  const uint32_t irl = adapter_.impl().setup.limits.max_read_limit;
+  NdkAdapterInfo info{};
+  size_t info_size = sizeof(info);
+  adapter_.query_adapter_info(&info, &info_size);
+  const uint32_t irl = info.max_inbound_read_limit;
   if (st == STATUS_SUCCESS)
     st = c->connector->accept_ex(c->qp, irl, 0, pd_len != 0 ? pd : nullptr, pd_len, &Services::on_disconnected, c,
                                  &Services::on_accepted, c);
@@ -301,6 +323,8 @@ void Services::on_disconnected(void* context, NTSTATUS reason) {
 void Services::teardown(Conn* c) {
   if (c->closing) return;
   c->closing = true;
+  // Before any close request goes to the core: a notification after this touches nothing.
+  c->core_stop.store(true, std::memory_order_release);
   close_next(c);
 }
 
@@ -341,6 +365,8 @@ void Services::close_next(Conn* c) {
   }
   --c->svc->connections;
   ++counters_.connections_closed;
+  counters_.echo_messages += c->echo_messages.load(std::memory_order_relaxed);
+  counters_.echo_bytes += c->echo_bytes.load(std::memory_order_relaxed);
   conns_.erase(c);  // frees c
   maybe_finish_stop();
 }
@@ -405,6 +431,15 @@ void Services::maybe_finish_stop() {
 
 // ---- echo data path ---------------------------------------------------------------------------
 
+ServiceCounters Services::counters() const {
+  ServiceCounters out = counters_;
+  for (const auto& [c, owned] : conns_) {
+    out.echo_messages += c->echo_messages.load(std::memory_order_relaxed);
+    out.echo_bytes += c->echo_bytes.load(std::memory_order_relaxed);
+  }
+  return out;
+}
+
 NTSTATUS Services::post_receives(Conn* c) {
   const Listening& l = *c->svc;
   NTSTATUS st = STATUS_SUCCESS;
@@ -416,6 +451,15 @@ NTSTATUS Services::post_receives(Conn* c) {
   return st;
 }
 
+// Control thread, once the receives are posted: hands the connection's queues to its core. From
+// the first arm on, only on_cq_notify (on the core) posts and drains.
+void Services::start_echo(Conn* c) {
+  c->core_qp = c->qp;
+  c->core_cq = c->cq;
+  c->local_token = c->mr->get_local_token();
+  c->cq->arm(NdkCqNotifyType::kAny);
+}
+
 void Services::on_disconnect_done(void* context, NTSTATUS status) {
   auto* c = static_cast<Conn*>(context);
   pmd::log(LogLevel::kInfo, "service_disconnected", {{"by", "service"}, {"status", std::string(status_name(status))}});
@@ -424,55 +468,77 @@ void Services::on_disconnect_done(void* context, NTSTATUS status) {
 
 unsigned Services::poll() {
   unsigned work = 0;
+  std::vector<Conn*> failed;
   for (auto& [c, owned] : conns_) {
     if (!c->established || c->closing || c->cq == nullptr) continue;
+    if (c->core_failed.load(std::memory_order_acquire)) {
+      failed.push_back(c);
+      continue;
+    }
     if (c->svc->echo() && !c->receives_posted && std::chrono::steady_clock::now() >= c->post_receives_at) {
       if (post_receives(c) != STATUS_SUCCESS) {
-        ++counters_.connections_failed;
-        teardown(c);
+        failed.push_back(c);
         continue;
       }
+      start_echo(c);
       ++work;
     }
-    work += poll_echo(c);
     const uint32_t after = c->svc->cfg.disconnect_after;
-    if (after != 0 && !c->disconnecting && c->echoes_done >= after) {
+    if (after != 0 && !c->disconnecting && c->echoes_done.load(std::memory_order_relaxed) >= after) {
       c->disconnecting = true;
       const NTSTATUS st = c->connector->disconnect(&Services::on_disconnect_done, c);
       if (st != STATUS_PENDING) on_disconnect_done(c, st);
       ++work;
+      break;  // on_disconnect_done may have freed entries of conns_
     }
   }
-  return work;
+  // teardown() may free a Conn: not while iterating conns_.
+  for (Conn* c : failed) {
+    pmd::log(LogLevel::kWarning, "service_connection_failed", {{"qpn", c->qp ? std::to_string(c->qp->qpn()) : "?"}});
+    ++counters_.connections_failed;
+    teardown(c);
+  }
+  return work + static_cast<unsigned>(failed.size());
 }
 
-unsigned Services::poll_echo(Conn* c) {
-  NdkResultEx results[32];
-  const uint32_t n = c->cq->get_results_ex(results, 32);
-  if (!c->svc->echo()) return n;
+// The CQ's notification, on the polling core that owns the CQ and the QP. Drains the CQ: each
+// SEND that arrived goes back from its receive buffer, each echo that left re-posts its buffer.
+// Then arms again (a completion that landed meanwhile fires at once).
+void Services::on_cq_notify(void* context, NTSTATUS status) {
+  auto* c = static_cast<Conn*>(context);
+  if (c->core_stop.load(std::memory_order_acquire)) return;  // teardown: no more posts, no arm
+  if (status != STATUS_SUCCESS) {
+    // The CQ overran: it and the QP are dead; the control thread ends the connection.
+    c->core_failed.store(true, std::memory_order_release);
+    return;
+  }
   const uint32_t msg = c->svc->cfg.message_bytes;
-  for (uint32_t i = 0; i < n; ++i) {
-    const NdkResultEx& r = results[i];
-    if (r.status != STATUS_SUCCESS) continue;  // flushed (CANCELLED) while the connection ends
-    const auto ctx = reinterpret_cast<uintptr_t>(r.request_context);
-    const auto slot = static_cast<uint32_t>(ctx >> 1);
-    uint8_t* data = c->buf.get() + uint64_t{slot} * msg;
-    if ((ctx & 1) == 0) {
-      // A SEND arrived: the same bytes go back from the same buffer.
-      NdkSge sge{data, r.bytes_transferred, c->mr->get_local_token()};
-      const NTSTATUS st = c->qp->send(slot_context(slot, true), &sge, r.bytes_transferred != 0 ? 1 : 0, 0);
-      if (st == STATUS_SUCCESS) {
-        ++counters_.echo_messages;
-        counters_.echo_bytes += r.bytes_transferred;
+  NdkResultEx results[32];
+  uint32_t n;
+  while ((n = c->core_cq->get_results_ex(results, 32)) != 0) {
+    for (uint32_t i = 0; i < n; ++i) {
+      const NdkResultEx& r = results[i];
+      if (r.status != STATUS_SUCCESS) continue;  // flushed (CANCELLED) while the connection ends
+      const auto ctx = reinterpret_cast<uintptr_t>(r.request_context);
+      const auto slot = static_cast<uint32_t>(ctx >> 1);
+      uint8_t* data = c->buf.get() + uint64_t{slot} * msg;
+      if ((ctx & 1) == 0) {
+        // A SEND arrived: the same bytes go back from the same buffer.
+        NdkSge sge{data, r.bytes_transferred, c->local_token};
+        const NTSTATUS st = c->core_qp->send(slot_context(slot, true), &sge, r.bytes_transferred != 0 ? 1 : 0, 0);
+        if (st == STATUS_SUCCESS) {
+          bump(c->echo_messages, 1);
+          bump(c->echo_bytes, r.bytes_transferred);
+        }
+      } else {
+        // The echo left: the buffer takes the next SEND.
+        bump(c->echoes_done, 1);
+        NdkSge sge{data, msg, c->local_token};
+        c->core_qp->receive(slot_context(slot, false), &sge, 1);
       }
-    } else {
-      // The echo left: the buffer takes the next SEND.
-      ++c->echoes_done;
-      NdkSge sge{data, msg, c->mr->get_local_token()};
-      c->qp->receive(slot_context(slot, false), &sge, 1);
     }
   }
-  return n;
+  c->core_cq->arm(NdkCqNotifyType::kAny);
 }
 
 }  // namespace rocedp::control

@@ -18,9 +18,18 @@
 // 28, consumer defined, no private data). A peer's disconnect, or the peer's death, closes the
 // connection's connector, QP and CQ.
 //
-// Threads: everything here runs on the control thread: the NDK callbacks (ConnectEvent, Create/
-// Close/Request completions, DisconnectEvent) and poll(), which drains the echo CQs with
-// GetCqResults and posts the echoes (NDK lets any one thread per queue post).
+// Threads: connection set-up and teardown run on the control thread (the NDK callbacks
+// ConnectEvent, Create/Close/Request completions, DisconnectEvent, and poll(), which posts
+// delayed receives and starts disconnect_after). The echo's data path runs on the polling core
+// that owns the connection's CQ: each CQ is armed, and its notification callback (NDK runs it on
+// the owning core) drains the CQ with GetCqResultsEx, posts the echoes and the receives, and
+// arms again. So an echo costs no hand-over to the control thread, which may nap. The control
+// thread posts the first receives and arms once; from then on only the core touches the QP's
+// queues and the CQ, so posts stay serialized per queue as NDK requires. Before teardown starts,
+// the control thread sets Conn::core_stop; a notification that sees it touches nothing (the close
+// requests reach the core after it, so no callback can use a closed QP).
+//
+// Services use only the public API in include/rocedp/.
 
 #include <atomic>
 #include <cstdint>
@@ -80,7 +89,8 @@ class Services {
   Services(const Services&) = delete;
   Services& operator=(const Services&) = delete;
 
-  /// Control thread, once per loop pass: drains the echo CQs and echoes. Returns work done.
+  /// Control thread, once per loop pass: posts delayed receives, starts disconnect_after,
+  /// ends connections whose CQ overran. Echoes run on the cores, not here. Returns work done.
   unsigned poll();
   /// Control thread: stop accepting (listeners closed), end every connection (connector close:
   /// DREQ or REJ; QP and CQ closed), then close the regions and the PD. stopped() turns true
@@ -90,7 +100,9 @@ class Services {
 
   /// Control thread: "echo" / "memory" for a connector a listener of ours handed out, else "".
   std::string service_of(const Connector* c) const;
-  const ServiceCounters& counters() const { return counters_; }
+  /// Control thread. The echo counts include the open connections' (read from the cores'
+  /// relaxed counters).
+  ServiceCounters counters() const;
   size_t open_connections() const { return conns_.size(); }
 
   struct Listening;
@@ -111,8 +123,9 @@ class Services {
   void teardown(Conn* c);
   void close_next(Conn* c);
   void maybe_finish_stop();
-  unsigned poll_echo(Conn* c);
+  static void on_cq_notify(void* context, NTSTATUS status);
   NTSTATUS post_receives(Conn* c);
+  void start_echo(Conn* c);
   static void on_disconnect_done(void* context, NTSTATUS status);
 
   Adapter& adapter_;
