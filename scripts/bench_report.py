@@ -159,6 +159,11 @@ def main():
             elif r["name"] in fresh:
                 merged.append(fresh.pop(r["name"]))
         results = merged + [r for r in results if r["name"] in fresh]
+    elif os.path.exists(args.out):
+        # Rows of the other scripts (bench_dataplane.py, bench_baselines.py, ...) stay.
+        with open(args.out) as f:
+            names = {r["name"] for r in results}
+            results = [r for r in json.load(f) if r.get("name") not in names] + results
 
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:

@@ -61,6 +61,8 @@ telemetry: {enabled: false}
 listeners:
   - {port: memif0, nd_port: 7000, service: echo, message_bytes: 4096, queue_depth: 64}
   - {port: memif0, nd_port: 7001, service: memory, memory_bytes: 1048576}
+  - {port: memif0, nd_port: 7004, service: echo, message_bytes: 4096, queue_depth: 16, receive_delay_ms: 300}
+  - {port: memif0, nd_port: 7005, service: echo, message_bytes: 256, queue_depth: 8, disconnect_after: 50}
 YAML
   # The client's polling runs inline on lcore 0; the daemon polls on lcore 1.
   cat > "$work/client.yaml" <<YAML
@@ -91,6 +93,14 @@ YAML
     echo "case $n: --connect :$port $* -> $rc"
     [ "$rc" -eq "$expect" ] || { cat "$work/c$n.log" >&2; fail "exit $rc, expected $expect: $*"; }
   }
+  # run_any PORT ARGS...: as run, whatever the exit status (the peer may end the connection).
+  run_any() {
+    local port=$1; shift
+    n=$((n + 1))
+    local rc=0
+    "$perf" --config "$work/client.yaml" --connect 198.18.1.1:"$port" --timeout 40 "$@" > "$work/c$n.log" 2>&1 || rc=$?
+    echo "case $n: --connect :$port $* -> $rc"
+  }
   run 0 7001 write bw -s 4096 -n 64 -q 2 --verify
   grep -qxF "$bw_header" "$work/c$n.log" || fail "bw header"
   grep -q "Connections     : 2 through the IB CM to 198.18.1.1:7001 (rocedpd memory service)" "$work/c$n.log" || fail "target line"
@@ -110,6 +120,21 @@ YAML
   grep -q "verify: 1000 messages of 1500 bytes" "$work/c$n.log" || fail "echo verify"
   run 0 7000 send lat -s 100 -n 300 --verify
   expect_row "$work/c$n.log" 100 300
+  # The echo runs on the daemon's polling core (CQ notification): many echoes over 4 connections
+  # with the window at the service's queue depth, every byte compared, and 1-byte messages.
+  run 0 7000 send bw -s 4096 -n 500 -q 4 -t 64 --verify
+  expect_row "$work/c$n.log" 4096 2000
+  grep -q "verify: 2000 messages of 4096 bytes" "$work/c$n.log" || fail "echo verify (4 connections)"
+  run 0 7000 send lat -s 1 -n 2000 --verify
+  expect_row "$work/c$n.log" 1 2000
+  # Receives posted 300 ms after the connection (the control thread posts, then hands the queues
+  # to the core): the first SEND meets RNR NAKs and still comes back byte-exact.
+  run 0 7004 send lat -s 4096 -n 200 --verify
+  expect_row "$work/c$n.log" 4096 200
+  # disconnect_after 50: the core counts the echoes, the control thread sends the DREQ after the
+  # 50th; the client's 50 ping-pongs all came back first.
+  run_any 7005 send lat -s 200 -n 50 --verify
+  expect_row "$work/c$n.log" 200 50
   # The wrong service for the operation, and a port nobody listens on.
   run 1 7000 write bw -n 10
   grep -q "an echo service (no memory region): use send" "$work/c$n.log" || fail "write to echo not refused"
@@ -125,7 +150,9 @@ YAML
   [ "$status" -eq 0 ] || fail "rocedpd exit status $status"
   accepted=$(grep -c "event=service_connected" "$work/daemon.log" || true)
   closed=$(grep -c "event=service_disconnected" "$work/daemon.log" || true)
-  [ "$accepted" -eq 12 ] || fail "rocedpd accepted $accepted connections, expected 12"
+  [ "$accepted" -eq 18 ] || fail "rocedpd accepted $accepted connections, expected 18"
+  echoes_dreq=$(grep -c "event=service_disconnected by=service" "$work/daemon.log" || true)
+  [ "$echoes_dreq" -eq 1 ] || fail "disconnect_after: rocedpd sent $echoes_dreq DREQs, expected 1"
   [ "$closed" -eq "$accepted" ] || fail "$accepted connections accepted, $closed disconnected"
   ;;
 listen)
