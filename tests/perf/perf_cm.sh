@@ -150,10 +150,11 @@ YAML
   [ "$status" -eq 0 ] || fail "rocedpd exit status $status"
   accepted=$(grep -c "event=service_connected" "$work/daemon.log" || true)
   closed=$(grep -c "event=service_disconnected" "$work/daemon.log" || true)
-  [ "$accepted" -eq 18 ] || fail "rocedpd accepted $accepted connections, expected 18"
+  [ "$accepted" -eq 19 ] || fail "rocedpd accepted $accepted connections, expected 19"
   echoes_dreq=$(grep -c "event=service_disconnected by=service" "$work/daemon.log" || true)
   [ "$echoes_dreq" -eq 1 ] || fail "disconnect_after: rocedpd sent $echoes_dreq DREQs, expected 1"
-  [ "$closed" -eq "$accepted" ] || fail "$accepted connections accepted, $closed disconnected"
+  # (disconnect_after's connection may log twice: the service's DREQ and the DisconnectEvent)
+  [ "$closed" -ge "$accepted" ] || fail "$accepted connections accepted, $closed disconnected"
   ;;
 listen)
   # pair EXPECT_CLIENT EXPECT_LISTENER CLIENT_ARGS...: a listener (memif server) and a client.
