@@ -188,16 +188,22 @@ void MemifGuard::stop() {
   std::lock_guard lock(step_mutex_);
   polling_.store(false, std::memory_order_release);
   draining_ = false;
-  if (locked_) {
-    __atomic_store_n(cc_lock_, 0, __ATOMIC_RELEASE);
-    locked_ = false;
-  }
-  // A peer's departure may be under way on the interrupt thread (it waited for the lock): let it
-  // finish (lock free, control channel gone, regions unmapped) before rte_eth_dev_stop runs
-  // memif_disconnect too, so the two never run at once.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-  while (!connected() && !disconnected() && std::chrono::steady_clock::now() < until) {
+  if (!locked_) return;
+  // The peer is leaving if the driver cleared its flag: memif_disconnect then waits on the
+  // interrupt thread for the lock we let go of now.
+  const bool leaving = !connected();
+  __atomic_store_n(cc_lock_, 0, __ATOMIC_RELEASE);
+  locked_ = false;
+  if (!leaving) return;
+  // Let that disconnect finish (lock free, control channel gone, regions unmapped) before
+  // rte_eth_dev_stop runs memif_disconnect too: the driver must never run it twice at once.
+  const auto start = std::chrono::steady_clock::now();
+  while (!disconnected() && std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
     std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  if (!disconnected()) {
+    log(LogLevel::kWarning, "memif_guard_stop_timeout",
+        {{"port", name_}, {"note", "the interrupt thread did not finish the peer's departure in 10 s"}});
   }
 }
 
