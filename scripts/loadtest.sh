@@ -76,7 +76,8 @@ cleanup() {
     grep -v "level=debug" "$work/daemon.log" | tail -n 30 >&2
   fi
   ip netns del "$ns" 2> /dev/null || true
-  rm -rf "$work" /var/run/dpdk/{$dprefix,$cprefix,$gprefix,$rprefix}
+  [ -n "${LOADTEST_KEEP:-}" ] && echo "kept $work" >&2 || rm -rf "$work"
+  rm -rf /var/run/dpdk/{$dprefix,$cprefix,$gprefix,$rprefix}
   exit $rc
 }
 trap cleanup EXIT INT TERM
@@ -109,6 +110,20 @@ telemetry: {stats_interval_ms: 20}
 listeners:
   - {port: p0, nd_port: 7000, service: echo, message_bytes: 4096, queue_depth: 16, max_connections: 64}
 YAML
+# The clients know the daemon's MAC (no ARP to lose under a flood).
+for who in c:198.18.20.2:$C_MAC:$cprefix:0 r:198.18.20.4:$R_MAC:$rprefix:1; do
+  IFS=: read -r dev ip m1 m2 m3 m4 m5 m6 pfx lc <<< "$who"
+  cat > "$work/client-$dev.yaml" << YAML
+eal: {lcores: [0, 1], main_lcore: $((1 - lc)), memory_mb: 256, file_prefix: $pfx, extra_args: ["--no-pci"]}
+ports:
+  - name: p0
+    devargs: net_af_packet0,iface=${dev}0
+    mac: "$m1:$m2:$m3:$m4:$m5:$m6"
+    address: $ip/24
+    neighbours: [{ip: 198.18.20.1, mac: "$D_MAC"}]
+dataplane: {lcores: [$lc]}
+YAML
+done
 in_ns "$rocedpd" --config "$work/daemon.yaml" > "$work/daemon.log" 2>&1 &
 daemon_pid=$!
 for _ in $(seq 600); do
@@ -155,17 +170,17 @@ drops_json() { /usr/bin/python3 "$tel" "$dprefix" /rocedp/drops; }
 # The live client: a fresh connection to the echo service, 64 B SEND ping-pong, every echo
 # checked; --json for the percentiles.
 start_client() {
-  in_ns "$perf" --connect 198.18.20.1:7000 --port-devargs net_af_packet0,iface=c0 --ip 198.18.20.2/24 \
-    --mac $C_MAC --lcore 0 --file-prefix $cprefix send lat -s 64 -D "$secs" --verify --json --timeout $((secs + 30)) \
+  in_ns "$perf" --connect 198.18.20.1:7000 --config "$work/client-c.yaml" send lat -s 64 -n $((secs * 200)) --verify --json --timeout $((secs + 60)) \
     > "$work/client.out" 2> "$work/client.err" &
   client_pid=$!
 }
 # The QP the live connection got (the newest RTS QP on the daemon) and the PSN it expects.
 live_qp() {
   for _ in $(seq 150); do
+    kill -0 "$client_pid" 2> /dev/null || return 1
     local q
-    q=$(tel_get /rocedp/qps "' '.join(f'{q} {p}' for q, p, s in zip(d.get('qpn', []), d.get('expected_psn', []), d.get('state', [])) if s == 'RTS')" 2> /dev/null || true)
-    if [ -n "$q" ]; then echo "$q" | awk '{print $(NF-1), $NF}'; return 0; fi
+    q=$(tel_get /rocedp/qps "' '.join(f'{q} {p} {n}' for q, p, n, s in zip(d.get('qpn', []), d.get('expected_psn', []), d.get('next_psn', []), d.get('state', [])) if s == 'RTS')" 2> /dev/null || true)
+    if [ -n "$q" ]; then echo "$q" | awk '{print $(NF-2), $(NF-1), $NF}'; return 0; fi
     sleep 0.1
   done
   return 1
@@ -189,14 +204,14 @@ run_load() {  # run_load NAME PCAP LOOP
   drops_before=$(drops_json)
   start_client
   live=$(live_qp) || fail "$name: the live client never connected ($(tail -2 "$work/client.err"))"
-  read -r qpn psn <<< "$live"
+  read -r qpn psn sq_psn <<< "$live"
   if [ -n "$pcap" ]; then
-    /usr/bin/python3 "$frames" --retarget "$work/$pcap.pcap" "$work/$pcap-live.pcap" --live-qpn "$qpn" --live-psn "$psn" > /dev/null
+    /usr/bin/python3 "$frames" --retarget "$work/$pcap.pcap" "$work/$pcap-live.pcap" --live-qpn "$qpn" \
+      --live-psn "$psn" --live-sq-psn "$sq_psn" > /dev/null
     start_generator "$work/$pcap-live.pcap" "$loop"
   fi
   if [ "$name" = pressure ]; then
-    in_ns "$perf" --connect 198.18.20.1:7000 --port-devargs net_af_packet0,iface=r0 --ip 198.18.20.4/24 \
-      --mac $R_MAC --lcore 1 --file-prefix $rprefix send lat -s 64 -n 2 --recv-delay-ms $((secs * 1000)) \
+    in_ns "$perf" --connect 198.18.20.1:7000 --config "$work/client-r.yaml" send lat -s 64 -n 2 --recv-delay-ms $((secs * 1000)) \
       --timeout $((secs + 20)) > "$work/rnr.out" 2>&1 &
     rnr_pid=$!
   fi
@@ -207,7 +222,7 @@ run_load() {  # run_load NAME PCAP LOOP
   sent=$(generator_sent); sent=${sent:-0}
   stop_pid "$rnr_pid"; rnr_pid=
   kill -0 "$daemon_pid" 2> /dev/null || fail "$name: rocedpd died"
-  [ $status -eq 0 ] || fail "$name: live client exit $status: $(tail -3 "$work/client.err" "$work/client.out")"
+  [ $status -eq 0 ] || fail "$name: live client exit $status: $(tail -n 3 "$work/client.err" "$work/client.out")"
   p50=$(/usr/bin/python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if l.startswith('{') and 'rtt_p50_usec' in l]; print('%.1f %.1f' % (r[-1]['rtt_p50_usec'], r[-1]['rtt_p99_usec']))" "$work/client.out")
   read -r p50 p99 <<< "$p50"
   # Let queued frames and connection state settle, then compare with the counters before.

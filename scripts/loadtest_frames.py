@@ -31,7 +31,10 @@ import sys
 import zlib
 
 ROCE_PORT = 4791
-PLACEHOLDER_QPN = 0xFFFFFE
+PLACEHOLDER_QPN = 0xFFFFFE      # requests to the live QP: PSNs relative to the PSN it expects
+PLACEHOLDER_QPN_RSP = 0xFFFFFD  # responses (ACK/NAK, READ/atomic responses) to the live QP:
+                                # PSNs relative to the next PSN it sends
+RESPONSE_OPCODES = range(0x0D, 0x13)
 
 
 def icrc(frame):
@@ -49,7 +52,7 @@ def icrc(frame):
     return struct.pack("<I", zlib.crc32(data) & 0xFFFFFFFF)
 
 
-def retarget(src, dst, qpn, psn):
+def retarget(src, dst, qpn, psn, sq_psn):
     with open(src, "rb") as f:
         data = f.read()
     out = bytearray(data[:24])
@@ -60,10 +63,11 @@ def retarget(src, dst, qpn, psn):
         fr = rec[16:]
         if (len(fr) >= 54 and fr[12:14] == b"\x08\x00" and fr[14] == 0x45 and fr[23] == 17 and
                 struct.unpack_from("!H", fr, 36)[0] == ROCE_PORT and
-                int.from_bytes(fr[47:50], "big") == PLACEHOLDER_QPN):
+                int.from_bytes(fr[47:50], "big") in (PLACEHOLDER_QPN, PLACEHOLDER_QPN_RSP)):
             good = len(fr) >= 58 and icrc(bytes(fr)) == bytes(fr[-4:])
+            base = psn if int.from_bytes(fr[47:50], "big") == PLACEHOLDER_QPN else sq_psn
             fr[47:50] = qpn.to_bytes(3, "big")
-            fr[51:54] = ((int.from_bytes(fr[51:54], "big") + psn) & 0xFFFFFF).to_bytes(3, "big")
+            fr[51:54] = ((int.from_bytes(fr[51:54], "big") + base) & 0xFFFFFF).to_bytes(3, "big")
             if len(fr) >= 58:
                 c = icrc(bytes(fr))
                 fr[-4:] = c if good else bytes(x ^ 0x5A for x in c)
@@ -103,7 +107,7 @@ def flood(a):
                         reth(0x10000 + 64 * i, rnd.randrange(1 << 32), 64) + bytes(64),
                         sport=49152 + i))
     for i in range(256):
-        psn = a.live_psn + (1 << 23) + i  # half the PSN space away: never in any window
+        psn = a.live_psn - (1 << 22) + i  # 2^22 behind: far outside any window (duplicate side)
         out.append(roce(a, a.client_ip, a.live_qpn, 0x04, psn, bytes(range(64)), sport=50000 + i))
     return out
 
@@ -111,7 +115,7 @@ def flood(a):
 def malformed(a):
     out = []
     rnd = random.Random(2)
-    far = a.live_psn + (1 << 23)
+    far = a.live_psn - (1 << 22)
     base = bytes(roce(a, a.client_ip, a.live_qpn, 0x0A, far, reth(0x1000, 0x1234, 64) + bytes(64)))
     # Every truncation of a valid frame (Ethernet header up to one byte short).
     for n in range(14, len(base)):
@@ -138,7 +142,8 @@ def malformed(a):
     # payload the size of a RETH+AtomicETH so every extension header "fits".
     for op in range(256):
         body = bytes(rnd.randrange(256) for _ in range(16 + 28 + 8))
-        out.append(roce(a, a.client_ip, a.live_qpn, op, far + op, body))
+        live = PLACEHOLDER_QPN_RSP if op in RESPONSE_OPCODES else a.live_qpn
+        out.append(roce(a, a.client_ip, live, op, far + op, body))
         out.append(roce(a, a.sip, 0x000123, op, rnd.randrange(1 << 24), body))
     # Hostile RETHs: every length/VA extreme, random rkeys, to the live QP and an unknown one.
     for va, ln in ((0xFFFFFFFFFFFFFFF0, 64), (0, 0xFFFFFFFF), (0x7FFFFFFFFFFF, 0x80000000),
@@ -154,7 +159,7 @@ def malformed(a):
     for syn in range(256):
         p = (Ether(src=a.smac, dst=a.dmac) / IP(src=a.client_ip, dst=a.dip) /
              UDP(sport=51000 + syn, dport=ROCE_PORT, chksum=0) /
-             BTH(opcode=0x11, dqpn=a.live_qpn, psn=(far + syn) & 0xFFFFFF, pkey=0xFFFF) /
+             BTH(opcode=0x11, dqpn=PLACEHOLDER_QPN_RSP, psn=(far + syn) & 0xFFFFFF, pkey=0xFFFF) /
              AETH(syndrome=syn, msn=rnd.randrange(1 << 24)))
         out.append(p)
     # CM MADs to QP1: every CM attribute ID and some that are not, then broken sizes.
@@ -223,8 +228,9 @@ def main():
         ap.add_argument("--retarget", nargs=2, metavar=("IN", "OUT"), required=True)
         ap.add_argument("--live-qpn", type=lambda s: int(s, 0), required=True)
         ap.add_argument("--live-psn", type=lambda s: int(s, 0), required=True)
+        ap.add_argument("--live-sq-psn", type=lambda s: int(s, 0), required=True)
         a = ap.parse_args()
-        n = retarget(a.retarget[0], a.retarget[1], a.live_qpn, a.live_psn)
+        n = retarget(a.retarget[0], a.retarget[1], a.live_qpn, a.live_psn, a.live_sq_psn)
         print(f"retargeted {n} frames")
         return
     scapy_layers()
