@@ -83,6 +83,8 @@ cleanup() {
 trap cleanup EXIT INT TERM
 fail() { echo "FAIL: $*" >&2; exit 1; }
 tel_get() { /usr/bin/python3 "$tel" "$dprefix" "$1" "$2"; }
+# Background processes are started with `ip netns exec` itself (not through a shell function), so
+# $! is the program's PID (ip execs it) and stop_pid reaches it.
 in_ns() { ip netns exec "$ns" "$@"; }
 
 # ---- the network: a bridge and three veth pairs, all inside $ns ----
@@ -124,7 +126,7 @@ ports:
 dataplane: {lcores: [$lc]}
 YAML
 done
-in_ns "$rocedpd" --config "$work/daemon.yaml" > "$work/daemon.log" 2>&1 &
+ip netns exec "$ns" "$rocedpd" --config "$work/daemon.yaml" > "$work/daemon.log" 2>&1 &
 daemon_pid=$!
 for _ in $(seq 600); do
   grep -q "event=running" "$work/daemon.log" 2> /dev/null && break
@@ -170,7 +172,7 @@ drops_json() { /usr/bin/python3 "$tel" "$dprefix" /rocedp/drops; }
 # The live client: a fresh connection to the echo service, 64 B SEND ping-pong, every echo
 # checked; --json for the percentiles.
 start_client() {
-  in_ns "$perf" --connect 198.18.20.1:7000 --config "$work/client-c.yaml" send lat -s 64 -n $((secs * 200)) --verify --json --timeout $((secs + 60)) \
+  ip netns exec "$ns" "$perf" --connect 198.18.20.1:7000 --config "$work/client-c.yaml" send lat -s 64 -n $((secs * 200)) --verify --json --timeout $((secs + 60)) \
     > "$work/client.out" 2> "$work/client.err" &
   client_pid=$!
 }
@@ -186,7 +188,7 @@ live_qp() {
   return 1
 }
 start_generator() {  # start_generator PCAP LOOP(1|0)
-  in_ns dpdk-testpmd -l 0,1 --no-huge -m 128 --no-pci --file-prefix $gprefix \
+  ip netns exec "$ns" dpdk-testpmd -l 0,1 --no-huge -m 128 --no-pci --file-prefix $gprefix \
     --vdev "net_pcap0,rx_pcap=$1,tx_pcap=/dev/null,infinite_rx=$2" --vdev "net_af_packet0,iface=g0" \
     -- --forward-mode=io --auto-start --stats-period 1000 --total-num-mbufs=8192 < <(sleep $((secs + 40))) \
     > "$work/gen.out" 2>&1 &
@@ -211,7 +213,7 @@ run_load() {  # run_load NAME PCAP LOOP
     start_generator "$work/$pcap-live.pcap" "$loop"
   fi
   if [ "$name" = pressure ]; then
-    in_ns "$perf" --connect 198.18.20.1:7000 --config "$work/client-r.yaml" send lat -s 64 -n 2 --recv-delay-ms $((secs * 1000)) \
+    ip netns exec "$ns" "$perf" --connect 198.18.20.1:7000 --config "$work/client-r.yaml" send lat -s 64 -n 2 --recv-delay-ms $((secs * 1000)) \
       --timeout $((secs + 20)) > "$work/rnr.out" 2>&1 &
     rnr_pid=$!
   fi
