@@ -9,6 +9,10 @@ using namespace rocedp::wire;
 
 namespace {
 
+// Passive side: longest wait per REP for the RTU (4.096 µs × 2^20 = 4.3 s) and REP resends.
+constexpr std::uint8_t kMaxPassiveTimeoutCode = 20;
+constexpr std::uint8_t kMaxPassiveRetries = 3;
+
 // A REJ's reason as an NDK status: the peer's CM timing out is a timeout
 // (CompleteConnectEx/Accept IO_TIMEOUT); anything else is the given status.
 NTSTATUS status_for_rej(std::uint16_t reason, NTSTATUS otherwise) {
@@ -282,9 +286,13 @@ NTSTATUS CmConnection::on_request(const CmMad& m, std::uint32_t local_comm_id,
   peer_retry_count_ = req->retry_count;
   peer_rnr_retry_ = req->rnr_retry_count;
   peer_ack_timeout_ = req->primary.local_ack_timeout;
-  max_retries_ = req->max_cm_retries;
-  // The REQ's Local CM Response Timeout says how fast the active side answers our REP.
-  answer_timeout_code_ = req->local_cm_response_timeout;
+  // The REQ's Local CM Response Timeout says how fast the active side answers our REP, and its
+  // Max CM Retries how often we resend it. Both come from the peer: a REQ asking for 2^31 ×
+  // 4.096 µs and 15 retries would hold the listener's slot for days. The wait for the RTU is
+  // capped (4.3 s per try as Linux's rdma_cm asks, 4 tries); resending earlier or giving up
+  // sooner only costs a peer that slow a REJ (timeout).
+  max_retries_ = std::min<std::uint8_t>(req->max_cm_retries, kMaxPassiveRetries);
+  answer_timeout_code_ = std::min<std::uint8_t>(req->local_cm_response_timeout, kMaxPassiveTimeoutCode);
   retry_timeout_ns_ = ib_time_ns(answer_timeout_code_);
   conn_tid_ = m.hdr.tid;
   save_peer_pd(std::span<const std::uint8_t>(req->private_data).subspan(kCmaHdrLen));

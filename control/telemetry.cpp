@@ -94,6 +94,7 @@ const CoreField kCoreFields[] = {
     {"handoff_in", [](const dataplane::CoreStats& c) { return c.handoff_in; }},
     {"handoff_out", [](const dataplane::CoreStats& c) { return c.handoff_out; }},
     {"to_control", [](const dataplane::CoreStats& c) { return c.to_control; }},
+    {"roce_to_engine", [](const dataplane::CoreStats& c) { return c.roce_to_engine; }},
     {"requests", [](const dataplane::CoreStats& c) { return c.requests; }},
     {"arp_replies", [](const dataplane::CoreStats& c) { return c.arp_icmp.arp_replies; }},
     {"echo_replies", [](const dataplane::CoreStats& c) { return c.arp_icmp.echo_replies; }},

@@ -248,6 +248,7 @@ void PollingCore::handle_local_lc(rte_mbuf** pkts, uint16_t n) {
         if (roce_ != nullptr && m->nb_segs == 1) {
           // The RDMA objects of this core (RC engine) execute it; nothing keeps the frame.
           roce_->rx_lc(parsed);
+          stats_.roce_to_engine++;
           rte_pktmbuf_free(m);
           break;
         }

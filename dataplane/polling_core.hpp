@@ -48,6 +48,7 @@ struct CoreStats {
   uint64_t handoff_out = 0;                // sent to another core or to control (RxDispatch)
   uint64_t handoff_in = 0;                 // received from other cores
   uint64_t to_control = 0;                 // frames classified for the control path
+  uint64_t roce_to_engine = 0;             // RoCEv2 frames handed to this core's RDMA objects
   uint64_t requests = 0;                   // control messages run
   uint64_t polls = 0, busy_polls = 0;
   uint64_t busy_cycles = 0, idle_cycles = 0;  // TSC cycles, added up by run_lc()

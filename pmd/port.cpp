@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "pmd/fault_stage.hpp"
+#include "pmd/memif_guard.hpp"
 #include "pmd/log.hpp"
 #include "pmd/packet_pool.hpp"
 #include "pmd/ring_pair.hpp"
@@ -301,6 +302,8 @@ std::unique_ptr<Port> Port::open(const config::PortConfig& cfg, uint16_t wanted_
          {"seed", std::to_string(f.seed)}});
   }
 
+  p->guard_ = MemifGuard::attach(pid, queues, cfg.name);
+
   log(LogLevel::kInfo, "port_open",
       {{"port", cfg.name},
        {"devargs", cfg.devargs},
@@ -318,6 +321,7 @@ bool Port::start(std::string* error) {
   int rc = rte_eth_dev_start(port_id_);
   if (rc != 0) return fail(error, cfg_, "rte_eth_dev_start", errstr(rc));
   started_ = true;
+  if (guard_) guard_->start();
   if (software_mac_) {
     rc = rte_eth_promiscuous_enable(port_id_);
     if (rc != 0 && rc != -ENOTSUP) {
@@ -337,6 +341,8 @@ bool Port::start(std::string* error) {
 
 void Port::stop() {
   if (started_) {
+    // memif_disconnect (inside rte_eth_dev_stop) needs the lock the guard holds.
+    if (guard_) guard_->stop();
     int rc = rte_eth_dev_stop(port_id_);
     if (rc != 0) {
       log(LogLevel::kWarning, "port_stop_failed", {{"port", cfg_.name}, {"reason", errstr(rc)}});
@@ -377,6 +383,7 @@ Port::~Port() {
   stop();
   rx_stage_.clear();
   tx_stage_.clear();
+  guard_.reset();  // before close frees the driver state it watches
   close_device();
 }
 
@@ -384,7 +391,9 @@ LinkStatus Port::link() const {
   rte_eth_link l{};
   LinkStatus s;
   if (rte_eth_link_get_nowait(port_id_, &l) != 0) return s;
-  s.up = l.link_status == RTE_ETH_LINK_UP;
+  // A guarded memif port is up once its bursts may touch the device (the guard follows the
+  // driver's link within a watcher period).
+  s.up = l.link_status == RTE_ETH_LINK_UP && (guard_ == nullptr || guard_->polling());
   s.speed_mbps = (l.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN) ? 0 : l.link_speed;
   s.full_duplex = l.link_duplex == RTE_ETH_LINK_FULL_DUPLEX;
   return s;
@@ -421,6 +430,20 @@ void Port::drain_tx_stage(uint16_t queue, uint64_t now) {
 }
 
 uint16_t Port::rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n) {
+  if (guard_ == nullptr) return device_rx_burst(queue, pkts, n);
+  const uint16_t got = guard_->enter(queue) ? device_rx_burst(queue, pkts, n) : 0;
+  guard_->leave(queue);
+  return got;
+}
+
+uint16_t Port::tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n) {
+  if (guard_ == nullptr) return device_tx_burst(queue, pkts, n);
+  const uint16_t sent = guard_->enter(queue) ? device_tx_burst(queue, pkts, n) : 0;
+  guard_->leave(queue);
+  return sent;
+}
+
+uint16_t Port::device_rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n) {
   if (!rx_faults_ && !tx_faults_) return rte_eth_rx_burst(port_id_, queue, pkts, n);
   const uint64_t now = rte_get_tsc_cycles();
   if (tx_faults_) drain_tx_stage(queue, now);
@@ -435,7 +458,7 @@ uint16_t Port::rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n) {
   return static_cast<uint16_t>(s.pop_ready(pkts, n, now));
 }
 
-uint16_t Port::tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n) {
+uint16_t Port::device_tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n) {
   if (!tx_faults_) return rte_eth_tx_burst(port_id_, queue, pkts, n);
   const uint64_t now = rte_get_tsc_cycles();
   FaultStage& s = *tx_stage_[queue];

@@ -20,6 +20,7 @@ namespace rocedp::pmd {
 
 class PacketPool;
 class FaultStage;
+class MemifGuard;
 
 struct LinkStatus {
   bool up = false;
@@ -85,6 +86,9 @@ class Port {
   // Fast path; exactly one caller per queue (the lcore that owns it). The fault stage (cfg.fault)
   // applies here. rx_burst on queue q also moves TX frames that the fault stage of q delayed
   // onto the wire, so a polling core needs no separate timer for them.
+  // On net_memif a guard (memif_guard.hpp) makes these return 0 while the peer is leaving, so the
+  // driver never unmaps the peer's memory under a burst; a queue's owner must keep polling (or
+  // stop the port) for a peer's departure to complete.
   uint16_t rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n);
   // Frames not sent stay the caller's. With a TX fault stage the stage takes the frames it has
   // room for (they count as sent) and hands them to the device as their time comes.
@@ -93,6 +97,8 @@ class Port {
  private:
   Port() = default;
   void drain_tx_stage(uint16_t queue, uint64_t now);
+  uint16_t device_rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n);
+  uint16_t device_tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n);
   void close_device();
 
   config::PortConfig cfg_;
@@ -110,6 +116,7 @@ class Port {
   rte_device* device_ = nullptr;
   bool rx_faults_ = false, tx_faults_ = false;
   std::vector<std::unique_ptr<FaultStage>> rx_stage_, tx_stage_;  // per queue
+  std::unique_ptr<MemifGuard> guard_;  // net_memif only
 };
 
 }  // namespace rocedp::pmd

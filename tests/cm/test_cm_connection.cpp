@@ -411,6 +411,31 @@ TEST(CmConnection, RtuNeverArrivesAcceptTimesOutAndTheActiveSideIsDisconnected) 
   EXPECT_EQ(p.a.state(), CmState::kTimeWait);
 }
 
+// A REQ asks for the longest response time (2^31 × 4.096 µs) and 15 retries: the passive side
+// still gives up on a missing RTU after 4 REPs at most 4.3 s apart, so a storm of requests that
+// never complete cannot hold a listener's connections for days.
+TEST(CmConnection, PassiveWaitForTheRtuIsCappedWhateverTheReqAsks) {
+  Pair p;
+  p.drop = [](const CmMad& m, bool a_to_b) { return a_to_b && is(m, cm_attr::kRtu); };
+  CmConnectParams cp = p.connect_params();
+  cp.cm_response_timeout = 31;
+  cp.max_cm_retries = 15;
+  ASSERT_EQ(p.a.connect(cp, p.now), STATUS_PENDING);
+  p.pump();
+  const std::uint64_t accepted_at = p.now;
+  ASSERT_EQ(p.b.accept(p.accept_params(), p.now), STATUS_PENDING);
+  p.pump();
+  ASSERT_EQ(p.a.complete_connect(p.now), STATUS_SUCCESS);
+  p.pump();
+  while (p.b.state() == CmState::kRepSent) ASSERT_TRUE(p.tick());
+  EXPECT_EQ(p.sb.count_sent(cm_attr::kRep), 4u) << "1 + at most 3 resends";
+  EXPECT_LE(p.now - accepted_at, 4 * (4096ull << 20)) << "at most 4 waits of 4.096 µs × 2^20";
+  const CmEvent* e = p.sb.last(CmEventType::kAcceptComplete);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->status, STATUS_IO_TIMEOUT);
+  EXPECT_EQ(p.b.state(), CmState::kClosed);
+}
+
 TEST(CmConnection, CompleteConnectTooLateIsIoTimeout) {
   Pair p;
   CmConnectParams cp = p.connect_params();

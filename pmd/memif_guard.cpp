@@ -1,0 +1,254 @@
+#include "pmd/memif_guard.hpp"
+
+#include <rte_ethdev.h>
+#include <rte_malloc.h>
+#include <rte_pause.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_version.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "pmd/log.hpp"
+
+// ethdev's table of devices; exported by librte_ethdev (version INTERNAL) with no public header.
+extern "C" void* rte_eth_dev_allocated(const char* name);
+
+namespace rocedp::pmd {
+namespace {
+
+// DPDK 22.11 layouts, checked against the installed librte_net_memif.so.23.0: memif_disconnect
+// reads dev->data (+0x30), data->dev_private (+0x60), clears the link bit at data+0x6c, clears
+// flags bits 0..1 at private+0x08, then spins on private+0x38 before it unmaps anything.
+constexpr std::size_t kDevData = 0x30;          // struct rte_eth_dev: data
+constexpr std::size_t kDevProcessPrivate = 0x38;  //                  process_private
+constexpr std::size_t kDataNbRxQueues = 0x50;   // struct rte_eth_dev_data: nb_rx_queues
+constexpr std::size_t kDataNbTxQueues = 0x52;   //                          nb_tx_queues
+constexpr std::size_t kDataPrivate = 0x60;      //                          dev_private
+constexpr std::size_t kPrivRole = 0x04;         // struct pmd_internals: role (0 server, 1 client)
+constexpr std::size_t kPrivFlags = 0x08;        //                       flags
+constexpr std::size_t kPrivCc = 0x30;           //                       cc (control channel)
+constexpr std::size_t kPrivCcLock = 0x38;       //                       cc_lock
+constexpr std::size_t kProcRegionsNum = 0x800;  // struct pmd_process_private: regions_num
+constexpr uint32_t kFlagConnected = 1u << 1;
+constexpr uint32_t kKnownFlags = 0x1F;          // connecting, connected, zero-copy, disabled, abstract
+
+constexpr auto kWatchPeriod = std::chrono::microseconds(100);
+
+template <typename T>
+T read_at(const void* base, std::size_t off) {
+  T v;
+  std::memcpy(&v, static_cast<const uint8_t*>(base) + off, sizeof v);
+  return v;
+}
+
+}  // namespace
+
+// One thread for every guarded port of the process: it looks at each link every kWatchPeriod.
+// Started with the first guard, joined when the last one goes.
+class MemifWatcher {
+ public:
+  static MemifWatcher& get() {
+    static MemifWatcher w;
+    return w;
+  }
+  void add(MemifGuard* g) {
+    std::lock_guard lock(mutex_);
+    guards_.push_back(g);
+    if (!thread_.joinable()) {
+      quit_ = false;
+      thread_ = std::thread([this] { run(); });
+    }
+  }
+  void remove(MemifGuard* g) {
+    std::thread done;
+    {
+      std::unique_lock lock(mutex_);
+      // Not while run() is stepping this guard: wait for the end of the round.
+      cv_.wait(lock, [this] { return !stepping_; });
+      std::erase(guards_, g);
+      if (guards_.empty() && thread_.joinable()) {
+        quit_ = true;
+        done = std::move(thread_);
+      }
+    }
+    cv_.notify_all();
+    if (done.joinable()) done.join();
+  }
+
+ private:
+  void run() {
+    std::unique_lock lock(mutex_);
+    while (!quit_) {
+      stepping_ = true;
+      std::vector<MemifGuard*> round = guards_;
+      lock.unlock();
+      for (MemifGuard* g : round) g->step();
+      lock.lock();
+      stepping_ = false;
+      cv_.notify_all();
+      cv_.wait_for(lock, kWatchPeriod, [this] { return quit_; });
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<MemifGuard*> guards_;
+  std::thread thread_;
+  bool quit_ = false;
+  bool stepping_ = false;
+};
+
+std::unique_ptr<MemifGuard> MemifGuard::attach(uint16_t port_id, uint16_t queues,
+                                               const std::string& port_name) {
+  rte_eth_dev_info info;
+  if (rte_eth_dev_info_get(port_id, &info) != 0 || info.driver_name == nullptr ||
+      std::strcmp(info.driver_name, "net_memif") != 0) {
+    return nullptr;
+  }
+  auto refuse = [&](const std::string& why) {
+    log(LogLevel::kWarning, "memif_guard_unavailable",
+        {{"port", port_name},
+         {"dpdk", rte_version()},
+         {"reason", why},
+         {"note", "the peer leaving while a core is inside a burst can crash the process"}});
+    return nullptr;
+  };
+  if (std::strncmp(rte_version(), "DPDK 22.11", 10) != 0) return refuse("not DPDK 22.11");
+  // Diagnostic switch: ROCEDP_MEMIF_GUARD=0 runs unguarded, to reproduce the crash it prevents.
+  if (const char* env = std::getenv("ROCEDP_MEMIF_GUARD"); env != nullptr && std::strcmp(env, "0") == 0) {
+    return refuse("disabled by ROCEDP_MEMIF_GUARD=0");
+  }
+  char name[RTE_ETH_NAME_MAX_LEN];
+  if (rte_eth_dev_get_name_by_port(port_id, name) != 0) return refuse("no ethdev name");
+  void* dev = rte_eth_dev_allocated(name);
+  if (dev == nullptr) return refuse("ethdev not found by name");
+  void* data = read_at<void*>(dev, kDevData);
+  if (data == nullptr || std::strncmp(static_cast<const char*>(data), name, sizeof name) != 0 ||
+      read_at<uint16_t>(data, kDataNbRxQueues) != queues ||
+      read_at<uint16_t>(data, kDataNbTxQueues) != queues) {
+    return refuse("rte_eth_dev_data layout differs");
+  }
+  void* priv = read_at<void*>(data, kDataPrivate);
+  void* proc = read_at<void*>(dev, kDevProcessPrivate);
+  if (priv == nullptr || proc == nullptr) return refuse("no dev_private or process_private");
+  const auto role = read_at<uint32_t>(priv, kPrivRole);
+  const auto flags = read_at<uint32_t>(priv, kPrivFlags);
+  const auto lock = read_at<int>(priv, kPrivCcLock);
+  if (role > 1 || (flags & ~kKnownFlags) != 0 || (lock != 0 && lock != 1)) {
+    return refuse("pmd_internals layout differs");
+  }
+
+  std::unique_ptr<MemifGuard> g(new MemifGuard());
+  g->name_ = port_name;
+  g->port_id_ = port_id;
+  g->queues_ = queues;
+  g->flags_ = reinterpret_cast<volatile uint32_t*>(static_cast<uint8_t*>(priv) + kPrivFlags);
+  g->cc_lock_ = reinterpret_cast<volatile int*>(static_cast<uint8_t*>(priv) + kPrivCcLock);
+  g->cc_ = reinterpret_cast<void* volatile*>(static_cast<uint8_t*>(priv) + kPrivCc);
+  g->regions_num_ = reinterpret_cast<volatile uint16_t*>(static_cast<uint8_t*>(proc) + kProcRegionsNum);
+  const size_t size = rte_rcu_qsbr_get_memsize(queues);
+  g->qsbr_ = static_cast<rte_rcu_qsbr*>(rte_zmalloc("memif_guard", size, RTE_CACHE_LINE_SIZE));
+  if (g->qsbr_ == nullptr || rte_rcu_qsbr_init(g->qsbr_, queues) != 0) {
+    rte_free(g->qsbr_);
+    g->qsbr_ = nullptr;
+    return refuse("no memory for the quiescent-state variable");
+  }
+  g->online_.reset(new bool[queues]());
+  MemifWatcher::get().add(g.get());
+  return g;
+}
+
+MemifGuard::~MemifGuard() {
+  stop();
+  MemifWatcher::get().remove(this);
+  rte_free(qsbr_);
+}
+
+void MemifGuard::go_online(uint16_t q) {
+  rte_rcu_qsbr_thread_register(qsbr_, q);
+  rte_rcu_qsbr_thread_online(qsbr_, q);
+  online_[q] = true;
+}
+
+void MemifGuard::leave(uint16_t q) { rte_rcu_qsbr_quiescent(qsbr_, q); }
+
+bool MemifGuard::connected() const {
+  return (__atomic_load_n(flags_, __ATOMIC_ACQUIRE) & kFlagConnected) != 0;
+}
+
+void MemifGuard::start() { running_.store(true, std::memory_order_release); }
+
+void MemifGuard::stop() {
+  running_.store(false, std::memory_order_release);
+  std::lock_guard lock(step_mutex_);
+  polling_.store(false, std::memory_order_release);
+  draining_ = false;
+  if (!locked_) return;
+  // The peer is leaving if the driver cleared its flag: memif_disconnect then waits on the
+  // interrupt thread for the lock we let go of now.
+  const bool leaving = !connected();
+  __atomic_store_n(cc_lock_, 0, __ATOMIC_RELEASE);
+  locked_ = false;
+  if (!leaving) return;
+  // Let that disconnect finish (lock free, control channel gone, regions unmapped) before
+  // rte_eth_dev_stop runs memif_disconnect too: the driver must never run it twice at once.
+  const auto start = std::chrono::steady_clock::now();
+  while (!disconnected() && std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  if (!disconnected()) {
+    log(LogLevel::kWarning, "memif_guard_stop_timeout",
+        {{"port", name_}, {"note", "the interrupt thread did not finish the peer's departure in 10 s"}});
+  }
+}
+
+bool MemifGuard::disconnected() const {
+  return __atomic_load_n(cc_lock_, __ATOMIC_ACQUIRE) == 0 &&
+         __atomic_load_n(cc_, __ATOMIC_ACQUIRE) == nullptr &&
+         __atomic_load_n(regions_num_, __ATOMIC_ACQUIRE) == 0;
+}
+
+void MemifGuard::step() {
+  std::lock_guard lock(step_mutex_);
+  if (!running_.load(std::memory_order_acquire)) return;
+  if (!locked_) {
+    if (!connected()) return;
+    int expected = 0;
+    // A disconnect in progress holds or wants the lock: try again next round.
+    if (!__atomic_compare_exchange_n(cc_lock_, &expected, 1, false, __ATOMIC_ACQUIRE,
+                                     __ATOMIC_RELAXED)) {
+      return;
+    }
+    // Connected while we hold the lock: the regions stay mapped until we let go.
+    if (!connected()) {
+      __atomic_store_n(cc_lock_, 0, __ATOMIC_RELEASE);
+      return;
+    }
+    locked_ = true;
+    draining_ = false;
+    polling_.store(true, std::memory_order_release);
+    log(LogLevel::kDebug, "memif_guard_polling", {{"port", name_}});
+    return;
+  }
+  if (!draining_) {
+    if (connected()) return;
+    // The peer is leaving: memif_disconnect cleared the flag and now waits for the lock. Stop the
+    // bursts, then wait (over as many rounds as it takes) until every queue owner is out.
+    polling_.store(false, std::memory_order_seq_cst);
+    drain_token_ = rte_rcu_qsbr_start(qsbr_);
+    draining_ = true;
+  }
+  if (rte_rcu_qsbr_check(qsbr_, drain_token_, false) == 0) return;
+  __atomic_store_n(cc_lock_, 0, __ATOMIC_RELEASE);
+  locked_ = false;
+  draining_ = false;
+  teardowns_.fetch_add(1, std::memory_order_relaxed);
+  log(LogLevel::kInfo, "memif_peer_left", {{"port", name_}, {"note", "bursts quiesced before unmap"}});
+}
+
+}  // namespace rocedp::pmd

@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# Packet-generator load against a live rocedpd while a real connection serves traffic.
+#
+#   scripts/loadtest.sh [--short] [--build DIR]      (root; dpdk-testpmd, python3-scapy)
+#
+# Set-up (all in a network namespace of its own, removed on exit): a Linux bridge with three
+# veth ports; rocedpd (net_af_packet, 198.18.20.1, one polling core, echo listener on 7000),
+# the live client rocedp-perf (net_af_packet, 198.18.20.2) and the generator dpdk-testpmd
+# (net_af_packet, 198.18.20.3, its own --file-prefix, --no-huge) each on one port.
+# For every load the live client opens a fresh connection through the IB CM and runs
+# `send lat -s 64 --verify` against the echo service (every echo checked byte for byte) while
+# testpmd replays a scapy-crafted capture (scripts/loadtest_frames.py) at its full rate
+# (net_pcap with infinite_rx=1 forwarded by testpmd's io engine onto the bridge):
+#   none       no load: the reference latency
+#   flood      valid RoCEv2 frames (ICRC right) to unknown QPNs and to the live QP with PSNs
+#              far outside its window
+#   malformed  every truncation, bad lengths, every opcode, hostile RETHs, bad ICRCs, an
+#              ACK/NAK storm at the live QP, CM MADs with every attribute and broken sizes at QP1
+#   storm      thousands of CM REQs from many source ports that never send the RTU, and DREQs
+#              for unknown connections (replayed once); then the listener must still accept
+#   pressure   the flood again plus a second client whose receives are never posted in time
+#              (the echo's SENDs back to it meet RNR NAKs for the whole run)
+# Pass: the daemon stays up; the live client exits 0 (connection up, every echo byte-exact);
+# the daemon's mbufs return to their count before the load; every frame the core received is in
+# exactly one counter (rx = ARP/ICMP answered + handed on (control, other cores) + handed to the
+# RDMA engine + dropped by a named reason); storm connections time out and free their state.
+# Prints a table (markdown) with the live connection's p50/p99 round trip per load.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=$here/build
+short=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --short) short=1 ;;
+    --build) build=$2; shift ;;
+    *) echo "usage: $0 [--short] [--build DIR]" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
+command -v dpdk-testpmd > /dev/null || { echo "SKIP: dpdk-testpmd not installed"; exit 77; }
+/usr/bin/python3 -c "import scapy.contrib.roce" 2> /dev/null || { echo "SKIP: python3-scapy missing"; exit 77; }
+secs=$([ $short = 1 ] && echo 3 || echo 10)
+storm_reqs=$([ $short = 1 ] && echo 1000 || echo 4000)
+
+rocedpd=$build/bin/rocedpd
+perf=$build/bin/rocedp-perf
+tel=$here/tests/integration/telemetry_query.py
+frames=$here/scripts/loadtest_frames.py
+ns=rdpl$$
+work=$(mktemp -d /tmp/rocedp-load.XXXXXX)
+dprefix=rdpl-d-$$
+cprefix=rdpl-c-$$
+gprefix=rdpl-g-$$
+rprefix=rdpl-r-$$
+daemon_pid=
+gen_pid=
+rnr_pid=
+client_pid=
+D_MAC=02:00:00:00:14:01 C_MAC=02:00:00:00:14:02 G_MAC=02:00:00:00:14:03 R_MAC=02:00:00:00:14:04
+
+stop_pid() {  # stop_pid PID: TERM, then KILL, then reap
+  local p=$1
+  [ -n "$p" ] || return 0
+  kill -TERM "$p" 2> /dev/null || true
+  for _ in $(seq 50); do kill -0 "$p" 2> /dev/null || break; sleep 0.1; done
+  kill -KILL "$p" 2> /dev/null || true
+  wait "$p" 2> /dev/null || true
+}
+cleanup() {
+  local rc=$?
+  stop_pid "$client_pid"; stop_pid "$rnr_pid"; stop_pid "$gen_pid"; stop_pid "$daemon_pid"
+  if [ $rc -ne 0 ] && [ -f "$work/daemon.log" ]; then
+    echo "---- daemon log (tail) ----" >&2
+    grep -v "level=debug" "$work/daemon.log" | tail -n 30 >&2
+  fi
+  ip netns del "$ns" 2> /dev/null || true
+  [ -n "${LOADTEST_KEEP:-}" ] && echo "kept $work" >&2 || rm -rf "$work"
+  rm -rf /var/run/dpdk/{$dprefix,$cprefix,$gprefix,$rprefix}
+  exit $rc
+}
+trap cleanup EXIT INT TERM
+fail() { echo "FAIL: $*" >&2; exit 1; }
+tel_get() { /usr/bin/python3 "$tel" "$dprefix" "$1" "$2"; }
+# Background processes are started with `ip netns exec` itself (not through a shell function), so
+# $! is the program's PID (ip execs it) and stop_pid reaches it.
+in_ns() { ip netns exec "$ns" "$@"; }
+
+# ---- the network: a bridge and three veth pairs, all inside $ns ----
+ip netns add "$ns"
+in_ns sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+in_ns ip link add br0 type bridge
+in_ns ip link set br0 up
+for p in d c g r; do
+  in_ns ip link add "${p}0" type veth peer name "${p}b"
+  in_ns ip link set "${p}b" master br0
+  in_ns ip link set "${p}0" up
+  in_ns ip link set "${p}b" up
+done
+
+cat > "$work/daemon.yaml" << YAML
+eal: {lcores: [0, 1], main_lcore: 0, memory_mb: 256, file_prefix: $dprefix, extra_args: ["--no-pci"]}
+ports:
+  - name: p0
+    devargs: net_af_packet0,iface=d0
+    mac: "$D_MAC"
+    address: 198.18.20.1/24
+    neighbours: [{ip: 198.18.20.2, mac: "$C_MAC"}, {ip: 198.18.20.3, mac: "$G_MAC"}, {ip: 198.18.20.4, mac: "$R_MAC"}]
+dataplane: {lcores: [1], mbuf_count: 4095}
+telemetry: {stats_interval_ms: 20}
+listeners:
+  - {port: p0, nd_port: 7000, service: echo, message_bytes: 4096, queue_depth: 16, max_connections: 64}
+YAML
+# The clients know the daemon's MAC (no ARP to lose under a flood).
+for who in c:198.18.20.2:$C_MAC:$cprefix:0 r:198.18.20.4:$R_MAC:$rprefix:1; do
+  IFS=: read -r dev ip m1 m2 m3 m4 m5 m6 pfx lc <<< "$who"
+  cat > "$work/client-$dev.yaml" << YAML
+eal: {lcores: [0, 1], main_lcore: $((1 - lc)), memory_mb: 256, file_prefix: $pfx, extra_args: ["--no-pci"]}
+ports:
+  - name: p0
+    devargs: net_af_packet0,iface=${dev}0
+    mac: "$m1:$m2:$m3:$m4:$m5:$m6"
+    address: $ip/24
+    neighbours: [{ip: 198.18.20.1, mac: "$D_MAC"}]
+dataplane: {lcores: [$lc]}
+YAML
+done
+ip netns exec "$ns" "$rocedpd" --config "$work/daemon.yaml" > "$work/daemon.log" 2>&1 &
+daemon_pid=$!
+for _ in $(seq 600); do
+  grep -q "event=running" "$work/daemon.log" 2> /dev/null && break
+  kill -0 "$daemon_pid" 2> /dev/null || fail "rocedpd exited during start-up"
+  sleep 0.1
+done
+grep -q "event=running" "$work/daemon.log" || fail "rocedpd did not start"
+
+echo "crafting frames (scapy) ..." >&2
+/usr/bin/python3 "$frames" "$work" --dmac $D_MAC --smac $G_MAC --dip 198.18.20.1 --sip 198.18.20.3 \
+  --client-ip 198.18.20.2 --listener-port 7000 --storm-reqs "$storm_reqs" >&2
+
+# Counters of the one polling core and of the daemon, as one line of numbers.
+snapshot() {
+  /usr/bin/python3 - "$tel" "$dprefix" << 'PY'
+import importlib.util, sys, time
+spec = importlib.util.spec_from_file_location("tq", sys.argv[1]); tq = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tq)
+time.sleep(0.1)
+c = tq.query(sys.argv[2], "/rocedp/cores"); d = tq.query(sys.argv[2], "/rocedp/drops")
+ctl = tq.query(sys.argv[2], "/rocedp/control"); con = tq.query(sys.argv[2], "/rocedp/connections")
+tx_side = ("no_tx_room", "no_tx_queue", "stop_flush", "no_mbuf", "handoff_ring_full")
+rx_drops = sum(v for k, v in d.items() if k not in tx_side)
+s = lambda k: sum(c[k])
+print(s("rx_packets") + s("handoff_in"), s("arp_replies") + s("echo_replies"), s("handoff_out"),
+      s("roce_to_engine"), rx_drops, d.get("handoff_ring_full", 0), ctl["mbufs_available"],
+      con.get("count", 0) if isinstance(con, dict) else 0)
+PY
+}
+top_drops() {
+  /usr/bin/python3 - "$tel" "$dprefix" "$1" << 'PY'
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("tq", sys.argv[1]); tq = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tq)
+before = json.loads(sys.argv[3]) if sys.argv[3] else {}
+d = tq.query(sys.argv[2], "/rocedp/drops")
+delta = sorted(((v - before.get(k, 0), k) for k, v in d.items() if v - before.get(k, 0) > 0), reverse=True)
+print(", ".join(f"{k} {v}" for v, k in delta[:4]) or "-")
+PY
+}
+drops_json() { /usr/bin/python3 "$tel" "$dprefix" /rocedp/drops; }
+
+# The live client: a fresh connection to the echo service, 64 B SEND ping-pong, every echo
+# checked; --json for the percentiles.
+start_client() {
+  ip netns exec "$ns" "$perf" --connect 198.18.20.1:7000 --config "$work/client-c.yaml" send lat -s 64 -n $((secs * 200)) --verify --json --timeout $((secs + 60)) \
+    > "$work/client.out" 2> "$work/client.err" &
+  client_pid=$!
+}
+# The QP the live connection got (the newest RTS QP on the daemon) and the PSN it expects.
+live_qp() {
+  for _ in $(seq 150); do
+    kill -0 "$client_pid" 2> /dev/null || return 1
+    local q
+    q=$(tel_get /rocedp/qps "' '.join(f'{q} {p} {n}' for q, p, n, s in zip(d.get('qpn', []), d.get('expected_psn', []), d.get('next_psn', []), d.get('state', [])) if s == 'RTS')" 2> /dev/null || true)
+    if [ -n "$q" ]; then echo "$q" | awk '{print $(NF-2), $(NF-1), $NF}'; return 0; fi
+    sleep 0.1
+  done
+  return 1
+}
+start_generator() {  # start_generator PCAP LOOP(1|0)
+  ip netns exec "$ns" dpdk-testpmd -l 0,1 --no-huge -m 128 --no-pci --file-prefix $gprefix \
+    --vdev "net_pcap0,rx_pcap=$1,tx_pcap=/dev/null,infinite_rx=$2" --vdev "net_af_packet0,iface=g0" \
+    -- --forward-mode=io --auto-start --stats-period 1000 --total-num-mbufs=8192 < <(sleep $((secs + 40))) \
+    > "$work/gen.out" 2>&1 &
+  gen_pid=$!
+}
+generator_sent() {  # frames the generator put on the bridge (port 1 TX), from testpmd's summary
+  awk '/Forward statistics for port 1/{f=1} f && /TX-packets/{for (i = 1; i < NF; i++) if ($i == "TX-packets:") {print $(i + 1); exit}}' "$work/gen.out" 2> /dev/null || true
+}
+
+rows=()
+run_load() {  # run_load NAME PCAP LOOP
+  local name=$1 pcap=$2 loop=$3
+  local before drops_before after live qpn psn p50 p99 verify sent rx acc
+  before=$(snapshot)
+  drops_before=$(drops_json)
+  start_client
+  live=$(live_qp) || fail "$name: the live client never connected ($(tail -2 "$work/client.err"))"
+  read -r qpn psn sq_psn <<< "$live"
+  if [ -n "$pcap" ]; then
+    /usr/bin/python3 "$frames" --retarget "$work/$pcap.pcap" "$work/$pcap-live.pcap" --live-qpn "$qpn" \
+      --live-psn "$psn" --live-sq-psn "$sq_psn" > /dev/null
+    start_generator "$work/$pcap-live.pcap" "$loop"
+  fi
+  if [ "$name" = pressure ]; then
+    ip netns exec "$ns" "$perf" --connect 198.18.20.1:7000 --config "$work/client-r.yaml" send lat -s 64 -n 2 --recv-delay-ms $((secs * 1000)) \
+      --timeout $((secs + 20)) > "$work/rnr.out" 2>&1 &
+    rnr_pid=$!
+  fi
+  local status=0
+  wait "$client_pid" || status=$?
+  client_pid=
+  stop_pid "$gen_pid"; gen_pid=
+  sent=$(generator_sent); sent=${sent:-0}
+  stop_pid "$rnr_pid"; rnr_pid=
+  kill -0 "$daemon_pid" 2> /dev/null || fail "$name: rocedpd died"
+  [ $status -eq 0 ] || fail "$name: live client exit $status: $(tail -n 3 "$work/client.err" "$work/client.out")"
+  p50=$(/usr/bin/python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if l.startswith('{') and 'rtt_p50_usec' in l]; print('%.1f %.1f' % (r[-1]['rtt_p50_usec'], r[-1]['rtt_p99_usec']))" "$work/client.out")
+  read -r p50 p99 <<< "$p50"
+  # Let queued frames and connection state settle, then compare with the counters before.
+  local ok_mbuf=no ok_id=no conns=?
+  for _ in $(seq 150); do
+    after=$(snapshot)
+    read -r rx0 ans0 out0 eng0 drop0 full0 mbuf0 conn0 <<< "$before"
+    read -r rx ans out eng drop full mbuf conn <<< "$after"
+    local d_rx=$((rx - rx0)) d_acc=$(((ans - ans0) + (out - out0) + (eng - eng0) + (drop - drop0) + (full - full0)))
+    [ "$mbuf" -ge $((mbuf0 - 64)) ] && ok_mbuf=yes || ok_mbuf=no
+    [ $d_rx -eq $d_acc ] && ok_id=yes || ok_id="no ($d_rx vs $d_acc)"
+    conns=$conn
+    [ $ok_mbuf = yes ] && [ "$ok_id" = yes ] && [ "$conn" -le "$conn0" ] && break
+    sleep 0.2
+  done
+  local drops
+  drops=$(top_drops "$drops_before")
+  rows+=("| $name | $sent | $d_rx | $drops | $p50 | $p99 | yes | $ok_mbuf ($mbuf0 → $mbuf) | $ok_id |")
+  [ $ok_mbuf = yes ] || fail "$name: mbufs did not return ($mbuf0 before, $mbuf after)"
+  [ "$ok_id" = yes ] || fail "$name: frames in no counter or in two: rx $d_rx, accounted $d_acc"
+  if [ "$name" = storm ]; then
+    [ "$conns" -le "$conn0" ] || fail "storm: $conns connections still held after the storm (before: $conn0)"
+  fi
+}
+
+run_load none "" 0
+run_load flood flood 1
+run_load malformed malformed 1
+run_load storm storm 0
+run_load pressure flood 1
+
+echo
+echo "| load | generator frames | daemon rx frames | top drop reasons | live p50 µs | live p99 µs | byte-exact | mbufs back (before → after) | rx = accounted |"
+echo "|---|---|---|---|---|---|---|---|---|"
+printf '%s\n' "${rows[@]}"
+kill -TERM "$daemon_pid"
+st=0; wait "$daemon_pid" || st=$?
+daemon_pid=
+[ $st -eq 0 ] || fail "rocedpd exited $st after SIGTERM"
+echo "PASS: rocedpd served a byte-exact live connection through every load"
