@@ -702,7 +702,7 @@ TEST(ConfigReject, BadNamesAndPrefixes) {
 }  // namespace
 }  // namespace rocedp::config
 
-// --- listeners (issue 4 §6) ------------------------------------------------------------------
+// --- listeners -------------------------------------------------------------------------------
 
 namespace rocedp::config {
 namespace {

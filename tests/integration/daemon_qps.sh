@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# /rocedp/qps while connections are up (issue 11 §3): rocedpd (memif server, memory service) and
+# /rocedp/qps while connections are up: rocedpd (memif server, memory service) and
 # rocedp-perf --connect (memif client) running WRITE bw over 4 connections, three times.
 #  - rocedpctl connections / qps (--json), while the load runs: 4 established connections, each
 #    with qp_state RTS, and each QPN listed by qps with the connection's core and state RTS;
