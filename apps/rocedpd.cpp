@@ -13,12 +13,16 @@
 // protocol is a documented, stable interface (sd_notify(3), "Notify socket" in systemd's
 // docs), a dozen lines here, so the daemon does not link libsystemd.
 //
+// Capture: `rocedpctl capture` (telemetry /rocedp/capture, control/capture.hpp) writes a port's
+// frames to pcapng from inside the daemon; with eal.hugepages, dpdk-dumpcap works as well.
+//
 // SIGHUP: the configuration file is read and validated again; `logging` is applied at once; any
 // other difference needs a restart and is reported (log `reload_needs_restart`, STATUS=).
 //
 // Exit status: 0 clean shutdown (or valid config), 1 start-up failure, 2 invalid configuration or
 // usage (the ConfigError "file:line:column: key: reason" goes to stderr).
 
+#include <rte_pdump.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -36,6 +40,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "control/capture.hpp"
 #include "control/runtime.hpp"
 #include "control/telemetry.hpp"
 #include "pmd/log.hpp"
@@ -174,6 +179,10 @@ int main(int argc, char** argv) {
     notify("STATUS=start-up failed: " + error);
     return 1;
   }
+  // Capture: `rocedpctl capture` asks the daemon itself (works under --no-huge); with hugepages a
+  // secondary process can attach too, so pdump serves dpdk-dumpcap and dpdk-pdump.
+  if (!rocedp::control::capture_register_telemetry(&error)) log(LogLevel::kWarning, "capture_unavailable", {{"error", error}});
+  if (live.eal.hugepages && rte_pdump_init() != 0) log(LogLevel::kWarning, "pdump_init_failed", {});
   // Runtime::start returns after every port started (control thread) and, with listeners, after
   // every Listen call succeeded: only now may systemd order dependants after us.
   log(LogLevel::kInfo, "running", {{"cores", std::to_string(rt->core_count())}, {"ports", std::to_string(rt->port_count())}});
@@ -189,6 +198,8 @@ int main(int argc, char** argv) {
   notify("STOPPING=1\nSTATUS=stopping");
   rocedp::control::telemetry_set_state("stopping");
   log(LogLevel::kInfo, "signal_received", {{"signal", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : std::to_string(sig)}});
+  rocedp::control::capture_stop();  // before the ports stop
+  if (live.eal.hugepages) rte_pdump_uninit();
   rt->stop();
   log(LogLevel::kInfo, "exit", {{"status", "0"}});
   return 0;

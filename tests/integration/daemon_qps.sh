@@ -12,7 +12,8 @@ perf=$bin_dir/rocedp-perf
 ctl=$bin_dir/rocedpctl
 [ -x "$perf" ] || fail "$perf not built"
 perf_pid=
-stop_perf() {
+stop_perf() {  # keeps the exit status for cleanup
+  local rc=$?
   if [ -n "$perf_pid" ] && kill -0 "$perf_pid" 2>/dev/null; then
     kill -TERM "$perf_pid" 2>/dev/null || true
     for _ in $(seq 30); do kill -0 "$perf_pid" 2>/dev/null || break; sleep 0.1; done
@@ -20,6 +21,7 @@ stop_perf() {
   fi
   [ -z "$perf_pid" ] || wait "$perf_pid" 2>/dev/null || true
   rm -rf "/var/run/dpdk/$prefix-c"
+  return $rc
 }
 trap 'stop_perf; cleanup' EXIT INT TERM
 
