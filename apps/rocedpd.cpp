@@ -4,6 +4,7 @@
 //
 //   rocedpd --config FILE.yaml        run
 //   rocedpd --check-config FILE.yaml  validate only (exit 0 if valid)
+//   rocedpd --print-config-reference  the README's configuration reference, from the key table
 //   rocedpd --help | --version
 //
 // Under systemd (packaging/rocedpd.service, Type=notify) it speaks the sd_notify protocol itself:
@@ -20,7 +21,7 @@
 // other difference needs a restart and is reported (log `reload_needs_restart`, STATUS=).
 //
 // Exit status: 0 clean shutdown (or valid config), 1 start-up failure, 2 invalid configuration or
-// usage (the ConfigError "file:line:column: key: reason" goes to stderr).
+// usage (every problem of the file, one "file:line:column: key: reason" line each, on stderr).
 
 #include <rte_pdump.h>
 #include <sys/socket.h>
@@ -40,6 +41,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "config/config_keys.hpp"
 #include "control/capture.hpp"
 #include "control/runtime.hpp"
 #include "control/telemetry.hpp"
@@ -127,12 +129,20 @@ int main(int argc, char** argv) {
   std::string run_path, check_path;
   auto* run_opt = app.add_option("--config", run_path, "run with this YAML configuration");
   auto* check_opt = app.add_option("--check-config", check_path, "validate the configuration and exit");
+  bool print_reference = false;
+  auto* ref_opt = app.add_flag("--print-config-reference", print_reference,
+                               "print the configuration reference (Markdown, README.md's tables) and exit");
   run_opt->excludes(check_opt);
+  ref_opt->excludes(run_opt)->excludes(check_opt);
   app.require_option(1);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (print_reference) {
+    std::fputs(rocedp::config::config_reference().c_str(), stdout);
+    return 0;
   }
   const bool check_only = !check_path.empty();
   const std::string path = check_only ? check_path : run_path;
