@@ -13,23 +13,23 @@ namespace rocedp::config {
 
 struct KeySpec {
   enum class Kind {
-    kUint,      // unsigned integer in lo..hi
-    kPow2,      // power of two in lo..hi
-    kPercent,   // number in 0..100
+    kUint,     // unsigned integer in lo..hi
+    kPow2,     // power of two in lo..hi
+    kPercent,  // number in 0..100
     kBool,
     kString,
-    kChoice,    // one of `type`'s words (a/b/c)
-    kLcores,    // list of lcore ids
-    kList,      // a list of strings or of mappings (items checked by their own keys)
-    kMapping,   // a nested mapping whose keys are rows of section "<section>.<key>"
+    kChoice,   // one of `type`'s words (a/b/c)
+    kLcores,   // list of lcore ids
+    kList,     // a list of strings or of mappings (items checked by their own keys)
+    kMapping,  // a nested mapping whose keys are rows of section "<section>.<key>"
   };
   std::string_view section;  // YAML path of the mapping: "eal", "ports", "ports.fault", ...
   std::string_view key;
   Kind kind;
-  std::string_view type;     // as shown: "int", "list of int", "`rx`/`tx`/`both`"
-  std::string_view def;      // default as shown; "required" for required keys
-  uint64_t lo = 0, hi = 0;   // kUint / kPow2
-  std::string_view rule;     // further rules, shown after the range
+  std::string_view type;    // as shown: "int", "list of int", "`rx`/`tx`/`both`"
+  std::string_view def;     // default as shown; "required" for required keys
+  uint64_t lo = 0, hi = 0;  // kUint / kPow2
+  std::string_view rule;    // further rules, shown after the range
   std::string_view meaning;
 };
 

@@ -28,16 +28,18 @@ namespace rocedp::control {
 namespace {
 
 constexpr unsigned kBurst = 32;
-constexpr unsigned kRingSize = 4096;       // frames between the cores and the writer
+constexpr unsigned kRingSize = 4096;  // frames between the cores and the writer
 constexpr unsigned kPoolSize = kRingSize + 2 * kBurst - 1;
-constexpr uint32_t kFrameOverhead = 18;    // Ethernet header + one VLAN tag above the MTU
+constexpr uint32_t kFrameOverhead = 18;  // Ethernet header + one VLAN tag above the MTU
 
 // The one capture of this process. Static, so a callback that a core entered just before the
-// capture stopped still finds valid flags; the pool and ring it would use are guarded by `inflight`.
+// capture stopped still finds valid flags; the pool and ring it would use are guarded by
+// `inflight`.
 struct Capture {
   std::mutex mutex;  // start/stop/status (telemetry thread, main thread)
   std::atomic<bool> enabled{false};
-  std::atomic<uint32_t> inflight{0};  // callbacks between their enabled check and their last enqueue
+  std::atomic<uint32_t> inflight{
+      0};  // callbacks between their enabled check and their last enqueue
   std::atomic<uint64_t> dropped{0};
   std::atomic<uint64_t> written{0};
   std::atomic<bool> writer_stop{false};
@@ -55,6 +57,7 @@ struct Capture {
   std::string error;  // written by the writer before it stops; read after join or under mutex
   std::mutex error_mutex;
   std::vector<std::pair<uint16_t, const rte_eth_rxtx_callback*>> rx_cbs, tx_cbs;
+  std::vector<const rte_eth_rxtx_callback*> retired;  // removed by the last stop, freed by the next
   std::thread writer;
   uint32_t serial = 0;
 };
@@ -88,7 +91,8 @@ void set_epb_timestamp(rte_mbuf* copy, uint64_t ns) {
 uint64_t g_captured_flag = 0;
 
 // On a polling core, inside rx_burst/tx_burst: copy and enqueue; never block, never hold frames.
-void copy_burst(uint16_t port, uint16_t queue, rte_mbuf** pkts, uint16_t n, rte_pcapng_direction dir) {
+void copy_burst(uint16_t port, uint16_t queue, rte_mbuf** pkts, uint16_t n,
+                rte_pcapng_direction dir) {
   g.inflight.fetch_add(1, std::memory_order_seq_cst);
   if (!g.enabled.load(std::memory_order_seq_cst)) {
     g.inflight.fetch_sub(1, std::memory_order_release);
@@ -113,7 +117,8 @@ void copy_burst(uint16_t port, uint16_t queue, rte_mbuf** pkts, uint16_t n, rte_
       set_epb_timestamp(c, ns);
       copies[k++] = c;
     }
-    const unsigned sent = rte_ring_mp_enqueue_burst(g.ring, reinterpret_cast<void**>(copies), k, nullptr);
+    const unsigned sent =
+        rte_ring_mp_enqueue_burst(g.ring, reinterpret_cast<void**>(copies), k, nullptr);
     if (sent < k) {
       rte_pktmbuf_free_bulk(copies + sent, k - sent);
       lost += k - sent;
@@ -151,7 +156,8 @@ void writer_loop() {
     auto** pkts = reinterpret_cast<rte_mbuf**>(batch);
     const uint64_t have = g.written.load(std::memory_order_relaxed);
     unsigned take = n;
-    if (g.max_packets != 0) take = static_cast<unsigned>(std::min<uint64_t>(n, g.max_packets - have));
+    if (g.max_packets != 0)
+      take = static_cast<unsigned>(std::min<uint64_t>(n, g.max_packets - have));
     if (take < n) rte_pktmbuf_free_bulk(pkts + take, n - take);
     if (take == 0) continue;
     // DPDK 22.11 writes but does not free them (as dpdk-dumpcap does, the caller frees).
@@ -163,7 +169,8 @@ void writer_loop() {
       continue;  // keep draining so the pool comes back
     }
     g.written.fetch_add(take, std::memory_order_relaxed);
-    if (g.max_packets != 0 && have + take >= g.max_packets) g.enabled.store(false, std::memory_order_seq_cst);
+    if (g.max_packets != 0 && have + take >= g.max_packets)
+      g.enabled.store(false, std::memory_order_seq_cst);
   }
 }
 
@@ -172,11 +179,15 @@ void remove_callbacks() {
   for (auto& [q, cb] : g.tx_cbs) rte_eth_remove_tx_callback(g.port_id, q, cb);
 }
 
-void free_callbacks() {
-  // ethdev leaves the removed callback structures to the application; a core may still be
-  // walking one, so they go only after every core left the callbacks and a grace period.
-  for (auto& [q, cb] : g.rx_cbs) rte_free(const_cast<rte_eth_rxtx_callback*>(cb));
-  for (auto& [q, cb] : g.tx_cbs) rte_free(const_cast<rte_eth_rxtx_callback*>(cb));
+void retire_callbacks() {
+  // ethdev leaves removed callback structures to the application, and a core preempted while
+  // walking the list may still read one. So a capture's structures are freed only when the next
+  // capture stops: by then every core has passed many bursts since they were unlinked.
+  for (const rte_eth_rxtx_callback* cb : g.retired)
+    rte_free(const_cast<rte_eth_rxtx_callback*>(cb));
+  g.retired.clear();
+  for (auto& [q, cb] : g.rx_cbs) g.retired.push_back(cb);
+  for (auto& [q, cb] : g.tx_cbs) g.retired.push_back(cb);
   g.rx_cbs.clear();
   g.tx_cbs.clear();
 }
@@ -194,9 +205,9 @@ void stop_locked() {
   if (!g.running) return;
   g.enabled.store(false, std::memory_order_seq_cst);
   remove_callbacks();
-  while (g.inflight.load(std::memory_order_acquire) != 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  free_callbacks();
+  while (g.inflight.load(std::memory_order_acquire) != 0)
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  retire_callbacks();
   g.writer_stop.store(true, std::memory_order_release);
   if (g.writer.joinable()) g.writer.join();
   rte_pcapng_write_stats(g.out, g.port_id, "rocedp capture", g.start_ns, wall_ns(),
@@ -266,14 +277,17 @@ int cmd_capture(const char*, const char* params, rte_tel_data* d) {
 
 }  // namespace
 
-bool capture_start(uint16_t port_id, const std::string& path, uint64_t max_packets, std::string* error) {
+bool capture_start(uint16_t port_id, const std::string& path, uint64_t max_packets,
+                   std::string* error) {
   std::lock_guard<std::mutex> lock(g.mutex);
-  if (g.running && g.enabled.load()) return fail(error, "a capture of port " + std::to_string(g.port_id) + " runs already");
+  if (g.running && g.enabled.load())
+    return fail(error, "a capture of port " + std::to_string(g.port_id) + " runs already");
   stop_locked();  // a capture that ended by itself (limit, write error) still holds its file
   if (g_captured_flag == 0) {
     static const rte_mbuf_dynflag desc = {"rocedp_capture_copied", 0};
     const int bit = rte_mbuf_dynflag_register(&desc);
-    if (bit < 0) return fail(error, std::string("rte_mbuf_dynflag_register: ") + rte_strerror(rte_errno));
+    if (bit < 0)
+      return fail(error, std::string("rte_mbuf_dynflag_register: ") + rte_strerror(rte_errno));
     g_captured_flag = 1ULL << bit;
   }
   rte_eth_dev_info info{};
@@ -302,8 +316,11 @@ bool capture_start(uint16_t port_id, const std::string& path, uint64_t max_packe
   const std::string pool_name = "rdp_cap_pool_" + std::to_string(serial);
   const std::string ring_name = "rdp_cap_ring_" + std::to_string(serial);
   g.pool = rte_pktmbuf_pool_create(pool_name.c_str(), kPoolSize, 0, 0,
-                                   static_cast<uint16_t>(rte_pcapng_mbuf_size(g.snaplen)), SOCKET_ID_ANY);
-  g.ring = g.pool == nullptr ? nullptr : rte_ring_create(ring_name.c_str(), kRingSize, SOCKET_ID_ANY, RING_F_SC_DEQ);
+                                   static_cast<uint16_t>(rte_pcapng_mbuf_size(g.snaplen)),
+                                   SOCKET_ID_ANY);
+  g.ring = g.pool == nullptr
+               ? nullptr
+               : rte_ring_create(ring_name.c_str(), kRingSize, SOCKET_ID_ANY, RING_F_SC_DEQ);
   if (g.ring == nullptr) {
     const std::string why = rte_strerror(rte_errno);
     release_resources();
@@ -317,13 +334,16 @@ bool capture_start(uint16_t port_id, const std::string& path, uint64_t max_packe
   g.writer = std::thread(writer_loop);
   g.running = true;
   for (uint16_t q = 0; q < info.nb_rx_queues; ++q)
-    if (const auto* cb = rte_eth_add_rx_callback(port_id, q, rx_callback, nullptr)) g.rx_cbs.emplace_back(q, cb);
+    if (const auto* cb = rte_eth_add_rx_callback(port_id, q, rx_callback, nullptr))
+      g.rx_cbs.emplace_back(q, cb);
   for (uint16_t q = 0; q < info.nb_tx_queues; ++q)
-    if (const auto* cb = rte_eth_add_tx_callback(port_id, q, tx_callback, nullptr)) g.tx_cbs.emplace_back(q, cb);
+    if (const auto* cb = rte_eth_add_tx_callback(port_id, q, tx_callback, nullptr))
+      g.tx_cbs.emplace_back(q, cb);
   if (g.rx_cbs.size() != info.nb_rx_queues || g.tx_cbs.size() != info.nb_tx_queues) {
     const std::string why = rte_strerror(rte_errno);
     stop_locked();
-    return fail(error, "cannot install capture callbacks on port " + std::to_string(port_id) + ": " + why);
+    return fail(error,
+                "cannot install capture callbacks on port " + std::to_string(port_id) + ": " + why);
   }
   return true;
 }
@@ -342,8 +362,10 @@ bool capture_register_telemetry(std::string* error) {
   static std::once_flag once;
   static bool ok = false;
   std::call_once(once, [] {
-    ok = rte_telemetry_register_cmd("/rocedp/capture", cmd_capture,
-                                    "Packet capture to pcapng. Parameters: none (status), start,PORT,MAX,PATH, or stop") == 0;
+    ok = rte_telemetry_register_cmd(
+             "/rocedp/capture", cmd_capture,
+             "Packet capture to pcapng. Parameters: none (status), start,PORT,MAX,PATH, or stop") ==
+         0;
   });
   if (!ok) return fail(error, "rte_telemetry_register_cmd(/rocedp/capture) failed");
   return true;

@@ -22,19 +22,20 @@ struct rte_tel_data;
 namespace rocedp::control {
 
 struct CaptureStatus {
-  bool active = false;     ///< callbacks installed, the writer runs
-  uint16_t port_id = 0;    ///< the port of the last capture
-  std::string path;        ///< the file of the last capture
-  uint64_t written = 0;    ///< frames written to the file
-  uint64_t dropped = 0;    ///< frames not captured (capture pool or ring full)
+  bool active = false;       ///< callbacks installed, the writer runs
+  uint16_t port_id = 0;      ///< the port of the last capture
+  std::string path;          ///< the file of the last capture
+  uint64_t written = 0;      ///< frames written to the file
+  uint64_t dropped = 0;      ///< frames not captured (capture pool or ring full)
   uint64_t max_packets = 0;  ///< 0 = no limit; at the limit the capture stops by itself
-  std::string error;       ///< why the last capture ended early (write error), empty if it did not
+  std::string error;  ///< why the last capture ended early (write error), empty if it did not
 };
 
 /// Any thread (not a polling core), after EAL init. Starts capturing `port_id` (every queue, both
 /// directions) into `path` (created or truncated). One capture at a time. False and *error when a
 /// capture runs already, the port does not exist, or the file, pool or ring cannot be made.
-bool capture_start(uint16_t port_id, const std::string& path, uint64_t max_packets, std::string* error);
+bool capture_start(uint16_t port_id, const std::string& path, uint64_t max_packets,
+                   std::string* error);
 /// Any thread (not a polling core). Stops the capture if one runs and closes the file; the frames
 /// copied before the call are written. Call before the ports stop.
 void capture_stop();
