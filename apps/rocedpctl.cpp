@@ -152,6 +152,7 @@ void print_table(const Json& rows, std::vector<std::string> columns) {
     for (const auto& [k, v] : rows[0].items()) columns.push_back(k);
   std::vector<std::vector<std::string>> cells;
   std::vector<size_t> width;
+  width.reserve(columns.size());
   for (const auto& c : columns) width.push_back(c.size());
   for (const auto& r : rows) {
     std::vector<std::string> line;
@@ -380,7 +381,7 @@ int main(int argc, char** argv) {
   DaemonOptions o;
   int status = kExitOk;
   // Every daemon command takes --json and --prefix.
-  auto daemon_command = [&](const char* name, const char* help, std::function<int()> run) {
+  auto daemon_command = [&](const char* name, const char* help, const std::function<int()>& run) {
     CLI::App* sub = app.add_subcommand(name, help);
     sub->add_option("--prefix", o.prefix, "the daemon's EAL file prefix (eal.file_prefix)")->capture_default_str();
     sub->add_flag("--json", o.json, "print JSON instead of a table");
