@@ -78,7 +78,7 @@ PY
     then seen=1; break; fi
     sleep 0.05
   done
-  [ "$seen" -eq 1 ] || fail "round $round: rocedpctl never showed 4 established connections with their QPs in RTS: $(cat "$work/conns.json" "$work/qps.json")"
+  [ "$seen" -eq 1 ] || { cat "$work/perf.log" >&2; fail "round $round: rocedpctl never showed 4 established connections with their QPs in RTS: $(cat "$work/conns.json" "$work/qps.json")"; }
   perf_status=0
   wait "$perf_pid" || perf_status=$?
   perf_pid=
