@@ -120,8 +120,8 @@ bool decode_key_struct(const uint8_t* in, size_t len, PerftestKey* k) {
 
 void encode_version(uint8_t out[kVersionSize]) {
   std::memset(out, 0, kVersionSize);
-  // Always NUL-terminated: at most kVersionSize - 1 characters.
-  std::memcpy(out, kPerftestVersion, std::min(std::strlen(kPerftestVersion), kVersionSize - 1));
+  // Always NUL-terminated: at most kVersionSize - 1 characters, zeros after.
+  std::snprintf(reinterpret_cast<char*>(out), kVersionSize, "%s", kPerftestVersion);
 }
 
 bool version_compatible(const uint8_t in[kVersionSize], std::string* printable) {
