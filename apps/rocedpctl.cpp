@@ -2,6 +2,7 @@
 //
 //   rocedpctl status|ports|cores|drops|neighbours|connections|listeners [--json] [--prefix P]
 //   rocedpctl qps [--qpn N] [--json] [--prefix P]
+//   rocedpctl capture --port P -w FILE.pcapng [-c COUNT] [-d SECONDS] [--prefix P]
 //   rocedpctl decode [-q] FILE.pcap...
 //
 // The daemon commands speak DPDK's telemetry socket (v2: SOCK_SEQPACKET, JSON replies) at
@@ -17,7 +18,12 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -146,6 +152,7 @@ void print_table(const Json& rows, std::vector<std::string> columns) {
     for (const auto& [k, v] : rows[0].items()) columns.push_back(k);
   std::vector<std::vector<std::string>> cells;
   std::vector<size_t> width;
+  width.reserve(columns.size());
   for (const auto& c : columns) width.push_back(c.size());
   for (const auto& r : rows) {
     std::vector<std::string> line;
@@ -295,6 +302,52 @@ int cmd_qps(const DaemonOptions& o) {
   return kExitOk;
 }
 
+// ---- capture -------------------------------------------------------------------------------
+
+struct CaptureOptions {
+  unsigned port = 0;
+  std::string file;
+  uint64_t count = 0;     // 0: no limit
+  double seconds = 0;     // 0: until Ctrl-C (or the count)
+};
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_interrupt(int) { g_interrupted.store(true); }
+
+// The daemon writes the file (telemetry /rocedp/capture); this waits for the count, the time or
+// Ctrl-C, stops it and reports what was written.
+int cmd_capture(const DaemonOptions& o, const CaptureOptions& c) {
+  TelemetryClient t;
+  std::string error;
+  if (!t.connect(o.prefix, &error)) return report_error(error);
+  const std::string path = std::filesystem::absolute(c.file).string();  // the daemon's cwd is not ours
+  auto value = t.query("/rocedp/capture,start," + std::to_string(c.port) + "," + std::to_string(c.count) + "," + path,
+                       &error);
+  if (!value) return report_error(error);
+  if (value->is_null()) return report_error("the daemon has no /rocedp/capture (or refused the parameters)");
+  if (value->value("active", 0) == 0 && !value->value("error", std::string()).empty())
+    return report_error("capture: " + (*value)["error"].get<std::string>());
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(c.seconds);
+  while (!g_interrupted.load() && (c.seconds <= 0 || std::chrono::steady_clock::now() < deadline)) {
+    value = t.query("/rocedp/capture", &error);
+    if (!value || value->is_null()) return report_error(value ? "capture status unavailable" : error);
+    if (value->value("active", 0) == 0) break;  // the count was reached, or writing failed
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  value = t.query("/rocedp/capture,stop", &error);
+  if (!value || value->is_null()) return report_error(value ? "capture stop refused" : error);
+  if (o.json) {
+    std::cout << value->dump(2) << '\n';
+  } else {
+    std::cout << (*value)["written"].get<uint64_t>() << " frames written to " << path << ", "
+              << (*value)["dropped"].get<uint64_t>() << " not captured (capture pool or ring full)\n";
+  }
+  const std::string err = value->value("error", std::string());
+  return err.empty() ? kExitOk : report_error("capture: " + err);
+}
+
 // ---- decode --------------------------------------------------------------------------------
 
 // decode FILE.pcap...: one line per frame; exit 1 if any RoCEv2 packet fails to parse, fails its
@@ -328,7 +381,7 @@ int main(int argc, char** argv) {
   DaemonOptions o;
   int status = kExitOk;
   // Every daemon command takes --json and --prefix.
-  auto daemon_command = [&](const char* name, const char* help, std::function<int()> run) {
+  auto daemon_command = [&](const char* name, const char* help, const std::function<int()>& run) {
     CLI::App* sub = app.add_subcommand(name, help);
     sub->add_option("--prefix", o.prefix, "the daemon's EAL file prefix (eal.file_prefix)")->capture_default_str();
     sub->add_flag("--json", o.json, "print JSON instead of a table");
@@ -360,6 +413,16 @@ int main(int argc, char** argv) {
   CLI::App* qps = daemon_command("qps", "RC queue pairs: QPN, owning core, state, queues, PSNs, retries",
                                  [&] { return cmd_qps(o); });
   qps->add_option("--qpn", o.qpn, "one QP (decimal or 0x hex): its fields");
+
+  CaptureOptions cap;
+  CLI::App* capture = daemon_command("capture", "write a port's received and sent frames to a pcapng file "
+                                                "(the daemon writes it; stops after -c frames, -d seconds or Ctrl-C)",
+                                     [&] { return cmd_capture(o, cap); });
+  capture->add_option("--port", cap.port, "port id (see `rocedpctl ports`)")->capture_default_str();
+  capture->add_option("-w,--write", cap.file, "output file (pcapng)")->required();
+  capture->add_option("-c,--count", cap.count, "stop after this many frames (0: no limit)")->capture_default_str();
+  capture->add_option("-d,--duration", cap.seconds, "stop after this many seconds (0: no limit)")
+      ->capture_default_str();
 
   CLI::App* decode = app.add_subcommand("decode", "decode every RoCEv2 packet of pcap files; verify parse, ICRC "
                                                   "and re-encoding (exit 1 on any failure)");

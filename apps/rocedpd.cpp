@@ -4,6 +4,7 @@
 //
 //   rocedpd --config FILE.yaml        run
 //   rocedpd --check-config FILE.yaml  validate only (exit 0 if valid)
+//   rocedpd --print-config-reference  the README's configuration reference, from the key table
 //   rocedpd --help | --version
 //
 // Under systemd (packaging/rocedpd.service, Type=notify) it speaks the sd_notify protocol itself:
@@ -13,12 +14,16 @@
 // protocol is a documented, stable interface (sd_notify(3), "Notify socket" in systemd's
 // docs), a dozen lines here, so the daemon does not link libsystemd.
 //
+// Capture: `rocedpctl capture` (telemetry /rocedp/capture, control/capture.hpp) writes a port's
+// frames to pcapng from inside the daemon; with eal.hugepages, dpdk-dumpcap works as well.
+//
 // SIGHUP: the configuration file is read and validated again; `logging` is applied at once; any
 // other difference needs a restart and is reported (log `reload_needs_restart`, STATUS=).
 //
 // Exit status: 0 clean shutdown (or valid config), 1 start-up failure, 2 invalid configuration or
-// usage (the ConfigError "file:line:column: key: reason" goes to stderr).
+// usage (every problem of the file, one "file:line:column: key: reason" line each, on stderr).
 
+#include <rte_pdump.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -36,6 +41,8 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "config/config_keys.hpp"
+#include "control/capture.hpp"
 #include "control/runtime.hpp"
 #include "control/telemetry.hpp"
 #include "pmd/log.hpp"
@@ -122,12 +129,20 @@ int main(int argc, char** argv) {
   std::string run_path, check_path;
   auto* run_opt = app.add_option("--config", run_path, "run with this YAML configuration");
   auto* check_opt = app.add_option("--check-config", check_path, "validate the configuration and exit");
+  bool print_reference = false;
+  auto* ref_opt = app.add_flag("--print-config-reference", print_reference,
+                               "print the configuration reference (Markdown, README.md's tables) and exit");
   run_opt->excludes(check_opt);
+  ref_opt->excludes(run_opt)->excludes(check_opt);
   app.require_option(1);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (print_reference) {
+    std::fputs(rocedp::config::config_reference().c_str(), stdout);
+    return 0;
   }
   const bool check_only = !check_path.empty();
   const std::string path = check_only ? check_path : run_path;
@@ -174,6 +189,10 @@ int main(int argc, char** argv) {
     notify("STATUS=start-up failed: " + error);
     return 1;
   }
+  // Capture: `rocedpctl capture` asks the daemon itself (works under --no-huge); with hugepages a
+  // secondary process can attach too, so pdump serves dpdk-dumpcap and dpdk-pdump.
+  if (!rocedp::control::capture_register_telemetry(&error)) log(LogLevel::kWarning, "capture_unavailable", {{"error", error}});
+  if (live.eal.hugepages && rte_pdump_init() != 0) log(LogLevel::kWarning, "pdump_init_failed", {});
   // Runtime::start returns after every port started (control thread) and, with listeners, after
   // every Listen call succeeded: only now may systemd order dependants after us.
   log(LogLevel::kInfo, "running", {{"cores", std::to_string(rt->core_count())}, {"ports", std::to_string(rt->port_count())}});
@@ -189,6 +208,8 @@ int main(int argc, char** argv) {
   notify("STOPPING=1\nSTATUS=stopping");
   rocedp::control::telemetry_set_state("stopping");
   log(LogLevel::kInfo, "signal_received", {{"signal", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : std::to_string(sig)}});
+  rocedp::control::capture_stop();  // before the ports stop
+  if (live.eal.hugepages) rte_pdump_uninit();
   rt->stop();
   log(LogLevel::kInfo, "exit", {{"status", "0"}});
   return 0;

@@ -9,6 +9,8 @@
 
 #include "config/config.hpp"
 
+#include "config/config_keys.hpp"
+
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
@@ -22,6 +24,7 @@
 #include <initializer_list>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -40,14 +43,43 @@ std::string format_what(const std::string& file, int line, int column, const std
 
 }  // namespace
 
+std::string ConfigProblem::text() const { return format_what(file, line, column, key, reason); }
+
 ConfigError::ConfigError(std::string file, int line, int column, std::string key,
                          std::string reason)
     : std::runtime_error(format_what(file, line, column, key, reason)),
-      file_(std::move(file)),
+      file_(file),
       line_(line),
       column_(column),
-      key_(std::move(key)),
-      reason_(std::move(reason)) {}
+      key_(key),
+      reason_(reason),
+      problems_{{std::move(file), line, column, std::move(key), std::move(reason)}} {}
+
+namespace {
+std::vector<ConfigProblem> in_file_order(std::vector<ConfigProblem> problems) {
+  std::stable_sort(problems.begin(), problems.end(), [](const ConfigProblem& a, const ConfigProblem& b) {
+    return std::pair(a.line, a.column) < std::pair(b.line, b.column);
+  });
+  return problems;
+}
+std::string all_text(const std::vector<ConfigProblem>& problems) {
+  std::string s;
+  for (const ConfigProblem& p : problems) s += (s.empty() ? "" : "\n") + p.text();
+  return s;
+}
+}  // namespace
+
+ConfigError::ConfigError(std::vector<ConfigProblem> problems)
+    : ConfigError(in_file_order(std::move(problems)), 0) {}
+
+ConfigError::ConfigError(std::vector<ConfigProblem> sorted, int)
+    : std::runtime_error(all_text(sorted)),
+      file_(sorted.at(0).file),
+      line_(sorted[0].line),
+      column_(sorted[0].column),
+      key_(sorted[0].key),
+      reason_(sorted[0].reason),
+      problems_(std::move(sorted)) {}
 
 std::string format_mac(const MacAddress& mac) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -138,10 +170,7 @@ std::string_view to_string(ListenerConfig::Service service) {
 
 namespace {
 
-// Limits that come from DPDK 22.11 as Debian builds it.
-constexpr unsigned kMaxLcore = 127;         // RTE_MAX_LCORE = 128
-constexpr uint32_t kMaxMempoolCache = 512;  // RTE_MEMPOOL_CACHE_MAX_SIZE
-constexpr uint32_t kMinMbufCount = 1023;    // a pool of 2^n - 1 is the efficient size
+// Ranges, allowed keys and their documentation come from the key table (config_keys.cpp).
 
 // 1-based line and column; 0 = no position (the file could not be read).
 struct Pos {
@@ -224,7 +253,8 @@ uint32_t subnet_mask(unsigned prefix_len) {
   return prefix_len == 0 ? 0 : ~uint32_t{0} << (32 - prefix_len);
 }
 
-std::string list_text(std::initializer_list<std::string_view> names) {
+template <class Names>
+std::string list_text(const Names& names) {
   std::string s;
   for (std::string_view n : names) {
     if (!s.empty()) s += ", ";
@@ -258,8 +288,30 @@ class Reader {
   Config read(std::string_view yaml);
 
  private:
+  void read_document(std::string_view yaml, Config& c);
+  // Every problem is recorded; fail() then abandons the key (or item, or section) being read, and
+  // guard() resumes with the next one, so one run reports every error of the file.
+  struct KeyFailed {};
+  void report(Pos at, const std::string& path, const std::string& reason) const {
+    // One problem per key: a rule between keys says nothing new about a key already rejected.
+    if (!path.empty() && !failed_paths_.insert(path).second) return;
+    problems_.push_back({source_, at.line, at.column, path, reason});
+  }
   [[noreturn]] void fail(Pos at, const std::string& path, const std::string& reason) const {
-    throw ConfigError(source_, at.line, at.column, path, reason);
+    report(at, path, reason);
+    throw KeyFailed{};
+  }
+  template <class F>
+  void guard(F&& read_key) {
+    try {
+      read_key();
+    } catch (const KeyFailed&) {
+    }
+  }
+  // unsigned_in / power_of_two_in with the range of `section`.`key` from the key table.
+  uint64_t number(const Field& f, std::string_view section, std::string_view key) {
+    const KeySpec& k = config_key(section, key);
+    return k.kind == KeySpec::Kind::kPow2 ? power_of_two_in(f, k.lo, k.hi) : unsigned_in(f, k.lo, k.hi);
   }
   [[noreturn]] void fail(const Field& f, const std::string& reason) const {
     fail(f.at, f.path, reason);
@@ -276,12 +328,12 @@ class Reader {
   void note(const Field& f) { written_[f.path] = f.at; }
 
   // --- shapes and scalars ---
-  Mapping mapping(const Field& f, std::initializer_list<std::string_view> allowed);
+  Mapping mapping(const Field& f, std::string_view section);  // allowed keys: the table's
   const Field& require(const Mapping& m, std::string_view key) const;
   std::vector<Field> sequence(const Field& f);
   uint64_t unsigned_in(const Field& f, uint64_t lo, uint64_t hi);
   uint64_t power_of_two_in(const Field& f, uint64_t lo, uint64_t hi);
-  unsigned lcore(const Field& f) { return static_cast<unsigned>(unsigned_in(f, 0, kMaxLcore)); }
+  unsigned lcore(const Field& f) { return static_cast<unsigned>(number(f, "eal", "lcores")); }
   std::vector<unsigned> lcore_list(const Field& f);
   double percentage(const Field& f);
   bool boolean(const Field& f);
@@ -293,6 +345,7 @@ class Reader {
   // --- sections ---
   EalConfig eal(const Field& f);
   PortConfig port(const Field& f);
+  void port_address(const Mapping& m, PortConfig& c);
   FaultConfig fault(const Field& f);
   DataplaneConfig dataplane(const Field& f);
   ControlConfig control(const Field& f);
@@ -305,23 +358,37 @@ class Reader {
 
   const std::string& source_;
   std::map<std::string, Pos> written_;  // key path -> position, for validate()
+  mutable std::vector<ConfigProblem> problems_;
+  mutable std::set<std::string> failed_paths_;
+  bool ports_failed_ = false;
+  bool rejected(const std::string& path) const { return failed_paths_.count(path) != 0; }
 };
 
-Mapping Reader::mapping(const Field& f, std::initializer_list<std::string_view> allowed) {
+Mapping Reader::mapping(const Field& f, std::string_view section) {
+  std::vector<std::string_view> allowed;
+  for (const KeySpec& k : config_keys())
+    if (k.section == section) allowed.push_back(k.key);
   Mapping m{f, {}};
   if (f.node.IsNull()) return m;  // "section:" with nothing under it: all defaults
   if (!f.node.IsMap()) fail(f, "expected a mapping, got " + describe(f.node));
   for (const auto& pair : f.node) {  // yaml-cpp yields the pair by value
     const YAML::Node key = pair.first;
     Pos key_at = pos_of(key.Mark());
-    if (!key.IsScalar()) fail(key_at, f.path, "expected a key name, got " + describe(key));
+    if (!key.IsScalar()) {
+      report(key_at, f.path, "expected a key name, got " + describe(key));
+      continue;
+    }
     std::string name = key.Scalar();
     std::string path = join(f.path, name);
-    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end())
-      fail(key_at, path, "unknown key '" + name + "'; allowed keys: " + list_text(allowed));
-    for (const Entry& e : m.entries)
-      if (e.key == name)
-        fail(key_at, path, "duplicate key (first given at " + at_text(e.key_at) + ")");
+    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+      report(key_at, path, "unknown key '" + name + "'; allowed keys: " + list_text(allowed));
+      continue;
+    }
+    const auto first = std::find_if(m.entries.begin(), m.entries.end(), [&](const Entry& e) { return e.key == name; });
+    if (first != m.entries.end()) {
+      report(key_at, path, "duplicate key (first given at " + at_text(first->key_at) + ")");
+      continue;
+    }
     // An empty value's own mark points at the next token; the key is where the user looks.
     const YAML::Node value = pair.second;
     Pos value_at = value.IsNull() ? key_at : pos_of(value.Mark());
@@ -416,7 +483,7 @@ size_t Reader::choice(const Field& f, std::initializer_list<std::string_view> na
       ++i;
     }
   }
-  fail(f, "expected one of " + list_text(names) + "; got " + describe(f.node));
+  fail(f, "expected one of " + list_text(std::vector<std::string_view>(names)) + "; got " + describe(f.node));
 }
 
 // Addresses a port can own or a neighbour can have (the subnet rules come in validate()).
@@ -442,83 +509,95 @@ MacAddress Reader::unicast_mac(const Field& f) {
 
 EalConfig Reader::eal(const Field& f) {
   EalConfig c;
-  Mapping m =
-      mapping(f, {"lcores", "main_lcore", "memory_mb", "hugepages", "file_prefix", "extra_args"});
-  if (const Field* v = m.find("lcores")) {
-    c.lcores = lcore_list(*v);
-    if (c.lcores.empty()) fail(*v, "must list at least one lcore");
-  }
-  if (const Field* v = m.find("main_lcore")) c.main_lcore = lcore(*v);
-  if (const Field* v = m.find("memory_mb"))
-    c.memory_mb = static_cast<unsigned>(unsigned_in(*v, 64, 1u << 20));
-  if (const Field* v = m.find("hugepages")) c.hugepages = boolean(*v);
-  if (const Field* v = m.find("file_prefix")) {
-    // The prefix names files under /var/run/dpdk: no path separators.
-    c.file_prefix = string(*v);
-    if (!is_simple_name(c.file_prefix))
-      fail(*v, "must be 1..32 characters of letters, digits, '_', '-' or '.', got '" +
-                   c.file_prefix + "'");
-  }
-  if (const Field* v = m.find("extra_args")) {
-    // Options we derive from the keys above would silently fight them.
-    static constexpr std::pair<std::string_view, std::string_view> kOwned[] = {
-        {"-l", "eal.lcores"},
-        {"--lcores", "eal.lcores"},
-        {"-c", "eal.lcores"},
-        {"--main-lcore", "eal.main_lcore"},
-        {"-m", "eal.memory_mb"},
-        {"--no-huge", "eal.hugepages"},
-        {"--file-prefix", "eal.file_prefix"}};
-    for (const Field& item : sequence(*v)) {
-      std::string arg = string(item);
-      for (auto [option, key] : kOwned) {
-        bool is_long = option.size() > 2;
-        bool same = arg == option || (is_long ? arg.starts_with(std::string(option) + "=")
-                                              : arg.starts_with(option));
-        if (same)
-          fail(item,
-               "'" + std::string(option) + "' is set from " + std::string(key) + "; use that key");
-      }
-      c.extra_args.push_back(arg);
+  Mapping m = mapping(f, "eal");
+  guard([&] {
+    if (const Field* v = m.find("lcores")) {
+      c.lcores = lcore_list(*v);
+      if (c.lcores.empty()) fail(*v, "must list at least one lcore");
     }
-  }
+  });
+  guard([&] {
+    if (const Field* v = m.find("main_lcore")) c.main_lcore = lcore(*v);
+  });
+  guard([&] {
+    if (const Field* v = m.find("memory_mb"))
+      c.memory_mb = static_cast<unsigned>(number(*v, "eal", "memory_mb"));
+  });
+  guard([&] {
+    if (const Field* v = m.find("hugepages")) c.hugepages = boolean(*v);
+  });
+  guard([&] {
+    if (const Field* v = m.find("file_prefix")) {
+      // The prefix names files under /var/run/dpdk: no path separators.
+      c.file_prefix = string(*v);
+      if (!is_simple_name(c.file_prefix))
+        fail(*v, "must be 1..32 characters of letters, digits, '_', '-' or '.', got '" +
+                     c.file_prefix + "'");
+    }
+  });
+  guard([&] {
+    if (const Field* v = m.find("extra_args")) {
+      // Options we derive from the keys above would silently fight them.
+      static constexpr std::pair<std::string_view, std::string_view> kOwned[] = {
+          {"-l", "eal.lcores"},
+          {"--lcores", "eal.lcores"},
+          {"-c", "eal.lcores"},
+          {"--main-lcore", "eal.main_lcore"},
+          {"-m", "eal.memory_mb"},
+          {"--no-huge", "eal.hugepages"},
+          {"--file-prefix", "eal.file_prefix"}};
+      for (const Field& item : sequence(*v)) {
+        std::string arg = string(item);
+        for (auto [option, key] : kOwned) {
+          bool is_long = option.size() > 2;
+          bool same = arg == option || (is_long ? arg.starts_with(std::string(option) + "=")
+                                                : arg.starts_with(option));
+          if (same)
+            fail(item,
+                 "'" + std::string(option) + "' is set from " + std::string(key) + "; use that key");
+        }
+        c.extra_args.push_back(arg);
+      }
+    }
+  });
   return c;
 }
 
 FaultConfig Reader::fault(const Field& f) {
   FaultConfig c;
-  Mapping m = mapping(f, {"direction", "drop_pct", "duplicate_pct", "corrupt_pct", "reorder_window",
-                          "reorder_pct", "delay_us", "seed"});
-  if (const Field* v = m.find("direction"))
-    c.direction = static_cast<FaultConfig::Direction>(choice(*v, {"rx", "tx", "both"}));
-  if (const Field* v = m.find("drop_pct")) c.drop_pct = percentage(*v);
-  if (const Field* v = m.find("duplicate_pct")) c.duplicate_pct = percentage(*v);
-  if (const Field* v = m.find("corrupt_pct")) c.corrupt_pct = percentage(*v);
-  if (const Field* v = m.find("reorder_window"))
-    c.reorder_window = static_cast<uint32_t>(unsigned_in(*v, 0, 1024));
-  if (const Field* v = m.find("reorder_pct")) c.reorder_pct = percentage(*v);
-  if (const Field* v = m.find("delay_us"))
-    c.delay_us = static_cast<uint32_t>(unsigned_in(*v, 0, 1'000'000));
-  if (const Field* v = m.find("seed"))
-    c.seed = unsigned_in(*v, 0, std::numeric_limits<uint64_t>::max());
+  Mapping m = mapping(f, "ports.fault");
+  guard([&] {
+    if (const Field* v = m.find("direction"))
+      c.direction = static_cast<FaultConfig::Direction>(choice(*v, {"rx", "tx", "both"}));
+  });
+  guard([&] {
+    if (const Field* v = m.find("drop_pct")) c.drop_pct = percentage(*v);
+  });
+  guard([&] {
+    if (const Field* v = m.find("duplicate_pct")) c.duplicate_pct = percentage(*v);
+  });
+  guard([&] {
+    if (const Field* v = m.find("corrupt_pct")) c.corrupt_pct = percentage(*v);
+  });
+  guard([&] {
+    if (const Field* v = m.find("reorder_window"))
+      c.reorder_window = static_cast<uint32_t>(number(*v, "ports.fault", "reorder_window"));
+  });
+  guard([&] {
+    if (const Field* v = m.find("reorder_pct")) c.reorder_pct = percentage(*v);
+  });
+  guard([&] {
+    if (const Field* v = m.find("delay_us"))
+      c.delay_us = static_cast<uint32_t>(number(*v, "ports.fault", "delay_us"));
+  });
+  guard([&] {
+    if (const Field* v = m.find("seed"))
+      c.seed = number(*v, "ports.fault", "seed");
+  });
   return c;
 }
 
-PortConfig Reader::port(const Field& f) {
-  PortConfig c;
-  Mapping m = mapping(f, {"name", "devargs", "mac", "address", "mtu", "neighbours", "fault"});
-  const Field& name = require(m, "name");
-  c.name = string(name);
-  if (!is_simple_name(c.name))
-    fail(name,
-         "must be 1..32 characters of letters, digits, '_', '-' or '.', got '" + c.name + "'");
-  const Field& devargs = require(m, "devargs");
-  c.devargs = string(devargs);
-  if (std::any_of(c.devargs.begin(), c.devargs.end(),
-                  [](char ch) { return ch == ' ' || ch == '\t'; }))
-    fail(devargs, "must not contain spaces, got '" + c.devargs + "'");
-  if (c.devargs.front() == ',') fail(devargs, "must start with a device name or PCI address");
-
+void Reader::port_address(const Mapping& m, PortConfig& c) {
   const Field& address = require(m, "address");
   std::string text = string(address);
   size_t slash = text.find('/');
@@ -539,77 +618,137 @@ PortConfig Reader::port(const Field& f) {
   if (c.prefix_len <= 30 && (host == 0 || host == ~subnet_mask(c.prefix_len)))
     fail(address, "is the " + std::string(host == 0 ? "network" : "broadcast") +
                       " address of its subnet, not a host address");
+}
 
-  if (const Field* v = m.find("mac")) c.mac = unicast_mac(*v);
-  if (const Field* v = m.find("mtu")) c.mtu = static_cast<uint16_t>(unsigned_in(*v, 576, 9000));
-  if (const Field* v = m.find("neighbours")) {
-    for (const Field& item : sequence(*v)) {
-      Mapping n = mapping(item, {"ip", "mac"});
-      const Field& ip = require(n, "ip");
-      StaticNeighbour neighbour;
-      neighbour.ip = host_address(ip, string(ip));
-      neighbour.mac = unicast_mac(require(n, "mac"));
-      c.neighbours.push_back(neighbour);
+PortConfig Reader::port(const Field& f) {
+  PortConfig c;
+  Mapping m = mapping(f, "ports");
+  guard([&] {
+    const Field& name = require(m, "name");
+    c.name = string(name);
+    if (!is_simple_name(c.name))
+      fail(name, "must be 1..32 characters of letters, digits, '_', '-' or '.', got '" + c.name + "'");
+  });
+  guard([&] {
+    const Field& devargs = require(m, "devargs");
+    c.devargs = string(devargs);
+    if (std::any_of(c.devargs.begin(), c.devargs.end(), [](char ch) { return ch == ' ' || ch == '\t'; }))
+      fail(devargs, "must not contain spaces, got '" + c.devargs + "'");
+    if (c.devargs.front() == ',') fail(devargs, "must start with a device name or PCI address");
+  });
+  guard([&] { port_address(m, c); });
+
+  guard([&] {
+    if (const Field* v = m.find("mac")) c.mac = unicast_mac(*v);
+  });
+  guard([&] {
+    if (const Field* v = m.find("mtu")) c.mtu = static_cast<uint16_t>(number(*v, "ports", "mtu"));
+  });
+  guard([&] {
+    if (const Field* v = m.find("neighbours")) {
+      for (const Field& item : sequence(*v)) {
+        guard([&] {
+          Mapping n = mapping(item, "ports.neighbours");
+          const Field& ip = require(n, "ip");
+          StaticNeighbour neighbour;
+          neighbour.ip = host_address(ip, string(ip));
+          neighbour.mac = unicast_mac(require(n, "mac"));
+          c.neighbours.push_back(neighbour);
+        });
+      }
     }
-  }
-  if (const Field* v = m.find("fault")) c.fault = fault(*v);
+  });
+  guard([&] {
+    if (const Field* v = m.find("fault")) c.fault = fault(*v);
+  });
   return c;
 }
 
 DataplaneConfig Reader::dataplane(const Field& f) {
   DataplaneConfig c;
-  Mapping m = mapping(f, {"lcores", "burst_size", "rx_ring_size", "tx_ring_size",
-                          "control_ring_size", "mbuf_count", "mbuf_cache_size", "idle_sleep_us"});
-  if (const Field* v = m.find("lcores")) {
-    c.lcores = lcore_list(*v);
-    if (c.lcores.empty()) fail(*v, "no polling lcores: list at least one");
-  }
-  if (const Field* v = m.find("burst_size"))
-    c.burst_size = static_cast<uint16_t>(unsigned_in(*v, 1, 512));
-  if (const Field* v = m.find("rx_ring_size"))
-    c.rx_ring_size = static_cast<uint16_t>(power_of_two_in(*v, 64, 16384));
-  if (const Field* v = m.find("tx_ring_size"))
-    c.tx_ring_size = static_cast<uint16_t>(power_of_two_in(*v, 64, 16384));
-  if (const Field* v = m.find("control_ring_size"))
-    c.control_ring_size = static_cast<uint32_t>(power_of_two_in(*v, 64, 65536));
-  if (const Field* v = m.find("mbuf_count"))
-    c.mbuf_count =
-        static_cast<uint32_t>(unsigned_in(*v, kMinMbufCount, std::numeric_limits<uint32_t>::max()));
-  if (const Field* v = m.find("mbuf_cache_size"))
-    c.mbuf_cache_size = static_cast<uint32_t>(unsigned_in(*v, 0, kMaxMempoolCache));
-  if (const Field* v = m.find("idle_sleep_us"))
-    c.idle_sleep_us = static_cast<uint32_t>(unsigned_in(*v, 0, 10000));
+  Mapping m = mapping(f, "dataplane");
+  guard([&] {
+    if (const Field* v = m.find("lcores")) {
+      c.lcores = lcore_list(*v);
+      if (c.lcores.empty()) fail(*v, "no polling lcores: list at least one");
+    }
+  });
+  guard([&] {
+    if (const Field* v = m.find("burst_size"))
+      c.burst_size = static_cast<uint16_t>(number(*v, "dataplane", "burst_size"));
+  });
+  guard([&] {
+    if (const Field* v = m.find("rx_ring_size"))
+      c.rx_ring_size = static_cast<uint16_t>(number(*v, "dataplane", "rx_ring_size"));
+  });
+  guard([&] {
+    if (const Field* v = m.find("tx_ring_size"))
+      c.tx_ring_size = static_cast<uint16_t>(number(*v, "dataplane", "tx_ring_size"));
+  });
+  guard([&] {
+    if (const Field* v = m.find("control_ring_size"))
+      c.control_ring_size = static_cast<uint32_t>(number(*v, "dataplane", "control_ring_size"));
+  });
+  guard([&] {
+    if (const Field* v = m.find("mbuf_count"))
+      c.mbuf_count =
+          static_cast<uint32_t>(number(*v, "dataplane", "mbuf_count"));
+  });
+  guard([&] {
+    if (const Field* v = m.find("mbuf_cache_size"))
+      c.mbuf_cache_size = static_cast<uint32_t>(number(*v, "dataplane", "mbuf_cache_size"));
+  });
+  guard([&] {
+    if (const Field* v = m.find("idle_sleep_us"))
+      c.idle_sleep_us = static_cast<uint32_t>(number(*v, "dataplane", "idle_sleep_us"));
+  });
   return c;
 }
 
 ControlConfig Reader::control(const Field& f) {
   ControlConfig c;
-  Mapping m = mapping(f, {"lcore", "arp_retry_ms", "arp_retries", "neighbour_expiry_s"});
-  if (const Field* v = m.find("lcore"); v && !v->node.IsNull()) c.lcore = lcore(*v);
-  if (const Field* v = m.find("arp_retry_ms"))
-    c.arp_retry_ms = static_cast<uint32_t>(unsigned_in(*v, 1, 60'000));
-  if (const Field* v = m.find("arp_retries"))
-    c.arp_retries = static_cast<uint32_t>(unsigned_in(*v, 1, 100));
-  if (const Field* v = m.find("neighbour_expiry_s"))
-    c.neighbour_expiry_s = static_cast<uint32_t>(unsigned_in(*v, 1, 86'400));
+  Mapping m = mapping(f, "control");
+  guard([&] {
+    if (const Field* v = m.find("lcore"); v && !v->node.IsNull()) c.lcore = lcore(*v);
+  });
+  guard([&] {
+    if (const Field* v = m.find("arp_retry_ms"))
+      c.arp_retry_ms = static_cast<uint32_t>(number(*v, "control", "arp_retry_ms"));
+  });
+  guard([&] {
+    if (const Field* v = m.find("arp_retries"))
+      c.arp_retries = static_cast<uint32_t>(number(*v, "control", "arp_retries"));
+  });
+  guard([&] {
+    if (const Field* v = m.find("neighbour_expiry_s"))
+      c.neighbour_expiry_s = static_cast<uint32_t>(number(*v, "control", "neighbour_expiry_s"));
+  });
   return c;
 }
 
 TelemetryConfig Reader::telemetry(const Field& f) {
   TelemetryConfig c;
-  Mapping m = mapping(f, {"enabled", "stats_interval_ms"});
-  if (const Field* v = m.find("enabled")) c.enabled = boolean(*v);
-  if (const Field* v = m.find("stats_interval_ms"))
-    c.stats_interval_ms = static_cast<uint32_t>(unsigned_in(*v, 1, 60'000));
+  Mapping m = mapping(f, "telemetry");
+  guard([&] {
+    if (const Field* v = m.find("enabled")) c.enabled = boolean(*v);
+  });
+  guard([&] {
+    if (const Field* v = m.find("stats_interval_ms"))
+      c.stats_interval_ms = static_cast<uint32_t>(number(*v, "telemetry", "stats_interval_ms"));
+  });
   return c;
 }
 
 LoggingConfig Reader::logging(const Field& f) {
   LoggingConfig c;
-  Mapping m = mapping(f, {"level", "file"});
-  if (const Field* v = m.find("level"))
-    c.level = static_cast<LoggingConfig::Level>(choice(*v, {"error", "warning", "info", "debug"}));
-  if (const Field* v = m.find("file")) c.file = string(*v);
+  Mapping m = mapping(f, "logging");
+  guard([&] {
+    if (const Field* v = m.find("level"))
+      c.level = static_cast<LoggingConfig::Level>(choice(*v, {"error", "warning", "info", "debug"}));
+  });
+  guard([&] {
+    if (const Field* v = m.find("file")) c.file = string(*v);
+  });
   return c;
 }
 
@@ -635,73 +774,83 @@ class DocumentStarts : public YAML::EventHandler {
 
 LimitsConfig Reader::limits(const Field& f) {
   LimitsConfig c;
-  Mapping m =
-      mapping(f, {"max_qps", "max_cqs", "max_srqs", "max_pds", "max_mrs", "max_cq_depth",
-                  "max_qp_depth", "max_srq_depth", "max_sge", "max_inline_data", "max_read_limit",
-                  "max_registration_size", "max_transfer_length", "frmr_page_count",
-                  "max_listeners", "max_shared_endpoints", "max_connectors"});
-  auto u32 = [&](std::string_view key, uint32_t& out, uint64_t lo, uint64_t hi) {
-    if (const Field* v = m.find(key)) out = static_cast<uint32_t>(unsigned_in(*v, lo, hi));
+  Mapping m = mapping(f, "limits");
+  auto u32 = [&](std::string_view key, uint32_t& out) {
+    guard([&] {
+      if (const Field* v = m.find(key)) out = static_cast<uint32_t>(number(*v, "limits", key));
+    });
   };
-  constexpr uint64_t k24 = 1u << 24;
-  // QPNs are 24 bits (BTH DestQP) and QP0/QP1 are reserved.
-  u32("max_qps", c.max_qps, 1, k24 - 2);
-  u32("max_cqs", c.max_cqs, 1, k24);
-  u32("max_srqs", c.max_srqs, 1, k24);
-  u32("max_pds", c.max_pds, 1, k24);
-  u32("max_mrs", c.max_mrs, 1, k24);  // a 24-bit index plus an 8-bit key make an rkey
-  u32("max_cq_depth", c.max_cq_depth, 1, k24);
-  u32("max_qp_depth", c.max_qp_depth, 1, 65536);
-  u32("max_srq_depth", c.max_srq_depth, 1, 1u << 20);
-  u32("max_sge", c.max_sge, 1, 64);
-  u32("max_inline_data", c.max_inline_data, 0, 4096);
-  // The IB CM REQ carries responder resources and initiator depth in 8 bits each.
-  u32("max_read_limit", c.max_read_limit, 1, 255);
-  if (const Field* v = m.find("max_registration_size"))
-    c.max_registration_size = unsigned_in(*v, 4096, uint64_t{1} << 48);
-  // RETH DMA length is 32 bits; NDK MaxTransferLength is a ULONG.
-  u32("max_transfer_length", c.max_transfer_length, 1, uint64_t{1} << 31);
-  u32("frmr_page_count", c.frmr_page_count, 16, 65536);  // NDK: FRMRPageCount >= 16
-  u32("max_listeners", c.max_listeners, 1, 65536);
-  u32("max_shared_endpoints", c.max_shared_endpoints, 1, 65536);
-  u32("max_connectors", c.max_connectors, 1, k24);
+  u32("max_qps", c.max_qps);
+  u32("max_cqs", c.max_cqs);
+  u32("max_srqs", c.max_srqs);
+  u32("max_pds", c.max_pds);
+  u32("max_mrs", c.max_mrs);
+  u32("max_cq_depth", c.max_cq_depth);
+  u32("max_qp_depth", c.max_qp_depth);
+  u32("max_srq_depth", c.max_srq_depth);
+  u32("max_sge", c.max_sge);
+  u32("max_inline_data", c.max_inline_data);
+  u32("max_read_limit", c.max_read_limit);
+  guard([&] {
+    if (const Field* v = m.find("max_registration_size"))
+      c.max_registration_size = number(*v, "limits", "max_registration_size");
+  });
+  u32("max_transfer_length", c.max_transfer_length);
+  u32("frmr_page_count", c.frmr_page_count);
+  u32("max_listeners", c.max_listeners);
+  u32("max_shared_endpoints", c.max_shared_endpoints);
+  u32("max_connectors", c.max_connectors);
   return c;
 }
 
 ListenerConfig Reader::listener(const Field& f) {
   ListenerConfig c;
-  Mapping m = mapping(f, {"port", "nd_port", "service", "memory_bytes", "message_bytes",
-                          "queue_depth", "max_connections", "receive_delay_ms", "disconnect_after"});
+  Mapping m = mapping(f, "listeners");
   c.port = string(require(m, "port"));
   // The ND port is the rdma_cm port (service ID 0x0106 << 16 | port); 0 would be ephemeral,
   // which no client could find.
-  c.nd_port = static_cast<uint16_t>(unsigned_in(require(m, "nd_port"), 1, 65535));
+  c.nd_port = static_cast<uint16_t>(number(require(m, "nd_port"), "listeners", "nd_port"));
   const Field& service = require(m, "service");
   c.service = static_cast<ListenerConfig::Service>(choice(service, {"echo", "memory"}));
   const bool memory = c.service == ListenerConfig::Service::kMemory;
-  if (const Field* v = m.find("memory_bytes")) {
-    if (!memory) fail(*v, "applies to service: memory only (this listener is 'echo')");
-    c.memory_bytes = unsigned_in(*v, 4096, uint64_t{1} << 30);
-  }
-  if (const Field* v = m.find("message_bytes")) {
-    if (memory) fail(*v, "applies to service: echo only (this listener is 'memory')");
-    c.message_bytes = static_cast<uint32_t>(unsigned_in(*v, 1, 1u << 24));
-  }
-  if (const Field* v = m.find("queue_depth"))
-    c.queue_depth = static_cast<uint32_t>(unsigned_in(*v, 1, 4096));
-  if (const Field* v = m.find("max_connections"))
-    c.max_connections = static_cast<uint32_t>(unsigned_in(*v, 1, 65536));
+  guard([&] {
+    if (const Field* v = m.find("memory_bytes")) {
+      if (!memory) fail(*v, "applies to service: memory only (this listener is 'echo')");
+      c.memory_bytes = number(*v, "listeners", "memory_bytes");
+    }
+  });
+  guard([&] {
+    if (const Field* v = m.find("message_bytes")) {
+      if (memory) fail(*v, "applies to service: echo only (this listener is 'memory')");
+      c.message_bytes = static_cast<uint32_t>(number(*v, "listeners", "message_bytes"));
+    }
+  });
+  guard([&] {
+    if (const Field* v = m.find("queue_depth"))
+      c.queue_depth = static_cast<uint32_t>(number(*v, "listeners", "queue_depth"));
+  });
+  guard([&] {
+    if (const Field* v = m.find("max_connections"))
+      c.max_connections = static_cast<uint32_t>(number(*v, "listeners", "max_connections"));
+  });
   for (const char* key : {"receive_delay_ms", "disconnect_after"}) {
     const Field* v = m.find(key);
     if (v == nullptr) continue;
     if (memory) fail(*v, "applies to service: echo only (this listener is 'memory')");
     (std::string_view(key) == "receive_delay_ms" ? c.receive_delay_ms : c.disconnect_after) =
-        static_cast<uint32_t>(unsigned_in(*v, 0, std::string_view(key) == "receive_delay_ms" ? 60000 : 1u << 30));
+        static_cast<uint32_t>(number(*v, "listeners", key));
   }
   return c;
 }
 
 Config Reader::read(std::string_view yaml) {
+  Config c;
+  guard([&] { read_document(yaml, c); });
+  if (!problems_.empty()) throw ConfigError(std::move(problems_));
+  return c;
+}
+
+void Reader::read_document(std::string_view yaml, Config& c) {
   const std::string text(yaml);
   YAML::Node document;
   try {
@@ -732,25 +881,47 @@ Config Reader::read(std::string_view yaml) {
   Field root{document, "", pos_of(document.Mark())};
   if (!root.node.IsMap())
     fail(root, "expected a mapping of sections at the top level, got " + describe(root.node));
-  Mapping m =
-      mapping(root, {"eal", "ports", "dataplane", "control", "telemetry", "logging", "limits",
-                     "listeners"});
+  Mapping m = mapping(root, "");
 
-  Config c;
   c.source = source_;
-  if (const Field* v = m.find("eal")) c.eal = eal(*v);
-  const Field& ports = require(m, "ports");
-  for (const Field& item : sequence(ports)) c.ports.push_back(port(item));
-  if (c.ports.empty()) fail(ports, "no ports: list at least one");
-  if (const Field* v = m.find("dataplane")) c.dataplane = dataplane(*v);
-  if (const Field* v = m.find("control")) c.control = control(*v);
-  if (const Field* v = m.find("telemetry")) c.telemetry = telemetry(*v);
-  if (const Field* v = m.find("logging")) c.logging = logging(*v);
-  if (const Field* v = m.find("limits")) c.limits = limits(*v);
-  if (const Field* v = m.find("listeners"))
-    for (const Field& item : sequence(*v)) c.listeners.push_back(listener(item));
+  guard([&] {
+    if (const Field* v = m.find("eal")) c.eal = eal(*v);
+  });
+  guard([&] {
+    const Field& ports = require(m, "ports");
+    const std::vector<Field> items = sequence(ports);
+    if (items.empty()) fail(ports, "no ports: list at least one");
+    for (const Field& item : items) {
+      // Keys that failed keep their defaults, and validate() skips the rules over them. A port
+      // that is not there at all, or has no name, would make the listener rules misread.
+      bool read = false;
+      guard([&] {
+        c.ports.push_back(port(item));
+        read = true;
+      });
+      if (!read || rejected(item.path + ".name")) ports_failed_ = true;
+    }
+  });
+  guard([&] {
+    if (const Field* v = m.find("dataplane")) c.dataplane = dataplane(*v);
+  });
+  guard([&] {
+    if (const Field* v = m.find("control")) c.control = control(*v);
+  });
+  guard([&] {
+    if (const Field* v = m.find("telemetry")) c.telemetry = telemetry(*v);
+  });
+  guard([&] {
+    if (const Field* v = m.find("logging")) c.logging = logging(*v);
+  });
+  guard([&] {
+    if (const Field* v = m.find("limits")) c.limits = limits(*v);
+  });
+  guard([&] {
+    if (const Field* v = m.find("listeners"))
+      for (const Field& item : sequence(*v)) guard([&] { c.listeners.push_back(listener(item)); });
+  });
   validate(c);
-  return c;
 }
 
 // Rules between keys. Each failure names the key that breaks the rule; when that key was left
@@ -758,7 +929,7 @@ Config Reader::read(std::string_view yaml) {
 void Reader::validate(const Config& c) const {
   const EalConfig& eal = c.eal;
   if (!contains(eal.lcores, eal.main_lcore))
-    fail(where({"eal.main_lcore", "eal.lcores"}), "eal.main_lcore",
+    report(where({"eal.main_lcore", "eal.lcores"}), "eal.main_lcore",
          "lcore " + std::to_string(eal.main_lcore) + " is not in eal.lcores " +
              lcores_text(eal.lcores));
 
@@ -767,11 +938,11 @@ void Reader::validate(const Config& c) const {
     std::string path = index_path("dataplane.lcores", i);
     // The main lcore runs main(); rte_eal_remote_launch only reaches worker lcores.
     if (polling[i] == eal.main_lcore)
-      fail(where({path, "eal.main_lcore"}), path,
+      report(where({path, "eal.main_lcore"}), path,
            "lcore " + std::to_string(polling[i]) +
                " is eal.main_lcore; polling lcores must be worker lcores");
     if (!contains(eal.lcores, polling[i]))
-      fail(where({path, "eal.lcores"}), path,
+      report(where({path, "eal.lcores"}), path,
            "lcore " + std::to_string(polling[i]) + " is not in eal.lcores " +
                lcores_text(eal.lcores));
   }
@@ -779,11 +950,11 @@ void Reader::validate(const Config& c) const {
   if (c.control.lcore) {
     unsigned id = *c.control.lcore;
     if (!contains(eal.lcores, id))
-      fail(where({"control.lcore"}), "control.lcore",
+      report(where({"control.lcore"}), "control.lcore",
            "lcore " + std::to_string(id) + " is not in eal.lcores " + lcores_text(eal.lcores));
     for (size_t i = 0; i < polling.size(); ++i)
       if (polling[i] == id)
-        fail(where({"control.lcore"}), "control.lcore",
+        report(where({"control.lcore"}), "control.lcore",
              "lcore " + std::to_string(id) + " is a polling lcore (dataplane.lcores[" +
                  std::to_string(i) + "]); a busy-polling core would starve the control thread");
   }
@@ -796,20 +967,21 @@ void Reader::validate(const Config& c) const {
     for (size_t j = 0; j < i; ++j) {
       const PortConfig& q = c.ports[j];
       const std::string other = index_path("ports", j);
-      if (q.name == p.name)
-        fail(where({base + ".name"}), base + ".name",
+      if (q.name == p.name && !rejected(base + ".name") && !rejected(other + ".name"))
+        report(where({base + ".name"}), base + ".name",
              "duplicate port name '" + p.name + "' (also " + other + ")");
       if (std::string_view(q.devargs).substr(0, q.devargs.find(',')) == device)
-        fail(where({base + ".devargs"}), base + ".devargs",
+        report(where({base + ".devargs"}), base + ".devargs",
              "device '" + std::string(device) + "' is already used by " + other);
-      if (q.address == p.address)
-        fail(where({base + ".address"}), base + ".address",
+      if (q.address == p.address && !rejected(base + ".address") && !rejected(other + ".address"))
+        report(where({base + ".address"}), base + ".address",
              "duplicate port address " + format_ipv4(p.address) + " (also " + other + ")");
       if (p.mac && q.mac && *p.mac == *q.mac)
-        fail(where({base + ".mac"}), base + ".mac",
+        report(where({base + ".mac"}), base + ".mac",
              "duplicate MAC " + format_mac(*p.mac) + " (also " + other + ")");
     }
 
+    if (rejected(base + ".address")) continue;  // no subnet to check the neighbours against
     uint32_t mask = subnet_mask(p.prefix_len);
     for (size_t k = 0; k < p.neighbours.size(); ++k) {
       const StaticNeighbour& n = p.neighbours[k];
@@ -838,16 +1010,19 @@ void Reader::validate(const Config& c) const {
     const std::string port_key = base + ".port";
     auto it = std::find_if(c.ports.begin(), c.ports.end(),
                            [&](const PortConfig& p) { return p.name == l.port; });
-    if (it == c.ports.end())
-      fail(where({port_key}), port_key, "no port named '" + l.port + "' in ports");
+    if (ports_failed_) continue;  // the port may be one of those rejected
+    if (it == c.ports.end()) {
+      report(where({port_key}), port_key, "no port named '" + l.port + "' in ports");
+      continue;
+    }
     // The runtime opens the NDK adapter (and its connection manager) on the first port.
     if (it != c.ports.begin())
-      fail(where({port_key}), port_key,
+      report(where({port_key}), port_key,
            "listeners are served on the first port only ('" + c.ports.front().name +
                "'), not '" + l.port + "'");
     for (size_t j = 0; j < i; ++j)
       if (c.listeners[j].port == l.port && c.listeners[j].nd_port == l.nd_port)
-        fail(where({base + ".nd_port"}), base + ".nd_port",
+        report(where({base + ".nd_port"}), base + ".nd_port",
              "port " + l.port + " nd_port " + std::to_string(l.nd_port) + " is already used by " +
                  index_path("listeners", j));
   }

@@ -149,11 +149,25 @@ struct Config {
   std::vector<ListenerConfig> listeners;
 };
 
-// A rejected configuration: where (file, 1-based line and column, key path such as
-// "ports[1].address") and why. what() is "file:line:column: key: reason".
+// One problem of a rejected configuration: where (file, 1-based line and column, key path such
+// as "ports[1].address") and why.
+struct ConfigProblem {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  std::string key;
+  std::string reason;
+  std::string text() const;  // "file:line:column: key: reason"
+};
+
+// A rejected configuration with every problem found in it, in file order. file(), line(),
+// column(), key() and reason() describe the first; what() is one "file:line:column: key: reason"
+// line per problem.
 class ConfigError : public std::runtime_error {
  public:
   ConfigError(std::string file, int line, int column, std::string key, std::string reason);
+  explicit ConfigError(std::vector<ConfigProblem> problems);  // at least one
+  const std::vector<ConfigProblem>& problems() const { return problems_; }
   const std::string& file() const { return file_; }
   int line() const { return line_; }
   int column() const { return column_; }
@@ -161,11 +175,13 @@ class ConfigError : public std::runtime_error {
   const std::string& reason() const { return reason_; }
 
  private:
+  ConfigError(std::vector<ConfigProblem> sorted, int);
   std::string file_;
   int line_;
   int column_;
   std::string key_;
   std::string reason_;
+  std::vector<ConfigProblem> problems_;
 };
 
 // Reads and validates a YAML file. Throws ConfigError (also for an unreadable file).

@@ -3,7 +3,7 @@
 // provider state behind rocedp's Listener, Connector and SharedEndpoint (DESIGN.md §3).
 //
 //  * CA GUID = EUI-64 of the port MAC (as rxe), comm IDs allocated unique and non-zero.
-//  * Incoming QP1 MADs are routed (notes/cm_driving.md): REQ -> duplicate / stale / listener by
+//  * Incoming QP1 MADs are routed: REQ -> duplicate / stale / listener by
 //    rdma_cm port / REJ "invalid service ID"; everything else by our comm ID (a Timeout REJ with
 //    remote ID 0 by the peer's comm ID + CA GUID).
 //  * Each CM connection (CmConnection, pure) lives in a ConnEntry owned here, so it can finish
@@ -244,8 +244,8 @@ class CmAgent {
   // once the earliest known deadline is due; not on every idle poll.
   bool timers_dirty_ = true;
   uint64_t next_timer_ns_ = 0;
-  uint64_t next_sweep_ns_ = 0;
-  std::vector<ConnEntry*> due_;  // run_timers scratch (capacity kept)  // registry TimeWait garbage collection, a few times per TimeWait
+  uint64_t next_sweep_ns_ = 0;  // registry TimeWait garbage collection, a few times per TimeWait
+  std::vector<ConnEntry*> due_;  // run_timers scratch (capacity kept)
   bool running_deferred_ = false;
 };
 

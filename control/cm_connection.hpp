@@ -2,7 +2,7 @@
 // One connection's IB CM state machine (IBTA Vol 1 §12.9, Figures 130-133),
 // active and passive side, with the NTSTATUS outcomes NDK defines for
 // Connect, Accept, CompleteConnect(Ex), Reject and Disconnect (DESIGN.md §3,
-// issue 4 §3, ../shared/reference/NDK.md).
+// ../shared/reference/NDK.md).
 //
 // Pure: it consumes decoded CM messages, consumer calls and time (`now_ns`),
 // and produces CM messages to send plus events through a CmSink. No threads,

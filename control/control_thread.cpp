@@ -235,7 +235,7 @@ void ControlThread::start_ports_ct(Done done) {
   // stopped port's burst functions are stubs that log an error on every call.
   auto* p = new Pending;
   p->self = this;
-  p->then = [this, done](Pending& pd) {
+  p->then = [this, done = std::move(done)](Pending& pd) {
     if (pd.failures > 0) {
       done(false, "attaching queues failed on " + std::to_string(pd.failures) + " core(s), first result " +
                       std::to_string(pd.first_result));
@@ -277,7 +277,7 @@ void ControlThread::stop_port_ct(size_t index, Done done) {
   pmd::Port* port = setup_.ports[index];
   auto* p = new Pending;
   p->self = this;
-  p->then = [port, done](Pending& pd) {
+  p->then = [port, done = std::move(done)](Pending& pd) {
     // The cores no longer poll it (or the detach failed and we stop anyway: stopping is final).
     port->stop();
     pmd::log(LogLevel::kInfo, "port_stopped", {{"port", port->name()}, {"detach_failures", std::to_string(pd.failures)}});
@@ -299,7 +299,7 @@ void ControlThread::shutdown_ct(Done done) {
   pmd::log(LogLevel::kInfo, "shutdown_begin", {{"cores", std::to_string(setup_.channels.size())}});
   auto* p = new Pending;
   p->self = this;
-  p->then = [this, done](Pending& pd) {
+  p->then = [this, done = std::move(done)](Pending& pd) {
     cores_stopped_ = true;
     pmd::log(LogLevel::kInfo, "cores_stopped", {{"failures", std::to_string(pd.failures)}});
     for (auto* port : setup_.ports) {
@@ -329,7 +329,7 @@ void ControlThread::request_snapshot_ct(Done done) {
   auto* p = new Pending;
   p->self = this;
   p->stats.resize(setup_.channels.size());  // never resized again: the cores write into it
-  p->then = [this, done](Pending& pd) {
+  p->then = [this, done = std::move(done)](Pending& pd) {
     snapshot_in_flight_ = false;
     if (pd.failures > 0) {
       if (done) done(false, "snapshot request failed");

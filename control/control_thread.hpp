@@ -3,7 +3,8 @@
 //
 // It owns the per-port neighbour tables (control/neighbour_table.hpp), receives the frames the
 // cores classified for the control path (ARP replies/announcements -> neighbour table -> updates
-// pushed to every core's NeighbourCache; QP1/CM MADs are counted until the CM issue), asks every
+// pushed to every core's NeighbourCache; QP1/CM MADs to the CM handler set with
+// set_cm_handler_ct, counted and dropped when none is set), asks every
 // core for a stats snapshot each telemetry.stats_interval_ms and publishes the latest one for
 // telemetry, sends a gratuitous ARP per port once it is up, and runs port start/stop and the
 // shutdown sequence over the cores' CoreChannels.

@@ -40,7 +40,7 @@ struct Adapter::Impl {
   uint32_t pds = 0, cqs = 0, qps = 0, srqs = 0, mrs_open = 0;
   uint32_t next_pd = 1;
   uint32_t uninstalls_pending = 0;
-  std::vector<Qp*> retry_close;
+  std::vector<Qp*> retry_close;  ///< QP closes whose re-post found the ring full
   std::unordered_set<const Qp*> live_qps;  ///< every Qp object not yet freed (qp_alive)
 
   // ---- calls from any thread (the only state here other threads touch) ----
@@ -90,7 +90,7 @@ struct Adapter::Impl {
     }
     return static_cast<uint32_t>(batch.size());
   }
-  std::shared_ptr<bool> alive = std::make_shared<bool>(true);  // false once the Adapter is freed  // QP closes whose re-post found the ring full
+  std::shared_ptr<bool> alive = std::make_shared<bool>(true);  // false once the Adapter is freed
 
   /// alloc + fill + post on `core`'s channel, with the CoreRdma in data[3].
   bool call(uint32_t core, dataplane::CoreMessage::RunFn run, void* arg, dataplane::CoreMessage::DoneFn done, void* done_ctx,

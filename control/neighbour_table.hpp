@@ -6,8 +6,8 @@
 //   last confirmed; a later resolve() asks again.
 // - resolve() answers at once for a usable entry, otherwise sends an ARP request through the send
 //   hook, repeats it every `arp_retry_ms` until `arp_retries` requests went out, and reports
-//   "unreachable" one interval after the last request (a later issue maps that to
-//   STATUS_HOST_UNREACHABLE for Connect).
+//   "unreachable" one interval after the last request (Connect reports that as
+//   STATUS_HOST_UNREACHABLE).
 // - Every change of a usable mapping is reported through the change hook; the control thread
 //   turns it into NeighbourUpdate messages for the polling cores' NeighbourCache.
 //

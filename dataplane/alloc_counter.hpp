@@ -1,5 +1,5 @@
 #pragma once
-// Debug allocation counter: proves that the per-packet path allocates nothing (issue 3 §2).
+// Debug allocation counter: proves that the per-packet path allocates nothing.
 // A test or benchmark binary puts ROCEDP_DEFINE_ALLOC_COUNTER() in exactly one of its .cpp files;
 // that replaces the global operator new/delete with versions that count every allocation
 // (relaxed atomic increment, then malloc). Code then reads alloc_count() before and after a

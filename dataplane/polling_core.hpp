@@ -127,7 +127,7 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   const CoreStats& stats_lc() const { return stats_; }
   const NeighbourCache& neighbour_cache_lc() const { return neighbours_; }
 
-  // ---- RDMA objects (issue 3): the RoceHandler gets this core's RoCEv2 frames and one turn per
+  // ---- RDMA objects: the RoceHandler gets this core's RoCEv2 frames and one turn per
   // poll. Set only on the owning lcore (a request handler) or before the core runs; null = none,
   // and RoCEv2 frames are then dropped as kUnknownQpn.
   void set_roce_handler_lc(RoceHandler* handler) { roce_ = handler; }

@@ -6,7 +6,8 @@
 // The RX core finds the owner of a RoCEv2 frame with one shift, no table lookup and no shared state.
 // QPN 0 (SMI, unused on RoCE) and QPN 1 (GSI: IB CM MADs, IBTA 13.5.1) are never data QPs: they go
 // to the control path. Core 0 therefore hands out per-core numbers from 2. At most 64 polling cores
-// and 262,144 QPs per core (100,000 QPs on one core is a design target); QP creation (a later issue) picks the core, then a free per-core number.
+// and 262,144 QPs per core (100,000 QPs on one core is a design target). QP creation takes the
+// core of the QP's CQs, then a free per-core number on that core.
 
 #include <cstdint>
 

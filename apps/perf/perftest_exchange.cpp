@@ -52,7 +52,7 @@ void encode_key_text(const PerftestKey& k, uint8_t out[kKeyTextSize]) {
   char text[kKeyTextSize + 16];
   int n = std::snprintf(text, sizeof(text), "%04x:%04x:%06x:%06x:%08x:%016llx:", k.lid & 0xFFFF, k.out_reads & 0xFFFF,
                         k.qpn & 0xFFFFFF, k.psn & 0xFFFFFF, k.rkey, static_cast<unsigned long long>(k.vaddr));
-  for (int i = 0; i < 16; ++i) n += std::snprintf(text + n, sizeof(text) - static_cast<size_t>(n), "%02x:", k.gid[i]);
+  for (const auto byte : k.gid) n += std::snprintf(text + n, sizeof(text) - static_cast<size_t>(n), "%02x:", byte);
   n += std::snprintf(text + n, sizeof(text) - static_cast<size_t>(n), "%08x:", k.srqn);
   std::memset(out, 0, kKeyTextSize);
   std::memcpy(out, text, std::min<size_t>(static_cast<size_t>(n), kKeyTextSize - 1));
@@ -62,7 +62,7 @@ bool decode_key_text(const uint8_t* in, size_t len, PerftestKey* k) {
   // 6 header fields, 16 GID bytes, the SRQ number: 23 colon-terminated hex fields.
   uint64_t f[23] = {};
   size_t pos = 0;
-  for (int i = 0; i < 23; ++i) {
+  for (uint64_t& field : f) {
     uint64_t v = 0;
     size_t digits = 0;
     while (pos < len && in[pos] != ':') {
@@ -74,7 +74,7 @@ bool decode_key_text(const uint8_t* in, size_t len, PerftestKey* k) {
     }
     if (pos >= len || digits == 0) return false;
     ++pos;  // the colon
-    f[i] = v;
+    field = v;
   }
   k->lid = static_cast<uint32_t>(f[0]);
   k->out_reads = static_cast<uint32_t>(f[1]);
@@ -120,7 +120,8 @@ bool decode_key_struct(const uint8_t* in, size_t len, PerftestKey* k) {
 
 void encode_version(uint8_t out[kVersionSize]) {
   std::memset(out, 0, kVersionSize);
-  std::memcpy(out, kPerftestVersion, std::strlen(kPerftestVersion));
+  // Always NUL-terminated: at most kVersionSize - 1 characters, zeros after.
+  std::snprintf(reinterpret_cast<char*>(out), kVersionSize, "%s", kPerftestVersion);
 }
 
 bool version_compatible(const uint8_t in[kVersionSize], std::string* printable) {

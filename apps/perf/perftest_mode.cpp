@@ -1002,8 +1002,7 @@ bool run_session(Session& s, int* status) {
   const bool send = s.o.op == Op::kSend;
   *status = 1;
   if (!setup_objects(s)) return false;
-  s.gone.reset(new std::atomic<int>[s.o.qps + 1]);
-  for (uint32_t i = 0; i <= s.o.qps; ++i) s.gone[i] = 0;
+  s.gone = std::make_unique<std::atomic<int>[]>(s.o.qps + 1);  // value-initialized: all 0
   s.pend_accept = std::vector<Pending>(s.o.qps + 1);
 
   // The exchange channel.

@@ -10,6 +10,7 @@
 //   0x1F means "invalid / unlimited" (end-to-end flow control not in use).
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 
@@ -66,8 +67,8 @@ constexpr std::optional<uint32_t> ack_credits(uint8_t code) {
 /// exceed `available` (advertising more than we have would invite RNR NAKs).
 constexpr uint8_t ack_credit_code(uint32_t available) {
   uint8_t code = 0;
-  for (uint8_t c = 0; c < kAckCredits.size(); ++c) {
-    if (kAckCredits[c] <= available) code = c;
+  for (size_t c = 0; c < kAckCredits.size(); ++c) {
+    if (kAckCredits[c] <= available) code = static_cast<uint8_t>(c);
   }
   return code;
 }

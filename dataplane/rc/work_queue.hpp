@@ -186,7 +186,7 @@ class WqeRing {
   uint64_t cached_tail_ = 0;
 };
 
-/// The "needs attention" doorbell of one polling core (issue 3 §2: consumers post through
+/// The "needs attention" doorbell of one polling core (consumers post through
 /// lock-free rings; the core only visits queues that rang). A lock-free multi-producer stack of
 /// slot numbers (the core's local QP numbers) with one flag per slot, so a slot is on the stack
 /// at most once and the stack never needs more room than it was created with.

@@ -235,7 +235,7 @@ inline CmMad make_cm_mad(std::uint64_t tid, CmBody body) {
   CmMad m;
   m.hdr.tid = tid;
   m.hdr.attr_id = cm_attr_id(body);
-  m.body = std::move(body);
+  m.body = body;  // trivially copyable: a move would copy too
   return m;
 }
 

@@ -2,8 +2,7 @@
 // Management datagram header (IBTA Vol 1 §13.4.3) as carried by QP1 (GSI) in
 // a UD SEND_ONLY, and the CM attribute names (IBTA §12.6; cm_msgs.h).
 // Only the common header is decoded here; the CM message bodies (REQ, REP...)
-// get their own codec in the connection-management issue, in this file's
-// sibling cm_messages.hpp.
+// have their codec in cm_messages.hpp.
 
 #include <cstddef>
 #include <cstdint>

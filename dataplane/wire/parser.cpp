@@ -25,7 +25,7 @@ DropReason parse(Bytes frame, ParsedPacket& out, const ParseOptions& opts) {
     f.eth.ethertype = eth.inner_type();
     l3 += kVlanTagLen;
   }
-  // IPv6 (RoCEv2 over IPv6) is a later issue: until then it is not ours.
+  // RoCEv2 over IPv6 is not supported: such a frame is not ours.
   if (f.eth.ethertype != kEtherTypeIpv4) return DropReason::kNotRoce;
 
   // IPv4 (RFC 791).

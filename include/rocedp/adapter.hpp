@@ -446,7 +446,7 @@ class Qp : public NdkObjectBase {
   /// error. Control thread (the request travels on the owning core's ring).
   void flush();
 
-  /// Moves the QP to RTR and RTS (issue 3's stand-in for connection management).
+  /// Moves the QP to RTR and RTS (out of band, as ibv_rc_pingpong; the CM connects through Connector).
   /// STATUS_PENDING, then RequestCompletion on the control thread with STATUS_SUCCESS,
   /// STATUS_INVALID_DEVICE_STATE (already connected / in error) or STATUS_INVALID_PARAMETER
   /// (MTU, retry count). Inline: STATUS_INVALID_PARAMETER (MTU above the port's, read limits

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 2 §5 end to end: rocedpd on the host end of a veth pair (net_af_packet) announces itself
+# End to end: rocedpd on the host end of a veth pair (net_af_packet) announces itself
 # with a gratuitous ARP, answers ARP and ICMP echo from a network namespace, and stops cleanly on
 # SIGTERM. Traffic goes only to the namespace and veth this script creates; everything it creates
 # is removed by the EXIT trap, also on failure. Exit 77 (skip) only when not root.

@@ -158,6 +158,7 @@ TEST(AddressRegistry, ConcurrentBindersNeverShareAPortOrPassTheLimit) {
   std::vector<std::vector<std::uint16_t>> ports(kThreads);
   std::vector<int> refused(kThreads, 0);
   std::vector<std::thread> th;
+  th.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     th.emplace_back([&, t] {
       for (int i = 0; i < 1000; ++i) {

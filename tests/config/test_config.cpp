@@ -2,12 +2,18 @@
 // produce the expected values; the shipped examples parse.
 
 #include "config/config.hpp"
+#include "config/config_keys.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <limits>
+#include <vector>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -19,7 +25,9 @@ using ::testing::HasSubstr;
 
 constexpr const char* kSource = "test.yaml";
 
-// Parses `yaml`, which must be rejected at line:column on `key` with a reason containing `reason`.
+// Parses `yaml`, which must be rejected with, among its problems (a misspelt required key is also
+// a missing one), one at line:column on `key` with a reason containing `reason`; what() holds
+// its "file:line:column: key: reason" line.
 void expect_error(const std::string& yaml, int line, int column, const std::string& key,
                   const std::string& reason) {
   SCOPED_TRACE(yaml);
@@ -27,14 +35,20 @@ void expect_error(const std::string& yaml, int line, int column, const std::stri
     parse(yaml, kSource);
     ADD_FAILURE() << "accepted, expected: " << key << ": " << reason;
   } catch (const ConfigError& e) {
-    EXPECT_EQ(e.file(), kSource);
-    EXPECT_EQ(e.line(), line) << e.what();
-    EXPECT_EQ(e.column(), column) << e.what();
-    EXPECT_EQ(e.key(), key) << e.what();
-    EXPECT_THAT(e.reason(), HasSubstr(reason)) << e.what();
+    const auto& all = e.problems();
+    ASSERT_FALSE(all.empty());
+    EXPECT_EQ(e.key(), all[0].key);
+    EXPECT_EQ(e.line(), all[0].line);
+    auto it = std::find_if(all.begin(), all.end(), [&](const ConfigProblem& p) { return p.key == key; });
+    ASSERT_NE(it, all.end()) << "no problem on " << key << " in:\n" << e.what();
+    EXPECT_EQ(it->file, kSource);
+    EXPECT_EQ(it->line, line) << e.what();
+    EXPECT_EQ(it->column, column) << e.what();
+    EXPECT_THAT(it->reason, HasSubstr(reason)) << e.what();
     std::string prefix = std::string(kSource) + ":" + std::to_string(line) + ":" +
                          std::to_string(column) + ": " + (key.empty() ? "" : key + ": ");
-    EXPECT_EQ(std::string(e.what()), prefix + e.reason());
+    EXPECT_EQ(it->text(), prefix + it->reason);
+    EXPECT_THAT(std::string(e.what()), HasSubstr(it->text()));
   }
 }
 
@@ -702,7 +716,7 @@ TEST(ConfigReject, BadNamesAndPrefixes) {
 }  // namespace
 }  // namespace rocedp::config
 
-// --- listeners (issue 4 §6) ------------------------------------------------------------------
+// --- listeners -------------------------------------------------------------------------------
 
 namespace rocedp::config {
 namespace {
@@ -767,6 +781,98 @@ TEST(ConfigListeners, RejectedWithFileLineColumnKeyAndReason) {
                    "    address: 198.18.2.1/24\n"
                    "listeners:\n  - {port: p1, nd_port: 7000, service: echo}\n",
                9, 12, "listeners[0].port", "first port only");
+}
+
+// --- every error of a file, the key table -----------------------------------------------------
+
+TEST(ConfigErrors, EveryProblemOfAFileIsReportedInFileOrder) {
+  const std::string yaml =
+      "eal:\n"
+      "  memory_mb: 1\n"                     // 2: range
+      "  hugepages: yes\n"                   // 3: type
+      "ports:\n"
+      "  - name: p0\n"
+      "    devargs: net_tap0\n"
+      "    address: 198.18.0.1/24\n"
+      "    mtu: 99999\n"                     // 8: range
+      "    neighbours: [{ip: 10.0.0.1, mac: \"02:00:00:00:00:02\"}]\n"  // 9: outside the subnet
+      "dataplane:\n"
+      "  rx_ring_size: 1000\n"              // 11: not a power of two
+      "  colour: blue\n"                     // 12: unknown key
+      "limits: {max_sge: 0, max_qps: 5}\n";  // 13: range (max_qps is fine)
+  try {
+    parse(yaml, kSource);
+    FAIL() << "accepted";
+  } catch (const ConfigError& e) {
+    std::vector<std::string> keys;
+    for (const ConfigProblem& p : e.problems()) keys.push_back(p.key);
+    EXPECT_EQ(keys, (std::vector<std::string>{"eal.memory_mb", "eal.hugepages", "ports[0].mtu",
+                                              "ports[0].neighbours[0].ip", "dataplane.rx_ring_size",
+                                              "dataplane.colour", "limits.max_sge"}))
+        << e.what();
+    std::vector<int> lines;
+    for (const ConfigProblem& p : e.problems()) lines.push_back(p.line);
+    EXPECT_EQ(lines, (std::vector<int>{2, 3, 8, 9, 11, 12, 13}));
+    EXPECT_EQ(std::count(e.what(), e.what() + std::strlen(e.what()), '\n'), 6) << "one line per problem";
+    EXPECT_EQ(e.key(), "eal.memory_mb");  // the first
+  }
+}
+
+TEST(ConfigErrors, OneProblemPerKeyAndNoneFromRulesOverRejectedPorts) {
+  // A port rejected for its address is left out of the rules between ports and listeners, so its
+  // listener does not also get "no port named".
+  const std::string yaml =
+      "ports:\n"
+      "  - {name: p0, devargs: net_tap0, address: 198.18.0.0/24}\n"
+      "listeners:\n"
+      "  - {port: p0, nd_port: 0, service: echo}\n";
+  try {
+    parse(yaml, kSource);
+    FAIL() << "accepted";
+  } catch (const ConfigError& e) {
+    ASSERT_EQ(e.problems().size(), 2u) << e.what();
+    EXPECT_EQ(e.problems()[0].key, "ports[0].address");
+    EXPECT_EQ(e.problems()[1].key, "listeners[0].nd_port");
+  }
+}
+
+// The table drives validation: for every number key of a plain section, its upper bound is
+// accepted and one above is rejected with the table's range.
+TEST(ConfigKeys, EveryNumberKeyTakesTheRangeOfTheTable) {
+  int checked = 0;
+  for (const KeySpec& k : config_keys()) {
+    const bool plain = k.section == "eal" || k.section == "dataplane" || k.section == "control" ||
+                       k.section == "telemetry" || k.section == "limits";
+    if (!plain || (k.kind != KeySpec::Kind::kUint && k.kind != KeySpec::Kind::kPow2)) continue;
+    if (k.key == "main_lcore" || k.key == "lcore") continue;  // must also be in eal.lcores
+    SCOPED_TRACE(std::string(k.section) + "." + std::string(k.key));
+    const std::string at = std::string(k.section) + ":\n  " + std::string(k.key) + ": ";
+    EXPECT_NO_THROW(parse(kOnePort + at + std::to_string(k.hi) + "\n", kSource));
+    if (k.hi == std::numeric_limits<uint64_t>::max()) continue;
+    expect_error(kOnePort + at + std::to_string(k.hi + 1) + "\n", 6, 3 + static_cast<int>(k.key.size()) + 2,
+                 std::string(k.section) + "." + std::string(k.key), "..");
+    ++checked;
+  }
+  EXPECT_GE(checked, 25);
+}
+
+// README.md's configuration reference is exactly what the table renders (regenerate it with
+// scripts/config_reference.sh).
+TEST(ConfigKeys, ReadmeHoldsTheGeneratedReference) {
+  const char* root = std::getenv("ROCEDP_SOURCE_DIR");
+  ASSERT_NE(root, nullptr) << "ROCEDP_SOURCE_DIR is not set";
+  std::ifstream in(std::filesystem::path(root) / "README.md");
+  ASSERT_TRUE(in) << "cannot read README.md";
+  const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string begin = "<!-- BEGIN config-reference: generated by scripts/config_reference.sh -->\n";
+  const std::string end = "<!-- END config-reference -->";
+  const size_t b = readme.find(begin);
+  const size_t e = readme.find(end);
+  ASSERT_NE(b, std::string::npos) << "README.md has no " << begin;
+  ASSERT_NE(e, std::string::npos) << "README.md has no " << end;
+  ASSERT_LT(b, e);
+  EXPECT_EQ(readme.substr(b + begin.size(), e - b - begin.size()), config_reference())
+      << "README.md's configuration reference differs from the key table: run scripts/config_reference.sh";
 }
 
 }  // namespace

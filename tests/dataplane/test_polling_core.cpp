@@ -164,7 +164,7 @@ TEST_F(PollingCoreTest, RoceFrameIsHandedToTheCoreThatOwnsItsQpn) {
 
   EXPECT_TRUE(core(1).poll_once());
   EXPECT_EQ(core(1).stats_lc().handoff_in, 1u);
-  // No QP exists yet (RC transport is a later issue), so the owner drops it as unknown.
+  // No RoCE handler is installed here (no QP exists on core 1), so the owner drops it as unknown.
   EXPECT_EQ(drops(1, drop_index(CoreDrop::kUnknownQpn)), 1u);
   EXPECT_EQ(drops(0, drop_index(CoreDrop::kUnknownQpn)), 0u);
   EXPECT_FALSE(core(1).poll_once()) << "nothing left: an idle poll reports no work";

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# /rocedp/qps while connections are up (issue 11 §3): rocedpd (memif server, memory service) and
+# /rocedp/qps while connections are up: rocedpd (memif server, memory service) and
 # rocedp-perf --connect (memif client) running WRITE bw over 4 connections, three times.
 #  - rocedpctl connections / qps (--json), while the load runs: 4 established connections, each
 #    with qp_state RTS, and each QPN listed by qps with the connection's core and state RTS;
@@ -12,7 +12,8 @@ perf=$bin_dir/rocedp-perf
 ctl=$bin_dir/rocedpctl
 [ -x "$perf" ] || fail "$perf not built"
 perf_pid=
-stop_perf() {
+stop_perf() {  # keeps the exit status for cleanup
+  local rc=$?
   if [ -n "$perf_pid" ] && kill -0 "$perf_pid" 2>/dev/null; then
     kill -TERM "$perf_pid" 2>/dev/null || true
     for _ in $(seq 30); do kill -0 "$perf_pid" 2>/dev/null || break; sleep 0.1; done
@@ -20,6 +21,7 @@ stop_perf() {
   fi
   [ -z "$perf_pid" ] || wait "$perf_pid" 2>/dev/null || true
   rm -rf "/var/run/dpdk/$prefix-c"
+  return $rc
 }
 trap 'stop_perf; cleanup' EXIT INT TERM
 
@@ -76,7 +78,7 @@ PY
     then seen=1; break; fi
     sleep 0.05
   done
-  [ "$seen" -eq 1 ] || fail "round $round: rocedpctl never showed 4 established connections with their QPs in RTS: $(cat "$work/conns.json" "$work/qps.json")"
+  [ "$seen" -eq 1 ] || { cat "$work/perf.log" >&2; fail "round $round: rocedpctl never showed 4 established connections with their QPs in RTS: $(cat "$work/conns.json" "$work/qps.json")"; }
   perf_status=0
   wait "$perf_pid" || perf_status=$?
   perf_pid=

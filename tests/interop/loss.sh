@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Interop under loss (issue 7 §4): 2% of the RoCEv2 frames the rig's bridge forwards are dropped,
+# Interop under loss: 2% of the RoCEv2 frames the rig's bridge forwards are dropped,
 # in both directions between the Linux guest and rocedp, during 64 KiB perftest bandwidth runs
 # with rocedp on both ends of the retransmission. The drop is an nftables rule on the bridge's
 # forward hook (numgen random): these hosts' kernels have no sch_netem, and the rule sees exactly

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# rocedp-perf --perftest against Linux perftest 4.5 in the rig's Soft-RoCE guest (issue 7 §3).
+# rocedp-perf --perftest against Linux perftest 4.5 in the rig's Soft-RoCE guest.
 # One guest boot runs every case's Linux side one after another; rocedp-perf runs its side of each
 # case in the same order (as the server: the guest's client retries until rocedp listens; as the
 # client: rocedp-perf retries until the guest's server listens). Cases: write|read|send x bw|lat x

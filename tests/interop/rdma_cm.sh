@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # rdma_cm applications on a live Linux Soft-RoCE peer against rocedp, both roles, in one guest
-# boot per MTU (issue 7 §2):
+# boot per MTU:
 #   rocedpd (198.18.0.20) serves echo listeners; the Linux guest (198.18.0.51) runs rdma_client:
 #     client-echo        Linux connects, SENDs, gets the echo, Linux disconnects
 #     client-rocedp-disc the service disconnects after one echo (the DREQ comes from rocedp)

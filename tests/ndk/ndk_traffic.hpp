@@ -1,5 +1,5 @@
 #pragma once
-// Mixed traffic over several QP pairs (issue 3 §4c): WRITE, SEND, READ and fetch-add in a fixed
+// Mixed traffic over several QP pairs: WRITE, SEND, READ and fetch-add in a fixed
 // pattern, a bounded window per QP, every completion checked for order and every byte checked
 // when its request completes. Used by the fault run and the allocation-counter run.
 

@@ -1,4 +1,4 @@
-// Issue 3 §2: the per-packet path allocates nothing. This binary counts every operator new
+// The per-packet path allocates nothing. This binary counts every operator new
 // (dataplane/alloc_counter.hpp); after a warm-up, thousands of mixed operations (posts, engine
 // and CQ polling on both adapters' cores, completions, control polling) run with the count
 // unchanged.

@@ -1,4 +1,4 @@
-// Issue 3 §4f: the frames both adapters transmit during a mixed run (SEND, SEND with immediate,
+// The frames both adapters transmit during a mixed run (SEND, SEND with immediate,
 // WRITE, WRITE with immediate, READ, atomics, ACKs, READ responses, at sizes spanning one to
 // many packets) are written to $ROCEDP_ARTIFACT_DIR/rc-traffic.pcap and checked by
 // ../shared/tools/roce-check (ICRC, lengths, BTH, tshark's infiniband dissector).

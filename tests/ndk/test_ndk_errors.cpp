@@ -1,4 +1,4 @@
-// Error paths through the NDK API (issue 3 §4e) and ResizeCq under traffic: each gives its
+// Error paths through the NDK API and ResizeCq under traffic: each gives its
 // documented completion status (dataplane/rc/queue_pair.hpp table).
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Issue 3 §4c: the two-adapter pair under the pmd fault injector (5% drop, 5% reorder, 1%
+// The two-adapter pair under the pmd fault injector (5% drop, 5% reorder, 1%
 // duplicate, 1% corrupt, on both ports' RX, i.e. both directions): 100,000 mixed operations on
 // four QPs complete exactly once, in posting order, byte-exact, with no hang (a generous
 // deadline bounds the run; it is not a performance assertion).

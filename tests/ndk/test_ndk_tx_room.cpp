@@ -1,4 +1,4 @@
-// Issue 8 §4: a full TX ring is back-pressure, not loss. The RC engine counts a frame as sent
+// A full TX ring is back-pressure, not loss. The RC engine counts a frame as sent
 // once it handed it to the core; if the port's TX ring then refuses it, the core keeps it for the
 // next burst, and the engine asks for room before it builds a packet (rolling back when there is
 // none, as rxe's save_state/rollback_state). Here the peer stops reading, so A's ring (1,024

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# rocedp-perf through the IB CM over net_memif (issue 4 §6), no out-of-band exchange:
+# rocedp-perf through the IB CM over net_memif, no out-of-band exchange:
 #   daemon: rocedpd (memif server) serves echo (ND port 7000) and memory (7001); rocedp-perf
 #           --connect (memif client) runs WRITE/READ bw+lat against the memory region and SEND
 #           bw+lat against the echo, each with --verify (WRITE is read back, READ reads a pattern

@@ -89,7 +89,7 @@ case $group in
     # the adapter driven from the control thread's poll hook.
     pair 0 "--lcore-mode 1" write bw -s 64 -n 2000 -q 2 --verify --lcore-mode 0
     expect_row 64 4000
-    # Issue 8: byte-exact through loss in both directions (each endpoint drops 2% of what it
+    # Byte-exact through loss in both directions (each endpoint drops 2% of what it
     # receives), and a run stopped by its time limit says so instead of blaming the bytes it never
     # sent (exit 3).
     pair 0 "--fault-drop 2" write bw -s 4096 -n 500 -q 4 --verify --fault-drop 2

@@ -1,5 +1,5 @@
 // Seeds 003 (NdkCreateSharedEndpoint) and 004 (NdkCreateListener) with NdkListen: every address
-// status, provoked on a live adapter (issue 4 §3).
+// status, provoked on a live adapter.
 
 #include "tests/seeds/cm_env.hpp"
 

@@ -1,5 +1,5 @@
 // Connections through IB CM between two adapters (DESIGN.md §3; seed 000 NdkCompleteConnectEx;
-// NdkConnect / NdkAccept / NdkDisconnect statuses; issue 4 §3 and the callback rules of §5).
+// NdkConnect / NdkAccept / NdkDisconnect statuses; the callback rules of NDK.md).
 // QPs are the object layer's real QPs on the polling cores.
 
 #include <rte_ethdev.h>
@@ -584,7 +584,7 @@ TEST_F(SeedConnections, PeerDeathFiresDisconnectAndFlushesCancelled) {
   close_endpoint(y);
 }
 
-// ---- Callback discipline (issue 4 §5)
+// ---- Callback discipline
 // ---------------------------------------------------------------
 
 TEST_F(SeedConnections, ConsumerClosesObjectsInsideTheirOwnCallbacks) {

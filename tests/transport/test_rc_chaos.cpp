@@ -1,4 +1,4 @@
-// Chaos (issue 8 §2, ctest label `chaos`): 1,000,000 mixed operations (SEND, WRITE, READ,
+// Chaos (ctest label `chaos`): 1,000,000 mixed operations (SEND, WRITE, READ,
 // fetch-add, compare-swap) over 16 QPs through a wire that drops 10%, reorders 5%, duplicates 1%
 // and corrupts 1% of the frames in both directions. Every operation completes exactly once, in
 // posting order, with STATUS_SUCCESS; every byte is checked when its operation completes (slots

@@ -1,4 +1,4 @@
-// Loss recovery of the RC engine (issue 8 §1): the cases in which plain go-back-N with a fixed
+// Loss recovery of the RC engine: the cases in which plain go-back-N with a fixed
 // local ACK timeout waits the whole timeout (67 ms at rocedp-perf's timeout code 14), and the
 // rules that keep recovery within the standard. Every test runs on virtual time over the
 // in-memory wire of rc_harness.hpp and asserts what a consumer sees: bytes delivered exactly

@@ -1,5 +1,5 @@
 // 100,000 QPs on one engine: traffic on a handful of them, and the per-poll work stays
-// proportional to the QPs that have something to do (issue 3 §5 QP scaling). The engine's
+// proportional to the QPs that have something to do. The engine's
 // qp_visits() counter is the measure: a poll that visits an idle QP is a failure.
 
 #include <gtest/gtest.h>

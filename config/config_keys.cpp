@@ -1,0 +1,254 @@
+#include "config/config_keys.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
+namespace rocedp::config {
+namespace {
+
+using K = KeySpec::Kind;
+constexpr uint64_t k24 = uint64_t{1} << 24;
+constexpr uint64_t kU64Max = std::numeric_limits<uint64_t>::max();
+constexpr uint64_t kU32Max = std::numeric_limits<uint32_t>::max();
+
+// Limits that come from DPDK 22.11 as Debian builds it: RTE_MAX_LCORE = 128,
+// RTE_MEMPOOL_CACHE_MAX_SIZE = 512; a pool of 2^n - 1 mbufs is the efficient size.
+constexpr KeySpec kKeys[] = {
+    // ---- the top level: the sections
+    {"", "eal", K::kMapping, "mapping", "", 0, 0, "", ""},
+    {"", "ports", K::kList, "list", "", 0, 0, "", ""},
+    {"", "dataplane", K::kMapping, "mapping", "", 0, 0, "", ""},
+    {"", "control", K::kMapping, "mapping", "", 0, 0, "", ""},
+    {"", "telemetry", K::kMapping, "mapping", "", 0, 0, "", ""},
+    {"", "logging", K::kMapping, "mapping", "", 0, 0, "", ""},
+    {"", "limits", K::kMapping, "mapping", "", 0, 0, "", ""},
+    {"", "listeners", K::kList, "list", "", 0, 0, "", ""},
+    // ---- eal
+    {"eal", "lcores", K::kLcores, "list of int", "`[0, 1]`", 0, 127, "no duplicates, not empty",
+     "every lcore EAL may use"},
+    {"eal", "main_lcore", K::kUint, "int", "`0`", 0, 127, "in `lcores`",
+     "lcore running main(); never a polling lcore"},
+    {"eal", "memory_mb", K::kUint, "int", "`256`", 64, 1u << 20, "", "memory EAL reserves (MiB)"},
+    {"eal", "hugepages", K::kBool, "bool", "`false`", 0, 0, "",
+     "`false` runs EAL with `--no-huge`; `true` also lets dpdk-dumpcap attach"},
+    {"eal", "file_prefix", K::kString, "string", "`rocedp`", 0, 0, "1..32 of `A-Za-z0-9_.-`",
+     "runtime-file prefix; distinct per daemon on one host"},
+    {"eal", "extra_args", K::kList, "list of string", "`[]`", 0, 0,
+     "not `-l -c --lcores --main-lcore -m --no-huge --file-prefix`",
+     "extra EAL arguments, passed as given"},
+    // ---- ports
+    {"ports", "name", K::kString, "string", "required", 0, 0, "1..32 of `A-Za-z0-9_.-`, unique",
+     "our name for the port"},
+    {"ports", "devargs", K::kString, "string", "required", 0, 0,
+     "no spaces; device (text before the first `,`) unique",
+     "a vdev, `ring_pair:LINK:a\\|b`, or a PCI address ([pmd/README.md](pmd/README.md))"},
+    {"ports", "mac", K::kString, "string", "device's MAC", 0, 0,
+     "`xx:xx:xx:xx:xx:xx`, unicast, unique", "source MAC"},
+    {"ports", "address", K::kString, "string", "required", 0, 0,
+     "`a.b.c.d/len`, len 1..32, a unicast host address, unique", "port IPv4 address and prefix"},
+    {"ports", "mtu", K::kUint, "int", "`1500`", 576, 9000, "", "IP MTU"},
+    {"ports", "neighbours", K::kList, "list of `{ip, mac}`", "`[]`", 0, 0, "",
+     "static ARP entries"},
+    {"ports.neighbours", "ip", K::kString, "string", "required", 0, 0,
+     "inside the port's subnet, not the port's own, no duplicates", "the neighbour's IPv4 address"},
+    {"ports.neighbours", "mac", K::kString, "string", "required", 0, 0, "unicast", "its MAC"},
+    {"ports", "fault", K::kMapping, "mapping", "off", 0, 0, "",
+     "impairments of this port's traffic"},
+    {"ports.fault", "direction", K::kChoice, "`rx`/`tx`/`both`", "`rx`", 0, 0, "",
+     "which traffic is impaired"},
+    {"ports.fault", "drop_pct", K::kPercent, "number", "`0`", 0, 100, "", "% of frames dropped"},
+    {"ports.fault", "duplicate_pct", K::kPercent, "number", "`0`", 0, 100, "",
+     "% of frames delivered twice"},
+    {"ports.fault", "corrupt_pct", K::kPercent, "number", "`0`", 0, 100, "",
+     "% of frames with one byte flipped"},
+    {"ports.fault", "reorder_window", K::kUint, "int", "`0`", 0, 1024, "",
+     "shuffle within windows of this many frames (0 = off)"},
+    {"ports.fault", "reorder_pct", K::kPercent, "number", "`100`", 0, 100, "",
+     "with a window: % of frames that take part"},
+    {"ports.fault", "delay_us", K::kUint, "int", "`0`", 0, 1'000'000, "",
+     "hold every frame this long"},
+    {"ports.fault", "seed", K::kUint, "int", "`1`", 0, kU64Max, "",
+     "PRNG seed (replayable chaos runs)"},
+    // ---- dataplane
+    {"dataplane", "lcores", K::kLcores, "list of int", "`[1]`", 0, 127,
+     "not empty, no duplicates, each in `eal.lcores`, none equal to `eal.main_lcore`",
+     "polling lcores"},
+    {"dataplane", "burst_size", K::kUint, "int", "`32`", 1, 512, "", "packets per rx/tx burst"},
+    {"dataplane", "rx_ring_size", K::kPow2, "int", "`1024`", 64, 16384, "",
+     "descriptors per RX queue"},
+    {"dataplane", "tx_ring_size", K::kPow2, "int", "`1024`", 64, 16384, "",
+     "descriptors per TX queue"},
+    {"dataplane", "control_ring_size", K::kPow2, "int", "`1024`", 64, 65536, "",
+     "entries of each control↔lcore rte_ring"},
+    {"dataplane", "mbuf_count", K::kUint, "int", "`16383`", 1023, kU32Max, "2^n − 1 is best",
+     "mbufs in the packet pool"},
+    {"dataplane", "mbuf_cache_size", K::kUint, "int", "`256`", 0, 512, "",
+     "per-lcore mempool cache"},
+    {"dataplane", "idle_sleep_us", K::kUint, "int", "`0`", 0, 10000, "",
+     "0: polling lcores spin. N: after 1,024 idle polls in a row a core sleeps N µs per idle poll "
+     "(for "
+     "hosts whose CPUs are shared, e.g. with the interop guests); work resets the count"},
+    // ---- control
+    {"control", "lcore", K::kUint, "int", "unset", 0, 127,
+     "in `eal.lcores`, not a polling lcore; omit for unpinned", "lcore of the control thread"},
+    {"control", "arp_retry_ms", K::kUint, "int", "`200`", 1, 60'000, "",
+     "interval between ARP requests for an unresolved peer"},
+    {"control", "arp_retries", K::kUint, "int", "`5`", 1, 100, "",
+     "requests before a peer is unreachable"},
+    {"control", "neighbour_expiry_s", K::kUint, "int", "`300`", 1, 86'400, "",
+     "lifetime of learned neighbour entries"},
+    // ---- telemetry
+    {"telemetry", "enabled", K::kBool, "bool", "`true`", 0, 0, "",
+     "register the `/rocedp/*` telemetry commands"},
+    {"telemetry", "stats_interval_ms", K::kUint, "int", "`100`", 1, 60'000, "",
+     "how often control collects a stats snapshot from the cores"},
+    // ---- logging
+    {"logging", "level", K::kChoice, "`error`/`warning`/`info`/`debug`", "`info`", 0, 0, "",
+     "log threshold (`info` maps to DPDK NOTICE)"},
+    {"logging", "file", K::kString, "string", "unset (stderr)", 0, 0, "",
+     "append logs to this file"},
+    // ---- limits
+    {"limits", "max_qps", K::kUint, "int", "`131072`", 1, k24 - 2,
+     "QPNs are 24 bits, QP0/QP1 reserved", "queue pairs over all cores"},
+    {"limits", "max_cqs", K::kUint, "int", "`131072`", 1, k24, "", "completion queues"},
+    {"limits", "max_srqs", K::kUint, "int", "`1024`", 1, k24, "", "shared receive queues"},
+    {"limits", "max_pds", K::kUint, "int", "`1024`", 1, k24, "", "protection domains"},
+    {"limits", "max_mrs", K::kUint, "int", "`65536`", 1, k24,
+     "a 24-bit index and an 8-bit key make a token", "memory regions"},
+    {"limits", "max_cq_depth", K::kUint, "int", "`65536`", 1, k24, "", "MaxCqDepth"},
+    {"limits", "max_qp_depth", K::kUint, "int", "`4096`", 1, 65536, "",
+     "MaxInitiatorQueueDepth / MaxReceiveQueueDepth"},
+    {"limits", "max_srq_depth", K::kUint, "int", "`16384`", 1, 1u << 20, "", "MaxSrqDepth"},
+    {"limits", "max_sge", K::kUint, "int", "`16`", 1, 64, "",
+     "MaxInitiator/Receive/ReadRequestSge"},
+    {"limits", "max_inline_data", K::kUint, "int", "`64`", 0, 4096, "",
+     "MaxInlineDataSize (bytes)"},
+    {"limits", "max_read_limit", K::kUint, "int", "`16`", 1, 255, "8 bits in the CM REQ",
+     "MaxInbound/OutboundReadLimit"},
+    {"limits", "max_registration_size", K::kUint, "int", "`4294967296`", 4096, uint64_t{1} << 48,
+     "", "bytes per registration"},
+    {"limits", "max_transfer_length", K::kUint, "int", "`1073741824`", 1, uint64_t{1} << 31,
+     "RETH DMA length is 32 bits", "MaxTransferLength (bytes)"},
+    {"limits", "frmr_page_count", K::kUint, "int", "`256`", 16, 65536, "NDK: ≥ 16",
+     "FRMRPageCount"},
+    {"limits", "max_listeners", K::kUint, "int", "`1024`", 1, 65536, "",
+     "listeners before INSUFFICIENT_RESOURCES"},
+    {"limits", "max_shared_endpoints", K::kUint, "int", "`1024`", 1, 65536, "",
+     "shared endpoints before INSUFFICIENT_RESOURCES"},
+    {"limits", "max_connectors", K::kUint, "int", "`131072`", 1, k24, "", "connectors"},
+    // ---- listeners
+    {"listeners", "port", K::kString, "string", "required", 0, 0,
+     "a configured port; only the first port is served (the NDK adapter lives there)",
+     "where to listen"},
+    {"listeners", "nd_port", K::kUint, "int", "required", 1, 65535, "unique per port",
+     "the ND / rdma_cm port (service ID `0x0106 << 16 \\| nd_port`)"},
+    {"listeners", "service", K::kChoice, "`echo`/`memory`", "required", 0, 0, "",
+     "what the listener serves"},
+    {"listeners", "message_bytes", K::kUint, "int", "`4096`", 1, 1u << 24, "echo only",
+     "the largest SEND taken (receive buffer size)"},
+    {"listeners", "memory_bytes", K::kUint, "int", "`1048576`", 4096, uint64_t{1} << 30,
+     "memory only", "size of the exported region"},
+    {"listeners", "queue_depth", K::kUint, "int", "`64`", 1, 4096, "",
+     "receives posted / send-queue depth per connection"},
+    {"listeners", "max_connections", K::kUint, "int", "`64`", 1, 65536, "",
+     "further requests are rejected (REJ, consumer reason 28)"},
+    {"listeners", "receive_delay_ms", K::kUint, "int", "`0`", 0, 60000, "echo only",
+     "post the receives this long after the connection is established instead of before the "
+     "Accept: a "
+     "peer that sends at once gets RNR NAKs and must retry (the interop RNR case)"},
+    {"listeners", "disconnect_after", K::kUint, "int", "`0`", 0, 1u << 30, "echo only",
+     "after this many echoes completed the service disconnects (the DREQ comes from rocedpd); 0 = "
+     "the "
+     "peer ends the connection"},
+};
+
+struct Section {
+  std::string_view name;
+  std::string_view heading;
+};
+constexpr Section kSections[] = {
+    {"eal", "eal"},
+    {"ports", "ports (list, at least one)"},
+    {"dataplane", "dataplane"},
+    {"control", "control"},
+    {"telemetry", "telemetry"},
+    {"logging", "logging"},
+    {"limits", "limits (adapter limits, reported in NDK_ADAPTER_INFO and enforced at creation)"},
+    {"listeners", "listeners (list; built-in services of rocedpd)"},
+};
+
+// 2^n for large powers of two, 2^64-1 for the top, decimal otherwise.
+std::string number(uint64_t v) {
+  if (v == kU64Max) return "2^64-1";
+  if (v >= (uint64_t{1} << 31) && (v & (v - 1)) == 0) {
+    int n = 0;
+    while ((uint64_t{1} << n) != v) ++n;
+    return "2^" + std::to_string(n);
+  }
+  return std::to_string(v);
+}
+
+std::string range_text(const KeySpec& k) {
+  std::string r;
+  switch (k.kind) {
+    case K::kUint:
+    case K::kLcores:
+      r = number(k.lo) + ".." + number(k.hi);
+      break;
+    case K::kPow2:
+      r = "power of two, " + number(k.lo) + ".." + number(k.hi);
+      break;
+    case K::kPercent:
+      r = "0..100";
+      break;
+    default:
+      break;
+  }
+  if (!k.rule.empty()) r += (r.empty() ? "" : ", ") + std::string(k.rule);
+  return r;
+}
+
+// How a key shows in its top-level section's table: "fault.seed", "neighbours[].ip".
+std::string display_key(const KeySpec& k, std::string_view top) {
+  std::string_view rest = k.section.substr(top.size());
+  if (rest.empty()) return std::string(k.key);
+  rest.remove_prefix(1);  // '.'
+  const bool list = rest == "neighbours";
+  return std::string(rest) + (list ? "[]." : ".") + std::string(k.key);
+}
+
+}  // namespace
+
+std::span<const KeySpec> config_keys() {
+  return kKeys;
+}
+
+const KeySpec& config_key(std::string_view section, std::string_view key) {
+  for (const KeySpec& k : kKeys)
+    if (k.section == section && k.key == key) return k;
+  std::fprintf(stderr, "config_key: no %.*s.%.*s in the key table\n",
+               static_cast<int>(section.size()), section.data(), static_cast<int>(key.size()),
+               key.data());
+  std::abort();
+}
+
+std::string config_reference() {
+  std::string out;
+  for (const Section& s : kSections) {
+    out += "### " + std::string(s.heading) + "\n";
+    out += "| key | type | default | range / rule | meaning |\n|---|---|---|---|---|\n";
+    for (const KeySpec& k : kKeys) {
+      const bool mine =
+          k.section == s.name || (k.section.size() > s.name.size() &&
+                                  k.section.starts_with(s.name) && k.section[s.name.size()] == '.');
+      if (!mine) continue;
+      out += "| `" + display_key(k, s.name) + "` | " + std::string(k.type) + " | " +
+             std::string(k.def) + " | " + range_text(k) + " | " + std::string(k.meaning) + " |\n";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace rocedp::config
