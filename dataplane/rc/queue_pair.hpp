@@ -99,7 +99,6 @@ constexpr const WcErrorInfo& wc_error_info(WcError e) { return kWcErrors[static_
 
 #define ROCEDP_RC_COUNTERS(X)                                                            \
   X(kRxPackets, "rx_packets")             /* RoCEv2 RC packets accepted by receive */     \
-  X(kRxDropParse, "rx_drop_parse")        /* codec refused the frame (see wire drops) */  \
   X(kRxDropNotRc, "rx_drop_not_rc")       /* UD or other non-RC opcode to an RC QP */      \
   X(kRxCnp, "rx_cnp")                     /* RoCEv2 CNP (congestion notification) */       \
   X(kRxDropNoQp, "rx_drop_no_qp")         /* destination QPN unknown on this core */       \
