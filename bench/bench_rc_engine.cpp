@@ -242,43 +242,63 @@ struct World {
   }
 
   // Posts one batch of `op` messages of `size` bytes round-robin, runs the wire until they
-  // completed. Returns frames that crossed the wire.
+  // completed. Returns frames that crossed the wire. Each step runs in a function named after
+  // its side (requester: A and its consumer; responder: B and its consumer), so callgrind can
+  // count each side alone: --toggle-collect='*requester_side*' or '*responder_side*'.
   uint64_t batch(SendOpcode op, uint32_t size) {
-    for (uint32_t k = 0; k < kBatch; ++k) {
-      const uint32_t q = next_qp;
-      next_qp = next_qp + 1 == nqps ? 0 : next_qp + 1;
-      if (op == SendOpcode::kSend) {
-        RecvWqe r;
-        r.sge_count = 1;
-        r.sge[0] = NdkSge{b.buf.data() + size_t{k} * 4096, size, b.tokens.local};
-        b.rqs[q]->post(r);
-      }
-      SendWqe w;
-      w.opcode = op;
-      w.sge_count = 1;
-      const bool read = op == SendOpcode::kRead;
-      w.sge[0] = NdkSge{a.buf.data() + (read ? size_t{k} * 4096 : 0), size, a.tokens.local};
-      w.remote_address = reinterpret_cast<uint64_t>(b.buf.data()) + (read ? 0 : size_t{k} * 4096);
-      w.remote_token = b.tokens.remote;
-      if (a.sqs[q]->post(w) != STATUS_SUCCESS) std::abort();
-    }
+    const uint32_t first = next_qp;
+    next_qp = static_cast<uint32_t>((uint64_t{next_qp} + kBatch) % nqps);
+    if (op == SendOpcode::kSend) responder_side_post(first, size);
+    requester_side_post(op, first, size);
     uint64_t frames = 0;
     uint32_t done = 0;
-    NdkResultEx res[kBatch];
     for (int round = 0; done < kBatch; ++round) {
-      a.eng->poll_lc(now);
-      frames += a.out.deliver(*b.eng, now);
-      b.eng->poll_lc(now);
-      frames += b.out.deliver(*a.eng, now);
-      a.eng->poll_lc(now);
-      done += a.scq->get_results_ex(res, kBatch);
-      while (b.rcq->get_results_ex(res, kBatch) != 0) {
-      }
+      requester_side_poll();
+      frames += responder_side_receive();
+      responder_side_poll();
+      frames += requester_side_receive();
+      requester_side_poll();
+      done += requester_side_complete();
+      responder_side_complete();
       now += 1000;
       if (round > 1000) std::abort();  // no progress: a bug, not a measurement
     }
     return frames;
   }
+
+  // The consumer of B posts the receives a batch of SENDs needs.
+  [[gnu::noinline]] void responder_side_post(uint32_t q, uint32_t size) {
+    for (uint32_t k = 0; k < kBatch; ++k, q = q + 1 == nqps ? 0 : q + 1) {
+      RecvWqe r;
+      r.sge_count = 1;
+      r.sge[0] = NdkSge{b.buf.data() + size_t{k} * 4096, size, b.tokens.local};
+      b.rqs[q]->post(r);
+    }
+  }
+  // The consumer of A posts the batch.
+  [[gnu::noinline]] void requester_side_post(SendOpcode op, uint32_t q, uint32_t size) {
+    const bool read = op == SendOpcode::kRead;
+    for (uint32_t k = 0; k < kBatch; ++k, q = q + 1 == nqps ? 0 : q + 1) {
+      SendWqe w;
+      w.opcode = op;
+      w.sge_count = 1;
+      w.sge[0] = NdkSge{a.buf.data() + (read ? size_t{k} * 4096 : 0), size, a.tokens.local};
+      w.remote_address = reinterpret_cast<uint64_t>(b.buf.data()) + (read ? 0 : size_t{k} * 4096);
+      w.remote_token = b.tokens.remote;
+      if (a.sqs[q]->post(w) != STATUS_SUCCESS) std::abort();
+    }
+  }
+  [[gnu::noinline]] void requester_side_poll() { a.eng->poll_lc(now); }
+  [[gnu::noinline]] void responder_side_poll() { b.eng->poll_lc(now); }
+  // A's frames reach B: B's receive path (parse, ICRC check, execute) and the wire's recycling.
+  [[gnu::noinline]] uint64_t responder_side_receive() { return a.out.deliver(*b.eng, now); }
+  [[gnu::noinline]] uint64_t requester_side_receive() { return b.out.deliver(*a.eng, now); }
+  [[gnu::noinline]] uint32_t requester_side_complete() { return a.scq->get_results_ex(res, kBatch); }
+  [[gnu::noinline]] void responder_side_complete() {
+    while (b.rcq->get_results_ex(res, kBatch) != 0) {
+    }
+  }
+  NdkResultEx res[kBatch];
 };
 
 // One world at a time (100,000 QPs take a while to build): kept across the repetitions Google
@@ -444,7 +464,8 @@ BENCHMARK(BM_QpMemory)->Arg(1)->Arg(1000)->Arg(100000)->Iterations(1)->Unit(benc
 // clock): ROCEDP_RC_FIXED_OPS="<write|send|read|raw>,<size>,<qps>,<batches>" builds the world,
 // warms it, then runs exactly <batches> batches inside measured_batches(), so
 //   valgrind --tool=callgrind --toggle-collect='*measured_batches*' bench_rc_engine
-// counts the instructions of exactly batches x 32 messages.
+// counts the instructions of exactly batches x 32 messages, and '*requester_side*' or
+// '*responder_side*' instead of '*measured_batches*' count one side (World::batch).
 namespace {
 [[gnu::noinline]] uint64_t measured_batches(World* w, RawWire* raw, SendOpcode op, uint32_t size, uint32_t n) {
   uint64_t frames = 0;

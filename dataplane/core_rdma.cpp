@@ -20,6 +20,8 @@ CoreRdma::CoreRdma(PollingCore& core, uint16_t port_id, rte_mempool* pool, const
   sink.send = &CoreRdma::sink_send;
   sink.ctx = this;
   engine_ = std::make_unique<rc::RcEngine>(config, mrs, sink);
+  // Frames the codec refuses are counted by reason in the core's own drop table.
+  engine_->count_wire_drops_in(core.wire_drop_counters_lc());
   cqs_.reserve(max_cqs);
   const uint64_t hz = rte_get_tsc_hz();
   ns_per_cycle_ = hz == 0 ? 1.0 : 1e9 / static_cast<double>(hz);
@@ -33,7 +35,9 @@ uint64_t CoreRdma::now_ns() const {
   return static_cast<uint64_t>(static_cast<double>(rte_get_tsc_cycles()) * ns_per_cycle_);
 }
 
-void CoreRdma::rx_lc(const wire::ParsedPacket& pkt) { engine_->rx_parsed_lc(pkt, now_ns()); }
+uint32_t CoreRdma::rx_burst_lc(std::span<const wire::Bytes> frames) {
+  return engine_->rx_burst_lc(frames, now_ns());
+}
 
 bool CoreRdma::poll_lc() {
   bool busy = engine_->poll_lc(now_ns());

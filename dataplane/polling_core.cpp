@@ -218,6 +218,10 @@ uint16_t PollingCore::classify_lc(rte_mbuf* m) {
 }
 
 void PollingCore::handle_local_lc(rte_mbuf** pkts, uint16_t n) {
+  // RoCEv2 frames are collected and handed to the RDMA objects as one burst after the loop.
+  rte_mbuf* roce[kMaxBurst];
+  wire::Bytes frames[kMaxBurst];
+  uint16_t n_roce = 0;
   for (uint16_t i = 0; i < n; ++i) {
     if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
     rte_mbuf* m = pkts[i];
@@ -234,33 +238,40 @@ void PollingCore::handle_local_lc(rte_mbuf** pkts, uint16_t n) {
         }
         break;
       }
-      case FrameKind::kRoce: {
-        // The owner checks the whole packet (lengths, opcode, pad, ICRC) before any QP sees it.
-        wire::ParsedPacket parsed;
-        if (m->nb_segs == 1) {
-          const wire::DropReason r = wire::parse(
-              wire::Bytes(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m)), parsed);
-          if (wire::is_failure(r)) {
-            drop_lc(m, drop_index(r));
-            break;
-          }
+      case FrameKind::kRoce:
+        // Every PMD we use delivers a frame that fits one segment in one segment.
+        if (roce_ != nullptr && m->nb_segs == 1) [[likely]] {
+          roce[n_roce] = m;
+          frames[n_roce++] = wire::Bytes(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m));
+        } else {
+          drop_roce_lc(m);
         }
-        if (roce_ != nullptr && m->nb_segs == 1) {
-          // The RDMA objects of this core (RC engine) execute it; nothing keeps the frame.
-          roce_->rx_lc(parsed);
-          stats_.roce_to_engine++;
-          rte_pktmbuf_free(m);
-          break;
-        }
-        // No RDMA objects on this core: every data QPN is unknown here.
-        drop_lc(m, drop_index(CoreDrop::kUnknownQpn));
         break;
-      }
       default:
         drop_lc(m, drop_index(CoreDrop::kUnsupported));
         break;
     }
   }
+  if (n_roce == 0) return;
+  // The engine checks every frame (lengths, opcode, pad, ICRC) before any QP sees it, counts
+  // each one (accepted or by reason) and keeps none of them.
+  stats_.roce_to_engine += roce_->rx_burst_lc(std::span<const wire::Bytes>(frames, n_roce));
+  rte_pktmbuf_free_bulk(roce, n_roce);
+}
+
+// A RoCEv2 frame no RDMA object can take (none installed on this core, or a chained mbuf): it is
+// still checked, so a malformed one is counted by its reason, and otherwise counted unknown.
+[[gnu::cold]] void PollingCore::drop_roce_lc(rte_mbuf* m) {
+  if (m->nb_segs == 1) {
+    wire::ParsedPacket parsed;
+    const wire::DropReason r =
+        wire::parse(wire::Bytes(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m)), parsed);
+    if (wire::is_failure(r)) {
+      drop_lc(m, drop_index(r));
+      return;
+    }
+  }
+  drop_lc(m, drop_index(CoreDrop::kUnknownQpn));
 }
 
 void PollingCore::note_peer_lc(const ArpPeer& peer) {

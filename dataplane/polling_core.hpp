@@ -6,8 +6,11 @@
 // up busy and idle TSC cycles. Pollers, in order:
 //   1. RX burst on every (port, queue) this core owns -> classify -> pmd::RxDispatch: RoCEv2 goes
 //      to the core that owns its destination QPN (dataplane/qpn_map.hpp), QP1 (CM) and ARP replies
-//      to the control path, ARP requests for us and ICMP echo stay here and are answered in place;
-//   2. frames other cores handed to this one;
+//      to the control path, ARP requests for us and ICMP echo stay here and are answered in place,
+//      everything else is dropped and counted by reason. The RoCEv2 frames this core owns go to
+//      the RoceHandler as one burst (the RC engine parses them, prefetches their QPs, executes
+//      them), then their mbufs are freed in bulk;
+//   2. frames other cores handed to this one (already classified), the same way;
 //   3. the control channel's request ring, a bounded batch;
 //   4. TX: frames buffered by the pollers above go out once per poll, one burst per port.
 // Nothing on this path allocates, locks or makes a system call.
@@ -48,7 +51,7 @@ struct CoreStats {
   uint64_t handoff_out = 0;                // sent to another core or to control (RxDispatch)
   uint64_t handoff_in = 0;                 // received from other cores
   uint64_t to_control = 0;                 // frames classified for the control path
-  uint64_t roce_to_engine = 0;             // RoCEv2 frames handed to this core's RDMA objects
+  uint64_t roce_to_engine = 0;             // RoCEv2 frames the RDMA objects took (past the codec)
   uint64_t requests = 0;                   // control messages run
   uint64_t polls = 0, busy_polls = 0;
   uint64_t busy_cycles = 0, idle_cycles = 0;  // TSC cycles, added up by run_lc()
@@ -123,13 +126,16 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   /// rollback_state) ask first, so nothing they counted as sent is ever dropped here.
   bool tx_room_lc(uint16_t port_id);
   void count_drop_lc(std::size_t drop_index) { stats_.drops[drop_index]++; }
+  /// The wire-reason part of the drop table (indexed by wire::DropReason): the RC engine counts
+  /// the frames its codec refuses there. The table lives as long as the core.
+  uint64_t* wire_drop_counters_lc() { return stats_.drops.data(); }
   void drop_lc(rte_mbuf* m, std::size_t drop_index);
   const CoreStats& stats_lc() const { return stats_; }
   const NeighbourCache& neighbour_cache_lc() const { return neighbours_; }
 
-  // ---- RDMA objects: the RoceHandler gets this core's RoCEv2 frames and one turn per
-  // poll. Set only on the owning lcore (a request handler) or before the core runs; null = none,
-  // and RoCEv2 frames are then dropped as kUnknownQpn.
+  // ---- RDMA objects: the RoceHandler gets this core's RoCEv2 frames, one call per burst, and
+  // one turn per poll. Set only on the owning lcore (a request handler) or before the core runs;
+  // null = none, and RoCEv2 frames are then checked and dropped as kUnknownQpn.
   void set_roce_handler_lc(RoceHandler* handler) { roce_ = handler; }
   RoceHandler* roce_handler_lc() const { return roce_; }
 
@@ -156,6 +162,7 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   static uint16_t classify(void* ctx, rte_mbuf* m);
   uint16_t classify_lc(rte_mbuf* m);
   void handle_local_lc(rte_mbuf** pkts, uint16_t n);
+  void drop_roce_lc(rte_mbuf* m);
   void note_peer_lc(const ArpPeer& peer);
   bool flush_tx_lc();
   void detach_slot_lc(unsigned slot);

@@ -1,26 +1,28 @@
 #pragma once
 // The seam between a polling core and the RDMA objects it owns (dataplane/core_rdma.hpp):
-// the core hands every RoCEv2 frame it owns (already parsed, ICRC verified) to the handler and
-// gives the handler one turn per poll loop (timers, transmit, completions).
+// the core hands the RoCEv2 frames of each RX burst whose QPNs it owns to the handler in one
+// call (the engine parses, checks and executes them, dataplane/rc/rc_engine.hpp) and gives the
+// handler one turn per poll loop (timers, transmit, completions).
 //
 // Both methods run only on the owning lcore, never allocate, lock or make a system call.
 // The handler is installed and removed through the core's own request ring, so the core never
 // sees it change under its feet.
 
 #include <cstdint>
+#include <span>
 
-namespace rocedp::wire {
-struct ParsedPacket;
-}
+#include "dataplane/wire/bytes.hpp"
 
 namespace rocedp::dataplane {
 
 class RoceHandler {
  public:
   virtual ~RoceHandler() = default;
-  /// One RoCEv2 frame whose destination QPN this core owns. The frame's bytes are only valid
-  /// during the call (the core frees the mbuf afterwards).
-  virtual void rx_lc(const wire::ParsedPacket& pkt) = 0;
+  /// The RoCEv2 frames of one RX burst whose destination QPNs this core owns, unparsed. Their
+  /// bytes are only valid during the call (the core frees the mbufs afterwards). Each frame
+  /// lands in exactly one counter: accepted, a wire drop reason (the core's drop table) or an
+  /// engine drop reason. Returns the frames accepted.
+  virtual uint32_t rx_burst_lc(std::span<const wire::Bytes> frames) = 0;
   /// Once per poll loop, after RX and control requests and before the TX flush. True if it did
   /// any work (busy/idle accounting, CONVENTIONS.md item 1).
   virtual bool poll_lc() = 0;

@@ -361,8 +361,28 @@ NTSTATUS MemoryRegionTable::invalidate(uint32_t token) {
 
 NTSTATUS MemoryRegionTable::check(uint32_t token, uint32_t pd, uint64_t address, uint64_t length,
                                   uint32_t access, MrFault* fault) const {
-  MrFault f = MrFault::kNone;
   const uint32_t index = mr_token_index(token);
+  // The per-packet case first: a live region (not a window) whose every check passes, read under
+  // one seqlock round without building a view. Anything else takes the full path below, which
+  // names the fault.
+  if (index < capacity_) [[likely]] {
+    const Entry& e = entries_[index];
+    const uint32_t s1 = e.seq.load(std::memory_order_acquire);
+    const uint32_t meta = e.meta.load(std::memory_order_relaxed);
+    const uint64_t base = e.base.load(std::memory_order_relaxed);
+    const uint64_t len = e.length.load(std::memory_order_relaxed);
+    const uint32_t epd = e.pd.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    const uint32_t state = meta_state(meta);
+    if (e.seq.load(std::memory_order_relaxed) == s1 && (s1 & 1) == 0 &&
+        (state == kValid || state == kFrValid) && meta_gen(meta) == mr_token_generation(token) &&
+        epd == pd && (meta_access(meta) & access) == access && address >= base && length <= len &&
+        address - base <= len - length) [[likely]] {
+      if (fault != nullptr) *fault = MrFault::kNone;
+      return STATUS_SUCCESS;
+    }
+  }
+  MrFault f = MrFault::kNone;
   uint32_t meta = 0;
   MrView v;
   if (index >= capacity_) {

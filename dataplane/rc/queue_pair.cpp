@@ -5,6 +5,7 @@
 #include <new>
 
 #include "dataplane/wire/builder.hpp"
+#include "dataplane/wire/icrc.hpp"
 #include "dataplane/wire/ipv4.hpp"
 #include "dataplane/wire/udp.hpp"
 #include "dataplane/wire/udp_sport.hpp"
@@ -104,6 +105,10 @@ void QueuePair::build_header_template() {
   uint32_t sum = 0;
   for (size_t i = 0; i < wire::kIpv4MinHdrLen; i += 2) sum += wire::load_be16(ip + i);
   hdr_ip_sum_ = sum;
+  // The checksum bytes hold 1s in the template: masked as the ICRC wants them until the real
+  // checksum is written (transmit).
+  hdr_bytes_[hdr_l3_ + wire::ipv4_off::kChecksum] = 0xFF;
+  hdr_bytes_[hdr_l3_ + wire::ipv4_off::kChecksum + 1] = 0xFF;
   hdr_len_ = static_cast<uint8_t>(n);
 }
 
@@ -215,30 +220,43 @@ bool transmit(QueuePair& qp, RcContext& ctx, wire::PacketFields& f, const TxPayl
     return false;
   }
   // Headers: the QP's prebuilt bytes, then the per-packet fields patched in place.
-  std::memcpy(buf, qp.hdr_bytes(), kHeaderTemplateLen);
+  const uint8_t* tmpl = qp.hdr_bytes();
+  std::memcpy(buf, tmpl, kHeaderTemplateLen);
   const size_t l3 = qp.hdr_l3();
   uint8_t* ip = buf + l3;
   const uint16_t ip_len = static_cast<uint16_t>(total - l3);
   const uint16_t id = (*ctx.ip_id)++;
   wire::store_be16(ip + wire::ipv4_off::kTotalLen, ip_len);
   wire::store_be16(ip + wire::ipv4_off::kId, id);
-  uint32_t sum = qp.hdr_ip_sum() + ip_len + id;
-  sum = (sum & 0xFFFF) + (sum >> 16);
-  sum = (sum & 0xFFFF) + (sum >> 16);
-  wire::store_be16(ip + wire::ipv4_off::kChecksum, static_cast<uint16_t>(~sum));
   uint8_t* udp = ip + wire::kIpv4MinHdrLen;
-  wire::store_be16(udp + 4, static_cast<uint16_t>(ip_len - wire::kIpv4MinHdrLen));
+  wire::store_be16(udp + wire::udp_off::kLen, static_cast<uint16_t>(ip_len - wire::kIpv4MinHdrLen));
   uint8_t* bth = udp + wire::kUdpHdrLen;
+  bth[wire::bth_off::kOpcode] = f.bth.opcode;
   wire::BthView<uint8_t> v(bth);
-  v.set_opcode(f.bth.opcode);
   v.set_flags(f.bth.se, false, f.bth.pad, 0);
   v.set_ack_req_psn(f.bth.ack_req, 0, f.bth.psn);
   if (op->length != wire::kBthLen) wire::encode_ext_headers(bth, *op, f);
   uint8_t* pl = buf + hlen;
   copy_payload(pl, payload);
-  // Headers and payload are contiguous here: one span, so the ICRC is one CRC call, not two.
-  const wire::HeaderSpan hs{wire::MutBytes(buf, hlen + payload.length), l3};
-  wire::finish_packet(wire::MutBytes(pl + payload.length, f.bth.pad + wire::kIcrcLen), hs, {}, f.bth.pad);
+  uint8_t* tail = pl + payload.length;
+  for (uint8_t i = 0; i < f.bth.pad; ++i) tail[i] = 0;
+  // ICRC (IBTA A17.3.3) in one pass: the variant fields hold 1s while it is computed (the
+  // template's checksum bytes are 1s already, see build_header_template), then get their values.
+  ip[wire::ipv4_off::kTos] = 0xFF;
+  ip[wire::ipv4_off::kTtl] = 0xFF;
+  udp[wire::udp_off::kChecksum] = 0xFF;
+  udp[wire::udp_off::kChecksum + 1] = 0xFF;
+  bth[wire::bth_off::kResv8a] = 0xFF;
+  wire::store_le32(tail + f.bth.pad, wire::icrc_of_masked(wire::Bytes(ip, ip_len - wire::kIcrcLen)));
+  ip[wire::ipv4_off::kTos] = tmpl[l3 + wire::ipv4_off::kTos];
+  ip[wire::ipv4_off::kTtl] = tmpl[l3 + wire::ipv4_off::kTtl];
+  udp[wire::udp_off::kChecksum] = 0;  // RoCEv2 over IPv4: no UDP checksum (as rxe)
+  udp[wire::udp_off::kChecksum + 1] = 0;
+  bth[wire::bth_off::kResv8a] = tmpl[l3 + wire::kIpv4MinHdrLen + wire::kUdpHdrLen + wire::bth_off::kResv8a];
+  uint32_t sum = qp.hdr_ip_sum() + ip_len + id;
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  wire::store_be16(ip + wire::ipv4_off::kChecksum, static_cast<uint16_t>(~sum));
   ctx.sink.send(ctx.sink.ctx, handle, total);
   ++ctx.tx_packets;
   return true;

@@ -99,7 +99,6 @@ constexpr const WcErrorInfo& wc_error_info(WcError e) { return kWcErrors[static_
 
 #define ROCEDP_RC_COUNTERS(X)                                                            \
   X(kRxPackets, "rx_packets")             /* RoCEv2 RC packets accepted by receive */     \
-  X(kRxDropParse, "rx_drop_parse")        /* codec refused the frame (see wire drops) */  \
   X(kRxDropNotRc, "rx_drop_not_rc")       /* UD or other non-RC opcode to an RC QP */      \
   X(kRxCnp, "rx_cnp")                     /* RoCEv2 CNP (congestion notification) */       \
   X(kRxDropNoQp, "rx_drop_no_qp")         /* destination QPN unknown on this core */       \
@@ -164,6 +163,7 @@ struct RcContext {
   uint16_t* ip_id = nullptr;  // IPv4 identification, incremented per frame as Linux does
   uint64_t tx_packets = 0;    // frames sent since the engine last added them to `counters`
                               // (CONVENTIONS.md 12: counters bumped once per burst)
+  wire::PacketFields tx{};    // fields of the frame being built (QueuePair::tx_fields)
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -386,9 +386,17 @@ class QueuePair {
   SendWqe& sq_at(uint32_t i) { return sq_ring_->at_lc(i); }
   /// The send queue's ring (cached: one pointer hop less per packet).
   WqeRing<SendWqe>& sq_ring() { return *sq_ring_; }
-  /// Fields to build a frame from: only opcode, flags, PSN and extension headers are read when
-  /// the byte template exists, so the 200-byte field template is copied only when it does not.
-  wire::PacketFields tx_fields() const { return hdr_len_ != 0 ? wire::PacketFields{} : tmpl_; }
+  /// Fields to build a frame from, in the engine's scratch (no 200-byte reset per packet): with
+  /// the byte template only opcode, SE, AckReq, PSN and the opcode's extension headers are read,
+  /// so the caller sets the opcode, the PSN and every extension header its opcode carries (SE
+  /// and AckReq start false). Without the byte template the field template is copied in first.
+  wire::PacketFields& tx_fields(RcContext& ctx) const {
+    wire::PacketFields& f = ctx.tx;
+    if (hdr_len_ == 0) [[unlikely]] f = tmpl_;
+    f.bth.se = false;
+    f.bth.ack_req = false;
+    return f;
+  }
   /// Prefetches the lines the per-packet path reads (the engine calls it a few QPs ahead).
   void prefetch() const {
     const char* p = reinterpret_cast<const char*>(this);

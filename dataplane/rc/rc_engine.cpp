@@ -104,7 +104,7 @@ uint32_t RcEngine::rx_burst_lc(std::span<const wire::Bytes> frames, uint64_t now
     const size_t end = std::min(frames.size(), start + kRxChunk);
     uint32_t n = 0;
     for (size_t i = start; i < end; ++i) {
-      if (!receive_parse_lc(frames[i], rx_pkts_[n], counters_, wire_drops_)) [[unlikely]] continue;
+      if (!receive_parse_lc(frames[i], rx_pkts_[n], counters_, wire_drop_sink_)) [[unlikely]] continue;
       QueuePair* qp = find_qp(rx_pkts_[n].f.bth.dqpn);
       if (qp != nullptr) qp->prefetch();
       rx_qps_[n++] = qp;
@@ -116,16 +116,6 @@ uint32_t RcEngine::rx_burst_lc(std::span<const wire::Bytes> frames, uint64_t now
     accepted += n;
   }
   return accepted;
-}
-
-void RcEngine::rx_parsed_lc(const wire::ParsedPacket& pkt, uint64_t now_ns) {
-  // The polling core parsed the frame; the transport check of receive_parse_lc still applies.
-  if (!receive_transport_ok_lc(pkt, counters_)) [[unlikely]] return;
-  QueuePair* qp = find_qp(pkt.f.bth.dqpn);
-  receive_dispatch_lc(qp, ctx_, pkt, now_ns);
-  // Whatever the frame changed (an ACK to send, WQEs to retire, a window that opened) is
-  // handled by the next poll.
-  if (qp != nullptr) schedule(qp);
 }
 
 void RcEngine::drain_doorbell() {

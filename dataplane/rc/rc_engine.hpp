@@ -4,9 +4,11 @@
 // protocol runs in deterministic unit tests; the polling core plugs in mbufs through FrameSink.
 //
 // How a polling core drives it, once per loop iteration (all on the owning core, item 5's _lc):
-//   1. rx_burst_lc(frames, now)   every RoCEv2 frame for this core's QPNs (from rte_eth_rx_burst,
-//                                 after the classifier); each is parsed, ICRC-checked and
-//                                 executed. No frame is kept: the caller frees its mbufs after.
+//   1. rx_burst_lc(frames, now)   the RoCEv2 frames of one RX burst for this core's QPNs (after
+//                                 the polling core's classifier); each is parsed and ICRC-checked,
+//                                 its QP prefetched, then they are executed in order. No frame is
+//                                 kept: the caller frees its mbufs after. The same call serves the
+//                                 daemon, the tests and bench_rc_engine.
 //   2. poll_lc(now)               timers (ACK timeout, RNR wait), then per QP: pending READ
 //                                 responses and the coalesced ACK/NAK, new request packets
 //                                 (new WQEs from the send-queue doorbells), completions into
@@ -19,7 +21,7 @@
 //   - a consumer publishes to its send queue (the queue rings the core's Doorbell: a lock-free
 //     multi-producer stack of QP slots, one flag per slot; poll_lc takes it with one exchange),
 //     or to its receive queue while the QP is in ERROR (those receives complete flushed);
-//   - a frame for it arrives (rx_parsed_lc);
+//   - a frame for it arrives (rx_burst_lc);
 //   - its earliest timer expires (a min-heap of deadlines; ACK progress only moves the QP's own
 //     deadline, and the heap entry, when it fires early, re-arms at the real deadline);
 //   - a control request (flush) or a CQ overrun of a CQ it shares needs it.
@@ -70,10 +72,12 @@ class RcEngine {
 
   // ---- data path ----
 
-  /// Parses and executes a burst of received frames. Returns frames accepted.
+  /// Parses and executes a burst of received frames. Returns frames that passed the codec and
+  /// the transport check (the QP may still drop them, counted in counters()).
   uint32_t rx_burst_lc(std::span<const wire::Bytes> frames, uint64_t now_ns);
-  /// Executes one frame the core already parsed (ICRC verified).
-  void rx_parsed_lc(const wire::ParsedPacket& pkt, uint64_t now_ns);
+  /// Before the engine runs: count frames the codec refuses in `counters` (indexed by
+  /// wire::DropReason; a polling core's drop table starts with these) instead of wire_drops().
+  void count_wire_drops_in(uint64_t* counters) { wire_drop_sink_ = counters; }
   /// Timers, transmit and completions. True if anything happened.
   bool poll_lc(uint64_t now_ns);
 
@@ -85,6 +89,7 @@ class RcEngine {
   size_t scheduled_qps() const { return run_.size(); }
   size_t timer_entries() const { return timers_.size(); }
   size_t qp_count() const { return qp_count_; }
+  /// Frames the codec refused, by wire::DropReason (unless count_wire_drops_in moved them).
   const WireDropCounters& wire_drops() const { return wire_drops_; }
   uint32_t core() const { return config_.core; }
 
@@ -93,6 +98,7 @@ class RcEngine {
   RcContext ctx_;
   RcCounters counters_;
   WireDropCounters wire_drops_{};
+  uint64_t* wire_drop_sink_ = wire_drops_.data();
   uint16_t ip_id_ = 0;
   std::vector<std::unique_ptr<QueuePair>> qps_;  // by per-core number
   std::vector<uint32_t> free_;                   // per-core numbers not in use (stack)

@@ -6,21 +6,16 @@
 
 namespace rocedp::rc {
 
-bool receive_parse_lc(wire::Bytes frame, wire::ParsedPacket& out, RcCounters& counters, WireDropCounters& drops) {
+bool receive_parse_lc(wire::Bytes frame, wire::ParsedPacket& out, RcCounters& counters, uint64_t* drops) {
   const wire::DropReason why = wire::parse(frame, out);
-  if (why != wire::DropReason::kNone) {
+  if (why != wire::DropReason::kNone) [[unlikely]] {
     ++drops[static_cast<size_t>(why)];
-    counters.add(RcCounter::kRxDropParse);
     return false;
   }
-  return receive_transport_ok_lc(out, counters);
-}
-
-bool receive_transport_ok_lc(const wire::ParsedPacket& pkt, RcCounters& counters) {
-  if (pkt.op->transport == wire::Transport::kRc) [[likely]] return true;
+  if (out.op->transport == wire::Transport::kRc) [[likely]] return true;
   // An RC QP executes RC opcodes only: a UD SEND (0x64/0x65) or anything else must never run
   // as an RC request. A CNP (0x81) is congestion feedback, counted as such (no rate control yet).
-  counters.add(pkt.op->transport == wire::Transport::kCnp ? RcCounter::kRxCnp : RcCounter::kRxDropNotRc);
+  counters.add(out.op->transport == wire::Transport::kCnp ? RcCounter::kRxCnp : RcCounter::kRxDropNotRc);
   return false;
 }
 

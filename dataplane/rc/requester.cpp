@@ -128,7 +128,7 @@ bool send_one(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m,
   const RequesterCursor saved = qp.req.cur;  // item 10: snapshot before building
   RequesterCursor& cur = qp.req.cur;
   const uint32_t mtu = qp.conn().path_mtu;
-  wire::PacketFields f = qp.tx_fields();
+  wire::PacketFields& f = qp.tx_fields(ctx);
   f.bth.psn = cur.psn;
   TxPayload pl;
   RequesterCursor next = cur;

@@ -390,7 +390,7 @@ namespace {
       if (c.valid && c.pending && (r == nullptr || wire::psn_lt(c.tx_psn, r->tx_psn))) r = &c;
     }
     if (r == nullptr) break;
-    wire::PacketFields f = qp.tx_fields();
+    wire::PacketFields& f = qp.tx_fields(ctx);
     f.aeth.syndrome = wire::kAethAck | wire::kAethAckUnlimitedCredits;
     f.aeth.msn = rs.msn;
     TxPayload pl;
@@ -434,7 +434,7 @@ namespace {
   }
   if (blocked || sent >= budget || !rs.ctl_pending) return sent;
   if (qp.resources_pending != 0 && !rs.error_after_ctl) return sent;  // responses first
-  wire::PacketFields f = qp.tx_fields();
+  wire::PacketFields& f = qp.tx_fields(ctx);
   f.bth.opcode = kRcAck;
   f.bth.psn = rs.ctl_psn;
   f.aeth.syndrome = rs.ctl_syndrome;

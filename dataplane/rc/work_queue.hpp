@@ -71,9 +71,14 @@ struct SendWqe {
   uint8_t sge_count = 0;
   bool has_immediate = false;
   uint8_t inline_length = 0;         ///< bytes valid in inline_data (NDK_OP_FLAG_INLINE)
-  NdkSge sge[kMaxWqeSge]{};
-  uint8_t inline_data[kMaxInlineData]{};
+  union {
+    NdkSge sge[kMaxWqeSge]{};
+    /// NDK_OP_FLAG_INLINE on a SEND/WRITE: post() copies the SGEs' bytes here (the SGEs are not
+    /// needed after that), so the slot holds either, never both.
+    uint8_t inline_data[kMaxInlineData];
+  };
 };
+static_assert(sizeof(NdkSge) * kMaxWqeSge == kMaxInlineData, "inline data shares the SGE bytes");
 
 /// A receive-queue or SRQ work request.
 struct RecvWqe {
@@ -297,9 +302,11 @@ class SendQueue {
       return status;
     }
     *slot = wqe;
-    if ((wqe.flags & NDK_OP_FLAG_INLINE) != 0) {
+    // Only SENDs and WRITEs carry inline data (a READ or an atomic has a local sink).
+    if ((wqe.flags & NDK_OP_FLAG_INLINE) != 0 && wqe.opcode != SendOpcode::kRead &&
+        wqe.opcode != SendOpcode::kCompareSwap && wqe.opcode != SendOpcode::kFetchAdd) {
       uint32_t offset = 0;
-      for (uint32_t i = 0; i < wqe.sge_count; ++i) {
+      for (uint32_t i = 0; i < wqe.sge_count; ++i) {  // from the caller's SGEs, not the slot's
         if (wqe.sge[i].length != 0) {
           std::memcpy(slot->inline_data + offset, wqe.sge[i].virtual_address, wqe.sge[i].length);
         }

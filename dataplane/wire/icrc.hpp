@@ -57,6 +57,11 @@ inline std::uint32_t icrc_compute(Bytes l3, std::initializer_list<Bytes> more) {
   return icrc_compute(l3, std::span<const Bytes>(more.begin(), more.size()));
 }
 
+// ICRC of an IPv4/IPv6 packet whose variant fields (see above) already hold 1s: one ISA-L pass
+// over `l3` with no masking work. A sender that builds the frame itself writes 1s there, takes
+// this CRC, then writes the real values (rocedp's per-QP transmit path).
+std::uint32_t icrc_of_masked(Bytes l3);
+
 // Continues a CRC returned by icrc_compute over more bytes.
 std::uint32_t icrc_extend(std::uint32_t crc, Bytes more);
 
