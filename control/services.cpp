@@ -255,7 +255,10 @@ void Services::accept(Conn* c) {
   }
   // Inbound reads: as many as the adapter allows (the memory service is read by its clients);
   // we issue none.
-  const uint32_t irl = adapter_.impl().setup.limits.max_read_limit;
+  NdkAdapterInfo info{};
+  size_t info_size = sizeof(info);
+  (void)adapter_.query_adapter_info(&info, &info_size);
+  const uint32_t irl = info.max_inbound_read_limit;
   if (st == STATUS_SUCCESS)
     st = c->connector->accept_ex(c->qp, irl, 0, pd_len != 0 ? pd : nullptr, pd_len, &Services::on_disconnected, c,
                                  &Services::on_accepted, c);
