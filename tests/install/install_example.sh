@@ -50,7 +50,7 @@ if pkg-config --cflags rocedp | grep -q dpdk; then fail "rocedp.pc Cflags reach 
 sock=$work/pp.sock
 ./write_pingpong --role server --socket "$sock" --prefix "$tag-s" --iterations 500 > server.log 2>&1 &
 server_pid=$!
-for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+for _ in $(seq 600); do [ -S "$sock" ] && break; sleep 0.1; done  # EAL start-up is slow on a busy host
 [ -S "$sock" ] || fail "server did not create its memif socket"
 ./write_pingpong --role client --socket "$sock" --prefix "$tag-c" --iterations 500 > client.log 2>&1 &
 client_pid=$!
