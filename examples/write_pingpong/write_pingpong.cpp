@@ -78,7 +78,7 @@ config::Config make_config(bool server, const std::string& socket, const std::st
   const config::MacAddress client_mac{{0x02, 0x00, 0x00, 0x00, 0x64, 0x02}};
   config::PortConfig port;
   port.name = "memif0";
-  port.devargs = "net_memif0,role=" + std::string(server ? "server" : "client") + ",socket=" + socket;
+  port.devargs = "net_memif0,role=" + std::string(server ? "server" : "client") + ",socket=" + socket + ",socket-abstract=no";
   port.mac = server ? server_mac : client_mac;
   port.address.value = base | (server ? 1 : 2);
   port.prefix_len = 24;
