@@ -28,7 +28,7 @@ namespace {
 
 using namespace rocedp;
 using Clock = std::chrono::steady_clock;
-constexpr auto kWait = std::chrono::seconds(20);
+constexpr auto kWait = std::chrono::seconds(60);  // the memif link comes up after the first CM REQs
 
 /// Where a peer may WRITE: sent in the CM private data.
 struct RegionInfo {
@@ -146,6 +146,18 @@ RegionInfo local_region(const Endpoint& ep, uint32_t size) {
   return RegionInfo{reinterpret_cast<uint64_t>(ep.buf.data()), ep.mr->get_remote_token(), size};
 }
 
+/// The peer's RegionInfo from the connection's private data (the CM carries it padded to the
+/// message's private-data size).
+NTSTATUS read_private_data(Connector& conn, RegionInfo* out) {
+  uint8_t data[256];
+  uint32_t len = sizeof data;
+  const NTSTATUS st = conn.get_connection_data(nullptr, nullptr, data, &len);
+  if (st != STATUS_SUCCESS) return st;
+  if (len < sizeof *out) return STATUS_INVALID_PARAMETER;
+  std::memcpy(out, data, sizeof *out);
+  return STATUS_SUCCESS;
+}
+
 uint64_t load_seq(const uint8_t* p) {
   uint64_t v;
   std::memcpy(&v, p, sizeof v);
@@ -215,8 +227,7 @@ int run(bool server, const std::string& socket, const std::string& prefix, uint3
     Done accepted;
     std::atomic<bool> disconnected{false};
     rt->run_on_control([&] {
-      uint32_t len = sizeof peer;
-      st = ep.conn->get_connection_data(nullptr, nullptr, &peer, &len);
+      st = read_private_data(*ep.conn, &peer);
       if (st == STATUS_SUCCESS)
         st = ep.conn->accept(
             ep.qp, 0, 0, &mine, sizeof mine, [](void* c) { static_cast<std::atomic<bool>*>(c)->store(true); },
@@ -243,8 +254,7 @@ int run(bool server, const std::string& socket, const std::string& prefix, uint3
     });
     if ((st = wait(*rt, st, connected)) != STATUS_SUCCESS) return fail("connect", st);
     rt->run_on_control([&] {
-      uint32_t len = sizeof peer;
-      st = ep.conn->get_connection_data(nullptr, nullptr, &peer, &len);
+      st = read_private_data(*ep.conn, &peer);
       if (st == STATUS_SUCCESS) st = ep.conn->complete_connect(nullptr, nullptr, &Done::request, &completed);
     });
     if ((st = wait(*rt, st, completed)) != STATUS_SUCCESS) return fail("complete connect", st);
