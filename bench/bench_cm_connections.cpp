@@ -43,7 +43,9 @@
 #include "pmd/packet_pool.hpp"
 #include "pmd/ring_pair.hpp"
 #include "pmd/rx_dispatch.hpp"
+#include "control/adapter_setup.hpp"
 #include "rocedp/adapter.hpp"
+#include "control/connection_manager_setup.hpp"
 #include "rocedp/connection_manager.hpp"
 #include "rocedp/connector.hpp"
 #include "rocedp/listener.hpp"
@@ -198,7 +200,7 @@ class World {
         setup.cores.push_back(h->cores[i].get());
         setup.channels.push_back(h->channels[i].get());
       }
-      if (Adapter::open(setup, &h->adapter) != STATUS_SUCCESS) return false;
+      if (open_adapter_on(setup, &h->adapter) != STATUS_SUCCESS) return false;
       ConnectionManagerSetup cm;
       cm.dispatch = h->dispatch.get();
       cm.tx_core = 0;

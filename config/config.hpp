@@ -1,6 +1,6 @@
 #pragma once
-// Typed, validated configuration of rocedpd. config/ depends on nothing else of ours:
-// the other layers read these plain structs. Parsing and validation live in config.cpp.
+// YAML parsing and validation of the configuration (the plain structs are public:
+// rocedp/config.hpp). config/ depends on nothing else of ours but that header.
 
 #include <array>
 #include <cstdint>
@@ -10,144 +10,9 @@
 #include <string_view>
 #include <vector>
 
+#include "rocedp/config.hpp"
+
 namespace rocedp::config {
-
-struct MacAddress {
-  std::array<uint8_t, 6> bytes{};
-  bool operator==(const MacAddress&) const = default;
-};
-
-// IPv4 addresses are kept in host byte order; 10.0.0.1 is 0x0a000001.
-struct Ipv4Address {
-  uint32_t value = 0;
-  bool operator==(const Ipv4Address&) const = default;
-};
-
-struct StaticNeighbour {
-  Ipv4Address ip;
-  MacAddress mac;
-};
-
-// Impairments applied by pmd/ to one port's traffic (tests, chaos runs). All off by default.
-struct FaultConfig {
-  enum class Direction { kRx, kTx, kBoth };
-  Direction direction = Direction::kRx;
-  double drop_pct = 0;        // 0..100: frame silently discarded
-  double duplicate_pct = 0;   // 0..100: frame delivered twice
-  double corrupt_pct = 0;     // 0..100: one random byte flipped
-  uint32_t reorder_window = 0;  // 0 = off; else frames are shuffled within windows of this many
-  double reorder_pct = 100;   // with a window: share of frames that take part in the shuffle
-  uint32_t delay_us = 0;      // every frame held this long before delivery
-  uint64_t seed = 1;          // PRNG seed, so a failing chaos run can be replayed
-  bool enabled() const {
-    return drop_pct > 0 || duplicate_pct > 0 || corrupt_pct > 0 || reorder_window > 0 ||
-           delay_us > 0;
-  }
-};
-
-struct PortConfig {
-  std::string name;     // our name for the port, unique
-  std::string devargs;  // a vdev ("net_memif0,role=server,socket=/tmp/m.sock") or a PCI address
-  std::optional<MacAddress> mac;  // unset: keep the device's MAC
-  Ipv4Address address;
-  uint8_t prefix_len = 24;
-  uint16_t mtu = 1500;
-  std::vector<StaticNeighbour> neighbours;
-  FaultConfig fault;
-};
-
-struct EalConfig {
-  std::vector<unsigned> lcores{0, 1};
-  unsigned main_lcore = 0;
-  unsigned memory_mb = 256;
-  bool hugepages = false;  // false: --no-huge
-  std::string file_prefix = "rocedp";
-  std::vector<std::string> extra_args;
-};
-
-struct DataplaneConfig {
-  std::vector<unsigned> lcores{1};  // polling lcores; each must be in eal.lcores and not main
-  uint16_t burst_size = 32;
-  uint16_t rx_ring_size = 1024;    // descriptors per RX queue
-  uint16_t tx_ring_size = 1024;    // descriptors per TX queue
-  uint32_t control_ring_size = 1024;  // entries of each control<->lcore rte_ring (power of two)
-  uint32_t mbuf_count = 16383;
-  uint32_t mbuf_cache_size = 256;
-  // 0: the polling lcores spin (lowest latency). N > 0: after kIdlePollsBeforeSleep polls in a row
-  // found no work, a core sleeps N µs per idle poll, so a daemon sharing its CPUs (small VMs,
-  // a test host running guests) does not starve them. Work resets the count.
-  uint32_t idle_sleep_us = 0;
-};
-
-struct ControlConfig {
-  std::optional<unsigned> lcore;  // unset: an unpinned thread
-  uint32_t arp_retry_ms = 200;    // time between ARP requests for an unresolved peer
-  uint32_t arp_retries = 5;       // requests before a peer is declared unreachable
-  uint32_t neighbour_expiry_s = 300;  // learned entries expire after this long
-};
-
-struct TelemetryConfig {
-  bool enabled = true;
-  uint32_t stats_interval_ms = 100;  // how often control asks the cores for a stats snapshot
-};
-
-struct LoggingConfig {
-  enum class Level { kError, kWarning, kInfo, kDebug };
-  Level level = Level::kInfo;
-  std::optional<std::string> file;  // unset: stderr
-};
-
-// Adapter limits reported through QueryAdapterInfo (NDK_ADAPTER_INFO) and enforced at creation.
-struct LimitsConfig {
-  uint32_t max_qps = 131072;          // queue pairs over all cores
-  uint32_t max_cqs = 131072;
-  uint32_t max_srqs = 1024;
-  uint32_t max_pds = 1024;
-  uint32_t max_mrs = 65536;
-  uint32_t max_cq_depth = 65536;      // NDK MaxCqDepth
-  uint32_t max_qp_depth = 4096;       // MaxInitiatorQueueDepth and MaxReceiveQueueDepth
-  uint32_t max_srq_depth = 16384;     // MaxSrqDepth
-  uint32_t max_sge = 16;              // MaxInitiatorRequestSge / MaxReceiveRequestSge / MaxReadRequestSge
-  uint32_t max_inline_data = 64;      // MaxInlineDataSize
-  uint32_t max_read_limit = 16;       // MaxInboundReadLimit and MaxOutboundReadLimit
-  uint64_t max_registration_size = 1ull << 32;
-  uint32_t max_transfer_length = 1u << 30;  // MaxTransferLength
-  uint32_t frmr_page_count = 256;     // FRMRPageCount (NDK: at least 16)
-  uint32_t max_listeners = 1024;      // CreateListener/CreateSharedEndpoint: INSUFFICIENT_RESOURCES beyond
-  uint32_t max_shared_endpoints = 1024;
-  uint32_t max_connectors = 131072;
-};
-
-// A listener with a built-in service behind it, run by rocedpd on the control thread and the
-// adapter's polling cores (control/services.hpp). Clients reach it through the IB CM at the port's
-// IP and `nd_port` (rdma_cm service ID 0x0106 << 16 | nd_port).
-struct ListenerConfig {
-  enum class Service { kEcho, kMemory };
-  std::string port;          // name of a configured port (rocedpd serves the first port)
-  uint16_t nd_port = 0;      // 1..65535
-  Service service = Service::kEcho;
-  uint64_t memory_bytes = 1u << 20;  // memory: the exported region (4096 .. 1 GiB)
-  uint32_t message_bytes = 4096;     // echo: the largest SEND it takes (receive buffer size)
-  uint32_t queue_depth = 64;         // per connection: receives posted / send queue depth
-  uint32_t max_connections = 64;     // more are rejected (REJ, consumer reason)
-  // echo: post the receives this long after the connection is established instead of before
-  // the Accept, so a peer that sends at once meets RNR NAKs (proves its RNR retry). 0: off.
-  uint32_t receive_delay_ms = 0;
-  // echo: after this many echoes completed, the service disconnects (DREQ from our side). 0: off.
-  uint32_t disconnect_after = 0;
-};
-
-struct Config {
-  std::string source;  // file the configuration came from
-  EalConfig eal;
-  std::vector<PortConfig> ports;
-  DataplaneConfig dataplane;
-  ControlConfig control;
-  TelemetryConfig telemetry;
-  LoggingConfig logging;
-  LimitsConfig limits;
-  std::vector<ListenerConfig> listeners;
-};
 
 // One problem of a rejected configuration: where (file, 1-based line and column, key path such
 // as "ports[1].address") and why.

@@ -102,7 +102,7 @@ void ConnEntry::cm_event(const CmEvent& ev) {
 
 CmAgent::CmAgent(Adapter& adapter, const ConnectionManagerSetup& setup)
     : adapter_(adapter), setup_(setup), registry_(AddressRegistryConfig{65536, setup.timewait_ns}) {
-  Adapter::Impl& im = adapter.impl();
+  Adapter::Impl& im = impl_of(adapter);
   ip_ = im.setup.port->address().value;
   mac_ = mac_of(im.setup.port->mac());
   port_id_ = im.setup.port->id();
@@ -120,7 +120,7 @@ CmAgent::CmAgent(Adapter& adapter, const ConnectionManagerSetup& setup)
   o.retries = setup.arp_retries;
   NeighbourTableHooks hooks;
   hooks.send_request = [this](config::Ipv4Address target) {
-    Adapter::Impl& i = adapter_.impl();
+    Adapter::Impl& i = impl_of(adapter_);
     dataplane::LocalAddress local;
     local.mac = i.setup.port->mac();
     local.ip.value = ip_;
@@ -144,10 +144,10 @@ uint64_t CmAgent::now_ns() const {
 }
 
 uint32_t CmAgent::max_path_mtu() const {
-  return adapter_.impl_->max_path_mtu;
+  return impl_of(adapter_).max_path_mtu;
 }
 uint32_t CmAgent::max_read_limit() const {
-  return adapter_.impl_->setup.limits.max_read_limit;
+  return impl_of(adapter_).setup.limits.max_read_limit;
 }
 
 ConnEntry* CmAgent::new_connection() {
@@ -217,7 +217,7 @@ bool CmAgent::resolve(uint32_t ip, std::function<void(bool, const wire::MacAddr&
 
 void CmAgent::send_mad(uint32_t dst_ip, const wire::MacAddr& dst_mac, const wire::CmMad& mad) {
   timers_dirty_ = true;  // every send may arm a response timeout
-  Adapter::Impl& im = adapter_.impl();
+  Adapter::Impl& im = impl_of(adapter_);
   rte_mbuf* m = rte_pktmbuf_alloc(im.setup.pool->get());
   if (m == nullptr) {
     ++counters.cm_tx_failed;
@@ -516,7 +516,7 @@ void CmAgent::probe_qps(uint64_t now) {
   for (Connector* c : due) {
     auto& s = *c->state_;
     auto* ref = new ProbeRef{alive, this, s.id};
-    if (adapter_.impl().call(s.qp->core(), &probe_run, nullptr, &probe_done, ref, s.qp->qpn())) {
+    if (impl_of(adapter_).call(s.qp->core(), &probe_run, nullptr, &probe_done, ref, s.qp->qpn())) {
       s.probe_in_flight = true;
       s.next_probe_ns = now + setup_.qp_probe_interval_ns;
     } else {
@@ -576,7 +576,7 @@ NTSTATUS attach_connection_manager(Adapter& adapter, const ConnectionManagerSetu
   if (adapter.closing || setup.tx_core >= adapter.core_count()) return STATUS_INVALID_PARAMETER;
   auto agent = std::make_unique<CmAgent>(adapter, setup);
   std::lock_guard<std::mutex> g(control::agents_mutex());
-  control::agents()[&adapter] = {adapter.impl().alive, std::move(agent)};
+  control::agents()[&adapter] = {impl_of(adapter).alive, std::move(agent)};
   return STATUS_SUCCESS;
 }
 
@@ -594,7 +594,7 @@ NTSTATUS detach_connection_manager(Adapter& adapter) {
 
 uint32_t poll_connections(Adapter& adapter) {
   // The control loop: it runs on the control thread (see Adapter::poll_control).
-  adapter.impl().control_thread.store(std::this_thread::get_id(), std::memory_order_release);
+  impl_of(adapter).control_thread.store(std::this_thread::get_id(), std::memory_order_release);
   CmAgent* a = agent_of(adapter);
   return a != nullptr ? a->poll() : 0;
 }

@@ -28,6 +28,7 @@
 #include "control/cm_connection.hpp"
 #include "control/neighbour_table.hpp"
 #include "dataplane/wire/cm_messages.hpp"
+#include "control/connection_manager_setup.hpp"
 #include "rocedp/connection_manager.hpp"
 #include "rocedp/connector.hpp"
 #include "rocedp/listener.hpp"

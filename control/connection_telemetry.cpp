@@ -135,7 +135,7 @@ void collect_qp_rows(Adapter& adapter, std::function<void(std::vector<QpRow>)> d
   g->per_core.resize(n);  // never resized again: the cores write into it
   g->done = std::move(done);
   g->outstanding = 1;  // held until every request is posted
-  Adapter::Impl& im = adapter.impl();
+  Adapter::Impl& im = impl_of(adapter);
   for (uint32_t c = 0; c < n; ++c) {
     if (im.call(c, &qp_rows_run, &g->per_core[c], &qp_rows_done, g)) ++g->outstanding;
   }

@@ -4,6 +4,7 @@
 #include "control/control_thread.hpp"
 #include "control/services.hpp"
 #include "pmd/log.hpp"
+#include "control/connection_manager_setup.hpp"
 #include "rocedp/connection_manager.hpp"
 
 namespace rocedp::control {

@@ -72,21 +72,20 @@ using namespace ndk_detail;
 Adapter::Adapter() : impl_(std::make_unique<Impl>()) { init_header(*this, kType, this); }
 Adapter::~Adapter() { *impl_->alive = false; }
 
-NTSTATUS Adapter::open(const AdapterSetup& setup, Adapter** out) {
+NTSTATUS open_adapter_on(const AdapterSetup& setup, Adapter** out) {
   if (out == nullptr || setup.port == nullptr || setup.pool == nullptr || setup.cores.empty() ||
       setup.cores.size() != setup.channels.size() || setup.cores.size() > dataplane::kMaxQpnCores) {
     return STATUS_INVALID_PARAMETER;
   }
-  std::unique_ptr<Adapter> a(new (std::nothrow) Adapter());
+  std::unique_ptr<Adapter> a(Access::create());
   if (!a) return STATUS_INSUFFICIENT_RESOURCES;
-  Impl& im = *a->impl_;
+  Adapter::Impl& im = impl_of(*a);
   im.setup = setup;
   im.max_path_mtu = max_path_mtu_for(setup.port->mtu() != 0 ? setup.port->mtu() : 1500);
   const config::LimitsConfig& l = setup.limits;
   im.mrs = rc::MemoryRegionTable::create(std::min(l.max_mrs, rc::kMrMaxEntries - 1), l.max_registration_size,
                                          l.frmr_page_count);
   if (!im.mrs) return STATUS_INSUFFICIENT_RESOURCES;
-  a->cores_ = setup.cores;
   for (size_t i = 0; i < setup.cores.size(); ++i) {
     rc::RcEngineConfig ec;
     ec.core = setup.cores[i]->index();
@@ -167,9 +166,9 @@ NTSTATUS Adapter::create_cq(uint32_t depth, NdkCqNotificationCallback notificati
   cfg.max_cq_depth = im.setup.limits.max_cq_depth;
   cfg.notification = notification;
   cfg.notification_context = notification_context;
-  cfg.allocator.allocate = cq_allocator_.allocate;
-  cfg.allocator.release = cq_allocator_.release;
-  cfg.allocator.context = cq_allocator_.context;
+  cfg.allocator.allocate = impl_->cq_allocator.allocate;
+  cfg.allocator.release = impl_->cq_allocator.release;
+  cfg.allocator.context = impl_->cq_allocator.context;
   NTSTATUS status = STATUS_SUCCESS;
   auto ring = rc::CompletionQueue::create(cfg, &status);
   if (!ring) return status;
@@ -305,8 +304,15 @@ NTSTATUS Adapter::build_lam(const void* address, size_t length, NdkRequestComple
 
 void Adapter::release_lam(NdkLogicalAddressMapping*) {}
 
-void Adapter::set_tx_tap(void (*tap)(void*, const uint8_t*, size_t), void* context) {
-  for (auto& r : impl_->rdma) r->set_tx_tap(tap, context);
+uint32_t Adapter::core_count() const { return static_cast<uint32_t>(impl_->setup.cores.size()); }
+
+void test_hooks::set_cq_ring_allocator(Adapter& adapter, const CqRingAllocatorHook& hook) {
+  impl_of(adapter).cq_allocator = hook;
+}
+dataplane::CoreRdma& test_hooks::core_rdma(Adapter& adapter, uint32_t core) { return *impl_of(adapter).rdma.at(core); }
+
+void test_hooks::set_tx_tap(Adapter& adapter, void (*tap)(void*, const uint8_t*, size_t), void* context) {
+  for (auto& r : impl_of(adapter).rdma) r->set_tx_tap(tap, context);
 }
 
 NTSTATUS Adapter::close(NdkCloseCompletion completion, void* context) {
@@ -328,11 +334,11 @@ void finish_close(NdkObjectBase* object) {
   switch (object->header.object_type) {
     case NdkObjectType::kAdapter: {
       auto* a = static_cast<Adapter*>(object);
-      Adapter::Impl& im = a->impl();
+      Adapter::Impl& im = impl_of(*a);
       im.uninstalls_pending = static_cast<uint32_t>(im.rdma.size());
       auto done = [](CoreMessage& msg) {
         auto* ad = static_cast<Adapter*>(msg.done_ctx);
-        if (--ad->impl().uninstalls_pending != 0) return;
+        if (--impl_of(*ad).uninstalls_pending != 0) return;
         // Every core dropped the handler: nothing of this adapter runs any more.
         const NdkCloseCompletion cb = ad->close_completion;
         void* ctx = ad->close_context;
@@ -350,11 +356,11 @@ void finish_close(NdkObjectBase* object) {
       auto* pd = static_cast<Pd*>(object);
       Adapter* ad = pd->adapter;
       // No QP of the PD is left, so no core uses its privileged token any more.
-      if (pd->privileged_token_ != 0) (void)ad->impl().mrs->deregister(pd->privileged_token_);
+      if (pd->privileged_token_ != 0) (void)impl_of(*ad).mrs->deregister(pd->privileged_token_);
       const NdkCloseCompletion cb = pd->close_completion;
       void* ctx = pd->close_context;
       delete pd;
-      --ad->impl().pds;
+      --impl_of(*ad).pds;
       fire_close(cb, ctx);
       release_child(ad);
       break;
@@ -368,11 +374,11 @@ void finish_close(NdkObjectBase* object) {
         const NdkCloseCompletion cb = c->close_completion;
         void* ctx = c->close_context;
         delete c;  // the core no longer polls it; the consumer closed it
-        --owner->impl().cqs;
+        --impl_of(*owner).cqs;
         fire_close(cb, ctx);
         release_child(owner);
       };
-      (void)ad->impl().call(cq->core(), &CoreRdma::on_detach_cq, cq->cq_.get(), done, cq);
+      (void)impl_of(*ad).call(cq->core(), &CoreRdma::on_detach_cq, cq->cq_.get(), done, cq);
       break;
     }
     case NdkObjectType::kMw: {
@@ -382,7 +388,7 @@ void finish_close(NdkObjectBase* object) {
       const NdkCloseCompletion cb = mw->close_completion;
       void* ctx = mw->close_context;
       delete mw;  // no core touches memory through it any more
-      --ad->impl().mrs_open;
+      --impl_of(*ad).mrs_open;
       fire_close(cb, ctx);
       release_child(pd);
       break;
@@ -394,7 +400,7 @@ void finish_close(NdkObjectBase* object) {
       const NdkCloseCompletion cb = mr->close_completion;
       void* ctx = mr->close_context;
       delete mr;  // no core touches its memory any more (deregistration barrier)
-      --ad->impl().mrs_open;
+      --impl_of(*ad).mrs_open;
       fire_close(cb, ctx);
       release_child(pd);
       break;
@@ -406,7 +412,7 @@ void finish_close(NdkObjectBase* object) {
       const NdkCloseCompletion cb = srq->close_completion;
       void* ctx = srq->close_context;
       delete srq;  // no QP uses it any more, so no core reads it
-      --ad->impl().srqs;
+      --impl_of(*ad).srqs;
       fire_close(cb, ctx);
       release_child(pd);
       break;

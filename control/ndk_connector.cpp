@@ -68,7 +68,7 @@ void flush_qp(Connector* c) {
   auto& s = *c->state_;
   if (s.qpn == 0 || s.qp_flushed) return;
   s.qp_flushed = true;
-  (void)c->adapter->impl().call(s.qp_core, &dataplane::CoreRdma::on_flush_qp, nullptr, nullptr,
+  (void)impl_of(*c->adapter).call(s.qp_core, &dataplane::CoreRdma::on_flush_qp, nullptr, nullptr,
                                 nullptr, s.qpn);
 }
 
@@ -453,7 +453,7 @@ NTSTATUS create_connector(Adapter& adapter, NdkCreateCompletion, void*, Connecto
   if (out == nullptr) return STATUS_INVALID_PARAMETER;
   CmAgent* a = agent_of(adapter);
   if (a == nullptr || adapter.closing) return STATUS_INVALID_DEVICE_STATE;
-  if (a->open_connectors >= adapter.impl().setup.limits.max_connectors)
+  if (a->open_connectors >= impl_of(adapter).setup.limits.max_connectors)
     return STATUS_INSUFFICIENT_RESOURCES;
   Connector* c = new_connector(adapter, *a);
   if (c == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
@@ -731,7 +731,7 @@ void CmAgent::on_connection_event(Connector* c, const CmEvent& ev) {
 void CmAgent::on_request(Listener* l, const wire::CmMad& m, const wire::MacAddr& src_mac,
                          uint32_t src_ip) {
   const auto& req = std::get<wire::CmReq>(m.body);
-  if (open_connectors >= adapter_.impl().setup.limits.max_connectors || adapter_.closing) {
+  if (open_connectors >= impl_of(adapter_).setup.limits.max_connectors || adapter_.closing) {
     send_mad(src_ip, src_mac, CmConnection::rej_for(m, wire::CmRejReason::kNoResources));
     return;
   }

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <unordered_set>
 #include <vector>
@@ -17,6 +18,8 @@
 #include "dataplane/core_rdma.hpp"
 #include "dataplane/rc/memory_region.hpp"
 #include "dataplane/rc/queue_pair.hpp"
+#include "control/adapter_setup.hpp"
+#include "control/ndk_test_hooks.hpp"
 #include "rocedp/adapter.hpp"
 
 namespace rocedp {
@@ -42,6 +45,7 @@ struct Adapter::Impl {
   uint32_t uninstalls_pending = 0;
   std::vector<Qp*> retry_close;  ///< QP closes whose re-post found the ring full
   std::unordered_set<const Qp*> live_qps;  ///< every Qp object not yet freed (qp_alive)
+  CqRingAllocatorHook cq_allocator{};  ///< test hook (control/ndk_test_hooks.hpp)
 
   // ---- calls from any thread (the only state here other threads touch) ----
   /// The thread that runs the control loop: the opener until poll_control() first runs, then
@@ -100,6 +104,16 @@ struct Adapter::Impl {
   }
 };
 
+namespace ndk_detail {
+/// The provider's way to an adapter's private parts.
+struct Access {
+  static Adapter::Impl& impl(Adapter& a) { return *a.impl_; }
+  static Adapter* create() { return new (std::nothrow) Adapter(); }
+};
+}  // namespace ndk_detail
+
+/// The provider state of `adapter`.
+inline Adapter::Impl& impl_of(Adapter& adapter) { return ndk_detail::Access::impl(adapter); }
 
 namespace ndk_detail {
 
@@ -111,7 +125,7 @@ namespace ndk_detail {
 template <typename R, typename F>
 bool handed_to_control(const NdkObjectBase* object, R* result, F&& call) {
   if (object == nullptr || object->adapter == nullptr) return false;
-  Adapter::Impl& im = object->adapter->impl();
+  Adapter::Impl& im = impl_of(*object->adapter);
   if (im.on_control_thread()) return false;
   im.run_on_control([&] { *result = call(); });
   return true;
@@ -119,7 +133,7 @@ bool handed_to_control(const NdkObjectBase* object, R* result, F&& call) {
 template <typename F>
 bool handed_to_control_void(const NdkObjectBase* object, F&& call) {
   if (object == nullptr || object->adapter == nullptr) return false;
-  Adapter::Impl& im = object->adapter->impl();
+  Adapter::Impl& im = impl_of(*object->adapter);
   if (im.on_control_thread()) return false;
   im.run_on_control([&] { call(); });
   return true;
@@ -136,7 +150,7 @@ void post_close_qp(Qp* qp);
 void close_qp_done(dataplane::CoreMessage& msg);
 /// True if `qp` is a QP object of `adapter` that is not freed and still has QPN `qpn`.
 inline bool qp_alive(Adapter& adapter, const Qp* qp, uint32_t qpn) {
-  return qp != nullptr && adapter.impl().live_qps.count(qp) != 0 && qp->qpn() == qpn;
+  return qp != nullptr && impl_of(adapter).live_qps.count(qp) != 0 && qp->qpn() == qpn;
 }
 }  // namespace ndk_detail
 

@@ -19,7 +19,7 @@ NTSTATUS create_listener(Adapter& adapter, NdkConnectEventCallback connect_event
   if (out == nullptr || connect_event == nullptr) return STATUS_INVALID_PARAMETER;
   CmAgent* a = agent_of(adapter);
   if (a == nullptr || adapter.closing) return STATUS_INVALID_DEVICE_STATE;
-  if (a->open_listeners >= adapter.impl().setup.limits.max_listeners)
+  if (a->open_listeners >= impl_of(adapter).setup.limits.max_listeners)
     return STATUS_INSUFFICIENT_RESOURCES;
   auto* l = new (std::nothrow) Listener();
   auto* s = new (std::nothrow) Listener::State();

@@ -67,7 +67,7 @@ bool start_barrier(NdkObjectBase* object, uint32_t* counter, NdkRequestCompletio
 NTSTATUS Pd::create_mr(bool fast_register, NdkCreateCompletion, void*, Mr** out) {
   ROCEDP_ON_CONTROL(this, create_mr(fast_register, nullptr, nullptr, out));
   if (out == nullptr || closing) return STATUS_INVALID_PARAMETER;
-  Adapter::Impl& im = adapter->impl();
+  Adapter::Impl& im = impl_of(*adapter);
   if (im.mrs_open >= im.setup.limits.max_mrs) return STATUS_INSUFFICIENT_RESOURCES;
   Mr* mr = new (std::nothrow) Mr();
   if (mr == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
@@ -84,7 +84,7 @@ NTSTATUS Pd::create_srq(uint32_t depth, uint32_t max_sge, uint32_t notify_thresh
                         NdkSrqNotificationCallback notification, void* notification_context,
                         uint32_t core_affinity, NdkCreateCompletion, void*, Srq** out) {
   ROCEDP_ON_CONTROL(this, create_srq(depth, max_sge, notify_threshold, notification, notification_context, core_affinity, nullptr, nullptr, out));
-  Adapter::Impl& im = adapter->impl();
+  Adapter::Impl& im = impl_of(*adapter);
   const config::LimitsConfig& l = im.setup.limits;
   if (out == nullptr || closing || depth == 0 || depth > l.max_srq_depth || max_sge > l.max_sge ||
       max_sge > rc::kMaxWqeSge || notify_threshold > depth || core_affinity >= im.rdma.size()) {
@@ -115,7 +115,7 @@ NTSTATUS create_qp_common(Pd* pd, Cq* rcq, Cq* icq, Srq* srq, void* qp_context, 
                           uint32_t iq_depth, uint32_t rq_sge, uint32_t iq_sge, uint32_t inline_size,
                           NdkCreateCompletion completion, void* context, Qp** out) {
   Adapter* ad = pd->adapter;
-  Adapter::Impl& im = ad->impl();
+  Adapter::Impl& im = impl_of(*ad);
   const config::LimitsConfig& l = im.setup.limits;
   const uint32_t max_sge = std::min<uint32_t>(l.max_sge, rc::kMaxWqeSge);
   if (pd->closing || completion == nullptr || !cq_usable(rcq, ad) || !cq_usable(icq, ad) ||
@@ -186,9 +186,9 @@ NTSTATUS create_qp_common(Pd* pd, Cq* rcq, Cq* icq, Srq* srq, void* qp_context, 
       Cq* r = q->receive_cq_;
       Cq* i = q->initiator_cq_;
       Srq* s = q->srq_;
-      owner->impl().live_qps.erase(q);
+      impl_of(*owner).live_qps.erase(q);
       delete q;
-      --owner->impl().qps;
+      --impl_of(*owner).qps;
       release_child(r);
       release_child(i);
       release_child(s);
@@ -239,7 +239,7 @@ NTSTATUS Pd::create_qp_with_srq(Cq* receive_cq, Cq* initiator_cq, Srq* srq, void
 NTSTATUS Pd::create_mw(NdkCreateCompletion, void*, Mw** out) {
   ROCEDP_ON_CONTROL(this, create_mw(nullptr, nullptr, out));
   if (out == nullptr || closing) return STATUS_INVALID_PARAMETER;
-  Adapter::Impl& im = adapter->impl();
+  Adapter::Impl& im = impl_of(*adapter);
   if (im.mrs_open >= im.setup.limits.max_mrs) return STATUS_INSUFFICIENT_RESOURCES;
   Mw* mw = new (std::nothrow) Mw();
   if (mw == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
@@ -260,7 +260,7 @@ NTSTATUS Pd::get_privileged_memory_region_token(uint32_t* token) {
   ROCEDP_ON_CONTROL(this, get_privileged_memory_region_token(token));
   if (token == nullptr || closing) return STATUS_INVALID_PARAMETER;
   if (privileged_token_ == 0) {
-    const NTSTATUS st = adapter->impl().mrs->register_privileged(id(), &privileged_token_);
+    const NTSTATUS st = impl_of(*adapter).mrs->register_privileged(id(), &privileged_token_);
     if (st != STATUS_SUCCESS) return st;
   }
   *token = privileged_token_;
@@ -270,7 +270,7 @@ NTSTATUS Pd::get_privileged_memory_region_token(uint32_t* token) {
 NTSTATUS Mw::close(NdkCloseCompletion completion, void* context) {
   ROCEDP_ON_CONTROL(this, close(completion, context));
   if (closing) return STATUS_INVALID_PARAMETER;
-  Adapter::Impl& im = adapter->impl();
+  Adapter::Impl& im = impl_of(*adapter);
   if (!rings_have_room(im)) return STATUS_INSUFFICIENT_RESOURCES;
   // The token stops working at once; the window's slot is freed now (its generation moves on,
   // so the old token can never match again), and the close completes once every core let go.
@@ -306,7 +306,7 @@ NTSTATUS Mr::register_mr(const void* address, uint64_t length, uint32_t mr_flags
   if (registered_ || fast_register_ || closing) return STATUS_INVALID_PARAMETER;
   rc::MrTokens tokens;
   const NTSTATUS st =
-      adapter->impl().mrs->register_mr(pd_->id(), address, length, mr_flags, &tokens);
+      impl_of(*adapter).mrs->register_mr(pd_->id(), address, length, mr_flags, &tokens);
   if (st != STATUS_SUCCESS) return st;
   registered_ = true;
   local_token_ = tokens.local;
@@ -352,7 +352,7 @@ bool rings_have_room(Adapter::Impl& im) {
 // Starts the barrier on every core, all or none: false (nothing posted) if a core's ring is
 // full.
 bool start_barrier(NdkObjectBase* object, uint32_t* counter, NdkRequestCompletion cb, void* ctx) {
-  Adapter::Impl& im = object->adapter->impl();
+  Adapter::Impl& im = impl_of(*object->adapter);
   const auto n = static_cast<uint32_t>(im.rdma.size());
   if (!rings_have_room(im)) return false;
   auto* b = new (std::nothrow) MrBarrier{object, counter, n, cb, ctx};
@@ -370,7 +370,7 @@ bool start_barrier(NdkObjectBase* object, uint32_t* counter, NdkRequestCompletio
 NTSTATUS Mr::deregister_mr(NdkRequestCompletion completion, void* context) {
   ROCEDP_ON_CONTROL(this, deregister_mr(completion, context));
   if (!registered_ || completion == nullptr || closing) return STATUS_INVALID_PARAMETER;
-  Adapter::Impl& im = adapter->impl();
+  Adapter::Impl& im = impl_of(*adapter);
   for (uint32_t i = 0; i < im.rdma.size(); ++i)
     if (im.setup.channels[i]->in_flight() >= im.setup.channels[i]->capacity())
       return STATUS_INSUFFICIENT_RESOURCES;
@@ -388,7 +388,7 @@ NTSTATUS Mr::initialize_fast_register_mr(uint32_t page_count, bool allow_remote_
   ROCEDP_ON_CONTROL(this, initialize_fast_register_mr(page_count, allow_remote_access, nullptr, nullptr));
   if (!fast_register_ || registered_ || closing) return STATUS_INVALID_PARAMETER;
   rc::MrTokens tokens;
-  const NTSTATUS st = adapter->impl().mrs->create_fast_register(pd_->id(), page_count,
+  const NTSTATUS st = impl_of(*adapter).mrs->create_fast_register(pd_->id(), page_count,
                                                                 allow_remote_access, &tokens);
   if (st != STATUS_SUCCESS) return st;
   registered_ = true;
@@ -400,7 +400,7 @@ NTSTATUS Mr::initialize_fast_register_mr(uint32_t page_count, bool allow_remote_
 NTSTATUS Mr::close(NdkCloseCompletion completion, void* context) {
   ROCEDP_ON_CONTROL(this, close(completion, context));
   if (closing) return STATUS_INVALID_PARAMETER;
-  Adapter::Impl& im = adapter->impl();
+  Adapter::Impl& im = impl_of(*adapter);
   if (registered_) {
     for (uint32_t i = 0; i < im.rdma.size(); ++i)
       if (im.setup.channels[i]->in_flight() >= im.setup.channels[i]->capacity())
@@ -441,7 +441,7 @@ bool Cq::overrun() const {
 
 NTSTATUS Cq::resize(uint32_t depth, NdkRequestCompletion completion, void* context) {
   ROCEDP_ON_CONTROL(this, resize(depth, completion, context));
-  Adapter::Impl& im = adapter->impl();
+  Adapter::Impl& im = impl_of(*adapter);
   if (completion == nullptr || depth == 0 || depth > im.setup.limits.max_cq_depth || closing) {
     return STATUS_INVALID_PARAMETER;
   }
@@ -493,7 +493,7 @@ NTSTATUS Srq::modify(uint32_t depth, uint32_t notify_threshold, NdkRequestComple
   if (completion == nullptr || closing) return STATUS_INVALID_PARAMETER;
   RequestOp* op = new_request_op(completion, context);
   if (op == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
-  return post_request(adapter->impl(), core_, &CoreRdma::on_modify_srq, srq_.get(), op, depth,
+  return post_request(impl_of(*adapter), core_, &CoreRdma::on_modify_srq, srq_.get(), op, depth,
                       notify_threshold);
 }
 
@@ -679,13 +679,13 @@ void Qp::flush() {
   ROCEDP_ON_CONTROL_VOID(this, flush());
   if (!created_ || closing) return;
   // NdkFlush is VOID: a full ring only delays it (the consumer sees it as "not flushed yet").
-  (void)adapter->impl().call(core_, &CoreRdma::on_flush_qp, nullptr, nullptr, nullptr, qpn_);
+  (void)impl_of(*adapter).call(core_, &CoreRdma::on_flush_qp, nullptr, nullptr, nullptr, qpn_);
 }
 
 NTSTATUS Qp::connect(const NdkQpConnectParams& params, NdkRequestCompletion completion,
                      void* context) {
   ROCEDP_ON_CONTROL(this, connect(params, completion, context));
-  Adapter::Impl& im = adapter->impl();
+  Adapter::Impl& im = impl_of(*adapter);
   if (completion == nullptr || !created_ || closing || params.path_mtu > im.max_path_mtu ||
       params.inbound_read_limit > im.setup.limits.max_read_limit ||
       params.outbound_read_limit > im.setup.limits.max_read_limit) {
@@ -730,9 +730,9 @@ void close_qp_done(CoreMessage& msg) {
   Srq* s = q->srq_;
   const NdkCloseCompletion cb = q->close_completion;
   void* ctx = q->close_context;
-  owner->impl().live_qps.erase(q);
+  impl_of(*owner).live_qps.erase(q);
   delete q;  // the core destroyed its side: nobody reads the queues any more
-  --owner->impl().qps;
+  --impl_of(*owner).qps;
   fire_close(cb, ctx);
   release_child(r);
   release_child(i);
@@ -741,7 +741,7 @@ void close_qp_done(CoreMessage& msg) {
 }
 
 void post_close_qp(Qp* q) {
-  Adapter::Impl& im = q->adapter->impl();
+  Adapter::Impl& im = impl_of(*q->adapter);
   if (!im.call(q->core_, &CoreRdma::on_close_qp, nullptr, &close_qp_done, q, q->qpn_)) {
     im.retry_close.push_back(q);  // poll_control tries again
   }

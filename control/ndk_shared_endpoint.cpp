@@ -17,7 +17,7 @@ NTSTATUS create_shared_endpoint(Adapter& adapter, const NdkSockAddr& address, Nd
   if (out == nullptr) return STATUS_INVALID_PARAMETER;
   CmAgent* a = agent_of(adapter);
   if (a == nullptr || adapter.closing) return STATUS_INVALID_DEVICE_STATE;
-  if (a->open_endpoints >= adapter.impl().setup.limits.max_shared_endpoints)
+  if (a->open_endpoints >= impl_of(adapter).setup.limits.max_shared_endpoints)
     return STATUS_INSUFFICIENT_RESOURCES;
   // A shared endpoint is a concrete local address (seed 003: "not a valid address for the
   // adapter"): the wildcard is for listeners only.

@@ -21,6 +21,7 @@
 #include "pmd/packet_pool.hpp"
 #include "pmd/port.hpp"
 #include "pmd/rx_dispatch.hpp"
+#include "control/adapter_setup.hpp"
 #include "rocedp/adapter.hpp"
 
 namespace rocedp::control {
@@ -147,7 +148,7 @@ bool Runtime::open_adapter(std::string* error) {
   // does poll_control(): it becomes a poll hook of the control loop.
   std::string cm_error;
   run_on_control([&] {
-    st = Adapter::open(setup, &adapter_);
+    st = open_adapter_on(setup, &adapter_);
     if (st != STATUS_SUCCESS) return;
     if (options_.connection_manager) connections_ = DaemonConnections::attach_ct(*adapter_, *control_, cfg_, &cm_error);
     adapter_hook_ = control_->add_poll_hook_ct([this] {

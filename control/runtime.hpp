@@ -1,5 +1,6 @@
 #pragma once
-// One process's data plane, assembled in one place: EAL -> packet pool -> ports -> RX dispatch
+// One process's data plane, assembled in one place (rocedp::open_adapter, rocedp/runtime.hpp, is
+// its public face): EAL -> packet pool -> ports -> RX dispatch
 // and core channels -> polling cores -> control thread -> ports started -> (optionally) the NDK
 // adapter of port 0, whose poll_control() runs as a control-thread poll hook. rocedpd,
 // rocedp-perf and tests use it instead of repeating the sequence; stop() tears it down in the
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "rocedp/runtime.hpp"
 
 namespace rocedp {
 class Adapter;
@@ -128,3 +130,16 @@ class Runtime {
 };
 
 }  // namespace rocedp::control
+
+namespace rocedp {
+namespace ndk_detail {
+struct RuntimeAccess {
+  static control::Runtime& runtime(AdapterRuntime& r) { return *r.runtime_; }
+};
+}  // namespace ndk_detail
+namespace control {
+/// The assembly behind a public AdapterRuntime (rocedpd's services and telemetry reach the
+/// control thread through it).
+Runtime& runtime_of(AdapterRuntime& rt);
+}  // namespace control
+}  // namespace rocedp

@@ -276,7 +276,7 @@ void Services::accept(Conn* c) {
   // we issue none.
   NdkAdapterInfo info{};
   size_t info_size = sizeof(info);
-  adapter_.query_adapter_info(&info, &info_size);
+  (void)adapter_.query_adapter_info(&info, &info_size);
   const uint32_t irl = info.max_inbound_read_limit;
   if (st == STATUS_SUCCESS)
     st = c->connector->accept_ex(c->qp, irl, 0, pd_len != 0 ? pd : nullptr, pd_len, &Services::on_disconnected, c,

@@ -39,28 +39,20 @@
 #include <memory>
 #include <vector>
 
-#include "config/config.hpp"
 #include "rocedp/ndk_types.hpp"
 #include "rocedp/status.hpp"
 
 namespace rocedp {
 
-namespace pmd {
-class Port;
-class PacketPool;
-}  // namespace pmd
-namespace dataplane {
-class PollingCore;
-class CoreChannel;
-class CoreRdma;
-}  // namespace dataplane
 namespace rc {
 class CompletionQueue;
 class SendQueue;
 class ReceiveQueue;
 class SharedReceiveQueue;
-class MemoryRegionTable;
 }  // namespace rc
+namespace ndk_detail {
+struct Access;  // the provider's way in (private header control/ndk_internal.hpp)
+}  // namespace ndk_detail
 
 class Adapter;
 class Pd;
@@ -92,37 +84,13 @@ T* ndk_object_cast(NdkObjectHeader* header) {
   return static_cast<T*>(reinterpret_cast<NdkObjectBase*>(header));
 }
 
-/// What an adapter is opened on: a running runtime's port and the polling cores that serve it
-/// (core i polls queue i of the port; core indexes are the dispatch targets 0..n-1, which are
-/// also the high bits of every QPN, dataplane/qpn_map.hpp).
-struct AdapterSetup {
-  config::LimitsConfig limits;
-  pmd::Port* port = nullptr;
-  pmd::PacketPool* pool = nullptr;  ///< TX mbufs of the RC engines
-  std::vector<dataplane::PollingCore*> cores;
-  std::vector<dataplane::CoreChannel*> channels;  ///< channels[i] reaches cores[i]
-  uint32_t vendor_id = 0;  ///< NDK_ADAPTER_INFO VendorId (IEEE OUI); 0 = rocedp's default
-  uint32_t device_id = 0;
-};
-
-/// Test hook: where new CQ rings come from (provokes STATUS_INSUFFICIENT_RESOURCES).
-struct CqRingAllocatorHook {
-  void* (*allocate)(size_t bytes, void* context) = nullptr;
-  void (*release)(void* memory, size_t bytes, void* context) = nullptr;
-  void* context = nullptr;
-};
-
 /// NDK_ADAPTER: the RDMA adapter of one port.
 class Adapter : public NdkObjectBase {
  public:
   static constexpr NdkObjectType kType = NdkObjectType::kAdapter;
 
-  /// Opens an adapter on `setup`'s port and cores and installs its RDMA objects on every core
-  /// (through each core's request ring; later requests queue behind the installation).
-  /// STATUS_SUCCESS; STATUS_INVALID_PARAMETER (no port, pool or core, channel count differs,
-  /// more than 64 cores); STATUS_INSUFFICIENT_RESOURCES (a ring is full or a table cannot be
-  /// allocated). Control thread.
-  static NTSTATUS open(const AdapterSetup& setup, Adapter** out);
+  // An adapter is opened with rocedp::open_adapter (rocedp/runtime.hpp), which assembles the
+  // port, the polling cores and the control thread under it.
 
   /// NdkQueryAdapterInfo: every NDK_ADAPTER_INFO field, limits from config `limits`.
   /// STATUS_SUCCESS; STATUS_BUFFER_TOO_SMALL if *size < sizeof(NdkAdapterInfo) (then *size is
@@ -152,7 +120,8 @@ class Adapter : public NdkObjectBase {
   /// completions). Call it on the control thread in a loop. Returns completions handled.
   uint32_t poll_control();
 
-  uint32_t core_count() const { return static_cast<uint32_t>(cores_.size()); }
+  /// The polling cores serving the adapter (valid core_affinity values are 0..core_count()-1).
+  uint32_t core_count() const;
   /// NdkBuildLAM over [address, address+length) (rocedp takes the buffer instead of an MDL).
   /// Fills `lam` with the logical address (= the virtual address) of every 4 KiB page the buffer
   /// touches and `*first_byte_offset` with the offset of `address` in its first page.
@@ -166,22 +135,16 @@ class Adapter : public NdkObjectBase {
   /// exists for NDK's call sequence. Any thread.
   void release_lam(NdkLogicalAddressMapping* lam);
 
-  /// Test hook for CQs created from now on (null functions: the default allocator).
-  void set_cq_ring_allocator(const CqRingAllocatorHook& hook) { cq_allocator_ = hook; }
-  /// Test hook: every frame the adapter's RC engines transmit, on the transmitting core.
-  /// Set before any traffic (takes effect through the cores' rings).
-  void set_tx_tap(void (*tap)(void* context, const uint8_t* frame, size_t len), void* context);
-
-  // ---- provider internals (control thread) ----
-  struct Impl;
-  Impl& impl() { return *impl_; }
   ~Adapter();
+  Adapter(const Adapter&) = delete;
+  Adapter& operator=(const Adapter&) = delete;
 
-  // ---- provider internals (control thread); not part of the consumer API ----
+  struct Impl;  // opaque: defined in the provider (control/ndk_internal.hpp)
+
+ private:
+  friend struct ndk_detail::Access;
   Adapter();
   std::unique_ptr<Impl> impl_;
-  std::vector<dataplane::PollingCore*> cores_;
-  CqRingAllocatorHook cq_allocator_{};
 };
 
 /// NDK_PD: a protection domain.

@@ -25,6 +25,8 @@
 #include "pmd/packet_pool.hpp"
 #include "pmd/ring_pair.hpp"
 #include "pmd/rx_dispatch.hpp"
+#include "control/adapter_setup.hpp"
+#include "control/ndk_test_hooks.hpp"
 #include "rocedp/adapter.hpp"
 
 namespace rocedp::test {
@@ -110,7 +112,7 @@ class TwoAdapters : public ::testing::Test {
         setup.cores.push_back(h->cores[i].get());
         setup.channels.push_back(h->channels[i].get());
       }
-      ASSERT_EQ(Adapter::open(setup, &h->adapter), STATUS_SUCCESS);
+      ASSERT_EQ(open_adapter_on(setup, &h->adapter), STATUS_SUCCESS);
     }
     poll(4);
   }

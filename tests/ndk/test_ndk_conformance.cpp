@@ -31,8 +31,8 @@ TEST_F(NdkConformance, CapturedTrafficPassesRoceCheck) {
   ASSERT_NE(artifacts, nullptr);
   ASSERT_NE(shared, nullptr);
   Capture cap;
-  a_.adapter->set_tx_tap(&Capture::tap, &cap);
-  b_.adapter->set_tx_tap(&Capture::tap, &cap);
+  test_hooks::set_tx_tap(*a_.adapter, &Capture::tap, &cap);
+  test_hooks::set_tx_tap(*b_.adapter, &Capture::tap, &cap);
   Endpoint x, y;
   make_pair(x, y, 0, 1);
   auto src = buffer(x.pd, 8192);
@@ -60,8 +60,8 @@ TEST_F(NdkConformance, CapturedTrafficPassesRoceCheck) {
   ASSERT_EQ(x.qp->compare_swap(nullptr, result, dst->va() + 8, dst->mr->get_remote_token(), 1, 2, 0), STATUS_SUCCESS);
   ASSERT_EQ(wait_results(x.cq, 2).size(), 2u);
   poll(16);  // trailing ACKs
-  a_.adapter->set_tx_tap(nullptr, nullptr);
-  b_.adapter->set_tx_tap(nullptr, nullptr);
+  test_hooks::set_tx_tap(*a_.adapter, nullptr, nullptr);
+  test_hooks::set_tx_tap(*b_.adapter, nullptr, nullptr);
   ASSERT_GT(cap.frames.size(), 30u);
 
   std::filesystem::create_directories(artifacts);

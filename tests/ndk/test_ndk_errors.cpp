@@ -231,9 +231,9 @@ struct FailAfter {
 
 TEST_F(NdkErrors, ResizeWithoutMemoryIsInsufficientResources) {
   FailAfter fail;
-  a_.adapter->set_cq_ring_allocator({&FailAfter::alloc, &FailAfter::release, &fail});
+  test_hooks::set_cq_ring_allocator(*a_.adapter, {&FailAfter::alloc, &FailAfter::release, &fail});
   Cq* cq = make_cq(a_, 16, 0);
-  a_.adapter->set_cq_ring_allocator({});
+  test_hooks::set_cq_ring_allocator(*a_.adapter, {});
   Requested rq;
   ASSERT_EQ(cq->resize(64, &Requested::cb, &rq), STATUS_PENDING);
   ASSERT_TRUE(poll_until([&] { return rq.done; }));
@@ -464,7 +464,7 @@ void inject(Host& from, Host& to, uint8_t opcode, uint32_t dqpn, uint32_t psn, s
   ASSERT_EQ(from.port->tx_burst(0, &m, 1), 1);
 }
 uint64_t rc_counter(Host& h, uint32_t core, rc::RcCounter c) {
-  return h.adapter->impl().rdma[core]->engine_lc().counters().get(c);
+  return test_hooks::core_rdma(*h.adapter, core).engine_lc().counters().get(c);
 }
 }  // namespace
 

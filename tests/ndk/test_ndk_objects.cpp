@@ -172,11 +172,11 @@ TEST_F(NdkObjects, CqRingAllocationFailureIsInsufficientResources) {
   CqRingAllocatorHook hook;
   hook.allocate = [](size_t, void*) -> void* { return nullptr; };
   hook.release = [](void*, size_t, void*) {};
-  a_.adapter->set_cq_ring_allocator(hook);
+  test_hooks::set_cq_ring_allocator(*a_.adapter, hook);
   Created c;
   Cq* out = nullptr;
   EXPECT_EQ(a_.adapter->create_cq(16, nullptr, nullptr, 0, &Created::cb, &c, &out), STATUS_INSUFFICIENT_RESOURCES);
-  a_.adapter->set_cq_ring_allocator({});
+  test_hooks::set_cq_ring_allocator(*a_.adapter, {});
 }
 
 

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "control/connection_manager_setup.hpp"
 #include "rocedp/connection_manager.hpp"
 #include "rocedp/connector.hpp"
 #include "rocedp/listener.hpp"

@@ -1,0 +1,109 @@
+#pragma once
+// Opening an adapter: the one call a consumer makes before the NDK-shaped API
+// (rocedp/adapter.hpp and the connection objects). open_adapter brings up, in order, DPDK's EAL,
+// the packet pool, the ports of the configuration, the polling cores, the control thread and
+// the NDK adapter of the first port with its connection manager; AdapterRuntime::stop() (or the
+// destructor) tears them down in reverse order. One AdapterRuntime per process: EAL does not
+// start twice.
+//
+// Two ways to run the polling cores (OpenOptions::launch_cores):
+//  * launched (default): each core polls on its own EAL worker lcore (config dataplane.lcores).
+//  * inline: the thread that called open_adapter drives every core with poll() between its own
+//    work (one CPU carries the engine and the application). Every blocking call below keeps
+//    polling the inline cores while it waits.
+//
+// Threads: open_adapter, stop(), poll(), run_on_control() and wait_until() on the thread that
+// called open_adapter. Calls on the adapter and its objects may come from any thread (see
+// rocedp/adapter.hpp); their callbacks run on the control thread.
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "rocedp/adapter.hpp"
+#include "rocedp/config.hpp"
+
+namespace rocedp {
+
+namespace control {
+class Runtime;
+}
+class AdapterRuntime;
+namespace ndk_detail {
+struct RuntimeAccess;  // the daemon's way to the assembly behind it (control/runtime.hpp)
+}
+
+/// How open_adapter runs what it builds.
+struct OpenOptions {
+  std::string program = "rocedp";  ///< argv[0] given to EAL (shows in its logs)
+  /// false: no worker lcore; the opening thread drives the cores with AdapterRuntime::poll()
+  /// (dataplane.lcores then only counts the cores).
+  bool launch_cores = true;
+  /// Attach the IB connection manager (listeners, connectors, shared endpoints) and serve the
+  /// configuration's `listeners` (built-in echo/memory services).
+  bool connection_manager = true;
+  bool telemetry = true;  ///< DPDK telemetry commands when config telemetry.enabled
+};
+
+/// The port an adapter runs on, as the configuration and the device settled it.
+struct PortInfo {
+  std::string name;
+  std::array<uint8_t, 6> mac{};
+  uint32_t ip = 0;  ///< IPv4, host order
+  uint8_t prefix_len = 0;
+  uint16_t mtu = 0;
+};
+
+/// A running adapter and everything under it.
+class AdapterRuntime {
+ public:
+  ~AdapterRuntime();  // stop()
+  AdapterRuntime(const AdapterRuntime&) = delete;
+  AdapterRuntime& operator=(const AdapterRuntime&) = delete;
+
+  /// The NDK adapter of the first port (valid until stop()).
+  Adapter& adapter();
+  /// The configuration it runs with (after validation).
+  const config::Config& config() const;
+  /// The adapter's port.
+  PortInfo port() const;
+  size_t core_count() const;
+  bool inline_cores() const;
+
+  /// Inline mode: every core polls once; true if any did work. Launched mode: false.
+  bool poll();
+  /// Runs `fn` on the control thread and waits until it returned (polling inline cores).
+  /// False if the control thread is not running.
+  bool run_on_control(std::function<void()> fn);
+  /// Polls (inline) or naps until pred() holds or `timeout` passed; returns pred().
+  bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
+  /// Every core stops polling the ports (they stay up). For links whose PMD must not be polled
+  /// while the peer goes away (DPDK 22.11 memif). False if a core did not answer within 2 s.
+  bool detach_ports();
+  /// Closes the adapter (close your objects first: it waits up to 2 s for its CloseCompletion),
+  /// stops the control thread and the cores, closes the ports and cleans up EAL. Idempotent.
+  /// False if a step failed (logged).
+  bool stop();
+
+ private:
+  friend struct ndk_detail::RuntimeAccess;
+  friend std::unique_ptr<AdapterRuntime> open_adapter(const config::Config&, const OpenOptions&, std::string*);
+  explicit AdapterRuntime(std::unique_ptr<control::Runtime> runtime);
+  std::unique_ptr<control::Runtime> runtime_;
+};
+
+/// Brings up an adapter from `cfg`, used as given (the YAML form below is validated key by key;
+/// here a bad value surfaces as the failing step's error). Null on failure with *error set
+/// (what was built is torn down again).
+std::unique_ptr<AdapterRuntime> open_adapter(const config::Config& cfg, const OpenOptions& options,
+                                             std::string* error);
+/// The same from a YAML configuration file (README "Configuration"); a file that does not
+/// validate gives "file:line:column: key: reason" in *error.
+std::unique_ptr<AdapterRuntime> open_adapter_from_file(const std::string& yaml_path, const OpenOptions& options,
+                                                       std::string* error);
+
+}  // namespace rocedp
