@@ -6,7 +6,8 @@
 //
 //   rocedp-perf --server [PORT OPTIONS] [--oob-port 18515]
 //   rocedp-perf --client [HOST] [PORT OPTIONS] write|read|send bw|lat [-s SIZE] [-n ITERS]
-//               [-D SECONDS] [-q QPS] [-t TX_DEPTH] [-a] [--report_gbits] [--raw] [--verify] [--json]
+//               [-D SECONDS] [-q QPS] [-t TX_DEPTH] [-a] [--report_gbits] [--raw] [--verify]
+//               [--json]
 //   rocedp-perf --perftest [HOST] [PORT OPTIONS] write|read|send bw|lat [perftest options]
 //               (one end of a Linux perftest pair: apps/perf/perftest_mode.hpp)
 //
@@ -34,14 +35,14 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cmath>
 #include <cerrno>
-#include <functional>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,9 +51,9 @@
 #include "apps/perf/perftest_mode.hpp"
 #include "config/config.hpp"
 #include "control/runtime.hpp"
+#include "control/services.hpp"
 #include "dataplane/core_rdma.hpp"
 #include "dataplane/polling_core.hpp"
-#include "control/services.hpp"
 #include "pmd/log.hpp"
 #include "pmd/packet_pool.hpp"
 #include "pmd/port.hpp"
@@ -81,7 +82,9 @@ using rocedp::control::Runtime;
 
 enum class Op : uint32_t { kWrite = 0, kRead = 1, kSend = 2 };
 enum class Kind : uint32_t { kBw = 0, kLat = 1 };
-const char* op_name(Op o) { return o == Op::kWrite ? "write" : o == Op::kRead ? "read" : "send"; }
+const char* op_name(Op o) {
+  return o == Op::kWrite ? "write" : o == Op::kRead ? "read" : "send";
+}
 
 struct Options {
   bool server = false, client = false;
@@ -122,30 +125,36 @@ struct Options {
   // --connect to a peer that is not rocedp (Linux rdma_server): it answers each SEND with a SEND
   // and may end the connection itself after the last one.
   bool peer_echoes = false;
-  uint32_t recv_delay_ms = 0;  // SEND lat: post each reply's receive this long after our SEND completed
+  uint32_t recv_delay_ms =
+      0;  // SEND lat: post each reply's receive this long after our SEND completed
   // Fault stage on this endpoint's port (its RX side; give both ends a rate for loss both ways).
   double fault_drop_pct = 0;
   uint64_t fault_seed = 0;  // 0: derived from the process id
 };
 
 [[noreturn]] void usage(int status) {
-  std::fprintf(status == 0 ? stdout : stderr,
-               "usage: rocedp-perf --server [endpoint] [--oob-port N]\n"
-               "       rocedp-perf --client [HOST] [endpoint] write|read|send bw|lat [test options]\n"
-               "       rocedp-perf --listen PORT [endpoint]            (IB CM; the client picks the test)\n"
-               "       rocedp-perf --connect IP:PORT [endpoint] write|read|send bw|lat [test options]\n"
-               "           (IB CM to a --listen peer or to rocedpd's memory (write|read) / echo (send) service)\n"
-               "endpoint:  --config FILE | --port-devargs DEVARGS --ip A.B.C.D/NN [--mac MAC] [--mtu N]\n"
-               "           [--lcore N] [--lcore-mode WORKER] [--file-prefix P] [--memory-mb MB] [--log-level L]\n"
-               "test:      -s SIZE  -n ITERS  -D SECONDS  -q QPS  -t TX_DEPTH  -a  --report_gbits\n"
-               "           --raw (baseline: same frames, no RDMA)  --verify (check every byte)  --json\n"
-               "           --timeout SECONDS (whole run, default 60)\n"
-               "           --peer-echoes (--connect: the peer answers each SEND with a SEND, e.g. Linux rdma_server)\n"
-               "           --recv-delay-ms N (SEND lat: post each reply's receive N ms after our SEND completed: RNR)\n"
-               "faults:    --fault-drop PCT (drop PCT %% of the frames this endpoint receives) [--fault-seed N]\n");
+  std::fprintf(
+      status == 0 ? stdout : stderr,
+      "usage: rocedp-perf --server [endpoint] [--oob-port N]\n"
+      "       rocedp-perf --client [HOST] [endpoint] write|read|send bw|lat [test options]\n"
+      "       rocedp-perf --listen PORT [endpoint]            (IB CM; the client picks the test)\n"
+      "       rocedp-perf --connect IP:PORT [endpoint] write|read|send bw|lat [test options]\n"
+      "           (IB CM to a --listen peer or to rocedpd's memory (write|read) / echo (send) "
+      "service)\n"
+      "endpoint:  --config FILE | --port-devargs DEVARGS --ip A.B.C.D/NN [--mac MAC] [--mtu N]\n"
+      "           [--lcore N] [--lcore-mode WORKER] [--file-prefix P] [--memory-mb MB] "
+      "[--log-level L]\n"
+      "test:      -s SIZE  -n ITERS  -D SECONDS  -q QPS  -t TX_DEPTH  -a  --report_gbits\n"
+      "           --raw (baseline: same frames, no RDMA)  --verify (check every byte)  --json\n"
+      "           --timeout SECONDS (whole run, default 60)\n"
+      "           --peer-echoes (--connect: the peer answers each SEND with a SEND, e.g. Linux "
+      "rdma_server)\n"
+      "           --recv-delay-ms N (SEND lat: post each reply's receive N ms after our SEND "
+      "completed: RNR)\n"
+      "faults:    --fault-drop PCT (drop PCT %% of the frames this endpoint receives) "
+      "[--fault-seed N]\n");
   std::exit(status);
 }
-
 
 Options parse_args(int argc, char** argv) {
   Options o;
@@ -161,16 +170,19 @@ Options parse_args(int argc, char** argv) {
   };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--server") o.server = true;
+    if (a == "--server")
+      o.server = true;
     else if (a == "--client") {
       o.client = true;
-      if (i + 1 < argc && argv[i + 1][0] != '-' && std::strchr(argv[i + 1], '.') != nullptr) o.host = argv[++i];
+      if (i + 1 < argc && argv[i + 1][0] != '-' && std::strchr(argv[i + 1], '.') != nullptr)
+        o.host = argv[++i];
     } else if (a == "--connect") {
       const std::string v = need(i);
       const auto colon = v.rfind(':');
       const auto ip = rocedp::config::parse_ipv4(v.substr(0, colon));
       uint64_t port = 0;
-      if (colon == std::string::npos || !ip || !parse_u64(v.c_str() + colon + 1, &port) || port == 0 || port > 65535) {
+      if (colon == std::string::npos || !ip || !parse_u64(v.c_str() + colon + 1, &port) ||
+          port == 0 || port > 65535) {
         std::fprintf(stderr, "rocedp-perf: --connect wants IP:PORT, got %s\n", v.c_str());
         usage(2);
       }
@@ -182,47 +194,83 @@ Options parse_args(int argc, char** argv) {
       if (port == 0 || port > 65535) usage(2);
       o.listen = true;
       o.listen_port = static_cast<uint16_t>(port);
-    } else if (a == "--oob-port") o.oob_port = static_cast<uint16_t>(num(i));
-    else if (a == "--config") o.config_file = need(i);
-    else if (a == "--port-devargs") o.devargs = need(i);
-    else if (a == "--ip") o.ip_cidr = need(i);
-    else if (a == "--mac") o.mac = need(i);
-    else if (a == "--mtu") o.mtu = static_cast<uint16_t>(num(i));
-    else if (a == "--lcore") o.lcore = static_cast<unsigned>(num(i));
-    else if (a == "--lcore-mode") o.worker_lcore = static_cast<int>(num(i));
-    else if (a == "--file-prefix") o.file_prefix = need(i);
-    else if (a == "--memory-mb") o.memory_mb = static_cast<unsigned>(num(i));
-    else if (a == "--log-level") o.log_level = need(i);
-    else if (a == "-s" || a == "--size") o.size = num(i), o.size_set = true;
-    else if (a == "-n" || a == "--iters") o.iters = num(i);
-    else if (a == "-D" || a == "--duration") o.duration_s = static_cast<uint32_t>(num(i));
-    else if (a == "-q" || a == "--qp") o.qps = static_cast<uint32_t>(num(i));
-    else if (a == "-t" || a == "--tx-depth") o.tx_depth = static_cast<uint32_t>(num(i)), o.tx_depth_set = true;
-    else if (a == "-a" || a == "--all") o.all_sizes = true;
-    else if (a == "--report_gbits") o.report_gbits = true;
-    else if (a == "--raw") o.raw = true;
-    else if (a == "--verify") o.verify = true;
-    else if (a == "--json") o.json = true;
-    else if (a == "--verify-seed") o.verify = true, o.verify_seed = num(i);
-    else if (a == "--timeout") o.timeout_s = static_cast<uint32_t>(num(i));
-    else if (a == "--peer-echoes") o.peer_echoes = true;
-    else if (a == "--recv-delay-ms") o.recv_delay_ms = static_cast<uint32_t>(num(i));
+    } else if (a == "--oob-port")
+      o.oob_port = static_cast<uint16_t>(num(i));
+    else if (a == "--config")
+      o.config_file = need(i);
+    else if (a == "--port-devargs")
+      o.devargs = need(i);
+    else if (a == "--ip")
+      o.ip_cidr = need(i);
+    else if (a == "--mac")
+      o.mac = need(i);
+    else if (a == "--mtu")
+      o.mtu = static_cast<uint16_t>(num(i));
+    else if (a == "--lcore")
+      o.lcore = static_cast<unsigned>(num(i));
+    else if (a == "--lcore-mode")
+      o.worker_lcore = static_cast<int>(num(i));
+    else if (a == "--file-prefix")
+      o.file_prefix = need(i);
+    else if (a == "--memory-mb")
+      o.memory_mb = static_cast<unsigned>(num(i));
+    else if (a == "--log-level")
+      o.log_level = need(i);
+    else if (a == "-s" || a == "--size")
+      o.size = num(i), o.size_set = true;
+    else if (a == "-n" || a == "--iters")
+      o.iters = num(i);
+    else if (a == "-D" || a == "--duration")
+      o.duration_s = static_cast<uint32_t>(num(i));
+    else if (a == "-q" || a == "--qp")
+      o.qps = static_cast<uint32_t>(num(i));
+    else if (a == "-t" || a == "--tx-depth")
+      o.tx_depth = static_cast<uint32_t>(num(i)), o.tx_depth_set = true;
+    else if (a == "-a" || a == "--all")
+      o.all_sizes = true;
+    else if (a == "--report_gbits")
+      o.report_gbits = true;
+    else if (a == "--raw")
+      o.raw = true;
+    else if (a == "--verify")
+      o.verify = true;
+    else if (a == "--json")
+      o.json = true;
+    else if (a == "--verify-seed")
+      o.verify = true, o.verify_seed = num(i);
+    else if (a == "--timeout")
+      o.timeout_s = static_cast<uint32_t>(num(i));
+    else if (a == "--peer-echoes")
+      o.peer_echoes = true;
+    else if (a == "--recv-delay-ms")
+      o.recv_delay_ms = static_cast<uint32_t>(num(i));
     else if (a == "--fault-drop") {
       char* end = nullptr;
       o.fault_drop_pct = std::strtod(need(i), &end);
-      if (end == nullptr || *end != '\0' || !(o.fault_drop_pct >= 0 && o.fault_drop_pct <= 100)) usage(2);
-    } else if (a == "--fault-seed") o.fault_seed = num(i);
-    else if (a == "-h" || a == "--help") usage(0);
-    else if (!a.empty() && a[0] != '-') words.push_back(a);
-    else usage(2);
+      if (end == nullptr || *end != '\0' || !(o.fault_drop_pct >= 0 && o.fault_drop_pct <= 100))
+        usage(2);
+    } else if (a == "--fault-seed")
+      o.fault_seed = num(i);
+    else if (a == "-h" || a == "--help")
+      usage(0);
+    else if (!a.empty() && a[0] != '-')
+      words.push_back(a);
+    else
+      usage(2);
   }
   for (const auto& w : words) {
-    if (w == "write") o.op = Op::kWrite;
-    else if (w == "read") o.op = Op::kRead;
-    else if (w == "send") o.op = Op::kSend;
-    else if (w == "bw") o.kind = Kind::kBw;
-    else if (w == "lat") o.kind = Kind::kLat;
-    else usage(2);
+    if (w == "write")
+      o.op = Op::kWrite;
+    else if (w == "read")
+      o.op = Op::kRead;
+    else if (w == "send")
+      o.op = Op::kSend;
+    else if (w == "bw")
+      o.kind = Kind::kBw;
+    else if (w == "lat")
+      o.kind = Kind::kLat;
+    else
+      usage(2);
   }
   if (int{o.server} + int{o.client} + int{o.connect} + int{o.listen} != 1) usage(2);
   if ((o.connect || o.listen) && o.raw) {
@@ -230,7 +278,8 @@ Options parse_args(int argc, char** argv) {
     usage(2);
   }
   if (o.verify && o.duration_s != 0) {
-    std::fprintf(stderr, "rocedp-perf: --verify checks a known number of messages: use -n, not -D\n");
+    std::fprintf(stderr,
+                 "rocedp-perf: --verify checks a known number of messages: use -n, not -D\n");
     usage(2);
   }
   // rocedpd's echo service keeps queue_depth (default 64) receives per connection: a deeper
@@ -255,7 +304,18 @@ Options parse_args(int argc, char** argv) {
 // ------------------------------------------------------------------------------------------------
 // Out-of-band exchange: length-prefixed messages over one TCP connection on loopback.
 
-enum MsgType : uint32_t { kHello = 1, kInfo, kReady, kSize, kSizeReady, kDone, kReport, kBye, kFail, kDetached };
+enum MsgType : uint32_t {
+  kHello = 1,
+  kInfo,
+  kReady,
+  kSize,
+  kSizeReady,
+  kDone,
+  kReport,
+  kBye,
+  kFail,
+  kDetached
+};
 
 constexpr uint32_t kMagic = 0x52445046;  // "RDPF"
 
@@ -279,11 +339,11 @@ struct DoneMsg {
   uint64_t messages = 0, frames = 0;
 };
 struct ReportMsg {
-  uint64_t received = 0;       // messages (RDMA) or frames (raw) the server saw
-  uint64_t bad_bytes = 0;      // --verify mismatches on the server side
-  uint64_t span_ns = 0;        // raw bw: first to last frame received
-  double peak_per_s = 0;       // raw bw: peak frame rate over 10 ms windows
-  uint64_t errors = 0;         // completions with an error status
+  uint64_t received = 0;   // messages (RDMA) or frames (raw) the server saw
+  uint64_t bad_bytes = 0;  // --verify mismatches on the server side
+  uint64_t span_ns = 0;    // raw bw: first to last frame received
+  double peak_per_s = 0;   // raw bw: peak frame rate over 10 ms windows
+  uint64_t errors = 0;     // completions with an error status
 };
 
 class Oob {
@@ -402,7 +462,9 @@ bool past_deadline() {
   return g_timed_out;
 }
 
-double tsc_to_ns(uint64_t cycles) { return static_cast<double>(cycles) * 1e9 / static_cast<double>(rte_get_tsc_hz()); }
+double tsc_to_ns(uint64_t cycles) {
+  return static_cast<double>(cycles) * 1e9 / static_cast<double>(rte_get_tsc_hz());
+}
 
 // The byte pattern of --verify: every byte of every message slot is a function of (slot, offset),
 // so a byte landing in the wrong place, a stale byte or a lost message all show.
@@ -423,7 +485,8 @@ uint64_t check_slot(const uint8_t* p, uint64_t slot, uint64_t len) {
 }
 
 // Waits for one out-of-band message of `want` type, polling the runtime meanwhile.
-bool recv_msg(Oob& oob, Runtime* rt, uint32_t want, std::vector<uint8_t>* payload, std::string* err) {
+bool recv_msg(Oob& oob, Runtime* rt, uint32_t want, std::vector<uint8_t>* payload,
+              std::string* err) {
   uint32_t type = 0;
   uint64_t spins = 0;
   for (;;) {
@@ -433,7 +496,8 @@ bool recv_msg(Oob& oob, Runtime* rt, uint32_t want, std::vector<uint8_t>* payloa
         *err = "peer failed: " + std::string(payload->begin(), payload->end());
         return false;
       }
-      *err = "unexpected message " + std::to_string(type) + " (wanted " + std::to_string(want) + ")";
+      *err =
+          "unexpected message " + std::to_string(type) + " (wanted " + std::to_string(want) + ")";
       return false;
     }
     if (oob.peer_closed()) {
@@ -480,7 +544,6 @@ std::vector<uint16_t> frame_sizes(Op op, uint64_t size, uint32_t pmtu) {
   return out;
 }
 
-
 // A peak-rate meter over 10 ms windows (perftest's "BW peak").
 struct PeakMeter {
   uint64_t window_start = 0, window_count = 0, window_tsc = 0;
@@ -494,8 +557,9 @@ struct PeakMeter {
   void add(uint64_t n, uint64_t now) {
     window_count += n;
     if (now - window_start >= window_tsc) {
-      peak = std::max(peak, static_cast<double>(window_count) * static_cast<double>(rte_get_tsc_hz()) /
-                                static_cast<double>(now - window_start));
+      peak =
+          std::max(peak, static_cast<double>(window_count) * static_cast<double>(rte_get_tsc_hz()) /
+                             static_cast<double>(now - window_start));
       window_start = now;
       window_count = 0;
     }
@@ -520,35 +584,52 @@ void print_rc_counters(Runtime& rt) {
   const auto& cnt = rdma->engine_lc().counters();
   std::printf("{\"rc_counters\":{");
   for (size_t i = 0; i < rocedp::rc::kRcCounterCount; ++i)
-    std::printf("%s\"%.*s\":%lu", i ? "," : "", static_cast<int>(rocedp::rc::kRcCounterNames[i].size()),
+    std::printf("%s\"%.*s\":%lu", i ? "," : "",
+                static_cast<int>(rocedp::rc::kRcCounterNames[i].size()),
                 rocedp::rc::kRcCounterNames[i].data(), static_cast<unsigned long>(cnt.v[i]));
   std::printf(",\"tx_no_room\":%lu}}\n", static_cast<unsigned long>(rdma->tx_no_room()));
 }
 
 void print_header(const Options& o) {
   std::FILE* out = o.json ? stderr : stdout;
-  std::fprintf(out, "---------------------------------------------------------------------------------------\n");
-  std::fprintf(out, "                    RDMA_%s %s Test%s\n", o.op == Op::kWrite ? "Write" : o.op == Op::kRead ? "Read" : "Send",
-               o.kind == Kind::kBw ? "BW" : "Latency", o.raw ? " (raw baseline: no RDMA processing)" : "");
-  std::fprintf(out, " Number of qps   : %u\t\tTransport type : %s\n", o.qps, o.raw ? "raw frames" : "RoCEv2 RC (rocedp)");
+  std::fprintf(
+      out,
+      "---------------------------------------------------------------------------------------\n");
+  std::fprintf(out, "                    RDMA_%s %s Test%s\n",
+               o.op == Op::kWrite  ? "Write"
+               : o.op == Op::kRead ? "Read"
+                                   : "Send",
+               o.kind == Kind::kBw ? "BW" : "Latency",
+               o.raw ? " (raw baseline: no RDMA processing)" : "");
+  std::fprintf(out, " Number of qps   : %u\t\tTransport type : %s\n", o.qps,
+               o.raw ? "raw frames" : "RoCEv2 RC (rocedp)");
   std::fprintf(out, " TX depth        : %u\n", o.tx_depth);
   for (const auto& line : g_header_notes) std::fprintf(out, " %s\n", line.c_str());
-  std::fprintf(out, "---------------------------------------------------------------------------------------\n");
+  std::fprintf(
+      out,
+      "---------------------------------------------------------------------------------------\n");
   if (o.kind == Kind::kBw) {
     if (o.report_gbits)
-      std::fprintf(out, " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n");
+      std::fprintf(
+          out,
+          " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n");
     else
-      std::fprintf(out, " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n");
+      std::fprintf(
+          out,
+          " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n");
   } else {
     std::fprintf(out,
-                 " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   "
+                 " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    "
+                 "t_avg[usec]    t_stdev[usec]   "
                  "99%% percentile[usec]   99.9%% percentile[usec]\n");
   }
 }
 
 double percentile(const std::vector<double>& sorted, double p) {
   if (sorted.empty()) return 0;
-  const size_t i = std::min(sorted.size() - 1, static_cast<size_t>(std::ceil(p * static_cast<double>(sorted.size())) - 1));
+  const size_t i =
+      std::min(sorted.size() - 1,
+               static_cast<size_t>(std::ceil(p * static_cast<double>(sorted.size())) - 1));
   return sorted[i];
 }
 
@@ -560,15 +641,19 @@ void print_row(const Options& o, const Row& r) {
     const double peak = std::max(avg, r.peak_msgs_per_s * static_cast<double>(r.size));
     const double msg_rate = r.elapsed_s > 0 ? static_cast<double>(r.iterations) / r.elapsed_s : 0;
     const double div = o.report_gbits ? 1e9 / 8 : 1048576.0;  // perftest: MB = 2^20, Gb = 10^9 bits
-    std::fprintf(out, " %-7lu    %-10lu     %-9.2f          %-9.2f            %-9.6f\n", static_cast<unsigned long>(r.size),
-                 static_cast<unsigned long>(r.iterations), peak / div, avg / div, msg_rate / 1e6);
+    std::fprintf(out, " %-7lu    %-10lu     %-9.2f          %-9.2f            %-9.6f\n",
+                 static_cast<unsigned long>(r.size), static_cast<unsigned long>(r.iterations),
+                 peak / div, avg / div, msg_rate / 1e6);
     if (o.json) {
       std::printf(
-          "{\"test\":\"%s_bw\",\"mode\":\"%s\",\"size\":%lu,\"iterations\":%lu,\"qps\":%u,\"tx_depth\":%u,"
-          "\"elapsed_s\":%.6f,\"bw_peak_MBps\":%.3f,\"bw_avg_MBps\":%.3f,\"bw_avg_Gbps\":%.4f,\"msg_rate_Mpps\":%.6f,"
+          "{\"test\":\"%s_bw\",\"mode\":\"%s\",\"size\":%lu,\"iterations\":%lu,\"qps\":%u,\"tx_"
+          "depth\":%u,"
+          "\"elapsed_s\":%.6f,\"bw_peak_MBps\":%.3f,\"bw_avg_MBps\":%.3f,\"bw_avg_Gbps\":%.4f,"
+          "\"msg_rate_Mpps\":%.6f,"
           "\"frames_per_msg\":%u,\"frame_rate_Mpps\":%.6f}\n",
-          op_name(o.op), o.raw ? "raw" : "rdma", static_cast<unsigned long>(r.size), static_cast<unsigned long>(r.iterations), o.qps,
-          o.tx_depth, r.elapsed_s, peak / 1048576.0, avg / 1048576.0, avg * 8 / 1e9, msg_rate / 1e6, r.frames_per_msg,
+          op_name(o.op), o.raw ? "raw" : "rdma", static_cast<unsigned long>(r.size),
+          static_cast<unsigned long>(r.iterations), o.qps, o.tx_depth, r.elapsed_s,
+          peak / 1048576.0, avg / 1048576.0, avg * 8 / 1e9, msg_rate / 1e6, r.frames_per_msg,
           msg_rate * r.frames_per_msg / 1e6);
       std::fflush(stdout);
     }
@@ -583,16 +668,22 @@ void print_row(const Options& o, const Row& r) {
     for (double v : s) sq += (v * f - avg) * (v * f - avg);
     const double stdev = s.empty() ? 0 : std::sqrt(sq / static_cast<double>(s.size()));
     const double mn = s.empty() ? 0 : s.front() * f, mx = s.empty() ? 0 : s.back() * f;
-    std::fprintf(out, " %-7lu %-10lu     %-9.2f      %-9.2f    %-9.2f        %-9.2f      %-9.2f          %-9.2f               %-9.2f\n",
-                 static_cast<unsigned long>(r.size), static_cast<unsigned long>(s.size()), mn, mx, percentile(s, 0.5) * f, avg,
-                 stdev, percentile(s, 0.99) * f, percentile(s, 0.999) * f);
+    std::fprintf(out,
+                 " %-7lu %-10lu     %-9.2f      %-9.2f    %-9.2f        %-9.2f      %-9.2f         "
+                 " %-9.2f               %-9.2f\n",
+                 static_cast<unsigned long>(r.size), static_cast<unsigned long>(s.size()), mn, mx,
+                 percentile(s, 0.5) * f, avg, stdev, percentile(s, 0.99) * f,
+                 percentile(s, 0.999) * f);
     if (o.json) {
       std::printf(
-          "{\"test\":\"%s_lat\",\"mode\":\"%s\",\"size\":%lu,\"iterations\":%lu,\"t_min_usec\":%.3f,\"t_max_usec\":%.3f,"
-          "\"t_typical_usec\":%.3f,\"t_avg_usec\":%.3f,\"t_stdev_usec\":%.3f,\"p99_usec\":%.3f,\"p999_usec\":%.3f,"
+          "{\"test\":\"%s_lat\",\"mode\":\"%s\",\"size\":%lu,\"iterations\":%lu,\"t_min_usec\":%."
+          "3f,\"t_max_usec\":%.3f,"
+          "\"t_typical_usec\":%.3f,\"t_avg_usec\":%.3f,\"t_stdev_usec\":%.3f,\"p99_usec\":%.3f,"
+          "\"p999_usec\":%.3f,"
           "\"rtt_p50_usec\":%.3f,\"rtt_p99_usec\":%.3f,\"frames_per_msg\":%u}\n",
-          op_name(o.op), o.raw ? "raw" : "rdma", static_cast<unsigned long>(r.size), static_cast<unsigned long>(s.size()), mn, mx,
-          percentile(s, 0.5) * f, avg, stdev, percentile(s, 0.99) * f, percentile(s, 0.999) * f, percentile(s, 0.5),
+          op_name(o.op), o.raw ? "raw" : "rdma", static_cast<unsigned long>(r.size),
+          static_cast<unsigned long>(s.size()), mn, mx, percentile(s, 0.5) * f, avg, stdev,
+          percentile(s, 0.99) * f, percentile(s, 0.999) * f, percentile(s, 0.5),
           percentile(s, 0.99), r.frames_per_msg);
       std::fflush(stdout);
     }
@@ -647,12 +738,13 @@ uint64_t rss_bytes() {
   return static_cast<uint64_t>(resident) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
-constexpr uint32_t kBatch = 256;  // objects per control-thread round (the core's request ring holds 1024)
+constexpr uint32_t kBatch =
+    256;  // objects per control-thread round (the core's request ring holds 1024)
 
 // Runs `start(i)` for items [0, n) on the control thread, kBatch at a time, waiting for each
 // batch's completions. start returns the inline status (STATUS_PENDING = a completion follows).
-bool batched(Runtime& rt, size_t n, std::vector<Pending>& pend, const std::function<NTSTATUS(size_t)>& start,
-             const char* what, std::string* err) {
+bool batched(Runtime& rt, size_t n, std::vector<Pending>& pend,
+             const std::function<NTSTATUS(size_t)>& start, const char* what, std::string* err) {
   for (size_t base = 0; base < n; base += kBatch) {
     const size_t end = std::min(n, base + kBatch);
     std::vector<NTSTATUS> inline_status(end - base);
@@ -661,9 +753,11 @@ bool batched(Runtime& rt, size_t n, std::vector<Pending>& pend, const std::funct
     });
     for (size_t i = base; i < end; ++i) {
       const NTSTATUS st = inline_status[i - base];
-      if (st == rocedp::STATUS_SUCCESS) pend[i].done = 1, pend[i].status = st;
+      if (st == rocedp::STATUS_SUCCESS)
+        pend[i].done = 1, pend[i].status = st;
       else if (st != rocedp::STATUS_PENDING) {
-        *err = std::string(what) + " " + std::to_string(i) + ": " + std::string(rocedp::status_name(st));
+        *err = std::string(what) + " " + std::to_string(i) + ": " +
+               std::string(rocedp::status_name(st));
         return false;
       }
     }
@@ -680,7 +774,8 @@ bool batched(Runtime& rt, size_t n, std::vector<Pending>& pend, const std::funct
     }
     for (size_t i = base; i < end; ++i) {
       if (pend[i].status.load() != rocedp::STATUS_SUCCESS) {
-        *err = std::string(what) + " " + std::to_string(i) + ": " + std::string(rocedp::status_name(pend[i].status.load()));
+        *err = std::string(what) + " " + std::to_string(i) + ": " +
+               std::string(rocedp::status_name(pend[i].status.load()));
         return false;
       }
     }
@@ -688,7 +783,8 @@ bool batched(Runtime& rt, size_t n, std::vector<Pending>& pend, const std::funct
   return true;
 }
 
-bool create_endpoint(Runtime& rt, const Hello& h, uint64_t buf_len, Endpoint* ep, std::string* err) {
+bool create_endpoint(Runtime& rt, const Hello& h, uint64_t buf_len, Endpoint* ep,
+                     std::string* err) {
   ep->rt = &rt;
   const auto& lim = rt.config().limits;
   const bool bw = h.kind == static_cast<uint32_t>(Kind::kBw);
@@ -696,7 +792,8 @@ bool create_endpoint(Runtime& rt, const Hello& h, uint64_t buf_len, Endpoint* ep
   ep->rx_depth = h.op == static_cast<uint32_t>(Op::kSend) ? ep->qp_depth : 1;
   // One CQ for every QP's send and receive completions; outstanding work is capped to its depth.
   const uint64_t want = static_cast<uint64_t>(h.qps) * (ep->qp_depth + ep->rx_depth) + 64;
-  ep->cq_depth = static_cast<uint32_t>(std::min<uint64_t>(lim.max_cq_depth, std::max<uint64_t>(want, 256)));
+  ep->cq_depth =
+      static_cast<uint32_t>(std::min<uint64_t>(lim.max_cq_depth, std::max<uint64_t>(want, 256)));
   (void)bw;
   NTSTATUS st = rocedp::STATUS_PENDING;
   rt.run_on_control([&] { st = rt.adapter()->create_pd(nullptr, nullptr, &ep->pd); });
@@ -707,7 +804,10 @@ bool create_endpoint(Runtime& rt, const Hello& h, uint64_t buf_len, Endpoint* ep
   std::vector<Pending> one(1);
   if (!batched(
           rt, 1, one,
-          [&](size_t) { return rt.adapter()->create_cq(ep->cq_depth, nullptr, nullptr, 0, &on_created, &one[0], &ep->cq); },
+          [&](size_t) {
+            return rt.adapter()->create_cq(ep->cq_depth, nullptr, nullptr, 0, &on_created, &one[0],
+                                           &ep->cq);
+          },
           "create_cq", err))
     return false;
   if (one[0].object != nullptr) ep->cq = rocedp::ndk_object_cast<Cq>(one[0].object);
@@ -717,7 +817,8 @@ bool create_endpoint(Runtime& rt, const Hello& h, uint64_t buf_len, Endpoint* ep
     st = ep->pd->create_mr(false, nullptr, nullptr, &ep->mr);
     if (st == rocedp::STATUS_SUCCESS)
       st = ep->mr->register_mr(ep->buf.data(), ep->buf.size(),
-                               rocedp::NDK_MR_FLAG_ALLOW_LOCAL_WRITE | rocedp::NDK_MR_FLAG_ALLOW_REMOTE_READ |
+                               rocedp::NDK_MR_FLAG_ALLOW_LOCAL_WRITE |
+                                   rocedp::NDK_MR_FLAG_ALLOW_REMOTE_READ |
                                    rocedp::NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
                                nullptr, nullptr);
   });
@@ -732,8 +833,8 @@ bool create_endpoint(Runtime& rt, const Hello& h, uint64_t buf_len, Endpoint* ep
   if (!batched(
           rt, h.qps, pend,
           [&](size_t i) {
-            return ep->pd->create_qp(ep->cq, ep->cq, reinterpret_cast<void*>(i), ep->rx_depth, ep->qp_depth, 1, 1, 0,
-                                     &on_created, &pend[i], &ep->qps[i]);
+            return ep->pd->create_qp(ep->cq, ep->cq, reinterpret_cast<void*>(i), ep->rx_depth,
+                                     ep->qp_depth, 1, 1, 0, &on_created, &pend[i], &ep->qps[i]);
           },
           "create_qp", err))
     return false;
@@ -749,7 +850,8 @@ std::vector<QpInfo> local_info(Runtime& rt, const Endpoint& ep) {
   for (size_t i = 0; i < ep.qps.size(); ++i) {
     QpInfo& q = out[i];
     q.qpn = ep.qps[i]->qpn();
-    q.psn = static_cast<uint32_t>((q.qpn * 2654435761u + static_cast<uint32_t>(getpid())) & 0xFFFFFF);
+    q.psn =
+        static_cast<uint32_t>((q.qpn * 2654435761u + static_cast<uint32_t>(getpid())) & 0xFFFFFF);
     q.ip = rt.port().address().value;
     std::memcpy(q.mac, mac.bytes.data(), 6);
     q.mtu = rt.port().mtu();
@@ -760,8 +862,8 @@ std::vector<QpInfo> local_info(Runtime& rt, const Endpoint& ep) {
   return out;
 }
 
-bool connect_all(Runtime& rt, Endpoint& ep, const std::vector<QpInfo>& mine, const std::vector<QpInfo>& peer,
-                 std::string* err) {
+bool connect_all(Runtime& rt, Endpoint& ep, const std::vector<QpInfo>& mine,
+                 const std::vector<QpInfo>& peer, std::string* err) {
   std::vector<Pending> pend(ep.qps.size());
   const uint32_t pmtu = std::min(path_mtu_for(rt.port().mtu()), path_mtu_for(peer[0].mtu));
   return batched(
@@ -788,21 +890,27 @@ void close_endpoint(Runtime& rt, Endpoint& ep) {
   std::vector<Pending> pend(ep.qps.size());
   batched(
       rt, ep.qps.size(), pend,
-      [&](size_t i) { return ep.qps[i] != nullptr ? ep.qps[i]->close(&on_closed, &pend[i]) : rocedp::STATUS_SUCCESS; },
+      [&](size_t i) {
+        return ep.qps[i] != nullptr ? ep.qps[i]->close(&on_closed, &pend[i])
+                                    : rocedp::STATUS_SUCCESS;
+      },
       "close qp", &err);
   if (ep.cq != nullptr) {
     std::vector<Pending> c(1);
-    batched(rt, 1, c, [&](size_t) { return ep.cq->close(&on_closed, &c[0]); }, "close cq", &err);
+    batched(
+        rt, 1, c, [&](size_t) { return ep.cq->close(&on_closed, &c[0]); }, "close cq", &err);
   }
   if (ep.mr != nullptr) {
     // The buffer is freed after this: wait until no core touches it (MR close barrier).
     std::vector<Pending> m(1);
-    batched(rt, 1, m, [&](size_t) { return ep.mr->close(&on_closed, &m[0]); }, "close mr", &err);
+    batched(
+        rt, 1, m, [&](size_t) { return ep.mr->close(&on_closed, &m[0]); }, "close mr", &err);
   }
   rt.run_on_control([&] {
     if (ep.pd != nullptr) ep.pd->close(nullptr, nullptr);
   });
-  if (!err.empty()) rocedp::pmd::log(rocedp::pmd::LogLevel::kWarning, "perf_close", {{"error", err}});
+  if (!err.empty())
+    rocedp::pmd::log(rocedp::pmd::LogLevel::kWarning, "perf_close", {{"error", err}});
 }
 
 // The slot of message i on QP q: --verify gives every message its own slot; otherwise every
@@ -841,8 +949,8 @@ struct Ctx {
   uint64_t recv_len = 0;  // SEND latency: receive length (0: the message size)
 };
 
-uint32_t poll_cq(Ctx& c, CqDrain& d, std::vector<uint32_t>& outstanding, std::vector<uint64_t>* recv_done,
-                 std::vector<uint64_t>* recv_len) {
+uint32_t poll_cq(Ctx& c, CqDrain& d, std::vector<uint32_t>& outstanding,
+                 std::vector<uint64_t>* recv_done, std::vector<uint64_t>* recv_len) {
   const uint32_t n = c.ep.cq->get_results_ex(d.r, 64);
   for (uint32_t k = 0; k < n; ++k) {
     const NdkResultEx& x = d.r[k];
@@ -867,7 +975,8 @@ uint32_t poll_cq(Ctx& c, CqDrain& d, std::vector<uint32_t>& outstanding, std::ve
 
 NTSTATUS post_one(Ctx& c, uint32_t q, uint64_t i, const Slots& s, uint64_t size, Op op) {
   Qp* qp = c.ep.qps[q];
-  NdkSge sge{c.ep.buf.data() + s.offset(q, i), static_cast<uint32_t>(size), c.ep.mr->get_local_token()};
+  NdkSge sge{c.ep.buf.data() + s.offset(q, i), static_cast<uint32_t>(size),
+             c.ep.mr->get_local_token()};
   const uint64_t raddr = c.peer[q].addr + s.offset(q, i);
   void* ctx = reinterpret_cast<void*>(static_cast<uintptr_t>(i));
   switch (op) {
@@ -942,7 +1051,8 @@ Row client_bw(Ctx& c, uint64_t size, uint64_t iters) {
     if (!posting && d.sends == total_posted) break;
     if (past_deadline()) {
       r.ok = false;
-      r.error = "time limit reached with " + std::to_string(total_posted - d.sends) + " requests outstanding";
+      r.error = "time limit reached with " + std::to_string(total_posted - d.sends) +
+                " requests outstanding";
       return r;
     }
   }
@@ -966,7 +1076,9 @@ bool wait_byte(Ctx& c, const uint8_t* p, uint8_t want, bool check_oob) {
   return true;
 }
 
-uint8_t marker(uint64_t i) { return static_cast<uint8_t>(i % 255 + 1); }
+uint8_t marker(uint64_t i) {
+  return static_cast<uint8_t>(i % 255 + 1);
+}
 
 // Client latency: one request in flight; a round trip per iteration.
 Row client_lat(Ctx& c, uint64_t size, uint64_t iters) {
@@ -979,7 +1091,8 @@ Row client_lat(Ctx& c, uint64_t size, uint64_t iters) {
   r.lat_us.reserve(iters);
   uint8_t* local = c.ep.buf.data();
   const uint64_t t_begin = rte_rdtsc();
-  const uint64_t stop_tsc = c.h.duration_s ? t_begin + c.h.duration_s * rte_get_tsc_hz() : UINT64_MAX;
+  const uint64_t stop_tsc =
+      c.h.duration_s ? t_begin + c.h.duration_s * rte_get_tsc_hz() : UINT64_MAX;
   Slots s{false, iters, size};
   uint64_t bad = 0;
   for (uint64_t i = 0; c.h.duration_s ? rte_rdtsc() < stop_tsc : i < iters; ++i) {
@@ -1027,7 +1140,8 @@ Row client_lat(Ctx& c, uint64_t size, uint64_t iters) {
           c.rt->poll();
           poll_cq(c, d, outstanding, &recvd, &badlen);
         }
-        NdkSge sge{local + size, static_cast<uint32_t>(c.recv_len ? c.recv_len : size), c.ep.mr->get_local_token()};
+        NdkSge sge{local + size, static_cast<uint32_t>(c.recv_len ? c.recv_len : size),
+                   c.ep.mr->get_local_token()};
         c.ep.qps[0]->receive(nullptr, &sge, 1);
       }
       while (recvd[0] < i + 1 && d.errors == 0 && !past_deadline()) {
@@ -1040,15 +1154,19 @@ Row client_lat(Ctx& c, uint64_t size, uint64_t iters) {
     r.lat_us.push_back(tsc_to_ns(t1 - t0) / 1e3);
     if (c.h.verify) {
       // READ: our buffer now holds the server's slot-0 pattern; SEND/WRITE: the echo of ours.
-      if (op == Op::kRead) bad += check_slot(local, 0, size);
+      if (op == Op::kRead)
+        bad += check_slot(local, 0, size);
       else if (c.passive) {
       }  // nothing comes back; run_cm_client reads the region back after the run
-      else if (op == Op::kSend) bad += check_slot(local + size, i, size - 1) + badlen[0];
-      else bad += check_slot(local, i, size - 1);
+      else if (op == Op::kSend)
+        bad += check_slot(local + size, i, size - 1) + badlen[0];
+      else
+        bad += check_slot(local, i, size - 1);
     }
     if (op == Op::kSend && c.o.recv_delay_ms == 0) {
       // Re-arm the receive for the next echo (into the second half of the buffer).
-      NdkSge sge{local + size, static_cast<uint32_t>(c.recv_len ? c.recv_len : size), c.ep.mr->get_local_token()};
+      NdkSge sge{local + size, static_cast<uint32_t>(c.recv_len ? c.recv_len : size),
+                 c.ep.mr->get_local_token()};
       c.ep.qps[0]->receive(nullptr, &sge, 1);
     }
   }
@@ -1090,7 +1208,8 @@ ReportMsg server_size(Ctx& c, uint64_t size, uint64_t iters) {
   }
   if (op == Op::kRead && c.h.verify) {
     for (uint32_t q = 0; q < nq; ++q)
-      for (uint64_t i = 0; i < (lat ? 1 : iters); ++i) fill_slot(local + s.offset(q, i), s.slot(q, i), size);
+      for (uint64_t i = 0; i < (lat ? 1 : iters); ++i)
+        fill_slot(local + s.offset(q, i), s.slot(q, i), size);
   }
   c.oob.send(kSizeReady, nullptr, 0);
 
@@ -1127,8 +1246,9 @@ ReportMsg server_size(Ctx& c, uint64_t size, uint64_t iters) {
         NdkSge sge{src, static_cast<uint32_t>(size), c.ep.mr->get_local_token()};
         NTSTATUS st;
         do {
-          st = op == Op::kWrite ? c.ep.qps[0]->write(nullptr, &sge, 1, c.peer[0].addr, c.peer[0].rkey, 0)
-                                : c.ep.qps[0]->send(nullptr, &sge, 1, 0);
+          st = op == Op::kWrite
+                   ? c.ep.qps[0]->write(nullptr, &sge, 1, c.peer[0].addr, c.peer[0].rkey, 0)
+                   : c.ep.qps[0]->send(nullptr, &sge, 1, 0);
           if (st == rocedp::STATUS_INSUFFICIENT_RESOURCES) {
             c.rt->poll();
             poll_cq(c, d, outstanding, &recvd, &badlen);
@@ -1167,7 +1287,8 @@ ReportMsg server_size(Ctx& c, uint64_t size, uint64_t iters) {
   if (c.h.verify && !lat && finished) {
     if (op == Op::kWrite || op == Op::kSend) {
       for (uint32_t q = 0; q < nq; ++q)
-        for (uint64_t i = 0; i < iters; ++i) rep.bad_bytes += check_slot(local + s.offset(q, i), s.slot(q, i), size);
+        for (uint64_t i = 0; i < iters; ++i)
+          rep.bad_bytes += check_slot(local + s.offset(q, i), s.slot(q, i), size);
       for (uint32_t q = 0; q < nq; ++q) rep.bad_bytes += badlen[q];
     }
   }
@@ -1175,7 +1296,6 @@ ReportMsg server_size(Ctx& c, uint64_t size, uint64_t iters) {
 }
 
 }  // namespace
-
 
 // ------------------------------------------------------------------------------------------------
 // --raw: the wire's ceiling. Frames of the RDMA run's sizes, built from a header template (the
@@ -1207,7 +1327,8 @@ RawTemplate raw_template(Runtime& rt, const QpInfo& peer) {
 
 // Sends `n` frames (sizes cycling through `sizes` from index `first`); false on time limit.
 uint64_t g_raw_no_mbuf = 0, g_raw_tx_full = 0;
-bool raw_send(Runtime& rt, const RawTemplate& t, const std::vector<uint16_t>& sizes, uint64_t first, uint64_t n) {
+bool raw_send(Runtime& rt, const RawTemplate& t, const std::vector<uint16_t>& sizes, uint64_t first,
+              uint64_t n) {
   rte_mbuf* m[32];
   rocedp::pmd::Port& port = rt.port();
   uint64_t sent = 0;
@@ -1259,7 +1380,9 @@ constexpr size_t kCreditLen = 42 + 4 + 8;  // Ethernet/IPv4/UDP template, magic,
 uint64_t raw_window_frames(const Hello& h, uint64_t fpm) {
   return std::min<uint64_t>(static_cast<uint64_t>(h.tx_depth) * h.qps, 1024) * fpm;
 }
-uint64_t raw_credit_every(uint64_t window_frames) { return std::max<uint64_t>(1, std::min<uint64_t>(32, window_frames / 4)); }
+uint64_t raw_credit_every(uint64_t window_frames) {
+  return std::max<uint64_t>(1, std::min<uint64_t>(32, window_frames / 4));
+}
 
 // Receiver: one credit frame; false if no mbuf or no TX room (the caller tries again later).
 bool raw_send_credit(Runtime& rt, const RawTemplate& t, uint64_t frames) {
@@ -1301,7 +1424,8 @@ Row raw_client(Ctx& c, uint64_t size, uint64_t iters, ReportMsg* rep, std::strin
   const RawTemplate t = raw_template(*c.rt, c.peer[0]);
   rte_mbuf* m[32];
   const uint64_t t_begin = rte_rdtsc();
-  const uint64_t stop_tsc = c.h.duration_s ? t_begin + c.h.duration_s * rte_get_tsc_hz() : UINT64_MAX;
+  const uint64_t stop_tsc =
+      c.h.duration_s ? t_begin + c.h.duration_s * rte_get_tsc_hz() : UINT64_MAX;
   uint64_t msgs = 0;
   if (c.h.kind == static_cast<uint32_t>(Kind::kBw)) {
     // Messages in chunks of 32 frames' worth, so -D is checked often.
@@ -1344,7 +1468,9 @@ Row raw_client(Ctx& c, uint64_t size, uint64_t iters, ReportMsg* rep, std::strin
     msgs = r.lat_us.size();
     r.iterations = msgs;
   }
-  if (getenv("ROCEDP_PERF_DEBUG")) std::fprintf(stderr, "raw: no_mbuf %lu tx_full %lu\n", (unsigned long)g_raw_no_mbuf, (unsigned long)g_raw_tx_full);
+  if (getenv("ROCEDP_PERF_DEBUG"))
+    std::fprintf(stderr, "raw: no_mbuf %lu tx_full %lu\n", (unsigned long)g_raw_no_mbuf,
+                 (unsigned long)g_raw_tx_full);
   DoneMsg d{msgs, msgs * fpm};
   c.oob.send(kDone, d);
   if (!recv_struct(c.oob, c.rt, kReport, rep, err)) {
@@ -1358,7 +1484,8 @@ Row raw_client(Ctx& c, uint64_t size, uint64_t iters, ReportMsg* rep, std::strin
   } else if (c.h.kind == static_cast<uint32_t>(Kind::kBw)) {
     if (rep->received != d.frames) {
       r.ok = false;
-      r.error = "raw: the server received " + std::to_string(rep->received) + " of " + std::to_string(d.frames) + " frames";
+      r.error = "raw: the server received " + std::to_string(rep->received) + " of " +
+                std::to_string(d.frames) + " frames";
     }
     // The wire's rate is what the receiver saw: first to last frame.
     r.elapsed_s = static_cast<double>(rep->span_ns) / 1e9;
@@ -1397,19 +1524,24 @@ ReportMsg raw_server_size(Ctx& c, uint64_t size) {
       peak.add(n, now);
       if (lat) {
         unsigned sent = 0;
-        while (sent < n && !past_deadline()) sent += c.rt->port().tx_burst(0, m + sent, static_cast<uint16_t>(n - sent));
+        while (sent < n && !past_deadline())
+          sent += c.rt->port().tx_burst(0, m + sent, static_cast<uint16_t>(n - sent));
         if (sent < n) rte_pktmbuf_free_bulk(m + sent, n - sent);
       } else {
         rte_pktmbuf_free_bulk(m, n);
-        if (rep.received - credited >= credit_every && raw_send_credit(*c.rt, credit_tpl, rep.received)) credited = rep.received;
+        if (rep.received - credited >= credit_every &&
+            raw_send_credit(*c.rt, credit_tpl, rep.received))
+          credited = rep.received;
       }
       continue;
     }
     // Idle: a credit owed for fewer than credit_every frames still goes out (the sender may be
     // waiting for it at the end of a window).
-    if (!lat && rep.received != credited && raw_send_credit(*c.rt, credit_tpl, rep.received)) credited = rep.received;
+    if (!lat && rep.received != credited && raw_send_credit(*c.rt, credit_tpl, rep.received))
+      credited = rep.received;
     if ((polls & 0xFF) == 0) {
-      if (!have_done && c.oob.try_recv(&type, &payload) && type == kDone && payload.size() == sizeof(DoneMsg)) {
+      if (!have_done && c.oob.try_recv(&type, &payload) && type == kDone &&
+          payload.size() == sizeof(DoneMsg)) {
         std::memcpy(&done, payload.data(), sizeof(done));
         have_done = true;
       }
@@ -1418,11 +1550,14 @@ ReportMsg raw_server_size(Ctx& c, uint64_t size) {
         break;
       }
       // Done when every frame the client sent is here, or nothing came for 0.5 s after its DONE.
-      if (have_done && (lat || rep.received >= done.frames || rte_rdtsc() - last_progress > rte_get_tsc_hz() / 2)) break;
+      if (have_done && (lat || rep.received >= done.frames ||
+                        rte_rdtsc() - last_progress > rte_get_tsc_hz() / 2))
+        break;
     }
   }
   // The span from the first to the last frame covers received-1 inter-frame gaps.
-  rep.span_ns = rep.received > 1 ? static_cast<uint64_t>(tsc_to_ns(last - first) * static_cast<double>(rep.received) /
+  rep.span_ns = rep.received > 1 ? static_cast<uint64_t>(tsc_to_ns(last - first) *
+                                                         static_cast<double>(rep.received) /
                                                          static_cast<double>(rep.received - 1))
                                  : 0;
   rep.peak_per_s = peak.peak;
@@ -1444,7 +1579,8 @@ rocedp::config::Config build_config(const Options& o, std::string* err) {
     // own NICs, as the command-line endpoint does.
     bool vdevs_only = true;
     for (const auto& p : cfg.ports) vdevs_only &= p.devargs.rfind("net_", 0) == 0;
-    if (vdevs_only && std::find(cfg.eal.extra_args.begin(), cfg.eal.extra_args.end(), "--no-pci") == cfg.eal.extra_args.end())
+    if (vdevs_only && std::find(cfg.eal.extra_args.begin(), cfg.eal.extra_args.end(), "--no-pci") ==
+                          cfg.eal.extra_args.end())
       cfg.eal.extra_args.push_back("--no-pci");
   } else {
     rocedp::config::PortConfig p;
@@ -1457,7 +1593,9 @@ rocedp::config::Config build_config(const Options& o, std::string* err) {
       return cfg;
     }
     p.address = *ip;
-    p.prefix_len = slash == std::string::npos ? 24 : static_cast<uint8_t>(std::atoi(o.ip_cidr.c_str() + slash + 1));
+    p.prefix_len = slash == std::string::npos
+                       ? 24
+                       : static_cast<uint8_t>(std::atoi(o.ip_cidr.c_str() + slash + 1));
     if (!o.mac.empty()) {
       const auto mac = rocedp::config::parse_mac(o.mac);
       if (!mac) {
@@ -1509,13 +1647,16 @@ void wait_memif_socket(const rocedp::config::Config& cfg, uint32_t timeout_s) {
       continue;
     std::string path = "/run/memif.sock";  // the PMD's default
     const auto at = d.find("socket=");
-    if (at != std::string::npos) path = d.substr(at + 7, d.find(',', at) == std::string::npos ? std::string::npos : d.find(',', at) - at - 7);
+    if (at != std::string::npos)
+      path = d.substr(at + 7, d.find(',', at) == std::string::npos ? std::string::npos
+                                                                   : d.find(',', at) - at - 7);
     // Only the file can be waited for: probing the socket with a connection that closes before
     // the handshake makes DPDK 22.11's memif server panic on its interrupt thread.
-    for (uint32_t waited = 0; waited < timeout_s * 100 && access(path.c_str(), F_OK) != 0; ++waited) usleep(10000);
+    for (uint32_t waited = 0; waited < timeout_s * 100 && access(path.c_str(), F_OK) != 0; ++waited)
+      usleep(10000);
     // A file created just now may belong to a server between bind() and listen() (a client
     // connecting then fails for good): give a fresh one a moment.
-    struct stat st{};
+    struct stat st {};
     if (stat(path.c_str(), &st) == 0 && std::time(nullptr) - st.st_ctime <= 2) usleep(200000);
   }
 }
@@ -1594,7 +1735,8 @@ int run_client(Ctx& c) {
       return g_timed_out ? 3 : 1;  // exit status 3 for every time limit
     }
     c.mine = local_info(*c.rt, c.ep);
-    if (c.peer.size() != c.mine.size() || !send_infos(c.oob, c.mine) || !connect_all(*c.rt, c.ep, c.mine, c.peer, &err)) {
+    if (c.peer.size() != c.mine.size() || !send_infos(c.oob, c.mine) ||
+        !connect_all(*c.rt, c.ep, c.mine, c.peer, &err)) {
       if (err.empty()) err = "QP info exchange failed";
       c.oob.send(kFail, err.data(), err.size());
       std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str());
@@ -1612,15 +1754,18 @@ int run_client(Ctx& c) {
     std::fprintf(stderr, " memory per QP (RSS growth while creating %u QPs): %lu bytes\n", c.h.qps,
                  static_cast<unsigned long>(c.ep.rss_per_qp));
   if (!raw && c.o.json)
-    std::printf("{\"qp_memory\":{\"qps\":%u,\"rss_bytes_per_qp\":%lu}}\n", c.h.qps, static_cast<unsigned long>(c.ep.rss_per_qp));
+    std::printf("{\"qp_memory\":{\"qps\":%u,\"rss_bytes_per_qp\":%lu}}\n", c.h.qps,
+                static_cast<unsigned long>(c.ep.rss_per_qp));
   print_header(c.o);
   int status = 0;
   for (uint64_t size : sizes) {
     const uint64_t iters = iters_for(c.h, size);
     const Slots s{c.h.verify != 0, iters, size};
-    if (!raw && c.h.verify && bw && (c.h.op == static_cast<uint32_t>(Op::kWrite) || c.h.op == static_cast<uint32_t>(Op::kSend)))
+    if (!raw && c.h.verify && bw &&
+        (c.h.op == static_cast<uint32_t>(Op::kWrite) || c.h.op == static_cast<uint32_t>(Op::kSend)))
       for (uint32_t q = 0; q < c.h.qps; ++q)
-        for (uint64_t i = 0; i < iters; ++i) fill_slot(c.ep.buf.data() + s.offset(q, i), s.slot(q, i), size);
+        for (uint64_t i = 0; i < iters; ++i)
+          fill_slot(c.ep.buf.data() + s.offset(q, i), s.slot(q, i), size);
     const SizeMsg sm{size, iters};
     if (!c.oob.send(kSize, sm) || !recv_msg(c.oob, c.rt, kSizeReady, &p, &err)) {
       std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str());
@@ -1651,35 +1796,44 @@ int run_client(Ctx& c) {
       } else if (rep.bad_bytes > 0) {
         r.ok = false;
         r.error = "verify: " + std::to_string(rep.bad_bytes) + " bytes differ on the server";
-      } else if (bw && c.h.op == static_cast<uint32_t>(Op::kSend) && rep.received != r.iterations * 1) {
+      } else if (bw && c.h.op == static_cast<uint32_t>(Op::kSend) &&
+                 rep.received != r.iterations * 1) {
         r.ok = false;
-        r.error = "server received " + std::to_string(rep.received) + " of " + std::to_string(r.iterations) + " messages";
+        r.error = "server received " + std::to_string(rep.received) + " of " +
+                  std::to_string(r.iterations) + " messages";
       }
       if (r.ok && c.h.verify && bw && c.h.op == static_cast<uint32_t>(Op::kRead)) {
         uint64_t bad = 0;
         for (uint32_t q = 0; q < c.h.qps; ++q)
-          for (uint64_t i = 0; i < iters; ++i) bad += check_slot(c.ep.buf.data() + s.offset(q, i), s.slot(q, i), size);
+          for (uint64_t i = 0; i < iters; ++i)
+            bad += check_slot(c.ep.buf.data() + s.offset(q, i), s.slot(q, i), size);
         if (bad > 0) {
           r.ok = false;
           r.error = "verify: " + std::to_string(bad) + " bytes read differ";
         }
       }
       r.frames_per_msg = static_cast<uint32_t>(
-          frame_sizes(static_cast<Op>(c.h.op), size, std::min(path_mtu_for(c.rt->port().mtu()), path_mtu_for(c.peer[0].mtu))).size());
+          frame_sizes(static_cast<Op>(c.h.op), size,
+                      std::min(path_mtu_for(c.rt->port().mtu()), path_mtu_for(c.peer[0].mtu)))
+              .size());
     }
     if (!r.ok) {
       if (!raw && c.o.json) print_rc_counters(*c.rt);
-      std::fprintf(stderr, "rocedp-perf: size %lu: %s\n", static_cast<unsigned long>(size), r.error.c_str());
+      std::fprintf(stderr, "rocedp-perf: size %lu: %s\n", static_cast<unsigned long>(size),
+                   r.error.c_str());
       status = g_timed_out ? 3 : 1;
       break;
     }
     print_row(c.o, r);
     if (!raw && c.o.json) print_rc_counters(*c.rt);
-    if (c.h.verify && !c.o.json) std::fprintf(stderr, " verify: %lu messages of %lu bytes checked byte for byte\n",
-                                              static_cast<unsigned long>(r.iterations), static_cast<unsigned long>(size));
+    if (c.h.verify && !c.o.json)
+      std::fprintf(stderr, " verify: %lu messages of %lu bytes checked byte for byte\n",
+                   static_cast<unsigned long>(r.iterations), static_cast<unsigned long>(size));
   }
-  if (status == 0) c.oob.send(kBye, nullptr, 0);
-  else c.oob.send(kFail, "client failed", 13);
+  if (status == 0)
+    c.oob.send(kBye, nullptr, 0);
+  else
+    c.oob.send(kFail, "client failed", 13);
   if (!raw) close_endpoint(*c.rt, c.ep);
   return status;
 }
@@ -1709,8 +1863,8 @@ int run_server(Ctx& c) {
       return 1;
     }
     c.mine = local_info(*c.rt, c.ep);
-    if (!send_infos(c.oob, c.mine) || !recv_infos(c, &c.peer, &err) || c.peer.size() != c.mine.size() ||
-        !connect_all(*c.rt, c.ep, c.mine, c.peer, &err)) {
+    if (!send_infos(c.oob, c.mine) || !recv_infos(c, &c.peer, &err) ||
+        c.peer.size() != c.mine.size() || !connect_all(*c.rt, c.ep, c.mine, c.peer, &err)) {
       if (err.empty()) err = "QP info exchange failed";
       c.oob.send(kFail, err.data(), err.size());
       std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str());
@@ -1725,7 +1879,8 @@ int run_server(Ctx& c) {
   for (;;) {
     if (!c.oob.try_recv(&type, &p)) {
       if (c.oob.peer_closed() || past_deadline()) {
-        std::fprintf(stderr, "rocedp-perf: %s\n", g_timed_out ? "time limit reached" : "client went away");
+        std::fprintf(stderr, "rocedp-perf: %s\n",
+                     g_timed_out ? "time limit reached" : "client went away");
         status = g_timed_out ? 3 : 1;
         break;
       }
@@ -1736,7 +1891,8 @@ int run_server(Ctx& c) {
     }
     if (type == kBye) break;
     if (type == kFail) {
-      std::fprintf(stderr, "rocedp-perf: client failed: %s\n", std::string(p.begin(), p.end()).c_str());
+      std::fprintf(stderr, "rocedp-perf: client failed: %s\n",
+                   std::string(p.begin(), p.end()).c_str());
       status = 1;
       break;
     }
@@ -1770,11 +1926,12 @@ int run_server(Ctx& c) {
 // ignore it. The client learns everything from its own completions: an RC SEND, WRITE or READ
 // completes successfully only after the peer acknowledged it (IBTA 9.7.5.1.1).
 
-constexpr uint16_t kRegionRead = 1, kRegionWrite = 2;    // MemoryServiceInfo flags
+constexpr uint16_t kRegionRead = 1, kRegionWrite = 2;     // MemoryServiceInfo flags
 constexpr uint16_t kPerfEchoes = 4, kPerfWritesBack = 8;  // rocedp-perf --listen's extra flags
 constexpr uint8_t kPerfMagic[4] = {'R', 'D', 'P', 'F'};
 constexpr uint32_t kMaxCmConnections = 1024;
-constexpr uint64_t kEchoMaxSize = 4096;  // rocedpd's echo service default message_bytes (-a stops here)
+constexpr uint64_t kEchoMaxSize =
+    4096;  // rocedpd's echo service default message_bytes (-a stops here)
 
 // REQ private data of --connect: 52 of the 56 bytes an rdma_cm REQ carries (MaxCallerData). Host
 // byte order: only another rocedp-perf on this machine reads it.
@@ -1808,7 +1965,8 @@ TargetInfo decode_target(const std::vector<uint8_t>& pd) {
     std::vector<uint8_t> copy(pd.begin(), pd.begin() + m.kWireSize);
     const uint32_t magic = rocedp::control::MemoryServiceInfo::kMagic;
     for (int k = 0; k < 4; ++k) copy[k] = static_cast<uint8_t>(magic >> (24 - 8 * k));
-    if (rocedp::control::MemoryServiceInfo::decode(copy.data(), copy.size(), &m)) t.kind = TargetInfo::Kind::kPerf;
+    if (rocedp::control::MemoryServiceInfo::decode(copy.data(), copy.size(), &m))
+      t.kind = TargetInfo::Kind::kPerf;
   } else if (rocedp::control::MemoryServiceInfo::decode(pd.data(), pd.size(), &m)) {
     t.kind = TargetInfo::Kind::kMemoryService;
   }
@@ -1821,7 +1979,8 @@ TargetInfo decode_target(const std::vector<uint8_t>& pd) {
   return t;
 }
 
-void encode_perf_accept(const TargetInfo& t, uint8_t out[rocedp::control::MemoryServiceInfo::kWireSize]) {
+void encode_perf_accept(const TargetInfo& t,
+                        uint8_t out[rocedp::control::MemoryServiceInfo::kWireSize]) {
   rocedp::control::MemoryServiceInfo m;
   m.flags = t.flags;
   m.address = t.address;
@@ -1851,7 +2010,9 @@ std::vector<uint8_t> connection_data(rocedp::Connector* conn) {
   uint32_t len = 0;
   conn->get_connection_data(nullptr, nullptr, nullptr, &len);
   std::vector<uint8_t> out(len);
-  if (len != 0 && conn->get_connection_data(nullptr, nullptr, out.data(), &len) != rocedp::STATUS_SUCCESS) out.clear();
+  if (len != 0 &&
+      conn->get_connection_data(nullptr, nullptr, out.data(), &len) != rocedp::STATUS_SUCCESS)
+    out.clear();
   return out;
 }
 
@@ -1869,16 +2030,21 @@ bool cm_disconnect_all(Runtime& rt, std::vector<std::unique_ptr<CmLink>>& links)
   rt.wait_until(
       [&] {
         for (size_t i = 0; i < links.size(); ++i)
-          if (inline_status[i] == rocedp::STATUS_PENDING && pend[i].done.load(std::memory_order_acquire) == 0) return false;
+          if (inline_status[i] == rocedp::STATUS_PENDING &&
+              pend[i].done.load(std::memory_order_acquire) == 0)
+            return false;
         return true;
       },
       std::chrono::seconds(5));
   for (size_t i = 0; i < links.size(); ++i) {
-    const NTSTATUS st = inline_status[i] == rocedp::STATUS_PENDING
-                            ? (pend[i].done.load() ? pend[i].status.load() : rocedp::STATUS_IO_TIMEOUT)
-                            : inline_status[i];
-    if (st != rocedp::STATUS_SUCCESS && st != rocedp::STATUS_CONNECTION_INVALID) {  // INVALID: never connected
-      std::fprintf(stderr, "rocedp-perf: disconnect %zu: %s\n", i, std::string(rocedp::status_name(st)).c_str());
+    const NTSTATUS st =
+        inline_status[i] == rocedp::STATUS_PENDING
+            ? (pend[i].done.load() ? pend[i].status.load() : rocedp::STATUS_IO_TIMEOUT)
+            : inline_status[i];
+    if (st != rocedp::STATUS_SUCCESS &&
+        st != rocedp::STATUS_CONNECTION_INVALID) {  // INVALID: never connected
+      std::fprintf(stderr, "rocedp-perf: disconnect %zu: %s\n", i,
+                   std::string(rocedp::status_name(st)).c_str());
       ok = false;
     }
   }
@@ -1891,7 +2057,9 @@ bool cm_disconnect_all(Runtime& rt, std::vector<std::unique_ptr<CmLink>>& links)
   rt.wait_until(
       [&] {
         for (size_t i = 0; i < links.size(); ++i)
-          if (inline_status[i] == rocedp::STATUS_PENDING && pend[i].done.load(std::memory_order_acquire) == 0) return false;
+          if (inline_status[i] == rocedp::STATUS_PENDING &&
+              pend[i].done.load(std::memory_order_acquire) == 0)
+            return false;
         return true;
       },
       std::chrono::seconds(5));
@@ -1901,7 +2069,8 @@ bool cm_disconnect_all(Runtime& rt, std::vector<std::unique_ptr<CmLink>>& links)
 // Moves [local_off, local_off + len) of our buffer to (WRITE) or from (READ) the target's region
 // at remote_off over QP 0, in 64 KiB requests; waits for every completion. Used around the timed
 // runs: --verify's pre-fill and read-back.
-bool cm_transfer(Ctx& c, Op op, uint64_t local_off, uint64_t remote_off, uint64_t len, std::string* err) {
+bool cm_transfer(Ctx& c, Op op, uint64_t local_off, uint64_t remote_off, uint64_t len,
+                 std::string* err) {
   constexpr uint64_t kChunk = 65536;
   const uint64_t n = (len + kChunk - 1) / kChunk;
   const uint64_t window = std::min<uint64_t>(c.ep.qp_depth, 8);
@@ -1910,10 +2079,12 @@ bool cm_transfer(Ctx& c, Op op, uint64_t local_off, uint64_t remote_off, uint64_
   while (done < n) {
     while (posted < n && posted - done < window) {
       const uint64_t off = posted * kChunk, k = std::min(kChunk, len - off);
-      NdkSge sge{c.ep.buf.data() + local_off + off, static_cast<uint32_t>(k), c.ep.mr->get_local_token()};
+      NdkSge sge{c.ep.buf.data() + local_off + off, static_cast<uint32_t>(k),
+                 c.ep.mr->get_local_token()};
       const uint64_t raddr = c.peer[0].addr + remote_off + off;
-      const NTSTATUS st = op == Op::kWrite ? c.ep.qps[0]->write(nullptr, &sge, 1, raddr, c.peer[0].rkey, 0)
-                                           : c.ep.qps[0]->read(nullptr, &sge, 1, raddr, c.peer[0].rkey, 0);
+      const NTSTATUS st = op == Op::kWrite
+                              ? c.ep.qps[0]->write(nullptr, &sge, 1, raddr, c.peer[0].rkey, 0)
+                              : c.ep.qps[0]->read(nullptr, &sge, 1, raddr, c.peer[0].rkey, 0);
       if (st == rocedp::STATUS_INSUFFICIENT_RESOURCES) break;
       if (st != rocedp::STATUS_SUCCESS) {
         *err = "post: " + std::string(rocedp::status_name(st));
@@ -1925,7 +2096,8 @@ bool cm_transfer(Ctx& c, Op op, uint64_t local_off, uint64_t remote_off, uint64_
     const uint32_t k = c.ep.cq->get_results_ex(r, 16);
     for (uint32_t j = 0; j < k; ++j) {
       if (r[j].status != rocedp::STATUS_SUCCESS) {
-        *err = std::string(op == Op::kWrite ? "WRITE" : "READ") + " of the region: " + std::string(rocedp::status_name(r[j].status));
+        *err = std::string(op == Op::kWrite ? "WRITE" : "READ") +
+               " of the region: " + std::string(rocedp::status_name(r[j].status));
         return false;
       }
       if (r[j].type != rocedp::NdkOperationType::kReceive) ++done;
@@ -1946,7 +2118,9 @@ struct EchoState {
   uint64_t max_size = 0, window = 0, recv_base = 0;
 };
 
-uint64_t echo_pattern_slot(uint64_t q, uint64_t k) { return (q << 32) | k; }
+uint64_t echo_pattern_slot(uint64_t q, uint64_t k) {
+  return (q << 32) | k;
+}
 
 // SEND bandwidth against an echoing target: up to `window` messages per QP between post and echo,
 // a receive always posted for each of them. Bandwidth counts the bytes sent (the same come back).
@@ -1963,13 +2137,18 @@ Row cm_send_bw_echo(Ctx& c, EchoState& es, uint64_t size, uint64_t iters) {
   const uint64_t stop_tsc = c.h.duration_s ? t0 + c.h.duration_s * rte_get_tsc_hz() : UINT64_MAX;
   bool posting = true;
   NdkResultEx res[64];
-  auto send_off = [&](uint64_t q, uint64_t k) { return verify ? (q * es.window + k % es.window) * es.max_size : 0; };
-  auto recv_off = [&](uint64_t q, uint64_t k) { return es.recv_base + (q * es.window + k % es.window) * es.max_size; };
+  auto send_off = [&](uint64_t q, uint64_t k) {
+    return verify ? (q * es.window + k % es.window) * es.max_size : 0;
+  };
+  auto recv_off = [&](uint64_t q, uint64_t k) {
+    return es.recv_base + (q * es.window + k % es.window) * es.max_size;
+  };
   while (true) {
     c.rt->poll();
     if (posting) {
       for (uint32_t q = 0; q < nq; ++q) {
-        while (es.sent[q] - std::min(es.send_done[q], es.echoed[q]) < es.window && (c.h.duration_s || posted[q] < iters)) {
+        while (es.sent[q] - std::min(es.send_done[q], es.echoed[q]) < es.window &&
+               (c.h.duration_s || posted[q] < iters)) {
           uint8_t* p = c.ep.buf.data() + send_off(q, es.sent[q]);
           if (verify) fill_slot(p, echo_pattern_slot(q, es.sent[q]), size);
           NdkSge sge{p, static_cast<uint32_t>(size), c.ep.mr->get_local_token()};
@@ -1999,7 +2178,9 @@ Row cm_send_bw_echo(Ctx& c, EchoState& es, uint64_t size, uint64_t iters) {
       if (x.type == rocedp::NdkOperationType::kReceive) {
         const uint64_t k = es.echoed[q]++;
         uint8_t* p = c.ep.buf.data() + recv_off(q, k);
-        if (verify) bad += check_slot(p, echo_pattern_slot(q, k), size) + (x.bytes_transferred != size ? 1 : 0);
+        if (verify)
+          bad +=
+              check_slot(p, echo_pattern_slot(q, k), size) + (x.bytes_transferred != size ? 1 : 0);
         NdkSge sge{p, static_cast<uint32_t>(es.max_size), c.ep.mr->get_local_token()};
         c.ep.qps[q]->receive(nullptr, &sge, 1);  // the slot takes echo k + window
         ++total_echoed;
@@ -2012,7 +2193,8 @@ Row cm_send_bw_echo(Ctx& c, EchoState& es, uint64_t size, uint64_t iters) {
     if (!posting && total_sends == total_posted && total_echoed == total_posted) break;
     if (past_deadline()) {
       r.ok = false;
-      r.error = "time limit reached with " + std::to_string(total_posted - total_echoed) + " echoes missing";
+      r.error = "time limit reached with " + std::to_string(total_posted - total_echoed) +
+                " echoes missing";
       return r;
     }
   }
@@ -2038,8 +2220,9 @@ std::vector<uint64_t> cm_size_list(const Options& o) {
 // again, a few times over ~2 s: a target that still holds our previous run's connection in
 // TimeWait answers a REQ from the same QPN with a stale-connection REJ (IBTA 12.9.8.3.1), and this
 // process's QPNs are the same on every run.
-bool cm_connect(Runtime& rt, Endpoint& ep, std::vector<std::unique_ptr<CmLink>>& links, const CmHello& hello,
-                const rocedp::NdkSockAddr& dst, uint32_t limit, std::string* err) {
+bool cm_connect(Runtime& rt, Endpoint& ep, std::vector<std::unique_ptr<CmLink>>& links,
+                const CmHello& hello, const rocedp::NdkSockAddr& dst, uint32_t limit,
+                std::string* err) {
   constexpr int kAttempts = 5;
   std::vector<size_t> todo(links.size());
   for (size_t i = 0; i < todo.size(); ++i) todo[i] = i;
@@ -2055,8 +2238,8 @@ bool cm_connect(Runtime& rt, Endpoint& ep, std::vector<std::unique_ptr<CmLink>>&
           if (st == rocedp::STATUS_SUCCESS) {
             CmHello h = hello;
             h.index = static_cast<uint32_t>(i);
-            st = links[i]->conn->connect(ep.qps[i], rocedp::NdkSockAddr{0, 0}, dst, limit, limit, &h, sizeof(h), &on_request,
-                                         &pend[i]);
+            st = links[i]->conn->connect(ep.qps[i], rocedp::NdkSockAddr{0, 0}, dst, limit, limit,
+                                         &h, sizeof(h), &on_request, &pend[i]);
           }
           inline_status[i] = st;
         }
@@ -2064,7 +2247,8 @@ bool cm_connect(Runtime& rt, Endpoint& ep, std::vector<std::unique_ptr<CmLink>>&
       rt.wait_until(
           [&] {
             for (size_t k = base; k < end; ++k)
-              if (inline_status[todo[k]] == rocedp::STATUS_PENDING && pend[todo[k]].done.load(std::memory_order_acquire) == 0)
+              if (inline_status[todo[k]] == rocedp::STATUS_PENDING &&
+                  pend[todo[k]].done.load(std::memory_order_acquire) == 0)
                 return false;
             return true;
           },
@@ -2073,15 +2257,16 @@ bool cm_connect(Runtime& rt, Endpoint& ep, std::vector<std::unique_ptr<CmLink>>&
     std::vector<size_t> refused;
     for (size_t i : todo) {
       const NTSTATUS st = inline_status[i] != rocedp::STATUS_PENDING ? inline_status[i]
-                          : pend[i].done.load() ? pend[i].status.load()
-                                                : rocedp::STATUS_IO_TIMEOUT;
+                          : pend[i].done.load()                      ? pend[i].status.load()
+                                                                     : rocedp::STATUS_IO_TIMEOUT;
       if (st == rocedp::STATUS_SUCCESS) continue;
       if (st == rocedp::STATUS_CONNECTION_REFUSED && attempt < kAttempts) {
         refused.push_back(i);
         continue;
       }
       *err = "connect " + std::to_string(i) + ": " + std::string(rocedp::status_name(st));
-      if (st == rocedp::STATUS_CONNECTION_REFUSED) *err += " (" + std::to_string(kAttempts) + " attempts in 2 s)";
+      if (st == rocedp::STATUS_CONNECTION_REFUSED)
+        *err += " (" + std::to_string(kAttempts) + " attempts in 2 s)";
       return false;
     }
     if (refused.empty()) return true;
@@ -2102,14 +2287,17 @@ int run_cm_client(Ctx& c) {
   const uint64_t max_size = sizes.back();
   const bool bw = o.kind == Kind::kBw;
   const uint32_t nq = o.qps;
-  if (nq > kMaxCmConnections) return std::fprintf(stderr, "rocedp-perf: at most %u connections\n", kMaxCmConnections), 2;
+  if (nq > kMaxCmConnections)
+    return std::fprintf(stderr, "rocedp-perf: at most %u connections\n", kMaxCmConnections), 2;
   // Our buffer: message slots in the lower half, the other direction (echoes, read-back) in the
   // upper half.
   const uint32_t depth = std::min(o.tx_depth, rt.config().limits.max_qp_depth);
   uint64_t half = max_size;
   if (bw && o.verify) half = static_cast<uint64_t>(nq) * o.iters * max_size;  // a slot per message
-  if (bw && o.op == Op::kSend) half = std::max<uint64_t>(half, static_cast<uint64_t>(nq) * depth * max_size);
-  if (half > (1ull << 29)) return std::fprintf(stderr, "rocedp-perf: qps x depth (or iters) x size above 512 MiB\n"), 2;
+  if (bw && o.op == Op::kSend)
+    half = std::max<uint64_t>(half, static_cast<uint64_t>(nq) * depth * max_size);
+  if (half > (1ull << 29))
+    return std::fprintf(stderr, "rocedp-perf: qps x depth (or iters) x size above 512 MiB\n"), 2;
   if (!create_endpoint(rt, c.h, 2 * half, &c.ep, &err)) {
     std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str());
     return 1;
@@ -2131,8 +2319,9 @@ int run_cm_client(Ctx& c) {
   hello.rkey = c.ep.mr->get_remote_token();
   const uint32_t limit = rt.config().limits.max_read_limit;
   const rocedp::NdkSockAddr dst{o.connect_ip, o.connect_port};
-  const std::string target = rocedp::config::format_ipv4(rocedp::config::Ipv4Address{o.connect_ip}) + ":" +
-                             std::to_string(o.connect_port);
+  const std::string target =
+      rocedp::config::format_ipv4(rocedp::config::Ipv4Address{o.connect_ip}) + ":" +
+      std::to_string(o.connect_port);
   std::vector<Pending> completed(nq);
   std::unique_ptr<EchoState> es;
   bool ok = cm_connect(rt, c.ep, links, hello, dst, limit, &err);
@@ -2144,10 +2333,12 @@ int run_cm_client(Ctx& c) {
     t = decode_target(links[0]->private_data);
     for (uint32_t i = 1; i < nq && ok; ++i) {
       const TargetInfo u = decode_target(links[i]->private_data);
-      if (u.kind != t.kind || u.address != t.address) ok = false, err = "the connections reached different targets";
+      if (u.kind != t.kind || u.address != t.address)
+        ok = false, err = "the connections reached different targets";
     }
   }
-  const bool echoing = o.peer_echoes || t.kind == TargetInfo::Kind::kEchoService || (t.flags & kPerfEchoes) != 0;
+  const bool echoing =
+      o.peer_echoes || t.kind == TargetInfo::Kind::kEchoService || (t.flags & kPerfEchoes) != 0;
   if (ok && o.op == Op::kSend && bw && echoing) {
     es = std::make_unique<EchoState>();
     es->sent.assign(nq, 0);
@@ -2158,29 +2349,38 @@ int run_cm_client(Ctx& c) {
     es->recv_base = half;
     for (uint32_t q = 0; q < nq; ++q)
       for (uint64_t k = 0; k < depth; ++k) {
-        NdkSge sge{c.ep.buf.data() + half + (q * depth + k) * max_size, static_cast<uint32_t>(max_size),
-                   c.ep.mr->get_local_token()};
+        NdkSge sge{c.ep.buf.data() + half + (q * depth + k) * max_size,
+                   static_cast<uint32_t>(max_size), c.ep.mr->get_local_token()};
         c.ep.qps[q]->receive(nullptr, &sge, 1);
       }
   }
   if (ok && o.op == Op::kSend && !bw) {
-    if (!echoing) ok = false, err = "SEND latency needs an echoing target (rocedpd's echo service or a --listen peer)";
-    if (t.kind == TargetInfo::Kind::kMemoryService) ok = false, err = "a memory service (no receives): use write or read";
+    if (!echoing)
+      ok = false,
+      err = "SEND latency needs an echoing target (rocedpd's echo service or a --listen peer)";
+    if (t.kind == TargetInfo::Kind::kMemoryService)
+      ok = false, err = "a memory service (no receives): use write or read";
     c.recv_len = max_size;
-    NdkSge sge{c.ep.buf.data() + max_size, static_cast<uint32_t>(max_size), c.ep.mr->get_local_token()};
+    NdkSge sge{c.ep.buf.data() + max_size, static_cast<uint32_t>(max_size),
+               c.ep.mr->get_local_token()};
     if (o.recv_delay_ms == 0) c.ep.qps[0]->receive(nullptr, &sge, 1);
   }
   if (ok)
     ok = batched(
         rt, nq, completed,
-        [&](size_t i) { return links[i]->conn->complete_connect_ex(&on_cm_disconnect, links[i].get(), &on_request, &completed[i]); },
+        [&](size_t i) {
+          return links[i]->conn->complete_connect_ex(&on_cm_disconnect, links[i].get(), &on_request,
+                                                     &completed[i]);
+        },
         "complete_connect", &err);
   if (ok && o.op != Op::kSend && t.kind == TargetInfo::Kind::kEchoService)
     ok = false, err = "an echo service (no memory region): use send";
   if (ok && o.op == Op::kSend && t.kind == TargetInfo::Kind::kMemoryService)
     ok = false, err = "a memory service (no receives): use write or read";
-  if (ok && o.op == Op::kWrite && (t.flags & kRegionWrite) == 0) ok = false, err = "the target's region takes no remote WRITE";
-  if (ok && o.op == Op::kRead && (t.flags & kRegionRead) == 0) ok = false, err = "the target's region takes no remote READ";
+  if (ok && o.op == Op::kWrite && (t.flags & kRegionWrite) == 0)
+    ok = false, err = "the target's region takes no remote WRITE";
+  if (ok && o.op == Op::kRead && (t.flags & kRegionRead) == 0)
+    ok = false, err = "the target's region takes no remote READ";
   if (!ok) {
     std::fprintf(stderr, "rocedp-perf: %s: %s\n", target.c_str(), err.c_str());
     cm_disconnect_all(rt, links);
@@ -2197,12 +2397,18 @@ int run_cm_client(Ctx& c) {
   g_full_rtt = !bw && c.passive;
   // A region that outlives runs (rocedpd's) may still hold a previous run's pattern: a fresh seed
   // per run makes a lost WRITE show.
-  if (t.kind == TargetInfo::Kind::kMemoryService && o.verify && o.verify_seed == 0) g_seed = (rte_rdtsc() ^ static_cast<uint64_t>(getpid())) | 1;
+  if (t.kind == TargetInfo::Kind::kMemoryService && o.verify && o.verify_seed == 0)
+    g_seed = (rte_rdtsc() ^ static_cast<uint64_t>(getpid())) | 1;
 
-  g_header_notes.push_back("Connections     : " + std::to_string(nq) + " through the IB CM to " + target + " (" +
-                           (o.peer_echoes ? std::string("a peer that answers each SEND") : t.name()) + ")");
-  if (c.passive && !bw) g_header_notes.push_back("WRITE latency   : completion of each WRITE (nobody writes back): full round trip");
-  if (es) g_header_notes.push_back("SEND            : every message comes back (echo); BW counts one direction");
+  g_header_notes.push_back(
+      "Connections     : " + std::to_string(nq) + " through the IB CM to " + target + " (" +
+      (o.peer_echoes ? std::string("a peer that answers each SEND") : t.name()) + ")");
+  if (c.passive && !bw)
+    g_header_notes.push_back(
+        "WRITE latency   : completion of each WRITE (nobody writes back): full round trip");
+  if (es)
+    g_header_notes.push_back(
+        "SEND            : every message comes back (echo); BW counts one direction");
   print_header(o);
   int status = 0;
   for (uint64_t size : sizes) {
@@ -2212,8 +2418,9 @@ int run_cm_client(Ctx& c) {
     const uint64_t used = o.verify && bw ? static_cast<uint64_t>(nq) * iters * size : size;
     if (o.op != Op::kSend && used > t.length) {
       if (o.all_sizes) break;  // -a: the region ends here
-      std::fprintf(stderr, "rocedp-perf: %s bytes needed, the target's region has %lu%s\n", std::to_string(used).c_str(),
-                   static_cast<unsigned long>(t.length), o.verify ? " (--verify: qps x iters x size)" : "");
+      std::fprintf(stderr, "rocedp-perf: %s bytes needed, the target's region has %lu%s\n",
+                   std::to_string(used).c_str(), static_cast<unsigned long>(t.length),
+                   o.verify ? " (--verify: qps x iters x size)" : "");
       status = 2;
       break;
     }
@@ -2223,21 +2430,26 @@ int run_cm_client(Ctx& c) {
     if (o.verify && o.op == Op::kSend && bw && !es) {
       // A sink (--listen) checks message i of QP q against slot q x iters + i.
       for (uint32_t q = 0; q < nq; ++q)
-        for (uint64_t i = 0; i < iters; ++i) fill_slot(c.ep.buf.data() + s.offset(q, i), s.slot(q, i), size);
+        for (uint64_t i = 0; i < iters; ++i)
+          fill_slot(c.ep.buf.data() + s.offset(q, i), s.slot(q, i), size);
     }
     if (o.verify && o.op != Op::kSend) {
       for (uint32_t q = 0; q < (bw ? nq : 1); ++q)
         for (uint64_t i = 0; i < (bw ? iters : 1); ++i)
-          fill_slot(c.ep.buf.data() + (o.op == Op::kRead ? half : 0) + s.offset(q, i), s.slot(q, i), size);
+          fill_slot(c.ep.buf.data() + (o.op == Op::kRead ? half : 0) + s.offset(q, i), s.slot(q, i),
+                    size);
       if (o.op == Op::kRead) {
         if (!cm_transfer(c, Op::kWrite, half, 0, used, &err)) r.ok = false, r.error = err;
         std::memset(c.ep.buf.data(), 0, used);
       }
     }
     if (r.ok) {
-      if (!bw) r = client_lat(c, size, iters);
-      else if (es) r = cm_send_bw_echo(c, *es, size, iters);
-      else r = client_bw(c, size, iters);
+      if (!bw)
+        r = client_lat(c, size, iters);
+      else if (es)
+        r = cm_send_bw_echo(c, *es, size, iters);
+      else
+        r = client_bw(c, size, iters);
     }
     if (r.ok && o.verify && o.op != Op::kSend) {
       // WRITE: read the region back into the upper half and check every slot; READ: check what
@@ -2248,23 +2460,29 @@ int run_cm_client(Ctx& c) {
         for (uint32_t q = 0; r.ok && q < (bw ? nq : 1); ++q)
           for (uint64_t i = 0; i < (bw ? iters : 1); ++i)
             bad += bw ? check_slot(c.ep.buf.data() + half + s.offset(q, i), s.slot(q, i), size)
-                      : static_cast<uint64_t>(std::memcmp(c.ep.buf.data() + half, c.ep.buf.data(), size) != 0);
+                      : static_cast<uint64_t>(
+                            std::memcmp(c.ep.buf.data() + half, c.ep.buf.data(), size) != 0);
       } else if (o.op == Op::kRead && bw) {
         for (uint32_t q = 0; q < nq; ++q)
-          for (uint64_t i = 0; i < iters; ++i) bad += check_slot(c.ep.buf.data() + s.offset(q, i), s.slot(q, i), size);
+          for (uint64_t i = 0; i < iters; ++i)
+            bad += check_slot(c.ep.buf.data() + s.offset(q, i), s.slot(q, i), size);
       }
-      if (r.ok && bad > 0) r.ok = false, r.error = "verify: " + std::to_string(bad) + " bytes differ in the target's region";
+      if (r.ok && bad > 0)
+        r.ok = false,
+        r.error = "verify: " + std::to_string(bad) + " bytes differ in the target's region";
     }
-    r.frames_per_msg = static_cast<uint32_t>(frame_sizes(o.op, size, path_mtu_for(rt.port().mtu())).size());
+    r.frames_per_msg =
+        static_cast<uint32_t>(frame_sizes(o.op, size, path_mtu_for(rt.port().mtu())).size());
     if (!r.ok) {
-      std::fprintf(stderr, "rocedp-perf: size %lu: %s\n", static_cast<unsigned long>(size), r.error.c_str());
+      std::fprintf(stderr, "rocedp-perf: size %lu: %s\n", static_cast<unsigned long>(size),
+                   r.error.c_str());
       status = g_timed_out ? 3 : 1;
       break;
     }
     print_row(o, r);
     if (o.verify && !o.json)
-      std::fprintf(stderr, " verify: %lu messages of %lu bytes checked byte for byte\n", static_cast<unsigned long>(r.iterations),
-                   static_cast<unsigned long>(size));
+      std::fprintf(stderr, " verify: %lu messages of %lu bytes checked byte for byte\n",
+                   static_cast<unsigned long>(r.iterations), static_cast<unsigned long>(size));
   }
   if (o.peer_echoes && status == 0) {
     // rdma_server-style peers end the connection after their last answer: let them (2 s at most),
@@ -2280,8 +2498,8 @@ int run_cm_client(Ctx& c) {
   for (uint32_t q = 0; q < nq; ++q)
     if (links[q]->disconnected.load() != 0 && status == 0 && o.peer_echoes) {
       // rdma_server-style peers end the connection after their last answer.
-      std::fprintf(stderr, "rocedp-perf: connection %u: the peer disconnected after the run (%s)\n", q,
-                   std::string(rocedp::status_name(links[q]->reason.load())).c_str());
+      std::fprintf(stderr, "rocedp-perf: connection %u: the peer disconnected after the run (%s)\n",
+                   q, std::string(rocedp::status_name(links[q]->reason.load())).c_str());
     } else if (links[q]->disconnected.load() != 0 && status == 0) {
       std::fprintf(stderr, "rocedp-perf: connection %u: the peer disconnected (%s)\n", q,
                    std::string(rocedp::status_name(links[q]->reason.load())).c_str());
@@ -2322,17 +2540,21 @@ int run_cm_listener(Ctx& c) {
   rocedp::Listener* listener = nullptr;
   NTSTATUS st = rocedp::STATUS_PENDING;
   rt.run_on_control([&] {
-    st = rocedp::create_listener(*rt.adapter(), &on_connect_event, &in, nullptr, nullptr, &listener);
-    if (st == rocedp::STATUS_SUCCESS) st = listener->listen(rocedp::NdkSockAddr{0, c.o.listen_port}, nullptr, nullptr);
+    st =
+        rocedp::create_listener(*rt.adapter(), &on_connect_event, &in, nullptr, nullptr, &listener);
+    if (st == rocedp::STATUS_SUCCESS)
+      st = listener->listen(rocedp::NdkSockAddr{0, c.o.listen_port}, nullptr, nullptr);
   });
-  const std::string where = rocedp::config::format_ipv4(rt.port().address()) + ":" + std::to_string(c.o.listen_port);
+  const std::string where =
+      rocedp::config::format_ipv4(rt.port().address()) + ":" + std::to_string(c.o.listen_port);
   auto close_listener = [&] {
     rt.run_on_control([&] {
       if (listener != nullptr) listener->close(nullptr, nullptr), listener = nullptr;
     });
   };
   if (st != rocedp::STATUS_SUCCESS) {
-    std::fprintf(stderr, "rocedp-perf: listen on %s: %s\n", where.c_str(), std::string(rocedp::status_name(st)).c_str());
+    std::fprintf(stderr, "rocedp-perf: listen on %s: %s\n", where.c_str(),
+                 std::string(rocedp::status_name(st)).c_str());
     close_listener();
     return 1;
   }
@@ -2363,18 +2585,20 @@ int run_cm_listener(Ctx& c) {
     return code;
   };
   // The first connection request says the test.
-  if (!rt.wait_until([&] { return in.count.load(std::memory_order_acquire) > 0 || past_deadline(); },
-                     std::chrono::seconds(c.o.timeout_s)) ||
+  if (!rt.wait_until(
+          [&] { return in.count.load(std::memory_order_acquire) > 0 || past_deadline(); },
+          std::chrono::seconds(c.o.timeout_s)) ||
       in.count.load() == 0)
     return fail("no connection request in time", 3);
   CmHello first;
   {
     std::vector<uint8_t> pd;
     rt.run_on_control([&] { pd = connection_data(rocedp::Connector::from(in.slots[0])); });
-    if (pd.size() < sizeof(CmHello)) return fail("the first request is not from rocedp-perf --connect", 1);
+    if (pd.size() < sizeof(CmHello))
+      return fail("the first request is not from rocedp-perf --connect", 1);
     std::memcpy(&first, pd.data(), sizeof(first));
-    if (first.magic != kMagic || first.version != 1 || first.qps == 0 || first.qps > kMaxCmConnections || first.op > 2 ||
-        first.kind > 1 || first.tx_depth == 0)
+    if (first.magic != kMagic || first.version != 1 || first.qps == 0 ||
+        first.qps > kMaxCmConnections || first.op > 2 || first.kind > 1 || first.tx_depth == 0)
       return fail("the first request is not from rocedp-perf --connect", 1);
   }
   Hello& h = c.h;
@@ -2397,11 +2621,17 @@ int run_cm_listener(Ctx& c) {
   me.kind = TargetInfo::Kind::kPerf;
   const bool writes_back = op == Op::kWrite && lat && h.size != 0;
   const bool echoes = op == Op::kSend && lat;
-  me.flags = static_cast<uint16_t>(kRegionRead | kRegionWrite | (writes_back ? kPerfWritesBack : 0) | (echoes ? kPerfEchoes : 0));
+  me.flags =
+      static_cast<uint16_t>(kRegionRead | kRegionWrite | (writes_back ? kPerfWritesBack : 0) |
+                            (echoes ? kPerfEchoes : 0));
   uint64_t buf = max_size;
-  if (op == Op::kSend) buf = static_cast<uint64_t>(h.qps) * std::min(h.tx_depth, rt.config().limits.max_qp_depth) * max_size;
-  else if (lat) buf = 2 * max_size;
-  else if (h.verify) buf = static_cast<uint64_t>(h.qps) * h.iters * max_size;
+  if (op == Op::kSend)
+    buf = static_cast<uint64_t>(h.qps) * std::min(h.tx_depth, rt.config().limits.max_qp_depth) *
+          max_size;
+  else if (lat)
+    buf = 2 * max_size;
+  else if (h.verify)
+    buf = static_cast<uint64_t>(h.qps) * h.iters * max_size;
   if (buf > (1ull << 30)) return fail("the test needs more than 1 GiB of buffer", 1);
   if (!create_endpoint(rt, h, buf, &c.ep, &err)) return fail(err, 1);
   me.address = reinterpret_cast<uint64_t>(c.ep.buf.data());
@@ -2414,8 +2644,10 @@ int run_cm_listener(Ctx& c) {
   // slot << 1, bit 0 set on an echo's SEND).
   const uint32_t rx = c.ep.rx_depth;
   auto post_recv = [&](uint32_t q, uint64_t slot) {
-    NdkSge sge{c.ep.buf.data() + (q * rx + slot) * max_size, static_cast<uint32_t>(max_size), c.ep.mr->get_local_token()};
-    return c.ep.qps[q]->receive(reinterpret_cast<void*>(static_cast<uintptr_t>(slot << 1)), &sge, 1);
+    NdkSge sge{c.ep.buf.data() + (q * rx + slot) * max_size, static_cast<uint32_t>(max_size),
+               c.ep.mr->get_local_token()};
+    return c.ep.qps[q]->receive(reinterpret_cast<void*>(static_cast<uintptr_t>(slot << 1)), &sge,
+                                1);
   };
   if (op == Op::kSend)
     for (uint32_t q = 0; q < h.qps; ++q)
@@ -2428,10 +2660,13 @@ int run_cm_listener(Ctx& c) {
   std::vector<bool> used(h.qps, false);
   const uint32_t limit = rt.config().limits.max_read_limit;
   for (uint32_t k = 0; k < h.qps; ++k) {
-    if (!rt.wait_until([&] { return in.count.load(std::memory_order_acquire) > k || past_deadline(); },
-                       std::chrono::seconds(c.o.timeout_s)) ||
+    if (!rt.wait_until(
+            [&] { return in.count.load(std::memory_order_acquire) > k || past_deadline(); },
+            std::chrono::seconds(c.o.timeout_s)) ||
         in.count.load() <= k)
-      return fail("only " + std::to_string(k) + " of " + std::to_string(h.qps) + " connection requests came", 3);
+      return fail("only " + std::to_string(k) + " of " + std::to_string(h.qps) +
+                      " connection requests came",
+                  3);
     NTSTATUS ast = rocedp::STATUS_SUCCESS;
     std::string why;
     rt.run_on_control([&] {
@@ -2439,8 +2674,8 @@ int run_cm_listener(Ctx& c) {
       std::vector<uint8_t> pd = connection_data(conn);
       CmHello hh;
       if (pd.size() >= sizeof(hh)) std::memcpy(&hh, pd.data(), sizeof(hh));
-      if (pd.size() < sizeof(hh) || hh.magic != kMagic || hh.index >= h.qps || used[hh.index] || hh.op != first.op ||
-          hh.kind != first.kind || hh.size != first.size) {
+      if (pd.size() < sizeof(hh) || hh.magic != kMagic || hh.index >= h.qps || used[hh.index] ||
+          hh.op != first.op || hh.kind != first.kind || hh.size != first.size) {
         conn->reject(nullptr, 0);
         conn->close(nullptr, nullptr);
         handled[k] = true;
@@ -2452,9 +2687,10 @@ int run_cm_listener(Ctx& c) {
       CmLink& l = *links[hh.index];
       l.conn = conn;
       l.hello = hh;
-      ast = conn->accept_ex(c.ep.qps[hh.index], limit, limit, accept_pd, sizeof(accept_pd), &on_cm_disconnect, &l, &on_request,
-                            &accepted[hh.index]);
-      if (ast == rocedp::STATUS_SUCCESS) accepted[hh.index].status = ast, accepted[hh.index].done = 1;
+      ast = conn->accept_ex(c.ep.qps[hh.index], limit, limit, accept_pd, sizeof(accept_pd),
+                            &on_cm_disconnect, &l, &on_request, &accepted[hh.index]);
+      if (ast == rocedp::STATUS_SUCCESS)
+        accepted[hh.index].status = ast, accepted[hh.index].done = 1;
     });
     if (!why.empty()) return fail(why, 1);
     if (ast != rocedp::STATUS_PENDING && ast != rocedp::STATUS_SUCCESS)
@@ -2469,9 +2705,14 @@ int run_cm_listener(Ctx& c) {
           std::chrono::seconds(10)))
     return fail("accept: no completion", 1);
   for (auto& a : accepted)
-    if (a.status.load() != rocedp::STATUS_SUCCESS) return fail("accept: " + std::string(rocedp::status_name(a.status.load())), 1);
-  std::printf("rocedp-perf: %u connection(s) accepted: %s %s, %s\n", h.qps, op_name(op), lat ? "lat" : "bw",
-              writes_back ? "writing every message back" : echoes ? "echoing" : op == Op::kSend ? "receiving" : "passive region");
+    if (a.status.load() != rocedp::STATUS_SUCCESS)
+      return fail("accept: " + std::string(rocedp::status_name(a.status.load())), 1);
+  std::printf("rocedp-perf: %u connection(s) accepted: %s %s, %s\n", h.qps, op_name(op),
+              lat ? "lat" : "bw",
+              writes_back       ? "writing every message back"
+              : echoes          ? "echoing"
+              : op == Op::kSend ? "receiving"
+                                : "passive region");
   std::fflush(stdout);
 
   // Serve until every connection ended (the client disconnects when done).
@@ -2508,12 +2749,14 @@ int run_cm_listener(Ctx& c) {
         ++messages;
         if (echoes) {
           NdkSge sge{p, x.bytes_transferred, c.ep.mr->get_local_token()};
-          if (c.ep.qps[q]->send(reinterpret_cast<void*>(ctx | 1), &sge, x.bytes_transferred != 0 ? 1 : 0, 0) == rocedp::STATUS_SUCCESS)
+          if (c.ep.qps[q]->send(reinterpret_cast<void*>(ctx | 1), &sge,
+                                x.bytes_transferred != 0 ? 1 : 0, 0) == rocedp::STATUS_SUCCESS)
             ++echoed;
           continue;
         }
         // Sink: the client fills message k of QP q with slot q x iters + k (client_bw).
-        if (h.verify) bad += check_slot(p, q * h.iters + k, h.size) + (x.bytes_transferred != h.size ? 1 : 0);
+        if (h.verify)
+          bad += check_slot(p, q * h.iters + k, h.size) + (x.bytes_transferred != h.size ? 1 : 0);
         post_recv(q, slot);
       } else if ((ctx & 1) != 0) {
         post_recv(q, slot);  // the echo left: the slot takes the next SEND
@@ -2540,13 +2783,21 @@ int run_cm_listener(Ctx& c) {
   if (!all_gone()) ++errors, first_error = rocedp::STATUS_IO_TIMEOUT;
   // Let the DREPs and last ACKs leave before the port goes quiet.
   rt.wait_until([] { return false; }, std::chrono::milliseconds(200));
-  std::printf("rocedp-perf: served %u connection(s): %lu messages received, %lu echoed, %lu written back%s\n", h.qps,
-              static_cast<unsigned long>(messages), static_cast<unsigned long>(echoed), static_cast<unsigned long>(written_back),
-              h.verify && bad == 0 && (writes_back || op == Op::kSend) ? ", verify: every byte as sent" : "");
+  std::printf(
+      "rocedp-perf: served %u connection(s): %lu messages received, %lu echoed, %lu written "
+      "back%s\n",
+      h.qps, static_cast<unsigned long>(messages), static_cast<unsigned long>(echoed),
+      static_cast<unsigned long>(written_back),
+      h.verify && bad == 0 && (writes_back || op == Op::kSend) ? ", verify: every byte as sent"
+                                                               : "");
   int status = 0;
-  if (bad > 0) std::fprintf(stderr, "rocedp-perf: verify: %lu bytes differ\n", static_cast<unsigned long>(bad)), status = 1;
+  if (bad > 0)
+    std::fprintf(stderr, "rocedp-perf: verify: %lu bytes differ\n",
+                 static_cast<unsigned long>(bad)),
+        status = 1;
   if (errors > 0)
-    std::fprintf(stderr, "rocedp-perf: %lu error(s), first %s\n", static_cast<unsigned long>(errors),
+    std::fprintf(stderr, "rocedp-perf: %lu error(s), first %s\n",
+                 static_cast<unsigned long>(errors),
                  std::string(rocedp::status_name(first_error)).c_str()),
         status = g_timed_out ? 3 : 1;
   reject_strays();
@@ -2585,7 +2836,8 @@ int main_cm(Ctx& c) {
   if (c.o.listen) {
     status = run_cm_listener(c);
   } else if (!wait_link(*rt)) {
-    std::fprintf(stderr, "rocedp-perf: link of port %s did not come up in %u s\n", rt->port().name().c_str(), kStartupWaitS);
+    std::fprintf(stderr, "rocedp-perf: link of port %s did not come up in %u s\n",
+                 rt->port().name().c_str(), kStartupWaitS);
     status = 1;
   } else {
     c.h.op = static_cast<uint32_t>(c.o.op);
@@ -2599,7 +2851,8 @@ int main_cm(Ctx& c) {
     status = run_cm_client(c);
   }
   rt->detach_ports();
-  if (c.o.listen && rt->wait_until([&] { return !rt->port().link().up; }, std::chrono::seconds(5))) usleep(200000);
+  if (c.o.listen && rt->wait_until([&] { return !rt->port().link().up; }, std::chrono::seconds(5)))
+    usleep(200000);
   c.rt = nullptr;
   if (!rt->stop() && status == 0) status = 1;
   return status;
@@ -2613,8 +2866,8 @@ int main(int argc, char** argv) {
   Ctx c;
   c.o = parse_args(argc, argv);
   using rocedp::pmd::LogLevel;
-  const LogLevel level = c.o.log_level == "debug" ? LogLevel::kDebug
-                         : c.o.log_level == "info" ? LogLevel::kInfo
+  const LogLevel level = c.o.log_level == "debug"   ? LogLevel::kDebug
+                         : c.o.log_level == "info"  ? LogLevel::kInfo
                          : c.o.log_level == "error" ? LogLevel::kError
                                                     : LogLevel::kWarning;
   rocedp::pmd::log_configure(level, "");
@@ -2624,11 +2877,13 @@ int main(int argc, char** argv) {
   std::string err;
   const int oob_timeout_ms = static_cast<int>(std::min<uint32_t>(c.o.timeout_s, 30) * 1000);
   if (c.o.server) {
-    if (!c.oob.listen_and_accept(c.o.oob_port, oob_timeout_ms, &err) || !recv_struct(c.oob, nullptr, kHello, &c.h, &err)) {
+    if (!c.oob.listen_and_accept(c.o.oob_port, oob_timeout_ms, &err) ||
+        !recv_struct(c.oob, nullptr, kHello, &c.h, &err)) {
       std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str());
       return 1;
     }
-    if (c.h.magic != kMagic) return std::fprintf(stderr, "rocedp-perf: not a rocedp-perf peer\n"), 1;
+    if (c.h.magic != kMagic)
+      return std::fprintf(stderr, "rocedp-perf: not a rocedp-perf peer\n"), 1;
     c.o.op = static_cast<Op>(c.h.op);
     c.o.kind = static_cast<Kind>(c.h.kind);
     c.o.raw = c.h.raw != 0;
@@ -2642,7 +2897,8 @@ int main(int argc, char** argv) {
     c.h.duration_s = c.o.duration_s;
     c.h.size = c.o.all_sizes ? 0 : c.o.size;
     c.h.iters = c.o.iters;
-    if (!c.oob.connect_to(c.o.host, c.o.oob_port, oob_timeout_ms, &err) || !c.oob.send(kHello, c.h)) {
+    if (!c.oob.connect_to(c.o.host, c.o.oob_port, oob_timeout_ms, &err) ||
+        !c.oob.send(kHello, c.h)) {
       std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str());
       return 1;
     }
@@ -2669,7 +2925,8 @@ int main(int argc, char** argv) {
   g_deadline_tsc = rte_rdtsc() + static_cast<uint64_t>(c.o.timeout_s) * rte_get_tsc_hz();
   int status = 0;
   if (!wait_link(*rt)) {
-    err = "link of port " + rt->port().name() + " did not come up in " + std::to_string(kStartupWaitS) + " s";
+    err = "link of port " + rt->port().name() + " did not come up in " +
+          std::to_string(kStartupWaitS) + " s";
     std::fprintf(stderr, "rocedp-perf: %s\n", err.c_str());
     c.oob.send(kFail, err.data(), err.size());
     status = 1;
@@ -2695,7 +2952,8 @@ int main(int argc, char** argv) {
     // first; the memif client waits (bounded) until its link went down, then closes.
     // The disconnect is handled on EAL's interrupt thread, which unregisters the control
     // channel's handler after the link went down: give it time before the port is closed here.
-    if (rt->wait_until([&] { return !rt->port().link().up; }, std::chrono::seconds(3))) usleep(200000);
+    if (rt->wait_until([&] { return !rt->port().link().up; }, std::chrono::seconds(3)))
+      usleep(200000);
   }
   c.rt = nullptr;
   if (!rt->stop() && status == 0) status = 1;

@@ -22,15 +22,15 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
-#include <filesystem>
-#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dataplane/wire/decode.hpp"
@@ -74,7 +74,8 @@ class TelemetryClient {
     if (path.size() >= sizeof(sun.sun_path)) return fail(error, "socket path too long: " + path);
     std::memcpy(sun.sun_path, path.c_str(), path.size() + 1);
     if (::connect(fd_, reinterpret_cast<sockaddr*>(&sun), sizeof(sun)) != 0)
-      return fail(error, "no rocedpd with file prefix '" + prefix + "' (" + path + ": " + std::strerror(errno) + ")");
+      return fail(error, "no rocedpd with file prefix '" + prefix + "' (" + path + ": " +
+                             std::strerror(errno) + ")");
     // The first message describes the socket: version, pid, max_output_len.
     auto hello = receive(16384, error);
     if (!hello) return false;
@@ -105,7 +106,8 @@ class TelemetryClient {
     std::string buf(max, '\0');
     const ssize_t n = recv(fd_, buf.data(), buf.size(), 0);
     if (n <= 0) {
-      fail(error, n == 0 ? "the daemon closed the socket" : "recv: " + std::string(std::strerror(errno)));
+      fail(error,
+           n == 0 ? "the daemon closed the socket" : "recv: " + std::string(std::strerror(errno)));
       return std::nullopt;
     }
     buf.resize(static_cast<size_t>(n));
@@ -245,7 +247,8 @@ int cmd_drops(const DaemonOptions& o) {
   auto value = t.query("/rocedp/drops", &error);
   if (!value) return report_error(error);
   if (value->is_null() || value->contains("error"))
-    return report_error(value->is_null() ? "no /rocedp/drops" : (*value)["error"].get<std::string>());
+    return report_error(value->is_null() ? "no /rocedp/drops"
+                                         : (*value)["error"].get<std::string>());
   if (o.json) {
     std::cout << value->dump(2) << '\n';
     return kExitOk;
@@ -277,15 +280,18 @@ int cmd_status(const DaemonOptions& o) {
 }
 
 int cmd_qps(const DaemonOptions& o) {
-  static const View v{"/rocedp/qps", "qps",
-                      {"qpn", "core", "state", "peer_qpn", "path_mtu", "sq_depth", "sq_in_use", "rq_depth", "rq_in_use",
-                       "next_psn", "unacked_psn", "expected_psn", "retries_used", "rnr_retries_used"}};
+  static const View v{
+      "/rocedp/qps",
+      "qps",
+      {"qpn", "core", "state", "peer_qpn", "path_mtu", "sq_depth", "sq_in_use", "rq_depth",
+       "rq_in_use", "next_psn", "unacked_psn", "expected_psn", "retries_used", "rnr_retries_used"}};
   if (o.qpn.empty()) return run_view(o, v);
   char* end = nullptr;
   errno = 0;
   const unsigned long qpn = std::strtoul(o.qpn.c_str(), &end, 0);
   if (end == o.qpn.c_str() || *end != '\0' || errno != 0 || qpn > 0xFFFFFF) {
-    std::fprintf(stderr, "rocedpctl qps: --qpn %s: not a QPN (decimal or 0x hex, < 2^24)\n", o.qpn.c_str());
+    std::fprintf(stderr, "rocedpctl qps: --qpn %s: not a QPN (decimal or 0x hex, < 2^24)\n",
+                 o.qpn.c_str());
     return kExitUsage;
   }
   TelemetryClient t;
@@ -307,12 +313,14 @@ int cmd_qps(const DaemonOptions& o) {
 struct CaptureOptions {
   unsigned port = 0;
   std::string file;
-  uint64_t count = 0;     // 0: no limit
-  double seconds = 0;     // 0: until Ctrl-C (or the count)
+  uint64_t count = 0;  // 0: no limit
+  double seconds = 0;  // 0: until Ctrl-C (or the count)
 };
 
 std::atomic<bool> g_interrupted{false};
-extern "C" void on_interrupt(int) { g_interrupted.store(true); }
+extern "C" void on_interrupt(int) {
+  g_interrupted.store(true);
+}
 
 // The daemon writes the file (telemetry /rocedp/capture); this waits for the count, the time or
 // Ctrl-C, stops it and reports what was written.
@@ -320,11 +328,14 @@ int cmd_capture(const DaemonOptions& o, const CaptureOptions& c) {
   TelemetryClient t;
   std::string error;
   if (!t.connect(o.prefix, &error)) return report_error(error);
-  const std::string path = std::filesystem::absolute(c.file).string();  // the daemon's cwd is not ours
-  auto value = t.query("/rocedp/capture,start," + std::to_string(c.port) + "," + std::to_string(c.count) + "," + path,
+  const std::string path =
+      std::filesystem::absolute(c.file).string();  // the daemon's cwd is not ours
+  auto value = t.query("/rocedp/capture,start," + std::to_string(c.port) + "," +
+                           std::to_string(c.count) + "," + path,
                        &error);
   if (!value) return report_error(error);
-  if (value->is_null()) return report_error("the daemon has no /rocedp/capture (or refused the parameters)");
+  if (value->is_null())
+    return report_error("the daemon has no /rocedp/capture (or refused the parameters)");
   if (value->value("active", 0) == 0 && !value->value("error", std::string()).empty())
     return report_error("capture: " + (*value)["error"].get<std::string>());
   std::signal(SIGINT, on_interrupt);
@@ -332,7 +343,8 @@ int cmd_capture(const DaemonOptions& o, const CaptureOptions& c) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(c.seconds);
   while (!g_interrupted.load() && (c.seconds <= 0 || std::chrono::steady_clock::now() < deadline)) {
     value = t.query("/rocedp/capture", &error);
-    if (!value || value->is_null()) return report_error(value ? "capture status unavailable" : error);
+    if (!value || value->is_null())
+      return report_error(value ? "capture status unavailable" : error);
     if (value->value("active", 0) == 0) break;  // the count was reached, or writing failed
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -342,7 +354,8 @@ int cmd_capture(const DaemonOptions& o, const CaptureOptions& c) {
     std::cout << value->dump(2) << '\n';
   } else {
     std::cout << (*value)["written"].get<uint64_t>() << " frames written to " << path << ", "
-              << (*value)["dropped"].get<uint64_t>() << " not captured (capture pool or ring full)\n";
+              << (*value)["dropped"].get<uint64_t>()
+              << " not captured (capture pool or ring full)\n";
   }
   const std::string err = value->value("error", std::string());
   return err.empty() ? kExitOk : report_error("capture: " + err);
@@ -363,9 +376,10 @@ int cmd_decode(const std::vector<std::string>& files, bool quiet) {
       std::fprintf(stderr, "rocedpctl decode: cannot read %s: %s\n", f.c_str(), error.c_str());
       return kExitUsage;
     }
-    std::cout << f << ": " << stats.frames << " frames, " << stats.roce << " RoCEv2 packets ok, " << stats.failed
-              << " failed, " << stats.skipped << " skipped (not RoCEv2)\n";
-    for (const auto& [type, count] : stats.by_type) std::cout << "  " << count << "  " << type << '\n';
+    std::cout << f << ": " << stats.frames << " frames, " << stats.roce << " RoCEv2 packets ok, "
+              << stats.failed << " failed, " << stats.skipped << " skipped (not RoCEv2)\n";
+    for (const auto& [type, count] : stats.by_type)
+      std::cout << "  " << count << "  " << type << '\n';
     any_failed = any_failed || stats.failed != 0;
   }
   return any_failed ? kExitFailed : kExitOk;
@@ -374,7 +388,8 @@ int cmd_decode(const std::vector<std::string>& files, bool quiet) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"rocedpctl: query a running rocedpd (DPDK telemetry socket) and decode RoCEv2 captures"};
+  CLI::App app{
+      "rocedpctl: query a running rocedpd (DPDK telemetry socket) and decode RoCEv2 captures"};
   app.set_version_flag("--version", std::string("rocedpctl ") + ROCEDP_VERSION);
   app.require_subcommand(1);
 
@@ -383,22 +398,29 @@ int main(int argc, char** argv) {
   // Every daemon command takes --json and --prefix.
   auto daemon_command = [&](const char* name, const char* help, const std::function<int()>& run) {
     CLI::App* sub = app.add_subcommand(name, help);
-    sub->add_option("--prefix", o.prefix, "the daemon's EAL file prefix (eal.file_prefix)")->capture_default_str();
+    sub->add_option("--prefix", o.prefix, "the daemon's EAL file prefix (eal.file_prefix)")
+        ->capture_default_str();
     sub->add_flag("--json", o.json, "print JSON instead of a table");
     sub->callback([&status, run] { status = run(); });
     return sub;
   };
-  daemon_command("status", "the daemon: version, pid, uptime, state, config, ports, cores, listeners, connections",
-                 [&] { return cmd_status(o); });
+  daemon_command(
+      "status",
+      "the daemon: version, pid, uptime, state, config, ports, cores, listeners, connections",
+      [&] { return cmd_status(o); });
   daemon_command("ports", "ports: address, link, packet and error counters", [&] {
-    return run_view(o, {"/rocedp/ports", "ports",
-                        {"name", "id", "mac", "ip", "mtu", "link_up", "rx_packets", "tx_packets", "rx_bytes",
-                         "tx_bytes", "rx_missed", "rx_errors", "tx_errors", "rx_nombuf"}});
+    return run_view(
+        o, {"/rocedp/ports",
+            "ports",
+            {"name", "id", "mac", "ip", "mtu", "link_up", "rx_packets", "tx_packets", "rx_bytes",
+             "tx_bytes", "rx_missed", "rx_errors", "tx_errors", "rx_nombuf"}});
   });
   daemon_command("cores", "polling cores: lcore, busy/idle cycles, packets, hand-offs, drops", [&] {
-    return run_view(o, {"/rocedp/cores", "cores",
-                        {"core", "lcore", "busy_cycles", "idle_cycles", "polls", "rx_packets", "tx_packets",
-                         "handoff_in", "handoff_out", "to_control", "requests", "drops"}});
+    return run_view(
+        o, {"/rocedp/cores",
+            "cores",
+            {"core", "lcore", "busy_cycles", "idle_cycles", "polls", "rx_packets", "tx_packets",
+             "handoff_in", "handoff_out", "to_control", "requests", "drops"}});
   });
   daemon_command("drops", "drop counters over all cores, by reason", [&] { return cmd_drops(o); });
   daemon_command("neighbours", "neighbour (ARP) tables", [&] {
@@ -410,26 +432,33 @@ int main(int argc, char** argv) {
   daemon_command("listeners", "listeners: port, ND port, service, open connections", [&] {
     return run_view(o, {"/rocedp/listeners", "listeners", {}});
   });
-  CLI::App* qps = daemon_command("qps", "RC queue pairs: QPN, owning core, state, queues, PSNs, retries",
-                                 [&] { return cmd_qps(o); });
+  CLI::App* qps =
+      daemon_command("qps", "RC queue pairs: QPN, owning core, state, queues, PSNs, retries",
+                     [&] { return cmd_qps(o); });
   qps->add_option("--qpn", o.qpn, "one QP (decimal or 0x hex): its fields");
 
   CaptureOptions cap;
-  CLI::App* capture = daemon_command("capture", "write a port's received and sent frames to a pcapng file "
-                                                "(the daemon writes it; stops after -c frames, -d seconds or Ctrl-C)",
-                                     [&] { return cmd_capture(o, cap); });
+  CLI::App* capture =
+      daemon_command("capture",
+                     "write a port's received and sent frames to a pcapng file "
+                     "(the daemon writes it; stops after -c frames, -d seconds or Ctrl-C)",
+                     [&] { return cmd_capture(o, cap); });
   capture->add_option("--port", cap.port, "port id (see `rocedpctl ports`)")->capture_default_str();
   capture->add_option("-w,--write", cap.file, "output file (pcapng)")->required();
-  capture->add_option("-c,--count", cap.count, "stop after this many frames (0: no limit)")->capture_default_str();
+  capture->add_option("-c,--count", cap.count, "stop after this many frames (0: no limit)")
+      ->capture_default_str();
   capture->add_option("-d,--duration", cap.seconds, "stop after this many seconds (0: no limit)")
       ->capture_default_str();
 
-  CLI::App* decode = app.add_subcommand("decode", "decode every RoCEv2 packet of pcap files; verify parse, ICRC "
-                                                  "and re-encoding (exit 1 on any failure)");
+  CLI::App* decode =
+      app.add_subcommand("decode",
+                         "decode every RoCEv2 packet of pcap files; verify parse, ICRC "
+                         "and re-encoding (exit 1 on any failure)");
   std::vector<std::string> files;
   bool quiet = false;
   decode->add_flag("-q,--quiet", quiet, "summary only");
-  decode->add_option("FILE", files, "pcap files")->required();  // a missing file: "cannot read", exit 2
+  decode->add_option("FILE", files, "pcap files")
+      ->required();  // a missing file: "cannot read", exit 2
   decode->callback([&] { status = cmd_decode(files, quiet); });
 
   try {

@@ -53,8 +53,8 @@
 
 namespace {
 
-using rocedp::pmd::LogLevel;
 using rocedp::pmd::log;
+using rocedp::pmd::LogLevel;
 
 // The signal handler only stores the signal number; main() watches it.
 std::atomic<int> g_signal{0};
@@ -82,7 +82,8 @@ void notify(const std::string& message) {
   const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return;
   const auto addr_len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + len);
-  if (sendto(fd, message.data(), message.size(), MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&sun), addr_len) < 0)
+  if (sendto(fd, message.data(), message.size(), MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&sun),
+             addr_len) < 0)
     log(LogLevel::kWarning, "notify_failed", {{"error", std::strerror(errno)}});
   close(fd);
 }
@@ -99,19 +100,24 @@ std::string read_file(const std::string& path) {
   return text;
 }
 
-void reload(const std::string& path, const std::string& started_text, rocedp::config::Config& current) {
+void reload(const std::string& path, const std::string& started_text,
+            rocedp::config::Config& current) {
   notify("RELOADING=1\nSTATUS=reloading " + path);
   rocedp::control::telemetry_set_state("reloading");
   log(LogLevel::kInfo, "reload_begin", {{"config", path}});
   std::string status;
   try {
     rocedp::config::Config next = rocedp::config::load_file(path);
-    rocedp::pmd::log_configure(rocedp::pmd::log_level_from_config(next.logging.level), next.logging.file.value_or(""));
+    rocedp::pmd::log_configure(rocedp::pmd::log_level_from_config(next.logging.level),
+                               next.logging.file.value_or(""));
     current.logging = next.logging;
     // Everything but logging is built into the running data plane: say so when the file changed.
     const bool same = read_file(path) == started_text;
-    if (!same) log(LogLevel::kWarning, "reload_needs_restart", {{"note", "only logging applies without a restart"}});
-    status = same ? "running" : "running; logging reloaded, other changes to the file apply on restart";
+    if (!same)
+      log(LogLevel::kWarning, "reload_needs_restart",
+          {{"note", "only logging applies without a restart"}});
+    status =
+        same ? "running" : "running; logging reloaded, other changes to the file apply on restart";
     log(LogLevel::kInfo, "reload_done", {{"restart_needed", same ? "false" : "true"}});
   } catch (const rocedp::config::ConfigError& e) {
     log(LogLevel::kError, "reload_failed", {{"error", e.what()}});
@@ -128,10 +134,12 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("rocedpd ") + ROCEDP_VERSION);
   std::string run_path, check_path;
   auto* run_opt = app.add_option("--config", run_path, "run with this YAML configuration");
-  auto* check_opt = app.add_option("--check-config", check_path, "validate the configuration and exit");
+  auto* check_opt =
+      app.add_option("--check-config", check_path, "validate the configuration and exit");
   bool print_reference = false;
-  auto* ref_opt = app.add_flag("--print-config-reference", print_reference,
-                               "print the configuration reference (Markdown, README.md's tables) and exit");
+  auto* ref_opt =
+      app.add_flag("--print-config-reference", print_reference,
+                   "print the configuration reference (Markdown, README.md's tables) and exit");
   run_opt->excludes(check_opt);
   ref_opt->excludes(run_opt)->excludes(check_opt);
   app.require_option(1);
@@ -159,7 +167,8 @@ int main(int argc, char** argv) {
     std::printf("%s: configuration is valid\n", path.c_str());
     return 0;
   }
-  rocedp::pmd::log_configure(rocedp::pmd::log_level_from_config(cfg.logging.level), cfg.logging.file.value_or(""));
+  rocedp::pmd::log_configure(rocedp::pmd::log_level_from_config(cfg.logging.level),
+                             cfg.logging.file.value_or(""));
 
   struct sigaction sa {};
   sa.sa_handler = on_signal;
@@ -191,11 +200,13 @@ int main(int argc, char** argv) {
   }
   // Capture: `rocedpctl capture` asks the daemon itself (works under --no-huge); with hugepages a
   // secondary process can attach too, so pdump serves dpdk-dumpcap and dpdk-pdump.
-  if (!rocedp::control::capture_register_telemetry(&error)) log(LogLevel::kWarning, "capture_unavailable", {{"error", error}});
+  if (!rocedp::control::capture_register_telemetry(&error))
+    log(LogLevel::kWarning, "capture_unavailable", {{"error", error}});
   if (live.eal.hugepages && rte_pdump_init() != 0) log(LogLevel::kWarning, "pdump_init_failed", {});
   // Runtime::start returns after every port started (control thread) and, with listeners, after
   // every Listen call succeeded: only now may systemd order dependants after us.
-  log(LogLevel::kInfo, "running", {{"cores", std::to_string(rt->core_count())}, {"ports", std::to_string(rt->port_count())}});
+  log(LogLevel::kInfo, "running",
+      {{"cores", std::to_string(rt->core_count())}, {"ports", std::to_string(rt->port_count())}});
   notify("READY=1\nSTATUS=running: " + std::to_string(rt->port_count()) + " port(s), " +
          std::to_string(rt->core_count()) + " core(s), " + std::to_string(live.listeners.size()) +
          " listener(s)\nMAINPID=" + std::to_string(getpid()));
@@ -207,7 +218,10 @@ int main(int argc, char** argv) {
   const int sig = g_signal.load();
   notify("STOPPING=1\nSTATUS=stopping");
   rocedp::control::telemetry_set_state("stopping");
-  log(LogLevel::kInfo, "signal_received", {{"signal", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : std::to_string(sig)}});
+  log(LogLevel::kInfo, "signal_received",
+      {{"signal", sig == SIGINT    ? "SIGINT"
+                  : sig == SIGTERM ? "SIGTERM"
+                                   : std::to_string(sig)}});
   rocedp::control::capture_stop();  // before the ports stop
   if (live.eal.hugepages) rte_pdump_uninit();
   rt->stop();

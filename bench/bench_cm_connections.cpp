@@ -36,6 +36,8 @@
 #include <string>
 #include <vector>
 
+#include "control/adapter_setup.hpp"
+#include "control/connection_manager_setup.hpp"
 #include "dataplane/core_channel.hpp"
 #include "dataplane/polling_core.hpp"
 #include "pmd/eal.hpp"
@@ -43,9 +45,7 @@
 #include "pmd/packet_pool.hpp"
 #include "pmd/ring_pair.hpp"
 #include "pmd/rx_dispatch.hpp"
-#include "control/adapter_setup.hpp"
 #include "rocedp/adapter.hpp"
-#include "control/connection_manager_setup.hpp"
 #include "rocedp/connection_manager.hpp"
 #include "rocedp/connector.hpp"
 #include "rocedp/listener.hpp"
@@ -130,7 +130,8 @@ class World {
   bool close_qps(std::vector<Qp*>& qps) {
     size_t closed = 0;
     for (Qp* qp : qps) {
-      if (qp->close([](void* c) { ++*static_cast<size_t*>(c); }, &closed) != STATUS_PENDING) return false;
+      if (qp->close([](void* c) { ++*static_cast<size_t*>(c); }, &closed) != STATUS_PENDING)
+        return false;
     }
     const bool ok = pump_until([&] { return closed == qps.size(); });
     qps.clear();
@@ -163,8 +164,8 @@ class World {
       std::error_code ec;
       std::filesystem::remove_all(dir, ec);
     });
-    pool_ = pmd::PacketPool::create("bench_cm_pool", 16383, 0, pmd::PacketPool::data_room_for_mtu(1500),
-                                    SOCKET_ID_ANY, &error);
+    pool_ = pmd::PacketPool::create(
+        "bench_cm_pool", 16383, 0, pmd::PacketPool::data_room_for_mtu(1500), SOCKET_ID_ANY, &error);
     if (!pool_) return false;
     a_.ip = 0xC6120001;
     b_.ip = 0xC6120002;
@@ -177,8 +178,8 @@ class World {
       return p;
     };
     config::DataplaneConfig dp;
-    if (!pmd::open_ring_pair("benchcm", port_cfg("a", 0x0A, a_.ip), port_cfg("b", 0x0B, b_.ip), kCores, *pool_, dp,
-                             &pair_, &error))
+    if (!pmd::open_ring_pair("benchcm", port_cfg("a", 0x0A, a_.ip), port_cfg("b", 0x0B, b_.ip),
+                             kCores, *pool_, dp, &pair_, &error))
       return false;
     a_.port = pair_.a.get();
     b_.port = pair_.b.get();
@@ -192,9 +193,10 @@ class World {
       for (uint16_t i = 0; i < kCores; ++i) {
         h->channels.push_back(dataplane::CoreChannel::create(i, 1024, &error));
         if (!h->channels.back()) return false;
-        h->cores.push_back(
-            std::make_unique<dataplane::PollingCore>(i, rte_lcore_id(), 32, *h->dispatch, *h->channels.back()));
-        if (!dataplane::core_requests::attach_port(*h->channels[i], h->port, i, nullptr, nullptr)) return false;
+        h->cores.push_back(std::make_unique<dataplane::PollingCore>(
+            i, rte_lcore_id(), 32, *h->dispatch, *h->channels.back()));
+        if (!dataplane::core_requests::attach_port(*h->channels[i], h->port, i, nullptr, nullptr))
+          return false;
         h->cores[i]->poll_once();
         h->channels[i]->poll_completions(8);
         setup.cores.push_back(h->cores[i].get());
@@ -205,8 +207,10 @@ class World {
       cm.dispatch = h->dispatch.get();
       cm.tx_core = 0;
       cm.timewait_ns = 10'000'000;  // see the file comment
-      cm.neighbours.push_back({config::Ipv4Address{h == &a_ ? b_.ip : a_.ip},
-                               config::MacAddress{{0x02, 0, 0, 0, static_cast<uint8_t>(h == &a_ ? 0x0B : 0x0A), 0x01}}});
+      cm.neighbours.push_back(
+          {config::Ipv4Address{h == &a_ ? b_.ip : a_.ip},
+           config::MacAddress{
+               {0x02, 0, 0, 0, static_cast<uint8_t>(h == &a_ ? 0x0B : 0x0A), 0x01}}});
       if (attach_connection_manager(*h->adapter, cm) != STATUS_SUCCESS) return false;
       if (h->adapter->create_pd(nullptr, nullptr, &h->pd) != STATUS_SUCCESS) return false;
       for (uint32_t c = 0; c < kCores; ++c) {
@@ -245,7 +249,9 @@ struct Conn {
 
 struct Accepts {
   std::vector<Connector*> pending;
-  static void event(void* c, NdkConnector* k) { static_cast<Accepts*>(c)->pending.push_back(Connector::from(k)); }
+  static void event(void* c, NdkConnector* k) {
+    static_cast<Accepts*>(c)->pending.push_back(Connector::from(k));
+  }
 };
 
 void BM_CmConnect(benchmark::State& state) {
@@ -258,7 +264,8 @@ void BM_CmConnect(benchmark::State& state) {
   constexpr size_t kBatch = 256;  // connections per timed batch (QPs prepared for them)
   Accepts accepts;
   Listener* listener = nullptr;
-  if (create_listener(*w.b_.adapter, &Accepts::event, &accepts, nullptr, nullptr, &listener) != STATUS_SUCCESS ||
+  if (create_listener(*w.b_.adapter, &Accepts::event, &accepts, nullptr, nullptr, &listener) !=
+          STATUS_SUCCESS ||
       listener->listen(NdkSockAddr{0, kPort}, nullptr, nullptr) != STATUS_SUCCESS) {
     state.SkipWithError("listen failed");
     return;
@@ -289,14 +296,16 @@ void BM_CmConnect(benchmark::State& state) {
         Conn& c = conns[next++];
         NTSTATUS st = create_connector(*w.a_.adapter, nullptr, nullptr, &c.ca);
         if (st != STATUS_SUCCESS ||
-            (st = c.ca->connect(c.qa, NdkSockAddr{w.a_.ip, 0}, NdkSockAddr{w.b_.ip, kPort}, 1, 1, nullptr, 0,
-                          [](void* x, NTSTATUS s) {
-                            auto* k = static_cast<Conn*>(x);
-                            k->connected = true;
-                            k->status = s;
-                          },
-                          &c)) != STATUS_PENDING) {
-          std::fprintf(stderr, "create_connector/connect: %s\n", std::string(status_name(st)).c_str());
+            (st = c.ca->connect(
+                 c.qa, NdkSockAddr{w.a_.ip, 0}, NdkSockAddr{w.b_.ip, kPort}, 1, 1, nullptr, 0,
+                 [](void* x, NTSTATUS s) {
+                   auto* k = static_cast<Conn*>(x);
+                   k->connected = true;
+                   k->status = s;
+                 },
+                 &c)) != STATUS_PENDING) {
+          std::fprintf(stderr, "create_connector/connect: %s\n",
+                       std::string(status_name(st)).c_str());
           failed = true;
           break;
         }
@@ -343,13 +352,14 @@ void BM_CmConnect(benchmark::State& state) {
         }
         if (c.stage == 0 && c.connected) {
           c.stage = 2;
-          if (c.ca->complete_connect_ex(nullptr, nullptr,
-                                        [](void* x, NTSTATUS s) {
-                                          auto* q = static_cast<Conn*>(x);
-                                          q->completed = true;
-                                          if (s != STATUS_SUCCESS) q->status = s;
-                                        },
-                                        &c) != STATUS_PENDING)
+          if (c.ca->complete_connect_ex(
+                  nullptr, nullptr,
+                  [](void* x, NTSTATUS s) {
+                    auto* q = static_cast<Conn*>(x);
+                    q->completed = true;
+                    if (s != STATUS_SUCCESS) q->status = s;
+                  },
+                  &c) != STATUS_PENDING)
             failed = true;
         }
         if (c.stage == 2 && c.completed && c.accepted) {
@@ -380,10 +390,13 @@ void BM_CmConnect(benchmark::State& state) {
         if (conns[i].status != STATUS_SUCCESS)
           std::fprintf(stderr, "connection %zu: stage %d status %s\n", i, conns[i].stage,
                        std::string(status_name(conns[i].status)).c_str());
-      const auto ca = connection_manager_counters(*w.a_.adapter), cb = connection_manager_counters(*w.b_.adapter);
-      std::fprintf(stderr, "failed at %zu of %zu (live %zu); A tx %lu rx %lu drop %lu; B tx %lu rx %lu drop %lu nolistener %lu stale %lu\n",
-                   finished, kBatch, live, ca.cm_tx, ca.cm_rx, ca.cm_rx_dropped, cb.cm_tx, cb.cm_rx, cb.cm_rx_dropped,
-                   cb.rej_sent_no_listener, cb.stale_rejected);
+      const auto ca = connection_manager_counters(*w.a_.adapter),
+                 cb = connection_manager_counters(*w.b_.adapter);
+      std::fprintf(stderr,
+                   "failed at %zu of %zu (live %zu); A tx %lu rx %lu drop %lu; B tx %lu rx %lu "
+                   "drop %lu nolistener %lu stale %lu\n",
+                   finished, kBatch, live, ca.cm_tx, ca.cm_rx, ca.cm_rx_dropped, cb.cm_tx, cb.cm_rx,
+                   cb.cm_rx_dropped, cb.rej_sent_no_listener, cb.stale_rejected);
       state.SkipWithError("a connection failed");
       break;
     }

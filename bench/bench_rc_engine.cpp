@@ -53,13 +53,17 @@ void* operator new(std::size_t n) {
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
   throw std::bad_alloc();
 }
-void* operator new[](std::size_t n) { return operator new(n); }
+void* operator new[](std::size_t n) {
+  return operator new(n);
+}
 void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
   ++g_allocs;
   g_alloc_bytes += n;
   return std::malloc(n == 0 ? 1 : n);
 }
-void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
+void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept {
+  return operator new(n, t);
+}
 void* operator new(std::size_t n, std::align_val_t a) {
   ++g_allocs;
   g_alloc_bytes += n;
@@ -67,7 +71,9 @@ void* operator new(std::size_t n, std::align_val_t a) {
   if (void* p = std::aligned_alloc(al, (n + al - 1) / al * al)) return p;
   throw std::bad_alloc();
 }
-void* operator new[](std::size_t n, std::align_val_t a) { return operator new(n, a); }
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return operator new(n, a);
+}
 void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
   ++g_allocs;
   g_alloc_bytes += n;
@@ -77,30 +83,54 @@ void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noe
 void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t& t) noexcept {
   return operator new(n, a, t);
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
 
 namespace {
 
 using namespace rocedp;
 using namespace rocedp::rc;
 
-constexpr uint32_t kBatch = 32;        // messages per iteration
-constexpr uint32_t kMtu = 1024;        // standard-Ethernet RoCE path MTU
+constexpr uint32_t kBatch = 32;         // messages per iteration
+constexpr uint32_t kMtu = 1024;         // standard-Ethernet RoCE path MTU
 constexpr uint32_t kFrameBytes = 1152;  // one MTU of payload + every header + ICRC
 constexpr uint32_t kPoolFrames = 8192;
-constexpr uint32_t kMrFlags = NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ |
-                              NDK_MR_FLAG_ALLOW_REMOTE_WRITE;
+constexpr uint32_t kMrFlags =
+    NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_REMOTE_WRITE;
 
 // Frame buffers shared by both directions; indices on a free stack.
 struct Pool {
@@ -138,7 +168,8 @@ struct Link {
   }
   static void send(void* c, void* handle, size_t len) {
     Link* l = static_cast<Link*>(c);
-    l->q.push_back(TxFrame{static_cast<uint32_t>(reinterpret_cast<uintptr_t>(handle)), static_cast<uint32_t>(len)});
+    l->q.push_back(TxFrame{static_cast<uint32_t>(reinterpret_cast<uintptr_t>(handle)),
+                           static_cast<uint32_t>(len)});
   }
   FrameSink sink() {
     FrameSink s;
@@ -293,7 +324,9 @@ struct World {
   // A's frames reach B: B's receive path (parse, ICRC check, execute) and the wire's recycling.
   [[gnu::noinline]] uint64_t responder_side_receive() { return a.out.deliver(*b.eng, now); }
   [[gnu::noinline]] uint64_t requester_side_receive() { return b.out.deliver(*a.eng, now); }
-  [[gnu::noinline]] uint32_t requester_side_complete() { return a.scq->get_results_ex(res, kBatch); }
+  [[gnu::noinline]] uint32_t requester_side_complete() {
+    return a.scq->get_results_ex(res, kBatch);
+  }
   [[gnu::noinline]] void responder_side_complete() {
     while (b.rcq->get_results_ex(res, kBatch) != 0) {
     }
@@ -333,12 +366,19 @@ void run_rc(benchmark::State& state, SendOpcode op) {
   state.counters["frames_per_op"] = static_cast<double>(frames) / ops;
   const uint64_t polls = w.a.eng->polls() + w.b.eng->polls() - polls0;
   state.counters["visits_per_poll"] =
-      static_cast<double>(w.a.eng->qp_visits() + w.b.eng->qp_visits() - visits0) / static_cast<double>(polls);
+      static_cast<double>(w.a.eng->qp_visits() + w.b.eng->qp_visits() - visits0) /
+      static_cast<double>(polls);
 }
 
-void BM_RcWrite(benchmark::State& state) { run_rc(state, SendOpcode::kWrite); }
-void BM_RcSend(benchmark::State& state) { run_rc(state, SendOpcode::kSend); }
-void BM_RcRead(benchmark::State& state) { run_rc(state, SendOpcode::kRead); }
+void BM_RcWrite(benchmark::State& state) {
+  run_rc(state, SendOpcode::kWrite);
+}
+void BM_RcSend(benchmark::State& state) {
+  run_rc(state, SendOpcode::kSend);
+}
+void BM_RcRead(benchmark::State& state) {
+  run_rc(state, SendOpcode::kRead);
+}
 
 // The wire's ceiling: the same frames (count and size) with no RDMA processing.
 struct RawWire {
@@ -458,7 +498,12 @@ BENCHMARK(BM_RcWrite)->ArgsProduct({{64, 4096}, {1, 1000, 100000}})->Unit(benchm
 BENCHMARK(BM_RcSend)->Args({64, 1})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RcRead)->Args({64, 1})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RawWire)->Arg(64)->Arg(4096)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_QpMemory)->Arg(1)->Arg(1000)->Arg(100000)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_QpMemory)
+    ->Arg(1)
+    ->Arg(1000)
+    ->Arg(100000)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 
 // Fixed-count mode for instruction counting (DESIGN.md §8: count what does not depend on the
 // clock): ROCEDP_RC_FIXED_OPS="<write|send|read|raw>,<size>,<qps>,<batches>" builds the world,
@@ -467,7 +512,8 @@ BENCHMARK(BM_QpMemory)->Arg(1)->Arg(1000)->Arg(100000)->Iterations(1)->Unit(benc
 // counts the instructions of exactly batches x 32 messages, and '*requester_side*' or
 // '*responder_side*' instead of '*measured_batches*' count one side (World::batch).
 namespace {
-[[gnu::noinline]] uint64_t measured_batches(World* w, RawWire* raw, SendOpcode op, uint32_t size, uint32_t n) {
+[[gnu::noinline]] uint64_t measured_batches(World* w, RawWire* raw, SendOpcode op, uint32_t size,
+                                            uint32_t n) {
   uint64_t frames = 0;
   for (uint32_t i = 0; i < n; ++i) {
     if (raw != nullptr) {
@@ -487,7 +533,8 @@ int fixed_ops(const char* spec) {
     return 2;
   }
   const std::string k = kind;
-  const SendOpcode op = k == "send" ? SendOpcode::kSend : (k == "read" ? SendOpcode::kRead : SendOpcode::kWrite);
+  const SendOpcode op =
+      k == "send" ? SendOpcode::kSend : (k == "read" ? SendOpcode::kRead : SendOpcode::kWrite);
   std::unique_ptr<World> w;
   std::unique_ptr<RawWire> raw;
   if (k == "raw") {
@@ -499,8 +546,9 @@ int fixed_ops(const char* spec) {
   }
   const uint64_t before = g_allocs;
   const uint64_t frames = measured_batches(w.get(), raw.get(), op, size, batches);
-  std::printf("%s size=%u qps=%u messages=%u frames=%llu allocs=%llu\n", kind, size, qps, batches * kBatch,
-              static_cast<unsigned long long>(frames), static_cast<unsigned long long>(g_allocs - before));
+  std::printf("%s size=%u qps=%u messages=%u frames=%llu allocs=%llu\n", kind, size, qps,
+              batches * kBatch, static_cast<unsigned long long>(frames),
+              static_cast<unsigned long long>(g_allocs - before));
   return 0;
 }
 }  // namespace

@@ -43,7 +43,9 @@ std::string format_what(const std::string& file, int line, int column, const std
 
 }  // namespace
 
-std::string ConfigProblem::text() const { return format_what(file, line, column, key, reason); }
+std::string ConfigProblem::text() const {
+  return format_what(file, line, column, key, reason);
+}
 
 ConfigError::ConfigError(std::string file, int line, int column, std::string key,
                          std::string reason)
@@ -57,9 +59,10 @@ ConfigError::ConfigError(std::string file, int line, int column, std::string key
 
 namespace {
 std::vector<ConfigProblem> in_file_order(std::vector<ConfigProblem> problems) {
-  std::stable_sort(problems.begin(), problems.end(), [](const ConfigProblem& a, const ConfigProblem& b) {
-    return std::pair(a.line, a.column) < std::pair(b.line, b.column);
-  });
+  std::stable_sort(problems.begin(), problems.end(),
+                   [](const ConfigProblem& a, const ConfigProblem& b) {
+                     return std::pair(a.line, a.column) < std::pair(b.line, b.column);
+                   });
   return problems;
 }
 std::string all_text(const std::vector<ConfigProblem>& problems) {
@@ -311,7 +314,8 @@ class Reader {
   // unsigned_in / power_of_two_in with the range of `section`.`key` from the key table.
   uint64_t number(const Field& f, std::string_view section, std::string_view key) {
     const KeySpec& k = config_key(section, key);
-    return k.kind == KeySpec::Kind::kPow2 ? power_of_two_in(f, k.lo, k.hi) : unsigned_in(f, k.lo, k.hi);
+    return k.kind == KeySpec::Kind::kPow2 ? power_of_two_in(f, k.lo, k.hi)
+                                          : unsigned_in(f, k.lo, k.hi);
   }
   [[noreturn]] void fail(const Field& f, const std::string& reason) const {
     fail(f.at, f.path, reason);
@@ -384,7 +388,8 @@ Mapping Reader::mapping(const Field& f, std::string_view section) {
       report(key_at, path, "unknown key '" + name + "'; allowed keys: " + list_text(allowed));
       continue;
     }
-    const auto first = std::find_if(m.entries.begin(), m.entries.end(), [&](const Entry& e) { return e.key == name; });
+    const auto first = std::find_if(m.entries.begin(), m.entries.end(),
+                                    [&](const Entry& e) { return e.key == name; });
     if (first != m.entries.end()) {
       report(key_at, path, "duplicate key (first given at " + at_text(first->key_at) + ")");
       continue;
@@ -483,7 +488,8 @@ size_t Reader::choice(const Field& f, std::initializer_list<std::string_view> na
       ++i;
     }
   }
-  fail(f, "expected one of " + list_text(std::vector<std::string_view>(names)) + "; got " + describe(f.node));
+  fail(f, "expected one of " + list_text(std::vector<std::string_view>(names)) + "; got " +
+              describe(f.node));
 }
 
 // Addresses a port can own or a neighbour can have (the subnet rules come in validate()).
@@ -553,8 +559,8 @@ EalConfig Reader::eal(const Field& f) {
           bool same = arg == option || (is_long ? arg.starts_with(std::string(option) + "=")
                                                 : arg.starts_with(option));
           if (same)
-            fail(item,
-                 "'" + std::string(option) + "' is set from " + std::string(key) + "; use that key");
+            fail(item, "'" + std::string(option) + "' is set from " + std::string(key) +
+                           "; use that key");
         }
         c.extra_args.push_back(arg);
       }
@@ -591,8 +597,7 @@ FaultConfig Reader::fault(const Field& f) {
       c.delay_us = static_cast<uint32_t>(number(*v, "ports.fault", "delay_us"));
   });
   guard([&] {
-    if (const Field* v = m.find("seed"))
-      c.seed = number(*v, "ports.fault", "seed");
+    if (const Field* v = m.find("seed")) c.seed = number(*v, "ports.fault", "seed");
   });
   return c;
 }
@@ -627,12 +632,14 @@ PortConfig Reader::port(const Field& f) {
     const Field& name = require(m, "name");
     c.name = string(name);
     if (!is_simple_name(c.name))
-      fail(name, "must be 1..32 characters of letters, digits, '_', '-' or '.', got '" + c.name + "'");
+      fail(name,
+           "must be 1..32 characters of letters, digits, '_', '-' or '.', got '" + c.name + "'");
   });
   guard([&] {
     const Field& devargs = require(m, "devargs");
     c.devargs = string(devargs);
-    if (std::any_of(c.devargs.begin(), c.devargs.end(), [](char ch) { return ch == ' ' || ch == '\t'; }))
+    if (std::any_of(c.devargs.begin(), c.devargs.end(),
+                    [](char ch) { return ch == ' ' || ch == '\t'; }))
       fail(devargs, "must not contain spaces, got '" + c.devargs + "'");
     if (c.devargs.front() == ',') fail(devargs, "must start with a device name or PCI address");
   });
@@ -691,8 +698,7 @@ DataplaneConfig Reader::dataplane(const Field& f) {
   });
   guard([&] {
     if (const Field* v = m.find("mbuf_count"))
-      c.mbuf_count =
-          static_cast<uint32_t>(number(*v, "dataplane", "mbuf_count"));
+      c.mbuf_count = static_cast<uint32_t>(number(*v, "dataplane", "mbuf_count"));
   });
   guard([&] {
     if (const Field* v = m.find("mbuf_cache_size"))
@@ -744,7 +750,8 @@ LoggingConfig Reader::logging(const Field& f) {
   Mapping m = mapping(f, "logging");
   guard([&] {
     if (const Field* v = m.find("level"))
-      c.level = static_cast<LoggingConfig::Level>(choice(*v, {"error", "warning", "info", "debug"}));
+      c.level =
+          static_cast<LoggingConfig::Level>(choice(*v, {"error", "warning", "info", "debug"}));
   });
   guard([&] {
     if (const Field* v = m.find("file")) c.file = string(*v);
@@ -930,8 +937,8 @@ void Reader::validate(const Config& c) const {
   const EalConfig& eal = c.eal;
   if (!contains(eal.lcores, eal.main_lcore))
     report(where({"eal.main_lcore", "eal.lcores"}), "eal.main_lcore",
-         "lcore " + std::to_string(eal.main_lcore) + " is not in eal.lcores " +
-             lcores_text(eal.lcores));
+           "lcore " + std::to_string(eal.main_lcore) + " is not in eal.lcores " +
+               lcores_text(eal.lcores));
 
   const std::vector<unsigned>& polling = c.dataplane.lcores;
   for (size_t i = 0; i < polling.size(); ++i) {
@@ -939,24 +946,24 @@ void Reader::validate(const Config& c) const {
     // The main lcore runs main(); rte_eal_remote_launch only reaches worker lcores.
     if (polling[i] == eal.main_lcore)
       report(where({path, "eal.main_lcore"}), path,
-           "lcore " + std::to_string(polling[i]) +
-               " is eal.main_lcore; polling lcores must be worker lcores");
+             "lcore " + std::to_string(polling[i]) +
+                 " is eal.main_lcore; polling lcores must be worker lcores");
     if (!contains(eal.lcores, polling[i]))
       report(where({path, "eal.lcores"}), path,
-           "lcore " + std::to_string(polling[i]) + " is not in eal.lcores " +
-               lcores_text(eal.lcores));
+             "lcore " + std::to_string(polling[i]) + " is not in eal.lcores " +
+                 lcores_text(eal.lcores));
   }
 
   if (c.control.lcore) {
     unsigned id = *c.control.lcore;
     if (!contains(eal.lcores, id))
       report(where({"control.lcore"}), "control.lcore",
-           "lcore " + std::to_string(id) + " is not in eal.lcores " + lcores_text(eal.lcores));
+             "lcore " + std::to_string(id) + " is not in eal.lcores " + lcores_text(eal.lcores));
     for (size_t i = 0; i < polling.size(); ++i)
       if (polling[i] == id)
         report(where({"control.lcore"}), "control.lcore",
-             "lcore " + std::to_string(id) + " is a polling lcore (dataplane.lcores[" +
-                 std::to_string(i) + "]); a busy-polling core would starve the control thread");
+               "lcore " + std::to_string(id) + " is a polling lcore (dataplane.lcores[" +
+                   std::to_string(i) + "]); a busy-polling core would starve the control thread");
   }
 
   for (size_t i = 0; i < c.ports.size(); ++i) {
@@ -969,16 +976,16 @@ void Reader::validate(const Config& c) const {
       const std::string other = index_path("ports", j);
       if (q.name == p.name && !rejected(base + ".name") && !rejected(other + ".name"))
         report(where({base + ".name"}), base + ".name",
-             "duplicate port name '" + p.name + "' (also " + other + ")");
+               "duplicate port name '" + p.name + "' (also " + other + ")");
       if (std::string_view(q.devargs).substr(0, q.devargs.find(',')) == device)
         report(where({base + ".devargs"}), base + ".devargs",
-             "device '" + std::string(device) + "' is already used by " + other);
+               "device '" + std::string(device) + "' is already used by " + other);
       if (q.address == p.address && !rejected(base + ".address") && !rejected(other + ".address"))
         report(where({base + ".address"}), base + ".address",
-             "duplicate port address " + format_ipv4(p.address) + " (also " + other + ")");
+               "duplicate port address " + format_ipv4(p.address) + " (also " + other + ")");
       if (p.mac && q.mac && *p.mac == *q.mac)
         report(where({base + ".mac"}), base + ".mac",
-             "duplicate MAC " + format_mac(*p.mac) + " (also " + other + ")");
+               "duplicate MAC " + format_mac(*p.mac) + " (also " + other + ")");
     }
 
     if (rejected(base + ".address")) continue;  // no subnet to check the neighbours against
@@ -1018,13 +1025,13 @@ void Reader::validate(const Config& c) const {
     // The runtime opens the NDK adapter (and its connection manager) on the first port.
     if (it != c.ports.begin())
       report(where({port_key}), port_key,
-           "listeners are served on the first port only ('" + c.ports.front().name +
-               "'), not '" + l.port + "'");
+             "listeners are served on the first port only ('" + c.ports.front().name + "'), not '" +
+                 l.port + "'");
     for (size_t j = 0; j < i; ++j)
       if (c.listeners[j].port == l.port && c.listeners[j].nd_port == l.nd_port)
         report(where({base + ".nd_port"}), base + ".nd_port",
-             "port " + l.port + " nd_port " + std::to_string(l.nd_port) + " is already used by " +
-                 index_path("listeners", j));
+               "port " + l.port + " nd_port " + std::to_string(l.nd_port) + " is already used by " +
+                   index_path("listeners", j));
   }
 }
 

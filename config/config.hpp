@@ -54,8 +54,8 @@ Config load_file(const std::string& path);
 // Parses and validates YAML text; `source` names it in errors.
 Config parse(std::string_view yaml, const std::string& source);
 
-std::string format_mac(const MacAddress& mac);    // "02:00:00:00:00:01"
-std::string format_ipv4(Ipv4Address ip);          // "198.18.0.1"
+std::string format_mac(const MacAddress& mac);  // "02:00:00:00:00:01"
+std::string format_ipv4(Ipv4Address ip);        // "198.18.0.1"
 
 // Strict text forms: "a.b.c.d" with decimal octets 0..255 and no leading zeros (inet_aton would
 // read "010" as octal); six colon-separated pairs of hex digits. nullopt when malformed.

@@ -75,7 +75,8 @@ CmAgent* agent_of(const Adapter& adapter) {
   if (!*it->second.adapter_alive) {
     // The adapter was freed without detaching: its objects are gone with it.
     *it->second.agent->alive = false;
-    (void)it->second.agent.release();  // never touch a dead adapter's objects again (leaked on purpose)
+    (void)it->second.agent
+        .release();  // never touch a dead adapter's objects again (leaked on purpose)
     m.erase(it);
     return nullptr;
   }

@@ -26,9 +26,9 @@
 
 #include "control/address_registry.hpp"
 #include "control/cm_connection.hpp"
+#include "control/connection_manager_setup.hpp"
 #include "control/neighbour_table.hpp"
 #include "dataplane/wire/cm_messages.hpp"
-#include "control/connection_manager_setup.hpp"
 #include "rocedp/connection_manager.hpp"
 #include "rocedp/connector.hpp"
 #include "rocedp/listener.hpp"
@@ -245,7 +245,7 @@ class CmAgent {
   // once the earliest known deadline is due; not on every idle poll.
   bool timers_dirty_ = true;
   uint64_t next_timer_ns_ = 0;
-  uint64_t next_sweep_ns_ = 0;  // registry TimeWait garbage collection, a few times per TimeWait
+  uint64_t next_sweep_ns_ = 0;   // registry TimeWait garbage collection, a few times per TimeWait
   std::vector<ConnEntry*> due_;  // run_timers scratch (capacity kept)
   bool running_deferred_ = false;
 };

@@ -292,7 +292,8 @@ NTSTATUS CmConnection::on_request(const CmMad& m, std::uint32_t local_comm_id,
   // capped (4.3 s per try as Linux's rdma_cm asks, 4 tries); resending earlier or giving up
   // sooner only costs a peer that slow a REJ (timeout).
   max_retries_ = std::min<std::uint8_t>(req->max_cm_retries, kMaxPassiveRetries);
-  answer_timeout_code_ = std::min<std::uint8_t>(req->local_cm_response_timeout, kMaxPassiveTimeoutCode);
+  answer_timeout_code_ =
+      std::min<std::uint8_t>(req->local_cm_response_timeout, kMaxPassiveTimeoutCode);
   retry_timeout_ns_ = ib_time_ns(answer_timeout_code_);
   conn_tid_ = m.hdr.tid;
   save_peer_pd(std::span<const std::uint8_t>(req->private_data).subspan(kCmaHdrLen));

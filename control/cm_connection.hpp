@@ -61,12 +61,12 @@ enum class CmEventType : std::uint8_t {
   kConnectComplete,  ///< active: Connect's completion. SUCCESS (REP arrived: CompleteConnect
                      ///< allowed), CONNECTION_REFUSED (REJ; rej_reason + peer private data),
                      ///< IO_TIMEOUT
-  kAcceptComplete,  ///< passive: Accept's completion. SUCCESS (RTU), CONNECTION_ABORTED (REJ/DREQ
-                    ///< before RTU), IO_TIMEOUT (REP retries exhausted: peer never completed)
-  kAborted,         ///< establishment ended while the consumer had no call pending (active in
-                    ///< REP_RCVD, passive before Accept): the peer REJected / DREQed
-                    ///< (CONNECTION_ABORTED) or we waited too long (IO_TIMEOUT); the next
-                    ///< CompleteConnect / Accept returns this status
+  kAcceptComplete,   ///< passive: Accept's completion. SUCCESS (RTU), CONNECTION_ABORTED (REJ/DREQ
+                     ///< before RTU), IO_TIMEOUT (REP retries exhausted: peer never completed)
+  kAborted,          ///< establishment ended while the consumer had no call pending (active in
+                     ///< REP_RCVD, passive before Accept): the peer REJected / DREQed
+                     ///< (CONNECTION_ABORTED) or we waited too long (IO_TIMEOUT); the next
+                     ///< CompleteConnect / Accept returns this status
   kDisconnected,  ///< peer DREQ (or stale) after establishment: the disconnect callback; flush the
                   ///< QP
   kDisconnectComplete,  ///< our Disconnect: SUCCESS (DREP or crossing DREQ) or IO_TIMEOUT (no DREP)
@@ -184,7 +184,8 @@ class CmConnection {
   std::uint64_t remote_ca_guid() const { return remote_ca_guid_; }
   std::uint32_t remote_qpn() const { return remote_qpn_; }
   /// The Starting PSN of the peer's REQ (passive) or REP (active). Linux ib_cm reads it as the
-  /// PSN the peer's receive queue expects first, so it seeds OUR send queue (see ndk_connector.cpp).
+  /// PSN the peer's receive queue expects first, so it seeds OUR send queue (see
+  /// ndk_connector.cpp).
   std::uint32_t remote_starting_psn() const { return remote_psn_; }
   /// Passive: the REQ's Retry Count and RNR Retry Count, which IBTA §12.7.27/§12.7.38 define as how
   /// often the REQ sender wants the receiver (us) to retry. Active: the REP's RNR Retry Count (the

@@ -32,8 +32,9 @@ struct QpRow {
   uint32_t rnr_retries_used = 0;  // RNR retries spent (7 = infinite: stays 0)
   uint32_t path_mtu = 0;
   // Loss recovery (rc::QpStats), since the QP was created.
-  uint64_t retransmits = 0, timeouts = 0, naks_sent = 0, naks_received = 0, duplicates = 0, rnr_waits = 0;
-  uint64_t timeout_wait_us = 0;   // idle time from the last packet sent to each timeout
+  uint64_t retransmits = 0, timeouts = 0, naks_sent = 0, naks_received = 0, duplicates = 0,
+           rnr_waits = 0;
+  uint64_t timeout_wait_us = 0;      // idle time from the last packet sent to each timeout
   uint64_t srtt_ns = 0, rto_us = 0;  // smoothed RTT; the retransmission timeout now (0: none)
 };
 

@@ -5,8 +5,8 @@
 
 #include "control/cm_agent.hpp"
 #include "control/ndk_internal.hpp"
-#include "dataplane/rc/completer.hpp"
 #include "dataplane/qpn_map.hpp"
+#include "dataplane/rc/completer.hpp"
 
 namespace rocedp::control {
 
@@ -14,17 +14,28 @@ namespace {
 
 const char* phase_name(ConnPhase p) {
   switch (p) {
-    case ConnPhase::kIdle: return "idle";
-    case ConnPhase::kResolving: return "resolving";
-    case ConnPhase::kConnecting: return "connecting";
-    case ConnPhase::kConnected: return "connected";
-    case ConnPhase::kCompleting: return "completing";
-    case ConnPhase::kRequest: return "request";
-    case ConnPhase::kAccepting: return "accepting";
-    case ConnPhase::kEstablished: return "established";
-    case ConnPhase::kDisconnecting: return "disconnecting";
-    case ConnPhase::kDisconnected: return "disconnected";
-    case ConnPhase::kFailed: return "failed";
+    case ConnPhase::kIdle:
+      return "idle";
+    case ConnPhase::kResolving:
+      return "resolving";
+    case ConnPhase::kConnecting:
+      return "connecting";
+    case ConnPhase::kConnected:
+      return "connected";
+    case ConnPhase::kCompleting:
+      return "completing";
+    case ConnPhase::kRequest:
+      return "request";
+    case ConnPhase::kAccepting:
+      return "accepting";
+    case ConnPhase::kEstablished:
+      return "established";
+    case ConnPhase::kDisconnecting:
+      return "disconnecting";
+    case ConnPhase::kDisconnected:
+      return "disconnected";
+    case ConnPhase::kFailed:
+      return "failed";
   }
   return "?";
 }
@@ -77,9 +88,11 @@ void qp_rows_run(dataplane::CoreMessage& msg, void*) {
     r.unacked_psn = qp->comp.unacked_psn;
     r.expected_psn = qp->resp.psn;
     if (connected) {
-      r.retries_used = conn.retry_count >= qp->comp.retry_left ? conn.retry_count - qp->comp.retry_left : 0;
-      r.rnr_retries_used =
-          conn.rnr_retry < 7 && conn.rnr_retry >= qp->comp.rnr_retry_left ? conn.rnr_retry - qp->comp.rnr_retry_left : 0;
+      r.retries_used =
+          conn.retry_count >= qp->comp.retry_left ? conn.retry_count - qp->comp.retry_left : 0;
+      r.rnr_retries_used = conn.rnr_retry < 7 && conn.rnr_retry >= qp->comp.rnr_retry_left
+                               ? conn.rnr_retry - qp->comp.rnr_retry_left
+                               : 0;
     }
     const rc::QpStats& st = qp->stats;
     r.retransmits = st.retransmits;
@@ -98,12 +111,14 @@ void qp_rows_run(dataplane::CoreMessage& msg, void*) {
   }
 }
 
-void qp_rows_done(dataplane::CoreMessage& msg) { static_cast<QpGather*>(msg.done_ctx)->finish_one(); }
+void qp_rows_done(dataplane::CoreMessage& msg) {
+  static_cast<QpGather*>(msg.done_ctx)->finish_one();
+}
 
 }  // namespace
 
-std::vector<ConnectionRow> connection_rows(Adapter& adapter,
-                                           const std::function<std::string(const Connector*)>& service_of) {
+std::vector<ConnectionRow> connection_rows(
+    Adapter& adapter, const std::function<std::string(const Connector*)>& service_of) {
   std::vector<ConnectionRow> rows;
   CmAgent* agent = agent_of(adapter);
   if (agent == nullptr) return rows;

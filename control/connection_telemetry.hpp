@@ -18,8 +18,8 @@ namespace rocedp::control {
 
 /// Control thread: one row per open connector of `adapter`'s connection manager (none if no
 /// manager is attached). `service_of` (may be empty) names the service a connector serves.
-std::vector<ConnectionRow> connection_rows(Adapter& adapter,
-                                           const std::function<std::string(const Connector*)>& service_of);
+std::vector<ConnectionRow> connection_rows(
+    Adapter& adapter, const std::function<std::string(const Connector*)>& service_of);
 
 /// Control thread: asks every core of `adapter` for the rows of its QPs; `done` runs once on
 /// the control thread with all rows (ordered by QPN) after every core answered (a core whose

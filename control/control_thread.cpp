@@ -1,9 +1,9 @@
 #include "control/control_thread.hpp"
 
 #include <pthread.h>
-#include <unistd.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <future>
@@ -72,11 +72,12 @@ ControlThread::ControlThread(Setup setup) : setup_(std::move(setup)) {
     }
     NeighbourTableHooks hooks;
     hooks.send_request = [this, i](config::Ipv4Address target) {
-      send_frame_ct(i, dataplane::build_arp_request(setup_.pool->get(), local_of(i), target), "arp_request");
+      send_frame_ct(i, dataplane::build_arp_request(setup_.pool->get(), local_of(i), target),
+                    "arp_request");
     };
     hooks.on_change = [this](const NeighbourChange& c) { push_neighbour_ct(c); };
-    tables_.push_back(std::make_unique<NeighbourTable>(NeighbourTableOptions::from_config(cfg.control, *pc),
-                                                       pc->neighbours, std::move(hooks)));
+    tables_.push_back(std::make_unique<NeighbourTable>(
+        NeighbourTableOptions::from_config(cfg.control, *pc), pc->neighbours, std::move(hooks)));
   }
 }
 
@@ -103,7 +104,8 @@ bool ControlThread::start(std::string* error) {
     const long n = sysconf(_SC_NPROCESSORS_ONLN);
     for (long c = 0; c < n && c < CPU_SETSIZE; ++c) CPU_SET(static_cast<int>(c), &any);
     if (pthread_setaffinity_np(thread_.native_handle(), sizeof(any), &any) != 0)
-      pmd::log(LogLevel::kWarning, "control_thread_affinity", {{"note", "kept the main lcore's CPUs"}});
+      pmd::log(LogLevel::kWarning, "control_thread_affinity",
+               {{"note", "kept the main lcore's CPUs"}});
   } else {
     // Pin to the CPUs EAL gave that lcore (with --lcores maps, lcore id != CPU id).
     rte_cpuset_t cpus = rte_lcore_cpuset(*lcore);
@@ -124,7 +126,9 @@ bool ControlThread::start(std::string* error) {
   return true;
 }
 
-void ControlThread::post(Task task) { inbox_.push(std::move(task)); }
+void ControlThread::post(Task task) {
+  inbox_.push(std::move(task));
+}
 
 uint64_t ControlThread::add_poll_hook_ct(PollHook hook) {
   // Joins hooks_ after the current pass, so a hook may add hooks without moving the one running.
@@ -198,7 +202,8 @@ void ControlThread::loop() {
     if (poll_frames_ct() > 0) work = true;
     for (auto& [id, hook] : hooks_)
       if (id != 0 && hook() > 0) work = true;
-    if (!added_hooks_.empty() || std::any_of(hooks_.begin(), hooks_.end(), [](const auto& h) { return h.first == 0; })) {
+    if (!added_hooks_.empty() ||
+        std::any_of(hooks_.begin(), hooks_.end(), [](const auto& h) { return h.first == 0; })) {
       std::erase_if(hooks_, [](const auto& h) { return h.first == 0; });
       for (auto& h : added_hooks_) hooks_.push_back(std::move(h));
       added_hooks_.clear();
@@ -208,8 +213,7 @@ void ControlThread::loop() {
     if (now >= next_stats_) {
       next_stats_ = now + interval;
       // Rounds run even with telemetry off: they also carry learned ARP requesters to control.
-      if (!cores_stopped_ && !snapshot_in_flight_)
-        request_snapshot_ct(nullptr);
+      if (!cores_stopped_ && !snapshot_in_flight_) request_snapshot_ct(nullptr);
     }
     for (auto& t : tables_) t->on_timer(now);
     if (!work) std::this_thread::sleep_for(kIdleNap);
@@ -229,7 +233,8 @@ void ControlThread::start_ports_ct(Done done) {
       done(false, port->name() + ": " + err);
       return;
     }
-    pmd::log(LogLevel::kInfo, "port_started", {{"port", port->name()}, {"id", std::to_string(port->id())}});
+    pmd::log(LogLevel::kInfo, "port_started",
+             {{"port", port->name()}, {"id", std::to_string(port->id())}});
   }
   // Queue c of every port belongs to core c. Attach only after rte_eth_dev_start: in DPDK 22.11 a
   // stopped port's burst functions are stubs that log an error on every call.
@@ -237,28 +242,31 @@ void ControlThread::start_ports_ct(Done done) {
   p->self = this;
   p->then = [this, done = std::move(done)](Pending& pd) {
     if (pd.failures > 0) {
-      done(false, "attaching queues failed on " + std::to_string(pd.failures) + " core(s), first result " +
-                      std::to_string(pd.first_result));
+      done(false, "attaching queues failed on " + std::to_string(pd.failures) +
+                      " core(s), first result " + std::to_string(pd.first_result));
       return;
     }
     for (size_t i = 0; i < setup_.ports.size(); ++i) {
       pmd::Port* port = setup_.ports[i];
       const pmd::LinkStatus link = port->link();
-      pmd::log(LogLevel::kInfo, "port_ready",
-               {{"port", port->name()},
-                {"mac", config::format_mac(port->mac())},
-                {"ip", config::format_ipv4(port->address()) + "/" + std::to_string(port->prefix_len())},
-                {"mtu", std::to_string(port->mtu())},
-                {"queues", std::to_string(port->queue_count())},
-                {"link", link.up ? "up" : "down"}});
+      pmd::log(
+          LogLevel::kInfo, "port_ready",
+          {{"port", port->name()},
+           {"mac", config::format_mac(port->mac())},
+           {"ip", config::format_ipv4(port->address()) + "/" + std::to_string(port->prefix_len())},
+           {"mtu", std::to_string(port->mtu())},
+           {"queues", std::to_string(port->queue_count())},
+           {"link", link.up ? "up" : "down"}});
       // RFC 5227 §2.3 announcement, so peers replace a stale MAC for our address at once.
-      send_frame_ct(i, dataplane::build_gratuitous_arp(setup_.pool->get(), local_of(i)), "gratuitous_arp");
+      send_frame_ct(i, dataplane::build_gratuitous_arp(setup_.pool->get(), local_of(i)),
+                    "gratuitous_arp");
       tables_[i]->publish_all();
     }
     done(true, {});
   };
   for (auto* port : setup_.ports) {
-    const uint16_t queues = std::min<uint16_t>(port->queue_count(), static_cast<uint16_t>(setup_.channels.size()));
+    const uint16_t queues =
+        std::min<uint16_t>(port->queue_count(), static_cast<uint16_t>(setup_.channels.size()));
     for (uint16_t c = 0; c < queues; ++c) {
       if (dataplane::core_requests::attach_port(*setup_.channels[c], port, c, &on_core_done, p))
         p->outstanding++;
@@ -280,11 +288,13 @@ void ControlThread::stop_port_ct(size_t index, Done done) {
   p->then = [port, done = std::move(done)](Pending& pd) {
     // The cores no longer poll it (or the detach failed and we stop anyway: stopping is final).
     port->stop();
-    pmd::log(LogLevel::kInfo, "port_stopped", {{"port", port->name()}, {"detach_failures", std::to_string(pd.failures)}});
+    pmd::log(LogLevel::kInfo, "port_stopped",
+             {{"port", port->name()}, {"detach_failures", std::to_string(pd.failures)}});
     done(pd.failures == 0, pd.failures == 0 ? std::string() : "detach failed on some cores");
   };
   if (!cores_stopped_) {
-    const uint16_t queues = std::min<uint16_t>(port->queue_count(), static_cast<uint16_t>(setup_.channels.size()));
+    const uint16_t queues =
+        std::min<uint16_t>(port->queue_count(), static_cast<uint16_t>(setup_.channels.size()));
     for (uint16_t c = 0; c < queues; ++c) {
       if (dataplane::core_requests::detach_port(*setup_.channels[c], port->id(), &on_core_done, p))
         p->outstanding++;
@@ -347,7 +357,8 @@ void ControlThread::request_snapshot_ct(Done done) {
         for (size_t i = 0; i < setup_.ports.size(); ++i) {
           if (tables_[i]->options().local_ip == peer.ip) continue;
           if (dataplane::LocalAddress{setup_.ports[i]->mac(), setup_.ports[i]->address(),
-                                      setup_.ports[i]->prefix_len()}.on_link(peer.ip)) {
+                                      setup_.ports[i]->prefix_len()}
+                  .on_link(peer.ip)) {
             tables_[i]->learn(peer.ip, peer.mac, s.taken, LearnMode::kCreate);
             break;
           }
@@ -369,7 +380,8 @@ void ControlThread::request_snapshot_ct(Done done) {
       s.ports.push_back(std::move(ps));
     }
     for (size_t i = 0; i < tables_.size(); ++i)
-      for (const auto& e : tables_[i]->snapshot(s.taken)) s.neighbours.push_back({setup_.ports[i]->name(), e});
+      for (const auto& e : tables_[i]->snapshot(s.taken))
+        s.neighbours.push_back({setup_.ports[i]->name(), e});
     s.control = counters_;
     s.mbufs_available = setup_.pool != nullptr ? setup_.pool->available() : 0;
     for (auto& [id, part] : parts_)
@@ -415,7 +427,8 @@ unsigned ControlThread::poll_frames_ct() {
         counters_.arp_frames++;
         const int idx = port_index_of(m->port);
         dataplane::ArpPeer peer;
-        if (idx >= 0 && dataplane::extract_arp_peer(m, local_of(idx), &peer) && peer.ip.value != 0) {
+        if (idx >= 0 && dataplane::extract_arp_peer(m, local_of(idx), &peer) &&
+            peer.ip.value != 0) {
           // RFC 826: the target of an ARP frame adds its sender; third parties only refresh.
           tables_[idx]->learn(peer.ip, peer.mac, now,
                               peer.targets_us ? LearnMode::kCreate : LearnMode::kUpdateOnly);
@@ -426,7 +439,8 @@ unsigned ControlThread::poll_frames_ct() {
         counters_.cm_frames++;
         const int idx = port_index_of(m->port);
         if (cm_handler_ && idx >= 0 && m->nb_segs == 1)
-          cm_handler_(static_cast<size_t>(idx), rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m));
+          cm_handler_(static_cast<size_t>(idx), rte_pktmbuf_mtod(m, const uint8_t*),
+                      rte_pktmbuf_data_len(m));
         break;
       }
       default:
@@ -447,7 +461,8 @@ void on_tx_done(CoreMessage& msg) {
 }
 void on_neighbour_done(CoreMessage& msg) {
   if (msg.result != 0)
-    pmd::log(LogLevel::kWarning, "neighbour_update_refused", {{"result", std::to_string(msg.result)}});
+    pmd::log(LogLevel::kWarning, "neighbour_update_refused",
+             {{"result", std::to_string(msg.result)}});
 }
 }  // namespace
 
@@ -455,15 +470,18 @@ void ControlThread::send_frame_ct(size_t port_index, rte_mbuf* m, const char* wh
   pmd::Port* port = setup_.ports[port_index];
   if (m == nullptr) {
     counters_.send_failures++;
-    pmd::log(LogLevel::kWarning, "send_failed", {{"port", port->name()}, {"frame", what}, {"reason", "no mbuf"}});
+    pmd::log(LogLevel::kWarning, "send_failed",
+             {{"port", port->name()}, {"frame", what}, {"reason", "no mbuf"}});
     return;
   }
   // Core 0 owns TX queue 0 of every port; frames control builds leave there.
   if (setup_.channels.empty() || cores_stopped_ ||
-      !dataplane::core_requests::transmit(*setup_.channels[0], port->id(), m, &on_tx_done, &counters_.send_failures)) {
+      !dataplane::core_requests::transmit(*setup_.channels[0], port->id(), m, &on_tx_done,
+                                          &counters_.send_failures)) {
     rte_pktmbuf_free(m);
     counters_.send_failures++;
-    pmd::log(LogLevel::kWarning, "send_failed", {{"port", port->name()}, {"frame", what}, {"reason", "channel"}});
+    pmd::log(LogLevel::kWarning, "send_failed",
+             {{"port", port->name()}, {"frame", what}, {"reason", "channel"}});
     return;
   }
   counters_.frames_sent++;
@@ -479,7 +497,8 @@ void ControlThread::push_neighbour_ct(const NeighbourChange& change) {
     if (dataplane::core_requests::neighbour_update(*ch, u, &on_neighbour_done, nullptr))
       counters_.neighbour_updates++;
     else
-      pmd::log(LogLevel::kWarning, "neighbour_update_dropped", {{"core", std::to_string(ch->core_index())}});
+      pmd::log(LogLevel::kWarning, "neighbour_update_dropped",
+               {{"core", std::to_string(ch->core_index())}});
   }
   pmd::log(LogLevel::kInfo, change.removed ? "neighbour_removed" : "neighbour_set",
            {{"ip", config::format_ipv4(change.ip)}, {"mac", config::format_mac(change.mac)}});

@@ -62,14 +62,14 @@ struct NeighbourRow {
 
 /// What the control thread itself counts.
 struct ControlCounters {
-  uint64_t frames = 0;          // frames received from the cores
-  uint64_t arp_frames = 0;      // ARP frames learned from (or ignored)
-  uint64_t cm_frames = 0;       // QP1 MADs (to the CM handler when one is set, else dropped)
+  uint64_t frames = 0;      // frames received from the cores
+  uint64_t arp_frames = 0;  // ARP frames learned from (or ignored)
+  uint64_t cm_frames = 0;   // QP1 MADs (to the CM handler when one is set, else dropped)
   uint64_t other_frames = 0;
-  uint64_t frames_sent = 0;     // ARP requests / gratuitous ARP handed to a core for TX
-  uint64_t send_failures = 0;   // no mbuf, channel full, or the core had no TX queue
+  uint64_t frames_sent = 0;        // ARP requests / gratuitous ARP handed to a core for TX
+  uint64_t send_failures = 0;      // no mbuf, channel full, or the core had no TX queue
   uint64_t neighbour_updates = 0;  // NeighbourUpdate messages sent to cores
-  uint64_t snapshots = 0;       // stats rounds completed
+  uint64_t snapshots = 0;          // stats rounds completed
 };
 
 /// Everything telemetry prints, taken at one stats round. Immutable once published.
@@ -88,11 +88,11 @@ struct Snapshot {
 class ControlThread {
  public:
   struct Setup {
-    const config::Config* cfg = nullptr;                // outlives the thread
-    std::vector<pmd::Port*> ports;                      // started/stopped by this thread
-    std::vector<dataplane::CoreChannel*> channels;      // index = polling core index
-    pmd::RxDispatch* dispatch = nullptr;                // control target = channels.size()
-    pmd::PacketPool* pool = nullptr;                    // for ARP frames built here
+    const config::Config* cfg = nullptr;            // outlives the thread
+    std::vector<pmd::Port*> ports;                  // started/stopped by this thread
+    std::vector<dataplane::CoreChannel*> channels;  // index = polling core index
+    pmd::RxDispatch* dispatch = nullptr;            // control target = channels.size()
+    pmd::PacketPool* pool = nullptr;                // for ARP frames built here
   };
   using Task = std::function<void(ControlThread&)>;
 
@@ -176,7 +176,7 @@ class ControlThread {
   ControlCounters counters_;
   std::chrono::steady_clock::time_point next_stats_;
 
-  std::vector<std::pair<uint64_t, PollHook>> hooks_;  // control thread; id 0 = removed
+  std::vector<std::pair<uint64_t, PollHook>> hooks_;        // control thread; id 0 = removed
   std::vector<std::pair<uint64_t, PollHook>> added_hooks_;  // joins hooks_ after a loop pass
   uint64_t next_hook_id_ = 1;
   FrameHandler cm_handler_;

@@ -1,18 +1,20 @@
 #include "control/daemon_connections.hpp"
 
+#include "control/connection_manager_setup.hpp"
 #include "control/connection_telemetry.hpp"
 #include "control/control_thread.hpp"
 #include "control/services.hpp"
 #include "pmd/log.hpp"
-#include "control/connection_manager_setup.hpp"
 #include "rocedp/connection_manager.hpp"
 
 namespace rocedp::control {
 
 using pmd::LogLevel;
 
-std::unique_ptr<DaemonConnections> DaemonConnections::attach_ct(Adapter& adapter, ControlThread& control,
-                                                                const config::Config& cfg, std::string* error) {
+std::unique_ptr<DaemonConnections> DaemonConnections::attach_ct(Adapter& adapter,
+                                                                ControlThread& control,
+                                                                const config::Config& cfg,
+                                                                std::string* error) {
   std::unique_ptr<DaemonConnections> d(new DaemonConnections(adapter, control));
   ConnectionManagerSetup setup;
   setup.dispatch = nullptr;  // the control thread reads the control target and hands CM frames over
@@ -21,9 +23,10 @@ std::unique_ptr<DaemonConnections> DaemonConnections::attach_ct(Adapter& adapter
   setup.resolve = [table](uint32_t ip, ConnectionManagerSetup::ResolveDone done) {
     config::Ipv4Address a;
     a.value = ip;
-    return table->resolve(a, NeighbourClock::now(), [done = std::move(done)](const ResolveResult& r) {
-             done(r.reachable, r.mac.bytes.data());
-           }) == NeighbourTable::ResolveStatus::kCompleted;
+    return table->resolve(a, NeighbourClock::now(),
+                          [done = std::move(done)](const ResolveResult& r) {
+                            done(r.reachable, r.mac.bytes.data());
+                          }) == NeighbourTable::ResolveStatus::kCompleted;
   };
   NTSTATUS st = attach_connection_manager(adapter, setup);
   if (st != STATUS_SUCCESS) {
@@ -59,7 +62,8 @@ std::unique_ptr<DaemonConnections> DaemonConnections::attach_ct(Adapter& adapter
     });
   };
   d->snapshot_part_ = control.add_snapshot_part_ct(std::move(part));
-  pmd::log(LogLevel::kInfo, "connection_manager_attached", {{"listeners", std::to_string(cfg.listeners.size())}});
+  pmd::log(LogLevel::kInfo, "connection_manager_attached",
+           {{"listeners", std::to_string(cfg.listeners.size())}});
   return d;
 }
 
@@ -80,7 +84,9 @@ void DaemonConnections::begin_stop_ct() {
   if (services_) services_->stop();
 }
 
-bool DaemonConnections::stopped() const { return !services_ || services_->stopped(); }
+bool DaemonConnections::stopped() const {
+  return !services_ || services_->stopped();
+}
 
 bool DaemonConnections::detach_ct() {
   if (snapshot_part_ != 0) control_.remove_snapshot_part_ct(snapshot_part_);
@@ -93,7 +99,8 @@ bool DaemonConnections::detach_ct() {
   }
   const NTSTATUS st = detach_connection_manager(adapter_);
   if (st != STATUS_SUCCESS) {
-    pmd::log(LogLevel::kWarning, "connection_manager_detach_failed", {{"status", std::string(status_name(st))}});
+    pmd::log(LogLevel::kWarning, "connection_manager_detach_failed",
+             {{"status", std::string(status_name(st))}});
     return false;
   }
   attached_ = false;

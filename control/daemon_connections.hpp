@@ -37,7 +37,8 @@ class DaemonConnections {
   /// CM frame handler and the snapshot part, and starts the services of cfg.listeners. Null
   /// and *error on failure (nothing left attached).
   static std::unique_ptr<DaemonConnections> attach_ct(Adapter& adapter, ControlThread& control,
-                                                      const config::Config& cfg, std::string* error);
+                                                      const config::Config& cfg,
+                                                      std::string* error);
   ~DaemonConnections();
 
   /// The loop's turn: poll_connections + services. Returns work done.

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <new>
 
+#include "control/ndk_internal.hpp"
 #include "dataplane/core_channel.hpp"
 #include "dataplane/core_rdma.hpp"
 #include "dataplane/polling_core.hpp"
@@ -19,7 +20,6 @@
 #include "dataplane/rc/work_queue.hpp"
 #include "pmd/packet_pool.hpp"
 #include "pmd/port.hpp"
-#include "control/ndk_internal.hpp"
 #include "rocedp/adapter.hpp"
 
 namespace rocedp {
@@ -69,8 +69,12 @@ using namespace ndk_detail;
 // ---------------------------------------------------------------------------------------------
 // Adapter
 
-Adapter::Adapter() : impl_(std::make_unique<Impl>()) { init_header(*this, kType, this); }
-Adapter::~Adapter() { *impl_->alive = false; }
+Adapter::Adapter() : impl_(std::make_unique<Impl>()) {
+  init_header(*this, kType, this);
+}
+Adapter::~Adapter() {
+  *impl_->alive = false;
+}
 
 NTSTATUS open_adapter_on(const AdapterSetup& setup, Adapter** out) {
   if (out == nullptr || setup.port == nullptr || setup.pool == nullptr || setup.cores.empty() ||
@@ -83,19 +87,20 @@ NTSTATUS open_adapter_on(const AdapterSetup& setup, Adapter** out) {
   im.setup = setup;
   im.max_path_mtu = max_path_mtu_for(setup.port->mtu() != 0 ? setup.port->mtu() : 1500);
   const config::LimitsConfig& l = setup.limits;
-  im.mrs = rc::MemoryRegionTable::create(std::min(l.max_mrs, rc::kMrMaxEntries - 1), l.max_registration_size,
-                                         l.frmr_page_count);
+  im.mrs = rc::MemoryRegionTable::create(std::min(l.max_mrs, rc::kMrMaxEntries - 1),
+                                         l.max_registration_size, l.frmr_page_count);
   if (!im.mrs) return STATUS_INSUFFICIENT_RESOURCES;
   for (size_t i = 0; i < setup.cores.size(); ++i) {
     rc::RcEngineConfig ec;
     ec.core = setup.cores[i]->index();
     ec.max_qps = std::min<uint32_t>(l.max_qps, dataplane::kQpnLocalMask - 1);
-    im.rdma.push_back(std::make_unique<CoreRdma>(*setup.cores[i], setup.port->id(), setup.pool->get(), ec,
-                                                 im.mrs.get(), l.max_cqs));
+    im.rdma.push_back(std::make_unique<CoreRdma>(*setup.cores[i], setup.port->id(),
+                                                 setup.pool->get(), ec, im.mrs.get(), l.max_cqs));
   }
   // Installation travels on each core's ring; every later request queues behind it.
   for (uint32_t i = 0; i < im.rdma.size(); ++i) {
-    if (!im.call(i, &CoreRdma::on_install, nullptr, nullptr, nullptr)) return STATUS_INSUFFICIENT_RESOURCES;
+    if (!im.call(i, &CoreRdma::on_install, nullptr, nullptr, nullptr))
+      return STATUS_INSUFFICIENT_RESOURCES;
   }
   *out = a.release();
   return STATUS_SUCCESS;
@@ -113,13 +118,15 @@ NTSTATUS Adapter::query_adapter_info(NdkAdapterInfo* info, size_t* size) const {
   i.vendor_id = impl_->setup.vendor_id != 0 ? impl_->setup.vendor_id : kDefaultVendorId;
   i.device_id = impl_->setup.device_id;
   i.max_registration_size = static_cast<size_t>(l.max_registration_size);
-  i.max_window_size = static_cast<size_t>(l.max_registration_size);  // a window spans at most a region
+  i.max_window_size =
+      static_cast<size_t>(l.max_registration_size);  // a window spans at most a region
   i.frmr_page_count = l.frmr_page_count;
   const uint32_t sge = std::min<uint32_t>(l.max_sge, rc::kMaxWqeSge);
   i.max_initiator_request_sge = sge;
   i.max_receive_request_sge = sge;
   i.max_read_request_sge = sge;
-  i.max_transfer_length = static_cast<uint32_t>(std::min<uint64_t>(l.max_transfer_length, rc::kMaxMessageBytes));
+  i.max_transfer_length =
+      static_cast<uint32_t>(std::min<uint64_t>(l.max_transfer_length, rc::kMaxMessageBytes));
   i.max_inline_data_size = std::min<uint32_t>(l.max_inline_data, rc::kMaxInlineData);
   i.max_inbound_read_limit = l.max_read_limit;
   i.max_outbound_read_limit = l.max_read_limit;
@@ -128,9 +135,10 @@ NTSTATUS Adapter::query_adapter_info(NdkAdapterInfo* info, size_t* size) const {
   i.max_srq_depth = l.max_srq_depth;
   i.max_cq_depth = l.max_cq_depth;
   i.large_request_threshold = impl_->max_path_mtu;  // above one packet, a request costs more
-  i.max_caller_data = 56;  // IB CM REQ private data with the rdma_cm header (92 - 36)
+  i.max_caller_data = 56;   // IB CM REQ private data with the rdma_cm header (92 - 36)
   i.max_callee_data = 148;  // REP private data
-  i.adapter_flags = NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED | NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED |
+  i.adapter_flags = NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED |
+                    NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED |
                     NDK_ADAPTER_FLAG_MULTI_ENGINE_SUPPORTED | NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED;
   i.rdma_technology = NdkRdmaTechnology::kRoceV2;
   *info = i;
@@ -152,9 +160,11 @@ NTSTATUS Adapter::create_pd(NdkCreateCompletion, void*, Pd** out) {
   return STATUS_SUCCESS;
 }
 
-NTSTATUS Adapter::create_cq(uint32_t depth, NdkCqNotificationCallback notification, void* notification_context,
-                            uint32_t core_affinity, NdkCreateCompletion completion, void* context, Cq** out) {
-  ROCEDP_ON_CONTROL(this, create_cq(depth, notification, notification_context, core_affinity, completion, context, out));
+NTSTATUS Adapter::create_cq(uint32_t depth, NdkCqNotificationCallback notification,
+                            void* notification_context, uint32_t core_affinity,
+                            NdkCreateCompletion completion, void* context, Cq** out) {
+  ROCEDP_ON_CONTROL(this, create_cq(depth, notification, notification_context, core_affinity,
+                                    completion, context, out));
   Impl& im = *impl_;
   if (closing || completion == nullptr || depth == 0 || depth > im.setup.limits.max_cq_depth ||
       core_affinity >= im.rdma.size()) {
@@ -204,7 +214,8 @@ NTSTATUS Adapter::create_cq(uint32_t depth, NdkCqNotificationCallback notificati
         delete op2;
         release_child(ad);
       };
-      if (c->adapter->impl_->call(c->core_, &CoreRdma::on_detach_cq, c->cq_.get(), detached, o)) return;
+      if (c->adapter->impl_->call(c->core_, &CoreRdma::on_detach_cq, c->cq_.get(), detached, o))
+        return;
       // A full ring at adapter close is a consumer bug (the control loop stopped polling); the
       // CQ stays attached and its memory is leaked rather than freed under the core.
       o->create_completion(o->context, STATUS_CANCELLED, nullptr);
@@ -281,7 +292,8 @@ uint32_t Adapter::poll_control() {
 }
 
 NTSTATUS Adapter::build_lam(const void* address, size_t length, NdkRequestCompletion, void*,
-                           NdkLogicalAddressMapping* lam, uint32_t* lam_size, uint32_t* first_byte_offset) {
+                            NdkLogicalAddressMapping* lam, uint32_t* lam_size,
+                            uint32_t* first_byte_offset) {
   const auto va = reinterpret_cast<uintptr_t>(address);
   if (address == nullptr || length == 0 || lam_size == nullptr || first_byte_offset == nullptr ||
       va + length < va || length > impl_->setup.limits.max_registration_size) {
@@ -304,14 +316,19 @@ NTSTATUS Adapter::build_lam(const void* address, size_t length, NdkRequestComple
 
 void Adapter::release_lam(NdkLogicalAddressMapping*) {}
 
-uint32_t Adapter::core_count() const { return static_cast<uint32_t>(impl_->setup.cores.size()); }
+uint32_t Adapter::core_count() const {
+  return static_cast<uint32_t>(impl_->setup.cores.size());
+}
 
 void test_hooks::set_cq_ring_allocator(Adapter& adapter, const CqRingAllocatorHook& hook) {
   impl_of(adapter).cq_allocator = hook;
 }
-dataplane::CoreRdma& test_hooks::core_rdma(Adapter& adapter, uint32_t core) { return *impl_of(adapter).rdma.at(core); }
+dataplane::CoreRdma& test_hooks::core_rdma(Adapter& adapter, uint32_t core) {
+  return *impl_of(adapter).rdma.at(core);
+}
 
-void test_hooks::set_tx_tap(Adapter& adapter, void (*tap)(void*, const uint8_t*, size_t), void* context) {
+void test_hooks::set_tx_tap(Adapter& adapter, void (*tap)(void*, const uint8_t*, size_t),
+                            void* context) {
   for (auto& r : impl_of(adapter).rdma) r->set_tx_tap(tap, context);
 }
 

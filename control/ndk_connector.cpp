@@ -44,7 +44,8 @@ void fire_request(Connector* c, NTSTATUS status) {
   s.request = nullptr;
   s.request_context = nullptr;
   if (cb == nullptr) return;
-  s.agent->defer(s.id, [cb, ctx, status] { cb(ctx, status); }, /*request=*/true);
+  s.agent->defer(
+      s.id, [cb, ctx, status] { cb(ctx, status); }, /*request=*/true);
 }
 
 void fire_disconnect(Connector* c, NTSTATUS reason) {
@@ -68,8 +69,8 @@ void flush_qp(Connector* c) {
   auto& s = *c->state_;
   if (s.qpn == 0 || s.qp_flushed) return;
   s.qp_flushed = true;
-  (void)impl_of(*c->adapter).call(s.qp_core, &dataplane::CoreRdma::on_flush_qp, nullptr, nullptr,
-                                nullptr, s.qpn);
+  (void)impl_of(*c->adapter)
+      .call(s.qp_core, &dataplane::CoreRdma::on_flush_qp, nullptr, nullptr, nullptr, s.qpn);
 }
 
 uint32_t effective_irl(const Connector::State& s, uint32_t max) {
@@ -464,7 +465,8 @@ NTSTATUS create_connector(Adapter& adapter, NdkCreateCompletion, void*, Connecto
 NTSTATUS Connector::connect(Qp* qp, const NdkSockAddr& source, const NdkSockAddr& destination,
                             uint32_t irl, uint32_t orl, const void* pd, uint32_t pd_len,
                             NdkRequestCompletion completion, void* context) {
-  ROCEDP_ON_CONTROL(this, connect(qp, source, destination, irl, orl, pd, pd_len, completion, context));
+  ROCEDP_ON_CONTROL(this,
+                    connect(qp, source, destination, irl, orl, pd, pd_len, completion, context));
   const NTSTATUS st = connect_common(this, qp, source, nullptr, destination, irl, orl, pd, pd_len,
                                      completion, context);
   state_->agent->run_deferred();
@@ -475,7 +477,8 @@ NTSTATUS Connector::connect_with_shared_endpoint(Qp* qp, SharedEndpoint* endpoin
                                                  const NdkSockAddr& destination, uint32_t irl,
                                                  uint32_t orl, const void* pd, uint32_t pd_len,
                                                  NdkRequestCompletion completion, void* context) {
-  ROCEDP_ON_CONTROL(this, connect_with_shared_endpoint(qp, endpoint, destination, irl, orl, pd, pd_len, completion, context));
+  ROCEDP_ON_CONTROL(this, connect_with_shared_endpoint(qp, endpoint, destination, irl, orl, pd,
+                                                       pd_len, completion, context));
   if (endpoint == nullptr || endpoint->closing || endpoint->adapter != adapter)
     return STATUS_INVALID_PARAMETER;
   const NTSTATUS st = connect_common(this, qp, endpoint->address_, endpoint, destination, irl, orl,

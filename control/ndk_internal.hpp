@@ -14,12 +14,12 @@
 #include <unordered_set>
 #include <vector>
 
+#include "control/adapter_setup.hpp"
+#include "control/ndk_test_hooks.hpp"
 #include "dataplane/core_channel.hpp"
 #include "dataplane/core_rdma.hpp"
 #include "dataplane/rc/memory_region.hpp"
 #include "dataplane/rc/queue_pair.hpp"
-#include "control/adapter_setup.hpp"
-#include "control/ndk_test_hooks.hpp"
 #include "rocedp/adapter.hpp"
 
 namespace rocedp {
@@ -43,9 +43,9 @@ struct Adapter::Impl {
   uint32_t pds = 0, cqs = 0, qps = 0, srqs = 0, mrs_open = 0;
   uint32_t next_pd = 1;
   uint32_t uninstalls_pending = 0;
-  std::vector<Qp*> retry_close;  ///< QP closes whose re-post found the ring full
+  std::vector<Qp*> retry_close;            ///< QP closes whose re-post found the ring full
   std::unordered_set<const Qp*> live_qps;  ///< every Qp object not yet freed (qp_alive)
-  CqRingAllocatorHook cq_allocator{};  ///< test hook (control/ndk_test_hooks.hpp)
+  CqRingAllocatorHook cq_allocator{};      ///< test hook (control/ndk_test_hooks.hpp)
 
   // ---- calls from any thread (the only state here other threads touch) ----
   /// The thread that runs the control loop: the opener until poll_control() first runs, then
@@ -97,8 +97,8 @@ struct Adapter::Impl {
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);  // false once the Adapter is freed
 
   /// alloc + fill + post on `core`'s channel, with the CoreRdma in data[3].
-  bool call(uint32_t core, dataplane::CoreMessage::RunFn run, void* arg, dataplane::CoreMessage::DoneFn done, void* done_ctx,
-            uint64_t d0 = 0, uint64_t d1 = 0) {
+  bool call(uint32_t core, dataplane::CoreMessage::RunFn run, void* arg,
+            dataplane::CoreMessage::DoneFn done, void* done_ctx, uint64_t d0 = 0, uint64_t d1 = 0) {
     return setup.channels[core]->call(run, arg, done, done_ctx, d0, d1, 0,
                                       reinterpret_cast<uint64_t>(rdma[core].get()));
   }
@@ -113,7 +113,9 @@ struct Access {
 }  // namespace ndk_detail
 
 /// The provider state of `adapter`.
-inline Adapter::Impl& impl_of(Adapter& adapter) { return ndk_detail::Access::impl(adapter); }
+inline Adapter::Impl& impl_of(Adapter& adapter) {
+  return ndk_detail::Access::impl(adapter);
+}
 
 namespace ndk_detail {
 
@@ -158,13 +160,13 @@ inline bool qp_alive(Adapter& adapter, const Qp* qp, uint32_t qpn) {
 
 /// The prologue of a public control-path call (see ndk_detail::handed_to_control): `call` is the
 /// same call again, which the control thread then runs directly.
-#define ROCEDP_ON_CONTROL(object, call)                                                       \
-  do {                                                                                        \
-    decltype(call) handed_result_{};                                                          \
+#define ROCEDP_ON_CONTROL(object, call)                                                         \
+  do {                                                                                          \
+    decltype(call) handed_result_{};                                                            \
     if (::rocedp::ndk_detail::handed_to_control(object, &handed_result_, [&] { return call; })) \
-      return handed_result_;                                                                  \
+      return handed_result_;                                                                    \
   } while (0)
-#define ROCEDP_ON_CONTROL_VOID(object, call)                                                \
-  do {                                                                                      \
-    if (::rocedp::ndk_detail::handed_to_control_void(object, [&] { call; })) return;        \
+#define ROCEDP_ON_CONTROL_VOID(object, call)                                         \
+  do {                                                                               \
+    if (::rocedp::ndk_detail::handed_to_control_void(object, [&] { call; })) return; \
   } while (0)

@@ -15,7 +15,8 @@ using control::ConnPhase;
 
 NTSTATUS create_listener(Adapter& adapter, NdkConnectEventCallback connect_event,
                          void* connect_event_context, NdkCreateCompletion, void*, Listener** out) {
-  ROCEDP_ON_CONTROL(&adapter, create_listener(adapter, connect_event, connect_event_context, nullptr, nullptr, out));
+  ROCEDP_ON_CONTROL(&adapter, create_listener(adapter, connect_event, connect_event_context,
+                                              nullptr, nullptr, out));
   if (out == nullptr || connect_event == nullptr) return STATUS_INVALID_PARAMETER;
   CmAgent* a = agent_of(adapter);
   if (a == nullptr || adapter.closing) return STATUS_INVALID_DEVICE_STATE;

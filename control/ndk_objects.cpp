@@ -83,7 +83,8 @@ NTSTATUS Pd::create_mr(bool fast_register, NdkCreateCompletion, void*, Mr** out)
 NTSTATUS Pd::create_srq(uint32_t depth, uint32_t max_sge, uint32_t notify_threshold,
                         NdkSrqNotificationCallback notification, void* notification_context,
                         uint32_t core_affinity, NdkCreateCompletion, void*, Srq** out) {
-  ROCEDP_ON_CONTROL(this, create_srq(depth, max_sge, notify_threshold, notification, notification_context, core_affinity, nullptr, nullptr, out));
+  ROCEDP_ON_CONTROL(this, create_srq(depth, max_sge, notify_threshold, notification,
+                                     notification_context, core_affinity, nullptr, nullptr, out));
   Adapter::Impl& im = impl_of(*adapter);
   const config::LimitsConfig& l = im.setup.limits;
   if (out == nullptr || closing || depth == 0 || depth > l.max_srq_depth || max_sge > l.max_sge ||
@@ -219,7 +220,9 @@ NTSTATUS Pd::create_qp(Cq* receive_cq, Cq* initiator_cq, void* qp_context,
                        uint32_t max_receive_sge, uint32_t max_initiator_sge,
                        uint32_t inline_data_size, NdkCreateCompletion completion, void* context,
                        Qp** out) {
-  ROCEDP_ON_CONTROL(this, create_qp(receive_cq, initiator_cq, qp_context, receive_queue_depth, initiator_queue_depth, max_receive_sge, max_initiator_sge, inline_data_size, completion, context, out));
+  ROCEDP_ON_CONTROL(this, create_qp(receive_cq, initiator_cq, qp_context, receive_queue_depth,
+                                    initiator_queue_depth, max_receive_sge, max_initiator_sge,
+                                    inline_data_size, completion, context, out));
   return create_qp_common(this, receive_cq, initiator_cq, nullptr, qp_context, receive_queue_depth,
                           initiator_queue_depth, max_receive_sge, max_initiator_sge,
                           inline_data_size, completion, context, out);
@@ -229,7 +232,9 @@ NTSTATUS Pd::create_qp_with_srq(Cq* receive_cq, Cq* initiator_cq, Srq* srq, void
                                 uint32_t initiator_queue_depth, uint32_t max_initiator_sge,
                                 uint32_t inline_data_size, NdkCreateCompletion completion,
                                 void* context, Qp** out) {
-  ROCEDP_ON_CONTROL(this, create_qp_with_srq(receive_cq, initiator_cq, srq, qp_context, initiator_queue_depth, max_initiator_sge, inline_data_size, completion, context, out));
+  ROCEDP_ON_CONTROL(
+      this, create_qp_with_srq(receive_cq, initiator_cq, srq, qp_context, initiator_queue_depth,
+                               max_initiator_sge, inline_data_size, completion, context, out));
   if (srq == nullptr || srq->header.object_type != NdkObjectType::kSrq)
     return STATUS_INVALID_PARAMETER;
   return create_qp_common(this, receive_cq, initiator_cq, srq, qp_context, 0, initiator_queue_depth,
@@ -328,7 +333,9 @@ struct MrBarrier {
   void* request_context = nullptr;
 };
 
-void barrier_run(CoreMessage& msg, void*) { msg.result = STATUS_SUCCESS; }
+void barrier_run(CoreMessage& msg, void*) {
+  msg.result = STATUS_SUCCESS;
+}
 
 void barrier_done(CoreMessage& msg) {
   auto* b = static_cast<MrBarrier*>(msg.done_ctx);
@@ -385,11 +392,12 @@ NTSTATUS Mr::deregister_mr(NdkRequestCompletion completion, void* context) {
 
 NTSTATUS Mr::initialize_fast_register_mr(uint32_t page_count, bool allow_remote_access,
                                          NdkRequestCompletion, void*) {
-  ROCEDP_ON_CONTROL(this, initialize_fast_register_mr(page_count, allow_remote_access, nullptr, nullptr));
+  ROCEDP_ON_CONTROL(this,
+                    initialize_fast_register_mr(page_count, allow_remote_access, nullptr, nullptr));
   if (!fast_register_ || registered_ || closing) return STATUS_INVALID_PARAMETER;
   rc::MrTokens tokens;
   const NTSTATUS st = impl_of(*adapter).mrs->create_fast_register(pd_->id(), page_count,
-                                                                allow_remote_access, &tokens);
+                                                                  allow_remote_access, &tokens);
   if (st != STATUS_SUCCESS) return st;
   registered_ = true;
   local_token_ = tokens.local;
@@ -415,7 +423,7 @@ NTSTATUS Mr::close(NdkCloseCompletion completion, void* context) {
   close_completion = completion;
   close_context = context;
   if (barriers_ != 0) return STATUS_PENDING;  // CloseCompletion once the cores let go
-  close_completion = nullptr;  // inline success: no callback (NDK)
+  close_completion = nullptr;                 // inline success: no callback (NDK)
   finish_close(this);
   return STATUS_SUCCESS;
 }

@@ -24,7 +24,8 @@ namespace test_hooks {
 void set_cq_ring_allocator(Adapter& adapter, const CqRingAllocatorHook& hook);
 /// Every frame the adapter's RC engines transmit, on the transmitting core. Set before any
 /// traffic (takes effect through the cores' rings).
-void set_tx_tap(Adapter& adapter, void (*tap)(void* context, const uint8_t* frame, size_t len), void* context);
+void set_tx_tap(Adapter& adapter, void (*tap)(void* context, const uint8_t* frame, size_t len),
+                void* context);
 /// The RDMA state of polling core `core` (its RC engine and counters).
 dataplane::CoreRdma& core_rdma(Adapter& adapter, uint32_t core);
 }  // namespace test_hooks

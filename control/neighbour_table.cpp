@@ -55,10 +55,11 @@ bool NeighbourTable::resolvable(config::Ipv4Address ip) const {
   const uint32_t net = options_.local_ip.value & mask;
   return ip.value != 0 && (ip.value >> 28) < 0xE  // not multicast / class E / 255.255.255.255
          && ip != options_.local_ip && (ip.value & mask) == net  // on-link, not ours
-         && ip.value != (net | ~mask);                            // not the subnet broadcast
+         && ip.value != (net | ~mask);                           // not the subnet broadcast
 }
 
-void NeighbourTable::notify(config::Ipv4Address ip, const config::MacAddress& mac, bool removed) const {
+void NeighbourTable::notify(config::Ipv4Address ip, const config::MacAddress& mac,
+                            bool removed) const {
   if (hooks_.on_change) hooks_.on_change(NeighbourChange{ip, mac, removed});
 }
 
@@ -98,19 +99,21 @@ NeighbourTable::ResolveStatus NeighbourTable::resolve(config::Ipv4Address ip, Ne
   return ResolveStatus::kPending;
 }
 
-bool NeighbourTable::lookup(config::Ipv4Address ip, NeighbourTime now, config::MacAddress* mac) const {
+bool NeighbourTable::lookup(config::Ipv4Address ip, NeighbourTime now,
+                            config::MacAddress* mac) const {
   auto it = entries_.find(ip.value);
   if (it == entries_.end()) return false;
   const Entry& e = it->second;
-  if (e.state == NeighbourState::kStatic || (e.state == NeighbourState::kReachable && now < e.deadline)) {
+  if (e.state == NeighbourState::kStatic ||
+      (e.state == NeighbourState::kReachable && now < e.deadline)) {
     *mac = e.mac;
     return true;
   }
   return false;
 }
 
-LearnResult NeighbourTable::learn(config::Ipv4Address ip, const config::MacAddress& mac, NeighbourTime now,
-                                  LearnMode mode) {
+LearnResult NeighbourTable::learn(config::Ipv4Address ip, const config::MacAddress& mac,
+                                  NeighbourTime now, LearnMode mode) {
   if (!resolvable(ip) || !usable_mac(mac)) return LearnResult::kIgnored;
   auto it = entries_.find(ip.value);
   if (it == entries_.end()) {
@@ -217,14 +220,16 @@ std::vector<NeighbourSnapshotEntry> NeighbourTable::snapshot(NeighbourTime now) 
     s.ip = config::Ipv4Address{ip};
     s.mac = e.mac;
     s.state = e.state;
-    s.expires_in_ms = e.state == NeighbourState::kStatic
-                          ? -1
-                          : std::chrono::duration_cast<std::chrono::milliseconds>(e.deadline - now).count();
+    s.expires_in_ms =
+        e.state == NeighbourState::kStatic
+            ? -1
+            : std::chrono::duration_cast<std::chrono::milliseconds>(e.deadline - now).count();
     s.requests_sent = e.requests_sent;
     s.waiters = e.waiters.size();
     out.push_back(s);
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.ip.value < b.ip.value; });
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.ip.value < b.ip.value; });
   return out;
 }
 

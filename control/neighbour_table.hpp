@@ -54,8 +54,9 @@ std::string_view neighbour_state_name(NeighbourState s);
 // The outcome of a resolution, as delivered to its callback.
 struct ResolveResult {
   config::Ipv4Address ip;
-  bool reachable = false;   // false: no answer after the last retry, or the address is not resolvable
-  config::MacAddress mac;   // valid when reachable
+  bool reachable =
+      false;  // false: no answer after the last retry, or the address is not resolvable
+  config::MacAddress mac;  // valid when reachable
 };
 using ResolveCallback = std::function<void(const ResolveResult&)>;
 
@@ -90,18 +91,19 @@ struct NeighbourSnapshotEntry {
   config::Ipv4Address ip;
   config::MacAddress mac;  // zero while resolving
   NeighbourState state;
-  int64_t expires_in_ms;   // reachable: until expiry; resolving: until the next request or verdict; static: -1
+  int64_t expires_in_ms;   // reachable: until expiry; resolving: until the next request or verdict;
+                           // static: -1
   uint32_t requests_sent;  // of the current/last resolution
   size_t waiters;          // resolve callbacks pending
 };
 
 struct NeighbourTableStats {
   uint64_t requests_sent = 0;
-  uint64_t resolved = 0;      // resolutions answered by ARP
-  uint64_t unreachable = 0;   // resolutions that ran out of retries (or were not resolvable)
-  uint64_t learned = 0;       // kCreated + kChanged
+  uint64_t resolved = 0;     // resolutions answered by ARP
+  uint64_t unreachable = 0;  // resolutions that ran out of retries (or were not resolvable)
+  uint64_t learned = 0;      // kCreated + kChanged
   uint64_t expired = 0;
-  uint64_t table_full = 0;    // creations refused by max_entries
+  uint64_t table_full = 0;  // creations refused by max_entries
 };
 
 class NeighbourTable {

@@ -10,20 +10,40 @@
 
 namespace rocedp {
 
-AdapterRuntime::AdapterRuntime(std::unique_ptr<control::Runtime> runtime) : runtime_(std::move(runtime)) {}
-AdapterRuntime::~AdapterRuntime() { stop(); }
+AdapterRuntime::AdapterRuntime(std::unique_ptr<control::Runtime> runtime)
+    : runtime_(std::move(runtime)) {}
+AdapterRuntime::~AdapterRuntime() {
+  stop();
+}
 
-Adapter& AdapterRuntime::adapter() { return *runtime_->adapter(); }
-const config::Config& AdapterRuntime::config() const { return runtime_->config(); }
-size_t AdapterRuntime::core_count() const { return runtime_->core_count(); }
-bool AdapterRuntime::inline_cores() const { return runtime_->inline_cores(); }
-bool AdapterRuntime::poll() { return runtime_->poll(); }
-bool AdapterRuntime::run_on_control(std::function<void()> fn) { return runtime_->run_on_control(std::move(fn)); }
-bool AdapterRuntime::wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+Adapter& AdapterRuntime::adapter() {
+  return *runtime_->adapter();
+}
+const config::Config& AdapterRuntime::config() const {
+  return runtime_->config();
+}
+size_t AdapterRuntime::core_count() const {
+  return runtime_->core_count();
+}
+bool AdapterRuntime::inline_cores() const {
+  return runtime_->inline_cores();
+}
+bool AdapterRuntime::poll() {
+  return runtime_->poll();
+}
+bool AdapterRuntime::run_on_control(std::function<void()> fn) {
+  return runtime_->run_on_control(std::move(fn));
+}
+bool AdapterRuntime::wait_until(const std::function<bool()>& pred,
+                                std::chrono::milliseconds timeout) {
   return runtime_->wait_until(pred, timeout);
 }
-bool AdapterRuntime::detach_ports() { return runtime_->detach_ports(); }
-bool AdapterRuntime::stop() { return runtime_->stop(); }
+bool AdapterRuntime::detach_ports() {
+  return runtime_->detach_ports();
+}
+bool AdapterRuntime::stop() {
+  return runtime_->stop();
+}
 
 PortInfo AdapterRuntime::port() const {
   pmd::Port& p = runtime_->port(0);
@@ -49,7 +69,8 @@ std::unique_ptr<AdapterRuntime> open_adapter(const config::Config& cfg, const Op
   return std::unique_ptr<AdapterRuntime>(new AdapterRuntime(std::move(rt)));
 }
 
-std::unique_ptr<AdapterRuntime> open_adapter_from_file(const std::string& yaml_path, const OpenOptions& options,
+std::unique_ptr<AdapterRuntime> open_adapter_from_file(const std::string& yaml_path,
+                                                       const OpenOptions& options,
                                                        std::string* error) {
   config::Config cfg;
   try {
@@ -62,7 +83,9 @@ std::unique_ptr<AdapterRuntime> open_adapter_from_file(const std::string& yaml_p
 }
 
 namespace control {
-Runtime& runtime_of(AdapterRuntime& rt) { return ndk_detail::RuntimeAccess::runtime(rt); }
+Runtime& runtime_of(AdapterRuntime& rt) {
+  return ndk_detail::RuntimeAccess::runtime(rt);
+}
 }  // namespace control
 
 }  // namespace rocedp

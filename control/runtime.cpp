@@ -11,6 +11,7 @@
 #include <future>
 #include <thread>
 
+#include "control/adapter_setup.hpp"
 #include "control/control_thread.hpp"
 #include "control/daemon_connections.hpp"
 #include "control/telemetry.hpp"
@@ -21,19 +22,22 @@
 #include "pmd/packet_pool.hpp"
 #include "pmd/port.hpp"
 #include "pmd/rx_dispatch.hpp"
-#include "control/adapter_setup.hpp"
 #include "rocedp/adapter.hpp"
 
 namespace rocedp::control {
 
-using pmd::LogLevel;
 using pmd::log;
+using pmd::LogLevel;
 
-Runtime::Runtime(config::Config cfg, const RuntimeOptions& options) : cfg_(std::move(cfg)), options_(options) {}
+Runtime::Runtime(config::Config cfg, const RuntimeOptions& options)
+    : cfg_(std::move(cfg)), options_(options) {}
 
-Runtime::~Runtime() { stop(); }
+Runtime::~Runtime() {
+  stop();
+}
 
-std::unique_ptr<Runtime> Runtime::start(config::Config cfg, const RuntimeOptions& options, std::string* error) {
+std::unique_ptr<Runtime> Runtime::start(config::Config cfg, const RuntimeOptions& options,
+                                        std::string* error) {
   std::unique_ptr<Runtime> rt(new Runtime(std::move(cfg), options));
   if (!rt->start_all(error)) {
     rt->stop();
@@ -45,19 +49,24 @@ std::unique_ptr<Runtime> Runtime::start(config::Config cfg, const RuntimeOptions
 bool Runtime::start_all(std::string* error) {
   if (!pmd::eal_init(cfg_, options_.program, error)) return false;
   eal_ = true;
-  log(LogLevel::kInfo, "eal_ready", {{"file_prefix", cfg_.eal.file_prefix}, {"main_lcore", std::to_string(rte_lcore_id())}});
+  log(LogLevel::kInfo, "eal_ready",
+      {{"file_prefix", cfg_.eal.file_prefix}, {"main_lcore", std::to_string(rte_lcore_id())}});
 
-  const auto n_cores = options_.ports_only ? uint16_t{1} : static_cast<uint16_t>(cfg_.dataplane.lcores.size());
+  const auto n_cores =
+      options_.ports_only ? uint16_t{1} : static_cast<uint16_t>(cfg_.dataplane.lcores.size());
   if (n_cores == 0) {
     *error = "no polling core configured";
     return false;
   }
   uint16_t max_mtu = 0;
   for (const auto& p : cfg_.ports) max_mtu = std::max(max_mtu, p.mtu);
-  pool_ = pmd::PacketPool::create("rdp_pool", cfg_.dataplane.mbuf_count, cfg_.dataplane.mbuf_cache_size,
-                                  pmd::PacketPool::data_room_for_mtu(max_mtu), SOCKET_ID_ANY, error);
+  pool_ =
+      pmd::PacketPool::create("rdp_pool", cfg_.dataplane.mbuf_count, cfg_.dataplane.mbuf_cache_size,
+                              pmd::PacketPool::data_room_for_mtu(max_mtu), SOCKET_ID_ANY, error);
   if (!pool_) return false;
-  log(LogLevel::kInfo, "mempool_created", {{"mbufs", std::to_string(pool_->size())}, {"data_room", std::to_string(pool_->data_room())}});
+  log(LogLevel::kInfo, "mempool_created",
+      {{"mbufs", std::to_string(pool_->size())},
+       {"data_room", std::to_string(pool_->data_room())}});
 
   for (const auto& pc : cfg_.ports) {
     auto port = pmd::Port::open(pc, n_cores, *pool_, cfg_.dataplane, error);
@@ -65,8 +74,10 @@ bool Runtime::start_all(std::string* error) {
       *error = "port " + pc.name + ": " + *error;
       return false;
     }
-    log(LogLevel::kInfo, "port_opened", {{"port", port->name()}, {"id", std::to_string(port->id())},
-                                          {"queues", std::to_string(port->queue_count())}});
+    log(LogLevel::kInfo, "port_opened",
+        {{"port", port->name()},
+         {"id", std::to_string(port->id())},
+         {"queues", std::to_string(port->queue_count())}});
     ports_.push_back(std::move(port));
   }
   if (options_.ports_only) {
@@ -87,24 +98,28 @@ bool Runtime::start_all(std::string* error) {
     channels_.push_back(std::move(ch));
     // Inline cores run on this (the main) lcore.
     const unsigned lcore = options_.launch_cores ? cfg_.dataplane.lcores[i] : rte_lcore_id();
-    cores_.push_back(std::make_unique<dataplane::PollingCore>(i, lcore, cfg_.dataplane.burst_size, *dispatch_,
-                                                              *channels_.back()));
+    cores_.push_back(std::make_unique<dataplane::PollingCore>(i, lcore, cfg_.dataplane.burst_size,
+                                                              *dispatch_, *channels_.back()));
     cores_.back()->set_idle_sleep_us(cfg_.dataplane.idle_sleep_us);
   }
   launched_.assign(n_cores, false);
   if (options_.launch_cores) {
     for (uint16_t i = 0; i < n_cores; ++i) {
       const unsigned lcore = cfg_.dataplane.lcores[i];
-      const int rc = rte_eal_remote_launch(&dataplane::PollingCore::lcore_main, cores_[i].get(), lcore);
+      const int rc =
+          rte_eal_remote_launch(&dataplane::PollingCore::lcore_main, cores_[i].get(), lcore);
       if (rc != 0) {
-        *error = "rte_eal_remote_launch on lcore " + std::to_string(lcore) + ": " + std::strerror(-rc);
+        *error =
+            "rte_eal_remote_launch on lcore " + std::to_string(lcore) + ": " + std::strerror(-rc);
         return false;
       }
       launched_[i] = true;
-      log(LogLevel::kInfo, "core_launched", {{"core", std::to_string(i)}, {"lcore", std::to_string(lcore)}});
+      log(LogLevel::kInfo, "core_launched",
+          {{"core", std::to_string(i)}, {"lcore", std::to_string(lcore)}});
     }
   } else {
-    log(LogLevel::kInfo, "cores_inline", {{"cores", std::to_string(n_cores)}, {"lcore", std::to_string(rte_lcore_id())}});
+    log(LogLevel::kInfo, "cores_inline",
+        {{"cores", std::to_string(n_cores)}, {"lcore", std::to_string(rte_lcore_id())}});
   }
 
   ControlThread::Setup setup;
@@ -122,7 +137,8 @@ bool Runtime::start_all(std::string* error) {
     auto* ct = control_.get();
     if (!telemetry_install([ct] { return ct->latest(); }, error)) return false;
     telemetry_ = true;
-    log(LogLevel::kInfo, "telemetry_ready", {{"socket", "/var/run/dpdk/" + cfg_.eal.file_prefix + "/dpdk_telemetry.v2"}});
+    log(LogLevel::kInfo, "telemetry_ready",
+        {{"socket", "/var/run/dpdk/" + cfg_.eal.file_prefix + "/dpdk_telemetry.v2"}});
   }
   std::string err;
   if (!blocking([&] { return control_->start_ports(&err); })) {
@@ -150,7 +166,8 @@ bool Runtime::open_adapter(std::string* error) {
   run_on_control([&] {
     st = open_adapter_on(setup, &adapter_);
     if (st != STATUS_SUCCESS) return;
-    if (options_.connection_manager) connections_ = DaemonConnections::attach_ct(*adapter_, *control_, cfg_, &cm_error);
+    if (options_.connection_manager)
+      connections_ = DaemonConnections::attach_ct(*adapter_, *control_, cfg_, &cm_error);
     adapter_hook_ = control_->add_poll_hook_ct([this] {
       if (adapter_ == nullptr) return 0u;
       return adapter_->poll_control() + (connections_ ? connections_->poll_ct() : 0u);
@@ -165,7 +182,8 @@ bool Runtime::open_adapter(std::string* error) {
     *error = cm_error;  // stop() closes the adapter
     return false;
   }
-  log(LogLevel::kInfo, "adapter_opened", {{"port", ports_[0]->name()}, {"cores", std::to_string(cores_.size())}});
+  log(LogLevel::kInfo, "adapter_opened",
+      {{"port", ports_[0]->name()}, {"cores", std::to_string(cores_.size())}});
   return true;
 }
 
@@ -205,9 +223,11 @@ bool Runtime::close_adapter() {
     return false;
   }
   // The pair leaks if the close never completes (objects left open); the process is ending then.
-  const bool ok = wait_until([&] { return closed.load(std::memory_order_acquire); }, std::chrono::seconds(2));
+  const bool ok =
+      wait_until([&] { return closed.load(std::memory_order_acquire); }, std::chrono::seconds(2));
   if (!ok) {
-    log(LogLevel::kWarning, "adapter_close_timeout", {{"note", "objects left open; shutting down anyway"}});
+    log(LogLevel::kWarning, "adapter_close_timeout",
+        {{"note", "objects left open; shutting down anyway"}});
     run_on_control([&] { control_->remove_poll_hook_ct(adapter_hook_); });
     return false;
   }
@@ -225,7 +245,10 @@ bool Runtime::detach_ports() {
       for (auto& ch : channels_) {
         // The completion runs on the control thread too, never before this task returns.
         if (dataplane::core_requests::detach_port(
-                *ch, p->id(), [](dataplane::CoreMessage& m) { static_cast<std::atomic<int>*>(m.done_ctx)->fetch_sub(1); },
+                *ch, p->id(),
+                [](dataplane::CoreMessage& m) {
+                  static_cast<std::atomic<int>*>(m.done_ctx)->fetch_sub(1);
+                },
                 &left))
           left.fetch_add(1);
         else
@@ -314,8 +337,10 @@ bool Runtime::stop() {
     if (launched_[i]) rte_eal_wait_lcore(cfg_.dataplane.lcores[i]);
     const unsigned freed = cores_[i]->drain_after_stop();
     if (launched_[i] || !options_.launch_cores)
-      log(LogLevel::kInfo, "core_joined", {{"core", std::to_string(i)}, {"lcore", std::to_string(cores_[i]->lcore_id())},
-                                           {"frames_freed", std::to_string(freed)}});
+      log(LogLevel::kInfo, "core_joined",
+          {{"core", std::to_string(i)},
+           {"lcore", std::to_string(cores_[i]->lcore_id())},
+           {"frames_freed", std::to_string(freed)}});
   }
   control_.reset();
   cores_.clear();
@@ -330,7 +355,8 @@ bool Runtime::stop() {
   if (pool_) {
     const uint32_t available = pool_->available(), size = pool_->size();
     pool_.reset();
-    log(LogLevel::kInfo, "mempool_freed", {{"mbufs", std::to_string(size)}, {"were_free", std::to_string(available)}});
+    log(LogLevel::kInfo, "mempool_freed",
+        {{"mbufs", std::to_string(size)}, {"were_free", std::to_string(available)}});
   }
   if (eal_) {
     pmd::eal_cleanup();

@@ -56,7 +56,7 @@ struct RuntimeOptions {
   /// the control thread, one neighbour table) and serve cfg.listeners
   /// (control/daemon_connections.hpp).
   bool connection_manager = false;
-  bool telemetry = true;      ///< install the DPDK telemetry commands when cfg.telemetry.enabled
+  bool telemetry = true;  ///< install the DPDK telemetry commands when cfg.telemetry.enabled
   /// Raw mode (rocedp-perf --raw): EAL, pool and started ports only; no core, no control thread.
   /// The caller moves frames with Port::rx_burst/tx_burst on queue 0.
   bool ports_only = false;
@@ -66,7 +66,8 @@ class Runtime {
  public:
   /// Brings everything up. On failure returns null with *error set, after tearing down what was
   /// built (logged like a normal stop).
-  static std::unique_ptr<Runtime> start(config::Config cfg, const RuntimeOptions& options, std::string* error);
+  static std::unique_ptr<Runtime> start(config::Config cfg, const RuntimeOptions& options,
+                                        std::string* error);
   ~Runtime();  // stop()
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;

@@ -115,21 +115,25 @@ NTSTATUS Services::start(Adapter& adapter, const std::vector<config::ListenerCon
                              std::to_string(cfg.nd_port);
     if (!l->echo()) {
       l->region.reset(new (std::nothrow) uint8_t[cfg.memory_bytes]());
-      st = l->region ? s->pd_->create_mr(false, nullptr, nullptr, &l->mr) : STATUS_INSUFFICIENT_RESOURCES;
+      st = l->region ? s->pd_->create_mr(false, nullptr, nullptr, &l->mr)
+                     : STATUS_INSUFFICIENT_RESOURCES;
       if (st == STATUS_SUCCESS)
         st = l->mr->register_mr(l->region.get(), cfg.memory_bytes,
                                 NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ |
                                     NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
                                 nullptr, nullptr);
       if (st != STATUS_SUCCESS) {
-        *error = what + ": region of " + std::to_string(cfg.memory_bytes) + " bytes: " + std::string(status_name(st));
+        *error = what + ": region of " + std::to_string(cfg.memory_bytes) +
+                 " bytes: " + std::string(status_name(st));
         s->listening_.push_back(std::move(l));
         s->stop();
         return st;
       }
     }
-    st = create_listener(adapter, &Services::on_connect_event, l.get(), nullptr, nullptr, &l->listener);
-    if (st == STATUS_SUCCESS) st = l->listener->listen(NdkSockAddr{0, cfg.nd_port}, nullptr, nullptr);
+    st = create_listener(adapter, &Services::on_connect_event, l.get(), nullptr, nullptr,
+                         &l->listener);
+    if (st == STATUS_SUCCESS)
+      st = l->listener->listen(NdkSockAddr{0, cfg.nd_port}, nullptr, nullptr);
     if (st != STATUS_SUCCESS) {
       *error = what + ": " + std::string(status_name(st));
       s->listening_.push_back(std::move(l));
@@ -155,7 +159,8 @@ Services::~Services() {
 
 std::string Services::service_of(const Connector* c) const {
   auto it = by_connector_.find(c);
-  return it == by_connector_.end() ? std::string() : std::string(config::to_string(it->second->cfg.service));
+  return it == by_connector_.end() ? std::string()
+                                   : std::string(config::to_string(it->second->cfg.service));
 }
 
 // ---- connection set-up: ConnectEvent -> CQ -> QP -> (receives) -> Accept ----------------------
@@ -186,7 +191,8 @@ void Services::on_connect_event(void* context, NdkConnector* nc) {
   if (l->echo()) {
     const uint64_t bytes = uint64_t{depth} * l->cfg.message_bytes;
     c->buf.reset(new (std::nothrow) uint8_t[bytes]);
-    st = c->buf ? self.pd_->create_mr(false, nullptr, nullptr, &c->mr) : STATUS_INSUFFICIENT_RESOURCES;
+    st = c->buf ? self.pd_->create_mr(false, nullptr, nullptr, &c->mr)
+                : STATUS_INSUFFICIENT_RESOURCES;
     if (st == STATUS_SUCCESS)
       st = c->mr->register_mr(c->buf.get(), bytes, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, nullptr, nullptr);
   }
@@ -196,7 +202,8 @@ void Services::on_connect_event(void* context, NdkConnector* nc) {
     // completion here.
     const uint32_t cq_depth = l->echo() ? 2 * depth : 4;
     c->creating = true;
-    st = self.adapter_.create_cq(cq_depth, &Services::on_cq_notify, c, c->core, &Services::on_cq_created, c, &cq);
+    st = self.adapter_.create_cq(cq_depth, &Services::on_cq_notify, c, c->core,
+                                 &Services::on_cq_created, c, &cq);
     if (st == STATUS_SUCCESS) {
       on_cq_created(c, STATUS_SUCCESS, &cq->header);
       return;
@@ -204,7 +211,8 @@ void Services::on_connect_event(void* context, NdkConnector* nc) {
     if (st == STATUS_PENDING) return;
     c->creating = false;
   }
-  pmd::log(LogLevel::kWarning, "service_setup_failed", {{"step", "cq"}, {"status", std::string(status_name(st))}});
+  pmd::log(LogLevel::kWarning, "service_setup_failed",
+           {{"step", "cq"}, {"status", std::string(status_name(st))}});
   ++self.counters_.connections_failed;
   self.teardown(c);
 }
@@ -227,7 +235,8 @@ void Services::on_cq_created(void* context, NTSTATUS status, NdkObjectHeader* ob
   const uint32_t depth = echo ? c->svc->cfg.queue_depth : 1;
   Qp* qp = nullptr;
   c->creating = true;
-  const NTSTATUS st = self.pd_->create_qp(c->cq, c->cq, c, depth, depth, 1, 1, 0, &Services::on_qp_created, c, &qp);
+  const NTSTATUS st =
+      self.pd_->create_qp(c->cq, c->cq, c, depth, depth, 1, 1, 0, &Services::on_qp_created, c, &qp);
   if (st == STATUS_SUCCESS) {
     on_qp_created(c, STATUS_SUCCESS, &qp->header);
   } else if (st != STATUS_PENDING) {
@@ -279,10 +288,11 @@ void Services::accept(Conn* c) {
   (void)adapter_.query_adapter_info(&info, &info_size);
   const uint32_t irl = info.max_inbound_read_limit;
   if (st == STATUS_SUCCESS)
-    st = c->connector->accept_ex(c->qp, irl, 0, pd_len != 0 ? pd : nullptr, pd_len, &Services::on_disconnected, c,
-                                 &Services::on_accepted, c);
+    st = c->connector->accept_ex(c->qp, irl, 0, pd_len != 0 ? pd : nullptr, pd_len,
+                                 &Services::on_disconnected, c, &Services::on_accepted, c);
   if (st != STATUS_PENDING && st != STATUS_SUCCESS) {
-    pmd::log(LogLevel::kWarning, "service_accept_failed", {{"status", std::string(status_name(st))}});
+    pmd::log(LogLevel::kWarning, "service_accept_failed",
+             {{"status", std::string(status_name(st))}});
     ++counters_.connections_failed;
     teardown(c);
     return;
@@ -307,7 +317,8 @@ void Services::on_accepted(void* context, NTSTATUS status) {
   c->connector->get_peer_address(&peer, &size);
   pmd::log(LogLevel::kInfo, "service_connected",
            {{"service", std::string(config::to_string(c->svc->cfg.service))},
-            {"peer", config::format_ipv4(config::Ipv4Address{peer.ip}) + ":" + std::to_string(peer.port)},
+            {"peer",
+             config::format_ipv4(config::Ipv4Address{peer.ip}) + ":" + std::to_string(peer.port)},
             {"qpn", std::to_string(c->qp->qpn())},
             {"core", std::to_string(c->core)}});
 }
@@ -444,7 +455,8 @@ NTSTATUS Services::post_receives(Conn* c) {
   const Listening& l = *c->svc;
   NTSTATUS st = STATUS_SUCCESS;
   for (uint32_t i = 0; i < l.cfg.queue_depth && st == STATUS_SUCCESS; ++i) {
-    NdkSge sge{c->buf.get() + uint64_t{i} * l.cfg.message_bytes, l.cfg.message_bytes, c->mr->get_local_token()};
+    NdkSge sge{c->buf.get() + uint64_t{i} * l.cfg.message_bytes, l.cfg.message_bytes,
+               c->mr->get_local_token()};
     st = c->qp->receive(slot_context(i, false), &sge, 1);
   }
   c->receives_posted = st == STATUS_SUCCESS;
@@ -462,7 +474,8 @@ void Services::start_echo(Conn* c) {
 
 void Services::on_disconnect_done(void* context, NTSTATUS status) {
   auto* c = static_cast<Conn*>(context);
-  pmd::log(LogLevel::kInfo, "service_disconnected", {{"by", "service"}, {"status", std::string(status_name(status))}});
+  pmd::log(LogLevel::kInfo, "service_disconnected",
+           {{"by", "service"}, {"status", std::string(status_name(status))}});
   c->owner->teardown(c);
 }
 
@@ -475,7 +488,8 @@ unsigned Services::poll() {
       failed.push_back(c);
       continue;
     }
-    if (c->svc->echo() && !c->receives_posted && std::chrono::steady_clock::now() >= c->post_receives_at) {
+    if (c->svc->echo() && !c->receives_posted &&
+        std::chrono::steady_clock::now() >= c->post_receives_at) {
       if (post_receives(c) != STATUS_SUCCESS) {
         failed.push_back(c);
         continue;
@@ -484,7 +498,8 @@ unsigned Services::poll() {
       ++work;
     }
     const uint32_t after = c->svc->cfg.disconnect_after;
-    if (after != 0 && !c->disconnecting && c->echoes_done.load(std::memory_order_relaxed) >= after) {
+    if (after != 0 && !c->disconnecting &&
+        c->echoes_done.load(std::memory_order_relaxed) >= after) {
       c->disconnecting = true;
       const NTSTATUS st = c->connector->disconnect(&Services::on_disconnect_done, c);
       if (st != STATUS_PENDING) on_disconnect_done(c, st);
@@ -494,7 +509,8 @@ unsigned Services::poll() {
   }
   // teardown() may free a Conn: not while iterating conns_.
   for (Conn* c : failed) {
-    pmd::log(LogLevel::kWarning, "service_connection_failed", {{"qpn", c->qp ? std::to_string(c->qp->qpn()) : "?"}});
+    pmd::log(LogLevel::kWarning, "service_connection_failed",
+             {{"qpn", c->qp ? std::to_string(c->qp->qpn()) : "?"}});
     ++counters_.connections_failed;
     teardown(c);
   }
@@ -525,7 +541,8 @@ void Services::on_cq_notify(void* context, NTSTATUS status) {
       if ((ctx & 1) == 0) {
         // A SEND arrived: the same bytes go back from the same buffer.
         NdkSge sge{data, r.bytes_transferred, c->local_token};
-        const NTSTATUS st = c->core_qp->send(slot_context(slot, true), &sge, r.bytes_transferred != 0 ? 1 : 0, 0);
+        const NTSTATUS st =
+            c->core_qp->send(slot_context(slot, true), &sge, r.bytes_transferred != 0 ? 1 : 0, 0);
         if (st == STATUS_SUCCESS) {
           bump(c->echo_messages, 1);
           bump(c->echo_bytes, r.bytes_transferred);

@@ -17,7 +17,7 @@ namespace {
 std::mutex g_mutex;  // guards g_source; taken by telemetry handlers and install/uninstall only
 SnapshotSource g_source;
 bool g_registered = false;
-DaemonInfo g_info;             // guarded by g_mutex
+DaemonInfo g_info;  // guarded by g_mutex
 bool g_have_info = false;
 const char* g_state = "running";  // a string literal; guarded by g_mutex
 
@@ -73,8 +73,12 @@ const PortField kPortFields[] = {
     {"fault_delayed", [](const PortSnapshot& p) { return p.stats.fault.delayed; }},
 };
 
-std::string port_ip(const PortSnapshot& p) { return config::format_ipv4(p.address); }
-std::string port_mac(const PortSnapshot& p) { return config::format_mac(p.mac); }
+std::string port_ip(const PortSnapshot& p) {
+  return config::format_ipv4(p.address);
+}
+std::string port_mac(const PortSnapshot& p) {
+  return config::format_mac(p.mac);
+}
 
 struct CoreField {
   const char* name;
@@ -99,14 +103,16 @@ const CoreField kCoreFields[] = {
     {"arp_replies", [](const dataplane::CoreStats& c) { return c.arp_icmp.arp_replies; }},
     {"echo_replies", [](const dataplane::CoreStats& c) { return c.arp_icmp.echo_replies; }},
     {"drops", [](const dataplane::CoreStats& c) { return c.total_drops(); }},
-    {"attached_queues", [](const dataplane::CoreStats& c) -> uint64_t { return c.attached_queues; }},
+    {"attached_queues",
+     [](const dataplane::CoreStats& c) -> uint64_t { return c.attached_queues; }},
     {"neighbours", [](const dataplane::CoreStats& c) -> uint64_t { return c.neighbours; }},
 };
 
 // Drops by reason name, in a stable order: wire reasons, core reasons, ARP/ICMP reasons. A name
 // that appears in two lists (ip_bad_header in the RoCEv2 parser and in ARP/ICMP) means the same
 // thing and is summed.
-std::vector<std::pair<std::string_view, uint64_t>> drops_by_reason(const std::vector<dataplane::CoreStats>& cores) {
+std::vector<std::pair<std::string_view, uint64_t>> drops_by_reason(
+    const std::vector<dataplane::CoreStats>& cores) {
   std::vector<std::pair<std::string_view, uint64_t>> out;
   auto add = [&out](std::string_view name, uint64_t v) {
     for (auto& [n, total] : out)
@@ -221,7 +227,8 @@ int cmd_status(const char*, const char*, rte_tel_data* d) {
   rte_tel_data_add_dict_string(d, "version", info.version.c_str());
   rte_tel_data_add_dict_u64(d, "pid", static_cast<uint64_t>(getpid()));
   rte_tel_data_add_dict_string(d, "state", state);
-  const auto up = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now() - info.started);
+  const auto up = std::chrono::duration_cast<std::chrono::seconds>(
+      std::chrono::system_clock::now() - info.started);
   rte_tel_data_add_dict_u64(d, "uptime_s", have ? static_cast<uint64_t>(up.count()) : 0);
   rte_tel_data_add_dict_string(d, "config", info.config_path.c_str());
   uint64_t ports = 0, up_ports = 0, established = 0;
@@ -301,17 +308,21 @@ int telemetry_format_cores(const Snapshot& s, const char* params, rte_tel_data* 
 
 int telemetry_format_drops(const Snapshot& s, rte_tel_data* d) {
   rte_tel_data_start_dict(d);
-  for (const auto& [name, v] : drops_by_reason(s.cores)) rte_tel_data_add_dict_u64(d, std::string(name).c_str(), v);
+  for (const auto& [name, v] : drops_by_reason(s.cores))
+    rte_tel_data_add_dict_u64(d, std::string(name).c_str(), v);
   return 0;
 }
 
 int telemetry_format_neighbours(const Snapshot& s, rte_tel_data* d) {
   rte_tel_data_start_dict(d);
   add_string_column(d, "port", s.neighbours, [](const NeighbourRow& r) { return r.port; });
-  add_string_column(d, "ip", s.neighbours, [](const NeighbourRow& r) { return config::format_ipv4(r.entry.ip); });
-  add_string_column(d, "mac", s.neighbours, [](const NeighbourRow& r) { return config::format_mac(r.entry.mac); });
-  add_string_column(d, "state", s.neighbours,
-                    [](const NeighbourRow& r) { return std::string(neighbour_state_name(r.entry.state)); });
+  add_string_column(d, "ip", s.neighbours,
+                    [](const NeighbourRow& r) { return config::format_ipv4(r.entry.ip); });
+  add_string_column(d, "mac", s.neighbours,
+                    [](const NeighbourRow& r) { return config::format_mac(r.entry.mac); });
+  add_string_column(d, "state", s.neighbours, [](const NeighbourRow& r) {
+    return std::string(neighbour_state_name(r.entry.state));
+  });
   // -1 (static) shows as 2^64-1 in a u64 column; keep it readable as a string instead.
   add_string_column(d, "expires_in_ms", s.neighbours,
                     [](const NeighbourRow& r) { return std::to_string(r.entry.expires_in_ms); });
@@ -320,7 +331,8 @@ int telemetry_format_neighbours(const Snapshot& s, rte_tel_data* d) {
 
 int telemetry_format_control(const Snapshot& s, rte_tel_data* d) {
   rte_tel_data_start_dict(d);
-  const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - s.taken);
+  const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - s.taken);
   rte_tel_data_add_dict_u64(d, "snapshot_sequence", s.sequence);
   rte_tel_data_add_dict_u64(d, "snapshot_age_ms", static_cast<uint64_t>(age.count()));
   rte_tel_data_add_dict_u64(d, "mbufs_available", s.mbufs_available);
@@ -340,12 +352,17 @@ int telemetry_format_connections(const Snapshot& s, rte_tel_data* d) {
   const auto& rows = s.connections;
   rte_tel_data_start_dict(d);
   rte_tel_data_add_dict_u64(d, "count", rows.size());
-  add_string_column(d, "local_ip", rows, [](const R& r) { return config::format_ipv4(config::Ipv4Address{r.local_ip}); });
+  add_string_column(d, "local_ip", rows, [](const R& r) {
+    return config::format_ipv4(config::Ipv4Address{r.local_ip});
+  });
   add_u64_column(d, "local_port", rows, [](const R& r) -> uint64_t { return r.local_port; });
-  add_string_column(d, "remote_ip", rows, [](const R& r) { return config::format_ipv4(config::Ipv4Address{r.remote_ip}); });
+  add_string_column(d, "remote_ip", rows, [](const R& r) {
+    return config::format_ipv4(config::Ipv4Address{r.remote_ip});
+  });
   add_u64_column(d, "remote_port", rows, [](const R& r) -> uint64_t { return r.remote_port; });
   add_string_column(d, "state", rows, [](const R& r) { return r.state; });
-  add_string_column(d, "role", rows, [](const R& r) { return std::string(r.active ? "active" : "passive"); });
+  add_string_column(d, "role", rows,
+                    [](const R& r) { return std::string(r.active ? "active" : "passive"); });
   add_u64_column(d, "qpn", rows, [](const R& r) -> uint64_t { return r.qpn; });
   add_u64_column(d, "peer_qpn", rows, [](const R& r) -> uint64_t { return r.peer_qpn; });
   add_u64_column(d, "core", rows, [](const R& r) -> uint64_t { return r.core; });
@@ -371,7 +388,8 @@ int telemetry_format_qps(const Snapshot& s, const char* params, rte_tel_data* d)
       if (r.qpn != qpn) continue;
       for (const auto& f : kQpFields) {
         rte_tel_data_add_dict_u64(d, f.name, f.get(r));
-        if (std::string_view(f.name) == "core") rte_tel_data_add_dict_string(d, "state", r.state.c_str());
+        if (std::string_view(f.name) == "core")
+          rte_tel_data_add_dict_string(d, "state", r.state.c_str());
       }
       return 0;
     }
@@ -380,7 +398,8 @@ int telemetry_format_qps(const Snapshot& s, const char* params, rte_tel_data* d)
   rte_tel_data_add_dict_u64(d, "count", rows.size());
   for (const auto& f : kQpFields) {
     add_u64_column(d, f.name, rows, f.get);
-    if (std::string_view(f.name) == "core") add_string_column(d, "state", rows, [](const QpRow& r) { return r.state; });
+    if (std::string_view(f.name) == "core")
+      add_string_column(d, "state", rows, [](const QpRow& r) { return r.state; });
   }
   return 0;
 }
@@ -391,9 +410,11 @@ int telemetry_format_listeners(const Snapshot& s, const DaemonInfo& info, rte_te
   rte_tel_data_add_dict_u64(d, "count", info.listeners.size());
   add_string_column(d, "port", info.listeners, [](const L& l) { return l.port; });
   add_u64_column(d, "nd_port", info.listeners, [](const L& l) -> uint64_t { return l.nd_port; });
-  add_string_column(d, "service", info.listeners,
-                    [](const L& l) { return std::string(l.service == L::Service::kEcho ? "echo" : "memory"); });
-  add_u64_column(d, "max_connections", info.listeners, [](const L& l) -> uint64_t { return l.max_connections; });
+  add_string_column(d, "service", info.listeners, [](const L& l) {
+    return std::string(l.service == L::Service::kEcho ? "echo" : "memory");
+  });
+  add_u64_column(d, "max_connections", info.listeners,
+                 [](const L& l) -> uint64_t { return l.max_connections; });
   add_u64_column(d, "connections", info.listeners, [&s](const L& l) -> uint64_t {
     uint64_t n = 0;
     for (const auto& c : s.connections) n += !c.active && c.local_port == l.nd_port ? 1 : 0;
@@ -423,17 +444,22 @@ bool telemetry_install(SnapshotSource source, std::string* error) {
     const char* help;
   };
   const Cmd cmds[] = {
-      {"/rocedp/ports", cmd_ports, "Ports: name, id, MAC, IP, MTU, queues, link, counters. Parameter: port name or id"},
-      {"/rocedp/cores", cmd_cores, "Polling cores: lcore, busy/idle cycles, rx/tx, drops. Parameter: core index"},
+      {"/rocedp/ports", cmd_ports,
+       "Ports: name, id, MAC, IP, MTU, queues, link, counters. Parameter: port name or id"},
+      {"/rocedp/cores", cmd_cores,
+       "Polling cores: lcore, busy/idle cycles, rx/tx, drops. Parameter: core index"},
       {"/rocedp/drops", cmd_drops, "Drop totals over all cores, by reason"},
       {"/rocedp/neighbours", cmd_neighbours, "Neighbour tables: port, ip, mac, state, expiry"},
       {"/rocedp/control", cmd_control, "Control thread counters and snapshot age"},
       {"/rocedp/connections", cmd_connections,
        "Connections: local/remote ip and port, state, role, QPN, peer QPN, core, service"},
       {"/rocedp/qps", cmd_qps,
-       "Queue pairs: QPN, core, state, peer QPN, SQ/RQ depth in use, PSNs, retries. Parameter: QPN"},
-      {"/rocedp/listeners", cmd_listeners, "Listeners: port, ND port, service, max and open connections"},
-      {"/rocedp/status", cmd_status, "Daemon: program, version, pid, state, uptime, config, counts"},
+       "Queue pairs: QPN, core, state, peer QPN, SQ/RQ depth in use, PSNs, retries. Parameter: "
+       "QPN"},
+      {"/rocedp/listeners", cmd_listeners,
+       "Listeners: port, ND port, service, max and open connections"},
+      {"/rocedp/status", cmd_status,
+       "Daemon: program, version, pid, state, uptime, config, counts"},
   };
   for (const auto& c : cmds) {
     if (rte_telemetry_register_cmd(c.name, c.fn, c.help) != 0) {

@@ -2,33 +2,37 @@
 // DPDK telemetry commands of rocedpd (dpdk-telemetry.py, or the socket
 // /var/run/dpdk/<file-prefix>/dpdk_telemetry.v2 directly):
 //
-//   /rocedp/ports[,NAME|ID]  ports: name, id, MAC, IP, MTU, queues, link, rx/tx packets/bytes, errors,
-//                            fault counters. Without a parameter one column (array) per field, index =
-//                            port; with one, that port's fields as scalars.
-//   /rocedp/cores[,INDEX]    polling cores: lcore, busy/idle TSC cycles, polls, rx/tx packets/bytes,
+//   /rocedp/ports[,NAME|ID]  ports: name, id, MAC, IP, MTU, queues, link, rx/tx packets/bytes,
+//   errors,
+//                            fault counters. Without a parameter one column (array) per field,
+//                            index = port; with one, that port's fields as scalars.
+//   /rocedp/cores[,INDEX]    polling cores: lcore, busy/idle TSC cycles, polls, rx/tx
+//   packets/bytes,
 //                            handoffs, drops. Columns, or one core with its drops by reason.
 //   /rocedp/drops            drop totals over all cores, by reason name (every reason, zeros too).
 //   /rocedp/neighbours       the control thread's neighbour tables: port, ip, mac, state, expiry.
 //   /rocedp/control          control-thread counters, free mbufs, snapshot sequence and age.
 //   /rocedp/connections      the adapter's connectors (rocedpd with listeners): local/remote ip and
-//                            port, state, role, QPN, peer QPN, core, service. Columns; "count" rows.
+//                            port, state, role, QPN, peer QPN, core, service. Columns; "count"
+//                            rows.
 //   /rocedp/status           program, version, pid, state, uptime, config, and counts of ports,
-//                            cores, listeners, connections and QPs (needs telemetry_set_daemon_info).
+//                            cores, listeners, connections and QPs (needs
+//                            telemetry_set_daemon_info).
 //   /rocedp/listeners        configured listeners: port, nd_port, service, connections (open now).
 //   /rocedp/qps[,QPN]        the adapter's RC QPs, read by their owning cores in the snapshot
 //                            round: QPN, core, state, peer QPN, path MTU, SQ/RQ depth and in use,
 //                            next/unacked/expected PSN, retries and RNR retries used. With a QPN
-//                            that QP's fields as scalars. /rocedp/connections adds each connection's
-//                            QP state (qp_state) from the same snapshot.
+//                            that QP's fields as scalars. /rocedp/connections adds each
+//                            connection's QP state (qp_state) from the same snapshot.
 //
 // DPDK 22.11 containers nest one level (a dict may hold arrays of scalars, not dicts), hence the
 // column layout. Handlers run on DPDK's telemetry thread and only read the latest immutable
 // Snapshot, fetched through the source function (ControlThread::latest(): a shared_ptr copied
 // under a mutex that only control-path code takes, never the polling cores).
 
+#include <chrono>
 #include <functional>
 #include <memory>
-#include <chrono>
 #include <string>
 #include <vector>
 

@@ -19,7 +19,7 @@ constexpr uint32_t kIcmpLen = sizeof(rte_icmp_hdr);
 static_assert(kEthLen == 14 && kArpLen == 28 && kIpMinLen == 20 && kIcmpLen == 8);
 static_assert(kEthMinFrame >= kEthLen + kArpLen);
 
-constexpr uint8_t kEchoReplyTtl = 64;  // Linux's default ip_default_ttl
+constexpr uint8_t kEchoReplyTtl = 64;    // Linux's default ip_default_ttl
 constexpr uint8_t kIcmpEchoRequest = 8;  // RFC 792
 constexpr uint8_t kIcmpEchoReply = 0;
 constexpr uint8_t kIpProtoIcmp = 1;
@@ -131,9 +131,11 @@ IcmpVerdict check_icmp(const rte_mbuf* m, const LocalAddress& local) {
   // The protocol byte sits at offset 9 of the IP header; without it the frame is not ours to judge.
   if (seg < kEthLen + 10) return {ArpIcmpClass::kNotArpIcmp, ArpIcmpDrop::kCount, 0, 0};
   const auto* ip = rte_pktmbuf_mtod_offset(m, const rte_ipv4_hdr*, kEthLen);
-  if (ip->next_proto_id != kIpProtoIcmp) return {ArpIcmpClass::kNotArpIcmp, ArpIcmpDrop::kCount, 0, 0};
+  if (ip->next_proto_id != kIpProtoIcmp)
+    return {ArpIcmpClass::kNotArpIcmp, ArpIcmpDrop::kCount, 0, 0};
   if (seg < kEthLen + kIpMinLen) return drop(ArpIcmpDrop::kShortFrame);
-  if ((ip->version_ihl >> 4) != 4 || (ip->version_ihl & 0xF) < 5) return drop(ArpIcmpDrop::kIpBadHeader);
+  if ((ip->version_ihl >> 4) != 4 || (ip->version_ihl & 0xF) < 5)
+    return drop(ArpIcmpDrop::kIpBadHeader);
   const uint32_t hlen = (ip->version_ihl & 0xFu) * 4;
   if (seg < kEthLen + hlen + kIcmpLen) return drop(ArpIcmpDrop::kShortFrame);
   const uint32_t total = rte_be_to_cpu_16(ip->total_length);
@@ -141,7 +143,8 @@ IcmpVerdict check_icmp(const rte_mbuf* m, const LocalAddress& local) {
     return drop(ArpIcmpDrop::kIpBadLength);
   }
   if (rte_raw_cksum(ip, hlen) != 0xFFFF) return drop(ArpIcmpDrop::kIpBadChecksum);
-  if ((rte_be_to_cpu_16(ip->fragment_offset) & (RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)) != 0) {
+  if ((rte_be_to_cpu_16(ip->fragment_offset) & (RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)) !=
+      0) {
     return drop(ArpIcmpDrop::kIpFragment);
   }
   const auto* eth = rte_pktmbuf_mtod(m, const rte_ether_hdr*);
@@ -152,7 +155,8 @@ IcmpVerdict check_icmp(const rte_mbuf* m, const LocalAddress& local) {
     return drop(ArpIcmpDrop::kIcmpNotForUs);
   }
   const uint32_t src = rte_be_to_cpu_32(ip->src_addr);
-  if (!valid_peer_ip(src, local) || src == local.ip.value || rte_is_multicast_ether_addr(&eth->src_addr)) {
+  if (!valid_peer_ip(src, local) || src == local.ip.value ||
+      rte_is_multicast_ether_addr(&eth->src_addr)) {
     return drop(ArpIcmpDrop::kIpBadSource);
   }
   const auto* icmp = rte_pktmbuf_mtod_offset(m, const rte_icmp_hdr*, kEthLen + hlen);
@@ -215,7 +219,8 @@ bool answer_icmp(rte_mbuf* m, const LocalAddress& local, ArpIcmpCounters* c) {
   // Drop Ethernet padding (and anything past the IP datagram) first: nothing is modified yet if
   // the chain does not allow it.
   const uint32_t wanted = kEthLen + v.ip_total;
-  if (rte_pktmbuf_pkt_len(m) > wanted && rte_pktmbuf_trim(m, rte_pktmbuf_pkt_len(m) - wanted) != 0) {
+  if (rte_pktmbuf_pkt_len(m) > wanted &&
+      rte_pktmbuf_trim(m, rte_pktmbuf_pkt_len(m) - wanted) != 0) {
     count(c, ArpIcmpDrop::kReplyFailed);
     return false;
   }
@@ -257,7 +262,8 @@ bool answer_icmp(rte_mbuf* m, const LocalAddress& local, ArpIcmpCounters* c) {
   ip.hdr_checksum = rte_ipv4_cksum(&ip);
   std::memcpy(base + options, &eth, kEthLen);
   std::memcpy(base + options + kEthLen, &ip, kIpMinLen);
-  if (options != 0) rte_pktmbuf_adj(m, static_cast<uint16_t>(options));  // cannot fail: checked above
+  if (options != 0)
+    rte_pktmbuf_adj(m, static_cast<uint16_t>(options));  // cannot fail: checked above
   reset_offloads(m);
   m->l2_len = kEthLen;
   m->l3_len = kIpMinLen;
@@ -348,7 +354,8 @@ bool extract_arp_peer(const rte_mbuf* m, const LocalAddress& local, ArpPeer* pee
   return true;
 }
 
-rte_mbuf* build_arp_request(rte_mempool* pool, const LocalAddress& local, config::Ipv4Address target) {
+rte_mbuf* build_arp_request(rte_mempool* pool, const LocalAddress& local,
+                            config::Ipv4Address target) {
   return build_arp(pool, local, target.value);
 }
 

@@ -51,35 +51,37 @@ struct LocalAddress {
 // What the dispatcher should do with a received frame.
 enum class ArpIcmpClass : uint8_t {
   kNotArpIcmp,     // neither ARP nor ICMP: other classifiers (RoCEv2, ...) decide
-  kAnswerLocally,  // ARP request for our address, or valid ICMP echo request to us: answer_locally()
+  kAnswerLocally,  // ARP request for our address, or valid ICMP echo request to us:
+                   // answer_locally()
   kToControl,      // ARP reply / gratuitous ARP we may learn from: to the control thread
   kDrop,           // ARP or ICMP we will not answer (malformed or not for us): counted, free it
 };
 
 // Drop reasons, generated once (CONVENTIONS "errors as data").
-#define ROCEDP_ARP_ICMP_DROPS(X)                                                              \
-  X(kShortFrame, "short_frame")             /* frame shorter than the headers it must hold */ \
-  X(kArpBadFormat, "arp_bad_format")        /* not Ethernet/IPv4 ARP (htype, ptype, hlen, plen) */ \
-  X(kArpBadOpcode, "arp_bad_opcode")        /* neither request nor reply */                   \
-  X(kArpBadSender, "arp_bad_sender")        /* sender MAC multicast/zero, sender IP invalid */ \
-  X(kArpNotForUs, "arp_not_for_us")         /* request for another address, or another MAC */ \
-  X(kArpAddressConflict, "arp_address_conflict") /* another station claims our IPv4 address */ \
-  X(kLoopedBack, "looped_back")             /* our own frame seen again on receive */         \
-  X(kIpBadHeader, "ip_bad_header")          /* version != 4 or IHL < 5 */                     \
-  X(kIpBadLength, "ip_bad_length")          /* total length vs IHL vs frame inconsistent */   \
-  X(kIpBadChecksum, "ip_bad_checksum")                                                        \
-  X(kIpFragment, "ip_fragment")             /* we do not reassemble ICMP */                   \
-  X(kIpBadSource, "ip_bad_source")          /* source zero/multicast/broadcast/ours, or L2 source multicast */ \
-  X(kIcmpNotForUs, "icmp_not_for_us")       /* destination IP or MAC not ours (incl. broadcast ping) */ \
-  X(kIcmpBadChecksum, "icmp_bad_checksum")                                                    \
-  X(kIcmpUnsupported, "icmp_unsupported")   /* any ICMP message other than echo request code 0 */ \
-  X(kReplyFailed, "reply_failed")           /* mbuf layout did not allow the in-place rewrite */
+#define ROCEDP_ARP_ICMP_DROPS(X)                                                                  \
+  X(kShortFrame, "short_frame")      /* frame shorter than the headers it must hold */            \
+  X(kArpBadFormat, "arp_bad_format") /* not Ethernet/IPv4 ARP (htype, ptype, hlen, plen) */       \
+  X(kArpBadOpcode, "arp_bad_opcode") /* neither request nor reply */                              \
+  X(kArpBadSender, "arp_bad_sender") /* sender MAC multicast/zero, sender IP invalid */           \
+  X(kArpNotForUs, "arp_not_for_us")  /* request for another address, or another MAC */            \
+  X(kArpAddressConflict, "arp_address_conflict") /* another station claims our IPv4 address */    \
+  X(kLoopedBack, "looped_back")                  /* our own frame seen again on receive */        \
+  X(kIpBadHeader, "ip_bad_header")               /* version != 4 or IHL < 5 */                    \
+  X(kIpBadLength, "ip_bad_length")               /* total length vs IHL vs frame inconsistent */  \
+  X(kIpBadChecksum, "ip_bad_checksum")                                                            \
+  X(kIpFragment, "ip_fragment") /* we do not reassemble ICMP */                                   \
+  X(kIpBadSource,                                                                                 \
+    "ip_bad_source") /* source zero/multicast/broadcast/ours, or L2 source multicast */           \
+  X(kIcmpNotForUs, "icmp_not_for_us") /* destination IP or MAC not ours (incl. broadcast ping) */ \
+  X(kIcmpBadChecksum, "icmp_bad_checksum")                                                        \
+  X(kIcmpUnsupported, "icmp_unsupported") /* any ICMP message other than echo request code 0 */   \
+  X(kReplyFailed, "reply_failed")         /* mbuf layout did not allow the in-place rewrite */
 
 enum class ArpIcmpDrop : uint8_t {
 #define ROCEDP_X(name, str) name,
   ROCEDP_ARP_ICMP_DROPS(ROCEDP_X)
 #undef ROCEDP_X
-  kCount
+      kCount
 };
 inline constexpr size_t kArpIcmpDropCount = static_cast<size_t>(ArpIcmpDrop::kCount);
 
@@ -121,8 +123,8 @@ ArpIcmpClass classify_arp_icmp(const rte_mbuf* m, const LocalAddress& local,
 //    dropped (RFC 1122 3.2.2.6 makes reflecting them a SHOULD), Ethernet padding trimmed, IP
 //    checksum recomputed, ICMP checksum updated incrementally (RFC 1624 eqn. 3).
 // Re-checks the layout it relies on, so a misrouted frame is never read past its end. Returns
-// false (and counts kReplyFailed or the reason) if the frame cannot be answered: the caller frees it.
-// If `peer` is not null it receives the requester of an ARP request (ip 0 otherwise), which the
+// false (and counts kReplyFailed or the reason) if the frame cannot be answered: the caller frees
+// it. If `peer` is not null it receives the requester of an ARP request (ip 0 otherwise), which the
 // control thread may learn with targets_us semantics (RFC 826: the target adds the sender).
 bool answer_locally(rte_mbuf* m, const LocalAddress& local, ArpIcmpCounters* counters,
                     ArpPeer* peer);
@@ -136,7 +138,8 @@ inline constexpr uint16_t kEthMinFrame = 60;
 
 // Builds a broadcast ARP request "who has `target`? tell `local.ip`" into a fresh mbuf from
 // `pool`. Returns null if the pool is empty. Control path (allocates).
-rte_mbuf* build_arp_request(rte_mempool* pool, const LocalAddress& local, config::Ipv4Address target);
+rte_mbuf* build_arp_request(rte_mempool* pool, const LocalAddress& local,
+                            config::Ipv4Address target);
 
 // Builds a gratuitous ARP (ARP Announcement, RFC 5227 §2.3): a broadcast request whose sender
 // and target protocol addresses are both ours and whose target hardware address is zero.

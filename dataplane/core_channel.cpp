@@ -31,17 +31,19 @@ std::unique_ptr<CoreChannel> CoreChannel::create(uint16_t core_index, uint32_t c
   char cpl_name[RTE_RING_NAMESIZE];
   std::snprintf(req_name, sizeof req_name, "rdp_req_%u_%u", core_index, serial);
   std::snprintf(cpl_name, sizeof cpl_name, "rdp_cpl_%u_%u", core_index, serial);
-  // RING_F_EXACT_SZ: the rings hold exactly `capacity` entries, so the completion ring can take back
-  // every message of the freelist and the core's enqueue never fails.
+  // RING_F_EXACT_SZ: the rings hold exactly `capacity` entries, so the completion ring can take
+  // back every message of the freelist and the core's enqueue never fails.
   const unsigned flags = RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ;
   rte_ring* req = rte_ring_create(req_name, capacity, SOCKET_ID_ANY, flags);
   if (req == nullptr) {
-    if (error) *error = std::string("rte_ring_create(") + req_name + "): " + rte_strerror(rte_errno);
+    if (error)
+      *error = std::string("rte_ring_create(") + req_name + "): " + rte_strerror(rte_errno);
     return nullptr;
   }
   rte_ring* cpl = rte_ring_create(cpl_name, capacity, SOCKET_ID_ANY, flags);
   if (cpl == nullptr) {
-    if (error) *error = std::string("rte_ring_create(") + cpl_name + "): " + rte_strerror(rte_errno);
+    if (error)
+      *error = std::string("rte_ring_create(") + cpl_name + "): " + rte_strerror(rte_errno);
     rte_ring_free(req);
     return nullptr;
   }
@@ -72,7 +74,9 @@ CoreMessage* CoreChannel::alloc() {
   return msg;
 }
 
-void CoreChannel::free(CoreMessage* msg) { free_.push_back(msg); }
+void CoreChannel::free(CoreMessage* msg) {
+  free_.push_back(msg);
+}
 
 bool CoreChannel::post(CoreMessage* msg) {
   return rte_ring_sp_enqueue(requests_, msg) == 0;
@@ -126,7 +130,8 @@ unsigned CoreChannel::process_requests_lc(void* core, unsigned max) {
     }
     if (n > 0) {
       // Cannot fail: the completion ring has room for every message control owns.
-      [[maybe_unused]] const unsigned back = rte_ring_sp_enqueue_burst(completions_, batch, n, nullptr);
+      [[maybe_unused]] const unsigned back =
+          rte_ring_sp_enqueue_burst(completions_, batch, n, nullptr);
       assert(back == n);
     }
     handled += n;

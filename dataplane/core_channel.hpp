@@ -1,10 +1,12 @@
 #pragma once
-// The control <-> polling-lcore channel: one single-producer/single-consumer rte_ring carries requests
-// from control to one lcore, a second one brings them back as completions (CONVENTIONS.md items 2-4,
-// after Seastar's smp queues). Nothing else crosses between the control thread and a core's state.
+// The control <-> polling-lcore channel: one single-producer/single-consumer rte_ring carries
+// requests from control to one lcore, a second one brings them back as completions (CONVENTIONS.md
+// items 2-4, after Seastar's smp queues). Nothing else crosses between the control thread and a
+// core's state.
 //
 // Threads:
-//   - control thread: alloc(), call(), post(), poll_completions(), free(). It is the only producer of
+//   - control thread: alloc(), call(), post(), poll_completions(), free(). It is the only producer
+//   of
 //     the request ring and the only consumer of the completion ring.
 //   - the owning polling lcore: process_requests_lc(). Only consumer of requests, only producer of
 //     completions.
@@ -31,11 +33,11 @@ struct CoreMessage {
   using DoneFn = void (*)(CoreMessage& msg);
 
   RunFn run = nullptr;
-  void* arg = nullptr;        // request argument, owned by the sender
-  DoneFn done = nullptr;      // may be null: nothing to do on completion
-  void* done_ctx = nullptr;   // completion context, owned by the sender
-  int64_t result = 0;         // set by `run`; 0 = success by convention
-  uint64_t data[4] = {};      // small inline payload both ways (port id, queue, IP/MAC...)
+  void* arg = nullptr;       // request argument, owned by the sender
+  DoneFn done = nullptr;     // may be null: nothing to do on completion
+  void* done_ctx = nullptr;  // completion context, owned by the sender
+  int64_t result = 0;        // set by `run`; 0 = success by convention
+  uint64_t data[4] = {};     // small inline payload both ways (port id, queue, IP/MAC...)
 };
 
 /// The ring pair between the control thread and one polling lcore.
@@ -43,7 +45,8 @@ class CoreChannel {
  public:
   /// Creates both rings (SP/SC, exactly `capacity` entries each) and `capacity` messages.
   /// Returns null and sets *error when the rings cannot be created (EAL not up, no memory).
-  static std::unique_ptr<CoreChannel> create(uint16_t core_index, uint32_t capacity, std::string* error);
+  static std::unique_ptr<CoreChannel> create(uint16_t core_index, uint32_t capacity,
+                                             std::string* error);
   ~CoreChannel();
   CoreChannel(const CoreChannel&) = delete;
   CoreChannel& operator=(const CoreChannel&) = delete;
@@ -79,7 +82,8 @@ class CoreChannel {
   rte_ring* requests_;
   rte_ring* completions_;
   std::vector<CoreMessage> messages_;
-  std::vector<CoreMessage*> free_;  // LIFO: the most recently used (cache-warm) message goes out first
+  std::vector<CoreMessage*>
+      free_;  // LIFO: the most recently used (cache-warm) message goes out first
 };
 
 }  // namespace rocedp::dataplane

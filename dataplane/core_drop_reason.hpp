@@ -14,15 +14,16 @@
 namespace rocedp::dataplane {
 
 // X(enumerator, "name", "human description")
-#define ROCEDP_CORE_DROP_REASONS(X)                                                               \
-  X(kHandoffRingFull, "handoff_ring_full", "frame for another core or control met a full ring")  \
-  X(kNoTxRoom, "no_tx_room", "the TX queue did not take the frame")                              \
-  X(kNoTxQueue, "no_tx_queue", "frame to send on a port this core owns no TX queue of")          \
-  X(kNotForUs, "not_for_us", "destination MAC or IPv4 address is not ours")                      \
-  X(kUnsupported, "unsupported_protocol", "ours, but a protocol we do not serve")                \
-  X(kQpnCoreOutOfRange, "qpn_core_out_of_range", "destination QPN names a core that does not exist") \
-  X(kUnknownQpn, "unknown_qpn", "no QP with this number on its core")                            \
-  X(kNoMbuf, "no_mbuf", "no mbuf for an answer")                                                  \
+#define ROCEDP_CORE_DROP_REASONS(X)                                                             \
+  X(kHandoffRingFull, "handoff_ring_full", "frame for another core or control met a full ring") \
+  X(kNoTxRoom, "no_tx_room", "the TX queue did not take the frame")                             \
+  X(kNoTxQueue, "no_tx_queue", "frame to send on a port this core owns no TX queue of")         \
+  X(kNotForUs, "not_for_us", "destination MAC or IPv4 address is not ours")                     \
+  X(kUnsupported, "unsupported_protocol", "ours, but a protocol we do not serve")               \
+  X(kQpnCoreOutOfRange, "qpn_core_out_of_range",                                                \
+    "destination QPN names a core that does not exist")                                         \
+  X(kUnknownQpn, "unknown_qpn", "no QP with this number on its core")                           \
+  X(kNoMbuf, "no_mbuf", "no mbuf for an answer")                                                \
   X(kStopFlush, "stop_flush", "frame still buffered when the core stopped")
 
 enum class CoreDrop : std::uint8_t {
@@ -36,7 +37,9 @@ inline constexpr std::size_t kCoreDropCount = static_cast<std::size_t>(CoreDrop:
 /// Size of a core's drop counter array: wire reasons, then core reasons.
 inline constexpr std::size_t kDropCounterCount = wire::kDropReasonCount + kCoreDropCount;
 
-constexpr std::size_t drop_index(wire::DropReason r) { return static_cast<std::size_t>(r); }
+constexpr std::size_t drop_index(wire::DropReason r) {
+  return static_cast<std::size_t>(r);
+}
 constexpr std::size_t drop_index(CoreDrop r) {
   return wire::kDropReasonCount + static_cast<std::size_t>(r);
 }

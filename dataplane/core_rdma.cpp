@@ -12,8 +12,8 @@
 
 namespace rocedp::dataplane {
 
-CoreRdma::CoreRdma(PollingCore& core, uint16_t port_id, rte_mempool* pool, const rc::RcEngineConfig& config,
-                   rc::MemoryRegionTable* mrs, uint32_t max_cqs)
+CoreRdma::CoreRdma(PollingCore& core, uint16_t port_id, rte_mempool* pool,
+                   const rc::RcEngineConfig& config, rc::MemoryRegionTable* mrs, uint32_t max_cqs)
     : core_(core), port_id_(port_id), pool_(pool), max_cqs_(max_cqs) {
   rc::FrameSink sink;
   sink.alloc = &CoreRdma::sink_alloc;
@@ -29,7 +29,9 @@ CoreRdma::CoreRdma(PollingCore& core, uint16_t port_id, rte_mempool* pool, const
 
 CoreRdma::~CoreRdma() = default;
 
-uint16_t CoreRdma::index() const { return core_.index(); }
+uint16_t CoreRdma::index() const {
+  return core_.index();
+}
 
 uint64_t CoreRdma::now_ns() const {
   return static_cast<uint64_t>(static_cast<double>(rte_get_tsc_cycles()) * ns_per_cycle_);
@@ -104,7 +106,8 @@ void CoreRdma::on_attach_cq(CoreMessage& msg, void*) {
 
 void CoreRdma::on_detach_cq(CoreMessage& msg, void*) {
   CoreRdma& self = from(msg);
-  auto it = std::find(self.cqs_.begin(), self.cqs_.end(), static_cast<rc::CompletionQueue*>(msg.arg));
+  auto it =
+      std::find(self.cqs_.begin(), self.cqs_.end(), static_cast<rc::CompletionQueue*>(msg.arg));
   if (it == self.cqs_.end()) {
     msg.result = STATUS_INVALID_PARAMETER;
     return;
@@ -114,7 +117,8 @@ void CoreRdma::on_detach_cq(CoreMessage& msg, void*) {
 }
 
 void CoreRdma::on_resize_cq(CoreMessage& msg, void*) {
-  msg.result = static_cast<rc::CompletionQueue*>(msg.arg)->resize_lc(static_cast<uint32_t>(msg.data[0]));
+  msg.result =
+      static_cast<rc::CompletionQueue*>(msg.arg)->resize_lc(static_cast<uint32_t>(msg.data[0]));
 }
 
 void CoreRdma::on_create_qp(CoreMessage& msg, void*) {
@@ -165,8 +169,8 @@ void CoreRdma::on_close_qp(CoreMessage& msg, void*) {
 }
 
 void CoreRdma::on_modify_srq(CoreMessage& msg, void*) {
-  msg.result = static_cast<rc::SharedReceiveQueue*>(msg.arg)
-                   ->modify_lc(static_cast<uint32_t>(msg.data[0]), static_cast<uint32_t>(msg.data[1]));
+  msg.result = static_cast<rc::SharedReceiveQueue*>(msg.arg)->modify_lc(
+      static_cast<uint32_t>(msg.data[0]), static_cast<uint32_t>(msg.data[1]));
 }
 
 }  // namespace rocedp::dataplane

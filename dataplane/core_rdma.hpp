@@ -4,8 +4,8 @@
 // TX buffer. The control layer (control/ndk_adapter.cpp) creates one CoreRdma per core and
 // reaches it only through the request handlers below, posted on the core's CoreChannel.
 //
-// Per-packet path (rx_burst_lc, poll_lc, the sink): no allocation, no lock, no system call. CQ and QP
-// create/destroy run as control requests on the core; they may allocate (control path).
+// Per-packet path (rx_burst_lc, poll_lc, the sink): no allocation, no lock, no system call. CQ and
+// QP create/destroy run as control requests on the core; they may allocate (control path).
 //
 // Time: the engine's clock is the TSC scaled to nanoseconds (rte_get_tsc_hz at construction).
 
@@ -50,18 +50,19 @@ class CoreRdma final : public RoceHandler {
 
   // ---- request handlers (CoreMessage::RunFn); data[3] carries the CoreRdma ----
   // result is an NTSTATUS unless said otherwise.
-  static void on_install(CoreMessage& msg, void* core);      // arg unused
-  static void on_uninstall(CoreMessage& msg, void* core);    // arg unused
-  static void on_attach_cq(CoreMessage& msg, void* core);    // arg = rc::CompletionQueue*
-  static void on_detach_cq(CoreMessage& msg, void* core);    // arg = rc::CompletionQueue*
-  static void on_resize_cq(CoreMessage& msg, void* core);    // arg = CQ, data[0] = depth
-  static void on_create_qp(CoreMessage& msg, void* core);    // arg = QpCreateParams*; data[0] <- qpn
-  static void on_connect_qp(CoreMessage& msg, void* core);   // arg = QpConnectParams*, data[0] = qpn
-  static void on_flush_qp(CoreMessage& msg, void* core);     // data[0] = qpn
+  static void on_install(CoreMessage& msg, void* core);     // arg unused
+  static void on_uninstall(CoreMessage& msg, void* core);   // arg unused
+  static void on_attach_cq(CoreMessage& msg, void* core);   // arg = rc::CompletionQueue*
+  static void on_detach_cq(CoreMessage& msg, void* core);   // arg = rc::CompletionQueue*
+  static void on_resize_cq(CoreMessage& msg, void* core);   // arg = CQ, data[0] = depth
+  static void on_create_qp(CoreMessage& msg, void* core);   // arg = QpCreateParams*; data[0] <- qpn
+  static void on_connect_qp(CoreMessage& msg, void* core);  // arg = QpConnectParams*, data[0] = qpn
+  static void on_flush_qp(CoreMessage& msg, void* core);    // data[0] = qpn
   /// Flushes the QP (if not yet in ERROR); destroys it once every request completed.
   /// STATUS_PENDING while completions are still being produced: the caller posts it again.
-  static void on_close_qp(CoreMessage& msg, void* core);     // data[0] = qpn
-  static void on_modify_srq(CoreMessage& msg, void* core);   // arg = SRQ, data[0] depth, [1] threshold
+  static void on_close_qp(CoreMessage& msg, void* core);  // data[0] = qpn
+  static void on_modify_srq(CoreMessage& msg,
+                            void* core);  // arg = SRQ, data[0] depth, [1] threshold
 
  private:
   static uint8_t* sink_alloc(void* ctx, size_t len, void** handle);

@@ -23,7 +23,9 @@ namespace {
 constexpr uint16_t kRoceUdpPort = 4791;  // IANA, RoCEv2 (IBTA Annex A17.2)
 constexpr uint16_t kBthSize = 12;
 
-void set_kind(rte_mbuf* m, FrameKind kind) { m->hash.usr = static_cast<uint32_t>(kind); }
+void set_kind(rte_mbuf* m, FrameKind kind) {
+  m->hash.usr = static_cast<uint32_t>(kind);
+}
 
 uint64_t pack_mac(const uint8_t mac[6]) {
   uint64_t v = 0;
@@ -40,7 +42,9 @@ void unpack_mac(uint64_t v, uint8_t mac[6]) {
 
 }  // namespace
 
-FrameKind frame_kind(const rte_mbuf* m) { return static_cast<FrameKind>(m->hash.usr & 0xFF); }
+FrameKind frame_kind(const rte_mbuf* m) {
+  return static_cast<FrameKind>(m->hash.usr & 0xFF);
+}
 
 PollingCore::PollingCore(uint16_t index, unsigned lcore_id, uint16_t burst_size,
                          pmd::RxDispatch& dispatch, CoreChannel& channel,
@@ -57,7 +61,9 @@ PollingCore::PollingCore(uint16_t index, unsigned lcore_id, uint16_t burst_size,
   slot_of_port_.fill(-1);
 }
 
-void PollingCore::assert_lcore() const { assert(rte_lcore_id() == lcore_id_); }
+void PollingCore::assert_lcore() const {
+  assert(rte_lcore_id() == lcore_id_);
+}
 
 int PollingCore::lcore_main(void* arg) {
   static_cast<PollingCore*>(arg)->run_lc();
@@ -103,7 +109,8 @@ bool PollingCore::poll_once() {
       pkts[i]->port = ap.port_id;
     }
     stats_.rx_bytes += bytes;
-    const uint16_t n_local = dispatch_.dispatch(index_, pkts, n, &PollingCore::classify, this, local);
+    const uint16_t n_local =
+        dispatch_.dispatch(index_, pkts, n, &PollingCore::classify, this, local);
     handle_local_lc(local, n_local);
   }
 
@@ -170,7 +177,8 @@ uint16_t PollingCore::classify_lc(rte_mbuf* m) {
       break;
   }
 
-  if (!rte_is_same_ether_addr(&eth->dst_addr, &ap.mac) && !rte_is_broadcast_ether_addr(&eth->dst_addr)) {
+  if (!rte_is_same_ether_addr(&eth->dst_addr, &ap.mac) &&
+      !rte_is_broadcast_ether_addr(&eth->dst_addr)) {
     stats_.drops[drop_index(CoreDrop::kNotForUs)]++;
     return pmd::RxDispatch::kDrop;
   }
@@ -190,7 +198,8 @@ uint16_t PollingCore::classify_lc(rte_mbuf* m) {
   const uint32_t ihl = static_cast<uint32_t>(ip->version_ihl & 0x0F) * 4;
   if (ip->next_proto_id == IPPROTO_UDP && ihl >= sizeof(rte_ipv4_hdr) &&
       len >= sizeof(rte_ether_hdr) + ihl + sizeof(rte_udp_hdr)) {
-    const auto* udp = reinterpret_cast<const rte_udp_hdr*>(reinterpret_cast<const uint8_t*>(ip) + ihl);
+    const auto* udp =
+        reinterpret_cast<const rte_udp_hdr*>(reinterpret_cast<const uint8_t*>(ip) + ihl);
     if (rte_be_to_cpu_16(udp->dst_port) == kRoceUdpPort) {
       if (len < sizeof(rte_ether_hdr) + ihl + sizeof(rte_udp_hdr) + kBthSize) {
         stats_.drops[drop_index(wire::DropReason::kBthTooShort)]++;
@@ -242,7 +251,8 @@ void PollingCore::handle_local_lc(rte_mbuf** pkts, uint16_t n) {
         // Every PMD we use delivers a frame that fits one segment in one segment.
         if (roce_ != nullptr && m->nb_segs == 1) [[likely]] {
           roce[n_roce] = m;
-          frames[n_roce++] = wire::Bytes(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m));
+          frames[n_roce++] =
+              wire::Bytes(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m));
         } else {
           drop_roce_lc(m);
         }
@@ -264,8 +274,8 @@ void PollingCore::handle_local_lc(rte_mbuf** pkts, uint16_t n) {
 [[gnu::cold]] void PollingCore::drop_roce_lc(rte_mbuf* m) {
   if (m->nb_segs == 1) {
     wire::ParsedPacket parsed;
-    const wire::DropReason r =
-        wire::parse(wire::Bytes(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m)), parsed);
+    const wire::DropReason r = wire::parse(
+        wire::Bytes(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m)), parsed);
     if (wire::is_failure(r)) {
       drop_lc(m, drop_index(r));
       return;
@@ -417,7 +427,8 @@ void PollingCore::on_detach_port(CoreMessage& msg, void* c) {
 
 void PollingCore::on_snapshot(CoreMessage& msg, void* c) {
   auto& core = *static_cast<PollingCore*>(c);
-  core.stats_.drops[drop_index(CoreDrop::kHandoffRingFull)] = core.dispatch_.ring_full_drops(core.index_);
+  core.stats_.drops[drop_index(CoreDrop::kHandoffRingFull)] =
+      core.dispatch_.ring_full_drops(core.index_);
   core.stats_.handoff_out = core.dispatch_.forwarded(core.index_);
   *static_cast<CoreStats*>(msg.arg) = core.stats_;
   core.stats_.n_learned_peers = 0;  // handed over to control
@@ -453,7 +464,8 @@ void PollingCore::on_neighbour(CoreMessage& msg, void* c) {
 // ---- control-thread helpers ----
 namespace core_requests {
 
-bool attach_port(CoreChannel& ch, pmd::Port* port, uint16_t queue, CoreMessage::DoneFn done, void* ctx) {
+bool attach_port(CoreChannel& ch, pmd::Port* port, uint16_t queue, CoreMessage::DoneFn done,
+                 void* ctx) {
   return ch.call(&PollingCore::on_attach_port, port, done, ctx, queue);
 }
 bool detach_port(CoreChannel& ch, uint16_t port_id, CoreMessage::DoneFn done, void* ctx) {
@@ -468,7 +480,8 @@ bool transmit(CoreChannel& ch, uint16_t port_id, rte_mbuf* m, CoreMessage::DoneF
 bool stop(CoreChannel& ch, CoreMessage::DoneFn done, void* ctx) {
   return ch.call(&PollingCore::on_stop, nullptr, done, ctx);
 }
-bool neighbour_update(CoreChannel& ch, const NeighbourUpdate& update, CoreMessage::DoneFn done, void* ctx) {
+bool neighbour_update(CoreChannel& ch, const NeighbourUpdate& update, CoreMessage::DoneFn done,
+                      void* ctx) {
   return ch.call(&PollingCore::on_neighbour, nullptr, done, ctx, update.ip.value,
                  pack_mac(update.mac.bytes.data()), update.remove ? 1 : 0);
 }

@@ -46,17 +46,17 @@ namespace rocedp::dataplane {
 struct CoreStats {
   uint16_t core_index = 0;
   unsigned lcore_id = 0;
-  uint64_t rx_packets = 0, rx_bytes = 0;   // received from this core's own RX queues
-  uint64_t tx_packets = 0, tx_bytes = 0;   // accepted by this core's TX queues
-  uint64_t handoff_out = 0;                // sent to another core or to control (RxDispatch)
-  uint64_t handoff_in = 0;                 // received from other cores
-  uint64_t to_control = 0;                 // frames classified for the control path
-  uint64_t roce_to_engine = 0;             // RoCEv2 frames the RDMA objects took (past the codec)
-  uint64_t requests = 0;                   // control messages run
+  uint64_t rx_packets = 0, rx_bytes = 0;  // received from this core's own RX queues
+  uint64_t tx_packets = 0, tx_bytes = 0;  // accepted by this core's TX queues
+  uint64_t handoff_out = 0;               // sent to another core or to control (RxDispatch)
+  uint64_t handoff_in = 0;                // received from other cores
+  uint64_t to_control = 0;                // frames classified for the control path
+  uint64_t roce_to_engine = 0;            // RoCEv2 frames the RDMA objects took (past the codec)
+  uint64_t requests = 0;                  // control messages run
   uint64_t polls = 0, busy_polls = 0;
   uint64_t busy_cycles = 0, idle_cycles = 0;  // TSC cycles, added up by run_lc()
   uint32_t attached_queues = 0;
-  uint32_t neighbours = 0;                 // entries in this core's neighbour cache
+  uint32_t neighbours = 0;                          // entries in this core's neighbour cache
   std::array<uint64_t, kDropCounterCount> drops{};  // by drop_counter_name(i)
   ArpIcmpCounters arp_icmp;                         // answers and drops of dataplane/arp_icmp
   // Requesters of ARP requests answered since the last snapshot (RFC 826: the target of a request
@@ -140,21 +140,22 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   RoceHandler* roce_handler_lc() const { return roce_; }
 
   // ---- request handlers (CoreMessage::RunFn), run on the lcore from its channel ----
-  static void on_attach_port(CoreMessage& msg, void* core);   // arg = pmd::Port*, data[0] = queue
-  static void on_detach_port(CoreMessage& msg, void* core);   // data[0] = port id
-  static void on_snapshot(CoreMessage& msg, void* core);      // arg = CoreStats* to fill
-  static void on_transmit(CoreMessage& msg, void* core);      // arg = rte_mbuf*, data[0] = port id
-  static void on_stop(CoreMessage& msg, void* core);          // flush TX, detach all, leave run_lc
-  static void on_neighbour(CoreMessage& msg, void* core);     // data[0] = ip, data[1] = mac, data[2] = remove
+  static void on_attach_port(CoreMessage& msg, void* core);  // arg = pmd::Port*, data[0] = queue
+  static void on_detach_port(CoreMessage& msg, void* core);  // data[0] = port id
+  static void on_snapshot(CoreMessage& msg, void* core);     // arg = CoreStats* to fill
+  static void on_transmit(CoreMessage& msg, void* core);     // arg = rte_mbuf*, data[0] = port id
+  static void on_stop(CoreMessage& msg, void* core);         // flush TX, detach all, leave run_lc
+  static void on_neighbour(CoreMessage& msg,
+                           void* core);  // data[0] = ip, data[1] = mac, data[2] = remove
 
  private:
   struct AttachedPort {
     pmd::Port* port = nullptr;
     uint16_t port_id = 0;
     uint16_t queue = 0;
-    uint32_t ip_be = 0;     // our IPv4 address on this port, network byte order
-    rte_ether_addr mac{};   // our MAC on this port
-    LocalAddress local;     // the same, as dataplane/arp_icmp wants it
+    uint32_t ip_be = 0;    // our IPv4 address on this port, network byte order
+    rte_ether_addr mac{};  // our MAC on this port
+    LocalAddress local;    // the same, as dataplane/arp_icmp wants it
     uint16_t tx_count = 0;
     rte_mbuf* tx[kMaxBurst];
   };
@@ -188,13 +189,15 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
 namespace core_requests {
 // Control-thread helpers: build and post one request to `ch`. False when the channel has no free
 // message (nothing sent). `done` runs on the control thread with msg.result (0 = ok).
-bool attach_port(CoreChannel& ch, pmd::Port* port, uint16_t queue, CoreMessage::DoneFn done, void* ctx);
+bool attach_port(CoreChannel& ch, pmd::Port* port, uint16_t queue, CoreMessage::DoneFn done,
+                 void* ctx);
 bool detach_port(CoreChannel& ch, uint16_t port_id, CoreMessage::DoneFn done, void* ctx);
 bool snapshot(CoreChannel& ch, CoreStats* out, CoreMessage::DoneFn done, void* ctx);
 bool transmit(CoreChannel& ch, uint16_t port_id, rte_mbuf* m, CoreMessage::DoneFn done, void* ctx);
 bool stop(CoreChannel& ch, CoreMessage::DoneFn done, void* ctx);
 /// Pushes one neighbour-table change into the core's NeighbourCache; result -ENOSPC if full.
-bool neighbour_update(CoreChannel& ch, const NeighbourUpdate& update, CoreMessage::DoneFn done, void* ctx);
+bool neighbour_update(CoreChannel& ch, const NeighbourUpdate& update, CoreMessage::DoneFn done,
+                      void* ctx);
 }  // namespace core_requests
 
 }  // namespace rocedp::dataplane

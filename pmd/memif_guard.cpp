@@ -24,18 +24,18 @@ namespace {
 // DPDK 22.11 layouts, checked against the installed librte_net_memif.so.23.0: memif_disconnect
 // reads dev->data (+0x30), data->dev_private (+0x60), clears the link bit at data+0x6c, clears
 // flags bits 0..1 at private+0x08, then spins on private+0x38 before it unmaps anything.
-constexpr std::size_t kDevData = 0x30;          // struct rte_eth_dev: data
+constexpr std::size_t kDevData = 0x30;            // struct rte_eth_dev: data
 constexpr std::size_t kDevProcessPrivate = 0x38;  //                  process_private
-constexpr std::size_t kDataNbRxQueues = 0x50;   // struct rte_eth_dev_data: nb_rx_queues
-constexpr std::size_t kDataNbTxQueues = 0x52;   //                          nb_tx_queues
-constexpr std::size_t kDataPrivate = 0x60;      //                          dev_private
-constexpr std::size_t kPrivRole = 0x04;         // struct pmd_internals: role (0 server, 1 client)
-constexpr std::size_t kPrivFlags = 0x08;        //                       flags
-constexpr std::size_t kPrivCc = 0x30;           //                       cc (control channel)
-constexpr std::size_t kPrivCcLock = 0x38;       //                       cc_lock
-constexpr std::size_t kProcRegionsNum = 0x800;  // struct pmd_process_private: regions_num
+constexpr std::size_t kDataNbRxQueues = 0x50;     // struct rte_eth_dev_data: nb_rx_queues
+constexpr std::size_t kDataNbTxQueues = 0x52;     //                          nb_tx_queues
+constexpr std::size_t kDataPrivate = 0x60;        //                          dev_private
+constexpr std::size_t kPrivRole = 0x04;           // struct pmd_internals: role (0 server, 1 client)
+constexpr std::size_t kPrivFlags = 0x08;          //                       flags
+constexpr std::size_t kPrivCc = 0x30;             //                       cc (control channel)
+constexpr std::size_t kPrivCcLock = 0x38;         //                       cc_lock
+constexpr std::size_t kProcRegionsNum = 0x800;    // struct pmd_process_private: regions_num
 constexpr uint32_t kFlagConnected = 1u << 1;
-constexpr uint32_t kKnownFlags = 0x1F;          // connecting, connected, zero-copy, disabled, abstract
+constexpr uint32_t kKnownFlags = 0x1F;  // connecting, connected, zero-copy, disabled, abstract
 
 constexpr auto kWatchPeriod = std::chrono::microseconds(100);
 
@@ -120,7 +120,8 @@ std::unique_ptr<MemifGuard> MemifGuard::attach(uint16_t port_id, uint16_t queues
   };
   if (std::strncmp(rte_version(), "DPDK 22.11", 10) != 0) return refuse("not DPDK 22.11");
   // Diagnostic switch: ROCEDP_MEMIF_GUARD=0 runs unguarded, to reproduce the crash it prevents.
-  if (const char* env = std::getenv("ROCEDP_MEMIF_GUARD"); env != nullptr && std::strcmp(env, "0") == 0) {
+  if (const char* env = std::getenv("ROCEDP_MEMIF_GUARD");
+      env != nullptr && std::strcmp(env, "0") == 0) {
     return refuse("disabled by ROCEDP_MEMIF_GUARD=0");
   }
   char name[RTE_ETH_NAME_MAX_LEN];
@@ -150,7 +151,8 @@ std::unique_ptr<MemifGuard> MemifGuard::attach(uint16_t port_id, uint16_t queues
   g->flags_ = reinterpret_cast<volatile uint32_t*>(static_cast<uint8_t*>(priv) + kPrivFlags);
   g->cc_lock_ = reinterpret_cast<volatile int*>(static_cast<uint8_t*>(priv) + kPrivCcLock);
   g->cc_ = reinterpret_cast<void* volatile*>(static_cast<uint8_t*>(priv) + kPrivCc);
-  g->regions_num_ = reinterpret_cast<volatile uint16_t*>(static_cast<uint8_t*>(proc) + kProcRegionsNum);
+  g->regions_num_ =
+      reinterpret_cast<volatile uint16_t*>(static_cast<uint8_t*>(proc) + kProcRegionsNum);
   const size_t size = rte_rcu_qsbr_get_memsize(queues);
   g->qsbr_ = static_cast<rte_rcu_qsbr*>(rte_zmalloc("memif_guard", size, RTE_CACHE_LINE_SIZE));
   if (g->qsbr_ == nullptr || rte_rcu_qsbr_init(g->qsbr_, queues) != 0) {
@@ -175,13 +177,17 @@ void MemifGuard::go_online(uint16_t q) {
   online_[q] = true;
 }
 
-void MemifGuard::leave(uint16_t q) { rte_rcu_qsbr_quiescent(qsbr_, q); }
+void MemifGuard::leave(uint16_t q) {
+  rte_rcu_qsbr_quiescent(qsbr_, q);
+}
 
 bool MemifGuard::connected() const {
   return (__atomic_load_n(flags_, __ATOMIC_ACQUIRE) & kFlagConnected) != 0;
 }
 
-void MemifGuard::start() { running_.store(true, std::memory_order_release); }
+void MemifGuard::start() {
+  running_.store(true, std::memory_order_release);
+}
 
 void MemifGuard::stop() {
   running_.store(false, std::memory_order_release);
@@ -203,7 +209,8 @@ void MemifGuard::stop() {
   }
   if (!disconnected()) {
     log(LogLevel::kWarning, "memif_guard_stop_timeout",
-        {{"port", name_}, {"note", "the interrupt thread did not finish the peer's departure in 10 s"}});
+        {{"port", name_},
+         {"note", "the interrupt thread did not finish the peer's departure in 10 s"}});
   }
 }
 
@@ -248,7 +255,8 @@ void MemifGuard::step() {
   locked_ = false;
   draining_ = false;
   teardowns_.fetch_add(1, std::memory_order_relaxed);
-  log(LogLevel::kInfo, "memif_peer_left", {{"port", name_}, {"note", "bursts quiesced before unmap"}});
+  log(LogLevel::kInfo, "memif_peer_left",
+      {{"port", name_}, {"note", "bursts quiesced before unmap"}});
 }
 
 }  // namespace rocedp::pmd

@@ -70,18 +70,18 @@ class MemifGuard {
   std::string name_;
   uint16_t port_id_ = 0;
   uint16_t queues_ = 0;
-  volatile uint32_t* flags_ = nullptr;  // pmd_internals.flags (bit 1: connected)
-  volatile int* cc_lock_ = nullptr;     // pmd_internals.cc_lock (rte_spinlock_t)
-  void* volatile* cc_ = nullptr;        // pmd_internals.cc
+  volatile uint32_t* flags_ = nullptr;        // pmd_internals.flags (bit 1: connected)
+  volatile int* cc_lock_ = nullptr;           // pmd_internals.cc_lock (rte_spinlock_t)
+  void* volatile* cc_ = nullptr;              // pmd_internals.cc
   volatile uint16_t* regions_num_ = nullptr;  // pmd_process_private.regions_num
   rte_rcu_qsbr* qsbr_ = nullptr;
-  std::unique_ptr<bool[]> online_;      // per queue, written by its owner only
+  std::unique_ptr<bool[]> online_;  // per queue, written by its owner only
   std::atomic<bool> polling_{false};
-  std::atomic<bool> running_{false};    // between start() and stop()
+  std::atomic<bool> running_{false};  // between start() and stop()
   std::atomic<uint64_t> teardowns_{0};
-  std::mutex step_mutex_;               // one of step()/stop() at a time
-  bool locked_ = false;                 // we hold cc_lock (under step_mutex_)
-  bool draining_ = false;               // waiting for the queue owners' quiescent states
+  std::mutex step_mutex_;  // one of step()/stop() at a time
+  bool locked_ = false;    // we hold cc_lock (under step_mutex_)
+  bool draining_ = false;  // waiting for the queue owners' quiescent states
   uint64_t drain_token_ = 0;
 };
 

@@ -9,12 +9,12 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <string_view>
 #include <mutex>
+#include <string_view>
 
 #include "pmd/fault_stage.hpp"
-#include "pmd/memif_guard.hpp"
 #include "pmd/log.hpp"
+#include "pmd/memif_guard.hpp"
 #include "pmd/packet_pool.hpp"
 #include "pmd/ring_pair.hpp"
 
@@ -171,14 +171,16 @@ std::unique_ptr<Port> Port::open(const config::PortConfig& cfg, uint16_t wanted_
   // net_af_packet reports a 1518-byte frame limit (max_rx_pktlen) whatever its socket frames
   // hold; its real limit is the devargs framesz and the interface's own MTU. Let ethdev see a
   // size it accepts and keep the configured MTU for everything above (path MTU, TX sizes).
-  const bool af_packet = info.driver_name != nullptr && std::string_view(info.driver_name) == "net_af_packet";
+  const bool af_packet =
+      info.driver_name != nullptr && std::string_view(info.driver_name) == "net_af_packet";
   const uint32_t overhead = RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
   bool software_mtu = false;
   if (af_packet && cfg.mtu + overhead > info.max_rx_pktlen && info.max_rx_pktlen > overhead) {
     conf.rxmode.mtu = static_cast<uint16_t>(info.max_rx_pktlen - overhead);
     software_mtu = true;
     log(LogLevel::kInfo, "port_mtu_in_software",
-        {{"port", cfg.name}, {"mtu", std::to_string(cfg.mtu)},
+        {{"port", cfg.name},
+         {"mtu", std::to_string(cfg.mtu)},
          {"note", "net_af_packet: frames up to framesz (devargs) are carried"}});
   }
   // A frame of this MTU must fit one mbuf, or the device must chain mbufs (scattered RX).

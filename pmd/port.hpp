@@ -116,7 +116,7 @@ class Port {
   rte_device* device_ = nullptr;
   bool rx_faults_ = false, tx_faults_ = false;
   std::vector<std::unique_ptr<FaultStage>> rx_stage_, tx_stage_;  // per queue
-  std::unique_ptr<MemifGuard> guard_;  // net_memif only
+  std::unique_ptr<MemifGuard> guard_;                             // net_memif only
 };
 
 }  // namespace rocedp::pmd

@@ -50,9 +50,11 @@ void PerftestKey::set_ipv4(uint32_t ip) {
 
 void encode_key_text(const PerftestKey& k, uint8_t out[kKeyTextSize]) {
   char text[kKeyTextSize + 16];
-  int n = std::snprintf(text, sizeof(text), "%04x:%04x:%06x:%06x:%08x:%016llx:", k.lid & 0xFFFF, k.out_reads & 0xFFFF,
-                        k.qpn & 0xFFFFFF, k.psn & 0xFFFFFF, k.rkey, static_cast<unsigned long long>(k.vaddr));
-  for (const auto byte : k.gid) n += std::snprintf(text + n, sizeof(text) - static_cast<size_t>(n), "%02x:", byte);
+  int n = std::snprintf(text, sizeof(text), "%04x:%04x:%06x:%06x:%08x:%016llx:", k.lid & 0xFFFF,
+                        k.out_reads & 0xFFFF, k.qpn & 0xFFFFFF, k.psn & 0xFFFFFF, k.rkey,
+                        static_cast<unsigned long long>(k.vaddr));
+  for (const auto byte : k.gid)
+    n += std::snprintf(text + n, sizeof(text) - static_cast<size_t>(n), "%02x:", byte);
   n += std::snprintf(text + n, sizeof(text) - static_cast<size_t>(n), "%08x:", k.srqn);
   std::memset(out, 0, kKeyTextSize);
   std::memcpy(out, text, std::min<size_t>(static_cast<size_t>(n), kKeyTextSize - 1));
@@ -67,7 +69,10 @@ bool decode_key_text(const uint8_t* in, size_t len, PerftestKey* k) {
     size_t digits = 0;
     while (pos < len && in[pos] != ':') {
       const char c = static_cast<char>(in[pos]);
-      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      int d = c >= '0' && c <= '9'   ? c - '0'
+              : c >= 'a' && c <= 'f' ? c - 'a' + 10
+              : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                     : -1;
       if (d < 0 || ++digits > 16) return false;
       v = v << 4 | static_cast<uint64_t>(d);
       ++pos;
@@ -143,7 +148,8 @@ uint32_t decode_mtu(const uint8_t in[2]) {
   return 256u << (in[0] - '1');
 }
 
-bool exchange(PerftestChannel& ch, bool client, const void* mine, void* theirs, size_t len, std::string* err) {
+bool exchange(PerftestChannel& ch, bool client, const void* mine, void* theirs, size_t len,
+              std::string* err) {
   if (client) return ch.write(mine, len, err) && ch.read(theirs, len, err);
   return ch.read(theirs, len, err) && ch.write(mine, len, err);
 }

@@ -87,12 +87,18 @@ struct BwReport {
 
 /// How many QP-0 keys follow the per-QP keys before the run (perftest's syncs after RTR and
 /// before the run): write/read bandwidth 2, every other test 3.
-inline int pre_run_syncs(bool bw, bool send) { return bw && !send ? 2 : 3; }
+inline int pre_run_syncs(bool bw, bool send) {
+  return bw && !send ? 2 : 3;
+}
 /// Whether the client's report is exchanged after the run (write/read bandwidth only).
-inline bool exchanges_report(bool bw, bool send) { return bw && !send; }
+inline bool exchanges_report(bool bw, bool send) {
+  return bw && !send;
+}
 /// Whether a closing key (and, over TCP, "done") follows the run: every test but WRITE latency,
 /// whose ping-pong ends the exchange.
-inline bool closes_with_key(bool bw, bool write) { return bw || !write; }
+inline bool closes_with_key(bool bw, bool write) {
+  return bw || !write;
+}
 
 /// One side of perftest's exchange channel (TCP socket or rdma_cm control QP). Implementations
 /// keep the data path running while they wait.
@@ -104,6 +110,7 @@ class PerftestChannel {
 };
 
 /// One exchange: the client writes then reads, the server reads then writes.
-bool exchange(PerftestChannel& ch, bool client, const void* mine, void* theirs, size_t len, std::string* err);
+bool exchange(PerftestChannel& ch, bool client, const void* mine, void* theirs, size_t len,
+              std::string* err);
 
 }  // namespace rocedp::perf

@@ -73,17 +73,19 @@ struct Options {
 };
 
 [[noreturn]] void usage(int status) {
-  std::fprintf(status == 0 ? stdout : stderr,
-               "usage: rocedp-perf --perftest [HOST] [endpoint] write|read|send bw|lat [perftest options]\n"
-               "  without HOST: the server (like ib_write_bw with no host); with HOST: the client\n"
-               "endpoint: --config FILE | --port-devargs DEVARGS --ip A.B.C.D/NN [--mac MAC] [--mtu N]\n"
-               "          [--lcore N] [--file-prefix P] [--memory-mb MB] [--log-level L]\n"
-               "perftest: -R (rdma_cm)  -p PORT (18515)  -s SIZE  -n ITERS  -D SECONDS  -q QPS  -t TX_DEPTH\n"
-               "          -a  --report_gbits  -F  (-d DEV, -x GID, -i PORT, -m MTU, -c RC: accepted, not needed)\n"
-               "rocedp:   --timeout SECONDS (whole run, default 120)  --dump-recv FILE (received region)\n");
+  std::fprintf(
+      status == 0 ? stdout : stderr,
+      "usage: rocedp-perf --perftest [HOST] [endpoint] write|read|send bw|lat [perftest options]\n"
+      "  without HOST: the server (like ib_write_bw with no host); with HOST: the client\n"
+      "endpoint: --config FILE | --port-devargs DEVARGS --ip A.B.C.D/NN [--mac MAC] [--mtu N]\n"
+      "          [--lcore N] [--file-prefix P] [--memory-mb MB] [--log-level L]\n"
+      "perftest: -R (rdma_cm)  -p PORT (18515)  -s SIZE  -n ITERS  -D SECONDS  -q QPS  -t "
+      "TX_DEPTH\n"
+      "          -a  --report_gbits  -F  (-d DEV, -x GID, -i PORT, -m MTU, -c RC: accepted, not "
+      "needed)\n"
+      "rocedp:   --timeout SECONDS (whole run, default 120)  --dump-recv FILE (received region)\n");
   std::exit(status);
 }
-
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -99,28 +101,51 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--perftest" || a == "-F") continue;
-    if (a == "-R" || a == "--rdma_cm") o.rdma_cm = true;
-    else if (a == "-p" || a == "--port") o.port = static_cast<uint16_t>(num(i));
-    else if (a == "-s" || a == "--size") o.size = num(i), o.size_set = true;
-    else if (a == "-n" || a == "--iters") o.iters = num(i);
-    else if (a == "-D" || a == "--duration") o.duration_s = static_cast<uint32_t>(num(i));
-    else if (a == "-q" || a == "--qp") o.qps = static_cast<uint32_t>(num(i));
-    else if (a == "-t" || a == "--tx-depth") o.tx_depth = static_cast<uint32_t>(num(i));
-    else if (a == "-a" || a == "--all") o.all_sizes = true;
-    else if (a == "--report_gbits") o.report_gbits = true;
-    else if (a == "-d" || a == "-x" || a == "-i" || a == "-m" || a == "-c" || a == "--ib-dev" || a == "--gid-index") need(i);
-    else if (a == "--timeout") o.timeout_s = static_cast<uint32_t>(num(i));
-    else if (a == "--dump-recv") o.dump_file = need(i);
-    else if (a == "--config") o.config_file = need(i);
-    else if (a == "--port-devargs") o.devargs = need(i);
-    else if (a == "--ip") o.ip_cidr = need(i);
-    else if (a == "--mac") o.mac = need(i);
-    else if (a == "--mtu") o.mtu = static_cast<uint16_t>(num(i));
-    else if (a == "--lcore") o.lcore = static_cast<unsigned>(num(i));
-    else if (a == "--file-prefix") o.file_prefix = need(i);
-    else if (a == "--memory-mb") o.memory_mb = static_cast<unsigned>(num(i));
-    else if (a == "--log-level") o.log_level = need(i);
-    else if (a == "-h" || a == "--help") usage(0);
+    if (a == "-R" || a == "--rdma_cm")
+      o.rdma_cm = true;
+    else if (a == "-p" || a == "--port")
+      o.port = static_cast<uint16_t>(num(i));
+    else if (a == "-s" || a == "--size")
+      o.size = num(i), o.size_set = true;
+    else if (a == "-n" || a == "--iters")
+      o.iters = num(i);
+    else if (a == "-D" || a == "--duration")
+      o.duration_s = static_cast<uint32_t>(num(i));
+    else if (a == "-q" || a == "--qp")
+      o.qps = static_cast<uint32_t>(num(i));
+    else if (a == "-t" || a == "--tx-depth")
+      o.tx_depth = static_cast<uint32_t>(num(i));
+    else if (a == "-a" || a == "--all")
+      o.all_sizes = true;
+    else if (a == "--report_gbits")
+      o.report_gbits = true;
+    else if (a == "-d" || a == "-x" || a == "-i" || a == "-m" || a == "-c" || a == "--ib-dev" ||
+             a == "--gid-index")
+      need(i);
+    else if (a == "--timeout")
+      o.timeout_s = static_cast<uint32_t>(num(i));
+    else if (a == "--dump-recv")
+      o.dump_file = need(i);
+    else if (a == "--config")
+      o.config_file = need(i);
+    else if (a == "--port-devargs")
+      o.devargs = need(i);
+    else if (a == "--ip")
+      o.ip_cidr = need(i);
+    else if (a == "--mac")
+      o.mac = need(i);
+    else if (a == "--mtu")
+      o.mtu = static_cast<uint16_t>(num(i));
+    else if (a == "--lcore")
+      o.lcore = static_cast<unsigned>(num(i));
+    else if (a == "--file-prefix")
+      o.file_prefix = need(i);
+    else if (a == "--memory-mb")
+      o.memory_mb = static_cast<unsigned>(num(i));
+    else if (a == "--log-level")
+      o.log_level = need(i);
+    else if (a == "-h" || a == "--help")
+      usage(0);
     else if (a == "write" || a == "read" || a == "send") {
       o.op = a == "write" ? Op::kWrite : a == "read" ? Op::kRead : Op::kSend;
       o.have_op = true;
@@ -164,7 +189,8 @@ config::Config build_config(const Options& o, std::string* err) {
       return cfg;
     }
     cfg.listeners.clear();
-    if (std::find(cfg.eal.extra_args.begin(), cfg.eal.extra_args.end(), "--no-pci") == cfg.eal.extra_args.end())
+    if (std::find(cfg.eal.extra_args.begin(), cfg.eal.extra_args.end(), "--no-pci") ==
+        cfg.eal.extra_args.end())
       cfg.eal.extra_args.push_back("--no-pci");
   } else {
     config::PortConfig p;
@@ -177,7 +203,9 @@ config::Config build_config(const Options& o, std::string* err) {
       return cfg;
     }
     p.address = *ip;
-    p.prefix_len = slash == std::string::npos ? 24 : static_cast<uint8_t>(std::atoi(o.ip_cidr.c_str() + slash + 1));
+    p.prefix_len = slash == std::string::npos
+                       ? 24
+                       : static_cast<uint8_t>(std::atoi(o.ip_cidr.c_str() + slash + 1));
     if (!o.mac.empty()) {
       const auto mac = config::parse_mac(o.mac);
       if (!mac) {
@@ -220,7 +248,9 @@ void keep_polling(Runtime& rt) {
   }
 }
 
-double tsc_us(uint64_t cycles) { return static_cast<double>(cycles) * 1e6 / static_cast<double>(rte_get_tsc_hz()); }
+double tsc_us(uint64_t cycles) {
+  return static_cast<double>(cycles) * 1e6 / static_cast<double>(rte_get_tsc_hz());
+}
 
 struct Pending {
   std::atomic<int> done{0};
@@ -240,11 +270,13 @@ void on_request(void* c, NTSTATUS s) {
 }
 
 // Runs start() on the control thread; waits for its completion when it returned PENDING.
-NTSTATUS call_and_wait(Runtime& rt, Pending& p, const std::function<NTSTATUS()>& start, int timeout_ms = 10000) {
+NTSTATUS call_and_wait(Runtime& rt, Pending& p, const std::function<NTSTATUS()>& start,
+                       int timeout_ms = 10000) {
   NTSTATUS st = STATUS_PENDING;
   rt.run_on_control([&] { st = start(); });
   if (st != STATUS_PENDING) return st;
-  if (!rt.wait_until([&] { return p.done.load(std::memory_order_acquire) != 0; }, std::chrono::milliseconds(timeout_ms)))
+  if (!rt.wait_until([&] { return p.done.load(std::memory_order_acquire) != 0; },
+                     std::chrono::milliseconds(timeout_ms)))
     return STATUS_IO_TIMEOUT;
   return p.status.load();
 }
@@ -325,7 +357,8 @@ class TcpChannel : public PerftestChannel {
       if (n == 0) return fail(err, "the peer closed the TCP exchange");
       if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return fail(err, "TCP read");
       keep_polling(rt_);
-      if ((++spins & 0xFF) == 0 && clock_.past()) return fail(err, "time limit reached in the TCP exchange");
+      if ((++spins & 0xFF) == 0 && clock_.past())
+        return fail(err, "time limit reached in the TCP exchange");
     }
     return true;
   }
@@ -350,7 +383,8 @@ class TcpChannel : public PerftestChannel {
 class QpChannel : public PerftestChannel {
  public:
   static constexpr uint32_t kSlot = 64, kRecvSlots = 4;
-  QpChannel(Runtime& rt, Clock& clock) : rt_(rt), clock_(clock), buf_((1 + kRecvSlots) * kSlot, 0) {}
+  QpChannel(Runtime& rt, Clock& clock)
+      : rt_(rt), clock_(clock), buf_((1 + kRecvSlots) * kSlot, 0) {}
   std::vector<uint8_t>& buffer() { return buf_; }
   void attach(Qp* qp, Cq* cq, Mr* mr) {
     qp_ = qp;
@@ -379,7 +413,9 @@ class QpChannel : public PerftestChannel {
     }
     const auto [slot, bytes] = arrived_.front();
     arrived_.pop_front();
-    if (bytes != len) return fail(err, "control message of " + std::to_string(bytes) + " bytes, wanted " + std::to_string(len));
+    if (bytes != len)
+      return fail(err, "control message of " + std::to_string(bytes) + " bytes, wanted " +
+                           std::to_string(len));
     std::memcpy(data, buf_.data() + slot * kSlot, len);
     if (post_recv(slot) != STATUS_SUCCESS) return fail(err, "control receive");
     return true;
@@ -395,13 +431,17 @@ class QpChannel : public PerftestChannel {
     NdkResultEx r[8];
     const uint32_t n = cq_->get_results_ex(r, 8);
     for (uint32_t k = 0; k < n; ++k) {
-      if (r[k].status != STATUS_SUCCESS) return fail(err, "control QP completion " + std::string(status_name(r[k].status)));
+      if (r[k].status != STATUS_SUCCESS)
+        return fail(err, "control QP completion " + std::string(status_name(r[k].status)));
       if (r[k].type == NdkOperationType::kReceive)
-        arrived_.emplace_back(static_cast<uint32_t>(reinterpret_cast<uintptr_t>(r[k].request_context)), r[k].bytes_transferred);
+        arrived_.emplace_back(
+            static_cast<uint32_t>(reinterpret_cast<uintptr_t>(r[k].request_context)),
+            r[k].bytes_transferred);
       else
         sent_done_ = true;
     }
-    if (n == 0 && (++spins_ & 0xFF) == 0 && clock_.past()) return fail(err, "time limit reached in the rdma_cm exchange");
+    if (n == 0 && (++spins_ & 0xFF) == 0 && clock_.past())
+      return fail(err, "time limit reached in the rdma_cm exchange");
     return true;
   }
   static bool fail(std::string* err, const std::string& why) {
@@ -440,7 +480,9 @@ void on_connect_event(void* ctx, NdkConnector* nc) {
   in->slots[n] = nc;
   in->count.store(n + 1, std::memory_order_release);
 }
-void on_disconnect(void* ctx, NTSTATUS) { static_cast<std::atomic<int>*>(ctx)->store(1); }
+void on_disconnect(void* ctx, NTSTATUS) {
+  static_cast<std::atomic<int>*>(ctx)->store(1);
+}
 
 // ------------------------------------------------------------------------------------------------
 // One run.
@@ -474,7 +516,6 @@ struct Session {
   std::vector<Pending> pend_accept;
 };
 
-
 bool fail(const std::string& what) {
   std::fprintf(stderr, "rocedp-perf --perftest: %s\n", what.c_str());
   return false;
@@ -482,7 +523,9 @@ bool fail(const std::string& what) {
 
 bool create_cq(Session& s, uint32_t depth, Cq** out) {
   Pending p;
-  const NTSTATUS st = call_and_wait(*s.rt, p, [&] { return s.rt->adapter()->create_cq(depth, nullptr, nullptr, 0, &on_created, &p, out); });
+  const NTSTATUS st = call_and_wait(*s.rt, p, [&] {
+    return s.rt->adapter()->create_cq(depth, nullptr, nullptr, 0, &on_created, &p, out);
+  });
   if (st != STATUS_SUCCESS) return fail("create_cq: " + std::string(status_name(st)));
   if (p.object != nullptr) *out = ndk_object_cast<Cq>(p.object);
   return true;
@@ -491,7 +534,8 @@ bool create_cq(Session& s, uint32_t depth, Cq** out) {
 bool create_qp(Session& s, Cq* cq, uint32_t rx, uint32_t tx, uintptr_t ctx, Qp** out) {
   Pending p;
   const NTSTATUS st = call_and_wait(*s.rt, p, [&] {
-    return s.pd->create_qp(cq, cq, reinterpret_cast<void*>(ctx), rx, tx, 1, 1, 0, &on_created, &p, out);
+    return s.pd->create_qp(cq, cq, reinterpret_cast<void*>(ctx), rx, tx, 1, 1, 0, &on_created, &p,
+                           out);
   });
   if (st != STATUS_SUCCESS) return fail("create_qp: " + std::string(status_name(st)));
   if (p.object != nullptr) *out = ndk_object_cast<Qp>(p.object);
@@ -504,14 +548,17 @@ bool register_region(Session& s, std::vector<uint8_t>& b, Mr** out) {
     st = s.pd->create_mr(false, nullptr, nullptr, out);
     if (st == STATUS_SUCCESS)
       st = (*out)->register_mr(b.data(), b.size(),
-                               NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
+                               NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ |
+                                   NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
                                nullptr, nullptr);
   });
   if (st != STATUS_SUCCESS) return fail("register_mr: " + std::string(status_name(st)));
   return true;
 }
 
-uint64_t max_size(const Options& o) { return o.all_sizes ? (1ull << 23) : o.size; }
+uint64_t max_size(const Options& o) {
+  return o.all_sizes ? (1ull << 23) : o.size;
+}
 
 bool setup_objects(Session& s) {
   const auto& lim = s.rt->config().limits;
@@ -522,14 +569,20 @@ bool setup_objects(Session& s) {
   s.rt->run_on_control([&] { st = s.rt->adapter()->create_pd(nullptr, nullptr, &s.pd); });
   if (st != STATUS_SUCCESS) return fail("create_pd: " + std::string(status_name(st)));
   const uint64_t want = static_cast<uint64_t>(s.o.qps) * (s.qp_depth + s.rx_depth) + 64;
-  if (!create_cq(s, static_cast<uint32_t>(std::min<uint64_t>(lim.max_cq_depth, std::max<uint64_t>(want, 256))), &s.cq)) return false;
+  if (!create_cq(s,
+                 static_cast<uint32_t>(
+                     std::min<uint64_t>(lim.max_cq_depth, std::max<uint64_t>(want, 256))),
+                 &s.cq))
+    return false;
   // Page-rounded halves; the upper one has room for perftest's cycling through its cycle buffer.
   s.half = (max_size(s.o) + 4095) / 4096 * 4096;
   s.buf.assign(2 * s.half + 8192, 0);
-  for (uint64_t k = 0; k < s.half; ++k) s.buf[k] = static_cast<uint8_t>(k * 131 + 7);  // what we send
+  for (uint64_t k = 0; k < s.half; ++k)
+    s.buf[k] = static_cast<uint8_t>(k * 131 + 7);  // what we send
   // --dump-recv: the peer's target starts as a pattern no perftest buffer holds, so a byte the
   // peer never wrote shows in the dump.
-  if (!s.o.dump_file.empty()) std::fill(s.buf.begin() + s.half, s.buf.begin() + s.half + max_size(s.o), 0x5A);
+  if (!s.o.dump_file.empty())
+    std::fill(s.buf.begin() + s.half, s.buf.begin() + s.half + max_size(s.o), 0x5A);
   if (!register_region(s, s.buf, &s.mr)) return false;
   s.qps.assign(s.o.qps, nullptr);
   for (uint32_t i = 0; i < s.o.qps; ++i)
@@ -549,8 +602,10 @@ bool post_data_receives(Session& s) {
   if (s.o.op != Op::kSend) return true;
   for (uint32_t q = 0; q < s.o.qps; ++q)
     for (uint32_t k = 0; k < s.rx_depth; ++k) {
-      NdkSge sge{s.buf.data() + s.half, static_cast<uint32_t>(max_size(s.o)), s.mr->get_local_token()};
-      if (s.qps[q]->receive(nullptr, &sge, 1) != STATUS_SUCCESS) return fail("posting receives failed");
+      NdkSge sge{s.buf.data() + s.half, static_cast<uint32_t>(max_size(s.o)),
+                 s.mr->get_local_token()};
+      if (s.qps[q]->receive(nullptr, &sge, 1) != STATUS_SUCCESS)
+        return fail("posting receives failed");
     }
   return true;
 }
@@ -562,7 +617,8 @@ void fill_keys(Session& s) {
     PerftestKey& k = s.mine[i];
     k.out_reads = s.o.op == Op::kRead ? irl : 1;
     k.qpn = s.qps[i]->qpn();
-    k.psn = static_cast<uint32_t>((rte_rdtsc() * 2654435761u + k.qpn + static_cast<uint32_t>(getpid())) & 0xFFFFFF);
+    k.psn = static_cast<uint32_t>(
+        (rte_rdtsc() * 2654435761u + k.qpn + static_cast<uint32_t>(getpid())) & 0xFFFFFF);
     k.rkey = s.mr->get_remote_token();
     k.vaddr = reinterpret_cast<uint64_t>(s.buf.data() + s.half);
     k.set_ipv4(s.rt->port().address().value);
@@ -580,7 +636,8 @@ bool xchg_key(Session& s, uint32_t i, PerftestKey* theirs, std::string* err) {
   uint8_t mine[kKeyTextSize], peer[kKeyTextSize];
   encode_key_text(s.mine[i], mine);
   if (!exchange(*s.ch, s.client, mine, peer, sizeof(mine), err)) return false;
-  if (!decode_key_text(peer, sizeof(peer), theirs)) return (*err = "the peer's key is not a RoCE (GID) key"), false;
+  if (!decode_key_text(peer, sizeof(peer), theirs))
+    return (*err = "the peer's key is not a RoCE (GID) key"), false;
   return true;
 }
 
@@ -597,13 +654,16 @@ bool connect_qps_oob(Session& s) {
   s.rt->run_on_control([&] {
     config::Ipv4Address a;
     a.value = ip;
-    s.rt->control()->neighbour_table_ct(0).resolve(a, control::NeighbourClock::now(), [&r](const control::ResolveResult& res) {
-      r.reachable = res.reachable;
-      std::memcpy(r.mac, res.mac.bytes.data(), 6);
-      r.done.store(1, std::memory_order_release);
-    });
+    s.rt->control()->neighbour_table_ct(0).resolve(a, control::NeighbourClock::now(),
+                                                   [&r](const control::ResolveResult& res) {
+                                                     r.reachable = res.reachable;
+                                                     std::memcpy(r.mac, res.mac.bytes.data(), 6);
+                                                     r.done.store(1, std::memory_order_release);
+                                                   });
   });
-  if (!s.rt->wait_until([&] { return r.done.load(std::memory_order_acquire) != 0; }, std::chrono::seconds(10)) || !r.reachable)
+  if (!s.rt->wait_until([&] { return r.done.load(std::memory_order_acquire) != 0; },
+                        std::chrono::seconds(10)) ||
+      !r.reachable)
     return fail("ARP: " + config::format_ipv4(config::Ipv4Address{ip}) + " did not answer");
   const uint32_t limit = s.rt->config().limits.max_read_limit;
   for (uint32_t i = 0; i < s.o.qps; ++i) {
@@ -619,7 +679,8 @@ bool connect_qps_oob(Session& s) {
     p.inbound_read_limit = limit;
     p.outbound_read_limit = std::max<uint32_t>(1, std::min(limit, s.peer[i].out_reads));
     Pending pd;
-    const NTSTATUS st = call_and_wait(*s.rt, pd, [&] { return s.qps[i]->connect(p, &on_request, &pd); });
+    const NTSTATUS st =
+        call_and_wait(*s.rt, pd, [&] { return s.qps[i]->connect(p, &on_request, &pd); });
     if (st != STATUS_SUCCESS) return fail("QP connect: " + std::string(status_name(st)));
   }
   return true;
@@ -627,8 +688,11 @@ bool connect_qps_oob(Session& s) {
 
 // -R, server side: the first connection request is perftest's control connection.
 bool accept_one(Session& s, uint32_t index, Qp* qp) {
-  if (!s.rt->wait_until([&] { return s.incoming.count.load(std::memory_order_acquire) > index || s.clock.past(); },
-                        std::chrono::seconds(s.o.timeout_s)) ||
+  if (!s.rt->wait_until(
+          [&] {
+            return s.incoming.count.load(std::memory_order_acquire) > index || s.clock.past();
+          },
+          std::chrono::seconds(s.o.timeout_s)) ||
       s.incoming.count.load() <= index)
     return fail("rdma_cm: connection request " + std::to_string(index) + " did not come");
   Connector* c = Connector::from(s.incoming.slots[index]);
@@ -636,7 +700,8 @@ bool accept_one(Session& s, uint32_t index, Qp* qp) {
   const uint32_t limit = s.rt->config().limits.max_read_limit;
   Pending& p = s.pend_accept[index];
   const NTSTATUS st = call_and_wait(*s.rt, p, [&] {
-    return c->accept_ex(qp, limit, limit, nullptr, 0, &on_disconnect, &s.gone[index], &on_request, &p);
+    return c->accept_ex(qp, limit, limit, nullptr, 0, &on_disconnect, &s.gone[index], &on_request,
+                        &p);
   });
   // accept completes on the RTU (or the peer's first packet); perftest's client sends at once.
   if (st != STATUS_SUCCESS) return fail("rdma_cm accept: " + std::string(status_name(st)));
@@ -653,14 +718,20 @@ bool connect_one(Session& s, uint32_t index, Qp* qp) {
   for (int attempt = 0;; ++attempt) {
     Connector* c = nullptr;
     Pending p;
-    NTSTATUS st = call_and_wait(*s.rt, p, [&] {
-      NTSTATUS x = create_connector(*s.rt->adapter(), nullptr, nullptr, &c);
-      if (x == STATUS_SUCCESS) x = c->connect(qp, NdkSockAddr{0, 0}, to, limit, limit, nullptr, 0, &on_request, &p);
-      return x;
-    }, 30000);
+    NTSTATUS st = call_and_wait(
+        *s.rt, p,
+        [&] {
+          NTSTATUS x = create_connector(*s.rt->adapter(), nullptr, nullptr, &c);
+          if (x == STATUS_SUCCESS)
+            x = c->connect(qp, NdkSockAddr{0, 0}, to, limit, limit, nullptr, 0, &on_request, &p);
+          return x;
+        },
+        30000);
     if (st == STATUS_SUCCESS) {
       Pending q;
-      st = call_and_wait(*s.rt, q, [&] { return c->complete_connect_ex(&on_disconnect, &s.gone[index], &on_request, &q); });
+      st = call_and_wait(*s.rt, q, [&] {
+        return c->complete_connect_ex(&on_disconnect, &s.gone[index], &on_request, &q);
+      });
       if (st == STATUS_SUCCESS) {
         s.connectors.push_back(c);
         return true;
@@ -668,7 +739,8 @@ bool connect_one(Session& s, uint32_t index, Qp* qp) {
     }
     if (c != nullptr) s.rt->run_on_control([&] { c->close(nullptr, nullptr); });
     if (st != STATUS_CONNECTION_REFUSED || attempt >= 50 || s.clock.past())
-      return fail("rdma_cm connect to " + s.o.host + ":" + std::to_string(s.o.port) + ": " + std::string(status_name(st)));
+      return fail("rdma_cm connect to " + s.o.host + ":" + std::to_string(s.o.port) + ": " +
+                  std::string(status_name(st)));
     s.rt->wait_until([] { return false; }, std::chrono::milliseconds(200));
   }
 }
@@ -677,12 +749,14 @@ void disconnect_all(Session& s) {
   std::vector<Pending> p(s.connectors.size());
   std::vector<NTSTATUS> st(s.connectors.size(), STATUS_SUCCESS);
   s.rt->run_on_control([&] {
-    for (size_t i = 0; i < s.connectors.size(); ++i) st[i] = s.connectors[i]->disconnect(&on_request, &p[i]);
+    for (size_t i = 0; i < s.connectors.size(); ++i)
+      st[i] = s.connectors[i]->disconnect(&on_request, &p[i]);
   });
   s.rt->wait_until(
       [&] {
         for (size_t i = 0; i < p.size(); ++i)
-          if (st[i] == STATUS_PENDING && p[i].done.load(std::memory_order_acquire) == 0) return false;
+          if (st[i] == STATUS_PENDING && p[i].done.load(std::memory_order_acquire) == 0)
+            return false;
         return true;
       },
       std::chrono::seconds(3));
@@ -695,7 +769,8 @@ void disconnect_all(Session& s) {
   s.rt->wait_until(
       [&] {
         for (size_t i = 0; i < p.size(); ++i)
-          if (st[i] == STATUS_PENDING && p[i].done.load(std::memory_order_acquire) == 0) return false;
+          if (st[i] == STATUS_PENDING && p[i].done.load(std::memory_order_acquire) == 0)
+            return false;
         return true;
       },
       std::chrono::seconds(3));
@@ -721,7 +796,8 @@ struct PeakMeter {
   void add(uint64_t n, uint64_t now) {
     count += n;
     if (now - start >= window) {
-      peak = std::max(peak, static_cast<double>(count) * static_cast<double>(rte_get_tsc_hz()) / static_cast<double>(now - start));
+      peak = std::max(peak, static_cast<double>(count) * static_cast<double>(rte_get_tsc_hz()) /
+                                static_cast<double>(now - start));
       start = now;
       count = 0;
     }
@@ -748,9 +824,10 @@ bool run_bw_client(Session& s, uint64_t size, BwResult* out) {
         while (inflight[q] < s.qp_depth && (s.o.duration_s || posted[q] < s.o.iters)) {
           NdkSge sge{s.buf.data(), static_cast<uint32_t>(size), s.mr->get_local_token()};
           const uint64_t raddr = s.peer[q].vaddr + raddr_base;
-          NTSTATUS st = s.o.op == Op::kWrite  ? s.qps[q]->write(nullptr, &sge, 1, raddr, s.peer[q].rkey, 0)
-                        : s.o.op == Op::kRead ? s.qps[q]->read(nullptr, &sge, 1, raddr, s.peer[q].rkey, 0)
-                                              : s.qps[q]->send(nullptr, &sge, 1, 0);
+          NTSTATUS st =
+              s.o.op == Op::kWrite  ? s.qps[q]->write(nullptr, &sge, 1, raddr, s.peer[q].rkey, 0)
+              : s.o.op == Op::kRead ? s.qps[q]->read(nullptr, &sge, 1, raddr, s.peer[q].rkey, 0)
+                                    : s.qps[q]->send(nullptr, &sge, 1, 0);
           if (st == STATUS_INSUFFICIENT_RESOURCES) break;
           if (st != STATUS_SUCCESS) return fail("post: " + std::string(status_name(st)));
           ++inflight[q];
@@ -762,14 +839,17 @@ bool run_bw_client(Session& s, uint64_t size, BwResult* out) {
     }
     const uint32_t n = s.cq->get_results_ex(r, 64);
     for (uint32_t k = 0; k < n; ++k) {
-      if (r[k].status != STATUS_SUCCESS) return fail("completion error " + std::string(status_name(r[k].status)));
+      if (r[k].status != STATUS_SUCCESS)
+        return fail("completion error " + std::string(status_name(r[k].status)));
       const auto q = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(r[k].qp_context));
       if (r[k].type == NdkOperationType::kReceive) continue;
       --inflight[q];
       ++done;
     }
     if (n) peak.add(n, rte_rdtsc());
-    if (s.clock.past()) return fail("time limit reached with " + std::to_string(total_posted - done) + " requests outstanding");
+    if (s.clock.past())
+      return fail("time limit reached with " + std::to_string(total_posted - done) +
+                  " requests outstanding");
   }
   out->size = size;
   out->iters = s.o.duration_s ? done / nq : s.o.iters;
@@ -792,7 +872,8 @@ bool run_bw_server_send(Session& s, uint64_t size, BwResult* out) {
     const uint32_t n = s.cq->get_results_ex(r, 64);
     const uint64_t now = rte_rdtsc();
     for (uint32_t k = 0; k < n; ++k) {
-      if (r[k].status != STATUS_SUCCESS) return fail("completion error " + std::string(status_name(r[k].status)));
+      if (r[k].status != STATUS_SUCCESS)
+        return fail("completion error " + std::string(status_name(r[k].status)));
       if (r[k].type != NdkOperationType::kReceive) continue;
       if (got++ == 0) {
         t0 = now;
@@ -802,16 +883,21 @@ bool run_bw_server_send(Session& s, uint64_t size, BwResult* out) {
       last_seen = now;
       peak.add(1, now);
       const auto q = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(r[k].qp_context));
-      NdkSge sge{s.buf.data() + s.half, static_cast<uint32_t>(max_size(s.o)), s.mr->get_local_token()};
+      NdkSge sge{s.buf.data() + s.half, static_cast<uint32_t>(max_size(s.o)),
+                 s.mr->get_local_token()};
       s.qps[q]->receive(nullptr, &sge, 1);
     }
     if (s.o.duration_s && got > 0 && now - last_seen > quiet) break;
-    if (s.clock.past()) return fail("time limit reached after " + std::to_string(got) + " of " + std::to_string(want) + " messages");
+    if (s.clock.past())
+      return fail("time limit reached after " + std::to_string(got) + " of " +
+                  std::to_string(want) + " messages");
   }
   out->size = size;
   out->iters = s.o.duration_s ? got / s.o.qps : s.o.iters;
   out->messages = got;
-  out->seconds = got > 1 ? tsc_us(t_last - t0) / 1e6 * static_cast<double>(got) / static_cast<double>(got - 1) : 0;
+  out->seconds =
+      got > 1 ? tsc_us(t_last - t0) / 1e6 * static_cast<double>(got) / static_cast<double>(got - 1)
+              : 0;
   out->peak_msgs_per_s = peak.peak;
   return true;
 }
@@ -829,7 +915,8 @@ bool run_lat(Session& s, uint64_t size, std::vector<double>* samples) {
   Qp* qp = s.qps[0];
   NdkResultEx r[16];
   uint64_t sends_done = 0, recvs = 0;
-  const uint64_t stop = s.o.duration_s ? rte_rdtsc() + s.o.duration_s * rte_get_tsc_hz() : UINT64_MAX;
+  const uint64_t stop =
+      s.o.duration_s ? rte_rdtsc() + s.o.duration_s * rte_get_tsc_hz() : UINT64_MAX;
   bool failed = false;
   auto drain = [&] {
     s.rt->poll();
@@ -841,7 +928,8 @@ bool run_lat(Session& s, uint64_t size, std::vector<double>* samples) {
       }
       if (r[k].type == NdkOperationType::kReceive) {
         ++recvs;
-        NdkSge sge{s.buf.data() + s.half, static_cast<uint32_t>(max_size(s.o)), s.mr->get_local_token()};
+        NdkSge sge{s.buf.data() + s.half, static_cast<uint32_t>(max_size(s.o)),
+                   s.mr->get_local_token()};
         qp->receive(nullptr, &sge, 1);
       } else {
         ++sends_done;
@@ -884,7 +972,8 @@ bool run_lat(Session& s, uint64_t size, std::vector<double>* samples) {
         }
       }
       if (failed) return false;
-      if (s.clock.past()) return fail("time limit reached waiting for message " + std::to_string(rcnt));
+      if (s.clock.past())
+        return fail("time limit reached waiting for message " + std::to_string(rcnt));
       if (rte_rdtsc() > wait_limit) break;
     }
     if (s.o.duration_s || scnt < iters) {
@@ -892,7 +981,8 @@ bool run_lat(Session& s, uint64_t size, std::vector<double>* samples) {
       posted.push_back(rte_rdtsc());
       NTSTATUS st;
       do {
-        st = s.o.op == Op::kWrite ? qp->write(nullptr, &sge, 1, s.peer[0].vaddr, s.peer[0].rkey, 0) : qp->send(nullptr, &sge, 1, 0);
+        st = s.o.op == Op::kWrite ? qp->write(nullptr, &sge, 1, s.peer[0].vaddr, s.peer[0].rkey, 0)
+                                  : qp->send(nullptr, &sge, 1, 0);
         if (st == STATUS_INSUFFICIENT_RESOURCES) drain();
       } while (st == STATUS_INSUFFICIENT_RESOURCES && !s.clock.past());
       if (st != STATUS_SUCCESS) return fail("post: " + std::string(status_name(st)));
@@ -911,12 +1001,14 @@ bool run_lat(Session& s, uint64_t size, std::vector<double>* samples) {
 // ------------------------------------------------------------------------------------------------
 // perftest's output.
 
-const char* kLine = "---------------------------------------------------------------------------------------\n";
+const char* kLine =
+    "---------------------------------------------------------------------------------------\n";
 
 void print_banner(const Session& s) {
   const char* op = s.o.op == Op::kWrite ? "Write" : s.o.op == Op::kRead ? "Read" : "Send";
   std::printf("%s", kLine);
-  std::printf("                    %s %s Test\n", s.o.op == Op::kSend ? "Send" : (std::string("RDMA_") + op).c_str(),
+  std::printf("                    %s %s Test\n",
+              s.o.op == Op::kSend ? "Send" : (std::string("RDMA_") + op).c_str(),
               s.o.kind == Kind::kBw ? "BW" : "Latency");
   std::printf(" Dual-port       : OFF\t\tDevice         : rocedp\n");
   std::printf(" Number of qps   : %u\t\tTransport type : IB\n", s.o.qps);
@@ -925,14 +1017,16 @@ void print_banner(const Session& s) {
   if (s.o.op == Op::kSend) std::printf(" RX depth        : %u\n", s.rx_depth);
   std::printf(" Mtu             : %u[B]\n", s.path_mtu);
   std::printf(" Link type       : Ethernet\n");
-  if (s.o.op == Op::kRead) std::printf(" Outstand reads  : %u\n", s.mine.empty() ? 0 : s.mine[0].out_reads);
+  if (s.o.op == Op::kRead)
+    std::printf(" Outstand reads  : %u\n", s.mine.empty() ? 0 : s.mine[0].out_reads);
   std::printf(" rdma_cm QPs\t : %s\n", s.o.rdma_cm ? "ON" : "OFF");
   std::printf(" Data ex. method : %s\n", s.o.rdma_cm ? "rdma_cm" : "Ethernet");
   std::printf("%s", kLine);
   auto addr = [&](const char* side, const PerftestKey& k) {
     std::printf(" %s address: LID %04x QPN %#06x PSN %#06x", side, k.lid, k.qpn, k.psn);
     if (s.o.op == Op::kRead) std::printf(" OUT %#04x", k.out_reads);
-    if (s.o.op != Op::kSend) std::printf(" RKey %#08x VAddr %#016llx", k.rkey, static_cast<unsigned long long>(k.vaddr));
+    if (s.o.op != Op::kSend)
+      std::printf(" RKey %#08x VAddr %#016llx", k.rkey, static_cast<unsigned long long>(k.vaddr));
     std::printf("\n GID:");
     for (int i = 0; i < 16; ++i) std::printf("%s%02d", i ? ":" : " ", k.gid[i]);
     std::printf("\n");
@@ -941,11 +1035,15 @@ void print_banner(const Session& s) {
   for (const auto& k : s.peer) addr("remote", k);
   std::printf("%s", kLine);
   if (s.o.kind == Kind::kBw)
-    std::printf(s.o.report_gbits ? " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
-                                 : " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n");
+    std::printf(
+        s.o.report_gbits
+            ? " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
+            : " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n");
   else
-    std::printf(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   "
-                "99%% percentile[usec]   99.9%% percentile[usec] \n");
+    std::printf(
+        " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    "
+        "t_stdev[usec]   "
+        "99%% percentile[usec]   99.9%% percentile[usec] \n");
   std::fflush(stdout);
 }
 
@@ -956,7 +1054,8 @@ BwReport make_report(const Session& s, const BwResult& r) {
   const double bytes = static_cast<double>(r.size) * static_cast<double>(r.messages);
   const double avg = r.seconds > 0 ? bytes / r.seconds : 0;
   const double peak = std::max(avg, r.peak_msgs_per_s * static_cast<double>(r.size));
-  const double div = s.o.report_gbits ? 1e9 / 8 : 1048576.0;  // perftest: MB = 2^20 bytes, Gb = 10^9 bits
+  const double div =
+      s.o.report_gbits ? 1e9 / 8 : 1048576.0;  // perftest: MB = 2^20 bytes, Gb = 10^9 bits
   rep.bw_peak = peak / div;
   rep.bw_avg = avg / div;
   rep.msg_rate = r.seconds > 0 ? static_cast<double>(r.messages) / r.seconds / 1e6 : 0;
@@ -964,8 +1063,9 @@ BwReport make_report(const Session& s, const BwResult& r) {
 }
 
 void print_bw_row(const BwReport& r) {
-  std::printf(" %-7lu    %-10lu       %-7.2lf            %-7.2lf\t\t   %-7.6lf\n", static_cast<unsigned long>(r.size),
-              static_cast<unsigned long>(r.iterations), r.bw_peak, r.bw_avg, r.msg_rate);
+  std::printf(" %-7lu    %-10lu       %-7.2lf            %-7.2lf\t\t   %-7.6lf\n",
+              static_cast<unsigned long>(r.size), static_cast<unsigned long>(r.iterations),
+              r.bw_peak, r.bw_avg, r.msg_rate);
   std::fflush(stdout);
 }
 
@@ -978,12 +1078,16 @@ void print_lat_row(uint64_t size, uint64_t iters, std::vector<double> v) {
   for (double x : v) sq += (x - avg) * (x - avg);
   auto pct = [&](double p) {
     if (n == 0) return 0.0;
-    const size_t i = std::min(n - 1, static_cast<size_t>(std::ceil(p * static_cast<double>(n))) - (p * static_cast<double>(n) >= 1 ? 1 : 0));
+    const size_t i = std::min(n - 1, static_cast<size_t>(std::ceil(p * static_cast<double>(n))) -
+                                         (p * static_cast<double>(n) >= 1 ? 1 : 0));
     return v[i];
   };
-  std::printf(" %-7lu %lu          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f\n",
-              static_cast<unsigned long>(size), static_cast<unsigned long>(iters), n ? v.front() : 0.0, n ? v.back() : 0.0,
-              n ? v[n / 2] : 0.0, avg, n ? std::sqrt(sq / static_cast<double>(n)) : 0.0, pct(0.99), pct(0.999));
+  std::printf(
+      " %-7lu %lu          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     "
+      "\t%-7.2f\t\t%-7.2f \t\t%-7.2f\n",
+      static_cast<unsigned long>(size), static_cast<unsigned long>(iters), n ? v.front() : 0.0,
+      n ? v.back() : 0.0, n ? v[n / 2] : 0.0, avg, n ? std::sqrt(sq / static_cast<double>(n)) : 0.0,
+      pct(0.99), pct(0.999));
   std::fflush(stdout);
 }
 
@@ -1011,10 +1115,14 @@ bool run_session(Session& s, int* status) {
     if (!s.client) {
       NTSTATUS st = STATUS_PENDING;
       s.rt->run_on_control([&] {
-        st = create_listener(*s.rt->adapter(), &on_connect_event, &s.incoming, nullptr, nullptr, &s.listener);
-        if (st == STATUS_SUCCESS) st = s.listener->listen(NdkSockAddr{0, s.o.port}, nullptr, nullptr);
+        st = create_listener(*s.rt->adapter(), &on_connect_event, &s.incoming, nullptr, nullptr,
+                             &s.listener);
+        if (st == STATUS_SUCCESS)
+          st = s.listener->listen(NdkSockAddr{0, s.o.port}, nullptr, nullptr);
       });
-      if (st != STATUS_SUCCESS) return fail("rdma_cm listen on port " + std::to_string(s.o.port) + ": " + std::string(status_name(st)));
+      if (st != STATUS_SUCCESS)
+        return fail("rdma_cm listen on port " + std::to_string(s.o.port) + ": " +
+                    std::string(status_name(st)));
       if (!accept_one(s, 0, s.cqp)) return false;
     } else if (!connect_one(s, 0, s.cqp)) {
       return false;
@@ -1022,7 +1130,8 @@ bool run_session(Session& s, int* status) {
     s.ch = s.qch.get();
   } else {
     s.tch = std::make_unique<TcpChannel>(*s.rt, s.clock);
-    if (!(s.client ? s.tch->connect_to(s.o.host, s.o.port, &err) : s.tch->listen_and_accept(s.o.port, &err)))
+    if (!(s.client ? s.tch->connect_to(s.o.host, s.o.port, &err)
+                   : s.tch->listen_and_accept(s.o.port, &err)))
       return fail("TCP exchange: " + err);
     s.ch = s.tch.get();
   }
@@ -1030,14 +1139,18 @@ bool run_session(Session& s, int* status) {
   // Versions, system data, MTU.
   uint8_t v_mine[kVersionSize], v_peer[kVersionSize];
   encode_version(v_mine);
-  if (!exchange(*s.ch, s.client, v_mine, v_peer, kVersionSize, &err)) return fail("version exchange: " + err);
+  if (!exchange(*s.ch, s.client, v_mine, v_peer, kVersionSize, &err))
+    return fail("version exchange: " + err);
   std::string pv;
-  if (!version_compatible(v_peer, &pv)) return fail("the peer's perftest version " + pv + " is older than 5.70");
+  if (!version_compatible(v_peer, &pv))
+    return fail("the peer's perftest version " + pv + " is older than 5.70");
   uint8_t sys_mine[4], sys_peer[4];
   put_be32(sys_mine, 4096);  // cycle buffer: the page size
-  if (!exchange(*s.ch, s.client, sys_mine, sys_peer, 4, &err)) return fail("system data exchange: " + err);
+  if (!exchange(*s.ch, s.client, sys_mine, sys_peer, 4, &err))
+    return fail("system data exchange: " + err);
   put_be32(sys_mine, 64);  // cache line
-  if (!exchange(*s.ch, s.client, sys_mine, sys_peer, 4, &err)) return fail("system data exchange: " + err);
+  if (!exchange(*s.ch, s.client, sys_mine, sys_peer, 4, &err))
+    return fail("system data exchange: " + err);
   uint8_t mtu_mine[2], mtu_peer[2];
   s.path_mtu = path_mtu_for(s.rt->port().mtu());
   encode_mtu(s.path_mtu, mtu_mine);
@@ -1047,10 +1160,13 @@ bool run_session(Session& s, int* status) {
   if (!post_data_receives(s)) return false;
   if (s.o.rdma_cm) {
     uint8_t z_mine[kKeyStructSize] = {}, z_peer[kKeyStructSize];
-    if (!exchange(*s.ch, s.client, z_mine, z_peer, sizeof(z_mine), &err)) return fail("rdma_cm sync: " + err);
+    if (!exchange(*s.ch, s.client, z_mine, z_peer, sizeof(z_mine), &err))
+      return fail("rdma_cm sync: " + err);
     for (uint32_t i = 0; i < s.o.qps; ++i)
-      if (!(s.client ? connect_one(s, i + 1, s.qps[i]) : accept_one(s, i + 1, s.qps[i]))) return false;
-    if (!exchange(*s.ch, s.client, z_mine, z_peer, sizeof(z_mine), &err)) return fail("rdma_cm sync: " + err);
+      if (!(s.client ? connect_one(s, i + 1, s.qps[i]) : accept_one(s, i + 1, s.qps[i])))
+        return false;
+    if (!exchange(*s.ch, s.client, z_mine, z_peer, sizeof(z_mine), &err))
+      return fail("rdma_cm sync: " + err);
   }
   fill_keys(s);
   s.peer.assign(s.o.qps, PerftestKey{});
@@ -1069,9 +1185,12 @@ bool run_session(Session& s, int* status) {
   for (uint64_t size : sizes_of(s.o)) {
     if (bw) {
       BwResult r;
-      if (s.client) ok = run_bw_client(s, size, &r);
-      else if (send) ok = run_bw_server_send(s, size, &r);
-      else continue;  // WRITE/READ bandwidth server: passive, the client reports
+      if (s.client)
+        ok = run_bw_client(s, size, &r);
+      else if (send)
+        ok = run_bw_server_send(s, size, &r);
+      else
+        continue;  // WRITE/READ bandwidth server: passive, the client reports
       if (!ok) break;
       last = r;
       if (s.client || send) print_bw_row(make_report(s, r));
@@ -1110,14 +1229,16 @@ bool run_session(Session& s, int* status) {
   if (closing && !xchg_key(s, 0, &scratch, &err)) return fail("closing sync: " + err);
   if (closing && !s.o.rdma_cm) {
     uint8_t done[5] = {'d', 'o', 'n', 'e', 0}, peer_done[5];
-    if (!s.tch->write(done, 5, &err) || !s.tch->read(peer_done, 5, &err)) return fail("closing exchange: " + err);
+    if (!s.tch->write(done, 5, &err) || !s.tch->read(peer_done, 5, &err))
+      return fail("closing exchange: " + err);
   }
   std::printf("%s", kLine);
   std::fflush(stdout);
   if (!s.o.dump_file.empty()) {
     if (std::FILE* f = std::fopen(s.o.dump_file.c_str(), "wb")) {
       // Where the peer's bytes landed: a READ client's own buffer, otherwise the target region.
-      const uint8_t* region = s.client && s.o.op == Op::kRead ? s.buf.data() : s.buf.data() + s.half;
+      const uint8_t* region =
+          s.client && s.o.op == Op::kRead ? s.buf.data() : s.buf.data() + s.half;
       std::fwrite(region, 1, max_size(s.o), f);
       std::fclose(f);
     } else {
@@ -1137,19 +1258,27 @@ void close_session(Session& s) {
   for (Qp* qp : qps) {
     if (qp == nullptr) continue;
     Pending p;
-    call_and_wait(*s.rt, p, [&] { return qp->close([](void* c) { static_cast<Pending*>(c)->done.store(1); }, &p); }, 3000);
+    call_and_wait(
+        *s.rt, p,
+        [&] { return qp->close([](void* c) { static_cast<Pending*>(c)->done.store(1); }, &p); },
+        3000);
   }
   for (Cq* cq : {s.cq, s.ccq}) {
     if (cq == nullptr) continue;
     Pending p;
-    call_and_wait(*s.rt, p, [&] { return cq->close([](void* c) { static_cast<Pending*>(c)->done.store(1); }, &p); }, 3000);
+    call_and_wait(
+        *s.rt, p,
+        [&] { return cq->close([](void* c) { static_cast<Pending*>(c)->done.store(1); }, &p); },
+        3000);
   }
   // The buffers are freed after this: wait until no core touches them (MR close barrier).
   for (Mr* mr : {s.mr, s.cmr}) {
     if (mr == nullptr) continue;
     Pending p;
-    const NTSTATUS st =
-        call_and_wait(*s.rt, p, [&] { return mr->close([](void* c) { static_cast<Pending*>(c)->done.store(1); }, &p); }, 3000);
+    const NTSTATUS st = call_and_wait(
+        *s.rt, p,
+        [&] { return mr->close([](void* c) { static_cast<Pending*>(c)->done.store(1); }, &p); },
+        3000);
     (void)st;
   }
   s.rt->run_on_control([&] {
@@ -1164,13 +1293,14 @@ int perftest_main(int argc, char** argv) {
   s.o = parse(argc, argv);
   s.client = !s.o.server;
   using pmd::LogLevel;
-  const LogLevel level = s.o.log_level == "debug" ? LogLevel::kDebug
-                         : s.o.log_level == "info" ? LogLevel::kInfo
+  const LogLevel level = s.o.log_level == "debug"   ? LogLevel::kDebug
+                         : s.o.log_level == "info"  ? LogLevel::kInfo
                          : s.o.log_level == "error" ? LogLevel::kError
                                                     : LogLevel::kWarning;
   pmd::log_configure(level, "");
   if (s.client && !config::parse_ipv4(s.o.host)) {
-    std::fprintf(stderr, "rocedp-perf --perftest: HOST must be an IPv4 address, got %s\n", s.o.host.c_str());
+    std::fprintf(stderr, "rocedp-perf --perftest: HOST must be an IPv4 address, got %s\n",
+                 s.o.host.c_str());
     return 2;
   }
   std::string err;

@@ -18,9 +18,13 @@ using wire::psn_lt;
 
 // WQEs that may have PSNs: every readable one (the loops stop at the first not started). Not
 // req.cur.wqe: after a go-back-N the requester cursor sits before WQEs already sent.
-uint32_t started_limit(QueuePair& qp) { return qp.sq_ring().readable_lc(); }
+uint32_t started_limit(QueuePair& qp) {
+  return qp.sq_ring().readable_lc();
+}
 
-void restart_timer(QueuePair& qp, uint64_t now_ns) { arm_retransmit_timer_lc(qp, now_ns); }
+void restart_timer(QueuePair& qp, uint64_t now_ns) {
+  arm_retransmit_timer_lc(qp, now_ns);
+}
 
 // RFC 6298 smoothing in integer nanoseconds.
 void rtt_sample(CompleterState& c, uint64_t sample_ns) {
@@ -60,7 +64,8 @@ void window_on_loss(QueuePair& qp, uint32_t psn) {
 // Forward progress: PSNs up to (excluding) `new_unacked` are confirmed.
 void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_ns) {
   if (!psn_gt(new_unacked, qp.comp.unacked_psn)) return;
-  window_on_ack(qp.comp, psn_forward(qp.comp.unacked_psn, new_unacked), qp.params().max_unacked_psns);
+  window_on_ack(qp.comp, psn_forward(qp.comp.unacked_psn, new_unacked),
+                qp.params().max_unacked_psns);
   qp.comp.unacked_psn = new_unacked;
   qp.comp.retry_left = qp.conn().retry_count;
   qp.comp.rnr_retry_left = qp.conn().rnr_retry;
@@ -109,7 +114,8 @@ uint64_t current_rto_ns(const QueuePair& qp) {
   const CompleterState& c = qp.comp;
   uint64_t base = kRtoInitialNs;
   if (c.srtt_ns != 0) {
-    base = std::max<uint64_t>({kRtoMinNs, uint64_t{3} * c.srtt_ns, uint64_t{c.srtt_ns} + uint64_t{4} * c.rttvar_ns});
+    base = std::max<uint64_t>(
+        {kRtoMinNs, uint64_t{3} * c.srtt_ns, uint64_t{c.srtt_ns} + uint64_t{4} * c.rttvar_ns});
   }
   const uint64_t rto = c.backoff >= 40 ? *full : base << c.backoff;
   return rto < *full ? rto : *full;
@@ -142,7 +148,8 @@ int wqe_for_psn(QueuePair& qp, uint32_t psn) {
   return -1;
 }
 
-[[gnu::noinline, gnu::cold]] void fail_wqe(QueuePair& qp, RcContext& ctx, uint32_t psn, WcError err) {
+[[gnu::noinline, gnu::cold]] void fail_wqe(QueuePair& qp, RcContext& ctx, uint32_t psn,
+                                           WcError err) {
   int i = wqe_for_psn(qp, psn);
   if (i < 0) {  // no WQE at that PSN: blame the oldest unfinished one
     const uint32_t lim = started_limit(qp);
@@ -171,8 +178,9 @@ void ack_through(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns) {
       if (psn_le(m.first_psn, psn)) {
         // IBTA §9.7.5.1.3 / rxe: an ACK past a READ/atomic whose response is missing means the
         // response was lost: confirm up to it and ask again.
-        const uint32_t resume =
-            qp.sq_at(i).opcode == SendOpcode::kRead ? read_resume_psn(m, qp.conn().path_mtu) : m.first_psn;
+        const uint32_t resume = qp.sq_at(i).opcode == SendOpcode::kRead
+                                    ? read_resume_psn(m, qp.conn().path_mtu)
+                                    : m.first_psn;
         advance(qp, ctx, resume, now_ns);
         go_back(qp, ctx, resume);
         return;
@@ -271,7 +279,8 @@ int response_target(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns
   return -1;
 }
 
-[[gnu::noinline]] void handle_read_response(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns) {
+[[gnu::noinline]] void handle_read_response(QueuePair& qp, RcContext& ctx,
+                                            const wire::ParsedPacket& pkt, uint64_t now_ns) {
   const uint32_t psn = pkt.f.bth.psn;
   const int idx = response_target(qp, ctx, psn, now_ns);
   if (idx < 0 || qp.sq_at(static_cast<uint32_t>(idx)).opcode != SendOpcode::kRead) {
@@ -314,7 +323,8 @@ int response_target(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns
   advance(qp, ctx, wire::psn_next(psn), now_ns);
 }
 
-[[gnu::noinline]] void handle_atomic_ack(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns) {
+[[gnu::noinline]] void handle_atomic_ack(QueuePair& qp, RcContext& ctx,
+                                         const wire::ParsedPacket& pkt, uint64_t now_ns) {
   const uint32_t psn = pkt.f.bth.psn;
   const int idx = response_target(qp, ctx, psn, now_ns);
   if (idx < 0) {
@@ -382,7 +392,8 @@ bool produce(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m, 
 
 }  // namespace
 
-void completer_receive_lc(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns) {
+void completer_receive_lc(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt,
+                          uint64_t now_ns) {
   if (qp.state() != QpState::kRts) {
     ctx.counters->add(RcCounter::kRxDropState);
     return;

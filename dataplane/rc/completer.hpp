@@ -48,7 +48,8 @@ void arm_retransmit_timer_lc(QueuePair& qp, uint64_t now_ns);
 uint64_t current_rto_ns(const QueuePair& qp);
 
 /// A response packet (ACK, ATOMIC_ACK, READ_RESPONSE_*) addressed to `qp`.
-void completer_receive_lc(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns);
+void completer_receive_lc(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt,
+                          uint64_t now_ns);
 
 /// ACK timeout and RNR wait expiry.
 void completer_timers_lc(QueuePair& qp, RcContext& ctx, uint64_t now_ns);

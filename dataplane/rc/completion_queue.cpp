@@ -46,18 +46,16 @@ constexpr bool arm_matches(uint32_t rank, bool error, bool solicited) {
 }
 
 void* default_allocate(size_t bytes, void*) {
-  return ::operator new(bytes, std::align_val_t{64}, std::nothrow);
+  return ::operator new (bytes, std::align_val_t{64}, std::nothrow);
 }
 void default_release(void* memory, size_t, void*) {
-  ::operator delete(memory, std::align_val_t{64});
+  ::operator delete (memory, std::align_val_t{64});
 }
 
 }  // namespace
 
-std::unique_ptr<CompletionQueue> CompletionQueue::create(const CqConfig& config,
-                                                         NTSTATUS* status) {
-  if (config.depth == 0 || config.depth > config.max_cq_depth ||
-      config.depth > (1u << 31)) {
+std::unique_ptr<CompletionQueue> CompletionQueue::create(const CqConfig& config, NTSTATUS* status) {
+  if (config.depth == 0 || config.depth > config.max_cq_depth || config.depth > (1u << 31)) {
     *status = STATUS_INVALID_PARAMETER;
     return nullptr;
   }
@@ -149,9 +147,8 @@ uint32_t CompletionQueue::get_results(NdkResult* out, uint32_t n) {
 void CompletionQueue::arm(NdkCqNotifyType type) {
   const uint32_t want = arm_rank(type);
   uint32_t current = arm_.load(std::memory_order_relaxed);
-  while (current < want &&
-         !arm_.compare_exchange_weak(current, want, std::memory_order_seq_cst,
-                                     std::memory_order_relaxed)) {
+  while (current < want && !arm_.compare_exchange_weak(current, want, std::memory_order_seq_cst,
+                                                       std::memory_order_relaxed)) {
   }
   const uint32_t merged = std::max(current, want);
   // Dekker with produce_lc: our arm store is ordered before these loads, the core's entry

@@ -11,8 +11,8 @@ enum State : uint32_t {
   kValid = 1,
   kFrInvalid = 2,
   kFrValid = 3,
-  kMwInvalid = 4,  // memory window, not bound
-  kMwValid = 5,    // memory window bound to `parent` (remote access only)
+  kMwInvalid = 4,   // memory window, not bound
+  kMwValid = 5,     // memory window bound to `parent` (remote access only)
   kPrivileged = 6,  // GetPrivilegedMemoryRegionToken: local access to any address
 };
 
@@ -20,11 +20,21 @@ enum State : uint32_t {
 constexpr uint32_t pack(uint32_t gen, uint32_t state, uint32_t access, bool allow_remote) {
   return (gen & 0xFF) | (state << 8) | ((access & 0xFF) << 16) | (allow_remote ? 1u << 24 : 0u);
 }
-constexpr uint32_t meta_gen(uint32_t meta) { return meta & 0xFF; }
-constexpr uint32_t meta_state(uint32_t meta) { return (meta >> 8) & 0xFF; }
-constexpr uint32_t meta_access(uint32_t meta) { return (meta >> 16) & 0xFF; }
-constexpr bool meta_allow_remote(uint32_t meta) { return (meta >> 24) & 1; }
-constexpr uint32_t next_gen(uint32_t gen) { return gen >= 0xFF ? 1 : gen + 1; }
+constexpr uint32_t meta_gen(uint32_t meta) {
+  return meta & 0xFF;
+}
+constexpr uint32_t meta_state(uint32_t meta) {
+  return (meta >> 8) & 0xFF;
+}
+constexpr uint32_t meta_access(uint32_t meta) {
+  return (meta >> 16) & 0xFF;
+}
+constexpr bool meta_allow_remote(uint32_t meta) {
+  return (meta >> 24) & 1;
+}
+constexpr uint32_t next_gen(uint32_t gen) {
+  return gen >= 0xFF ? 1 : gen + 1;
+}
 constexpr uint32_t make_token(uint32_t index, uint32_t gen) {
   return (index << kMrTokenGenerationBits) | gen;
 }
@@ -114,7 +124,9 @@ MemoryRegionTable::MemoryRegionTable(uint32_t capacity, uint64_t max_registratio
 
 MemoryRegionTable::~MemoryRegionTable() = default;
 
-uint32_t MemoryRegionTable::live_regions() const { return live_.load(std::memory_order_relaxed); }
+uint32_t MemoryRegionTable::live_regions() const {
+  return live_.load(std::memory_order_relaxed);
+}
 
 // ---- seqlock ----
 
@@ -329,9 +341,9 @@ NTSTATUS MemoryRegionTable::fast_register(uint32_t token, uint64_t address, uint
   if (status == STATUS_SUCCESS) {
     e->base.store(address, std::memory_order_relaxed);
     e->length.store(length, std::memory_order_relaxed);
-    e->meta.store(pack(meta_gen(meta), kFrValid, effective_access(mr_flags),
-                       meta_allow_remote(meta)),
-                  std::memory_order_relaxed);
+    e->meta.store(
+        pack(meta_gen(meta), kFrValid, effective_access(mr_flags), meta_allow_remote(meta)),
+        std::memory_order_relaxed);
   }
   unlock_entry(e);
   return status;

@@ -47,12 +47,12 @@ enum MrAccess : uint32_t {
 /// Why a check failed (telemetry and tests); the completion only carries the NTSTATUS.
 enum class MrFault : uint8_t {
   kNone,
-  kBadIndex,      ///< token's index outside the table
-  kStaleToken,    ///< generation mismatch: deregistered (or forged) token
-  kNotValid,      ///< slot free, or a fast-register region in the invalid state
-  kPdMismatch,    ///< region belongs to another protection domain
-  kAccess,        ///< access right not granted
-  kBounds,        ///< [address, address+length) not inside the region
+  kBadIndex,    ///< token's index outside the table
+  kStaleToken,  ///< generation mismatch: deregistered (or forged) token
+  kNotValid,    ///< slot free, or a fast-register region in the invalid state
+  kPdMismatch,  ///< region belongs to another protection domain
+  kAccess,      ///< access right not granted
+  kBounds,      ///< [address, address+length) not inside the region
 };
 std::string_view mr_fault_name(MrFault fault);
 
@@ -76,8 +76,12 @@ inline constexpr uint32_t kMrTokenGenerationBits = 8;
 inline constexpr uint32_t kMrMaxEntries = 1u << 24;  // 24-bit index
 inline constexpr uint64_t kFrmrPageSize = 4096;
 
-constexpr uint32_t mr_token_index(uint32_t token) { return token >> kMrTokenGenerationBits; }
-constexpr uint32_t mr_token_generation(uint32_t token) { return token & 0xFF; }
+constexpr uint32_t mr_token_index(uint32_t token) {
+  return token >> kMrTokenGenerationBits;
+}
+constexpr uint32_t mr_token_generation(uint32_t token) {
+  return token & 0xFF;
+}
 
 class MemoryRegionTable {
  public:

@@ -12,7 +12,8 @@
 
 namespace rocedp::rc {
 
-std::unique_ptr<QueuePair> QueuePair::create(uint32_t qpn, const QpCreateParams& params, NTSTATUS* status) {
+std::unique_ptr<QueuePair> QueuePair::create(uint32_t qpn, const QpCreateParams& params,
+                                             NTSTATUS* status) {
   const bool one_rq = (params.rq != nullptr) != (params.srq != nullptr);
   if (params.sq == nullptr || !one_rq || params.send_cq == nullptr || params.recv_cq == nullptr ||
       params.max_inbound_read_limit == 0 || params.max_unacked_psns == 0 ||
@@ -44,10 +45,11 @@ std::unique_ptr<QueuePair> QueuePair::create(uint32_t qpn, const QpCreateParams&
 
 NTSTATUS QueuePair::modify_to_rtr(const QpConnectParams& p) {
   if (state_ != QpState::kInit) return STATUS_INVALID_DEVICE_STATE;
-  const bool mtu_ok = p.path_mtu >= kMinPathMtu && p.path_mtu <= kMaxPathMtu && std::has_single_bit(p.path_mtu);
-  if (!mtu_ok || p.retry_count > 7 || p.rnr_retry > 7 || p.local_ack_timeout > 31 || p.min_rnr_timer > 31 ||
-      p.inbound_read_limit > params_.max_inbound_read_limit || p.remote_qpn > wire::kQpnMask ||
-      p.remote_qpn <= 1) {
+  const bool mtu_ok =
+      p.path_mtu >= kMinPathMtu && p.path_mtu <= kMaxPathMtu && std::has_single_bit(p.path_mtu);
+  if (!mtu_ok || p.retry_count > 7 || p.rnr_retry > 7 || p.local_ack_timeout > 31 ||
+      p.min_rnr_timer > 31 || p.inbound_read_limit > params_.max_inbound_read_limit ||
+      p.remote_qpn > wire::kQpnMask || p.remote_qpn <= 1) {
     return STATUS_INVALID_PARAMETER;
   }
   // At least one entry, so that resource(i) stays defined; with IRL 0 take_resource refuses.
@@ -72,7 +74,8 @@ NTSTATUS QueuePair::modify_to_rtr(const QpConnectParams& p) {
   t.ip.flags_frag = wire::kIpv4FlagDf;
   t.ip.src = p.local_ip;
   t.ip.dst = p.remote_ip;
-  t.udp.src_port = p.udp_sport != 0 ? p.udp_sport : wire::udp_sport(p.flow_label, qpn_, p.remote_qpn);
+  t.udp.src_port =
+      p.udp_sport != 0 ? p.udp_sport : wire::udp_sport(p.flow_label, qpn_, p.remote_qpn);
   t.udp.dst_port = wire::kRoceV2UdpPort;
   t.udp.checksum = 0;
   t.bth.pkey = p.pkey;
@@ -97,7 +100,8 @@ void QueuePair::build_header_template() {
   wire::BuildOptions o;
   o.fill_lengths = false;
   o.fill_ip_checksum = false;
-  const wire::HeaderSpan hs = wire::write_headers(wire::MutBytes(hdr_bytes_, kHeaderTemplateLen), f, 0, o);
+  const wire::HeaderSpan hs =
+      wire::write_headers(wire::MutBytes(hdr_bytes_, kHeaderTemplateLen), f, 0, o);
   if (hs.headers.empty()) return;
   hdr_l3_ = static_cast<uint8_t>(hs.l3_offset);
   // Sum of the 16-bit words of the IP header with total length, id and checksum at 0.
@@ -137,7 +141,8 @@ NTSTATUS QueuePair::connect(const QpConnectParams& params) {
 
 // ---------------------------------------------------------------------------------------------
 
-void gather_from_sges(const NdkSge* sges, uint32_t count, uint32_t offset, uint8_t* dst, uint32_t len) {
+void gather_from_sges(const NdkSge* sges, uint32_t count, uint32_t offset, uint8_t* dst,
+                      uint32_t len) {
   for (uint32_t i = 0; i < count && len != 0; ++i) {
     const uint32_t l = sges[i].length;
     if (offset >= l) {
@@ -152,7 +157,8 @@ void gather_from_sges(const NdkSge* sges, uint32_t count, uint32_t offset, uint8
   }
 }
 
-void scatter_to_sges(const NdkSge* sges, uint32_t count, uint32_t offset, const uint8_t* src, uint32_t len) {
+void scatter_to_sges(const NdkSge* sges, uint32_t count, uint32_t offset, const uint8_t* src,
+                     uint32_t len) {
   for (uint32_t i = 0; i < count && len != 0; ++i) {
     const uint32_t l = sges[i].length;
     if (offset >= l) {
@@ -174,7 +180,8 @@ void copy_payload(uint8_t* pl, const TxPayload& payload) {
   if (payload.flat != nullptr) {
     std::memcpy(pl, payload.flat, payload.length);
   } else if (payload.sge_count == 1 && payload.offset + payload.length <= payload.sges[0].length) {
-    std::memcpy(pl, static_cast<const uint8_t*>(payload.sges[0].virtual_address) + payload.offset, payload.length);
+    std::memcpy(pl, static_cast<const uint8_t*>(payload.sges[0].virtual_address) + payload.offset,
+                payload.length);
   } else {
     gather_from_sges(payload.sges, payload.sge_count, payload.offset, pl, payload.length);
   }
@@ -198,7 +205,8 @@ void copy_payload(uint8_t* pl, const TxPayload& payload) {
   uint8_t* pl = buf + hlen;
   copy_payload(pl, payload);
   const wire::Bytes pls(pl, payload.length);
-  wire::finish_packet(wire::MutBytes(pl + payload.length, f.bth.pad + wire::kIcrcLen), hs, {pls}, f.bth.pad);
+  wire::finish_packet(wire::MutBytes(pl + payload.length, f.bth.pad + wire::kIcrcLen), hs, {pls},
+                      f.bth.pad);
   ctx.sink.send(ctx.sink.ctx, handle, total);
   ++ctx.tx_packets;
   return true;
@@ -208,7 +216,8 @@ void copy_payload(uint8_t* pl, const TxPayload& payload) {
 
 bool transmit(QueuePair& qp, RcContext& ctx, wire::PacketFields& f, const TxPayload& payload) {
   f.bth.pad = wire::pad_for(payload.length);
-  if (qp.hdr_len() == 0) [[unlikely]] return transmit_generic(qp, ctx, f, payload);
+  if (qp.hdr_len() == 0) [[unlikely]]
+    return transmit_generic(qp, ctx, f, payload);
   const wire::OpcodeInfo* op = wire::opcode_info(f.bth.opcode);
   const size_t hlen = kHeaderTemplateLen + op->length - wire::kBthLen;
   const size_t total = hlen + payload.length + f.bth.pad + wire::kIcrcLen;
@@ -247,12 +256,14 @@ bool transmit(QueuePair& qp, RcContext& ctx, wire::PacketFields& f, const TxPayl
   udp[wire::udp_off::kChecksum] = 0xFF;
   udp[wire::udp_off::kChecksum + 1] = 0xFF;
   bth[wire::bth_off::kResv8a] = 0xFF;
-  wire::store_le32(tail + f.bth.pad, wire::icrc_of_masked(wire::Bytes(ip, ip_len - wire::kIcrcLen)));
+  wire::store_le32(tail + f.bth.pad,
+                   wire::icrc_of_masked(wire::Bytes(ip, ip_len - wire::kIcrcLen)));
   ip[wire::ipv4_off::kTos] = tmpl[l3 + wire::ipv4_off::kTos];
   ip[wire::ipv4_off::kTtl] = tmpl[l3 + wire::ipv4_off::kTtl];
   udp[wire::udp_off::kChecksum] = 0;  // RoCEv2 over IPv4: no UDP checksum (as rxe)
   udp[wire::udp_off::kChecksum + 1] = 0;
-  bth[wire::bth_off::kResv8a] = tmpl[l3 + wire::kIpv4MinHdrLen + wire::kUdpHdrLen + wire::bth_off::kResv8a];
+  bth[wire::bth_off::kResv8a] =
+      tmpl[l3 + wire::kIpv4MinHdrLen + wire::kUdpHdrLen + wire::bth_off::kResv8a];
   uint32_t sum = qp.hdr_ip_sum() + ip_len + id;
   sum = (sum & 0xFFFF) + (sum >> 16);
   sum = (sum & 0xFFFF) + (sum >> 16);

@@ -12,21 +12,26 @@
 // ProviderErrorCode of NdkResultEx carries the matching ibv_wc_status number so that two causes
 // that share an NTSTATUS stay distinguishable):
 //
-// | event                                                        | NTSTATUS                       | provider code        |
+// | event                                                        | NTSTATUS                       |
+// provider code        |
 // |--------------------------------------------------------------|--------------------------------|----------------------|
-// | success                                                      | STATUS_SUCCESS                 | 0  SUCCESS           |
-// | message longer than MaxTransferLength (2^31) / SGE sum wraps | STATUS_DATA_OVERRUN            | 1  LOC_LEN_ERR       |
-// | incoming SEND longer than the receive WQE (receiver side)    | STATUS_BUFFER_OVERFLOW         | 1  LOC_LEN_ERR       |
-// | local op error: unaligned atomic target, atomic SGE != 8 B,  | STATUS_INVALID_DEVICE_REQUEST  | 2  LOC_QP_OP_ERR     |
-// |   failed fast-register / invalidate work request             |   (or the MR table's status)   |                      |
-// | local SGE token / bounds / access check failed               | STATUS_ACCESS_VIOLATION        | 4  LOC_PROT_ERR      |
-// | flushed: Flush, QP in error, another request failed          | STATUS_CANCELLED               | 5  WR_FLUSH_ERR      |
-// | NAK invalid request (bad opcode sequence, length error, ...) | STATUS_REMOTE_ERROR 0xC000013D | 9  REM_INV_REQ_ERR   |
-// | NAK remote access error (rkey, bounds, access on the peer)   | STATUS_ACCESS_VIOLATION        | 10 REM_ACCESS_ERR    |
-// | NAK remote operational error                                 | STATUS_REMOTE_ERROR            | 11 REM_OP_ERR        |
-// | retry count exhausted (ACK timeout / sequence NAKs)          | STATUS_IO_TIMEOUT              | 12 RETRY_EXC_ERR     |
-// | RNR retry count exhausted                                    | STATUS_IO_TIMEOUT              | 13 RNR_RETRY_EXC_ERR |
-// | send/receive CQ overran: every QP of the CQ is dead          | (no entry: the CQ reports STATUS_BUFFER_OVERFLOW)     |
+// | success                                                      | STATUS_SUCCESS                 |
+// 0  SUCCESS           | | message longer than MaxTransferLength (2^31) / SGE sum wraps |
+// STATUS_DATA_OVERRUN            | 1  LOC_LEN_ERR       | | incoming SEND longer than the receive
+// WQE (receiver side)    | STATUS_BUFFER_OVERFLOW         | 1  LOC_LEN_ERR       | | local op
+// error: unaligned atomic target, atomic SGE != 8 B,  | STATUS_INVALID_DEVICE_REQUEST  | 2
+// LOC_QP_OP_ERR     | |   failed fast-register / invalidate work request             |   (or the MR
+// table's status)   |                      | | local SGE token / bounds / access check failed |
+// STATUS_ACCESS_VIOLATION        | 4  LOC_PROT_ERR      | | flushed: Flush, QP in error, another
+// request failed          | STATUS_CANCELLED               | 5  WR_FLUSH_ERR      | | NAK invalid
+// request (bad opcode sequence, length error, ...) | STATUS_REMOTE_ERROR 0xC000013D | 9
+// REM_INV_REQ_ERR   | | NAK remote access error (rkey, bounds, access on the peer)   |
+// STATUS_ACCESS_VIOLATION        | 10 REM_ACCESS_ERR    | | NAK remote operational error |
+// STATUS_REMOTE_ERROR            | 11 REM_OP_ERR        | | retry count exhausted (ACK timeout /
+// sequence NAKs)          | STATUS_IO_TIMEOUT              | 12 RETRY_EXC_ERR     | | RNR retry
+// count exhausted                                    | STATUS_IO_TIMEOUT              | 13
+// RNR_RETRY_EXC_ERR | | send/receive CQ overran: every QP of the CQ is dead          | (no entry:
+// the CQ reports STATUS_BUFFER_OVERFLOW)     |
 //
 // After any error other than a flush, the QP moves to ERROR: the failing request completes with
 // its status and every other outstanding request (send and receive queue) with STATUS_CANCELLED,
@@ -53,27 +58,28 @@ namespace rocedp::rc {
 // QP state (IBTA §10.3.1 "QP states"; SQD/SQE are not used by NDK).
 
 enum class QpState : uint8_t { kReset, kInit, kRtr, kRts, kError, kCount };
-inline constexpr std::array<std::string_view, static_cast<size_t>(QpState::kCount)> kQpStateNames = {
-    "RESET", "INIT", "RTR", "RTS", "ERROR"};
+inline constexpr std::array<std::string_view, static_cast<size_t>(QpState::kCount)> kQpStateNames =
+    {"RESET", "INIT", "RTR", "RTS", "ERROR"};
 constexpr std::string_view qp_state_name(QpState s) {
-  return static_cast<size_t>(s) < kQpStateNames.size() ? kQpStateNames[static_cast<size_t>(s)] : "invalid";
+  return static_cast<size_t>(s) < kQpStateNames.size() ? kQpStateNames[static_cast<size_t>(s)]
+                                                       : "invalid";
 }
 
 // ---------------------------------------------------------------------------------------------
 // Completion errors: one row per cause, generating the NTSTATUS mapping above (item 13).
 
 // X(enumerator, NTSTATUS, ibv_wc_status code, "name")
-#define ROCEDP_RC_WC_ERRORS(X)                                                 \
-  X(kSuccess, STATUS_SUCCESS, 0, "success")                                    \
-  X(kLocalLength, STATUS_DATA_OVERRUN, 1, "local_length")                      \
-  X(kRecvTooSmall, STATUS_BUFFER_OVERFLOW, 1, "receive_too_small")             \
-  X(kLocalOp, STATUS_INVALID_DEVICE_REQUEST, 2, "local_op")                    \
-  X(kLocalProtection, STATUS_ACCESS_VIOLATION, 4, "local_protection")          \
-  X(kFlushed, STATUS_CANCELLED, 5, "flushed")                                  \
-  X(kRemoteInvalidRequest, STATUS_REMOTE_ERROR, 9, "remote_invalid_request")   \
-  X(kRemoteAccess, STATUS_ACCESS_VIOLATION, 10, "remote_access")               \
-  X(kRemoteOperational, STATUS_REMOTE_ERROR, 11, "remote_operational")         \
-  X(kRetryExceeded, STATUS_IO_TIMEOUT, 12, "retry_exceeded")                   \
+#define ROCEDP_RC_WC_ERRORS(X)                                               \
+  X(kSuccess, STATUS_SUCCESS, 0, "success")                                  \
+  X(kLocalLength, STATUS_DATA_OVERRUN, 1, "local_length")                    \
+  X(kRecvTooSmall, STATUS_BUFFER_OVERFLOW, 1, "receive_too_small")           \
+  X(kLocalOp, STATUS_INVALID_DEVICE_REQUEST, 2, "local_op")                  \
+  X(kLocalProtection, STATUS_ACCESS_VIOLATION, 4, "local_protection")        \
+  X(kFlushed, STATUS_CANCELLED, 5, "flushed")                                \
+  X(kRemoteInvalidRequest, STATUS_REMOTE_ERROR, 9, "remote_invalid_request") \
+  X(kRemoteAccess, STATUS_ACCESS_VIOLATION, 10, "remote_access")             \
+  X(kRemoteOperational, STATUS_REMOTE_ERROR, 11, "remote_operational")       \
+  X(kRetryExceeded, STATUS_IO_TIMEOUT, 12, "retry_exceeded")                 \
   X(kRnrRetryExceeded, STATUS_IO_TIMEOUT, 13, "rnr_retry_exceeded")
 
 enum class WcError : uint8_t {
@@ -92,37 +98,39 @@ inline constexpr std::array<WcErrorInfo, static_cast<size_t>(WcError::kCount)> k
     ROCEDP_RC_WC_ERRORS(ROCEDP_X)
 #undef ROCEDP_X
 }};
-constexpr const WcErrorInfo& wc_error_info(WcError e) { return kWcErrors[static_cast<size_t>(e)]; }
+constexpr const WcErrorInfo& wc_error_info(WcError e) {
+  return kWcErrors[static_cast<size_t>(e)];
+}
 
 // ---------------------------------------------------------------------------------------------
 // Engine counters (item 13): one X-macro for the enum and the telemetry names.
 
-#define ROCEDP_RC_COUNTERS(X)                                                            \
-  X(kRxPackets, "rx_packets")             /* RoCEv2 RC packets accepted by receive */     \
-  X(kRxDropNotRc, "rx_drop_not_rc")       /* UD or other non-RC opcode to an RC QP */      \
-  X(kRxCnp, "rx_cnp")                     /* RoCEv2 CNP (congestion notification) */       \
-  X(kRxDropNoQp, "rx_drop_no_qp")         /* destination QPN unknown on this core */       \
-  X(kRxDropState, "rx_drop_qp_state")     /* QP not in a state that accepts the packet */  \
-  X(kRxDropSource, "rx_drop_source")      /* source IP is not the connected peer */        \
-  X(kRxDuplicate, "rx_duplicate")         /* duplicate request (re-ACK / re-execute) */    \
-  X(kRxOutOfSequence, "rx_out_of_sequence") /* request ahead of the expected PSN */        \
-  X(kRxGhostResponse, "rx_ghost_response") /* response that matches nothing outstanding */ \
-  X(kTxPackets, "tx_packets")                                                            \
-  X(kTxNoBuffer, "tx_no_buffer")          /* sink refused: rolled back, retried later */   \
-  X(kTxRetransmit, "tx_retransmit")       /* packets sent again after go-back-N */         \
-  X(kAcksSent, "acks_sent")                                                              \
-  X(kNaksSent, "naks_sent")               /* sequence / invalid / access / operational */  \
-  X(kRnrNaksSent, "rnr_naks_sent")                                                       \
-  X(kReadResponsesSent, "read_responses_sent")                                           \
-  X(kAcksReceived, "acks_received")                                                      \
-  X(kNaksReceived, "naks_received")                                                      \
-  X(kRnrNaksReceived, "rnr_naks_received")                                               \
-  X(kAckTimeouts, "ack_timeouts")         /* retransmission timer fired (probes included) */ \
-  X(kRtoProbes, "rto_probes")             /* early (adaptive) timeouts: no retry consumed */ \
-  X(kTimeoutWaitUs, "timeout_wait_us")    /* idle time from the last packet sent to a timeout */ \
-  X(kGoBackN, "go_back_n")                /* retransmission restarts */                    \
-  X(kCompletions, "completions")          /* CQEs produced */                              \
-  X(kQpErrors, "qp_errors")               /* QPs moved to ERROR */
+#define ROCEDP_RC_COUNTERS(X)                                                                 \
+  X(kRxPackets, "rx_packets")               /* RoCEv2 RC packets accepted by receive */       \
+  X(kRxDropNotRc, "rx_drop_not_rc")         /* UD or other non-RC opcode to an RC QP */       \
+  X(kRxCnp, "rx_cnp")                       /* RoCEv2 CNP (congestion notification) */        \
+  X(kRxDropNoQp, "rx_drop_no_qp")           /* destination QPN unknown on this core */        \
+  X(kRxDropState, "rx_drop_qp_state")       /* QP not in a state that accepts the packet */   \
+  X(kRxDropSource, "rx_drop_source")        /* source IP is not the connected peer */         \
+  X(kRxDuplicate, "rx_duplicate")           /* duplicate request (re-ACK / re-execute) */     \
+  X(kRxOutOfSequence, "rx_out_of_sequence") /* request ahead of the expected PSN */           \
+  X(kRxGhostResponse, "rx_ghost_response")  /* response that matches nothing outstanding */   \
+  X(kTxPackets, "tx_packets")                                                                 \
+  X(kTxNoBuffer, "tx_no_buffer")    /* sink refused: rolled back, retried later */            \
+  X(kTxRetransmit, "tx_retransmit") /* packets sent again after go-back-N */                  \
+  X(kAcksSent, "acks_sent")                                                                   \
+  X(kNaksSent, "naks_sent") /* sequence / invalid / access / operational */                   \
+  X(kRnrNaksSent, "rnr_naks_sent")                                                            \
+  X(kReadResponsesSent, "read_responses_sent")                                                \
+  X(kAcksReceived, "acks_received")                                                           \
+  X(kNaksReceived, "naks_received")                                                           \
+  X(kRnrNaksReceived, "rnr_naks_received")                                                    \
+  X(kAckTimeouts, "ack_timeouts")      /* retransmission timer fired (probes included) */     \
+  X(kRtoProbes, "rto_probes")          /* early (adaptive) timeouts: no retry consumed */     \
+  X(kTimeoutWaitUs, "timeout_wait_us") /* idle time from the last packet sent to a timeout */ \
+  X(kGoBackN, "go_back_n")             /* retransmission restarts */                          \
+  X(kCompletions, "completions")       /* CQEs produced */                                    \
+  X(kQpErrors, "qp_errors")            /* QPs moved to ERROR */
 
 enum class RcCounter : uint8_t {
 #define ROCEDP_X(e, n) e,
@@ -186,7 +194,7 @@ struct QpCreateParams {
   uint32_t pd = 0;
   void* qp_context = nullptr;  ///< QPContext returned in every completion
   SendQueue* sq = nullptr;
-  ReceiveQueue* rq = nullptr;         ///< exactly one of rq / srq
+  ReceiveQueue* rq = nullptr;  ///< exactly one of rq / srq
   SharedReceiveQueue* srq = nullptr;
   CompletionQueue* send_cq = nullptr;  ///< NDK "initiator CQ"
   CompletionQueue* recv_cq = nullptr;
@@ -206,18 +214,18 @@ struct QpConnectParams {
   uint32_t remote_ip = 0;  ///< host order
   wire::MacAddr local_mac{};
   wire::MacAddr remote_mac{};
-  uint32_t flow_label = 0;  ///< 0: derive the UDP source port from both QPNs, as Linux
-  uint16_t udp_sport = 0;   ///< non-zero overrides the derived port
-  uint32_t path_mtu = 1024; ///< 256, 512, 1024, 2048 or 4096
-  uint32_t rq_psn = 0;      ///< first PSN expected from the peer (the peer's sq_psn)
-  uint32_t sq_psn = 0;      ///< first PSN this QP sends
-  uint8_t retry_count = 7;       ///< 0..7 (IBTA: not infinite)
-  uint8_t rnr_retry = 7;         ///< 0..7, 7 = infinite
-  uint8_t local_ack_timeout = 14;///< 4.096 µs × 2^t, 0 = infinite
-  uint8_t min_rnr_timer = 12;    ///< RNR NAK timer code this QP's responder advertises
+  uint32_t flow_label = 0;            ///< 0: derive the UDP source port from both QPNs, as Linux
+  uint16_t udp_sport = 0;             ///< non-zero overrides the derived port
+  uint32_t path_mtu = 1024;           ///< 256, 512, 1024, 2048 or 4096
+  uint32_t rq_psn = 0;                ///< first PSN expected from the peer (the peer's sq_psn)
+  uint32_t sq_psn = 0;                ///< first PSN this QP sends
+  uint8_t retry_count = 7;            ///< 0..7 (IBTA: not infinite)
+  uint8_t rnr_retry = 7;              ///< 0..7, 7 = infinite
+  uint8_t local_ack_timeout = 14;     ///< 4.096 µs × 2^t, 0 = infinite
+  uint8_t min_rnr_timer = 12;         ///< RNR NAK timer code this QP's responder advertises
   uint32_t inbound_read_limit = 16;   ///< IRL (effective, after negotiation)
   uint32_t outbound_read_limit = 16;  ///< ORL (effective)
-  uint8_t tos = 0;    ///< IPv4 DSCP/ECN (rxe sends 0)
+  uint8_t tos = 0;                    ///< IPv4 DSCP/ECN (rxe sends 0)
   uint8_t ttl = 64;
   uint16_t pkey = wire::kDefaultPkey;
 };
@@ -253,36 +261,36 @@ struct RequesterState {
 };
 
 struct CompleterState {
-  uint64_t sq_head = 0;        ///< absolute sequence of the send queue head (meta index)
-  uint32_t unacked_psn = 0;    ///< oldest PSN not yet acknowledged
+  uint64_t sq_head = 0;      ///< absolute sequence of the send queue head (meta index)
+  uint32_t unacked_psn = 0;  ///< oldest PSN not yet acknowledged
   uint8_t retry_left = 0;
   uint8_t rnr_retry_left = 0;
   bool timer_armed = false;
-  bool timer_full = false;     ///< the armed timer is the full local ACK timeout (consumes a retry)
+  bool timer_full = false;  ///< the armed timer is the full local ACK timeout (consumes a retry)
   uint64_t ack_deadline_ns = 0;
   // Adaptive retransmission timer (completer.cpp rto_ns): smoothed RTT and its variation from
   // one timed AckReq packet at a time (Karn: never a retransmitted one), and the number of
   // timeouts since the last progress (the timer doubles with each, up to the local ACK timeout).
-  uint32_t srtt_ns = 0;        ///< 0: no sample yet
+  uint32_t srtt_ns = 0;  ///< 0: no sample yet
   uint32_t rttvar_ns = 0;
-  uint32_t rtt_psn = 0;        ///< PSN being timed
+  uint32_t rtt_psn = 0;  ///< PSN being timed
   bool rtt_timing = false;
-  bool probing = false;        ///< a timeout resent only the oldest PSN; its answer decides the rest
+  bool probing = false;  ///< a timeout resent only the oldest PSN; its answer decides the rest
   uint8_t backoff = 0;
   uint64_t rtt_start_ns = 0;
-  uint64_t last_tx_ns = 0;     ///< when the requester last sent a packet
+  uint64_t last_tx_ns = 0;  ///< when the requester last sent a packet
   // Loss-adaptive window (completer.cpp window_on_loss / window_on_ack): PSNs the requester may
   // have unacknowledged, between kMinWindow and QpCreateParams::max_unacked_psns. It halves once
   // per loss episode (a go-back-N from a NAK or a timeout whose PSN is past recover_psn) and grows
   // by one PSN per window of PSNs acknowledged, so under random loss p it settles near sqrt(2/p)
   // packets: go-back-N then resends about that many per loss instead of the whole maximum window.
   uint32_t window = 0;
-  uint32_t window_acc = 0;     ///< PSNs acknowledged towards the next increase
-  uint32_t recover_psn = 0;    ///< max_psn_sent when the window last halved
-  bool rnr_wait = false;       ///< requester paused until rnr_deadline_ns
+  uint32_t window_acc = 0;   ///< PSNs acknowledged towards the next increase
+  uint32_t recover_psn = 0;  ///< max_psn_sent when the window last halved
+  bool rnr_wait = false;     ///< requester paused until rnr_deadline_ns
   uint64_t rnr_deadline_ns = 0;
   uint32_t rnr_psn = 0;
-  bool retried_here = false;   ///< a go-back-N to unacked_psn already ran with no progress since
+  bool retried_here = false;  ///< a go-back-N to unacked_psn already ran with no progress since
 };
 
 /// Responder resources for inbound READ and atomic requests (IBTA §9.7.5.1.3 / .4: kept so a
@@ -290,13 +298,13 @@ struct CompleterState {
 struct ReadResource {
   bool valid = false;
   bool atomic = false;
-  bool pending = false;      ///< responses still to transmit
-  uint32_t first_psn = 0;    ///< PSN of the original request
+  bool pending = false;    ///< responses still to transmit
+  uint32_t first_psn = 0;  ///< PSN of the original request
   uint32_t last_psn = 0;
-  uint32_t exec_psn = 0;     ///< PSN the current (re-)execution started at (its FIRST/ONLY)
-  uint32_t tx_psn = 0;       ///< PSN of the next response packet
-  uint64_t va = 0;           ///< next byte to read
-  uint32_t remaining = 0;    ///< bytes still to send
+  uint32_t exec_psn = 0;   ///< PSN the current (re-)execution started at (its FIRST/ONLY)
+  uint32_t tx_psn = 0;     ///< PSN of the next response packet
+  uint64_t va = 0;         ///< next byte to read
+  uint32_t remaining = 0;  ///< bytes still to send
   uint32_t rkey = 0;
   uint64_t atomic_orig = 0;
 };
@@ -304,8 +312,8 @@ struct ReadResource {
 enum class InMessage : uint8_t { kNone, kSend, kWrite };
 
 struct ResponderState {
-  uint32_t psn = 0;          ///< expected PSN
-  uint32_t msn = 0;          ///< messages completed (AETH MSN)
+  uint32_t psn = 0;  ///< expected PSN
+  uint32_t msn = 0;  ///< messages completed (AETH MSN)
   InMessage in_msg = InMessage::kNone;
   bool nak_outstanding = false;  ///< sequence/RNR NAK sent: drop later packets until `psn` comes
   // Receive WQE of the SEND (or WRITE-with-immediate) in progress.
@@ -336,11 +344,11 @@ struct ResponderState {
 /// The engine's bookkeeping of a QP (rc_engine.cpp): whether it is on the run list, when its
 /// earliest timer entry fires, and what kept it busy. Only the owning core touches it.
 struct QpSchedule {
-  uint32_t slot = 0;          ///< per-core number (doorbell slot, index in the engine's table)
-  bool scheduled = false;     ///< on the run list of the next poll
-  bool tx_stalled = false;    ///< the sink refused a buffer: try again on the next poll
-  bool rq_armed = false;      ///< in ERROR: receive posts ring the doorbell
-  bool overrun_seen = false;  ///< a CQ of this QP overran and the engine swept the others
+  uint32_t slot = 0;             ///< per-core number (doorbell slot, index in the engine's table)
+  bool scheduled = false;        ///< on the run list of the next poll
+  bool tx_stalled = false;       ///< the sink refused a buffer: try again on the next poll
+  bool rq_armed = false;         ///< in ERROR: receive posts ring the doorbell
+  bool overrun_seen = false;     ///< a CQ of this QP overran and the engine swept the others
   uint64_t timer_at = kNoTimer;  ///< deadline of this QP's live timer-heap entry
   static constexpr uint64_t kNoTimer = UINT64_MAX;
 };
@@ -367,7 +375,8 @@ class QueuePair {
  public:
   /// Control path: allocates every per-QP structure. STATUS_INVALID_PARAMETER (missing queue or
   /// CQ, both rq and srq), STATUS_INSUFFICIENT_RESOURCES. The QP starts in INIT.
-  static std::unique_ptr<QueuePair> create(uint32_t qpn, const QpCreateParams& params, NTSTATUS* status);
+  static std::unique_ptr<QueuePair> create(uint32_t qpn, const QpCreateParams& params,
+                                           NTSTATUS* status);
 
   /// INIT -> RTR with the peer's parameters (responder live). STATUS_INVALID_DEVICE_STATE if
   /// the QP is not in INIT; STATUS_INVALID_PARAMETER for a bad MTU, retry count or IRL.
@@ -392,7 +401,8 @@ class QueuePair {
   /// and AckReq start false). Without the byte template the field template is copied in first.
   wire::PacketFields& tx_fields(RcContext& ctx) const {
     wire::PacketFields& f = ctx.tx;
-    if (hdr_len_ == 0) [[unlikely]] f = tmpl_;
+    if (hdr_len_ == 0) [[unlikely]]
+      f = tmpl_;
     f.bth.se = false;
     f.bth.ack_req = false;
     return f;
@@ -461,7 +471,7 @@ class QueuePair {
 /// from `payload` (may be null for none) and the ICRC. False if the sink refused a buffer: the
 /// caller restores its saved state (item 10).
 struct TxPayload {
-  const void* flat = nullptr;  ///< contiguous source, or
+  const void* flat = nullptr;    ///< contiguous source, or
   const NdkSge* sges = nullptr;  ///< gather list
   uint32_t sge_count = 0;
   uint32_t offset = 0;  ///< into the gather list
@@ -471,8 +481,10 @@ bool transmit(QueuePair& qp, RcContext& ctx, wire::PacketFields& f, const TxPayl
 
 /// Copies `len` bytes from `src` into the gather/scatter list at byte `offset`. The SGEs have been
 /// checked against the MR table when the WQE started (their addresses are this process's memory).
-void scatter_to_sges(const NdkSge* sges, uint32_t count, uint32_t offset, const uint8_t* src, uint32_t len);
-void gather_from_sges(const NdkSge* sges, uint32_t count, uint32_t offset, uint8_t* dst, uint32_t len);
+void scatter_to_sges(const NdkSge* sges, uint32_t count, uint32_t offset, const uint8_t* src,
+                     uint32_t len);
+void gather_from_sges(const NdkSge* sges, uint32_t count, uint32_t offset, uint8_t* dst,
+                      uint32_t len);
 
 /// Moves the QP to ERROR (idempotent): the requester and responder stop, the send queue is
 /// disconnected, and the completer flushes every outstanding request on its next run.

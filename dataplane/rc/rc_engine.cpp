@@ -104,7 +104,8 @@ uint32_t RcEngine::rx_burst_lc(std::span<const wire::Bytes> frames, uint64_t now
     const size_t end = std::min(frames.size(), start + kRxChunk);
     uint32_t n = 0;
     for (size_t i = start; i < end; ++i) {
-      if (!receive_parse_lc(frames[i], rx_pkts_[n], counters_, wire_drop_sink_)) [[unlikely]] continue;
+      if (!receive_parse_lc(frames[i], rx_pkts_[n], counters_, wire_drop_sink_)) [[unlikely]]
+        continue;
       QueuePair* qp = find_qp(rx_pkts_[n].f.bth.dqpn);
       if (qp != nullptr) qp->prefetch();
       rx_qps_[n++] = qp;
@@ -172,7 +173,8 @@ bool RcEngine::run_qp(QueuePair& qp, uint64_t now_ns) {
   qp.sched.tx_stalled = false;
   const QpCreateParams& p = qp.params();
   // A CQ that overran is dead, and so is every QP completing into it (NDK).
-  if (qp.state() != QpState::kError && (p.send_cq->overrun() || p.recv_cq->overrun())) [[unlikely]] {
+  if (qp.state() != QpState::kError && (p.send_cq->overrun() || p.recv_cq->overrun()))
+      [[unlikely]] {
     enter_error(qp, ctx_, WcError::kFlushed);
   }
   completer_timers_lc(qp, ctx_, now_ns);

@@ -45,9 +45,9 @@
 namespace rocedp::rc {
 
 struct RcEngineConfig {
-  uint32_t core = 0;           ///< polling core index: the high byte of every QPN it owns
-  uint32_t max_qps = 1024;     ///< QPs this core can hold (<= 65534)
-  uint32_t tx_budget = 64;     ///< packets per QP per poll for each of requester / responder
+  uint32_t core = 0;        ///< polling core index: the high byte of every QPN it owns
+  uint32_t max_qps = 1024;  ///< QPs this core can hold (<= 65534)
+  uint32_t tx_budget = 64;  ///< packets per QP per poll for each of requester / responder
 };
 
 class RcEngine {
@@ -103,8 +103,8 @@ class RcEngine {
   std::vector<std::unique_ptr<QueuePair>> qps_;  // by per-core number
   std::vector<uint32_t> free_;                   // per-core numbers not in use (stack)
   size_t qp_count_ = 0;
-  Doorbell doorbell_;                            // slots = per-core numbers
-  std::vector<QueuePair*> run_;                  // the run list (capacity reserved: no allocation)
+  Doorbell doorbell_;            // slots = per-core numbers
+  std::vector<QueuePair*> run_;  // the run list (capacity reserved: no allocation)
   struct TimerEntry {
     uint64_t deadline;
     uint32_t slot;

@@ -6,20 +6,24 @@
 
 namespace rocedp::rc {
 
-bool receive_parse_lc(wire::Bytes frame, wire::ParsedPacket& out, RcCounters& counters, uint64_t* drops) {
+bool receive_parse_lc(wire::Bytes frame, wire::ParsedPacket& out, RcCounters& counters,
+                      uint64_t* drops) {
   const wire::DropReason why = wire::parse(frame, out);
   if (why != wire::DropReason::kNone) [[unlikely]] {
     ++drops[static_cast<size_t>(why)];
     return false;
   }
-  if (out.op->transport == wire::Transport::kRc) [[likely]] return true;
+  if (out.op->transport == wire::Transport::kRc) [[likely]]
+    return true;
   // An RC QP executes RC opcodes only: a UD SEND (0x64/0x65) or anything else must never run
   // as an RC request. A CNP (0x81) is congestion feedback, counted as such (no rate control yet).
-  counters.add(out.op->transport == wire::Transport::kCnp ? RcCounter::kRxCnp : RcCounter::kRxDropNotRc);
+  counters.add(out.op->transport == wire::Transport::kCnp ? RcCounter::kRxCnp
+                                                          : RcCounter::kRxDropNotRc);
   return false;
 }
 
-void receive_dispatch_lc(QueuePair* qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns) {
+void receive_dispatch_lc(QueuePair* qp, RcContext& ctx, const wire::ParsedPacket& pkt,
+                         uint64_t now_ns) {
   if (qp == nullptr) {
     ctx.counters->add(RcCounter::kRxDropNoQp);
     return;

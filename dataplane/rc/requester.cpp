@@ -25,7 +25,8 @@ bool is_rd_atomic(SendOpcode op) {
   return op == SendOpcode::kRead || op == SendOpcode::kCompareSwap || op == SendOpcode::kFetchAdd;
 }
 bool is_local(SendOpcode op) {
-  return op == SendOpcode::kFastRegister || op == SendOpcode::kInvalidate || op == SendOpcode::kBind;
+  return op == SendOpcode::kFastRegister || op == SendOpcode::kInvalidate ||
+         op == SendOpcode::kBind;
 }
 
 WcError from_mr_status(NTSTATUS s) {
@@ -44,7 +45,8 @@ WcError from_mr_status(NTSTATUS s) {
       s = ctx.mrs->invalidate(w.local_token);
       break;
     case SendOpcode::kBind:  // the window's token in local_token, the region's in bind_mr_token
-      s = ctx.mrs->bind_window(w.local_token, w.bind_mr_token, pd, w.fr_address, w.fr_length, w.fr_access);
+      s = ctx.mrs->bind_window(w.local_token, w.bind_mr_token, pd, w.fr_address, w.fr_length,
+                               w.fr_access);
       break;
     default:
       return WcError::kLocalOp;
@@ -57,8 +59,10 @@ Admit admit(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, WcError
   const QpConnectParams& c = qp.conn();
   const bool rd_atomic = is_rd_atomic(w.opcode);
   // IBTA §10.8.3.3 fence: wait until every earlier READ / atomic has completed.
-  if ((w.flags & NDK_OP_FLAG_READ_FENCE) != 0 && qp.req.rd_atomic_outstanding != 0) return Admit::kWait;
-  if (rd_atomic && c.outbound_read_limit != 0 && qp.req.rd_atomic_outstanding >= c.outbound_read_limit) {
+  if ((w.flags & NDK_OP_FLAG_READ_FENCE) != 0 && qp.req.rd_atomic_outstanding != 0)
+    return Admit::kWait;
+  if (rd_atomic && c.outbound_read_limit != 0 &&
+      qp.req.rd_atomic_outstanding >= c.outbound_read_limit) {
     return Admit::kWait;
   }
   m = WqeMeta{};
@@ -70,7 +74,8 @@ Admit admit(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, WcError
     m.error = *err;
     return *err == WcError::kSuccess ? Admit::kLocalDone : Admit::kError;
   }
-  const bool inl = (w.flags & NDK_OP_FLAG_INLINE) != 0 && w.opcode != SendOpcode::kRead && !rd_atomic;
+  const bool inl =
+      (w.flags & NDK_OP_FLAG_INLINE) != 0 && w.opcode != SendOpcode::kRead && !rd_atomic;
   const uint64_t len = inl ? w.inline_length : sge_bytes(w);
   *err = WcError::kSuccess;
   if (len > kMaxMessageBytes) *err = WcError::kLocalLength;
@@ -98,7 +103,8 @@ Admit admit(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, WcError
     m.done = true;
     return Admit::kError;
   }
-  const uint32_t npkts = rd_atomic && w.opcode != SendOpcode::kRead ? 1 : packets_for(len, c.path_mtu);
+  const uint32_t npkts =
+      rd_atomic && w.opcode != SendOpcode::kRead ? 1 : packets_for(len, c.path_mtu);
   m.first_psn = qp.req.cur.psn;
   m.last_psn = psn::psn_add(m.first_psn, npkts - 1);
   m.length = static_cast<uint32_t>(len);
@@ -132,8 +138,7 @@ bool send_one(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m,
   f.bth.psn = cur.psn;
   TxPayload pl;
   RequesterCursor next = cur;
-  const uint32_t window_left =
-      qp.comp.window - psn::psn_forward(qp.comp.unacked_psn, cur.psn);
+  const uint32_t window_left = qp.comp.window - psn::psn_forward(qp.comp.unacked_psn, cur.psn);
   switch (w.opcode) {
     case SendOpcode::kRead: {
       // A retried READ may start mid-message: ask only for the bytes still missing.
@@ -222,8 +227,8 @@ bool send_one(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m,
 }  // namespace
 
 namespace {
-[[gnu::noinline]] uint32_t requester_send_lc(QueuePair& qp, RcContext& ctx, uint64_t now_ns, uint32_t budget,
-                                             uint32_t avail) {
+[[gnu::noinline]] uint32_t requester_send_lc(QueuePair& qp, RcContext& ctx, uint64_t now_ns,
+                                             uint32_t budget, uint32_t avail) {
   uint32_t sent = 0;
   while (sent < budget && qp.req.cur.wqe < avail) {
     const SendWqe& w = qp.sq_at(qp.req.cur.wqe);
@@ -243,7 +248,8 @@ namespace {
     }
     if (psn::psn_forward(qp.comp.unacked_psn, qp.req.cur.psn) >= qp.comp.window) break;
     // After a timeout only the probe (the oldest PSN) goes until an answer comes.
-    if (qp.comp.probing && qp.req.cur.psn != qp.comp.unacked_psn) [[unlikely]] break;
+    if (qp.comp.probing && qp.req.cur.psn != qp.comp.unacked_psn) [[unlikely]]
+      break;
     if (!send_one(qp, ctx, w, m, now_ns)) break;
     ++sent;
   }

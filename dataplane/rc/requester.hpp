@@ -2,8 +2,8 @@
 // Requester (IBTA §9.7.4 "Requester: generating request packets"; rxe_req.c): turns send-queue
 // WQEs into request packets. It segments messages by path MTU, assigns PSNs, sets AckReq on the
 // last packet of a message, on PSNs about a quarter window apart (at most kAckReqInterval) and on
-// the first packet resent after a go-back, times one AckReq packet at a time for the RTT, enforces the
-// outbound read/atomic limit (ORL) and READ_FENCE, executes local work requests (fast register,
+// the first packet resent after a go-back, times one AckReq packet at a time for the RTT, enforces
+// the outbound read/atomic limit (ORL) and READ_FENCE, executes local work requests (fast register,
 // invalidate) in send-queue order, and resends from any PSN after a go-back-N.
 //
 // Transmit failure (the sink has no buffer): the cursor saved before the packet is restored, so

@@ -71,16 +71,17 @@ bool recv_buffers_ok(QueuePair& qp, RcContext& ctx) {
   for (uint32_t i = 0; i < w.sge_count; ++i) {
     const NdkSge& s = w.sge[i];
     if (s.length == 0) continue;
-    if (ctx.mrs->check_local(s.memory_region_token, qp.params().pd, reinterpret_cast<uint64_t>(s.virtual_address),
-                             s.length, kMrAccessLocalWrite) != STATUS_SUCCESS) {
+    if (ctx.mrs->check_local(s.memory_region_token, qp.params().pd,
+                             reinterpret_cast<uint64_t>(s.virtual_address), s.length,
+                             kMrAccessLocalWrite) != STATUS_SUCCESS) {
       return false;
     }
   }
   return true;
 }
 
-void complete_recv(QueuePair& qp, RcContext& ctx, WcError err, uint32_t bytes, NdkOperationType type,
-                   uintptr_t output, bool solicited) {
+void complete_recv(QueuePair& qp, RcContext& ctx, WcError err, uint32_t bytes,
+                   NdkOperationType type, uintptr_t output, bool solicited) {
   ResponderState& r = qp.resp;
   const WcErrorInfo& info = wc_error_info(err);
   NdkResultEx res;
@@ -94,7 +95,8 @@ void complete_recv(QueuePair& qp, RcContext& ctx, WcError err, uint32_t bytes, N
   if (!r.recv_from_srq) qp.params().rq->ring().release_lc(1);
   r.have_recv = false;
   ctx.counters->add(RcCounter::kCompletions);
-  if (qp.params().recv_cq->produce_lc(res, solicited) != STATUS_SUCCESS) enter_error(qp, ctx, WcError::kFlushed);
+  if (qp.params().recv_cq->produce_lc(res, solicited) != STATUS_SUCCESS)
+    enter_error(qp, ctx, WcError::kFlushed);
 }
 
 void finish_message(QueuePair& qp) {
@@ -131,7 +133,8 @@ void exec_send(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
   // Every packet: a receive buffer's region deregistered or invalidated meanwhile is not
   // written any more (DeregisterMr takes effect at once).
   if (!recv_buffers_ok(qp, ctx)) [[unlikely]] {
-    complete_recv(qp, ctx, WcError::kLocalProtection, r.recv_offset, NdkOperationType::kReceive, 0, false);
+    complete_recv(qp, ctx, WcError::kLocalProtection, r.recv_offset, NdkOperationType::kReceive, 0,
+                  false);
     nak_fatal(qp, wire::kAethNakRemoteOperational, psn);
     return;
   }
@@ -139,7 +142,8 @@ void exec_send(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
   const bool ends = pos == Position::kLast || pos == Position::kOnly;
   // IBTA §9.7.1: FIRST and MIDDLE carry exactly one path MTU.
   if ((!ends && len != qp.conn().path_mtu) || uint64_t{r.recv_offset} + len > sge_bytes(r.recv)) {
-    complete_recv(qp, ctx, WcError::kRecvTooSmall, r.recv_offset, NdkOperationType::kReceive, 0, false);
+    complete_recv(qp, ctx, WcError::kRecvTooSmall, r.recv_offset, NdkOperationType::kReceive, 0,
+                  false);
     nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
     return;
   }
@@ -181,8 +185,8 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
   }
   if (starts) {
     const wire::RethFields& reth = pkt.f.reth;
-    if (ctx.mrs->check_remote(reth.rkey, qp.params().pd, reth.va, reth.dma_len, kMrAccessRemoteWrite) !=
-        STATUS_SUCCESS) {
+    if (ctx.mrs->check_remote(reth.rkey, qp.params().pd, reth.va, reth.dma_len,
+                              kMrAccessRemoteWrite) != STATUS_SUCCESS) {
       nak_fatal(qp, wire::kAethNakRemoteAccess, psn);
       return;
     }
@@ -199,7 +203,8 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
     return;
   }
   const uint32_t len = pkt.payload_len;
-  if ((!ends && len != qp.conn().path_mtu) || len > r.write_remaining || (ends && len != r.write_remaining)) {
+  if ((!ends && len != qp.conn().path_mtu) || len > r.write_remaining ||
+      (ends && len != r.write_remaining)) {
     nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
     return;
   }
@@ -221,8 +226,8 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
 [[gnu::noinline]] void exec_read(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
   const uint32_t psn = pkt.f.bth.psn;
   const wire::RethFields& reth = pkt.f.reth;
-  if (ctx.mrs->check_remote(reth.rkey, qp.params().pd, reth.va, reth.dma_len, kMrAccessRemoteRead) !=
-      STATUS_SUCCESS) {
+  if (ctx.mrs->check_remote(reth.rkey, qp.params().pd, reth.va, reth.dma_len,
+                            kMrAccessRemoteRead) != STATUS_SUCCESS) {
     nak_fatal(qp, wire::kAethNakRemoteAccess, psn);
     return;
   }
@@ -248,7 +253,8 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
     nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
     return;
   }
-  if (ctx.mrs->check_remote(a.rkey, qp.params().pd, a.va, 8, kMrAccessRemoteAtomic) != STATUS_SUCCESS) {
+  if (ctx.mrs->check_remote(a.rkey, qp.params().pd, a.va, 8, kMrAccessRemoteAtomic) !=
+      STATUS_SUCCESS) {
     nak_fatal(qp, wire::kAethNakRemoteAccess, psn);
     return;
   }
@@ -272,7 +278,8 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
   finish_message(qp);
 }
 
-[[gnu::noinline, gnu::cold]] void duplicate(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
+[[gnu::noinline, gnu::cold]] void duplicate(QueuePair& qp, RcContext& ctx,
+                                            const wire::ParsedPacket& pkt) {
   ctx.counters->add(RcCounter::kRxDuplicate);
   ++qp.stats.duplicates;
   const uint32_t psn = pkt.f.bth.psn;
@@ -289,8 +296,8 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
       }
       // Re-execute with the duplicate's RETH: a retried READ may ask only for the tail.
       const wire::RethFields& reth = pkt.f.reth;
-      if (ctx.mrs->check_remote(reth.rkey, qp.params().pd, reth.va, reth.dma_len, kMrAccessRemoteRead) !=
-          STATUS_SUCCESS) {
+      if (ctx.mrs->check_remote(reth.rkey, qp.params().pd, reth.va, reth.dma_len,
+                                kMrAccessRemoteRead) != STATUS_SUCCESS) {
         return;
       }
       set_pending(qp, r, true);
@@ -317,7 +324,8 @@ bool sequence_ok(InMessage in_msg, const wire::OpcodeInfo& op) {
 
 }  // namespace
 
-void responder_receive_lc(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns) {
+void responder_receive_lc(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt,
+                          uint64_t now_ns) {
   ResponderState& r = qp.resp;
   if ((qp.state() != QpState::kRtr && qp.state() != QpState::kRts) || r.error_after_ctl) {
     ctx.counters->add(RcCounter::kRxDropState);
@@ -372,7 +380,8 @@ void responder_ack_timer_lc(QueuePair& qp, uint64_t now_ns) {
     r.ack_due_ns = 0;
     return;
   }
-  if (now_ns >= r.ack_due_ns) set_ctl(qp, wire::kAethAck | wire::kAethAckUnlimitedCredits, wire::psn_sub(r.psn, 1));
+  if (now_ns >= r.ack_due_ns)
+    set_ctl(qp, wire::kAethAck | wire::kAethAckUnlimitedCredits, wire::psn_sub(r.psn, 1));
 }
 
 namespace {
@@ -407,8 +416,8 @@ namespace {
       const bool first = r->tx_psn == r->exec_psn;
       const bool last = r->remaining <= mtu;
       const uint32_t seg = last ? r->remaining : mtu;
-      if (seg != 0 && ctx.mrs->check_remote(r->rkey, qp.params().pd, r->va, seg, kMrAccessRemoteRead) !=
-                          STATUS_SUCCESS) [[unlikely]] {
+      if (seg != 0 && ctx.mrs->check_remote(r->rkey, qp.params().pd, r->va, seg,
+                                            kMrAccessRemoteRead) != STATUS_SUCCESS) [[unlikely]] {
         // The region was deregistered or invalidated after the READ request was checked: the
         // queued responses stop (not one more byte is read) and the requester gets a NAK
         // remote access error at the response it waits for.
@@ -416,7 +425,8 @@ namespace {
         nak_fatal(qp, wire::kAethNakRemoteAccess, r->tx_psn);
         break;
       }
-      f.bth.opcode = first ? (last ? kRcReadRespOnly : kRcReadRespFirst) : (last ? kRcReadRespLast : kRcReadRespMiddle);
+      f.bth.opcode = first ? (last ? kRcReadRespOnly : kRcReadRespFirst)
+                           : (last ? kRcReadRespLast : kRcReadRespMiddle);
       f.bth.psn = r->tx_psn;
       pl.flat = reinterpret_cast<const void*>(r->va);
       pl.length = seg;
@@ -446,7 +456,8 @@ namespace {
   const uint8_t type = rs.ctl_syndrome & wire::kAethTypeMask;
   if (type == wire::kAethNak) ++qp.stats.naks_sent;
   ctx.counters->add(type == wire::kAethAck ? RcCounter::kAcksSent
-                                           : (type == wire::kAethRnrNak ? RcCounter::kRnrNaksSent : RcCounter::kNaksSent));
+                                           : (type == wire::kAethRnrNak ? RcCounter::kRnrNaksSent
+                                                                        : RcCounter::kNaksSent));
   if (rs.error_after_ctl) {
     rs.error_after_ctl = false;
     enter_error(qp, ctx, WcError::kFlushed);

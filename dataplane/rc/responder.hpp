@@ -20,7 +20,8 @@
 //    already has that answer).
 //  * ACKs are coalesced: one pending ACK/NAK per QP, sent at the end of the poll (after any
 //    read responses), requested by AckReq, every kAckCoalesceMax packets, or kDelayedAckNs after
-//    the first packet not yet covered; a newer one replaces an older one. ACKs carry credit code 0x1F ("unlimited", as rxe) and the MSN.
+//    the first packet not yet covered; a newer one replaces an older one. ACKs carry credit code
+//    0x1F ("unlimited", as rxe) and the MSN.
 
 #include <cstdint>
 
@@ -41,7 +42,8 @@ inline constexpr uint64_t kDelayedAckNs = 100'000;
 inline constexpr uintptr_t kCqeImmediateValid = uintptr_t{1} << 32;
 
 /// A request packet addressed to `qp` (RTR or RTS).
-void responder_receive_lc(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt, uint64_t now_ns);
+void responder_receive_lc(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt,
+                          uint64_t now_ns);
 
 /// A visit at `now_ns`: queues the delayed ACK if it is due (its deadline is resp.ack_due_ns).
 void responder_ack_timer_lc(QueuePair& qp, uint64_t now_ns);

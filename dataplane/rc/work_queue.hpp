@@ -43,34 +43,34 @@ enum class SendOpcode : uint8_t {
   kSendAndInvalidate,  ///< SEND with IETH: the peer invalidates invalidate_token
   kWrite,
   kRead,
-  kCompareSwap,  ///< 8-byte atomic at remote_address: if == compare then = swap_or_add
-  kFetchAdd,     ///< 8-byte atomic at remote_address: += swap_or_add
-  kFastRegister, ///< local: make MR `local_token` valid at fr_* (NdkFastRegister)
-  kInvalidate,   ///< local: invalidate MR/MW `local_token` (NdkInvalidate)
-  kBind,         ///< local: bind window `local_token` to region `bind_mr_token` at fr_* (NdkBind)
+  kCompareSwap,   ///< 8-byte atomic at remote_address: if == compare then = swap_or_add
+  kFetchAdd,      ///< 8-byte atomic at remote_address: += swap_or_add
+  kFastRegister,  ///< local: make MR `local_token` valid at fr_* (NdkFastRegister)
+  kInvalidate,    ///< local: invalidate MR/MW `local_token` (NdkInvalidate)
+  kBind,          ///< local: bind window `local_token` to region `bind_mr_token` at fr_* (NdkBind)
 };
 
 /// A send-queue (NDK "initiator queue") work request.
 struct SendWqe {
-  void* request_context = nullptr;   ///< returned in the completion's RequestContext
-  uint64_t remote_address = 0;       ///< RDMA/atomic target virtual address
-  uint64_t compare = 0;              ///< compare-swap: compare operand
-  uint64_t swap_or_add = 0;          ///< compare-swap: swap value; fetch-add: addend
-  uint64_t fr_address = 0;           ///< fast register: region base virtual address
-  uint64_t fr_length = 0;            ///< fast register: region length
-  uint32_t remote_token = 0;         ///< RDMA/atomic remote token (R_Key)
+  void* request_context = nullptr;  ///< returned in the completion's RequestContext
+  uint64_t remote_address = 0;      ///< RDMA/atomic target virtual address
+  uint64_t compare = 0;             ///< compare-swap: compare operand
+  uint64_t swap_or_add = 0;         ///< compare-swap: swap value; fetch-add: addend
+  uint64_t fr_address = 0;          ///< fast register: region base virtual address
+  uint64_t fr_length = 0;           ///< fast register: region length
+  uint32_t remote_token = 0;        ///< RDMA/atomic remote token (R_Key)
   union {
-    uint32_t invalidate_token = 0;   ///< SendAndInvalidate: the peer's token to invalidate
-    uint32_t bind_mr_token;          ///< Bind: the region the window (local_token) lends
+    uint32_t invalidate_token = 0;  ///< SendAndInvalidate: the peer's token to invalidate
+    uint32_t bind_mr_token;         ///< Bind: the region the window (local_token) lends
   };
-  uint32_t local_token = 0;          ///< FastRegister / Invalidate / Bind: the local MR/MW token
-  uint32_t fr_access = 0;            ///< fast register: NDK_MR_FLAG_* access
-  uint32_t immediate = 0;            ///< rocedp extension: immediate data (has_immediate)
-  uint32_t flags = 0;                ///< NDK_OP_FLAG_*
+  uint32_t local_token = 0;  ///< FastRegister / Invalidate / Bind: the local MR/MW token
+  uint32_t fr_access = 0;    ///< fast register: NDK_MR_FLAG_* access
+  uint32_t immediate = 0;    ///< rocedp extension: immediate data (has_immediate)
+  uint32_t flags = 0;        ///< NDK_OP_FLAG_*
   SendOpcode opcode = SendOpcode::kSend;
   uint8_t sge_count = 0;
   bool has_immediate = false;
-  uint8_t inline_length = 0;         ///< bytes valid in inline_data (NDK_OP_FLAG_INLINE)
+  uint8_t inline_length = 0;  ///< bytes valid in inline_data (NDK_OP_FLAG_INLINE)
   union {
     NdkSge sge[kMaxWqeSge]{};
     /// NDK_OP_FLAG_INLINE on a SEND/WRITE: post() copies the SGEs' bytes here (the SGEs are not
@@ -223,7 +223,8 @@ class Doorbell {
     uint32_t old = head_.load(std::memory_order_relaxed);
     do {
       entries_[slot].next = old;
-    } while (!head_.compare_exchange_weak(old, slot, std::memory_order_release, std::memory_order_relaxed));
+    } while (!head_.compare_exchange_weak(old, slot, std::memory_order_release,
+                                          std::memory_order_relaxed));
   }
 
   /// Owning core: the whole stack (kEmpty if nothing rang). A plain load first, so an idle
@@ -276,7 +277,8 @@ class SendQueue {
     }
     auto ring = WqeRing<SendWqe>::create(depth, status);
     if (!ring) return nullptr;
-    std::unique_ptr<SendQueue> q(new (std::nothrow) SendQueue(std::move(ring), max_sge, max_inline));
+    std::unique_ptr<SendQueue> q(new (std::nothrow)
+                                     SendQueue(std::move(ring), max_sge, max_inline));
     if (!q) *status = STATUS_INSUFFICIENT_RESOURCES;
     return q;
   }

@@ -181,13 +181,14 @@ constexpr std::size_t kPos5[7] = {ipv4_off::kTos,
 constexpr std::array<std::array<std::uint32_t, 256>, 7> make_masked5_tables() {
   std::array<std::array<std::uint32_t, 256>, 7> t{};
   for (std::size_t j = 0; j < 7; ++j)
-    for (std::uint32_t b = 0; b < 256; ++b) t[j][b] = mulmod_bitwise(b, kPow.lo[kPrefix5 - kPos5[j]]);
+    for (std::uint32_t b = 0; b < 256; ++b)
+      t[j][b] = mulmod_bitwise(b, kPow.lo[kPrefix5 - kPos5[j]]);
   return t;
 }
 constexpr auto kMasked5 = make_masked5_tables();
 
-__attribute__((target("pclmul,sse4.1"))) std::uint32_t ipv4_correction5_clmul(const std::uint8_t* l3,
-                                                                              std::size_t total) {
+__attribute__((target("pclmul,sse4.1"))) std::uint32_t ipv4_correction5_clmul(
+    const std::uint8_t* l3, std::size_t total) {
   std::uint32_t d = 0;
   for (std::size_t j = 0; j < 7; ++j) d ^= kMasked5[j][static_cast<std::uint8_t>(~l3[kPos5[j]])];
   const std::size_t k = total - kPrefix5;
@@ -195,7 +196,8 @@ __attribute__((target("pclmul,sse4.1"))) std::uint32_t ipv4_correction5_clmul(co
       k < kPowStep ? kPow.lo[k] : mulmod_clmul(kPow.hi[k / kPowStep], kPow.lo[k % kPowStep]);
   return mulmod_clmul(d, shift);
 }
-inline std::uint32_t ipv4_correction_any(const std::uint8_t* l3, std::size_t ip_len, std::size_t total) {
+inline std::uint32_t ipv4_correction_any(const std::uint8_t* l3, std::size_t ip_len,
+                                         std::size_t total) {
   if (ip_len == kIpv4MinHdrLen && kHavePclmul) return ipv4_correction5_clmul(l3, total);
   return ipv4_correction(l3, ip_len, total);
 }
@@ -256,7 +258,9 @@ std::uint32_t icrc_compute(Bytes l3, std::span<const Bytes> more) {
   return crc;
 }
 
-std::uint32_t icrc_of_masked(Bytes l3) { return crc32_gzip_refl(kIcrcSeed, l3.data(), l3.size()); }
+std::uint32_t icrc_of_masked(Bytes l3) {
+  return crc32_gzip_refl(kIcrcSeed, l3.data(), l3.size());
+}
 
 std::uint32_t icrc_extend(std::uint32_t crc, Bytes more) {
   return more.empty() ? crc : crc32_gzip_refl(crc, more.data(), more.size());

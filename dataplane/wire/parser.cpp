@@ -10,8 +10,8 @@ namespace {
 
 // Payload, pad and ICRC checks shared by both paths; `bth` is the BTH offset, `udp_payload` the
 // UDP payload length (already >= BTH + ICRC).
-DropReason parse_tail(Bytes frame, ParsedPacket& out, const ParseOptions& opts, std::size_t l3, std::size_t bth,
-                      std::size_t udp_payload) {
+DropReason parse_tail(Bytes frame, ParsedPacket& out, const ParseOptions& opts, std::size_t l3,
+                      std::size_t bth, std::size_t udp_payload) {
   const std::uint8_t* p = frame.data();
   PacketFields& f = out.f;
   if (f.bth.tver != 0) return DropReason::kBadTver;

@@ -67,9 +67,10 @@ config::Config make_config(bool server, const std::string& socket, const std::st
   cfg.eal.lcores = {0};
   cfg.eal.main_lcore = 0;
   cfg.eal.memory_mb = 256;
-  cfg.eal.file_prefix = !prefix.empty() ? prefix
-                                         : std::string("pingpong-") + (server ? "server-" : "client-") +
-                                               std::to_string(getpid());
+  cfg.eal.file_prefix =
+      !prefix.empty()
+          ? prefix
+          : std::string("pingpong-") + (server ? "server-" : "client-") + std::to_string(getpid());
   cfg.dataplane.lcores = {0};  // one core, driven inline by this thread
   cfg.dataplane.mbuf_count = 4095;
   cfg.telemetry.enabled = false;
@@ -78,11 +79,13 @@ config::Config make_config(bool server, const std::string& socket, const std::st
   const config::MacAddress client_mac{{0x02, 0x00, 0x00, 0x00, 0x64, 0x02}};
   config::PortConfig port;
   port.name = "memif0";
-  port.devargs = "net_memif0,role=" + std::string(server ? "server" : "client") + ",socket=" + socket + ",socket-abstract=no";
+  port.devargs = "net_memif0,role=" + std::string(server ? "server" : "client") +
+                 ",socket=" + socket + ",socket-abstract=no";
   port.mac = server ? server_mac : client_mac;
   port.address.value = base | (server ? 1 : 2);
   port.prefix_len = 24;
-  port.neighbours.push_back({config::Ipv4Address{base | (server ? 2u : 1u)}, server ? client_mac : server_mac});
+  port.neighbours.push_back(
+      {config::Ipv4Address{base | (server ? 2u : 1u)}, server ? client_mac : server_mac});
   cfg.ports.push_back(port);
   return cfg;
 }
@@ -111,17 +114,21 @@ NTSTATUS open_endpoint(Endpoint& ep, uint32_t size) {
   rt.run_on_control([&] { st = rt.adapter().create_pd(nullptr, nullptr, &ep.pd); });
   if (st != STATUS_SUCCESS) return st;
   Done cqd, qpd;
-  rt.run_on_control([&] { st = rt.adapter().create_cq(64, nullptr, nullptr, 0, &Done::create, &cqd, &ep.cq); });
+  rt.run_on_control(
+      [&] { st = rt.adapter().create_cq(64, nullptr, nullptr, 0, &Done::create, &cqd, &ep.cq); });
   if ((st = wait(rt, st, cqd)) != STATUS_SUCCESS) return st;
   ep.cq = ndk_object_cast<Cq>(cqd.object);
-  rt.run_on_control([&] { st = ep.pd->create_qp(ep.cq, ep.cq, &ep, 4, 16, 1, 1, 0, &Done::create, &qpd, &ep.qp); });
+  rt.run_on_control([&] {
+    st = ep.pd->create_qp(ep.cq, ep.cq, &ep, 4, 16, 1, 1, 0, &Done::create, &qpd, &ep.qp);
+  });
   if ((st = wait(rt, st, qpd)) != STATUS_SUCCESS) return st;
   ep.qp = ndk_object_cast<Qp>(qpd.object);
   rt.run_on_control([&] {
     st = ep.pd->create_mr(false, nullptr, nullptr, &ep.mr);
     if (st == STATUS_SUCCESS)
       st = ep.mr->register_mr(ep.buf.data(), ep.buf.size(),
-                              NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_WRITE, nullptr, nullptr);
+                              NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
+                              nullptr, nullptr);
   });
   return st;
 }
@@ -185,11 +192,13 @@ NTSTATUS write_to_peer(Endpoint& ep, const RegionInfo& peer, uint32_t size) {
   NTSTATUS st = ep.qp->write(&ep, &sge, 1, peer.address, peer.token, 0);
   if (st != STATUS_SUCCESS) return st;
   NdkResult r{};
-  if (!ep.rt->wait_until([&] { return ep.cq->get_results(&r, 1) == 1; }, kWait)) return STATUS_IO_TIMEOUT;
+  if (!ep.rt->wait_until([&] { return ep.cq->get_results(&r, 1) == 1; }, kWait))
+    return STATUS_IO_TIMEOUT;
   return r.status;
 }
 
-int run(bool server, const std::string& socket, const std::string& prefix, uint32_t iterations, uint32_t size) {
+int run(bool server, const std::string& socket, const std::string& prefix, uint32_t iterations,
+        uint32_t size) {
   OpenOptions options;
   options.program = "write_pingpong";
   options.launch_cores = false;
@@ -214,7 +223,8 @@ int run(bool server, const std::string& socket, const std::string& prefix, uint3
     Listener* listener = nullptr;
     rt->run_on_control([&] {
       st = create_listener(
-          rt->adapter(), [](void* c, NdkConnector* n) { static_cast<std::atomic<NdkConnector*>*>(c)->store(n); },
+          rt->adapter(),
+          [](void* c, NdkConnector* n) { static_cast<std::atomic<NdkConnector*>*>(c)->store(n); },
           &incoming, nullptr, nullptr, &listener);
       if (st == STATUS_SUCCESS) st = listener->listen(NdkSockAddr{0, kNdPort}, nullptr, nullptr);
     });
@@ -230,8 +240,9 @@ int run(bool server, const std::string& socket, const std::string& prefix, uint3
       st = read_private_data(*ep.conn, &peer);
       if (st == STATUS_SUCCESS)
         st = ep.conn->accept(
-            ep.qp, 0, 0, &mine, sizeof mine, [](void* c) { static_cast<std::atomic<bool>*>(c)->store(true); },
-            &disconnected, &Done::request, &accepted);
+            ep.qp, 0, 0, &mine, sizeof mine,
+            [](void* c) { static_cast<std::atomic<bool>*>(c)->store(true); }, &disconnected,
+            &Done::request, &accepted);
     });
     if ((st = wait(*rt, st, accepted)) != STATUS_SUCCESS) return fail("accept", st);
     rt->run_on_control([&] { listener->close(nullptr, nullptr); });
@@ -242,20 +253,22 @@ int run(bool server, const std::string& socket, const std::string& prefix, uint3
       if ((st = write_to_peer(ep, peer, size)) != STATUS_SUCCESS) return fail("WRITE back", st);
     }
     // The client ends the connection.
-    if (!rt->wait_until([&] { return disconnected.load(); }, kWait)) return fail("client did not disconnect");
+    if (!rt->wait_until([&] { return disconnected.load(); }, kWait))
+      return fail("client did not disconnect");
     std::printf("server: %u messages of %u bytes checked and returned\n", iterations, size);
   } else {
     Done connected, completed;
     rt->run_on_control([&] {
       st = create_connector(rt->adapter(), nullptr, nullptr, &ep.conn);
       if (st == STATUS_SUCCESS)
-        st = ep.conn->connect(ep.qp, NdkSockAddr{0, 0}, NdkSockAddr{server_ip, kNdPort}, 0, 0, &mine, sizeof mine,
-                              &Done::request, &connected);
+        st = ep.conn->connect(ep.qp, NdkSockAddr{0, 0}, NdkSockAddr{server_ip, kNdPort}, 0, 0,
+                              &mine, sizeof mine, &Done::request, &connected);
     });
     if ((st = wait(*rt, st, connected)) != STATUS_SUCCESS) return fail("connect", st);
     rt->run_on_control([&] {
       st = read_private_data(*ep.conn, &peer);
-      if (st == STATUS_SUCCESS) st = ep.conn->complete_connect(nullptr, nullptr, &Done::request, &completed);
+      if (st == STATUS_SUCCESS)
+        st = ep.conn->complete_connect(nullptr, nullptr, &Done::request, &completed);
     });
     if ((st = wait(*rt, st, completed)) != STATUS_SUCCESS) return fail("complete connect", st);
     std::vector<double> rtt_us;
@@ -268,8 +281,10 @@ int run(bool server, const std::string& socket, const std::string& prefix, uint3
       if (!check(ep.buf.data(), size, i)) return fail("echo bytes differ");
     }
     std::sort(rtt_us.begin(), rtt_us.end());
-    std::printf("client: %u round trips of %u bytes, every byte checked; median %.1f us (min %.1f, max %.1f)\n",
-                iterations, size, rtt_us[rtt_us.size() / 2], rtt_us.front(), rtt_us.back());
+    std::printf(
+        "client: %u round trips of %u bytes, every byte checked; median %.1f us (min %.1f, max "
+        "%.1f)\n",
+        iterations, size, rtt_us[rtt_us.size() / 2], rtt_us.front(), rtt_us.back());
     Done d;
     rt->run_on_control([&] { st = ep.conn->disconnect(&Done::request, &d); });
     wait(*rt, st, d);
@@ -287,14 +302,22 @@ int main(int argc, char** argv) {
   uint32_t iterations = 1000, size = 64;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--role") role = v;
-    else if (a == "--socket") socket = v;
-    else if (a == "--prefix") prefix = v;
-    else if (a == "--iterations") iterations = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
-    else if (a == "--size") size = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
+    if (a == "--role")
+      role = v;
+    else if (a == "--socket")
+      socket = v;
+    else if (a == "--prefix")
+      prefix = v;
+    else if (a == "--iterations")
+      iterations = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
+    else if (a == "--size")
+      size = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
   }
-  if ((role != "server" && role != "client") || socket.empty() || iterations == 0 || size < 16 || size > 1024) {
-    std::fprintf(stderr, "usage: write_pingpong --role server|client --socket PATH [--iterations N] [--size 16..1024] [--prefix NAME]\n");
+  if ((role != "server" && role != "client") || socket.empty() || iterations == 0 || size < 16 ||
+      size > 1024) {
+    std::fprintf(stderr,
+                 "usage: write_pingpong --role server|client --socket PATH [--iterations N] "
+                 "[--size 16..1024] [--prefix NAME]\n");
     return 2;
   }
   return run(role == "server", socket, prefix, iterations, size);

@@ -107,8 +107,9 @@ class Adapter : public NdkObjectBase {
   /// (depth 0 or > MaxCqDepth, no such core, null completion), STATUS_INSUFFICIENT_RESOURCES
   /// (limits.max_cqs, ring allocation failed, request ring full).
   /// `notification` runs on the owning core (see NdkCqNotificationCallback).
-  NTSTATUS create_cq(uint32_t depth, NdkCqNotificationCallback notification, void* notification_context,
-                     uint32_t core_affinity, NdkCreateCompletion completion, void* context, Cq** out);
+  NTSTATUS create_cq(uint32_t depth, NdkCqNotificationCallback notification,
+                     void* notification_context, uint32_t core_affinity,
+                     NdkCreateCompletion completion, void* context, Cq** out);
 
   /// NdkCloseObject(adapter): STATUS_PENDING; CloseCompletion follows once every PD and CQ is
   /// closed and every core has removed the adapter's objects. A CreateCq still pending completes
@@ -129,8 +130,9 @@ class Adapter : public NdkObjectBase {
   /// STATUS_BUFFER_TOO_SMALL if *lam_size < the size needed (then *lam_size is set to it, see
   /// ndk_lam_size); STATUS_INVALID_PARAMETER (null pointers, length 0, the range wraps,
   /// length > MaxRegistrationSize). Any thread.
-  NTSTATUS build_lam(const void* address, size_t length, NdkRequestCompletion completion, void* context,
-                     NdkLogicalAddressMapping* lam, uint32_t* lam_size, uint32_t* first_byte_offset);
+  NTSTATUS build_lam(const void* address, size_t length, NdkRequestCompletion completion,
+                     void* context, NdkLogicalAddressMapping* lam, uint32_t* lam_size,
+                     uint32_t* first_byte_offset);
   /// NdkReleaseLAM: releases a LAM BuildLam filled. Nothing is held for it on rocedp, so this only
   /// exists for NDK's call sequence. Any thread.
   void release_lam(NdkLogicalAddressMapping* lam);
@@ -162,7 +164,8 @@ class Pd : public NdkObjectBase {
   /// (limits.max_srqs, allocation). `notification` runs on the owning core.
   NTSTATUS create_srq(uint32_t depth, uint32_t max_sge, uint32_t notify_threshold,
                       NdkSrqNotificationCallback notification, void* notification_context,
-                      uint32_t core_affinity, NdkCreateCompletion completion, void* context, Srq** out);
+                      uint32_t core_affinity, NdkCreateCompletion completion, void* context,
+                      Srq** out);
 
   /// NdkCreateQp: the QP lives on the core of its CQs. Both CQs must be on the same core
   /// (rocedp does not carry completions across cores): STATUS_INVALID_PARAMETER otherwise.
@@ -171,14 +174,16 @@ class Pd : public NdkObjectBase {
   /// CQ or completion, CQ of another adapter or closing, depth 0 or above the limits, SGE count
   /// above limits, inline size above MaxInlineDataSize); STATUS_INSUFFICIENT_RESOURCES
   /// (limits.max_qps, allocation, ring full).
-  NTSTATUS create_qp(Cq* receive_cq, Cq* initiator_cq, void* qp_context, uint32_t receive_queue_depth,
-                     uint32_t initiator_queue_depth, uint32_t max_receive_sge, uint32_t max_initiator_sge,
-                     uint32_t inline_data_size, NdkCreateCompletion completion, void* context, Qp** out);
+  NTSTATUS create_qp(Cq* receive_cq, Cq* initiator_cq, void* qp_context,
+                     uint32_t receive_queue_depth, uint32_t initiator_queue_depth,
+                     uint32_t max_receive_sge, uint32_t max_initiator_sge,
+                     uint32_t inline_data_size, NdkCreateCompletion completion, void* context,
+                     Qp** out);
   /// NdkCreateQpWithSrq: as create_qp, receives come from `srq` (same core as the CQs).
   NTSTATUS create_qp_with_srq(Cq* receive_cq, Cq* initiator_cq, Srq* srq, void* qp_context,
                               uint32_t initiator_queue_depth, uint32_t max_initiator_sge,
-                              uint32_t inline_data_size, NdkCreateCompletion completion, void* context,
-                              Qp** out);
+                              uint32_t inline_data_size, NdkCreateCompletion completion,
+                              void* context, Qp** out);
 
   /// NdkCreateMw: a memory window of this PD, unbound (its token works once a Bind work request
   /// bound it). STATUS_SUCCESS inline (`completion` never called); STATUS_INSUFFICIENT_RESOURCES
@@ -232,8 +237,8 @@ class Mr : public NdkObjectBase {
   /// inline (`completion` not called); STATUS_INVALID_PARAMETER (already registered, fast-register
   /// MR, null address, length 0 or > MaxRegistrationSize, bad flags);
   /// STATUS_INSUFFICIENT_RESOURCES (table full).
-  NTSTATUS register_mr(const void* address, uint64_t length, uint32_t mr_flags, NdkRequestCompletion completion,
-                       void* context);
+  NTSTATUS register_mr(const void* address, uint64_t length, uint32_t mr_flags,
+                       NdkRequestCompletion completion, void* context);
   /// NdkDeregisterMr. The tokens stop working at once: every later check fails (a new request
   /// with STATUS_ACCESS_VIOLATION / a NAK remote access error; the middle and last packets of a
   /// WRITE in flight are NAKed, queued READ responses stop, a multi-packet SEND into a receive
@@ -320,7 +325,8 @@ class Srq : public NdkObjectBase {
   /// STATUS_PENDING then RequestCompletion (control thread) with STATUS_SUCCESS,
   /// STATUS_INVALID_PARAMETER (depth below the posted count, threshold > depth) or
   /// STATUS_NOT_SUPPORTED (depth above the creation depth).
-  NTSTATUS modify(uint32_t depth, uint32_t notify_threshold, NdkRequestCompletion completion, void* context);
+  NTSTATUS modify(uint32_t depth, uint32_t notify_threshold, NdkRequestCompletion completion,
+                  void* context);
   /// STATUS_SUCCESS, or STATUS_PENDING until the QPs using it are closed.
   NTSTATUS close(NdkCloseCompletion completion, void* context);
   uint32_t core() const { return core_; }
@@ -335,15 +341,15 @@ class Srq : public NdkObjectBase {
 /// exchanges; connection management fills them from the CM REQ/REP later).
 struct NdkQpConnectParams {
   uint32_t remote_qpn = 0;
-  uint32_t remote_ip = 0;       ///< IPv4, host order
+  uint32_t remote_ip = 0;  ///< IPv4, host order
   uint8_t remote_mac[6] = {};
-  uint32_t path_mtu = 1024;     ///< 256, 512, 1024, 2048 or 4096 (<= what the port carries)
-  uint32_t local_psn = 0;       ///< first PSN this QP sends (24 bits)
-  uint32_t remote_psn = 0;      ///< first PSN expected from the peer (the peer's local_psn)
-  uint8_t retry_count = 7;      ///< 0..7
-  uint8_t rnr_retry = 7;        ///< 0..7, 7 = infinite
-  uint8_t local_ack_timeout = 14;  ///< 4.096 µs × 2^t (0 = infinite)
-  uint8_t min_rnr_timer = 12;   ///< IBTA RNR timer code this QP's responder advertises
+  uint32_t path_mtu = 1024;           ///< 256, 512, 1024, 2048 or 4096 (<= what the port carries)
+  uint32_t local_psn = 0;             ///< first PSN this QP sends (24 bits)
+  uint32_t remote_psn = 0;            ///< first PSN expected from the peer (the peer's local_psn)
+  uint8_t retry_count = 7;            ///< 0..7
+  uint8_t rnr_retry = 7;              ///< 0..7, 7 = infinite
+  uint8_t local_ack_timeout = 14;     ///< 4.096 µs × 2^t (0 = infinite)
+  uint8_t min_rnr_timer = 12;         ///< IBTA RNR timer code this QP's responder advertises
   uint32_t inbound_read_limit = 16;   ///< IRL, effective (<= MaxInboundReadLimit)
   uint32_t outbound_read_limit = 16;  ///< ORL, effective (<= MaxOutboundReadLimit)
 };
@@ -363,32 +369,33 @@ class Qp : public NdkObjectBase {
   NTSTATUS send(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint32_t flags);
   /// rocedp extension: SEND with immediate data (delivered in the receive completion's
   /// TypeSpecificCompletionOutput, low 32 bits, bit 32 set).
-  NTSTATUS send_with_immediate(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint32_t immediate,
-                               uint32_t flags);
+  NTSTATUS send_with_immediate(void* request_context, const NdkSge* sgl, uint32_t n_sge,
+                               uint32_t immediate, uint32_t flags);
   /// NdkSendAndInvalidate: the peer invalidates its `remote_token` (its receive completes as
   /// kReceiveAndInvalidate with the token).
-  NTSTATUS send_and_invalidate(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint32_t remote_token,
-                               uint32_t flags);
+  NTSTATUS send_and_invalidate(void* request_context, const NdkSge* sgl, uint32_t n_sge,
+                               uint32_t remote_token, uint32_t flags);
   /// NdkReceive: STATUS_SUCCESS, STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER
   /// (too many SGEs, or the QP uses an SRQ). Allowed before connecting.
   NTSTATUS receive(void* request_context, const NdkSge* sgl, uint32_t n_sge);
   NTSTATUS write(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint64_t remote_address,
                  uint32_t remote_token, uint32_t flags);
   /// rocedp extension: RDMA WRITE with immediate (consumes a receive on the peer).
-  NTSTATUS write_with_immediate(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint64_t remote_address,
-                                uint32_t remote_token, uint32_t immediate, uint32_t flags);
+  NTSTATUS write_with_immediate(void* request_context, const NdkSge* sgl, uint32_t n_sge,
+                                uint64_t remote_address, uint32_t remote_token, uint32_t immediate,
+                                uint32_t flags);
   NTSTATUS read(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint64_t remote_address,
                 uint32_t remote_token, uint32_t flags);
   /// rocedp extensions: 8-byte atomics on an 8-byte-aligned remote address; `result` (one
   /// 8-byte SGE) receives the original value.
-  NTSTATUS compare_swap(void* request_context, const NdkSge& result, uint64_t remote_address, uint32_t remote_token,
-                        uint64_t compare, uint64_t swap, uint32_t flags);
-  NTSTATUS fetch_add(void* request_context, const NdkSge& result, uint64_t remote_address, uint32_t remote_token,
-                     uint64_t add, uint32_t flags);
+  NTSTATUS compare_swap(void* request_context, const NdkSge& result, uint64_t remote_address,
+                        uint32_t remote_token, uint64_t compare, uint64_t swap, uint32_t flags);
+  NTSTATUS fetch_add(void* request_context, const NdkSge& result, uint64_t remote_address,
+                     uint32_t remote_token, uint64_t add, uint32_t flags);
   /// NdkFastRegister: makes `mr` (initialized for fast registration) valid at
   /// [address, address+length) with NDK_MR_FLAG_* `mr_flags`, in order with the other requests.
-  NTSTATUS fast_register(void* request_context, Mr* mr, uint64_t address, uint64_t length, uint32_t mr_flags,
-                         uint32_t flags);
+  NTSTATUS fast_register(void* request_context, Mr* mr, uint64_t address, uint64_t length,
+                         uint32_t mr_flags, uint32_t flags);
   /// NdkInvalidate: invalidates the local token of a fast-register `mr`.
   NTSTATUS invalidate(void* request_context, Mr* mr, uint32_t flags);
   /// NdkInvalidate on a memory window: unbinds `mw` in order with the other requests; its token
@@ -402,19 +409,20 @@ class Qp : public NdkObjectBase {
   /// the region, a right the region does not grant, stale window or region);
   /// STATUS_INVALID_DEVICE_REQUEST (length 0, bad flags). Inline: as every post, and
   /// STATUS_INVALID_PARAMETER (null mr/mw).
-  NTSTATUS bind(void* request_context, Mr* mr, Mw* mw, const void* address, uint64_t length, uint32_t mr_flags,
-                uint32_t flags);
+  NTSTATUS bind(void* request_context, Mr* mr, Mw* mw, const void* address, uint64_t length,
+                uint32_t mr_flags, uint32_t flags);
 
   /// NdkFlush: every pending request completes with STATUS_CANCELLED and the QP moves to
   /// error. Control thread (the request travels on the owning core's ring).
   void flush();
 
-  /// Moves the QP to RTR and RTS (out of band, as ibv_rc_pingpong; the CM connects through Connector).
-  /// STATUS_PENDING, then RequestCompletion on the control thread with STATUS_SUCCESS,
+  /// Moves the QP to RTR and RTS (out of band, as ibv_rc_pingpong; the CM connects through
+  /// Connector). STATUS_PENDING, then RequestCompletion on the control thread with STATUS_SUCCESS,
   /// STATUS_INVALID_DEVICE_STATE (already connected / in error) or STATUS_INVALID_PARAMETER
   /// (MTU, retry count). Inline: STATUS_INVALID_PARAMETER (MTU above the port's, read limits
   /// above the adapter's, null completion); STATUS_INSUFFICIENT_RESOURCES (ring full).
-  NTSTATUS connect(const NdkQpConnectParams& params, NdkRequestCompletion completion, void* context);
+  NTSTATUS connect(const NdkQpConnectParams& params, NdkRequestCompletion completion,
+                   void* context);
 
   /// STATUS_PENDING: outstanding requests complete with STATUS_CANCELLED (work requests through
   /// the CQ, a pending connect() through its RequestCompletion), the core destroys the QP, then

@@ -33,13 +33,13 @@ struct StaticNeighbour {
 struct FaultConfig {
   enum class Direction { kRx, kTx, kBoth };
   Direction direction = Direction::kRx;
-  double drop_pct = 0;        // 0..100: frame silently discarded
-  double duplicate_pct = 0;   // 0..100: frame delivered twice
-  double corrupt_pct = 0;     // 0..100: one random byte flipped
+  double drop_pct = 0;          // 0..100: frame silently discarded
+  double duplicate_pct = 0;     // 0..100: frame delivered twice
+  double corrupt_pct = 0;       // 0..100: one random byte flipped
   uint32_t reorder_window = 0;  // 0 = off; else frames are shuffled within windows of this many
-  double reorder_pct = 100;   // with a window: share of frames that take part in the shuffle
-  uint32_t delay_us = 0;      // every frame held this long before delivery
-  uint64_t seed = 1;          // PRNG seed, so a failing chaos run can be replayed
+  double reorder_pct = 100;     // with a window: share of frames that take part in the shuffle
+  uint32_t delay_us = 0;        // every frame held this long before delivery
+  uint64_t seed = 1;            // PRNG seed, so a failing chaos run can be replayed
   bool enabled() const {
     return drop_pct > 0 || duplicate_pct > 0 || corrupt_pct > 0 || reorder_window > 0 ||
            delay_us > 0;
@@ -69,8 +69,8 @@ struct EalConfig {
 struct DataplaneConfig {
   std::vector<unsigned> lcores{1};  // polling lcores; each must be in eal.lcores and not main
   uint16_t burst_size = 32;
-  uint16_t rx_ring_size = 1024;    // descriptors per RX queue
-  uint16_t tx_ring_size = 1024;    // descriptors per TX queue
+  uint16_t rx_ring_size = 1024;       // descriptors per RX queue
+  uint16_t tx_ring_size = 1024;       // descriptors per TX queue
   uint32_t control_ring_size = 1024;  // entries of each control<->lcore rte_ring (power of two)
   uint32_t mbuf_count = 16383;
   uint32_t mbuf_cache_size = 256;
@@ -81,9 +81,9 @@ struct DataplaneConfig {
 };
 
 struct ControlConfig {
-  std::optional<unsigned> lcore;  // unset: an unpinned thread
-  uint32_t arp_retry_ms = 200;    // time between ARP requests for an unresolved peer
-  uint32_t arp_retries = 5;       // requests before a peer is declared unreachable
+  std::optional<unsigned> lcore;      // unset: an unpinned thread
+  uint32_t arp_retry_ms = 200;        // time between ARP requests for an unresolved peer
+  uint32_t arp_retries = 5;           // requests before a peer is declared unreachable
   uint32_t neighbour_expiry_s = 300;  // learned entries expire after this long
 };
 
@@ -100,21 +100,22 @@ struct LoggingConfig {
 
 // Adapter limits reported through QueryAdapterInfo (NDK_ADAPTER_INFO) and enforced at creation.
 struct LimitsConfig {
-  uint32_t max_qps = 131072;          // queue pairs over all cores
+  uint32_t max_qps = 131072;  // queue pairs over all cores
   uint32_t max_cqs = 131072;
   uint32_t max_srqs = 1024;
   uint32_t max_pds = 1024;
   uint32_t max_mrs = 65536;
-  uint32_t max_cq_depth = 65536;      // NDK MaxCqDepth
-  uint32_t max_qp_depth = 4096;       // MaxInitiatorQueueDepth and MaxReceiveQueueDepth
-  uint32_t max_srq_depth = 16384;     // MaxSrqDepth
-  uint32_t max_sge = 16;              // MaxInitiatorRequestSge / MaxReceiveRequestSge / MaxReadRequestSge
-  uint32_t max_inline_data = 64;      // MaxInlineDataSize
-  uint32_t max_read_limit = 16;       // MaxInboundReadLimit and MaxOutboundReadLimit
+  uint32_t max_cq_depth = 65536;   // NDK MaxCqDepth
+  uint32_t max_qp_depth = 4096;    // MaxInitiatorQueueDepth and MaxReceiveQueueDepth
+  uint32_t max_srq_depth = 16384;  // MaxSrqDepth
+  uint32_t max_sge = 16;  // MaxInitiatorRequestSge / MaxReceiveRequestSge / MaxReadRequestSge
+  uint32_t max_inline_data = 64;  // MaxInlineDataSize
+  uint32_t max_read_limit = 16;   // MaxInboundReadLimit and MaxOutboundReadLimit
   uint64_t max_registration_size = 1ull << 32;
   uint32_t max_transfer_length = 1u << 30;  // MaxTransferLength
-  uint32_t frmr_page_count = 256;     // FRMRPageCount (NDK: at least 16)
-  uint32_t max_listeners = 1024;      // CreateListener/CreateSharedEndpoint: INSUFFICIENT_RESOURCES beyond
+  uint32_t frmr_page_count = 256;           // FRMRPageCount (NDK: at least 16)
+  uint32_t max_listeners =
+      1024;  // CreateListener/CreateSharedEndpoint: INSUFFICIENT_RESOURCES beyond
   uint32_t max_shared_endpoints = 1024;
   uint32_t max_connectors = 131072;
 };
@@ -124,8 +125,8 @@ struct LimitsConfig {
 // IP and `nd_port` (rdma_cm service ID 0x0106 << 16 | nd_port).
 struct ListenerConfig {
   enum class Service { kEcho, kMemory };
-  std::string port;          // name of a configured port (rocedpd serves the first port)
-  uint16_t nd_port = 0;      // 1..65535
+  std::string port;      // name of a configured port (rocedpd serves the first port)
+  uint16_t nd_port = 0;  // 1..65535
   Service service = Service::kEcho;
   uint64_t memory_bytes = 1u << 20;  // memory: the exported region (4096 .. 1 GiB)
   uint32_t message_bytes = 4096;     // echo: the largest SEND it takes (receive buffer size)

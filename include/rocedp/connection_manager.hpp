@@ -11,8 +11,9 @@
 // runs the adapter's poll_control() and the connection manager's loop): from another thread the
 // call is handed to that thread and waits there for its inline result. Every connection callback
 // (ConnectEvent, Connect/Accept/CompleteConnect/Disconnect RequestCompletion, DisconnectEvent,
-// Create/CloseCompletion of these objects) runs on the control thread. No callback may block; a consumer may close any of these objects from
-// inside its own callbacks, and nothing of an object fires after its close completed.
+// Create/CloseCompletion of these objects) runs on the control thread. No callback may block; a
+// consumer may close any of these objects from inside its own callbacks, and nothing of an object
+// fires after its close completed.
 
 #include <cstddef>
 #include <cstdint>

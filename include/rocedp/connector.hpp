@@ -17,10 +17,10 @@
 //
 // Threads: any thread may call (a call from another thread is handed to the control thread and
 // waits for its inline status there, rocedp/connection_manager.hpp); every callback
-// (RequestCompletion, DisconnectEvent, CloseCompletion) runs on the control thread, from poll_connections()/poll_control() or
-// from a later poll. Callbacks must not block. A connector may be closed from inside any of its
-// callbacks; close pends while a request is pending (that request completes first, see close());
-// nothing of it fires after its close completed.
+// (RequestCompletion, DisconnectEvent, CloseCompletion) runs on the control thread, from
+// poll_connections()/poll_control() or from a later poll. Callbacks must not block. A connector may
+// be closed from inside any of its callbacks; close pends while a request is pending (that request
+// completes first, see close()); nothing of it fires after its close completed.
 
 #include <cstdint>
 

@@ -50,11 +50,12 @@ class Listener : public NdkObjectBase {
   void control_connect_events(bool pause);
 
   /// NdkCloseObject: stops listening (new REQs are rejected "invalid service ID"), rejects
-  /// requests not yet handed out, and abandons connections it produced that are still being established and have
-  /// no Accept completed (their pending Accept completes STATUS_CONNECTION_ABORTED, the peer
-  /// sees a REJ). STATUS_SUCCESS (inline; `completion` is not called). No ConnectEvent fires
-  /// after it, including from inside a ConnectEvent callback of this listener. A listener has no
-  /// asynchronous request of its own (Listen completes inline), so its close never pends.
+  /// requests not yet handed out, and abandons connections it produced that are still being
+  /// established and have no Accept completed (their pending Accept completes
+  /// STATUS_CONNECTION_ABORTED, the peer sees a REJ). STATUS_SUCCESS (inline; `completion` is not
+  /// called). No ConnectEvent fires after it, including from inside a ConnectEvent callback of this
+  /// listener. A listener has no asynchronous request of its own (Listen completes inline), so its
+  /// close never pends.
   NTSTATUS close(NdkCloseCompletion completion, void* context);
 
   // ---- provider internals (control thread); not part of the consumer API ----

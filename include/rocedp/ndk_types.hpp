@@ -92,7 +92,7 @@ struct NdkResultEx {
   void* qp_context = nullptr;
   void* request_context = nullptr;
   NdkOperationType type = NdkOperationType::kSend;  ///< Type
-  uint32_t provider_error_code = 0;  ///< ProviderErrorCode (2024 docs; in the padding)
+  uint32_t provider_error_code = 0;               ///< ProviderErrorCode (2024 docs; in the padding)
   uintptr_t type_specific_completion_output = 0;  ///< TypeSpecificCompletionOutput
 };
 
@@ -103,7 +103,7 @@ constexpr NdkResult to_result(const NdkResultEx& ex) {
 
 // NDK_OP_FLAG_* (ndkpi.h): flags of a posted work request and of QP/MW access.
 inline constexpr uint32_t NDK_OP_FLAG_SILENT_SUCCESS = 0x00000001;  ///< no CQE on success
-inline constexpr uint32_t NDK_OP_FLAG_READ_FENCE = 0x00000002;  ///< wait for earlier READs
+inline constexpr uint32_t NDK_OP_FLAG_READ_FENCE = 0x00000002;      ///< wait for earlier READs
 inline constexpr uint32_t NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT = 0x00000004;  ///< BTH SE bit
 inline constexpr uint32_t NDK_OP_FLAG_ALLOW_REMOTE_READ = 0x00000008;
 inline constexpr uint32_t NDK_OP_FLAG_ALLOW_LOCAL_WRITE = 0x00000010;
@@ -159,7 +159,8 @@ struct NdkLogicalAddressMapping {
 };
 /// Bytes a LAM of `pages` pages takes.
 constexpr size_t ndk_lam_size(uint32_t pages) {
-  return offsetof(NdkLogicalAddressMapping, adapter_page_array) + size_t{pages == 0 ? 1 : pages} * sizeof(uint64_t);
+  return offsetof(NdkLogicalAddressMapping, adapter_page_array) +
+         size_t{pages == 0 ? 1 : pages} * sizeof(uint64_t);
 }
 
 // NDK_ADAPTER_FLAG_* (ndkinfo.h): AdapterFlags bits.
@@ -174,12 +175,12 @@ inline constexpr uint32_t NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED = 0x00
 /// NDK_ADAPTER_INFO (ndkinfo.h): the adapter's identity and limits, as NdkQueryAdapterInfo
 /// returns them. rocedp fills the limits from the YAML configuration.
 struct NdkAdapterInfo {
-  NdkVersion version;                 ///< Version: NDKPI version implemented
-  uint32_t vendor_id = 0;             ///< VendorId (IEEE OUI)
-  uint32_t device_id = 0;             ///< DeviceId
-  size_t max_registration_size = 0;   ///< MaxRegistrationSize: bytes per memory region
-  size_t max_window_size = 0;         ///< MaxWindowSize: bytes per memory window
-  uint32_t frmr_page_count = 0;       ///< FRMRPageCount: pages per fast-register MR (>= 16)
+  NdkVersion version;                      ///< Version: NDKPI version implemented
+  uint32_t vendor_id = 0;                  ///< VendorId (IEEE OUI)
+  uint32_t device_id = 0;                  ///< DeviceId
+  size_t max_registration_size = 0;        ///< MaxRegistrationSize: bytes per memory region
+  size_t max_window_size = 0;              ///< MaxWindowSize: bytes per memory window
+  uint32_t frmr_page_count = 0;            ///< FRMRPageCount: pages per fast-register MR (>= 16)
   uint32_t max_initiator_request_sge = 0;  ///< MaxInitiatorRequestSge
   uint32_t max_receive_request_sge = 0;    ///< MaxReceiveRequestSge
   uint32_t max_read_request_sge = 0;       ///< MaxReadRequestSge

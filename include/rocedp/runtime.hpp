@@ -91,7 +91,8 @@ class AdapterRuntime {
 
  private:
   friend struct ndk_detail::RuntimeAccess;
-  friend std::unique_ptr<AdapterRuntime> open_adapter(const config::Config&, const OpenOptions&, std::string*);
+  friend std::unique_ptr<AdapterRuntime> open_adapter(const config::Config&, const OpenOptions&,
+                                                      std::string*);
   explicit AdapterRuntime(std::unique_ptr<control::Runtime> runtime);
   std::unique_ptr<control::Runtime> runtime_;
 };
@@ -103,7 +104,8 @@ std::unique_ptr<AdapterRuntime> open_adapter(const config::Config& cfg, const Op
                                              std::string* error);
 /// The same from a YAML configuration file (README "Configuration"); a file that does not
 /// validate gives "file:line:column: key: reason" in *error.
-std::unique_ptr<AdapterRuntime> open_adapter_from_file(const std::string& yaml_path, const OpenOptions& options,
+std::unique_ptr<AdapterRuntime> open_adapter_from_file(const std::string& yaml_path,
+                                                       const OpenOptions& options,
                                                        std::string* error);
 
 }  // namespace rocedp

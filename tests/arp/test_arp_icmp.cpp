@@ -25,7 +25,9 @@ using Bytes = std::vector<uint8_t>;
 constexpr unsigned kPoolSize = 255;
 const auto* const g_env = ::testing::AddGlobalTestEnvironment(new test::EalSession(
     {.tag = "arp-test", .memory_mb = 64, .mbufs = kPoolSize, .log_level = pmd::LogLevel::kError}));
-rte_mempool* pool() { return test::session_pool()->get(); }
+rte_mempool* pool() {
+  return test::session_pool()->get();
+}
 
 // ---- our address and a peer ----
 const config::MacAddress kOurMac{{0x02, 0x00, 0x00, 0x00, 0x00, 0x01}};
@@ -43,9 +45,15 @@ void put32(Bytes& b, uint32_t v) {
   put16(b, uint16_t(v >> 16));
   put16(b, uint16_t(v));
 }
-void put_mac(Bytes& b, const config::MacAddress& m) { b.insert(b.end(), m.bytes.begin(), m.bytes.end()); }
-uint16_t get16(const Bytes& b, size_t off) { return uint16_t(b[off] << 8 | b[off + 1]); }
-uint32_t get32(const Bytes& b, size_t off) { return uint32_t(get16(b, off)) << 16 | get16(b, off + 2); }
+void put_mac(Bytes& b, const config::MacAddress& m) {
+  b.insert(b.end(), m.bytes.begin(), m.bytes.end());
+}
+uint16_t get16(const Bytes& b, size_t off) {
+  return uint16_t(b[off] << 8 | b[off + 1]);
+}
+uint32_t get32(const Bytes& b, size_t off) {
+  return uint32_t(get16(b, off)) << 16 | get16(b, off + 2);
+}
 config::MacAddress get_mac(const Bytes& b, size_t off) {
   config::MacAddress m;
   std::memcpy(m.bytes.data(), &b[off], 6);
@@ -65,8 +73,8 @@ uint16_t inet_checksum(const Bytes& b, size_t off, size_t len) {
 
 const config::MacAddress kBroadcast{{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}};
 
-Bytes arp_frame(uint16_t op, const config::MacAddress& eth_dst, const config::MacAddress& sha, uint32_t sip,
-                const config::MacAddress& tha, uint32_t tip) {
+Bytes arp_frame(uint16_t op, const config::MacAddress& eth_dst, const config::MacAddress& sha,
+                uint32_t sip, const config::MacAddress& tha, uint32_t tip) {
   Bytes b;
   put_mac(b, eth_dst);
   put_mac(b, sha);
@@ -139,7 +147,8 @@ struct Mbuf {
     std::memcpy(rte_pktmbuf_append(m, uint16_t(first)), b.data(), first);
     if (split != 0) {
       rte_mbuf* tail = rte_pktmbuf_alloc(pool());
-      std::memcpy(rte_pktmbuf_append(tail, uint16_t(b.size() - split)), b.data() + split, b.size() - split);
+      std::memcpy(rte_pktmbuf_append(tail, uint16_t(b.size() - split)), b.data() + split,
+                  b.size() - split);
       EXPECT_EQ(rte_pktmbuf_chain(m, tail), 0);
     }
   }
@@ -209,7 +218,8 @@ TEST(ArpTest, RepliesAndAnnouncementsGoToControl) {
     EXPECT_TRUE(p.targets_us);
   }
   {
-    Mbuf f(arp_frame(1, kBroadcast, kPeerMac, kPeerIp, config::MacAddress{}, kPeerIp));  // gratuitous
+    Mbuf f(
+        arp_frame(1, kBroadcast, kPeerMac, kPeerIp, config::MacAddress{}, kPeerIp));  // gratuitous
     EXPECT_EQ(classify_arp_icmp(f.m, kLocal, &c), ArpIcmpClass::kToControl);
     ArpPeer p;
     ASSERT_TRUE(extract_arp_peer(f.m, kLocal, &p));
@@ -243,15 +253,19 @@ TEST(ArpTest, FramesWeMustNotAnswerAreDroppedByReason) {
   cases.push_back({"opcode", rarp, ArpIcmpDrop::kArpBadOpcode});
   cases.push_back({"other target", arp_frame(1, kBroadcast, kPeerMac, kPeerIp, {}, 0xC6120009),
                    ArpIcmpDrop::kArpNotForUs});
-  cases.push_back({"other mac", arp_frame(1, other, kPeerMac, kPeerIp, {}, kOurIp), ArpIcmpDrop::kArpNotForUs});
+  cases.push_back(
+      {"other mac", arp_frame(1, other, kPeerMac, kPeerIp, {}, kOurIp), ArpIcmpDrop::kArpNotForUs});
   cases.push_back({"conflict", arp_frame(1, kBroadcast, kPeerMac, kOurIp, {}, kOurIp),
                    ArpIcmpDrop::kArpAddressConflict});
-  cases.push_back({"own", arp_frame(1, kBroadcast, kOurMac, kOurIp, {}, kOurIp), ArpIcmpDrop::kLoopedBack});
+  cases.push_back(
+      {"own", arp_frame(1, kBroadcast, kOurMac, kOurIp, {}, kOurIp), ArpIcmpDrop::kLoopedBack});
   cases.push_back({"multicast sender", arp_frame(1, kBroadcast, kBroadcast, kPeerIp, {}, kOurIp),
                    ArpIcmpDrop::kArpBadSender});
-  cases.push_back({"broadcast sender ip", arp_frame(1, kBroadcast, kPeerMac, 0xC61200FF, {}, kOurIp),
+  cases.push_back({"broadcast sender ip",
+                   arp_frame(1, kBroadcast, kPeerMac, 0xC61200FF, {}, kOurIp),
                    ArpIcmpDrop::kArpBadSender});
-  cases.push_back({"reply from 0", arp_frame(2, kOurMac, kPeerMac, 0, kOurMac, kOurIp), ArpIcmpDrop::kArpBadSender});
+  cases.push_back({"reply from 0", arp_frame(2, kOurMac, kPeerMac, 0, kOurMac, kOurIp),
+                   ArpIcmpDrop::kArpBadSender});
   for (const auto& tc : cases) {
     SCOPED_TRACE(tc.name);
     Mbuf f(tc.frame);
@@ -304,7 +318,8 @@ TEST(ArpTest, RequestBytesAndPeerAnswersIt) {
 }
 
 TEST(ArpTest, EmptyPoolYieldsNull) {
-  rte_mempool* tiny = rte_pktmbuf_pool_create("arp_tiny", 1, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+  rte_mempool* tiny =
+      rte_pktmbuf_pool_create("arp_tiny", 1, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
   ASSERT_NE(tiny, nullptr);
   rte_mbuf* hold = rte_pktmbuf_alloc(tiny);
   ASSERT_NE(hold, nullptr);
@@ -337,7 +352,8 @@ void expect_echo_reply(const Bytes& req, const Bytes& r, size_t payload) {
   EXPECT_EQ(inet_checksum(r, 34, 8 + payload), 0) << "ICMP checksum";
   EXPECT_EQ(get16(r, 38), 0xBEEF);
   EXPECT_EQ(get16(r, 40), 7);
-  EXPECT_TRUE(std::equal(r.begin() + 42, r.end(), req.begin() + 14 + req_ihl + 8)) << "payload echoed";
+  EXPECT_TRUE(std::equal(r.begin() + 42, r.end(), req.begin() + 14 + req_ihl + 8))
+      << "payload echoed";
 }
 
 TEST(IcmpTest, EchoRequestsOfManySizesAreAnswered) {
@@ -361,8 +377,9 @@ TEST(IcmpTest, EchoRequestsOfManySizesAreAnswered) {
 }
 
 TEST(IcmpTest, IpOptionsAreDroppedFromTheReply) {
-  for (const Bytes& options : {Bytes{1, 1, 1, 0},  // NOPs + end of list
-                               Bytes{7, 11, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0}}) {  // record route, odd data
+  for (const Bytes& options :
+       {Bytes{1, 1, 1, 0},                              // NOPs + end of list
+        Bytes{7, 11, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0}}) {  // record route, odd data
     SCOPED_TRACE(options.size());
     EchoSpec s;
     s.options = options;
@@ -405,7 +422,8 @@ TEST(IcmpTest, MalformedOrForeignRequestsAreNotAnswered) {
   std::vector<IcmpDropCase> cases;
   cases.push_back({"truncated icmp header", Bytes(good.begin(), good.begin() + 14 + 20 + 6),
                    ArpIcmpDrop::kShortFrame});
-  cases.push_back({"truncated ip header", Bytes(good.begin(), good.begin() + 14 + 16), ArpIcmpDrop::kShortFrame});
+  cases.push_back({"truncated ip header", Bytes(good.begin(), good.begin() + 14 + 16),
+                   ArpIcmpDrop::kShortFrame});
   Bytes bad_ip_ck = good;
   bad_ip_ck[25] ^= 1;
   cases.push_back({"ip checksum", bad_ip_ck, ArpIcmpDrop::kIpBadChecksum});
@@ -415,7 +433,8 @@ TEST(IcmpTest, MalformedOrForeignRequestsAreNotAnswered) {
   Bytes bad_payload = good;
   bad_payload[60] ^= 0x80;
   cases.push_back({"payload corrupted", bad_payload, ArpIcmpDrop::kIcmpBadChecksum});
-  cases.push_back({"frame shorter than total length", Bytes(good.begin(), good.end() - 1), ArpIcmpDrop::kIpBadLength});
+  cases.push_back({"frame shorter than total length", Bytes(good.begin(), good.end() - 1),
+                   ArpIcmpDrop::kIpBadLength});
   {
     EchoSpec s;
     Bytes b = echo_frame(s);

@@ -48,7 +48,8 @@ TEST(NeighbourCacheTest, ZeroAddressIsNeverStored) {
 TEST(NeighbourCacheTest, CapacityIsFixedAndUpdatesStillWorkWhenFull) {
   NeighbourCache c(3);
   EXPECT_EQ(c.max_entries(), 3u);
-  for (uint32_t i = 1; i <= 3; ++i) EXPECT_TRUE(c.upsert_st(Ipv4Address{0x0A000000 + i}, mac_for(i)));
+  for (uint32_t i = 1; i <= 3; ++i)
+    EXPECT_TRUE(c.upsert_st(Ipv4Address{0x0A000000 + i}, mac_for(i)));
   EXPECT_FALSE(c.upsert_st(Ipv4Address{0x0A000004}, mac_for(4)));
   EXPECT_EQ(c.full_rejects(), 1u);
   EXPECT_EQ(c.size(), 3u);

@@ -24,7 +24,8 @@ constexpr MacAddress kMacB{{0x02, 0, 0, 0, 0, 0x0B}};
 class NeighbourTableTest : public ::testing::Test {
  protected:
   NeighbourTime t0 = NeighbourTime{} + 1000s;
-  std::vector<std::pair<Ipv4Address, NeighbourTime>> sent;  // ARP requests, with the time of sending
+  std::vector<std::pair<Ipv4Address, NeighbourTime>>
+      sent;  // ARP requests, with the time of sending
   std::vector<NeighbourChange> changes;
   NeighbourTime clock = t0;  // what send_request stamps
 
@@ -209,8 +210,9 @@ TEST_F(NeighbourTableTest, MacChangeIsPushedAndUpdateOnlyDoesNotCreate) {
 
 TEST_F(NeighbourTableTest, UnresolvableAddressesFailInlineWithoutTraffic) {
   NeighbourTable t(options(), {}, hooks());
-  for (Ipv4Address ip : {Ipv4Address{0}, kLocal, Ipv4Address{0xC61200FF} /* subnet broadcast */,
-                         Ipv4Address{0xE0000001} /* multicast */, Ipv4Address{0x0A000001} /* off-link */}) {
+  for (Ipv4Address ip :
+       {Ipv4Address{0}, kLocal, Ipv4Address{0xC61200FF} /* subnet broadcast */,
+        Ipv4Address{0xE0000001} /* multicast */, Ipv4Address{0x0A000001} /* off-link */}) {
     Recorder r;
     EXPECT_EQ(t.resolve(ip, t0, r.cb()), NeighbourTable::ResolveStatus::kCompleted);
     ASSERT_EQ(r.calls.size(), 1u);
@@ -232,7 +234,8 @@ TEST_F(NeighbourTableTest, CapacityBoundsLearningAndResolution) {
   EXPECT_EQ(t.learn(kPeer2, kMacB, t0), LearnResult::kCreated);
   EXPECT_EQ(t.learn(Ipv4Address{0xC6120004}, kMacB, t0), LearnResult::kIgnored);
   Recorder r;
-  EXPECT_EQ(t.resolve(Ipv4Address{0xC6120005}, t0, r.cb()), NeighbourTable::ResolveStatus::kCompleted);
+  EXPECT_EQ(t.resolve(Ipv4Address{0xC6120005}, t0, r.cb()),
+            NeighbourTable::ResolveStatus::kCompleted);
   ASSERT_EQ(r.calls.size(), 1u);
   EXPECT_FALSE(r.calls[0].reachable);
   EXPECT_EQ(t.stats().table_full, 2u);

@@ -23,7 +23,6 @@ using rocedp::test::env;
 using rocedp::test::run;
 using rocedp::test::RunResult;
 
-
 struct CapturedCm {
   std::vector<std::uint8_t> frame;
   ParsedPacket pkt;

@@ -23,14 +23,14 @@
 namespace rocedp::test {
 
 struct EalSessionOptions {
-  std::string tag;                   ///< names the file prefix "rdp-TAG-PID" and the pool
-  std::vector<unsigned> lcores{0};   ///< EAL lcores; main lcore is the first
+  std::string tag;                  ///< names the file prefix "rdp-TAG-PID" and the pool
+  std::vector<unsigned> lcores{0};  ///< EAL lcores; main lcore is the first
   unsigned memory_mb = 256;
   uint32_t mbufs = 8191;
   uint32_t mbuf_cache = 0;
   std::vector<std::string> extra_args{"--no-telemetry", "--no-pci"};
   pmd::LogLevel log_level = pmd::LogLevel::kWarning;
-  bool check_leaks = true;           ///< every mbuf must be back in the pool at the end
+  bool check_leaks = true;  ///< every mbuf must be back in the pool at the end
 };
 
 /// The pool of the process's EAL session (valid between SetUp and TearDown).
@@ -58,9 +58,9 @@ class EalSession : public ::testing::Environment {
     pmd::log_configure(o_.log_level, "");
     std::string error;
     ASSERT_TRUE(pmd::eal_init(cfg, o_.tag, &error)) << error;
-    session_pool() = pmd::PacketPool::create(o_.tag + "_pool", o_.mbufs, o_.mbuf_cache,
-                                             pmd::PacketPool::data_room_for_mtu(1500),
-                                             SOCKET_ID_ANY, &error);
+    session_pool() =
+        pmd::PacketPool::create(o_.tag + "_pool", o_.mbufs, o_.mbuf_cache,
+                                pmd::PacketPool::data_room_for_mtu(1500), SOCKET_ID_ANY, &error);
     ASSERT_TRUE(session_pool()) << error;
   }
 

@@ -18,7 +18,7 @@ inline std::string env(const char* name) {
 }
 
 struct RunResult {
-  int status = -1;  ///< exit status, -1 if the command did not exit normally
+  int status = -1;     ///< exit status, -1 if the command did not exit normally
   std::string output;  ///< stdout and stderr
 };
 

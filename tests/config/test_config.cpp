@@ -11,12 +11,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <iterator>
-#include <limits>
-#include <vector>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <limits>
 #include <string>
+#include <vector>
 
 namespace rocedp::config {
 namespace {
@@ -39,7 +39,8 @@ void expect_error(const std::string& yaml, int line, int column, const std::stri
     ASSERT_FALSE(all.empty());
     EXPECT_EQ(e.key(), all[0].key);
     EXPECT_EQ(e.line(), all[0].line);
-    auto it = std::find_if(all.begin(), all.end(), [&](const ConfigProblem& p) { return p.key == key; });
+    auto it =
+        std::find_if(all.begin(), all.end(), [&](const ConfigProblem& p) { return p.key == key; });
     ASSERT_NE(it, all.end()) << "no problem on " << key << " in:\n" << e.what();
     EXPECT_EQ(it->file, kSource);
     EXPECT_EQ(it->line, line) << e.what();
@@ -756,8 +757,8 @@ TEST(ConfigListeners, RejectedWithFileLineColumnKeyAndReason) {
                "listeners[0].nd_port", "");
   expect_error(kOnePort + "listeners:\n  - {port: p0, nd_port: 65536, service: echo}\n", 6, 25,
                "listeners[0].nd_port", "");
-  expect_error(kOnePort + "listeners:\n  - {port: p0, service: echo}\n", 6, 5, "listeners[0].nd_port",
-               "nd_port");
+  expect_error(kOnePort + "listeners:\n  - {port: p0, service: echo}\n", 6, 5,
+               "listeners[0].nd_port", "nd_port");
   expect_error(kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: echo, colour: red}\n",
                6, 46, "listeners[0].colour", "unknown key");
   expect_error(kOnePort + "listeners:\n  - {port: p1, nd_port: 7000, service: echo}\n", 6, 12,
@@ -767,12 +768,15 @@ TEST(ConfigListeners, RejectedWithFileLineColumnKeyAndReason) {
                    "  - {port: p0, nd_port: 7000, service: echo}\n"
                    "  - {port: p0, nd_port: 7000, service: memory}\n",
                7, 25, "listeners[1].nd_port", "already used by listeners[0]");
-  expect_error(kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: echo, memory_bytes: 4096}\n",
-               6, 60, "listeners[0].memory_bytes", "applies to service: memory only");
-  expect_error(kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: memory, message_bytes: 9}\n",
-               6, 63, "listeners[0].message_bytes", "applies to service: echo only");
-  expect_error(kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: memory, memory_bytes: 100}\n",
-               6, 62, "listeners[0].memory_bytes", "");
+  expect_error(
+      kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: echo, memory_bytes: 4096}\n",
+      6, 60, "listeners[0].memory_bytes", "applies to service: memory only");
+  expect_error(
+      kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: memory, message_bytes: 9}\n",
+      6, 63, "listeners[0].message_bytes", "applies to service: echo only");
+  expect_error(
+      kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: memory, memory_bytes: 100}\n",
+      6, 62, "listeners[0].memory_bytes", "");
   expect_error(kOnePort + "listeners: {port: p0}\n", 5, 12, "listeners", "expected a sequence");
   // A second port exists but rocedpd serves connections on the first one only.
   expect_error(kOnePort +
@@ -788,16 +792,16 @@ TEST(ConfigListeners, RejectedWithFileLineColumnKeyAndReason) {
 TEST(ConfigErrors, EveryProblemOfAFileIsReportedInFileOrder) {
   const std::string yaml =
       "eal:\n"
-      "  memory_mb: 1\n"                     // 2: range
-      "  hugepages: yes\n"                   // 3: type
+      "  memory_mb: 1\n"    // 2: range
+      "  hugepages: yes\n"  // 3: type
       "ports:\n"
       "  - name: p0\n"
       "    devargs: net_tap0\n"
       "    address: 198.18.0.1/24\n"
-      "    mtu: 99999\n"                     // 8: range
+      "    mtu: 99999\n"                                                // 8: range
       "    neighbours: [{ip: 10.0.0.1, mac: \"02:00:00:00:00:02\"}]\n"  // 9: outside the subnet
       "dataplane:\n"
-      "  rx_ring_size: 1000\n"              // 11: not a power of two
+      "  rx_ring_size: 1000\n"               // 11: not a power of two
       "  colour: blue\n"                     // 12: unknown key
       "limits: {max_sge: 0, max_qps: 5}\n";  // 13: range (max_qps is fine)
   try {
@@ -813,7 +817,8 @@ TEST(ConfigErrors, EveryProblemOfAFileIsReportedInFileOrder) {
     std::vector<int> lines;
     for (const ConfigProblem& p : e.problems()) lines.push_back(p.line);
     EXPECT_EQ(lines, (std::vector<int>{2, 3, 8, 9, 11, 12, 13}));
-    EXPECT_EQ(std::count(e.what(), e.what() + std::strlen(e.what()), '\n'), 6) << "one line per problem";
+    EXPECT_EQ(std::count(e.what(), e.what() + std::strlen(e.what()), '\n'), 6)
+        << "one line per problem";
     EXPECT_EQ(e.key(), "eal.memory_mb");  // the first
   }
 }
@@ -849,7 +854,8 @@ TEST(ConfigKeys, EveryNumberKeyTakesTheRangeOfTheTable) {
     const std::string at = std::string(k.section) + ":\n  " + std::string(k.key) + ": ";
     EXPECT_NO_THROW(parse(kOnePort + at + std::to_string(k.hi) + "\n", kSource));
     if (k.hi == std::numeric_limits<uint64_t>::max()) continue;
-    expect_error(kOnePort + at + std::to_string(k.hi + 1) + "\n", 6, 3 + static_cast<int>(k.key.size()) + 2,
+    expect_error(kOnePort + at + std::to_string(k.hi + 1) + "\n", 6,
+                 3 + static_cast<int>(k.key.size()) + 2,
                  std::string(k.section) + "." + std::string(k.key), "..");
     ++checked;
   }
@@ -864,7 +870,8 @@ TEST(ConfigKeys, ReadmeHoldsTheGeneratedReference) {
   std::ifstream in(std::filesystem::path(root) / "README.md");
   ASSERT_TRUE(in) << "cannot read README.md";
   const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::string begin = "<!-- BEGIN config-reference: generated by scripts/config_reference.sh -->\n";
+  const std::string begin =
+      "<!-- BEGIN config-reference: generated by scripts/config_reference.sh -->\n";
   const std::string end = "<!-- END config-reference -->";
   const size_t b = readme.find(begin);
   const size_t e = readme.find(end);
@@ -872,7 +879,8 @@ TEST(ConfigKeys, ReadmeHoldsTheGeneratedReference) {
   ASSERT_NE(e, std::string::npos) << "README.md has no " << end;
   ASSERT_LT(b, e);
   EXPECT_EQ(readme.substr(b + begin.size(), e - b - begin.size()), config_reference())
-      << "README.md's configuration reference differs from the key table: run scripts/config_reference.sh";
+      << "README.md's configuration reference differs from the key table: run "
+         "scripts/config_reference.sh";
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // through the channel, gratuitous ARP, stats snapshots arriving through the rings, ARP learning
 // pushed to the core's cache, port stop and the shutdown sequence.
 
-#define ROCEDP_TEST_LCORES {0, 1}
+#define ROCEDP_TEST_LCORES \
+  { 0, 1 }
 #include "tests/dataplane/runtime_env.hpp"
 
 #include "control/control_thread.hpp"
@@ -43,15 +44,17 @@ class ControlThreadTest : public ::testing::Test {
     us_cfg.neighbours.push_back({kStaticIp, kStaticMac});
     cfg_.ports.push_back(us_cfg);
     std::string error;
-    ASSERT_TRUE(pmd::open_ring_pair("ct" + std::to_string(serial++), test::port_config("peer", kPeerMac, kPeerIp),
-                                    us_cfg, 1, test::pool(), test::small_dataplane(), &pair_, &error))
+    ASSERT_TRUE(pmd::open_ring_pair("ct" + std::to_string(serial++),
+                                    test::port_config("peer", kPeerMac, kPeerIp), us_cfg, 1,
+                                    test::pool(), test::small_dataplane(), &pair_, &error))
         << error;
     ASSERT_TRUE(peer()->start(&error)) << error;
     dispatch_ = std::make_unique<pmd::RxDispatch>(1, 256);
     channel_ = dataplane::CoreChannel::create(0, 64, &error);
     ASSERT_TRUE(channel_) << error;
     core_ = std::make_unique<dataplane::PollingCore>(0, kCoreLcore, 32, *dispatch_, *channel_);
-    ASSERT_EQ(rte_eal_remote_launch(&dataplane::PollingCore::lcore_main, core_.get(), kCoreLcore), 0);
+    ASSERT_EQ(rte_eal_remote_launch(&dataplane::PollingCore::lcore_main, core_.get(), kCoreLcore),
+              0);
     launched_ = true;
 
     ControlThread::Setup setup;
@@ -215,7 +218,9 @@ TEST_F(ControlThreadTest, RequesterOfAnAnsweredArpRequestIsLearned) {
   ASSERT_TRUE(s);
   bool found = false;
   for (const auto& row : s->neighbours)
-    if (row.entry.ip == kPeerIp && row.entry.mac == kPeerMac && row.entry.state == NeighbourState::kReachable) found = true;
+    if (row.entry.ip == kPeerIp && row.entry.mac == kPeerMac &&
+        row.entry.state == NeighbourState::kReachable)
+      found = true;
   EXPECT_TRUE(found) << "RFC 826: the target of a request adds its sender";
 }
 

@@ -22,19 +22,24 @@
 #include "config/config.hpp"
 #include "dataplane/wire/icrc.hpp"
 #include "pmd/eal.hpp"
-#include "tests/common/eal_session.hpp"
 #include "pmd/log.hpp"
 #include "pmd/packet_pool.hpp"
 #include "pmd/ring_pair.hpp"
+#include "tests/common/eal_session.hpp"
 
 #ifndef ROCEDP_TEST_LCORES
-#define ROCEDP_TEST_LCORES {0}
+#define ROCEDP_TEST_LCORES \
+  { 0 }
 #endif
 
 namespace rocedp::test {
 
-inline pmd::PacketPool& pool() { return *session_pool(); }
-inline std::string file_prefix() { return session_prefix("runtime-test"); }
+inline pmd::PacketPool& pool() {
+  return *session_pool();
+}
+inline std::string file_prefix() {
+  return session_prefix("runtime-test");
+}
 
 inline const auto* const kRuntimeEal = ::testing::AddGlobalTestEnvironment(
     new EalSession({.tag = "runtime-test", .lcores = ROCEDP_TEST_LCORES, .mbufs = 4095}));
@@ -45,7 +50,8 @@ inline const config::MacAddress kPeerMac{{0x02, 0x00, 0x00, 0x00, 0x00, 0x02}};
 inline const config::Ipv4Address kOurIp{0xC6120001};   // 198.18.0.1
 inline const config::Ipv4Address kPeerIp{0xC6120002};  // 198.18.0.2
 
-inline config::PortConfig port_config(const std::string& name, config::MacAddress mac, config::Ipv4Address ip) {
+inline config::PortConfig port_config(const std::string& name, config::MacAddress mac,
+                                      config::Ipv4Address ip) {
   config::PortConfig p;
   p.name = name;
   p.mac = mac;
@@ -74,14 +80,25 @@ inline std::vector<uint8_t> to_bytes(const rte_mbuf* m) {
   return std::vector<uint8_t>(p, p + rte_pktmbuf_data_len(m));
 }
 
-inline void put_mac(uint8_t* p, const config::MacAddress& mac) { std::memcpy(p, mac.bytes.data(), 6); }
-inline void put16(uint8_t* p, uint16_t v) { p[0] = v >> 8; p[1] = v & 0xFF; }
-inline void put32(uint8_t* p, uint32_t v) { for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (24 - 8 * i)); }
+inline void put_mac(uint8_t* p, const config::MacAddress& mac) {
+  std::memcpy(p, mac.bytes.data(), 6);
+}
+inline void put16(uint8_t* p, uint16_t v) {
+  p[0] = v >> 8;
+  p[1] = v & 0xFF;
+}
+inline void put32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (24 - 8 * i));
+}
 
 // ARP (RFC 826) from the peer: op 1 request "who has target", op 2 reply "sender is at sender_mac".
-inline std::vector<uint8_t> arp_frame(uint16_t op, const config::MacAddress& dst_mac, config::Ipv4Address target) {
+inline std::vector<uint8_t> arp_frame(uint16_t op, const config::MacAddress& dst_mac,
+                                      config::Ipv4Address target) {
   std::vector<uint8_t> f(60, 0);
-  if (op == 1) std::memset(f.data(), 0xFF, 6); else put_mac(f.data(), dst_mac);
+  if (op == 1)
+    std::memset(f.data(), 0xFF, 6);
+  else
+    put_mac(f.data(), dst_mac);
   put_mac(f.data() + 6, kPeerMac);
   put16(f.data() + 12, 0x0806);
   put16(f.data() + 14, 1);       // htype Ethernet
@@ -134,7 +151,8 @@ inline std::vector<uint8_t> icmp_echo(uint16_t id, uint16_t seq) {
 
 // A RoCEv2 SEND_ONLY (opcode 4) from the peer to `dest_qpn`: Ethernet, IPv4, UDP 4791, BTH,
 // 16 bytes of payload and its ICRC.
-inline std::vector<uint8_t> roce_frame(uint32_t dest_qpn, const config::MacAddress& dst_mac = kOurMac) {
+inline std::vector<uint8_t> roce_frame(uint32_t dest_qpn,
+                                       const config::MacAddress& dst_mac = kOurMac) {
   std::vector<uint8_t> f(14 + 20 + 8 + 12 + 16 + 4, 0);
   put_mac(f.data(), dst_mac);
   put_mac(f.data() + 6, kPeerMac);

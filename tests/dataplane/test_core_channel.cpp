@@ -54,7 +54,8 @@ TEST(CoreChannel, RequestRunsOnlyWhenTheCorePollsAndCompletesOnlyWhenControlPoll
   EXPECT_EQ(ch->process_requests_lc(&core_ctx, 16), 1u);
   EXPECT_EQ(trace.ran, std::vector<int>{7});
   EXPECT_EQ(trace.core_seen, &core_ctx);
-  EXPECT_TRUE(trace.completed.empty()) << "the completion callback runs on control, not on the core";
+  EXPECT_TRUE(trace.completed.empty())
+      << "the completion callback runs on control, not on the core";
 
   EXPECT_EQ(ch->poll_completions(16), 1u);
   EXPECT_EQ(trace.completed, std::vector<int>{7});
@@ -82,12 +83,15 @@ TEST(CoreChannel, FreelistBoundsMessagesInFlightAndRecyclesThem) {
   auto ch = make(4);
   Trace trace;
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(ch->call(&run_record, &trace, &done_record, &trace, i));
-  EXPECT_FALSE(ch->call(&run_record, &trace, &done_record, &trace, 99)) << "all 4 messages are in flight";
+  EXPECT_FALSE(ch->call(&run_record, &trace, &done_record, &trace, 99))
+      << "all 4 messages are in flight";
   EXPECT_EQ(ch->alloc(), nullptr);
-  EXPECT_EQ(ch->process_requests_lc(nullptr, 16), 4u) << "the completion ring takes every message back";
+  EXPECT_EQ(ch->process_requests_lc(nullptr, 16), 4u)
+      << "the completion ring takes every message back";
   EXPECT_EQ(ch->poll_completions(16), 4u);
   EXPECT_EQ(ch->in_flight(), 0u);
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(ch->call(&run_record, &trace, &done_record, &trace, 10 + i));
+  for (int i = 0; i < 4; ++i)
+    ASSERT_TRUE(ch->call(&run_record, &trace, &done_record, &trace, 10 + i));
   EXPECT_EQ(ch->process_requests_lc(nullptr, 16), 4u);
   EXPECT_EQ(ch->poll_completions(16), 4u);
   EXPECT_EQ(trace.completed.size(), 8u);
@@ -121,7 +125,8 @@ TEST(CoreChannel, CrossThreadRoundTripsKeepOrderAndLoseNothing) {
   } control;
   auto done = [](CoreMessage& msg) {
     auto* cs = static_cast<ControlSide*>(msg.done_ctx);
-    if (msg.result != cs->expected || static_cast<int64_t>(msg.data[0]) != cs->expected) cs->mismatches++;
+    if (msg.result != cs->expected || static_cast<int64_t>(msg.data[0]) != cs->expected)
+      cs->mismatches++;
     cs->expected++;
   };
   std::thread core_thread([&] {
@@ -130,7 +135,8 @@ TEST(CoreChannel, CrossThreadRoundTripsKeepOrderAndLoseNothing) {
   });
   int sent = 0;
   while (control.expected < kTotal) {
-    while (sent < kTotal && ch->call(run, nullptr, done, &control, static_cast<uint64_t>(sent))) sent++;
+    while (sent < kTotal && ch->call(run, nullptr, done, &control, static_cast<uint64_t>(sent)))
+      sent++;
     ch->poll_completions(32);
   }
   core.stop.store(true, std::memory_order_release);

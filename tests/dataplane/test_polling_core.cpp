@@ -21,7 +21,9 @@ using test::kPeerIp;
 using test::kPeerMac;
 using Bytes = std::vector<uint8_t>;
 
-void record_result(CoreMessage& msg) { *static_cast<int64_t*>(msg.done_ctx) = msg.result; }
+void record_result(CoreMessage& msg) {
+  *static_cast<int64_t*>(msg.done_ctx) = msg.result;
+}
 
 class PollingCoreTest : public ::testing::Test {
  protected:
@@ -39,7 +41,8 @@ class PollingCoreTest : public ::testing::Test {
     for (uint16_t i = 0; i < 2; ++i) {
       channels_.push_back(CoreChannel::create(i, 64, &error));
       ASSERT_TRUE(channels_.back()) << error;
-      cores_.push_back(std::make_unique<PollingCore>(i, rte_lcore_id(), 32, *dispatch_, *channels_.back()));
+      cores_.push_back(
+          std::make_unique<PollingCore>(i, rte_lcore_id(), 32, *dispatch_, *channels_.back()));
     }
     // Attach "us" queue 0 to core 0: the request waits in the ring until core 0 polls.
     int64_t result = 1;
@@ -97,7 +100,8 @@ bool mac_at(const Bytes& f, size_t off, const config::MacAddress& mac) {
   return f.size() >= off + 6 && std::equal(mac.bytes.begin(), mac.bytes.end(), f.begin() + off);
 }
 uint32_t be32_at(const Bytes& f, size_t off) {
-  return (uint32_t{f[off]} << 24) | (uint32_t{f[off + 1]} << 16) | (uint32_t{f[off + 2]} << 8) | f[off + 3];
+  return (uint32_t{f[off]} << 24) | (uint32_t{f[off + 1]} << 16) | (uint32_t{f[off + 2]} << 8) |
+         f[off + 3];
 }
 
 TEST_F(PollingCoreTest, ArpRequestForUsIsAnsweredOnTheRxCore) {
@@ -110,12 +114,12 @@ TEST_F(PollingCoreTest, ArpRequestForUsIsAnsweredOnTheRxCore) {
   ASSERT_EQ(frames.size(), 1u);
   const Bytes& r = frames[0];
   ASSERT_GE(r.size(), 42u);
-  EXPECT_TRUE(mac_at(r, 0, kPeerMac));   // unicast back to the requester
+  EXPECT_TRUE(mac_at(r, 0, kPeerMac));  // unicast back to the requester
   EXPECT_TRUE(mac_at(r, 6, kOurMac));
   EXPECT_EQ(r[12], 0x08);
   EXPECT_EQ(r[13], 0x06);
   EXPECT_EQ(r[21], 2) << "ARP reply opcode";
-  EXPECT_TRUE(mac_at(r, 22, kOurMac));   // sender hardware address: ours
+  EXPECT_TRUE(mac_at(r, 22, kOurMac));  // sender hardware address: ours
   EXPECT_EQ(be32_at(r, 28), kOurIp.value);
   EXPECT_EQ(be32_at(r, 38), kPeerIp.value);
   EXPECT_EQ(core(0).stats_lc().rx_packets, 1u);
@@ -252,7 +256,8 @@ TEST_F(PollingCoreTest, ControlBuiltFrameLeavesOnTheCoreThatOwnsTheTxQueue) {
 TEST_F(PollingCoreTest, FrameForAPortWithoutTxQueueIsCounted) {
   rte_mbuf* m = test::to_mbuf(test::icmp_echo(1, 1));
   int64_t result = 0;
-  ASSERT_TRUE(core_requests::transmit(ch(1), us()->id(), m, &record_result, &result));  // core 1 owns no queue
+  ASSERT_TRUE(core_requests::transmit(ch(1), us()->id(), m, &record_result,
+                                      &result));  // core 1 owns no queue
   EXPECT_TRUE(core(1).poll_once());
   EXPECT_EQ(ch(1).poll_completions(8), 1u);
   EXPECT_EQ(result, -ENODEV);

@@ -1,8 +1,8 @@
 // Fuzzes the CM MAD decoder with MAD-sized inputs given at their exact length.
 // Property: decoding never reads outside the MAD, and whatever decodes can be encoded again.
 #include <array>
-#include <vector>
 #include <cstring>
+#include <vector>
 
 #include "dataplane/wire/cm_messages.hpp"
 #include "tests/fuzz/fuzz_target.hpp"

@@ -34,15 +34,26 @@ Input mutate(const Input& in, uint64_t& rng) {
     const size_t n = out.size();
     const size_t at = n ? splitmix(rng) % n : 0;
     switch (splitmix(rng) % 6) {
-      case 0: if (n) out[at] ^= static_cast<uint8_t>(1u << (splitmix(rng) % 8)); break;
-      case 1: if (n) out[at] = static_cast<uint8_t>(splitmix(rng)); break;
-      case 2: out.resize(n ? splitmix(rng) % n : 0); break;
-      case 3: out.insert(out.begin() + static_cast<long>(at), static_cast<uint8_t>(splitmix(rng))); break;
-      case 4: if (n) out.erase(out.begin() + static_cast<long>(at)); break;
+      case 0:
+        if (n) out[at] ^= static_cast<uint8_t>(1u << (splitmix(rng) % 8));
+        break;
+      case 1:
+        if (n) out[at] = static_cast<uint8_t>(splitmix(rng));
+        break;
+      case 2:
+        out.resize(n ? splitmix(rng) % n : 0);
+        break;
+      case 3:
+        out.insert(out.begin() + static_cast<long>(at), static_cast<uint8_t>(splitmix(rng)));
+        break;
+      case 4:
+        if (n) out.erase(out.begin() + static_cast<long>(at));
+        break;
       case 5: {
         const size_t len = n ? 1 + splitmix(rng) % std::min<size_t>(n - at, 16) : 0;
         Input chunk(out.begin() + static_cast<long>(at), out.begin() + static_cast<long>(at + len));
-        out.insert(out.begin() + static_cast<long>(splitmix(rng) % (n + 1)), chunk.begin(), chunk.end());
+        out.insert(out.begin() + static_cast<long>(splitmix(rng) % (n + 1)), chunk.begin(),
+                   chunk.end());
         break;
       }
     }
@@ -102,7 +113,8 @@ int main(int argc, char** argv) {
     }
   }
   if (seeds.empty()) {
-    std::fprintf(stderr, "usage: %s [--mutations N] [--seed S] [--slice OFF:LEN] SEED...\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--mutations N] [--seed S] [--slice OFF:LEN] SEED...\n",
+                 argv[0]);
     return 2;
   }
   size_t runs = 0;

@@ -11,7 +11,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 // A property a target checks failed: stop loudly so the fuzzer records the input.
-#define FUZZ_CHECK(cond)   \
-  do {                     \
-    if (!(cond)) abort();  \
+#define FUZZ_CHECK(cond)  \
+  do {                    \
+    if (!(cond)) abort(); \
   } while (0)

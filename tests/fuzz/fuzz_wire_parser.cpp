@@ -1,8 +1,9 @@
 // Fuzzes the RoCEv2 parser with whole frames. Properties: no read past the frame (ASan), and a
 // frame the parser accepts is one the builder reproduces byte for byte (up to an Ethernet
-// trailer), except the pad bytes: senders write zeros and receivers ignore them (IBTA 9.2.1.4). A mutated frame almost never keeps a valid ICRC or IPv4 checksum, so the input is
-// parsed twice: as given, and with both checks off (as behind a NIC that verified them), which
-// lets mutations reach every later check and the builder.
+// trailer), except the pad bytes: senders write zeros and receivers ignore them (IBTA 9.2.1.4). A
+// mutated frame almost never keeps a valid ICRC or IPv4 checksum, so the input is parsed twice: as
+// given, and with both checks off (as behind a NIC that verified them), which lets mutations reach
+// every later check and the builder.
 #include <cstring>
 #include <vector>
 

@@ -164,16 +164,22 @@ std::vector<uint8_t> echo_request(const uint8_t dst[6], const uint8_t src[6], ui
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: memif_peer SOCKET DST_MAC DST_IP SRC_IP [--rings N] [--id ID] [--count N]\n");
+    std::fprintf(
+        stderr,
+        "usage: memif_peer SOCKET DST_MAC DST_IP SRC_IP [--rings N] [--id ID] [--count N]\n");
     return 2;
   }
   uint32_t rings = 1, id = 0;
   long count = -1, die_after_us = -1;
   for (int i = 5; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--rings") == 0) rings = static_cast<uint32_t>(std::atoi(argv[i + 1]));
-    else if (std::strcmp(argv[i], "--id") == 0) id = static_cast<uint32_t>(std::atoi(argv[i + 1]));
-    else if (std::strcmp(argv[i], "--count") == 0) count = std::atol(argv[i + 1]);
-    else if (std::strcmp(argv[i], "--die-after-us") == 0) die_after_us = std::atol(argv[i + 1]);
+    if (std::strcmp(argv[i], "--rings") == 0)
+      rings = static_cast<uint32_t>(std::atoi(argv[i + 1]));
+    else if (std::strcmp(argv[i], "--id") == 0)
+      id = static_cast<uint32_t>(std::atoi(argv[i + 1]));
+    else if (std::strcmp(argv[i], "--count") == 0)
+      count = std::atol(argv[i + 1]);
+    else if (std::strcmp(argv[i], "--die-after-us") == 0)
+      die_after_us = std::atol(argv[i + 1]);
   }
   uint8_t dmac[6], smac[6] = {0x02, 0x6d, 0x65, 0x6d, 0x69, 0x66};
   in_addr dip{}, sip{};
@@ -197,7 +203,8 @@ int main(int argc, char** argv) {
   const uint64_t size = buffers_at + uint64_t{n_rings} * kRingSlots * kBufSize;
   const int mfd = memfd_create("memif_peer", MFD_ALLOW_SEALING);
   if (mfd < 0 || ftruncate(mfd, static_cast<off_t>(size)) != 0) die("memfd");
-  auto* region = static_cast<uint8_t*>(mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0));
+  auto* region =
+      static_cast<uint8_t*>(mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0));
   if (region == MAP_FAILED) die("mmap");
   std::vector<Ring> ring(n_rings);
   for (uint32_t r = 0; r < n_rings; ++r) {
@@ -205,8 +212,9 @@ int main(int argc, char** argv) {
     ring[r].cookie() = kCookie;
     ring[r].flags() = r >= rings ? kRingFlagMaskInt : 0;  // we poll what the server sends
     for (uint32_t j = 0; j < kRingSlots; ++j) {
-      ring[r].desc(j) = Desc{0, 0, kBufSize,
-                             static_cast<uint32_t>(buffers_at + (uint64_t{r} * kRingSlots + j) * kBufSize), 0};
+      ring[r].desc(j) =
+          Desc{0, 0, kBufSize,
+               static_cast<uint32_t>(buffers_at + (uint64_t{r} * kRingSlots + j) * kBufSize), 0};
     }
   }
 
@@ -241,7 +249,8 @@ int main(int argc, char** argv) {
   if (!send_msg(fd, msg, -1)) die("send connect");
   expect(fd, kMsgConnected);
   // The server reset every ring's head and tail when it connected: hand it our receive buffers.
-  for (uint32_t r = rings; r < n_rings; ++r) ring[r].head().store(kRingSlots, std::memory_order_release);
+  for (uint32_t r = rings; r < n_rings; ++r)
+    ring[r].head().store(kRingSlots, std::memory_order_release);
   std::printf("connected\n");
   std::fflush(stdout);
 
@@ -260,7 +269,8 @@ int main(int argc, char** argv) {
       uint16_t room = static_cast<uint16_t>(kRingSlots - static_cast<uint16_t>(head - tail));
       if (count >= 0) room = std::min<uint16_t>(room, sent < static_cast<uint64_t>(count) ? 1 : 0);
       for (uint16_t k = 0; k < room; ++k, ++head) {
-        const auto f = count >= 0 ? echo_request(dmac, smac, sip.s_addr, dip.s_addr, seq++) : flood_frame;
+        const auto f =
+            count >= 0 ? echo_request(dmac, smac, sip.s_addr, dip.s_addr, seq++) : flood_frame;
         Desc& d = tx.desc(head);
         std::memcpy(region + d.offset, f.data(), f.size());
         d.length = static_cast<uint32_t>(f.size());
@@ -275,7 +285,9 @@ int main(int argc, char** argv) {
       for (uint16_t s = last_tail[r]; s != tail; ++s) {
         Desc& d = rx.desc(s);
         const uint8_t* f = region + d.offset;
-        if (d.length >= 14 + 20 + 8 && f[12] == 0x08 && f[13] == 0 && f[14 + 9] == 1 && f[14 + 20] == 0) ++replies;
+        if (d.length >= 14 + 20 + 8 && f[12] == 0x08 && f[13] == 0 && f[14 + 9] == 1 &&
+            f[14 + 20] == 0)
+          ++replies;
         d.length = kBufSize;
         d.flags = 0;
       }
@@ -284,7 +296,8 @@ int main(int argc, char** argv) {
     }
     if (die_after_us >= 0 && std::chrono::steady_clock::now() >= die_at) raise(SIGKILL);
     if (count >= 0) {
-      if (replies >= static_cast<uint64_t>(count) || std::chrono::steady_clock::now() > deadline) break;
+      if (replies >= static_cast<uint64_t>(count) || std::chrono::steady_clock::now() > deadline)
+        break;
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   }

@@ -34,14 +34,14 @@ using namespace rocedp;
 using control::Runtime;
 
 int g_failures = 0;
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      std::fprintf(stderr, "CHECK failed: %s: ", #cond);   \
-      std::fprintf(stderr, __VA_ARGS__);                   \
-      std::fprintf(stderr, "\n");                          \
-      ++g_failures;                                        \
-    }                                                      \
+#define CHECK(cond, ...)                                 \
+  do {                                                   \
+    if (!(cond)) {                                       \
+      std::fprintf(stderr, "CHECK failed: %s: ", #cond); \
+      std::fprintf(stderr, __VA_ARGS__);                 \
+      std::fprintf(stderr, "\n");                        \
+      ++g_failures;                                      \
+    }                                                    \
   } while (0)
 
 struct Done {
@@ -79,12 +79,12 @@ struct Link {
     buf.assign(bytes, 0);
     Done cqd, qpd;
     NTSTATUS st = STATUS_SUCCESS;
-    rt->run_on_control([&] {
-      st = rt->adapter()->create_cq(256, nullptr, nullptr, 0, &Done::create, &cqd, &cq);
-    });
+    rt->run_on_control(
+        [&] { st = rt->adapter()->create_cq(256, nullptr, nullptr, 0, &Done::create, &cqd, &cq); });
     if (st != STATUS_PENDING || !rt->wait_until([&] { return cqd.done.load(); }, kWait) ||
         cqd.status != STATUS_SUCCESS) {
-      std::fprintf(stderr, "CreateCq: %s\n", status_name(st == STATUS_PENDING ? cqd.status.load() : st).data());
+      std::fprintf(stderr, "CreateCq: %s\n",
+                   status_name(st == STATUS_PENDING ? cqd.status.load() : st).data());
       return false;
     }
     cq = ndk_object_cast<Cq>(cqd.object);
@@ -94,7 +94,8 @@ struct Link {
         const NTSTATUS m = pd->create_mr(false, nullptr, nullptr, &mr);
         if (m == STATUS_SUCCESS)
           mr->register_mr(buf.data(), buf.size(),
-                          NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_RDMA_READ_SINK, nullptr, nullptr);
+                          NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_RDMA_READ_SINK, nullptr,
+                          nullptr);
       }
     });
     if (st != STATUS_PENDING || !rt->wait_until([&] { return qpd.done.load(); }, kWait) ||
@@ -113,8 +114,8 @@ struct Link {
     rt->run_on_control([&] {
       st = create_connector(*rt->adapter(), nullptr, nullptr, &conn);
       if (st == STATUS_SUCCESS)
-        st = conn->connect(qp, NdkSockAddr{0, 0}, NdkSockAddr{ip, port}, 4, 4, nullptr, 0, &Done::request,
-                           &connected);
+        st = conn->connect(qp, NdkSockAddr{0, 0}, NdkSockAddr{ip, port}, 4, 4, nullptr, 0,
+                           &Done::request, &connected);
     });
     if (st != STATUS_PENDING || !rt->wait_until([&] { return connected.done.load(); }, kWait) ||
         connected.status != STATUS_SUCCESS) {
@@ -133,7 +134,8 @@ struct Link {
     });
     if (st != STATUS_PENDING || !rt->wait_until([&] { return completed.done.load(); }, kWait) ||
         completed.status != STATUS_SUCCESS) {
-      std::fprintf(stderr, "CompleteConnect: %s\n", status_name(st == STATUS_PENDING ? completed.status.load() : st).data());
+      std::fprintf(stderr, "CompleteConnect: %s\n",
+                   status_name(st == STATUS_PENDING ? completed.status.load() : st).data());
       return false;
     }
     return true;
@@ -150,7 +152,9 @@ struct Link {
         kWait);
     return out;
   }
-  NdkSge sge(size_t off, uint32_t len) { return NdkSge{buf.data() + off, len, mr->get_local_token()}; }
+  NdkSge sge(size_t off, uint32_t len) {
+    return NdkSge{buf.data() + off, len, mr->get_local_token()};
+  }
 
   void close() {
     if (conn != nullptr) {
@@ -181,7 +185,8 @@ struct Link {
 };
 
 void fill(uint8_t* p, size_t n, uint32_t seed) {
-  for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>((i * 131 + seed * 7 + (i >> 8)) & 0xFF);
+  for (size_t i = 0; i < n; ++i)
+    p[i] = static_cast<uint8_t>((i * 131 + seed * 7 + (i >> 8)) & 0xFF);
 }
 
 void echo_checks(Link& e) {
@@ -190,7 +195,8 @@ void echo_checks(Link& e) {
   uint32_t seed = 1;
   for (uint32_t size : sizes) {
     NdkSge rs = e.sge(8192, 4096);
-    CHECK(e.qp->receive(reinterpret_cast<void*>(uintptr_t{2}), &rs, 1) == STATUS_SUCCESS, "receive");
+    CHECK(e.qp->receive(reinterpret_cast<void*>(uintptr_t{2}), &rs, 1) == STATUS_SUCCESS,
+          "receive");
     std::memset(e.buf.data() + 8192, 0, 4096);
     fill(e.buf.data(), size, seed++);
     NdkSge ss = e.sge(0, size);
@@ -200,9 +206,11 @@ void echo_checks(Link& e) {
     for (auto& x : r) {
       CHECK(x.status == STATUS_SUCCESS, "echo completion status %s", status_name(x.status).data());
       if (x.request_context == reinterpret_cast<void*>(uintptr_t{2}))
-        CHECK(x.bytes_transferred == size, "echo came back with %u bytes, sent %u", x.bytes_transferred, size);
+        CHECK(x.bytes_transferred == size, "echo came back with %u bytes, sent %u",
+              x.bytes_transferred, size);
     }
-    CHECK(std::memcmp(e.buf.data(), e.buf.data() + 8192, size) == 0, "echo of %u bytes differs", size);
+    CHECK(std::memcmp(e.buf.data(), e.buf.data() + 8192, size) == 0, "echo of %u bytes differs",
+          size);
     std::printf("echo %u bytes: ok\n", size);
   }
 }
@@ -214,20 +222,25 @@ void memory_checks(Link& m, const std::vector<uint8_t>& pd) {
   if (!ok) return;
   CHECK(info.length >= 65536, "region of %llu bytes", static_cast<unsigned long long>(info.length));
   CHECK(info.flags == 3, "flags %u", info.flags);
-  std::printf("memory region: %llu bytes, token 0x%x\n", static_cast<unsigned long long>(info.length), info.token);
+  std::printf("memory region: %llu bytes, token 0x%x\n",
+              static_cast<unsigned long long>(info.length), info.token);
   constexpr uint32_t kLen = 65536;
   fill(m.buf.data(), kLen, 42);
   std::memset(m.buf.data() + kLen, 0, kLen);
   NdkSge ws = m.sge(0, kLen);
-  CHECK(m.qp->write(reinterpret_cast<void*>(uintptr_t{1}), &ws, 1, info.address, info.token, 0) == STATUS_SUCCESS,
+  CHECK(m.qp->write(reinterpret_cast<void*>(uintptr_t{1}), &ws, 1, info.address, info.token, 0) ==
+            STATUS_SUCCESS,
         "write");
   NdkSge rs = m.sge(kLen, kLen);
-  CHECK(m.qp->read(reinterpret_cast<void*>(uintptr_t{2}), &rs, 1, info.address, info.token, 0) == STATUS_SUCCESS,
+  CHECK(m.qp->read(reinterpret_cast<void*>(uintptr_t{2}), &rs, 1, info.address, info.token, 0) ==
+            STATUS_SUCCESS,
         "read");
   auto r = m.results(2);
   CHECK(r.size() == 2, "write+read: %zu completions", r.size());
-  for (auto& x : r) CHECK(x.status == STATUS_SUCCESS, "write/read status %s", status_name(x.status).data());
-  CHECK(std::memcmp(m.buf.data(), m.buf.data() + kLen, kLen) == 0, "READ did not return what WRITE stored");
+  for (auto& x : r)
+    CHECK(x.status == STATUS_SUCCESS, "write/read status %s", status_name(x.status).data());
+  CHECK(std::memcmp(m.buf.data(), m.buf.data() + kLen, kLen) == 0,
+        "READ did not return what WRITE stored");
   std::printf("memory write+read %u bytes: ok\n", kLen);
 }
 
@@ -239,14 +252,21 @@ int main(int argc, char** argv) {
   uint16_t echo_port = 0, memory_port = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--config") config_path = v;
-    else if (a == "--server") server = config::parse_ipv4(v).value_or(config::Ipv4Address{}).value;
-    else if (a == "--echo-port") echo_port = static_cast<uint16_t>(std::stoi(v));
-    else if (a == "--memory-port") memory_port = static_cast<uint16_t>(std::stoi(v));
-    else if (a == "--hold") hold = v;
+    if (a == "--config")
+      config_path = v;
+    else if (a == "--server")
+      server = config::parse_ipv4(v).value_or(config::Ipv4Address{}).value;
+    else if (a == "--echo-port")
+      echo_port = static_cast<uint16_t>(std::stoi(v));
+    else if (a == "--memory-port")
+      memory_port = static_cast<uint16_t>(std::stoi(v));
+    else if (a == "--hold")
+      hold = v;
   }
   if (config_path.empty() || server == 0 || echo_port == 0 || memory_port == 0) {
-    std::fprintf(stderr, "usage: svc_client --config F --server IP --echo-port N --memory-port N [--hold FILE]\n");
+    std::fprintf(
+        stderr,
+        "usage: svc_client --config F --server IP --echo-port N --memory-port N [--hold FILE]\n");
     return 2;
   }
   config::Config cfg;

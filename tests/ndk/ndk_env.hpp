@@ -17,22 +17,26 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "control/adapter_setup.hpp"
+#include "control/ndk_test_hooks.hpp"
 #include "dataplane/core_channel.hpp"
 #include "dataplane/polling_core.hpp"
 #include "pmd/eal.hpp"
-#include "tests/common/eal_session.hpp"
 #include "pmd/log.hpp"
 #include "pmd/packet_pool.hpp"
 #include "pmd/ring_pair.hpp"
 #include "pmd/rx_dispatch.hpp"
-#include "control/adapter_setup.hpp"
-#include "control/ndk_test_hooks.hpp"
 #include "rocedp/adapter.hpp"
+#include "tests/common/eal_session.hpp"
 
 namespace rocedp::test {
 
-inline pmd::PacketPool& pool() { return *session_pool(); }
-inline std::string file_prefix() { return session_prefix("ndk-test"); }
+inline pmd::PacketPool& pool() {
+  return *session_pool();
+}
+inline std::string file_prefix() {
+  return session_prefix("ndk-test");
+}
 
 inline const auto* const kNdkEal = ::testing::AddGlobalTestEnvironment(
     new EalSession({.tag = "ndk-test", .memory_mb = 512, .mbufs = 16383}));
@@ -50,10 +54,12 @@ struct Host {
   uint32_t ip = 0;
 };
 
-inline void record_result(dataplane::CoreMessage& msg) { *static_cast<int64_t*>(msg.done_ctx) = msg.result; }
+inline void record_result(dataplane::CoreMessage& msg) {
+  *static_cast<int64_t*>(msg.done_ctx) = msg.result;
+}
 
-inline config::PortConfig port_config(const std::string& name, const config::MacAddress& mac, uint32_t ip,
-                                      const config::FaultConfig& fault = {}) {
+inline config::PortConfig port_config(const std::string& name, const config::MacAddress& mac,
+                                      uint32_t ip, const config::FaultConfig& fault = {}) {
   config::PortConfig p;
   p.name = name;
   p.mac = mac;
@@ -77,7 +83,8 @@ class TwoAdapters : public ::testing::Test {
 
   void SetUp() override {
     static int serial = 0;
-    const std::string link = "ndk" + std::to_string(getpid() % 1000) + "x" + std::to_string(serial++);
+    const std::string link =
+        "ndk" + std::to_string(getpid() % 1000) + "x" + std::to_string(serial++);
     a_.mac = config::MacAddress{{0x02, 0x00, 0x00, 0x00, 0x0A, 0x01}};
     b_.mac = config::MacAddress{{0x02, 0x00, 0x00, 0x00, 0x0B, 0x01}};
     a_.ip = 0xC6120001;  // 198.18.0.1
@@ -87,7 +94,8 @@ class TwoAdapters : public ::testing::Test {
     dp.tx_ring_size = 1024;
     std::string error;
     ASSERT_TRUE(pmd::open_ring_pair(link, port_config("a", a_.mac, a_.ip, fault_a()),
-                                    port_config("b", b_.mac, b_.ip, fault_b()), kCores, pool(), dp, &pair_, &error))
+                                    port_config("b", b_.mac, b_.ip, fault_b()), kCores, pool(), dp,
+                                    &pair_, &error))
         << error;
     a_.port = pair_.a.get();
     b_.port = pair_.b.get();
@@ -102,10 +110,11 @@ class TwoAdapters : public ::testing::Test {
       for (uint16_t i = 0; i < kCores; ++i) {
         h->channels.push_back(dataplane::CoreChannel::create(i, 256, &error));
         ASSERT_TRUE(h->channels.back()) << error;
-        h->cores.push_back(
-            std::make_unique<dataplane::PollingCore>(i, rte_lcore_id(), 32, *h->dispatch, *h->channels.back()));
+        h->cores.push_back(std::make_unique<dataplane::PollingCore>(
+            i, rte_lcore_id(), 32, *h->dispatch, *h->channels.back()));
         int64_t result = 1;
-        ASSERT_TRUE(dataplane::core_requests::attach_port(*h->channels[i], h->port, i, &record_result, &result));
+        ASSERT_TRUE(dataplane::core_requests::attach_port(*h->channels[i], h->port, i,
+                                                          &record_result, &result));
         h->cores[i]->poll_once();
         h->channels[i]->poll_completions(8);
         ASSERT_EQ(result, 0);
@@ -122,7 +131,8 @@ class TwoAdapters : public ::testing::Test {
     for (Host* h : {&a_, &b_}) {
       if (h->adapter == nullptr) continue;
       bool closed = false;
-      EXPECT_EQ(h->adapter->close([](void* c) { *static_cast<bool*>(c) = true; }, &closed), STATUS_PENDING);
+      EXPECT_EQ(h->adapter->close([](void* c) { *static_cast<bool*>(c) = true; }, &closed),
+                STATUS_PENDING);
       for (int i = 0; i < 100000 && !closed; ++i) poll(1);
       EXPECT_TRUE(closed) << "adapter close did not complete (children left open?)";
       h->adapter = nullptr;

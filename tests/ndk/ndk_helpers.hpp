@@ -76,8 +76,8 @@ class NdkFixture : public TwoAdapters {
   Cq* make_cq(Host& h, uint32_t depth, uint32_t core, Notes* notes = nullptr) {
     Created c;
     Cq* out = reinterpret_cast<Cq*>(1);
-    const NTSTATUS st = h.adapter->create_cq(depth, notes != nullptr ? &Notes::cb : nullptr, notes, core,
-                                             &Created::cb, &c, &out);
+    const NTSTATUS st = h.adapter->create_cq(depth, notes != nullptr ? &Notes::cb : nullptr, notes,
+                                             core, &Created::cb, &c, &out);
     EXPECT_EQ(st, STATUS_PENDING);
     EXPECT_FALSE(c.done) << "a CQ is pending until its core answers";
     EXPECT_TRUE(poll_until([&] { return c.done; }));
@@ -94,9 +94,10 @@ class NdkFixture : public TwoAdapters {
   Qp* make_qp(Pd* pd, Cq* rcq, Cq* scq, void* ctx, uint32_t depth = 256, Srq* srq = nullptr) {
     Created c;
     Qp* out = nullptr;
-    const NTSTATUS st = srq == nullptr
-                            ? pd->create_qp(rcq, scq, ctx, depth, depth, 4, 4, 64, &Created::cb, &c, &out)
-                            : pd->create_qp_with_srq(rcq, scq, srq, ctx, depth, 4, 64, &Created::cb, &c, &out);
+    const NTSTATUS st =
+        srq == nullptr
+            ? pd->create_qp(rcq, scq, ctx, depth, depth, 4, 4, 64, &Created::cb, &c, &out)
+            : pd->create_qp_with_srq(rcq, scq, srq, ctx, depth, 4, 64, &Created::cb, &c, &out);
     EXPECT_EQ(st, STATUS_PENDING);
     EXPECT_TRUE(poll_until([&] { return c.done; }));
     EXPECT_EQ(c.status, STATUS_SUCCESS);
@@ -107,7 +108,8 @@ class NdkFixture : public TwoAdapters {
     auto b = std::make_unique<Buffer>();
     b->data.assign(len == 0 ? 8 : len, fill);
     EXPECT_EQ(pd->create_mr(false, nullptr, nullptr, &b->mr), STATUS_SUCCESS);
-    EXPECT_EQ(b->mr->register_mr(b->data.data(), b->data.size(), flags, nullptr, nullptr), STATUS_SUCCESS);
+    EXPECT_EQ(b->mr->register_mr(b->data.data(), b->data.size(), flags, nullptr, nullptr),
+              STATUS_SUCCESS);
     return b;
   }
 
@@ -139,8 +141,8 @@ class NdkFixture : public TwoAdapters {
   }
 
   /// A connected pair: A's QP on core `core_a`, B's on `core_b`, one CQ each (send+receive).
-  void make_pair(Endpoint& x, Endpoint& y, uint32_t core_a = 0, uint32_t core_b = 1, uint32_t cq_depth = 4096,
-                 uint32_t qp_depth = 256) {
+  void make_pair(Endpoint& x, Endpoint& y, uint32_t core_a = 0, uint32_t core_b = 1,
+                 uint32_t cq_depth = 4096, uint32_t qp_depth = 256) {
     x.host = &a_;
     y.host = &b_;
     for (Endpoint* e : {&x, &y}) {

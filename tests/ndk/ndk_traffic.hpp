@@ -28,7 +28,9 @@ class TrafficFixture : public NdkFixture {
   static constexpr uint32_t kSlotBytes = 4096;
   static constexpr uint32_t kWindow = 16;
 
-  static uint8_t pattern(uint64_t op, uint32_t i) { return static_cast<uint8_t>(op * 131 + i * 7 + (op >> 8)); }
+  static uint8_t pattern(uint64_t op, uint32_t i) {
+    return static_cast<uint8_t>(op * 131 + i * 7 + (op >> 8));
+  }
   static uint32_t op_len(uint64_t op) { return static_cast<uint32_t>((op * 37) % 3000 + 1); }
 
   void make_pairs(size_t n, uint8_t timeout = 7) {
@@ -38,7 +40,8 @@ class TrafficFixture : public NdkFixture {
       p->y.host = &b_;
       for (Endpoint* e : {&p->x, &p->y}) {
         e->pd = make_pd(*e->host);
-        e->cq = make_cq(*e->host, 4096, static_cast<uint32_t>((i + (e == &p->y ? 1 : 0)) % kCores), &e->notes);
+        e->cq = make_cq(*e->host, 4096, static_cast<uint32_t>((i + (e == &p->y ? 1 : 0)) % kCores),
+                        &e->notes);
         e->qp = make_qp(e->pd, e->cq, e->cq, e, 64);
       }
       p->src = buffer(p->x.pd, kSlots * kSlotBytes);
@@ -46,8 +49,10 @@ class TrafficFixture : public NdkFixture {
       p->dst = buffer(p->y.pd, kSlots * kSlotBytes);
       p->recv = buffer(p->y.pd, kSlots * kSlotBytes);
       p->remote = buffer(p->y.pd, kSlots * kSlotBytes + 64);
-      for (uint32_t k = 0; k < kSlots * kSlotBytes; ++k) p->remote->data[k] = static_cast<uint8_t>(k * 13 + 5);
-      NdkQpConnectParams px = params_to(b_, p->y.qp, 100 + static_cast<uint32_t>(i), 0xFFFF00);  // PSN wraps
+      for (uint32_t k = 0; k < kSlots * kSlotBytes; ++k)
+        p->remote->data[k] = static_cast<uint8_t>(k * 13 + 5);
+      NdkQpConnectParams px =
+          params_to(b_, p->y.qp, 100 + static_cast<uint32_t>(i), 0xFFFF00);  // PSN wraps
       NdkQpConnectParams py = params_to(a_, p->x.qp, 0xFFFF00, 100 + static_cast<uint32_t>(i));
       px.local_ack_timeout = py.local_ack_timeout = timeout;
       px.rnr_retry = py.rnr_retry = 7;
@@ -76,7 +81,8 @@ class TrafficFixture : public NdkFixture {
     // Receives ahead on B for the SENDs.
     while (p.recv_posted - p.recv_done < kWindow * 2) {
       const NdkSge rs = p.recv->sge((p.recv_posted % kSlots) * kSlotBytes, kSlotBytes);
-      if (p.y.qp->receive(reinterpret_cast<void*>(uintptr_t{p.recv_posted}), &rs, 1) != STATUS_SUCCESS) {
+      if (p.y.qp->receive(reinterpret_cast<void*>(uintptr_t{p.recv_posted}), &rs, 1) !=
+          STATUS_SUCCESS) {
         p.error = "receive post failed";
         return false;
       }
@@ -109,7 +115,8 @@ class TrafficFixture : public NdkFixture {
         }
         default: {  // fetch-add on the 8-byte counter past the slots
           const NdkSge s = p.sink->sge(slot, 8);
-          st = p.x.qp->fetch_add(ctx, s, p.remote->va() + kSlots * kSlotBytes, p.remote->mr->get_remote_token(), 1, 0);
+          st = p.x.qp->fetch_add(ctx, s, p.remote->va() + kSlots * kSlotBytes,
+                                 p.remote->mr->get_remote_token(), 1, 0);
           break;
         }
       }
@@ -128,8 +135,10 @@ class TrafficFixture : public NdkFixture {
     for (uint32_t n; (n = p.x.cq->get_results_ex(r, 32)) != 0;) {
       for (uint32_t k = 0; k < n; ++k) {
         const uint64_t op = p.completed;
-        if (r[k].status != STATUS_SUCCESS || reinterpret_cast<uintptr_t>(r[k].request_context) != op) {
-          p.error = "op " + std::to_string(op) + ": status " + std::string(status_name(r[k].status)) + " context " +
+        if (r[k].status != STATUS_SUCCESS ||
+            reinterpret_cast<uintptr_t>(r[k].request_context) != op) {
+          p.error = "op " + std::to_string(op) + ": status " +
+                    std::string(status_name(r[k].status)) + " context " +
                     std::to_string(reinterpret_cast<uintptr_t>(r[k].request_context));
           return false;
         }
@@ -151,8 +160,8 @@ class TrafficFixture : public NdkFixture {
           uint64_t orig;
           std::memcpy(&orig, p.sink->ptr() + slot, 8);
           if (orig != p.fetch_adds) {
-            p.error = "fetch-add " + std::to_string(op) + " original " + std::to_string(orig) + " expected " +
-                      std::to_string(p.fetch_adds);
+            p.error = "fetch-add " + std::to_string(op) + " original " + std::to_string(orig) +
+                      " expected " + std::to_string(p.fetch_adds);
             return false;
           }
           ++p.fetch_adds;
@@ -163,8 +172,8 @@ class TrafficFixture : public NdkFixture {
     for (uint32_t n; (n = p.y.cq->get_results_ex(r, 32)) != 0;) {
       for (uint32_t k = 0; k < n; ++k) {
         const uint64_t j = p.recv_done;
-        if (r[k].status != STATUS_SUCCESS || reinterpret_cast<uintptr_t>(r[k].request_context) != j ||
-            j >= p.send_seq.size()) {
+        if (r[k].status != STATUS_SUCCESS ||
+            reinterpret_cast<uintptr_t>(r[k].request_context) != j || j >= p.send_seq.size()) {
           p.error = "receive " + std::to_string(j) + ": " + std::string(status_name(r[k].status));
           return false;
         }
@@ -200,7 +209,8 @@ class TrafficFixture : public NdkFixture {
       poll(1);
       if ((round & 1023) == 0 && std::chrono::steady_clock::now() > end) {
         std::string s = "deadline:";
-        for (auto& p : pairs_) s += " " + std::to_string(p->completed) + "/" + std::to_string(per_pair);
+        for (auto& p : pairs_)
+          s += " " + std::to_string(p->completed) + "/" + std::to_string(per_pair);
         return s;
       }
     }

@@ -26,7 +26,8 @@ class NdkAlloc : public TrafficFixture {
 
 TEST_F(NdkAlloc, SteadyTrafficMakesNoAllocation) {
   make_pairs(2);
-  ASSERT_EQ(run(2'000, std::chrono::seconds(300)), "");  // warm-up: rings, caches, lazily sized state
+  ASSERT_EQ(run(2'000, std::chrono::seconds(300)),
+            "");  // warm-up: rings, caches, lazily sized state
   // ROCEDP_ALLOC_TRACE=1 prints a backtrace of every allocation made during the measured run.
   if (std::getenv("ROCEDP_ALLOC_TRACE") != nullptr) {
     debug::alloc_hook() = [](std::size_t) {

@@ -67,12 +67,14 @@ TEST_F(NdkCalls, MemoryWindowBindLendsARangeAndInvalidateTakesItBack) {
   EXPECT_EQ(b.type, NdkOperationType::kBind);
   EXPECT_EQ(b.request_context, reinterpret_cast<void*>(7));
   EXPECT_EQ(mw->get_remote_token(), token) << "the token does not change with a bind";
-  ASSERT_EQ(x_.qp->write(nullptr, &ss, 1, reinterpret_cast<uint64_t>(win), token, 0), STATUS_SUCCESS);
+  ASSERT_EQ(x_.qp->write(nullptr, &ss, 1, reinterpret_cast<uint64_t>(win), token, 0),
+            STATUS_SUCCESS);
   EXPECT_EQ(one(x_.cq).status, STATUS_SUCCESS);
   for (int i = 0; i < 4096; ++i) ASSERT_EQ(win[i], 0xB4) << i;
   EXPECT_EQ(dst_->data[8191], 0) << "outside the window";
   const NdkSge rs = src_->sge(8192, 4096);
-  ASSERT_EQ(x_.qp->read(nullptr, &rs, 1, reinterpret_cast<uint64_t>(win), token, 0), STATUS_SUCCESS);
+  ASSERT_EQ(x_.qp->read(nullptr, &rs, 1, reinterpret_cast<uint64_t>(win), token, 0),
+            STATUS_SUCCESS);
   EXPECT_EQ(one(x_.cq).status, STATUS_SUCCESS);
   EXPECT_EQ(std::memcmp(src_->ptr() + 8192, win, 4096), 0);
   // B invalidates the window (in order with its other requests).
@@ -81,7 +83,8 @@ TEST_F(NdkCalls, MemoryWindowBindLendsARangeAndInvalidateTakesItBack) {
   EXPECT_EQ(inv.status, STATUS_SUCCESS);
   EXPECT_EQ(inv.type, NdkOperationType::kInvalidate);
   std::memset(src_->ptr(), 0x3D, 4096);
-  ASSERT_EQ(x_.qp->write(nullptr, &ss, 1, reinterpret_cast<uint64_t>(win), token, 0), STATUS_SUCCESS);
+  ASSERT_EQ(x_.qp->write(nullptr, &ss, 1, reinterpret_cast<uint64_t>(win), token, 0),
+            STATUS_SUCCESS);
   NdkResultEx w = one(x_.cq);
   EXPECT_EQ(w.status, STATUS_ACCESS_VIOLATION);
   EXPECT_EQ(w.provider_error_code, 10u) << "NAK remote access error";
@@ -96,9 +99,11 @@ TEST_F(NdkCalls, MemoryWindowRefusesRangesAndRightsItsRegionLacksAndOtherPds) {
   std::vector<uint8_t> ro(4096, 0);
   Mr* romr = nullptr;
   ASSERT_EQ(y_.pd->create_mr(false, nullptr, nullptr, &romr), STATUS_SUCCESS);
-  ASSERT_EQ(romr->register_mr(ro.data(), ro.size(), NDK_MR_FLAG_ALLOW_REMOTE_READ, nullptr, nullptr),
+  ASSERT_EQ(
+      romr->register_mr(ro.data(), ro.size(), NDK_MR_FLAG_ALLOW_REMOTE_READ, nullptr, nullptr),
+      STATUS_SUCCESS);
+  ASSERT_EQ(y_.qp->bind(nullptr, romr, mw, ro.data(), 4096, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, 0),
             STATUS_SUCCESS);
-  ASSERT_EQ(y_.qp->bind(nullptr, romr, mw, ro.data(), 4096, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, 0), STATUS_SUCCESS);
   NdkResultEx r = one(y_.cq);
   EXPECT_EQ(r.status, STATUS_ACCESS_VIOLATION);
   EXPECT_EQ(r.type, NdkOperationType::kBind);
@@ -132,17 +137,20 @@ TEST_F(NdkCalls, MemoryWindowStopsWorkingWhenItsRegionIsDeregistered) {
   std::vector<uint8_t> region(8192, 0);
   Mr* mr = nullptr;
   ASSERT_EQ(y_.pd->create_mr(false, nullptr, nullptr, &mr), STATUS_SUCCESS);
-  ASSERT_EQ(mr->register_mr(region.data(), region.size(), kMrAll, nullptr, nullptr), STATUS_SUCCESS);
+  ASSERT_EQ(mr->register_mr(region.data(), region.size(), kMrAll, nullptr, nullptr),
+            STATUS_SUCCESS);
   Mw* mw = nullptr;
   ASSERT_EQ(y_.pd->create_mw(nullptr, nullptr, &mw), STATUS_SUCCESS);
-  ASSERT_EQ(y_.qp->bind(nullptr, mr, mw, region.data(), 4096, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, 0), STATUS_SUCCESS);
+  ASSERT_EQ(y_.qp->bind(nullptr, mr, mw, region.data(), 4096, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, 0),
+            STATUS_SUCCESS);
   ASSERT_EQ(one(y_.cq).status, STATUS_SUCCESS);
   Requested d;
   ASSERT_EQ(mr->deregister_mr(&Requested::cb, &d), STATUS_PENDING);
   ASSERT_TRUE(poll_until([&] { return d.done; }));
   const NdkSge ss = src_->sge(0, 64);
   std::memset(src_->ptr(), 0x99, 64);
-  ASSERT_EQ(x_.qp->write(nullptr, &ss, 1, reinterpret_cast<uint64_t>(region.data()), mw->get_remote_token(), 0),
+  ASSERT_EQ(x_.qp->write(nullptr, &ss, 1, reinterpret_cast<uint64_t>(region.data()),
+                         mw->get_remote_token(), 0),
             STATUS_SUCCESS);
   EXPECT_EQ(one(x_.cq).status, STATUS_ACCESS_VIOLATION);
   EXPECT_EQ(region[0], 0);
@@ -171,7 +179,8 @@ TEST_F(NdkCalls, PrivilegedTokenReachesUnregisteredLocalMemoryButNothingRemote) 
   EXPECT_EQ(landing, plain);
   // As a remote token it grants nothing.
   const NdkSge ws = src_->sge(0, 64);
-  ASSERT_EQ(x_.qp->write(nullptr, &ws, 1, reinterpret_cast<uint64_t>(landing.data()), ty, 0), STATUS_SUCCESS);
+  ASSERT_EQ(x_.qp->write(nullptr, &ws, 1, reinterpret_cast<uint64_t>(landing.data()), ty, 0),
+            STATUS_SUCCESS);
   EXPECT_EQ(one(x_.cq).status, STATUS_ACCESS_VIOLATION);
   EXPECT_EQ(landing[0], 0x61);
 }
@@ -181,12 +190,14 @@ TEST_F(NdkCalls, BuildLamListsEveryPageWithTheFirstByteOffset) {
   const uint8_t* start = mem + 100;
   const size_t len = 2 * 4096;  // 100 .. 8291: pages 0, 1, 2
   uint32_t size = 0, fbo = 0;
-  EXPECT_EQ(a_.adapter->build_lam(start, len, nullptr, nullptr, nullptr, &size, &fbo), STATUS_BUFFER_TOO_SMALL);
+  EXPECT_EQ(a_.adapter->build_lam(start, len, nullptr, nullptr, nullptr, &size, &fbo),
+            STATUS_BUFFER_TOO_SMALL);
   EXPECT_EQ(size, ndk_lam_size(3));
   std::vector<uint8_t> storage(size);
   auto* lam = reinterpret_cast<NdkLogicalAddressMapping*>(storage.data());
   uint32_t small = size - 1;
-  EXPECT_EQ(a_.adapter->build_lam(start, len, nullptr, nullptr, lam, &small, &fbo), STATUS_BUFFER_TOO_SMALL);
+  EXPECT_EQ(a_.adapter->build_lam(start, len, nullptr, nullptr, lam, &small, &fbo),
+            STATUS_BUFFER_TOO_SMALL);
   EXPECT_EQ(small, size);
   ASSERT_EQ(a_.adapter->build_lam(start, len, nullptr, nullptr, lam, &size, &fbo), STATUS_SUCCESS);
   EXPECT_EQ(fbo, 100u);
@@ -194,10 +205,12 @@ TEST_F(NdkCalls, BuildLamListsEveryPageWithTheFirstByteOffset) {
   for (uint32_t i = 0; i < 3; ++i)
     EXPECT_EQ(lam->adapter_page_array[i], reinterpret_cast<uint64_t>(mem) + i * 4096u);
   a_.adapter->release_lam(lam);
-  EXPECT_EQ(a_.adapter->build_lam(nullptr, len, nullptr, nullptr, lam, &size, &fbo), STATUS_INVALID_PARAMETER);
-  EXPECT_EQ(a_.adapter->build_lam(start, 0, nullptr, nullptr, lam, &size, &fbo), STATUS_INVALID_PARAMETER);
-  EXPECT_EQ(a_.adapter->build_lam(reinterpret_cast<void*>(~uintptr_t{0} - 10), 100, nullptr, nullptr, lam, &size,
-                                  &fbo),
+  EXPECT_EQ(a_.adapter->build_lam(nullptr, len, nullptr, nullptr, lam, &size, &fbo),
+            STATUS_INVALID_PARAMETER);
+  EXPECT_EQ(a_.adapter->build_lam(start, 0, nullptr, nullptr, lam, &size, &fbo),
+            STATUS_INVALID_PARAMETER);
+  EXPECT_EQ(a_.adapter->build_lam(reinterpret_cast<void*>(~uintptr_t{0} - 10), 100, nullptr,
+                                  nullptr, lam, &size, &fbo),
             STATUS_INVALID_PARAMETER)
       << "wraps";
 }

@@ -47,17 +47,23 @@ TEST_F(NdkConformance, CapturedTrafficPassesRoceCheck) {
     ASSERT_EQ(y.qp->receive(nullptr, &rs, 1), STATUS_SUCCESS);
     ASSERT_EQ(x.qp->send(nullptr, &ss, 1, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT), STATUS_SUCCESS);
     ASSERT_EQ(x.qp->send_with_immediate(nullptr, &ss, 1, 0xABCD, 0), STATUS_SUCCESS);
-    ASSERT_EQ(x.qp->write(nullptr, &ss, 1, dst->va() + 4096, dst->mr->get_remote_token(), 0), STATUS_SUCCESS);
-    ASSERT_EQ(x.qp->write_with_immediate(nullptr, &ss, 1, dst->va() + 4096, dst->mr->get_remote_token(), 7, 0),
+    ASSERT_EQ(x.qp->write(nullptr, &ss, 1, dst->va() + 4096, dst->mr->get_remote_token(), 0),
+              STATUS_SUCCESS);
+    ASSERT_EQ(x.qp->write_with_immediate(nullptr, &ss, 1, dst->va() + 4096,
+                                         dst->mr->get_remote_token(), 7, 0),
               STATUS_SUCCESS);
     const NdkSge sink = src->sge(4096, n);
-    ASSERT_EQ(x.qp->read(nullptr, &sink, 1, dst->va(), dst->mr->get_remote_token(), 0), STATUS_SUCCESS);
+    ASSERT_EQ(x.qp->read(nullptr, &sink, 1, dst->va(), dst->mr->get_remote_token(), 0),
+              STATUS_SUCCESS);
     ASSERT_EQ(wait_results(x.cq, 5).size(), 5u);
     ASSERT_EQ(wait_results(y.cq, 3).size(), 3u);
   }
   const NdkSge result = src->sge(0, 8);
-  ASSERT_EQ(x.qp->fetch_add(nullptr, result, dst->va() + 8, dst->mr->get_remote_token(), 1, 0), STATUS_SUCCESS);
-  ASSERT_EQ(x.qp->compare_swap(nullptr, result, dst->va() + 8, dst->mr->get_remote_token(), 1, 2, 0), STATUS_SUCCESS);
+  ASSERT_EQ(x.qp->fetch_add(nullptr, result, dst->va() + 8, dst->mr->get_remote_token(), 1, 0),
+            STATUS_SUCCESS);
+  ASSERT_EQ(
+      x.qp->compare_swap(nullptr, result, dst->va() + 8, dst->mr->get_remote_token(), 1, 2, 0),
+      STATUS_SUCCESS);
   ASSERT_EQ(wait_results(x.cq, 2).size(), 2u);
   poll(16);  // trailing ACKs
   test_hooks::set_tx_tap(*a_.adapter, nullptr, nullptr);

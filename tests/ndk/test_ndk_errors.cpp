@@ -48,14 +48,16 @@ TEST_F(NdkErrors, RemoteAccessErrorWritesNothingAndFlushesTheRest) {
   setup_pair();
   std::memset(src_->ptr(), 0xAB, 4096);
   const NdkSge ss = src_->sge(0, 4096);
-  ASSERT_EQ(x_.qp->write(reinterpret_cast<void*>(1), &ss, 1, dst_->va(), dst_->mr->get_remote_token() ^ 0x100, 0),
+  ASSERT_EQ(x_.qp->write(reinterpret_cast<void*>(1), &ss, 1, dst_->va(),
+                         dst_->mr->get_remote_token() ^ 0x100, 0),
             STATUS_SUCCESS);
   auto r = wait_results(x_.cq, 1);
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].status, STATUS_ACCESS_VIOLATION);
   EXPECT_EQ(r[0].provider_error_code, 10u) << "IBV_WC_REM_ACCESS_ERR";
   for (size_t i = 0; i < 4096; ++i) ASSERT_EQ(dst_->data[i], 0) << "byte " << i << " written";
-  EXPECT_EQ(x_.qp->write(nullptr, &ss, 1, dst_->va(), dst_->mr->get_remote_token(), 0), STATUS_CONNECTION_INVALID)
+  EXPECT_EQ(x_.qp->write(nullptr, &ss, 1, dst_->va(), dst_->mr->get_remote_token(), 0),
+            STATUS_CONNECTION_INVALID)
       << "the QP is in error";
 }
 
@@ -103,7 +105,8 @@ TEST_F(NdkErrors, RetryExhaustedWhenThePeerIsGone) {
   close_qp(y_.qp);  // the peer QP is gone: its QPN is unknown on B
   y_.qp = nullptr;
   const NdkSge ss = src_->sge(0, 64);
-  ASSERT_EQ(x_.qp->write(nullptr, &ss, 1, dst_->va(), dst_->mr->get_remote_token(), 0), STATUS_SUCCESS);
+  ASSERT_EQ(x_.qp->write(nullptr, &ss, 1, dst_->va(), dst_->mr->get_remote_token(), 0),
+            STATUS_SUCCESS);
   auto r = wait_results(x_.cq, 1);
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].status, STATUS_IO_TIMEOUT);
@@ -113,7 +116,8 @@ TEST_F(NdkErrors, RetryExhaustedWhenThePeerIsGone) {
 TEST_F(NdkErrors, FlushCancelsPendingRequests) {
   setup_pair();
   const NdkSge rs = src_->sge(0, 64);
-  for (uintptr_t i = 0; i < 5; ++i) ASSERT_EQ(x_.qp->receive(reinterpret_cast<void*>(i), &rs, 1), STATUS_SUCCESS);
+  for (uintptr_t i = 0; i < 5; ++i)
+    ASSERT_EQ(x_.qp->receive(reinterpret_cast<void*>(i), &rs, 1), STATUS_SUCCESS);
   poll(4);
   NdkResult res[8];
   EXPECT_EQ(x_.cq->get_results(res, 8), 0u);
@@ -132,13 +136,15 @@ TEST_F(NdkErrors, FlushCancelsPendingRequests) {
 TEST_F(NdkErrors, CloseWithPendingWorkCompletesItCancelledFirst) {
   setup_pair();
   const NdkSge rs = dst_->sge(0, 64);
-  for (uintptr_t i = 0; i < 3; ++i) ASSERT_EQ(y_.qp->receive(reinterpret_cast<void*>(i), &rs, 1), STATUS_SUCCESS);
+  for (uintptr_t i = 0; i < 3; ++i)
+    ASSERT_EQ(y_.qp->receive(reinterpret_cast<void*>(i), &rs, 1), STATUS_SUCCESS);
   Closed c;
   ASSERT_EQ(y_.qp->close(&Closed::cb, &c), STATUS_PENDING);
   ASSERT_TRUE(poll_until([&] { return c.count == 1; }));
   y_.qp = nullptr;
   NdkResultEx r[8];
-  ASSERT_EQ(y_.cq->get_results_ex(r, 8), 3u) << "every request came back before the close completed";
+  ASSERT_EQ(y_.cq->get_results_ex(r, 8), 3u)
+      << "every request came back before the close completed";
   for (int i = 0; i < 3; ++i) EXPECT_EQ(r[i].status, STATUS_CANCELLED);
   poll(8);
   EXPECT_EQ(c.count, 1);
@@ -155,7 +161,8 @@ TEST_F(NdkErrors, CqOverrunIsBufferOverflowOnTheOwningCore) {
   EXPECT_EQ(x_.notes.last, STATUS_BUFFER_OVERFLOW);
   EXPECT_EQ(x_.notes.lcore, rte_lcore_id());
   EXPECT_TRUE(x_.cq->overrun());
-  EXPECT_EQ(x_.qp->send(nullptr, &ss, 1, 0), STATUS_CONNECTION_INVALID) << "the QP of a dead CQ is dead";
+  EXPECT_EQ(x_.qp->send(nullptr, &ss, 1, 0), STATUS_CONNECTION_INVALID)
+      << "the QP of a dead CQ is dead";
 }
 
 TEST_F(NdkErrors, ResizeCqWhileTrafficFlowsLosesNothing) {
@@ -172,7 +179,8 @@ TEST_F(NdkErrors, ResizeCqWhileTrafficFlowsLosesNothing) {
   NdkResultEx r[16];
   for (uint64_t round = 0; round < 4'000'000 && got.size() < kMessages; ++round) {
     while (recv_posted < kMessages && recv_posted - got.size() < 32) {
-      ASSERT_EQ(y_.qp->receive(reinterpret_cast<void*>(uintptr_t{recv_posted}), &rs, 1), STATUS_SUCCESS);
+      ASSERT_EQ(y_.qp->receive(reinterpret_cast<void*>(uintptr_t{recv_posted}), &rs, 1),
+                STATUS_SUCCESS);
       ++recv_posted;
     }
     while (posted < kMessages && posted - sends_done < 32 && posted < recv_posted) {
@@ -209,7 +217,8 @@ TEST_F(NdkErrors, ResizeBelowTheCompletionsHeldIsInvalidParameter) {
   const NdkSge ss = src_->sge(0, 8);
   for (int i = 0; i < 10; ++i) ASSERT_EQ(y_.qp->receive(nullptr, &rs, 1), STATUS_SUCCESS);
   for (int i = 0; i < 10; ++i) ASSERT_EQ(x_.qp->send(nullptr, &ss, 1, 0), STATUS_SUCCESS);
-  ASSERT_EQ(wait_results(x_.cq, 10).size(), 10u);  // acknowledged: the peer holds 10 receive completions
+  ASSERT_EQ(wait_results(x_.cq, 10).size(),
+            10u);  // acknowledged: the peer holds 10 receive completions
   Requested rq;
   ASSERT_EQ(y_.cq->resize(5, &Requested::cb, &rq), STATUS_PENDING);
   ASSERT_TRUE(poll_until([&] { return rq.done; }));
@@ -224,9 +233,9 @@ struct FailAfter {
   static void* alloc(size_t bytes, void* c) {
     auto* self = static_cast<FailAfter*>(c);
     if (self->allowed-- <= 0) return nullptr;
-    return ::operator new(bytes, std::align_val_t{64});
+    return ::operator new (bytes, std::align_val_t{64});
   }
-  static void release(void* p, size_t, void*) { ::operator delete(p, std::align_val_t{64}); }
+  static void release(void* p, size_t, void*) { ::operator delete (p, std::align_val_t{64}); }
 };
 
 TEST_F(NdkErrors, ResizeWithoutMemoryIsInsufficientResources) {
@@ -322,7 +331,8 @@ TEST_F(NdkErrors, ResizeCqAboveMaxCqDepthIsInvalidParameterInlineWithoutCallback
   Counted over, zero, ok;
   EXPECT_EQ(cq->resize(info.max_cq_depth + 1, &Counted::cb, &over), STATUS_INVALID_PARAMETER);
   EXPECT_EQ(cq->resize(0, &Counted::cb, &zero), STATUS_INVALID_PARAMETER);
-  ASSERT_EQ(cq->resize(info.max_cq_depth, &Counted::cb, &ok), STATUS_PENDING) << "= MaxCqDepth is allowed";
+  ASSERT_EQ(cq->resize(info.max_cq_depth, &Counted::cb, &ok), STATUS_PENDING)
+      << "= MaxCqDepth is allowed";
   ASSERT_TRUE(poll_until([&] { return ok.count != 0; }));
   poll(20);
   EXPECT_EQ(ok.count, 1);
@@ -411,7 +421,8 @@ TEST_F(NdkErrors, WritePastTheEndOfTheRegionIsRemoteAccessErrorAndTouchesNothing
   std::vector<uint8_t> region(32768, 0x11);
   Mr* mr = nullptr;
   ASSERT_EQ(y_.pd->create_mr(false, nullptr, nullptr, &mr), STATUS_SUCCESS);
-  ASSERT_EQ(mr->register_mr(region.data(), region.size(), kMrAll, nullptr, nullptr), STATUS_SUCCESS);
+  ASSERT_EQ(mr->register_mr(region.data(), region.size(), kMrAll, nullptr, nullptr),
+            STATUS_SUCCESS);
   std::memset(src_->ptr(), 0xEE, 4096);
   const NdkSge ss = src_->sge(0, 4096);
   const uint64_t va = reinterpret_cast<uint64_t>(region.data()) + region.size() - 4095;
@@ -460,7 +471,8 @@ void inject(Host& from, Host& to, uint8_t opcode, uint32_t dqpn, uint32_t psn, s
   ASSERT_EQ(wire::build_frame(frame, f, wire::Bytes(payload.data(), payload.size())), frame.size());
   rte_mbuf* m = rte_pktmbuf_alloc(pool().get());
   ASSERT_NE(m, nullptr);
-  std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size())), frame.data(), frame.size());
+  std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(frame.size())), frame.data(),
+              frame.size());
   ASSERT_EQ(from.port->tx_burst(0, &m, 1), 1);
 }
 uint64_t rc_counter(Host& h, uint32_t core, rc::RcCounter c) {
@@ -501,7 +513,8 @@ TEST_F(NdkErrors, CnpsAreCountedAsCnps) {
   inject(a_, b_, wire::opcode::kCnp, y_.qp->qpn(), 0, wire::kCnpReservedLen);
   poll(50);
   EXPECT_EQ(rc_counter(b_, 1, rc::RcCounter::kRxCnp), 2u);
-  EXPECT_EQ(rc_counter(b_, 1, rc::RcCounter::kRxGhostResponse), ghosts) << "a CNP ran as a response";
+  EXPECT_EQ(rc_counter(b_, 1, rc::RcCounter::kRxGhostResponse), ghosts)
+      << "a CNP ran as a response";
   EXPECT_EQ(rc_counter(b_, 1, rc::RcCounter::kRxDropNotRc), not_rc) << "a CNP is not a drop";
   // And the connection still works.
   const NdkSge rs = dst_->sge(0, 64);
@@ -553,17 +566,15 @@ TEST_F(NdkErrors, DeregisterWhileAWriteAndAReadAreInFlightTouchesNothingAfterItC
   ASSERT_EQ(rmr->register_mr(rsink.data(), kHalf, kMrAll, nullptr, nullptr), STATUS_SUCCESS);
   const NdkSge ws{wsrc.data(), static_cast<uint32_t>(kHalf), wmr->get_local_token()};
   const NdkSge rs{rsink.data(), static_cast<uint32_t>(kHalf), rmr->get_local_token()};
-  ASSERT_EQ(x_.qp->write(reinterpret_cast<void*>(1), &ws, 1, reinterpret_cast<uint64_t>(region), token, 0),
+  ASSERT_EQ(x_.qp->write(reinterpret_cast<void*>(1), &ws, 1, reinterpret_cast<uint64_t>(region),
+                         token, 0),
             STATUS_SUCCESS);
-  ASSERT_EQ(x2.qp->read(reinterpret_cast<void*>(2), &rs, 1, reinterpret_cast<uint64_t>(region + kHalf), token, 0),
+  ASSERT_EQ(x2.qp->read(reinterpret_cast<void*>(2), &rs, 1,
+                        reinterpret_cast<uint64_t>(region + kHalf), token, 0),
             STATUS_SUCCESS);
   // Both in flight: the WRITE has landed its first bytes but not its last, the READ brought its
   // first bytes but not its last.
-  ASSERT_TRUE(poll_until(
-      [&] {
-        return region[0] == 0xA7 && rsink[0] == 0x5C;
-      },
-      100'000));
+  ASSERT_TRUE(poll_until([&] { return region[0] == 0xA7 && rsink[0] == 0x5C; }, 100'000));
   ASSERT_EQ(region[kHalf - 1], 0) << "the WRITE finished before the deregistration (test too slow)";
   ASSERT_EQ(rsink[kHalf - 1], 0) << "the READ finished before the deregistration (test too slow)";
   Requested dereg;

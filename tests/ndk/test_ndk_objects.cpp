@@ -54,9 +54,11 @@ TEST_F(NdkObjects, PdAndMrAreCreatedInline) {
   ASSERT_EQ(mr->register_mr(mem.data(), mem.size(), kMrAll, nullptr, nullptr), STATUS_SUCCESS);
   EXPECT_NE(mr->get_local_token(), 0u);
   EXPECT_NE(mr->get_remote_token(), 0u);
-  EXPECT_EQ(mr->register_mr(mem.data(), mem.size(), kMrAll, nullptr, nullptr), STATUS_INVALID_PARAMETER)
+  EXPECT_EQ(mr->register_mr(mem.data(), mem.size(), kMrAll, nullptr, nullptr),
+            STATUS_INVALID_PARAMETER)
       << "already registered";
-  EXPECT_EQ(mr->deregister_mr(nullptr, nullptr), STATUS_INVALID_PARAMETER) << "NDK: a completion is required";
+  EXPECT_EQ(mr->deregister_mr(nullptr, nullptr), STATUS_INVALID_PARAMETER)
+      << "NDK: a completion is required";
   Requested dr;
   EXPECT_EQ(mr->deregister_mr(&Requested::cb, &dr), STATUS_PENDING);
   EXPECT_EQ(mr->get_local_token(), 0u) << "the tokens stop working at once";
@@ -80,7 +82,8 @@ TEST_F(NdkObjects, CqCreationPendsUntilItsCoreAnswers) {
   Created c;
   Cq* out = nullptr;
   Notes notes;
-  ASSERT_EQ(a_.adapter->create_cq(64, &Notes::cb, &notes, 1, &Created::cb, &c, &out), STATUS_PENDING);
+  ASSERT_EQ(a_.adapter->create_cq(64, &Notes::cb, &notes, 1, &Created::cb, &c, &out),
+            STATUS_PENDING);
   a_.adapter->poll_control();
   EXPECT_FALSE(c.done);
   a_.cores[0]->poll_once();
@@ -104,21 +107,30 @@ TEST_F(NdkObjects, BadArgumentsAreInvalidParameter) {
   Created c;
   Cq* out = nullptr;
   const uint32_t max = limits().max_cq_depth;
-  EXPECT_EQ(a_.adapter->create_cq(0, nullptr, nullptr, 0, &Created::cb, &c, &out), STATUS_INVALID_PARAMETER);
-  EXPECT_EQ(a_.adapter->create_cq(max + 1, nullptr, nullptr, 0, &Created::cb, &c, &out), STATUS_INVALID_PARAMETER);
-  EXPECT_EQ(a_.adapter->create_cq(16, nullptr, nullptr, kCores, &Created::cb, &c, &out), STATUS_INVALID_PARAMETER);
+  EXPECT_EQ(a_.adapter->create_cq(0, nullptr, nullptr, 0, &Created::cb, &c, &out),
+            STATUS_INVALID_PARAMETER);
+  EXPECT_EQ(a_.adapter->create_cq(max + 1, nullptr, nullptr, 0, &Created::cb, &c, &out),
+            STATUS_INVALID_PARAMETER);
+  EXPECT_EQ(a_.adapter->create_cq(16, nullptr, nullptr, kCores, &Created::cb, &c, &out),
+            STATUS_INVALID_PARAMETER);
   Pd* pd = make_pd(a_);
   Cq* cq0 = make_cq(a_, 64, 0);
   Cq* cq1 = make_cq(a_, 64, 1);
   Qp* qp = nullptr;
-  EXPECT_EQ(pd->create_qp(nullptr, cq0, nullptr, 16, 16, 1, 1, 0, &Created::cb, &c, &qp), STATUS_INVALID_PARAMETER);
-  EXPECT_EQ(pd->create_qp(cq0, cq0, nullptr, 0, 16, 1, 1, 0, &Created::cb, &c, &qp), STATUS_INVALID_PARAMETER);
-  EXPECT_EQ(pd->create_qp(cq0, cq0, nullptr, 16, 16, 5, 1, 0, &Created::cb, &c, &qp), STATUS_INVALID_PARAMETER);
-  EXPECT_EQ(pd->create_qp(cq0, cq0, nullptr, 16, 16, 1, 1, 65, &Created::cb, &c, &qp), STATUS_INVALID_PARAMETER);
-  EXPECT_EQ(pd->create_qp(cq0, cq0, nullptr, 16, limits().max_qp_depth + 1, 1, 1, 0, &Created::cb, &c, &qp),
+  EXPECT_EQ(pd->create_qp(nullptr, cq0, nullptr, 16, 16, 1, 1, 0, &Created::cb, &c, &qp),
+            STATUS_INVALID_PARAMETER);
+  EXPECT_EQ(pd->create_qp(cq0, cq0, nullptr, 0, 16, 1, 1, 0, &Created::cb, &c, &qp),
+            STATUS_INVALID_PARAMETER);
+  EXPECT_EQ(pd->create_qp(cq0, cq0, nullptr, 16, 16, 5, 1, 0, &Created::cb, &c, &qp),
+            STATUS_INVALID_PARAMETER);
+  EXPECT_EQ(pd->create_qp(cq0, cq0, nullptr, 16, 16, 1, 1, 65, &Created::cb, &c, &qp),
+            STATUS_INVALID_PARAMETER);
+  EXPECT_EQ(pd->create_qp(cq0, cq0, nullptr, 16, limits().max_qp_depth + 1, 1, 1, 0, &Created::cb,
+                          &c, &qp),
             STATUS_INVALID_PARAMETER);
   // Send and receive CQ on different cores: rocedp keeps a QP's completions on one core.
-  EXPECT_EQ(pd->create_qp(cq0, cq1, nullptr, 16, 16, 1, 1, 0, &Created::cb, &c, &qp), STATUS_INVALID_PARAMETER);
+  EXPECT_EQ(pd->create_qp(cq0, cq1, nullptr, 16, 16, 1, 1, 0, &Created::cb, &c, &qp),
+            STATUS_INVALID_PARAMETER);
   Requested rq;
   EXPECT_EQ(cq0->resize(max + 1, &Requested::cb, &rq), STATUS_INVALID_PARAMETER);
   EXPECT_EQ(cq0->resize(0, &Requested::cb, &rq), STATUS_INVALID_PARAMETER);
@@ -152,10 +164,12 @@ TEST_F(NdkLimits, LimitsAreInsufficientResources) {
   Cq* cq = make_cq(a_, 16, 0);
   Created c;
   Cq* out = nullptr;
-  EXPECT_EQ(a_.adapter->create_cq(16, nullptr, nullptr, 0, &Created::cb, &c, &out), STATUS_INSUFFICIENT_RESOURCES);
+  EXPECT_EQ(a_.adapter->create_cq(16, nullptr, nullptr, 0, &Created::cb, &c, &out),
+            STATUS_INSUFFICIENT_RESOURCES);
   Qp* q1 = make_qp(p1, cq, cq, nullptr, 16);
   Qp* q2 = nullptr;
-  EXPECT_EQ(p1->create_qp(cq, cq, nullptr, 16, 16, 1, 1, 0, &Created::cb, &c, &q2), STATUS_INSUFFICIENT_RESOURCES);
+  EXPECT_EQ(p1->create_qp(cq, cq, nullptr, 16, 16, 1, 1, 0, &Created::cb, &c, &q2),
+            STATUS_INSUFFICIENT_RESOURCES);
   // Closing the CQ pends on its QP; closing the QP lets it finish.
   Closed cc;
   EXPECT_EQ(cq->close(&Closed::cb, &cc), STATUS_PENDING);
@@ -175,10 +189,10 @@ TEST_F(NdkObjects, CqRingAllocationFailureIsInsufficientResources) {
   test_hooks::set_cq_ring_allocator(*a_.adapter, hook);
   Created c;
   Cq* out = nullptr;
-  EXPECT_EQ(a_.adapter->create_cq(16, nullptr, nullptr, 0, &Created::cb, &c, &out), STATUS_INSUFFICIENT_RESOURCES);
+  EXPECT_EQ(a_.adapter->create_cq(16, nullptr, nullptr, 0, &Created::cb, &c, &out),
+            STATUS_INSUFFICIENT_RESOURCES);
   test_hooks::set_cq_ring_allocator(*a_.adapter, {});
 }
-
 
 TEST_F(NdkObjects, SrqFeedsQpsOfItsCoreAndNotifiesAtTheLimit) {
   Pd* pa = make_pd(a_);
@@ -187,8 +201,10 @@ TEST_F(NdkObjects, SrqFeedsQpsOfItsCoreAndNotifiesAtTheLimit) {
   Cq* cb = make_cq(b_, 256, 1);
   Notes srq_notes;
   Srq* srq = nullptr;
-  ASSERT_EQ(pb->create_srq(0, 1, 0, nullptr, nullptr, 1, nullptr, nullptr, &srq), STATUS_INVALID_PARAMETER);
-  ASSERT_EQ(pb->create_srq(16, 1, 0, &Notes::cb, &srq_notes, 1, nullptr, nullptr, &srq), STATUS_SUCCESS);
+  ASSERT_EQ(pb->create_srq(0, 1, 0, nullptr, nullptr, 1, nullptr, nullptr, &srq),
+            STATUS_INVALID_PARAMETER);
+  ASSERT_EQ(pb->create_srq(16, 1, 0, &Notes::cb, &srq_notes, 1, nullptr, nullptr, &srq),
+            STATUS_SUCCESS);
   Endpoint x, y;
   x.host = &a_;
   y.host = &b_;
@@ -205,7 +221,8 @@ TEST_F(NdkObjects, SrqFeedsQpsOfItsCoreAndNotifiesAtTheLimit) {
   ASSERT_EQ(pb->create_mr(false, nullptr, nullptr, &mb), STATUS_SUCCESS);
   ASSERT_EQ(mb->register_mr(in.data(), in.size(), kMrAll, nullptr, nullptr), STATUS_SUCCESS);
   const NdkSge rs{in.data(), 1024, mb->get_local_token()};
-  for (int i = 0; i < 4; ++i) ASSERT_EQ(srq->receive(reinterpret_cast<void*>(uintptr_t(i)), &rs, 1), STATUS_SUCCESS);
+  for (int i = 0; i < 4; ++i)
+    ASSERT_EQ(srq->receive(reinterpret_cast<void*>(uintptr_t(i)), &rs, 1), STATUS_SUCCESS);
   // ModifySrq runs on the owning core: limit 3 fires once the posted count falls below 3.
   Requested mod;
   ASSERT_EQ(srq->modify(16, 3, &Requested::cb, &mod), STATUS_PENDING);
@@ -251,7 +268,8 @@ TEST_F(NdkObjects, CloseFromInsideTheCreateCompletion) {
     }
   } ctx;
   Cq* out = nullptr;
-  ASSERT_EQ(a_.adapter->create_cq(16, nullptr, nullptr, 1, &Ctx::created, &ctx, &out), STATUS_PENDING);
+  ASSERT_EQ(a_.adapter->create_cq(16, nullptr, nullptr, 1, &Ctx::created, &ctx, &out),
+            STATUS_PENDING);
   ASSERT_TRUE(poll_until([&] { return ctx.closed.count == 1; }));
   EXPECT_EQ(ctx.close_status, STATUS_PENDING);
   poll(8);

@@ -1,6 +1,6 @@
 // RC data path through the NDK API: two adapters over a ring pair, QPs on different cores,
-// every operation at sizes from 0 B to 16 MiB around the MTU, verified byte for byte; immediate data,
-// invalidation, solicited events and CQ notifications (on the owning core).
+// every operation at sizes from 0 B to 16 MiB around the MTU, verified byte for byte; immediate
+// data, invalidation, solicited events and CQ notifications (on the owning core).
 
 #include <gtest/gtest.h>
 
@@ -19,7 +19,9 @@ void fill_random(std::vector<uint8_t>& v, uint32_t seed) {
   for (auto& b : v) b = static_cast<uint8_t>(rng());
 }
 
-bool same_bytes(const uint8_t* a, const uint8_t* b, size_t n) { return n == 0 || std::memcmp(a, b, n) == 0; }
+bool same_bytes(const uint8_t* a, const uint8_t* b, size_t n) {
+  return n == 0 || std::memcmp(a, b, n) == 0;
+}
 
 class NdkRc : public NdkFixture {
  protected:
@@ -49,8 +51,10 @@ TEST_F(NdkRc, SendReceiveAtEverySize) {
     std::fill(dst_->data.begin(), dst_->data.end(), 0);
     const NdkSge rs = dst_->sge(0, n);
     const NdkSge ss = src_->sge(0, n);
-    ASSERT_EQ(y_.qp->receive(reinterpret_cast<void*>(uintptr_t{0x100 + n}), &rs, 1), STATUS_SUCCESS);
-    ASSERT_EQ(x_.qp->send(reinterpret_cast<void*>(uintptr_t{0x200 + n}), &ss, 1, 0), STATUS_SUCCESS);
+    ASSERT_EQ(y_.qp->receive(reinterpret_cast<void*>(uintptr_t{0x100 + n}), &rs, 1),
+              STATUS_SUCCESS);
+    ASSERT_EQ(x_.qp->send(reinterpret_cast<void*>(uintptr_t{0x200 + n}), &ss, 1, 0),
+              STATUS_SUCCESS);
     auto sc = wait_results(x_.cq, 1);
     auto rc = wait_results(y_.cq, 1);
     ASSERT_EQ(sc.size(), 1u);
@@ -74,7 +78,8 @@ TEST_F(NdkRc, WriteAtEverySize) {
     fill_random(src_->data, n + 7);
     std::fill(dst_->data.begin(), dst_->data.end(), 0);
     const NdkSge ss = src_->sge(0, n);
-    ASSERT_EQ(x_.qp->write(nullptr, &ss, 1, dst_->va(), dst_->mr->get_remote_token(), 0), STATUS_SUCCESS);
+    ASSERT_EQ(x_.qp->write(nullptr, &ss, 1, dst_->va(), dst_->mr->get_remote_token(), 0),
+              STATUS_SUCCESS);
     auto sc = wait_results(x_.cq, 1);
     ASSERT_EQ(sc.size(), 1u);
     EXPECT_EQ(sc[0].status, STATUS_SUCCESS) << status_name(sc[0].status);
@@ -92,7 +97,8 @@ TEST_F(NdkRc, WriteWithImmediateAtEverySize) {
     fill_random(src_->data, n + 11);
     ASSERT_EQ(y_.qp->receive(nullptr, nullptr, 0), STATUS_SUCCESS);
     const NdkSge ss = src_->sge(0, n);
-    ASSERT_EQ(x_.qp->write_with_immediate(nullptr, &ss, 1, dst_->va(), dst_->mr->get_remote_token(), 0xC0DE0000 + n, 0),
+    ASSERT_EQ(x_.qp->write_with_immediate(nullptr, &ss, 1, dst_->va(), dst_->mr->get_remote_token(),
+                                          0xC0DE0000 + n, 0),
               STATUS_SUCCESS);
     auto sc = wait_results(x_.cq, 1);
     auto rc = wait_results(y_.cq, 1);
@@ -143,7 +149,8 @@ TEST_F(NdkRc, ReadAtEverySize) {
     fill_random(dst_->data, n + 3);
     std::fill(src_->data.begin(), src_->data.end(), 0);
     const NdkSge sink = src_->sge(0, n);
-    ASSERT_EQ(x_.qp->read(nullptr, &sink, 1, dst_->va(), dst_->mr->get_remote_token(), 0), STATUS_SUCCESS);
+    ASSERT_EQ(x_.qp->read(nullptr, &sink, 1, dst_->va(), dst_->mr->get_remote_token(), 0),
+              STATUS_SUCCESS);
     auto sc = wait_results(x_.cq, 1);
     ASSERT_EQ(sc.size(), 1u);
     EXPECT_EQ(sc[0].status, STATUS_SUCCESS) << status_name(sc[0].status);
@@ -156,7 +163,8 @@ TEST_F(NdkRc, AtomicsReturnTheOriginalAndUpdateTheTarget) {
   uint64_t* target = reinterpret_cast<uint64_t*>(dst_->ptr() + 64);
   *target = 40;
   const NdkSge result = src_->sge(0, 8);
-  ASSERT_EQ(x_.qp->fetch_add(nullptr, result, dst_->va() + 64, dst_->mr->get_remote_token(), 2, 0), STATUS_SUCCESS);
+  ASSERT_EQ(x_.qp->fetch_add(nullptr, result, dst_->va() + 64, dst_->mr->get_remote_token(), 2, 0),
+            STATUS_SUCCESS);
   auto sc = wait_results(x_.cq, 1);
   ASSERT_EQ(sc.size(), 1u);
   EXPECT_EQ(sc[0].status, STATUS_SUCCESS);
@@ -164,10 +172,12 @@ TEST_F(NdkRc, AtomicsReturnTheOriginalAndUpdateTheTarget) {
   uint64_t orig;
   std::memcpy(&orig, src_->ptr(), 8);
   EXPECT_EQ(orig, 40u);
-  ASSERT_EQ(x_.qp->compare_swap(nullptr, result, dst_->va() + 64, dst_->mr->get_remote_token(), 41, 7, 0),
-            STATUS_SUCCESS);
-  ASSERT_EQ(x_.qp->compare_swap(nullptr, result, dst_->va() + 64, dst_->mr->get_remote_token(), 42, 7, 0),
-            STATUS_SUCCESS);
+  ASSERT_EQ(
+      x_.qp->compare_swap(nullptr, result, dst_->va() + 64, dst_->mr->get_remote_token(), 41, 7, 0),
+      STATUS_SUCCESS);
+  ASSERT_EQ(
+      x_.qp->compare_swap(nullptr, result, dst_->va() + 64, dst_->mr->get_remote_token(), 42, 7, 0),
+      STATUS_SUCCESS);
   sc = wait_results(x_.cq, 2);
   ASSERT_EQ(sc.size(), 2u);
   EXPECT_EQ(sc[1].status, STATUS_SUCCESS);
@@ -175,7 +185,8 @@ TEST_F(NdkRc, AtomicsReturnTheOriginalAndUpdateTheTarget) {
   std::memcpy(&orig, src_->ptr(), 8);
   EXPECT_EQ(orig, 42u);
   // Unaligned target: a local operation error, no packet.
-  ASSERT_EQ(x_.qp->fetch_add(nullptr, result, dst_->va() + 65, dst_->mr->get_remote_token(), 1, 0), STATUS_SUCCESS);
+  ASSERT_EQ(x_.qp->fetch_add(nullptr, result, dst_->va() + 65, dst_->mr->get_remote_token(), 1, 0),
+            STATUS_SUCCESS);
   sc = wait_results(x_.cq, 1);
   ASSERT_EQ(sc.size(), 1u);
   EXPECT_EQ(sc[0].status, STATUS_INVALID_DEVICE_REQUEST);

@@ -38,7 +38,8 @@ TEST_F(NdkTxRoom, FullTxRingHoldsFramesInsteadOfDroppingThem) {
     connect(xs[i], ys[i], &px, &py);
     srcs.push_back(buffer(xs[i].pd, kMsgs * kMsgBytes));
     dsts.push_back(buffer(ys[i].pd, kMsgs * kMsgBytes));
-    for (size_t k = 0; k < srcs.back()->data.size(); ++k) srcs.back()->data[k] = static_cast<uint8_t>(k * 7 + i);
+    for (size_t k = 0; k < srcs.back()->data.size(); ++k)
+      srcs.back()->data[k] = static_cast<uint8_t>(k * 7 + i);
   }
   auto* rdma = dynamic_cast<dataplane::CoreRdma*>(a_.cores[0]->roce_handler_lc());
   ASSERT_NE(rdma, nullptr);
@@ -49,7 +50,8 @@ TEST_F(NdkTxRoom, FullTxRingHoldsFramesInsteadOfDroppingThem) {
   for (int i = 0; i < kPairs; ++i) {
     for (uint32_t m = 0; m < kMsgs; ++m) {
       const NdkSge s = srcs[i]->sge(m * kMsgBytes, kMsgBytes);
-      ASSERT_EQ(xs[i].qp->write(nullptr, &s, 1, dsts[i]->va() + m * kMsgBytes, dsts[i]->mr->get_remote_token(), 0),
+      ASSERT_EQ(xs[i].qp->write(nullptr, &s, 1, dsts[i]->va() + m * kMsgBytes,
+                                dsts[i]->mr->get_remote_token(), 0),
                 STATUS_SUCCESS);
     }
   }
@@ -65,7 +67,8 @@ TEST_F(NdkTxRoom, FullTxRingHoldsFramesInsteadOfDroppingThem) {
         NdkResultEx r[64];
         for (auto& x : xs) {
           for (uint32_t n; (n = x.cq->get_results_ex(r, 64)) != 0;) {
-            for (uint32_t k = 0; k < n; ++k) EXPECT_EQ(r[k].status, STATUS_SUCCESS) << status_name(r[k].status);
+            for (uint32_t k = 0; k < n; ++k)
+              EXPECT_EQ(r[k].status, STATUS_SUCCESS) << status_name(r[k].status);
             completed += n;
           }
         }
@@ -75,7 +78,8 @@ TEST_F(NdkTxRoom, FullTxRingHoldsFramesInsteadOfDroppingThem) {
       << completed << " of " << kPairs * kMsgs << " WRITEs completed";
   for (int i = 0; i < kPairs; ++i) EXPECT_EQ(srcs[i]->data, dsts[i]->data) << "pair " << i;
   const rc::RcCounters& after = rdma->engine_lc().counters();
-  EXPECT_EQ(a_.cores[0]->stats_lc().drops[no_room] - drops0, 0u) << "no frame dropped for lack of TX room";
+  EXPECT_EQ(a_.cores[0]->stats_lc().drops[no_room] - drops0, 0u)
+      << "no frame dropped for lack of TX room";
   EXPECT_EQ(after.get(rc::RcCounter::kTxRetransmit) - before.get(rc::RcCounter::kTxRetransmit), 0u);
   EXPECT_EQ(after.get(rc::RcCounter::kGoBackN) - before.get(rc::RcCounter::kGoBackN), 0u);
   for (int i = 0; i < kPairs; ++i) {

@@ -16,14 +16,18 @@
 
 #include "config/config.hpp"
 #include "pmd/eal.hpp"
-#include "tests/common/eal_session.hpp"
 #include "pmd/log.hpp"
 #include "pmd/packet_pool.hpp"
+#include "tests/common/eal_session.hpp"
 
 namespace rocedp::pmd::test {
 
-inline PacketPool& pool() { return *rocedp::test::session_pool(); }
-inline std::string file_prefix() { return rocedp::test::session_prefix("pmdtest"); }
+inline PacketPool& pool() {
+  return *rocedp::test::session_pool();
+}
+inline std::string file_prefix() {
+  return rocedp::test::session_prefix("pmdtest");
+}
 
 inline rocedp::test::EalSessionOptions eal_options() {
   rocedp::test::EalSessionOptions o{.tag = "pmdtest", .mbufs = 8191, .mbuf_cache = 256};

@@ -40,8 +40,12 @@ struct TestAllocator {
   RingAllocator hook() { return RingAllocator{&allocate, &release, this}; }
 };
 
-void* ctx_of(uint64_t i) { return reinterpret_cast<void*>(static_cast<uintptr_t>(i)); }
-uint64_t id_of(void* p) { return reinterpret_cast<uintptr_t>(p); }
+void* ctx_of(uint64_t i) {
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(i));
+}
+uint64_t id_of(void* p) {
+  return reinterpret_cast<uintptr_t>(p);
+}
 
 NdkResultEx entry(uint64_t i, NTSTATUS status = STATUS_SUCCESS,
                   NdkOperationType type = NdkOperationType::kSend) {
@@ -295,11 +299,11 @@ TEST(CompletionQueue, ResizeShrinkAndInvalidParameters) {
   auto cq = make_cq(16, &notes, 64);
   for (uint64_t i = 0; i < 5; ++i) cq->produce_lc(entry(i));
   NdkResultEx out[2];
-  ASSERT_EQ(cq->get_results_ex(out, 2), 2u);  // 3 queued now
+  ASSERT_EQ(cq->get_results_ex(out, 2), 2u);               // 3 queued now
   EXPECT_EQ(cq->resize_lc(2), STATUS_INVALID_PARAMETER);   // fewer than queued
   EXPECT_EQ(cq->resize_lc(65), STATUS_INVALID_PARAMETER);  // above MaxCqDepth
   EXPECT_EQ(cq->resize_lc(0), STATUS_INVALID_PARAMETER);
-  EXPECT_EQ(cq->depth(), 16u);  // failures leave the CQ as it was
+  EXPECT_EQ(cq->depth(), 16u);                  // failures leave the CQ as it was
   ASSERT_EQ(cq->resize_lc(3), STATUS_SUCCESS);  // exactly the queued count
   EXPECT_EQ(cq->depth(), 3u);
   EXPECT_FALSE(cq->has_room_lc());

@@ -19,7 +19,9 @@ std::unique_ptr<MemoryRegionTable> make_table(uint32_t capacity = 16) {
   return t;
 }
 
-uint64_t addr(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+uint64_t addr(const void* p) {
+  return reinterpret_cast<uintptr_t>(p);
+}
 
 TEST(MemoryRegion, RegisterGivesTokensThatCheckBoundsAndAccess) {
   auto t = make_table();
@@ -74,8 +76,7 @@ TEST(MemoryRegion, RemoteWriteImpliesLocalWriteAndReadOnlyRegions) {
             STATUS_ACCESS_VIOLATION);
   // RDMA_READ_SINK grants local write (the adapter reports READ_SINK_NOT_REQUIRED anyway).
   MrTokens sink;
-  ASSERT_EQ(t->register_mr(kPd, buf.data(), 64, NDK_MR_FLAG_RDMA_READ_SINK, &sink),
-            STATUS_SUCCESS);
+  ASSERT_EQ(t->register_mr(kPd, buf.data(), 64, NDK_MR_FLAG_RDMA_READ_SINK, &sink), STATUS_SUCCESS);
   EXPECT_EQ(t->check_local(sink.local, kPd, addr(buf.data()), 64, kMrAccessLocalWrite),
             STATUS_SUCCESS);
 }
@@ -123,8 +124,7 @@ TEST(MemoryRegion, DeregisteredTokensGoStaleEvenWhenTheSlotIsReused) {
     ASSERT_EQ(t->register_mr(kPd, buf.data(), 64, 0, &tok), STATUS_SUCCESS);
     ASSERT_NE(mr_token_generation(tok.local), 0u);
   }
-  EXPECT_EQ(t->check_local(0xFFFFFF01u, kPd, addr(buf.data()), 8, 0, &f),
-            STATUS_ACCESS_VIOLATION);
+  EXPECT_EQ(t->check_local(0xFFFFFF01u, kPd, addr(buf.data()), 8, 0, &f), STATUS_ACCESS_VIOLATION);
   EXPECT_EQ(f, MrFault::kBadIndex);
 }
 
@@ -169,8 +169,7 @@ TEST(MemoryRegion, FastRegisterAndInvalidateStateMachine) {
   // Re-register with other bounds and rights.
   ASSERT_EQ(t->fast_register(tok.local, base + 4096, 4096, NDK_MR_FLAG_ALLOW_LOCAL_WRITE),
             STATUS_SUCCESS);
-  EXPECT_EQ(t->check_local(tok.local, kPd, base + 4096, 4096, kMrAccessLocalWrite),
-            STATUS_SUCCESS);
+  EXPECT_EQ(t->check_local(tok.local, kPd, base + 4096, 4096, kMrAccessLocalWrite), STATUS_SUCCESS);
   EXPECT_EQ(t->check_remote(tok.remote, kPd, base + 4096, 8, kMrAccessRemoteRead),
             STATUS_ACCESS_VIOLATION);
   // Regular regions cannot be invalidated; stale tokens are access violations.
@@ -222,10 +221,10 @@ TEST(MemoryRegion, ConcurrentReadersSeeConsistentEntries) {
   for (int i = 0; i < 20000; ++i) {
     ASSERT_EQ(t->deregister(cur.local), STATUS_SUCCESS);
     const bool odd = i % 2 == 0;
-    ASSERT_EQ(t->register_mr(kPd, buf.data() + (odd ? 4096 : 0), 4096,
-                             odd ? NDK_MR_FLAG_ALLOW_LOCAL_READ : NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
-                             &cur),
-              STATUS_SUCCESS);
+    ASSERT_EQ(
+        t->register_mr(kPd, buf.data() + (odd ? 4096 : 0), 4096,
+                       odd ? NDK_MR_FLAG_ALLOW_LOCAL_READ : NDK_MR_FLAG_ALLOW_REMOTE_WRITE, &cur),
+        STATUS_SUCCESS);
     token.store(cur.remote, std::memory_order_relaxed);
   }
   // The last registration stays valid: wait until the readers have seen it at least once.

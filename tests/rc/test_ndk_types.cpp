@@ -59,8 +59,8 @@ TEST(NdkTypes, AdapterAndCqValues) {
 
 TEST(NdkTypes, ResultExKeepsResultFields) {
   int qp = 0, req = 0;
-  NdkResultEx ex{STATUS_CANCELLED, 77, &qp, &req, NdkOperationType::kReceiveAndInvalidate, 0,
-                 0x1234};
+  NdkResultEx ex{
+      STATUS_CANCELLED, 77, &qp, &req, NdkOperationType::kReceiveAndInvalidate, 0, 0x1234};
   const NdkResult r = to_result(ex);
   EXPECT_EQ(r.status, STATUS_CANCELLED);
   EXPECT_EQ(r.bytes_transferred, 77u);

@@ -9,7 +9,9 @@
 namespace rocedp {
 namespace {
 
-uint32_t u(NTSTATUS s) { return static_cast<uint32_t>(s); }
+uint32_t u(NTSTATUS s) {
+  return static_cast<uint32_t>(s);
+}
 
 TEST(Status, ValuesMatchNtstatusH) {
   EXPECT_EQ(u(STATUS_SUCCESS), 0x00000000u);
@@ -50,7 +52,7 @@ TEST(Status, ValuesMatchNtstatusH) {
 
 TEST(Status, SuccessAndErrorClasses) {
   EXPECT_TRUE(nt_success(STATUS_SUCCESS));
-  EXPECT_TRUE(nt_success(STATUS_PENDING));  // informational, not an error
+  EXPECT_TRUE(nt_success(STATUS_PENDING));           // informational, not an error
   EXPECT_FALSE(nt_success(STATUS_BUFFER_OVERFLOW));  // warning
   EXPECT_FALSE(nt_error(STATUS_BUFFER_OVERFLOW));
   EXPECT_FALSE(nt_success(STATUS_CANCELLED));

@@ -12,7 +12,9 @@
 namespace rocedp::rc {
 namespace {
 
-void* ctx_of(uint64_t i) { return reinterpret_cast<void*>(static_cast<uintptr_t>(i)); }
+void* ctx_of(uint64_t i) {
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(i));
+}
 
 SendWqe write_wqe(uint64_t id, uint32_t flags = 0) {
   SendWqe w;

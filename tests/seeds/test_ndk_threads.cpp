@@ -73,13 +73,15 @@ class NdkThreads : public CmFixture {
   void make_endpoint(Host& h, uint32_t core, Pd*& pd, Cq*& cq, Qp*& qp) {
     ASSERT_EQ(h.adapter->create_pd(nullptr, nullptr, &pd), STATUS_SUCCESS);
     Async c;
-    ASSERT_EQ(h.adapter->create_cq(512, nullptr, nullptr, core, &Async::created, &c, nullptr), STATUS_PENDING);
+    ASSERT_EQ(h.adapter->create_cq(512, nullptr, nullptr, core, &Async::created, &c, nullptr),
+              STATUS_PENDING);
     ASSERT_TRUE(c.wait());
     ASSERT_EQ(c.status.load(), STATUS_SUCCESS);
     EXPECT_EQ(c.thread, control_id_) << "callbacks run on the control thread";
     cq = ndk_object_cast<Cq>(c.object.load());
     Async q;
-    ASSERT_EQ(pd->create_qp(cq, cq, this, 256, 64, 2, 2, 0, &Async::created, &q, nullptr), STATUS_PENDING);
+    ASSERT_EQ(pd->create_qp(cq, cq, this, 256, 64, 2, 2, 0, &Async::created, &q, nullptr),
+              STATUS_PENDING);
     ASSERT_TRUE(q.wait());
     ASSERT_EQ(q.status.load(), STATUS_SUCCESS);
     qp = ndk_object_cast<Qp>(q.object.load());
@@ -143,8 +145,9 @@ TEST_F(NdkThreads, ConnectAcceptPostResizeAndCloseFromSeveralThreadsAtOnce) {
     std::vector<uint8_t> buf(kMessages * kSize, 0);
     Mr* mr = nullptr;
     ASSERT_EQ(pd->create_mr(false, nullptr, nullptr, &mr), STATUS_SUCCESS);
-    ASSERT_EQ(mr->register_mr(buf.data(), buf.size(), NDK_MR_FLAG_ALLOW_LOCAL_WRITE, nullptr, nullptr),
-              STATUS_SUCCESS);
+    ASSERT_EQ(
+        mr->register_mr(buf.data(), buf.size(), NDK_MR_FLAG_ALLOW_LOCAL_WRITE, nullptr, nullptr),
+        STATUS_SUCCESS);
     for (uint32_t k = 0; k < kMessages; ++k) {
       NdkSge s{buf.data() + k * kSize, kSize, mr->get_local_token()};
       ASSERT_EQ(qp->receive(reinterpret_cast<void*>(uintptr_t{k}), &s, 1), STATUS_SUCCESS);
@@ -160,8 +163,9 @@ TEST_F(NdkThreads, ConnectAcceptPostResizeAndCloseFromSeveralThreadsAtOnce) {
     }
     ASSERT_NE(conn, nullptr);
     Async acc, disc;
-    ASSERT_EQ(conn->accept_ex(qp, 1, 1, nullptr, 0, [](void* c, NTSTATUS s) { Async::request(c, s); }, &disc,
-                              &Async::request, &acc),
+    ASSERT_EQ(conn->accept_ex(
+                  qp, 1, 1, nullptr, 0, [](void* c, NTSTATUS s) { Async::request(c, s); }, &disc,
+                  &Async::request, &acc),
               STATUS_PENDING);
     ASSERT_TRUE(acc.wait());
     ASSERT_EQ(acc.status.load(), STATUS_SUCCESS);
@@ -212,12 +216,14 @@ TEST_F(NdkThreads, ConnectAcceptPostResizeAndCloseFromSeveralThreadsAtOnce) {
     const uint8_t tag = static_cast<uint8_t>(0x40 + i);
     Mr* mr = nullptr;
     ASSERT_EQ(pd->create_mr(false, nullptr, nullptr, &mr), STATUS_SUCCESS);
-    ASSERT_EQ(mr->register_mr(buf.data(), buf.size(), NDK_MR_FLAG_ALLOW_LOCAL_WRITE, nullptr, nullptr),
-              STATUS_SUCCESS);
+    ASSERT_EQ(
+        mr->register_mr(buf.data(), buf.size(), NDK_MR_FLAG_ALLOW_LOCAL_WRITE, nullptr, nullptr),
+        STATUS_SUCCESS);
     Connector* conn = nullptr;
     ASSERT_EQ(create_connector(*a_.adapter, nullptr, nullptr, &conn), STATUS_SUCCESS);
     Async c, cc;
-    ASSERT_EQ(conn->connect(qp, addr_a(0), addr_b(kPort), 1, 1, nullptr, 0, &Async::request, &c), STATUS_PENDING);
+    ASSERT_EQ(conn->connect(qp, addr_a(0), addr_b(kPort), 1, 1, nullptr, 0, &Async::request, &c),
+              STATUS_PENDING);
     ASSERT_TRUE(c.wait());
     ASSERT_EQ(c.status.load(), STATUS_SUCCESS);
     EXPECT_EQ(c.thread, control_id_);

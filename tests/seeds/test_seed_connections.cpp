@@ -1046,7 +1046,8 @@ TEST_F(SeedConnections, PeerDisconnectDoesNotFlushTheQp) {
 namespace rocedp::test {
 namespace {
 
-// ---- PSN meaning on the wire ---------------------------------------------------------------------
+// ---- PSN meaning on the wire
+// ---------------------------------------------------------------------
 
 // The first RC request packet each side sends, seen on the receiving port (rte_eth RX callback).
 struct FirstRequests {
@@ -1058,11 +1059,13 @@ struct FirstRequests {
   uint16_t port_a = 0;
 };
 
-uint16_t record_first_request(uint16_t port, uint16_t, rte_mbuf** pkts, uint16_t n, uint16_t, void* ctx) {
+uint16_t record_first_request(uint16_t port, uint16_t, rte_mbuf** pkts, uint16_t n, uint16_t,
+                              void* ctx) {
   auto* fr = static_cast<FirstRequests*>(ctx);
   for (uint16_t i = 0; i < n; ++i) {
     const auto* f = rte_pktmbuf_mtod(pkts[i], const uint8_t*);
-    if (rte_pktmbuf_data_len(pkts[i]) < 14 + 20 + 8 + 12 || f[12] != 0x08 || f[13] != 0x00) continue;
+    if (rte_pktmbuf_data_len(pkts[i]) < 14 + 20 + 8 + 12 || f[12] != 0x08 || f[13] != 0x00)
+      continue;
     const size_t ihl = (f[14] & 0x0F) * 4u;
     const uint8_t* udp = f + 14 + ihl;
     if (f[14 + 9] != 17 || ((udp[2] << 8) | udp[3]) != 4791) continue;
@@ -1119,8 +1122,8 @@ TEST_F(SeedConnections, EachSidesStartingPsnIsTheFirstPsnItReceives) {
     for (const auto& f : tap) {
       wire::CmMad m;
       if (f.bytes.size() < 14 + 20 + 8 + 12 + 8 + wire::kMadLen) continue;
-      if (wire::decode_cm_mad(wire::Bytes(f.bytes.data() + 14 + 20 + 8 + 12 + 8, wire::kMadLen), m) !=
-          wire::CmDecodeStatus::kOk)
+      if (wire::decode_cm_mad(wire::Bytes(f.bytes.data() + 14 + 20 + 8 + 12 + 8, wire::kMadLen),
+                              m) != wire::CmDecodeStatus::kOk)
         continue;
       if (wire::cm_attr_id(m.body) == attr) {
         *out = m;
@@ -1175,7 +1178,8 @@ TEST_F(SeedConnections, AbortiveDisconnectExEndsAtOnceAndFlushes) {
   EXPECT_FALSE(k.disc_a.done()) << "our own disconnect fires no event";
   EXPECT_EQ(k.ca->disconnect_ex(true, &Req::cb, &d), STATUS_SUCCESS) << "already down";
   Connector* idle = connector(a_);
-  EXPECT_EQ(idle->disconnect_ex(true, &Req::cb, &d), STATUS_CONNECTION_INVALID) << "never connected";
+  EXPECT_EQ(idle->disconnect_ex(true, &Req::cb, &d), STATUS_CONNECTION_INVALID)
+      << "never connected";
   close_connector(idle);
   release(k);
   std::vector<std::unique_ptr<Buffer>> bufs;

@@ -24,8 +24,8 @@ namespace rocedp::rc::test {
 
 using Frame = std::vector<uint8_t>;
 
-inline constexpr uint32_t kMrAll = NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ |
-                                   NDK_MR_FLAG_ALLOW_REMOTE_WRITE;
+inline constexpr uint32_t kMrAll =
+    NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_REMOTE_WRITE;
 
 struct Buffer {
   std::vector<uint8_t> data;
@@ -62,11 +62,12 @@ struct Host {
   std::vector<Frame> tx;   // frames sent, not yet delivered
   std::vector<Frame> log;  // every frame ever sent (pcap)
   Frame staging;
-  int fail_allocs = 0;     // the next N sink allocations fail
+  int fail_allocs = 0;  // the next N sink allocations fail
   std::vector<std::unique_ptr<Buffer>> buffers;
   std::vector<std::unique_ptr<Qp>> qps;
 
-  Host(uint32_t core, uint32_t ip_addr, uint8_t mac_last) : ip(ip_addr), mac{0x02, 0x52, 0x17, 0, 0, mac_last} {
+  Host(uint32_t core, uint32_t ip_addr, uint8_t mac_last)
+      : ip(ip_addr), mac{0x02, 0x52, 0x17, 0, 0, mac_last} {
     mrs = MemoryRegionTable::create(1024, uint64_t{1} << 32, 64);
     FrameSink sink;
     sink.ctx = this;
@@ -95,7 +96,8 @@ struct Host {
   Buffer& buffer(size_t len, uint32_t flags = kMrAll, uint8_t fill = 0) {
     auto b = std::make_unique<Buffer>();
     b->data.assign(len == 0 ? 1 : len, fill);
-    EXPECT_EQ(mrs->register_mr(1, b->data.data(), b->data.size(), flags, &b->tokens), STATUS_SUCCESS);
+    EXPECT_EQ(mrs->register_mr(1, b->data.data(), b->data.size(), flags, &b->tokens),
+              STATUS_SUCCESS);
     buffers.push_back(std::move(b));
     return *buffers.back();
   }
@@ -129,13 +131,13 @@ struct ConnectOptions {
   uint32_t b_psn = 5000;
   uint8_t retry = 7;
   uint8_t rnr_retry = 7;
-  uint8_t timeout = 8;       // 1.05 ms
-  uint8_t min_rnr_timer = 1; // 10 µs
+  uint8_t timeout = 8;        // 1.05 ms
+  uint8_t min_rnr_timer = 1;  // 10 µs
   uint32_t read_limit = 8;
 };
 
-inline QpConnectParams params_for(Host& self, Qp& me, Host& peer, Qp& other, uint32_t my_psn, uint32_t peer_psn,
-                                  const ConnectOptions& o) {
+inline QpConnectParams params_for(Host& self, Qp& me, Host& peer, Qp& other, uint32_t my_psn,
+                                  uint32_t peer_psn, const ConnectOptions& o) {
   QpConnectParams p;
   p.remote_qpn = other.qp->qpn();
   p.local_ip = self.ip;
@@ -275,7 +277,8 @@ struct Wire {
   }
 };
 
-inline SendWqe send_wqe(SendOpcode op, void* ctx, std::initializer_list<NdkSge> sges, uint32_t flags = 0) {
+inline SendWqe send_wqe(SendOpcode op, void* ctx, std::initializer_list<NdkSge> sges,
+                        uint32_t flags = 0) {
   SendWqe w;
   w.opcode = op;
   w.request_context = ctx;
@@ -299,7 +302,9 @@ inline void fill_pattern(uint8_t* p, size_t n, uint32_t seed) {
   }
 }
 
-inline void* tag(uintptr_t v) { return reinterpret_cast<void*>(v); }
+inline void* tag(uintptr_t v) {
+  return reinterpret_cast<void*>(v);
+}
 
 inline wire::ParsedPacket parse_frame(const Frame& f) {
   wire::ParsedPacket p;

@@ -38,8 +38,10 @@ TEST(QueuePair, TransitionsAndParameterChecks) {
   EXPECT_EQ(qa.qp->state(), QpState::kInit);
   EXPECT_EQ(qa.qp->modify_to_rts(), STATUS_INVALID_DEVICE_STATE) << "RTS needs RTR first";
   Buffer& src = a.buffer(8);
-  EXPECT_EQ(qa.sq->post(send_wqe(SendOpcode::kSend, tag(1), {src.sge(0, 8)})), STATUS_CONNECTION_INVALID);
-  EXPECT_EQ(qa.rq->post(recv_wqe(tag(1), {})), STATUS_SUCCESS) << "receives may be posted before connecting";
+  EXPECT_EQ(qa.sq->post(send_wqe(SendOpcode::kSend, tag(1), {src.sge(0, 8)})),
+            STATUS_CONNECTION_INVALID);
+  EXPECT_EQ(qa.rq->post(recv_wqe(tag(1), {})), STATUS_SUCCESS)
+      << "receives may be posted before connecting";
 
   ConnectOptions o;
   QpConnectParams p = params_for(a, qa, b, qb, 1, 2, o);
@@ -58,7 +60,8 @@ TEST(QueuePair, TransitionsAndParameterChecks) {
 
   ASSERT_EQ(qa.qp->modify_to_rtr(p), STATUS_SUCCESS);
   EXPECT_EQ(qa.qp->state(), QpState::kRtr);
-  EXPECT_EQ(qa.sq->post(send_wqe(SendOpcode::kSend, tag(1), {src.sge(0, 8)})), STATUS_CONNECTION_INVALID);
+  EXPECT_EQ(qa.sq->post(send_wqe(SendOpcode::kSend, tag(1), {src.sge(0, 8)})),
+            STATUS_CONNECTION_INVALID);
   EXPECT_EQ(qa.qp->modify_to_rtr(p), STATUS_INVALID_DEVICE_STATE);
   ASSERT_EQ(qa.qp->modify_to_rts(), STATUS_SUCCESS);
   EXPECT_EQ(qa.qp->state(), QpState::kRts);

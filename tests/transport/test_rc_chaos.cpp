@@ -17,7 +17,7 @@ namespace {
 enum class Kind : uint8_t { kSend, kWrite, kRead, kFetchAdd, kCompareSwap };
 
 constexpr uint32_t kQps = 16;
-constexpr uint32_t kSlots = 256;       // per flow; at most kOutstanding in flight, so a slot is free
+constexpr uint32_t kSlots = 256;  // per flow; at most kOutstanding in flight, so a slot is free
 constexpr uint32_t kOutstanding = 96;  // when it is reused
 constexpr uint32_t kSlotBytes = 4096;
 const uint32_t kSizes[] = {0, 1, 63, 64, 1023, 1024, 1025, 2048, 4000, 4096};
@@ -38,15 +38,17 @@ struct Flow {
   Buffer* b_src = nullptr;   // READ source (fixed pattern)
   Buffer* b_word = nullptr;  // atomic target
   std::mt19937_64 rng;
-  std::vector<Op> ring;      // op of each outstanding index (by index % kSlots)
+  std::vector<Op> ring;  // op of each outstanding index (by index % kSlots)
   uint64_t total = 0, posted = 0, completed = 0, recv_done = 0;
   std::vector<uint64_t> sends;  // op index of each SEND posted, not yet received (FIFO)
   size_t sends_head = 0;
-  uint64_t word = 0;            // the atomic word's value after every completed atomic
+  uint64_t word = 0;  // the atomic word's value after every completed atomic
   uint64_t errors = 0;
 };
 
-uint8_t* slot(Buffer* b, uint64_t i) { return b->ptr() + (i % kSlots) * kSlotBytes; }
+uint8_t* slot(Buffer* b, uint64_t i) {
+  return b->ptr() + (i % kSlots) * kSlotBytes;
+}
 
 TEST(RcChaos, MillionMixedOperationsExactlyOnceUnderDropReorderDuplicateCorrupt) {
   const auto t_start = std::chrono::steady_clock::now();
@@ -93,9 +95,14 @@ TEST(RcChaos, MillionMixedOperationsExactlyOnceUnderDropReorderDuplicateCorrupt)
       const uint64_t i = f.posted;
       Op op;
       const uint32_t r = static_cast<uint32_t>(f.rng() % 20);
-      op.kind = r < 6 ? Kind::kSend : r < 12 ? Kind::kWrite : r < 17 ? Kind::kRead : r < 19 ? Kind::kFetchAdd
-                                                                                                : Kind::kCompareSwap;
-      op.size = op.kind == Kind::kFetchAdd || op.kind == Kind::kCompareSwap ? 8 : kSizes[f.rng() % std::size(kSizes)];
+      op.kind = r < 6    ? Kind::kSend
+                : r < 12 ? Kind::kWrite
+                : r < 17 ? Kind::kRead
+                : r < 19 ? Kind::kFetchAdd
+                         : Kind::kCompareSwap;
+      op.size = op.kind == Kind::kFetchAdd || op.kind == Kind::kCompareSwap
+                    ? 8
+                    : kSizes[f.rng() % std::size(kSizes)];
       op.operand = f.rng() % 100000;
       SendWqe wqe;
       wqe.request_context = tag(i);
@@ -103,8 +110,8 @@ TEST(RcChaos, MillionMixedOperationsExactlyOnceUnderDropReorderDuplicateCorrupt)
       switch (op.kind) {
         case Kind::kSend: {
           fill_pattern(slot(f.a_src, i), op.size, static_cast<uint32_t>(i * 7 + 1));
-          if (f.qb->rq->post(recv_wqe(tag(i), {f.b_recv->sge((i % kSlots) * kSlotBytes, kSlotBytes)})) !=
-              STATUS_SUCCESS) {
+          if (f.qb->rq->post(recv_wqe(tag(i), {f.b_recv->sge((i % kSlots) * kSlotBytes,
+                                                             kSlotBytes)})) != STATUS_SUCCESS) {
             return;
           }
           wqe.opcode = SendOpcode::kSend;
@@ -127,7 +134,8 @@ TEST(RcChaos, MillionMixedOperationsExactlyOnceUnderDropReorderDuplicateCorrupt)
           break;
         case Kind::kFetchAdd:
         case Kind::kCompareSwap:
-          wqe.opcode = op.kind == Kind::kFetchAdd ? SendOpcode::kFetchAdd : SendOpcode::kCompareSwap;
+          wqe.opcode =
+              op.kind == Kind::kFetchAdd ? SendOpcode::kFetchAdd : SendOpcode::kCompareSwap;
           wqe.sge[0] = f.a_sink->sge((i % kSlots) * kSlotBytes, 8);
           wqe.remote_address = f.b_word->va();
           wqe.remote_token = f.b_word->tokens.remote;
@@ -169,8 +177,9 @@ TEST(RcChaos, MillionMixedOperationsExactlyOnceUnderDropReorderDuplicateCorrupt)
             }
           }
           if (!ok && f.errors++ < 5) {
-            ADD_FAILURE() << "flow " << (&f - flows.data()) << " op " << i << " kind " << int(op.kind) << " status "
-                          << status_name(r.status) << " context " << r.request_context;
+            ADD_FAILURE() << "flow " << (&f - flows.data()) << " op " << i << " kind "
+                          << int(op.kind) << " status " << status_name(r.status) << " context "
+                          << r.request_context;
           }
           ++f.completed;
         }
@@ -180,10 +189,11 @@ TEST(RcChaos, MillionMixedOperationsExactlyOnceUnderDropReorderDuplicateCorrupt)
           const NdkResultEx& r = res[k];
           const uint64_t i = f.sends_head < f.sends.size() ? f.sends[f.sends_head++] : UINT64_MAX;
           const Op& op = f.ring[i % kSlots];
-          const bool ok = i != UINT64_MAX && r.status == STATUS_SUCCESS && r.request_context == tag(i) &&
-                          r.bytes_transferred == op.size &&
+          const bool ok = i != UINT64_MAX && r.status == STATUS_SUCCESS &&
+                          r.request_context == tag(i) && r.bytes_transferred == op.size &&
                           std::memcmp(slot(f.a_src, i), slot(f.b_recv, i), op.size) == 0;
-          if (!ok && f.errors++ < 5) ADD_FAILURE() << "flow " << (&f - flows.data()) << " receive of op " << i;
+          if (!ok && f.errors++ < 5)
+            ADD_FAILURE() << "flow " << (&f - flows.data()) << " receive of op " << i;
           ++f.recv_done;
         }
       }
@@ -214,17 +224,20 @@ TEST(RcChaos, MillionMixedOperationsExactlyOnceUnderDropReorderDuplicateCorrupt)
   EXPECT_GT(a.eng->wire_drops()[bad_icrc] + b.eng->wire_drops()[bad_icrc], 0u);
   EXPECT_GT(cb.get(RcCounter::kRxDuplicate), 0u);
   EXPECT_GT(ca.get(RcCounter::kTxRetransmit), 0u);
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  std::printf("chaos: %lu operations, %.1f s wall, %.3f s virtual; A: %lu packets sent, %lu retransmitted, %lu "
-              "NAKs and %lu timeouts received/fired (%lu probes); B: %lu NAKs sent, %lu duplicates\n",
-              static_cast<unsigned long>(completed), secs, static_cast<double>(w.now) / 1e9,
-              static_cast<unsigned long>(ca.get(RcCounter::kTxPackets)),
-              static_cast<unsigned long>(ca.get(RcCounter::kTxRetransmit)),
-              static_cast<unsigned long>(ca.get(RcCounter::kNaksReceived)),
-              static_cast<unsigned long>(ca.get(RcCounter::kAckTimeouts)),
-              static_cast<unsigned long>(ca.get(RcCounter::kRtoProbes)),
-              static_cast<unsigned long>(cb.get(RcCounter::kNaksSent)),
-              static_cast<unsigned long>(cb.get(RcCounter::kRxDuplicate)));
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  std::printf(
+      "chaos: %lu operations, %.1f s wall, %.3f s virtual; A: %lu packets sent, %lu retransmitted, "
+      "%lu "
+      "NAKs and %lu timeouts received/fired (%lu probes); B: %lu NAKs sent, %lu duplicates\n",
+      static_cast<unsigned long>(completed), secs, static_cast<double>(w.now) / 1e9,
+      static_cast<unsigned long>(ca.get(RcCounter::kTxPackets)),
+      static_cast<unsigned long>(ca.get(RcCounter::kTxRetransmit)),
+      static_cast<unsigned long>(ca.get(RcCounter::kNaksReceived)),
+      static_cast<unsigned long>(ca.get(RcCounter::kAckTimeouts)),
+      static_cast<unsigned long>(ca.get(RcCounter::kRtoProbes)),
+      static_cast<unsigned long>(cb.get(RcCounter::kNaksSent)),
+      static_cast<unsigned long>(cb.get(RcCounter::kRxDuplicate)));
 }
 
 }  // namespace

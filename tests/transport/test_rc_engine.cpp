@@ -29,7 +29,8 @@ TEST_F(Pair, SendRecvEverySizeByteExact) {
     Buffer& dst = b.buffer(size + 16, kMrAll, 0xAB);
     fill_pattern(src.ptr(), size, size);
     ASSERT_EQ(qb->rq->post(recv_wqe(tag(size + 1), {dst.sge(0, size + 16)})), STATUS_SUCCESS);
-    ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(size + 2), {src.sge(0, size)})), STATUS_SUCCESS);
+    ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(size + 2), {src.sge(0, size)})),
+              STATUS_SUCCESS);
     // Posting alone does nothing: the owning core has not polled yet.
     EXPECT_TRUE(a.tx.empty());
     ASSERT_TRUE(a.eng->poll_lc(w.now));
@@ -55,7 +56,8 @@ TEST_F(Pair, SendRecvEverySizeByteExact) {
     EXPECT_EQ(sc[0].type, NdkOperationType::kSend);
     EXPECT_EQ(sc[0].request_context, tag(size + 2));
     EXPECT_EQ(std::memcmp(src.ptr(), dst.ptr(), size), 0);
-    for (uint32_t i = size; i < size + 16; ++i) ASSERT_EQ(dst.data[i], 0xAB) << "byte past the message written";
+    for (uint32_t i = size; i < size + 16; ++i)
+      ASSERT_EQ(dst.data[i], 0xAB) << "byte past the message written";
   }
   EXPECT_EQ(a.eng->counters().get(RcCounter::kTxRetransmit), 0u);
 }
@@ -65,7 +67,8 @@ TEST_F(Pair, SendWithImmediateAndSolicitedEvent) {
   Buffer& dst = b.buffer(100);
   fill_pattern(src.ptr(), 100, 7);
   ASSERT_EQ(qb->rq->post(recv_wqe(tag(1), {dst.sge(0, 100)})), STATUS_SUCCESS);
-  SendWqe s = send_wqe(SendOpcode::kSend, tag(2), {src.sge(0, 100)}, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+  SendWqe s =
+      send_wqe(SendOpcode::kSend, tag(2), {src.sge(0, 100)}, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
   s.has_immediate = true;
   s.immediate = 0xDEADBEEF;
   ASSERT_EQ(qa->sq->post(s), STATUS_SUCCESS);
@@ -88,9 +91,11 @@ TEST_F(Pair, MultiSgeGatherAndScatter) {
   Buffer& src = a.buffer(3000);
   Buffer& dst = b.buffer(3000);
   fill_pattern(src.ptr(), 3000, 3);
-  ASSERT_EQ(qb->rq->post(recv_wqe(tag(1), {dst.sge(0, 10), dst.sge(100, 1500), dst.sge(2000, 1000)})),
-            STATUS_SUCCESS);
-  ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(2), {src.sge(0, 700), src.sge(700, 1), src.sge(701, 1800)})),
+  ASSERT_EQ(
+      qb->rq->post(recv_wqe(tag(1), {dst.sge(0, 10), dst.sge(100, 1500), dst.sge(2000, 1000)})),
+      STATUS_SUCCESS);
+  ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(2),
+                                  {src.sge(0, 700), src.sge(700, 1), src.sge(701, 1800)})),
             STATUS_SUCCESS);
   w.settle();
   auto rc = qb->recv_cqes();
@@ -234,7 +239,8 @@ TEST_F(Pair, InlineSendNeedsNoRegistration) {
   uint8_t bytes[40];
   fill_pattern(bytes, sizeof bytes, 5);
   ASSERT_EQ(qb->rq->post(recv_wqe(tag(1), {dst.sge(0, 64)})), STATUS_SUCCESS);
-  SendWqe s = send_wqe(SendOpcode::kSend, tag(2), {NdkSge{bytes, sizeof bytes, 0}}, NDK_OP_FLAG_INLINE);
+  SendWqe s =
+      send_wqe(SendOpcode::kSend, tag(2), {NdkSge{bytes, sizeof bytes, 0}}, NDK_OP_FLAG_INLINE);
   ASSERT_EQ(qa->sq->post(s), STATUS_SUCCESS);
   std::memset(bytes, 0, sizeof bytes);  // INLINE: the data was copied at post time
   fill_pattern(bytes, sizeof bytes, 5);
@@ -327,7 +333,8 @@ TEST_F(Pair, ReadFenceWaitsForEarlierReads) {
   w.settle();
   auto sc = qa->send_cqes();
   ASSERT_EQ(sc.size(), 2u);
-  EXPECT_EQ(std::memcmp(dst.ptr(), remote.ptr(), 64), 0) << "WRITE carried the data the READ fetched";
+  EXPECT_EQ(std::memcmp(dst.ptr(), remote.ptr(), 64), 0)
+      << "WRITE carried the data the READ fetched";
 }
 
 TEST_F(Pair, OutboundReadLimitCapsReadsInFlight) {
@@ -350,14 +357,16 @@ TEST_F(Pair, RollbackWhenTheSinkHasNoBuffer) {
   Buffer& dst = b.buffer(3 * kMtu);
   fill_pattern(src.ptr(), 3 * kMtu, 1);
   ASSERT_EQ(qb->rq->post(recv_wqe(tag(1), {dst.sge(0, 3 * kMtu)})), STATUS_SUCCESS);
-  ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(2), {src.sge(0, 3 * kMtu)})), STATUS_SUCCESS);
+  ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(2), {src.sge(0, 3 * kMtu)})),
+            STATUS_SUCCESS);
   a.fail_allocs = 1;
   a.eng->poll_lc(w.now);
   EXPECT_TRUE(a.tx.empty());
   EXPECT_EQ(a.eng->counters().get(RcCounter::kTxNoBuffer), 1u);
   a.eng->poll_lc(w.now);
   ASSERT_EQ(a.tx.size(), 3u);
-  for (uint32_t i = 0; i < 3; ++i) EXPECT_EQ(parse_frame(a.tx[i]).f.bth.psn, 100 + i) << "no PSN was lost";
+  for (uint32_t i = 0; i < 3; ++i)
+    EXPECT_EQ(parse_frame(a.tx[i]).f.bth.psn, 100 + i) << "no PSN was lost";
   w.settle();
   ASSERT_EQ(qb->recv_cqes().size(), 1u);
   EXPECT_EQ(std::memcmp(src.ptr(), dst.ptr(), 3 * kMtu), 0);

@@ -2,9 +2,9 @@
 // remote access, RNR then success, RNR retry exhausted, retry exhausted, flush, invalid opcode
 // sequence, receive too small, CQ overrun.
 
-#include "dataplane/wire/builder.hpp"
 #include "dataplane/rc/completer.hpp"
 #include "dataplane/rc/ib_timers.hpp"
+#include "dataplane/wire/builder.hpp"
 #include "tests/transport/rc_harness.hpp"
 
 namespace rocedp::rc::test {
@@ -26,7 +26,8 @@ struct Errors : ::testing::Test {
 TEST_F(Errors, RemoteAccessErrorWritesNoByteAndFlushesTheRest) {
   make();
   Buffer& src = a.buffer(5000);
-  Buffer& dst = b.buffer(5000, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ, 0x77);  // no remote write
+  Buffer& dst = b.buffer(5000, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ,
+                         0x77);  // no remote write
   fill_pattern(src.ptr(), 5000, 1);
   SendWqe wr = send_wqe(SendOpcode::kWrite, tag(1), {src.sge(0, 5000)});
   wr.remote_address = dst.va();
@@ -69,7 +70,8 @@ TEST_F(Errors, RemoteAccessOnReadBeyondTheRegion) {
 TEST_F(Errors, LocalProtectionErrorOnABadSge) {
   make();
   Buffer& src = a.buffer(64);
-  SendWqe s = send_wqe(SendOpcode::kSend, tag(1), {NdkSge{src.ptr(), 128, src.tokens.local}});  // past the MR
+  SendWqe s = send_wqe(SendOpcode::kSend, tag(1),
+                       {NdkSge{src.ptr(), 128, src.tokens.local}});  // past the MR
   ASSERT_EQ(qa->sq->post(s), STATUS_SUCCESS);
   a.eng->poll_lc(w.now);
   EXPECT_TRUE(a.tx.empty());
@@ -183,7 +185,8 @@ TEST_F(Errors, AckTimeoutBacksOffToTheConfiguredTime) {
   a.tx.clear();  // lost
   // No RTT sample yet: the first expiry after kRtoInitialNs, then doubling, capped at the local
   // ACK timeout, which then repeats.
-  const uint64_t expected[] = {kRtoInitialNs, 2 * kRtoInitialNs, 4 * kRtoInitialNs, 4'194'304, 4'194'304};
+  const uint64_t expected[] = {kRtoInitialNs, 2 * kRtoInitialNs, 4 * kRtoInitialNs, 4'194'304,
+                               4'194'304};
   for (uint64_t gap : expected) {
     a.eng->poll_lc(t + gap - 1);
     EXPECT_TRUE(a.tx.empty()) << gap;
@@ -204,7 +207,8 @@ TEST_F(Errors, FlushCancelsEverythingPending) {
   make();
   Buffer& src = a.buffer(10);
   for (int i = 0; i < 3; ++i) ASSERT_EQ(qa->rq->post(recv_wqe(tag(10 + i), {})), STATUS_SUCCESS);
-  for (int i = 0; i < 3; ++i) ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(i), {src.sge(0, 10)})), STATUS_SUCCESS);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(i), {src.sge(0, 10)})), STATUS_SUCCESS);
   ASSERT_EQ(a.eng->flush_qp(qa->qp->qpn()), STATUS_SUCCESS);
   a.eng->poll_lc(w.now);
   EXPECT_TRUE(a.tx.empty());
@@ -317,8 +321,10 @@ TEST_F(Errors, CqOverrunKillsTheQp) {
   make({}, 2);
   Buffer& src = a.buffer(10);
   Buffer& dst = b.buffer(64);
-  for (int i = 0; i < 4; ++i) ASSERT_EQ(qb->rq->post(recv_wqe(tag(i), {dst.sge(0, 64)})), STATUS_SUCCESS);
-  for (int i = 0; i < 4; ++i) ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(i), {src.sge(0, 10)})), STATUS_SUCCESS);
+  for (int i = 0; i < 4; ++i)
+    ASSERT_EQ(qb->rq->post(recv_wqe(tag(i), {dst.sge(0, 64)})), STATUS_SUCCESS);
+  for (int i = 0; i < 4; ++i)
+    ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(i), {src.sge(0, 10)})), STATUS_SUCCESS);
   w.settle();
   EXPECT_TRUE(qb->rcq->overrun());
   EXPECT_EQ(qb->qp->state(), QpState::kError);

@@ -22,10 +22,10 @@ struct Op {
 struct Flow {
   Qp* qa;
   Qp* qb;
-  Buffer* a_src;   // A's source / READ sink
-  Buffer* a_dst;   // READ sink
-  Buffer* b_dst;   // WRITE / SEND target
-  Buffer* b_src;   // READ source
+  Buffer* a_src;  // A's source / READ sink
+  Buffer* a_dst;  // READ sink
+  Buffer* b_dst;  // WRITE / SEND target
+  Buffer* b_src;  // READ source
   Buffer* b_counter;
   Buffer* a_result;
   std::vector<Op> ops;
@@ -36,7 +36,8 @@ struct Flow {
   uint64_t counter = 0;
 };
 
-void run_mixed(uint32_t total_ops, Faults* faults, uint32_t start_psn, uint64_t seed, Host& a, Host& b) {
+void run_mixed(uint32_t total_ops, Faults* faults, uint32_t start_psn, uint64_t seed, Host& a,
+               Host& b) {
   constexpr uint32_t kQps = 3;
   const std::vector<uint32_t> sizes = {0, 1, 63, 1023, 1024, 1025, 4000};
   std::mt19937_64 rng(seed);
@@ -123,10 +124,12 @@ void run_mixed(uint32_t total_ops, Faults* faults, uint32_t start_psn, uint64_t 
       post_more(f);
       for (const NdkResultEx& r : f.qa->send_cqes()) {
         EXPECT_EQ(r.status, STATUS_SUCCESS);
-        EXPECT_EQ(r.request_context, tag(f.completed)) << "completions in posting order, exactly once";
+        EXPECT_EQ(r.request_context, tag(f.completed))
+            << "completions in posting order, exactly once";
         const Op& op = f.ops[f.completed];
         if (op.kind == Kind::kFetchAdd) {
-          EXPECT_EQ(r.type_specific_completion_output, f.counter) << "atomic applied exactly once, in order";
+          EXPECT_EQ(r.type_specific_completion_output, f.counter)
+              << "atomic applied exactly once, in order";
           f.counter += op.add;
         }
         ++f.completed;
@@ -171,7 +174,8 @@ TEST(RcFaults, TenThousandMixedOperationsUnderDropReorderDuplicateCorrupt) {
   faults.corrupt = 0.01;
   run_mixed(10'002, &faults, 0x123456, 1, a, b);
   // The faults really happened and were recovered from.
-  EXPECT_GT(a.eng->counters().get(RcCounter::kGoBackN) + b.eng->counters().get(RcCounter::kGoBackN), 0u);
+  EXPECT_GT(a.eng->counters().get(RcCounter::kGoBackN) + b.eng->counters().get(RcCounter::kGoBackN),
+            0u);
   EXPECT_GT(a.eng->counters().get(RcCounter::kTxRetransmit), 0u);
   EXPECT_GT(b.eng->counters().get(RcCounter::kRxDuplicate), 0u);
   const auto bad_icrc = static_cast<size_t>(wire::DropReason::kBadIcrc);

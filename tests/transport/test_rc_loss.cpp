@@ -94,7 +94,9 @@ TEST_F(Loss, LostTailPacketCostsAFewRtosNotTheAckTimeout) {
   write(0, 8 * 1024);  // 8 packets at MTU 1024
   const uint32_t last = wire::psn_add(qa->qp->req.max_psn_sent, 7);
   int dropped = 0;
-  w.drop_if = [&](bool ab, const wire::ParsedPacket& p) { return ab && p.f.bth.psn == last && dropped++ == 0; };
+  w.drop_if = [&](bool ab, const wire::ParsedPacket& p) {
+    return ab && p.f.bth.psn == last && dropped++ == 0;
+  };
   const uint64_t elapsed = run_timed();
   EXPECT_EQ(dropped, 2) << "the tail was lost once, its resend got through";
   expect_in_order_success();
@@ -114,7 +116,8 @@ TEST_F(Loss, LostAckCostsAFewRtosAndNothingExecutesTwice) {
   warm_up();
   Buffer& rbuf = b.buffer(4096, kMrAll, 0);
   ASSERT_EQ(qb->rq->post(recv_wqe(tag(99), {rbuf.sge(0, 4096)})), STATUS_SUCCESS);
-  ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(posted), {src->sge(0, 4096)})), STATUS_SUCCESS);
+  ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(posted), {src->sge(0, 4096)})),
+            STATUS_SUCCESS);
   ++posted;
   int acks_dropped = 0;
   w.drop_if = [&](bool ab, const wire::ParsedPacket& p) {
@@ -167,7 +170,9 @@ TEST_F(Loss, NakRestartsGoBackNWithoutWaiting) {
   for (uint32_t i = 0; i < 16; ++i) write(i * 1024, 1024);
   const uint32_t lost = wire::psn_add(base, 4);
   int dropped = 0;
-  w.drop_if = [&](bool ab, const wire::ParsedPacket& p) { return ab && p.f.bth.psn == lost && dropped++ == 0; };
+  w.drop_if = [&](bool ab, const wire::ParsedPacket& p) {
+    return ab && p.f.bth.psn == lost && dropped++ == 0;
+  };
   const uint64_t elapsed = run_timed();
   expect_in_order_success();
   EXPECT_EQ(std::memcmp(src->ptr(), dst->ptr(), 16 * 1024), 0);
@@ -231,8 +236,10 @@ TEST_F(Loss, ReorderingBeyondTheWindowExecutesNothingTwice) {
   ++posted;
   int parked_req = 0, parked_resp = 0;
   w.park_if = [&](bool ab, const wire::ParsedPacket& p) {
-    if (ab) return (p.f.bth.opcode == kRcWriteOnly || p.f.bth.opcode == kRcFetchAdd) && parked_req++ < 2;
-    return (p.f.bth.opcode >= kRcReadRespFirst && p.f.bth.opcode <= kRcReadRespOnly) && parked_resp++ < 4;
+    if (ab)
+      return (p.f.bth.opcode == kRcWriteOnly || p.f.bth.opcode == kRcFetchAdd) && parked_req++ < 2;
+    return (p.f.bth.opcode >= kRcReadRespFirst && p.f.bth.opcode <= kRcReadRespOnly) &&
+           parked_resp++ < 4;
   };
   ASSERT_TRUE(w.run_until([&] { return all_done(); }));
   w.park_if = nullptr;
@@ -249,7 +256,8 @@ TEST_F(Loss, ReorderingBeyondTheWindowExecutesNothingTwice) {
   EXPECT_TRUE(all_done());
   expect_in_order_success();
   EXPECT_EQ(done.size(), posted) << "no completion twice";
-  for (int i = 0; i < 1024; ++i) ASSERT_EQ(dst->ptr()[i], 0x22) << "the stale WRITE was not applied again";
+  for (int i = 0; i < 1024; ++i)
+    ASSERT_EQ(dst->ptr()[i], 0x22) << "the stale WRITE was not applied again";
   uint64_t c;
   std::memcpy(&c, counter.ptr(), 8);
   EXPECT_EQ(c, 5u) << "the stale fetch-add was not applied again";
@@ -300,8 +308,11 @@ TEST_F(Loss, RetryExhaustionAfterTrafficEndsInIoTimeout) {
   }
   EXPECT_EQ(qa->qp->state(), QpState::kError);
   EXPECT_GE(elapsed, 3 * kFullTimeoutNs) << "retry_count + 1 full local ACK timeouts";
-  EXPECT_LT(elapsed, 5 * kFullTimeoutNs + 10'000'000) << "plus the probes before the timer reached its cap";
-  EXPECT_EQ(a.eng->counters().get(RcCounter::kAckTimeouts) - a.eng->counters().get(RcCounter::kRtoProbes), 3u);
+  EXPECT_LT(elapsed, 5 * kFullTimeoutNs + 10'000'000)
+      << "plus the probes before the timer reached its cap";
+  EXPECT_EQ(
+      a.eng->counters().get(RcCounter::kAckTimeouts) - a.eng->counters().get(RcCounter::kRtoProbes),
+      3u);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Wire check: the frames of a run that uses every RC opcode the engine emits (SEND
 // FIRST/MIDDLE/LAST/ONLY with and without immediate/invalidate, WRITE FIRST..LAST_IMM, READ
 // request/responses, atomics and atomic ACKs, ACK, RNR NAK, sequence NAK, remote access NAK)
-// go to $ROCEDP_ARTIFACT_DIR/rc-engine-traffic.pcap, and ../shared/tools/roce-check must accept them.
+// go to $ROCEDP_ARTIFACT_DIR/rc-engine-traffic.pcap, and ../shared/tools/roce-check must accept
+// them.
 
 #include <sys/wait.h>
 
@@ -36,7 +37,8 @@ TEST(RcPcap, TrafficOfEveryOpcodePassesRoceCheck) {
   // RNR NAK first: a SEND before any receive is posted.
   ASSERT_EQ(qa.sq->post(send_wqe(SendOpcode::kSend, tag(0), {src.sge(0, 3000)})), STATUS_SUCCESS);
   w.step();
-  for (int i = 0; i < 4; ++i) ASSERT_EQ(qb.rq->post(recv_wqe(tag(i), {dst.sge(0, 8192)})), STATUS_SUCCESS);
+  for (int i = 0; i < 4; ++i)
+    ASSERT_EQ(qb.rq->post(recv_wqe(tag(i), {dst.sge(0, 8192)})), STATUS_SUCCESS);
   SendWqe imm = send_wqe(SendOpcode::kSend, tag(1), {src.sge(0, 2500)});
   imm.has_immediate = true;
   ASSERT_EQ(qa.sq->post(imm), STATUS_SUCCESS);
@@ -94,15 +96,17 @@ TEST(RcPcap, TrafficOfEveryOpcodePassesRoceCheck) {
     for (const Frame& f : h->log) {
       const wire::ParsedPacket p = parse_frame(f);
       opcodes.insert(p.f.bth.opcode);
-      if (p.f.bth.opcode == wire::opcode::kRcAck) syndromes.insert(p.f.aeth.syndrome & 0xE0 ? p.f.aeth.syndrome : 0);
+      if (p.f.bth.opcode == wire::opcode::kRcAck)
+        syndromes.insert(p.f.aeth.syndrome & 0xE0 ? p.f.aeth.syndrome : 0);
       writer.write(wire::Bytes(f.data(), f.size()));
     }
   }
   writer.close();
   using namespace wire::opcode;
-  for (uint8_t op : {kRcSendFirst, kRcSendMiddle, kRcSendLast, kRcSendLastImm, kRcSendLastInv, kRcWriteFirst,
-                     kRcWriteMiddle, kRcWriteLast, kRcWriteLastImm, kRcReadRequest, kRcReadRespFirst,
-                     kRcReadRespMiddle, kRcReadRespLast, kRcAck, kRcAtomicAck, kRcCompareSwap, kRcFetchAdd}) {
+  for (uint8_t op :
+       {kRcSendFirst, kRcSendMiddle, kRcSendLast, kRcSendLastImm, kRcSendLastInv, kRcWriteFirst,
+        kRcWriteMiddle, kRcWriteLast, kRcWriteLastImm, kRcReadRequest, kRcReadRespFirst,
+        kRcReadRespMiddle, kRcReadRespLast, kRcAck, kRcAtomicAck, kRcCompareSwap, kRcFetchAdd}) {
     EXPECT_TRUE(opcodes.count(op)) << "opcode " << int(op) << " missing from the run";
   }
   EXPECT_TRUE(syndromes.count(wire::kAethNakPsnSeqError));

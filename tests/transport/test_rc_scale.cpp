@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
-#include <atomic>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -20,8 +20,8 @@
 namespace rocedp::rc {
 namespace {
 
-constexpr uint32_t kMrFlags = NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ |
-                              NDK_MR_FLAG_ALLOW_REMOTE_WRITE;
+constexpr uint32_t kMrFlags =
+    NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_REMOTE_WRITE;
 
 struct Side {
   uint32_t ip;
@@ -37,7 +37,8 @@ struct Side {
   std::vector<uint8_t> buf = std::vector<uint8_t>(1 << 16);
   MrTokens tokens;
 
-  Side(uint32_t core, uint32_t n, uint32_t ip_addr, uint8_t mac_last) : ip(ip_addr), mac{2, 0, 0, 0, 0, mac_last} {
+  Side(uint32_t core, uint32_t n, uint32_t ip_addr, uint8_t mac_last)
+      : ip(ip_addr), mac{2, 0, 0, 0, 0, mac_last} {
     FrameSink sink;
     sink.ctx = this;
     sink.alloc = [](void* c, size_t len, void** handle) -> uint8_t* {
@@ -106,7 +107,8 @@ TEST(RcScale, HundredThousandQpsIdleOnesCostNothingPerPoll) {
   // Every QP of A is connected (RTS, idle); the busy ones to a real peer QP on B.
   std::vector<uint32_t> peer(kQps, b.qps[0]->qpn());
   for (size_t j = 0; j < busy.size(); ++j) peer[busy[j]] = b.qps[j]->qpn();
-  for (uint32_t i = 0; i < kQps; ++i) ASSERT_EQ(a.qps[i]->connect(params(a, b, peer[i])), STATUS_SUCCESS);
+  for (uint32_t i = 0; i < kQps; ++i)
+    ASSERT_EQ(a.qps[i]->connect(params(a, b, peer[i])), STATUS_SUCCESS);
   for (size_t j = 0; j < busy.size(); ++j) {
     ASSERT_EQ(b.qps[j]->connect(params(b, a, a.qps[busy[j]]->qpn())), STATUS_SUCCESS);
   }
@@ -230,7 +232,8 @@ TEST(RcScale, DoorbellFromAnotherThreadNeverLosesAPost) {
       const bool defer = (i / kQps) % 8 == 3;
       if (defer) w.flags = NDK_OP_FLAG_DEFER;
       NTSTATUS st;
-      while ((st = a.sqs[q]->post(w)) == STATUS_INSUFFICIENT_RESOURCES && !core_gave_up) std::this_thread::yield();
+      while ((st = a.sqs[q]->post(w)) == STATUS_INSUFFICIENT_RESOURCES && !core_gave_up)
+        std::this_thread::yield();
       if (core_gave_up) break;
       if (st != STATUS_SUCCESS) producer_failed = true;
       if (defer) a.sqs[q]->flush_deferred();
@@ -245,7 +248,8 @@ TEST(RcScale, DoorbellFromAnotherThreadNeverLosesAPost) {
   // Give up only after many rounds in which posted work existed and nothing completed (a lost
   // ring); rounds in which the producer thread simply was not scheduled do not count.
   uint64_t stalled = 0;
-  for (uint64_t round = 0; round < 4'000'000'000ull && stalled < 50'000'000 && completions < kPosts; ++round) {
+  for (uint64_t round = 0; round < 4'000'000'000ull && stalled < 50'000'000 && completions < kPosts;
+       ++round) {
     const uint32_t before = completions;
     const uint32_t posted_now = posted.load(std::memory_order_relaxed);
     a.eng->poll_lc(now);
@@ -278,12 +282,14 @@ TEST(RcScale, DoorbellFromAnotherThreadNeverLosesAPost) {
     QueuePair& qp = *a.qps[q];
     EXPECT_EQ(a.sqs[q]->ring().readable_lc(), 0u)
         << "QP " << q << " kept posted work nobody visited: state " << qp_state_name(qp.state())
-        << " scheduled " << qp.sched.scheduled << " cur.wqe " << qp.req.cur.wqe << " cur.psn " << qp.req.cur.psn
-        << " max_psn_sent " << qp.req.max_psn_sent << " unacked " << qp.comp.unacked_psn << " peer psn "
-        << b.qps[q]->resp.psn << " peer ctl " << b.qps[q]->resp.ctl_pending << " run list " << a.eng->scheduled_qps()
-        << " tx " << a.eng->counters().get(RcCounter::kTxPackets) << " acks rx "
-        << a.eng->counters().get(RcCounter::kAcksReceived) << " completions " << completions << " extra poll: visits " << extra_visits << " tx " << extra_tx << " posted when the core gave up "
-        << posted_at_give_up;
+        << " scheduled " << qp.sched.scheduled << " cur.wqe " << qp.req.cur.wqe << " cur.psn "
+        << qp.req.cur.psn << " max_psn_sent " << qp.req.max_psn_sent << " unacked "
+        << qp.comp.unacked_psn << " peer psn " << b.qps[q]->resp.psn << " peer ctl "
+        << b.qps[q]->resp.ctl_pending << " run list " << a.eng->scheduled_qps() << " tx "
+        << a.eng->counters().get(RcCounter::kTxPackets) << " acks rx "
+        << a.eng->counters().get(RcCounter::kAcksReceived) << " completions " << completions
+        << " extra poll: visits " << extra_visits << " tx " << extra_tx
+        << " posted when the core gave up " << posted_at_give_up;
   }
   EXPECT_FALSE(producer_failed);
   EXPECT_EQ(completions, kPosts);

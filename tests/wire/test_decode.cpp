@@ -27,7 +27,6 @@ using rocedp::test::env;
 using rocedp::test::run;
 using rocedp::test::RunResult;
 
-
 std::string captures_dir() {
   return env("ROCEDP_SHARED_DIR") + "/captures";
 }
