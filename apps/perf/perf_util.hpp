@@ -1,5 +1,5 @@
 #pragma once
-// Small helpers shared by the benchmark tools (rocedp-perf, its perftest mode, tcp-perf).
+// Small helpers shared by the benchmark tools (rocedp-perf and its perftest mode).
 
 #include <cerrno>
 #include <cstdint>
