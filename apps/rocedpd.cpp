@@ -205,6 +205,10 @@ int main(int argc, char** argv) {
   if (live.eal.hugepages && rte_pdump_init() != 0) log(LogLevel::kWarning, "pdump_init_failed", {});
   // Runtime::start returns after every port started (control thread) and, with listeners, after
   // every Listen call succeeded: only now may systemd order dependants after us.
+  // Telemetry publishes a snapshot every stats interval; one taken now shows the started ports
+  // to whoever is told READY=1.
+  if (rt->control() != nullptr && !rt->control()->refresh(&error))
+    log(LogLevel::kWarning, "snapshot_refresh_failed", {{"error", error}});
   log(LogLevel::kInfo, "running",
       {{"cores", std::to_string(rt->core_count())}, {"ports", std::to_string(rt->port_count())}});
   notify("READY=1\nSTATUS=running: " + std::to_string(rt->port_count()) + " port(s), " +
