@@ -11,45 +11,9 @@ need_root
 perf=$bin_dir/rocedp-perf
 ctl=$bin_dir/rocedpctl
 [ -x "$perf" ] || fail "$perf not built"
-perf_pid=
-stop_perf() {  # keeps the exit status for cleanup
-  local rc=$?
-  if [ -n "$perf_pid" ] && kill -0 "$perf_pid" 2>/dev/null; then
-    kill -TERM "$perf_pid" 2>/dev/null || true
-    for _ in $(seq 30); do kill -0 "$perf_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$perf_pid" 2>/dev/null || true
-  fi
-  [ -z "$perf_pid" ] || wait "$perf_pid" 2>/dev/null || true
-  rm -rf "/var/run/dpdk/$prefix-c"
-  return $rc
-}
 trap 'stop_perf; cleanup' EXIT INT TERM
 
-sock=$work/memif.sock
-cat > "$work/daemon.yaml" <<YAML
-eal: {lcores: [0, 1], main_lcore: 0, memory_mb: 256, file_prefix: $prefix, extra_args: ["--no-pci"]}
-ports:
-  - name: memif0
-    devargs: net_memif0,role=server,socket=$sock,socket-abstract=no
-    mac: "02:00:00:00:01:01"
-    address: 198.18.1.1/24
-    neighbours: [{ip: 198.18.1.2, mac: "02:00:00:00:01:02"}]
-dataplane: {lcores: [1], mbuf_count: 8191, idle_sleep_us: 5000}
-telemetry: {stats_interval_ms: 10}
-listeners:
-  - {port: memif0, nd_port: 7001, service: memory, memory_bytes: 1048576}
-YAML
-cat > "$work/client.yaml" <<YAML
-eal: {lcores: [0, 1], main_lcore: 0, memory_mb: 256, file_prefix: $prefix-c, extra_args: ["--no-pci"]}
-ports:
-  - name: memif0
-    devargs: net_memif0,role=client,socket=$sock,socket-abstract=no
-    mac: "02:00:00:00:01:02"
-    address: 198.18.1.2/24
-    neighbours: [{ip: 198.18.1.1, mac: "02:00:00:00:01:01"}]
-dataplane: {lcores: [1], mbuf_count: 8191}
-telemetry: {enabled: false}
-YAML
+write_memif_pair_configs 1 7001 5000 10
 start_daemon "$work/daemon.yaml"
 wait_for /rocedp/qps "d['count'] == 0"
 

@@ -56,6 +56,52 @@ telemetry:
 YAML
 }
 
+# A rocedp-perf client in the background ($perf_pid, EAL prefix $prefix-c). stop_perf stops it by
+# PID and keeps the exit status, so a test's trap can run `stop_perf; cleanup`.
+perf_pid=
+stop_perf() {
+  local rc=$?
+  if [ -n "$perf_pid" ] && kill -0 "$perf_pid" 2>/dev/null; then
+    kill -TERM "$perf_pid" 2>/dev/null || true
+    for _ in $(seq 30); do kill -0 "$perf_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$perf_pid" 2>/dev/null || true
+  fi
+  [ -z "$perf_pid" ] || wait "$perf_pid" 2>/dev/null || true
+  rm -rf "/var/run/dpdk/$prefix-c"
+  return $rc
+}
+
+# write_memif_pair_configs OCTET ND_PORT IDLE_SLEEP_US STATS_MS: $work/daemon.yaml (memif server
+# 198.18.OCTET.1 with a memory service on ND_PORT) and $work/client.yaml (memif client
+# 198.18.OCTET.2 for rocedp-perf), joined by the socket $work/memif.sock.
+write_memif_pair_configs() {
+  local o=$1 sock=$work/memif.sock
+  cat > "$work/daemon.yaml" <<YAML
+eal: {lcores: [0, 1], main_lcore: 0, memory_mb: 256, file_prefix: $prefix, extra_args: ["--no-pci"]}
+ports:
+  - name: memif0
+    devargs: net_memif0,role=server,socket=$sock,socket-abstract=no
+    mac: "02:00:00:00:0$o:01"
+    address: 198.18.$o.1/24
+    neighbours: [{ip: 198.18.$o.2, mac: "02:00:00:00:0$o:02"}]
+dataplane: {lcores: [1], mbuf_count: 8191, idle_sleep_us: $3}
+telemetry: {stats_interval_ms: $4}
+listeners:
+  - {port: memif0, nd_port: $2, service: memory, memory_bytes: 1048576}
+YAML
+  cat > "$work/client.yaml" <<YAML
+eal: {lcores: [0, 1], main_lcore: 0, memory_mb: 256, file_prefix: $prefix-c, extra_args: ["--no-pci"]}
+ports:
+  - name: memif0
+    devargs: net_memif0,role=client,socket=$sock,socket-abstract=no
+    mac: "02:00:00:00:0$o:02"
+    address: 198.18.$o.2/24
+    neighbours: [{ip: 198.18.$o.1, mac: "02:00:00:00:0$o:01"}]
+dataplane: {lcores: [1], mbuf_count: 8191}
+telemetry: {enabled: false}
+YAML
+}
+
 # start_daemon CONFIG: runs rocedpd in the background (log in $work/daemon.log) and waits until it
 # logs event=running; fails if it exits first.
 start_daemon() {
