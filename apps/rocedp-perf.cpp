@@ -579,9 +579,9 @@ struct Row {
 // recovery runs), as one object; inline polling core only (the counters are the core's).
 void print_rc_counters(Runtime& rt) {
   if (!rt.inline_cores() || rt.core_count() == 0) return;
-  auto* rdma = dynamic_cast<rocedp::dataplane::CoreRdma*>(rt.core(0).roce_handler_lc());
+  auto* rdma = dynamic_cast<rocedp::dataplane::CoreRdma*>(rt.core(0).roce_handler_st());
   if (rdma == nullptr) return;
-  const auto& cnt = rdma->engine_lc().counters();
+  const auto& cnt = rdma->engine_st().counters();
   std::printf("{\"rc_counters\":{");
   for (size_t i = 0; i < rocedp::rc::kRcCounterCount; ++i)
     std::printf("%s\"%.*s\":%lu", i ? "," : "",

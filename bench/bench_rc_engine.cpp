@@ -185,7 +185,7 @@ struct Link {
     for (const TxFrame& f : q) spans.emplace_back(pool->at(f.buf), f.len);
     for (size_t i = 0; i < n; i += 32) {
       const size_t k = n - i < 32 ? n - i : 32;
-      to.rx_burst_lc(std::span<const wire::Bytes>(spans.data() + i, k), now);
+      to.rx_burst_st(std::span<const wire::Bytes>(spans.data() + i, k), now);
     }
     for (const TxFrame& f : q) pool->free.push_back(f.buf);
     q.clear();
@@ -319,8 +319,8 @@ struct World {
       if (a.sqs[q]->post(w) != STATUS_SUCCESS) std::abort();
     }
   }
-  [[gnu::noinline]] void requester_side_poll() { a.eng->poll_lc(now); }
-  [[gnu::noinline]] void responder_side_poll() { b.eng->poll_lc(now); }
+  [[gnu::noinline]] void requester_side_poll() { a.eng->poll_st(now); }
+  [[gnu::noinline]] void responder_side_poll() { b.eng->poll_st(now); }
   // A's frames reach B: B's receive path (parse, ICRC check, execute) and the wire's recycling.
   [[gnu::noinline]] uint64_t responder_side_receive() { return a.out.deliver(*b.eng, now); }
   [[gnu::noinline]] uint64_t requester_side_receive() { return b.out.deliver(*a.eng, now); }

@@ -475,7 +475,7 @@ struct ProbeRef {
 // flush being asked? (IBTA §9.7.5.1.2: the requester moves to the error state.)
 void probe_run(dataplane::CoreMessage& msg, void*) {
   auto* rdma = reinterpret_cast<dataplane::CoreRdma*>(msg.data[3]);
-  const rc::QueuePair* qp = rdma->engine_lc().find_qp(static_cast<uint32_t>(msg.data[0]));
+  const rc::QueuePair* qp = rdma->engine_st().find_qp(static_cast<uint32_t>(msg.data[0]));
   msg.result = qp != nullptr && qp->state() == rc::QpState::kError && !qp->flush_requested ? 1 : 0;
 }
 

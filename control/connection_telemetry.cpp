@@ -62,7 +62,7 @@ struct QpGather {
 void qp_rows_run(dataplane::CoreMessage& msg, void*) {
   auto* rdma = reinterpret_cast<dataplane::CoreRdma*>(msg.data[3]);
   auto* out = static_cast<std::vector<QpRow>*>(msg.arg);
-  rc::RcEngine& engine = rdma->engine_lc();
+  rc::RcEngine& engine = rdma->engine_st();
   const size_t live = engine.qp_count();
   out->reserve(live);
   for (uint32_t local = 0; local <= dataplane::kQpnLocalMask && out->size() < live; ++local) {
@@ -78,11 +78,11 @@ void qp_rows_run(dataplane::CoreMessage& msg, void*) {
     r.path_mtu = connected ? conn.path_mtu : 0;
     if (rc::SendQueue* sq = qp->params().sq) {
       r.sq_depth = sq->ring().depth();
-      r.sq_in_use = sq->ring().readable_lc();
+      r.sq_in_use = sq->ring().readable_st();
     }
     if (rc::ReceiveQueue* rq = qp->params().rq) {
       r.rq_depth = rq->ring().depth();
-      r.rq_in_use = rq->ring().readable_lc();
+      r.rq_in_use = rq->ring().readable_st();
     }
     r.next_psn = qp->req.cur.psn;
     r.unacked_psn = qp->comp.unacked_psn;

@@ -72,10 +72,10 @@ ControlThread::ControlThread(Setup setup) : setup_(std::move(setup)) {
     }
     NeighbourTableHooks hooks;
     hooks.send_request = [this, i](config::Ipv4Address target) {
-      send_frame_ct(i, dataplane::build_arp_request(setup_.pool->get(), local_of(i), target),
+      send_frame_st(i, dataplane::build_arp_request(setup_.pool->get(), local_of(i), target),
                     "arp_request");
     };
-    hooks.on_change = [this](const NeighbourChange& c) { push_neighbour_ct(c); };
+    hooks.on_change = [this](const NeighbourChange& c) { push_neighbour_st(c); };
     tables_.push_back(std::make_unique<NeighbourTable>(
         NeighbourTableOptions::from_config(cfg.control, *pc), pc->neighbours, std::move(hooks)));
   }
@@ -130,22 +130,22 @@ void ControlThread::post(Task task) {
   inbox_.push(std::move(task));
 }
 
-uint64_t ControlThread::add_poll_hook_ct(PollHook hook) {
+uint64_t ControlThread::add_poll_hook_st(PollHook hook) {
   // Joins hooks_ after the current pass, so a hook may add hooks without moving the one running.
   added_hooks_.emplace_back(next_hook_id_, std::move(hook));
   return next_hook_id_++;
 }
 
-uint64_t ControlThread::add_snapshot_part_ct(SnapshotPart part) {
+uint64_t ControlThread::add_snapshot_part_st(SnapshotPart part) {
   parts_.emplace_back(next_hook_id_, std::move(part));
   return next_hook_id_++;
 }
 
-void ControlThread::remove_snapshot_part_ct(uint64_t id) {
+void ControlThread::remove_snapshot_part_st(uint64_t id) {
   std::erase_if(parts_, [id](const auto& p) { return p.first == id; });
 }
 
-void ControlThread::remove_poll_hook_ct(uint64_t id) {
+void ControlThread::remove_poll_hook_st(uint64_t id) {
   for (auto& h : hooks_)
     if (h.first == id) h.first = 0;  // erased after the loop's pass, never under a running hook
   std::erase_if(added_hooks_, [id](const auto& h) { return h.first == id; });
@@ -172,19 +172,19 @@ bool ControlThread::run_sync(std::function<void(Done)> op, std::string* error) {
 }
 
 bool ControlThread::start_ports(std::string* error) {
-  return run_sync([this](Done done) { start_ports_ct(std::move(done)); }, error);
+  return run_sync([this](Done done) { start_ports_st(std::move(done)); }, error);
 }
 bool ControlThread::stop_port(size_t index, std::string* error) {
-  return run_sync([this, index](Done done) { stop_port_ct(index, std::move(done)); }, error);
+  return run_sync([this, index](Done done) { stop_port_st(index, std::move(done)); }, error);
 }
 bool ControlThread::shutdown(std::string* error) {
-  const bool ok = run_sync([this](Done done) { shutdown_ct(std::move(done)); }, error);
+  const bool ok = run_sync([this](Done done) { shutdown_st(std::move(done)); }, error);
   if (thread_.joinable()) thread_.join();
   running_.store(false, std::memory_order_release);
   return ok;
 }
 bool ControlThread::refresh(std::string* error) {
-  return run_sync([this](Done done) { request_snapshot_ct(std::move(done)); }, error);
+  return run_sync([this](Done done) { request_snapshot_st(std::move(done)); }, error);
 }
 
 void ControlThread::loop() {
@@ -199,7 +199,7 @@ void ControlThread::loop() {
     }
     for (auto* ch : setup_.channels)
       if (ch->poll_completions(kCompletionBatch) > 0) work = true;
-    if (poll_frames_ct() > 0) work = true;
+    if (poll_frames_st() > 0) work = true;
     for (auto& [id, hook] : hooks_)
       if (id != 0 && hook() > 0) work = true;
     if (!added_hooks_.empty() ||
@@ -213,18 +213,18 @@ void ControlThread::loop() {
     if (now >= next_stats_) {
       next_stats_ = now + interval;
       // Rounds run even with telemetry off: they also carry learned ARP requesters to control.
-      if (!cores_stopped_ && !snapshot_in_flight_) request_snapshot_ct(nullptr);
+      if (!cores_stopped_ && !snapshot_in_flight_) request_snapshot_st(nullptr);
     }
     for (auto& t : tables_) t->on_timer(now);
     if (!work) std::this_thread::sleep_for(kIdleNap);
   }
   // Whatever the cores still handed us goes back to the pool before the pool is freed.
-  while (poll_frames_ct() > 0) {
+  while (poll_frames_st() > 0) {
   }
   running_.store(false, std::memory_order_release);
 }
 
-void ControlThread::start_ports_ct(Done done) {
+void ControlThread::start_ports_st(Done done) {
   for (auto* port : setup_.ports) {
     if (port->started()) continue;
     std::string err;
@@ -258,7 +258,7 @@ void ControlThread::start_ports_ct(Done done) {
            {"queues", std::to_string(port->queue_count())},
            {"link", link.up ? "up" : "down"}});
       // RFC 5227 §2.3 announcement, so peers replace a stale MAC for our address at once.
-      send_frame_ct(i, dataplane::build_gratuitous_arp(setup_.pool->get(), local_of(i)),
+      send_frame_st(i, dataplane::build_gratuitous_arp(setup_.pool->get(), local_of(i)),
                     "gratuitous_arp");
       tables_[i]->publish_all();
     }
@@ -277,7 +277,7 @@ void ControlThread::start_ports_ct(Done done) {
   Pending::arm(p);
 }
 
-void ControlThread::stop_port_ct(size_t index, Done done) {
+void ControlThread::stop_port_st(size_t index, Done done) {
   if (index >= setup_.ports.size()) {
     done(false, "no port " + std::to_string(index));
     return;
@@ -305,7 +305,7 @@ void ControlThread::stop_port_ct(size_t index, Done done) {
   Pending::arm(p);
 }
 
-void ControlThread::shutdown_ct(Done done) {
+void ControlThread::shutdown_st(Done done) {
   pmd::log(LogLevel::kInfo, "shutdown_begin", {{"cores", std::to_string(setup_.channels.size())}});
   auto* p = new Pending;
   p->self = this;
@@ -330,7 +330,7 @@ void ControlThread::shutdown_ct(Done done) {
   Pending::arm(p);
 }
 
-void ControlThread::request_snapshot_ct(Done done) {
+void ControlThread::request_snapshot_st(Done done) {
   if (cores_stopped_) {
     if (done) done(false, "cores are stopped");
     return;
@@ -414,7 +414,7 @@ void ControlThread::request_snapshot_ct(Done done) {
   Pending::arm(p);
 }
 
-unsigned ControlThread::poll_frames_ct() {
+unsigned ControlThread::poll_frames_st() {
   if (setup_.dispatch == nullptr) return 0;
   rte_mbuf* pkts[kFrameBatch];
   const uint16_t n = setup_.dispatch->receive(setup_.dispatch->control_target(), pkts, kFrameBatch);
@@ -466,7 +466,7 @@ void on_neighbour_done(CoreMessage& msg) {
 }
 }  // namespace
 
-void ControlThread::send_frame_ct(size_t port_index, rte_mbuf* m, const char* what) {
+void ControlThread::send_frame_st(size_t port_index, rte_mbuf* m, const char* what) {
   pmd::Port* port = setup_.ports[port_index];
   if (m == nullptr) {
     counters_.send_failures++;
@@ -488,7 +488,7 @@ void ControlThread::send_frame_ct(size_t port_index, rte_mbuf* m, const char* wh
   pmd::log(LogLevel::kDebug, "frame_sent", {{"port", port->name()}, {"frame", what}});
 }
 
-void ControlThread::push_neighbour_ct(const NeighbourChange& change) {
+void ControlThread::push_neighbour_st(const NeighbourChange& change) {
   dataplane::NeighbourUpdate u;
   u.ip = change.ip;
   u.mac = change.mac;

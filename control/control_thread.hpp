@@ -4,7 +4,7 @@
 // It owns the per-port neighbour tables (control/neighbour_table.hpp), receives the frames the
 // cores classified for the control path (ARP replies/announcements -> neighbour table -> updates
 // pushed to every core's NeighbourCache; QP1/CM MADs to the CM handler set with
-// set_cm_handler_ct, counted and dropped when none is set), asks every
+// set_cm_handler_st, counted and dropped when none is set), asks every
 // core for a stats snapshot each telemetry.stats_interval_ms and publishes the latest one for
 // telemetry, sends a gratuitous ARP per port once it is up, and runs port start/stop and the
 // shutdown sequence over the cores' CoreChannels.
@@ -124,19 +124,19 @@ class ControlThread {
   /// Control thread only (from a posted task, or before start()): adds a function the loop calls
   /// once per iteration, after the cores' completion rings. It returns the work it did (0 =
   /// idle). This is how Adapter::poll_control() runs on this thread (adapter.hpp requires it).
-  /// Returns an id for remove_poll_hook_ct().
+  /// Returns an id for remove_poll_hook_st().
   using PollHook = std::function<unsigned()>;
-  uint64_t add_poll_hook_ct(PollHook hook);
+  uint64_t add_poll_hook_st(PollHook hook);
   /// Control thread only; may be called from inside a hook (it stops being called at once).
-  void remove_poll_hook_ct(uint64_t id);
+  void remove_poll_hook_st(uint64_t id);
 
   /// Control thread only: QP1/CM frames the cores handed to the control path go to `handler`
   /// (port index, whole frame) instead of being counted and dropped. This thread stays the one
   /// reader of the dispatch's control target, and ARP stays with its neighbour tables.
   using FrameHandler = std::function<void(size_t port_index, const uint8_t* frame, size_t len)>;
-  void set_cm_handler_ct(FrameHandler handler) { cm_handler_ = std::move(handler); }
+  void set_cm_handler_st(FrameHandler handler) { cm_handler_ = std::move(handler); }
   /// Control thread only: the neighbour table of port `index` (the CM resolves through it).
-  NeighbourTable& neighbour_table_ct(size_t index) { return *tables_.at(index); }
+  NeighbourTable& neighbour_table_st(size_t index) { return *tables_.at(index); }
   /// Control thread only: more content for every snapshot round. `collect(done)` starts
   /// gathering (e.g. requests to the cores) and calls done() once on this thread; the round is
   /// published after every collect finished, and `fill` then adds its rows to the Snapshot.
@@ -144,8 +144,8 @@ class ControlThread {
     std::function<void(std::function<void()> done)> collect;
     std::function<void(Snapshot&)> fill;
   };
-  uint64_t add_snapshot_part_ct(SnapshotPart part);
-  void remove_snapshot_part_ct(uint64_t id);
+  uint64_t add_snapshot_part_st(SnapshotPart part);
+  void remove_snapshot_part_st(uint64_t id);
 
   /// Any thread: the latest published snapshot (null before the first round).
   std::shared_ptr<const Snapshot> latest() const;
@@ -157,14 +157,14 @@ class ControlThread {
 
   void loop();
   bool run_sync(std::function<void(std::function<void(bool, std::string)>)> op, std::string* error);
-  // Control-thread only (_ct):
-  void start_ports_ct(std::function<void(bool, std::string)> done);
-  void stop_port_ct(size_t index, std::function<void(bool, std::string)> done);
-  void shutdown_ct(std::function<void(bool, std::string)> done);
-  void request_snapshot_ct(std::function<void(bool, std::string)> done);
-  unsigned poll_frames_ct();
-  void send_frame_ct(size_t port_index, rte_mbuf* m, const char* what);
-  void push_neighbour_ct(const NeighbourChange& change);
+  // Control-thread only (_st):
+  void start_ports_st(std::function<void(bool, std::string)> done);
+  void stop_port_st(size_t index, std::function<void(bool, std::string)> done);
+  void shutdown_st(std::function<void(bool, std::string)> done);
+  void request_snapshot_st(std::function<void(bool, std::string)> done);
+  unsigned poll_frames_st();
+  void send_frame_st(size_t port_index, rte_mbuf* m, const char* what);
+  void push_neighbour_st(const NeighbourChange& change);
   dataplane::LocalAddress local_of(size_t port_index) const;
   int port_index_of(uint16_t port_id) const;
 

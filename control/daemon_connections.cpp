@@ -11,7 +11,7 @@ namespace rocedp::control {
 
 using pmd::LogLevel;
 
-std::unique_ptr<DaemonConnections> DaemonConnections::attach_ct(Adapter& adapter,
+std::unique_ptr<DaemonConnections> DaemonConnections::attach_st(Adapter& adapter,
                                                                 ControlThread& control,
                                                                 const config::Config& cfg,
                                                                 std::string* error) {
@@ -19,7 +19,7 @@ std::unique_ptr<DaemonConnections> DaemonConnections::attach_ct(Adapter& adapter
   ConnectionManagerSetup setup;
   setup.dispatch = nullptr;  // the control thread reads the control target and hands CM frames over
   setup.tx_core = 0;         // core 0 owns TX queue 0, where control-built frames leave
-  NeighbourTable* table = &control.neighbour_table_ct(0);
+  NeighbourTable* table = &control.neighbour_table_st(0);
   setup.resolve = [table](uint32_t ip, ConnectionManagerSetup::ResolveDone done) {
     config::Ipv4Address a;
     a.value = ip;
@@ -35,13 +35,13 @@ std::unique_ptr<DaemonConnections> DaemonConnections::attach_ct(Adapter& adapter
   }
   d->attached_ = true;
   Adapter* a = &adapter;
-  control.set_cm_handler_ct([a](size_t port_index, const uint8_t* frame, size_t len) {
+  control.set_cm_handler_st([a](size_t port_index, const uint8_t* frame, size_t len) {
     if (port_index == 0) cm_receive_frame(*a, frame, len);
   });
   if (!cfg.listeners.empty()) {
     st = Services::start(adapter, cfg.listeners, &d->services_, error);
     if (st != STATUS_SUCCESS) {
-      d->detach_ct();
+      d->detach_st();
       return nullptr;
     }
   }
@@ -61,7 +61,7 @@ std::unique_ptr<DaemonConnections> DaemonConnections::attach_ct(Adapter& adapter
       return svc != nullptr ? svc->service_of(c) : std::string();
     });
   };
-  d->snapshot_part_ = control.add_snapshot_part_ct(std::move(part));
+  d->snapshot_part_ = control.add_snapshot_part_st(std::move(part));
   pmd::log(LogLevel::kInfo, "connection_manager_attached",
            {{"listeners", std::to_string(cfg.listeners.size())}});
   return d;
@@ -71,16 +71,16 @@ DaemonConnections::DaemonConnections(Adapter& adapter, ControlThread& control)
     : adapter_(adapter), control_(control) {}
 
 DaemonConnections::~DaemonConnections() {
-  if (attached_) detach_ct();
+  if (attached_) detach_st();
 }
 
-unsigned DaemonConnections::poll_ct() {
+unsigned DaemonConnections::poll_st() {
   unsigned n = poll_connections(adapter_);
   if (services_) n += services_->poll();
   return n;
 }
 
-void DaemonConnections::begin_stop_ct() {
+void DaemonConnections::begin_stop_st() {
   if (services_) services_->stop();
 }
 
@@ -88,10 +88,10 @@ bool DaemonConnections::stopped() const {
   return !services_ || services_->stopped();
 }
 
-bool DaemonConnections::detach_ct() {
-  if (snapshot_part_ != 0) control_.remove_snapshot_part_ct(snapshot_part_);
+bool DaemonConnections::detach_st() {
+  if (snapshot_part_ != 0) control_.remove_snapshot_part_st(snapshot_part_);
   snapshot_part_ = 0;
-  control_.set_cm_handler_ct(nullptr);
+  control_.set_cm_handler_st(nullptr);
   if (!attached_) return true;
   if (services_ && !services_->stopped()) {
     pmd::log(LogLevel::kWarning, "services_not_stopped",

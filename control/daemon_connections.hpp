@@ -36,20 +36,20 @@ class DaemonConnections {
   /// Attaches the connection manager to `adapter` (opened on `control`'s port 0), installs the
   /// CM frame handler and the snapshot part, and starts the services of cfg.listeners. Null
   /// and *error on failure (nothing left attached).
-  static std::unique_ptr<DaemonConnections> attach_ct(Adapter& adapter, ControlThread& control,
+  static std::unique_ptr<DaemonConnections> attach_st(Adapter& adapter, ControlThread& control,
                                                       const config::Config& cfg,
                                                       std::string* error);
   ~DaemonConnections();
 
   /// The loop's turn: poll_connections + services. Returns work done.
-  unsigned poll_ct();
+  unsigned poll_st();
   /// Shutdown, first step: the services stop accepting and end their connections.
-  void begin_stop_ct();
+  void begin_stop_st();
   /// Any thread: every service object is closed (or there were none).
   bool stopped() const;
   /// Shutdown, last step (after stopped(), or giving up): removes the handler and the snapshot
   /// part and detaches the manager. False if objects were left open (logged).
-  bool detach_ct();
+  bool detach_st();
 
  private:
   DaemonConnections(Adapter& adapter, ControlThread& control);

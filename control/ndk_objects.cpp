@@ -97,7 +97,7 @@ NTSTATUS Pd::create_srq(uint32_t depth, uint32_t max_sge, uint32_t notify_thresh
       rc::SharedReceiveQueue::create(depth, max_sge, notification, notification_context, &status);
   if (!ring) return status;
   // The limit is armed before any QP can take from the SRQ: no core reads it yet.
-  if (notify_threshold != 0) ring->modify_lc(depth, notify_threshold);
+  if (notify_threshold != 0) ring->modify_st(depth, notify_threshold);
   Srq* srq = new (std::nothrow) Srq();
   if (srq == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
   init_header(*srq, Srq::kType, adapter);

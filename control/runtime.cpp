@@ -167,10 +167,10 @@ bool Runtime::open_adapter(std::string* error) {
     st = open_adapter_on(setup, &adapter_);
     if (st != STATUS_SUCCESS) return;
     if (options_.connection_manager)
-      connections_ = DaemonConnections::attach_ct(*adapter_, *control_, cfg_, &cm_error);
-    adapter_hook_ = control_->add_poll_hook_ct([this] {
+      connections_ = DaemonConnections::attach_st(*adapter_, *control_, cfg_, &cm_error);
+    adapter_hook_ = control_->add_poll_hook_st([this] {
       if (adapter_ == nullptr) return 0u;
-      return adapter_->poll_control() + (connections_ ? connections_->poll_ct() : 0u);
+      return adapter_->poll_control() + (connections_ ? connections_->poll_st() : 0u);
     });
   });
   if (st != STATUS_SUCCESS) {
@@ -194,12 +194,12 @@ bool Runtime::stop_connections() {
     (void)connections_.release();  // its objects belong to the control thread that is gone
     return false;
   }
-  run_on_control([&] { connections_->begin_stop_ct(); });
+  run_on_control([&] { connections_->begin_stop_st(); });
   const bool stopped = wait_until([&] { return connections_->stopped(); }, std::chrono::seconds(2));
   if (!stopped) log(LogLevel::kWarning, "services_stop_timeout");
   bool detached = false;
   run_on_control([&] {
-    detached = connections_->detach_ct();
+    detached = connections_->detach_st();
     connections_.reset();
   });
   return stopped && detached;
@@ -228,10 +228,10 @@ bool Runtime::close_adapter() {
   if (!ok) {
     log(LogLevel::kWarning, "adapter_close_timeout",
         {{"note", "objects left open; shutting down anyway"}});
-    run_on_control([&] { control_->remove_poll_hook_ct(adapter_hook_); });
+    run_on_control([&] { control_->remove_poll_hook_st(adapter_hook_); });
     return false;
   }
-  run_on_control([&] { control_->remove_poll_hook_ct(adapter_hook_); });
+  run_on_control([&] { control_->remove_poll_hook_st(adapter_hook_); });
   log(LogLevel::kInfo, "adapter_closed");
   return true;
 }

@@ -7,7 +7,7 @@
 // reverse order, also after a partial start.
 //
 // Two ways to run the polling cores:
-//  * launched (rocedpd, the default): each core runs PollingCore::run_lc on its own EAL worker
+//  * launched (rocedpd, the default): each core runs PollingCore::run_st on its own EAL worker
 //    lcore (config dataplane.lcores).
 //  * inline: no worker lcore; the thread that started the runtime (the EAL main lcore) drives
 //    every core with poll() between its own work, like an SPDK reactor running the application's

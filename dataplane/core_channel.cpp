@@ -118,7 +118,7 @@ unsigned CoreChannel::poll_completions(unsigned max) {
   return handled;
 }
 
-unsigned CoreChannel::process_requests_lc(void* core, unsigned max) {
+unsigned CoreChannel::process_requests_st(void* core, unsigned max) {
   unsigned handled = 0;
   void* batch[kBatch];
   while (handled < max) {

@@ -8,7 +8,7 @@
 //   - control thread: alloc(), call(), post(), poll_completions(), free(). It is the only producer
 //   of
 //     the request ring and the only consumer of the completion ring.
-//   - the owning polling lcore: process_requests_lc(). Only consumer of requests, only producer of
+//   - the owning polling lcore: process_requests_st(). Only consumer of requests, only producer of
 //     completions.
 // Messages come from a preallocated freelist owned by control ("the creator frees"): the core never
 // frees a message, it hands it back on the completion ring, and control returns it to the freelist
@@ -26,7 +26,7 @@ namespace rocedp::dataplane {
 
 /// One request to a polling core and, on the way back, its completion.
 struct CoreMessage {
-  /// Runs on the owning polling lcore; `core` is the context given to process_requests_lc()
+  /// Runs on the owning polling lcore; `core` is the context given to process_requests_st()
   /// (the PollingCore). Must not block: the core's pollers wait while it runs.
   using RunFn = void (*)(CoreMessage& msg, void* core);
   /// Runs on the control thread when the core has answered; `msg` is freed right after it returns.
@@ -72,7 +72,7 @@ class CoreChannel {
   // ---- owning polling lcore ----
   /// Runs at most `max` pending requests (bounded, so control traffic never starves the pollers,
   /// CONVENTIONS.md item 3) and hands each back on the completion ring. Returns how many ran.
-  unsigned process_requests_lc(void* core, unsigned max);
+  unsigned process_requests_st(void* core, unsigned max);
 
  private:
   CoreChannel(uint16_t core_index, uint32_t capacity, rte_ring* requests, rte_ring* completions);

@@ -21,7 +21,7 @@ CoreRdma::CoreRdma(PollingCore& core, uint16_t port_id, rte_mempool* pool,
   sink.ctx = this;
   engine_ = std::make_unique<rc::RcEngine>(config, mrs, sink);
   // Frames the codec refuses are counted by reason in the core's own drop table.
-  engine_->count_wire_drops_in(core.wire_drop_counters_lc());
+  engine_->count_wire_drops_in(core.wire_drop_counters_st());
   cqs_.reserve(max_cqs);
   const uint64_t hz = rte_get_tsc_hz();
   ns_per_cycle_ = hz == 0 ? 1.0 : 1e9 / static_cast<double>(hz);
@@ -37,14 +37,14 @@ uint64_t CoreRdma::now_ns() const {
   return static_cast<uint64_t>(static_cast<double>(rte_get_tsc_cycles()) * ns_per_cycle_);
 }
 
-uint32_t CoreRdma::rx_burst_lc(std::span<const wire::Bytes> frames) {
-  return engine_->rx_burst_lc(frames, now_ns());
+uint32_t CoreRdma::rx_burst_st(std::span<const wire::Bytes> frames) {
+  return engine_->rx_burst_st(frames, now_ns());
 }
 
-bool CoreRdma::poll_lc() {
-  bool busy = engine_->poll_lc(now_ns());
+bool CoreRdma::poll_st() {
+  bool busy = engine_->poll_st(now_ns());
   // Every CQ each loop: fires notifications an ArmCq found already due, frees retired rings.
-  for (rc::CompletionQueue* cq : cqs_) busy |= cq->poll_lc();
+  for (rc::CompletionQueue* cq : cqs_) busy |= cq->poll_st();
   return busy;
 }
 
@@ -54,7 +54,7 @@ uint8_t* CoreRdma::sink_alloc(void* ctx, size_t len, void** handle) {
   auto& self = *static_cast<CoreRdma*>(ctx);
   // No room in the core's TX buffer (the TX ring is full): refuse before the engine commits the
   // packet, so it rolls back (rxe save_state/rollback_state) instead of losing a frame it counted.
-  if (!self.core_.tx_room_lc(self.port_id_)) {
+  if (!self.core_.tx_room_st(self.port_id_)) {
     ++self.tx_no_room_;
     return nullptr;
   }
@@ -78,19 +78,19 @@ void CoreRdma::sink_send(void* ctx, void* handle, size_t len) {
   m->data_len = static_cast<uint16_t>(len);
   m->pkt_len = static_cast<uint32_t>(len);
   if (self.tap_ != nullptr) self.tap_(self.tap_context_, rte_pktmbuf_mtod(m, const uint8_t*), len);
-  self.core_.send_lc(self.port_id_, m);
+  self.core_.send_st(self.port_id_, m);
 }
 
 // ---- request handlers ----
 
 void CoreRdma::on_install(CoreMessage& msg, void* core) {
-  static_cast<PollingCore*>(core)->set_roce_handler_lc(&from(msg));
+  static_cast<PollingCore*>(core)->set_roce_handler_st(&from(msg));
   msg.result = STATUS_SUCCESS;
 }
 
 void CoreRdma::on_uninstall(CoreMessage& msg, void* core) {
   auto* pc = static_cast<PollingCore*>(core);
-  if (pc->roce_handler_lc() == &from(msg)) pc->set_roce_handler_lc(nullptr);
+  if (pc->roce_handler_st() == &from(msg)) pc->set_roce_handler_st(nullptr);
   msg.result = STATUS_SUCCESS;
 }
 
@@ -118,7 +118,7 @@ void CoreRdma::on_detach_cq(CoreMessage& msg, void*) {
 
 void CoreRdma::on_resize_cq(CoreMessage& msg, void*) {
   msg.result =
-      static_cast<rc::CompletionQueue*>(msg.arg)->resize_lc(static_cast<uint32_t>(msg.data[0]));
+      static_cast<rc::CompletionQueue*>(msg.arg)->resize_st(static_cast<uint32_t>(msg.data[0]));
 }
 
 void CoreRdma::on_create_qp(CoreMessage& msg, void*) {
@@ -159,17 +159,17 @@ void CoreRdma::on_close_qp(CoreMessage& msg, void*) {
     return;
   }
   const rc::QpCreateParams& p = qp->params();
-  const bool sq_empty = p.sq->ring().readable_lc() == 0;
-  const bool rq_empty = p.rq == nullptr || p.rq->ring().readable_lc() == 0;
+  const bool sq_empty = p.sq->ring().readable_st() == 0;
+  const bool rq_empty = p.rq == nullptr || p.rq->ring().readable_st() == 0;
   if (!sq_empty || !rq_empty || qp->resp.have_recv) {
-    msg.result = STATUS_PENDING;  // the next poll_lc produces the flush completions
+    msg.result = STATUS_PENDING;  // the next poll_st produces the flush completions
     return;
   }
   msg.result = self.engine_->destroy_qp(qpn);
 }
 
 void CoreRdma::on_modify_srq(CoreMessage& msg, void*) {
-  msg.result = static_cast<rc::SharedReceiveQueue*>(msg.arg)->modify_lc(
+  msg.result = static_cast<rc::SharedReceiveQueue*>(msg.arg)->modify_st(
       static_cast<uint32_t>(msg.data[0]), static_cast<uint32_t>(msg.data[1]));
 }
 

@@ -4,7 +4,7 @@
 // TX buffer. The control layer (control/ndk_adapter.cpp) creates one CoreRdma per core and
 // reaches it only through the request handlers below, posted on the core's CoreChannel.
 //
-// Per-packet path (rx_burst_lc, poll_lc, the sink): no allocation, no lock, no system call. CQ and
+// Per-packet path (rx_burst_st, poll_st, the sink): no allocation, no lock, no system call. CQ and
 // QP create/destroy run as control requests on the core; they may allocate (control path).
 //
 // Time: the engine's clock is the TSC scaled to nanoseconds (rte_get_tsc_hz at construction).
@@ -34,10 +34,10 @@ class CoreRdma final : public RoceHandler {
            rc::MemoryRegionTable* mrs, uint32_t max_cqs);
   ~CoreRdma() override;
 
-  uint32_t rx_burst_lc(std::span<const wire::Bytes> frames) override;
-  bool poll_lc() override;
+  uint32_t rx_burst_st(std::span<const wire::Bytes> frames) override;
+  bool poll_st() override;
 
-  rc::RcEngine& engine_lc() { return *engine_; }
+  rc::RcEngine& engine_st() { return *engine_; }
   uint16_t index() const;
   /// Before installation only (or from a request on the core).
   void set_tx_tap(TxTap tap, void* context) {

@@ -66,11 +66,11 @@ void PollingCore::assert_lcore() const {
 }
 
 int PollingCore::lcore_main(void* arg) {
-  static_cast<PollingCore*>(arg)->run_lc();
+  static_cast<PollingCore*>(arg)->run_st();
   return 0;
 }
 
-void PollingCore::run_lc() {
+void PollingCore::run_st() {
   assert_lcore();
   uint64_t last = rte_rdtsc();
   uint32_t idle_streak = 0;
@@ -111,7 +111,7 @@ bool PollingCore::poll_once() {
     stats_.rx_bytes += bytes;
     const uint16_t n_local =
         dispatch_.dispatch(index_, pkts, n, &PollingCore::classify, this, local);
-    handle_local_lc(local, n_local);
+    handle_local_st(local, n_local);
   }
 
   // 2. Frames other cores handed to us (already classified by them).
@@ -119,21 +119,21 @@ bool PollingCore::poll_once() {
   if (n_in > 0) {
     work = true;
     stats_.handoff_in += n_in;
-    handle_local_lc(pkts, n_in);
+    handle_local_st(pkts, n_in);
   }
 
   // 3. Control requests, bounded so control traffic never starves the pollers.
-  const unsigned n_req = channel_.process_requests_lc(this, kRequestBatch);
+  const unsigned n_req = channel_.process_requests_st(this, kRequestBatch);
   if (n_req > 0) {
     work = true;
     stats_.requests += n_req;
   }
 
   // 3b. RDMA objects: engine timers/transmit/completions and CQ upkeep (dataplane/core_rdma).
-  if (roce_ != nullptr && roce_->poll_lc()) work = true;
+  if (roce_ != nullptr && roce_->poll_st()) work = true;
 
   // 4. One TX burst per port for everything the pollers above produced.
-  if (flush_tx_lc()) work = true;
+  if (flush_tx_st()) work = true;
 
   stats_.polls++;
   if (work) stats_.busy_polls++;
@@ -141,13 +141,13 @@ bool PollingCore::poll_once() {
 }
 
 uint16_t PollingCore::classify(void* ctx, rte_mbuf* m) {
-  return static_cast<PollingCore*>(ctx)->classify_lc(m);
+  return static_cast<PollingCore*>(ctx)->classify_st(m);
 }
 
 // Cheap header peek that only decides the owner; the owner parses and checks fully (the RoCEv2
 // parser with its ICRC check runs on the core that owns the QP). Frames whose headers are not in
 // the first segment are not ours to route: every PMD we use delivers headers contiguously.
-uint16_t PollingCore::classify_lc(rte_mbuf* m) {
+uint16_t PollingCore::classify_st(rte_mbuf* m) {
   const int slot = m->port < RTE_MAX_ETHPORTS ? slot_of_port_[m->port] : -1;
   const uint32_t len = rte_pktmbuf_data_len(m);
   if (slot < 0) {
@@ -226,7 +226,7 @@ uint16_t PollingCore::classify_lc(rte_mbuf* m) {
   return pmd::RxDispatch::kDrop;
 }
 
-void PollingCore::handle_local_lc(rte_mbuf** pkts, uint16_t n) {
+void PollingCore::handle_local_st(rte_mbuf** pkts, uint16_t n) {
   // RoCEv2 frames are collected and handed to the RDMA objects as one burst after the loop.
   rte_mbuf* roce[kMaxBurst];
   wire::Bytes frames[kMaxBurst];
@@ -240,8 +240,8 @@ void PollingCore::handle_local_lc(rte_mbuf** pkts, uint16_t n) {
         // The reply is built in the received mbuf and leaves on the queue it came in on.
         ArpPeer peer;
         if (slot >= 0 && answer_locally(m, ports_[slot].local, &stats_.arp_icmp, &peer)) {
-          if (peer.ip.value != 0) note_peer_lc(peer);
-          send_lc(m->port, m);
+          if (peer.ip.value != 0) note_peer_st(peer);
+          send_st(m->port, m);
         } else {
           rte_pktmbuf_free(m);  // counted by answer_locally (or the port left meanwhile)
         }
@@ -254,37 +254,37 @@ void PollingCore::handle_local_lc(rte_mbuf** pkts, uint16_t n) {
           frames[n_roce++] =
               wire::Bytes(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m));
         } else {
-          drop_roce_lc(m);
+          drop_roce_st(m);
         }
         break;
       default:
-        drop_lc(m, drop_index(CoreDrop::kUnsupported));
+        drop_st(m, drop_index(CoreDrop::kUnsupported));
         break;
     }
   }
   if (n_roce == 0) return;
   // The engine checks every frame (lengths, opcode, pad, ICRC) before any QP sees it, counts
   // each one (accepted or by reason) and keeps none of them.
-  stats_.roce_to_engine += roce_->rx_burst_lc(std::span<const wire::Bytes>(frames, n_roce));
+  stats_.roce_to_engine += roce_->rx_burst_st(std::span<const wire::Bytes>(frames, n_roce));
   rte_pktmbuf_free_bulk(roce, n_roce);
 }
 
 // A RoCEv2 frame no RDMA object can take (none installed on this core, or a chained mbuf): it is
 // still checked, so a malformed one is counted by its reason, and otherwise counted unknown.
-[[gnu::cold]] void PollingCore::drop_roce_lc(rte_mbuf* m) {
+[[gnu::cold]] void PollingCore::drop_roce_st(rte_mbuf* m) {
   if (m->nb_segs == 1) {
     wire::ParsedPacket parsed;
     const wire::DropReason r = wire::parse(
         wire::Bytes(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m)), parsed);
     if (wire::is_failure(r)) {
-      drop_lc(m, drop_index(r));
+      drop_st(m, drop_index(r));
       return;
     }
   }
-  drop_lc(m, drop_index(CoreDrop::kUnknownQpn));
+  drop_st(m, drop_index(CoreDrop::kUnknownQpn));
 }
 
-void PollingCore::note_peer_lc(const ArpPeer& peer) {
+void PollingCore::note_peer_st(const ArpPeer& peer) {
   for (uint32_t i = 0; i < stats_.n_learned_peers; ++i) {
     if (stats_.learned_peers[i].ip == peer.ip) {
       stats_.learned_peers[i] = peer;  // the latest MAC wins
@@ -298,37 +298,37 @@ void PollingCore::note_peer_lc(const ArpPeer& peer) {
   stats_.learned_peers[stats_.n_learned_peers++] = peer;
 }
 
-void PollingCore::drop_lc(rte_mbuf* m, std::size_t idx) {
+void PollingCore::drop_st(rte_mbuf* m, std::size_t idx) {
   stats_.drops[idx]++;
   rte_pktmbuf_free(m);
 }
 
-void PollingCore::send_lc(uint16_t port_id, rte_mbuf* m) {
+void PollingCore::send_st(uint16_t port_id, rte_mbuf* m) {
   const int slot = port_id < RTE_MAX_ETHPORTS ? slot_of_port_[port_id] : -1;
   if (slot < 0) {
-    drop_lc(m, drop_index(CoreDrop::kNoTxQueue));
+    drop_st(m, drop_index(CoreDrop::kNoTxQueue));
     return;
   }
   AttachedPort& ap = ports_[slot];
   if (ap.tx_count == kMaxBurst) {
-    flush_tx_lc();
+    flush_tx_st();
     if (ap.tx_count == kMaxBurst) {
-      drop_lc(m, drop_index(CoreDrop::kNoTxRoom));
+      drop_st(m, drop_index(CoreDrop::kNoTxRoom));
       return;
     }
   }
   ap.tx[ap.tx_count++] = m;
 }
 
-bool PollingCore::tx_room_lc(uint16_t port_id) {
+bool PollingCore::tx_room_st(uint16_t port_id) {
   const int slot = port_id < RTE_MAX_ETHPORTS ? slot_of_port_[port_id] : -1;
-  if (slot < 0) return true;  // send_lc counts the frame as kNoTxQueue
+  if (slot < 0) return true;  // send_st counts the frame as kNoTxQueue
   if (ports_[slot].tx_count < kMaxBurst) return true;
-  flush_tx_lc();
+  flush_tx_st();
   return ports_[slot].tx_count < kMaxBurst;
 }
 
-bool PollingCore::flush_tx_lc() {
+bool PollingCore::flush_tx_st() {
   bool sent_any = false;
   for (unsigned s = 0; s < n_attached_; ++s) {
     AttachedPort& ap = ports_[s];
@@ -351,9 +351,9 @@ bool PollingCore::flush_tx_lc() {
   return sent_any;
 }
 
-void PollingCore::detach_slot_lc(unsigned slot) {
+void PollingCore::detach_slot_st(unsigned slot) {
   AttachedPort& ap = ports_[slot];
-  for (uint16_t i = 0; i < ap.tx_count; ++i) drop_lc(ap.tx[i], drop_index(CoreDrop::kStopFlush));
+  for (uint16_t i = 0; i < ap.tx_count; ++i) drop_st(ap.tx[i], drop_index(CoreDrop::kStopFlush));
   ap.tx_count = 0;
   slot_of_port_[ap.port_id] = -1;
   // Keep the slots dense: the last one moves into the hole.
@@ -379,7 +379,7 @@ unsigned PollingCore::drain_after_stop() {
   return freed;
 }
 
-// ---- request handlers: run on the owning lcore from process_requests_lc() ----
+// ---- request handlers: run on the owning lcore from process_requests_st() ----
 
 void PollingCore::on_attach_port(CoreMessage& msg, void* c) {
   auto& core = *static_cast<PollingCore*>(c);
@@ -420,8 +420,8 @@ void PollingCore::on_detach_port(CoreMessage& msg, void* c) {
     return;
   }
   // Whatever is buffered for this port goes out now, while the port still runs.
-  core.flush_tx_lc();
-  core.detach_slot_lc(static_cast<unsigned>(slot));
+  core.flush_tx_st();
+  core.detach_slot_st(static_cast<unsigned>(slot));
   msg.result = 0;
 }
 
@@ -439,14 +439,14 @@ void PollingCore::on_transmit(CoreMessage& msg, void* c) {
   auto& core = *static_cast<PollingCore*>(c);
   const auto port_id = static_cast<uint16_t>(msg.data[0]);
   const bool attached = port_id < RTE_MAX_ETHPORTS && core.slot_of_port_[port_id] >= 0;
-  core.send_lc(port_id, static_cast<rte_mbuf*>(msg.arg));
+  core.send_st(port_id, static_cast<rte_mbuf*>(msg.arg));
   msg.result = attached ? 0 : -ENODEV;
 }
 
 void PollingCore::on_stop(CoreMessage& msg, void* c) {
   auto& core = *static_cast<PollingCore*>(c);
-  core.flush_tx_lc();
-  while (core.n_attached_ > 0) core.detach_slot_lc(core.n_attached_ - 1);
+  core.flush_tx_st();
+  while (core.n_attached_ > 0) core.detach_slot_st(core.n_attached_ - 1);
   core.stop_ = true;
   msg.result = 0;
 }

@@ -2,7 +2,7 @@
 // One polling lcore: its RX/TX queues, its handoff ring, its control channel, its counters, all in
 // one cache-aligned object touched by that lcore only (CONVENTIONS.md items 1, 5, 12).
 //
-// poll_once() runs every poller once and says whether any did work; run_lc() loops over it and adds
+// poll_once() runs every poller once and says whether any did work; run_st() loops over it and adds
 // up busy and idle TSC cycles. Pollers, in order:
 //   1. RX burst on every (port, queue) this core owns -> classify -> pmd::RxDispatch: RoCEv2 goes
 //      to the core that owns its destination QPN (dataplane/qpn_map.hpp), QP1 (CM) and ARP replies
@@ -15,7 +15,7 @@
 //   4. TX: frames buffered by the pollers above go out once per poll, one burst per port.
 // Nothing on this path allocates, locks or makes a system call.
 //
-// Who may call what: everything suffixed _lc, and poll_once()/run_lc(), only on the owning lcore
+// Who may call what: everything suffixed _st, and poll_once()/run_st(), only on the owning lcore
 // (checked by assert in debug builds). The control thread reaches a core only through messages
 // built by the core_requests:: helpers below, posted on the core's CoreChannel.
 
@@ -54,7 +54,7 @@ struct CoreStats {
   uint64_t roce_to_engine = 0;            // RoCEv2 frames the RDMA objects took (past the codec)
   uint64_t requests = 0;                  // control messages run
   uint64_t polls = 0, busy_polls = 0;
-  uint64_t busy_cycles = 0, idle_cycles = 0;  // TSC cycles, added up by run_lc()
+  uint64_t busy_cycles = 0, idle_cycles = 0;  // TSC cycles, added up by run_st()
   uint32_t attached_queues = 0;
   uint32_t neighbours = 0;                          // entries in this core's neighbour cache
   std::array<uint64_t, kDropCounterCount> drops{};  // by drop_counter_name(i)
@@ -97,7 +97,7 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   /// Runs every poller once; true when any did work. Owning lcore only.
   bool poll_once();
   /// Busy/idle loop until a stop request arrives; counts cycles. Owning lcore only.
-  void run_lc();
+  void run_st();
   /// rte_eal_remote_launch entry point: arg is the PollingCore.
   static int lcore_main(void* arg);
 
@@ -109,7 +109,7 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   unsigned lcore_id() const { return lcore_id_; }
   CoreChannel& channel() { return channel_; }
   /// True once a stop request has run (read by the lcore itself; others learn it by completion).
-  bool stopped_lc() const { return stop_; }
+  bool stopped_st() const { return stop_; }
   /// Before launch: sleep this many µs per idle poll once kIdlePollsBeforeSleep polls in a row
   /// were idle (config dataplane.idle_sleep_us); 0 spins.
   void set_idle_sleep_us(uint32_t us) { idle_sleep_us_ = us; }
@@ -120,31 +120,31 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   /// from now on: sent, or freed and counted. Frames the TX queue did not take stay queued for the
   /// next flush; only when the core's TX buffer is still full after a flush is the frame dropped
   /// (counted no_tx_room).
-  void send_lc(uint16_t port_id, rte_mbuf* m);
-  /// Whether send_lc on `port_id` would queue a frame now (flushing once if the buffer is full).
+  void send_st(uint16_t port_id, rte_mbuf* m);
+  /// Whether send_st on `port_id` would queue a frame now (flushing once if the buffer is full).
   /// Senders that can take a frame back (the RC engine: it restores its saved state, rxe's
   /// rollback_state) ask first, so nothing they counted as sent is ever dropped here.
-  bool tx_room_lc(uint16_t port_id);
-  void count_drop_lc(std::size_t drop_index) { stats_.drops[drop_index]++; }
+  bool tx_room_st(uint16_t port_id);
+  void count_drop_st(std::size_t drop_index) { stats_.drops[drop_index]++; }
   /// The wire-reason part of the drop table (indexed by wire::DropReason): the RC engine counts
   /// the frames its codec refuses there. The table lives as long as the core.
-  uint64_t* wire_drop_counters_lc() { return stats_.drops.data(); }
-  void drop_lc(rte_mbuf* m, std::size_t drop_index);
-  const CoreStats& stats_lc() const { return stats_; }
-  const NeighbourCache& neighbour_cache_lc() const { return neighbours_; }
+  uint64_t* wire_drop_counters_st() { return stats_.drops.data(); }
+  void drop_st(rte_mbuf* m, std::size_t drop_index);
+  const CoreStats& stats_st() const { return stats_; }
+  const NeighbourCache& neighbour_cache_st() const { return neighbours_; }
 
   // ---- RDMA objects: the RoceHandler gets this core's RoCEv2 frames, one call per burst, and
   // one turn per poll. Set only on the owning lcore (a request handler) or before the core runs;
   // null = none, and RoCEv2 frames are then checked and dropped as kUnknownQpn.
-  void set_roce_handler_lc(RoceHandler* handler) { roce_ = handler; }
-  RoceHandler* roce_handler_lc() const { return roce_; }
+  void set_roce_handler_st(RoceHandler* handler) { roce_ = handler; }
+  RoceHandler* roce_handler_st() const { return roce_; }
 
   // ---- request handlers (CoreMessage::RunFn), run on the lcore from its channel ----
   static void on_attach_port(CoreMessage& msg, void* core);  // arg = pmd::Port*, data[0] = queue
   static void on_detach_port(CoreMessage& msg, void* core);  // data[0] = port id
   static void on_snapshot(CoreMessage& msg, void* core);     // arg = CoreStats* to fill
   static void on_transmit(CoreMessage& msg, void* core);     // arg = rte_mbuf*, data[0] = port id
-  static void on_stop(CoreMessage& msg, void* core);         // flush TX, detach all, leave run_lc
+  static void on_stop(CoreMessage& msg, void* core);         // flush TX, detach all, leave run_st
   static void on_neighbour(CoreMessage& msg,
                            void* core);  // data[0] = ip, data[1] = mac, data[2] = remove
 
@@ -161,12 +161,12 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   };
 
   static uint16_t classify(void* ctx, rte_mbuf* m);
-  uint16_t classify_lc(rte_mbuf* m);
-  void handle_local_lc(rte_mbuf** pkts, uint16_t n);
-  void drop_roce_lc(rte_mbuf* m);
-  void note_peer_lc(const ArpPeer& peer);
-  bool flush_tx_lc();
-  void detach_slot_lc(unsigned slot);
+  uint16_t classify_st(rte_mbuf* m);
+  void handle_local_st(rte_mbuf** pkts, uint16_t n);
+  void drop_roce_st(rte_mbuf* m);
+  void note_peer_st(const ArpPeer& peer);
+  bool flush_tx_st();
+  void detach_slot_st(unsigned slot);
   void assert_lcore() const;
 
   // Hot, read on every poll.

@@ -22,10 +22,10 @@ class RoceHandler {
   /// bytes are only valid during the call (the core frees the mbufs afterwards). Each frame
   /// lands in exactly one counter: accepted, a wire drop reason (the core's drop table) or an
   /// engine drop reason. Returns the frames accepted.
-  virtual uint32_t rx_burst_lc(std::span<const wire::Bytes> frames) = 0;
+  virtual uint32_t rx_burst_st(std::span<const wire::Bytes> frames) = 0;
   /// Once per poll loop, after RX and control requests and before the TX flush. True if it did
   /// any work (busy/idle accounting, CONVENTIONS.md item 1).
-  virtual bool poll_lc() = 0;
+  virtual bool poll_st() = 0;
 };
 
 }  // namespace rocedp::dataplane

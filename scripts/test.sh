@@ -27,7 +27,7 @@ cmake --build "$root/build-asan" -j "$(nproc)" --target $unit_tests
 LINT_TIDY=0 "$root/scripts/lint.sh"
 LINT_FORMAT=0 "$root/scripts/lint.sh" --changed
 
-# Debug pass: the `eal` tests with assertions on, so every `_lc`/`_ct`/`_st` owner check and
+# Debug pass: the `eal` tests with assertions on, so every `_st` owner check and
 # assert() executes (the Release build compiles them out).
 eal_tests=$(cd "$root/build" && ctest -N -L eal | sed -n 's/^ *Test *#[0-9]*: *//p')
 cmake --preset debug -S "$root" >/dev/null

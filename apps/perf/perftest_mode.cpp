@@ -654,7 +654,7 @@ bool connect_qps_oob(Session& s) {
   s.rt->run_on_control([&] {
     config::Ipv4Address a;
     a.value = ip;
-    s.rt->control()->neighbour_table_ct(0).resolve(a, control::NeighbourClock::now(),
+    s.rt->control()->neighbour_table_st(0).resolve(a, control::NeighbourClock::now(),
                                                    [&r](const control::ResolveResult& res) {
                                                      r.reachable = res.reachable;
                                                      std::memcpy(r.mac, res.mac.bytes.data(), 6);

@@ -19,11 +19,11 @@ using wire::psn_lt;
 // WQEs that may have PSNs: every readable one (the loops stop at the first not started). Not
 // req.cur.wqe: after a go-back-N the requester cursor sits before WQEs already sent.
 uint32_t started_limit(QueuePair& qp) {
-  return qp.sq_ring().readable_lc();
+  return qp.sq_ring().readable_st();
 }
 
 void restart_timer(QueuePair& qp, uint64_t now_ns) {
-  arm_retransmit_timer_lc(qp, now_ns);
+  arm_retransmit_timer_st(qp, now_ns);
 }
 
 // RFC 6298 smoothing in integer nanoseconds.
@@ -87,15 +87,15 @@ void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_n
     qp.comp.probing = false;
     if (psn_lt(new_unacked, qp.req.max_psn_sent)) {
       window_on_loss(qp, new_unacked);
-      requester_go_back_lc(qp, ctx, new_unacked);
+      requester_go_back_st(qp, ctx, new_unacked);
       qp.comp.retried_here = true;
     } else if (psn_lt(qp.req.cur.psn, new_unacked)) {
-      requester_go_back_lc(qp, ctx, new_unacked);
+      requester_go_back_st(qp, ctx, new_unacked);
     }
   } else if (psn_lt(qp.req.cur.psn, new_unacked)) {
     // The requester may be resending packets that turned out to have arrived (reordering):
     // skip it forward to the first unconfirmed PSN.
-    requester_go_back_lc(qp, ctx, new_unacked);
+    requester_go_back_st(qp, ctx, new_unacked);
   }
   restart_timer(qp, now_ns);
 }
@@ -103,7 +103,7 @@ void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_n
 [[gnu::noinline]] void go_back(QueuePair& qp, RcContext& ctx, uint32_t psn) {
   if (qp.comp.retried_here && qp.comp.unacked_psn == psn) return;  // already resending from there
   qp.comp.retried_here = psn == qp.comp.unacked_psn;
-  requester_go_back_lc(qp, ctx, psn);
+  requester_go_back_st(qp, ctx, psn);
 }
 
 }  // namespace
@@ -121,7 +121,7 @@ uint64_t current_rto_ns(const QueuePair& qp) {
   return rto < *full ? rto : *full;
 }
 
-void arm_retransmit_timer_lc(QueuePair& qp, uint64_t now_ns) {
+void arm_retransmit_timer_st(QueuePair& qp, uint64_t now_ns) {
   if (qp.comp.unacked_psn == qp.req.max_psn_sent) {
     qp.comp.timer_armed = false;
     return;
@@ -387,12 +387,12 @@ bool produce(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m, 
   r.provider_error_code = info.provider_code;
   r.type_specific_completion_output = static_cast<uintptr_t>(m.atomic_orig);
   ctx.counters->add(RcCounter::kCompletions);
-  return qp.params().send_cq->produce_lc(r) == STATUS_SUCCESS;
+  return qp.params().send_cq->produce_st(r) == STATUS_SUCCESS;
 }
 
 }  // namespace
 
-void completer_receive_lc(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt,
+void completer_receive_st(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt,
                           uint64_t now_ns) {
   if (qp.state() != QpState::kRts) {
     ctx.counters->add(RcCounter::kRxDropState);
@@ -429,11 +429,11 @@ void completer_receive_lc(QueuePair& qp, RcContext& ctx, const wire::ParsedPacke
   }
 }
 
-void completer_timers_lc(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
+void completer_timers_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
   if (qp.state() != QpState::kRts) return;
   if (qp.comp.rnr_wait && now_ns >= qp.comp.rnr_deadline_ns) {
     qp.comp.rnr_wait = false;
-    requester_go_back_lc(qp, ctx, qp.comp.rnr_psn);
+    requester_go_back_st(qp, ctx, qp.comp.rnr_psn);
     qp.comp.retried_here = qp.comp.rnr_psn == qp.comp.unacked_psn;
     restart_timer(qp, now_ns);
   }
@@ -461,14 +461,14 @@ void completer_timers_lc(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
   // Resend the oldest unacknowledged packet only, with AckReq (a tail-loss probe): a spurious
   // expiry (a peer that was merely slow) then costs one duplicate, not a window; the answer
   // starts the go-back-N when something was really lost (advance above).
-  requester_go_back_lc(qp, ctx, qp.comp.unacked_psn);
+  requester_go_back_st(qp, ctx, qp.comp.unacked_psn);
   qp.comp.probing = true;
   qp.comp.retried_here = true;
   restart_timer(qp, now_ns);
 }
 
 namespace {
-[[gnu::noinline]] uint32_t retire_lc(QueuePair& qp, RcContext& ctx, uint32_t avail) {
+[[gnu::noinline]] uint32_t retire_st(QueuePair& qp, RcContext& ctx, uint32_t avail) {
   WqeRing<SendWqe>& ring = qp.sq_ring();
   uint32_t n = 0;
   const bool error = qp.state() == QpState::kError;
@@ -490,7 +490,7 @@ namespace {
     }
     if (!produce(qp, ctx, w, m, err) && !error) enter_error(qp, ctx, WcError::kFlushed);
     m = WqeMeta{};
-    ring.release_lc(1);
+    ring.release_st(1);
     ++qp.comp.sq_head;
     if (qp.req.cur.wqe != 0) --qp.req.cur.wqe;
     ++n;
@@ -501,14 +501,14 @@ namespace {
 
 // Most visits have nothing to retire (an empty send queue, or its oldest WQE still in flight):
 // that answer costs a few loads here, not the prologue of the retiring loop.
-uint32_t completer_retire_lc(QueuePair& qp, RcContext& ctx) {
-  const uint32_t avail = qp.sq_ring().readable_lc();
+uint32_t completer_retire_st(QueuePair& qp, RcContext& ctx) {
+  const uint32_t avail = qp.sq_ring().readable_st();
   if (avail == 0) return 0;
   if (qp.state() != QpState::kError) {
     const WqeMeta& m = qp.meta_at(0);
     if (!m.started || !m.done) return 0;
   }
-  return retire_lc(qp, ctx, avail);
+  return retire_st(qp, ctx, avail);
 }
 
 }  // namespace rocedp::rc

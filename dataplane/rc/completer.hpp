@@ -43,19 +43,19 @@ inline constexpr uint64_t kRtoInitialNs = 1'000'000;
 
 /// Arms (or re-arms) the retransmission timer at now + the current RTO, or disarms it when
 /// nothing is outstanding or the local ACK timeout is 0 (infinite).
-void arm_retransmit_timer_lc(QueuePair& qp, uint64_t now_ns);
+void arm_retransmit_timer_st(QueuePair& qp, uint64_t now_ns);
 /// The RTO the next arming would use (telemetry, tests).
 uint64_t current_rto_ns(const QueuePair& qp);
 
 /// A response packet (ACK, ATOMIC_ACK, READ_RESPONSE_*) addressed to `qp`.
-void completer_receive_lc(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt,
+void completer_receive_st(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt,
                           uint64_t now_ns);
 
 /// ACK timeout and RNR wait expiry.
-void completer_timers_lc(QueuePair& qp, RcContext& ctx, uint64_t now_ns);
+void completer_timers_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns);
 
 /// Produces the completions of finished WQEs, oldest first; in ERROR, completes every WQE
 /// (the failed one with its status, the others STATUS_CANCELLED). Returns CQEs produced.
-uint32_t completer_retire_lc(QueuePair& qp, RcContext& ctx);
+uint32_t completer_retire_st(QueuePair& qp, RcContext& ctx);
 
 }  // namespace rocedp::rc

@@ -151,7 +151,7 @@ void CompletionQueue::arm(NdkCqNotifyType type) {
                                                        std::memory_order_relaxed)) {
   }
   const uint32_t merged = std::max(current, want);
-  // Dekker with produce_lc: our arm store is ordered before these loads, the core's entry
+  // Dekker with produce_st: our arm store is ordered before these loads, the core's entry
   // store before its arm_ load. At least one side sees the other.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   const uint64_t head = head_.load(std::memory_order_relaxed);
@@ -176,19 +176,19 @@ bool CompletionQueue::claim_and_notify(NTSTATUS status) {
   return true;
 }
 
-bool CompletionQueue::has_room_lc() {
+bool CompletionQueue::has_room_st() {
   const uint64_t tail = tail_.load(std::memory_order_relaxed);
   if (tail - cached_head_ < current_->depth) return true;
   cached_head_ = head_.load(std::memory_order_acquire);
   return tail - cached_head_ < current_->depth;
 }
 
-NTSTATUS CompletionQueue::produce_lc(const NdkResultEx& result, bool solicited) {
+NTSTATUS CompletionQueue::produce_st(const NdkResultEx& result, bool solicited) {
   if (overrun_.load(std::memory_order_relaxed)) {
     overruns_.fetch_add(1, std::memory_order_relaxed);
     return STATUS_BUFFER_OVERFLOW;
   }
-  if (!has_room_lc()) [[unlikely]] {
+  if (!has_room_st()) [[unlikely]] {
     overrun_.store(true, std::memory_order_release);
     overruns_.fetch_add(1, std::memory_order_relaxed);
     // The overrun is reported whether or not the CQ is armed; it consumes any arm.
@@ -210,7 +210,7 @@ NTSTATUS CompletionQueue::produce_lc(const NdkResultEx& result, bool solicited) 
   return STATUS_SUCCESS;
 }
 
-NTSTATUS CompletionQueue::resize_lc(uint32_t depth) {
+NTSTATUS CompletionQueue::resize_st(uint32_t depth) {
   if (overrun_.load(std::memory_order_relaxed)) return STATUS_INVALID_DEVICE_STATE;
   if (depth == 0 || depth > max_cq_depth_ || depth > (1u << 31)) return STATUS_INVALID_PARAMETER;
   const uint64_t head = head_.load(std::memory_order_acquire);
@@ -236,11 +236,11 @@ NTSTATUS CompletionQueue::resize_lc(uint32_t depth) {
       break;
     }
   }
-  reclaim_lc();
+  reclaim_st();
   return STATUS_SUCCESS;
 }
 
-bool CompletionQueue::reclaim_lc() {
+bool CompletionQueue::reclaim_st() {
   if (retired_count_.load(std::memory_order_relaxed) == 0) return false;
   bool freed = false;
   const Ring* in_use = hazard_.load(std::memory_order_seq_cst);
@@ -255,13 +255,13 @@ bool CompletionQueue::reclaim_lc() {
   return freed;
 }
 
-bool CompletionQueue::poll_lc() {
+bool CompletionQueue::poll_st() {
   bool busy = false;
   if (kick_.load(std::memory_order_relaxed) && kick_.exchange(false, std::memory_order_acquire)) {
     busy = claim_and_notify(STATUS_SUCCESS);
   }
   if (retired_count_.load(std::memory_order_relaxed) != 0) [[unlikely]] {
-    busy = reclaim_lc() || busy;
+    busy = reclaim_st() || busy;
   }
   return busy;
 }

@@ -3,8 +3,8 @@
 // NdkResultEx from the owning core (producer) to the consumer that calls GetCqResults.
 //
 // Who may call what:
-//   - methods ending in _lc: only the owning polling core (or, in tests, the one thread that
-//     plays it). They never block; produce_lc() and poll_lc() never allocate.
+//   - methods ending in _st: only the owning polling core (or, in tests, the one thread that
+//     plays it). They never block; produce_st() and poll_st() never allocate.
 //   - get_results / get_results_ex / arm: the consumer. NDKPI makes the consumer serialize
 //     GetCqResults(Ex) and ArmCq per CQ, so there is exactly one consumer at a time.
 //   - depth(), overrun(), stats: any thread (relaxed snapshots).
@@ -14,7 +14,7 @@
 // copies the queued sequences [head, tail) into the new ring at their own sequence numbers, so
 // head_ and tail_ keep their meaning across rings and the consumer needs no fix-up.
 //
-// Resize protocol (resize_lc on the owning core while the consumer may be inside get_results):
+// Resize protocol (resize_st on the owning core while the consumer may be inside get_results):
 //   1. The core snapshots head (acquire) and its own tail, checks the new depth against
 //      MaxCqDepth and the queued count (STATUS_INVALID_PARAMETER), and allocates the new ring
 //      through the allocator hook (STATUS_INSUFFICIENT_RESOURCES if it returns null).
@@ -30,7 +30,7 @@
 //   5. The core frees a retired ring only when hazard_ != that ring (seq_cst load). Because the
 //      consumer's hazard store precedes its re-read of ring_, and the core's ring_ store precedes
 //      its hazard_ load, either the consumer sees the new ring and drops the old one, or the core
-//      sees the hazard and keeps the ring until a later poll_lc() / resize_lc(). One hazard
+//      sees the hazard and keeps the ring until a later poll_st() / resize_st(). One hazard
 //      protects at most one ring, so at most two rings are ever retired at once.
 //
 // Arm / notify (NDKPI completion rules: one callback per arm, merge ANY > SOLICITED > ERRORS,
@@ -41,11 +41,11 @@
 // (tail > head for ANY; the last solicited-or-error / last error sequence >= head otherwise).
 // The two fences make it impossible for both sides to miss each other (Dekker), so a completion
 // that lands just before ArmCq still fires. The consumer cannot call the callback itself (it runs
-// on the core), so it sets kick_ and the core's next poll_lc() claims the arm and fires. Only the
+// on the core), so it sets kick_ and the core's next poll_st() claims the arm and fires. Only the
 // core claims arms, and the claim is an exchange, so each arm fires at most once.
 //
 // Overrun: when the core finds the ring full (NDK: the consumer did not drain in time), the CQ
-// enters the overrun state for good: the entry is dropped, produce_lc returns
+// enters the overrun state for good: the entry is dropped, produce_st returns
 // STATUS_BUFFER_OVERFLOW (the core must then move every QP of this CQ to error), and the
 // notification callback receives STATUS_BUFFER_OVERFLOW once, whether or not the CQ is armed
 // [inference: NDK says the CQ and its QPs are dead; the consumer must learn it without polling].
@@ -114,21 +114,21 @@ class CompletionQueue {
   /// whose status is not STATUS_SUCCESS counts as an error for NOTIFY_ERRORS / SOLICITED.
   /// STATUS_SUCCESS, or STATUS_BUFFER_OVERFLOW (overrun; entry dropped; CQ dead).
   /// May call the notification callback before returning.
-  NTSTATUS produce_lc(const NdkResultEx& result, bool solicited = false);
+  NTSTATUS produce_st(const NdkResultEx& result, bool solicited = false);
 
-  /// True if produce_lc would not overrun (the requester can use this to hold back a CQE).
-  bool has_room_lc();
+  /// True if produce_st would not overrun (the requester can use this to hold back a CQE).
+  bool has_room_st();
 
   /// NdkResizeCq, executed on the owning core. STATUS_SUCCESS; STATUS_INVALID_PARAMETER if
   /// depth is 0, > max_cq_depth or < the completions queued now; STATUS_INSUFFICIENT_RESOURCES
   /// if the allocator fails; STATUS_INVALID_DEVICE_STATE after an overrun. On failure the CQ
   /// is unchanged.
-  NTSTATUS resize_lc(uint32_t depth);
+  NTSTATUS resize_st(uint32_t depth);
 
   /// Fires a notification the consumer's arm found already due, and frees retired rings the
   /// consumer no longer reads. Call once per poll loop for every CQ of the core; returns true
   /// if it did work. Never allocates or blocks (besides the callback).
-  bool poll_lc();
+  bool poll_st();
 
   // ---- any thread ----
 
@@ -150,7 +150,7 @@ class CompletionQueue {
   void free_ring(Ring* ring);
   Ring* protect_ring();
   bool claim_and_notify(NTSTATUS status);
-  bool reclaim_lc();
+  bool reclaim_st();
   template <typename Out, typename Convert>
   uint32_t consume(Out* out, uint32_t n, Convert convert);
 

@@ -392,7 +392,7 @@ class QueuePair {
   const QpCreateParams& params() const { return params_; }
 
   // ---- owning core: used by the role code ----
-  SendWqe& sq_at(uint32_t i) { return sq_ring_->at_lc(i); }
+  SendWqe& sq_at(uint32_t i) { return sq_ring_->at_st(i); }
   /// The send queue's ring (cached: one pointer hop less per packet).
   WqeRing<SendWqe>& sq_ring() { return *sq_ring_; }
   /// Fields to build a frame from, in the engine's scratch (no 200-byte reset per packet): with

@@ -60,8 +60,8 @@ QueuePair* RcEngine::create_qp(const QpCreateParams& params, NTSTATUS* status) {
   qps_[local] = std::move(qp);
   ++qp_count_;
   // Before the QP can reach RTS, so before any post can ring.
-  params.sq->attach_doorbell_lc(&doorbell_, local);
-  if (params.rq != nullptr) params.rq->attach_doorbell_lc(&doorbell_, local);
+  params.sq->attach_doorbell_st(&doorbell_, local);
+  if (params.rq != nullptr) params.rq->attach_doorbell_st(&doorbell_, local);
   return raw;
 }
 
@@ -75,8 +75,8 @@ NTSTATUS RcEngine::destroy_qp(uint32_t qpn) {
   QueuePair* qp = find_qp(qpn);
   if (qp == nullptr) return STATUS_INVALID_PARAMETER;
   qp->params().sq->set_connected(false);
-  qp->params().sq->attach_doorbell_lc(nullptr, 0);
-  if (qp->params().rq != nullptr) qp->params().rq->attach_doorbell_lc(nullptr, 0);
+  qp->params().sq->attach_doorbell_st(nullptr, 0);
+  if (qp->params().rq != nullptr) qp->params().rq->attach_doorbell_st(nullptr, 0);
   if (qp->sched.scheduled) run_.erase(std::find(run_.begin(), run_.end(), qp));
   // A doorbell entry or timer entry of this slot may still be queued: both look the slot up
   // again when they fire, so they find nothing (or a later QP, which merely gets a visit).
@@ -98,20 +98,20 @@ NTSTATUS RcEngine::flush_qp(uint32_t qpn) {
 
 // Two passes per chunk: parse every frame (ICRC included) and prefetch the QP it is for, then
 // execute them; the QPs' cache misses overlap with the parsing instead of following it.
-uint32_t RcEngine::rx_burst_lc(std::span<const wire::Bytes> frames, uint64_t now_ns) {
+uint32_t RcEngine::rx_burst_st(std::span<const wire::Bytes> frames, uint64_t now_ns) {
   uint32_t accepted = 0;
   for (size_t start = 0; start < frames.size(); start += kRxChunk) {
     const size_t end = std::min(frames.size(), start + kRxChunk);
     uint32_t n = 0;
     for (size_t i = start; i < end; ++i) {
-      if (!receive_parse_lc(frames[i], rx_pkts_[n], counters_, wire_drop_sink_)) [[unlikely]]
+      if (!receive_parse_st(frames[i], rx_pkts_[n], counters_, wire_drop_sink_)) [[unlikely]]
         continue;
       QueuePair* qp = find_qp(rx_pkts_[n].f.bth.dqpn);
       if (qp != nullptr) qp->prefetch();
       rx_qps_[n++] = qp;
     }
     for (uint32_t i = 0; i < n; ++i) {
-      receive_dispatch_lc(rx_qps_[i], ctx_, rx_pkts_[i], now_ns);
+      receive_dispatch_st(rx_qps_[i], ctx_, rx_pkts_[i], now_ns);
       if (rx_qps_[i] != nullptr) schedule(rx_qps_[i]);
     }
     accepted += n;
@@ -120,9 +120,9 @@ uint32_t RcEngine::rx_burst_lc(std::span<const wire::Bytes> frames, uint64_t now
 }
 
 void RcEngine::drain_doorbell() {
-  for (uint32_t slot = doorbell_.take_all_lc(); slot != Doorbell::kEmpty;) {
-    const uint32_t next = doorbell_.next_lc(slot);
-    doorbell_.clear_lc(slot);  // before the queues are read (see Doorbell)
+  for (uint32_t slot = doorbell_.take_all_st(); slot != Doorbell::kEmpty;) {
+    const uint32_t next = doorbell_.next_st(slot);
+    doorbell_.clear_st(slot);  // before the queues are read (see Doorbell)
     if (QueuePair* qp = qps_[slot].get()) schedule(qp);
     slot = next;
   }
@@ -177,11 +177,11 @@ bool RcEngine::run_qp(QueuePair& qp, uint64_t now_ns) {
       [[unlikely]] {
     enter_error(qp, ctx_, WcError::kFlushed);
   }
-  completer_timers_lc(qp, ctx_, now_ns);
-  responder_ack_timer_lc(qp, now_ns);
-  const uint32_t responses = responder_tx_lc(qp, ctx_, config_.tx_budget);
-  const uint32_t requests = requester_run_lc(qp, ctx_, now_ns, config_.tx_budget);
-  const uint32_t retired = completer_retire_lc(qp, ctx_);
+  completer_timers_st(qp, ctx_, now_ns);
+  responder_ack_timer_st(qp, now_ns);
+  const uint32_t responses = responder_tx_st(qp, ctx_, config_.tx_budget);
+  const uint32_t requests = requester_run_st(qp, ctx_, now_ns, config_.tx_budget);
+  const uint32_t retired = completer_retire_st(qp, ctx_);
   uint32_t work = responses + requests + retired;
   // Another visit only where this one worked and left something that nothing else announces:
   // responses still owed, or posted requests not yet sent. Everything else that creates work
@@ -189,9 +189,9 @@ bool RcEngine::run_qp(QueuePair& qp, uint64_t now_ns) {
   // merely confirms "nothing left" is saved (at many QPs, one per QP and message).
   bool again = qp.sched.tx_stalled;
   if (responses != 0 && (qp.resp.ctl_pending || qp.resources_pending != 0)) again = true;
-  if ((requests != 0 || retired != 0) && qp.req.cur.wqe < qp.sq_ring().readable_lc()) again = true;
+  if ((requests != 0 || retired != 0) && qp.req.cur.wqe < qp.sq_ring().readable_st()) again = true;
   if (qp.state() == QpState::kError) [[unlikely]] {
-    work += responder_flush_lc(qp, ctx_);
+    work += responder_flush_st(qp, ctx_);
     again |= work != 0;
     if (!qp.sched.overrun_seen && (p.send_cq->overrun() || p.recv_cq->overrun())) {
       // Other QPs of that CQ may be idle: visit every QP once so that they die too.
@@ -200,7 +200,7 @@ bool RcEngine::run_qp(QueuePair& qp, uint64_t now_ns) {
     }
     if (!qp.sched.rq_armed && p.rq != nullptr) {
       // From now on receive posts ring; one more visit catches any posted before the arming.
-      p.rq->arm_doorbell_lc();
+      p.rq->arm_doorbell_st();
       qp.sched.rq_armed = true;
       again = true;
     }
@@ -217,7 +217,7 @@ void RcEngine::flush_counters() {
   }
 }
 
-bool RcEngine::poll_lc(uint64_t now_ns) {
+bool RcEngine::poll_st(uint64_t now_ns) {
   ++polls_;
   busy_ = false;
   drain_doorbell();
@@ -238,7 +238,7 @@ bool RcEngine::poll_lc(uint64_t now_ns) {
     QueuePair* qp = run_[i];
     if (i + 2 < n) run_[i + 2]->prefetch();
     if (i + 1 < n) {
-      run_[i + 1]->sq_ring().prefetch_lc();
+      run_[i + 1]->sq_ring().prefetch_st();
       __builtin_prefetch(&run_[i + 1]->meta_at(run_[i + 1]->req.cur.wqe));
     }
     if (run_qp(*qp, now_ns)) {

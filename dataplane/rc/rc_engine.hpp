@@ -3,13 +3,13 @@
 // responder and completer when the core polls it. Pure C++ over byte buffers (no DPDK), so the
 // protocol runs in deterministic unit tests; the polling core plugs in mbufs through FrameSink.
 //
-// How a polling core drives it, once per loop iteration (all on the owning core, item 5's _lc):
-//   1. rx_burst_lc(frames, now)   the RoCEv2 frames of one RX burst for this core's QPNs (after
+// How a polling core drives it, once per loop iteration (all on the owning core, the _st methods):
+//   1. rx_burst_st(frames, now)   the RoCEv2 frames of one RX burst for this core's QPNs (after
 //                                 the polling core's classifier); each is parsed and ICRC-checked,
 //                                 its QP prefetched, then they are executed in order. No frame is
 //                                 kept: the caller frees its mbufs after. The same call serves the
 //                                 daemon, the tests and bench_rc_engine.
-//   2. poll_lc(now)               timers (ACK timeout, RNR wait), then per QP: pending READ
+//   2. poll_st(now)               timers (ACK timeout, RNR wait), then per QP: pending READ
 //                                 responses and the coalesced ACK/NAK, new request packets
 //                                 (new WQEs from the send-queue doorbells), completions into
 //                                 the CQs, flushes of QPs in ERROR. Frames leave through the
@@ -17,11 +17,11 @@
 //                                 engine rolls back and continues on a later poll.
 //
 // Per-poll work is proportional to the QPs that have something to do, not to the QPs that
-// exist: poll_lc visits only the run list. A QP joins it when
+// exist: poll_st visits only the run list. A QP joins it when
 //   - a consumer publishes to its send queue (the queue rings the core's Doorbell: a lock-free
-//     multi-producer stack of QP slots, one flag per slot; poll_lc takes it with one exchange),
+//     multi-producer stack of QP slots, one flag per slot; poll_st takes it with one exchange),
 //     or to its receive queue while the QP is in ERROR (those receives complete flushed);
-//   - a frame for it arrives (rx_burst_lc);
+//   - a frame for it arrives (rx_burst_st);
 //   - its earliest timer expires (a min-heap of deadlines; ACK progress only moves the QP's own
 //     deadline, and the heap entry, when it fires early, re-arms at the real deadline);
 //   - a control request (flush) or a CQ overrun of a CQ it shares needs it.
@@ -67,19 +67,19 @@ class RcEngine {
   NTSTATUS destroy_qp(uint32_t qpn);
   QueuePair* find_qp(uint32_t qpn) const;
   /// NdkFlush: the QP moves to ERROR and every pending request completes with STATUS_CANCELLED
-  /// on the next poll_lc.
+  /// on the next poll_st.
   NTSTATUS flush_qp(uint32_t qpn);
 
   // ---- data path ----
 
   /// Parses and executes a burst of received frames. Returns frames that passed the codec and
   /// the transport check (the QP may still drop them, counted in counters()).
-  uint32_t rx_burst_lc(std::span<const wire::Bytes> frames, uint64_t now_ns);
+  uint32_t rx_burst_st(std::span<const wire::Bytes> frames, uint64_t now_ns);
   /// Before the engine runs: count frames the codec refuses in `counters` (indexed by
   /// wire::DropReason; a polling core's drop table starts with these) instead of wire_drops().
   void count_wire_drops_in(uint64_t* counters) { wire_drop_sink_ = counters; }
   /// Timers, transmit and completions. True if anything happened.
-  bool poll_lc(uint64_t now_ns);
+  bool poll_st(uint64_t now_ns);
 
   const RcCounters& counters() const { return counters_; }
   /// Scheduling statistics (the scale test and the benchmarks read them): polls run, QP visits

@@ -6,7 +6,7 @@
 
 namespace rocedp::rc {
 
-bool receive_parse_lc(wire::Bytes frame, wire::ParsedPacket& out, RcCounters& counters,
+bool receive_parse_st(wire::Bytes frame, wire::ParsedPacket& out, RcCounters& counters,
                       uint64_t* drops) {
   const wire::DropReason why = wire::parse(frame, out);
   if (why != wire::DropReason::kNone) [[unlikely]] {
@@ -22,7 +22,7 @@ bool receive_parse_lc(wire::Bytes frame, wire::ParsedPacket& out, RcCounters& co
   return false;
 }
 
-void receive_dispatch_lc(QueuePair* qp, RcContext& ctx, const wire::ParsedPacket& pkt,
+void receive_dispatch_st(QueuePair* qp, RcContext& ctx, const wire::ParsedPacket& pkt,
                          uint64_t now_ns) {
   if (qp == nullptr) {
     ctx.counters->add(RcCounter::kRxDropNoQp);
@@ -41,9 +41,9 @@ void receive_dispatch_lc(QueuePair* qp, RcContext& ctx, const wire::ParsedPacket
   }
   ctx.counters->add(RcCounter::kRxPackets);
   if ((pkt.op->flags & wire::op_flag::kRequest) != 0) {
-    responder_receive_lc(*qp, ctx, pkt, now_ns);
+    responder_receive_st(*qp, ctx, pkt, now_ns);
   } else {
-    completer_receive_lc(*qp, ctx, pkt, now_ns);
+    completer_receive_st(*qp, ctx, pkt, now_ns);
   }
 }
 

@@ -18,11 +18,11 @@ using WireDropCounters = std::array<uint64_t, wire::kDropReasonCount>;
 /// Parses `frame` into `out` (ICRC verified). False if the codec refused it (counted in
 /// `drops`, indexed by wire::DropReason) or it is not RC: a CNP is counted (kRxCnp), any other
 /// non-RC opcode dropped (kRxDropNotRc).
-bool receive_parse_lc(wire::Bytes frame, wire::ParsedPacket& out, RcCounters& counters,
+bool receive_parse_st(wire::Bytes frame, wire::ParsedPacket& out, RcCounters& counters,
                       uint64_t* drops);
 
 /// Hands a parsed RC packet to `qp` (null: unknown QPN, counted). Owning core only.
-void receive_dispatch_lc(QueuePair* qp, RcContext& ctx, const wire::ParsedPacket& pkt,
+void receive_dispatch_st(QueuePair* qp, RcContext& ctx, const wire::ParsedPacket& pkt,
                          uint64_t now_ns);
 
 }  // namespace rocedp::rc

@@ -227,7 +227,7 @@ bool send_one(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m,
 }  // namespace
 
 namespace {
-[[gnu::noinline]] uint32_t requester_send_lc(QueuePair& qp, RcContext& ctx, uint64_t now_ns,
+[[gnu::noinline]] uint32_t requester_send_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns,
                                              uint32_t budget, uint32_t avail) {
   uint32_t sent = 0;
   while (sent < budget && qp.req.cur.wqe < avail) {
@@ -253,25 +253,25 @@ namespace {
     if (!send_one(qp, ctx, w, m, now_ns)) break;
     ++sent;
   }
-  if (sent != 0 && !qp.comp.timer_armed) arm_retransmit_timer_lc(qp, now_ns);
+  if (sent != 0 && !qp.comp.timer_armed) arm_retransmit_timer_st(qp, now_ns);
   return sent;
 }
 }  // namespace
 
 // Most visits find nothing to send (the QP is visited for an ACK, a completion, a receive): that
 // answer costs a few loads here, not the prologue of the sending loop.
-uint32_t requester_run_lc(QueuePair& qp, RcContext& ctx, uint64_t now_ns, uint32_t budget) {
+uint32_t requester_run_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns, uint32_t budget) {
   if (qp.state() != QpState::kRts || qp.comp.rnr_wait) return 0;
-  const uint32_t avail = qp.sq_ring().readable_lc();
+  const uint32_t avail = qp.sq_ring().readable_st();
   if (qp.req.cur.wqe >= avail || budget == 0) return 0;
-  return requester_send_lc(qp, ctx, now_ns, budget, avail);
+  return requester_send_st(qp, ctx, now_ns, budget, avail);
 }
 
-void requester_go_back_lc(QueuePair& qp, RcContext& ctx, uint32_t psn_from) {
+void requester_go_back_st(QueuePair& qp, RcContext& ctx, uint32_t psn_from) {
   const uint32_t mtu = qp.conn().path_mtu;
   // Karn: the timed packet will be sent again, so its ACK would not say which copy it answers.
   if (qp.comp.rtt_timing && psn::psn_le(psn_from, qp.comp.rtt_psn)) qp.comp.rtt_timing = false;
-  const uint32_t avail = qp.sq_ring().readable_lc();
+  const uint32_t avail = qp.sq_ring().readable_st();
   uint32_t i = 0;
   for (; i < avail; ++i) {
     WqeMeta& m = qp.meta_at(i);

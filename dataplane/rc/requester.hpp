@@ -20,10 +20,10 @@ namespace rocedp::rc {
 inline constexpr uint32_t kAckReqInterval = 32;
 
 /// Sends up to `budget` packets of `qp` (RTS only). Returns the packets sent. Owning core only.
-uint32_t requester_run_lc(QueuePair& qp, RcContext& ctx, uint64_t now_ns, uint32_t budget);
+uint32_t requester_run_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns, uint32_t budget);
 
 /// Go-back-N: the next packet the requester sends is `psn` (a PSN already sent and not yet
 /// acknowledged). A READ restarts mid-message with an adjusted RETH (IBTA §9.7.4.1.5).
-void requester_go_back_lc(QueuePair& qp, RcContext& ctx, uint32_t psn);
+void requester_go_back_st(QueuePair& qp, RcContext& ctx, uint32_t psn);
 
 }  // namespace rocedp::rc

@@ -54,11 +54,11 @@ bool get_recv(QueuePair& qp) {
   if (r.have_recv) return true;
   const QpCreateParams& p = qp.params();
   if (p.srq != nullptr) {
-    if (!p.srq->take_lc(&r.recv)) return false;
+    if (!p.srq->take_st(&r.recv)) return false;
     r.recv_from_srq = true;
   } else {
-    if (p.rq->ring().readable_lc() == 0) return false;
-    r.recv = p.rq->ring().at_lc(0);
+    if (p.rq->ring().readable_st() == 0) return false;
+    r.recv = p.rq->ring().at_st(0);
     r.recv_from_srq = false;
   }
   r.have_recv = true;
@@ -92,10 +92,10 @@ void complete_recv(QueuePair& qp, RcContext& ctx, WcError err, uint32_t bytes,
   res.type = type;
   res.provider_error_code = info.provider_code;
   res.type_specific_completion_output = output;
-  if (!r.recv_from_srq) qp.params().rq->ring().release_lc(1);
+  if (!r.recv_from_srq) qp.params().rq->ring().release_st(1);
   r.have_recv = false;
   ctx.counters->add(RcCounter::kCompletions);
-  if (qp.params().recv_cq->produce_lc(res, solicited) != STATUS_SUCCESS)
+  if (qp.params().recv_cq->produce_st(res, solicited) != STATUS_SUCCESS)
     enter_error(qp, ctx, WcError::kFlushed);
 }
 
@@ -324,7 +324,7 @@ bool sequence_ok(InMessage in_msg, const wire::OpcodeInfo& op) {
 
 }  // namespace
 
-void responder_receive_lc(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt,
+void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt,
                           uint64_t now_ns) {
   ResponderState& r = qp.resp;
   if ((qp.state() != QpState::kRtr && qp.state() != QpState::kRts) || r.error_after_ctl) {
@@ -373,7 +373,7 @@ void responder_receive_lc(QueuePair& qp, RcContext& ctx, const wire::ParsedPacke
   }
 }
 
-void responder_ack_timer_lc(QueuePair& qp, uint64_t now_ns) {
+void responder_ack_timer_st(QueuePair& qp, uint64_t now_ns) {
   ResponderState& r = qp.resp;
   if (r.ack_due_ns == 0 || r.ctl_pending) return;  // none waiting, or an ACK/NAK goes out anyway
   if (r.unacked_packets == 0) {
@@ -385,7 +385,7 @@ void responder_ack_timer_lc(QueuePair& qp, uint64_t now_ns) {
 }
 
 namespace {
-[[gnu::noinline]] uint32_t responder_send_lc(QueuePair& qp, RcContext& ctx, uint32_t budget) {
+[[gnu::noinline]] uint32_t responder_send_st(QueuePair& qp, RcContext& ctx, uint32_t budget) {
   ResponderState& rs = qp.resp;
   if (qp.state() != QpState::kRtr && qp.state() != QpState::kRts) return 0;
   const uint32_t mtu = qp.conn().path_mtu;
@@ -467,12 +467,12 @@ namespace {
 }  // namespace
 
 // The usual visit owes nothing: answered here, without the prologue of the sending code.
-uint32_t responder_tx_lc(QueuePair& qp, RcContext& ctx, uint32_t budget) {
+uint32_t responder_tx_st(QueuePair& qp, RcContext& ctx, uint32_t budget) {
   if (qp.resources_pending == 0 && !qp.resp.ctl_pending) return 0;
-  return responder_send_lc(qp, ctx, budget);
+  return responder_send_st(qp, ctx, budget);
 }
 
-uint32_t responder_flush_lc(QueuePair& qp, RcContext& ctx) {
+uint32_t responder_flush_st(QueuePair& qp, RcContext& ctx) {
   if (qp.state() != QpState::kError) return 0;
   uint32_t n = 0;
   ResponderState& r = qp.resp;
@@ -482,8 +482,8 @@ uint32_t responder_flush_lc(QueuePair& qp, RcContext& ctx) {
   }
   if (qp.params().rq != nullptr) {
     WqeRing<RecvWqe>& ring = qp.params().rq->ring();
-    while (ring.readable_lc() != 0) {
-      r.recv = ring.at_lc(0);
+    while (ring.readable_st() != 0) {
+      r.recv = ring.at_st(0);
       r.recv_from_srq = false;
       r.have_recv = true;
       complete_recv(qp, ctx, WcError::kFlushed, 0, NdkOperationType::kReceive, 0, false);

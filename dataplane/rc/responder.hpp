@@ -42,18 +42,18 @@ inline constexpr uint64_t kDelayedAckNs = 100'000;
 inline constexpr uintptr_t kCqeImmediateValid = uintptr_t{1} << 32;
 
 /// A request packet addressed to `qp` (RTR or RTS).
-void responder_receive_lc(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt,
+void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt,
                           uint64_t now_ns);
 
 /// A visit at `now_ns`: queues the delayed ACK if it is due (its deadline is resp.ack_due_ns).
-void responder_ack_timer_lc(QueuePair& qp, uint64_t now_ns);
+void responder_ack_timer_st(QueuePair& qp, uint64_t now_ns);
 
 /// Sends pending READ responses / atomic ACKs (oldest first), then the pending ACK/NAK.
 /// Returns packets sent.
-uint32_t responder_tx_lc(QueuePair& qp, RcContext& ctx, uint32_t budget);
+uint32_t responder_tx_st(QueuePair& qp, RcContext& ctx, uint32_t budget);
 
 /// ERROR: completes the held and every posted receive with STATUS_CANCELLED (RQ only; an SRQ is
 /// shared and keeps its receives). Returns CQEs produced.
-uint32_t responder_flush_lc(QueuePair& qp, RcContext& ctx);
+uint32_t responder_flush_st(QueuePair& qp, RcContext& ctx);
 
 }  // namespace rocedp::rc

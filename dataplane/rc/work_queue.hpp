@@ -6,9 +6,9 @@
 // queues of one QP (Receive on the receive queue while Write on the send queue) may run
 // concurrently because each queue is its own SPSC ring. Two threads posting to the SAME queue at
 // once is a consumer bug that corrupts the ring; rocedp takes no lock to prevent it ("no
-// redundant locks", NDKPI). Methods ending in _lc belong to the owning polling core.
+// redundant locks", NDKPI). Methods ending in _st belong to the owning polling core.
 //
-// Slot lifetime: a slot stays occupied from post until the core release_lc()s it, which the
+// Slot lifetime: a slot stays occupied from post until the core release_st()s it, which the
 // core does when the request completes (or, for an SRQ, when a QP takes the receive). So the
 // ring depth is the number of outstanding requests, as NDK's queue depths are, and a post into
 // a full queue fails with STATUS_INSUFFICIENT_RESOURCES without generating a completion.
@@ -96,7 +96,7 @@ constexpr uint64_t sge_bytes(const Wqe& wqe) {
 }
 
 /// SPSC ring of WQEs with a logical depth (capacity rounded up to a power of two).
-/// Producer: the posting consumer thread. Consumer: the owning core (the _lc methods).
+/// Producer: the posting consumer thread. Consumer: the owning core (the _st methods).
 template <typename T>
 class WqeRing {
  public:
@@ -145,26 +145,26 @@ class WqeRing {
   // ---- owning core ----
 
   /// Published requests not yet released.
-  uint32_t readable_lc() {
+  uint32_t readable_st() {
     cached_tail_ = tail_.load(std::memory_order_acquire);
     return static_cast<uint32_t>(cached_tail_ - head_.load(std::memory_order_relaxed));
   }
-  /// The i-th unreleased request, oldest first; i < the last readable_lc().
-  T& at_lc(uint32_t i) { return slots_[(head_.load(std::memory_order_relaxed) + i) & mask_]; }
+  /// The i-th unreleased request, oldest first; i < the last readable_st().
+  T& at_st(uint32_t i) { return slots_[(head_.load(std::memory_order_relaxed) + i) & mask_]; }
   /// Prefetches the ring's control lines and the oldest slot (the engine, one QP ahead).
-  void prefetch_lc() const {
+  void prefetch_st() const {
     __builtin_prefetch(this);
     __builtin_prefetch(&tail_);
     __builtin_prefetch(&head_);
   }
   /// Frees the n oldest slots (their requests completed).
-  void release_lc(uint32_t n) {
+  void release_st(uint32_t n) {
     head_.store(head_.load(std::memory_order_relaxed) + n, std::memory_order_release);
   }
   /// Changes the logical depth within the allocated capacity (SRQ modify).
   /// STATUS_INVALID_PARAMETER below the outstanding count, STATUS_NOT_SUPPORTED above the
   /// capacity allocated at creation.
-  NTSTATUS set_depth_lc(uint32_t depth) {
+  NTSTATUS set_depth_st(uint32_t depth) {
     if (depth == 0) return STATUS_INVALID_PARAMETER;
     if (depth > capacity()) return STATUS_NOT_SUPPORTED;
     if (tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_relaxed) > depth) {
@@ -198,7 +198,7 @@ class WqeRing {
 ///   - ring(slot): any posting thread. If the slot's flag was clear it sets it and pushes the
 ///     slot (CAS on the head); otherwise the core has not yet picked up the previous ring and
 ///     will see this post too.
-///   - take_all_lc / next_lc / clear_lc: the owning core takes the whole stack at once (an
+///   - take_all_st / next_st / clear_st: the owning core takes the whole stack at once (an
 ///     exchange, so there is no ABA: nobody pops single entries), reads each entry's successor,
 ///     then clears the flag BEFORE looking at the queue.
 /// Ordering: the producer publishes its ring tail (release) and then does an acq_rel exchange on
@@ -229,14 +229,14 @@ class Doorbell {
 
   /// Owning core: the whole stack (kEmpty if nothing rang). A plain load first, so an idle
   /// poll costs no locked instruction.
-  uint32_t take_all_lc() {
+  uint32_t take_all_st() {
     if (head_.load(std::memory_order_relaxed) == kEmpty) return kEmpty;
     return head_.exchange(kEmpty, std::memory_order_acquire);
   }
-  /// Successor of `slot` in a stack taken by take_all_lc; read it before clear_lc(slot).
-  uint32_t next_lc(uint32_t slot) const { return entries_[slot].next; }
+  /// Successor of `slot` in a stack taken by take_all_st; read it before clear_st(slot).
+  uint32_t next_st(uint32_t slot) const { return entries_[slot].next; }
   /// Re-enables ringing `slot`; call before reading the slot's queues.
-  void clear_lc(uint32_t slot) { entries_[slot].flag.exchange(0, std::memory_order_acq_rel); }
+  void clear_st(uint32_t slot) { entries_[slot].flag.exchange(0, std::memory_order_acq_rel); }
 
  private:
   struct Entry {  // flag and link side by side: one cache line per ring, not two
@@ -330,7 +330,7 @@ class SendQueue {
   }
 
   /// Engine: the doorbell this queue rings on every publication (null detaches).
-  void attach_doorbell_lc(Doorbell* doorbell, uint32_t slot) {
+  void attach_doorbell_st(Doorbell* doorbell, uint32_t slot) {
     hook_.slot = slot;
     hook_.doorbell.store(doorbell, std::memory_order_release);
   }
@@ -395,7 +395,7 @@ class ReceiveQueue {
 
   /// Engine: the doorbell of the owning QP's slot. Receives need the core only while the QP
   /// is in ERROR (they complete flushed at once), so the queue rings only once armed.
-  void attach_doorbell_lc(Doorbell* doorbell, uint32_t slot) {
+  void attach_doorbell_st(Doorbell* doorbell, uint32_t slot) {
     hook_.slot = slot;
     armed_.store(false, std::memory_order_relaxed);
     hook_.doorbell.store(doorbell, std::memory_order_release);
@@ -403,7 +403,7 @@ class ReceiveQueue {
   /// Engine, when the QP enters ERROR: from now on every post rings. Dekker with
   /// ring_if_armed: the core stores armed_ and fences before reading the tail; the producer
   /// publishes the tail and fences before reading armed_; one of them sees the other.
-  void arm_doorbell_lc() {
+  void arm_doorbell_st() {
     armed_.store(true, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst);
   }
@@ -448,9 +448,9 @@ class SharedReceiveQueue : public ReceiveQueue {
   /// NdkModifySrq on the owning core: new depth (within the capacity allocated at creation)
   /// and limit threshold (0 disarms). STATUS_SUCCESS, STATUS_INVALID_PARAMETER (depth below the
   /// posted count or threshold > depth), STATUS_NOT_SUPPORTED (depth above the capacity).
-  NTSTATUS modify_lc(uint32_t depth, uint32_t notify_threshold) {
+  NTSTATUS modify_st(uint32_t depth, uint32_t notify_threshold) {
     if (notify_threshold > depth) return STATUS_INVALID_PARAMETER;
-    const NTSTATUS status = ring_->set_depth_lc(depth);
+    const NTSTATUS status = ring_->set_depth_st(depth);
     if (status != STATUS_SUCCESS) return status;
     limit_ = notify_threshold;
     return STATUS_SUCCESS;
@@ -458,11 +458,11 @@ class SharedReceiveQueue : public ReceiveQueue {
 
   /// Takes the oldest posted receive for a QP of this core; false if the SRQ is empty (the
   /// responder then sends an RNR NAK). May fire the limit notification.
-  bool take_lc(RecvWqe* out) {
-    const uint32_t available = ring_->readable_lc();
+  bool take_st(RecvWqe* out) {
+    const uint32_t available = ring_->readable_st();
     if (available == 0) return false;
-    *out = ring_->at_lc(0);
-    ring_->release_lc(1);
+    *out = ring_->at_st(0);
+    ring_->release_st(1);
     if (limit_ != 0 && available - 1 < limit_) {
       limit_ = 0;
       ++limit_events_;
@@ -471,8 +471,8 @@ class SharedReceiveQueue : public ReceiveQueue {
     return true;
   }
 
-  uint32_t limit_lc() const { return limit_; }
-  uint64_t limit_events_lc() const { return limit_events_; }
+  uint32_t limit_st() const { return limit_; }
+  uint64_t limit_events_st() const { return limit_events_; }
 
  private:
   SharedReceiveQueue(std::unique_ptr<WqeRing<RecvWqe>> ring, uint32_t max_sge,

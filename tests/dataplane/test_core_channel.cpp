@@ -1,4 +1,4 @@
-// The control<->lcore channel: requests run where process_requests_lc() is called, completions
+// The control<->lcore channel: requests run where process_requests_st() is called, completions
 // where poll_completions() is called, in order, in bounded batches, from a fixed freelist.
 
 #include "dataplane/core_channel.hpp"
@@ -51,7 +51,7 @@ TEST(CoreChannel, RequestRunsOnlyWhenTheCorePollsAndCompletesOnlyWhenControlPoll
   EXPECT_EQ(ch->poll_completions(16), 0u) << "no completion before the core ran the request";
   EXPECT_TRUE(trace.ran.empty());
 
-  EXPECT_EQ(ch->process_requests_lc(&core_ctx, 16), 1u);
+  EXPECT_EQ(ch->process_requests_st(&core_ctx, 16), 1u);
   EXPECT_EQ(trace.ran, std::vector<int>{7});
   EXPECT_EQ(trace.core_seen, &core_ctx);
   EXPECT_TRUE(trace.completed.empty())
@@ -67,12 +67,12 @@ TEST(CoreChannel, CoreDrainsRequestsInBoundedBatchesInOrder) {
   auto ch = make(16);
   Trace trace;
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(ch->call(&run_record, &trace, &done_record, &trace, i));
-  EXPECT_EQ(ch->process_requests_lc(nullptr, 4), 4u);
+  EXPECT_EQ(ch->process_requests_st(nullptr, 4), 4u);
   EXPECT_EQ(trace.ran.size(), 4u);
   EXPECT_EQ(ch->poll_completions(3), 3u) << "completions are bounded too";
-  EXPECT_EQ(ch->process_requests_lc(nullptr, 4), 4u);
-  EXPECT_EQ(ch->process_requests_lc(nullptr, 4), 2u);
-  EXPECT_EQ(ch->process_requests_lc(nullptr, 4), 0u);
+  EXPECT_EQ(ch->process_requests_st(nullptr, 4), 4u);
+  EXPECT_EQ(ch->process_requests_st(nullptr, 4), 2u);
+  EXPECT_EQ(ch->process_requests_st(nullptr, 4), 0u);
   EXPECT_EQ(ch->poll_completions(100), 7u);
   std::vector<int> expect{0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
   EXPECT_EQ(trace.ran, expect);
@@ -86,13 +86,13 @@ TEST(CoreChannel, FreelistBoundsMessagesInFlightAndRecyclesThem) {
   EXPECT_FALSE(ch->call(&run_record, &trace, &done_record, &trace, 99))
       << "all 4 messages are in flight";
   EXPECT_EQ(ch->alloc(), nullptr);
-  EXPECT_EQ(ch->process_requests_lc(nullptr, 16), 4u)
+  EXPECT_EQ(ch->process_requests_st(nullptr, 16), 4u)
       << "the completion ring takes every message back";
   EXPECT_EQ(ch->poll_completions(16), 4u);
   EXPECT_EQ(ch->in_flight(), 0u);
   for (int i = 0; i < 4; ++i)
     ASSERT_TRUE(ch->call(&run_record, &trace, &done_record, &trace, 10 + i));
-  EXPECT_EQ(ch->process_requests_lc(nullptr, 16), 4u);
+  EXPECT_EQ(ch->process_requests_st(nullptr, 16), 4u);
   EXPECT_EQ(ch->poll_completions(16), 4u);
   EXPECT_EQ(trace.completed.size(), 8u);
 }
@@ -101,7 +101,7 @@ TEST(CoreChannel, NullCompletionCallbackStillReturnsTheMessage) {
   auto ch = make(2);
   Trace trace;
   ASSERT_TRUE(ch->call(&run_record, &trace, nullptr, nullptr, 1));
-  EXPECT_EQ(ch->process_requests_lc(nullptr, 8), 1u);
+  EXPECT_EQ(ch->process_requests_st(nullptr, 8), 1u);
   EXPECT_EQ(ch->poll_completions(8), 1u);
   EXPECT_EQ(ch->in_flight(), 0u);
   EXPECT_EQ(trace.ran, std::vector<int>{1});
@@ -130,8 +130,8 @@ TEST(CoreChannel, CrossThreadRoundTripsKeepOrderAndLoseNothing) {
     cs->expected++;
   };
   std::thread core_thread([&] {
-    while (!core.stop.load(std::memory_order_acquire)) ch->process_requests_lc(&core, 16);
-    ch->process_requests_lc(&core, 1u << 20);
+    while (!core.stop.load(std::memory_order_acquire)) ch->process_requests_st(&core, 16);
+    ch->process_requests_st(&core, 1u << 20);
   });
   int sent = 0;
   while (control.expected < kTotal) {

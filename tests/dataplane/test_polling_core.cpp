@@ -47,9 +47,9 @@ class PollingCoreTest : public ::testing::Test {
     // Attach "us" queue 0 to core 0: the request waits in the ring until core 0 polls.
     int64_t result = 1;
     ASSERT_TRUE(core_requests::attach_port(ch(0), us(), 0, &record_result, &result));
-    EXPECT_EQ(core(0).stats_lc().attached_queues, 0u);
+    EXPECT_EQ(core(0).stats_st().attached_queues, 0u);
     EXPECT_TRUE(core(0).poll_once());
-    EXPECT_EQ(core(0).stats_lc().attached_queues, 1u);
+    EXPECT_EQ(core(0).stats_st().attached_queues, 1u);
     EXPECT_EQ(result, 1) << "completion not yet reaped by control";
     EXPECT_EQ(ch(0).poll_completions(16), 1u);
     EXPECT_EQ(result, 0);
@@ -70,7 +70,7 @@ class PollingCoreTest : public ::testing::Test {
   pmd::Port* us() { return pair_.b.get(); }
   PollingCore& core(int i) { return *cores_[i]; }
   CoreChannel& ch(int i) { return *channels_[i]; }
-  uint64_t drops(int i, std::size_t idx) { return core(i).stats_lc().drops[idx]; }
+  uint64_t drops(int i, std::size_t idx) { return core(i).stats_st().drops[idx]; }
 
   void peer_send(const Bytes& f) {
     rte_mbuf* m = test::to_mbuf(f);
@@ -107,7 +107,7 @@ uint32_t be32_at(const Bytes& f, size_t off) {
 TEST_F(PollingCoreTest, ArpRequestForUsIsAnsweredOnTheRxCore) {
   peer_send(test::arp_frame(1, {}, kOurIp));
   EXPECT_TRUE(peer_receive().empty()) << "nothing is answered before the core polls";
-  EXPECT_EQ(core(0).stats_lc().rx_packets, 0u);
+  EXPECT_EQ(core(0).stats_st().rx_packets, 0u);
 
   EXPECT_TRUE(core(0).poll_once());
   auto frames = peer_receive();
@@ -122,10 +122,10 @@ TEST_F(PollingCoreTest, ArpRequestForUsIsAnsweredOnTheRxCore) {
   EXPECT_TRUE(mac_at(r, 22, kOurMac));  // sender hardware address: ours
   EXPECT_EQ(be32_at(r, 28), kOurIp.value);
   EXPECT_EQ(be32_at(r, 38), kPeerIp.value);
-  EXPECT_EQ(core(0).stats_lc().rx_packets, 1u);
-  EXPECT_EQ(core(0).stats_lc().tx_packets, 1u);
-  EXPECT_EQ(core(0).stats_lc().arp_icmp.arp_replies, 1u);
-  EXPECT_EQ(core(1).stats_lc().rx_packets, 0u);
+  EXPECT_EQ(core(0).stats_st().rx_packets, 1u);
+  EXPECT_EQ(core(0).stats_st().tx_packets, 1u);
+  EXPECT_EQ(core(0).stats_st().arp_icmp.arp_replies, 1u);
+  EXPECT_EQ(core(1).stats_st().rx_packets, 0u);
 
   // The requester is kept for control (RFC 826) and handed over with the next snapshot only.
   CoreStats out;
@@ -155,19 +155,19 @@ TEST_F(PollingCoreTest, IcmpEchoIsAnsweredOnTheRxCore) {
   EXPECT_EQ(r[38], 0x12);
   EXPECT_EQ(r[39], 0x34);
   EXPECT_EQ(r[41], 7);
-  EXPECT_EQ(core(0).stats_lc().arp_icmp.echo_replies, 1u);
+  EXPECT_EQ(core(0).stats_st().arp_icmp.echo_replies, 1u);
 }
 
 TEST_F(PollingCoreTest, RoceFrameIsHandedToTheCoreThatOwnsItsQpn) {
   peer_send(test::roce_frame(make_qpn(1, 5)));
   EXPECT_TRUE(core(0).poll_once());
-  EXPECT_EQ(core(0).stats_lc().rx_packets, 1u);
+  EXPECT_EQ(core(0).stats_st().rx_packets, 1u);
   EXPECT_EQ(dispatch_->forwarded(0), 1u);
-  EXPECT_EQ(core(1).stats_lc().handoff_in, 0u) << "core 1 has not polled yet";
+  EXPECT_EQ(core(1).stats_st().handoff_in, 0u) << "core 1 has not polled yet";
   EXPECT_EQ(drops(1, drop_index(CoreDrop::kUnknownQpn)), 0u);
 
   EXPECT_TRUE(core(1).poll_once());
-  EXPECT_EQ(core(1).stats_lc().handoff_in, 1u);
+  EXPECT_EQ(core(1).stats_st().handoff_in, 1u);
   // No RoCE handler is installed here (no QP exists on core 1), so the owner drops it as unknown.
   EXPECT_EQ(drops(1, drop_index(CoreDrop::kUnknownQpn)), 1u);
   EXPECT_EQ(drops(0, drop_index(CoreDrop::kUnknownQpn)), 0u);
@@ -204,7 +204,7 @@ TEST_F(PollingCoreTest, Qp1AndArpRepliesGoToTheControlPath) {
   EXPECT_EQ(frame_kind(pkts[0]), FrameKind::kCm);
   EXPECT_EQ(frame_kind(pkts[1]), FrameKind::kArpToControl);
   for (uint16_t i = 0; i < n; ++i) rte_pktmbuf_free(pkts[i]);
-  EXPECT_EQ(core(0).stats_lc().to_control, 2u);
+  EXPECT_EQ(core(0).stats_st().to_control, 2u);
 }
 
 TEST_F(PollingCoreTest, FramesNotForUsAreDroppedByReason) {
@@ -213,7 +213,7 @@ TEST_F(PollingCoreTest, FramesNotForUsAreDroppedByReason) {
   EXPECT_TRUE(core(0).poll_once());
   EXPECT_EQ(drops(0, drop_index(CoreDrop::kNotForUs)), 1u);
   EXPECT_EQ(drops(0, drop_index(CoreDrop::kQpnCoreOutOfRange)), 1u);
-  EXPECT_EQ(core(0).stats_lc().total_drops(), 2u);
+  EXPECT_EQ(core(0).stats_st().total_drops(), 2u);
   EXPECT_TRUE(peer_receive().empty());
 }
 
@@ -250,7 +250,7 @@ TEST_F(PollingCoreTest, ControlBuiltFrameLeavesOnTheCoreThatOwnsTheTxQueue) {
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_EQ(be32_at(frames[0], 28), kOurIp.value);  // sender IP
   EXPECT_EQ(be32_at(frames[0], 38), kOurIp.value);  // target IP: an announcement (RFC 5227)
-  EXPECT_EQ(core(0).stats_lc().tx_packets, 1u);
+  EXPECT_EQ(core(0).stats_st().tx_packets, 1u);
 }
 
 TEST_F(PollingCoreTest, FrameForAPortWithoutTxQueueIsCounted) {
@@ -268,14 +268,14 @@ TEST_F(PollingCoreTest, NeighbourUpdatesReachTheCoreCache) {
   NeighbourUpdate u{kPeerIp, kPeerMac, false};
   ASSERT_TRUE(core_requests::neighbour_update(ch(1), u, nullptr, nullptr));
   config::MacAddress mac;
-  EXPECT_FALSE(core(1).neighbour_cache_lc().lookup_st(kPeerIp, &mac));
+  EXPECT_FALSE(core(1).neighbour_cache_st().lookup_st(kPeerIp, &mac));
   EXPECT_TRUE(core(1).poll_once());
-  ASSERT_TRUE(core(1).neighbour_cache_lc().lookup_st(kPeerIp, &mac));
+  ASSERT_TRUE(core(1).neighbour_cache_st().lookup_st(kPeerIp, &mac));
   EXPECT_EQ(mac, kPeerMac);
   u.remove = true;
   ASSERT_TRUE(core_requests::neighbour_update(ch(1), u, nullptr, nullptr));
   EXPECT_TRUE(core(1).poll_once());
-  EXPECT_FALSE(core(1).neighbour_cache_lc().lookup_st(kPeerIp, &mac));
+  EXPECT_FALSE(core(1).neighbour_cache_st().lookup_st(kPeerIp, &mac));
   EXPECT_EQ(ch(1).poll_completions(8), 2u);
 }
 
@@ -284,14 +284,14 @@ TEST_F(PollingCoreTest, DetachStopsPollingThePort) {
   ASSERT_TRUE(core_requests::detach_port(ch(0), us()->id(), &record_result, &result));
   peer_send(test::icmp_echo(1, 1));
   EXPECT_TRUE(core(0).poll_once());  // runs RX first (the frame), then the detach request
-  EXPECT_EQ(core(0).stats_lc().rx_packets, 1u);
-  EXPECT_EQ(core(0).stats_lc().attached_queues, 0u);
+  EXPECT_EQ(core(0).stats_st().rx_packets, 1u);
+  EXPECT_EQ(core(0).stats_st().attached_queues, 0u);
   EXPECT_EQ(ch(0).poll_completions(8), 1u);
   EXPECT_EQ(result, 0);
   peer_receive();
   peer_send(test::icmp_echo(1, 2));
   EXPECT_FALSE(core(0).poll_once()) << "a detached queue is not polled";
-  EXPECT_EQ(core(0).stats_lc().rx_packets, 1u);
+  EXPECT_EQ(core(0).stats_st().rx_packets, 1u);
   ASSERT_TRUE(core_requests::detach_port(ch(0), us()->id(), &record_result, &result));
   core(0).poll_once();
   ch(0).poll_completions(8);
@@ -301,18 +301,18 @@ TEST_F(PollingCoreTest, DetachStopsPollingThePort) {
   core(0).poll_once();
   core(0).poll_once();
   ch(0).poll_completions(8);
-  EXPECT_EQ(core(0).stats_lc().rx_packets, 2u);
+  EXPECT_EQ(core(0).stats_st().rx_packets, 2u);
 }
 
 TEST_F(PollingCoreTest, StopRequestEndsTheLoopAndCountsCycles) {
   int64_t result = 1;
   ASSERT_TRUE(core_requests::stop(ch(0), &record_result, &result));
-  EXPECT_FALSE(core(0).stopped_lc());
-  core(0).run_lc();  // returns once the stop request has run
-  EXPECT_TRUE(core(0).stopped_lc());
-  EXPECT_EQ(core(0).stats_lc().attached_queues, 0u);
-  EXPECT_EQ(core(0).stats_lc().polls, 2u);
-  EXPECT_GT(core(0).stats_lc().busy_cycles, 0u);
+  EXPECT_FALSE(core(0).stopped_st());
+  core(0).run_st();  // returns once the stop request has run
+  EXPECT_TRUE(core(0).stopped_st());
+  EXPECT_EQ(core(0).stats_st().attached_queues, 0u);
+  EXPECT_EQ(core(0).stats_st().polls, 2u);
+  EXPECT_GT(core(0).stats_st().busy_cycles, 0u);
   EXPECT_EQ(ch(0).poll_completions(8), 1u);
   EXPECT_EQ(result, 0);
 }

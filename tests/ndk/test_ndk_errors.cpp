@@ -476,7 +476,7 @@ void inject(Host& from, Host& to, uint8_t opcode, uint32_t dqpn, uint32_t psn, s
   ASSERT_EQ(from.port->tx_burst(0, &m, 1), 1);
 }
 uint64_t rc_counter(Host& h, uint32_t core, rc::RcCounter c) {
-  return test_hooks::core_rdma(*h.adapter, core).engine_lc().counters().get(c);
+  return test_hooks::core_rdma(*h.adapter, core).engine_st().counters().get(c);
 }
 }  // namespace
 

@@ -41,11 +41,11 @@ TEST_F(NdkTxRoom, FullTxRingHoldsFramesInsteadOfDroppingThem) {
     for (size_t k = 0; k < srcs.back()->data.size(); ++k)
       srcs.back()->data[k] = static_cast<uint8_t>(k * 7 + i);
   }
-  auto* rdma = dynamic_cast<dataplane::CoreRdma*>(a_.cores[0]->roce_handler_lc());
+  auto* rdma = dynamic_cast<dataplane::CoreRdma*>(a_.cores[0]->roce_handler_st());
   ASSERT_NE(rdma, nullptr);
-  const rc::RcCounters before = rdma->engine_lc().counters();
+  const rc::RcCounters before = rdma->engine_st().counters();
   const auto no_room = dataplane::drop_index(dataplane::CoreDrop::kNoTxRoom);
-  const uint64_t drops0 = a_.cores[0]->stats_lc().drops[no_room];
+  const uint64_t drops0 = a_.cores[0]->stats_st().drops[no_room];
 
   for (int i = 0; i < kPairs; ++i) {
     for (uint32_t m = 0; m < kMsgs; ++m) {
@@ -77,8 +77,8 @@ TEST_F(NdkTxRoom, FullTxRingHoldsFramesInsteadOfDroppingThem) {
       200'000))
       << completed << " of " << kPairs * kMsgs << " WRITEs completed";
   for (int i = 0; i < kPairs; ++i) EXPECT_EQ(srcs[i]->data, dsts[i]->data) << "pair " << i;
-  const rc::RcCounters& after = rdma->engine_lc().counters();
-  EXPECT_EQ(a_.cores[0]->stats_lc().drops[no_room] - drops0, 0u)
+  const rc::RcCounters& after = rdma->engine_st().counters();
+  EXPECT_EQ(a_.cores[0]->stats_st().drops[no_room] - drops0, 0u)
       << "no frame dropped for lack of TX room";
   EXPECT_EQ(after.get(rc::RcCounter::kTxRetransmit) - before.get(rc::RcCounter::kTxRetransmit), 0u);
   EXPECT_EQ(after.get(rc::RcCounter::kGoBackN) - before.get(rc::RcCounter::kGoBackN), 0u);

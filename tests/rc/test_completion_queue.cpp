@@ -118,7 +118,7 @@ TEST(CompletionQueue, DeliversInOrderAcrossWrapAround) {
   uint64_t next = 0;
   std::vector<uint64_t> seen;
   for (int round = 0; round < 10; ++round) {
-    for (int k = 0; k < 4; ++k) ASSERT_EQ(cq->produce_lc(entry(next++)), STATUS_SUCCESS);
+    for (int k = 0; k < 4; ++k) ASSERT_EQ(cq->produce_st(entry(next++)), STATUS_SUCCESS);
     NdkResultEx out[3];
     uint32_t n = cq->get_results_ex(out, 3);
     ASSERT_EQ(n, 3u);
@@ -136,9 +136,9 @@ TEST(CompletionQueue, DeliversInOrderAcrossWrapAround) {
 TEST(CompletionQueue, GetCqResultsAndExCarryTheSameEntries) {
   Notes notes;
   auto cq = make_cq(8, &notes);
-  ASSERT_EQ(cq->produce_lc(entry(1, STATUS_SUCCESS, NdkOperationType::kReceiveAndInvalidate)),
+  ASSERT_EQ(cq->produce_st(entry(1, STATUS_SUCCESS, NdkOperationType::kReceiveAndInvalidate)),
             STATUS_SUCCESS);
-  ASSERT_EQ(cq->produce_lc(entry(2, STATUS_CANCELLED, NdkOperationType::kWrite)), STATUS_SUCCESS);
+  ASSERT_EQ(cq->produce_st(entry(2, STATUS_CANCELLED, NdkOperationType::kWrite)), STATUS_SUCCESS);
   NdkResult plain[4];
   // ReceiveAndInvalidate must still come out of the non-Ex call (NDKPI completion rules).
   ASSERT_EQ(cq->get_results(plain, 1), 1u);
@@ -158,14 +158,14 @@ TEST(CompletionQueue, ArmAnyFiresOncePerArm) {
   Notes notes;
   auto cq = make_cq(16, &notes);
   cq->arm(NdkCqNotifyType::kAny);
-  EXPECT_FALSE(cq->poll_lc());  // empty: nothing due
+  EXPECT_FALSE(cq->poll_st());  // empty: nothing due
   EXPECT_TRUE(notes.calls.empty());
-  cq->produce_lc(entry(0));
+  cq->produce_st(entry(0));
   ASSERT_EQ(notes.calls.size(), 1u);
   EXPECT_EQ(notes.calls[0], STATUS_SUCCESS);
-  cq->produce_lc(entry(1));
-  cq->produce_lc(entry(2, STATUS_CANCELLED));
-  cq->poll_lc();
+  cq->produce_st(entry(1));
+  cq->produce_st(entry(2, STATUS_CANCELLED));
+  cq->poll_st();
   EXPECT_EQ(notes.calls.size(), 1u);  // once per arm
   EXPECT_EQ(cq->stats().notifications, 1u);
 }
@@ -173,19 +173,19 @@ TEST(CompletionQueue, ArmAnyFiresOncePerArm) {
 TEST(CompletionQueue, ArmOnNonEmptyCqFiresOnNextPoll) {
   Notes notes;
   auto cq = make_cq(16, &notes);
-  cq->produce_lc(entry(0));  // lands just before ArmCq
+  cq->produce_st(entry(0));  // lands just before ArmCq
   cq->arm(NdkCqNotifyType::kAny);
   EXPECT_TRUE(notes.calls.empty());  // the callback runs on the core, not inside ArmCq
-  EXPECT_TRUE(cq->poll_lc());
+  EXPECT_TRUE(cq->poll_st());
   ASSERT_EQ(notes.calls.size(), 1u);
-  EXPECT_FALSE(cq->poll_lc());
+  EXPECT_FALSE(cq->poll_st());
   EXPECT_EQ(notes.calls.size(), 1u);
   // Drained and re-armed: nothing due until a new completion.
   drain(*cq);
   cq->arm(NdkCqNotifyType::kAny);
-  cq->poll_lc();
+  cq->poll_st();
   EXPECT_EQ(notes.calls.size(), 1u);
-  cq->produce_lc(entry(1));
+  cq->produce_st(entry(1));
   EXPECT_EQ(notes.calls.size(), 2u);
 }
 
@@ -193,21 +193,21 @@ TEST(CompletionQueue, NotifyErrorsIgnoresSuccessfulCompletions) {
   Notes notes;
   auto cq = make_cq(16, &notes);
   cq->arm(NdkCqNotifyType::kErrors);
-  cq->produce_lc(entry(0));
-  cq->produce_lc(entry(1), /*solicited=*/true);
-  cq->poll_lc();
+  cq->produce_st(entry(0));
+  cq->produce_st(entry(1), /*solicited=*/true);
+  cq->poll_st();
   EXPECT_TRUE(notes.calls.empty());
-  cq->produce_lc(entry(2, STATUS_CANCELLED));
+  cq->produce_st(entry(2, STATUS_CANCELLED));
   ASSERT_EQ(notes.calls.size(), 1u);
   EXPECT_EQ(notes.calls[0], STATUS_SUCCESS);  // the CQ is fine; the entry carries the error
   // An error already queued when ERRORS is armed fires on the next poll.
   cq->arm(NdkCqNotifyType::kErrors);
-  cq->poll_lc();
+  cq->poll_st();
   EXPECT_EQ(notes.calls.size(), 2u);
   // Consumed errors no longer count.
   drain(*cq);
   cq->arm(NdkCqNotifyType::kErrors);
-  cq->poll_lc();
+  cq->poll_st();
   EXPECT_EQ(notes.calls.size(), 2u);
 }
 
@@ -215,19 +215,19 @@ TEST(CompletionQueue, NotifySolicitedFiresForSolicitedOrError) {
   Notes notes;
   auto cq = make_cq(16, &notes);
   cq->arm(NdkCqNotifyType::kSolicited);
-  cq->produce_lc(entry(0, STATUS_SUCCESS, NdkOperationType::kReceive));
-  cq->poll_lc();
+  cq->produce_st(entry(0, STATUS_SUCCESS, NdkOperationType::kReceive));
+  cq->poll_st();
   EXPECT_TRUE(notes.calls.empty());
-  cq->produce_lc(entry(1, STATUS_SUCCESS, NdkOperationType::kReceive), /*solicited=*/true);
+  cq->produce_st(entry(1, STATUS_SUCCESS, NdkOperationType::kReceive), /*solicited=*/true);
   EXPECT_EQ(notes.calls.size(), 1u);
   cq->arm(NdkCqNotifyType::kSolicited);
-  cq->poll_lc();  // the solicited entry is still queued: due
+  cq->poll_st();  // the solicited entry is still queued: due
   EXPECT_EQ(notes.calls.size(), 2u);
   drain(*cq);
   cq->arm(NdkCqNotifyType::kSolicited);
-  cq->produce_lc(entry(2));
+  cq->produce_st(entry(2));
   EXPECT_EQ(notes.calls.size(), 2u);
-  cq->produce_lc(entry(3, STATUS_ACCESS_VIOLATION));
+  cq->produce_st(entry(3, STATUS_ACCESS_VIOLATION));
   EXPECT_EQ(notes.calls.size(), 3u);
 }
 
@@ -236,42 +236,42 @@ TEST(CompletionQueue, ArmsMergeToTheWidest) {
   auto cq = make_cq(16, &notes);
   cq->arm(NdkCqNotifyType::kErrors);
   cq->arm(NdkCqNotifyType::kAny);
-  cq->produce_lc(entry(0));  // plain success: fires only because the merge gave ANY
+  cq->produce_st(entry(0));  // plain success: fires only because the merge gave ANY
   EXPECT_EQ(notes.calls.size(), 1u);
   drain(*cq);
 
   cq->arm(NdkCqNotifyType::kAny);
   cq->arm(NdkCqNotifyType::kErrors);  // narrower arm does not narrow ANY
-  cq->produce_lc(entry(1));
+  cq->produce_st(entry(1));
   EXPECT_EQ(notes.calls.size(), 2u);
   drain(*cq);
 
   cq->arm(NdkCqNotifyType::kSolicited);
   cq->arm(NdkCqNotifyType::kErrors);
-  cq->produce_lc(entry(2));
+  cq->produce_st(entry(2));
   EXPECT_EQ(notes.calls.size(), 2u);
-  cq->produce_lc(entry(3), /*solicited=*/true);
+  cq->produce_st(entry(3), /*solicited=*/true);
   EXPECT_EQ(notes.calls.size(), 3u);
-  cq->produce_lc(entry(4, STATUS_CANCELLED));  // the merged arm was used up
+  cq->produce_st(entry(4, STATUS_CANCELLED));  // the merged arm was used up
   EXPECT_EQ(notes.calls.size(), 3u);
 }
 
 TEST(CompletionQueue, OverrunReportsBufferOverflowAndKillsTheCq) {
   Notes notes;
   auto cq = make_cq(4, &notes);
-  for (uint64_t i = 0; i < 4; ++i) ASSERT_EQ(cq->produce_lc(entry(i)), STATUS_SUCCESS);
-  EXPECT_FALSE(cq->has_room_lc());
-  EXPECT_EQ(cq->produce_lc(entry(4)), STATUS_BUFFER_OVERFLOW);
+  for (uint64_t i = 0; i < 4; ++i) ASSERT_EQ(cq->produce_st(entry(i)), STATUS_SUCCESS);
+  EXPECT_FALSE(cq->has_room_st());
+  EXPECT_EQ(cq->produce_st(entry(4)), STATUS_BUFFER_OVERFLOW);
   ASSERT_EQ(notes.calls.size(), 1u);  // reported although the CQ was not armed
   EXPECT_EQ(notes.calls[0], STATUS_BUFFER_OVERFLOW);
   EXPECT_TRUE(cq->overrun());
   // Dead for good: even after draining, nothing is accepted and no more callbacks come.
   EXPECT_EQ(drain(*cq), seq(0, 4));
   cq->arm(NdkCqNotifyType::kAny);
-  EXPECT_EQ(cq->produce_lc(entry(5)), STATUS_BUFFER_OVERFLOW);
-  cq->poll_lc();
+  EXPECT_EQ(cq->produce_st(entry(5)), STATUS_BUFFER_OVERFLOW);
+  cq->poll_st();
   EXPECT_EQ(notes.calls.size(), 1u);
-  EXPECT_EQ(cq->resize_lc(64), STATUS_INVALID_DEVICE_STATE);
+  EXPECT_EQ(cq->resize_st(64), STATUS_INVALID_DEVICE_STATE);
   EXPECT_EQ(cq->stats().overruns, 2u);
 }
 
@@ -280,13 +280,13 @@ TEST(CompletionQueue, ResizeGrowKeepsQueuedEntriesInOrder) {
   TestAllocator alloc;
   auto cq = make_cq(4, &notes, 1024, alloc.hook());
   // Move head off slot 0 so the copy has to follow sequence numbers through a wrap.
-  for (uint64_t i = 0; i < 3; ++i) cq->produce_lc(entry(i));
+  for (uint64_t i = 0; i < 3; ++i) cq->produce_st(entry(i));
   EXPECT_EQ(drain(*cq), seq(0, 3));
-  for (uint64_t i = 3; i < 7; ++i) ASSERT_EQ(cq->produce_lc(entry(i)), STATUS_SUCCESS);
-  ASSERT_EQ(cq->resize_lc(100), STATUS_SUCCESS);
+  for (uint64_t i = 3; i < 7; ++i) ASSERT_EQ(cq->produce_st(entry(i)), STATUS_SUCCESS);
+  ASSERT_EQ(cq->resize_st(100), STATUS_SUCCESS);
   EXPECT_EQ(cq->depth(), 100u);
-  for (uint64_t i = 7; i < 103; ++i) ASSERT_EQ(cq->produce_lc(entry(i)), STATUS_SUCCESS);
-  EXPECT_EQ(cq->produce_lc(entry(103)), STATUS_BUFFER_OVERFLOW);  // the new depth is enforced
+  for (uint64_t i = 7; i < 103; ++i) ASSERT_EQ(cq->produce_st(entry(i)), STATUS_SUCCESS);
+  EXPECT_EQ(cq->produce_st(entry(103)), STATUS_BUFFER_OVERFLOW);  // the new depth is enforced
   EXPECT_EQ(drain(*cq), seq(3, 103));
   EXPECT_EQ(cq->retired_rings(), 0u);  // consumer idle: the old ring was freed at once
   EXPECT_EQ(alloc.rings.load(), 1);
@@ -297,18 +297,18 @@ TEST(CompletionQueue, ResizeGrowKeepsQueuedEntriesInOrder) {
 TEST(CompletionQueue, ResizeShrinkAndInvalidParameters) {
   Notes notes;
   auto cq = make_cq(16, &notes, 64);
-  for (uint64_t i = 0; i < 5; ++i) cq->produce_lc(entry(i));
+  for (uint64_t i = 0; i < 5; ++i) cq->produce_st(entry(i));
   NdkResultEx out[2];
   ASSERT_EQ(cq->get_results_ex(out, 2), 2u);               // 3 queued now
-  EXPECT_EQ(cq->resize_lc(2), STATUS_INVALID_PARAMETER);   // fewer than queued
-  EXPECT_EQ(cq->resize_lc(65), STATUS_INVALID_PARAMETER);  // above MaxCqDepth
-  EXPECT_EQ(cq->resize_lc(0), STATUS_INVALID_PARAMETER);
+  EXPECT_EQ(cq->resize_st(2), STATUS_INVALID_PARAMETER);   // fewer than queued
+  EXPECT_EQ(cq->resize_st(65), STATUS_INVALID_PARAMETER);  // above MaxCqDepth
+  EXPECT_EQ(cq->resize_st(0), STATUS_INVALID_PARAMETER);
   EXPECT_EQ(cq->depth(), 16u);                  // failures leave the CQ as it was
-  ASSERT_EQ(cq->resize_lc(3), STATUS_SUCCESS);  // exactly the queued count
+  ASSERT_EQ(cq->resize_st(3), STATUS_SUCCESS);  // exactly the queued count
   EXPECT_EQ(cq->depth(), 3u);
-  EXPECT_FALSE(cq->has_room_lc());
+  EXPECT_FALSE(cq->has_room_st());
   EXPECT_EQ(drain(*cq), seq(2, 5));
-  ASSERT_EQ(cq->resize_lc(64), STATUS_SUCCESS);  // == MaxCqDepth is allowed
+  ASSERT_EQ(cq->resize_st(64), STATUS_SUCCESS);  // == MaxCqDepth is allowed
   EXPECT_EQ(cq->stats().resizes, 2u);
 }
 
@@ -316,15 +316,15 @@ TEST(CompletionQueue, ResizeAllocationFailureIsInsufficientResources) {
   Notes notes;
   TestAllocator alloc;
   auto cq = make_cq(8, &notes, 1024, alloc.hook());
-  for (uint64_t i = 0; i < 6; ++i) cq->produce_lc(entry(i));
+  for (uint64_t i = 0; i < 6; ++i) cq->produce_st(entry(i));
   alloc.fail = true;
-  EXPECT_EQ(cq->resize_lc(512), STATUS_INSUFFICIENT_RESOURCES);
+  EXPECT_EQ(cq->resize_st(512), STATUS_INSUFFICIENT_RESOURCES);
   EXPECT_EQ(cq->depth(), 8u);
   alloc.fail = false;
   // Unchanged: the same entries, still depth 8.
-  cq->produce_lc(entry(6));
-  cq->produce_lc(entry(7));
-  EXPECT_EQ(cq->produce_lc(entry(8)), STATUS_BUFFER_OVERFLOW);
+  cq->produce_st(entry(6));
+  cq->produce_st(entry(7));
+  EXPECT_EQ(cq->produce_st(entry(8)), STATUS_BUFFER_OVERFLOW);
   EXPECT_EQ(drain(*cq), seq(0, 8));
 }
 
@@ -346,7 +346,7 @@ TEST(CompletionQueue, StressResizeWhileConsumerDrains) {
     uint64_t next = 0;
     while (!stop.load(std::memory_order_acquire)) {
       if (uint32_t depth = request.load(std::memory_order_acquire)) {
-        const NTSTATUS s = cq->resize_lc(depth);
+        const NTSTATUS s = cq->resize_st(depth);
         if (s == STATUS_SUCCESS) {
           ++succeeded;
         } else if (s == STATUS_INVALID_PARAMETER) {
@@ -357,12 +357,12 @@ TEST(CompletionQueue, StressResizeWhileConsumerDrains) {
         request.store(0, std::memory_order_release);
         ++answered;
       }
-      for (int burst = 0; burst < 16 && next < kEntries && cq->has_room_lc(); ++burst) {
-        const NTSTATUS s = cq->produce_lc(entry(next));
+      for (int burst = 0; burst < 16 && next < kEntries && cq->has_room_st(); ++burst) {
+        const NTSTATUS s = cq->produce_st(entry(next));
         if (s != STATUS_SUCCESS) unexpected = s;
         ++next;
       }
-      cq->poll_lc();
+      cq->poll_st();
     }
   });
 
@@ -411,7 +411,7 @@ TEST(CompletionQueue, StressResizeWhileConsumerDrains) {
   EXPECT_EQ(cq->stats().resizes, static_cast<uint64_t>(succeeded.load()));
   EXPECT_FALSE(cq->overrun());
   EXPECT_TRUE(notes.calls.empty());
-  cq->poll_lc();  // consumer idle: any retired ring is freed now
+  cq->poll_st();  // consumer idle: any retired ring is freed now
   EXPECT_EQ(cq->retired_rings(), 0u);
   EXPECT_EQ(alloc.rings.load(), 1);
   cq.reset();
@@ -440,10 +440,10 @@ TEST(CompletionQueue, StressArmNeverLosesAWakeup) {
     unsigned pace = 1;
     while (!stop.load(std::memory_order_acquire)) {
       pace = pace * 5 % 97 + 1;
-      for (unsigned k = 0; k < pace % 4 && next < kEntries && cq->has_room_lc(); ++k) {
-        cq->produce_lc(entry(next++));
+      for (unsigned k = 0; k < pace % 4 && next < kEntries && cq->has_room_st(); ++k) {
+        cq->produce_st(entry(next++));
       }
-      cq->poll_lc();
+      cq->poll_st();
     }
   });
   uint64_t expect = 0, errors = 0, sleeps = 0;

@@ -37,25 +37,25 @@ std::unique_ptr<SendQueue> make_sq(uint32_t depth, bool connected = true) {
 TEST(WorkQueue, PostBeforeConnectIsConnectionInvalid) {
   auto sq = make_sq(4, /*connected=*/false);
   EXPECT_EQ(sq->post(write_wqe(1)), STATUS_CONNECTION_INVALID);
-  EXPECT_EQ(sq->ring().readable_lc(), 0u);  // failed posts leave nothing for the core
+  EXPECT_EQ(sq->ring().readable_st(), 0u);  // failed posts leave nothing for the core
   sq->set_connected(true);
   EXPECT_EQ(sq->post(write_wqe(2)), STATUS_SUCCESS);
-  ASSERT_EQ(sq->ring().readable_lc(), 1u);
-  EXPECT_EQ(sq->ring().at_lc(0).request_context, ctx_of(2));
-  EXPECT_EQ(sq->ring().at_lc(0).remote_address, 0x1002u);
+  ASSERT_EQ(sq->ring().readable_st(), 1u);
+  EXPECT_EQ(sq->ring().at_st(0).request_context, ctx_of(2));
+  EXPECT_EQ(sq->ring().at_st(0).remote_address, 0x1002u);
 }
 
 TEST(WorkQueue, FullQueueIsInsufficientResourcesUntilTheCoreReleases) {
   auto sq = make_sq(3);  // capacity 4, depth 3
   for (uint64_t i = 0; i < 3; ++i) ASSERT_EQ(sq->post(write_wqe(i)), STATUS_SUCCESS);
   EXPECT_EQ(sq->post(write_wqe(3)), STATUS_INSUFFICIENT_RESOURCES);
-  ASSERT_EQ(sq->ring().readable_lc(), 3u);
+  ASSERT_EQ(sq->ring().readable_st(), 3u);
   // Reading does not free a slot; only completion (release) does.
   EXPECT_EQ(sq->post(write_wqe(3)), STATUS_INSUFFICIENT_RESOURCES);
-  sq->ring().release_lc(1);
+  sq->ring().release_st(1);
   EXPECT_EQ(sq->post(write_wqe(3)), STATUS_SUCCESS);
-  ASSERT_EQ(sq->ring().readable_lc(), 3u);
-  for (uint32_t i = 0; i < 3; ++i) EXPECT_EQ(sq->ring().at_lc(i).request_context, ctx_of(i + 1));
+  ASSERT_EQ(sq->ring().readable_st(), 3u);
+  for (uint32_t i = 0; i < 3; ++i) EXPECT_EQ(sq->ring().at_st(i).request_context, ctx_of(i + 1));
 }
 
 TEST(WorkQueue, InvalidSgeCountAndInlineSize) {
@@ -68,7 +68,7 @@ TEST(WorkQueue, InvalidSgeCountAndInlineSize) {
   w.sge_count = 1;
   w.sge[0] = NdkSge{big, sizeof(big), 0};  // 40 > 32 inline bytes
   EXPECT_EQ(sq->post(w), STATUS_INVALID_PARAMETER);
-  EXPECT_EQ(sq->ring().readable_lc(), 0u);
+  EXPECT_EQ(sq->ring().readable_st(), 0u);
 }
 
 TEST(WorkQueue, InlineDataIsCopiedAtPostTime) {
@@ -82,8 +82,8 @@ TEST(WorkQueue, InlineDataIsCopiedAtPostTime) {
   w.sge[1] = NdkSge{b, 3, 0};
   ASSERT_EQ(sq->post(w), STATUS_SUCCESS);
   std::memset(a, 0, sizeof(a));  // the consumer may reuse its buffer right away
-  ASSERT_EQ(sq->ring().readable_lc(), 1u);
-  const SendWqe& got = sq->ring().at_lc(0);
+  ASSERT_EQ(sq->ring().readable_st(), 1u);
+  const SendWqe& got = sq->ring().at_st(0);
   EXPECT_EQ(got.inline_length, 8u);
   EXPECT_EQ(std::memcmp(got.inline_data, "hello!?.", 8), 0);
 }
@@ -92,16 +92,16 @@ TEST(WorkQueue, DeferPublishesWithTheNextPlainPost) {
   auto sq = make_sq(8);
   ASSERT_EQ(sq->post(write_wqe(0, NDK_OP_FLAG_DEFER)), STATUS_SUCCESS);
   ASSERT_EQ(sq->post(write_wqe(1, NDK_OP_FLAG_DEFER)), STATUS_SUCCESS);
-  EXPECT_EQ(sq->ring().readable_lc(), 0u);  // the core sees nothing yet
+  EXPECT_EQ(sq->ring().readable_st(), 0u);  // the core sees nothing yet
   EXPECT_EQ(sq->ring().deferred(), 2u);
   ASSERT_EQ(sq->post(write_wqe(2)), STATUS_SUCCESS);
-  ASSERT_EQ(sq->ring().readable_lc(), 3u);
-  for (uint32_t i = 0; i < 3; ++i) EXPECT_EQ(sq->ring().at_lc(i).request_context, ctx_of(i));
+  ASSERT_EQ(sq->ring().readable_st(), 3u);
+  for (uint32_t i = 0; i < 3; ++i) EXPECT_EQ(sq->ring().at_st(i).request_context, ctx_of(i));
   // An explicit flush also publishes.
   ASSERT_EQ(sq->post(write_wqe(3, NDK_OP_FLAG_DEFER)), STATUS_SUCCESS);
-  EXPECT_EQ(sq->ring().readable_lc(), 3u);
+  EXPECT_EQ(sq->ring().readable_st(), 3u);
   sq->flush_deferred();
-  EXPECT_EQ(sq->ring().readable_lc(), 4u);
+  EXPECT_EQ(sq->ring().readable_st(), 4u);
 }
 
 TEST(WorkQueue, FailedPostFlushesEarlierDeferredRequests) {
@@ -109,13 +109,13 @@ TEST(WorkQueue, FailedPostFlushesEarlierDeferredRequests) {
   ASSERT_EQ(sq->post(write_wqe(0, NDK_OP_FLAG_DEFER)), STATUS_SUCCESS);
   ASSERT_EQ(sq->post(write_wqe(1, NDK_OP_FLAG_DEFER)), STATUS_SUCCESS);
   EXPECT_EQ(sq->post(write_wqe(2, NDK_OP_FLAG_DEFER)), STATUS_INSUFFICIENT_RESOURCES);
-  EXPECT_EQ(sq->ring().readable_lc(), 2u);  // NDK: flush deferred work on inline failure
+  EXPECT_EQ(sq->ring().readable_st(), 2u);  // NDK: flush deferred work on inline failure
   // Same for a post refused because the QP left RTS.
   auto sq2 = make_sq(4);
   ASSERT_EQ(sq2->post(write_wqe(0, NDK_OP_FLAG_DEFER)), STATUS_SUCCESS);
   sq2->set_connected(false);
   EXPECT_EQ(sq2->post(write_wqe(1)), STATUS_CONNECTION_INVALID);
-  EXPECT_EQ(sq2->ring().readable_lc(), 1u);
+  EXPECT_EQ(sq2->ring().readable_st(), 1u);
 }
 
 TEST(WorkQueue, ReceiveQueueAcceptsPostsBeforeConnect) {
@@ -129,12 +129,12 @@ TEST(WorkQueue, ReceiveQueueAcceptsPostsBeforeConnect) {
   r.sge[0] = NdkSge{buf, sizeof(buf), 0x101};
   EXPECT_EQ(rq->post(r), STATUS_SUCCESS);
   EXPECT_EQ(rq->post(r, NDK_OP_FLAG_DEFER), STATUS_SUCCESS);
-  EXPECT_EQ(rq->ring().readable_lc(), 1u);
+  EXPECT_EQ(rq->ring().readable_st(), 1u);
   EXPECT_EQ(rq->post(r), STATUS_INSUFFICIENT_RESOURCES);
-  EXPECT_EQ(rq->ring().readable_lc(), 2u);
+  EXPECT_EQ(rq->ring().readable_st(), 2u);
   r.sge_count = 2;
   EXPECT_EQ(rq->post(r), STATUS_INVALID_PARAMETER);
-  EXPECT_EQ(sge_bytes(rq->ring().at_lc(0)), 16u);
+  EXPECT_EQ(sge_bytes(rq->ring().at_st(0)), 16u);
 }
 
 TEST(WorkQueue, CreateRejectsBadArguments) {
@@ -162,25 +162,25 @@ TEST(WorkQueue, SrqSharedTakeAndLimitNotification) {
     r.request_context = ctx_of(i);
     ASSERT_EQ(srq->post(r), STATUS_SUCCESS);
   }
-  ASSERT_EQ(srq->modify_lc(8, 4), STATUS_SUCCESS);  // notify below 4 posted receives
+  ASSERT_EQ(srq->modify_st(8, 4), STATUS_SUCCESS);  // notify below 4 posted receives
   RecvWqe got;
   // Two QPs of the core take in turn; FIFO across them.
-  ASSERT_TRUE(srq->take_lc(&got));
+  ASSERT_TRUE(srq->take_st(&got));
   EXPECT_EQ(got.request_context, ctx_of(0));
-  ASSERT_TRUE(srq->take_lc(&got));  // 4 left: not below the limit yet
+  ASSERT_TRUE(srq->take_st(&got));  // 4 left: not below the limit yet
   EXPECT_EQ(got.request_context, ctx_of(1));
   EXPECT_TRUE(notes.calls.empty());
-  ASSERT_TRUE(srq->take_lc(&got));  // 3 left: fires once and disarms
+  ASSERT_TRUE(srq->take_st(&got));  // 3 left: fires once and disarms
   ASSERT_EQ(notes.calls.size(), 1u);
   EXPECT_EQ(notes.calls[0], STATUS_SUCCESS);
-  EXPECT_EQ(srq->limit_lc(), 0u);
-  ASSERT_TRUE(srq->take_lc(&got));
+  EXPECT_EQ(srq->limit_st(), 0u);
+  ASSERT_TRUE(srq->take_st(&got));
   EXPECT_EQ(notes.calls.size(), 1u);
-  ASSERT_TRUE(srq->take_lc(&got));
-  ASSERT_TRUE(srq->take_lc(&got));
+  ASSERT_TRUE(srq->take_st(&got));
+  ASSERT_TRUE(srq->take_st(&got));
   EXPECT_EQ(got.request_context, ctx_of(5));
-  EXPECT_FALSE(srq->take_lc(&got));  // empty: the responder sends an RNR NAK
-  EXPECT_EQ(srq->limit_events_lc(), 1u);
+  EXPECT_FALSE(srq->take_st(&got));  // empty: the responder sends an RNR NAK
+  EXPECT_EQ(srq->limit_events_st(), 1u);
 }
 
 TEST(WorkQueue, SrqModifyStatuses) {
@@ -189,10 +189,10 @@ TEST(WorkQueue, SrqModifyStatuses) {
   ASSERT_EQ(status, STATUS_SUCCESS);
   RecvWqe r;
   for (int i = 0; i < 5; ++i) ASSERT_EQ(srq->post(r), STATUS_SUCCESS);
-  EXPECT_EQ(srq->modify_lc(4, 0), STATUS_INVALID_PARAMETER);  // 5 posted
-  EXPECT_EQ(srq->modify_lc(8, 9), STATUS_INVALID_PARAMETER);  // threshold above depth
-  EXPECT_EQ(srq->modify_lc(16, 0), STATUS_NOT_SUPPORTED);     // above the allocated capacity
-  ASSERT_EQ(srq->modify_lc(5, 0), STATUS_SUCCESS);
+  EXPECT_EQ(srq->modify_st(4, 0), STATUS_INVALID_PARAMETER);  // 5 posted
+  EXPECT_EQ(srq->modify_st(8, 9), STATUS_INVALID_PARAMETER);  // threshold above depth
+  EXPECT_EQ(srq->modify_st(16, 0), STATUS_NOT_SUPPORTED);     // above the allocated capacity
+  ASSERT_EQ(srq->modify_st(5, 0), STATUS_SUCCESS);
   EXPECT_EQ(srq->post(r), STATUS_INSUFFICIENT_RESOURCES);  // new depth enforced on posts
 }
 
@@ -211,12 +211,12 @@ TEST(WorkQueue, TwoThreadPostAndConsumeKeepsOrder) {
   uint64_t seen = 0, errors = 0;
   std::thread core([&] {
     while (seen < kPosts) {
-      const uint32_t n = sq->ring().readable_lc();
+      const uint32_t n = sq->ring().readable_st();
       for (uint32_t i = 0; i < n; ++i) {
-        errors += sq->ring().at_lc(i).request_context != ctx_of(seen + i);
+        errors += sq->ring().at_st(i).request_context != ctx_of(seen + i);
       }
       seen += n;
-      sq->ring().release_lc(n);
+      sq->ring().release_st(n);
     }
     done = true;
   });

@@ -53,7 +53,7 @@ struct Async {
 class NdkThreads : public CmFixture {
  protected:
   void start_pump() {
-    // The cores were made on this (the main) lcore and check it in their `_lc` methods; the pump
+    // The cores were made on this (the main) lcore and check it in their `_st` methods; the pump
     // thread takes the main lcore's identity while the test thread only waits.
     const unsigned lcore = rte_lcore_id();
     pump_thread_ = std::thread([this, lcore] {

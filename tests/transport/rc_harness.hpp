@@ -238,16 +238,16 @@ struct Wire {
   static void deliver(Host& to, std::vector<Frame>& frames, uint64_t now) {
     std::vector<wire::Bytes> spans;
     for (const Frame& f : frames) spans.emplace_back(f.data(), f.size());
-    to.eng->rx_burst_lc(spans, now);
+    to.eng->rx_burst_st(spans, now);
   }
 
   // One round: A polls, its frames reach B, B polls, its frames reach A. Time advances 1 µs.
   bool step() {
-    bool busy = a.eng->poll_lc(now);
+    bool busy = a.eng->poll_st(now);
     auto ab = mangle(a.tx, held_ab);
     busy |= !ab.empty();
     deliver(b, ab, now);
-    busy |= b.eng->poll_lc(now);
+    busy |= b.eng->poll_st(now);
     auto ba = mangle(b.tx, held_ba);
     busy |= !ba.empty();
     deliver(a, ba, now);

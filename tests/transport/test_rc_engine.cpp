@@ -33,7 +33,7 @@ TEST_F(Pair, SendRecvEverySizeByteExact) {
               STATUS_SUCCESS);
     // Posting alone does nothing: the owning core has not polled yet.
     EXPECT_TRUE(a.tx.empty());
-    ASSERT_TRUE(a.eng->poll_lc(w.now));
+    ASSERT_TRUE(a.eng->poll_st(w.now));
     ASSERT_FALSE(a.tx.empty());
     EXPECT_TRUE(qb->recv_cqes().empty());  // B has not received anything yet
     std::vector<NdkResultEx> sc, rc;
@@ -72,7 +72,7 @@ TEST_F(Pair, SendWithImmediateAndSolicitedEvent) {
   s.has_immediate = true;
   s.immediate = 0xDEADBEEF;
   ASSERT_EQ(qa->sq->post(s), STATUS_SUCCESS);
-  a.eng->poll_lc(w.now);
+  a.eng->poll_st(w.now);
   ASSERT_EQ(a.tx.size(), 1u);
   const Frame f = a.tx[0];
   const wire::ParsedPacket p = parse_frame(f);
@@ -226,7 +226,7 @@ TEST_F(Pair, UnalignedAtomicIsALocalError) {
   fa.remote_address = target.va() + 4;
   fa.remote_token = target.tokens.remote;
   ASSERT_EQ(qa->sq->post(fa), STATUS_SUCCESS);
-  a.eng->poll_lc(w.now);
+  a.eng->poll_st(w.now);
   EXPECT_TRUE(a.tx.empty()) << "nothing goes on the wire";
   auto sc = qa->send_cqes();
   ASSERT_EQ(sc.size(), 1u);
@@ -302,7 +302,7 @@ TEST_F(Pair, SendAndInvalidateInvalidatesThePeersRegion) {
   SendWqe s = send_wqe(SendOpcode::kSendAndInvalidate, tag(2), {src.sge(0, 16)});
   s.invalidate_token = fr.remote;
   ASSERT_EQ(qa->sq->post(s), STATUS_SUCCESS);
-  a.eng->poll_lc(w.now);
+  a.eng->poll_st(w.now);
   const wire::ParsedPacket p = parse_frame(a.tx.at(0));
   EXPECT_EQ(p.f.bth.opcode, wire::opcode::kRcSendOnlyInv);
   EXPECT_EQ(p.f.ieth_rkey, fr.remote);
@@ -327,7 +327,7 @@ TEST_F(Pair, ReadFenceWaitsForEarlierReads) {
   wr.remote_token = dst.tokens.remote;
   ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
   ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
-  a.eng->poll_lc(w.now);
+  a.eng->poll_st(w.now);
   ASSERT_EQ(a.tx.size(), 1u) << "the fenced WRITE waits for the READ response";
   EXPECT_EQ(parse_frame(a.tx[0]).f.bth.opcode, wire::opcode::kRcReadRequest);
   w.settle();
@@ -346,7 +346,7 @@ TEST_F(Pair, OutboundReadLimitCapsReadsInFlight) {
     rd.remote_token = remote.tokens.remote;
     ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
   }
-  a.eng->poll_lc(w.now);
+  a.eng->poll_st(w.now);
   EXPECT_EQ(a.tx.size(), 8u) << "ORL is 8";
   w.settle(100);
   EXPECT_EQ(qa->send_cqes().size(), 20u);
@@ -360,10 +360,10 @@ TEST_F(Pair, RollbackWhenTheSinkHasNoBuffer) {
   ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(2), {src.sge(0, 3 * kMtu)})),
             STATUS_SUCCESS);
   a.fail_allocs = 1;
-  a.eng->poll_lc(w.now);
+  a.eng->poll_st(w.now);
   EXPECT_TRUE(a.tx.empty());
   EXPECT_EQ(a.eng->counters().get(RcCounter::kTxNoBuffer), 1u);
-  a.eng->poll_lc(w.now);
+  a.eng->poll_st(w.now);
   ASSERT_EQ(a.tx.size(), 3u);
   for (uint32_t i = 0; i < 3; ++i)
     EXPECT_EQ(parse_frame(a.tx[i]).f.bth.psn, 100 + i) << "no PSN was lost";
@@ -381,11 +381,11 @@ TEST_F(Pair, AckIsCoalescedPerPoll) {
     wr.remote_token = dst.tokens.remote;
     ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
   }
-  a.eng->poll_lc(w.now);
+  a.eng->poll_st(w.now);
   ASSERT_EQ(a.tx.size(), 10u);
   Wire::deliver(b, a.tx, w.now);
   a.tx.clear();
-  b.eng->poll_lc(w.now);
+  b.eng->poll_st(w.now);
   ASSERT_EQ(b.tx.size(), 1u) << "ten AckReqs in one burst, one ACK";
   const wire::ParsedPacket ack = parse_frame(b.tx[0]);
   EXPECT_EQ(ack.f.bth.opcode, wire::opcode::kRcAck);
@@ -395,7 +395,7 @@ TEST_F(Pair, AckIsCoalescedPerPoll) {
   Wire::deliver(a, b.tx, w.now);
   b.tx.clear();
   EXPECT_TRUE(qa->send_cqes().empty()) << "completions appear only when A polls";
-  a.eng->poll_lc(w.now);
+  a.eng->poll_st(w.now);
   EXPECT_EQ(qa->send_cqes().size(), 10u);
 }
 

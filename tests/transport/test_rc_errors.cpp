@@ -73,7 +73,7 @@ TEST_F(Errors, LocalProtectionErrorOnABadSge) {
   SendWqe s = send_wqe(SendOpcode::kSend, tag(1),
                        {NdkSge{src.ptr(), 128, src.tokens.local}});  // past the MR
   ASSERT_EQ(qa->sq->post(s), STATUS_SUCCESS);
-  a.eng->poll_lc(w.now);
+  a.eng->poll_st(w.now);
   EXPECT_TRUE(a.tx.empty());
   auto sc = qa->send_cqes();
   ASSERT_EQ(sc.size(), 1u);
@@ -89,10 +89,10 @@ TEST_F(Errors, RnrThenSuccessWhenAReceiveIsPosted) {
   Buffer& dst = b.buffer(3000);
   fill_pattern(src.ptr(), 3000, 4);
   ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(1), {src.sge(0, 3000)})), STATUS_SUCCESS);
-  a.eng->poll_lc(w.now);
+  a.eng->poll_st(w.now);
   Wire::deliver(b, a.tx, w.now);
   a.tx.clear();
-  b.eng->poll_lc(w.now);
+  b.eng->poll_st(w.now);
   ASSERT_EQ(b.tx.size(), 1u);
   const wire::ParsedPacket nak = parse_frame(b.tx[0]);
   EXPECT_EQ(nak.f.bth.opcode, wire::opcode::kRcAck);
@@ -103,7 +103,7 @@ TEST_F(Errors, RnrThenSuccessWhenAReceiveIsPosted) {
   b.tx.clear();
   // Before the timer runs out nothing is resent.
   w.now += 1'000'000;
-  a.eng->poll_lc(w.now);
+  a.eng->poll_st(w.now);
   EXPECT_TRUE(a.tx.empty());
   ASSERT_EQ(qb->rq->post(recv_wqe(tag(2), {dst.sge(0, 3000)})), STATUS_SUCCESS);
   w.now += 300'000;
@@ -180,7 +180,7 @@ TEST_F(Errors, AckTimeoutBacksOffToTheConfiguredTime) {
   ASSERT_EQ(qb->rq->post(recv_wqe(tag(1), {})), STATUS_SUCCESS);
   ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(1), {src.sge(0, 0)})), STATUS_SUCCESS);
   uint64_t t = w.now;
-  a.eng->poll_lc(t);
+  a.eng->poll_st(t);
   ASSERT_EQ(a.tx.size(), 1u);
   a.tx.clear();  // lost
   // No RTT sample yet: the first expiry after kRtoInitialNs, then doubling, capped at the local
@@ -188,9 +188,9 @@ TEST_F(Errors, AckTimeoutBacksOffToTheConfiguredTime) {
   const uint64_t expected[] = {kRtoInitialNs, 2 * kRtoInitialNs, 4 * kRtoInitialNs, 4'194'304,
                                4'194'304};
   for (uint64_t gap : expected) {
-    a.eng->poll_lc(t + gap - 1);
+    a.eng->poll_st(t + gap - 1);
     EXPECT_TRUE(a.tx.empty()) << gap;
-    a.eng->poll_lc(t + gap);
+    a.eng->poll_st(t + gap);
     ASSERT_EQ(a.tx.size(), 1u) << "resent after " << gap << " ns";
     const wire::ParsedPacket p = parse_frame(a.tx[0]);
     EXPECT_EQ(p.f.bth.psn, 100u);
@@ -210,7 +210,7 @@ TEST_F(Errors, FlushCancelsEverythingPending) {
   for (int i = 0; i < 3; ++i)
     ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(i), {src.sge(0, 10)})), STATUS_SUCCESS);
   ASSERT_EQ(a.eng->flush_qp(qa->qp->qpn()), STATUS_SUCCESS);
-  a.eng->poll_lc(w.now);
+  a.eng->poll_st(w.now);
   EXPECT_TRUE(a.tx.empty());
   auto sc = qa->send_cqes();
   auto rc = qa->recv_cqes();
@@ -224,7 +224,7 @@ TEST_F(Errors, FlushCancelsEverythingPending) {
   }
   // Receives posted after the flush are cancelled too (the QP stays in ERROR).
   ASSERT_EQ(qa->rq->post(recv_wqe(tag(20), {})), STATUS_SUCCESS);
-  a.eng->poll_lc(w.now);
+  a.eng->poll_st(w.now);
   rc = qa->recv_cqes();
   ASSERT_EQ(rc.size(), 1u);
   EXPECT_EQ(rc[0].status, STATUS_CANCELLED);
@@ -258,7 +258,7 @@ TEST_F(Errors, InvalidOpcodeSequenceIsNakedInvalidRequest) {
   ASSERT_FALSE(frame.empty());
   std::vector<Frame> in = {frame};
   Wire::deliver(b, in, w.now);
-  b.eng->poll_lc(w.now);
+  b.eng->poll_st(w.now);
   ASSERT_EQ(b.tx.size(), 1u);
   const wire::ParsedPacket nak = parse_frame(b.tx[0]);
   EXPECT_EQ(nak.f.aeth.syndrome, wire::kAethNakInvalidRequest);
@@ -275,12 +275,12 @@ TEST_F(Errors, OutOfSequenceGetsOneNakThenRecovers) {
   wr.remote_address = dst.va();
   wr.remote_token = dst.tokens.remote;
   ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
-  a.eng->poll_lc(w.now);
+  a.eng->poll_st(w.now);
   ASSERT_EQ(a.tx.size(), 4u);
   a.tx.erase(a.tx.begin() + 1);  // lose PSN 101
   Wire::deliver(b, a.tx, w.now);
   a.tx.clear();
-  b.eng->poll_lc(w.now);
+  b.eng->poll_st(w.now);
   ASSERT_EQ(b.tx.size(), 1u) << "102 and 103 are ahead: ONE sequence NAK";
   const wire::ParsedPacket nak = parse_frame(b.tx[0]);
   EXPECT_EQ(nak.f.aeth.syndrome, wire::kAethNakPsnSeqError);
@@ -302,12 +302,12 @@ TEST_F(Errors, DuplicateAtomicIsReplayedNotReapplied) {
   fa.remote_token = target.tokens.remote;
   fa.swap_or_add = 5;
   ASSERT_EQ(qa->sq->post(fa), STATUS_SUCCESS);
-  a.eng->poll_lc(w.now);
+  a.eng->poll_st(w.now);
   ASSERT_EQ(a.tx.size(), 1u);
   std::vector<Frame> twice = {a.tx[0], a.tx[0], a.tx[0]};
   a.tx.clear();
   Wire::deliver(b, twice, w.now);
-  b.eng->poll_lc(w.now);
+  b.eng->poll_st(w.now);
   uint64_t v;
   std::memcpy(&v, target.ptr(), 8);
   EXPECT_EQ(v, 5u) << "applied exactly once";

@@ -339,29 +339,29 @@ TEST(DelayedAck, PacketsWithoutAckReqAreAcknowledgedWithinTheDelay) {
   wr.remote_token = dst.tokens.remote;
   ASSERT_EQ(qa.sq->post(wr), STATUS_SUCCESS);
   uint64_t now = 1'000'000;
-  a.eng->poll_lc(now);
+  a.eng->poll_st(now);
   ASSERT_EQ(a.tx.size(), 4u) << "FIRST, MIDDLE, MIDDLE, LAST at MTU 1024";
   // The first two packets arrive (no AckReq on either); the rest is late.
   for (int i = 0; i < 2; ++i) ASSERT_FALSE(parse_frame(a.tx[i]).f.bth.ack_req);
   std::vector<wire::Bytes> in = {wire::Bytes(a.tx[0]), wire::Bytes(a.tx[1])};
-  ASSERT_EQ(b.eng->rx_burst_lc(in, now), 2u);
-  b.eng->poll_lc(now);
+  ASSERT_EQ(b.eng->rx_burst_st(in, now), 2u);
+  b.eng->poll_st(now);
   EXPECT_TRUE(b.tx.empty()) << "coalescing: no ACK at once";
-  b.eng->poll_lc(now + kDelayedAckNs / 2);
+  b.eng->poll_st(now + kDelayedAckNs / 2);
   EXPECT_TRUE(b.tx.empty());
-  b.eng->poll_lc(now + kDelayedAckNs + 1);
+  b.eng->poll_st(now + kDelayedAckNs + 1);
   ASSERT_EQ(b.tx.size(), 1u) << "the delayed ACK is due";
   const wire::ParsedPacket ack = parse_frame(b.tx[0]);
   EXPECT_EQ(ack.f.bth.opcode, wire::opcode::kRcAck);
   EXPECT_EQ(ack.f.bth.psn, parse_frame(a.tx[1]).f.bth.psn) << "covers what executed, no more";
   EXPECT_EQ(ack.f.aeth.syndrome & wire::kAethTypeMask, wire::kAethAck);
   b.tx.clear();
-  b.eng->poll_lc(now + 10 * kDelayedAckNs);
+  b.eng->poll_st(now + 10 * kDelayedAckNs);
   EXPECT_TRUE(b.tx.empty()) << "one ACK per delay, not one per poll";
   // The rest arrives: LAST carries AckReq and is acknowledged at once.
   in = {wire::Bytes(a.tx[2]), wire::Bytes(a.tx[3])};
-  ASSERT_EQ(b.eng->rx_burst_lc(in, now + 10 * kDelayedAckNs), 2u);
-  b.eng->poll_lc(now + 10 * kDelayedAckNs);
+  ASSERT_EQ(b.eng->rx_burst_st(in, now + 10 * kDelayedAckNs), 2u);
+  b.eng->poll_st(now + 10 * kDelayedAckNs);
   ASSERT_EQ(b.tx.size(), 1u);
   EXPECT_EQ(parse_frame(b.tx[0]).f.bth.psn, parse_frame(a.tx[3]).f.bth.psn);
   EXPECT_EQ(std::memcmp(src.ptr(), dst.ptr(), 4096), 0);

@@ -75,7 +75,7 @@ TEST(RcPcap, TrafficOfEveryOpcodePassesRoceCheck) {
   w.settle(100);
   ASSERT_EQ(qa.send_cqes().size(), 8u);
   ASSERT_EQ(qa.sq->post(wr2), STATUS_SUCCESS);
-  a.eng->poll_lc(w.now);
+  a.eng->poll_st(w.now);
   ASSERT_GE(a.tx.size(), 3u);
   a.tx.erase(a.tx.begin());
   w.settle(100);

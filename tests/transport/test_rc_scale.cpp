@@ -81,7 +81,7 @@ struct Side {
   void deliver(Side& to, uint64_t now) {
     std::vector<wire::Bytes> spans;
     for (const auto& f : tx) spans.emplace_back(f.data(), f.size());
-    to.eng->rx_burst_lc(spans, now);
+    to.eng->rx_burst_st(spans, now);
     tx.clear();
   }
 };
@@ -115,7 +115,7 @@ TEST(RcScale, HundredThousandQpsIdleOnesCostNothingPerPoll) {
 
   uint64_t now = 1'000'000;
   // Nothing posted: polls visit no QP at all.
-  for (int i = 0; i < 10; ++i) EXPECT_FALSE(a.eng->poll_lc(now));
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(a.eng->poll_st(now));
   EXPECT_EQ(a.eng->qp_visits(), 0u);
   EXPECT_EQ(a.eng->scheduled_qps(), 0u);
 
@@ -139,10 +139,10 @@ TEST(RcScale, HundredThousandQpsIdleOnesCostNothingPerPoll) {
   NdkResultEx res[16];
   for (int step = 0; step < 20 && completions < 2 * busy.size(); ++step) {
     const uint64_t v0 = a.eng->qp_visits();
-    a.eng->poll_lc(now);
+    a.eng->poll_st(now);
     max_visits_per_poll = std::max(max_visits_per_poll, a.eng->qp_visits() - v0);
     a.deliver(b, now);
-    b.eng->poll_lc(now);
+    b.eng->poll_st(now);
     b.deliver(a, now);
     for (uint32_t n; (n = a.scq->get_results_ex(res, 16)) != 0;) {
       for (uint32_t k = 0; k < n; ++k) EXPECT_EQ(res[k].status, STATUS_SUCCESS);
@@ -159,21 +159,21 @@ TEST(RcScale, HundredThousandQpsIdleOnesCostNothingPerPoll) {
   EXPECT_LE(max_visits_per_poll, busy.size());
 
   // Quiet again: after at most one more visit each, the run list is empty and polls are free.
-  a.eng->poll_lc(now);
-  a.eng->poll_lc(now);
+  a.eng->poll_st(now);
+  a.eng->poll_st(now);
   EXPECT_EQ(a.eng->scheduled_qps(), 0u);
   const uint64_t quiet = a.eng->qp_visits();
-  for (int i = 0; i < 100; ++i) EXPECT_FALSE(a.eng->poll_lc(now + i));
+  for (int i = 0; i < 100; ++i) EXPECT_FALSE(a.eng->poll_st(now + i));
   EXPECT_EQ(a.eng->qp_visits(), quiet);
 
   // Timers are a heap, not a scan: moving past every ACK deadline wakes at most the QPs that
   // armed one, once, and nothing else.
   now += 10'000'000'000ull;
-  a.eng->poll_lc(now);
+  a.eng->poll_st(now);
   EXPECT_LE(a.eng->qp_visits() - quiet, busy.size());
   const uint64_t after_timers = a.eng->qp_visits();
-  a.eng->poll_lc(now + 1);
-  a.eng->poll_lc(now + 2);
+  a.eng->poll_st(now + 1);
+  a.eng->poll_st(now + 2);
   EXPECT_EQ(a.eng->qp_visits(), after_timers);
   EXPECT_EQ(a.eng->counters().get(RcCounter::kAckTimeouts), 0u);
 
@@ -181,7 +181,7 @@ TEST(RcScale, HundredThousandQpsIdleOnesCostNothingPerPoll) {
   const uint32_t far = 70'000;
   ASSERT_EQ(a.eng->flush_qp(a.qps[far]->qpn()), STATUS_SUCCESS);
   const uint64_t before_flush = a.eng->qp_visits();
-  for (int i = 0; i < 5; ++i) a.eng->poll_lc(now + 10 + i);
+  for (int i = 0; i < 5; ++i) a.eng->poll_st(now + 10 + i);
   EXPECT_EQ(a.qps[far]->state(), QpState::kError);
   EXPECT_GE(a.eng->qp_visits() - before_flush, 1u);
   EXPECT_LE(a.eng->qp_visits() - before_flush, 3u);
@@ -195,8 +195,8 @@ TEST(RcScale, HundredThousandQpsIdleOnesCostNothingPerPoll) {
   r.sge[0] = NdkSge{a.buf.data(), 8, a.tokens.local};
   ASSERT_EQ(a.rqs[far]->post(r), STATUS_SUCCESS);
   const uint64_t before_recv = a.eng->qp_visits();
-  a.eng->poll_lc(now + 100);
-  a.eng->poll_lc(now + 101);
+  a.eng->poll_st(now + 100);
+  a.eng->poll_st(now + 101);
   EXPECT_LE(a.eng->qp_visits() - before_recv, 2u);
   ASSERT_EQ(a.rcq->get_results_ex(res, 16), 1u);
   EXPECT_EQ(res[0].status, STATUS_CANCELLED);
@@ -252,9 +252,9 @@ TEST(RcScale, DoorbellFromAnotherThreadNeverLosesAPost) {
        ++round) {
     const uint32_t before = completions;
     const uint32_t posted_now = posted.load(std::memory_order_relaxed);
-    a.eng->poll_lc(now);
+    a.eng->poll_st(now);
     a.deliver(b, now);
-    b.eng->poll_lc(now);
+    b.eng->poll_st(now);
     b.deliver(a, now);
     for (uint32_t n; (n = a.scq->get_results_ex(res, 64)) != 0;) {
       for (uint32_t k = 0; k < n; ++k) {
@@ -275,12 +275,12 @@ TEST(RcScale, DoorbellFromAnotherThreadNeverLosesAPost) {
   producer.join();
   const uint64_t visits_before = a.eng->qp_visits();
   const uint64_t tx_before = a.eng->counters().get(RcCounter::kTxPackets);
-  a.eng->poll_lc(now);
+  a.eng->poll_st(now);
   const uint64_t extra_visits = a.eng->qp_visits() - visits_before;
   const uint64_t extra_tx = a.eng->counters().get(RcCounter::kTxPackets) - tx_before;
   for (uint32_t q = 0; q < kQps; ++q) {
     QueuePair& qp = *a.qps[q];
-    EXPECT_EQ(a.sqs[q]->ring().readable_lc(), 0u)
+    EXPECT_EQ(a.sqs[q]->ring().readable_st(), 0u)
         << "QP " << q << " kept posted work nobody visited: state " << qp_state_name(qp.state())
         << " scheduled " << qp.sched.scheduled << " cur.wqe " << qp.req.cur.wqe << " cur.psn "
         << qp.req.cur.psn << " max_psn_sent " << qp.req.max_psn_sent << " unacked "

@@ -66,8 +66,8 @@ TEST(RcWire, AckAndReadRequestMatchRxeAndRxeReadResponseCompletes) {
   Buffer& rbuf = b.buffer(64);
   ASSERT_EQ(q->rq->post(recv_wqe(tag(1), {rbuf.sge(0, 64)})), STATUS_SUCCESS);
   std::vector<wire::Bytes> in = {wire::Bytes(frames[5].data)};  // frame 6: SEND_ONLY
-  ASSERT_EQ(b.eng->rx_burst_lc(in, 0), 1u);
-  b.eng->poll_lc(0);
+  ASSERT_EQ(b.eng->rx_burst_st(in, 0), 1u);
+  b.eng->poll_st(0);
   ASSERT_EQ(b.tx.size(), 1u);
   {
     const wire::ParsedPacket ours = parse_frame(b.tx[0]);
@@ -87,7 +87,7 @@ TEST(RcWire, AckAndReadRequestMatchRxeAndRxeReadResponseCompletes) {
   rd.remote_address = 0x000055d1c8455d50;
   rd.remote_token = 0x526;
   ASSERT_EQ(q->sq->post(rd), STATUS_SUCCESS);
-  b.eng->poll_lc(0);
+  b.eng->poll_st(0);
   ASSERT_EQ(b.tx.size(), 1u);
   {
     const wire::ParsedPacket ours = parse_frame(b.tx[0]);
@@ -95,8 +95,8 @@ TEST(RcWire, AckAndReadRequestMatchRxeAndRxeReadResponseCompletes) {
     expect_same_fields(ours, rxe);
   }
   in = {wire::Bytes(frames[8].data)};
-  ASSERT_EQ(b.eng->rx_burst_lc(in, 0), 1u);
-  b.eng->poll_lc(0);
+  ASSERT_EQ(b.eng->rx_burst_st(in, 0), 1u);
+  b.eng->poll_st(0);
   auto sc = q->send_cqes();
   ASSERT_EQ(sc.size(), 1u);
   EXPECT_EQ(sc[0].status, STATUS_SUCCESS);
@@ -112,11 +112,11 @@ TEST(RcWire, CorruptFrameIsDroppedOnIcrc) {
   Frame bad = frames[5].data;
   bad[bad.size() - 10] ^= 1;
   std::vector<wire::Bytes> in = {wire::Bytes(bad)};
-  EXPECT_EQ(b.eng->rx_burst_lc(in, 0), 0u);
+  EXPECT_EQ(b.eng->rx_burst_st(in, 0), 0u);
   EXPECT_EQ(b.eng->wire_drops()[static_cast<size_t>(wire::DropReason::kBadIcrc)], 1u);
   // A valid frame for a QPN this core does not have.
   in = {wire::Bytes(frames[5].data)};
-  b.eng->rx_burst_lc(in, 0);
+  b.eng->rx_burst_st(in, 0);
   EXPECT_EQ(b.eng->counters().get(RcCounter::kRxDropNoQp), 1u);
 }
 
