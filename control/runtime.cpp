@@ -26,6 +26,11 @@
 
 namespace rocedp::control {
 
+namespace {
+// How long stop() waits for the adapter's CloseCompletion.
+constexpr int kCloseWaitS = 10;
+}  // namespace
+
 using pmd::log;
 using pmd::LogLevel;
 
@@ -223,11 +228,16 @@ bool Runtime::close_adapter() {
     return false;
   }
   // The pair leaks if the close never completes (objects left open); the process is ending then.
-  const bool ok =
-      wait_until([&] { return closed.load(std::memory_order_acquire); }, std::chrono::seconds(2));
+  // Closing children may still wait on a core's answer or a DREP: on a loaded machine that takes
+  // seconds, so the bound is generous (it only matters when something was left open).
+  const bool ok = wait_until([&] { return closed.load(std::memory_order_acquire); },
+                             std::chrono::seconds(kCloseWaitS));
   if (!ok) {
+    uint32_t open_children = 0;
+    run_on_control([&] { open_children = adapter_ != nullptr ? adapter_->children : 0; });
     log(LogLevel::kWarning, "adapter_close_timeout",
-        {{"note", "objects left open; shutting down anyway"}});
+        {{"open_children", std::to_string(open_children)},
+         {"note", "objects left open; shutting down anyway"}});
     run_on_control([&] { control_->remove_poll_hook_st(adapter_hook_); });
     return false;
   }

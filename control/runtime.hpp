@@ -72,7 +72,7 @@ class Runtime {
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  /// Closes the adapter (waits up to 2 s for its CloseCompletion: the consumer closes its
+  /// Closes the adapter (waits up to 10 s for its CloseCompletion: the consumer closes its
   /// objects first), runs the control thread's shutdown sequence, joins the lcores, closes the
   /// ports, frees the pool and cleans up EAL. Idempotent. False if a step failed (logged).
   bool stop();

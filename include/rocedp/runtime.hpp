@@ -84,7 +84,7 @@ class AdapterRuntime {
   /// Every core stops polling the ports (they stay up). For links whose PMD must not be polled
   /// while the peer goes away (DPDK 22.11 memif). False if a core did not answer within 2 s.
   bool detach_ports();
-  /// Closes the adapter (close your objects first: it waits up to 2 s for its CloseCompletion),
+  /// Closes the adapter (close your objects first: it waits up to 10 s for its CloseCompletion),
   /// stops the control thread and the cores, closes the ports and cleans up EAL. Idempotent.
   /// False if a step failed (logged).
   bool stop();
