@@ -104,8 +104,11 @@ uint32_t RcEngine::rx_burst_st(std::span<const wire::Bytes> frames, uint64_t now
     const size_t end = std::min(frames.size(), start + kRxChunk);
     uint32_t n = 0;
     for (size_t i = start; i < end; ++i) {
-      if (!receive_parse_st(frames[i], rx_pkts_[n], counters_, wire_drop_sink_)) [[unlikely]]
+      const RxParse r = receive_parse_st(frames[i], rx_pkts_[n], counters_, wire_drop_sink_);
+      if (r != RxParse::kExecute) [[unlikely]] {
+        accepted += r == RxParse::kNotRc;  // taken: the engine's own counters have it
         continue;
+      }
       QueuePair* qp = find_qp(rx_pkts_[n].f.bth.dqpn);
       if (qp != nullptr) qp->prefetch();
       rx_qps_[n++] = qp;

@@ -72,8 +72,9 @@ class RcEngine {
 
   // ---- data path ----
 
-  /// Parses and executes a burst of received frames. Returns frames that passed the codec and
-  /// the transport check (the QP may still drop them, counted in counters()).
+  /// Parses and executes a burst of received frames. Returns the frames that passed the codec:
+  /// every one of them is then in counters() (executed, dropped by the QP, or not RC), every
+  /// other one in the wire drop counters, so a frame is never in none or in two.
   uint32_t rx_burst_st(std::span<const wire::Bytes> frames, uint64_t now_ns);
   /// Before the engine runs: count frames the codec refuses in `counters` (indexed by
   /// wire::DropReason; a polling core's drop table starts with these) instead of wire_drops().

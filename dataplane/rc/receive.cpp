@@ -6,20 +6,20 @@
 
 namespace rocedp::rc {
 
-bool receive_parse_st(wire::Bytes frame, wire::ParsedPacket& out, RcCounters& counters,
-                      uint64_t* drops) {
+RxParse receive_parse_st(wire::Bytes frame, wire::ParsedPacket& out, RcCounters& counters,
+                         uint64_t* drops) {
   const wire::DropReason why = wire::parse(frame, out);
   if (why != wire::DropReason::kNone) [[unlikely]] {
     ++drops[static_cast<size_t>(why)];
-    return false;
+    return RxParse::kCodecDrop;
   }
   if (out.op->transport == wire::Transport::kRc) [[likely]]
-    return true;
+    return RxParse::kExecute;
   // An RC QP executes RC opcodes only: a UD SEND (0x64/0x65) or anything else must never run
   // as an RC request. A CNP (0x81) is congestion feedback, counted as such (no rate control yet).
   counters.add(out.op->transport == wire::Transport::kCnp ? RcCounter::kRxCnp
                                                           : RcCounter::kRxDropNotRc);
-  return false;
+  return RxParse::kNotRc;
 }
 
 void receive_dispatch_st(QueuePair* qp, RcContext& ctx, const wire::ParsedPacket& pkt,

@@ -15,11 +15,17 @@ namespace rocedp::rc {
 
 using WireDropCounters = std::array<uint64_t, wire::kDropReasonCount>;
 
-/// Parses `frame` into `out` (ICRC verified). False if the codec refused it (counted in
-/// `drops`, indexed by wire::DropReason) or it is not RC: a CNP is counted (kRxCnp), any other
-/// non-RC opcode dropped (kRxDropNotRc).
-bool receive_parse_st(wire::Bytes frame, wire::ParsedPacket& out, RcCounters& counters,
-                      uint64_t* drops);
+/// What receive_parse_st made of a frame.
+enum class RxParse : uint8_t {
+  kExecute,    ///< an RC packet: hand it to receive_dispatch_st
+  kCodecDrop,  ///< the codec refused it: counted in `drops` (wire::DropReason)
+  kNotRc,      ///< parsed, but not RC: counted by the engine (kRxCnp or kRxDropNotRc)
+};
+
+/// Parses `frame` into `out` (ICRC verified). Every frame ends in exactly one counter: the
+/// codec's drops, the engine's non-RC counters, or (kExecute) whatever dispatch counts.
+RxParse receive_parse_st(wire::Bytes frame, wire::ParsedPacket& out, RcCounters& counters,
+                         uint64_t* drops);
 
 /// Hands a parsed RC packet to `qp` (null: unknown QPN, counted). Owning core only.
 void receive_dispatch_st(QueuePair* qp, RcContext& ctx, const wire::ParsedPacket& pkt,

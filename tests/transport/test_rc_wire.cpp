@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "dataplane/wire/builder.hpp"
 #include "dataplane/wire/pcap_io.hpp"
 #include "tests/transport/rc_harness.hpp"
 
@@ -118,6 +119,45 @@ TEST(RcWire, CorruptFrameIsDroppedOnIcrc) {
   in = {wire::Bytes(frames[5].data)};
   b.eng->rx_burst_st(in, 0);
   EXPECT_EQ(b.eng->counters().get(RcCounter::kRxDropNoQp), 1u);
+}
+
+// Every frame handed to the engine ends in exactly one counter: the wire drops (codec), or the
+// frames it took (rx_burst_st's return), which its RC counters then account for: non-RC opcodes
+// to a live QPN included (they once landed in no counter of the core's identity).
+TEST(RcWire, EveryFrameLandsInExactlyOneCounter) {
+  auto frames = capture();
+  ASSERT_GE(frames.size(), 9u);
+  Host b{0, 0xC6120000 | 11, 0x0b};
+  auto craft = [&](uint8_t opcode, size_t payload_len) {
+    const wire::ParsedPacket send = parse_frame(frames[5].data);
+    wire::PacketFields f = send.f;
+    f.bth.opcode = opcode;
+    f.deth.qkey = 0x80010000;
+    f.deth.src_qp = 1;
+    std::vector<uint8_t> payload(payload_len, 0x5a);
+    Frame out(wire::frame_len(f, payload_len));
+    EXPECT_EQ(wire::build_frame(out, f, wire::Bytes(payload.data(), payload.size())), out.size());
+    return out;
+  };
+  Frame bad = frames[5].data;
+  bad[bad.size() - 10] ^= 1;
+  const std::vector<Frame> set = {craft(wire::opcode::kUdSendOnly, 8),
+                                  craft(wire::opcode::kUdSendOnlyImm, 8),
+                                  craft(wire::opcode::kCnp, wire::kCnpReservedLen),
+                                  bad,
+                                  Frame(frames[5].data.begin(), frames[5].data.begin() + 40),
+                                  frames[5].data};
+  std::vector<wire::Bytes> in;
+  for (const Frame& f : set) in.emplace_back(f);
+  const uint32_t taken = b.eng->rx_burst_st(in, 0);
+  uint64_t codec = 0;
+  for (uint64_t v : b.eng->wire_drops()) codec += v;
+  EXPECT_EQ(taken + codec, set.size());
+  EXPECT_EQ(codec, 2u) << "bad ICRC and the truncated frame";
+  EXPECT_EQ(b.eng->counters().get(RcCounter::kRxDropNotRc), 2u);
+  EXPECT_EQ(b.eng->counters().get(RcCounter::kRxCnp), 1u);
+  EXPECT_EQ(b.eng->counters().get(RcCounter::kRxDropNoQp), 1u);
+  EXPECT_EQ(taken, 4u);
 }
 
 }  // namespace
