@@ -103,7 +103,7 @@ cat > "$work/daemon.yaml" << YAML
 eal: {lcores: [0, 1], main_lcore: 0, memory_mb: 256, file_prefix: $dprefix, extra_args: ["--no-pci"]}
 ports:
   - name: p0
-    devargs: net_af_packet0,iface=d0
+    devargs: net_af_packet0,iface=d0,framecnt=8192
     mac: "$D_MAC"
     address: 198.18.20.1/24
     neighbours: [{ip: 198.18.20.2, mac: "$C_MAC"}, {ip: 198.18.20.3, mac: "$G_MAC"}, {ip: 198.18.20.4, mac: "$R_MAC"}]
@@ -171,24 +171,40 @@ drops_json() { /usr/bin/python3 "$tel" "$dprefix" /rocedp/drops; }
 
 # The live client: a fresh connection to the echo service, 64 B SEND ping-pong, every echo
 # checked; --json for the percentiles.
+# The client runs a fixed count (--verify needs one); the unloaded run sets it so that every loaded
+# run (slower, never faster) lasts at least $secs seconds after the generator started (~3 s).
+iters=$((secs * 200))
 start_client() {
-  ip netns exec "$ns" "$perf" --connect 198.18.20.1:7000 --config "$work/client-c.yaml" send lat -s 64 -n $((secs * 200)) --verify --json --timeout $((secs + 60)) \
+  ip netns exec "$ns" "$perf" --connect 198.18.20.1:7000 --config "$work/client-c.yaml" send lat -s 64 -n $iters --verify --json --timeout $((secs + 60)) \
     > "$work/client.out" 2> "$work/client.err" &
   client_pid=$!
 }
-# The QP the live connection got (the newest RTS QP on the daemon) and the PSN it expects.
-live_qp() {
-  for _ in $(seq 150); do
+# The QP the live connection got and the PSNs it expects and sends next: the daemon logs the
+# connection at once (the log is polled every 20 ms, so the load starts early in the client's
+# run); the PSNs come from telemetry a moment later. The crafted PSNs are 2^22 away from them,
+# so the few thousand round trips the client makes meanwhile do not matter.
+live_qp() {  # live_qp CONNECTIONS_BEFORE
+  local q=
+  for _ in $(seq 1500); do
     kill -0 "$client_pid" 2> /dev/null || return 1
-    local q
-    q=$(tel_get /rocedp/qps "' '.join(f'{q} {p} {n}' for q, p, n, s in zip(d.get('qpn', []), d.get('expected_psn', []), d.get('next_psn', []), d.get('state', [])) if s == 'RTS')" 2> /dev/null || true)
-    if [ -n "$q" ]; then echo "$q" | awk '{print $(NF-2), $(NF-1), $NF}'; return 0; fi
-    sleep 0.1
+    [ "$(grep -c "event=service_connected" "$work/daemon.log")" -gt "$1" ] && {
+      q=$(grep "event=service_connected" "$work/daemon.log" | tail -n 1 | sed -n 's/.* qpn=\([0-9]*\).*/\1/p')
+      break
+    }
+    sleep 0.02
+  done
+  [ -n "$q" ] || return 1
+  for _ in $(seq 100); do
+    local r
+    r=$(tel_get "/rocedp/qps,$q" "f\"{d['expected_psn']} {d['next_psn']}\" if d.get('state') == 'RTS' else ''" 2> /dev/null || true)
+    if [ -n "$r" ]; then echo "$q $r"; return 0; fi
+    kill -0 "$client_pid" 2> /dev/null || return 1
+    sleep 0.05
   done
   return 1
 }
 start_generator() {  # start_generator PCAP LOOP(1|0)
-  ip netns exec "$ns" dpdk-testpmd -l 0,1 --no-huge -m 128 --no-pci --file-prefix $gprefix \
+  ip netns exec "$ns" dpdk-testpmd --lcores 0@0,1@0 --no-huge -m 128 --no-pci --file-prefix $gprefix \
     --vdev "net_pcap0,rx_pcap=$1,tx_pcap=/dev/null,infinite_rx=$2" --vdev "net_af_packet0,iface=g0" \
     -- --forward-mode=io --auto-start --stats-period 1000 --total-num-mbufs=8192 < <(sleep $((secs + 40))) \
     > "$work/gen.out" 2>&1 &
@@ -204,10 +220,12 @@ run_load() {  # run_load NAME PCAP LOOP
   local before drops_before after live qpn psn p50 p99 verify sent rx acc
   before=$(snapshot)
   drops_before=$(drops_json)
+  local conns_before
+  conns_before=$(grep -c "event=service_connected" "$work/daemon.log" || true)
   start_client
-  live=$(live_qp) || fail "$name: the live client never connected ($(tail -2 "$work/client.err"))"
-  read -r qpn psn sq_psn <<< "$live"
   if [ -n "$pcap" ]; then
+    live=$(live_qp "$conns_before") || fail "$name: the live client never connected ($(tail -2 "$work/client.err"))"
+    read -r qpn psn sq_psn <<< "$live"
     /usr/bin/python3 "$frames" --retarget "$work/$pcap.pcap" "$work/$pcap-live.pcap" --live-qpn "$qpn" \
       --live-psn "$psn" --live-sq-psn "$sq_psn" > /dev/null
     start_generator "$work/$pcap-live.pcap" "$loop"
@@ -227,9 +245,13 @@ run_load() {  # run_load NAME PCAP LOOP
   [ $status -eq 0 ] || fail "$name: live client exit $status: $(tail -n 3 "$work/client.err" "$work/client.out")"
   p50=$(/usr/bin/python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if l.startswith('{') and 'rtt_p50_usec' in l]; print('%.1f %.1f' % (r[-1]['rtt_p50_usec'], r[-1]['rtt_p99_usec']))" "$work/client.out")
   read -r p50 p99 <<< "$p50"
+  if [ "$name" = none ]; then
+    iters=$(/usr/bin/python3 -c "import sys; print(max(int(sys.argv[1]), min(200000, int(float(sys.argv[2]) * 1e6 / max(float(sys.argv[3]), 1.0)))))" "$iters" "$((secs + 3))" "$p50")
+    echo "live client: $iters round trips per loaded run (unloaded p50 $p50 µs)" >&2
+  fi
   # Let queued frames and connection state settle, then compare with the counters before.
-  local ok_mbuf=no ok_id=no conns=?
-  for _ in $(seq 150); do
+  local ok_mbuf=no ok_id=no conns=? settle=0
+  for settle in $(seq 150); do
     after=$(snapshot)
     read -r rx0 ans0 out0 eng0 drop0 full0 mbuf0 conn0 <<< "$before"
     read -r rx ans out eng drop full mbuf conn <<< "$after"
@@ -240,6 +262,7 @@ run_load() {  # run_load NAME PCAP LOOP
     [ $ok_mbuf = yes ] && [ "$ok_id" = yes ] && [ "$conn" -le "$conn0" ] && break
     sleep 0.2
   done
+  echo "$name: settled after $settle checks (mbufs $ok_mbuf, identity $ok_id, connections $conns)" >&2
   local drops
   drops=$(top_drops "$drops_before")
   rows+=("| $name | $sent | $d_rx | $drops | $p50 | $p99 | yes | $ok_mbuf ($mbuf0 → $mbuf) | $ok_id |")
