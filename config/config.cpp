@@ -526,6 +526,10 @@ EalConfig Reader::eal(const Field& f) {
     if (const Field* v = m.find("main_lcore")) c.main_lcore = lcore(*v);
   });
   guard([&] {
+    if (const Field* v = m.find("main_lcore_cpu"); v && !v->node.IsNull())
+      c.main_lcore_cpu = lcore(*v);
+  });
+  guard([&] {
     if (const Field* v = m.find("memory_mb"))
       c.memory_mb = static_cast<unsigned>(number(*v, "eal", "memory_mb"));
   });

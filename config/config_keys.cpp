@@ -29,6 +29,9 @@ constexpr KeySpec kKeys[] = {
      "every lcore EAL may use"},
     {"eal", "main_lcore", K::kUint, "int", "`0`", 0, 127, "in `lcores`",
      "lcore running main(); never a polling lcore"},
+    {"eal", "main_lcore_cpu", K::kUint, "int", "unset", 0, 127, "",
+     "CPU the main lcore runs on (unset: CPU `main_lcore`); it mostly sleeps, so it may share "
+     "a polling lcore's CPU"},
     {"eal", "memory_mb", K::kUint, "int", "`256`", 64, 1u << 20, "", "memory EAL reserves (MiB)"},
     {"eal", "hugepages", K::kBool, "bool", "`false`", 0, 0, "",
      "`false` runs EAL with `--no-huge`; `true` also lets dpdk-dumpcap attach"},

@@ -45,12 +45,20 @@ std::vector<std::string> eal_arguments(const config::Config& cfg, const std::str
   if (cfg.control.lcore) lcores.push_back(*cfg.control.lcore);
   std::sort(lcores.begin(), lcores.end());
   lcores.erase(std::unique(lcores.begin(), lcores.end()), lcores.end());
+  // Every lcore runs on the CPU of its number (-l), unless the main lcore is moved: then the
+  // whole map goes to --lcores (lcore@cpu).
+  const bool moved = cfg.eal.main_lcore_cpu.has_value();
   std::string list;
   for (unsigned c : lcores) {
     if (!list.empty()) list.push_back(',');
     list += std::to_string(c);
+    if (moved) {
+      list += '@';
+      list += std::to_string(c == cfg.eal.main_lcore ? *cfg.eal.main_lcore_cpu : c);
+    }
   }
-  args.insert(args.end(), {"-l", list, "--main-lcore", std::to_string(cfg.eal.main_lcore)});
+  args.insert(args.end(), {moved ? "--lcores" : "-l", list, "--main-lcore",
+                           std::to_string(cfg.eal.main_lcore)});
   // -m also with --no-huge: it sizes the anonymous memory EAL maps instead of hugepages.
   args.insert(args.end(), {"-m", std::to_string(cfg.eal.memory_mb)});
   if (!cfg.eal.hugepages) args.emplace_back("--no-huge");

@@ -186,11 +186,12 @@ def _wait_for(path, needle, proc, what, timeout=60):
 
 
 def daemon_yaml(d, prefix, cores, clients, netns=None):
-    """rocedpd: polling lcores 0..cores-1 (CPU = lcore), main lcore `cores` (sleeps), an echo (ND
+    """rocedpd: polling lcores 0..cores-1 (CPU = lcore), main lcore `cores` on CPU 0 (it sleeps:
+    eal.main_lcore_cpu), an echo (ND
     port 7000) and a memory (7001) listener. Over memif: one memif server port (one client).
     With `netns`: one net_af_packet port on veth d0 of that namespace with `cores` queue pairs
     (the kernel spreads flows over them by hash), its clients on the same bridge."""
-    lines = [f"eal: {{lcores: [{', '.join(str(i) for i in range(cores + 1))}], main_lcore: {cores}, memory_mb: 512, "
+    lines = [f"eal: {{lcores: [{', '.join(str(i) for i in range(cores + 1))}], main_lcore: {cores}, main_lcore_cpu: 0, memory_mb: 512, "
              f"file_prefix: {prefix}, extra_args: [\"--no-pci\"]}}", "ports:"]
     if netns is None:
         lines += ["  - name: memif0",
@@ -289,8 +290,8 @@ def daemon_run(bins, args, tag, nd_port, cores=1, clients=1, afpacket=False):
             _wait_for(dlog, "event=running", dproc, "rocedpd")
             ncpu = os.cpu_count() or 2
             ip = "198.18.20.1" if netns else "198.18.10.1"
-            # CPU `cores` is the daemon's main lcore (it sleeps); clients after it.
-            cmds = [client_cmd(bins["rocedp-perf"], d, k, cores + 1 + k if cores + 1 + k < ncpu else CLIENT_CPU,
+            # CPUs 0..cores-1 poll for the daemon (its main lcore sleeps on CPU 0); clients after them.
+            cmds = [client_cmd(bins["rocedp-perf"], d, k, cores + k if cores + k < ncpu else CLIENT_CPU,
                                f"{pre}c{k}", f"{ip}:{nd_port}", args, netns) for k in range(clients)]
             try:
                 return run_clients(cmds, f"rocedpd {' '.join(args)}")
@@ -513,15 +514,13 @@ def group_cores(a, bins):
         s = sum(mode_row(r)["msg_rate_Mpps"] for r in retry(daemon_run, bins, args, f"cn{k}", 7001, n, n, True))
         return s, b
     ncpu = os.cpu_count() or 2
-    shared = 2 * n + 1 > ncpu
-    how = (f"rocedpd with {n} polling lcores (CPUs 0..{n - 1}, main lcore on CPU {n}), one net_af_packet port with {n} "
-           f"queue pairs on a veth of a bridge in a namespace of ours, and one rocedp-perf --connect client per lcore on its "
-           f"own veth (client k on CPU {n + 1}+k{', or CPU 1 where the host has no such CPU: SHARED CPUs' if shared else ''}), "
+    shared = 2 * n > ncpu
+    how = (f"rocedpd with {n} polling lcores (CPUs 0..{n - 1}, its sleeping main lcore on CPU 0), one net_af_packet port "
+           f"with {n} queue pairs on a veth of a bridge in a namespace of ours, and one rocedp-perf --connect client per lcore "
+           f"on its own veth (client k on CPU {n}+k{', or CPU 1 where the host has no such CPU: SHARED CPUs' if shared else ''}), "
            f"{' '.join(args)} into the memory service, rates summed; baseline: the same with 1 lcore and 1 client")
-    if n + 1 > ncpu:
-        # EAL takes only lcores that are CPUs, and rocedpd's main lcore is never a polling lcore.
-        reason = (f"not runnable on this host: rocedpd with {n} polling lcores needs {n + 1} CPUs (the main lcore is not a "
-                  f"polling lcore and EAL lcores are CPUs); the host has {ncpu}")
+    if n > ncpu:
+        reason = f"not runnable on this host: rocedpd with {n} polling lcores needs {n} CPUs; the host has {ncpu}"
         log(f"  {name}: {reason}")
         rows.append({"name": name, "failed": True, "errors": [reason], "how": how, "host_cpus": ncpu})
         return rows

@@ -60,6 +60,9 @@ struct PortConfig {
 struct EalConfig {
   std::vector<unsigned> lcores{0, 1};
   unsigned main_lcore = 0;
+  // The CPU the main lcore runs on (unset: the CPU of its own number). The main lcore mostly
+  // sleeps, so it may share a polling lcore's CPU: N polling lcores then need only N CPUs.
+  std::optional<unsigned> main_lcore_cpu;
   unsigned memory_mb = 256;
   bool hugepages = false;  // false: --no-huge
   std::string file_prefix = "rocedp";

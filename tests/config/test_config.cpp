@@ -84,6 +84,7 @@ TEST(ConfigParse, FullDocumentGivesEveryValue) {
   const std::string yaml = R"(eal:
   lcores: [0, 2, 3, 5]
   main_lcore: 0
+  main_lcore_cpu: 3
   memory_mb: 512
   hugepages: true
   file_prefix: rdp-a
@@ -152,6 +153,7 @@ limits:
   EXPECT_EQ(c.source, "full.yaml");
   EXPECT_EQ(c.eal.lcores, (std::vector<unsigned>{0, 2, 3, 5}));
   EXPECT_EQ(c.eal.main_lcore, 0u);
+  EXPECT_EQ(c.eal.main_lcore_cpu, 3u);
   EXPECT_EQ(c.eal.memory_mb, 512u);
   EXPECT_TRUE(c.eal.hugepages);
   EXPECT_EQ(c.eal.file_prefix, "rdp-a");
@@ -507,6 +509,7 @@ TEST(ConfigReject, OutOfRangeValues) {
       {"eal", "memory_mb", "63", "eal.memory_mb", "must be in 64..1048576, got 63"},
       {"eal", "lcores", "[0, 200]", "eal.lcores[1]", "must be in 0..127, got 200"},
       {"eal", "main_lcore", "128", "eal.main_lcore", "must be in 0..127, got 128"},
+      {"eal", "main_lcore_cpu", "128", "eal.main_lcore_cpu", "must be in 0..127, got 128"},
       {"control", "lcore", "500", "control.lcore", "must be in 0..127, got 500"},
       {"control", "arp_retry_ms", "0", "control.arp_retry_ms", "must be in 1..60000, got 0"},
       {"control", "arp_retries", "101", "control.arp_retries", "must be in 1..100, got 101"},

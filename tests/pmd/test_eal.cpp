@@ -44,6 +44,17 @@ TEST(EalArguments, ControlLcoreJoinsTheSortedUniqueLcoreList) {
   EXPECT_EQ(value_of(eal_arguments(cfg, "p"), "--main-lcore"), "1");
 }
 
+TEST(EalArguments, MainLcoreCpuMapsEveryLcoreWithLcoresAt) {
+  config::Config cfg;
+  cfg.eal.lcores = {0, 1, 2};
+  cfg.eal.main_lcore = 2;
+  cfg.eal.main_lcore_cpu = 0;
+  auto args = eal_arguments(cfg, "p");
+  EXPECT_FALSE(has(args, "-l"));
+  EXPECT_EQ(value_of(args, "--lcores"), "0@0,1@1,2@0");
+  EXPECT_EQ(value_of(args, "--main-lcore"), "2");
+}
+
 TEST(EalArguments, HugepagesDropNoHugeButKeepMemory) {
   config::Config cfg;
   cfg.eal.hugepages = true;
