@@ -3,21 +3,22 @@
 #
 #   scripts/loadtest.sh [--short] [--build DIR]      (root; dpdk-testpmd, python3-scapy)
 #
-# Set-up (all in a network namespace of its own, removed on exit): a Linux bridge with three
-# veth ports; rocedpd (net_af_packet, 198.18.20.1, one polling core, echo listener on 7000),
-# the live client rocedp-perf (net_af_packet, 198.18.20.2) and the generator dpdk-testpmd
-# (net_af_packet, 198.18.20.3, its own --file-prefix, --no-huge) each on one port.
+# Set-up (all in a network namespace of its own, removed on exit): a Linux bridge with four
+# veth ports; rocedpd (net_af_packet, 198.18.20.1, one polling core on CPU 1, echo listener on
+# 7000), the live client rocedp-perf (net_af_packet, 198.18.20.2, CPU 0), the generator (198.18.20.3,
+# CPU 0: the daemon keeps CPU 1 to itself) and a second client for the pressure load (198.18.20.4).
 # For every load the live client opens a fresh connection through the IB CM and runs
 # `send lat -s 64 --verify` against the echo service (every echo checked byte for byte) while
-# testpmd replays a scapy-crafted capture (scripts/loadtest_frames.py) at its full rate
-# (net_pcap with infinite_rx=1 forwarded by testpmd's io engine onto the bridge):
+# the generator sends a scapy-crafted capture (scripts/loadtest_frames.py): dpdk-testpmd replays
+# the floods in a loop at its full rate (net_pcap with infinite_rx=1 forwarded by its io engine
+# onto the bridge); scapy's sendp sends the storm once.
 #   none       no load: the reference latency
 #   flood      valid RoCEv2 frames (ICRC right) to unknown QPNs and to the live QP with PSNs
 #              far outside its window
 #   malformed  every truncation, bad lengths, every opcode, hostile RETHs, bad ICRCs, an
 #              ACK/NAK storm at the live QP, CM MADs with every attribute and broken sizes at QP1
 #   storm      thousands of CM REQs from many source ports that never send the RTU, and DREQs
-#              for unknown connections (replayed once); then the listener must still accept
+#              for unknown connections (sent once); then the listener must still accept
 #   pressure   the flood again plus a second client whose receives are never posted in time
 #              (the echo's SENDs back to it meet RNR NAKs for the whole run)
 # Pass: the daemon stays up; the live client exits 0 (connection up, every echo byte-exact);
@@ -113,7 +114,7 @@ listeners:
   - {port: p0, nd_port: 7000, service: echo, message_bytes: 4096, queue_depth: 16, max_connections: 64}
 YAML
 # The clients know the daemon's MAC (no ARP to lose under a flood).
-for who in c:198.18.20.2:$C_MAC:$cprefix:0 r:198.18.20.4:$R_MAC:$rprefix:1; do
+for who in c:198.18.20.2:$C_MAC:$cprefix:0 r:198.18.20.4:$R_MAC:$rprefix:0; do
   IFS=: read -r dev ip m1 m2 m3 m4 m5 m6 pfx lc <<< "$who"
   cat > "$work/client-$dev.yaml" << YAML
 eal: {lcores: [0, 1], main_lcore: $((1 - lc)), memory_mb: 256, file_prefix: $pfx, extra_args: ["--no-pci"]}
@@ -153,7 +154,7 @@ rx_drops = sum(v for k, v in d.items() if k not in tx_side)
 s = lambda k: sum(c[k])
 print(s("rx_packets") + s("handoff_in"), s("arp_replies") + s("echo_replies"), s("handoff_out"),
       s("roce_to_engine"), rx_drops, d.get("handoff_ring_full", 0), ctl["mbufs_available"],
-      con.get("count", 0) if isinstance(con, dict) else 0)
+      con.get("count", 0) if isinstance(con, dict) else 0, ctl["cm_frames"])
 PY
 }
 top_drops() {
@@ -172,7 +173,8 @@ drops_json() { /usr/bin/python3 "$tel" "$dprefix" /rocedp/drops; }
 # The live client: a fresh connection to the echo service, 64 B SEND ping-pong, every echo
 # checked; --json for the percentiles.
 # The client runs a fixed count (--verify needs one); the unloaded run sets it so that every loaded
-# run (slower, never faster) lasts at least $secs seconds after the generator started (~3 s).
+# run (slower, never faster) lasts at least $secs seconds after the generator started (its EAL
+# start-up takes 1-6 s).
 iters=$((secs * 200))
 start_client() {
   ip netns exec "$ns" "$perf" --connect 198.18.20.1:7000 --config "$work/client-c.yaml" send lat -s 64 -n $iters --verify --json --timeout $((secs + 60)) \
@@ -203,14 +205,26 @@ live_qp() {  # live_qp CONNECTIONS_BEFORE
   done
   return 1
 }
+# A looped capture is a flood: testpmd replays it at its full rate until stopped. A capture played
+# once (the storm) goes out through scapy's sendp, which ends when every frame is sent (testpmd
+# would start forwarding only after its own EAL start-up, seconds on a busy host, and is stopped
+# with the live client).
 start_generator() {  # start_generator PCAP LOOP(1|0)
+  if [ "$2" = 0 ]; then
+    ip netns exec "$ns" /usr/bin/python3 -c "import sys; from scapy.all import rdpcap, sendp
+f = rdpcap(sys.argv[1]); sendp(f, iface='g0', verbose=False); print(f'sent {len(f)}')" "$1" > "$work/gen.out" 2>&1 &
+    gen_pid=$!
+    return
+  fi
+  # --no-flush-rx: testpmd would drain the replay's first burst before it forwards.
   ip netns exec "$ns" dpdk-testpmd --lcores 0@0,1@0 --no-huge -m 128 --no-pci --file-prefix $gprefix \
     --vdev "net_pcap0,rx_pcap=$1,tx_pcap=/dev/null,infinite_rx=$2" --vdev "net_af_packet0,iface=g0" \
-    -- --forward-mode=io --auto-start --stats-period 1000 --total-num-mbufs=8192 < <(sleep $((secs + 40))) \
+    -- --forward-mode=io --auto-start --no-flush-rx --stats-period 1000 --total-num-mbufs=8192 < <(sleep $((secs + 40))) \
     > "$work/gen.out" 2>&1 &
   gen_pid=$!
 }
 generator_sent() {  # frames the generator put on the bridge (port 1 TX), from testpmd's summary
+  sed -n 's/^sent \([0-9]*\)$/\1/p' "$work/gen.out" 2> /dev/null
   awk '/Forward statistics for port 1/{f=1} f && /TX-packets/{for (i = 1; i < NF; i++) if ($i == "TX-packets:") {print $(i + 1); exit}}' "$work/gen.out" 2> /dev/null || true
 }
 
@@ -238,23 +252,32 @@ run_load() {  # run_load NAME PCAP LOOP
   local status=0
   wait "$client_pid" || status=$?
   client_pid=
-  stop_pid "$gen_pid"; gen_pid=
+  if [ "$loop" = 0 ] && [ -n "$gen_pid" ]; then
+    wait "$gen_pid" || fail "$name: the replay failed: $(tail -n 2 "$work/gen.out")"
+  else
+    stop_pid "$gen_pid"
+  fi
+  gen_pid=
   sent=$(generator_sent); sent=${sent:-0}
+  # A flood that never got going (generator start-up longer than the client's run) proves nothing.
+  if [ "$loop" = 1 ] && [ "$sent" -lt 20000 ]; then
+    fail "$name: the generator sent only $sent frames during the live run (host too busy?)"
+  fi
   stop_pid "$rnr_pid"; rnr_pid=
   kill -0 "$daemon_pid" 2> /dev/null || fail "$name: rocedpd died"
   [ $status -eq 0 ] || fail "$name: live client exit $status: $(tail -n 3 "$work/client.err" "$work/client.out")"
   p50=$(/usr/bin/python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if l.startswith('{') and 'rtt_p50_usec' in l]; print('%.1f %.1f' % (r[-1]['rtt_p50_usec'], r[-1]['rtt_p99_usec']))" "$work/client.out")
   read -r p50 p99 <<< "$p50"
   if [ "$name" = none ]; then
-    iters=$(/usr/bin/python3 -c "import sys; print(max(int(sys.argv[1]), min(200000, int(float(sys.argv[2]) * 1e6 / max(float(sys.argv[3]), 1.0)))))" "$iters" "$((secs + 3))" "$p50")
+    iters=$(/usr/bin/python3 -c "import sys; print(max(int(sys.argv[1]), min(200000, int(float(sys.argv[2]) * 1e6 / max(float(sys.argv[3]), 1.0)))))" "$iters" "$((secs + 6))" "$p50")
     echo "live client: $iters round trips per loaded run (unloaded p50 $p50 µs)" >&2
   fi
   # Let queued frames and connection state settle, then compare with the counters before.
   local ok_mbuf=no ok_id=no conns=? settle=0
   for settle in $(seq 150); do
     after=$(snapshot)
-    read -r rx0 ans0 out0 eng0 drop0 full0 mbuf0 conn0 <<< "$before"
-    read -r rx ans out eng drop full mbuf conn <<< "$after"
+    read -r rx0 ans0 out0 eng0 drop0 full0 mbuf0 conn0 cm0 <<< "$before"
+    read -r rx ans out eng drop full mbuf conn cm <<< "$after"
     local d_rx=$((rx - rx0)) d_acc=$(((ans - ans0) + (out - out0) + (eng - eng0) + (drop - drop0) + (full - full0)))
     [ "$mbuf" -ge $((mbuf0 - 64)) ] && ok_mbuf=yes || ok_mbuf=no
     [ $d_rx -eq $d_acc ] && ok_id=yes || ok_id="no ($d_rx vs $d_acc)"
@@ -269,6 +292,7 @@ run_load() {  # run_load NAME PCAP LOOP
   [ $ok_mbuf = yes ] || fail "$name: mbufs did not return ($mbuf0 before, $mbuf after)"
   [ "$ok_id" = yes ] || fail "$name: frames in no counter or in two: rx $d_rx, accounted $d_acc"
   if [ "$name" = storm ]; then
+    [ $((cm - cm0)) -ge $((storm_reqs / 4)) ] || fail "storm: the control thread saw $((cm - cm0)) CM frames; the storm did not arrive"
     [ "$conns" -le "$conn0" ] || fail "storm: $conns connections still held after the storm (before: $conn0)"
   fi
 }
