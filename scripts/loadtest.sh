@@ -269,7 +269,7 @@ run_load() {  # run_load NAME PCAP LOOP
   p50=$(/usr/bin/python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if l.startswith('{') and 'rtt_p50_usec' in l]; print('%.1f %.1f' % (r[-1]['rtt_p50_usec'], r[-1]['rtt_p99_usec']))" "$work/client.out")
   read -r p50 p99 <<< "$p50"
   if [ "$name" = none ]; then
-    iters=$(/usr/bin/python3 -c "import sys; print(max(int(sys.argv[1]), min(200000, int(float(sys.argv[2]) * 1e6 / max(float(sys.argv[3]), 1.0)))))" "$iters" "$((secs + 6))" "$p50")
+    iters=$(/usr/bin/python3 -c "import sys; print(max(int(sys.argv[1]), min(2000000, int(float(sys.argv[2]) * 1e6 / max(float(sys.argv[3]), 1.0)))))" "$iters" "$((secs + 6))" "$p50")
     echo "live client: $iters round trips per loaded run (unloaded p50 $p50 µs)" >&2
   fi
   # Let queued frames and connection state settle, then compare with the counters before.
