@@ -1,10 +1,17 @@
 // rocedp::open_adapter: the public face of control::Runtime with an adapter and (optionally) its
 // connection manager.
 
+#include <atomic>
+#include <memory>
 #include <utility>
 
 #include "config/config.hpp"
+#include "control/control_thread.hpp"
+#include "control/neighbour_table.hpp"
 #include "control/runtime.hpp"
+#include "dataplane/core_rdma.hpp"
+#include "dataplane/polling_core.hpp"
+#include "pmd/log.hpp"
 #include "pmd/port.hpp"
 #include "rocedp/runtime.hpp"
 
@@ -46,14 +53,50 @@ bool AdapterRuntime::stop() {
 }
 
 PortInfo AdapterRuntime::port() const {
-  pmd::Port& p = runtime_->port(0);
-  PortInfo info;
-  info.name = p.name();
-  info.mac = p.mac().bytes;
-  info.ip = p.address().value;
-  info.prefix_len = runtime_->config().ports.at(0).prefix_len;
-  info.mtu = p.mtu();
-  return info;
+  return control::port_info(*runtime_);
+}
+
+bool AdapterRuntime::link_up() const {
+  return runtime_->port_count() != 0 && runtime_->port(0).link().up;
+}
+
+bool AdapterRuntime::resolve_neighbour(uint32_t ip, std::array<uint8_t, 6>* mac,
+                                       std::chrono::milliseconds timeout) {
+  // Shared with the callback: it may still run after a timeout here.
+  struct Answer {
+    std::atomic<int> done{0};
+    bool reachable = false;
+    std::array<uint8_t, 6> mac{};
+  };
+  auto answer = std::make_shared<Answer>();
+  control::ControlThread* ct = runtime_->control();
+  if (ct == nullptr || !runtime_->run_on_control([&] {
+        ct->neighbour_table_st(0).resolve(config::Ipv4Address{ip}, control::NeighbourClock::now(),
+                                          [answer](const control::ResolveResult& r) {
+                                            answer->reachable = r.reachable;
+                                            answer->mac = r.mac.bytes;
+                                            answer->done.store(1, std::memory_order_release);
+                                          });
+      }))
+    return false;
+  if (!runtime_->wait_until([&] { return answer->done.load(std::memory_order_acquire) != 0; },
+                            timeout) ||
+      !answer->reachable)
+    return false;
+  *mac = answer->mac;
+  return true;
+}
+
+std::vector<AdapterRuntime::EngineCounter> AdapterRuntime::engine_counters(size_t core) {
+  std::vector<EngineCounter> out;
+  if (!runtime_->inline_cores() || core >= runtime_->core_count()) return out;
+  auto* rdma = dynamic_cast<dataplane::CoreRdma*>(runtime_->core(core).roce_handler_st());
+  if (rdma == nullptr) return out;
+  const auto& counters = rdma->engine_st().counters();
+  for (size_t i = 0; i < rc::kRcCounterCount; ++i)
+    out.push_back({std::string(rc::kRcCounterNames[i]), counters.v[i]});
+  out.push_back({"tx_no_room", rdma->tx_no_room()});
+  return out;
 }
 
 std::unique_ptr<AdapterRuntime> open_adapter(const config::Config& cfg, const OpenOptions& options,
@@ -69,22 +112,42 @@ std::unique_ptr<AdapterRuntime> open_adapter(const config::Config& cfg, const Op
   return std::unique_ptr<AdapterRuntime>(new AdapterRuntime(std::move(rt)));
 }
 
+bool load_config_file(const std::string& yaml_path, config::Config* out, std::string* error) {
+  try {
+    *out = config::load_file(yaml_path);
+  } catch (const config::ConfigError& e) {
+    *error = e.what();
+    return false;
+  }
+  return true;
+}
+
 std::unique_ptr<AdapterRuntime> open_adapter_from_file(const std::string& yaml_path,
                                                        const OpenOptions& options,
                                                        std::string* error) {
   config::Config cfg;
-  try {
-    cfg = config::load_file(yaml_path);
-  } catch (const config::ConfigError& e) {
-    *error = e.what();
-    return nullptr;
-  }
+  if (!load_config_file(yaml_path, &cfg, error)) return nullptr;
   return open_adapter(cfg, options, error);
+}
+
+void configure_logging(const config::LoggingConfig& logging) {
+  pmd::log_configure(pmd::log_level_from_config(logging.level), logging.file.value_or(""));
 }
 
 namespace control {
 Runtime& runtime_of(AdapterRuntime& rt) {
   return ndk_detail::RuntimeAccess::runtime(rt);
+}
+
+PortInfo port_info(Runtime& rt, size_t i) {
+  pmd::Port& p = rt.port(i);
+  PortInfo info;
+  info.name = p.name();
+  info.mac = p.mac().bytes;
+  info.ip = p.address().value;
+  info.prefix_len = p.prefix_len();
+  info.mtu = p.mtu();
+  return info;
 }
 }  // namespace control
 

@@ -2,16 +2,16 @@
 // One process's data plane, assembled in one place (rocedp::open_adapter, rocedp/runtime.hpp, is
 // its public face): EAL -> packet pool -> ports -> RX dispatch
 // and core channels -> polling cores -> control thread -> ports started -> (optionally) the NDK
-// adapter of port 0, whose poll_control() runs as a control-thread poll hook. rocedpd,
-// rocedp-perf and tests use it instead of repeating the sequence; stop() tears it down in the
-// reverse order, also after a partial start.
+// adapter of port 0, whose poll_control() runs as a control-thread poll hook. rocedpd and tests
+// use it instead of repeating the sequence (rocedp-perf through open_adapter and, for --raw,
+// control/raw_port.hpp); stop() tears it down in the reverse order, also after a partial start.
 //
 // Two ways to run the polling cores:
 //  * launched (rocedpd, the default): each core runs PollingCore::run_st on its own EAL worker
 //    lcore (config dataplane.lcores).
 //  * inline: no worker lcore; the thread that started the runtime (the EAL main lcore) drives
 //    every core with poll() between its own work, like an SPDK reactor running the application's
-//    pollers. rocedp-perf uses it so one CPU per process carries both the engine and the
+//    pollers. rocedp-perf runs so, one CPU per process carrying both the engine and the
 //    benchmark loop. Every blocking call below keeps polling the inline cores while it waits, so
 //    control-thread requests to them complete.
 //
@@ -57,8 +57,8 @@ struct RuntimeOptions {
   /// (control/daemon_connections.hpp).
   bool connection_manager = false;
   bool telemetry = true;  ///< install the DPDK telemetry commands when cfg.telemetry.enabled
-  /// Raw mode (rocedp-perf --raw): EAL, pool and started ports only; no core, no control thread.
-  /// The caller moves frames with Port::rx_burst/tx_burst on queue 0.
+  /// Raw mode (control/raw_port.hpp, rocedp-perf --raw): EAL, pool and started ports only; no
+  /// core, no control thread. The caller moves frames with Port::rx_burst/tx_burst on queue 0.
   bool ports_only = false;
 };
 
@@ -142,5 +142,7 @@ namespace control {
 /// The assembly behind a public AdapterRuntime (rocedpd's services and telemetry reach the
 /// control thread through it).
 Runtime& runtime_of(AdapterRuntime& rt);
+/// Port i of a runtime as the public API describes it (AdapterRuntime::port, RawPort::port).
+PortInfo port_info(Runtime& rt, size_t i = 0);
 }  // namespace control
 }  // namespace rocedp

@@ -16,43 +16,12 @@ using pmd::LogLevel;
 
 namespace {
 
-void put_be(uint8_t* p, uint64_t v, int bytes) {
-  for (int i = bytes - 1; i >= 0; --i) {
-    p[i] = static_cast<uint8_t>(v);
-    v >>= 8;
-  }
-}
-uint64_t get_be(const uint8_t* p, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v = (v << 8) | p[i];
-  return v;
-}
-
 // Receive request contexts carry the buffer slot; send contexts the slot with bit 0 set.
 void* slot_context(uint32_t slot, bool send) {
   return reinterpret_cast<void*>((uintptr_t{slot} << 1) | (send ? 1u : 0u));
 }
 
 }  // namespace
-
-void MemoryServiceInfo::encode(uint8_t out[kWireSize]) const {
-  std::memset(out, 0, kWireSize);
-  put_be(out + 0, kMagic, 4);
-  put_be(out + 4, kVersion, 2);
-  put_be(out + 6, flags, 2);
-  put_be(out + 8, address, 8);
-  put_be(out + 16, length, 8);
-  put_be(out + 24, token, 4);
-}
-
-bool MemoryServiceInfo::decode(const uint8_t* data, size_t len, MemoryServiceInfo* out) {
-  if (len < kWireSize || get_be(data, 4) != kMagic || get_be(data + 4, 2) != kVersion) return false;
-  out->flags = static_cast<uint16_t>(get_be(data + 6, 2));
-  out->address = get_be(data + 8, 8);
-  out->length = get_be(data + 16, 8);
-  out->token = static_cast<uint32_t>(get_be(data + 24, 4));
-  return true;
-}
 
 struct Services::Listening {
   Services* owner = nullptr;

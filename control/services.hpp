@@ -7,8 +7,9 @@
 //            arrives goes back on the same connection as a SEND of the same bytes, straight from
 //            the receive buffer; the buffer is posted again once that SEND completed.
 //  * memory: one zeroed region of memory_bytes per listener, registered for remote READ and
-//            WRITE. Every connection's Accept carries a MemoryServiceInfo (below) in its private
-//            data, so the client can WRITE and READ it right after CompleteConnect.
+//            WRITE. Every connection's Accept carries a MemoryServiceInfo in its private data
+//            (public: rocedp/memory_service.hpp), so the client can WRITE and READ it right after
+//            CompleteConnect.
 //
 // Echo knobs for peers' tests: receive_delay_ms posts the receives only that long after the
 // connection is established (the peer meets RNR NAKs); disconnect_after N makes the service send
@@ -42,32 +43,10 @@
 #include "config/config.hpp"
 #include "rocedp/adapter.hpp"
 #include "rocedp/connector.hpp"
+#include "rocedp/memory_service.hpp"
 #include "rocedp/status.hpp"
 
 namespace rocedp::control {
-
-/// The memory service's Accept private data (NdkGetConnectionData on the client: the first 32
-/// bytes of the REP private data). Every field in network byte order (big-endian).
-///   offset 0  u32 magic    0x524D454D ("RMEM")
-///   offset 4  u16 version  1
-///   offset 6  u16 flags    bit 0: remote READ allowed, bit 1: remote WRITE allowed
-///   offset 8  u64 address  the region's first byte, as RETH virtual address
-///   offset 16 u64 length   bytes
-///   offset 24 u32 token    the region's remote token (RETH R_Key)
-///   offset 28 u32 reserved 0
-struct MemoryServiceInfo {
-  static constexpr uint32_t kMagic = 0x524D454D;
-  static constexpr uint16_t kVersion = 1;
-  static constexpr size_t kWireSize = 32;
-  uint16_t flags = 3;
-  uint64_t address = 0;
-  uint64_t length = 0;
-  uint32_t token = 0;
-
-  void encode(uint8_t out[kWireSize]) const;
-  /// False if `len` is short, or the magic or version differ.
-  static bool decode(const uint8_t* data, size_t len, MemoryServiceInfo* out);
-};
 
 struct ServiceCounters {
   uint64_t connections_accepted = 0;  ///< Accept completed SUCCESS

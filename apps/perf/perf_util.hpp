@@ -1,9 +1,15 @@
 #pragma once
-// Small helpers shared by the benchmark tools (rocedp-perf and its perftest mode).
+// Small helpers shared by rocedp-perf's modes: number and address text, the path MTU.
 
+#include <arpa/inet.h>
+
+#include <array>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <string>
 
 namespace rocedp::perf {
 
@@ -15,6 +21,30 @@ inline bool parse_u64(const char* s, uint64_t* out) {
   if (errno != 0 || end == s || *end != '\0') return false;
   *out = v;
   return true;
+}
+
+/// "a.b.c.d" (decimal octets, no leading zeros: inet_pton's rule) in host order.
+inline std::optional<uint32_t> parse_ipv4(const std::string& text) {
+  in_addr a{};
+  if (inet_pton(AF_INET, text.c_str(), &a) != 1) return std::nullopt;
+  return ntohl(a.s_addr);
+}
+
+inline std::string format_ipv4(uint32_t ip) {
+  return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 0xFF) + "." +
+         std::to_string((ip >> 8) & 0xFF) + "." + std::to_string(ip & 0xFF);
+}
+
+/// Six colon-separated pairs of hex digits.
+inline std::optional<std::array<uint8_t, 6>> parse_mac(const std::string& text) {
+  std::array<uint8_t, 6> mac{};
+  int used = 0;
+  if (text.size() != 17 ||
+      std::sscanf(text.c_str(), "%2hhx:%2hhx:%2hhx:%2hhx:%2hhx:%2hhx%n", &mac[0], &mac[1], &mac[2],
+                  &mac[3], &mac[4], &mac[5], &used) != 6 ||
+      used != 17)
+    return std::nullopt;
+  return mac;
 }
 
 /// The largest IB MTU whose RoCEv2 packet (IPv4, UDP, BTH, RETH, ICRC) fits an Ethernet MTU:

@@ -3,11 +3,12 @@
 // perftest's own TCP exchange (-p, default 18515) or over rdma_cm (-R). See perftest_exchange.hpp
 // for the exchange and README.md (rocedp-perf) for the command line.
 
+#include "apps/perf/options.hpp"
+
 namespace rocedp::perf {
 
-/// Runs the --perftest mode with the process's arguments ("--perftest" among them). Returns the
-/// exit status: 0 success, 1 failure (exchange, connection, completion error, time limit of the
-/// exchange), 2 usage, 3 time limit (--timeout) reached.
-int perftest_main(int argc, char** argv);
+/// Runs the --perftest mode. Returns the exit status: 0 success, 1 failure (exchange,
+/// connection, completion error, time limit of the exchange), 3 time limit (--timeout) reached.
+int run_perftest(const PerftestOptions& o);
 
 }  // namespace rocedp::perf

@@ -1,13 +1,15 @@
 #pragma once
 // Everything a consumer of rocedp uses: open an adapter (runtime.hpp), then the NDK-shaped
 // objects (adapter.hpp) and connection management (listener.hpp, connector.hpp,
-// shared_endpoint.hpp). No DPDK header and no internal header is reached from here.
+// shared_endpoint.hpp; memory_service.hpp for rocedpd's memory service). No DPDK header and no
+// internal header is reached from here.
 
 #include "rocedp/adapter.hpp"
 #include "rocedp/config.hpp"
 #include "rocedp/connection_manager.hpp"
 #include "rocedp/connector.hpp"
 #include "rocedp/listener.hpp"
+#include "rocedp/memory_service.hpp"
 #include "rocedp/ndk_types.hpp"
 #include "rocedp/runtime.hpp"
 #include "rocedp/shared_endpoint.hpp"

@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "rocedp/adapter.hpp"
 #include "rocedp/config.hpp"
@@ -71,6 +72,9 @@ class AdapterRuntime {
   const config::Config& config() const;
   /// The adapter's port.
   PortInfo port() const;
+  /// Whether the adapter's port has link now (a memif port has it once its peer connected);
+  /// false after stop().
+  bool link_up() const;
   size_t core_count() const;
   bool inline_cores() const;
 
@@ -81,6 +85,23 @@ class AdapterRuntime {
   bool run_on_control(std::function<void()> fn);
   /// Polls (inline) or naps until pred() holds or `timeout` passed; returns pred().
   bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
+  /// The MAC of the IPv4 address `ip` (host order) on the adapter's port: a static or cached
+  /// neighbour at once, otherwise by ARP (config control.arp_retry_ms and arp_retries). For a
+  /// consumer that connects a QP out of band (Qp::connect wants the peer's MAC). Waits like
+  /// wait_until; false when the address did not answer, or `timeout` passed first.
+  bool resolve_neighbour(uint32_t ip, std::array<uint8_t, 6>* mac,
+                         std::chrono::milliseconds timeout);
+
+  /// One counter of a polling core's RC engine.
+  struct EngineCounter {
+    std::string name;  ///< as README "RC transport engine" names it; last: "tx_no_room"
+    uint64_t value = 0;
+  };
+  /// The RC engine counters of polling core `core` (loss recovery, retransmissions, drops by
+  /// reason), then the frames it could not send for want of TX room. Inline mode only: the
+  /// counters belong to the thread that polls the core. Empty in launched mode.
+  std::vector<EngineCounter> engine_counters(size_t core);
+
   /// Every core stops polling the ports (they stay up). For links whose PMD must not be polled
   /// while the peer goes away (DPDK 22.11 memif). False if a core did not answer within 2 s.
   bool detach_ports();
@@ -107,5 +128,14 @@ std::unique_ptr<AdapterRuntime> open_adapter(const config::Config& cfg, const Op
 std::unique_ptr<AdapterRuntime> open_adapter_from_file(const std::string& yaml_path,
                                                        const OpenOptions& options,
                                                        std::string* error);
+/// Reads and validates a YAML configuration file into *out without opening anything, so a
+/// program can adjust it before open_adapter. False with one "file:line:column: key: reason"
+/// line per problem in *error.
+bool load_config_file(const std::string& yaml_path, config::Config* out, std::string* error);
+
+/// Sets the process's log threshold and destination (unset file: stderr). rocedp writes one
+/// key=value line per control-path event; open_adapter does not read the configuration's
+/// `logging`, so a program calls this first (rocedpd does it from its file). Any thread.
+void configure_logging(const config::LoggingConfig& logging);
 
 }  // namespace rocedp

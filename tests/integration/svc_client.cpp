@@ -216,8 +216,8 @@ void echo_checks(Link& e) {
 }
 
 void memory_checks(Link& m, const std::vector<uint8_t>& pd) {
-  control::MemoryServiceInfo info;
-  const bool ok = control::MemoryServiceInfo::decode(pd.data(), pd.size(), &info);
+  rocedp::MemoryServiceInfo info;
+  const bool ok = rocedp::MemoryServiceInfo::decode(pd.data(), pd.size(), &info);
   CHECK(ok, "Accept private data is not a MemoryServiceInfo (%zu bytes)", pd.size());
   if (!ok) return;
   CHECK(info.length >= 65536, "region of %llu bytes", static_cast<unsigned long long>(info.length));

@@ -1,0 +1,311 @@
+#include "apps/perf/endpoint.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <string>
+#include <thread>
+
+#include "apps/perf/perf_util.hpp"
+
+namespace rocedp::perf {
+
+bool build_config(const EndpointOptions& e, config::Config* out, std::string* err) {
+  config::Config cfg;
+  if (!e.config_file.empty()) {
+    if (!load_config_file(e.config_file, &cfg, err)) return false;
+    // Only virtual devices (net_memif, net_af_packet, ...): keep EAL's PCI scan off the
+    // machine's own NICs, as the command-line endpoint does.
+    bool vdevs_only = true;
+    for (const auto& p : cfg.ports) vdevs_only &= p.devargs.rfind("net_", 0) == 0;
+    if (vdevs_only && std::find(cfg.eal.extra_args.begin(), cfg.eal.extra_args.end(), "--no-pci") ==
+                          cfg.eal.extra_args.end())
+      cfg.eal.extra_args.push_back("--no-pci");
+  } else {
+    config::PortConfig p;
+    p.name = "perf0";
+    p.devargs = e.devargs;
+    const auto slash = e.ip_cidr.find('/');
+    const auto ip = parse_ipv4(e.ip_cidr.substr(0, slash));
+    if (!ip) {
+      *err = "bad --ip " + e.ip_cidr;
+      return false;
+    }
+    p.address.value = *ip;
+    p.prefix_len = slash == std::string::npos
+                       ? 24
+                       : static_cast<uint8_t>(std::atoi(e.ip_cidr.c_str() + slash + 1));
+    if (!e.mac.empty()) {
+      const auto mac = parse_mac(e.mac);
+      if (!mac) {
+        *err = "bad --mac " + e.mac;
+        return false;
+      }
+      p.mac = config::MacAddress{*mac};
+    }
+    p.mtu = e.mtu;
+    cfg.ports.push_back(p);
+    cfg.eal.memory_mb = e.memory_mb;
+    cfg.eal.hugepages = false;
+    cfg.eal.file_prefix = e.file_prefix;
+    cfg.eal.extra_args = {"--no-pci"};
+    cfg.dataplane.mbuf_count = 16383;
+    cfg.eal.main_lcore = e.lcore;
+  }
+  // One polling core: inline on the main lcore, or on its own worker (--lcore-mode W).
+  if (e.worker_lcore >= 0) {
+    cfg.eal.lcores = {cfg.eal.main_lcore, static_cast<unsigned>(e.worker_lcore)};
+    cfg.dataplane.lcores = {static_cast<unsigned>(e.worker_lcore)};
+  } else {
+    cfg.eal.lcores = {cfg.eal.main_lcore};
+    cfg.dataplane.lcores = {cfg.eal.main_lcore};
+  }
+  if (e.fault_drop_pct > 0 && !cfg.ports.empty()) {
+    auto& f = cfg.ports[0].fault;
+    f.direction = config::FaultConfig::Direction::kRx;
+    f.drop_pct = e.fault_drop_pct;
+    f.seed = e.fault_seed != 0 ? e.fault_seed : static_cast<uint64_t>(getpid()) * 2654435761u + 1;
+  }
+  cfg.listeners.clear();
+  cfg.eal.extra_args.push_back("--no-telemetry");
+  cfg.telemetry.enabled = false;
+  // A control thread on a shared 2-CPU machine must not spin; stats rounds only every second.
+  cfg.telemetry.stats_interval_ms = 1000;
+  *out = std::move(cfg);
+  return true;
+}
+
+void wait_memif_socket(const config::Config& cfg, uint32_t timeout_s) {
+  for (const auto& p : cfg.ports) {
+    const std::string& d = p.devargs;
+    // Only a socket file can be waited for (socket-abstract=no); an abstract socket is not.
+    if (d.rfind("net_memif", 0) != 0 || d.find("role=client") == std::string::npos ||
+        d.find("socket-abstract=no") == std::string::npos)
+      continue;
+    std::string path = "/run/memif.sock";  // the PMD's default
+    const auto at = d.find("socket=");
+    if (at != std::string::npos)
+      path = d.substr(at + 7, d.find(',', at) == std::string::npos ? std::string::npos
+                                                                   : d.find(',', at) - at - 7);
+    // Only the file can be waited for: probing the socket with a connection that closes before
+    // the handshake makes DPDK 22.11's memif server panic on its interrupt thread.
+    for (uint32_t waited = 0; waited < timeout_s * 100 && access(path.c_str(), F_OK) != 0; ++waited)
+      usleep(10000);
+    // A file created just now may belong to a server between bind() and listen() (a client
+    // connecting then fails for good): give a fresh one a moment.
+    struct stat st {};
+    if (stat(path.c_str(), &st) == 0 && std::time(nullptr) - st.st_ctime <= 2) usleep(200000);
+  }
+}
+
+std::unique_ptr<AdapterRuntime> open_endpoint(const config::Config& cfg, const EndpointOptions& e,
+                                              bool connection_manager, uint32_t timeout_s,
+                                              std::string* err) {
+  wait_memif_socket(cfg, std::min(timeout_s, kStartupWaitS));
+  OpenOptions o;
+  o.program = "rocedp-perf";
+  o.launch_cores = e.worker_lcore >= 0;
+  o.connection_manager = connection_manager;
+  o.telemetry = false;
+  return open_adapter(cfg, o, err);
+}
+
+std::unique_ptr<AdapterRuntime> open_configured(const EndpointOptions& e, bool connection_manager,
+                                                uint32_t timeout_s, const char* who, int* status) {
+  std::string err;
+  config::Config cfg;
+  if (!build_config(e, &cfg, &err)) {
+    std::fprintf(stderr, "%s: %s\n", who, err.c_str());
+    *status = 2;
+    return nullptr;
+  }
+  auto rt = open_endpoint(cfg, e, connection_manager, timeout_s, &err);
+  if (!rt) {
+    std::fprintf(stderr, "%s: start: %s\n", who, err.c_str());
+    *status = 1;
+  }
+  return rt;
+}
+
+void keep_polling(AdapterRuntime& rt) {
+  for (int k = 0; k < 64; ++k)
+    if (!rt.poll()) break;
+  if (!rt.inline_cores()) usleep(20);
+}
+
+void on_created(void* ctx, NTSTATUS s, NdkObjectHeader* o) {
+  auto* p = static_cast<Pending*>(ctx);
+  p->object = o;
+  p->status.store(s);
+  p->done.store(1, std::memory_order_release);
+}
+void on_request(void* ctx, NTSTATUS s) {
+  auto* p = static_cast<Pending*>(ctx);
+  p->status.store(s);
+  p->done.store(1, std::memory_order_release);
+}
+void on_closed(void* ctx) {
+  on_request(ctx, STATUS_SUCCESS);
+}
+
+NTSTATUS call_and_wait(AdapterRuntime& rt, Pending& p, const std::function<NTSTATUS()>& start,
+                       std::chrono::milliseconds timeout) {
+  NTSTATUS st = STATUS_PENDING;
+  rt.run_on_control([&] { st = start(); });
+  if (st != STATUS_PENDING) return st;
+  if (!rt.wait_until([&] { return p.done.load(std::memory_order_acquire) != 0; }, timeout))
+    return STATUS_IO_TIMEOUT;
+  return p.status.load();
+}
+
+bool batched(AdapterRuntime& rt, size_t n, std::vector<Pending>& pend,
+             const std::function<NTSTATUS(size_t)>& start, const char* what, std::string* err) {
+  auto failed = [&](size_t i, NTSTATUS st) {
+    *err = std::string(what) + " " + std::to_string(i) + ": " + std::string(status_name(st));
+    return false;
+  };
+  for (size_t base = 0; base < n; base += kBatch) {
+    const size_t end = std::min(n, base + kBatch);
+    std::vector<NTSTATUS> inline_status(end - base);
+    rt.run_on_control([&] {
+      for (size_t i = base; i < end; ++i) inline_status[i - base] = start(i);
+    });
+    for (size_t i = base; i < end; ++i) {
+      const NTSTATUS st = inline_status[i - base];
+      if (st == STATUS_SUCCESS)
+        pend[i].done = 1, pend[i].status = st;
+      else if (st != STATUS_PENDING)
+        return failed(i, st);
+    }
+    const bool ok = rt.wait_until(
+        [&] {
+          for (size_t i = base; i < end; ++i)
+            if (pend[i].done.load(std::memory_order_acquire) == 0) return false;
+          return true;
+        },
+        std::chrono::seconds(10));
+    if (!ok) {
+      *err = std::string(what) + ": no completion from the control thread";
+      return false;
+    }
+    for (size_t i = base; i < end; ++i)
+      if (pend[i].status.load() != STATUS_SUCCESS) return failed(i, pend[i].status.load());
+  }
+  return true;
+}
+
+bool create_cq(AdapterRuntime& rt, uint32_t depth, Cq** out, std::string* err) {
+  std::vector<Pending> one(1);
+  if (!batched(
+          rt, 1, one,
+          [&](size_t) {
+            return rt.adapter().create_cq(depth, nullptr, nullptr, 0, &on_created, &one[0], out);
+          },
+          "create_cq", err))
+    return false;
+  if (one[0].object != nullptr) *out = ndk_object_cast<Cq>(one[0].object);
+  return true;
+}
+
+bool create_qps(AdapterRuntime& rt, Pd* pd, Cq* cq, size_t n, uint32_t rx_depth, uint32_t tx_depth,
+                std::vector<Qp*>* out, std::string* err) {
+  out->assign(n, nullptr);
+  std::vector<Pending> pend(n);
+  if (!batched(
+          rt, n, pend,
+          [&](size_t i) {
+            return pd->create_qp(cq, cq, reinterpret_cast<void*>(i), rx_depth, tx_depth, 1, 1, 0,
+                                 &on_created, &pend[i], &(*out)[i]);
+          },
+          "create_qp", err))
+    return false;
+  for (size_t i = 0; i < n; ++i)
+    if (pend[i].object != nullptr) (*out)[i] = ndk_object_cast<Qp>(pend[i].object);
+  return true;
+}
+
+bool register_buffer(AdapterRuntime& rt, Pd* pd, void* data, size_t len, Mr** out,
+                     std::string* err) {
+  NTSTATUS st = STATUS_PENDING;
+  rt.run_on_control([&] {
+    st = pd->create_mr(false, nullptr, nullptr, out);
+    if (st == STATUS_SUCCESS)
+      st = (*out)->register_mr(data, len,
+                               NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ |
+                                   NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
+                               nullptr, nullptr);
+  });
+  if (st == STATUS_SUCCESS) return true;
+  *err = "register_mr: " + std::string(status_name(st));
+  return false;
+}
+
+void close_objects(AdapterRuntime& rt, const std::vector<Qp*>& qps, const std::vector<Cq*>& cqs,
+                   const std::vector<Mr*>& mrs, Pd* pd) {
+  std::string err;
+  auto close_all = [&](auto& objects, const char* what) {
+    std::vector<Pending> pend(objects.size());
+    batched(
+        rt, objects.size(), pend,
+        [&](size_t i) {
+          return objects[i] != nullptr ? objects[i]->close(&on_closed, &pend[i]) : STATUS_SUCCESS;
+        },
+        what, &err);
+  };
+  close_all(qps, "close qp");
+  close_all(cqs, "close cq");
+  close_all(mrs, "close mr");
+  rt.run_on_control([&] {
+    if (pd != nullptr) pd->close(nullptr, nullptr);
+  });
+  if (!err.empty()) std::fprintf(stderr, "rocedp-perf: closing: %s\n", err.c_str());
+}
+
+namespace {
+
+uint64_t rss_bytes() {
+  long pages = 0, resident = 0;
+  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<uint64_t>(resident) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
+
+bool create_endpoint(AdapterRuntime& rt, const Test& t, uint64_t buf_len, Endpoint* ep,
+                     std::string* err) {
+  const auto& lim = rt.config().limits;
+  ep->qp_depth = std::min(t.tx_depth, lim.max_qp_depth);
+  ep->rx_depth = t.op == Op::kSend ? ep->qp_depth : 1;
+  // One CQ for every QP's send and receive completions; outstanding work is capped to its depth.
+  const uint64_t want = static_cast<uint64_t>(t.qps) * (ep->qp_depth + ep->rx_depth) + 64;
+  ep->cq_depth =
+      static_cast<uint32_t>(std::min<uint64_t>(lim.max_cq_depth, std::max<uint64_t>(want, 256)));
+  NTSTATUS st = STATUS_PENDING;
+  rt.run_on_control([&] { st = rt.adapter().create_pd(nullptr, nullptr, &ep->pd); });
+  if (st != STATUS_SUCCESS) {
+    *err = "create_pd: " + std::string(status_name(st));
+    return false;
+  }
+  if (!create_cq(rt, ep->cq_depth, &ep->cq, err)) return false;
+  ep->buf.assign(std::max<uint64_t>(buf_len, 8), 0);
+  if (!register_buffer(rt, ep->pd, ep->buf.data(), ep->buf.size(), &ep->mr, err)) return false;
+  const uint64_t rss0 = rss_bytes();
+  if (!create_qps(rt, ep->pd, ep->cq, t.qps, ep->rx_depth, ep->qp_depth, &ep->qps, err))
+    return false;
+  ep->rss_per_qp = (rss_bytes() - std::min(rss0, rss_bytes())) / t.qps;
+  return true;
+}
+
+void close_endpoint(AdapterRuntime& rt, Endpoint& ep) {
+  close_objects(rt, ep.qps, {ep.cq}, {ep.mr}, ep.pd);
+  ep = Endpoint{};
+}
+
+}  // namespace rocedp::perf

@@ -1,0 +1,103 @@
+#pragma once
+// The endpoint of one rocedp-perf process: its configuration, the adapter runtime (one port, one
+// polling core driven inline by the main thread unless --lcore-mode), and the NDK objects of a
+// run: PD, one CQ, QPs and one registered buffer. Object management goes to the control thread
+// (run_on_control) and waits for its completions, polling the inline core meanwhile.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apps/perf/options.hpp"
+#include "rocedp/adapter.hpp"
+#include "rocedp/config.hpp"
+#include "rocedp/runtime.hpp"
+
+namespace rocedp::perf {
+
+/// Start-up of two processes may be slow on a loaded machine; a memif link comes up once both
+/// EALs run, so the wait is generous (the run's own --timeout still bounds everything).
+constexpr uint32_t kStartupWaitS = 30;
+
+/// This endpoint's configuration: the --config file, or one port from the command line. Either
+/// way one polling core (inline on the main lcore, or on --lcore-mode's worker), no listeners
+/// (a daemon's services in a shared file are not ours), no telemetry, the fault stage of
+/// --fault-drop. False with *err set (a file that does not validate, a bad --ip or --mac).
+bool build_config(const EndpointOptions& e, config::Config* cfg, std::string* err);
+
+/// A memif client port fails to start while the server's socket does not exist yet; the two
+/// processes start together, so the client side waits (bounded) for the socket file.
+void wait_memif_socket(const config::Config& cfg, uint32_t timeout_s);
+
+/// open_adapter for `cfg` (after wait_memif_socket): inline cores unless --lcore-mode.
+std::unique_ptr<AdapterRuntime> open_endpoint(const config::Config& cfg, const EndpointOptions& e,
+                                              bool connection_manager, uint32_t timeout_s,
+                                              std::string* err);
+
+/// build_config and open_endpoint for the modes with no peer to tell about a failure: the error
+/// printed as "WHO: ...". Null with *status set: 2 for the configuration, 1 for the start-up.
+std::unique_ptr<AdapterRuntime> open_configured(const EndpointOptions& e, bool connection_manager,
+                                                uint32_t timeout_s, const char* who, int* status);
+
+/// Polls the inline cores a little (up to 64 passes while they find work); naps when the cores
+/// run on their own lcores. What every wait for the peer does between its checks.
+void keep_polling(AdapterRuntime& rt);
+
+/// One create, connect, request or close completion.
+struct Pending {
+  std::atomic<int> done{0};
+  std::atomic<NTSTATUS> status{STATUS_PENDING};
+  NdkObjectHeader* object = nullptr;
+};
+void on_created(void* ctx, NTSTATUS status, NdkObjectHeader* object);  // ctx: Pending
+void on_request(void* ctx, NTSTATUS status);                           // ctx: Pending
+void on_closed(void* ctx);                                             // ctx: Pending
+
+/// Runs start() on the control thread; when it returned STATUS_PENDING, waits (bounded) for
+/// `p` to complete. The inline status, p's status, or STATUS_IO_TIMEOUT.
+NTSTATUS call_and_wait(AdapterRuntime& rt, Pending& p, const std::function<NTSTATUS()>& start,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+/// Runs start(i) for i in [0, n) on the control thread, kBatch at a time (a core's request ring
+/// holds 1024), waiting for each batch's completions in pend[i]. start returns the inline status
+/// (STATUS_PENDING: a completion follows). False with *err naming `what` and the item.
+constexpr uint32_t kBatch = 256;
+bool batched(AdapterRuntime& rt, size_t n, std::vector<Pending>& pend,
+             const std::function<NTSTATUS(size_t)>& start, const char* what, std::string* err);
+
+bool create_cq(AdapterRuntime& rt, uint32_t depth, Cq** out, std::string* err);
+/// n QPs on `cq` (send and receive), QP i with context i.
+bool create_qps(AdapterRuntime& rt, Pd* pd, Cq* cq, size_t n, uint32_t rx_depth, uint32_t tx_depth,
+                std::vector<Qp*>* out, std::string* err);
+/// A region registered for local write and remote READ and WRITE.
+bool register_buffer(AdapterRuntime& rt, Pd* pd, void* data, size_t len, Mr** out,
+                     std::string* err);
+/// Closes the QPs, then the CQs, then the regions (once their completion came, no core touches
+/// the buffers any more), then the PD; null entries are skipped. Failures are printed.
+void close_objects(AdapterRuntime& rt, const std::vector<Qp*>& qps, const std::vector<Cq*>& cqs,
+                   const std::vector<Mr*>& mrs, Pd* pd);
+
+/// The objects of a native or IB CM run: one CQ for every QP's send and receive completions, and
+/// one buffer of message slots, registered for remote access.
+struct Endpoint {
+  Pd* pd = nullptr;
+  Cq* cq = nullptr;
+  Mr* mr = nullptr;
+  std::vector<Qp*> qps;
+  std::vector<uint8_t> buf;
+  uint32_t cq_depth = 0;
+  uint32_t qp_depth = 0;
+  uint32_t rx_depth = 0;
+  uint64_t rss_per_qp = 0;  ///< process RSS growth per QP while creating them
+};
+
+/// t.qps QPs of depth min(t.tx_depth, the adapter's limit); SEND runs get as many receives.
+bool create_endpoint(AdapterRuntime& rt, const Test& t, uint64_t buf_len, Endpoint* ep,
+                     std::string* err);
+void close_endpoint(AdapterRuntime& rt, Endpoint& ep);
+
+}  // namespace rocedp::perf

@@ -1,0 +1,43 @@
+// rocedp-perf: a perftest-style benchmark and check tool for rocedp. One process is one endpoint:
+// its own EAL (unique file prefix), one port, one polling core, the control thread and the NDK
+// adapter, opened through the public API (rocedp::open_adapter) like any consumer's. The modes:
+//   --server / --client   two processes meet over an out-of-band TCP exchange   native_mode.cpp
+//   --raw                 the same frames with no RDMA processing (baseline)     raw.cpp
+//   --listen / --connect  through the IB CM, also against rocedpd's services     cm_mode.cpp
+//   --perftest            one end of a Linux perftest 4.5 pair                   perftest_mode.cpp
+// Exit status: 0 success, 1 failure (a completion error, a verify mismatch, lost frames),
+// 2 usage, 3 time limit (--timeout) reached.
+
+#include "apps/perf/clock.hpp"
+#include "apps/perf/cm_mode.hpp"
+#include "apps/perf/native_mode.hpp"
+#include "apps/perf/options.hpp"
+#include "apps/perf/perftest_mode.hpp"
+#include "apps/perf/verify.hpp"
+#include "rocedp/runtime.hpp"
+
+namespace {
+
+void set_log_level(rocedp::config::LoggingConfig::Level level) {
+  rocedp::config::LoggingConfig logging;
+  logging.level = level;
+  rocedp::configure_logging(logging);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace rocedp::perf;
+  clock::start();
+  if (wants_perftest(argc, argv)) {
+    PerftestOptions o;
+    if (const int status = parse_perftest_options(argc, argv, &o); status >= 0) return status;
+    set_log_level(o.endpoint.log_level);
+    return run_perftest(o);
+  }
+  Options o;
+  if (const int status = parse_options(argc, argv, &o); status >= 0) return status;
+  set_log_level(o.endpoint.log_level);
+  g_pattern_seed = o.verify_seed;
+  return o.connect || o.listen ? run_cm(o) : run_native(o);
+}

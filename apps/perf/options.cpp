@@ -1,0 +1,305 @@
+#include "apps/perf/options.hpp"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "apps/perf/perf_util.hpp"
+
+namespace rocedp::perf {
+
+const char* op_name(Op op) {
+  return op == Op::kWrite ? "write" : op == Op::kRead ? "read" : "send";
+}
+
+namespace {
+
+using Level = config::LoggingConfig::Level;
+
+// What both grammars share: --version, and every option may be repeated with the last one
+// counting (scripts append overrides to a common set).
+void prepare(CLI::App& app) {
+  app.set_version_flag("--version", std::string("rocedp-perf ") + ROCEDP_VERSION);
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+}
+
+void add_endpoint_options(CLI::App& app, EndpointOptions* e, bool faults) {
+  const std::string g = "Endpoint";
+  app.add_option("--config", e->config_file, "YAML configuration (its first port)")->group(g);
+  app.add_option("--port-devargs", e->devargs, "the port: a vdev, e.g. net_memif0,role=server,...")
+      ->group(g);
+  app.add_option("--ip", e->ip_cidr, "the port's address A.B.C.D/NN")->group(g);
+  app.add_option("--mac", e->mac, "the port's MAC (default: the device's)")->group(g);
+  app.add_option("--mtu", e->mtu, "the port's MTU (default 1500)")->group(g);
+  app.add_option("--lcore", e->lcore, "EAL main lcore, which polls (default 0)")->group(g);
+  if (faults)
+    app.add_option("--lcore-mode", e->worker_lcore,
+                   "poll on its own EAL worker lcore W instead of the main lcore")
+        ->type_name("W")
+        ->check(CLI::NonNegativeNumber)
+        ->group(g);
+  app.add_option("--file-prefix", e->file_prefix, "EAL file prefix (default: per process)")
+      ->group(g);
+  app.add_option("--memory-mb", e->memory_mb, "EAL memory (default 512)")->group(g);
+  app.add_option_function<std::string>(
+         "--log-level",
+         [e](const std::string& v) {
+           e->log_level = v == "error"   ? Level::kError
+                          : v == "info"  ? Level::kInfo
+                          : v == "debug" ? Level::kDebug
+                                         : Level::kWarning;
+         },
+         "error|warning|info|debug (default warning)")
+      ->check(CLI::IsMember({"error", "warning", "info", "debug"}))
+      ->group(g);
+  if (!faults) return;
+  app.add_option("--fault-drop", e->fault_drop_pct,
+                 "drop PCT % of the frames this endpoint receives")
+      ->type_name("PCT")
+      ->check(CLI::Range(0.0, 100.0))
+      ->group("Faults");
+  app.add_option("--fault-seed", e->fault_seed, "seed of the drops (default: per process)")
+      ->group("Faults");
+}
+
+bool endpoint_complete(const EndpointOptions& e) {
+  return !e.config_file.empty() || (!e.devargs.empty() && !e.ip_cidr.empty());
+}
+
+// A command line CLI11 accepted but that does not make sense: the reason, exit status 2.
+int bad(const char* who, const std::string& why) {
+  std::fprintf(stderr, "%s: %s\nRun with --help for more information.\n", who, why.c_str());
+  return 2;
+}
+
+// CLI11's verdict on a parse error: help and version print and give 0, anything else 2.
+int cli_exit(CLI::App& app, const CLI::ParseError& e) {
+  return app.exit(e) == 0 ? 0 : 2;
+}
+
+// `--client HOST` takes the next word as HOST only when it looks like an address, so
+// `--client write bw` still means the default host: rewritten here as --client=VALUE, which
+// CLI11 can parse without guessing.
+std::vector<std::string> client_host_args(int argc, char** argv) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a != "--client") {
+      args.push_back(a);
+    } else if (i + 1 < argc && argv[i + 1][0] != '-' && std::strchr(argv[i + 1], '.') != nullptr) {
+      args.push_back("--client=" + std::string(argv[++i]));
+    } else {
+      args.push_back("--client=127.0.0.1");
+    }
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 parses a vector from its back
+  return args;
+}
+
+}  // namespace
+
+bool wants_perftest(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--perftest") == 0) return true;
+  return false;
+}
+
+int parse_options(int argc, char** argv, Options* out) {
+  Options& o = *out;
+  CLI::App app{
+      "rocedp-perf: a perftest-style benchmark and check tool for rocedp; one process is one "
+      "endpoint.\n"
+      "  rocedp-perf --server [endpoint] [--oob-port N]\n"
+      "  rocedp-perf --client [HOST] [endpoint] write|read|send bw|lat [test options]\n"
+      "  rocedp-perf --listen PORT [endpoint]                (IB CM; the client picks the test)\n"
+      "  rocedp-perf --connect IP:PORT [endpoint] write|read|send bw|lat [test options]\n"
+      "      (IB CM to a --listen peer, or to rocedpd's memory (write|read) / echo (send) "
+      "service)\n"
+      "  rocedp-perf --perftest [HOST] [endpoint] write|read|send bw|lat [perftest options]\n"
+      "      (one end of a Linux perftest pair: rocedp-perf --perftest --help)\n"
+      "endpoint: --config FILE | --port-devargs DEVARGS --ip A.B.C.D/NN [--mac MAC] ...\n"
+      "Exit status: 0 success, 1 failure, 2 usage, 3 time limit (--timeout) reached.",
+      "rocedp-perf"};
+  prepare(app);
+  std::string connect;
+  std::vector<std::string> words;
+  bool size_set = false, tx_depth_set = false;
+  const std::string m = "Mode", t = "Test";
+  app.add_flag("--server", o.server, "out-of-band server: adopts the client's test")->group(m);
+  app.add_option("--client", o.host, "out-of-band client of the server at HOST (127.0.0.1)")
+      ->type_name("[HOST]")
+      ->group(m);
+  app.add_option("--listen", o.listen_port, "accept a test through the IB CM on ND port PORT")
+      ->type_name("PORT")
+      ->check(CLI::Range(1, 65535))
+      ->group(m);
+  app.add_option("--connect", connect, "run the test through the IB CM against IP:PORT")
+      ->type_name("IP:PORT")
+      ->group(m);
+  app.add_option("--oob-port", o.oob_port, "TCP port of the out-of-band exchange (18515)")
+      ->group(m);
+  add_endpoint_options(app, &o.endpoint, true);
+  app.add_option("words", words, "write|read|send bw|lat")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("TEST");
+  app.add_option("-s,--size", o.size, "message size (default 65536 bw, 2 lat)")->group(t);
+  app.add_option("-n,--iters", o.test.iters, "messages per QP (default 5000 bw, 1000 lat)")
+      ->group(t);
+  app.add_option("-D,--duration", o.test.duration_s, "run SECONDS instead of -n")->group(t);
+  app.add_option("-q,--qp", o.test.qps, "QPs (connections)")->group(t);
+  app.add_option("-t,--tx-depth", o.test.tx_depth, "requests in flight per QP (128)")->group(t);
+  app.add_flag("-a,--all", o.all_sizes, "every size from 2 bytes")->group(t);
+  app.add_flag("--report_gbits", o.report_gbits, "bandwidth in Gb/s")->group(t);
+  app.add_flag("--raw", o.test.raw, "baseline: the same frames over the same port, no RDMA")
+      ->group(t);
+  app.add_flag("--verify", o.test.verify, "check every byte of every message")->group(t);
+  app.add_option("--verify-seed", o.verify_seed,
+                 "--verify with this process's pattern changed (must fail)")
+      ->group(t);
+  app.add_flag("--json", o.json, "one JSON object per result line on stdout")->group(t);
+  app.add_option("--timeout", o.timeout_s, "whole run, SECONDS (default 60)")->group(t);
+  app.add_flag("--peer-echoes", o.peer_echoes,
+               "--connect: the peer answers each SEND with a SEND (e.g. Linux rdma_server)")
+      ->group(t);
+  app.add_option("--recv-delay-ms", o.recv_delay_ms,
+                 "SEND lat: post each reply's receive N ms after our SEND completed (RNR)")
+      ->group(t);
+  try {
+    app.parse(client_host_args(argc, argv));
+  } catch (const CLI::ParseError& e) {
+    return cli_exit(app, e);
+  }
+  const char* me = "rocedp-perf";
+  o.client = app.count("--client") != 0;
+  o.listen = app.count("--listen") != 0;
+  size_set = app.count("--size") != 0;
+  tx_depth_set = app.count("--tx-depth") != 0;
+  if (app.count("--verify-seed") != 0) o.test.verify = true;
+  if (!connect.empty()) {
+    const auto colon = connect.rfind(':');
+    const auto ip = parse_ipv4(connect.substr(0, colon));
+    uint64_t port = 0;
+    if (colon == std::string::npos || !ip || !parse_u64(connect.c_str() + colon + 1, &port) ||
+        port == 0 || port > 65535)
+      return bad(me, "--connect wants IP:PORT, got " + connect);
+    o.connect = true;
+    o.connect_ip = *ip;
+    o.connect_port = static_cast<uint16_t>(port);
+  }
+  for (const auto& w : words) {
+    if (w == "write")
+      o.test.op = Op::kWrite;
+    else if (w == "read")
+      o.test.op = Op::kRead;
+    else if (w == "send")
+      o.test.op = Op::kSend;
+    else if (w == "bw")
+      o.test.kind = Kind::kBw;
+    else if (w == "lat")
+      o.test.kind = Kind::kLat;
+    else
+      return bad(me, "unknown test word '" + w + "' (write|read|send and bw|lat)");
+  }
+  if (int{o.server} + int{o.client} + int{o.connect} + int{o.listen} != 1)
+    return bad(me, "give one of --server, --client, --listen and --connect");
+  if ((o.connect || o.listen) && o.test.raw)
+    return bad(me, "--raw has no connection: use it with --server/--client");
+  if (o.test.verify && o.test.duration_s != 0)
+    return bad(me, "--verify checks a known number of messages: use -n, not -D");
+  // rocedpd's echo service keeps queue_depth (default 64) receives per connection: a deeper
+  // window would only collect RNR NAKs.
+  if (o.connect && o.test.op == Op::kSend && !tx_depth_set) o.test.tx_depth = 64;
+  if (!endpoint_complete(o.endpoint))
+    return bad(me, "the endpoint needs --config FILE, or --port-devargs and --ip");
+  if (!size_set && o.test.kind == Kind::kLat) o.size = 2;
+  if (o.test.iters == 0) o.test.iters = o.test.bw() ? 5000 : 1000;
+  if (o.test.qps == 0 || o.test.tx_depth == 0) return bad(me, "-q and -t must be at least 1");
+  if (o.size == 0 || o.size > (1ull << 30)) return bad(me, "-s must be 1 .. 1073741824 bytes");
+  if (o.test.kind == Kind::kLat && o.test.qps != 1)
+    return bad(me, "latency tests use one QP (as perftest)");
+  if (o.all_sizes && o.test.verify) return bad(me, "-a and --verify do not combine");
+  o.test.size = o.all_sizes ? 0 : o.size;
+  if (o.endpoint.file_prefix.empty())
+    o.endpoint.file_prefix = "rocedp-perf-" + std::to_string(getpid());
+  return -1;
+}
+
+int parse_perftest_options(int argc, char** argv, PerftestOptions* out) {
+  PerftestOptions& o = *out;
+  CLI::App app{
+      "rocedp-perf --perftest: one end of a Linux perftest 4.5 pair (ib_{write,read,send}_"
+      "{bw,lat}),\nover perftest's TCP exchange or rdma_cm (-R).\n"
+      "  rocedp-perf --perftest [HOST] [endpoint] write|read|send bw|lat [perftest options]\n"
+      "  without HOST: the server (like ib_write_bw with no host); with HOST: the client\n"
+      "Exit status: 0 success, 1 failure, 2 usage, 3 time limit (--timeout) reached.",
+      "rocedp-perf --perftest"};
+  prepare(app);
+  std::vector<std::string> words;
+  std::string ignored;
+  bool ignored_flag = false;
+  const std::string p = "perftest", r = "rocedp";
+  app.add_flag("--perftest", ignored_flag, "this grammar")->group(p);
+  app.add_option("words", words, "[HOST] write|read|send bw|lat")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("TEST");
+  app.add_flag("-R,--rdma_cm", o.rdma_cm, "connect through rdma_cm")->group(p);
+  app.add_option("-p,--port", o.port, "TCP port or rdma_cm port (18515)")->group(p);
+  app.add_option("-s,--size", o.size, "message size (65536 bw, 2 lat)")->group(p);
+  app.add_option("-n,--iters", o.iters, "iterations (5000 bw, 1000 lat)")->group(p);
+  app.add_option("-D,--duration", o.duration_s, "run SECONDS instead of -n")->group(p);
+  app.add_option("-q,--qp", o.qps, "QPs")->group(p);
+  app.add_option("-t,--tx-depth", o.tx_depth, "TX depth (128 bw, 1 lat)")->group(p);
+  app.add_flag("-a,--all", o.all_sizes, "every size from 2 bytes")->group(p);
+  app.add_flag("--report_gbits", o.report_gbits, "bandwidth in Gb/s")->group(p);
+  app.add_flag("-F", ignored_flag, "accepted, not needed (CPU frequency check)")->group(p);
+  for (const char* name : {"-d,--ib-dev", "-x,--gid-index", "-i", "-m", "-c"})
+    app.add_option(name, ignored, "accepted, not needed")->group(p);
+  app.add_option("--timeout", o.timeout_s, "whole run, SECONDS (default 120)")->group(r);
+  app.add_option("--dump-recv", o.dump_file, "write the received region to FILE after the run")
+      ->group(r);
+  add_endpoint_options(app, &o.endpoint, false);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return cli_exit(app, e);
+  }
+  const char* me = "rocedp-perf --perftest";
+  bool have_op = false, have_kind = false;
+  for (const auto& w : words) {
+    if (w == "write" || w == "read" || w == "send") {
+      o.op = w == "write" ? Op::kWrite : w == "read" ? Op::kRead : Op::kSend;
+      have_op = true;
+    } else if (w == "bw" || w == "lat") {
+      o.kind = w == "bw" ? Kind::kBw : Kind::kLat;
+      have_kind = true;
+    } else if (o.host.empty()) {
+      o.host = w;
+      o.server = false;
+    } else {
+      return bad(me, "unknown argument " + w);
+    }
+  }
+  if (!have_op || !have_kind) return bad(me, "name the test: write|read|send and bw|lat");
+  if (!endpoint_complete(o.endpoint))
+    return bad(me, "the endpoint needs --config FILE, or --port-devargs and --ip");
+  if (!o.server && !parse_ipv4(o.host))
+    return bad(me, "HOST must be an IPv4 address, got " + o.host);
+  const bool bw = o.kind == Kind::kBw;
+  if (app.count("--size") == 0) o.size = bw ? 65536 : 2;
+  if (o.iters == 0) o.iters = bw ? 5000 : 1000;
+  if (o.tx_depth == 0) o.tx_depth = bw ? 128 : 1;
+  if (o.qps == 0) return bad(me, "-q must be at least 1");
+  if (o.size == 0 || o.size > (1u << 23)) return bad(me, "-s must be 1 .. 8388608 bytes");
+  if (!bw && o.qps != 1) return bad(me, "latency tests use one QP (as perftest)");
+  if (o.all_sizes && bw && o.op == Op::kSend) return bad(me, "-a with send bw is not supported");
+  if (o.endpoint.file_prefix.empty())
+    o.endpoint.file_prefix = "rocedp-perftest-" + std::to_string(getpid());
+  return -1;
+}
+
+}  // namespace rocedp::perf

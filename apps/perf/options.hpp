@@ -1,0 +1,98 @@
+#pragma once
+// rocedp-perf's command lines (CLI11). Two grammars share the endpoint options:
+//   * rocedp-perf's own: --server/--client (out-of-band exchange), --listen/--connect (IB CM);
+//     the test is the words write|read|send and bw|lat plus perftest-like flags;
+//   * --perftest: perftest 4.5's flags, so a command line reads like the Linux tool's.
+// Both return, instead of exiting, so main decides the exit status: 0 after --help or --version,
+// 2 for a bad command line (with a message on stderr).
+
+#include <cstdint>
+#include <string>
+
+#include "apps/perf/perftest_exchange.hpp"
+#include "rocedp/config.hpp"
+
+namespace rocedp::perf {
+
+enum class Op : uint32_t { kWrite = 0, kRead = 1, kSend = 2 };
+enum class Kind : uint32_t { kBw = 0, kLat = 1 };
+const char* op_name(Op op);  // "write", "read", "send"
+
+/// The endpoint: one port and one polling core, from a configuration file or the command line.
+struct EndpointOptions {
+  std::string config_file;
+  std::string devargs;
+  std::string ip_cidr;
+  std::string mac;
+  uint16_t mtu = 1500;
+  unsigned lcore = 0;
+  int worker_lcore = -1;  ///< --lcore-mode W: the polling core runs on worker lcore W
+  std::string file_prefix;
+  unsigned memory_mb = 512;
+  config::LoggingConfig::Level log_level = config::LoggingConfig::Level::kWarning;
+  // Fault stage on this endpoint's port, its RX side (give both ends a rate for loss both ways).
+  double fault_drop_pct = 0;
+  uint64_t fault_seed = 0;  ///< 0: derived from the process id
+};
+
+/// What one run measures: the client's choice; the server adopts it from the exchange.
+struct Test {
+  Op op = Op::kWrite;
+  Kind kind = Kind::kBw;
+  uint64_t size = 65536;  ///< 0: every size (-a)
+  uint64_t iters = 0;     ///< per QP
+  uint32_t duration_s = 0;
+  uint32_t qps = 1;
+  uint32_t tx_depth = 128;
+  bool raw = false;
+  bool verify = false;
+  bool bw() const { return kind == Kind::kBw; }
+};
+
+struct Options {
+  bool server = false, client = false;
+  bool connect = false, listen = false;  ///< through the IB CM instead of the exchange
+  uint32_t connect_ip = 0;
+  uint16_t connect_port = 0, listen_port = 0;
+  std::string host = "127.0.0.1";
+  uint16_t oob_port = 18515;
+  EndpointOptions endpoint;
+  Test test;
+  uint64_t size = 65536;  ///< the message size asked (test.size is 0 with -a)
+  bool all_sizes = false;
+  bool report_gbits = false;
+  bool json = false;
+  uint32_t timeout_s = 60;
+  uint64_t verify_seed = 0;
+  // --connect to a peer that is not rocedp (Linux rdma_server): it answers each SEND with a SEND
+  // and may end the connection itself after the last one.
+  bool peer_echoes = false;
+  uint32_t recv_delay_ms = 0;  ///< SEND lat: post each reply's receive this long after our SEND
+};
+
+struct PerftestOptions {
+  bool server = true;
+  std::string host;
+  bool rdma_cm = false;
+  uint16_t port = kPerftestPort;
+  Op op = Op::kWrite;
+  Kind kind = Kind::kBw;
+  uint64_t size = 0;
+  uint64_t iters = 0;
+  uint32_t duration_s = 0;
+  uint32_t qps = 1;
+  uint32_t tx_depth = 0;
+  bool report_gbits = false;
+  bool all_sizes = false;
+  uint32_t timeout_s = 120;
+  std::string dump_file;  ///< rocedp extension: the received region after the run
+  EndpointOptions endpoint;
+};
+
+/// Whether argv asks for the --perftest grammar.
+bool wants_perftest(int argc, char** argv);
+/// -1: parsed, run; otherwise the exit status (help or version printed: 0; an error: 2).
+int parse_options(int argc, char** argv, Options* out);
+int parse_perftest_options(int argc, char** argv, PerftestOptions* out);
+
+}  // namespace rocedp::perf

@@ -1,0 +1,109 @@
+// The public runtime calls beyond open_adapter itself (include/rocedp/runtime.hpp):
+// load_config_file, configure_logging, and an open AdapterRuntime's link_up, resolve_neighbour
+// and engine_counters. One runtime (EAL starts once per process) on a net_ring port, whose one
+// ring carries what the port sends back to itself; the polling core runs inline, driven by the
+// calls' own waits. EAL --no-huge, label eal.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "rocedp/rocedp.hpp"
+
+namespace rocedp {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("rdp-open-adapter-" + std::to_string(getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(path / name) << text;
+    return (path / name).string();
+  }
+};
+
+std::string yaml(const std::string& prefix) {
+  return "eal: {lcores: [0, 1], main_lcore: 0, memory_mb: 256, file_prefix: " + prefix +
+         ", extra_args: [\"--no-pci\", \"--no-telemetry\"]}\n"
+         "ports:\n"
+         "  - name: loop0\n"
+         "    devargs: net_ring0\n"
+         "    mac: \"02:00:00:00:33:01\"\n"
+         "    address: 198.18.33.1/24\n"
+         "    neighbours: [{ip: 198.18.33.2, mac: \"02:00:00:00:33:02\"}]\n"
+         "dataplane: {lcores: [1], mbuf_count: 4095}\n"
+         "control: {arp_retry_ms: 20, arp_retries: 2}\n"
+         "telemetry: {enabled: false}\n";
+}
+
+TEST(OpenAdapter, LoadConfigFileReadsAFileOrSaysWhereItIsWrong) {
+  TempDir dir;
+  config::Config cfg;
+  std::string error;
+  ASSERT_TRUE(load_config_file(dir.write("good.yaml", yaml("x")), &cfg, &error)) << error;
+  ASSERT_EQ(cfg.ports.size(), 1u);
+  EXPECT_EQ(cfg.ports[0].devargs, "net_ring0");
+  EXPECT_EQ(cfg.control.arp_retry_ms, 20u);
+
+  const std::string bad = dir.write("bad.yaml", "ports:\n  - name: p\n    mtu: many\n");
+  EXPECT_FALSE(load_config_file(bad, &cfg, &error));
+  EXPECT_NE(error.find(bad + ":3:"), std::string::npos) << error;
+  EXPECT_FALSE(load_config_file((dir.path / "missing.yaml").string(), &cfg, &error));
+}
+
+TEST(OpenAdapter, RuntimeReportsLinkResolvesNeighboursAndCountsItsEngine) {
+  TempDir dir;
+  // configure_logging: the start-up's info lines go to the file.
+  config::LoggingConfig logging;
+  logging.level = config::LoggingConfig::Level::kInfo;
+  logging.file = (dir.path / "rocedp.log").string();
+  configure_logging(logging);
+
+  config::Config cfg;
+  std::string error;
+  ASSERT_TRUE(load_config_file(
+      dir.write("rt.yaml", yaml("rdp-open-adapter-" + std::to_string(getpid()))), &cfg, &error))
+      << error;
+  OpenOptions options;
+  options.program = "test_open_adapter";
+  options.launch_cores = false;
+  options.telemetry = false;
+  auto rt = open_adapter(cfg, options, &error);
+  ASSERT_TRUE(rt) << error;
+  configure_logging(config::LoggingConfig{config::LoggingConfig::Level::kWarning, std::nullopt});
+  std::stringstream log;
+  log << std::ifstream(*logging.file).rdbuf();
+  EXPECT_NE(log.str().find("level=info"), std::string::npos) << log.str();
+
+  EXPECT_TRUE(rt->wait_until([&] { return rt->link_up(); }, std::chrono::seconds(5)));
+
+  // A static neighbour answers at once; an address nobody answers for fails after the retries.
+  std::array<uint8_t, 6> mac{};
+  ASSERT_TRUE(rt->resolve_neighbour(0xC6122102, &mac, std::chrono::seconds(5)));
+  EXPECT_EQ(mac, (std::array<uint8_t, 6>{0x02, 0x00, 0x00, 0x00, 0x33, 0x02}));
+  EXPECT_FALSE(rt->resolve_neighbour(0xC6122109, &mac, std::chrono::seconds(5)));
+
+  // Inline mode: the engine's counters by name, tx_no_room last; none for a core that is not.
+  const auto counters = rt->engine_counters(0);
+  ASSERT_GT(counters.size(), 1u);
+  EXPECT_EQ(counters.back().name, "tx_no_room");
+  bool named = true;
+  for (const auto& c : counters) named &= !c.name.empty();
+  EXPECT_TRUE(named);
+  EXPECT_TRUE(rt->engine_counters(1).empty());
+
+  EXPECT_TRUE(rt->stop());
+  EXPECT_FALSE(rt->link_up());
+}
+
+}  // namespace
+}  // namespace rocedp

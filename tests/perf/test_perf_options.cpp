@@ -1,0 +1,218 @@
+// rocedp-perf's command lines (apps/perf/options.cpp): the forms the scripts and tests run
+// (scripts/bench_*.py, tests/perf, tests/integration, tests/interop) parse to the same test, and
+// bad ones give exit status 2.
+
+#include "apps/perf/options.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace rocedp::perf {
+namespace {
+
+// argv from words; argv[0] is the program.
+struct Argv {
+  std::vector<std::string> words;
+  std::vector<char*> ptrs;
+  explicit Argv(std::vector<std::string> w) : words(std::move(w)) {
+    words.insert(words.begin(), "rocedp-perf");
+    for (auto& s : words) ptrs.push_back(s.data());
+  }
+  int argc() { return static_cast<int>(ptrs.size()); }
+  char** argv() { return ptrs.data(); }
+};
+
+int parse(std::vector<std::string> words, Options* o) {
+  Argv a(std::move(words));
+  return parse_options(a.argc(), a.argv(), o);
+}
+int parse_perftest(std::vector<std::string> words, PerftestOptions* o) {
+  Argv a(std::move(words));
+  return parse_perftest_options(a.argc(), a.argv(), o);
+}
+
+const std::vector<std::string> kEndpoint = {"--port-devargs", "net_memif0,role=client", "--ip",
+                                            "198.18.9.2/24"};
+std::vector<std::string> with_endpoint(std::vector<std::string> words) {
+  words.insert(words.end(), kEndpoint.begin(), kEndpoint.end());
+  return words;
+}
+
+TEST(PerfOptions, ClientTakesAHostOnlyWhenTheNextWordLooksLikeOne) {
+  Options o;
+  ASSERT_EQ(parse(with_endpoint({"--client", "write", "bw"}), &o), -1);
+  EXPECT_TRUE(o.client);
+  EXPECT_EQ(o.host, "127.0.0.1");
+  EXPECT_EQ(o.test.op, Op::kWrite);
+  Options p;
+  ASSERT_EQ(parse(with_endpoint({"--client", "10.1.2.3", "read", "lat"}), &p), -1);
+  EXPECT_EQ(p.host, "10.1.2.3");
+  EXPECT_EQ(p.test.op, Op::kRead);
+  EXPECT_EQ(p.test.kind, Kind::kLat);
+  EXPECT_EQ(p.size, 2u);  // latency's default size
+  EXPECT_EQ(p.test.iters, 1000u);
+}
+
+TEST(PerfOptions, TestsPerfMemifClientLine) {
+  // tests/perf/perf_memif.sh: common options, then a case's words and flags, a repeated --timeout.
+  Options o;
+  ASSERT_EQ(parse({"--client",
+                   "127.0.0.1",
+                   "--port-devargs",
+                   "net_memif0,role=client,socket=/tmp/m.sock,socket-abstract=no",
+                   "--ip",
+                   "198.18.9.2/24",
+                   "--mac",
+                   "02:00:00:00:09:02",
+                   "--lcore",
+                   "1",
+                   "--oob-port",
+                   "20007",
+                   "--file-prefix",
+                   "rdp-perf-1-c1",
+                   "--timeout",
+                   "40",
+                   "--memory-mb",
+                   "256",
+                   "write",
+                   "bw",
+                   "-s",
+                   "64",
+                   "-n",
+                   "1000000",
+                   "-q",
+                   "4",
+                   "--verify",
+                   "--fault-drop",
+                   "10",
+                   "--timeout",
+                   "5",
+                   "--lcore-mode",
+                   "0"},
+                  &o),
+            -1);
+  EXPECT_EQ(o.timeout_s, 5u);
+  EXPECT_EQ(o.oob_port, 20007);
+  EXPECT_EQ(o.endpoint.lcore, 1u);
+  EXPECT_EQ(o.endpoint.worker_lcore, 0);
+  EXPECT_EQ(o.endpoint.memory_mb, 256u);
+  EXPECT_EQ(o.endpoint.mac, "02:00:00:00:09:02");
+  EXPECT_EQ(o.endpoint.file_prefix, "rdp-perf-1-c1");
+  EXPECT_DOUBLE_EQ(o.endpoint.fault_drop_pct, 10);
+  EXPECT_EQ(o.test.size, 64u);
+  EXPECT_EQ(o.test.iters, 1000000u);
+  EXPECT_EQ(o.test.qps, 4u);
+  EXPECT_TRUE(o.test.verify);
+}
+
+TEST(PerfOptions, ServerAndRawAndJsonAndVerifySeed) {
+  Options s;
+  ASSERT_EQ(parse(with_endpoint({"--server", "--oob-port", "18600", "--fault-drop", "2"}), &s), -1);
+  EXPECT_TRUE(s.server);
+  EXPECT_EQ(s.oob_port, 18600);
+  Options r;
+  ASSERT_EQ(parse(with_endpoint({"--client", "write", "bw", "-s", "4096", "--raw", "--json"}), &r),
+            -1);
+  EXPECT_TRUE(r.test.raw);
+  EXPECT_TRUE(r.json);
+  Options v;
+  ASSERT_EQ(parse(with_endpoint({"--client", "write", "bw", "--verify-seed", "7"}), &v), -1);
+  EXPECT_TRUE(v.test.verify);
+  EXPECT_EQ(v.verify_seed, 7u);
+  Options a;
+  ASSERT_EQ(parse(with_endpoint({"--client", "write", "bw", "-a", "-n", "5"}), &a), -1);
+  EXPECT_EQ(a.test.size, 0u);  // every size
+}
+
+TEST(PerfOptions, ConnectAndListen) {
+  Options c;
+  ASSERT_EQ(
+      parse({"--config", "client.yaml", "--connect", "198.18.1.1:7000", "--timeout", "40", "send",
+             "lat", "-s", "64", "-n", "2", "--recv-delay-ms", "3000", "--peer-echoes"},
+            &c),
+      -1);
+  EXPECT_TRUE(c.connect);
+  EXPECT_EQ(c.connect_ip, 0xC6120101u);
+  EXPECT_EQ(c.connect_port, 7000);
+  EXPECT_EQ(c.recv_delay_ms, 3000u);
+  EXPECT_TRUE(c.peer_echoes);
+  EXPECT_EQ(c.test.tx_depth, 64u);  // the echo service's queue depth unless -t says otherwise
+  Options t;
+  ASSERT_EQ(
+      parse({"--config", "c.yaml", "--connect", "198.18.1.1:7000", "send", "bw", "-t", "8"}, &t),
+      -1);
+  EXPECT_EQ(t.test.tx_depth, 8u);
+  Options l;
+  ASSERT_EQ(parse(with_endpoint({"--listen", "9000"}), &l), -1);
+  EXPECT_TRUE(l.listen);
+  EXPECT_EQ(l.listen_port, 9000);
+}
+
+TEST(PerfOptions, HelpAndVersionExitZeroAndBadLinesExitTwo) {
+  Options o;
+  EXPECT_EQ(parse({"--help"}, &o), 0);
+  EXPECT_EQ(parse({"--version"}, &o), 0);
+  for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
+           {"--bogus"},
+           {"--client", "write", "bw"},     // no endpoint
+           with_endpoint({"write", "bw"}),  // no mode
+           with_endpoint({"--server", "--client"}),
+           with_endpoint({"--client", "write", "fast"}),
+           with_endpoint({"--client", "write", "bw", "-q", "0"}),
+           with_endpoint({"--client", "write", "lat", "-q", "2"}),
+           with_endpoint({"--client", "write", "bw", "-s", "0"}),
+           with_endpoint({"--client", "write", "bw", "--verify", "-D", "3"}),
+           with_endpoint({"--client", "write", "bw", "--verify", "-a"}),
+           with_endpoint({"--listen", "0"}),
+           with_endpoint({"--listen", "9000", "--raw"}),
+           with_endpoint({"--connect", "198.18.1.1"}),
+           with_endpoint({"--connect", "198.18.1:7000"}),
+           with_endpoint({"--server", "--fault-drop", "101"}),
+           with_endpoint({"--server", "--log-level", "loud"}),
+           with_endpoint({"--server", "--oob-port", "70000"}),
+       }) {
+    Options b;
+    EXPECT_EQ(parse(bad, &b), 2) << bad[0] << " " << (bad.size() > 1 ? bad[1] : "");
+  }
+}
+
+TEST(PerfOptions, PerftestGrammarAsTheInteropTestsRunIt) {
+  Argv probe({"--port-devargs", "x", "--perftest", "write", "bw"});
+  EXPECT_TRUE(wants_perftest(probe.argc(), probe.argv()));
+  PerftestOptions s;
+  ASSERT_EQ(parse_perftest(
+                with_endpoint({"--perftest", "--file-prefix", "p", "--timeout", "90", "write", "bw",
+                               "--dump-recv", "/tmp/r.bin", "-n", "300", "-s", "65536", "-F"}),
+                &s),
+            -1);
+  EXPECT_TRUE(s.server);
+  EXPECT_EQ(s.timeout_s, 90u);
+  EXPECT_EQ(s.dump_file, "/tmp/r.bin");
+  EXPECT_EQ(s.tx_depth, 128u);
+  PerftestOptions c;
+  ASSERT_EQ(
+      parse_perftest(with_endpoint({"--perftest", "198.18.0.50", "read", "lat", "-R", "-p", "18600",
+                                    "-d", "rxe0", "-x", "1", "-i", "1", "-m", "1024", "-c", "RC"}),
+                     &c),
+      -1);
+  EXPECT_FALSE(c.server);
+  EXPECT_EQ(c.host, "198.18.0.50");
+  EXPECT_TRUE(c.rdma_cm);
+  EXPECT_EQ(c.port, 18600);
+  EXPECT_EQ(c.op, Op::kRead);
+  EXPECT_EQ(c.kind, Kind::kLat);
+  EXPECT_EQ(c.size, 2u);
+  EXPECT_EQ(c.tx_depth, 1u);
+  PerftestOptions b;
+  EXPECT_EQ(parse_perftest(with_endpoint({"--perftest", "write"}), &b), 2);  // no bw|lat
+  EXPECT_EQ(parse_perftest(with_endpoint({"--perftest", "h", "write", "bw"}), &b), 2);
+  EXPECT_EQ(parse_perftest(with_endpoint({"--perftest", "1.2.3.4", "5.6.7.8", "write", "bw"}), &b),
+            2);
+  EXPECT_EQ(parse_perftest(with_endpoint({"--perftest", "send", "bw", "-a"}), &b), 2);
+  EXPECT_EQ(parse_perftest({"--perftest", "--help"}, &b), 0);
+}
+
+}  // namespace
+}  // namespace rocedp::perf
