@@ -14,7 +14,7 @@ prefix=rdp-it-$(basename "$0" .sh)-$$
 daemon_pid=
 
 cleanup() {
-  local rc=$?
+  local rc=${exit_status:-$?}
   if [ -n "$daemon_pid" ] && kill -0 "$daemon_pid" 2>/dev/null; then
     kill -TERM "$daemon_pid" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.1; done
@@ -57,10 +57,12 @@ YAML
 }
 
 # A rocedp-perf client in the background ($perf_pid, EAL prefix $prefix-c). stop_perf stops it by
-# PID and keeps the exit status, so a test's trap can run `stop_perf; cleanup`.
+# PID, so a test's trap can run `stop_perf; cleanup`. It keeps the test's exit status in
+# $exit_status for cleanup and returns 0: returning the status would end the trap there under
+# set -e, and cleanup would leave the daemon running.
 perf_pid=
 stop_perf() {
-  local rc=$?
+  exit_status=${exit_status:-$?}
   if [ -n "$perf_pid" ] && kill -0 "$perf_pid" 2>/dev/null; then
     kill -TERM "$perf_pid" 2>/dev/null || true
     for _ in $(seq 30); do kill -0 "$perf_pid" 2>/dev/null || break; sleep 0.1; done
@@ -68,7 +70,7 @@ stop_perf() {
   fi
   [ -z "$perf_pid" ] || wait "$perf_pid" 2>/dev/null || true
   rm -rf "/var/run/dpdk/$prefix-c"
-  return $rc
+  return 0
 }
 
 # write_memif_pair_configs OCTET ND_PORT IDLE_SLEEP_US STATS_MS: $work/daemon.yaml (memif server
