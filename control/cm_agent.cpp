@@ -51,8 +51,8 @@ NeighbourTime to_neighbour_time(uint64_t ns) {
       std::chrono::duration_cast<NeighbourClock::duration>(std::chrono::nanoseconds(ns)));
 }
 
-void on_tx_done(dataplane::CoreMessage& msg) {
-  if (msg.result != 0) {
+void on_tx_done(const dataplane::CoreMessage& msg) {
+  if (!msg.result.ok()) {
     // The core had no TX room: the CM's own retransmission covers a lost MAD.
     auto* failed = static_cast<uint64_t*>(msg.done_ctx);
     if (failed != nullptr) ++*failed;
@@ -472,14 +472,18 @@ struct ProbeRef {
 };
 
 // On the owning core: did the QP's transport give up (retries / RNR retries exhausted) without a
-// flush being asked? (IBTA §9.7.5.1.2: the requester moves to the error state.)
-void probe_run(dataplane::CoreMessage& msg, void*) {
-  auto* rdma = reinterpret_cast<dataplane::CoreRdma*>(msg.data[3]);
-  const rc::QueuePair* qp = rdma->engine_st().find_qp(static_cast<uint32_t>(msg.data[0]));
-  msg.result = qp != nullptr && qp->state() == rc::QpState::kError && !qp->flush_requested ? 1 : 0;
+// flush being asked? (IBTA §9.7.5.1.2: the requester moves to the error state.) INVALID_PARAMETER
+// when the QP is gone.
+void probe_run(const dataplane::QpTarget& req, dataplane::CoreResult& result, void*) {
+  const rc::QueuePair* qp = req.rdma->engine_st().find_qp(req.qpn);
+  if (qp == nullptr) {
+    result.status = STATUS_INVALID_PARAMETER;
+    return;
+  }
+  result.value = dataplane::QpHealth{qp->state() == rc::QpState::kError && !qp->flush_requested};
 }
 
-void probe_done(dataplane::CoreMessage& msg) {
+void probe_done(const dataplane::CoreMessage& msg) {
   auto* ref = static_cast<ProbeRef*>(msg.done_ctx);
   std::unique_ptr<ProbeRef> hold(ref);
   if (!*ref->alive) return;
@@ -487,7 +491,8 @@ void probe_done(dataplane::CoreMessage& msg) {
   if (c == nullptr) return;
   auto& s = *c->state_;
   s.probe_in_flight = false;
-  if (msg.result != 1 || s.phase != ConnPhase::kEstablished) return;
+  const auto* health = msg.result.get<dataplane::QpHealth>();
+  if (health == nullptr || !health->transport_failed || s.phase != ConnPhase::kEstablished) return;
   // The peer is dead as far as the transport can tell: the connection is over.
   ++ref->agent->counters.peer_deaths;
   CmEvent ev;
@@ -517,7 +522,10 @@ void CmAgent::probe_qps(uint64_t now) {
   for (Connector* c : due) {
     auto& s = *c->state_;
     auto* ref = new ProbeRef{alive, this, s.id};
-    if (impl_of(adapter_).call(s.qp->core(), &probe_run, nullptr, &probe_done, ref, s.qp->qpn())) {
+    Adapter::Impl& im = impl_of(adapter_);
+    const uint32_t core = s.qp->core();
+    if (im.call(core, &probe_run, dataplane::QpTarget{im.rdma_on(core), s.qp->qpn()}, &probe_done,
+                ref)) {
       s.probe_in_flight = true;
       s.next_probe_ns = now + setup_.qp_probe_interval_ns;
     } else {

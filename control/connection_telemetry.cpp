@@ -59,10 +59,9 @@ struct QpGather {
 
 // On the owning core: every QP of this core's engine. Snapshot rounds are rare (telemetry
 // interval), so walking the slot numbers until every live QP was seen is cheap enough.
-void qp_rows_run(dataplane::CoreMessage& msg, void*) {
-  auto* rdma = reinterpret_cast<dataplane::CoreRdma*>(msg.data[3]);
-  auto* out = static_cast<std::vector<QpRow>*>(msg.arg);
-  rc::RcEngine& engine = rdma->engine_st();
+void qp_rows_run(const dataplane::QpTableRead& req, dataplane::CoreResult& result, void*) {
+  std::vector<QpRow>* out = req.out;
+  rc::RcEngine& engine = req.rdma->engine_st();
   const size_t live = engine.qp_count();
   out->reserve(live);
   for (uint32_t local = 0; local <= dataplane::kQpnLocalMask && out->size() < live; ++local) {
@@ -109,9 +108,10 @@ void qp_rows_run(dataplane::CoreMessage& msg, void*) {
     }
     out->push_back(std::move(r));
   }
+  result.status = STATUS_SUCCESS;
 }
 
-void qp_rows_done(dataplane::CoreMessage& msg) {
+void qp_rows_done(const dataplane::CoreMessage& msg) {
   static_cast<QpGather*>(msg.done_ctx)->finish_one();
 }
 
@@ -152,7 +152,9 @@ void collect_qp_rows(Adapter& adapter, std::function<void(std::vector<QpRow>)> d
   g->outstanding = 1;  // held until every request is posted
   Adapter::Impl& im = impl_of(adapter);
   for (uint32_t c = 0; c < n; ++c) {
-    if (im.call(c, &qp_rows_run, &g->per_core[c], &qp_rows_done, g)) ++g->outstanding;
+    if (im.call(c, &qp_rows_run, dataplane::QpTableRead{im.rdma_on(c), &g->per_core[c]},
+                &qp_rows_done, g))
+      ++g->outstanding;
   }
   g->finish_one();
 }

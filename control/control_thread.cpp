@@ -36,7 +36,7 @@ struct ControlThread::Pending {
   ControlThread* self = nullptr;
   int outstanding = 0;
   int failures = 0;
-  int64_t first_result = 0;
+  NTSTATUS first_status = STATUS_SUCCESS;
   std::vector<CoreStats> stats;  // snapshot rounds: one slot per core, written by that core
   std::function<void(Pending&)> then;
 
@@ -49,9 +49,9 @@ struct ControlThread::Pending {
   }
 };
 
-void ControlThread::on_core_done(CoreMessage& msg) {
+void ControlThread::on_core_done(const CoreMessage& msg) {
   auto* p = static_cast<Pending*>(msg.done_ctx);
-  if (msg.result != 0 && p->failures++ == 0) p->first_result = msg.result;
+  if (!msg.result.ok() && p->failures++ == 0) p->first_status = msg.result.status;
   if (--p->outstanding == 0) {
     p->then(*p);
     delete p;
@@ -243,7 +243,7 @@ void ControlThread::start_ports_st(Done done) {
   p->then = [this, done = std::move(done)](Pending& pd) {
     if (pd.failures > 0) {
       done(false, "attaching queues failed on " + std::to_string(pd.failures) +
-                      " core(s), first result " + std::to_string(pd.first_result));
+                      " core(s), first status " + std::string(status_name(pd.first_status)));
       return;
     }
     for (size_t i = 0; i < setup_.ports.size(); ++i) {
@@ -271,7 +271,7 @@ void ControlThread::start_ports_st(Done done) {
       if (dataplane::core_requests::attach_port(*setup_.channels[c], port, c, &on_core_done, p))
         p->outstanding++;
       else if (p->failures++ == 0)
-        p->first_result = -ENOBUFS;
+        p->first_status = STATUS_INSUFFICIENT_RESOURCES;  // the core's ring is full
     }
   }
   Pending::arm(p);
@@ -453,16 +453,16 @@ unsigned ControlThread::poll_frames_st() {
 }
 
 namespace {
-void on_tx_done(CoreMessage& msg) {
-  if (msg.result != 0) {
+void on_tx_done(const CoreMessage& msg) {
+  if (!msg.result.ok()) {
     auto* failures = static_cast<uint64_t*>(msg.done_ctx);
     ++*failures;
   }
 }
-void on_neighbour_done(CoreMessage& msg) {
-  if (msg.result != 0)
+void on_neighbour_done(const CoreMessage& msg) {
+  if (!msg.result.ok())
     pmd::log(LogLevel::kWarning, "neighbour_update_refused",
-             {{"result", std::to_string(msg.result)}});
+             {{"status", std::string(status_name(msg.result.status))}});
 }
 }  // namespace
 

@@ -153,7 +153,7 @@ class ControlThread {
 
  private:
   struct Pending;  // an operation waiting for N core completions
-  static void on_core_done(dataplane::CoreMessage& msg);
+  static void on_core_done(const dataplane::CoreMessage& msg);
 
   void loop();
   bool run_sync(std::function<void(std::function<void(bool, std::string)>)> op, std::string* error);

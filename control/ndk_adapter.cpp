@@ -99,7 +99,7 @@ NTSTATUS open_adapter_on(const AdapterSetup& setup, Adapter** out) {
   }
   // Installation travels on each core's ring; every later request queues behind it.
   for (uint32_t i = 0; i < im.rdma.size(); ++i) {
-    if (!im.call(i, &CoreRdma::on_install, nullptr, nullptr, nullptr))
+    if (!im.call(i, &CoreRdma::on_install, dataplane::RdmaTarget{im.rdma_on(i)}, nullptr, nullptr))
       return STATUS_INSUFFICIENT_RESOURCES;
   }
   *out = a.release();
@@ -196,15 +196,15 @@ NTSTATUS Adapter::create_cq(uint32_t depth, NdkCqNotificationCallback notificati
   op->object = cq;
   op->create_completion = completion;
   op->context = context;
-  auto done = [](CoreMessage& msg) {
+  auto done = [](const CoreMessage& msg) {
     auto* o = static_cast<RequestOp*>(msg.done_ctx);
     Cq* c = static_cast<Cq*>(o->object);
-    const auto st = static_cast<NTSTATUS>(msg.result);
+    const auto st = msg.result.status;
     if (st == STATUS_SUCCESS && c->adapter->closing) {
       // The adapter was closed while this CreateCq was pending (NDKPI object lifetime): the
       // request completes STATUS_CANCELLED before the adapter's close. The core drops the CQ
       // first, then the completion runs and the adapter's close may proceed.
-      auto detached = [](CoreMessage& m) {
+      auto detached = [](const CoreMessage& m) {
         auto* op2 = static_cast<RequestOp*>(m.done_ctx);
         Cq* cq2 = static_cast<Cq*>(op2->object);
         Adapter* ad = cq2->adapter;
@@ -214,7 +214,9 @@ NTSTATUS Adapter::create_cq(uint32_t depth, NdkCqNotificationCallback notificati
         delete op2;
         release_child(ad);
       };
-      if (c->adapter->impl_->call(c->core_, &CoreRdma::on_detach_cq, c->cq_.get(), detached, o))
+      if (c->adapter->impl_->call(
+              c->core_, &CoreRdma::on_detach_cq,
+              dataplane::CqTarget{c->adapter->impl_->rdma_on(c->core_), c->cq_.get()}, detached, o))
         return;
       // A full ring at adapter close is a consumer bug (the control loop stopped polling); the
       // CQ stays attached and its memory is leaked rather than freed under the core.
@@ -237,7 +239,8 @@ NTSTATUS Adapter::create_cq(uint32_t depth, NdkCqNotificationCallback notificati
     }
     delete o;
   };
-  if (!im.call(core_affinity, &CoreRdma::on_attach_cq, cq->cq_.get(), done, op)) {
+  if (!im.call(core_affinity, &CoreRdma::on_attach_cq,
+               dataplane::CqTarget{im.rdma_on(core_affinity), cq->cq_.get()}, done, op)) {
     delete cq;
     delete op;
     return STATUS_INSUFFICIENT_RESOURCES;
@@ -353,7 +356,7 @@ void finish_close(NdkObjectBase* object) {
       auto* a = static_cast<Adapter*>(object);
       Adapter::Impl& im = impl_of(*a);
       im.uninstalls_pending = static_cast<uint32_t>(im.rdma.size());
-      auto done = [](CoreMessage& msg) {
+      auto done = [](const CoreMessage& msg) {
         auto* ad = static_cast<Adapter*>(msg.done_ctx);
         if (--impl_of(*ad).uninstalls_pending != 0) return;
         // Every core dropped the handler: nothing of this adapter runs any more.
@@ -365,7 +368,7 @@ void finish_close(NdkObjectBase* object) {
       for (uint32_t i = 0; i < im.rdma.size(); ++i) {
         // The ring holds as many messages as it has slots; a full ring at adapter close means
         // the control loop stopped polling, which is a consumer bug.
-        (void)im.call(i, &CoreRdma::on_uninstall, nullptr, done, a);
+        (void)im.call(i, &CoreRdma::on_uninstall, dataplane::RdmaTarget{im.rdma_on(i)}, done, a);
       }
       break;
     }
@@ -385,7 +388,7 @@ void finish_close(NdkObjectBase* object) {
     case NdkObjectType::kCq: {
       auto* cq = static_cast<Cq*>(object);
       Adapter* ad = cq->adapter;
-      auto done = [](CoreMessage& msg) {
+      auto done = [](const CoreMessage& msg) {
         auto* c = static_cast<Cq*>(msg.done_ctx);
         Adapter* owner = c->adapter;
         const NdkCloseCompletion cb = c->close_completion;
@@ -395,7 +398,10 @@ void finish_close(NdkObjectBase* object) {
         fire_close(cb, ctx);
         release_child(owner);
       };
-      (void)impl_of(*ad).call(cq->core(), &CoreRdma::on_detach_cq, cq->cq_.get(), done, cq);
+      Adapter::Impl& owner_im = impl_of(*ad);
+      (void)owner_im.call(cq->core(), &CoreRdma::on_detach_cq,
+                          dataplane::CqTarget{owner_im.rdma_on(cq->core()), cq->cq_.get()}, done,
+                          cq);
       break;
     }
     case NdkObjectType::kMw: {

@@ -69,8 +69,9 @@ void flush_qp(Connector* c) {
   auto& s = *c->state_;
   if (s.qpn == 0 || s.qp_flushed) return;
   s.qp_flushed = true;
-  (void)impl_of(*c->adapter)
-      .call(s.qp_core, &dataplane::CoreRdma::on_flush_qp, nullptr, nullptr, nullptr, s.qpn);
+  Adapter::Impl& im = impl_of(*c->adapter);
+  (void)im.call(s.qp_core, &dataplane::CoreRdma::on_flush_qp,
+                dataplane::QpTarget{im.rdma_on(s.qp_core), s.qpn}, nullptr, nullptr);
 }
 
 uint32_t effective_irl(const Connector::State& s, uint32_t max) {

@@ -96,11 +96,13 @@ struct Adapter::Impl {
   }
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);  // false once the Adapter is freed
 
-  /// alloc + fill + post on `core`'s channel, with the CoreRdma in data[3].
-  bool call(uint32_t core, dataplane::CoreMessage::RunFn run, void* arg,
-            dataplane::CoreMessage::DoneFn done, void* done_ctx, uint64_t d0 = 0, uint64_t d1 = 0) {
-    return setup.channels[core]->call(run, arg, done, done_ctx, d0, d1, 0,
-                                      reinterpret_cast<uint64_t>(rdma[core].get()));
+  /// The RDMA objects (engine, CQs) of polling core `core`; RDMA requests name them.
+  dataplane::CoreRdma* rdma_on(uint32_t core) const { return rdma[core].get(); }
+  /// alloc + fill + post on `core`'s channel (CoreChannel::call).
+  template <typename Request>
+  bool call(uint32_t core, typename dataplane::CoreCall<Request>::RunFn run, const Request& request,
+            dataplane::CoreMessage::DoneFn done, void* done_ctx) {
+    return setup.channels[core]->call(run, request, done, done_ctx);
   }
 };
 
@@ -149,7 +151,7 @@ void finish_close(NdkObjectBase* object);
 void fire_close(NdkCloseCompletion cb, void* ctx);
 /// Posts (again) the close request of a QP to its core.
 void post_close_qp(Qp* qp);
-void close_qp_done(dataplane::CoreMessage& msg);
+void close_qp_done(const dataplane::CoreMessage& msg);
 /// True if `qp` is a QP object of `adapter` that is not freed and still has QPN `qpn`.
 inline bool qp_alive(Adapter& adapter, const Qp* qp, uint32_t qpn) {
   return qp != nullptr && impl_of(adapter).live_qps.count(qp) != 0 && qp->qpn() == qpn;

@@ -13,6 +13,7 @@ namespace rocedp {
 
 using dataplane::CoreMessage;
 using dataplane::CoreRdma;
+using dataplane::CoreResult;
 using namespace ndk_detail;
 
 namespace {
@@ -22,9 +23,9 @@ bool cq_usable(const Cq* cq, const Adapter* adapter) {
          !cq->closing && cq->attached_;
 }
 
-void request_done(CoreMessage& msg) {
+void request_done(const CoreMessage& msg) {
   auto* o = static_cast<RequestOp*>(msg.done_ctx);
-  NTSTATUS st = static_cast<NTSTATUS>(msg.result);
+  NTSTATUS st = msg.result.status;
   // NDKPI object lifetime: a request still pending when its object is closed completes
   // STATUS_CANCELLED, before the close does (the close request queues behind it on the same
   // core ring, so the object is alive here).
@@ -33,12 +34,14 @@ void request_done(CoreMessage& msg) {
   delete o;
 }
 
-// Sends `op`'s request to `core`: `run(arg, d0)` on the core, then the consumer's
+// Sends `op`'s request to `core`: `run(request)` on the core, then the consumer's
 // RequestCompletion with the core's status on the control thread. PENDING, or
 // INSUFFICIENT_RESOURCES (and `op` freed) when the core's ring is full.
-NTSTATUS post_request(Adapter::Impl& im, uint32_t core, CoreMessage::RunFn run, void* arg,
-                      RequestOp* op, uint64_t d0 = 0, uint64_t d1 = 0) {
-  if (!im.call(core, run, arg, &request_done, op, d0, d1)) {
+template <typename Request>
+NTSTATUS post_request(Adapter::Impl& im, uint32_t core,
+                      typename dataplane::CoreCall<Request>::RunFn run, const Request& request,
+                      RequestOp* op) {
+  if (!im.call(core, run, request, &request_done, op)) {
     delete op;
     return STATUS_INSUFFICIENT_RESOURCES;
   }
@@ -173,12 +176,14 @@ NTSTATUS create_qp_common(Pd* pd, Cq* rcq, Cq* icq, Srq* srq, void* qp_context, 
   p.send_cq = icq->cq_.get();
   p.recv_cq = rcq->cq_.get();
   p.max_inbound_read_limit = l.max_read_limit;
-  auto done = [](CoreMessage& msg) {
+  auto done = [](const CoreMessage& msg) {
     auto* o = static_cast<RequestOp*>(msg.done_ctx);
     Qp* q = static_cast<Qp*>(o->object);
-    const auto st = static_cast<NTSTATUS>(msg.result);
+    const dataplane::QpCreated* created = msg.result.get<dataplane::QpCreated>();
+    NTSTATUS st = msg.result.status;
+    if (st == STATUS_SUCCESS && created == nullptr) st = STATUS_INTERNAL_ERROR;  // no QPN back
     if (st == STATUS_SUCCESS) {
-      q->qpn_ = static_cast<uint32_t>(msg.data[0]);
+      q->qpn_ = created->qpn;
       q->created_ = true;
       o->create_completion(o->context, STATUS_SUCCESS, &q->header);
     } else {
@@ -198,7 +203,8 @@ NTSTATUS create_qp_common(Pd* pd, Cq* rcq, Cq* icq, Srq* srq, void* qp_context, 
     }
     delete o;
   };
-  if (!im.call(qp->core_, &CoreRdma::on_create_qp, &op->create, done, op)) {
+  if (!im.call(qp->core_, &CoreRdma::on_create_qp,
+               dataplane::QpCreate{im.rdma_on(qp->core_), &op->create}, done, op)) {
     delete qp;
     delete op;
     return STATUS_INSUFFICIENT_RESOURCES;
@@ -333,11 +339,11 @@ struct MrBarrier {
   void* request_context = nullptr;
 };
 
-void barrier_run(CoreMessage& msg, void*) {
-  msg.result = STATUS_SUCCESS;
+void barrier_run(const dataplane::NoArgs&, CoreResult& result, void*) {
+  result.status = STATUS_SUCCESS;
 }
 
-void barrier_done(CoreMessage& msg) {
+void barrier_done(const CoreMessage& msg) {
   auto* b = static_cast<MrBarrier*>(msg.done_ctx);
   if (--b->remaining != 0) return;
   NdkObjectBase* object = b->object;
@@ -367,7 +373,7 @@ bool start_barrier(NdkObjectBase* object, uint32_t* counter, NdkRequestCompletio
   ++*counter;
   for (uint32_t i = 0; i < n; ++i) {
     // Room was checked above and only this thread posts control requests.
-    (void)im.call(i, &barrier_run, nullptr, &barrier_done, b);
+    (void)im.call(i, &barrier_run, dataplane::NoArgs{}, &barrier_done, b);
   }
   return true;
 }
@@ -456,7 +462,8 @@ NTSTATUS Cq::resize(uint32_t depth, NdkRequestCompletion completion, void* conte
   RequestOp* op = new_request_op(completion, context);
   if (op == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
   op->object = this;
-  return post_request(im, core_, &CoreRdma::on_resize_cq, cq_.get(), op, depth);
+  return post_request(im, core_, &CoreRdma::on_resize_cq, dataplane::CqResize{cq_.get(), depth},
+                      op);
 }
 
 NTSTATUS Cq::control_interrupt_moderation(uint32_t, uint32_t) {
@@ -501,8 +508,8 @@ NTSTATUS Srq::modify(uint32_t depth, uint32_t notify_threshold, NdkRequestComple
   if (completion == nullptr || closing) return STATUS_INVALID_PARAMETER;
   RequestOp* op = new_request_op(completion, context);
   if (op == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
-  return post_request(impl_of(*adapter), core_, &CoreRdma::on_modify_srq, srq_.get(), op, depth,
-                      notify_threshold);
+  return post_request(impl_of(*adapter), core_, &CoreRdma::on_modify_srq,
+                      dataplane::SrqModify{srq_.get(), depth, notify_threshold}, op);
 }
 
 NTSTATUS Srq::close(NdkCloseCompletion completion, void* context) {
@@ -687,7 +694,9 @@ void Qp::flush() {
   ROCEDP_ON_CONTROL_VOID(this, flush());
   if (!created_ || closing) return;
   // NdkFlush is VOID: a full ring only delays it (the consumer sees it as "not flushed yet").
-  (void)impl_of(*adapter).call(core_, &CoreRdma::on_flush_qp, nullptr, nullptr, nullptr, qpn_);
+  Adapter::Impl& im = impl_of(*adapter);
+  (void)im.call(core_, &CoreRdma::on_flush_qp, dataplane::QpTarget{im.rdma_on(core_), qpn_},
+                nullptr, nullptr);
 }
 
 NTSTATUS Qp::connect(const NdkQpConnectParams& params, NdkRequestCompletion completion,
@@ -718,16 +727,17 @@ NTSTATUS Qp::connect(const NdkQpConnectParams& params, NdkRequestCompletion comp
   c.min_rnr_timer = params.min_rnr_timer;
   c.inbound_read_limit = params.inbound_read_limit;
   c.outbound_read_limit = params.outbound_read_limit;
-  return post_request(im, core_, &CoreRdma::on_connect_qp, &op->connect, op, qpn_);
+  return post_request(im, core_, &CoreRdma::on_connect_qp,
+                      dataplane::QpConnect{im.rdma_on(core_), qpn_, &op->connect}, op);
 }
 
 namespace ndk_detail {
 
 // The core answers STATUS_PENDING while the flushed requests are still being completed; the
 // close goes round again until the core destroyed the QP.
-void close_qp_done(CoreMessage& msg) {
+void close_qp_done(const CoreMessage& msg) {
   auto* q = static_cast<Qp*>(msg.done_ctx);
-  if (static_cast<NTSTATUS>(msg.result) == STATUS_PENDING) {
+  if (msg.result.status == STATUS_PENDING) {
     post_close_qp(q);
     return;
   }
@@ -750,7 +760,8 @@ void close_qp_done(CoreMessage& msg) {
 
 void post_close_qp(Qp* q) {
   Adapter::Impl& im = impl_of(*q->adapter);
-  if (!im.call(q->core_, &CoreRdma::on_close_qp, nullptr, &close_qp_done, q, q->qpn_)) {
+  if (!im.call(q->core_, &CoreRdma::on_close_qp, dataplane::QpTarget{im.rdma_on(q->core_), q->qpn_},
+               &close_qp_done, q)) {
     im.retry_close.push_back(q);  // poll_control tries again
   }
 }

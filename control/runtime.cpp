@@ -256,7 +256,7 @@ bool Runtime::detach_ports() {
         // The completion runs on the control thread too, never before this task returns.
         if (dataplane::core_requests::detach_port(
                 *ch, p->id(),
-                [](dataplane::CoreMessage& m) {
+                [](const dataplane::CoreMessage& m) {
                   static_cast<std::atomic<int>*>(m.done_ctx)->fetch_sub(1);
                 },
                 &left))

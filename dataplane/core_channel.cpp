@@ -82,25 +82,6 @@ bool CoreChannel::post(CoreMessage* msg) {
   return rte_ring_sp_enqueue(requests_, msg) == 0;
 }
 
-bool CoreChannel::call(CoreMessage::RunFn run, void* arg, CoreMessage::DoneFn done, void* done_ctx,
-                       uint64_t d0, uint64_t d1, uint64_t d2, uint64_t d3) {
-  CoreMessage* msg = alloc();
-  if (msg == nullptr) return false;
-  msg->run = run;
-  msg->arg = arg;
-  msg->done = done;
-  msg->done_ctx = done_ctx;
-  msg->data[0] = d0;
-  msg->data[1] = d1;
-  msg->data[2] = d2;
-  msg->data[3] = d3;
-  if (!post(msg)) {
-    free(msg);
-    return false;
-  }
-  return true;
-}
-
 unsigned CoreChannel::poll_completions(unsigned max) {
   unsigned handled = 0;
   void* batch[kBatch];
@@ -126,7 +107,7 @@ unsigned CoreChannel::process_requests_st(void* core, unsigned max) {
     const unsigned n = rte_ring_sc_dequeue_burst(requests_, batch, want, nullptr);
     for (unsigned i = 0; i < n; ++i) {
       auto* msg = static_cast<CoreMessage*>(batch[i]);
-      if (msg->run != nullptr) msg->run(*msg, core);
+      msg->run_st(core);
     }
     if (n > 0) {
       // Cannot fail: the completion ring has room for every message control owns.

@@ -83,94 +83,88 @@ void CoreRdma::sink_send(void* ctx, void* handle, size_t len) {
 
 // ---- request handlers ----
 
-void CoreRdma::on_install(CoreMessage& msg, void* core) {
-  static_cast<PollingCore*>(core)->set_roce_handler_st(&from(msg));
-  msg.result = STATUS_SUCCESS;
+void CoreRdma::on_install(const RdmaTarget& req, CoreResult& result, void* core) {
+  static_cast<PollingCore*>(core)->set_roce_handler_st(req.rdma);
+  result.status = STATUS_SUCCESS;
 }
 
-void CoreRdma::on_uninstall(CoreMessage& msg, void* core) {
+void CoreRdma::on_uninstall(const RdmaTarget& req, CoreResult& result, void* core) {
   auto* pc = static_cast<PollingCore*>(core);
-  if (pc->roce_handler_st() == &from(msg)) pc->set_roce_handler_st(nullptr);
-  msg.result = STATUS_SUCCESS;
+  if (pc->roce_handler_st() == req.rdma) pc->set_roce_handler_st(nullptr);
+  result.status = STATUS_SUCCESS;
 }
 
-void CoreRdma::on_attach_cq(CoreMessage& msg, void*) {
-  CoreRdma& self = from(msg);
+void CoreRdma::on_attach_cq(const CqTarget& req, CoreResult& result, void*) {
+  CoreRdma& self = *req.rdma;
   if (self.cqs_.size() >= self.max_cqs_) {
-    msg.result = STATUS_INSUFFICIENT_RESOURCES;
+    result.status = STATUS_INSUFFICIENT_RESOURCES;
     return;
   }
-  self.cqs_.push_back(static_cast<rc::CompletionQueue*>(msg.arg));
-  msg.result = STATUS_SUCCESS;
+  self.cqs_.push_back(req.cq);
+  result.status = STATUS_SUCCESS;
 }
 
-void CoreRdma::on_detach_cq(CoreMessage& msg, void*) {
-  CoreRdma& self = from(msg);
-  auto it =
-      std::find(self.cqs_.begin(), self.cqs_.end(), static_cast<rc::CompletionQueue*>(msg.arg));
+void CoreRdma::on_detach_cq(const CqTarget& req, CoreResult& result, void*) {
+  CoreRdma& self = *req.rdma;
+  auto it = std::find(self.cqs_.begin(), self.cqs_.end(), req.cq);
   if (it == self.cqs_.end()) {
-    msg.result = STATUS_INVALID_PARAMETER;
+    result.status = STATUS_INVALID_PARAMETER;
     return;
   }
   self.cqs_.erase(it);
-  msg.result = STATUS_SUCCESS;
+  result.status = STATUS_SUCCESS;
 }
 
-void CoreRdma::on_resize_cq(CoreMessage& msg, void*) {
-  msg.result =
-      static_cast<rc::CompletionQueue*>(msg.arg)->resize_st(static_cast<uint32_t>(msg.data[0]));
+void CoreRdma::on_resize_cq(const CqResize& req, CoreResult& result, void*) {
+  result.status = req.cq->resize_st(req.depth);
 }
 
-void CoreRdma::on_create_qp(CoreMessage& msg, void*) {
-  CoreRdma& self = from(msg);
+void CoreRdma::on_create_qp(const QpCreate& req, CoreResult& result, void*) {
   NTSTATUS status = STATUS_SUCCESS;
-  rc::QueuePair* qp = self.engine_->create_qp(*static_cast<rc::QpCreateParams*>(msg.arg), &status);
-  msg.result = status;
-  msg.data[0] = qp != nullptr ? qp->qpn() : 0;
+  rc::QueuePair* qp = req.rdma->engine_->create_qp(*req.params, &status);
+  result.status = status;
+  if (qp != nullptr) result.value = QpCreated{qp->qpn()};
 }
 
-void CoreRdma::on_connect_qp(CoreMessage& msg, void*) {
-  CoreRdma& self = from(msg);
-  rc::QueuePair* qp = self.engine_->find_qp(static_cast<uint32_t>(msg.data[0]));
+void CoreRdma::on_connect_qp(const QpConnect& req, CoreResult& result, void*) {
+  rc::QueuePair* qp = req.rdma->engine_->find_qp(req.qpn);
   if (qp == nullptr) {
-    msg.result = STATUS_INVALID_PARAMETER;
+    result.status = STATUS_INVALID_PARAMETER;
     return;
   }
-  msg.result = qp->connect(*static_cast<rc::QpConnectParams*>(msg.arg));
+  result.status = qp->connect(*req.params);
 }
 
-void CoreRdma::on_flush_qp(CoreMessage& msg, void*) {
-  msg.result = from(msg).engine_->flush_qp(static_cast<uint32_t>(msg.data[0]));
+void CoreRdma::on_flush_qp(const QpTarget& req, CoreResult& result, void*) {
+  result.status = req.rdma->engine_->flush_qp(req.qpn);
 }
 
-void CoreRdma::on_close_qp(CoreMessage& msg, void*) {
-  CoreRdma& self = from(msg);
-  const auto qpn = static_cast<uint32_t>(msg.data[0]);
-  rc::QueuePair* qp = self.engine_->find_qp(qpn);
+void CoreRdma::on_close_qp(const QpTarget& req, CoreResult& result, void*) {
+  CoreRdma& self = *req.rdma;
+  rc::QueuePair* qp = self.engine_->find_qp(req.qpn);
   if (qp == nullptr) {
-    msg.result = STATUS_INVALID_PARAMETER;
+    result.status = STATUS_INVALID_PARAMETER;
     return;
   }
   if (qp->state() != rc::QpState::kError) {
     // Close with work pending: everything outstanding completes with STATUS_CANCELLED first,
     // so the consumer gets every request back before the close completes.
-    self.engine_->flush_qp(qpn);
-    msg.result = STATUS_PENDING;
+    self.engine_->flush_qp(req.qpn);
+    result.status = STATUS_PENDING;
     return;
   }
   const rc::QpCreateParams& p = qp->params();
   const bool sq_empty = p.sq->ring().readable_st() == 0;
   const bool rq_empty = p.rq == nullptr || p.rq->ring().readable_st() == 0;
   if (!sq_empty || !rq_empty || qp->resp.have_recv) {
-    msg.result = STATUS_PENDING;  // the next poll_st produces the flush completions
+    result.status = STATUS_PENDING;  // the next poll_st produces the flush completions
     return;
   }
-  msg.result = self.engine_->destroy_qp(qpn);
+  result.status = self.engine_->destroy_qp(req.qpn);
 }
 
-void CoreRdma::on_modify_srq(CoreMessage& msg, void*) {
-  msg.result = static_cast<rc::SharedReceiveQueue*>(msg.arg)->modify_st(
-      static_cast<uint32_t>(msg.data[0]), static_cast<uint32_t>(msg.data[1]));
+void CoreRdma::on_modify_srq(const SrqModify& req, CoreResult& result, void*) {
+  result.status = req.srq->modify_st(req.depth, req.threshold);
 }
 
 }  // namespace rocedp::dataplane

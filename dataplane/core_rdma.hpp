@@ -48,26 +48,28 @@ class CoreRdma final : public RoceHandler {
   /// Frames the engine held back because the core's TX buffer was full (it resends them later).
   uint64_t tx_no_room() const { return tx_no_room_; }
 
-  // ---- request handlers (CoreMessage::RunFn); data[3] carries the CoreRdma ----
-  // result is an NTSTATUS unless said otherwise.
-  static void on_install(CoreMessage& msg, void* core);     // arg unused
-  static void on_uninstall(CoreMessage& msg, void* core);   // arg unused
-  static void on_attach_cq(CoreMessage& msg, void* core);   // arg = rc::CompletionQueue*
-  static void on_detach_cq(CoreMessage& msg, void* core);   // arg = rc::CompletionQueue*
-  static void on_resize_cq(CoreMessage& msg, void* core);   // arg = CQ, data[0] = depth
-  static void on_create_qp(CoreMessage& msg, void* core);   // arg = QpCreateParams*; data[0] <- qpn
-  static void on_connect_qp(CoreMessage& msg, void* core);  // arg = QpConnectParams*, data[0] = qpn
-  static void on_flush_qp(CoreMessage& msg, void* core);    // data[0] = qpn
+  // ---- request handlers (CoreCall::RunFn); the request names the CoreRdma. result.status is
+  // an NTSTATUS.
+  static void on_install(const RdmaTarget& req, CoreResult& result, void* core);
+  static void on_uninstall(const RdmaTarget& req, CoreResult& result, void* core);
+  /// INSUFFICIENT_RESOURCES: max_cqs attached already.
+  static void on_attach_cq(const CqTarget& req, CoreResult& result, void* core);
+  /// INVALID_PARAMETER: the CQ is not attached here.
+  static void on_detach_cq(const CqTarget& req, CoreResult& result, void* core);
+  static void on_resize_cq(const CqResize& req, CoreResult& result, void* core);
+  /// On success result.value holds QpCreated.
+  static void on_create_qp(const QpCreate& req, CoreResult& result, void* core);
+  /// INVALID_PARAMETER: no such QP.
+  static void on_connect_qp(const QpConnect& req, CoreResult& result, void* core);
+  static void on_flush_qp(const QpTarget& req, CoreResult& result, void* core);
   /// Flushes the QP (if not yet in ERROR); destroys it once every request completed.
   /// STATUS_PENDING while completions are still being produced: the caller posts it again.
-  static void on_close_qp(CoreMessage& msg, void* core);  // data[0] = qpn
-  static void on_modify_srq(CoreMessage& msg,
-                            void* core);  // arg = SRQ, data[0] depth, [1] threshold
+  static void on_close_qp(const QpTarget& req, CoreResult& result, void* core);
+  static void on_modify_srq(const SrqModify& req, CoreResult& result, void* core);
 
  private:
   static uint8_t* sink_alloc(void* ctx, size_t len, void** handle);
   static void sink_send(void* ctx, void* handle, size_t len);
-  static CoreRdma& from(CoreMessage& msg) { return *reinterpret_cast<CoreRdma*>(msg.data[3]); }
   uint64_t now_ns() const;
 
   PollingCore& core_;

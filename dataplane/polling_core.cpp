@@ -27,19 +27,6 @@ void set_kind(rte_mbuf* m, FrameKind kind) {
   m->hash.usr = static_cast<uint32_t>(kind);
 }
 
-uint64_t pack_mac(const uint8_t mac[6]) {
-  uint64_t v = 0;
-  for (int i = 0; i < 6; ++i) v = (v << 8) | mac[i];
-  return v;
-}
-
-void unpack_mac(uint64_t v, uint8_t mac[6]) {
-  for (int i = 5; i >= 0; --i) {
-    mac[i] = static_cast<uint8_t>(v & 0xFF);
-    v >>= 8;
-  }
-}
-
 }  // namespace
 
 FrameKind frame_kind(const rte_mbuf* m) {
@@ -381,16 +368,15 @@ unsigned PollingCore::drain_after_stop() {
 
 // ---- request handlers: run on the owning lcore from process_requests_st() ----
 
-void PollingCore::on_attach_port(CoreMessage& msg, void* c) {
+void PollingCore::on_attach_port(const PortAttach& req, CoreResult& result, void* c) {
   auto& core = *static_cast<PollingCore*>(c);
-  auto* port = static_cast<pmd::Port*>(msg.arg);
-  const auto queue = static_cast<uint16_t>(msg.data[0]);
+  pmd::Port* port = req.port;
   if (port->id() >= RTE_MAX_ETHPORTS || core.slot_of_port_[port->id()] >= 0) {
-    msg.result = -EEXIST;
+    result.status = STATUS_INVALID_DEVICE_STATE;  // already attached
     return;
   }
   if (core.n_attached_ == kMaxPorts) {
-    msg.result = -ENOSPC;
+    result.status = STATUS_INSUFFICIENT_RESOURCES;
     return;
   }
   const unsigned slot = core.n_attached_;
@@ -398,7 +384,7 @@ void PollingCore::on_attach_port(CoreMessage& msg, void* c) {
   ap = AttachedPort{};
   ap.port = port;
   ap.port_id = port->id();
-  ap.queue = queue;
+  ap.queue = req.queue;
   ap.ip_be = rte_cpu_to_be_32(port->address().value);
   const config::MacAddress mac = port->mac();
   std::memcpy(ap.mac.addr_bytes, mac.bytes.data(), 6);
@@ -408,56 +394,50 @@ void PollingCore::on_attach_port(CoreMessage& msg, void* c) {
   core.slot_of_port_[ap.port_id] = static_cast<int8_t>(slot);
   core.n_attached_++;
   core.stats_.attached_queues = core.n_attached_;
-  msg.result = 0;
+  result.status = STATUS_SUCCESS;
 }
 
-void PollingCore::on_detach_port(CoreMessage& msg, void* c) {
+void PollingCore::on_detach_port(const PortDetach& req, CoreResult& result, void* c) {
   auto& core = *static_cast<PollingCore*>(c);
-  const auto port_id = static_cast<uint16_t>(msg.data[0]);
-  const int slot = port_id < RTE_MAX_ETHPORTS ? core.slot_of_port_[port_id] : -1;
+  const int slot = req.port_id < RTE_MAX_ETHPORTS ? core.slot_of_port_[req.port_id] : -1;
   if (slot < 0) {
-    msg.result = -ENOENT;
+    result.status = STATUS_INVALID_PARAMETER;  // not attached here
     return;
   }
   // Whatever is buffered for this port goes out now, while the port still runs.
   core.flush_tx_st();
   core.detach_slot_st(static_cast<unsigned>(slot));
-  msg.result = 0;
+  result.status = STATUS_SUCCESS;
 }
 
-void PollingCore::on_snapshot(CoreMessage& msg, void* c) {
+void PollingCore::on_snapshot(const StatsSnapshot& req, CoreResult& result, void* c) {
   auto& core = *static_cast<PollingCore*>(c);
   core.stats_.drops[drop_index(CoreDrop::kHandoffRingFull)] =
       core.dispatch_.ring_full_drops(core.index_);
   core.stats_.handoff_out = core.dispatch_.forwarded(core.index_);
-  *static_cast<CoreStats*>(msg.arg) = core.stats_;
+  *req.out = core.stats_;
   core.stats_.n_learned_peers = 0;  // handed over to control
-  msg.result = 0;
+  result.status = STATUS_SUCCESS;
 }
 
-void PollingCore::on_transmit(CoreMessage& msg, void* c) {
+void PollingCore::on_transmit(const FrameTransmit& req, CoreResult& result, void* c) {
   auto& core = *static_cast<PollingCore*>(c);
-  const auto port_id = static_cast<uint16_t>(msg.data[0]);
-  const bool attached = port_id < RTE_MAX_ETHPORTS && core.slot_of_port_[port_id] >= 0;
-  core.send_st(port_id, static_cast<rte_mbuf*>(msg.arg));
-  msg.result = attached ? 0 : -ENODEV;
+  const bool attached = req.port_id < RTE_MAX_ETHPORTS && core.slot_of_port_[req.port_id] >= 0;
+  core.send_st(req.port_id, req.frame);
+  result.status = attached ? STATUS_SUCCESS : STATUS_INVALID_DEVICE_STATE;
 }
 
-void PollingCore::on_stop(CoreMessage& msg, void* c) {
+void PollingCore::on_stop(const NoArgs&, CoreResult& result, void* c) {
   auto& core = *static_cast<PollingCore*>(c);
   core.flush_tx_st();
   while (core.n_attached_ > 0) core.detach_slot_st(core.n_attached_ - 1);
   core.stop_ = true;
-  msg.result = 0;
+  result.status = STATUS_SUCCESS;
 }
 
-void PollingCore::on_neighbour(CoreMessage& msg, void* c) {
+void PollingCore::on_neighbour(const NeighbourUpdate& req, CoreResult& result, void* c) {
   auto& core = *static_cast<PollingCore*>(c);
-  NeighbourUpdate u;
-  u.ip.value = static_cast<uint32_t>(msg.data[0]);
-  unpack_mac(msg.data[1], u.mac.bytes.data());
-  u.remove = msg.data[2] != 0;
-  msg.result = core.neighbours_.apply_st(u) ? 0 : -ENOSPC;
+  result.status = core.neighbours_.apply_st(req) ? STATUS_SUCCESS : STATUS_INSUFFICIENT_RESOURCES;
   core.stats_.neighbours = core.neighbours_.size();
 }
 
@@ -466,24 +446,23 @@ namespace core_requests {
 
 bool attach_port(CoreChannel& ch, pmd::Port* port, uint16_t queue, CoreMessage::DoneFn done,
                  void* ctx) {
-  return ch.call(&PollingCore::on_attach_port, port, done, ctx, queue);
+  return ch.call(&PollingCore::on_attach_port, PortAttach{port, queue}, done, ctx);
 }
 bool detach_port(CoreChannel& ch, uint16_t port_id, CoreMessage::DoneFn done, void* ctx) {
-  return ch.call(&PollingCore::on_detach_port, nullptr, done, ctx, port_id);
+  return ch.call(&PollingCore::on_detach_port, PortDetach{port_id}, done, ctx);
 }
 bool snapshot(CoreChannel& ch, CoreStats* out, CoreMessage::DoneFn done, void* ctx) {
-  return ch.call(&PollingCore::on_snapshot, out, done, ctx);
+  return ch.call(&PollingCore::on_snapshot, StatsSnapshot{out}, done, ctx);
 }
 bool transmit(CoreChannel& ch, uint16_t port_id, rte_mbuf* m, CoreMessage::DoneFn done, void* ctx) {
-  return ch.call(&PollingCore::on_transmit, m, done, ctx, port_id);
+  return ch.call(&PollingCore::on_transmit, FrameTransmit{port_id, m}, done, ctx);
 }
 bool stop(CoreChannel& ch, CoreMessage::DoneFn done, void* ctx) {
-  return ch.call(&PollingCore::on_stop, nullptr, done, ctx);
+  return ch.call(&PollingCore::on_stop, NoArgs{}, done, ctx);
 }
 bool neighbour_update(CoreChannel& ch, const NeighbourUpdate& update, CoreMessage::DoneFn done,
                       void* ctx) {
-  return ch.call(&PollingCore::on_neighbour, nullptr, done, ctx, update.ip.value,
-                 pack_mac(update.mac.bytes.data()), update.remove ? 1 : 0);
+  return ch.call(&PollingCore::on_neighbour, update, done, ctx);
 }
 
 }  // namespace core_requests

@@ -139,14 +139,20 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   void set_roce_handler_st(RoceHandler* handler) { roce_ = handler; }
   RoceHandler* roce_handler_st() const { return roce_; }
 
-  // ---- request handlers (CoreMessage::RunFn), run on the lcore from its channel ----
-  static void on_attach_port(CoreMessage& msg, void* core);  // arg = pmd::Port*, data[0] = queue
-  static void on_detach_port(CoreMessage& msg, void* core);  // data[0] = port id
-  static void on_snapshot(CoreMessage& msg, void* core);     // arg = CoreStats* to fill
-  static void on_transmit(CoreMessage& msg, void* core);     // arg = rte_mbuf*, data[0] = port id
-  static void on_stop(CoreMessage& msg, void* core);         // flush TX, detach all, leave run_st
-  static void on_neighbour(CoreMessage& msg,
-                           void* core);  // data[0] = ip, data[1] = mac, data[2] = remove
+  // ---- request handlers (CoreCall::RunFn), run on the lcore from its channel; `core` is the
+  // PollingCore. Every status is an NTSTATUS.
+  /// STATUS_INVALID_DEVICE_STATE: the port is attached already; INSUFFICIENT_RESOURCES: kMaxPorts.
+  static void on_attach_port(const PortAttach& req, CoreResult& result, void* core);
+  /// STATUS_INVALID_PARAMETER: the port is not attached to this core.
+  static void on_detach_port(const PortDetach& req, CoreResult& result, void* core);
+  static void on_snapshot(const StatsSnapshot& req, CoreResult& result, void* core);
+  /// The frame is sent (or counted and dropped) either way; STATUS_INVALID_DEVICE_STATE when
+  /// the port is not attached to this core.
+  static void on_transmit(const FrameTransmit& req, CoreResult& result, void* core);
+  /// Flushes TX, detaches every port and leaves run_st.
+  static void on_stop(const NoArgs& req, CoreResult& result, void* core);
+  /// STATUS_INSUFFICIENT_RESOURCES: the neighbour cache is full.
+  static void on_neighbour(const NeighbourUpdate& req, CoreResult& result, void* core);
 
  private:
   struct AttachedPort {
@@ -188,14 +194,15 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
 
 namespace core_requests {
 // Control-thread helpers: build and post one request to `ch`. False when the channel has no free
-// message (nothing sent). `done` runs on the control thread with msg.result (0 = ok).
+// message (nothing sent). `done` runs on the control thread; msg.result.status is an NTSTATUS.
 bool attach_port(CoreChannel& ch, pmd::Port* port, uint16_t queue, CoreMessage::DoneFn done,
                  void* ctx);
 bool detach_port(CoreChannel& ch, uint16_t port_id, CoreMessage::DoneFn done, void* ctx);
 bool snapshot(CoreChannel& ch, CoreStats* out, CoreMessage::DoneFn done, void* ctx);
 bool transmit(CoreChannel& ch, uint16_t port_id, rte_mbuf* m, CoreMessage::DoneFn done, void* ctx);
 bool stop(CoreChannel& ch, CoreMessage::DoneFn done, void* ctx);
-/// Pushes one neighbour-table change into the core's NeighbourCache; result -ENOSPC if full.
+/// Pushes one neighbour-table change into the core's NeighbourCache; INSUFFICIENT_RESOURCES if
+/// full.
 bool neighbour_update(CoreChannel& ch, const NeighbourUpdate& update, CoreMessage::DoneFn done,
                       void* ctx);
 }  // namespace core_requests

@@ -21,8 +21,9 @@ using test::kPeerIp;
 using test::kPeerMac;
 using Bytes = std::vector<uint8_t>;
 
-void record_result(CoreMessage& msg) {
-  *static_cast<int64_t*>(msg.done_ctx) = msg.result;
+// Keeps the core's answer; a result still STATUS_PENDING was not reaped by control yet.
+void record_result(const CoreMessage& msg) {
+  *static_cast<CoreResult*>(msg.done_ctx) = msg.result;
 }
 
 class PollingCoreTest : public ::testing::Test {
@@ -45,14 +46,14 @@ class PollingCoreTest : public ::testing::Test {
           std::make_unique<PollingCore>(i, rte_lcore_id(), 32, *dispatch_, *channels_.back()));
     }
     // Attach "us" queue 0 to core 0: the request waits in the ring until core 0 polls.
-    int64_t result = 1;
+    CoreResult result{STATUS_PENDING};
     ASSERT_TRUE(core_requests::attach_port(ch(0), us(), 0, &record_result, &result));
     EXPECT_EQ(core(0).stats_st().attached_queues, 0u);
     EXPECT_TRUE(core(0).poll_once());
     EXPECT_EQ(core(0).stats_st().attached_queues, 1u);
-    EXPECT_EQ(result, 1) << "completion not yet reaped by control";
+    EXPECT_EQ(result.status, STATUS_PENDING) << "completion not yet reaped by control";
     EXPECT_EQ(ch(0).poll_completions(16), 1u);
-    EXPECT_EQ(result, 0);
+    EXPECT_EQ(result.status, STATUS_SUCCESS);
   }
 
   void TearDown() override {
@@ -222,12 +223,12 @@ TEST_F(PollingCoreTest, SnapshotArrivesThroughTheRings) {
   EXPECT_TRUE(core(0).poll_once());
   CoreStats out;
   out.core_index = 99;
-  int64_t result = 1;
+  CoreResult result{STATUS_PENDING};
   ASSERT_TRUE(core_requests::snapshot(ch(0), &out, &record_result, &result));
   EXPECT_EQ(out.core_index, 99) << "untouched until the core runs the request";
   EXPECT_TRUE(core(0).poll_once());
   EXPECT_EQ(ch(0).poll_completions(8), 1u);
-  EXPECT_EQ(result, 0);
+  EXPECT_EQ(result.status, STATUS_SUCCESS);
   EXPECT_EQ(out.core_index, 0);
   EXPECT_EQ(out.rx_packets, 1u);
   EXPECT_EQ(out.tx_packets, 1u);
@@ -240,12 +241,12 @@ TEST_F(PollingCoreTest, ControlBuiltFrameLeavesOnTheCoreThatOwnsTheTxQueue) {
   LocalAddress local{kOurMac, kOurIp, 24};
   rte_mbuf* garp = build_gratuitous_arp(test::pool().get(), local);
   ASSERT_NE(garp, nullptr);
-  int64_t result = 1;
+  CoreResult result{STATUS_PENDING};
   ASSERT_TRUE(core_requests::transmit(ch(0), us()->id(), garp, &record_result, &result));
   EXPECT_TRUE(peer_receive().empty());
   EXPECT_TRUE(core(0).poll_once());
   EXPECT_EQ(ch(0).poll_completions(8), 1u);
-  EXPECT_EQ(result, 0);
+  EXPECT_EQ(result.status, STATUS_SUCCESS);
   auto frames = peer_receive();
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_EQ(be32_at(frames[0], 28), kOurIp.value);  // sender IP
@@ -255,12 +256,12 @@ TEST_F(PollingCoreTest, ControlBuiltFrameLeavesOnTheCoreThatOwnsTheTxQueue) {
 
 TEST_F(PollingCoreTest, FrameForAPortWithoutTxQueueIsCounted) {
   rte_mbuf* m = test::to_mbuf(test::icmp_echo(1, 1));
-  int64_t result = 0;
+  CoreResult result{STATUS_PENDING};
   ASSERT_TRUE(core_requests::transmit(ch(1), us()->id(), m, &record_result,
                                       &result));  // core 1 owns no queue
   EXPECT_TRUE(core(1).poll_once());
   EXPECT_EQ(ch(1).poll_completions(8), 1u);
-  EXPECT_EQ(result, -ENODEV);
+  EXPECT_EQ(result.status, STATUS_INVALID_DEVICE_STATE) << "no queue of that port here";
   EXPECT_EQ(drops(1, drop_index(CoreDrop::kNoTxQueue)), 1u);
 }
 
@@ -280,14 +281,14 @@ TEST_F(PollingCoreTest, NeighbourUpdatesReachTheCoreCache) {
 }
 
 TEST_F(PollingCoreTest, DetachStopsPollingThePort) {
-  int64_t result = 1;
+  CoreResult result{STATUS_PENDING};
   ASSERT_TRUE(core_requests::detach_port(ch(0), us()->id(), &record_result, &result));
   peer_send(test::icmp_echo(1, 1));
   EXPECT_TRUE(core(0).poll_once());  // runs RX first (the frame), then the detach request
   EXPECT_EQ(core(0).stats_st().rx_packets, 1u);
   EXPECT_EQ(core(0).stats_st().attached_queues, 0u);
   EXPECT_EQ(ch(0).poll_completions(8), 1u);
-  EXPECT_EQ(result, 0);
+  EXPECT_EQ(result.status, STATUS_SUCCESS);
   peer_receive();
   peer_send(test::icmp_echo(1, 2));
   EXPECT_FALSE(core(0).poll_once()) << "a detached queue is not polled";
@@ -295,7 +296,7 @@ TEST_F(PollingCoreTest, DetachStopsPollingThePort) {
   ASSERT_TRUE(core_requests::detach_port(ch(0), us()->id(), &record_result, &result));
   core(0).poll_once();
   ch(0).poll_completions(8);
-  EXPECT_EQ(result, -ENOENT);
+  EXPECT_EQ(result.status, STATUS_INVALID_PARAMETER) << "not attached any more";
   // Re-attach so the frame still in the ring is received and freed before teardown.
   ASSERT_TRUE(core_requests::attach_port(ch(0), us(), 0, &record_result, &result));
   core(0).poll_once();
@@ -304,8 +305,19 @@ TEST_F(PollingCoreTest, DetachStopsPollingThePort) {
   EXPECT_EQ(core(0).stats_st().rx_packets, 2u);
 }
 
+TEST_F(PollingCoreTest, RefusedRequestsAnswerWithAStatusAndNoValue) {
+  CoreResult twice{STATUS_PENDING};
+  ASSERT_TRUE(core_requests::attach_port(ch(0), us(), 0, &record_result, &twice));
+  core(0).poll_once();
+  EXPECT_EQ(ch(0).poll_completions(8), 1u);
+  EXPECT_EQ(twice.status, STATUS_INVALID_DEVICE_STATE) << "queue 0 of us is attached already";
+  EXPECT_FALSE(twice.ok());
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(twice.value));
+  EXPECT_EQ(core(0).stats_st().attached_queues, 1u) << "the refused attach changed nothing";
+}
+
 TEST_F(PollingCoreTest, StopRequestEndsTheLoopAndCountsCycles) {
-  int64_t result = 1;
+  CoreResult result{STATUS_PENDING};
   ASSERT_TRUE(core_requests::stop(ch(0), &record_result, &result));
   EXPECT_FALSE(core(0).stopped_st());
   core(0).run_st();  // returns once the stop request has run
@@ -314,7 +326,7 @@ TEST_F(PollingCoreTest, StopRequestEndsTheLoopAndCountsCycles) {
   EXPECT_EQ(core(0).stats_st().polls, 2u);
   EXPECT_GT(core(0).stats_st().busy_cycles, 0u);
   EXPECT_EQ(ch(0).poll_completions(8), 1u);
-  EXPECT_EQ(result, 0);
+  EXPECT_EQ(result.status, STATUS_SUCCESS);
 }
 
 }  // namespace

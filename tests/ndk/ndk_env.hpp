@@ -54,8 +54,8 @@ struct Host {
   uint32_t ip = 0;
 };
 
-inline void record_result(dataplane::CoreMessage& msg) {
-  *static_cast<int64_t*>(msg.done_ctx) = msg.result;
+inline void record_result(const dataplane::CoreMessage& msg) {
+  *static_cast<NTSTATUS*>(msg.done_ctx) = msg.result.status;
 }
 
 inline config::PortConfig port_config(const std::string& name, const config::MacAddress& mac,
@@ -112,12 +112,12 @@ class TwoAdapters : public ::testing::Test {
         ASSERT_TRUE(h->channels.back()) << error;
         h->cores.push_back(std::make_unique<dataplane::PollingCore>(
             i, rte_lcore_id(), 32, *h->dispatch, *h->channels.back()));
-        int64_t result = 1;
+        NTSTATUS result = STATUS_PENDING;
         ASSERT_TRUE(dataplane::core_requests::attach_port(*h->channels[i], h->port, i,
                                                           &record_result, &result));
         h->cores[i]->poll_once();
         h->channels[i]->poll_completions(8);
-        ASSERT_EQ(result, 0);
+        ASSERT_EQ(result, STATUS_SUCCESS);
         setup.cores.push_back(h->cores[i].get());
         setup.channels.push_back(h->channels[i].get());
       }
