@@ -22,6 +22,8 @@
 
 namespace rocedp::control {
 
+using ndk_detail::Access;
+
 namespace {
 
 struct Attached {
@@ -188,7 +190,7 @@ void CmAgent::release(ConnEntry* e) {
   // registry's own TimeWait, the QPN too (IBTA §12.9.8.4).
   if (e->tuple_reserved) registry_.release_tuple(e->tuple, now);
   if (e->local_qpn != 0) registry_.hold_qpn(e->local_qpn, now);
-  if (e->owner != nullptr) e->owner->state_->conn = nullptr;
+  if (e->owner != nullptr) Access::state(*e->owner)->conn = nullptr;
   e->owner = nullptr;
   auto it = conns_.find(e->local_comm_id);
   if (it != conns_.end() && it->second.get() == e) {
@@ -300,7 +302,7 @@ uint64_t CmAgent::add_connector(Connector* c) {
 }
 
 void CmAgent::remove_connector(Connector* c) {
-  connectors_.erase(c->state_->id);
+  connectors_.erase(Access::state(*c)->id);
   --open_connectors;
 }
 
@@ -311,7 +313,7 @@ Connector* CmAgent::connector(uint64_t id) const {
 
 Listener* CmAgent::listener_for(uint32_t dst_ip, uint16_t port) const {
   for (Listener* l : listeners_) {
-    const auto& s = *l->state_;
+    const auto& s = *Access::state(*l);
     if (s.listening && s.local.port == port && (s.local.ip == 0 || s.local.ip == dst_ip)) return l;
   }
   return nullptr;
@@ -389,7 +391,7 @@ void CmAgent::route(const wire::CmMad& m, const wire::MacAddr& src_mac, uint32_t
                       : nullptr;
     // NdkControlConnectEvents(pause): a paused listener treats requests as if it did not
     // exist; the peer gets the no-listener REJ (invalid service ID) and may try again.
-    if (l != nullptr && l->state_->paused) l = nullptr;
+    if (l != nullptr && Access::state(*l)->paused) l = nullptr;
     if (l == nullptr) {
       ++counters.rej_sent_no_listener;
       send_raw_rej(m, wire::CmRejReason::kInvalidServiceId, src_mac, src_ip);
@@ -489,7 +491,7 @@ void probe_done(const dataplane::CoreMessage& msg) {
   if (!*ref->alive) return;
   Connector* c = ref->agent->connector(ref->connector_id);
   if (c == nullptr) return;
-  auto& s = *c->state_;
+  auto& s = *Access::state(*c);
   s.probe_in_flight = false;
   const auto* health = msg.result.get<dataplane::QpHealth>();
   if (health == nullptr || !health->transport_failed || s.phase != ConnPhase::kEstablished) return;
@@ -514,13 +516,13 @@ void probe_done(const dataplane::CoreMessage& msg) {
 void CmAgent::probe_qps(uint64_t now) {
   std::vector<Connector*> due;
   for (auto& [id, c] : connectors_) {
-    auto& s = *c->state_;
+    auto& s = *Access::state(*c);
     if (s.phase == ConnPhase::kEstablished && !s.probe_in_flight && s.qp != nullptr &&
-        !s.qp->closing && now >= s.next_probe_ns)
+        !Access::closing(*s.qp) && now >= s.next_probe_ns)
       due.push_back(c);
   }
   for (Connector* c : due) {
-    auto& s = *c->state_;
+    auto& s = *Access::state(*c);
     auto* ref = new ProbeRef{alive, this, s.id};
     Adapter::Impl& im = impl_of(adapter_);
     const uint32_t core = s.qp->core();
@@ -576,13 +578,16 @@ uint32_t CmAgent::poll() {
 
 namespace rocedp {
 
+using ndk_detail::Access;
+
 using control::agent_of;
 using control::CmAgent;
 
 NTSTATUS attach_connection_manager(Adapter& adapter, const ConnectionManagerSetup& setup) {
   ROCEDP_ON_CONTROL(&adapter, attach_connection_manager(adapter, setup));
   if (agent_of(adapter) != nullptr) return STATUS_INVALID_DEVICE_STATE;
-  if (adapter.closing || setup.tx_core >= adapter.core_count()) return STATUS_INVALID_PARAMETER;
+  if (Access::closing(adapter) || setup.tx_core >= adapter.core_count())
+    return STATUS_INVALID_PARAMETER;
   auto agent = std::make_unique<CmAgent>(adapter, setup);
   std::lock_guard<std::mutex> g(control::agents_mutex());
   control::agents()[&adapter] = {impl_of(adapter).alive, std::move(agent)};

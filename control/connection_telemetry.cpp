@@ -10,6 +10,8 @@
 
 namespace rocedp::control {
 
+using ndk_detail::Access;
+
 namespace {
 
 const char* phase_name(ConnPhase p) {
@@ -123,7 +125,7 @@ std::vector<ConnectionRow> connection_rows(
   CmAgent* agent = agent_of(adapter);
   if (agent == nullptr) return rows;
   for (const auto& [id, c] : agent->connectors()) {
-    const Connector::State& s = *c->state_;
+    const Connector::State& s = *Access::state(*c);
     ConnectionRow r;
     r.local_ip = s.have_local ? s.local.ip : 0;
     r.local_port = s.have_local ? s.local.port : 0;

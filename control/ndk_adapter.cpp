@@ -48,14 +48,14 @@ namespace ndk_detail {
 void init_header(NdkObjectBase& o, NdkObjectType type, Adapter* adapter) {
   o.header.version = kNdkVersion;
   o.header.object_type = type;
-  o.adapter = adapter;
+  Access::adapter(o) = adapter;
 }
 
 /// A child of `parent` is gone: a parent waiting in close finishes when it was the last.
 void release_child(NdkObjectBase* parent) {
   if (parent == nullptr) return;
-  --parent->children;
-  if (parent->closing && parent->children == 0) finish_close(parent);
+  --Access::children(*parent);
+  if (Access::closing(*parent) && Access::children(*parent) == 0) finish_close(parent);
 }
 
 /// Fires the close completion (if any) after the object is gone. The callback may close more.
@@ -153,7 +153,7 @@ NTSTATUS Adapter::create_pd(NdkCreateCompletion, void*, Pd** out) {
   Pd* pd = new (std::nothrow) Pd();
   if (pd == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
   init_header(*pd, Pd::kType, this);
-  pd->id_ = impl_->next_pd++;
+  Access::id(*pd) = impl_->next_pd++;
   ++impl_->pds;
   ++children;
   *out = pd;
@@ -190,8 +190,8 @@ NTSTATUS Adapter::create_cq(uint32_t depth, NdkCqNotificationCallback notificati
     return STATUS_INSUFFICIENT_RESOURCES;
   }
   init_header(*cq, Cq::kType, this);
-  cq->core_ = core_affinity;
-  cq->cq_ = std::move(ring);
+  Access::core(*cq) = core_affinity;
+  Access::cq(*cq) = std::move(ring);
   op->adapter = this;
   op->object = cq;
   op->create_completion = completion;
@@ -215,8 +215,9 @@ NTSTATUS Adapter::create_cq(uint32_t depth, NdkCqNotificationCallback notificati
         release_child(ad);
       };
       if (c->adapter->impl_->call(
-              c->core_, &CoreRdma::on_detach_cq,
-              dataplane::CqTarget{c->adapter->impl_->rdma_on(c->core_), c->cq_.get()}, detached, o))
+              c->core(), &CoreRdma::on_detach_cq,
+              dataplane::CqTarget{c->adapter->impl_->rdma_on(c->core()), Access::cq(*c).get()},
+              detached, o))
         return;
       // A full ring at adapter close is a consumer bug (the control loop stopped polling); the
       // CQ stays attached and its memory is leaked rather than freed under the core.
@@ -228,7 +229,7 @@ NTSTATUS Adapter::create_cq(uint32_t depth, NdkCqNotificationCallback notificati
       return;
     }
     if (st == STATUS_SUCCESS) {
-      c->attached_ = true;
+      Access::attached(*c) = true;
       o->create_completion(o->context, STATUS_SUCCESS, &c->header);
     } else {
       Adapter* ad = c->adapter;
@@ -240,7 +241,7 @@ NTSTATUS Adapter::create_cq(uint32_t depth, NdkCqNotificationCallback notificati
     delete o;
   };
   if (!im.call(core_affinity, &CoreRdma::on_attach_cq,
-               dataplane::CqTarget{im.rdma_on(core_affinity), cq->cq_.get()}, done, op)) {
+               dataplane::CqTarget{im.rdma_on(core_affinity), Access::cq(*cq).get()}, done, op)) {
     delete cq;
     delete op;
     return STATUS_INSUFFICIENT_RESOURCES;
@@ -360,8 +361,8 @@ void finish_close(NdkObjectBase* object) {
         auto* ad = static_cast<Adapter*>(msg.done_ctx);
         if (--impl_of(*ad).uninstalls_pending != 0) return;
         // Every core dropped the handler: nothing of this adapter runs any more.
-        const NdkCloseCompletion cb = ad->close_completion;
-        void* ctx = ad->close_context;
+        const NdkCloseCompletion cb = Access::close_completion(*ad);
+        void* ctx = Access::close_context(*ad);
         delete ad;
         fire_close(cb, ctx);
       };
@@ -374,11 +375,12 @@ void finish_close(NdkObjectBase* object) {
     }
     case NdkObjectType::kPd: {
       auto* pd = static_cast<Pd*>(object);
-      Adapter* ad = pd->adapter;
+      Adapter* ad = Access::adapter(*pd);
       // No QP of the PD is left, so no core uses its privileged token any more.
-      if (pd->privileged_token_ != 0) (void)impl_of(*ad).mrs->deregister(pd->privileged_token_);
-      const NdkCloseCompletion cb = pd->close_completion;
-      void* ctx = pd->close_context;
+      if (Access::privileged_token(*pd) != 0)
+        (void)impl_of(*ad).mrs->deregister(Access::privileged_token(*pd));
+      const NdkCloseCompletion cb = Access::close_completion(*pd);
+      void* ctx = Access::close_context(*pd);
       delete pd;
       --impl_of(*ad).pds;
       fire_close(cb, ctx);
@@ -387,12 +389,12 @@ void finish_close(NdkObjectBase* object) {
     }
     case NdkObjectType::kCq: {
       auto* cq = static_cast<Cq*>(object);
-      Adapter* ad = cq->adapter;
+      Adapter* ad = Access::adapter(*cq);
       auto done = [](const CoreMessage& msg) {
         auto* c = static_cast<Cq*>(msg.done_ctx);
-        Adapter* owner = c->adapter;
-        const NdkCloseCompletion cb = c->close_completion;
-        void* ctx = c->close_context;
+        Adapter* owner = Access::adapter(*c);
+        const NdkCloseCompletion cb = Access::close_completion(*c);
+        void* ctx = Access::close_context(*c);
         delete c;  // the core no longer polls it; the consumer closed it
         --impl_of(*owner).cqs;
         fire_close(cb, ctx);
@@ -400,16 +402,16 @@ void finish_close(NdkObjectBase* object) {
       };
       Adapter::Impl& owner_im = impl_of(*ad);
       (void)owner_im.call(cq->core(), &CoreRdma::on_detach_cq,
-                          dataplane::CqTarget{owner_im.rdma_on(cq->core()), cq->cq_.get()}, done,
-                          cq);
+                          dataplane::CqTarget{owner_im.rdma_on(cq->core()), Access::cq(*cq).get()},
+                          done, cq);
       break;
     }
     case NdkObjectType::kMw: {
       auto* mw = static_cast<Mw*>(object);
-      Adapter* ad = mw->adapter;
-      Pd* pd = mw->pd_;
-      const NdkCloseCompletion cb = mw->close_completion;
-      void* ctx = mw->close_context;
+      Adapter* ad = Access::adapter(*mw);
+      Pd* pd = Access::pd(*mw);
+      const NdkCloseCompletion cb = Access::close_completion(*mw);
+      void* ctx = Access::close_context(*mw);
       delete mw;  // no core touches memory through it any more
       --impl_of(*ad).mrs_open;
       fire_close(cb, ctx);
@@ -418,10 +420,10 @@ void finish_close(NdkObjectBase* object) {
     }
     case NdkObjectType::kMr: {
       auto* mr = static_cast<Mr*>(object);
-      Adapter* ad = mr->adapter;
-      Pd* pd = mr->pd_;
-      const NdkCloseCompletion cb = mr->close_completion;
-      void* ctx = mr->close_context;
+      Adapter* ad = Access::adapter(*mr);
+      Pd* pd = Access::pd(*mr);
+      const NdkCloseCompletion cb = Access::close_completion(*mr);
+      void* ctx = Access::close_context(*mr);
       delete mr;  // no core touches its memory any more (deregistration barrier)
       --impl_of(*ad).mrs_open;
       fire_close(cb, ctx);
@@ -430,10 +432,10 @@ void finish_close(NdkObjectBase* object) {
     }
     case NdkObjectType::kSrq: {
       auto* srq = static_cast<Srq*>(object);
-      Adapter* ad = srq->adapter;
-      Pd* pd = srq->pd_;
-      const NdkCloseCompletion cb = srq->close_completion;
-      void* ctx = srq->close_context;
+      Adapter* ad = Access::adapter(*srq);
+      Pd* pd = Access::pd(*srq);
+      const NdkCloseCompletion cb = Access::close_completion(*srq);
+      void* ctx = Access::close_context(*srq);
       delete srq;  // no QP uses it any more, so no core reads it
       --impl_of(*ad).srqs;
       fire_close(cb, ctx);

@@ -12,6 +12,8 @@
 
 namespace rocedp {
 
+using ndk_detail::Access;
+
 using control::agent_of;
 using control::CmAgent;
 using control::CmEvent;
@@ -38,7 +40,7 @@ uint32_t initial_psn(uint32_t comm_id, uint64_t ca_guid, uint64_t now) {
 }
 
 void fire_request(Connector* c, NTSTATUS status) {
-  auto& s = *c->state_;
+  auto& s = *Access::state(*c);
   NdkRequestCompletion cb = s.request;
   void* ctx = s.request_context;
   s.request = nullptr;
@@ -49,7 +51,7 @@ void fire_request(Connector* c, NTSTATUS status) {
 }
 
 void fire_disconnect(Connector* c, NTSTATUS reason) {
-  auto& s = *c->state_;
+  auto& s = *Access::state(*c);
   if (s.disconnect != nullptr) {
     auto cb = s.disconnect;
     void* ctx = s.disconnect_context;
@@ -66,10 +68,10 @@ void fire_disconnect(Connector* c, NTSTATUS reason) {
 // NdkFlush by QPN on the owning core (the Qp object may be closed already: an unknown QPN is
 // ignored by the engine). Outstanding work completes with STATUS_CANCELLED.
 void flush_qp(Connector* c) {
-  auto& s = *c->state_;
+  auto& s = *Access::state(*c);
   if (s.qpn == 0 || s.qp_flushed) return;
   s.qp_flushed = true;
-  Adapter::Impl& im = impl_of(*c->adapter);
+  Adapter::Impl& im = impl_of(*Access::adapter(*c));
   (void)im.call(s.qp_core, &dataplane::CoreRdma::on_flush_qp,
                 dataplane::QpTarget{im.rdma_on(s.qp_core), s.qpn}, nullptr, nullptr);
 }
@@ -122,7 +124,7 @@ void snapshot_peer(Connector::State& s, const control::CmConnection& cm) {
 }
 
 void detach_conn(Connector* c, uint64_t now) {
-  auto& s = *c->state_;
+  auto& s = *Access::state(*c);
   if (s.conn == nullptr) return;
   ConnEntry* e = s.conn;
   e->owner = nullptr;
@@ -133,7 +135,7 @@ void detach_conn(Connector* c, uint64_t now) {
 // ---- Connect ---------------------------------------------------------------------------------
 
 NTSTATUS start_req(Connector* c, const wire::MacAddr& mac) {
-  auto& s = *c->state_;
+  auto& s = *Access::state(*c);
   CmAgent& a = *s.agent;
   const uint64_t now = a.now_ns();
   control::FourTuple t{s.local.ip, s.local.port, s.peer.ip, s.peer.port};
@@ -182,11 +184,12 @@ NTSTATUS start_req(Connector* c, const wire::MacAddr& mac) {
 NTSTATUS connect_common(Connector* c, Qp* qp, NdkSockAddr src, SharedEndpoint* sep,
                         const NdkSockAddr& dst, uint32_t irl, uint32_t orl, const void* pd,
                         uint32_t pd_len, NdkRequestCompletion cb, void* ctx) {
-  auto& s = *c->state_;
+  auto& s = *Access::state(*c);
   CmAgent& a = *s.agent;
-  if (c->closing || qp == nullptr || cb == nullptr || qp->closing || qp->adapter != c->adapter ||
-      pd_len > wire::kMaxCallerData || (pd_len != 0 && pd == nullptr) || irl > a.max_read_limit() ||
-      orl > a.max_read_limit() || irl > 255 || orl > 255) {
+  if (Access::closing(*c) || qp == nullptr || cb == nullptr || Access::closing(*qp) ||
+      Access::adapter(*qp) != Access::adapter(*c) || pd_len > wire::kMaxCallerData ||
+      (pd_len != 0 && pd == nullptr) || irl > a.max_read_limit() || orl > a.max_read_limit() ||
+      irl > 255 || orl > 255) {
     return STATUS_INVALID_PARAMETER;
   }
   if (s.phase != ConnPhase::kIdle) return STATUS_CONNECTION_ACTIVE;
@@ -216,7 +219,7 @@ NTSTATUS connect_common(Connector* c, Qp* qp, NdkSockAddr src, SharedEndpoint* s
   s.have_local = true;
   s.own_binding = own;
   s.endpoint = sep;
-  if (sep != nullptr) ++sep->users_;
+  if (sep != nullptr) ++Access::users(*sep);
   s.irl = irl;
   s.orl = orl;
   s.have_own_limits = true;
@@ -243,14 +246,14 @@ NTSTATUS connect_common(Connector* c, Qp* qp, NdkSockAddr src, SharedEndpoint* s
     }
     if (!*alive) return;
     Connector* cc = ap->connector(id);
-    if (cc == nullptr || cc->state_->phase != ConnPhase::kResolving) return;
+    if (cc == nullptr || Access::state(*cc)->phase != ConnPhase::kResolving) return;
     // ARP gave up: NdkConnect's STATUS_HOST_UNREACHABLE, asynchronously.
-    auto& cs = *cc->state_;
+    auto& cs = *Access::state(*cc);
     ap->resolving_tuples.erase(
         CmAgent::tuple_key({cs.local.ip, cs.local.port, cs.peer.ip, cs.peer.port}));
     const NTSTATUS st = ok ? start_req(cc, mac) : STATUS_HOST_UNREACHABLE;
     if (st != STATUS_PENDING) {
-      cc->state_->phase = ConnPhase::kFailed;
+      Access::state(*cc)->phase = ConnPhase::kFailed;
       fire_request(cc, st);
     }
   });
@@ -266,7 +269,7 @@ NTSTATUS connect_common(Connector* c, Qp* qp, NdkSockAddr src, SharedEndpoint* s
     s.request_context = nullptr;
     s.phase = ConnPhase::kIdle;
     s.have_local = false;
-    if (sep != nullptr) --sep->users_;
+    if (sep != nullptr) --Access::users(*sep);
     s.endpoint = nullptr;
     undo();
     s.own_binding = false;
@@ -282,7 +285,7 @@ void complete_qp_done(void* context, NTSTATUS status) {
   CmAgent& a = *ref->agent;
   Connector* c = a.connector(ref->id);
   if (c == nullptr) return;  // closed meanwhile: nothing fires
-  auto& s = *c->state_;
+  auto& s = *Access::state(*c);
   if (s.phase != ConnPhase::kCompleting) return;
   NTSTATUS st = status;
   if (st != STATUS_SUCCESS) {
@@ -317,7 +320,7 @@ void accept_qp_done(void* context, NTSTATUS status) {
   CmAgent& a = *ref->agent;
   Connector* c = a.connector(ref->id);
   if (c == nullptr) return;
-  auto& s = *c->state_;
+  auto& s = *Access::state(*c);
   if (s.phase != ConnPhase::kAccepting) return;
   NTSTATUS st = status;
   if (st == STATUS_SUCCESS) {
@@ -348,10 +351,10 @@ void accept_qp_done(void* context, NTSTATUS status) {
 NTSTATUS complete_common(Connector* c, NdkDisconnectEventCallback d,
                          NdkDisconnectEventCallbackEx dex, void* dctx, NdkRequestCompletion cb,
                          void* ctx) {
-  auto& s = *c->state_;
+  auto& s = *Access::state(*c);
   CmAgent& a = *s.agent;
   if (cb == nullptr) return STATUS_INVALID_PARAMETER;
-  if (c->closing || !s.active) return STATUS_CONNECTION_INVALID;
+  if (Access::closing(*c) || !s.active) return STATUS_CONNECTION_INVALID;
   if (s.phase == ConnPhase::kFailed && s.abort_status != STATUS_SUCCESS) return s.abort_status;
   if (s.phase != ConnPhase::kConnected || s.conn == nullptr) return STATUS_CONNECTION_INVALID;
   if (s.conn->cm.state() != control::CmState::kRepRcvd) {
@@ -360,7 +363,7 @@ NTSTATUS complete_common(Connector* c, NdkDisconnectEventCallback d,
   }
   // The QP given to Connect may have been closed (and freed) since: it is looked up by identity
   // and QPN among the adapter's live QPs before it is touched.
-  if (!ndk_detail::qp_alive(*c->adapter, s.qp, s.qpn) || s.qp->closing)
+  if (!ndk_detail::qp_alive(*Access::adapter(*c), s.qp, s.qpn) || Access::closing(*s.qp))
     return STATUS_CONNECTION_INVALID;
   auto* ref = new AsyncRef{a.alive, &a, s.id};
   const NTSTATUS st = s.qp->connect(qp_params(s, a), &complete_qp_done, ref);
@@ -381,14 +384,14 @@ NTSTATUS accept_common(Connector* c, Qp* qp, uint32_t irl, uint32_t orl, const v
                        uint32_t pd_len, NdkDisconnectEventCallback d,
                        NdkDisconnectEventCallbackEx dex, void* dctx, NdkRequestCompletion cb,
                        void* ctx) {
-  auto& s = *c->state_;
+  auto& s = *Access::state(*c);
   CmAgent& a = *s.agent;
-  if (qp == nullptr || cb == nullptr || qp->closing || qp->adapter != c->adapter ||
-      pd_len > wire::kMaxCalleeData || (pd_len != 0 && pd == nullptr) || irl > a.max_read_limit() ||
-      orl > a.max_read_limit()) {
+  if (qp == nullptr || cb == nullptr || Access::closing(*qp) ||
+      Access::adapter(*qp) != Access::adapter(*c) || pd_len > wire::kMaxCalleeData ||
+      (pd_len != 0 && pd == nullptr) || irl > a.max_read_limit() || orl > a.max_read_limit()) {
     return STATUS_INVALID_PARAMETER;
   }
-  if (c->closing || s.active) return STATUS_CONNECTION_INVALID;
+  if (Access::closing(*c) || s.active) return STATUS_CONNECTION_INVALID;
   if (s.phase == ConnPhase::kFailed && s.abort_status != STATUS_SUCCESS)
     return STATUS_CONNECTION_ABORTED;
   if (s.phase != ConnPhase::kRequest || s.conn == nullptr) return STATUS_CONNECTION_INVALID;
@@ -438,10 +441,10 @@ Connector* new_connector(Adapter& adapter, CmAgent& a) {
     return nullptr;
   }
   ndk_detail::init_header(*c, Connector::kType, &adapter);
-  c->state_ = s;
+  Access::state(*c) = s;
   s->agent = &a;
   s->id = a.add_connector(c);
-  ++adapter.children;
+  ++Access::children(adapter);
   return c;
 }
 
@@ -454,7 +457,7 @@ NTSTATUS create_connector(Adapter& adapter, NdkCreateCompletion, void*, Connecto
   ROCEDP_ON_CONTROL(&adapter, create_connector(adapter, nullptr, nullptr, out));
   if (out == nullptr) return STATUS_INVALID_PARAMETER;
   CmAgent* a = agent_of(adapter);
-  if (a == nullptr || adapter.closing) return STATUS_INVALID_DEVICE_STATE;
+  if (a == nullptr || Access::closing(adapter)) return STATUS_INVALID_DEVICE_STATE;
   if (a->open_connectors >= impl_of(adapter).setup.limits.max_connectors)
     return STATUS_INSUFFICIENT_RESOURCES;
   Connector* c = new_connector(adapter, *a);
@@ -482,8 +485,8 @@ NTSTATUS Connector::connect_with_shared_endpoint(Qp* qp, SharedEndpoint* endpoin
                                                        pd_len, completion, context));
   if (endpoint == nullptr || endpoint->closing || endpoint->adapter != adapter)
     return STATUS_INVALID_PARAMETER;
-  const NTSTATUS st = connect_common(this, qp, endpoint->address_, endpoint, destination, irl, orl,
-                                     pd, pd_len, completion, context);
+  const NTSTATUS st = connect_common(this, qp, Access::address(*endpoint), endpoint, destination,
+                                     irl, orl, pd, pd_len, completion, context);
   state_->agent->run_deferred();
   return st;
 }
@@ -637,7 +640,7 @@ NTSTATUS Connector::close(NdkCloseCompletion completion, void* context) {
       was == ConnPhase::kCompleting || was == ConnPhase::kDisconnecting)
     flush_qp(this);
   if (s.listener != nullptr) {
-    auto& ls = *s.listener->state_;
+    auto& ls = *Access::state(*s.listener);
     ls.spawned.erase(std::remove(ls.spawned.begin(), ls.spawned.end(), this), ls.spawned.end());
   }
   if (s.own_binding) a.registry().unbind(s.local.ip, s.local.port);
@@ -647,7 +650,7 @@ NTSTATUS Connector::close(NdkCloseCompletion completion, void* context) {
   delete state_;
   delete this;
   if (sep != nullptr) {
-    --sep->users_;
+    --Access::users(*sep);
     control::shared_endpoint_maybe_free(sep);
   }
   if (pending == nullptr && !owed) {
@@ -675,7 +678,7 @@ NTSTATUS Connector::close(NdkCloseCompletion completion, void* context) {
 namespace control {
 
 void CmAgent::on_connection_event(Connector* c, const CmEvent& ev) {
-  auto& s = *c->state_;
+  auto& s = *Access::state(*c);
   switch (ev.type) {
     case CmEventType::kConnectComplete:
       if (s.conn != nullptr) snapshot_peer(s, s.conn->cm);
@@ -687,7 +690,7 @@ void CmAgent::on_connection_event(Connector* c, const CmEvent& ev) {
         s.phase = ConnPhase::kEstablished;
         s.next_probe_ns = now_ns() + setup_.qp_probe_interval_ns;
         if (s.listener != nullptr) {
-          auto& sp = s.listener->state_->spawned;
+          auto& sp = Access::state(*s.listener)->spawned;
           sp.erase(std::remove(sp.begin(), sp.end(), c), sp.end());
           s.listener = nullptr;
         }
@@ -735,7 +738,8 @@ void CmAgent::on_connection_event(Connector* c, const CmEvent& ev) {
 void CmAgent::on_request(Listener* l, const wire::CmMad& m, const wire::MacAddr& src_mac,
                          uint32_t src_ip) {
   const auto& req = std::get<wire::CmReq>(m.body);
-  if (open_connectors >= impl_of(adapter_).setup.limits.max_connectors || adapter_.closing) {
+  if (open_connectors >= impl_of(adapter_).setup.limits.max_connectors ||
+      Access::closing(adapter_)) {
     send_mad(src_ip, src_mac, CmConnection::rej_for(m, wire::CmRejReason::kNoResources));
     return;
   }
@@ -755,7 +759,7 @@ void CmAgent::on_request(Listener* l, const wire::CmMad& m, const wire::MacAddr&
   }
   index_remote(e, req.local_ca_guid, req.local_comm_id, req.local_qpn);
   e->owner = c;
-  auto& s = *c->state_;
+  auto& s = *Access::state(*c);
   s.conn = e;
   s.active = false;
   s.listener = l;
@@ -767,28 +771,29 @@ void CmAgent::on_request(Listener* l, const wire::CmMad& m, const wire::MacAddr&
   s.remote_mac = src_mac;
   snapshot_peer(s, e->cm);
   s.path_mtu_code = std::min<uint8_t>(req.path_mtu, mtu_code(max_path_mtu()));
-  l->state_->spawned.push_back(c);
+  Access::state(*l)->spawned.push_back(c);
   deliver(l, c);
 }
 
 void CmAgent::deliver(Listener* l, Connector* c) {
-  const uint64_t id = c->state_->id;
+  const uint64_t id = Access::state(*c)->id;
   defer(id, [this, l, id] {
     Connector* cc = connector(id);
     auto& ls = listeners_;
-    if (cc == nullptr || std::find(ls.begin(), ls.end(), l) == ls.end() || l->closing) return;
-    cc->state_->delivered = true;
-    l->state_->connect_event(l->state_->connect_event_context, cc);
+    if (cc == nullptr || std::find(ls.begin(), ls.end(), l) == ls.end() || Access::closing(*l))
+      return;
+    Access::state(*cc)->delivered = true;
+    Access::state(*l)->connect_event(Access::state(*l)->connect_event_context, cc);
   });
 }
 
 void drop_undelivered(Connector* c) {
-  c->state_->listener = nullptr;  // the listener's lists are being dismantled by the caller
-  c->close(nullptr, nullptr);     // REJ if the request is still pending
+  Access::state(*c)->listener = nullptr;  // the listener's lists are being dismantled by the caller
+  c->close(nullptr, nullptr);             // REJ if the request is still pending
 }
 
 void abandon_by_listener(Connector* c) {
-  auto& s = *c->state_;
+  auto& s = *Access::state(*c);
   s.listener = nullptr;
   if (!s.delivered) {
     drop_undelivered(c);

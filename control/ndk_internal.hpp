@@ -21,6 +21,9 @@
 #include "dataplane/rc/memory_region.hpp"
 #include "dataplane/rc/queue_pair.hpp"
 #include "rocedp/adapter.hpp"
+#include "rocedp/connector.hpp"
+#include "rocedp/listener.hpp"
+#include "rocedp/shared_endpoint.hpp"
 
 namespace rocedp {
 
@@ -107,10 +110,50 @@ struct Adapter::Impl {
 };
 
 namespace ndk_detail {
-/// The provider's way to an adapter's private parts.
+/// The provider's way to the private parts of the public objects (include/rocedp/ declares it a
+/// friend of each): the adapter's Impl and every object's bookkeeping and internals, by
+/// reference. Control thread, like the members themselves.
 struct Access {
   static Adapter::Impl& impl(Adapter& a) { return *a.impl_; }
   static Adapter* create() { return new (std::nothrow) Adapter(); }
+
+  // Every object (NdkObjectBase).
+  static Adapter*& adapter(NdkObjectBase& o) { return o.adapter; }
+  static uint32_t& children(NdkObjectBase& o) { return o.children; }
+  static bool& closing(NdkObjectBase& o) { return o.closing; }
+  static NdkCloseCompletion& close_completion(NdkObjectBase& o) { return o.close_completion; }
+  static void*& close_context(NdkObjectBase& o) { return o.close_context; }
+  static Adapter* adapter(const NdkObjectBase& o) { return o.adapter; }
+  static bool closing(const NdkObjectBase& o) { return o.closing; }
+
+  static uint32_t& id(Pd& o) { return o.id_; }
+  static uint32_t& privileged_token(Pd& o) { return o.privileged_token_; }
+  static uint32_t& token(Mw& o) { return o.token_; }
+  static bool& fast_register(Mr& o) { return o.fast_register_; }
+  static Pd*& pd(Mw& o) { return o.pd_; }
+  static Pd*& pd(Mr& o) { return o.pd_; }
+  static Pd*& pd(Srq& o) { return o.pd_; }
+  static Pd*& pd(Qp& o) { return o.pd_; }
+  static uint32_t& core(Cq& o) { return o.core_; }
+  static uint32_t& core(Srq& o) { return o.core_; }
+  static uint32_t& core(Qp& o) { return o.core_; }
+  static bool& attached(Cq& o) { return o.attached_; }
+  static bool attached(const Cq& o) { return o.attached_; }
+  static std::unique_ptr<rc::CompletionQueue>& cq(Cq& o) { return o.cq_; }
+  static std::unique_ptr<rc::SharedReceiveQueue>& srq(Srq& o) { return o.srq_; }
+  static Cq*& receive_cq(Qp& o) { return o.receive_cq_; }
+  static Cq*& initiator_cq(Qp& o) { return o.initiator_cq_; }
+  static Srq*& srq(Qp& o) { return o.srq_; }
+  static void*& qp_context(Qp& o) { return o.qp_context_; }
+  static uint32_t& qpn(Qp& o) { return o.qpn_; }
+  static bool& created(Qp& o) { return o.created_; }
+  static std::unique_ptr<rc::SendQueue>& sq(Qp& o) { return o.sq_; }
+  static std::unique_ptr<rc::ReceiveQueue>& rq(Qp& o) { return o.rq_; }
+
+  static Connector::State*& state(Connector& o) { return o.state_; }
+  static Listener::State*& state(Listener& o) { return o.state_; }
+  static NdkSockAddr& address(SharedEndpoint& o) { return o.address_; }
+  static uint32_t& users(SharedEndpoint& o) { return o.users_; }
 };
 }  // namespace ndk_detail
 
@@ -128,16 +171,16 @@ namespace ndk_detail {
 /// on the control thread. `R` is the call's return type.
 template <typename R, typename F>
 bool handed_to_control(const NdkObjectBase* object, R* result, F&& call) {
-  if (object == nullptr || object->adapter == nullptr) return false;
-  Adapter::Impl& im = impl_of(*object->adapter);
+  if (object == nullptr || Access::adapter(*object) == nullptr) return false;
+  Adapter::Impl& im = impl_of(*Access::adapter(*object));
   if (im.on_control_thread()) return false;
   im.run_on_control([&] { *result = call(); });
   return true;
 }
 template <typename F>
 bool handed_to_control_void(const NdkObjectBase* object, F&& call) {
-  if (object == nullptr || object->adapter == nullptr) return false;
-  Adapter::Impl& im = impl_of(*object->adapter);
+  if (object == nullptr || Access::adapter(*object) == nullptr) return false;
+  Adapter::Impl& im = impl_of(*Access::adapter(*object));
   if (im.on_control_thread()) return false;
   im.run_on_control([&] { call(); });
   return true;

@@ -9,6 +9,8 @@
 
 namespace rocedp {
 
+using ndk_detail::Access;
+
 using control::agent_of;
 using control::CmAgent;
 using control::ConnPhase;
@@ -19,7 +21,7 @@ NTSTATUS create_listener(Adapter& adapter, NdkConnectEventCallback connect_event
                                               nullptr, nullptr, out));
   if (out == nullptr || connect_event == nullptr) return STATUS_INVALID_PARAMETER;
   CmAgent* a = agent_of(adapter);
-  if (a == nullptr || adapter.closing) return STATUS_INVALID_DEVICE_STATE;
+  if (a == nullptr || Access::closing(adapter)) return STATUS_INVALID_DEVICE_STATE;
   if (a->open_listeners >= impl_of(adapter).setup.limits.max_listeners)
     return STATUS_INSUFFICIENT_RESOURCES;
   auto* l = new (std::nothrow) Listener();
@@ -30,13 +32,13 @@ NTSTATUS create_listener(Adapter& adapter, NdkConnectEventCallback connect_event
     return STATUS_INSUFFICIENT_RESOURCES;
   }
   ndk_detail::init_header(*l, Listener::kType, &adapter);
-  l->state_ = s;
+  Access::state(*l) = s;
   s->agent = a;
   s->connect_event = connect_event;
   s->connect_event_context = connect_event_context;
   a->listeners().push_back(l);
   ++a->open_listeners;
-  ++adapter.children;
+  ++Access::children(adapter);
   *out = l;
   return STATUS_SUCCESS;
 }

@@ -19,8 +19,8 @@ using namespace ndk_detail;
 namespace {
 
 bool cq_usable(const Cq* cq, const Adapter* adapter) {
-  return cq != nullptr && cq->header.object_type == NdkObjectType::kCq && cq->adapter == adapter &&
-         !cq->closing && cq->attached_;
+  return cq != nullptr && cq->header.object_type == NdkObjectType::kCq &&
+         Access::adapter(*cq) == adapter && !Access::closing(*cq) && Access::attached(*cq);
 }
 
 void request_done(const CoreMessage& msg) {
@@ -29,7 +29,7 @@ void request_done(const CoreMessage& msg) {
   // NDKPI object lifetime: a request still pending when its object is closed completes
   // STATUS_CANCELLED, before the close does (the close request queues behind it on the same
   // core ring, so the object is alive here).
-  if (o->object != nullptr && o->object->closing) st = STATUS_CANCELLED;
+  if (o->object != nullptr && Access::closing(*o->object)) st = STATUS_CANCELLED;
   if (o->request_completion != nullptr) o->request_completion(o->context, st);
   delete o;
 }
@@ -75,8 +75,8 @@ NTSTATUS Pd::create_mr(bool fast_register, NdkCreateCompletion, void*, Mr** out)
   Mr* mr = new (std::nothrow) Mr();
   if (mr == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
   init_header(*mr, Mr::kType, adapter);
-  mr->pd_ = this;
-  mr->fast_register_ = fast_register;
+  Access::pd(*mr) = this;
+  Access::fast_register(*mr) = fast_register;
   ++im.mrs_open;
   ++children;
   *out = mr;
@@ -104,9 +104,9 @@ NTSTATUS Pd::create_srq(uint32_t depth, uint32_t max_sge, uint32_t notify_thresh
   Srq* srq = new (std::nothrow) Srq();
   if (srq == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
   init_header(*srq, Srq::kType, adapter);
-  srq->pd_ = this;
-  srq->core_ = core_affinity;
-  srq->srq_ = std::move(ring);
+  Access::pd(*srq) = this;
+  Access::core(*srq) = core_affinity;
+  Access::srq(*srq) = std::move(ring);
   ++im.srqs;
   ++children;
   *out = srq;
@@ -118,11 +118,11 @@ namespace {
 NTSTATUS create_qp_common(Pd* pd, Cq* rcq, Cq* icq, Srq* srq, void* qp_context, uint32_t rq_depth,
                           uint32_t iq_depth, uint32_t rq_sge, uint32_t iq_sge, uint32_t inline_size,
                           NdkCreateCompletion completion, void* context, Qp** out) {
-  Adapter* ad = pd->adapter;
+  Adapter* ad = Access::adapter(*pd);
   Adapter::Impl& im = impl_of(*ad);
   const config::LimitsConfig& l = im.setup.limits;
   const uint32_t max_sge = std::min<uint32_t>(l.max_sge, rc::kMaxWqeSge);
-  if (pd->closing || completion == nullptr || !cq_usable(rcq, ad) || !cq_usable(icq, ad) ||
+  if (Access::closing(*pd) || completion == nullptr || !cq_usable(rcq, ad) || !cq_usable(icq, ad) ||
       iq_depth == 0 || iq_depth > l.max_qp_depth || iq_sge > max_sge ||
       inline_size > std::min(l.max_inline_data, rc::kMaxInlineData)) {
     return STATUS_INVALID_PARAMETER;
@@ -130,13 +130,13 @@ NTSTATUS create_qp_common(Pd* pd, Cq* rcq, Cq* icq, Srq* srq, void* qp_context, 
   if (srq == nullptr && (rq_depth == 0 || rq_depth > l.max_qp_depth || rq_sge > max_sge)) {
     return STATUS_INVALID_PARAMETER;
   }
-  if (srq != nullptr &&
-      (srq->closing || srq->adapter != ad || srq->pd_ != pd || srq->core_ != rcq->core_)) {
+  if (srq != nullptr && (Access::closing(*srq) || Access::adapter(*srq) != ad ||
+                         Access::pd(*srq) != pd || srq->core() != rcq->core())) {
     return STATUS_INVALID_PARAMETER;
   }
   // The QP lives on the core of its CQs; completions never cross cores (DESIGN §1), so both
   // CQs must share that core.
-  if (rcq->core_ != icq->core_) return STATUS_INVALID_PARAMETER;
+  if (rcq->core() != icq->core()) return STATUS_INVALID_PARAMETER;
   if (im.qps >= l.max_qps) return STATUS_INSUFFICIENT_RESOURCES;
 
   NTSTATUS status = STATUS_SUCCESS;
@@ -155,14 +155,14 @@ NTSTATUS create_qp_common(Pd* pd, Cq* rcq, Cq* icq, Srq* srq, void* qp_context, 
     return STATUS_INSUFFICIENT_RESOURCES;
   }
   init_header(*qp, Qp::kType, ad);
-  qp->pd_ = pd;
-  qp->receive_cq_ = rcq;
-  qp->initiator_cq_ = icq;
-  qp->srq_ = srq;
-  qp->qp_context_ = qp_context;
-  qp->core_ = rcq->core_;
-  qp->sq_ = std::move(sq);
-  qp->rq_ = std::move(rq);
+  Access::pd(*qp) = pd;
+  Access::receive_cq(*qp) = rcq;
+  Access::initiator_cq(*qp) = icq;
+  Access::srq(*qp) = srq;
+  Access::qp_context(*qp) = qp_context;
+  Access::core(*qp) = rcq->core();
+  Access::sq(*qp) = std::move(sq);
+  Access::rq(*qp) = std::move(rq);
   op->adapter = ad;
   op->object = qp;
   op->create_completion = completion;
@@ -170,11 +170,11 @@ NTSTATUS create_qp_common(Pd* pd, Cq* rcq, Cq* icq, Srq* srq, void* qp_context, 
   rc::QpCreateParams& p = op->create;
   p.pd = pd->id();
   p.qp_context = qp_context;
-  p.sq = qp->sq_.get();
-  p.rq = qp->rq_.get();
-  p.srq = srq != nullptr ? srq->srq_.get() : nullptr;
-  p.send_cq = icq->cq_.get();
-  p.recv_cq = rcq->cq_.get();
+  p.sq = Access::sq(*qp).get();
+  p.rq = Access::rq(*qp).get();
+  p.srq = srq != nullptr ? Access::srq(*srq).get() : nullptr;
+  p.send_cq = Access::cq(*icq).get();
+  p.recv_cq = Access::cq(*rcq).get();
   p.max_inbound_read_limit = l.max_read_limit;
   auto done = [](const CoreMessage& msg) {
     auto* o = static_cast<RequestOp*>(msg.done_ctx);
@@ -183,15 +183,15 @@ NTSTATUS create_qp_common(Pd* pd, Cq* rcq, Cq* icq, Srq* srq, void* qp_context, 
     NTSTATUS st = msg.result.status;
     if (st == STATUS_SUCCESS && created == nullptr) st = STATUS_INTERNAL_ERROR;  // no QPN back
     if (st == STATUS_SUCCESS) {
-      q->qpn_ = created->qpn;
-      q->created_ = true;
+      Access::qpn(*q) = created->qpn;
+      Access::created(*q) = true;
       o->create_completion(o->context, STATUS_SUCCESS, &q->header);
     } else {
-      Adapter* owner = q->adapter;
-      Pd* qpd = q->pd_;
-      Cq* r = q->receive_cq_;
-      Cq* i = q->initiator_cq_;
-      Srq* s = q->srq_;
+      Adapter* owner = Access::adapter(*q);
+      Pd* qpd = Access::pd(*q);
+      Cq* r = Access::receive_cq(*q);
+      Cq* i = Access::initiator_cq(*q);
+      Srq* s = Access::srq(*q);
       impl_of(*owner).live_qps.erase(q);
       delete q;
       --impl_of(*owner).qps;
@@ -203,18 +203,18 @@ NTSTATUS create_qp_common(Pd* pd, Cq* rcq, Cq* icq, Srq* srq, void* qp_context, 
     }
     delete o;
   };
-  if (!im.call(qp->core_, &CoreRdma::on_create_qp,
-               dataplane::QpCreate{im.rdma_on(qp->core_), &op->create}, done, op)) {
+  if (!im.call(qp->core(), &CoreRdma::on_create_qp,
+               dataplane::QpCreate{im.rdma_on(qp->core()), &op->create}, done, op)) {
     delete qp;
     delete op;
     return STATUS_INSUFFICIENT_RESOURCES;
   }
   ++im.qps;
   im.live_qps.insert(qp);
-  ++pd->children;
-  ++rcq->children;
-  ++icq->children;
-  if (srq != nullptr) ++srq->children;
+  ++Access::children(*pd);
+  ++Access::children(*rcq);
+  ++Access::children(*icq);
+  if (srq != nullptr) ++Access::children(*srq);
   if (out != nullptr) *out = nullptr;  // the QP comes with the CreateCompletion
   return STATUS_PENDING;
 }
@@ -254,13 +254,13 @@ NTSTATUS Pd::create_mw(NdkCreateCompletion, void*, Mw** out) {
   if (im.mrs_open >= im.setup.limits.max_mrs) return STATUS_INSUFFICIENT_RESOURCES;
   Mw* mw = new (std::nothrow) Mw();
   if (mw == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
-  const NTSTATUS st = im.mrs->create_window(id(), &mw->token_);
+  const NTSTATUS st = im.mrs->create_window(id(), &Access::token(*mw));
   if (st != STATUS_SUCCESS) {
     delete mw;
     return st;
   }
   init_header(*mw, Mw::kType, adapter);
-  mw->pd_ = this;
+  Access::pd(*mw) = this;
   ++im.mrs_open;
   ++children;
   *out = mw;
@@ -353,7 +353,7 @@ void barrier_done(const CoreMessage& msg) {
   delete b;
   --*counter;
   if (cb != nullptr) cb(ctx, STATUS_SUCCESS);
-  if (object->closing && *counter == 0) finish_close(object);
+  if (Access::closing(*object) && *counter == 0) finish_close(object);
 }
 
 bool rings_have_room(Adapter::Impl& im) {
@@ -365,7 +365,7 @@ bool rings_have_room(Adapter::Impl& im) {
 // Starts the barrier on every core, all or none: false (nothing posted) if a core's ring is
 // full.
 bool start_barrier(NdkObjectBase* object, uint32_t* counter, NdkRequestCompletion cb, void* ctx) {
-  Adapter::Impl& im = impl_of(*object->adapter);
+  Adapter::Impl& im = impl_of(*Access::adapter(*object));
   const auto n = static_cast<uint32_t>(im.rdma.size());
   if (!rings_have_room(im)) return false;
   auto* b = new (std::nothrow) MrBarrier{object, counter, n, cb, ctx};
@@ -741,13 +741,13 @@ void close_qp_done(const CoreMessage& msg) {
     post_close_qp(q);
     return;
   }
-  Adapter* owner = q->adapter;
-  Pd* qpd = q->pd_;
-  Cq* r = q->receive_cq_;
-  Cq* i = q->initiator_cq_;
-  Srq* s = q->srq_;
-  const NdkCloseCompletion cb = q->close_completion;
-  void* ctx = q->close_context;
+  Adapter* owner = Access::adapter(*q);
+  Pd* qpd = Access::pd(*q);
+  Cq* r = Access::receive_cq(*q);
+  Cq* i = Access::initiator_cq(*q);
+  Srq* s = Access::srq(*q);
+  const NdkCloseCompletion cb = Access::close_completion(*q);
+  void* ctx = Access::close_context(*q);
   impl_of(*owner).live_qps.erase(q);
   delete q;  // the core destroyed its side: nobody reads the queues any more
   --impl_of(*owner).qps;
@@ -759,9 +759,9 @@ void close_qp_done(const CoreMessage& msg) {
 }
 
 void post_close_qp(Qp* q) {
-  Adapter::Impl& im = impl_of(*q->adapter);
-  if (!im.call(q->core_, &CoreRdma::on_close_qp, dataplane::QpTarget{im.rdma_on(q->core_), q->qpn_},
-               &close_qp_done, q)) {
+  Adapter::Impl& im = impl_of(*Access::adapter(*q));
+  if (!im.call(q->core(), &CoreRdma::on_close_qp,
+               dataplane::QpTarget{im.rdma_on(q->core()), q->qpn()}, &close_qp_done, q)) {
     im.retry_close.push_back(q);  // poll_control tries again
   }
 }

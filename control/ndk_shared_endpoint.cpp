@@ -8,6 +8,8 @@
 
 namespace rocedp {
 
+using ndk_detail::Access;
+
 using control::agent_of;
 using control::CmAgent;
 
@@ -16,7 +18,7 @@ NTSTATUS create_shared_endpoint(Adapter& adapter, const NdkSockAddr& address, Nd
   ROCEDP_ON_CONTROL(&adapter, create_shared_endpoint(adapter, address, nullptr, nullptr, out));
   if (out == nullptr) return STATUS_INVALID_PARAMETER;
   CmAgent* a = agent_of(adapter);
-  if (a == nullptr || adapter.closing) return STATUS_INVALID_DEVICE_STATE;
+  if (a == nullptr || Access::closing(adapter)) return STATUS_INVALID_DEVICE_STATE;
   if (a->open_endpoints >= impl_of(adapter).setup.limits.max_shared_endpoints)
     return STATUS_INSUFFICIENT_RESOURCES;
   // A shared endpoint is a concrete local address (seed 003: "not a valid address for the
@@ -32,9 +34,9 @@ NTSTATUS create_shared_endpoint(Adapter& adapter, const NdkSockAddr& address, Nd
     return STATUS_INSUFFICIENT_RESOURCES;
   }
   ndk_detail::init_header(*sep, SharedEndpoint::kType, &adapter);
-  sep->address_ = NdkSockAddr{address.ip, port};
+  Access::address(*sep) = NdkSockAddr{address.ip, port};
   ++a->open_endpoints;
-  ++adapter.children;
+  ++Access::children(adapter);
   *out = sep;
   return STATUS_SUCCESS;
 }
@@ -53,10 +55,10 @@ NTSTATUS SharedEndpoint::get_local_address(NdkSockAddr* address, uint32_t* size)
 namespace control {
 // The endpoint's binding and object go once it is closed and no connector uses it.
 void shared_endpoint_maybe_free(SharedEndpoint* sep) {
-  if (!sep->closing || sep->users_ != 0) return;
-  Adapter* ad = sep->adapter;
+  if (!Access::closing(*sep) || Access::users(*sep) != 0) return;
+  Adapter* ad = Access::adapter(*sep);
   if (CmAgent* a = agent_of(*ad)) {
-    a->registry().unbind(sep->address_.ip, sep->address_.port);
+    a->registry().unbind(Access::address(*sep).ip, Access::address(*sep).port);
     --a->open_endpoints;
   }
   delete sep;

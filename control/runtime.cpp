@@ -14,6 +14,7 @@
 #include "control/adapter_setup.hpp"
 #include "control/control_thread.hpp"
 #include "control/daemon_connections.hpp"
+#include "control/ndk_internal.hpp"
 #include "control/telemetry.hpp"
 #include "dataplane/core_channel.hpp"
 #include "dataplane/polling_core.hpp"
@@ -234,7 +235,8 @@ bool Runtime::close_adapter() {
                              std::chrono::seconds(kCloseWaitS));
   if (!ok) {
     uint32_t open_children = 0;
-    run_on_control([&] { open_children = adapter_ != nullptr ? adapter_->children : 0; });
+    run_on_control(
+        [&] { open_children = adapter_ != nullptr ? ndk_detail::Access::children(*adapter_) : 0; });
     log(LogLevel::kWarning, "adapter_close_timeout",
         {{"open_children", std::to_string(open_children)},
          {"note", "objects left open; shutting down anyway"}});

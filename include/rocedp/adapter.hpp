@@ -37,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "rocedp/ndk_types.hpp"
@@ -65,11 +66,31 @@ class Mw;
 /// NDKPI version rocedp implements (NDK_VERSION in every object header).
 inline constexpr NdkVersion kNdkVersion{2, 1};
 
-/// The common head of every object: NDK_OBJECT_HEADER first, so the NdkObjectHeader* that a
-/// CreateCompletion carries converts back with ndk_object_cast<T>(). The other members are the
-/// provider's lifetime bookkeeping (control thread only).
-struct NdkObjectBase {
+/// NDK_OBJECT_HEADER as the first member of every object (NDK's object layout): a consumer reads
+/// it as NDK consumers do (version, object type). This part is standard-layout, so the
+/// NdkObjectHeader* that a CreateCompletion carries converts back to the object with
+/// ndk_object_cast<T>().
+struct NdkObjectHead {
   NdkObjectHeader header;
+};
+static_assert(std::is_standard_layout_v<NdkObjectHead> && offsetof(NdkObjectHead, header) == 0,
+              "NDK_OBJECT_HEADER comes first");
+
+/// The common base of every object: the header, then the provider's lifetime bookkeeping
+/// (control thread only), private to the object classes and the provider (ndk_detail::Access).
+struct NdkObjectBase : NdkObjectHead {
+ private:
+  friend struct ndk_detail::Access;
+  friend class Adapter;
+  friend class Pd;
+  friend class Mr;
+  friend class Mw;
+  friend class Cq;
+  friend class Srq;
+  friend class Qp;
+  friend class Connector;
+  friend class Listener;
+  friend class SharedEndpoint;
   Adapter* adapter = nullptr;
   uint32_t children = 0;  ///< open child objects (close of this one pends on them)
   bool closing = false;
@@ -81,7 +102,7 @@ struct NdkObjectBase {
 template <typename T>
 T* ndk_object_cast(NdkObjectHeader* header) {
   if (header == nullptr || header->object_type != T::kType) return nullptr;
-  return static_cast<T*>(reinterpret_cast<NdkObjectBase*>(header));
+  return static_cast<T*>(reinterpret_cast<NdkObjectHead*>(header));
 }
 
 /// NDK_ADAPTER: the RDMA adapter of one port.
@@ -204,7 +225,9 @@ class Pd : public NdkObjectBase {
 
   uint32_t id() const { return id_; }
 
-  // ---- provider internals (control thread); not part of the consumer API ----
+  // ---- provider internals (control thread) ----
+ private:
+  friend struct ndk_detail::Access;
   uint32_t id_ = 0;
   uint32_t privileged_token_ = 0;
 };
@@ -222,7 +245,9 @@ class Mw : public NdkObjectBase {
   /// (a core's request ring is full; nothing changed); STATUS_INVALID_PARAMETER (closing).
   NTSTATUS close(NdkCloseCompletion completion, void* context);
 
-  // ---- provider internals (control thread); not part of the consumer API ----
+  // ---- provider internals (control thread) ----
+ private:
+  friend struct ndk_detail::Access;
   Pd* pd_ = nullptr;
   uint32_t token_ = 0;
   uint32_t barriers_ = 0;
@@ -263,7 +288,9 @@ class Mr : public NdkObjectBase {
   /// STATUS_INVALID_PARAMETER (closing).
   NTSTATUS close(NdkCloseCompletion completion, void* context);
 
-  // ---- provider internals (control thread); not part of the consumer API ----
+  // ---- provider internals (control thread) ----
+ private:
+  friend struct ndk_detail::Access;
   uint32_t barriers_ = 0;  ///< deregistration barriers still waiting for the cores
   Pd* pd_ = nullptr;
   bool fast_register_ = false;
@@ -306,7 +333,9 @@ class Cq : public NdkObjectBase {
   /// True once the CQ overran (the notification reported STATUS_BUFFER_OVERFLOW).
   bool overrun() const;
 
-  // ---- provider internals (control thread); not part of the consumer API ----
+  // ---- provider internals (control thread) ----
+ private:
+  friend struct ndk_detail::Access;
   uint32_t core_ = 0;
   bool attached_ = false;
   std::unique_ptr<rc::CompletionQueue> cq_;
@@ -331,7 +360,9 @@ class Srq : public NdkObjectBase {
   NTSTATUS close(NdkCloseCompletion completion, void* context);
   uint32_t core() const { return core_; }
 
-  // ---- provider internals (control thread); not part of the consumer API ----
+  // ---- provider internals (control thread) ----
+ private:
+  friend struct ndk_detail::Access;
   Pd* pd_ = nullptr;
   uint32_t core_ = 0;
   std::unique_ptr<rc::SharedReceiveQueue> srq_;
@@ -433,7 +464,9 @@ class Qp : public NdkObjectBase {
   uint32_t qpn() const { return qpn_; }
   uint32_t core() const { return core_; }
 
-  // ---- provider internals (control thread); not part of the consumer API ----
+  // ---- provider internals (control thread) ----
+ private:
+  friend struct ndk_detail::Access;
   NTSTATUS post_send(const void* wqe);
 
   Pd* pd_ = nullptr;

@@ -172,8 +172,11 @@ class Connector : public NdkConnector {
   /// this call. No disconnect event fires after the call. STATUS_INVALID_PARAMETER (closing).
   NTSTATUS close(NdkCloseCompletion completion, void* context);
 
-  // ---- provider internals (control thread); not part of the consumer API ----
-  struct State;
+  struct State;  ///< the provider's state of the object (opaque here)
+
+  // ---- provider internals (control thread) ----
+ private:
+  friend struct ndk_detail::Access;
   State* state_ = nullptr;
 };
 

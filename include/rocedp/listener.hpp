@@ -58,8 +58,11 @@ class Listener : public NdkObjectBase {
   /// close never pends.
   NTSTATUS close(NdkCloseCompletion completion, void* context);
 
-  // ---- provider internals (control thread); not part of the consumer API ----
-  struct State;
+  struct State;  ///< the provider's state of the object (opaque here)
+
+  // ---- provider internals (control thread) ----
+ private:
+  friend struct ndk_detail::Access;
   State* state_ = nullptr;
 };
 

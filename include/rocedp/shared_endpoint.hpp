@@ -27,7 +27,9 @@ class SharedEndpoint : public NdkObjectBase {
   /// Connecting through it after close fails STATUS_INVALID_PARAMETER.
   NTSTATUS close(NdkCloseCompletion completion, void* context);
 
-  // ---- provider internals (control thread); not part of the consumer API ----
+  // ---- provider internals (control thread) ----
+ private:
+  friend struct ndk_detail::Access;
   NdkSockAddr address_{};
   uint32_t users_ = 0;  ///< connectors connected through it and not yet closed
 };

@@ -56,6 +56,7 @@ struct Notes {
 struct Buffer {
   std::vector<uint8_t> data;
   Mr* mr = nullptr;
+  Pd* pd = nullptr;  // the PD the region was created on
   uint8_t* ptr() { return data.data(); }
   uint64_t va() const { return reinterpret_cast<uint64_t>(data.data()); }
   NdkSge sge(uint64_t offset, uint32_t len) const {
@@ -107,6 +108,7 @@ class NdkFixture : public TwoAdapters {
   std::unique_ptr<Buffer> buffer(Pd* pd, size_t len, uint32_t flags = kMrAll, uint8_t fill = 0) {
     auto b = std::make_unique<Buffer>();
     b->data.assign(len == 0 ? 8 : len, fill);
+    b->pd = pd;
     EXPECT_EQ(pd->create_mr(false, nullptr, nullptr, &b->mr), STATUS_SUCCESS);
     EXPECT_EQ(b->mr->register_mr(b->data.data(), b->data.size(), flags, nullptr, nullptr),
               STATUS_SUCCESS);
@@ -195,7 +197,7 @@ class NdkFixture : public TwoAdapters {
     if (e.cq != nullptr) close_cq(e.cq);
     if (buffers != nullptr) {
       for (auto& b : *buffers) {
-        if (b->mr != nullptr && b->mr->adapter == e.host->adapter) {
+        if (b->mr != nullptr && b->pd == e.pd) {
           close_mr(b->mr);
           b->mr = nullptr;
         }

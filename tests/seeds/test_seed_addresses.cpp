@@ -114,6 +114,14 @@ class SeedEphemeral : public CmFixture {
   }
 };
 
+// The port a shared endpoint holds, through NdkGetSharedEndpointAddress.
+uint16_t port_of(const SharedEndpoint* s) {
+  NdkSockAddr a;
+  uint32_t size = sizeof a;
+  EXPECT_EQ(s->get_local_address(&a, &size), STATUS_SUCCESS);
+  return a.port;
+}
+
 TEST_F(SeedEphemeral, TooManyAddressesAfterExhaustingAllEphemeralPorts) {
   std::vector<SharedEndpoint*> v;
   std::vector<bool> seen(65536, false);
@@ -121,9 +129,10 @@ TEST_F(SeedEphemeral, TooManyAddressesAfterExhaustingAllEphemeralPorts) {
     SharedEndpoint* s = nullptr;
     ASSERT_EQ(create_shared_endpoint(*a_.adapter, addr_a(0), nullptr, nullptr, &s), STATUS_SUCCESS)
         << i;
-    ASSERT_GE(s->address_.port, 49152);
-    ASSERT_FALSE(seen[s->address_.port]) << "port handed out twice";
-    seen[s->address_.port] = true;
+    const uint16_t port = port_of(s);
+    ASSERT_GE(port, 49152);
+    ASSERT_FALSE(seen[port]) << "port handed out twice";
+    seen[port] = true;
     v.push_back(s);
   }
   SharedEndpoint* extra = nullptr;
@@ -143,12 +152,12 @@ TEST_F(SeedEphemeral, TooManyAddressesAfterExhaustingAllEphemeralPorts) {
   EXPECT_EQ(c->connect(x.qp, addr_a(0), addr_b(7000), 1, 1, nullptr, 0, &Req::cb, &r),
             STATUS_TOO_MANY_ADDRESSES);
   // One port back: port 0 works again and gets exactly that port.
-  const uint16_t freed = v.back()->address_.port;
+  const uint16_t freed = port_of(v.back());
   EXPECT_EQ(v.back()->close(nullptr, nullptr), STATUS_SUCCESS);
   v.pop_back();
   ASSERT_EQ(create_shared_endpoint(*a_.adapter, addr_a(0), nullptr, nullptr, &extra),
             STATUS_SUCCESS);
-  EXPECT_EQ(extra->address_.port, freed);
+  EXPECT_EQ(port_of(extra), freed);
   v.push_back(extra);
   pump(4);
   EXPECT_FALSE(r.done()) << "an inline failure has no callback";
