@@ -45,17 +45,22 @@ const char* phase_name(ConnPhase p) {
 // One collection round over the cores; freed by the last answer.
 struct QpGather {
   std::vector<std::vector<QpRow>> per_core;
+  std::vector<ConnectionRow> connections;  // taken before the requests left
   size_t outstanding = 0;
-  std::function<void(std::vector<QpRow>)> done;
+  bool complete = true;  // false: a core's ring was full, its rows are missing
+  std::function<void(bool, ConnectionSnapshot)> done;
 
   void finish_one() {
     if (--outstanding != 0) return;
-    std::vector<QpRow> all;
-    for (auto& v : per_core) all.insert(all.end(), v.begin(), v.end());
-    std::sort(all.begin(), all.end(), [](const QpRow& a, const QpRow& b) { return a.qpn < b.qpn; });
+    ConnectionSnapshot snap;
+    snap.connections = std::move(connections);
+    for (auto& v : per_core) snap.qps.insert(snap.qps.end(), v.begin(), v.end());
+    std::sort(snap.qps.begin(), snap.qps.end(),
+              [](const QpRow& a, const QpRow& b) { return a.qpn < b.qpn; });
     auto fn = std::move(done);
+    const bool ok = complete;
     delete this;
-    fn(std::move(all));
+    fn(ok, std::move(snap));
   }
 };
 
@@ -146,8 +151,11 @@ std::vector<ConnectionRow> connection_rows(
   return rows;
 }
 
-void collect_qp_rows(Adapter& adapter, std::function<void(std::vector<QpRow>)> done) {
+void collect_connection_snapshot(Adapter& adapter,
+                                 const std::function<std::string(const Connector*)>& service_of,
+                                 std::function<void(bool ok, ConnectionSnapshot)> done) {
   auto* g = new QpGather;
+  g->connections = connection_rows(adapter, service_of);
   const uint32_t n = adapter.core_count();
   g->per_core.resize(n);  // never resized again: the cores write into it
   g->done = std::move(done);
@@ -157,6 +165,8 @@ void collect_qp_rows(Adapter& adapter, std::function<void(std::vector<QpRow>)> d
     if (im.call(c, &qp_rows_run, dataplane::QpTableRead{im.rdma_on(c), &g->per_core[c]},
                 &qp_rows_done, g))
       ++g->outstanding;
+    else
+      g->complete = false;
   }
   g->finish_one();
 }

@@ -21,9 +21,24 @@ namespace rocedp::control {
 std::vector<ConnectionRow> connection_rows(
     Adapter& adapter, const std::function<std::string(const Connector*)>& service_of);
 
-/// Control thread: asks every core of `adapter` for the rows of its QPs; `done` runs once on
-/// the control thread with all rows (ordered by QPN) after every core answered (a core whose
-/// ring was full contributes none).
-void collect_qp_rows(Adapter& adapter, std::function<void(std::vector<QpRow>)> done);
+/// The connections and the QPs of one snapshot, consistent with each other: every connection
+/// listed as established has its QP among `qps` (unless the QP's core moved it on its own, e.g.
+/// to ERROR when its retries ran out).
+struct ConnectionSnapshot {
+  std::vector<ConnectionRow> connections;
+  std::vector<QpRow> qps;  // ordered by QPN
+};
+
+/// Control thread: reads the connection rows now, then asks every core of `adapter` for the rows
+/// of its QPs; `done` runs once on the control thread after every core answered. The connection
+/// rows are taken before the requests leave: whatever made a connection established (its QP
+/// created and moved to RTS, by requests to the QP's core) was then answered already, so the
+/// QP-table request, behind them on that core's ring, sees the QP. Rows read when the last core
+/// answers would not be: a core that answered early could have missed a QP that was created,
+/// and its connection established, while another core was still busy. ok = false (and the rows
+/// incomplete) when a core's ring was full.
+void collect_connection_snapshot(Adapter& adapter,
+                                 const std::function<std::string(const Connector*)>& service_of,
+                                 std::function<void(bool ok, ConnectionSnapshot)> done);
 
 }  // namespace rocedp::control

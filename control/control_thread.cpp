@@ -38,6 +38,7 @@ struct ControlThread::Pending {
   int failures = 0;
   NTSTATUS first_status = STATUS_SUCCESS;
   std::vector<CoreStats> stats;  // snapshot rounds: one slot per core, written by that core
+  std::vector<uint64_t> parts;   // snapshot rounds: the parts that collected in this round
   std::function<void(Pending&)> then;
 
   // Call after posting: runs `then` now when nothing was posted (or everything failed to post).
@@ -384,8 +385,10 @@ void ControlThread::request_snapshot_st(Done done) {
         s.neighbours.push_back({setup_.ports[i]->name(), e});
     s.control = counters_;
     s.mbufs_available = setup_.pool != nullptr ? setup_.pool->available() : 0;
+    // Only the parts that collected in this round: one added meanwhile has nothing of it yet.
     for (auto& [id, part] : parts_)
-      if (part.fill) part.fill(s);
+      if (part.fill && std::find(pd.parts.begin(), pd.parts.end(), id) != pd.parts.end())
+        part.fill(s);
     {
       std::lock_guard<std::mutex> lock(snapshot_mutex_);
       latest_ = std::make_shared<const Snapshot>(std::move(s));
@@ -401,9 +404,11 @@ void ControlThread::request_snapshot_st(Done done) {
   // A collect may finish inline: hold one count so the round cannot end inside this loop.
   p->outstanding++;
   for (auto& [id, part] : parts_) {
+    p->parts.push_back(id);
     if (!part.collect) continue;
     p->outstanding++;
-    part.collect([p] {
+    part.collect([p](bool ok) {
+      if (!ok) p->failures++;
       if (--p->outstanding == 0) {
         p->then(*p);
         delete p;

@@ -138,10 +138,14 @@ class ControlThread {
   /// Control thread only: the neighbour table of port `index` (the CM resolves through it).
   NeighbourTable& neighbour_table_st(size_t index) { return *tables_.at(index); }
   /// Control thread only: more content for every snapshot round. `collect(done)` starts
-  /// gathering (e.g. requests to the cores) and calls done() once on this thread; the round is
-  /// published after every collect finished, and `fill` then adds its rows to the Snapshot.
+  /// gathering (e.g. requests to the cores) and calls done(ok) once on this thread; the round is
+  /// published after every collect finished, and `fill` then adds its rows to the Snapshot (a
+  /// part added while a round was under way is filled from the next round on).
+  /// done(false) means the part could not gather all of it (a core's ring was full): like a
+  /// core whose stats request could not be posted, the round is then not published and the
+  /// previous snapshot stays, so a snapshot never shows a part with rows missing.
   struct SnapshotPart {
-    std::function<void(std::function<void()> done)> collect;
+    std::function<void(std::function<void(bool ok)> done)> collect;
     std::function<void(Snapshot&)> fill;
   };
   uint64_t add_snapshot_part_st(SnapshotPart part);

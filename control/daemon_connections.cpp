@@ -45,21 +45,24 @@ std::unique_ptr<DaemonConnections> DaemonConnections::attach_st(Adapter& adapter
       return nullptr;
     }
   }
+  // Connections and QPs come from one collect_connection_snapshot, so they agree with each
+  // other; a round that could not reach every core is not published.
   ControlThread::SnapshotPart part;
-  auto rows = d->qp_rows_;
-  part.collect = [a, rows](std::function<void()> done) {
-    collect_qp_rows(*a, [rows, done = std::move(done)](std::vector<QpRow> r) {
-      *rows = std::move(r);
-      done();
-    });
-  };
+  auto rows = d->rows_;
   DaemonConnections* self = d.get();
-  part.fill = [self, rows](Snapshot& s) {
-    s.qps = *rows;
+  part.collect = [a, self, rows](std::function<void(bool)> done) {
     Services* svc = self->services_.get();
-    s.connections = connection_rows(self->adapter_, [svc](const Connector* c) {
-      return svc != nullptr ? svc->service_of(c) : std::string();
-    });
+    collect_connection_snapshot(
+        *a,
+        [svc](const Connector* c) { return svc != nullptr ? svc->service_of(c) : std::string(); },
+        [rows, done = std::move(done)](bool ok, ConnectionSnapshot snap) {
+          if (ok) *rows = std::move(snap);
+          done(ok);
+        });
+  };
+  part.fill = [rows](Snapshot& s) {
+    s.connections = rows->connections;
+    s.qps = rows->qps;
   };
   d->snapshot_part_ = control.add_snapshot_part_st(std::move(part));
   pmd::log(LogLevel::kInfo, "connection_manager_attached",

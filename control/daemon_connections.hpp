@@ -10,8 +10,9 @@
 //    neighbour table of the adapter's port (ConnectionManagerSetup::resolve), the same table
 //    that learns from ARP, pushes entries to the cores' caches and shows in /rocedp/neighbours.
 //    The CM's own table stays unused.
-//  * Telemetry: a snapshot part collects the QP rows from the cores (each core reads its own
-//    QPs) and the connection rows on the control thread in the same round.
+//  * Telemetry: a snapshot part collects the connection rows on the control thread and then the
+//    QP rows from the cores (each core reads its own QPs) in the same round, in that order so
+//    the two agree (collect_connection_snapshot).
 //
 // Threads: every method on the control thread, except stopped().
 
@@ -20,7 +21,7 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "control/connection_rows.hpp"
+#include "control/connection_telemetry.hpp"
 
 namespace rocedp {
 class Adapter;
@@ -58,7 +59,8 @@ class DaemonConnections {
   std::unique_ptr<Services> services_;
   uint64_t snapshot_part_ = 0;
   bool attached_ = false;
-  std::shared_ptr<std::vector<QpRow>> qp_rows_ = std::make_shared<std::vector<QpRow>>();
+  // The rows of the last complete collection (connection_telemetry.hpp).
+  std::shared_ptr<ConnectionSnapshot> rows_ = std::make_shared<ConnectionSnapshot>();
 };
 
 }  // namespace rocedp::control

@@ -12,6 +12,7 @@
 #include <rte_launch.h>
 #include <rte_lcore.h>
 
+#include <atomic>
 #include <future>
 #include <thread>
 
@@ -182,6 +183,40 @@ TEST_F(ControlThreadTest, SnapshotCountersMoveThroughTheRings) {
   EXPECT_GT(after->cores[0].busy_cycles + after->cores[0].idle_cycles,
             before->cores[0].busy_cycles + before->cores[0].idle_cycles);
   EXPECT_GE(after->ports[0].stats.rx_packets, 3u);
+}
+
+// A snapshot part that could not gather everything (a core's ring was full) fails the round:
+// nothing is published with that part's rows missing; the next complete round is.
+TEST_F(ControlThreadTest, RoundWithAnIncompletePartIsNotPublished) {
+  std::string error;
+  ASSERT_TRUE(fresh());
+  std::atomic<bool> complete{false};
+  std::promise<uint64_t> added;
+  control_->post([&](ControlThread& ct) {
+    ControlThread::SnapshotPart part;
+    part.collect = [&complete](const std::function<void(bool)>& done) { done(complete.load()); };
+    part.fill = [](Snapshot& s) {
+      ConnectionRow row;
+      row.state = "from_the_part";
+      s.connections.push_back(row);
+    };
+    added.set_value(ct.add_snapshot_part_st(std::move(part)));
+  });
+  const uint64_t id = added.get_future().get();
+  EXPECT_FALSE(control_->refresh(&error)) << "the part failed: the round is not published";
+  EXPECT_TRUE(control_->latest()->connections.empty())
+      << "no published snapshot carries the part (its collects all failed)";
+  complete.store(true);
+  auto s = fresh();
+  ASSERT_TRUE(s);
+  ASSERT_EQ(s->connections.size(), 1u);
+  EXPECT_EQ(s->connections[0].state, "from_the_part");
+  std::promise<void> removed;
+  control_->post([&](ControlThread& ct) {
+    ct.remove_snapshot_part_st(id);
+    removed.set_value();
+  });
+  removed.get_future().get();
 }
 
 TEST_F(ControlThreadTest, ArpReplyIsLearnedAndPushedToTheCores) {

@@ -52,6 +52,8 @@ struct Host {
   Adapter* adapter = nullptr;
   config::MacAddress mac;
   uint32_t ip = 0;
+  uint32_t held_cores = 0;  // bit c set: the fixture's loops skip core c (a descheduled lcore)
+  bool held(size_t core) const { return (held_cores >> core & 1u) != 0; }
 };
 
 inline void record_result(const dataplane::CoreMessage& msg) {
@@ -152,7 +154,8 @@ class TwoAdapters : public ::testing::Test {
   void poll(int rounds = 1) {
     for (int r = 0; r < rounds; ++r) {
       for (Host* h : {&a_, &b_}) {
-        for (auto& c : h->cores) c->poll_once();
+        for (size_t c = 0; c < h->cores.size(); ++c)
+          if (!h->held(c)) h->cores[c]->poll_once();
       }
       for (Host* h : {&a_, &b_}) {
         if (h->adapter != nullptr) h->adapter->poll_control();

@@ -105,9 +105,11 @@ class CmFixture : public NdkFixture {
   /// then the object layer's completions (QP moves).
   void pump(int rounds = 1) {
     for (int r = 0; r < rounds; ++r) {
-      for (auto& c : a_.cores) c->poll_once();
+      for (size_t c = 0; c < a_.cores.size(); ++c)
+        if (!a_.held(c)) a_.cores[c]->poll_once();
       if (!dead_b_)
-        for (auto& c : b_.cores) c->poll_once();
+        for (size_t c = 0; c < b_.cores.size(); ++c)
+          if (!b_.held(c)) b_.cores[c]->poll_once();
       if (!silent_a_) poll_connections(*a_.adapter);
       if (!silent_b_ && !dead_b_) poll_connections(*b_.adapter);
       a_.adapter->poll_control();

@@ -1,0 +1,114 @@
+// The rows behind /rocedp/connections and /rocedp/qps (control/connection_telemetry.cpp): two
+// adapters with connection managers over a ring pair (tests/seeds/cm_env.hpp), every core
+// driven by the test, so one core can be held back while the other answers, as a descheduled
+// lcore on a loaded machine would be.
+
+#include "control/connection_telemetry.hpp"
+
+#include <gtest/gtest.h>
+
+#include "tests/seeds/cm_env.hpp"
+
+namespace rocedp::test {
+namespace {
+
+class ConnectionTelemetry : public CmFixture {
+ protected:
+  struct Got {
+    bool done = false;
+    bool ok = false;
+    control::ConnectionSnapshot snap;
+  };
+  void start(Got& g) {
+    control::collect_connection_snapshot(*a_.adapter, {},
+                                         [&g](bool ok, control::ConnectionSnapshot s) {
+                                           g.done = true;
+                                           g.ok = ok;
+                                           g.snap = std::move(s);
+                                         });
+  }
+  // What qps_watch.py checks on the daemon: every established connection's QP is listed, on
+  // the connection's core, in RTS. Returns the number of established connections.
+  static size_t expect_consistent(const control::ConnectionSnapshot& s) {
+    size_t established = 0;
+    for (const auto& c : s.connections) {
+      if (c.state != "established") continue;
+      ++established;
+      const control::QpRow* row = nullptr;
+      for (const auto& q : s.qps)
+        if (q.qpn == c.qpn) row = &q;
+      EXPECT_NE(row, nullptr) << "established connection with QPN " << c.qpn
+                              << " but no such QP among " << s.qps.size() << " rows";
+      if (row == nullptr) continue;
+      EXPECT_EQ(row->core, c.core);
+      EXPECT_EQ(row->state, "RTS");
+    }
+    return established;
+  }
+};
+
+// Core 0 answers at once, core 1 is held: meanwhile a QP is created on core 0 and its connection
+// established. The round ends when core 1 answers; the connection rows must be as old as core
+// 0's QP rows, or the snapshot shows an established connection without its QP (/rocedp/qps
+// count 0 while connections are up).
+TEST_F(ConnectionTelemetry, ConnectionEstablishedWhileAnotherCoreLagsComesWithItsQp) {
+  a_.held_cores = 1u << 1;
+  Got g;
+  start(g);
+  pump(2);
+  EXPECT_FALSE(g.done) << "core 1 has not answered yet";
+
+  Endpoint x, y;
+  make_endpoints(x, y, /*core_a=*/0, /*core_b=*/0);
+  Link k;
+  establish(k, x, y, 7000);
+  ASSERT_FALSE(g.done) << "the round is still waiting for core 1";
+
+  a_.held_cores = 0;
+  ASSERT_TRUE(pump_until([&] { return g.done; }));
+  EXPECT_TRUE(g.ok);
+  expect_consistent(g.snap);
+
+  // The next round shows the connection with its QP.
+  Got next;
+  start(next);
+  ASSERT_TRUE(pump_until([&] { return next.done; }));
+  EXPECT_TRUE(next.ok);
+  EXPECT_EQ(expect_consistent(next.snap), 1u);
+
+  release(k);
+  close_endpoint(x);
+  close_endpoint(y);
+}
+
+// A core whose ring is full cannot be asked: the round says so instead of handing over rows
+// with that core's QPs missing.
+TEST_F(ConnectionTelemetry, FullRingMakesTheRoundIncomplete) {
+  Endpoint x, y;
+  make_endpoints(x, y, /*core_a=*/1, /*core_b=*/0);
+  dataplane::CoreChannel& ch = *a_.channels[1];
+  auto noop = [](const dataplane::NoArgs&, dataplane::CoreResult&, void*) {};
+  uint32_t filled = 0;
+  while (ch.call<dataplane::NoArgs>(noop, {}, nullptr, nullptr)) ++filled;
+  EXPECT_GT(filled, 0u);
+  EXPECT_EQ(ch.in_flight(), ch.capacity());
+
+  Got g;
+  start(g);
+  ASSERT_TRUE(pump_until([&] { return g.done; }));
+  EXPECT_FALSE(g.ok) << "core 1 was not asked";
+  EXPECT_TRUE(g.snap.qps.empty()) << "core 1 owns the only QP";
+
+  Got again;
+  start(again);
+  ASSERT_TRUE(pump_until([&] { return again.done; }));
+  EXPECT_TRUE(again.ok);
+  ASSERT_EQ(again.snap.qps.size(), 1u);
+  EXPECT_EQ(again.snap.qps[0].qpn, x.qp->qpn());
+
+  close_endpoint(x);
+  close_endpoint(y);
+}
+
+}  // namespace
+}  // namespace rocedp::test
