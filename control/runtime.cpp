@@ -371,9 +371,9 @@ bool Runtime::stop() {
         {{"mbufs", std::to_string(size)}, {"were_free", std::to_string(available)}});
   }
   if (eal_) {
-    pmd::eal_cleanup();
+    const bool cleaned = pmd::eal_cleanup();
     eal_ = false;
-    log(LogLevel::kInfo, "eal_cleaned_up");
+    if (cleaned) log(LogLevel::kInfo, "eal_cleaned_up");
   }
   return ok;
 }

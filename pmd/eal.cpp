@@ -1,5 +1,6 @@
 #include "pmd/eal.hpp"
 
+#include <rte_alarm.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 
@@ -7,11 +8,15 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #include "pmd/log.hpp"
 
 namespace rocedp::pmd {
 namespace {
+
+// Set once a driver left callbacks on EAL's interrupt thread that point into freed memory.
+std::atomic<bool> g_keep_interrupt_sources{false};
 
 // DPDK's numeric log levels (rte_log.h: RTE_LOG_ERR = 4 ... RTE_LOG_DEBUG = 8). Numbers are
 // accepted by every EAL version, names changed spelling across releases.
@@ -102,12 +107,44 @@ bool eal_initialised() {
   return g_initialised.load();
 }
 
-void eal_cleanup() {
+void eal_keep_at_exit() {
+  g_keep_interrupt_sources.store(true);
+}
+
+bool interrupt_thread_barrier(std::chrono::milliseconds timeout) {
+  // The alarm's argument is a static counter, so a cancelled or late alarm never touches a
+  // dead stack frame.
+  static std::atomic<uint64_t> passes{0};
+  const auto pass = [](void* arg) {
+    static_cast<std::atomic<uint64_t>*>(arg)->fetch_add(1, std::memory_order_release);
+  };
+  const uint64_t before = passes.load(std::memory_order_acquire);
+  if (rte_eal_alarm_set(1, pass, &passes) != 0) return false;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (passes.load(std::memory_order_acquire) == before) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      rte_eal_alarm_cancel(pass, &passes);
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return true;
+}
+
+bool eal_cleanup() {
   std::lock_guard lock(g_mutex);
-  if (!g_initialised) return;
+  if (!g_initialised) return false;
+  if (g_keep_interrupt_sources.load()) {
+    // The process is about to exit: leaving EAL as it is loses nothing (the kernel takes the
+    // memory back); cleaning up would unmap memory that the interrupt thread still walks.
+    g_initialised = false;
+    log(LogLevel::kInfo, "eal_cleanup_skipped", {{"reason", "net_memif left interrupt sources"}});
+    return false;
+  }
   rte_eal_cleanup();
   g_initialised = false;
   log(LogLevel::kInfo, "eal_cleanup");
+  return true;
 }
 
 }  // namespace rocedp::pmd

@@ -7,11 +7,13 @@
 #include <rte_mbuf.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <string_view>
 
+#include "pmd/eal.hpp"
 #include "pmd/fault_stage.hpp"
 #include "pmd/log.hpp"
 #include "pmd/memif_guard.hpp"
@@ -151,6 +153,7 @@ std::unique_ptr<Port> Port::open(const config::PortConfig& cfg, uint16_t wanted_
     return nullptr;
   }
   p->device_ = info.device;
+  p->memif_ = info.driver_name != nullptr && std::strcmp(info.driver_name, "net_memif") == 0;
   p->device_name_ = info.device != nullptr ? rte_dev_name(info.device) : "";
 
   const uint16_t want = std::max<uint16_t>(wanted_queues, 1);
@@ -366,6 +369,14 @@ void Port::close_device() {
     // good (EAL will not probe a probed device again), so it stays configured and stopped.
     log(LogLevel::kDebug, "port_left_open", {{"port", cfg_.name}, {"device", device_name_}});
     return;
+  }
+  if (memif_) {
+    // rte_eth_dev_stop ran memif_disconnect here while the interrupt thread may have been inside
+    // the driver's handler for the peer's own departure: let that finish before the close frees
+    // the device it works on (seen as a SIGSEGV in librte_net_memif at exit).
+    if (!interrupt_thread_barrier(std::chrono::milliseconds(500)))
+      log(LogLevel::kWarning, "port_close_unsynchronised", {{"port", cfg_.name}});
+    eal_keep_at_exit();  // see pmd/eal.hpp
   }
   rte_eth_dev_close(port_id_);
   if (!ring_pair_link_.empty()) {

@@ -110,6 +110,7 @@ class Port {
   bool opened_ = false;
   bool plugged_ = false;        // we hot-plugged the device, so we remove it
   bool software_mac_ = false;   // the device cannot take cfg.mac: kept here, RX promiscuous
+  bool memif_ = false;          // net_memif: closing it keeps EAL until exit (pmd/eal.hpp)
   std::string device_name_;     // as EAL knows it, for removal
   std::string ring_pair_link_;  // non-empty for the ring_pair form
   char ring_pair_side_ = 0;

@@ -6,6 +6,8 @@
 #  - qps_watch.py: every telemetry snapshot taken meanwhile lists each established connection's QP
 #    with its owning core and state RTS. The daemon's core naps when idle (idle_sleep_us), which
 #    stretches the snapshot rounds while connections come and go.
+# The load runs 5 s: on a busy host the CM exchange and each rocedpctl call take longer, and the
+# checks need a window in which all 4 connections are up.
 source "$(dirname "$0")/lib.sh"
 need_root
 perf=$bin_dir/rocedp-perf
@@ -18,9 +20,9 @@ start_daemon "$work/daemon.yaml"
 wait_for /rocedp/qps "d['count'] == 0"
 
 for round in 1 2 3; do
-  python3 "$here/qps_watch.py" "$prefix" 6 4 > "$work/watch.log" 2>&1 &
+  python3 "$here/qps_watch.py" "$prefix" 9 4 > "$work/watch.log" 2>&1 &
   watch=$!
-  "$perf" --config "$work/client.yaml" --connect 198.18.1.1:7001 --timeout 40 write bw -s 4096 -q 4 -D 2 \
+  "$perf" --config "$work/client.yaml" --connect 198.18.1.1:7001 --timeout 40 write bw -s 4096 -q 4 -D 5 \
     > "$work/perf.log" 2>&1 &
   perf_pid=$!
   # What an operator sees with rocedpctl while the connections are up: each established connection
