@@ -151,22 +151,6 @@ stop_daemon() {  # SIGTERM: the daemon must shut down cleanly (exit 0)
   daemon_pid=
   [ $st -eq 0 ] || fail "rocedpd exited $st after SIGTERM"
 }
-# The control thread (named rocedp-control) of the running daemon, and a way to starve it: under
-# SCHED_IDLE it runs only when its CPU has nothing else to run, and the generator and the live
-# client keep CPU 0 busy, so it dequeues a few hundred frames a second. The polling core (CPU 1,
-# SCHED_OTHER) is untouched: the ring between the two fills.
-control_tid() {
-  local t
-  for t in /proc/"$daemon_pid"/task/*; do
-    [ "$(cat "$t/comm" 2> /dev/null)" = rocedp-control ] && { basename "$t"; return 0; }
-  done
-  return 1
-}
-starve_control() {  # starve_control on|off
-  local tid
-  tid=$(control_tid) || fail "no rocedp-control thread in rocedpd ($daemon_pid)"
-  if [ "$1" = on ]; then chrt -i -p 0 "$tid"; else chrt -o -p 0 "$tid"; fi
-}
 start_daemon "{lcores: [1], mbuf_count: 4095}"
 
 echo "crafting frames (scapy) ..." >&2
@@ -182,13 +166,12 @@ spec.loader.exec_module(tq)
 time.sleep(0.1)
 c = tq.query(sys.argv[2], "/rocedp/cores"); d = tq.query(sys.argv[2], "/rocedp/drops")
 ctl = tq.query(sys.argv[2], "/rocedp/control"); con = tq.query(sys.argv[2], "/rocedp/connections")
-p = tq.query(sys.argv[2], "/rocedp/ports")
 tx_side = ("no_tx_room", "no_tx_queue", "stop_flush", "no_mbuf", "handoff_ring_full")
 rx_drops = sum(v for k, v in d.items() if k not in tx_side)
 s = lambda k: sum(c[k])
 print(s("rx_packets") + s("handoff_in"), s("arp_replies") + s("echo_replies"), s("handoff_out"),
       s("roce_to_engine"), rx_drops, d.get("handoff_ring_full", 0), ctl["mbufs_available"],
-      con.get("count", 0) if isinstance(con, dict) else 0, ctl["cm_frames"], sum(p["rx_nombuf"]))
+      con.get("count", 0) if isinstance(con, dict) else 0, ctl["cm_frames"], s("rx_pool_empty"))
 PY
 }
 top_drops() {
@@ -265,7 +248,7 @@ generator_sent() {  # frames the generator put on the bridge (port 1 TX), from t
 rows=()
 run_load() {  # run_load NAME PCAP LOOP
   local name=$1 pcap=$2 loop=$3
-  local before drops_before after live qpn psn p50 p99 sent starved=0 t_gen=0
+  local before drops_before after live qpn psn p50 p99 sent t_gen=0
   before=$(snapshot)
   drops_before=$(drops_json)
   local conns_before
@@ -276,7 +259,6 @@ run_load() {  # run_load NAME PCAP LOOP
     read -r qpn psn sq_psn <<< "$live"
     /usr/bin/python3 "$frames" --retarget "$work/$pcap.pcap" "$work/$pcap-live.pcap" --live-qpn "$qpn" \
       --live-psn "$psn" --live-sq-psn "$sq_psn" > /dev/null
-    case $name in ringfull | nombuf) starve_control on; starved=1 ;; esac
     start_generator "$work/$pcap-live.pcap" "$loop"
     t_gen=$SECONDS
   fi
@@ -298,7 +280,6 @@ run_load() {  # run_load NAME PCAP LOOP
     stop_pid "$gen_pid"
   fi
   gen_pid=
-  [ $starved = 1 ] && starve_control off
   sent=$(generator_sent); sent=${sent:-0}
   # A flood that never got going (generator start-up longer than the client's run) proves nothing.
   if [ "$loop" = 1 ] && [ "$sent" -lt 20000 ]; then
@@ -330,8 +311,8 @@ run_load() {  # run_load NAME PCAP LOOP
   local ok_mbuf=no ok_id=no conns=? settle=0
   for settle in $(seq 150); do
     after=$(snapshot)
-    read -r rx0 ans0 out0 eng0 drop0 full0 mbuf0 conn0 cm0 nombuf0 <<< "$before"
-    read -r rx ans out eng drop full mbuf conn cm nombuf <<< "$after"
+    read -r rx0 ans0 out0 eng0 drop0 full0 mbuf0 conn0 cm0 dry0 <<< "$before"
+    read -r rx ans out eng drop full mbuf conn cm dry <<< "$after"
     local d_rx=$((rx - rx0)) d_acc=$(((ans - ans0) + (out - out0) + (eng - eng0) + (drop - drop0) + (full - full0)))
     [ "$mbuf" -ge $((mbuf0 - 64)) ] && ok_mbuf=yes || ok_mbuf=no
     [ $d_rx -eq $d_acc ] && ok_id=yes || ok_id="no ($d_rx vs $d_acc)"
@@ -350,7 +331,7 @@ run_load() {  # run_load NAME PCAP LOOP
   fi
   local drops
   drops=$(top_drops "$drops_before")
-  rows+=("| $name | $sent | $d_rx | $drops | $((nombuf - nombuf0)) | $p50 | $p99 | $exact | $ok_mbuf ($mbuf0 → $mbuf) | $ok_id |")
+  rows+=("| $name | $sent | $d_rx | $drops | $((dry - dry0)) | $p50 | $p99 | $exact | $ok_mbuf ($mbuf0 → $mbuf) | $ok_id |")
   [ $ok_mbuf = yes ] || fail "$name: mbufs did not return ($mbuf0 before, $mbuf after)"
   [ "$ok_id" = yes ] || fail "$name: frames in no counter or in two: rx $d_rx, accounted $d_acc"
   if [ "$name" = storm ]; then
@@ -358,30 +339,40 @@ run_load() {  # run_load NAME PCAP LOOP
     [ "$conns" -le "$conn0" ] || fail "storm: $conns connections still held after the storm (before: $conn0)"
   fi
   if [ "$name" = ringfull ]; then
-    # The ring to the starved control thread overflowed, and every frame it refused is counted.
+    # The ring to the control thread overflowed, and every frame it refused is counted; the ring
+    # holds a quarter of the pool, so the pool never ran dry.
     [ $((full - full0)) -gt 0 ] || fail "ringfull: no frame met a full ring to the control thread"
-    [ "$nombuf" -eq "$nombuf0" ] || fail "ringfull: the pool ran dry ($((nombuf - nombuf0)) rx_nombuf): the ring should have overflowed first"
+    [ "$dry" -eq "$dry0" ] || fail "ringfull: the pool ran dry ($((dry - dry0)) polls): the ring should have overflowed first"
   fi
   if [ "$name" = nombuf ]; then
-    [ $((nombuf - nombuf0)) -gt 0 ] || fail "nombuf: the pool never ran dry (rx_nombuf did not move)"
+    [ $((dry - dry0)) -gt 0 ] || fail "nombuf: the pool never ran dry (rx_pool_empty did not move)"
     [ "$conns" -le "$conn0" ] || fail "nombuf: $conns connections still held after the flood (before: $conn0)"
   fi
 }
 
+# LOADTEST_LOADS="none ringfull" runs a subset (none always runs first: it sizes the live runs).
+loads=${LOADTEST_LOADS:-flood malformed storm pressure ringfull nombuf}
 run_load none "" 0
-run_load flood flood 1
-run_load malformed malformed 1
-run_load storm storm 0
-run_load pressure flood 1
-run_load ringfull mads 1
-# A pool smaller than the ring to the control thread: the same starved control thread now holds
-# every mbuf, and the port cannot receive or send.
-stop_daemon
-start_daemon "{lcores: [1], mbuf_count: 1023, control_ring_size: 1024}"
-run_load nombuf mads 1
+for l in $loads; do
+  case $l in
+    none) ;;
+    flood | pressure) run_load "$l" flood 1 ;;
+    malformed) run_load malformed malformed 1 ;;
+    storm) run_load storm storm 0 ;;
+    ringfull) run_load ringfull mads 1 ;;
+    nombuf)
+      # A pool smaller than the ring to the control thread: the MADs the control thread has not
+      # read yet hold every mbuf, and the port can neither receive nor send.
+      stop_daemon
+      start_daemon "{lcores: [1], mbuf_count: 1023, control_ring_size: 1024}"
+      run_load nombuf mads 1
+      ;;
+    *) fail "unknown load $l" ;;
+  esac
+done
 
 echo
-echo "| load | generator frames | daemon rx frames | top drop reasons | rx_nombuf | live p50 µs | live p99 µs | byte-exact | mbufs back (before → after) | rx = accounted |"
+echo "| load | generator frames | daemon rx frames | top drop reasons | polls with the pool dry | live p50 µs | live p99 µs | byte-exact | mbufs back (before → after) | rx = accounted |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
 stop_daemon
