@@ -21,10 +21,22 @@
 #              for unknown connections (sent once); then the listener must still accept
 #   pressure   the flood again plus a second client whose receives are never posted in time
 #              (the echo's SENDs back to it meet RNR NAKs for the whole run)
+#   ringfull   CM DREQs for unknown connections (mads.pcap) in a loop: the control thread reads
+#              them slower than the polling core hands them on, so the ring between the two
+#              (dataplane.control_ring_size, 1024) fills; the pool (4095) is 4 times the ring
+#   nombuf     the daemon restarts with mbuf_count 1023 and control_ring_size 1024, a pool
+#              smaller than that ring, and the same MAD flood: the frames waiting for the
+#              control thread hold every mbuf, the port can neither receive nor send
 # Pass: the daemon stays up; the live client exits 0 (connection up, every echo byte-exact);
 # the daemon's mbufs return to their count before the load; every frame the core received is in
 # exactly one counter (rx = ARP/ICMP answered + handed on (control, other cores) + handed to the
 # RDMA engine + dropped by a named reason); storm connections time out and free their state.
+# ringfull: frames met the full ring (handoff_ring_full > 0, in the identity) and the pool never
+# ran dry. nombuf: the core saw the pool empty (/rocedp/cores rx_pool_empty > 0: net_af_packet
+# counts no rx_nombuf); the live connection may end with a transport error when the pool stays
+# dry longer than its retry budget (7 retries x 67 ms), never with wrong bytes; after the flood a
+# fresh connection must be served byte-exact, and the daemon must stop cleanly (exit 0) before
+# the restart and at the end. LOADTEST_LOADS="ringfull nombuf" runs a subset.
 # Prints a table (markdown) with the live connection's p50/p99 round trip per load.
 set -euo pipefail
 
