@@ -128,12 +128,20 @@ CmAgent::CmAgent(Adapter& adapter, const ConnectionManagerSetup& setup)
     local.mac = i.setup.port->mac();
     local.ip.value = ip_;
     local.prefix_len = i.setup.port->prefix_len();
+    // A request that cannot leave (no mbuf, the core's request ring full) is counted; the
+    // table's next retry tries again.
     rte_mbuf* m = dataplane::build_arp_request(i.setup.pool->get(), local, target);
-    if (m == nullptr) return;
-    if (!dataplane::core_requests::transmit(*i.setup.channels[setup_.tx_core], port_id_, m,
-                                            &on_tx_done, nullptr)) {
-      rte_pktmbuf_free(m);
+    if (m == nullptr) {
+      ++counters.arp_tx_failed;
+      return;
     }
+    if (!dataplane::core_requests::transmit(*i.setup.channels[setup_.tx_core], port_id_, m,
+                                            &on_tx_done, &counters.arp_tx_failed)) {
+      rte_pktmbuf_free(m);
+      ++counters.arp_tx_failed;
+      return;
+    }
+    ++counters.arp_tx;
   };
   neighbours_ = std::make_unique<NeighbourTable>(o, setup.neighbours, std::move(hooks));
 }

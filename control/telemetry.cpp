@@ -100,6 +100,7 @@ const CoreField kCoreFields[] = {
     {"to_control", [](const dataplane::CoreStats& c) { return c.to_control; }},
     {"roce_to_engine", [](const dataplane::CoreStats& c) { return c.roce_to_engine; }},
     {"requests", [](const dataplane::CoreStats& c) { return c.requests; }},
+    {"rx_pool_empty", [](const dataplane::CoreStats& c) { return c.rx_pool_empty; }},
     {"arp_replies", [](const dataplane::CoreStats& c) { return c.arp_icmp.arp_replies; }},
     {"echo_replies", [](const dataplane::CoreStats& c) { return c.arp_icmp.echo_replies; }},
     {"drops", [](const dataplane::CoreStats& c) { return c.total_drops(); }},

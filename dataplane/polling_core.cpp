@@ -6,6 +6,7 @@
 #include <rte_ip.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <rte_mempool.h>
 #include <rte_prefetch.h>
 #include <rte_udp.h>
 
@@ -25,6 +26,18 @@ constexpr uint16_t kBthSize = 12;
 
 void set_kind(rte_mbuf* m, FrameKind kind) {
   m->hash.usr = static_cast<uint32_t>(kind);
+}
+
+// True when this lcore can take no mbuf from `mp`. Free while the lcore's cache holds mbufs (the
+// usual case); with the cache empty it tries to take one from the common pool and puts it back
+// (rte_mempool_avail_count would walk every lcore's cache).
+bool pool_empty_st(rte_mempool* mp) {
+  const rte_mempool_cache* cache = rte_mempool_default_cache(mp, rte_lcore_id());
+  if (cache != nullptr && cache->len != 0) return false;
+  void* obj = nullptr;
+  if (rte_mempool_get(mp, &obj) != 0) return true;
+  rte_mempool_put(mp, obj);
+  return false;
 }
 
 }  // namespace
@@ -85,6 +98,8 @@ bool PollingCore::poll_once() {
   for (unsigned s = 0; s < n_attached_; ++s) {
     AttachedPort& ap = ports_[s];
     const uint16_t n = ap.port->rx_burst(ap.queue, pkts, burst_);
+    if (n < burst_ && ap.rx_pool != nullptr && pool_empty_st(ap.rx_pool)) [[unlikely]]
+      stats_.rx_pool_empty++;
     if (n == 0) continue;
     work = true;
     stats_.rx_packets += n;
@@ -391,6 +406,7 @@ void PollingCore::on_attach_port(const PortAttach& req, CoreResult& result, void
   ap.local.mac = mac;
   ap.local.ip = port->address();
   ap.local.prefix_len = port->prefix_len();
+  ap.rx_pool = port->rx_pool();
   core.slot_of_port_[ap.port_id] = static_cast<int8_t>(slot);
   core.n_attached_++;
   core.stats_.attached_queues = core.n_attached_;

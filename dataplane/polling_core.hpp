@@ -34,6 +34,7 @@
 #include "dataplane/roce_handler.hpp"
 
 struct rte_mbuf;
+struct rte_mempool;
 
 namespace rocedp::pmd {
 class Port;
@@ -53,6 +54,11 @@ struct CoreStats {
   uint64_t to_control = 0;                // frames classified for the control path
   uint64_t roce_to_engine = 0;            // RoCEv2 frames the RDMA objects took (past the codec)
   uint64_t requests = 0;                  // control messages run
+  // RX bursts that came back short while the packet pool had no mbuf this core could take (its
+  // cache and the common pool both empty): the port could not receive, frames waited in the
+  // device or were lost there. Counted by the core because not every PMD counts rx_nombuf
+  // (net_af_packet of DPDK 22.11 stops its burst and counts nothing).
+  uint64_t rx_pool_empty = 0;
   uint64_t polls = 0, busy_polls = 0;
   uint64_t busy_cycles = 0, idle_cycles = 0;  // TSC cycles, added up by run_st()
   uint32_t attached_queues = 0;
@@ -159,9 +165,10 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
     pmd::Port* port = nullptr;
     uint16_t port_id = 0;
     uint16_t queue = 0;
-    uint32_t ip_be = 0;    // our IPv4 address on this port, network byte order
-    rte_ether_addr mac{};  // our MAC on this port
-    LocalAddress local;    // the same, as dataplane/arp_icmp wants it
+    uint32_t ip_be = 0;              // our IPv4 address on this port, network byte order
+    rte_ether_addr mac{};            // our MAC on this port
+    LocalAddress local;              // the same, as dataplane/arp_icmp wants it
+    rte_mempool* rx_pool = nullptr;  // the pool the queue receives into (rx_pool_empty)
     uint16_t tx_count = 0;
     rte_mbuf* tx[kMaxBurst];
   };

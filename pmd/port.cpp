@@ -234,6 +234,7 @@ std::unique_ptr<Port> Port::open(const config::PortConfig& cfg, uint16_t wanted_
     }
   }
   p->queues_ = queues;
+  p->rx_pool_ = pool.get();
 
   rte_ether_addr addr;
   if (cfg.mac) {

@@ -15,6 +15,7 @@
 
 struct rte_mbuf;
 struct rte_device;
+struct rte_mempool;
 
 namespace rocedp::pmd {
 
@@ -82,6 +83,8 @@ class Port {
   bool started() const { return started_; }
   LinkStatus link() const;  // rte_eth_link_get_nowait
   PortStats stats() const;  // rte_eth_stats_get + fault counters
+  // The pool every RX queue receives into (the `pool` given to open()).
+  rte_mempool* rx_pool() const { return rx_pool_; }
 
   // Fast path; exactly one caller per queue (the lcore that owns it). The fault stage (cfg.fault)
   // applies here. rx_burst on queue q also moves TX frames that the fault stage of q delayed
@@ -115,6 +118,7 @@ class Port {
   std::string ring_pair_link_;  // non-empty for the ring_pair form
   char ring_pair_side_ = 0;
   rte_device* device_ = nullptr;
+  rte_mempool* rx_pool_ = nullptr;
   bool rx_faults_ = false, tx_faults_ = false;
   std::vector<std::unique_ptr<FaultStage>> rx_stage_, tx_stage_;  // per queue
   std::unique_ptr<MemifGuard> guard_;                             // net_memif only

@@ -21,10 +21,22 @@
 #              for unknown connections (sent once); then the listener must still accept
 #   pressure   the flood again plus a second client whose receives are never posted in time
 #              (the echo's SENDs back to it meet RNR NAKs for the whole run)
+#   ringfull   CM DREQs for unknown connections (mads.pcap) in a loop: the control thread reads
+#              them slower than the polling core hands them on, so the ring between the two
+#              (dataplane.control_ring_size, 1024) fills; the pool (4095) is 4 times the ring
+#   nombuf     the daemon restarts with mbuf_count 1023 and control_ring_size 1024, a pool
+#              smaller than that ring, and the same MAD flood: the frames waiting for the
+#              control thread hold every mbuf, the port can neither receive nor send
 # Pass: the daemon stays up; the live client exits 0 (connection up, every echo byte-exact);
 # the daemon's mbufs return to their count before the load; every frame the core received is in
 # exactly one counter (rx = ARP/ICMP answered + handed on (control, other cores) + handed to the
 # RDMA engine + dropped by a named reason); storm connections time out and free their state.
+# ringfull: frames met the full ring (handoff_ring_full > 0, in the identity) and the pool never
+# ran dry. nombuf: the core saw the pool empty (/rocedp/cores rx_pool_empty > 0: net_af_packet
+# counts no rx_nombuf); the live connection may end with a transport error when the pool stays
+# dry longer than its retry budget (7 retries x 67 ms), never with wrong bytes; after the flood a
+# fresh connection must be served byte-exact, and the daemon must stop cleanly (exit 0) before
+# the restart and at the end. LOADTEST_LOADS="ringfull nombuf" runs a subset.
 # Prints a table (markdown) with the live connection's p50/p99 round trip per load.
 set -euo pipefail
 
@@ -100,7 +112,10 @@ for p in d c g r; do
   in_ns ip link set "${p}b" up
 done
 
-cat > "$work/daemon.yaml" << YAML
+# The daemon's configuration; $1 is the dataplane section (the nombuf load runs a daemon with a
+# pool smaller than its ring to the control thread).
+write_daemon_yaml() {
+  cat > "$work/daemon.yaml" << YAML
 eal: {lcores: [0, 1], main_lcore: 0, memory_mb: 256, file_prefix: $dprefix, extra_args: ["--no-pci"]}
 ports:
   - name: p0
@@ -108,11 +123,12 @@ ports:
     mac: "$D_MAC"
     address: 198.18.20.1/24
     neighbours: [{ip: 198.18.20.2, mac: "$C_MAC"}, {ip: 198.18.20.3, mac: "$G_MAC"}, {ip: 198.18.20.4, mac: "$R_MAC"}]
-dataplane: {lcores: [1], mbuf_count: 4095}
+dataplane: $1
 telemetry: {stats_interval_ms: 20}
 listeners:
   - {port: p0, nd_port: 7000, service: echo, message_bytes: 4096, queue_depth: 16, max_connections: 64}
 YAML
+}
 # The clients know the daemon's MAC (no ARP to lose under a flood).
 for who in c:198.18.20.2:$C_MAC:$cprefix:0 r:198.18.20.4:$R_MAC:$rprefix:0; do
   IFS=: read -r dev ip m1 m2 m3 m4 m5 m6 pfx lc <<< "$who"
@@ -127,14 +143,27 @@ ports:
 dataplane: {lcores: [$lc]}
 YAML
 done
-ip netns exec "$ns" "$rocedpd" --config "$work/daemon.yaml" > "$work/daemon.log" 2>&1 &
-daemon_pid=$!
-for _ in $(seq 600); do
-  grep -q "event=running" "$work/daemon.log" 2> /dev/null && break
-  kill -0 "$daemon_pid" 2> /dev/null || fail "rocedpd exited during start-up"
-  sleep 0.1
-done
-grep -q "event=running" "$work/daemon.log" || fail "rocedpd did not start"
+start_daemon() {  # start_daemon DATAPLANE_SECTION
+  write_daemon_yaml "$1"
+  : > "$work/daemon.log"
+  ip netns exec "$ns" "$rocedpd" --config "$work/daemon.yaml" >> "$work/daemon.log" 2>&1 &
+  daemon_pid=$!
+  for _ in $(seq 600); do
+    grep -q "event=running" "$work/daemon.log" 2> /dev/null && break
+    kill -0 "$daemon_pid" 2> /dev/null || fail "rocedpd exited during start-up"
+    sleep 0.1
+  done
+  grep -q "event=running" "$work/daemon.log" || fail "rocedpd did not start"
+  for _ in $(seq 100); do tel_get /rocedp/control "d['snapshots']" > /dev/null 2>&1 && break; sleep 0.05; done
+}
+stop_daemon() {  # SIGTERM: the daemon must shut down cleanly (exit 0)
+  kill -TERM "$daemon_pid"
+  local st=0
+  wait "$daemon_pid" || st=$?
+  daemon_pid=
+  [ $st -eq 0 ] || fail "rocedpd exited $st after SIGTERM"
+}
+start_daemon "{lcores: [1], mbuf_count: 4095}"
 
 echo "crafting frames (scapy) ..." >&2
 /usr/bin/python3 "$frames" "$work" --dmac $D_MAC --smac $G_MAC --dip 198.18.20.1 --sip 198.18.20.3 \
@@ -154,7 +183,7 @@ rx_drops = sum(v for k, v in d.items() if k not in tx_side)
 s = lambda k: sum(c[k])
 print(s("rx_packets") + s("handoff_in"), s("arp_replies") + s("echo_replies"), s("handoff_out"),
       s("roce_to_engine"), rx_drops, d.get("handoff_ring_full", 0), ctl["mbufs_available"],
-      con.get("count", 0) if isinstance(con, dict) else 0, ctl["cm_frames"])
+      con.get("count", 0) if isinstance(con, dict) else 0, ctl["cm_frames"], s("rx_pool_empty"))
 PY
 }
 top_drops() {
@@ -231,7 +260,7 @@ generator_sent() {  # frames the generator put on the bridge (port 1 TX), from t
 rows=()
 run_load() {  # run_load NAME PCAP LOOP
   local name=$1 pcap=$2 loop=$3
-  local before drops_before after live qpn psn p50 p99 verify sent rx acc
+  local before drops_before after live qpn psn p50 p99 sent t_gen=0
   before=$(snapshot)
   drops_before=$(drops_json)
   local conns_before
@@ -243,6 +272,7 @@ run_load() {  # run_load NAME PCAP LOOP
     /usr/bin/python3 "$frames" --retarget "$work/$pcap.pcap" "$work/$pcap-live.pcap" --live-qpn "$qpn" \
       --live-psn "$psn" --live-sq-psn "$sq_psn" > /dev/null
     start_generator "$work/$pcap-live.pcap" "$loop"
+    t_gen=$SECONDS
   fi
   if [ "$name" = pressure ]; then
     ip netns exec "$ns" "$perf" --connect 198.18.20.1:7000 --config "$work/client-r.yaml" send lat -s 64 -n 2 --recv-delay-ms $((secs * 1000)) \
@@ -252,6 +282,10 @@ run_load() {  # run_load NAME PCAP LOOP
   local status=0
   wait "$client_pid" || status=$?
   client_pid=
+  # With the pool dry the live connection may end early (below); the flood still lasts its time.
+  if [ "$name" = nombuf ]; then
+    while [ $((SECONDS - t_gen)) -lt "$secs" ]; do sleep 0.2; done
+  fi
   if [ "$loop" = 0 ] && [ -n "$gen_pid" ]; then
     wait "$gen_pid" || fail "$name: the replay failed: $(tail -n 2 "$work/gen.out")"
   else
@@ -265,9 +299,22 @@ run_load() {  # run_load NAME PCAP LOOP
   fi
   stop_pid "$rnr_pid"; rnr_pid=
   kill -0 "$daemon_pid" 2> /dev/null || fail "$name: rocedpd died"
-  [ $status -eq 0 ] || fail "$name: live client exit $status: $(tail -n 3 "$work/client.err" "$work/client.out")"
-  p50=$(/usr/bin/python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if l.startswith('{') and 'rtt_p50_usec' in l]; print('%.1f %.1f' % (r[-1]['rtt_p50_usec'], r[-1]['rtt_p99_usec']))" "$work/client.out")
-  read -r p50 p99 <<< "$p50"
+  local exact=yes
+  if [ $status -ne 0 ]; then
+    # A dry pool stops the port (nothing received, nothing sent): a connection whose retry budget
+    # runs out meanwhile ends with a transport error, never with wrong bytes. Anywhere else, and
+    # for any other error, the load failed.
+    local why
+    why=$(grep -v "^{" "$work/client.err" "$work/client.out" 2> /dev/null | grep -i -m1 -E "error|fail|timeout|status" || true)
+    if [ "$name" != nombuf ] || grep -q -i "verify" "$work/client.err" "$work/client.out"; then
+      fail "$name: live client exit $status: $(tail -n 3 "$work/client.err" "$work/client.out")"
+    fi
+    exact="ended (${why##*: })"
+    p50=- p99=-
+  else
+    p50=$(/usr/bin/python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if l.startswith('{') and 'rtt_p50_usec' in l]; print('%.1f %.1f' % (r[-1]['rtt_p50_usec'], r[-1]['rtt_p99_usec']))" "$work/client.out")
+    read -r p50 p99 <<< "$p50"
+  fi
   if [ "$name" = none ]; then
     iters=$(/usr/bin/python3 -c "import sys; print(max(int(sys.argv[1]), min(2000000, int(float(sys.argv[2]) * 1e6 / max(float(sys.argv[3]), 1.0)))))" "$iters" "$((secs + 6))" "$p50")
     echo "live client: $iters round trips per loaded run (unloaded p50 $p50 µs)" >&2
@@ -276,8 +323,8 @@ run_load() {  # run_load NAME PCAP LOOP
   local ok_mbuf=no ok_id=no conns=? settle=0
   for settle in $(seq 150); do
     after=$(snapshot)
-    read -r rx0 ans0 out0 eng0 drop0 full0 mbuf0 conn0 cm0 <<< "$before"
-    read -r rx ans out eng drop full mbuf conn cm <<< "$after"
+    read -r rx0 ans0 out0 eng0 drop0 full0 mbuf0 conn0 cm0 dry0 <<< "$before"
+    read -r rx ans out eng drop full mbuf conn cm dry <<< "$after"
     local d_rx=$((rx - rx0)) d_acc=$(((ans - ans0) + (out - out0) + (eng - eng0) + (drop - drop0) + (full - full0)))
     [ "$mbuf" -ge $((mbuf0 - 64)) ] && ok_mbuf=yes || ok_mbuf=no
     [ $d_rx -eq $d_acc ] && ok_id=yes || ok_id="no ($d_rx vs $d_acc)"
@@ -286,29 +333,59 @@ run_load() {  # run_load NAME PCAP LOOP
     sleep 0.2
   done
   echo "$name: settled after $settle checks (mbufs $ok_mbuf, identity $ok_id, connections $conns)" >&2
+  if [ "$name" = nombuf ]; then
+    # The pool is back: a fresh connection must be served at once, every echo byte-exact.
+    ip netns exec "$ns" "$perf" --connect 198.18.20.1:7000 --config "$work/client-c.yaml" send lat -s 64 -n 2000 --verify --json \
+      --timeout 60 > "$work/recover.out" 2> "$work/recover.err" || fail "nombuf: no byte-exact connection after the flood: $(tail -n 3 "$work/recover.err")"
+    local r50
+    r50=$(/usr/bin/python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if l.startswith('{') and 'rtt_p50_usec' in l]; print('%.1f' % r[-1]['rtt_p50_usec'])" "$work/recover.out")
+    exact="$exact; a fresh connection after: yes (p50 $r50 µs)"
+  fi
   local drops
   drops=$(top_drops "$drops_before")
-  rows+=("| $name | $sent | $d_rx | $drops | $p50 | $p99 | yes | $ok_mbuf ($mbuf0 → $mbuf) | $ok_id |")
+  rows+=("| $name | $sent | $d_rx | $drops | $((dry - dry0)) | $p50 | $p99 | $exact | $ok_mbuf ($mbuf0 → $mbuf) | $ok_id |")
   [ $ok_mbuf = yes ] || fail "$name: mbufs did not return ($mbuf0 before, $mbuf after)"
   [ "$ok_id" = yes ] || fail "$name: frames in no counter or in two: rx $d_rx, accounted $d_acc"
   if [ "$name" = storm ]; then
     [ $((cm - cm0)) -ge $((storm_reqs / 4)) ] || fail "storm: the control thread saw $((cm - cm0)) CM frames; the storm did not arrive"
     [ "$conns" -le "$conn0" ] || fail "storm: $conns connections still held after the storm (before: $conn0)"
   fi
+  if [ "$name" = ringfull ]; then
+    # The ring to the control thread overflowed, and every frame it refused is counted; the ring
+    # holds a quarter of the pool, so the pool never ran dry.
+    [ $((full - full0)) -gt 0 ] || fail "ringfull: no frame met a full ring to the control thread"
+    [ "$dry" -eq "$dry0" ] || fail "ringfull: the pool ran dry ($((dry - dry0)) polls): the ring should have overflowed first"
+  fi
+  if [ "$name" = nombuf ]; then
+    [ $((dry - dry0)) -gt 0 ] || fail "nombuf: the pool never ran dry (rx_pool_empty did not move)"
+    [ "$conns" -le "$conn0" ] || fail "nombuf: $conns connections still held after the flood (before: $conn0)"
+  fi
 }
 
+# LOADTEST_LOADS="none ringfull" runs a subset (none always runs first: it sizes the live runs).
+loads=${LOADTEST_LOADS:-flood malformed storm pressure ringfull nombuf}
 run_load none "" 0
-run_load flood flood 1
-run_load malformed malformed 1
-run_load storm storm 0
-run_load pressure flood 1
+for l in $loads; do
+  case $l in
+    none) ;;
+    flood | pressure) run_load "$l" flood 1 ;;
+    malformed) run_load malformed malformed 1 ;;
+    storm) run_load storm storm 0 ;;
+    ringfull) run_load ringfull mads 1 ;;
+    nombuf)
+      # A pool smaller than the ring to the control thread: the MADs the control thread has not
+      # read yet hold every mbuf, and the port can neither receive nor send.
+      stop_daemon
+      start_daemon "{lcores: [1], mbuf_count: 1023, control_ring_size: 1024}"
+      run_load nombuf mads 1
+      ;;
+    *) fail "unknown load $l" ;;
+  esac
+done
 
 echo
-echo "| load | generator frames | daemon rx frames | top drop reasons | live p50 µs | live p99 µs | byte-exact | mbufs back (before → after) | rx = accounted |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| load | generator frames | daemon rx frames | top drop reasons | polls with the pool dry | live p50 µs | live p99 µs | byte-exact | mbufs back (before → after) | rx = accounted |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
-kill -TERM "$daemon_pid"
-st=0; wait "$daemon_pid" || st=$?
-daemon_pid=
-[ $st -eq 0 ] || fail "rocedpd exited $st after SIGTERM"
+stop_daemon
 echo "PASS: rocedpd served a byte-exact live connection through every load"

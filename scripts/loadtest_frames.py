@@ -21,6 +21,9 @@ a bad one).
   storm.pcap      thousands of CM REQs (the rping capture's REQ, re-addressed: each its own UDP
                   source port, communication ID, QPN and transaction ID) to the listener, none of
                   which ever sends the RTU, and DREQs for connections that do not exist.
+  mads.pcap       1,024 CM DREQs to QP1 for connections that do not exist (distinct communication
+                  and transaction IDs): control-path frames that leave no state behind, replayed
+                  in a loop to fill the ring from the polling core to the control thread.
 Every frame goes to rocedpd's MAC and IP. The generator's own MAC is the Ethernet source, so
 the switch never sees the live client's MAC from the generator's port.
 """
@@ -222,6 +225,20 @@ def storm(a, rping):
     return out
 
 
+def mads(a):
+    rnd = random.Random(4)
+    out = []
+    for i in range(1024):
+        m = bytearray(256)
+        m[0:4] = bytes([1, 0x07, 2, 0x03])                  # CM class, version 2, Send
+        struct.pack_into("!Q", m, 8, 0x5C000000 + i)        # transaction ID
+        struct.pack_into("!H", m, 16, 0x0015)               # DREQ
+        struct.pack_into("!II", m, 24, 0x71000000 + i, rnd.randrange(1 << 32))  # comm IDs
+        deth = struct.pack("!II", 0x80010000, 1)
+        out.append(roce(a, a.sip, 1, 0x64, i, deth + bytes(m), sport=3072 + i))
+    return out
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--retarget":
         ap = argparse.ArgumentParser()
@@ -247,7 +264,8 @@ def main():
     a = ap.parse_args()
     a.live_qpn, a.live_psn = PLACEHOLDER_QPN, 0
     counts = {}
-    for name, frames in (("flood", flood(a)), ("malformed", malformed(a)), ("storm", storm(a, a.rping))):
+    for name, frames in (("flood", flood(a)), ("malformed", malformed(a)), ("storm", storm(a, a.rping)),
+                         ("mads", mads(a))):
         wrpcap(f"{a.out}/{name}.pcap", frames)
         counts[name] = len(frames)
     print(" ".join(f"{k}={v}" for k, v in counts.items()))

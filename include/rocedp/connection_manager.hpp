@@ -39,8 +39,10 @@ struct ConnectionManagerCounters {
   uint64_t rej_sent_no_listener = 0;  ///< REJ invalid service ID
   uint64_t stale_rejected = 0;        ///< REJ stale connection
   uint64_t arp_rx = 0;
-  uint64_t connections = 0;  ///< live CM connections (not yet released)
-  uint64_t peer_deaths = 0;  ///< established QPs whose retries ran out
+  uint64_t arp_tx = 0;         ///< ARP requests handed to the core for resolving a peer
+  uint64_t arp_tx_failed = 0;  ///< ARP requests not sent: no mbuf or the core's ring was full
+  uint64_t connections = 0;    ///< live CM connections (not yet released)
+  uint64_t peer_deaths = 0;    ///< established QPs whose retries ran out
 };
 ConnectionManagerCounters connection_manager_counters(Adapter& adapter);
 

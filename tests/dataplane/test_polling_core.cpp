@@ -159,6 +159,23 @@ TEST_F(PollingCoreTest, IcmpEchoIsAnsweredOnTheRxCore) {
   EXPECT_EQ(core(0).stats_st().arp_icmp.echo_replies, 1u);
 }
 
+// A poll whose RX burst comes back short while the pool has no mbuf for the core is counted
+// (rx_pool_empty): not every PMD counts rx_nombuf. A poll with mbufs to spare is not.
+TEST_F(PollingCoreTest, PollsThatFindThePoolEmptyAreCounted) {
+  EXPECT_FALSE(core(0).poll_once());
+  EXPECT_EQ(core(0).stats_st().rx_pool_empty, 0u) << "the pool has mbufs";
+  std::vector<rte_mbuf*> taken;
+  while (rte_mbuf* m = rte_pktmbuf_alloc(test::pool().get())) taken.push_back(m);
+  ASSERT_FALSE(taken.empty());
+  EXPECT_FALSE(core(0).poll_once());
+  EXPECT_FALSE(core(0).poll_once());
+  EXPECT_EQ(core(0).stats_st().rx_pool_empty, 2u);
+  EXPECT_EQ(core(1).stats_st().rx_pool_empty, 0u) << "core 1 polls no port";
+  for (rte_mbuf* m : taken) rte_pktmbuf_free(m);
+  EXPECT_FALSE(core(0).poll_once());
+  EXPECT_EQ(core(0).stats_st().rx_pool_empty, 2u) << "mbufs are back";
+}
+
 TEST_F(PollingCoreTest, RoceFrameIsHandedToTheCoreThatOwnsItsQpn) {
   peer_send(test::roce_frame(make_qpn(1, 5)));
   EXPECT_TRUE(core(0).poll_once());
