@@ -1,7 +1,8 @@
 #pragma once
-// Receive (rxe_recv.c): the first stop of every inbound frame on the owning core. The codec
-// parses it and verifies the IP checksum and ICRC (drop reasons counted per DropReason); the RC
-// checks follow: RC transport only, destination QPN owned by this core, source IP = the
+// Receive (rxe_recv.c): the first stop of every inbound frame on the owning core. The codec's
+// receive view (wire::parse_rc: one pass, only what the RC roles read) parses it and verifies the
+// IP checksum and ICRC (drop reasons counted per DropReason, as the general parser names them); the
+// RC checks follow: RC transport only, destination QPN owned by this core, source IP = the
 // connected peer, QP state. Requests go to the responder, responses to the completer.
 
 #include <array>
@@ -9,7 +10,7 @@
 
 #include "dataplane/rc/queue_pair.hpp"
 #include "dataplane/wire/drop_reason.hpp"
-#include "dataplane/wire/packet.hpp"
+#include "dataplane/wire/rc_rx.hpp"
 
 namespace rocedp::rc {
 
@@ -24,11 +25,11 @@ enum class RxParse : uint8_t {
 
 /// Parses `frame` into `out` (ICRC verified). Every frame ends in exactly one counter: the
 /// codec's drops, the engine's non-RC counters, or (kExecute) whatever dispatch counts.
-RxParse receive_parse_st(wire::Bytes frame, wire::ParsedPacket& out, RcCounters& counters,
+RxParse receive_parse_st(wire::Bytes frame, wire::RcRxPacket& out, RcCounters& counters,
                          uint64_t* drops);
 
 /// Hands a parsed RC packet to `qp` (null: unknown QPN, counted). Owning core only.
-void receive_dispatch_st(QueuePair* qp, RcContext& ctx, const wire::ParsedPacket& pkt,
+void receive_dispatch_st(QueuePair* qp, RcContext& ctx, const wire::RcRxPacket& pkt,
                          uint64_t now_ns);
 
 }  // namespace rocedp::rc

@@ -410,10 +410,6 @@ std::uint32_t crc32_refl(std::uint32_t crc, Bytes data) {
                      : crc32_bytewise(crc, data.data(), data.size());
 }
 
-std::uint32_t icrc_of_masked(Bytes l3) {
-  return crc32_gzip_refl(kIcrcSeed, l3.data(), l3.size());
-}
-
 std::uint32_t icrc_extend(std::uint32_t crc, Bytes more) {
   return more.empty() ? crc : crc32_gzip_refl(crc, more.data(), more.size());
 }

@@ -63,11 +63,6 @@ inline std::uint32_t icrc_compute(Bytes l3, std::initializer_list<Bytes> more) {
 // here); without PCLMULQDQ, icrc_compute.
 std::uint32_t icrc_plain_ipv4(const std::uint8_t* l3, std::size_t len);
 
-// ICRC of an IPv4/IPv6 packet whose variant fields (see above) already hold 1s: one ISA-L pass
-// over `l3` with no masking work. A sender that builds the frame itself writes 1s there, takes
-// this CRC, then writes the real values (rocedp's per-QP transmit path).
-std::uint32_t icrc_of_masked(Bytes l3);
-
 // zlib's crc32(crc, data): the CRC-32 that icrc_plain_ipv4 folds with (tests compare it with
 // zlib).
 std::uint32_t crc32_refl(std::uint32_t crc, Bytes data);
