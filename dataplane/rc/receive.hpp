@@ -25,8 +25,21 @@ enum class RxParse : uint8_t {
 
 /// Parses `frame` into `out` (ICRC verified). Every frame ends in exactly one counter: the
 /// codec's drops, the engine's non-RC counters, or (kExecute) whatever dispatch counts.
-RxParse receive_parse_st(wire::Bytes frame, wire::RcRxPacket& out, RcCounters& counters,
-                         uint64_t* drops);
+inline RxParse receive_parse_st(wire::Bytes frame, wire::RcRxPacket& out, RcCounters& counters,
+                                uint64_t* drops) {
+  const wire::DropReason why = wire::parse_rc(frame, out);
+  if (why != wire::DropReason::kNone) [[unlikely]] {
+    ++drops[static_cast<size_t>(why)];
+    return RxParse::kCodecDrop;
+  }
+  if (out.op->transport == wire::Transport::kRc) [[likely]]
+    return RxParse::kExecute;
+  // An RC QP executes RC opcodes only: a UD SEND (0x64/0x65) or anything else must never run
+  // as an RC request. A CNP (0x81) is congestion feedback, counted as such (no rate control yet).
+  counters.add(out.op->transport == wire::Transport::kCnp ? RcCounter::kRxCnp
+                                                          : RcCounter::kRxDropNotRc);
+  return RxParse::kNotRc;
+}
 
 /// Hands a parsed RC packet to `qp` (null: unknown QPN, counted). Owning core only.
 void receive_dispatch_st(QueuePair* qp, RcContext& ctx, const wire::RcRxPacket& pkt,
