@@ -204,14 +204,16 @@ inline std::uint32_t ipv4_correction_any(const std::uint8_t* l3, std::size_t ip_
 }
 
 // ---- The RC data path's own CRC: PCLMULQDQ folding with the masking done in registers. ----
-// Why not ISA-L here: a data-path frame is one buffer of ~50-150 bytes, where ISA-L's
-// crc32_gzip_refl costs ~100 instructions a frame, and the receive side adds the masking
+// Why not only ISA-L here: most data-path frames are one buffer of ~50-170 bytes, where ISA-L's
+// crc32_gzip_refl costs ~100 instructions a frame and the receive side adds the masking
 // correction above (~60-85 more; callgrind, WRITE 64 B). Folding 16 bytes per step with the
 // 8x0xFF prefix and the seven masked bytes ORed into the first three blocks in registers needs
 // neither a correction nor a masked copy, and the transmit side no longer writes 1s into the
-// frame and back. ISA-L stays the ICRC of everything else (icrc_compute: the codec, chained
-// payload segments, IPv6). Tested against zlib for every length 0..300 and random buffers and
-// against the Soft-RoCE capture (tests/wire/test_icrc.cpp, test_rc_rx.cpp).
+// frame and back. A long frame gets the masked prefix folded here and the rest from ISA-L (its
+// eight accumulators beat one chain of multiplies beyond a few blocks). ISA-L stays the ICRC of
+// everything else (icrc_compute: the codec, chained payload segments, IPv6). Tested against zlib
+// for every length 0..300 and random buffers and against the Soft-RoCE capture
+// (tests/wire/test_icrc.cpp, test_rc_rx.cpp).
 //
 // Representation: a 16-byte block loaded little-endian holds bit k of the stream at bit k of the
 // register, the stream's first bit being the highest power of x (zlib's reflected order). A
@@ -324,6 +326,10 @@ ROCEDP_CLMUL std::uint32_t crc32_clmul(std::uint32_t crc, const std::uint8_t* p,
   return ~reduce128(fold_rest(a, p + 16, n - 16));
 }
 
+// Bytes after the masked prefix that icrc_ipv4_clmul folds itself (a 64-byte WRITE or SEND and
+// every ACK, READ request and atomic); longer frames hand the rest to ISA-L.
+constexpr std::size_t kOwnFoldMax = 128;
+
 // ICRC of an IPv4 packet without options, len >= 40: the stream is 8 bytes of 0xFF, then the
 // packet with TOS (1), TTL (8), checksum (10, 11), UDP checksum (26, 27) and BTH byte 4 (32) at
 // 1s, all in its first 48 bytes, so in the first three blocks.
@@ -338,6 +344,9 @@ ROCEDP_CLMUL std::uint32_t icrc_ipv4_clmul(const std::uint8_t* l3, std::size_t l
   a = _mm_xor_si128(fold128(a, k), _mm_or_si128(load128(l3 + 8), _mm_set_epi64x(0, 0xFFFF00FF)));
   a = _mm_xor_si128(fold128(a, k),
                     _mm_or_si128(load128(l3 + 24), _mm_set_epi64x(0xFF, 0xFFFF0000)));
+  // One accumulator is bound by the multiplier's latency (a block per ~7 cycles); ISA-L keeps
+  // eight in flight. So past a few blocks the rest goes to ISA-L, chained on the masked prefix.
+  if (len - 40 > kOwnFoldMax) return crc32_gzip_refl(~reduce128(a), l3 + 40, len - 40);
   return ~reduce128(fold_rest(a, l3 + 40, len - 40));
 }
 
