@@ -256,8 +256,8 @@ bool transmit(QueuePair& qp, RcContext& ctx, const TxPacket& pkt, const TxPayloa
   uint8_t* ip = buf + l3;
   const uint16_t ip_len = static_cast<uint16_t>(total - l3);
   const uint16_t id = (*ctx.ip_id)++;
-  wire::store_be16(ip + wire::ipv4_off::kTotalLen, ip_len);
-  wire::store_be16(ip + wire::ipv4_off::kId, id);
+  static_assert(wire::ipv4_off::kId == wire::ipv4_off::kTotalLen + 2);
+  wire::store_be32(ip + wire::ipv4_off::kTotalLen, (uint32_t{ip_len} << 16) | id);
   uint32_t sum = qp.hdr_ip_sum() + ip_len + id;
   sum = (sum & 0xFFFF) + (sum >> 16);
   sum = (sum & 0xFFFF) + (sum >> 16);

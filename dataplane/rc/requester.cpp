@@ -138,7 +138,6 @@ bool send_one(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m,
   pkt.psn = cur.psn;
   TxPayload pl;
   RequesterCursor next = cur;
-  const uint32_t window_left = qp.comp.window - psn::psn_forward(qp.comp.unacked_psn, cur.psn);
   switch (w.opcode) {
     case SendOpcode::kRead: {
       // A retried READ may start mid-message: ask only for the bytes still missing.
@@ -168,8 +167,14 @@ bool send_one(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m,
       pkt.opcode = send_opcode(w, first, last);
       // AckReq (IBTA §9.7.2): at the end of each message, about every quarter window (so one lost
       // ACK never stalls the window), and on the last PSN the window allows.
-      const uint32_t mask = ack_req_mask(qp.comp.window);
-      pkt.ack_req = last || (cur.psn & mask) == mask || window_left <= 1;
+      if (last) {
+        pkt.ack_req = true;
+      } else {
+        const uint32_t mask = ack_req_mask(qp.comp.window);
+        const uint32_t window_left =
+            qp.comp.window - psn::psn_forward(qp.comp.unacked_psn, cur.psn);
+        pkt.ack_req = (cur.psn & mask) == mask || window_left <= 1;
+      }
       const bool solicit = (w.flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT) != 0;
       const bool write = w.opcode == SendOpcode::kWrite;
       pkt.se = last && solicit && (!write || w.has_immediate);
