@@ -50,12 +50,12 @@ enum class SendOpcode : uint8_t {
   kBind,          ///< local: bind window `local_token` to region `bind_mr_token` at fr_* (NdkBind)
 };
 
-/// A send-queue (NDK "initiator queue") work request: one ring slot of 120 bytes. Fields that no
-/// operation uses together share their bytes (atomic operands with the fast-register range, the
-/// remote token with the local one, the immediate with the tokens a SEND-with-invalidate or a
-/// Bind names); the transport progress of a slot lives beside the ring (WqeMeta), so a post
-/// writes and the requester reads two cache lines per WQE, not three.
-struct SendWqe {
+/// A send-queue (NDK "initiator queue") work request: one ring slot of 120 bytes padded to two
+/// cache lines. Fields that no operation uses together share their bytes (atomic operands with
+/// the fast-register range, the remote token with the local one, the immediate with the tokens a
+/// SEND-with-invalidate or a Bind names); the transport progress of a slot lives beside the ring
+/// (WqeMeta), so a post writes and the requester reads two cache lines per WQE, not three.
+struct alignas(64) SendWqe {
   void* request_context = nullptr;  ///< returned in the completion's RequestContext
   uint64_t remote_address = 0;      ///< RDMA/atomic target virtual address
   union {
@@ -88,7 +88,7 @@ struct SendWqe {
     uint8_t inline_data[kMaxInlineData];
   };
 };
-static_assert(sizeof(SendWqe) <= 128, "a send-queue slot fits two cache lines");
+static_assert(sizeof(SendWqe) == 128, "a send-queue slot is two cache lines");
 static_assert(sizeof(NdkSge) * kMaxWqeSge == kMaxInlineData, "inline data shares the SGE bytes");
 
 /// A receive-queue or SRQ work request.
