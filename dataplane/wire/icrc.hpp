@@ -11,10 +11,13 @@
 // It is stored after the pad, little-endian (the CRC register as the host
 // holds it; scapy pack_icrc, rxe stores the native u32).
 //
-// Method: only the IP+UDP+BTH prefix (<= 80 bytes) is copied to the stack and
-// masked; everything after it is CRC'd straight from the caller's buffers by
-// ISA-L crc32_gzip_refl, which chains (crc32_gzip_refl(crc(a), b) == crc(a||b)).
-// The 8x0xFF prefix is folded into a constant seed.
+// Methods (icrc.cpp):
+//  * icrc_compute (codec, chained segments): ISA-L crc32_gzip_refl over the bytes as
+//    they are (it chains: crc32_gzip_refl(crc(a), b) == crc(a||b)), the masking added
+//    back as a correction (CRC-32 is affine); IPv6 and jumbo frames CRC a masked copy
+//    of the prefix. The 8x0xFF prefix is folded into a constant seed.
+//  * icrc_plain_ipv4 (the RC engine's frames): our own PCLMULQDQ folding with the
+//    masking done in registers; ISA-L continues past the first few blocks of a long frame.
 
 #include <cstddef>
 #include <cstdint>
