@@ -1,6 +1,7 @@
 #include "dataplane/rc/queue_pair.hpp"
 
 #include <bit>
+#include <cassert>
 #include <cstring>
 #include <new>
 
@@ -238,6 +239,9 @@ inline void copy_ext(uint8_t* dst, const TxPacket& pkt) {
 }  // namespace
 
 bool transmit(QueuePair& qp, RcContext& ctx, const TxPacket& pkt, const TxPayload& payload) {
+  // The role wrote exactly the extension headers its opcode carries (debug builds check).
+  assert(wire::opcode_info(pkt.opcode) != nullptr &&
+         wire::opcode_info(pkt.opcode)->length == wire::kBthLen + pkt.ext_len);
   if (qp.hdr_len() == 0) [[unlikely]]
     return transmit_generic(qp, ctx, pkt, payload);
   const uint32_t pad = wire::pad_for(payload.length);
