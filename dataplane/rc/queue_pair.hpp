@@ -39,6 +39,7 @@
 // failing)").
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -521,8 +522,12 @@ void gather_from_sges(const NdkSge* sges, uint32_t count, uint32_t offset, uint8
 void enter_error(QueuePair& qp, RcContext& ctx, WcError cause);
 
 /// Number of packets a message of `len` bytes takes at `mtu` (a zero-length message is 1 packet).
+/// A path MTU is a power of two (checked at RTR), so this is a shift, not a division.
 constexpr uint32_t packets_for(uint64_t len, uint32_t mtu) {
-  return len == 0 ? 1 : static_cast<uint32_t>((len + mtu - 1) / mtu);
+  return len == 0 ? 1 : static_cast<uint32_t>(((len - 1) >> std::countr_zero(mtu)) + 1);
 }
+static_assert(packets_for(0, 1024) == 1 && packets_for(1, 1024) == 1 &&
+              packets_for(1024, 1024) == 1 && packets_for(1025, 1024) == 2 &&
+              packets_for(uint64_t{1} << 31, 256) == (1u << 23));
 
 }  // namespace rocedp::rc
