@@ -280,8 +280,8 @@ int response_target(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns
 }
 
 [[gnu::noinline]] void handle_read_response(QueuePair& qp, RcContext& ctx,
-                                            const wire::ParsedPacket& pkt, uint64_t now_ns) {
-  const uint32_t psn = pkt.f.bth.psn;
+                                            const wire::RcRxPacket& pkt, uint64_t now_ns) {
+  const uint32_t psn = pkt.psn;
   const int idx = response_target(qp, ctx, psn, now_ns);
   if (idx < 0 || qp.sq_at(static_cast<uint32_t>(idx)).opcode != SendOpcode::kRead) {
     ctx.counters->add(RcCounter::kRxGhostResponse);
@@ -314,7 +314,7 @@ int response_target(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns
     return;
   }
   const SendWqe& w = qp.sq_at(static_cast<uint32_t>(idx));
-  scatter_to_sges(w.sge, w.sge_count, m.read_bytes, pkt.payload().data(), want);
+  scatter_to_sges(w.sge, w.sge_count, m.read_bytes, pkt.payload, want);
   m.read_bytes += want;
   if (last) {
     m.done = true;
@@ -323,9 +323,9 @@ int response_target(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns
   advance(qp, ctx, wire::psn_next(psn), now_ns);
 }
 
-[[gnu::noinline]] void handle_atomic_ack(QueuePair& qp, RcContext& ctx,
-                                         const wire::ParsedPacket& pkt, uint64_t now_ns) {
-  const uint32_t psn = pkt.f.bth.psn;
+[[gnu::noinline]] void handle_atomic_ack(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt,
+                                         uint64_t now_ns) {
+  const uint32_t psn = pkt.psn;
   const int idx = response_target(qp, ctx, psn, now_ns);
   if (idx < 0) {
     ctx.counters->add(RcCounter::kRxGhostResponse);
@@ -336,12 +336,12 @@ int response_target(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns
     ctx.counters->add(RcCounter::kRxGhostResponse);
     return;
   }
-  if ((pkt.f.aeth.syndrome & wire::kAethTypeMask) != wire::kAethAck) {
-    handle_aeth(qp, ctx, psn, pkt.f.aeth.syndrome, now_ns);
+  if ((pkt.aeth_syndrome() & wire::kAethTypeMask) != wire::kAethAck) {
+    handle_aeth(qp, ctx, psn, pkt.aeth_syndrome(), now_ns);
     return;
   }
   WqeMeta& m = qp.meta_at(static_cast<uint32_t>(idx));
-  m.atomic_orig = pkt.f.atomic_ack_eth.orig;
+  m.atomic_orig = pkt.atomic_ack_orig();
   // The original value lands in the 8-byte local sink in host byte order.
   uint8_t bytes[8];
   std::memcpy(bytes, &m.atomic_orig, 8);
@@ -374,40 +374,44 @@ NdkOperationType op_type(SendOpcode op) {
   return NdkOperationType::kSend;
 }
 
-// One CQE; false if the CQ overran (it is then dead, and so is the QP).
+// One CQE, written straight from the WQE into the CQ's slot; false if the CQ overran (it is
+// then dead, and so is the QP).
 bool produce(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m, WcError err) {
   if (err == WcError::kSuccess && (w.flags & NDK_OP_FLAG_SILENT_SUCCESS) != 0) return true;
+  ++ctx.completions;
+  NdkResultEx* r = qp.params().send_cq->claim_st();
+  if (r == nullptr) [[unlikely]]
+    return false;
   const WcErrorInfo& info = wc_error_info(err);
-  NdkResultEx r;
-  r.status = info.status;
-  r.bytes_transferred = err == WcError::kSuccess ? m.length : 0;
-  r.qp_context = qp.params().qp_context;
-  r.request_context = w.request_context;
-  r.type = op_type(w.opcode);
-  r.provider_error_code = info.provider_code;
-  r.type_specific_completion_output = static_cast<uintptr_t>(m.atomic_orig);
-  ctx.counters->add(RcCounter::kCompletions);
-  return qp.params().send_cq->produce_st(r) == STATUS_SUCCESS;
+  r->status = info.status;
+  r->bytes_transferred = err == WcError::kSuccess ? m.length : 0;
+  r->qp_context = qp.params().qp_context;
+  r->request_context = w.request_context;
+  r->type = op_type(w.opcode);
+  r->provider_error_code = info.provider_code;
+  r->type_specific_completion_output = static_cast<uintptr_t>(m.atomic_orig);
+  qp.params().send_cq->commit_st(err != WcError::kSuccess, false);
+  return true;
 }
 
 }  // namespace
 
-void completer_receive_st(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt,
+void completer_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt,
                           uint64_t now_ns) {
   if (qp.state() != QpState::kRts) {
     ctx.counters->add(RcCounter::kRxDropState);
     return;
   }
-  const uint32_t psn = pkt.f.bth.psn;
+  const uint32_t psn = pkt.psn;
   // A response for a PSN never sent is a ghost (IBTA §9.7.5.2.x: silently dropped).
   if (!psn_lt(psn, qp.req.max_psn_sent) ||
       psn_forward(psn, qp.req.max_psn_sent) > qp.params().max_unacked_psns + (1u << 16)) {
     ctx.counters->add(RcCounter::kRxGhostResponse);
     return;
   }
-  switch (pkt.f.bth.opcode) {
+  switch (pkt.opcode) {
     case kRcAck:
-      handle_aeth(qp, ctx, psn, pkt.f.aeth.syndrome, now_ns);
+      handle_aeth(qp, ctx, psn, pkt.aeth_syndrome(), now_ns);
       return;
     case kRcAtomicAck:
       handle_atomic_ack(qp, ctx, pkt, now_ns);
@@ -415,8 +419,8 @@ void completer_receive_st(QueuePair& qp, RcContext& ctx, const wire::ParsedPacke
     case kRcReadRespFirst:
     case kRcReadRespLast:
     case kRcReadRespOnly:
-      if ((pkt.f.aeth.syndrome & wire::kAethTypeMask) != wire::kAethAck) {
-        handle_aeth(qp, ctx, psn, pkt.f.aeth.syndrome, now_ns);
+      if ((pkt.aeth_syndrome() & wire::kAethTypeMask) != wire::kAethAck) {
+        handle_aeth(qp, ctx, psn, pkt.aeth_syndrome(), now_ns);
         return;
       }
       [[fallthrough]];
@@ -475,7 +479,7 @@ namespace {
   bool failed = false;  // in ERROR: a WQE before this one did not finish successfully
   while (n < avail) {
     WqeMeta& m = qp.meta_at(0);
-    const SendWqe& w = qp.sq_at(0);
+    const SendWqe& w = ring.at_st(n);  // slots are released after the loop
     WcError err = m.error;
     if (error) {
       // Finished WQEs ahead of the failure still complete successfully; the failing WQE keeps
@@ -489,12 +493,17 @@ namespace {
       break;
     }
     if (!produce(qp, ctx, w, m, err) && !error) enter_error(qp, ctx, WcError::kFlushed);
-    m = WqeMeta{};
-    ring.release_st(1);
+    // admit() fills the rest when the slot's next WQE starts; what is read before that (the
+    // flush path, the go-back-N scans) is `started`, `error` and, in a flushed CQE, the atomic
+    // result.
+    m.started = false;
+    m.error = WcError::kSuccess;
+    m.atomic_orig = 0;
     ++qp.comp.sq_head;
     if (qp.req.cur.wqe != 0) --qp.req.cur.wqe;
     ++n;
   }
+  ring.release_st(n);  // once for the whole run: one release store
   return n;
 }
 }  // namespace

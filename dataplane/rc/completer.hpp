@@ -29,7 +29,7 @@
 #include <cstdint>
 
 #include "dataplane/rc/queue_pair.hpp"
-#include "dataplane/wire/packet.hpp"
+#include "dataplane/wire/rc_rx.hpp"
 
 namespace rocedp::rc {
 
@@ -48,7 +48,7 @@ void arm_retransmit_timer_st(QueuePair& qp, uint64_t now_ns);
 uint64_t current_rto_ns(const QueuePair& qp);
 
 /// A response packet (ACK, ATOMIC_ACK, READ_RESPONSE_*) addressed to `qp`.
-void completer_receive_st(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt,
+void completer_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt,
                           uint64_t now_ns);
 
 /// ACK timeout and RNR wait expiry.

@@ -9,17 +9,6 @@ namespace rocedp::rc {
 // Ring memory: this header followed by `capacity` NdkResultEx slots (an aggregate, so the
 // slots begin their lifetime when first assigned). capacity is a power of two >= depth; the
 // producer enforces the logical depth.
-struct CompletionQueue::Ring {
-  uint32_t depth;
-  uint32_t reserved;
-  uint64_t mask;
-  size_t bytes;
-  uint64_t pad;
-
-  NdkResultEx* slots() { return reinterpret_cast<NdkResultEx*>(this + 1); }
-  NdkResultEx& at(uint64_t sequence) { return slots()[sequence & mask]; }
-};
-
 namespace {
 
 // Arm ranks: larger is wider (NDKPI arm merge: ANY > SOLICITED > ERRORS).
@@ -176,38 +165,18 @@ bool CompletionQueue::claim_and_notify(NTSTATUS status) {
   return true;
 }
 
-bool CompletionQueue::has_room_st() {
-  const uint64_t tail = tail_.load(std::memory_order_relaxed);
-  if (tail - cached_head_ < current_->depth) return true;
-  cached_head_ = head_.load(std::memory_order_acquire);
-  return tail - cached_head_ < current_->depth;
+void CompletionQueue::overflow_st() {
+  overruns_.fetch_add(1, std::memory_order_relaxed);
+  if (overrun_.load(std::memory_order_relaxed)) return;  // dead already: reported once
+  overrun_.store(true, std::memory_order_release);
+  // The overrun is reported whether or not the CQ is armed; it consumes any arm.
+  arm_.store(0, std::memory_order_relaxed);
+  if (notification_ != nullptr) notification_(notification_context_, STATUS_BUFFER_OVERFLOW);
 }
 
-NTSTATUS CompletionQueue::produce_st(const NdkResultEx& result, bool solicited) {
-  if (overrun_.load(std::memory_order_relaxed)) {
-    overruns_.fetch_add(1, std::memory_order_relaxed);
-    return STATUS_BUFFER_OVERFLOW;
-  }
-  if (!has_room_st()) [[unlikely]] {
-    overrun_.store(true, std::memory_order_release);
-    overruns_.fetch_add(1, std::memory_order_relaxed);
-    // The overrun is reported whether or not the CQ is armed; it consumes any arm.
-    arm_.store(0, std::memory_order_relaxed);
-    if (notification_ != nullptr) notification_(notification_context_, STATUS_BUFFER_OVERFLOW);
-    return STATUS_BUFFER_OVERFLOW;
-  }
-  const uint64_t tail = tail_.load(std::memory_order_relaxed);
-  current_->at(tail) = result;
-  const bool error = result.status != STATUS_SUCCESS;
-  if (error) last_error_end_.store(tail + 1, std::memory_order_relaxed);
-  if (error || solicited) last_solicited_end_.store(tail + 1, std::memory_order_relaxed);
-  tail_.store(tail + 1, std::memory_order_release);
-  produced_.fetch_add(1, std::memory_order_relaxed);
-
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+void CompletionQueue::notify_if_armed_st(bool error, bool solicited) {
   const uint32_t rank = arm_.load(std::memory_order_relaxed);
   if (rank != 0 && arm_matches(rank, error, solicited)) claim_and_notify(STATUS_SUCCESS);
-  return STATUS_SUCCESS;
 }
 
 NTSTATUS CompletionQueue::resize_st(uint32_t depth) {

@@ -114,10 +114,45 @@ class CompletionQueue {
   /// whose status is not STATUS_SUCCESS counts as an error for NOTIFY_ERRORS / SOLICITED.
   /// STATUS_SUCCESS, or STATUS_BUFFER_OVERFLOW (overrun; entry dropped; CQ dead).
   /// May call the notification callback before returning.
-  NTSTATUS produce_st(const NdkResultEx& result, bool solicited = false);
+  NTSTATUS produce_st(const NdkResultEx& result, bool solicited = false) {
+    NdkResultEx* e = claim_st();
+    if (e == nullptr) [[unlikely]]
+      return STATUS_BUFFER_OVERFLOW;
+    *e = result;
+    commit_st(result.status != STATUS_SUCCESS, solicited);
+    return STATUS_SUCCESS;
+  }
+  /// produce_st in two steps, so the caller writes the entry in place (no staging copy): the
+  /// slot of the next completion, or null when the CQ is dead or full, the overrun then counted
+  /// and reported exactly as produce_st does (STATUS_BUFFER_OVERFLOW). Every field of the entry
+  /// must be written before commit_st publishes it (`error`: its status is not STATUS_SUCCESS).
+  NdkResultEx* claim_st() {
+    if (overrun_.load(std::memory_order_relaxed) || !has_room_st()) [[unlikely]] {
+      overflow_st();
+      return nullptr;
+    }
+    return &current_->at(tail_.load(std::memory_order_relaxed));
+  }
+  void commit_st(bool error, bool solicited) {
+    const uint64_t tail = tail_.load(std::memory_order_relaxed);
+    if (error) last_error_end_.store(tail + 1, std::memory_order_relaxed);
+    if (error || solicited) last_solicited_end_.store(tail + 1, std::memory_order_relaxed);
+    tail_.store(tail + 1, std::memory_order_release);
+    // The core is the only writer: no locked increment.
+    produced_.store(produced_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (arm_.load(std::memory_order_relaxed) != 0) [[unlikely]]
+      notify_if_armed_st(error, solicited);
+  }
 
   /// True if produce_st would not overrun (the requester can use this to hold back a CQE).
-  bool has_room_st();
+  bool has_room_st() {
+    const uint64_t tail = tail_.load(std::memory_order_relaxed);
+    if (tail - cached_head_ < current_->depth) [[likely]]
+      return true;
+    cached_head_ = head_.load(std::memory_order_acquire);
+    return tail - cached_head_ < current_->depth;
+  }
 
   /// NdkResizeCq, executed on the owning core. STATUS_SUCCESS; STATUS_INVALID_PARAMETER if
   /// depth is 0, > max_cq_depth or < the completions queued now; STATUS_INSUFFICIENT_RESOURCES
@@ -143,7 +178,18 @@ class CompletionQueue {
   uint32_t retired_rings() const { return retired_count_.load(std::memory_order_relaxed); }
 
  private:
-  struct Ring;
+  struct Ring {
+    uint32_t depth;
+    uint32_t reserved;
+    uint64_t mask;
+    size_t bytes;
+    uint64_t pad;
+
+    NdkResultEx* slots() { return reinterpret_cast<NdkResultEx*>(this + 1); }
+    NdkResultEx& at(uint64_t sequence) { return slots()[sequence & mask]; }
+  };
+  void overflow_st();
+  void notify_if_armed_st(bool error, bool solicited);
 
   explicit CompletionQueue(const CqConfig& config);
   Ring* allocate_ring(uint32_t depth);

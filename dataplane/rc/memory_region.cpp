@@ -6,32 +6,8 @@ namespace rocedp::rc {
 
 namespace {
 
-enum State : uint32_t {
-  kFree = 0,
-  kValid = 1,
-  kFrInvalid = 2,
-  kFrValid = 3,
-  kMwInvalid = 4,   // memory window, not bound
-  kMwValid = 5,     // memory window bound to `parent` (remote access only)
-  kPrivileged = 6,  // GetPrivilegedMemoryRegionToken: local access to any address
-};
+using namespace mr_detail;
 
-// meta word: generation (bits 0..7), state (8..15), access (16..23), allow-remote (24).
-constexpr uint32_t pack(uint32_t gen, uint32_t state, uint32_t access, bool allow_remote) {
-  return (gen & 0xFF) | (state << 8) | ((access & 0xFF) << 16) | (allow_remote ? 1u << 24 : 0u);
-}
-constexpr uint32_t meta_gen(uint32_t meta) {
-  return meta & 0xFF;
-}
-constexpr uint32_t meta_state(uint32_t meta) {
-  return (meta >> 8) & 0xFF;
-}
-constexpr uint32_t meta_access(uint32_t meta) {
-  return (meta >> 16) & 0xFF;
-}
-constexpr bool meta_allow_remote(uint32_t meta) {
-  return (meta >> 24) & 1;
-}
 constexpr uint32_t next_gen(uint32_t gen) {
   return gen >= 0xFF ? 1 : gen + 1;
 }
@@ -67,16 +43,6 @@ inline void cpu_relax() {
 }
 
 }  // namespace
-
-struct alignas(64) MemoryRegionTable::Entry {
-  std::atomic<uint32_t> seq{0};
-  std::atomic<uint32_t> meta{pack(1, kFree, 0, false)};
-  std::atomic<uint32_t> pd{0};
-  std::atomic<uint32_t> frmr_pages{0};
-  std::atomic<uint64_t> base{0};
-  std::atomic<uint64_t> length{0};
-  std::atomic<uint32_t> parent{0};  // memory window: the token of the region it is bound to
-};
 
 std::string_view mr_fault_name(MrFault fault) {
   switch (fault) {
@@ -371,29 +337,10 @@ NTSTATUS MemoryRegionTable::invalidate(uint32_t token) {
 
 // ---- read path ----
 
-NTSTATUS MemoryRegionTable::check(uint32_t token, uint32_t pd, uint64_t address, uint64_t length,
-                                  uint32_t access, MrFault* fault) const {
+NTSTATUS MemoryRegionTable::check_slow(uint32_t token, uint32_t pd, uint64_t address,
+                                       uint64_t length, uint32_t access, MrFault* fault) const {
+  // The full path: reached when the inline fast path (check_fast) failed; names the fault.
   const uint32_t index = mr_token_index(token);
-  // The per-packet case first: a live region (not a window) whose every check passes, read under
-  // one seqlock round without building a view. Anything else takes the full path below, which
-  // names the fault.
-  if (index < capacity_) [[likely]] {
-    const Entry& e = entries_[index];
-    const uint32_t s1 = e.seq.load(std::memory_order_acquire);
-    const uint32_t meta = e.meta.load(std::memory_order_relaxed);
-    const uint64_t base = e.base.load(std::memory_order_relaxed);
-    const uint64_t len = e.length.load(std::memory_order_relaxed);
-    const uint32_t epd = e.pd.load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    const uint32_t state = meta_state(meta);
-    if (e.seq.load(std::memory_order_relaxed) == s1 && (s1 & 1) == 0 &&
-        (state == kValid || state == kFrValid) && meta_gen(meta) == mr_token_generation(token) &&
-        epd == pd && (meta_access(meta) & access) == access && address >= base && length <= len &&
-        address - base <= len - length) [[likely]] {
-      if (fault != nullptr) *fault = MrFault::kNone;
-      return STATUS_SUCCESS;
-    }
-  }
   MrFault f = MrFault::kNone;
   uint32_t meta = 0;
   MrView v;
@@ -428,24 +375,6 @@ NTSTATUS MemoryRegionTable::check(uint32_t token, uint32_t pd, uint64_t address,
   }
   if (fault != nullptr) *fault = f;
   return f == MrFault::kNone ? STATUS_SUCCESS : STATUS_ACCESS_VIOLATION;
-}
-
-NTSTATUS MemoryRegionTable::check_local(uint32_t token, uint32_t pd, uint64_t address,
-                                        uint64_t length, uint32_t access, MrFault* fault) const {
-  if (length == 0) {
-    if (fault != nullptr) *fault = MrFault::kNone;
-    return STATUS_SUCCESS;
-  }
-  return check(token, pd, address, length, access, fault);
-}
-
-NTSTATUS MemoryRegionTable::check_remote(uint32_t token, uint32_t pd, uint64_t address,
-                                         uint64_t length, uint32_t access, MrFault* fault) const {
-  if (length == 0) {
-    if (fault != nullptr) *fault = MrFault::kNone;
-    return STATUS_SUCCESS;
-  }
-  return check(token, pd, address, length, access, fault);
 }
 
 bool MemoryRegionTable::view(uint32_t token, MrView* out) const {

@@ -76,6 +76,35 @@ inline constexpr uint32_t kMrTokenGenerationBits = 8;
 inline constexpr uint32_t kMrMaxEntries = 1u << 24;  // 24-bit index
 inline constexpr uint64_t kFrmrPageSize = 4096;
 
+namespace mr_detail {
+enum State : uint32_t {
+  kFree = 0,
+  kValid = 1,
+  kFrInvalid = 2,
+  kFrValid = 3,
+  kMwInvalid = 4,   // memory window, not bound
+  kMwValid = 5,     // memory window bound to `parent` (remote access only)
+  kPrivileged = 6,  // GetPrivilegedMemoryRegionToken: local access to any address
+};
+
+// meta word: generation (bits 0..7), state (8..15), access (16..23), allow-remote (24).
+constexpr uint32_t pack(uint32_t gen, uint32_t state, uint32_t access, bool allow_remote) {
+  return (gen & 0xFF) | (state << 8) | ((access & 0xFF) << 16) | (allow_remote ? 1u << 24 : 0u);
+}
+constexpr uint32_t meta_gen(uint32_t meta) {
+  return meta & 0xFF;
+}
+constexpr uint32_t meta_state(uint32_t meta) {
+  return (meta >> 8) & 0xFF;
+}
+constexpr uint32_t meta_access(uint32_t meta) {
+  return (meta >> 16) & 0xFF;
+}
+constexpr bool meta_allow_remote(uint32_t meta) {
+  return (meta >> 24) & 1;
+}
+}  // namespace mr_detail
+
 constexpr uint32_t mr_token_index(uint32_t token) {
   return token >> kMrTokenGenerationBits;
 }
@@ -142,12 +171,20 @@ class MemoryRegionTable {
   /// STATUS_SUCCESS or STATUS_ACCESS_VIOLATION (the completion's status). Zero-length SGEs
   /// describe no memory and always pass.
   NTSTATUS check_local(uint32_t token, uint32_t pd, uint64_t address, uint64_t length,
-                       uint32_t access, MrFault* fault = nullptr) const;
+                       uint32_t access, MrFault* fault = nullptr) const {
+    if (length == 0 || check_fast(token, pd, address, length, access)) [[likely]] {
+      if (fault != nullptr) *fault = MrFault::kNone;
+      return STATUS_SUCCESS;
+    }
+    return check_slow(token, pd, address, length, access, fault);
+  }
   /// Remote access by a peer (responder side, before writing or reading a byte): same result;
   /// the responder answers STATUS_ACCESS_VIOLATION with a NAK remote access error.
   /// A zero-length RDMA carries no meaningful R_Key and passes (IBTA; rxe skips the check too).
   NTSTATUS check_remote(uint32_t token, uint32_t pd, uint64_t address, uint64_t length,
-                        uint32_t access, MrFault* fault = nullptr) const;
+                        uint32_t access, MrFault* fault = nullptr) const {
+    return check_local(token, pd, address, length, access, fault);
+  }
   /// A consistent snapshot of a live, valid region; false otherwise.
   bool view(uint32_t token, MrView* out) const;
 
@@ -155,10 +192,41 @@ class MemoryRegionTable {
   uint32_t live_regions() const;
 
  private:
-  struct Entry;
+  struct alignas(64) Entry {
+    std::atomic<uint32_t> seq{0};
+    std::atomic<uint32_t> meta{mr_detail::pack(1, mr_detail::kFree, 0, false)};
+    std::atomic<uint32_t> pd{0};
+    std::atomic<uint32_t> frmr_pages{0};
+    std::atomic<uint64_t> base{0};
+    std::atomic<uint64_t> length{0};
+    std::atomic<uint32_t> parent{0};  // memory window: the token of the region it is bound to
+  };
   MemoryRegionTable(uint32_t capacity, uint64_t max_registration_size, uint32_t max_frmr_pages);
-  NTSTATUS check(uint32_t token, uint32_t pd, uint64_t address, uint64_t length, uint32_t access,
-                 MrFault* fault) const;
+  /// The per-packet check, inline on the data path: one entry, one seqlock round, then state,
+  /// generation, PD, rights and bounds. True only for a live region (not a window) that passes
+  /// every check; anything else (a window, a writer in the entry, a failure) goes to check_slow,
+  /// which decides and names the fault.
+  bool check_fast(uint32_t token, uint32_t pd, uint64_t address, uint64_t length,
+                  uint32_t access) const {
+    using namespace mr_detail;
+    const uint32_t index = mr_token_index(token);
+    if (index >= capacity_) [[unlikely]]
+      return false;
+    const Entry& e = entries_[index];
+    const uint32_t s1 = e.seq.load(std::memory_order_acquire);
+    const uint32_t meta = e.meta.load(std::memory_order_relaxed);
+    const uint64_t base = e.base.load(std::memory_order_relaxed);
+    const uint64_t len = e.length.load(std::memory_order_relaxed);
+    const uint32_t epd = e.pd.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    const uint32_t state = meta_state(meta);
+    return e.seq.load(std::memory_order_relaxed) == s1 && (s1 & 1) == 0 &&
+           (state == kValid || state == kFrValid) && meta_gen(meta) == mr_token_generation(token) &&
+           epd == pd && (meta_access(meta) & access) == access && address >= base &&
+           length <= len && address - base <= len - length;
+  }
+  NTSTATUS check_slow(uint32_t token, uint32_t pd, uint64_t address, uint64_t length,
+                      uint32_t access, MrFault* fault) const;
   bool snapshot(uint32_t index, uint32_t* meta, MrView* view) const;
   Entry* lock_entry(uint32_t index);
   static void unlock_entry(Entry* entry);

@@ -1,12 +1,14 @@
 #include "dataplane/rc/queue_pair.hpp"
 
 #include <bit>
+#include <cassert>
 #include <cstring>
 #include <new>
 
 #include "dataplane/wire/builder.hpp"
 #include "dataplane/wire/icrc.hpp"
 #include "dataplane/wire/ipv4.hpp"
+#include "dataplane/wire/psn.hpp"
 #include "dataplane/wire/udp.hpp"
 #include "dataplane/wire/udp_sport.hpp"
 
@@ -109,10 +111,7 @@ void QueuePair::build_header_template() {
   uint32_t sum = 0;
   for (size_t i = 0; i < wire::kIpv4MinHdrLen; i += 2) sum += wire::load_be16(ip + i);
   hdr_ip_sum_ = sum;
-  // The checksum bytes hold 1s in the template: masked as the ICRC wants them until the real
-  // checksum is written (transmit).
-  hdr_bytes_[hdr_l3_ + wire::ipv4_off::kChecksum] = 0xFF;
-  hdr_bytes_[hdr_l3_ + wire::ipv4_off::kChecksum + 1] = 0xFF;
+
   hdr_len_ = static_cast<uint8_t>(n);
 }
 
@@ -187,9 +186,32 @@ void copy_payload(uint8_t* pl, const TxPayload& payload) {
   }
 }
 
-// The generic builder: frames whose shape the byte template does not cover.
-[[gnu::noinline]] bool transmit_generic(QueuePair& qp, RcContext& ctx, wire::PacketFields& f,
-                                        const TxPayload& payload) {
+// Extension headers after the BTH: 0, 4, 12, 16, 20 or 28 bytes, copied in fixed-size pieces.
+inline void copy_ext(uint8_t* dst, const TxPacket& pkt) {
+  const uint8_t* src = pkt.ext;
+  const uint32_t n = pkt.ext_len;
+  if (n & 16) {
+    std::memcpy(dst, src, 16);
+    dst += 16;
+    src += 16;
+  }
+  if (n & 8) {
+    std::memcpy(dst, src, 8);
+    dst += 8;
+    src += 8;
+  }
+  if (n & 4) std::memcpy(dst, src, 4);
+}
+
+// The generic builder: frames whose shape the byte template does not cover (802.1Q, IP options).
+[[gnu::noinline, gnu::cold]] bool transmit_generic(QueuePair& qp, RcContext& ctx,
+                                                   const TxPacket& pkt, const TxPayload& payload) {
+  wire::PacketFields f = qp.tmpl();
+  f.bth.opcode = pkt.opcode;
+  f.bth.se = pkt.se;
+  f.bth.ack_req = pkt.ack_req;
+  f.bth.psn = pkt.psn;
+  f.bth.pad = wire::pad_for(payload.length);
   f.ip.id = (*ctx.ip_id)++;
   const size_t hlen = wire::header_len(f);
   const size_t total = hlen + payload.length + f.bth.pad + wire::kIcrcLen;
@@ -202,6 +224,8 @@ void copy_payload(uint8_t* pl, const TxPayload& payload) {
     return false;
   }
   const wire::HeaderSpan hs = wire::write_headers(wire::MutBytes(buf, hlen), f, payload.length);
+  // write_headers put the (zero) extension fields of `f`; the packet's own go over them.
+  copy_ext(buf + hlen - pkt.ext_len, pkt);
   uint8_t* pl = buf + hlen;
   copy_payload(pl, payload);
   const wire::Bytes pls(pl, payload.length);
@@ -214,13 +238,15 @@ void copy_payload(uint8_t* pl, const TxPayload& payload) {
 
 }  // namespace
 
-bool transmit(QueuePair& qp, RcContext& ctx, wire::PacketFields& f, const TxPayload& payload) {
-  f.bth.pad = wire::pad_for(payload.length);
+bool transmit(QueuePair& qp, RcContext& ctx, const TxPacket& pkt, const TxPayload& payload) {
+  // The role wrote exactly the extension headers its opcode carries (debug builds check).
+  assert(wire::opcode_info(pkt.opcode) != nullptr &&
+         wire::opcode_info(pkt.opcode)->length == wire::kBthLen + pkt.ext_len);
   if (qp.hdr_len() == 0) [[unlikely]]
-    return transmit_generic(qp, ctx, f, payload);
-  const wire::OpcodeInfo* op = wire::opcode_info(f.bth.opcode);
-  const size_t hlen = kHeaderTemplateLen + op->length - wire::kBthLen;
-  const size_t total = hlen + payload.length + f.bth.pad + wire::kIcrcLen;
+    return transmit_generic(qp, ctx, pkt, payload);
+  const uint32_t pad = wire::pad_for(payload.length);
+  const size_t hlen = kHeaderTemplateLen + pkt.ext_len;
+  const size_t total = hlen + payload.length + pad + wire::kIcrcLen;
   void* handle = nullptr;
   uint8_t* buf = ctx.sink.alloc(ctx.sink.ctx, total, &handle);
   if (buf == nullptr) [[unlikely]] {
@@ -229,45 +255,33 @@ bool transmit(QueuePair& qp, RcContext& ctx, wire::PacketFields& f, const TxPayl
     return false;
   }
   // Headers: the QP's prebuilt bytes, then the per-packet fields patched in place.
-  const uint8_t* tmpl = qp.hdr_bytes();
-  std::memcpy(buf, tmpl, kHeaderTemplateLen);
+  std::memcpy(buf, qp.hdr_bytes(), kHeaderTemplateLen);
   const size_t l3 = qp.hdr_l3();
   uint8_t* ip = buf + l3;
   const uint16_t ip_len = static_cast<uint16_t>(total - l3);
   const uint16_t id = (*ctx.ip_id)++;
-  wire::store_be16(ip + wire::ipv4_off::kTotalLen, ip_len);
-  wire::store_be16(ip + wire::ipv4_off::kId, id);
-  uint8_t* udp = ip + wire::kIpv4MinHdrLen;
-  wire::store_be16(udp + wire::udp_off::kLen, static_cast<uint16_t>(ip_len - wire::kIpv4MinHdrLen));
-  uint8_t* bth = udp + wire::kUdpHdrLen;
-  bth[wire::bth_off::kOpcode] = f.bth.opcode;
-  wire::BthView<uint8_t> v(bth);
-  v.set_flags(f.bth.se, false, f.bth.pad, 0);
-  v.set_ack_req_psn(f.bth.ack_req, 0, f.bth.psn);
-  if (op->length != wire::kBthLen) wire::encode_ext_headers(bth, *op, f);
-  uint8_t* pl = buf + hlen;
-  copy_payload(pl, payload);
-  uint8_t* tail = pl + payload.length;
-  for (uint8_t i = 0; i < f.bth.pad; ++i) tail[i] = 0;
-  // ICRC (IBTA A17.3.3) in one pass: the variant fields hold 1s while it is computed (the
-  // template's checksum bytes are 1s already, see build_header_template), then get their values.
-  ip[wire::ipv4_off::kTos] = 0xFF;
-  ip[wire::ipv4_off::kTtl] = 0xFF;
-  udp[wire::udp_off::kChecksum] = 0xFF;
-  udp[wire::udp_off::kChecksum + 1] = 0xFF;
-  bth[wire::bth_off::kResv8a] = 0xFF;
-  wire::store_le32(tail + f.bth.pad,
-                   wire::icrc_of_masked(wire::Bytes(ip, ip_len - wire::kIcrcLen)));
-  ip[wire::ipv4_off::kTos] = tmpl[l3 + wire::ipv4_off::kTos];
-  ip[wire::ipv4_off::kTtl] = tmpl[l3 + wire::ipv4_off::kTtl];
-  udp[wire::udp_off::kChecksum] = 0;  // RoCEv2 over IPv4: no UDP checksum (as rxe)
-  udp[wire::udp_off::kChecksum + 1] = 0;
-  bth[wire::bth_off::kResv8a] =
-      tmpl[l3 + wire::kIpv4MinHdrLen + wire::kUdpHdrLen + wire::bth_off::kResv8a];
+  static_assert(wire::ipv4_off::kId == wire::ipv4_off::kTotalLen + 2);
+  wire::store_be32(ip + wire::ipv4_off::kTotalLen, (uint32_t{ip_len} << 16) | id);
   uint32_t sum = qp.hdr_ip_sum() + ip_len + id;
   sum = (sum & 0xFFFF) + (sum >> 16);
   sum = (sum & 0xFFFF) + (sum >> 16);
   wire::store_be16(ip + wire::ipv4_off::kChecksum, static_cast<uint16_t>(~sum));
+  uint8_t* udp = ip + wire::kIpv4MinHdrLen;
+  wire::store_be16(udp + wire::udp_off::kLen, static_cast<uint16_t>(ip_len - wire::kIpv4MinHdrLen));
+  uint8_t* bth = udp + wire::kUdpHdrLen;
+  // BTH word 0 (opcode, SE, M = 0, pad, TVer = 0, P_Key from the template) and word 2
+  // (AckReq, PSN); word 1 (resv8a, DestQP) is the template's.
+  const uint32_t flags = (pkt.se ? wire::bth_bits::kSe : 0u) | (pad << wire::bth_bits::kPadShift);
+  wire::store_be16(bth, static_cast<uint16_t>((uint32_t{pkt.opcode} << 8) | flags));
+  wire::store_be32(bth + wire::bth_off::kAckReq,
+                   (pkt.ack_req ? 0x80000000u : 0u) | (pkt.psn & wire::kPsnMask));
+  copy_ext(bth + wire::kBthLen, pkt);
+  uint8_t* pl = buf + hlen;
+  copy_payload(pl, payload);
+  uint8_t* tail = pl + payload.length;
+  if (pad != 0) std::memset(tail, 0, pad);
+  // ICRC (IBTA A17.3.3) over the finished frame: the masking happens inside the CRC.
+  wire::store_le32(tail + pad, wire::icrc_plain_ipv4(ip, ip_len - wire::kIcrcLen));
   ctx.sink.send(ctx.sink.ctx, handle, total);
   ++ctx.tx_packets;
   return true;

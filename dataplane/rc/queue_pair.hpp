@@ -39,6 +39,7 @@
 // failing)").
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -48,6 +49,7 @@
 #include "dataplane/rc/memory_region.hpp"
 #include "dataplane/rc/work_queue.hpp"
 #include "dataplane/wire/eth.hpp"
+#include "dataplane/wire/opcode.hpp"
 #include "dataplane/wire/packet.hpp"
 #include "rocedp/ndk_types.hpp"
 #include "rocedp/status.hpp"
@@ -169,9 +171,51 @@ struct RcContext {
   MemoryRegionTable* mrs = nullptr;
   RcCounters* counters = nullptr;
   uint16_t* ip_id = nullptr;  // IPv4 identification, incremented per frame as Linux does
-  uint64_t tx_packets = 0;    // frames sent since the engine last added them to `counters`
-                              // (CONVENTIONS.md 12: counters bumped once per burst)
-  wire::PacketFields tx{};    // fields of the frame being built (QueuePair::tx_fields)
+  // Bumped per packet here, added to `counters` once per burst (RcEngine::flush_counters;
+  // CONVENTIONS.md 12).
+  uint64_t tx_packets = 0;   // frames sent
+  uint64_t completions = 0;  // CQEs produced (RcCounter::kCompletions)
+  uint64_t rx_packets = 0;   // RC packets accepted by receive (RcCounter::kRxPackets)
+};
+
+/// One packet to send: the BTH fields that change per packet and the extension headers of its
+/// opcode already in wire format. The role code writes them per opcode (the set_* helpers
+/// below), so no generic field-by-field encoder runs per packet.
+struct TxPacket {
+  uint8_t opcode = 0;
+  bool se = false;
+  bool ack_req = false;
+  uint8_t ext_len = 0;  ///< bytes of `ext` in use: the headers after the BTH (0..28)
+  uint32_t psn = 0;
+  alignas(8) uint8_t ext[wire::kMaxTransportHdrLen - wire::kBthLen];  // written by set_*
+
+  void set_reth(uint64_t va, uint32_t rkey, uint32_t len) {
+    wire::store_be64(ext + wire::reth_off::kVa, va);
+    wire::store_be32(ext + wire::reth_off::kRkey, rkey);
+    wire::store_be32(ext + wire::reth_off::kLen, len);
+    ext_len = wire::kRethLen;
+  }
+  /// ImmDt or IETH (one 32-bit word), after whatever came before it.
+  void add_be32(uint32_t v) {
+    wire::store_be32(ext + ext_len, v);
+    ext_len = static_cast<uint8_t>(ext_len + 4);
+  }
+  void set_aeth(uint8_t syndrome, uint32_t msn) {
+    wire::store_be32(ext, (uint32_t{syndrome} << 24) | (msn & 0xFFFFFF));
+    ext_len = wire::kAethLen;
+  }
+  void set_atomic_eth(uint64_t va, uint32_t rkey, uint64_t swap_add, uint64_t compare) {
+    wire::store_be64(ext + wire::atmeth_off::kVa, va);
+    wire::store_be32(ext + wire::atmeth_off::kRkey, rkey);
+    wire::store_be64(ext + wire::atmeth_off::kSwapAdd, swap_add);
+    wire::store_be64(ext + wire::atmeth_off::kCompare, compare);
+    ext_len = wire::kAtomicEthLen;
+  }
+  /// After set_aeth: the ATOMIC_ACKNOWLEDGE's original value.
+  void add_atomic_ack(uint64_t orig) {
+    wire::store_be64(ext + ext_len, orig);
+    ext_len = static_cast<uint8_t>(ext_len + wire::kAtomicAckEthLen);
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -395,18 +439,6 @@ class QueuePair {
   SendWqe& sq_at(uint32_t i) { return sq_ring_->at_st(i); }
   /// The send queue's ring (cached: one pointer hop less per packet).
   WqeRing<SendWqe>& sq_ring() { return *sq_ring_; }
-  /// Fields to build a frame from, in the engine's scratch (no 200-byte reset per packet): with
-  /// the byte template only opcode, SE, AckReq, PSN and the opcode's extension headers are read,
-  /// so the caller sets the opcode, the PSN and every extension header its opcode carries (SE
-  /// and AckReq start false). Without the byte template the field template is copied in first.
-  wire::PacketFields& tx_fields(RcContext& ctx) const {
-    wire::PacketFields& f = ctx.tx;
-    if (hdr_len_ == 0) [[unlikely]]
-      f = tmpl_;
-    f.bth.se = false;
-    f.bth.ack_req = false;
-    return f;
-  }
   /// Prefetches the lines the per-packet path reads (the engine calls it a few QPs ahead).
   void prefetch() const {
     const char* p = reinterpret_cast<const char*>(this);
@@ -466,10 +498,9 @@ class QueuePair {
 // ---------------------------------------------------------------------------------------------
 // Shared helpers of the role code (queue_pair.cpp).
 
-/// Builds one frame from the QP's template with `opcode`, `psn`, `ack_req` and the extension
-/// header values in `f` (only the fields the opcode carries are read), then the payload copied
-/// from `payload` (may be null for none) and the ICRC. False if the sink refused a buffer: the
-/// caller restores its saved state (item 10).
+/// Builds one frame from the QP's template with the BTH fields and extension headers of `pkt`,
+/// then the payload copied from `payload` (none when its length is 0) and the ICRC. False if
+/// the sink refused a buffer: the caller restores its saved state (item 10).
 struct TxPayload {
   const void* flat = nullptr;    ///< contiguous source, or
   const NdkSge* sges = nullptr;  ///< gather list
@@ -477,7 +508,7 @@ struct TxPayload {
   uint32_t offset = 0;  ///< into the gather list
   uint32_t length = 0;
 };
-bool transmit(QueuePair& qp, RcContext& ctx, wire::PacketFields& f, const TxPayload& payload);
+bool transmit(QueuePair& qp, RcContext& ctx, const TxPacket& pkt, const TxPayload& payload);
 
 /// Copies `len` bytes from `src` into the gather/scatter list at byte `offset`. The SGEs have been
 /// checked against the MR table when the WQE started (their addresses are this process's memory).
@@ -491,8 +522,12 @@ void gather_from_sges(const NdkSge* sges, uint32_t count, uint32_t offset, uint8
 void enter_error(QueuePair& qp, RcContext& ctx, WcError cause);
 
 /// Number of packets a message of `len` bytes takes at `mtu` (a zero-length message is 1 packet).
+/// A path MTU is a power of two (checked at RTR), so this is a shift, not a division.
 constexpr uint32_t packets_for(uint64_t len, uint32_t mtu) {
-  return len == 0 ? 1 : static_cast<uint32_t>((len + mtu - 1) / mtu);
+  return len == 0 ? 1 : static_cast<uint32_t>(((len - 1) >> std::countr_zero(mtu)) + 1);
 }
+static_assert(packets_for(0, 1024) == 1 && packets_for(1, 1024) == 1 &&
+              packets_for(1024, 1024) == 1 && packets_for(1025, 1024) == 2 &&
+              packets_for(uint64_t{1} << 31, 256) == (1u << 23));
 
 }  // namespace rocedp::rc

@@ -65,12 +65,6 @@ QueuePair* RcEngine::create_qp(const QpCreateParams& params, NTSTATUS* status) {
   return raw;
 }
 
-QueuePair* RcEngine::find_qp(uint32_t qpn) const {
-  if (dataplane::qpn_core(qpn) != config_.core) return nullptr;
-  const uint32_t local = dataplane::qpn_local(qpn);
-  return local < qps_.size() ? qps_[local].get() : nullptr;
-}
-
 NTSTATUS RcEngine::destroy_qp(uint32_t qpn) {
   QueuePair* qp = find_qp(qpn);
   if (qp == nullptr) return STATUS_INVALID_PARAMETER;
@@ -109,7 +103,7 @@ uint32_t RcEngine::rx_burst_st(std::span<const wire::Bytes> frames, uint64_t now
         accepted += r == RxParse::kNotRc;  // taken: the engine's own counters have it
         continue;
       }
-      QueuePair* qp = find_qp(rx_pkts_[n].f.bth.dqpn);
+      QueuePair* qp = find_qp(rx_pkts_[n].dqpn);
       if (qp != nullptr) qp->prefetch();
       rx_qps_[n++] = qp;
     }
@@ -119,6 +113,7 @@ uint32_t RcEngine::rx_burst_st(std::span<const wire::Bytes> frames, uint64_t now
     }
     accepted += n;
   }
+  flush_counters();
   return accepted;
 }
 
@@ -214,10 +209,10 @@ bool RcEngine::run_qp(QueuePair& qp, uint64_t now_ns) {
 }
 
 void RcEngine::flush_counters() {
-  if (ctx_.tx_packets != 0) {
-    counters_.add(RcCounter::kTxPackets, ctx_.tx_packets);
-    ctx_.tx_packets = 0;
-  }
+  counters_.add(RcCounter::kTxPackets, ctx_.tx_packets);
+  counters_.add(RcCounter::kCompletions, ctx_.completions);
+  counters_.add(RcCounter::kRxPackets, ctx_.rx_packets);
+  ctx_.tx_packets = ctx_.completions = ctx_.rx_packets = 0;
 }
 
 bool RcEngine::poll_st(uint64_t now_ns) {

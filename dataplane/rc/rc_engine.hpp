@@ -38,6 +38,7 @@
 #include <span>
 #include <vector>
 
+#include "dataplane/qpn_map.hpp"
 #include "dataplane/rc/queue_pair.hpp"
 #include "dataplane/rc/receive.hpp"
 #include "dataplane/rc/work_queue.hpp"
@@ -65,7 +66,11 @@ class RcEngine {
   QueuePair* create_qp(const QpCreateParams& params, NTSTATUS* status);
   /// Removes a QP (its queues must be drained first). STATUS_INVALID_PARAMETER if unknown.
   NTSTATUS destroy_qp(uint32_t qpn);
-  QueuePair* find_qp(uint32_t qpn) const;
+  QueuePair* find_qp(uint32_t qpn) const {
+    if (dataplane::qpn_core(qpn) != config_.core) return nullptr;
+    const uint32_t local = dataplane::qpn_local(qpn);
+    return local < qps_.size() ? qps_[local].get() : nullptr;
+  }
   /// NdkFlush: the QP moves to ERROR and every pending request completes with STATUS_CANCELLED
   /// on the next poll_st.
   NTSTATUS flush_qp(uint32_t qpn);
@@ -116,7 +121,7 @@ class RcEngine {
   uint64_t polls_ = 0;
   uint64_t visits_ = 0;
   static constexpr size_t kRxChunk = 16;
-  std::array<wire::ParsedPacket, kRxChunk> rx_pkts_;
+  std::array<wire::RcRxPacket, kRxChunk> rx_pkts_;
   std::array<QueuePair*, kRxChunk> rx_qps_{};
 
   void schedule(QueuePair* qp) {

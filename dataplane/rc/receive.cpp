@@ -2,27 +2,10 @@
 
 #include "dataplane/rc/completer.hpp"
 #include "dataplane/rc/responder.hpp"
-#include "dataplane/wire/parser.hpp"
 
 namespace rocedp::rc {
 
-RxParse receive_parse_st(wire::Bytes frame, wire::ParsedPacket& out, RcCounters& counters,
-                         uint64_t* drops) {
-  const wire::DropReason why = wire::parse(frame, out);
-  if (why != wire::DropReason::kNone) [[unlikely]] {
-    ++drops[static_cast<size_t>(why)];
-    return RxParse::kCodecDrop;
-  }
-  if (out.op->transport == wire::Transport::kRc) [[likely]]
-    return RxParse::kExecute;
-  // An RC QP executes RC opcodes only: a UD SEND (0x64/0x65) or anything else must never run
-  // as an RC request. A CNP (0x81) is congestion feedback, counted as such (no rate control yet).
-  counters.add(out.op->transport == wire::Transport::kCnp ? RcCounter::kRxCnp
-                                                          : RcCounter::kRxDropNotRc);
-  return RxParse::kNotRc;
-}
-
-void receive_dispatch_st(QueuePair* qp, RcContext& ctx, const wire::ParsedPacket& pkt,
+void receive_dispatch_st(QueuePair* qp, RcContext& ctx, const wire::RcRxPacket& pkt,
                          uint64_t now_ns) {
   if (qp == nullptr) {
     ctx.counters->add(RcCounter::kRxDropNoQp);
@@ -35,11 +18,11 @@ void receive_dispatch_st(QueuePair* qp, RcContext& ctx, const wire::ParsedPacket
   }
   // RC has no source QPN on the wire: the peer is identified by its address (rxe_recv.c
   // check_addr).
-  if (pkt.f.ip.src != qp->conn().remote_ip || pkt.f.ip.dst != qp->conn().local_ip) {
+  if (pkt.src_ip != qp->conn().remote_ip || pkt.dst_ip != qp->conn().local_ip) {
     ctx.counters->add(RcCounter::kRxDropSource);
     return;
   }
-  ctx.counters->add(RcCounter::kRxPackets);
+  ++ctx.rx_packets;
   if ((pkt.op->flags & wire::op_flag::kRequest) != 0) {
     responder_receive_st(*qp, ctx, pkt, now_ns);
   } else {

@@ -1,7 +1,8 @@
 #pragma once
-// Receive (rxe_recv.c): the first stop of every inbound frame on the owning core. The codec
-// parses it and verifies the IP checksum and ICRC (drop reasons counted per DropReason); the RC
-// checks follow: RC transport only, destination QPN owned by this core, source IP = the
+// Receive (rxe_recv.c): the first stop of every inbound frame on the owning core. The codec's
+// receive view (wire::parse_rc: one pass, only what the RC roles read) parses it and verifies the
+// IP checksum and ICRC (drop reasons counted per DropReason, as the general parser names them); the
+// RC checks follow: RC transport only, destination QPN owned by this core, source IP = the
 // connected peer, QP state. Requests go to the responder, responses to the completer.
 
 #include <array>
@@ -9,7 +10,7 @@
 
 #include "dataplane/rc/queue_pair.hpp"
 #include "dataplane/wire/drop_reason.hpp"
-#include "dataplane/wire/packet.hpp"
+#include "dataplane/wire/rc_rx.hpp"
 
 namespace rocedp::rc {
 
@@ -24,11 +25,24 @@ enum class RxParse : uint8_t {
 
 /// Parses `frame` into `out` (ICRC verified). Every frame ends in exactly one counter: the
 /// codec's drops, the engine's non-RC counters, or (kExecute) whatever dispatch counts.
-RxParse receive_parse_st(wire::Bytes frame, wire::ParsedPacket& out, RcCounters& counters,
-                         uint64_t* drops);
+inline RxParse receive_parse_st(wire::Bytes frame, wire::RcRxPacket& out, RcCounters& counters,
+                                uint64_t* drops) {
+  const wire::DropReason why = wire::parse_rc(frame, out);
+  if (why != wire::DropReason::kNone) [[unlikely]] {
+    ++drops[static_cast<size_t>(why)];
+    return RxParse::kCodecDrop;
+  }
+  if (out.op->transport == wire::Transport::kRc) [[likely]]
+    return RxParse::kExecute;
+  // An RC QP executes RC opcodes only: a UD SEND (0x64/0x65) or anything else must never run
+  // as an RC request. A CNP (0x81) is congestion feedback, counted as such (no rate control yet).
+  counters.add(out.op->transport == wire::Transport::kCnp ? RcCounter::kRxCnp
+                                                          : RcCounter::kRxDropNotRc);
+  return RxParse::kNotRc;
+}
 
 /// Hands a parsed RC packet to `qp` (null: unknown QPN, counted). Owning core only.
-void receive_dispatch_st(QueuePair* qp, RcContext& ctx, const wire::ParsedPacket& pkt,
+void receive_dispatch_st(QueuePair* qp, RcContext& ctx, const wire::RcRxPacket& pkt,
                          uint64_t now_ns);
 
 }  // namespace rocedp::rc

@@ -134,55 +134,59 @@ bool send_one(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m,
   const RequesterCursor saved = qp.req.cur;  // item 10: snapshot before building
   RequesterCursor& cur = qp.req.cur;
   const uint32_t mtu = qp.conn().path_mtu;
-  wire::PacketFields& f = qp.tx_fields(ctx);
-  f.bth.psn = cur.psn;
+  TxPacket pkt;
+  pkt.psn = cur.psn;
   TxPayload pl;
   RequesterCursor next = cur;
-  const uint32_t window_left = qp.comp.window - psn::psn_forward(qp.comp.unacked_psn, cur.psn);
   switch (w.opcode) {
     case SendOpcode::kRead: {
       // A retried READ may start mid-message: ask only for the bytes still missing.
       const uint32_t skip = psn::psn_forward(m.first_psn, cur.psn) * mtu;
-      f.bth.opcode = kRcReadRequest;
-      f.bth.ack_req = true;
-      f.reth.va = w.remote_address + skip;
-      f.reth.rkey = w.remote_token;
-      f.reth.dma_len = m.length - skip;
+      pkt.opcode = kRcReadRequest;
+      pkt.ack_req = true;
+      pkt.set_reth(w.remote_address + skip, w.remote_token, m.length - skip);
       next.psn = psn::psn_next(m.last_psn);
       next.wqe = cur.wqe + 1;
       break;
     }
     case SendOpcode::kCompareSwap:
-    case SendOpcode::kFetchAdd:
-      f.bth.opcode = w.opcode == SendOpcode::kCompareSwap ? kRcCompareSwap : kRcFetchAdd;
-      f.bth.ack_req = true;
-      f.atomic_eth.va = w.remote_address;
-      f.atomic_eth.rkey = w.remote_token;
-      f.atomic_eth.swap_add = w.swap_or_add;
-      f.atomic_eth.compare = w.opcode == SendOpcode::kCompareSwap ? w.compare : 0;
+    case SendOpcode::kFetchAdd: {
+      const bool cas = w.opcode == SendOpcode::kCompareSwap;
+      pkt.opcode = cas ? kRcCompareSwap : kRcFetchAdd;
+      pkt.ack_req = true;
+      pkt.set_atomic_eth(w.remote_address, w.remote_token, w.swap_or_add, cas ? w.compare : 0);
       next.psn = psn::psn_next(cur.psn);
       next.wqe = cur.wqe + 1;
       break;
+    }
     default: {
       const uint32_t remaining = m.length - cur.offset;
       const uint32_t seg = remaining < mtu ? remaining : mtu;
       const bool first = cur.offset == 0;
       const bool last = remaining <= mtu;
-      f.bth.opcode = send_opcode(w, first, last);
+      pkt.opcode = send_opcode(w, first, last);
       // AckReq (IBTA §9.7.2): at the end of each message, about every quarter window (so one lost
       // ACK never stalls the window), and on the last PSN the window allows.
-      const uint32_t mask = ack_req_mask(qp.comp.window);
-      f.bth.ack_req = last || (cur.psn & mask) == mask || window_left <= 1;
-      const bool solicit = (w.flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT) != 0;
-      f.bth.se = last && solicit && (w.opcode != SendOpcode::kWrite || w.has_immediate);
-      if (w.opcode == SendOpcode::kWrite && first) {
-        f.reth.va = w.remote_address;
-        f.reth.rkey = w.remote_token;
-        f.reth.dma_len = m.length;
-      }
       if (last) {
-        f.imm = w.immediate;
-        f.ieth_rkey = w.invalidate_token;
+        pkt.ack_req = true;
+      } else {
+        const uint32_t mask = ack_req_mask(qp.comp.window);
+        const uint32_t window_left =
+            qp.comp.window - psn::psn_forward(qp.comp.unacked_psn, cur.psn);
+        pkt.ack_req = (cur.psn & mask) == mask || window_left <= 1;
+      }
+      const bool solicit = (w.flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT) != 0;
+      const bool write = w.opcode == SendOpcode::kWrite;
+      pkt.se = last && solicit && (!write || w.has_immediate);
+      // Extension headers of the opcode, in wire order (IBTA §9.2): RETH on the first packet of
+      // a WRITE, then ImmDt or IETH on the last packet of the message.
+      if (write && first) pkt.set_reth(w.remote_address, w.remote_token, m.length);
+      if (last) {
+        if (w.opcode == SendOpcode::kSendAndInvalidate) {
+          pkt.add_be32(w.invalidate_token);
+        } else if (w.has_immediate) {
+          pkt.add_be32(w.immediate);
+        }
       }
       pl.length = seg;
       if ((w.flags & NDK_OP_FLAG_INLINE) != 0) {
@@ -204,8 +208,8 @@ bool send_one(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m,
   const bool retransmit = psn::psn_lt(cur.psn, qp.req.max_psn_sent);
   // The first packet resent after a go-back asks for an ACK: after a timeout it is the tail-loss
   // probe whose answer says at once how much arrived (LOSS.md).
-  if (retransmit && cur.psn == qp.comp.unacked_psn) f.bth.ack_req = true;
-  if (!transmit(qp, ctx, f, pl)) {
+  if (retransmit && cur.psn == qp.comp.unacked_psn) pkt.ack_req = true;
+  if (!transmit(qp, ctx, pkt, pl)) {
     cur = saved;
     return false;
   }
@@ -213,7 +217,7 @@ bool send_one(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m,
   if (retransmit) {
     ctx.counters->add(RcCounter::kTxRetransmit);
     ++qp.stats.retransmits;
-  } else if (f.bth.ack_req && !qp.comp.rtt_timing) {
+  } else if (pkt.ack_req && !qp.comp.rtt_timing) {
     // RTT sample (Karn: a packet sent once, answered at once because it asks for an ACK).
     qp.comp.rtt_timing = true;
     qp.comp.rtt_psn = cur.psn;

@@ -83,20 +83,24 @@ bool recv_buffers_ok(QueuePair& qp, RcContext& ctx) {
 void complete_recv(QueuePair& qp, RcContext& ctx, WcError err, uint32_t bytes,
                    NdkOperationType type, uintptr_t output, bool solicited) {
   ResponderState& r = qp.resp;
-  const WcErrorInfo& info = wc_error_info(err);
-  NdkResultEx res;
-  res.status = info.status;
-  res.bytes_transferred = bytes;
-  res.qp_context = qp.params().qp_context;
-  res.request_context = r.recv.request_context;
-  res.type = type;
-  res.provider_error_code = info.provider_code;
-  res.type_specific_completion_output = output;
   if (!r.recv_from_srq) qp.params().rq->ring().release_st(1);
   r.have_recv = false;
-  ctx.counters->add(RcCounter::kCompletions);
-  if (qp.params().recv_cq->produce_st(res, solicited) != STATUS_SUCCESS)
+  ++ctx.completions;
+  CompletionQueue* cq = qp.params().recv_cq;
+  NdkResultEx* res = cq->claim_st();
+  if (res == nullptr) [[unlikely]] {
     enter_error(qp, ctx, WcError::kFlushed);
+    return;
+  }
+  const WcErrorInfo& info = wc_error_info(err);
+  res->status = info.status;
+  res->bytes_transferred = bytes;
+  res->qp_context = qp.params().qp_context;
+  res->request_context = r.recv.request_context;
+  res->type = type;
+  res->provider_error_code = info.provider_code;
+  res->type_specific_completion_output = output;
+  cq->commit_st(err != WcError::kSuccess, solicited);
 }
 
 void finish_message(QueuePair& qp) {
@@ -119,9 +123,9 @@ ReadResource* take_resource(QueuePair& qp) {
 
 // ---- per-opcode execution (expected PSN) ----
 
-void exec_send(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
+void exec_send(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
   ResponderState& r = qp.resp;
-  const uint32_t psn = pkt.f.bth.psn;
+  const uint32_t psn = pkt.psn;
   const Position pos = pkt.op->position;
   const bool starts = pos == Position::kFirst || pos == Position::kOnly;
   if (starts) {
@@ -147,7 +151,7 @@ void exec_send(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
     nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
     return;
   }
-  scatter_to_sges(r.recv.sge, r.recv.sge_count, r.recv_offset, pkt.payload().data(), len);
+  scatter_to_sges(r.recv.sge, r.recv.sge_count, r.recv_offset, pkt.payload, len);
   r.recv_offset += len;
   r.psn = wire::psn_next(psn);
   if (!ends) {
@@ -160,19 +164,19 @@ void exec_send(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
   if ((pkt.op->flags & wire::op_flag::kInvalidate) != 0) {
     // SEND with Invalidate (IBTA §9.4.4.1): the IETH names one of OUR regions to invalidate.
     type = NdkOperationType::kReceiveAndInvalidate;
-    out = pkt.f.ieth_rkey;
-    if (ctx.mrs->invalidate(pkt.f.ieth_rkey) != STATUS_SUCCESS) err = WcError::kLocalProtection;
+    out = pkt.ieth_rkey();
+    if (ctx.mrs->invalidate(pkt.ieth_rkey()) != STATUS_SUCCESS) err = WcError::kLocalProtection;
   } else if ((pkt.op->flags & wire::op_flag::kImm) != 0) {
-    out = kCqeImmediateValid | pkt.f.imm;
+    out = kCqeImmediateValid | pkt.imm();
   }
-  complete_recv(qp, ctx, err, r.recv_offset, type, out, pkt.f.bth.se);
+  complete_recv(qp, ctx, err, r.recv_offset, type, out, pkt.se);
   finish_message(qp);
   if (err != WcError::kSuccess) nak_fatal(qp, wire::kAethNakRemoteOperational, psn);
 }
 
-void exec_write(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
+void exec_write(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
   ResponderState& r = qp.resp;
-  const uint32_t psn = pkt.f.bth.psn;
+  const uint32_t psn = pkt.psn;
   const Position pos = pkt.op->position;
   const bool starts = pos == Position::kFirst || pos == Position::kOnly;
   const bool ends = pos == Position::kLast || pos == Position::kOnly;
@@ -184,7 +188,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
     return;
   }
   if (starts) {
-    const wire::RethFields& reth = pkt.f.reth;
+    const wire::RethFields reth = pkt.reth();
     if (ctx.mrs->check_remote(reth.rkey, qp.params().pd, reth.va, reth.dma_len,
                               kMrAccessRemoteWrite) != STATUS_SUCCESS) {
       nak_fatal(qp, wire::kAethNakRemoteAccess, psn);
@@ -208,7 +212,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
     nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
     return;
   }
-  if (len != 0) std::memcpy(reinterpret_cast<void*>(r.write_va), pkt.payload().data(), len);
+  if (len != 0) std::memcpy(reinterpret_cast<void*>(r.write_va), pkt.payload, len);
   r.write_va += len;
   r.write_remaining -= len;
   r.psn = wire::psn_next(psn);
@@ -218,14 +222,14 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
   }
   if (imm) {
     complete_recv(qp, ctx, WcError::kSuccess, r.write_total, NdkOperationType::kReceive,
-                  kCqeImmediateValid | pkt.f.imm, pkt.f.bth.se);
+                  kCqeImmediateValid | pkt.imm(), pkt.se);
   }
   finish_message(qp);
 }
 
-[[gnu::noinline]] void exec_read(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
-  const uint32_t psn = pkt.f.bth.psn;
-  const wire::RethFields& reth = pkt.f.reth;
+[[gnu::noinline]] void exec_read(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
+  const uint32_t psn = pkt.psn;
+  const wire::RethFields reth = pkt.reth();
   if (ctx.mrs->check_remote(reth.rkey, qp.params().pd, reth.va, reth.dma_len,
                             kMrAccessRemoteRead) != STATUS_SUCCESS) {
     nak_fatal(qp, wire::kAethNakRemoteAccess, psn);
@@ -246,9 +250,9 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
   finish_message(qp);
 }
 
-[[gnu::noinline]] void exec_atomic(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
-  const uint32_t psn = pkt.f.bth.psn;
-  const wire::AtomicEthFields& a = pkt.f.atomic_eth;
+[[gnu::noinline]] void exec_atomic(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
+  const uint32_t psn = pkt.psn;
+  const wire::AtomicEthFields a = pkt.atomic_eth();
   if ((a.va & 7) != 0) {  // IBTA §9.4.5: misaligned atomic is an invalid request
     nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
     return;
@@ -263,7 +267,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
   // touch the same word, so the operation itself is atomic.
   auto* word = reinterpret_cast<uint64_t*>(a.va);
   uint64_t orig;
-  if (pkt.f.bth.opcode == kRcCompareSwap) {
+  if (pkt.opcode == kRcCompareSwap) {
     orig = a.compare;
     __atomic_compare_exchange_n(word, &orig, a.swap_add, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   } else {
@@ -279,11 +283,11 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
 }
 
 [[gnu::noinline, gnu::cold]] void duplicate(QueuePair& qp, RcContext& ctx,
-                                            const wire::ParsedPacket& pkt) {
+                                            const wire::RcRxPacket& pkt) {
   ctx.counters->add(RcCounter::kRxDuplicate);
   ++qp.stats.duplicates;
-  const uint32_t psn = pkt.f.bth.psn;
-  const uint8_t op = pkt.f.bth.opcode;
+  const uint32_t psn = pkt.psn;
+  const uint8_t op = pkt.opcode;
   if (op == kRcReadRequest || op == kRcCompareSwap || op == kRcFetchAdd) {
     const bool atomic = op != kRcReadRequest;
     for (uint32_t i = 0; i < qp.irl_capacity(); ++i) {
@@ -295,7 +299,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt) {
         return;
       }
       // Re-execute with the duplicate's RETH: a retried READ may ask only for the tail.
-      const wire::RethFields& reth = pkt.f.reth;
+      const wire::RethFields reth = pkt.reth();
       if (ctx.mrs->check_remote(reth.rkey, qp.params().pd, reth.va, reth.dma_len,
                                 kMrAccessRemoteRead) != STATUS_SUCCESS) {
         return;
@@ -324,14 +328,14 @@ bool sequence_ok(InMessage in_msg, const wire::OpcodeInfo& op) {
 
 }  // namespace
 
-void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt,
+void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt,
                           uint64_t now_ns) {
   ResponderState& r = qp.resp;
   if ((qp.state() != QpState::kRtr && qp.state() != QpState::kRts) || r.error_after_ctl) {
     ctx.counters->add(RcCounter::kRxDropState);
     return;
   }
-  const uint32_t psn = pkt.f.bth.psn;
+  const uint32_t psn = pkt.psn;
   const int32_t diff = wire::psn_diff(psn, r.psn);
   if (diff < 0) {
     duplicate(qp, ctx, pkt);
@@ -366,7 +370,7 @@ void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::ParsedPacke
     exec_write(qp, ctx, pkt);
   }
   if (r.error_after_ctl || r.nak_outstanding || r.psn != wire::psn_next(psn)) return;
-  if (pkt.f.bth.ack_req || ++r.unacked_packets >= kAckCoalesceMax) {
+  if (pkt.ack_req || ++r.unacked_packets >= kAckCoalesceMax) {
     set_ctl(qp, wire::kAethAck | wire::kAethAckUnlimitedCredits, psn);
   } else if (r.ack_due_ns == 0) {
     r.ack_due_ns = now_ns + kDelayedAckNs;
@@ -399,15 +403,14 @@ namespace {
       if (c.valid && c.pending && (r == nullptr || wire::psn_lt(c.tx_psn, r->tx_psn))) r = &c;
     }
     if (r == nullptr) break;
-    wire::PacketFields& f = qp.tx_fields(ctx);
-    f.aeth.syndrome = wire::kAethAck | wire::kAethAckUnlimitedCredits;
-    f.aeth.msn = rs.msn;
+    TxPacket pkt;
     TxPayload pl;
     if (r->atomic) {
-      f.bth.opcode = kRcAtomicAck;
-      f.bth.psn = r->first_psn;
-      f.atomic_ack_eth.orig = r->atomic_orig;
-      if (!transmit(qp, ctx, f, pl)) {
+      pkt.opcode = kRcAtomicAck;
+      pkt.psn = r->first_psn;
+      pkt.set_aeth(wire::kAethAck | wire::kAethAckUnlimitedCredits, rs.msn);
+      pkt.add_atomic_ack(r->atomic_orig);
+      if (!transmit(qp, ctx, pkt, pl)) {
         blocked = true;
         break;
       }
@@ -425,12 +428,15 @@ namespace {
         nak_fatal(qp, wire::kAethNakRemoteAccess, r->tx_psn);
         break;
       }
-      f.bth.opcode = first ? (last ? kRcReadRespOnly : kRcReadRespFirst)
-                           : (last ? kRcReadRespLast : kRcReadRespMiddle);
-      f.bth.psn = r->tx_psn;
+      pkt.opcode = first ? (last ? kRcReadRespOnly : kRcReadRespFirst)
+                         : (last ? kRcReadRespLast : kRcReadRespMiddle);
+      pkt.psn = r->tx_psn;
+      // Every read response but MIDDLE carries an AETH (IBTA §9.3.5).
+      if (pkt.opcode != kRcReadRespMiddle)
+        pkt.set_aeth(wire::kAethAck | wire::kAethAckUnlimitedCredits, rs.msn);
       pl.flat = reinterpret_cast<const void*>(r->va);
       pl.length = seg;
-      if (!transmit(qp, ctx, f, pl)) {  // nothing advanced: the same packet goes next time
+      if (!transmit(qp, ctx, pkt, pl)) {  // nothing advanced: the same packet goes next time
         blocked = true;
         break;
       }
@@ -444,12 +450,11 @@ namespace {
   }
   if (blocked || sent >= budget || !rs.ctl_pending) return sent;
   if (qp.resources_pending != 0 && !rs.error_after_ctl) return sent;  // responses first
-  wire::PacketFields& f = qp.tx_fields(ctx);
-  f.bth.opcode = kRcAck;
-  f.bth.psn = rs.ctl_psn;
-  f.aeth.syndrome = rs.ctl_syndrome;
-  f.aeth.msn = rs.msn;
-  if (!transmit(qp, ctx, f, TxPayload{})) return sent;
+  TxPacket pkt;
+  pkt.opcode = kRcAck;
+  pkt.psn = rs.ctl_psn;
+  pkt.set_aeth(rs.ctl_syndrome, rs.msn);
+  if (!transmit(qp, ctx, pkt, TxPayload{})) return sent;
   rs.ctl_pending = false;
   rs.unacked_packets = 0;
   rs.ack_due_ns = 0;

@@ -26,7 +26,7 @@
 #include <cstdint>
 
 #include "dataplane/rc/queue_pair.hpp"
-#include "dataplane/wire/packet.hpp"
+#include "dataplane/wire/rc_rx.hpp"
 
 namespace rocedp::rc {
 
@@ -42,7 +42,7 @@ inline constexpr uint64_t kDelayedAckNs = 100'000;
 inline constexpr uintptr_t kCqeImmediateValid = uintptr_t{1} << 32;
 
 /// A request packet addressed to `qp` (RTR or RTS).
-void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::ParsedPacket& pkt,
+void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt,
                           uint64_t now_ns);
 
 /// A visit at `now_ns`: queues the delayed ACK if it is due (its deadline is resp.ack_due_ns).

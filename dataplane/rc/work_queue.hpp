@@ -50,23 +50,33 @@ enum class SendOpcode : uint8_t {
   kBind,          ///< local: bind window `local_token` to region `bind_mr_token` at fr_* (NdkBind)
 };
 
-/// A send-queue (NDK "initiator queue") work request.
-struct SendWqe {
+/// A send-queue (NDK "initiator queue") work request: one ring slot of 120 bytes padded to two
+/// cache lines. Fields that no operation uses together share their bytes (atomic operands with
+/// the fast-register range, the remote token with the local one, the immediate with the tokens a
+/// SEND-with-invalidate or a Bind names); the transport progress of a slot lives beside the ring
+/// (WqeMeta), so a post writes and the requester reads two cache lines per WQE, not three.
+struct alignas(64) SendWqe {
   void* request_context = nullptr;  ///< returned in the completion's RequestContext
   uint64_t remote_address = 0;      ///< RDMA/atomic target virtual address
-  uint64_t compare = 0;             ///< compare-swap: compare operand
-  uint64_t swap_or_add = 0;         ///< compare-swap: swap value; fetch-add: addend
-  uint64_t fr_address = 0;          ///< fast register: region base virtual address
-  uint64_t fr_length = 0;           ///< fast register: region length
-  uint32_t remote_token = 0;        ///< RDMA/atomic remote token (R_Key)
   union {
-    uint32_t invalidate_token = 0;  ///< SendAndInvalidate: the peer's token to invalidate
-    uint32_t bind_mr_token;         ///< Bind: the region the window (local_token) lends
+    uint64_t compare = 0;  ///< compare-swap: compare operand
+    uint64_t fr_address;   ///< fast register / Bind: region base virtual address
   };
-  uint32_t local_token = 0;  ///< FastRegister / Invalidate / Bind: the local MR/MW token
-  uint32_t fr_access = 0;    ///< fast register: NDK_MR_FLAG_* access
-  uint32_t immediate = 0;    ///< rocedp extension: immediate data (has_immediate)
-  uint32_t flags = 0;        ///< NDK_OP_FLAG_*
+  union {
+    uint64_t swap_or_add = 0;  ///< compare-swap: swap value; fetch-add: addend
+    uint64_t fr_length;        ///< fast register / Bind: region length
+  };
+  union {
+    uint32_t remote_token = 0;  ///< RDMA/atomic remote token (R_Key)
+    uint32_t local_token;       ///< FastRegister / Invalidate / Bind: the local MR/MW token
+  };
+  union {
+    uint32_t immediate = 0;     ///< rocedp extension: immediate data (has_immediate)
+    uint32_t invalidate_token;  ///< SendAndInvalidate: the peer's token to invalidate
+    uint32_t bind_mr_token;     ///< Bind: the region the window (local_token) lends
+  };
+  uint32_t fr_access = 0;  ///< fast register / Bind: NDK_MR_FLAG_* access
+  uint32_t flags = 0;      ///< NDK_OP_FLAG_*
   SendOpcode opcode = SendOpcode::kSend;
   uint8_t sge_count = 0;
   bool has_immediate = false;
@@ -78,6 +88,7 @@ struct SendWqe {
     uint8_t inline_data[kMaxInlineData];
   };
 };
+static_assert(sizeof(SendWqe) == 128, "a send-queue slot is two cache lines");
 static_assert(sizeof(NdkSge) * kMaxWqeSge == kMaxInlineData, "inline data shares the SGE bytes");
 
 /// A receive-queue or SRQ work request.

@@ -11,10 +11,13 @@
 // It is stored after the pad, little-endian (the CRC register as the host
 // holds it; scapy pack_icrc, rxe stores the native u32).
 //
-// Method: only the IP+UDP+BTH prefix (<= 80 bytes) is copied to the stack and
-// masked; everything after it is CRC'd straight from the caller's buffers by
-// ISA-L crc32_gzip_refl, which chains (crc32_gzip_refl(crc(a), b) == crc(a||b)).
-// The 8x0xFF prefix is folded into a constant seed.
+// Methods (icrc.cpp):
+//  * icrc_compute (codec, chained segments): ISA-L crc32_gzip_refl over the bytes as
+//    they are (it chains: crc32_gzip_refl(crc(a), b) == crc(a||b)), the masking added
+//    back as a correction (CRC-32 is affine); IPv6 and jumbo frames CRC a masked copy
+//    of the prefix. The 8x0xFF prefix is folded into a constant seed.
+//  * icrc_plain_ipv4 (the RC engine's frames): our own PCLMULQDQ folding with the
+//    masking done in registers; ISA-L continues past the first few blocks of a long frame.
 
 #include <cstddef>
 #include <cstdint>
@@ -57,10 +60,15 @@ inline std::uint32_t icrc_compute(Bytes l3, std::initializer_list<Bytes> more) {
   return icrc_compute(l3, std::span<const Bytes>(more.begin(), more.size()));
 }
 
-// ICRC of an IPv4/IPv6 packet whose variant fields (see above) already hold 1s: one ISA-L pass
-// over `l3` with no masking work. A sender that builds the frame itself writes 1s there, takes
-// this CRC, then writes the real values (rocedp's per-QP transmit path).
-std::uint32_t icrc_of_masked(Bytes l3);
+// ICRC of an IPv4 packet without options (l3[0] == 0x45) of `len` bytes (>= IP + UDP + BTH =
+// 40, without the ICRC), its variant fields as they are: the RC data path's frames, on receive
+// and on transmit. Folds with PCLMULQDQ and masks in registers (icrc.cpp says why not ISA-L
+// here); without PCLMULQDQ, icrc_compute.
+std::uint32_t icrc_plain_ipv4(const std::uint8_t* l3, std::size_t len);
+
+// zlib's crc32(crc, data): the CRC-32 that icrc_plain_ipv4 folds with (tests compare it with
+// zlib).
+std::uint32_t crc32_refl(std::uint32_t crc, Bytes data);
 
 // Continues a CRC returned by icrc_compute over more bytes.
 std::uint32_t icrc_extend(std::uint32_t crc, Bytes more);
