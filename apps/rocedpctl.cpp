@@ -420,7 +420,7 @@ int main(int argc, char** argv) {
         o, {"/rocedp/cores",
             "cores",
             {"core", "lcore", "busy_cycles", "idle_cycles", "polls", "rx_packets", "tx_packets",
-             "handoff_in", "handoff_out", "to_control", "requests", "drops"}});
+             "handoff_in", "handoff_out", "to_control", "requests", "rx_pool_empty", "drops"}});
   });
   daemon_command("drops", "drop counters over all cores, by reason", [&] { return cmd_drops(o); });
   daemon_command("neighbours", "neighbour (ARP) tables", [&] {

@@ -5,7 +5,8 @@
 #    with qp_state RTS, and each QPN listed by qps with the connection's core and state RTS;
 #  - qps_watch.py: every telemetry snapshot taken meanwhile lists each established connection's QP
 #    with its owning core and state RTS. The daemon's core naps when idle (idle_sleep_us), which
-#    stretches the snapshot rounds while connections come and go.
+#    stretches the snapshot rounds while connections come and go;
+#  - afterwards every other rocedpctl view answers in text and JSON (cores: every column).
 # The load runs 5 s: on a busy host the CM exchange and each rocedpctl call take longer, and the
 # checks need a window in which all 4 connections are up.
 source "$(dirname "$0")/lib.sh"
@@ -57,6 +58,26 @@ PY
   wait_for /rocedp/qps "d['count'] == 0"
   wait_for /rocedp/connections "d['count'] == 0"
 done
+
+# The operator's other views answer, as text and as JSON: the cores view has one row per polling
+# core with every column the table prints (rx_pool_empty included), after traffic.
+for view in status ports cores drops neighbours listeners; do
+  "$ctl" "$view" --prefix "$prefix" > "$work/$view.txt" || fail "rocedpctl $view exited $?"
+  [ -s "$work/$view.txt" ] || fail "rocedpctl $view printed nothing"
+  "$ctl" "$view" --prefix "$prefix" --json > "$work/$view.json" || fail "rocedpctl $view --json exited $?"
+  python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$work/$view.json" ||
+    fail "rocedpctl $view --json is not JSON: $(cat "$work/$view.json")"
+done
+python3 - "$work/cores.json" <<'PY' || fail "rocedpctl cores --json: $(cat "$work/cores.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = d["cores"]
+cols = ["core", "lcore", "busy_cycles", "idle_cycles", "polls", "rx_packets", "tx_packets",
+        "handoff_in", "handoff_out", "to_control", "requests", "rx_pool_empty", "drops"]
+sys.exit(0 if d["count"] == 1 and len(rows) == 1 and all(c in rows[0] for c in cols)
+         and rows[0]["rx_packets"] > 0 else 1)
+PY
+grep -q "rx_pool_empty" "$work/cores.txt" || fail "rocedpctl cores has no rx_pool_empty column"
 
 stop_daemon TERM
 [ "$daemon_status" -eq 0 ] || fail "exit status $daemon_status after SIGTERM"
