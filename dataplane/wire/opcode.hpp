@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "dataplane/wire/bth.hpp"
+#include "dataplane/wire/drop_reason.hpp"
 #include "dataplane/wire/ext_headers.hpp"
 
 namespace rocedp::wire {
@@ -91,6 +92,23 @@ struct OpcodeInfo {
   }
   constexpr bool last() const { return position == Position::kLast || position == Position::kOnly; }
 };
+
+// The opcode's payload rule (IBTA §9.2.1.4) for `with_pad` bytes after the headers, of which
+// `payload_len` are payload: kNone when they fit. One rule for the general parser and the RC view.
+constexpr DropReason payload_rule(const OpcodeInfo& op, std::size_t with_pad,
+                                  std::uint32_t payload_len) {
+  switch (op.payload) {
+    case Payload::kNone:
+      return with_pad != 0 ? DropReason::kPayloadNotAllowed : DropReason::kNone;
+    case Payload::kRequired:
+      return payload_len == 0 ? DropReason::kPayloadMissing : DropReason::kNone;
+    case Payload::kFixed:
+      return with_pad != op.fixed_payload ? DropReason::kBadPayloadLength : DropReason::kNone;
+    case Payload::kOptional:
+      break;
+  }
+  return DropReason::kNone;
+}
 
 namespace opcode {
 inline constexpr std::uint8_t kRcSendFirst = 0x00, kRcSendMiddle = 0x01, kRcSendLast = 0x02,

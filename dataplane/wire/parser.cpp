@@ -26,19 +26,8 @@ DropReason parse_tail(Bytes frame, ParsedPacket& out, const ParseOptions& opts, 
   if (f.bth.pad > with_pad) return DropReason::kPadTooLarge;
   out.payload_offset = static_cast<std::uint16_t>(bth + op->length);
   out.payload_len = static_cast<std::uint32_t>(with_pad - f.bth.pad);
-  switch (op->payload) {
-    case Payload::kNone:
-      if (with_pad != 0) return DropReason::kPayloadNotAllowed;
-      break;
-    case Payload::kRequired:
-      if (out.payload_len == 0) return DropReason::kPayloadMissing;
-      break;
-    case Payload::kFixed:
-      if (with_pad != op->fixed_payload) return DropReason::kBadPayloadLength;
-      break;
-    case Payload::kOptional:
-      break;
-  }
+  if (const DropReason r = payload_rule(*op, with_pad, out.payload_len); r != DropReason::kNone)
+    return r;
 
   // ICRC (IBTA Annex A17.3.3), little-endian after the pad.
   const std::size_t icrc_at = out.l3_end - kIcrcLen;

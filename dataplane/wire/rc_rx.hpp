@@ -101,19 +101,8 @@ inline DropReason parse_rc(Bytes frame, RcRxPacket& out) {
   const std::size_t with_pad = udp_payload - op->length - kIcrcLen;
   if (pad > with_pad) return DropReason::kPadTooLarge;
   const auto payload_len = static_cast<std::uint32_t>(with_pad - pad);
-  switch (op->payload) {
-    case Payload::kNone:
-      if (with_pad != 0) return DropReason::kPayloadNotAllowed;
-      break;
-    case Payload::kRequired:
-      if (payload_len == 0) return DropReason::kPayloadMissing;
-      break;
-    case Payload::kFixed:
-      if (with_pad != op->fixed_payload) return DropReason::kBadPayloadLength;
-      break;
-    case Payload::kOptional:
-      break;
-  }
+  if (const DropReason r = payload_rule(*op, with_pad, payload_len); r != DropReason::kNone)
+    return r;
 
   // ICRC (IBTA Annex A17.3.3), little-endian after the pad.
   const std::size_t icrc_at = l3 + total - kIcrcLen;

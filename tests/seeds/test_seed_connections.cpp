@@ -246,37 +246,31 @@ TEST_F(SeedConnections, ArpRequestsThatMeetAFullCoreRingAreCounted) {
          dataplane::core_requests::snapshot(ch, &parked[posted], nullptr, nullptr))
     ++posted;
   ASSERT_GT(posted, 0u);
+  // A connect to an address nobody answers: ARP gives up, the connect ends HOST_UNREACHABLE.
+  const auto connect_unreachable = [&](uint32_t ip) {
+    Connector* c = connector(a_);
+    Req r;
+    ASSERT_EQ(c->connect(x.qp, addr_a(0), NdkSockAddr{ip, 80}, 1, 1, nullptr, 0, &Req::cb, &r),
+              STATUS_PENDING);
+    pump(20);
+    advance(2 * kSecond);
+    ASSERT_TRUE(r.done());
+    EXPECT_EQ(r.status, STATUS_HOST_UNREACHABLE);
+    close_connector(c);
+  };
   const ConnectionManagerCounters before = connection_manager_counters(*a_.adapter);
-  Connector* c = connector(a_);
-  Req r;
-  ASSERT_EQ(
-      c->connect(x.qp, addr_a(0), NdkSockAddr{0xC6120063, 80}, 1, 1, nullptr, 0, &Req::cb, &r),
-      STATUS_PENDING);
-  pump(20);
-  advance(2 * kSecond);
-  ASSERT_TRUE(r.done());
-  EXPECT_EQ(r.status, STATUS_HOST_UNREACHABLE);
+  connect_unreachable(0xC6120063);
   const ConnectionManagerCounters full = connection_manager_counters(*a_.adapter);
   EXPECT_GE(full.arp_tx_failed - before.arp_tx_failed, 1u) << "every request met the full ring";
   EXPECT_EQ(full.arp_tx, before.arp_tx);
-  close_connector(c);
 
   // The core runs again: the parked requests complete, and requests for a peer leave.
   a_.held_cores = 0;
   pump(50);
-  Connector* c2 = connector(a_);
-  Req r2;
-  ASSERT_EQ(
-      c2->connect(x.qp, addr_a(0), NdkSockAddr{0xC6120064, 80}, 1, 1, nullptr, 0, &Req::cb, &r2),
-      STATUS_PENDING);
-  pump(20);
-  advance(2 * kSecond);
-  ASSERT_TRUE(r2.done());
-  EXPECT_EQ(r2.status, STATUS_HOST_UNREACHABLE);
+  connect_unreachable(0xC6120064);
   const ConnectionManagerCounters after = connection_manager_counters(*a_.adapter);
   EXPECT_GE(after.arp_tx - full.arp_tx, 1u);
   EXPECT_EQ(after.arp_tx_failed, full.arp_tx_failed);
-  close_connector(c2);
   close_endpoint(x);
   close_endpoint(y);
 }
