@@ -160,7 +160,7 @@ std::unique_ptr<MemifGuard> MemifGuard::attach(uint16_t port_id, uint16_t queues
     g->qsbr_ = nullptr;
     return refuse("no memory for the quiescent-state variable");
   }
-  g->online_.reset(new bool[queues]());
+  g->online_ = std::make_unique<bool[]>(queues);
   MemifWatcher::get().add(g.get());
   return g;
 }

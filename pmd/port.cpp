@@ -17,6 +17,7 @@
 #include "pmd/fault_stage.hpp"
 #include "pmd/log.hpp"
 #include "pmd/memif_guard.hpp"
+#include "pmd/memif_hello.hpp"
 #include "pmd/packet_pool.hpp"
 #include "pmd/ring_pair.hpp"
 
@@ -309,6 +310,13 @@ std::unique_ptr<Port> Port::open(const config::PortConfig& cfg, uint16_t wanted_
   }
 
   p->guard_ = MemifGuard::attach(pid, queues, cfg.name);
+  if (p->memif_ && !memif_hello_guard_active()) {
+    log(LogLevel::kWarning, "memif_hello_guard_unavailable",
+        {{"port", cfg.name},
+         {"reason",
+          "the executable does not export sendmsg (link with rocedp::rocedp or rocedp.pc)"},
+         {"note", "a peer that closes before the server's HELLO can crash the process"}});
+  }
 
   log(LogLevel::kInfo, "port_open",
       {{"port", cfg.name},
@@ -378,6 +386,9 @@ void Port::close_device() {
     if (!interrupt_thread_barrier(std::chrono::milliseconds(500)))
       log(LogLevel::kWarning, "port_close_unsynchronised", {{"port", cfg_.name}});
     eal_keep_at_exit();  // see pmd/eal.hpp
+    if (const uint64_t n = memif_hello_sends_absorbed(); n > 0)
+      log(LogLevel::kInfo, "memif_peers_gone_before_reply",
+          {{"port", cfg_.name}, {"control_sends_absorbed", std::to_string(n)}});
   }
   rte_eth_dev_close(port_id_);
   if (!ring_pair_link_.empty()) {

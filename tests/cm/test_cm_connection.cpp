@@ -40,9 +40,9 @@ struct Sink : CmSink {
                          [t](const CmEvent& e) { return e.type == t; });
   }
   const CmEvent* last(CmEventType t) const {
-    for (auto it = events.rbegin(); it != events.rend(); ++it)
-      if (it->type == t) return &*it;
-    return nullptr;
+    auto it =
+        std::find_if(events.rbegin(), events.rend(), [t](const CmEvent& e) { return e.type == t; });
+    return it == events.rend() ? nullptr : &*it;
   }
 };
 

@@ -60,5 +60,7 @@ wait "$server_pid" || fail "server failed"
 server_pid=
 grep -q "client: 500 round trips of 64 bytes, every byte checked" client.log || fail "client summary missing"
 grep -q "server: PASS" server.log || fail "server did not pass"
+# The pkg-config link line exports the process's sendmsg to the memif driver (pmd/memif_hello.hpp).
+! grep -q memif_hello_guard_unavailable server.log client.log || fail "memif HELLO guard inactive"
 cat client.log
 echo "PASS"

@@ -5,12 +5,14 @@
 // about a millisecond.
 //
 //   memif_peer SOCKET DST_MAC DST_IP SRC_IP [--rings N] [--id ID] [--count N] [--die-after-us N]
+//              [--hangups N]
 //
 // Without --count it floods until killed and prints "connected" once the server said so; with
 // --die-after-us it kills itself (SIGKILL, nothing cleaned up) after flooding that long. With
 // --count N it sends N echo requests (paced), counts the echo replies and exits 0 when at least
-// half came back (1 otherwise). Exit 3: the server refused the connection (e.g. still busy with
-// the previous peer); the caller tries again.
+// half came back (1 otherwise). With --hangups N it connects and closes at once, N times, and
+// exits 0 (a peer that leaves before the server's HELLO). Exit 3: the server refused the connection
+// (e.g. still busy with the previous peer); the caller tries again.
 //
 // Wire format (memif 2.0, as DPDK 22.11 speaks it): 128-byte SOCK_SEQPACKET messages; the client
 // answers the server's HELLO with INIT, ADD_REGION (memfd passed as SCM_RIGHTS), ADD_RING per ring
@@ -18,7 +20,6 @@
 // 128-byte header (cookie, flags, head | tail) then 16-byte descriptors.
 
 #include <arpa/inet.h>
-#include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -27,6 +28,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -170,7 +172,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   uint32_t rings = 1, id = 0;
-  long count = -1, die_after_us = -1;
+  long count = -1, die_after_us = -1, hangups = -1;
   for (int i = 5; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--rings") == 0)
       rings = static_cast<uint32_t>(std::atoi(argv[i + 1]));
@@ -180,6 +182,8 @@ int main(int argc, char** argv) {
       count = std::atol(argv[i + 1]);
     else if (std::strcmp(argv[i], "--die-after-us") == 0)
       die_after_us = std::atol(argv[i + 1]);
+    else if (std::strcmp(argv[i], "--hangups") == 0)
+      hangups = std::atol(argv[i + 1]);
   }
   uint8_t dmac[6], smac[6] = {0x02, 0x6d, 0x65, 0x6d, 0x69, 0x66};
   in_addr dip{}, sip{};
@@ -189,11 +193,24 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  const int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-  if (fd < 0) die("socket");
   sockaddr_un sa{};
   sa.sun_family = AF_UNIX;
   std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", argv[1]);
+  if (hangups >= 0) {
+    // Peers that connect and leave before the server's HELLO: the server accepts a connection
+    // whose other end is already closed, so its HELLO cannot be sent.
+    for (long i = 0; i < hangups; ++i) {
+      const int c = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+      if (c < 0) die("socket");
+      if (connect(c, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) die("connect", 3);
+      close(c);
+    }
+    std::printf("hung up %ld times\n", hangups);
+    return 0;
+  }
+
+  const int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+  if (fd < 0) die("socket");
   if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) die("connect", 3);
   expect(fd, kMsgHello);
 

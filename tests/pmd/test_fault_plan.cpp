@@ -43,6 +43,7 @@ TEST(FaultPlan, SameSeedAndStreamGiveTheSameDecisions) {
 TEST(FaultPlan, OtherSeedOrStreamGivesOtherDecisions) {
   auto drops = [](FaultPlan p) {
     std::vector<bool> v;
+    v.reserve(2000);
     for (int i = 0; i < 2000; ++i) v.push_back(p.decide(100).drop);
     return v;
   };

@@ -166,6 +166,7 @@ TEST(FaultStage, ReorderPermutesWithinEachWindowOnly) {
     auto out = pop_all(s, 0);
     ASSERT_EQ(out.size(), 8u);
     std::vector<uint32_t> seqs;
+    seqs.reserve(out.size());
     for (auto& f : out) seqs.push_back(test::frame_seq(f));
     for (uint32_t i = 0; i < 8; ++i) moved += seqs[i] != 8 * w + i;
     std::vector<uint32_t> sorted = seqs;

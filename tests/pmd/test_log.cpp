@@ -87,6 +87,7 @@ TEST_F(LogTest, ConcurrentLoggersNeverInterleaveLines) {
   log_configure(LogLevel::kInfo, path_.string());
   constexpr int kThreads = 8, kPerThread = 500;
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([t] {
       for (int i = 0; i < kPerThread; ++i) {

@@ -237,6 +237,7 @@ struct Wire {
 
   static void deliver(Host& to, std::vector<Frame>& frames, uint64_t now) {
     std::vector<wire::Bytes> spans;
+    spans.reserve(frames.size());
     for (const Frame& f : frames) spans.emplace_back(f.data(), f.size());
     to.eng->rx_burst_st(spans, now);
   }

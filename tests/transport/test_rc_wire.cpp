@@ -148,6 +148,7 @@ TEST(RcWire, EveryFrameLandsInExactlyOneCounter) {
                                   Frame(frames[5].data.begin(), frames[5].data.begin() + 40),
                                   frames[5].data};
   std::vector<wire::Bytes> in;
+  in.reserve(set.size());
   for (const Frame& f : set) in.emplace_back(f);
   const uint32_t taken = b.eng->rx_burst_st(in, 0);
   uint64_t codec = 0;
