@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -160,6 +161,7 @@ class ControlThread {
   static void on_core_done(const dataplane::CoreMessage& msg);
 
   void loop();
+  void nap_st(std::chrono::microseconds nap);  // idle: until post() or `nap` passed
   bool run_sync(std::function<void(std::function<void(bool, std::string)>)> op, std::string* error);
   // Control-thread only (_st):
   void start_ports_st(std::function<void(bool, std::string)> done);
@@ -187,6 +189,10 @@ class ControlThread {
   std::vector<std::pair<uint64_t, SnapshotPart>> parts_;
 
   tbb::concurrent_queue<Task> inbox_;
+  // The idle nap (control_thread.cpp, kIdleNapMin): post() ends it. Never taken by a polling core.
+  std::mutex nap_mutex_;
+  std::condition_variable nap_cv_;
+  bool wake_ = false;  // under nap_mutex_
   std::atomic<bool> exit_{false};
   std::atomic<bool> running_{false};
   std::thread thread_;

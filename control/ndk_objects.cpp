@@ -485,12 +485,23 @@ NTSTATUS Cq::close(NdkCloseCompletion completion, void* context) {
 
 namespace {
 
+// A post's scatter/gather list into its WQE. One entry is the common post and gets a plain
+// 16-byte copy: the general loop compiles to `rep movsq`, whose start-up cost more than the rest
+// of Qp::write in a profile of a 64 B WRITE stream (n <= kMaxWqeSge, checked by the caller).
+inline void copy_sges(NdkSge* to, const NdkSge* from, uint32_t n) {
+  if (n == 1) [[likely]] {
+    to[0] = from[0];
+    return;
+  }
+  for (uint32_t i = 0; i < n; ++i) to[i] = from[i];
+}
+
 // A receive request from an NDK scatter/gather list. False for a bad list.
 bool init_receive(rc::RecvWqe& w, void* request_context, const NdkSge* sgl, uint32_t n) {
   if (n > rc::kMaxWqeSge || (n != 0 && sgl == nullptr)) return false;
   w.request_context = request_context;
   w.sge_count = n;
-  for (uint32_t i = 0; i < n; ++i) w.sge[i] = sgl[i];
+  copy_sges(w.sge, sgl, n);
   return true;
 }
 
@@ -534,7 +545,7 @@ bool init_send(rc::SendWqe& w, rc::SendOpcode opcode, void* request_context, con
                uint32_t n, uint32_t flags) {
   if (n > rc::kMaxWqeSge || (n != 0 && sgl == nullptr)) return false;
   w.sge_count = static_cast<uint8_t>(n);
-  for (uint32_t i = 0; i < n; ++i) w.sge[i] = sgl[i];
+  copy_sges(w.sge, sgl, n);
   w.request_context = request_context;
   w.flags = flags;
   w.opcode = opcode;

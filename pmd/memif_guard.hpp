@@ -12,6 +12,9 @@
 // the port's bursts (they return 0), waits until every queue owner has passed a quiescent state
 // (rte_rcu_qsbr: one report per burst), and only then lets go of the lock, so memif unmaps with
 // nobody inside. When the link comes back the watcher takes the lock again and bursts resume.
+// The watcher looks every 100 us only while a link changes and every 1 ms otherwise (each
+// wake-up of it preempts a polling core that shares its CPU); the first burst that sees the
+// peer's connected flag drop wakes it at once.
 //
 // The lock's place is private to the driver: attach() checks the driver name, the DPDK version
 // (22.11) and the layout it expects before it trusts it, and returns no guard otherwise (the port
@@ -20,6 +23,7 @@
 // Threads: attach/start/stop/destructor on the control path; enter/leave on the owner of queue q.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -47,9 +51,15 @@ class MemifGuard {
   // Queue owner, around every burst on queue q: enter() says whether the burst may touch the
   // device; leave() reports the quiescent state (call it after the burst, also when enter() said
   // no).
+  // A burst that finds the peer's connected flag dropped while bursts are still allowed wakes
+  // the watcher (once per departure; it may be asleep for 1 ms). memif's own bursts read the
+  // same flag word, so the check costs a load from a line already in cache.
   bool enter(uint16_t q) {
     if (!online_[q]) go_online(q);
-    return polling_.load(std::memory_order_relaxed);
+    const bool polling = polling_.load(std::memory_order_relaxed);
+    if (polling && !connected()) [[unlikely]]
+      peer_leaving();
+    return polling;
   }
   void leave(uint16_t q);
 
@@ -62,9 +72,13 @@ class MemifGuard {
   friend class MemifWatcher;
   MemifGuard() = default;
   void go_online(uint16_t q);
-  // Watcher thread: one look at the link; takes or lets go of the lock as needed.
-  void step();
-  bool connected() const;
+  [[gnu::cold]] void peer_leaving();
+  // Watcher thread: one look at the link; takes or lets go of the lock as needed. Returns how
+  // soon the link wants the next look (memif_guard.cpp, kWatchPeriod).
+  std::chrono::microseconds step();
+  bool connected() const {  // pmd_internals.flags bit 1 (memif_guard.cpp checks the layout)
+    return (__atomic_load_n(flags_, __ATOMIC_ACQUIRE) & (1u << 1)) != 0;
+  }
   bool disconnected() const;  // memif_disconnect has run to its end
 
   std::string name_;
@@ -77,7 +91,8 @@ class MemifGuard {
   rte_rcu_qsbr* qsbr_ = nullptr;
   std::unique_ptr<bool[]> online_;  // per queue, written by its owner only
   std::atomic<bool> polling_{false};
-  std::atomic<bool> running_{false};  // between start() and stop()
+  std::atomic<bool> running_{false};       // between start() and stop()
+  std::atomic<bool> leaving_seen_{false};  // a queue owner woke the watcher for this departure
   std::atomic<uint64_t> teardowns_{0};
   std::mutex step_mutex_;  // one of step()/stop() at a time
   bool locked_ = false;    // we hold cc_lock (under step_mutex_)

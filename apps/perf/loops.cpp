@@ -46,7 +46,8 @@ uint32_t poll_cq(Run& run, CqDrain& d, std::vector<uint32_t>& outstanding, uint6
   return n;
 }
 
-NTSTATUS post_one(Run& run, uint32_t q, uint64_t i, const Slots& s, uint64_t size, Op op) {
+NTSTATUS post_one(Run& run, uint32_t q, uint64_t i, const Slots& s, uint64_t size, Op op,
+                  uint32_t flags = 0) {
   Qp* qp = run.ep.qps[q];
   NdkSge sge{run.ep.buf.data() + s.offset(q, i), static_cast<uint32_t>(size),
              run.ep.mr->get_local_token()};
@@ -54,11 +55,11 @@ NTSTATUS post_one(Run& run, uint32_t q, uint64_t i, const Slots& s, uint64_t siz
   void* ctx = reinterpret_cast<void*>(static_cast<uintptr_t>(i));
   switch (op) {
     case Op::kWrite:
-      return qp->write(ctx, &sge, 1, raddr, run.peer[q].rkey, 0);
+      return qp->write(ctx, &sge, 1, raddr, run.peer[q].rkey, flags);
     case Op::kRead:
-      return qp->read(ctx, &sge, 1, raddr, run.peer[q].rkey, 0);
+      return qp->read(ctx, &sge, 1, raddr, run.peer[q].rkey, flags);
     case Op::kSend:
-      return qp->send(ctx, &sge, 1, 0);
+      return qp->send(ctx, &sge, 1, flags);
   }
   return STATUS_INVALID_PARAMETER;
 }
@@ -149,24 +150,38 @@ Row client_bw(Run& run, uint64_t size, uint64_t iters) {
   while (true) {
     run.rt->poll();
     if (posting) {
-      // Up to 64 posts per pass, visiting at most 2 x 64 QPs, so 100,000 QPs cost no full scan.
+      // Up to 64 posts per pass, visiting at most 2 x 64 QPs, so 100,000 QPs cost no full scan;
+      // the pass ends early once every QP in a row had no room (with its window full, one QP was
+      // otherwise looked at 128 times per pass for nothing: a fifth of the client's time at
+      // 1 QP). A QP with room gets as many posts as it takes at once, as perftest fills each
+      // QP's TX depth, all but the last with NDK_OP_FLAG_DEFER: the engine's doorbell rings once
+      // per run of posts instead of once per post (a locked exchange each).
       unsigned budget = 64, visits = 128;
-      while (budget > 0 && visits-- > 0 && total_out < cap) {
+      uint32_t full_in_a_row = 0;
+      while (budget > 0 && visits-- > 0 && total_out < cap && full_in_a_row < nq) {
         const uint32_t q = cursor;
         cursor = cursor + 1 == nq ? 0 : cursor + 1;
-        if (outstanding[q] >= run.ep.qp_depth || (!t.duration_s && posted[q] >= iters)) continue;
-        const NTSTATUS st = post_one(run, q, posted[q], s, size, t.op);
-        if (st == STATUS_INSUFFICIENT_RESOURCES) continue;  // queue full: later
-        if (st != STATUS_SUCCESS) {
+        uint64_t room = outstanding[q] < run.ep.qp_depth ? run.ep.qp_depth - outstanding[q] : 0;
+        if (!t.duration_s) room = std::min<uint64_t>(room, iters - posted[q]);
+        room = std::min<uint64_t>({room, budget, cap - total_out});
+        uint64_t k = 0;
+        NTSTATUS st = STATUS_SUCCESS;
+        for (; k < room; ++k) {
+          st = post_one(run, q, posted[q], s, size, t.op, k + 1 < room ? NDK_OP_FLAG_DEFER : 0);
+          // A failed post hands the deferred ones before it to the engine (NDK DEFER).
+          if (st != STATUS_SUCCESS) break;
+          outstanding[q]++;
+          posted[q]++;
+          ++total_posted;
+          ++total_out;
+          --budget;
+        }
+        if (st != STATUS_SUCCESS && st != STATUS_INSUFFICIENT_RESOURCES) {
           r.ok = false;
           r.error = "post: " + std::string(status_name(st));
           return r;
         }
-        outstanding[q]++;
-        posted[q]++;
-        ++total_posted;
-        ++total_out;
-        --budget;
+        full_in_a_row = k == 0 ? full_in_a_row + 1 : 0;  // no room, or the queue full: later
       }
       if (t.duration_s ? clock::now() >= stop : total_posted == iters * nq) posting = false;
     }
