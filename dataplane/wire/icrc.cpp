@@ -137,6 +137,21 @@ __attribute__((target("pclmul,sse4.1"))) inline std::uint32_t mulmod_clmul(std::
 
 const bool kHavePclmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1") &&
                          __builtin_cpu_supports("ssse3");
+const bool kHaveAvx = __builtin_cpu_supports("avx");
+
+// ISA-L's CRC on a CPU with VPCLMULQDQ folds inputs of 256 bytes and more in 512-bit registers
+// and returns with their upper halves dirty. Every SSE (non-VEX) instruction after that, in our
+// fold, in the payload copies and header writes of the next frame, then pays a transition
+// penalty until the state is cleared: on such a CPU a 256-byte WRITE ran at half the rate of a
+// 192-byte one, with crc32_gzip_refl and the SSE code around it three to four times slower.
+// One VZEROUPPER after the call ends it.
+__attribute__((target("avx"))) void clear_upper_vector_state() { _mm256_zeroupper(); }
+
+std::uint32_t isal_crc(std::uint32_t crc, const std::uint8_t* p, std::size_t n) {
+  crc = crc32_gzip_refl(crc, p, n);
+  if (n >= 256 && kHaveAvx) clear_upper_vector_state();
+  return crc;
+}
 
 // The masked words of an IPv4 prefix: offsets and masks (little-endian words):
 // IP byte 1 (TOS); IP 8 (TTL), 10, 11 (checksum); UDP 6, 7; BTH 4.
@@ -346,7 +361,7 @@ ROCEDP_CLMUL std::uint32_t icrc_ipv4_clmul(const std::uint8_t* l3, std::size_t l
                     _mm_or_si128(load128(l3 + 24), _mm_set_epi64x(0xFF, 0xFFFF0000)));
   // One accumulator is bound by the multiplier's latency (a block per ~7 cycles); ISA-L keeps
   // eight in flight. So past a few blocks the rest goes to ISA-L, chained on the masked prefix.
-  if (len - 40 > kOwnFoldMax) return crc32_gzip_refl(~reduce128(a), l3 + 40, len - 40);
+  if (len - 40 > kOwnFoldMax) return isal_crc(~reduce128(a), l3 + 40, len - 40);
   return ~reduce128(fold_rest(a, l3 + 40, len - 40));
 }
 
@@ -370,9 +385,9 @@ std::uint32_t icrc_compute(Bytes l3, std::span<const Bytes> more) {
     for (const Bytes& seg : more) total += seg.size();
     if (total < kPowMaxBytes) [[likely]] {
       const std::uint32_t correction = ipv4_correction5_clmul(l3.data(), total);
-      std::uint32_t crc = crc32_gzip_refl(kIcrcSeed, l3.data(), l3.size());
+      std::uint32_t crc = isal_crc(kIcrcSeed, l3.data(), l3.size());
       for (const Bytes& seg : more) {
-        if (!seg.empty()) crc = crc32_gzip_refl(crc, seg.data(), seg.size());
+        if (!seg.empty()) crc = isal_crc(crc, seg.data(), seg.size());
       }
       return crc ^ correction;
     }
@@ -389,9 +404,9 @@ std::uint32_t icrc_compute(Bytes l3, std::span<const Bytes> more) {
     // The masking correction first (independent of the long CRC, so the CPU
     // overlaps the two), then one pass over the bytes as they are.
     const std::uint32_t correction = ipv4_correction_any(l3.data(), ip_len, total);
-    std::uint32_t crc = crc32_gzip_refl(kIcrcSeed, l3.data(), l3.size());
+    std::uint32_t crc = isal_crc(kIcrcSeed, l3.data(), l3.size());
     for (const Bytes& seg : more) {
-      if (!seg.empty()) crc = crc32_gzip_refl(crc, seg.data(), seg.size());
+      if (!seg.empty()) crc = isal_crc(crc, seg.data(), seg.size());
     }
     return crc ^ correction;
   }
@@ -400,10 +415,10 @@ std::uint32_t icrc_compute(Bytes l3, std::span<const Bytes> more) {
   std::uint8_t tmp[kMaxPrefix];
   std::memcpy(tmp, l3.data(), prefix);
   mask_prefix(tmp, ip_len, ipv6);
-  std::uint32_t crc = crc32_gzip_refl(kIcrcSeed, tmp, prefix);
-  if (l3.size() > prefix) crc = crc32_gzip_refl(crc, l3.data() + prefix, l3.size() - prefix);
+  std::uint32_t crc = isal_crc(kIcrcSeed, tmp, prefix);
+  if (l3.size() > prefix) crc = isal_crc(crc, l3.data() + prefix, l3.size() - prefix);
   for (const Bytes& seg : more) {
-    if (!seg.empty()) crc = crc32_gzip_refl(crc, seg.data(), seg.size());
+    if (!seg.empty()) crc = isal_crc(crc, seg.data(), seg.size());
   }
   return crc;
 }
@@ -420,7 +435,7 @@ std::uint32_t crc32_refl(std::uint32_t crc, Bytes data) {
 }
 
 std::uint32_t icrc_extend(std::uint32_t crc, Bytes more) {
-  return more.empty() ? crc : crc32_gzip_refl(crc, more.data(), more.size());
+  return more.empty() ? crc : isal_crc(crc, more.data(), more.size());
 }
 
 bool icrc_verify(Bytes l3_with_icrc) {
