@@ -145,7 +145,9 @@ const bool kHaveAvx = __builtin_cpu_supports("avx");
 // penalty until the state is cleared: on such a CPU a 256-byte WRITE ran at half the rate of a
 // 192-byte one, with crc32_gzip_refl and the SSE code around it three to four times slower.
 // One VZEROUPPER after the call ends it.
-__attribute__((target("avx"))) void clear_upper_vector_state() { _mm256_zeroupper(); }
+__attribute__((target("avx"))) void clear_upper_vector_state() {
+  _mm256_zeroupper();
+}
 
 std::uint32_t isal_crc(std::uint32_t crc, const std::uint8_t* p, std::size_t n) {
   crc = crc32_gzip_refl(crc, p, n);
