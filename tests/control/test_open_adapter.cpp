@@ -15,6 +15,7 @@
 #include <string>
 
 #include "rocedp/rocedp.hpp"
+#include "tests/common/runtime_dir.hpp"
 
 namespace rocedp {
 namespace {
@@ -68,10 +69,10 @@ TEST(OpenAdapter, RuntimeReportsLinkResolvesNeighboursAndCountsItsEngine) {
   logging.file = (dir.path / "rocedp.log").string();
   configure_logging(logging);
 
+  const test::RuntimeDirRemover runtime_dir("rdp-open-adapter-" + std::to_string(getpid()));
   config::Config cfg;
   std::string error;
-  ASSERT_TRUE(load_config_file(
-      dir.write("rt.yaml", yaml("rdp-open-adapter-" + std::to_string(getpid()))), &cfg, &error))
+  ASSERT_TRUE(load_config_file(dir.write("rt.yaml", yaml(runtime_dir.prefix())), &cfg, &error))
       << error;
   OpenOptions options;
   options.program = "test_open_adapter";

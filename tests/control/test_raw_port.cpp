@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/runtime_dir.hpp"
+
 namespace rocedp::control {
 namespace {
 
@@ -27,6 +29,7 @@ void record(void* ctx, const uint8_t* frame, uint16_t len) {
 }
 
 TEST(RawPort, SendsFramesWithTheHeaderAndLengthsAndReceivesOrBouncesThem) {
+  const test::RuntimeDirRemover runtime_dir("rdp-raw-port-" + std::to_string(getpid()));
   config::Config cfg;
   config::PortConfig p;
   p.name = "loop0";
@@ -37,7 +40,7 @@ TEST(RawPort, SendsFramesWithTheHeaderAndLengthsAndReceivesOrBouncesThem) {
   cfg.eal.lcores = {0};
   cfg.eal.main_lcore = 0;
   cfg.eal.memory_mb = 256;
-  cfg.eal.file_prefix = "rdp-raw-port-" + std::to_string(getpid());
+  cfg.eal.file_prefix = runtime_dir.prefix();
   cfg.eal.extra_args = {"--no-pci", "--no-telemetry"};
   cfg.dataplane.lcores = {0};
   cfg.dataplane.mbuf_count = 4095;
