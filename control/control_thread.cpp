@@ -239,7 +239,7 @@ void ControlThread::loop() {
       nap = kIdleNapMin;
     } else {
       nap_st(nap);
-      nap = std::min(nap * 2, std::chrono::duration_cast<decltype(nap)>(kIdleNapMax));
+      nap = std::min(nap * 2, kIdleNapMax);
     }
   }
   // Whatever the cores still handed us goes back to the pool before the pool is freed.

@@ -76,8 +76,10 @@ class MemifGuard {
   // Watcher thread: one look at the link; takes or lets go of the lock as needed. Returns how
   // soon the link wants the next look (memif_guard.cpp, kWatchPeriod).
   std::chrono::microseconds step();
-  bool connected() const {  // pmd_internals.flags bit 1 (memif_guard.cpp checks the layout)
-    return (__atomic_load_n(flags_, __ATOMIC_ACQUIRE) & (1u << 1)) != 0;
+  // pmd_internals.flags: ETH_MEMIF_FLAG_CONNECTED (memif_guard.cpp checks the layout).
+  static constexpr uint32_t kFlagConnected = 1u << 1;
+  bool connected() const {
+    return (__atomic_load_n(flags_, __ATOMIC_ACQUIRE) & kFlagConnected) != 0;
   }
   bool disconnected() const;  // memif_disconnect has run to its end
 

@@ -10,7 +10,6 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -18,6 +17,7 @@
 #include "pmd/eal.hpp"
 #include "pmd/log.hpp"
 #include "pmd/packet_pool.hpp"
+#include "tests/common/runtime_dir.hpp"
 
 namespace rocedp::pmd {
 namespace {
@@ -50,14 +50,6 @@ std::string existing_2m_hugetlbfs() {
     }
   }
   return "";
-}
-
-// EAL's runtime directory: /var/run/dpdk/PREFIX as root, else under XDG_RUNTIME_DIR or /tmp.
-void remove_runtime_dir(const std::string& prefix) {
-  std::error_code ec;
-  std::filesystem::remove_all("/var/run/dpdk/" + prefix, ec);
-  const char* xdg = std::getenv("XDG_RUNTIME_DIR");
-  std::filesystem::remove_all(std::string(xdg != nullptr ? xdg : "/tmp") + "/dpdk/" + prefix, ec);
 }
 
 // Everything the test changed on the machine, undone in reverse order whatever happens.
@@ -125,7 +117,7 @@ TEST(EalHugepages, StartsOnReservedTwoMegabytePagesAndServesPoolsFromThem) {
   }
   eal_cleanup();
   EXPECT_FALSE(eal_initialised());
-  remove_runtime_dir(cfg.eal.file_prefix);
+  test::remove_runtime_dir(cfg.eal.file_prefix);
 }
 
 TEST(EalInit, RunsOncePerProcess) {
@@ -140,7 +132,7 @@ TEST(EalInit, RunsOncePerProcess) {
   EXPECT_FALSE(eal_init(cfg, "pmd-once-test", &error));
   EXPECT_NE(error.find("already initialised"), std::string::npos) << error;
   if (first) eal_cleanup();
-  remove_runtime_dir(cfg.eal.file_prefix);
+  test::remove_runtime_dir(cfg.eal.file_prefix);
 }
 
 }  // namespace
