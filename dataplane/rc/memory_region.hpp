@@ -72,6 +72,18 @@ struct MrView {
   uint32_t parent = 0;  ///< memory window: token of the region it is bound to
 };
 
+/// A check that passed, remembered by the one core that owns a QP, for that QP (so one protection
+/// domain): the region's token, the entry's seqlock sequence when it was read, and what it
+/// granted. Every change to an entry moves its sequence, so while the sequence is unchanged the
+/// region is exactly as checked and the next check of the same token is one load and the bounds.
+struct MrMemo {
+  uint32_t token = 0;
+  uint32_t seq = 0;
+  uint32_t access = 0;  ///< empty memo: grants nothing, so it never passes a check
+  uint64_t base = 0;
+  uint64_t length = 0;
+};
+
 inline constexpr uint32_t kMrTokenGenerationBits = 8;
 inline constexpr uint32_t kMrMaxEntries = 1u << 24;  // 24-bit index
 inline constexpr uint64_t kFrmrPageSize = 4096;
@@ -178,6 +190,19 @@ class MemoryRegionTable {
     }
     return check_slow(token, pd, address, length, access, fault);
   }
+  /// check_local for a QP's per-packet checks: the same result, through `memo` (that QP's) when
+  /// the token is the one it last passed and its entry has not changed since.
+  NTSTATUS check_local(MrMemo& memo, uint32_t token, uint32_t pd, uint64_t address, uint64_t length,
+                       uint32_t access) const {
+    if (token == memo.token && (memo.access & access) == access && address >= memo.base &&
+        length <= memo.length && address - memo.base <= memo.length - length &&
+        entries_[mr_token_index(token)].seq.load(std::memory_order_acquire) == memo.seq)
+        [[likely]] {
+      return STATUS_SUCCESS;
+    }
+    if (length == 0 || check_fast(token, pd, address, length, access, &memo)) return STATUS_SUCCESS;
+    return check_slow(token, pd, address, length, access, nullptr);
+  }
   /// Remote access by a peer (responder side, before writing or reading a byte): same result;
   /// the responder answers STATUS_ACCESS_VIOLATION with a NAK remote access error.
   /// A zero-length RDMA carries no meaningful R_Key and passes (IBTA; rxe skips the check too).
@@ -206,8 +231,9 @@ class MemoryRegionTable {
   /// generation, PD, rights and bounds. True only for a live region (not a window) that passes
   /// every check; anything else (a window, a writer in the entry, a failure) goes to check_slow,
   /// which decides and names the fault.
-  bool check_fast(uint32_t token, uint32_t pd, uint64_t address, uint64_t length,
-                  uint32_t access) const {
+  /// On success, `memo` (if given) remembers the region as read.
+  bool check_fast(uint32_t token, uint32_t pd, uint64_t address, uint64_t length, uint32_t access,
+                  MrMemo* memo = nullptr) const {
     using namespace mr_detail;
     const uint32_t index = mr_token_index(token);
     if (index >= capacity_) [[unlikely]]
@@ -220,10 +246,13 @@ class MemoryRegionTable {
     const uint32_t epd = e.pd.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
     const uint32_t state = meta_state(meta);
-    return e.seq.load(std::memory_order_relaxed) == s1 && (s1 & 1) == 0 &&
-           (state == kValid || state == kFrValid) && meta_gen(meta) == mr_token_generation(token) &&
-           epd == pd && (meta_access(meta) & access) == access && address >= base &&
-           length <= len && address - base <= len - length;
+    const bool ok = e.seq.load(std::memory_order_relaxed) == s1 && (s1 & 1) == 0 &&
+                    (state == kValid || state == kFrValid) &&
+                    meta_gen(meta) == mr_token_generation(token) && epd == pd &&
+                    (meta_access(meta) & access) == access && address >= base && length <= len &&
+                    address - base <= len - length;
+    if (ok && memo != nullptr) *memo = MrMemo{token, s1, meta_access(meta), base, len};
+    return ok;
   }
   NTSTATUS check_slow(uint32_t token, uint32_t pd, uint64_t address, uint64_t length,
                       uint32_t access, MrFault* fault) const;

@@ -302,6 +302,7 @@ struct RequesterState {
   RequesterCursor cur;
   uint32_t max_psn_sent = 0;  ///< highest PSN ever sent + 1 (for retransmit accounting)
   uint32_t rd_atomic_outstanding = 0;
+  MrMemo local_mr;  ///< the SGE region last checked (MemoryRegionTable::check_local)
 };
 
 struct CompleterState {

@@ -90,7 +90,7 @@ Admit admit(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, WcError
     for (uint32_t i = 0; i < w.sge_count; ++i) {
       const NdkSge& s = w.sge[i];
       if (s.length == 0) continue;
-      if (ctx.mrs->check_local(s.memory_region_token, qp.params().pd,
+      if (ctx.mrs->check_local(qp.req.local_mr, s.memory_region_token, qp.params().pd,
                                reinterpret_cast<uint64_t>(s.virtual_address), s.length,
                                access) != STATUS_SUCCESS) {
         *err = WcError::kLocalProtection;
@@ -228,6 +228,104 @@ bool send_one(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m,
   return true;
 }
 
+enum class Single : uint8_t { kGeneral, kSent, kStop };
+
+// Bookkeeping of a packet sent for the first time that asks for an ACK (send_one's, for the
+// single-packet case): RTT sample (Karn), cursor past it.
+void sent_first(QueuePair& qp, uint32_t psn, uint32_t next_psn, uint64_t now_ns) {
+  qp.comp.last_tx_ns = now_ns;
+  if (!qp.comp.rtt_timing) {
+    qp.comp.rtt_timing = true;
+    qp.comp.rtt_psn = psn;
+    qp.comp.rtt_start_ns = now_ns;
+  }
+  qp.req.cur.psn = qp.req.max_psn_sent = next_psn;
+  ++qp.req.cur.wqe;
+}
+
+// send_single's READ: one request for the whole message, its response PSNs reserved.
+Single send_read(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, uint64_t now_ns,
+                 uint32_t len) {
+  const uint32_t psn = qp.req.cur.psn;
+  TxPacket pkt;
+  pkt.psn = psn;
+  pkt.opcode = kRcReadRequest;
+  pkt.ack_req = true;
+  pkt.set_reth(w.remote_address, w.remote_token, len);
+  if (!transmit(qp, ctx, pkt, TxPayload{})) return Single::kStop;
+  m = WqeMeta{};
+  m.started = true;
+  m.rd_atomic = true;
+  m.first_psn = psn;
+  m.last_psn = psn::psn_add(psn, packets_for(len, qp.conn().path_mtu) - 1);
+  m.length = len;
+  ++qp.req.rd_atomic_outstanding;
+  sent_first(qp, psn, psn::psn_next(m.last_psn), now_ns);
+  return Single::kSent;
+}
+
+// The common case in one pass: a WRITE or SEND of one packet, or a READ, reached for the first
+// time, with the checks admit() and send_one() make for it. kGeneral (nothing changed) for
+// anything else, or for a check that fails, so that the general path decides it and reports it.
+Single send_single(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, uint64_t now_ns) {
+  const bool write = w.opcode == SendOpcode::kWrite;
+  const bool read = w.opcode == SendOpcode::kRead;
+  if (!write && !read && w.opcode != SendOpcode::kSend) return Single::kGeneral;
+  const bool inl = !read && (w.flags & NDK_OP_FLAG_INLINE) != 0;
+  if (!inl && w.sge_count != 1) return Single::kGeneral;
+  const uint32_t len = inl ? w.inline_length : w.sge[0].length;
+  RequesterCursor& cur = qp.req.cur;
+  const QpConnectParams& c = qp.conn();
+  // A WQE not started yet follows everything sent, so this is never a retransmission.
+  if ((read ? len > kMaxMessageBytes : len > c.path_mtu) || cur.psn != qp.req.max_psn_sent)
+    return Single::kGeneral;
+  // The general path waits for the fence and the outbound READ limit, or fails a READ without one.
+  const uint32_t outstanding = qp.req.rd_atomic_outstanding;
+  if (outstanding != 0 &&
+      ((w.flags & NDK_OP_FLAG_READ_FENCE) != 0 || (read && outstanding >= c.outbound_read_limit))) {
+    return Single::kGeneral;
+  }
+  if (read && c.outbound_read_limit == 0) return Single::kGeneral;
+  if (!inl &&
+      ctx.mrs->check_local(qp.req.local_mr, w.sge[0].memory_region_token, qp.params().pd,
+                           reinterpret_cast<uint64_t>(w.sge[0].virtual_address), len,
+                           read ? kMrAccessLocalWrite : kMrAccessLocalRead) != STATUS_SUCCESS) {
+    return Single::kGeneral;
+  }
+  const uint32_t psn = cur.psn;
+  if (psn::psn_forward(qp.comp.unacked_psn, psn) >= qp.comp.window) return Single::kStop;
+  if (qp.comp.probing && psn != qp.comp.unacked_psn) [[unlikely]]
+    return Single::kStop;
+  if (read) return send_read(qp, ctx, w, m, now_ns, len);
+  TxPacket pkt;
+  pkt.psn = psn;
+  pkt.ack_req = true;
+  const bool imm = w.has_immediate;
+  if (write) {
+    pkt.opcode = imm ? kRcWriteOnlyImm : kRcWriteOnly;
+    pkt.set_reth(w.remote_address, w.remote_token, len);
+  } else {
+    pkt.opcode = imm ? kRcSendOnlyImm : kRcSendOnly;
+  }
+  if (imm) pkt.add_be32(w.immediate);
+  pkt.se = (w.flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT) != 0 && (!write || imm);
+  TxPayload pl;
+  pl.length = len;
+  if (inl) {
+    pl.flat = w.inline_data;
+  } else {
+    pl.sges = w.sge;
+    pl.sge_count = 1;
+  }
+  if (!transmit(qp, ctx, pkt, pl)) return Single::kStop;
+  m = WqeMeta{};
+  m.started = true;
+  m.first_psn = m.last_psn = psn;
+  m.length = len;
+  sent_first(qp, psn, psn::psn_next(psn), now_ns);
+  return Single::kSent;
+}
+
 }  // namespace
 
 namespace {
@@ -238,6 +336,12 @@ namespace {
     const SendWqe& w = qp.sq_at(qp.req.cur.wqe);
     WqeMeta& m = qp.meta_at(qp.req.cur.wqe);
     if (!m.started) {
+      const Single r = send_single(qp, ctx, w, m, now_ns);
+      if (r == Single::kSent) {
+        ++sent;
+        continue;
+      }
+      if (r == Single::kStop) break;
       WcError err = WcError::kSuccess;
       const Admit a = admit(qp, ctx, w, m, &err);
       if (a == Admit::kWait) break;

@@ -181,6 +181,59 @@ TEST(MemoryRegion, FastRegisterAndInvalidateStateMachine) {
   EXPECT_EQ(t->fast_register(reg.local, addr(other.data()), 64, 0), STATUS_INVALID_DEVICE_REQUEST);
 }
 
+// A QP's memo passes what the table passes and nothing else: a changed entry (invalidated,
+// registered again with other bounds, deregistered) is read again, and bounds and rights are
+// checked against the memo on every call.
+TEST(MemoryRegion, MemoizedChecksFollowEveryChangeOfTheEntry) {
+  auto t = make_table();
+  std::vector<uint8_t> buf(2 * 4096);
+  const uint64_t base = addr(buf.data());
+  MrTokens tok;
+  ASSERT_EQ(t->create_fast_register(kPd, 2, true, &tok), STATUS_SUCCESS);
+  MrMemo memo;
+  EXPECT_EQ(t->check_local(memo, tok.local, kPd, base, 8, kMrAccessLocalRead),
+            STATUS_ACCESS_VIOLATION);  // not registered yet: nothing remembered
+  EXPECT_EQ(memo.token, 0u);
+  ASSERT_EQ(t->fast_register(tok.local, base, 8192, NDK_MR_FLAG_ALLOW_REMOTE_READ), STATUS_SUCCESS);
+  EXPECT_EQ(t->check_local(memo, tok.local, kPd, base, 8192, kMrAccessLocalRead), STATUS_SUCCESS);
+  EXPECT_EQ(memo.token, tok.local);
+  // The memo answers now; bounds and rights still apply.
+  EXPECT_EQ(t->check_local(memo, tok.local, kPd, base + 8184, 8, kMrAccessLocalRead),
+            STATUS_SUCCESS);
+  EXPECT_EQ(t->check_local(memo, tok.local, kPd, base + 8185, 8, kMrAccessLocalRead),
+            STATUS_ACCESS_VIOLATION);
+  EXPECT_EQ(t->check_local(memo, tok.local, kPd, base - 1, 8, kMrAccessLocalRead),
+            STATUS_ACCESS_VIOLATION);
+  EXPECT_EQ(t->check_local(memo, tok.local, kPd, base, 8, kMrAccessLocalWrite),
+            STATUS_ACCESS_VIOLATION);
+  EXPECT_EQ(t->check_local(memo, tok.local, kPd, base + 8, ~0ull, kMrAccessLocalRead),
+            STATUS_ACCESS_VIOLATION);
+  // Invalidated: refused although the memo holds the token.
+  ASSERT_EQ(t->invalidate(tok.local), STATUS_SUCCESS);
+  EXPECT_EQ(t->check_local(memo, tok.local, kPd, base, 8, kMrAccessLocalRead),
+            STATUS_ACCESS_VIOLATION);
+  // Registered again, on the second page only, with local write.
+  ASSERT_EQ(t->fast_register(tok.local, base + 4096, 4096, NDK_MR_FLAG_ALLOW_LOCAL_WRITE),
+            STATUS_SUCCESS);
+  EXPECT_EQ(t->check_local(memo, tok.local, kPd, base, 8, kMrAccessLocalRead),
+            STATUS_ACCESS_VIOLATION);
+  EXPECT_EQ(t->check_local(memo, tok.local, kPd, base + 4096, 8, kMrAccessLocalWrite),
+            STATUS_SUCCESS);
+  // Another region replaces the memo; the first one, deregistered, no longer passes.
+  MrTokens reg;
+  ASSERT_EQ(t->register_mr(kPd, buf.data(), 64, 0, &reg), STATUS_SUCCESS);
+  EXPECT_EQ(t->check_local(memo, reg.local, kPd, base, 64, kMrAccessLocalRead), STATUS_SUCCESS);
+  EXPECT_EQ(memo.token, reg.local);
+  ASSERT_EQ(t->deregister(reg.local), STATUS_SUCCESS);
+  EXPECT_EQ(t->check_local(memo, reg.local, kPd, base, 64, kMrAccessLocalRead),
+            STATUS_ACCESS_VIOLATION);
+  // A memory window grants no local access and is never remembered.
+  uint32_t mw = 0;
+  ASSERT_EQ(t->create_window(kPd, &mw), STATUS_SUCCESS);
+  EXPECT_EQ(t->check_local(memo, mw, kPd, base, 8, kMrAccessLocalRead), STATUS_ACCESS_VIOLATION);
+  EXPECT_EQ(memo.token, reg.local);
+}
+
 TEST(MemoryRegion, FastRegisterWithoutRemoteAccessRefusesRemoteRights) {
   auto t = make_table();
   std::vector<uint8_t> buf(4096);

@@ -81,6 +81,53 @@ TEST_F(Errors, LocalProtectionErrorOnABadSge) {
   EXPECT_EQ(sc[0].provider_error_code, 4u);
 }
 
+// The requester remembers the source region it last checked: a region deregistered after a WRITE
+// from it went out must still fail the next WRITE from it (local protection), and a READ into a
+// region without local write must fail although a WRITE from it passed.
+TEST_F(Errors, LocalProtectionErrorAfterTheRegionIsDeregistered) {
+  make();
+  Buffer& src = a.buffer(64);
+  Buffer& dst = b.buffer(64);
+  SendWqe wr = send_wqe(SendOpcode::kWrite, tag(1), {src.sge(0, 64)});
+  wr.remote_address = dst.va();
+  wr.remote_token = dst.tokens.remote;
+  ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
+  w.settle();
+  auto sc = qa->send_cqes();
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, STATUS_SUCCESS);
+  ASSERT_EQ(a.mrs->deregister(src.tokens.local), STATUS_SUCCESS);
+  wr.request_context = tag(2);
+  ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
+  a.eng->poll_st(w.now);
+  EXPECT_TRUE(a.tx.empty()) << "nothing may be sent from a deregistered region";
+  sc = qa->send_cqes();
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, STATUS_ACCESS_VIOLATION);
+  EXPECT_EQ(sc[0].provider_error_code, 4u);
+}
+
+TEST_F(Errors, ReadIntoARegionWithoutLocalWriteFailsAfterAWriteFromIt) {
+  make();
+  Buffer& src = a.buffer(64, 0);  // local read only
+  Buffer& dst = b.buffer(64);
+  SendWqe wr = send_wqe(SendOpcode::kWrite, tag(1), {src.sge(0, 64)});
+  wr.remote_address = dst.va();
+  wr.remote_token = dst.tokens.remote;
+  ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
+  w.settle();
+  ASSERT_EQ(qa->send_cqes().size(), 1u);
+  SendWqe rd = send_wqe(SendOpcode::kRead, tag(2), {src.sge(0, 64)});
+  rd.remote_address = dst.va();
+  rd.remote_token = dst.tokens.remote;
+  ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
+  a.eng->poll_st(w.now);
+  EXPECT_TRUE(a.tx.empty());
+  auto sc = qa->send_cqes();
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, STATUS_ACCESS_VIOLATION);
+}
+
 TEST_F(Errors, RnrThenSuccessWhenAReceiveIsPosted) {
   ConnectOptions o;
   o.min_rnr_timer = 14;  // 1.28 ms
