@@ -249,6 +249,8 @@ constexpr std::uint32_t xpow_mod(std::uint32_t n) {
 constexpr std::uint64_t clmul_const(std::uint32_t n) {
   return std::uint64_t{xpow_mod(n)} << 1;
 }
+// Folding forward by 256 bits (two interleaved chains, icrc_ipv4_clmul): x^(320-32), x^(256-32).
+constexpr std::uint64_t kFold2First = clmul_const(288), kFold2Second = clmul_const(224);
 constexpr std::uint64_t kFoldFirst = clmul_const(160), kFoldSecond = clmul_const(96),
                         kReduce96 = clmul_const(96), kReduce64 = clmul_const(64);
 // Barrett's mu = floor(x^64 / P) (33 bits) and P itself, x^d at bit 32 - d.
@@ -356,15 +358,39 @@ ROCEDP_CLMUL std::uint32_t icrc_ipv4_clmul(const std::uint8_t* l3, std::size_t l
   const __m128i k = fold_constants();
   // Block 0: the 8 bytes of 0xFF (the first 4 XORed with the initial register ~0, so 0), then
   // IP bytes 0-7 with the TOS masked.
-  __m128i a = _mm_set_epi64x(static_cast<long long>(w | 0xFF00u),
-                             static_cast<long long>(0xFFFFFFFF00000000ull));
-  a = _mm_xor_si128(fold128(a, k), _mm_or_si128(load128(l3 + 8), _mm_set_epi64x(0, 0xFFFF00FF)));
-  a = _mm_xor_si128(fold128(a, k),
-                    _mm_or_si128(load128(l3 + 24), _mm_set_epi64x(0xFF, 0xFFFF0000)));
-  // One accumulator is bound by the multiplier's latency (a block per ~7 cycles); ISA-L keeps
+  const __m128i s0 = _mm_set_epi64x(static_cast<long long>(w | 0xFF00u),
+                                    static_cast<long long>(0xFFFFFFFF00000000ull));
+  // Blocks 1 and 2: IP bytes 8-23 and 24-39 with their masked bytes at 1s.
+  const __m128i s1 = _mm_or_si128(load128(l3 + 8), _mm_set_epi64x(0, 0xFFFF00FF));
+  const __m128i s2 = _mm_or_si128(load128(l3 + 24), _mm_set_epi64x(0xFF, 0xFFFF0000));
+  __m128i a;
+  // One chain of folds is bound by the multiplier's latency (a block per ~7 cycles); ISA-L keeps
   // eight in flight. So past a few blocks the rest goes to ISA-L, chained on the masked prefix.
-  if (len - 40 > kOwnFoldMax) return isal_crc(~reduce128(a), l3 + 40, len - 40);
-  return ~reduce128(fold_rest(a, l3 + 40, len - 40));
+  if (len - 40 > kOwnFoldMax) [[unlikely]] {
+    a = _mm_xor_si128(fold128(_mm_xor_si128(fold128(s0, k), s1), k), s2);
+    return isal_crc(~reduce128(a), l3 + 40, len - 40);
+  }
+  // Two chains halve that latency: x takes the even blocks, y the odd ones, each folded forward
+  // by two blocks; then the one whose last block comes first joins the other.
+  const __m128i k2 =
+      _mm_set_epi64x(static_cast<long long>(kFold2Second), static_cast<long long>(kFold2First));
+  __m128i y = s1;
+  __m128i x = _mm_xor_si128(fold128(s0, k2), s2);
+  const std::uint8_t* p = l3 + 40;
+  std::size_t n = len - 40;
+  for (; n >= 32; p += 32, n -= 32) {
+    y = _mm_xor_si128(fold128(y, k2), load128(p));
+    x = _mm_xor_si128(fold128(x, k2), load128(p + 16));
+  }
+  if (n >= 16) {
+    y = _mm_xor_si128(fold128(y, k2), load128(p));
+    a = _mm_xor_si128(fold128(x, k), y);
+    p += 16;
+    n -= 16;
+  } else {
+    a = _mm_xor_si128(fold128(y, k), x);
+  }
+  return ~reduce128(fold_rest(a, p, n));
 }
 
 #undef ROCEDP_CLMUL
