@@ -552,6 +552,28 @@ bool init_send(rc::SendWqe& w, rc::SendOpcode opcode, void* request_context, con
   return true;
 }
 
+// A send-queue request written straight into its ring slot (SendQueue::claim_in_place); INLINE
+// requests go through post(), which copies the data from the caller's SGEs. `fill` writes the
+// opcode's own fields.
+template <typename Fill>
+NTSTATUS post_in_place(rc::SendQueue& sq, rc::SendOpcode opcode, void* request_context,
+                       const NdkSge* sgl, uint32_t n, uint32_t flags, Fill fill) {
+  if ((flags & NDK_OP_FLAG_INLINE) != 0) {
+    rc::SendWqe w;
+    if (!init_send(w, opcode, request_context, sgl, n, flags)) return STATUS_INVALID_PARAMETER;
+    fill(w);
+    return sq.post(w);
+  }
+  if (n > rc::kMaxWqeSge || (n != 0 && sgl == nullptr)) return STATUS_INVALID_PARAMETER;
+  NTSTATUS status = STATUS_SUCCESS;
+  rc::SendWqe* w = sq.claim_in_place(n, &status);
+  if (w == nullptr) return status;
+  init_send(*w, opcode, request_context, sgl, n, flags);
+  fill(*w);
+  sq.commit_in_place(flags);
+  return STATUS_SUCCESS;
+}
+
 }  // namespace
 
 NTSTATUS Qp::post_send(const void* wqe) {
@@ -559,29 +581,23 @@ NTSTATUS Qp::post_send(const void* wqe) {
 }
 
 NTSTATUS Qp::send(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint32_t flags) {
-  rc::SendWqe w;
-  if (!init_send(w, rc::SendOpcode::kSend, request_context, sgl, n_sge, flags))
-    return STATUS_INVALID_PARAMETER;
-  return post_send(&w);
+  return post_in_place(*sq_, rc::SendOpcode::kSend, request_context, sgl, n_sge, flags,
+                       [](rc::SendWqe&) {});
 }
 
 NTSTATUS Qp::send_with_immediate(void* request_context, const NdkSge* sgl, uint32_t n_sge,
                                  uint32_t immediate, uint32_t flags) {
-  rc::SendWqe w;
-  if (!init_send(w, rc::SendOpcode::kSend, request_context, sgl, n_sge, flags))
-    return STATUS_INVALID_PARAMETER;
-  w.has_immediate = true;
-  w.immediate = immediate;
-  return post_send(&w);
+  return post_in_place(*sq_, rc::SendOpcode::kSend, request_context, sgl, n_sge, flags,
+                       [immediate](rc::SendWqe& w) {
+                         w.has_immediate = true;
+                         w.immediate = immediate;
+                       });
 }
 
 NTSTATUS Qp::send_and_invalidate(void* request_context, const NdkSge* sgl, uint32_t n_sge,
                                  uint32_t remote_token, uint32_t flags) {
-  rc::SendWqe w;
-  if (!init_send(w, rc::SendOpcode::kSendAndInvalidate, request_context, sgl, n_sge, flags))
-    return STATUS_INVALID_PARAMETER;
-  w.invalidate_token = remote_token;
-  return post_send(&w);
+  return post_in_place(*sq_, rc::SendOpcode::kSendAndInvalidate, request_context, sgl, n_sge, flags,
+                       [remote_token](rc::SendWqe& w) { w.invalidate_token = remote_token; });
 }
 
 NTSTATUS Qp::receive(void* request_context, const NdkSge* sgl, uint32_t n_sge) {
@@ -593,37 +609,33 @@ NTSTATUS Qp::receive(void* request_context, const NdkSge* sgl, uint32_t n_sge) {
 
 NTSTATUS Qp::write(void* request_context, const NdkSge* sgl, uint32_t n_sge,
                    uint64_t remote_address, uint32_t remote_token, uint32_t flags) {
-  rc::SendWqe w;
-  if (!init_send(w, rc::SendOpcode::kWrite, request_context, sgl, n_sge, flags))
-    return STATUS_INVALID_PARAMETER;
-  w.remote_address = remote_address;
-  w.remote_token = remote_token;
-  return post_send(&w);
+  return post_in_place(*sq_, rc::SendOpcode::kWrite, request_context, sgl, n_sge, flags,
+                       [remote_address, remote_token](rc::SendWqe& w) {
+                         w.remote_address = remote_address;
+                         w.remote_token = remote_token;
+                       });
 }
 
 NTSTATUS Qp::write_with_immediate(void* request_context, const NdkSge* sgl, uint32_t n_sge,
                                   uint64_t remote_address, uint32_t remote_token,
                                   uint32_t immediate, uint32_t flags) {
-  rc::SendWqe w;
-  if (!init_send(w, rc::SendOpcode::kWrite, request_context, sgl, n_sge, flags))
-    return STATUS_INVALID_PARAMETER;
-  w.remote_address = remote_address;
-  w.remote_token = remote_token;
-  w.has_immediate = true;
-  w.immediate = immediate;
-  return post_send(&w);
+  return post_in_place(*sq_, rc::SendOpcode::kWrite, request_context, sgl, n_sge, flags,
+                       [remote_address, remote_token, immediate](rc::SendWqe& w) {
+                         w.remote_address = remote_address;
+                         w.remote_token = remote_token;
+                         w.has_immediate = true;
+                         w.immediate = immediate;
+                       });
 }
 
 NTSTATUS Qp::read(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint64_t remote_address,
                   uint32_t remote_token, uint32_t flags) {
-  rc::SendWqe w;
-  if ((flags & NDK_OP_FLAG_INLINE) != 0 ||
-      !init_send(w, rc::SendOpcode::kRead, request_context, sgl, n_sge, flags)) {
-    return STATUS_INVALID_PARAMETER;
-  }
-  w.remote_address = remote_address;
-  w.remote_token = remote_token;
-  return post_send(&w);
+  if ((flags & NDK_OP_FLAG_INLINE) != 0) return STATUS_INVALID_PARAMETER;
+  return post_in_place(*sq_, rc::SendOpcode::kRead, request_context, sgl, n_sge, flags,
+                       [remote_address, remote_token](rc::SendWqe& w) {
+                         w.remote_address = remote_address;
+                         w.remote_token = remote_token;
+                       });
 }
 
 NTSTATUS Qp::compare_swap(void* request_context, const NdkSge& result, uint64_t remote_address,

@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -327,10 +328,34 @@ class SendQueue {
       }
       slot->inline_length = static_cast<uint8_t>(offset);
     }
-    const bool defer = (wqe.flags & NDK_OP_FLAG_DEFER) != 0;
+    commit_in_place(wqe.flags);
+    return STATUS_SUCCESS;
+  }
+
+  /// post() without a staging copy, for a request without NDK_OP_FLAG_INLINE: the slot of the
+  /// next request with every field but the SGEs reset to SendWqe's defaults, or null with
+  /// *status what post() returns for such a request (nothing posted; earlier deferred posts
+  /// published). The caller writes the request into the slot, then calls commit_in_place.
+  /// Why: a request built on the stack and copied whole is read back in 16-byte loads over the
+  /// narrower stores that built it, which the CPU cannot forward: a stall on every post.
+  SendWqe* claim_in_place(uint32_t sge_count, NTSTATUS* status) {
+    *status = connected_.load(std::memory_order_acquire) ? detail::check_sges(sge_count, max_sge_)
+                                                         : STATUS_CONNECTION_INVALID;
+    SendWqe* slot = *status == STATUS_SUCCESS ? ring_->claim() : nullptr;
+    if (slot == nullptr) {
+      if (*status == STATUS_SUCCESS) *status = STATUS_INSUFFICIENT_RESOURCES;
+      flush_deferred();
+      return nullptr;
+    }
+    static constexpr SendWqe kReset{};
+    std::memcpy(static_cast<void*>(slot), &kReset, offsetof(SendWqe, sge));
+    return slot;
+  }
+  /// Publishes the request written into the slot claim_in_place gave (unless NDK_OP_FLAG_DEFER).
+  void commit_in_place(uint32_t flags) {
+    const bool defer = (flags & NDK_OP_FLAG_DEFER) != 0;
     ring_->commit(defer);
     if (!defer) hook_.ring();  // after the tail is published (see Doorbell)
-    return STATUS_SUCCESS;
   }
 
   /// Publishes deferred posts (the consumer ends a DEFER batch without a final plain post).
