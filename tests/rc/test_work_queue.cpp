@@ -118,6 +118,49 @@ TEST(WorkQueue, FailedPostFlushesEarlierDeferredRequests) {
   EXPECT_EQ(sq2->ring().readable_st(), 1u);
 }
 
+// Posting in place: the same statuses as post(), and a reused slot keeps nothing of the request
+// it held before (an immediate, tokens, inline length) except what the caller writes.
+TEST(WorkQueue, InPlacePostsResetTheSlotAndFailLikePost) {
+  auto sq = make_sq(1);  // capacity 1: every post reuses the same slot
+  SendWqe old = write_wqe(7, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+  old.has_immediate = true;
+  old.immediate = 0xABCD;
+  old.compare = 99;
+  ASSERT_EQ(sq->post(old), STATUS_SUCCESS);
+  NTSTATUS status = STATUS_PENDING;
+  EXPECT_EQ(sq->claim_in_place(1, &status), nullptr);
+  EXPECT_EQ(status, STATUS_INSUFFICIENT_RESOURCES);
+  sq->ring().release_st(1);
+  EXPECT_EQ(sq->claim_in_place(kMaxWqeSge + 1, &status), nullptr);
+  EXPECT_EQ(status, STATUS_INVALID_PARAMETER);
+  SendWqe* w = sq->claim_in_place(1, &status);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(status, STATUS_SUCCESS);
+  EXPECT_FALSE(w->has_immediate);
+  EXPECT_EQ(w->immediate, 0u);
+  EXPECT_EQ(w->compare, 0u);
+  EXPECT_EQ(w->flags, 0u);
+  EXPECT_EQ(w->request_context, nullptr);
+  w->opcode = SendOpcode::kWrite;
+  w->request_context = ctx_of(8);
+  w->sge_count = 1;
+  EXPECT_EQ(sq->ring().readable_st(), 0u);  // not published before the commit
+  sq->commit_in_place(0);
+  ASSERT_EQ(sq->ring().readable_st(), 1u);
+  EXPECT_EQ(sq->ring().at_st(0).request_context, ctx_of(8));
+  EXPECT_FALSE(sq->ring().at_st(0).has_immediate);
+  // Refused when not connected; earlier deferred requests are published then, as by post().
+  auto sq2 = make_sq(4);
+  SendWqe* d = sq2->claim_in_place(0, &status);
+  ASSERT_NE(d, nullptr);
+  sq2->commit_in_place(NDK_OP_FLAG_DEFER);
+  EXPECT_EQ(sq2->ring().readable_st(), 0u);
+  sq2->set_connected(false);
+  EXPECT_EQ(sq2->claim_in_place(1, &status), nullptr);
+  EXPECT_EQ(status, STATUS_CONNECTION_INVALID);
+  EXPECT_EQ(sq2->ring().readable_st(), 1u);
+}
+
 TEST(WorkQueue, ReceiveQueueAcceptsPostsBeforeConnect) {
   NTSTATUS status = STATUS_PENDING;
   auto rq = ReceiveQueue::create(2, 1, &status);
