@@ -51,14 +51,18 @@ enum class SendOpcode : uint8_t {
   kBind,          ///< local: bind window `local_token` to region `bind_mr_token` at fr_* (NdkBind)
 };
 
-/// A send-queue (NDK "initiator queue") work request: one ring slot of 120 bytes padded to two
+/// A send-queue (NDK "initiator queue") work request: one ring slot of 112 bytes padded to two
 /// cache lines. Fields that no operation uses together share their bytes (atomic operands with
-/// the fast-register range, the remote token with the local one, the immediate with the tokens a
-/// SEND-with-invalidate or a Bind names); the transport progress of a slot lives beside the ring
-/// (WqeMeta), so a post writes and the requester reads two cache lines per WQE, not three.
+/// the fast-register range, the remote address with its access rights, the remote token with the
+/// local one, the immediate with the tokens a SEND-with-invalidate or a Bind names), so the fields
+/// and the first SGE fill the first line: a post with one SGE writes, and the requester reads, one
+/// cache line of the slot (the transport progress of a slot lives beside the ring, WqeMeta).
 struct alignas(64) SendWqe {
   void* request_context = nullptr;  ///< returned in the completion's RequestContext
-  uint64_t remote_address = 0;      ///< RDMA/atomic target virtual address
+  union {
+    uint64_t remote_address = 0;  ///< RDMA/atomic target virtual address
+    uint32_t fr_access;           ///< fast register / Bind: NDK_MR_FLAG_* access
+  };
   union {
     uint64_t compare = 0;  ///< compare-swap: compare operand
     uint64_t fr_address;   ///< fast register / Bind: region base virtual address
@@ -76,8 +80,7 @@ struct alignas(64) SendWqe {
     uint32_t invalidate_token;  ///< SendAndInvalidate: the peer's token to invalidate
     uint32_t bind_mr_token;     ///< Bind: the region the window (local_token) lends
   };
-  uint32_t fr_access = 0;  ///< fast register / Bind: NDK_MR_FLAG_* access
-  uint32_t flags = 0;      ///< NDK_OP_FLAG_*
+  uint32_t flags = 0;  ///< NDK_OP_FLAG_*
   SendOpcode opcode = SendOpcode::kSend;
   uint8_t sge_count = 0;
   bool has_immediate = false;
@@ -90,6 +93,7 @@ struct alignas(64) SendWqe {
   };
 };
 static_assert(sizeof(SendWqe) == 128, "a send-queue slot is two cache lines");
+static_assert(offsetof(SendWqe, sge) + sizeof(NdkSge) <= 64, "fields and the first SGE: one line");
 static_assert(sizeof(NdkSge) * kMaxWqeSge == kMaxInlineData, "inline data shares the SGE bytes");
 
 /// A receive-queue or SRQ work request.
@@ -112,21 +116,18 @@ constexpr uint64_t sge_bytes(const Wqe& wqe) {
 template <typename T>
 class WqeRing {
  public:
-  /// Null (and STATUS_INSUFFICIENT_RESOURCES) if the slots cannot be allocated;
-  /// STATUS_INVALID_PARAMETER for depth 0 or > 2^31.
-  static std::unique_ptr<WqeRing> create(uint32_t depth, NTSTATUS* status) {
-    if (depth == 0 || depth > (1u << 31)) {
-      *status = STATUS_INVALID_PARAMETER;
-      return nullptr;
-    }
-    std::unique_ptr<WqeRing> ring(new (std::nothrow) WqeRing(depth));
-    if (!ring || !ring->slots_) {
-      *status = STATUS_INSUFFICIENT_RESOURCES;
-      return nullptr;
-    }
-    *status = STATUS_SUCCESS;
-    return ring;
+  /// A ring lives inside its queue (one pointer hop less per post): check the depth first
+  /// (STATUS_INVALID_PARAMETER for 0 or > 2^31), construct, then allocated() says whether the
+  /// slots could be allocated (STATUS_INSUFFICIENT_RESOURCES if not).
+  static NTSTATUS check_depth(uint32_t depth) {
+    return depth == 0 || depth > (1u << 31) ? STATUS_INVALID_PARAMETER : STATUS_SUCCESS;
   }
+  explicit WqeRing(uint32_t depth)
+      : mask_(std::bit_ceil(static_cast<uint64_t>(depth)) - 1),
+        slots_(new (std::nothrow) T[mask_ + 1]) {
+    depth_.store(depth, std::memory_order_relaxed);
+  }
+  bool allocated() const { return slots_ != nullptr; }
 
   uint32_t depth() const { return depth_.load(std::memory_order_relaxed); }
   uint32_t capacity() const { return static_cast<uint32_t>(mask_ + 1); }
@@ -187,12 +188,6 @@ class WqeRing {
   }
 
  private:
-  explicit WqeRing(uint32_t depth)
-      : mask_(std::bit_ceil(static_cast<uint64_t>(depth)) - 1),
-        slots_(new (std::nothrow) T[mask_ + 1]) {
-    depth_.store(depth, std::memory_order_relaxed);
-  }
-
   const uint64_t mask_;
   std::unique_ptr<T[]> slots_;
   std::atomic<uint32_t> depth_{0};
@@ -287,11 +282,12 @@ class SendQueue {
       *status = STATUS_INVALID_PARAMETER;
       return nullptr;
     }
-    auto ring = WqeRing<SendWqe>::create(depth, status);
-    if (!ring) return nullptr;
-    std::unique_ptr<SendQueue> q(new (std::nothrow)
-                                     SendQueue(std::move(ring), max_sge, max_inline));
-    if (!q) *status = STATUS_INSUFFICIENT_RESOURCES;
+    if ((*status = WqeRing<SendWqe>::check_depth(depth)) != STATUS_SUCCESS) return nullptr;
+    std::unique_ptr<SendQueue> q(new (std::nothrow) SendQueue(depth, max_sge, max_inline));
+    if (!q || !q->ring_.allocated()) {
+      *status = STATUS_INSUFFICIENT_RESOURCES;
+      return nullptr;
+    }
     return q;
   }
 
@@ -309,7 +305,7 @@ class SendQueue {
     } else if ((wqe.flags & NDK_OP_FLAG_INLINE) != 0 && sge_bytes(wqe) > max_inline_) {
       status = STATUS_INVALID_PARAMETER;
     }
-    SendWqe* slot = status == STATUS_SUCCESS ? ring_->claim() : nullptr;
+    SendWqe* slot = status == STATUS_SUCCESS ? ring_.claim() : nullptr;
     if (status == STATUS_SUCCESS && slot == nullptr) status = STATUS_INSUFFICIENT_RESOURCES;
     if (status != STATUS_SUCCESS) {
       flush_deferred();
@@ -341,7 +337,7 @@ class SendQueue {
   SendWqe* claim_in_place(uint32_t sge_count, NTSTATUS* status) {
     *status = connected_.load(std::memory_order_acquire) ? detail::check_sges(sge_count, max_sge_)
                                                          : STATUS_CONNECTION_INVALID;
-    SendWqe* slot = *status == STATUS_SUCCESS ? ring_->claim() : nullptr;
+    SendWqe* slot = *status == STATUS_SUCCESS ? ring_.claim() : nullptr;
     if (slot == nullptr) {
       if (*status == STATUS_SUCCESS) *status = STATUS_INSUFFICIENT_RESOURCES;
       flush_deferred();
@@ -354,14 +350,14 @@ class SendQueue {
   /// Publishes the request written into the slot claim_in_place gave (unless NDK_OP_FLAG_DEFER).
   void commit_in_place(uint32_t flags) {
     const bool defer = (flags & NDK_OP_FLAG_DEFER) != 0;
-    ring_->commit(defer);
+    ring_.commit(defer);
     if (!defer) hook_.ring();  // after the tail is published (see Doorbell)
   }
 
   /// Publishes deferred posts (the consumer ends a DEFER batch without a final plain post).
   void flush_deferred() {
-    if (ring_->deferred() == 0) return;
-    ring_->publish();
+    if (ring_.deferred() == 0) return;
+    ring_.publish();
     hook_.ring();
   }
 
@@ -376,17 +372,19 @@ class SendQueue {
   void set_connected(bool connected) { connected_.store(connected, std::memory_order_release); }
   bool connected() const { return connected_.load(std::memory_order_acquire); }
 
-  WqeRing<SendWqe>& ring() { return *ring_; }
+  WqeRing<SendWqe>& ring() { return ring_; }
 
  private:
-  SendQueue(std::unique_ptr<WqeRing<SendWqe>> ring, uint32_t max_sge, uint32_t max_inline)
-      : ring_(std::move(ring)), max_sge_(max_sge), max_inline_(max_inline) {}
+  SendQueue(uint32_t depth, uint32_t max_sge, uint32_t max_inline)
+      : max_sge_(max_sge), max_inline_(max_inline), ring_(depth) {}
 
-  std::unique_ptr<WqeRing<SendWqe>> ring_;
+  // A post reads these, then the ring's lines, all from this object's address: at many QPs the
+  // queue, its ring and the slot are three cold lines in a row, not four (the ring is a member).
   const uint32_t max_sge_;
   const uint32_t max_inline_;
   std::atomic<bool> connected_{false};
   DoorbellHook hook_;
+  WqeRing<SendWqe> ring_;
 };
 
 /// The receive queue of one QP (no connection check: NDK allows receives before connecting).
@@ -397,10 +395,12 @@ class ReceiveQueue {
       *status = STATUS_INVALID_PARAMETER;
       return nullptr;
     }
-    auto ring = WqeRing<RecvWqe>::create(depth, status);
-    if (!ring) return nullptr;
-    std::unique_ptr<ReceiveQueue> q(new (std::nothrow) ReceiveQueue(std::move(ring), max_sge));
-    if (!q) *status = STATUS_INSUFFICIENT_RESOURCES;
+    if ((*status = WqeRing<RecvWqe>::check_depth(depth)) != STATUS_SUCCESS) return nullptr;
+    std::unique_ptr<ReceiveQueue> q(new (std::nothrow) ReceiveQueue(depth, max_sge));
+    if (!q || !q->ring_.allocated()) {
+      *status = STATUS_INSUFFICIENT_RESOURCES;
+      return nullptr;
+    }
     return q;
   }
 
@@ -411,23 +411,23 @@ class ReceiveQueue {
       flush_deferred();
       return STATUS_INVALID_PARAMETER;
     }
-    RecvWqe* slot = ring_->claim();
+    RecvWqe* slot = ring_.claim();
     if (slot == nullptr) {
       flush_deferred();
       return STATUS_INSUFFICIENT_RESOURCES;
     }
     *slot = wqe;
     const bool defer = (flags & NDK_OP_FLAG_DEFER) != 0;
-    ring_->commit(defer);
+    ring_.commit(defer);
     if (!defer) ring_if_armed();
     return STATUS_SUCCESS;
   }
   void flush_deferred() {
-    if (ring_->deferred() == 0) return;
-    ring_->publish();
+    if (ring_.deferred() == 0) return;
+    ring_.publish();
     ring_if_armed();
   }
-  WqeRing<RecvWqe>& ring() { return *ring_; }
+  WqeRing<RecvWqe>& ring() { return ring_; }
 
   /// Engine: the doorbell of the owning QP's slot. Receives need the core only while the QP
   /// is in ERROR (they complete flushed at once), so the queue rings only once armed.
@@ -445,8 +445,7 @@ class ReceiveQueue {
   }
 
  protected:
-  ReceiveQueue(std::unique_ptr<WqeRing<RecvWqe>> ring, uint32_t max_sge)
-      : ring_(std::move(ring)), max_sge_(max_sge) {}
+  ReceiveQueue(uint32_t depth, uint32_t max_sge) : max_sge_(max_sge), ring_(depth) {}
 
   void ring_if_armed() {
     if (hook_.doorbell.load(std::memory_order_relaxed) == nullptr) return;
@@ -454,10 +453,10 @@ class ReceiveQueue {
     if (armed_.load(std::memory_order_relaxed)) hook_.ring();
   }
 
-  std::unique_ptr<WqeRing<RecvWqe>> ring_;
   const uint32_t max_sge_;
   DoorbellHook hook_;
   std::atomic<bool> armed_{false};
+  WqeRing<RecvWqe> ring_;  // a member, as in SendQueue
 };
 
 /// A shared receive queue: receives posted by one consumer thread, taken by any QP of the
@@ -473,11 +472,13 @@ class SharedReceiveQueue : public ReceiveQueue {
       *status = STATUS_INVALID_PARAMETER;
       return nullptr;
     }
-    auto ring = WqeRing<RecvWqe>::create(depth, status);
-    if (!ring) return nullptr;
+    if ((*status = WqeRing<RecvWqe>::check_depth(depth)) != STATUS_SUCCESS) return nullptr;
     std::unique_ptr<SharedReceiveQueue> q(
-        new (std::nothrow) SharedReceiveQueue(std::move(ring), max_sge, notification, context));
-    if (!q) *status = STATUS_INSUFFICIENT_RESOURCES;
+        new (std::nothrow) SharedReceiveQueue(depth, max_sge, notification, context));
+    if (!q || !q->ring_.allocated()) {
+      *status = STATUS_INSUFFICIENT_RESOURCES;
+      return nullptr;
+    }
     return q;
   }
 
@@ -486,7 +487,7 @@ class SharedReceiveQueue : public ReceiveQueue {
   /// posted count or threshold > depth), STATUS_NOT_SUPPORTED (depth above the capacity).
   NTSTATUS modify_st(uint32_t depth, uint32_t notify_threshold) {
     if (notify_threshold > depth) return STATUS_INVALID_PARAMETER;
-    const NTSTATUS status = ring_->set_depth_st(depth);
+    const NTSTATUS status = ring_.set_depth_st(depth);
     if (status != STATUS_SUCCESS) return status;
     limit_ = notify_threshold;
     return STATUS_SUCCESS;
@@ -495,10 +496,10 @@ class SharedReceiveQueue : public ReceiveQueue {
   /// Takes the oldest posted receive for a QP of this core; false if the SRQ is empty (the
   /// responder then sends an RNR NAK). May fire the limit notification.
   bool take_st(RecvWqe* out) {
-    const uint32_t available = ring_->readable_st();
+    const uint32_t available = ring_.readable_st();
     if (available == 0) return false;
-    *out = ring_->at_st(0);
-    ring_->release_st(1);
+    *out = ring_.at_st(0);
+    ring_.release_st(1);
     if (limit_ != 0 && available - 1 < limit_) {
       limit_ = 0;
       ++limit_events_;
@@ -511,9 +512,9 @@ class SharedReceiveQueue : public ReceiveQueue {
   uint64_t limit_events_st() const { return limit_events_; }
 
  private:
-  SharedReceiveQueue(std::unique_ptr<WqeRing<RecvWqe>> ring, uint32_t max_sge,
-                     NdkSrqNotificationCallback notification, void* context)
-      : ReceiveQueue(std::move(ring), max_sge), notification_(notification), context_(context) {}
+  SharedReceiveQueue(uint32_t depth, uint32_t max_sge, NdkSrqNotificationCallback notification,
+                     void* context)
+      : ReceiveQueue(depth, max_sge), notification_(notification), context_(context) {}
 
   NdkSrqNotificationCallback notification_;
   void* context_;
