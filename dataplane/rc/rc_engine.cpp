@@ -118,12 +118,15 @@ uint32_t RcEngine::rx_burst_st(std::span<const wire::Bytes> frames, uint64_t now
 }
 
 void RcEngine::drain_doorbell() {
-  for (uint32_t slot = doorbell_.take_all_st(); slot != Doorbell::kEmpty;) {
+  uint32_t slot = doorbell_.take_all_st();
+  if (slot == Doorbell::kEmpty) return;
+  while (slot != Doorbell::kEmpty) {
     const uint32_t next = doorbell_.next_st(slot);
-    doorbell_.clear_st(slot);  // before the queues are read (see Doorbell)
+    doorbell_.clear_st(slot);
     if (QueuePair* qp = qps_[slot].get()) schedule(qp);
     slot = next;
   }
+  Doorbell::cleared_st();  // before any queue is read (see Doorbell)
 }
 
 void RcEngine::add_timer(uint64_t deadline, uint32_t slot) {

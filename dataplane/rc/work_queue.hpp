@@ -205,13 +205,15 @@ class WqeRing {
 ///   - ring(slot): any posting thread. If the slot's flag was clear it sets it and pushes the
 ///     slot (CAS on the head); otherwise the core has not yet picked up the previous ring and
 ///     will see this post too.
-///   - take_all_st / next_st / clear_st: the owning core takes the whole stack at once (an
-///     exchange, so there is no ABA: nobody pops single entries), reads each entry's successor,
-///     then clears the flag BEFORE looking at the queue.
-/// Ordering: the producer publishes its ring tail (release) and then does an acq_rel exchange on
-/// the flag; the core's clear is an acq_rel exchange too. Either the producer's exchange comes
-/// after the clear (it reads 0 and pushes again) or the clear reads the producer's write and the
-/// core therefore sees the new tail. A post is never missed.
+///   - take_all_st / next_st / clear_st / cleared_st: the owning core takes the whole stack at
+///     once (an exchange, so there is no ABA: nobody pops single entries), reads each entry's
+///     successor and clears its flag, then fences once BEFORE looking at any of the queues.
+/// Ordering (store buffering, both sides fenced): the producer publishes its ring tail and then
+/// exchanges the flag (seq_cst); the core stores 0 into every flag it took and then issues one
+/// seq_cst fence before it reads the tails. Either the producer's exchange comes after the clear
+/// (it reads 0 and pushes again) or the core's reads after the fence see the new tail. A post is
+/// never missed. One fence per drain, not a locked exchange per slot: each exchange waited for
+/// the cache miss the previous slot's QP had just taken (at many QPs, one miss per message).
 class Doorbell {
  public:
   static constexpr uint32_t kEmpty = UINT32_MAX;
@@ -226,7 +228,7 @@ class Doorbell {
 
   /// Producer side (any thread).
   void ring(uint32_t slot) {
-    if (slot >= slots_ || entries_[slot].flag.exchange(1, std::memory_order_acq_rel) != 0) return;
+    if (slot >= slots_ || entries_[slot].flag.exchange(1, std::memory_order_seq_cst) != 0) return;
     uint32_t old = head_.load(std::memory_order_relaxed);
     do {
       entries_[slot].next = old;
@@ -242,8 +244,10 @@ class Doorbell {
   }
   /// Successor of `slot` in a stack taken by take_all_st; read it before clear_st(slot).
   uint32_t next_st(uint32_t slot) const { return entries_[slot].next; }
-  /// Re-enables ringing `slot`; call before reading the slot's queues.
-  void clear_st(uint32_t slot) { entries_[slot].flag.exchange(0, std::memory_order_acq_rel); }
+  /// Re-enables ringing `slot`; cleared_st() must follow before the slot's queues are read.
+  void clear_st(uint32_t slot) { entries_[slot].flag.store(0, std::memory_order_relaxed); }
+  /// Orders every clear_st before the queue reads that follow (see the class comment).
+  static void cleared_st() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
  private:
   struct Entry {  // flag and link side by side: one cache line per ring, not two
