@@ -97,6 +97,7 @@ uint32_t RcEngine::rx_burst_st(std::span<const wire::Bytes> frames, uint64_t now
   for (size_t start = 0; start < frames.size(); start += kRxChunk) {
     const size_t end = std::min(frames.size(), start + kRxChunk);
     uint32_t n = 0;
+    const QueuePair* last = nullptr;  // a burst often holds many frames of one QP
     for (size_t i = start; i < end; ++i) {
       const RxParse r = receive_parse_st(frames[i], rx_pkts_[n], counters_, wire_drop_sink_);
       if (r != RxParse::kExecute) [[unlikely]] {
@@ -104,7 +105,8 @@ uint32_t RcEngine::rx_burst_st(std::span<const wire::Bytes> frames, uint64_t now
         continue;
       }
       QueuePair* qp = find_qp(rx_pkts_[n].dqpn);
-      if (qp != nullptr) qp->prefetch();
+      if (qp != last && qp != nullptr) qp->prefetch();
+      last = qp;
       rx_qps_[n++] = qp;
     }
     for (uint32_t i = 0; i < n; ++i) {

@@ -351,31 +351,11 @@ void ack_executed(ResponderState& r, const wire::RcRxPacket& pkt, uint64_t now_n
   }
 }
 
-}  // namespace
-
-void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt,
-                          uint64_t now_ns) {
+// Every request the short path of responder_receive_st does not take.
+[[gnu::noinline]] void receive_request(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt,
+                                       uint64_t now_ns) {
   ResponderState& r = qp.resp;
   const uint32_t psn = pkt.psn;
-  // The common case first: a WRITE ONLY at the expected PSN, no message in progress, its region
-  // allowing it and its length the RETH's. Exactly what the general path below does for it
-  // (minus the WRITE state, which only a FIRST sets and MIDDLE/LAST read); anything else, a
-  // failing check included, takes the general path.
-  if (pkt.opcode == kRcWriteOnly && psn == r.psn && r.in_msg == InMessage::kNone &&
-      !r.error_after_ctl) [[likely]] {
-    const wire::RethFields reth = pkt.reth();
-    const uint32_t len = pkt.payload_len;
-    if (len == reth.dma_len && ctx.mrs->check_remote(reth.rkey, qp.params().pd, reth.va, len,
-                                                     kMrAccessRemoteWrite) == STATUS_SUCCESS)
-        [[likely]] {
-      r.nak_outstanding = false;
-      copy_payload(reinterpret_cast<uint8_t*>(reth.va), pkt.payload, len);
-      r.psn = wire::psn_next(psn);
-      r.msn = wire::psn_next(r.msn);
-      ack_executed(r, pkt, now_ns);
-      return;
-    }
-  }
   if (r.error_after_ctl) {
     ctx.counters->add(RcCounter::kRxDropState);
     return;
@@ -415,6 +395,34 @@ void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket&
   }
   if (r.error_after_ctl || r.nak_outstanding || r.psn != wire::psn_next(psn)) return;
   ack_executed(r, pkt, now_ns);
+}
+
+}  // namespace
+
+void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt,
+                          uint64_t now_ns) {
+  ResponderState& r = qp.resp;
+  const uint32_t psn = pkt.psn;
+  // The common case first: a WRITE ONLY at the expected PSN, no message in progress, its region
+  // allowing it and its length the RETH's. Exactly what receive_request does for it (minus the
+  // WRITE state, which only a FIRST sets and MIDDLE/LAST read); anything else, a failing check
+  // included, goes there.
+  if (pkt.opcode == kRcWriteOnly && psn == r.psn && r.in_msg == InMessage::kNone &&
+      !r.error_after_ctl) [[likely]] {
+    const wire::RethFields reth = pkt.reth();
+    const uint32_t len = pkt.payload_len;
+    if (len == reth.dma_len && ctx.mrs->check_remote(reth.rkey, qp.params().pd, reth.va, len,
+                                                     kMrAccessRemoteWrite) == STATUS_SUCCESS)
+        [[likely]] {
+      r.nak_outstanding = false;
+      copy_payload(reinterpret_cast<uint8_t*>(reth.va), pkt.payload, len);
+      r.psn = wire::psn_next(psn);
+      r.msn = wire::psn_next(r.msn);
+      ack_executed(r, pkt, now_ns);
+      return;
+    }
+  }
+  receive_request(qp, ctx, pkt, now_ns);
 }
 
 void responder_ack_timer_st(QueuePair& qp, uint64_t now_ns) {

@@ -13,7 +13,6 @@
 
 #include <array>
 #include <cstdint>
-#include <cstring>
 
 #include "dataplane/wire/drop_reason.hpp"
 #include "dataplane/wire/eth.hpp"
@@ -88,9 +87,8 @@ inline constexpr std::array<FastOp, 256> kFastOps = [] {
 // computes ~sum, which is never 0xFFFF then). Words are summed as host-order 32-bit loads: a
 // byte swap multiplies the sum by 256 modulo 0xFFFF, which keeps it a multiple.
 inline bool ipv4_checksum_ok(const std::uint8_t* ip) {
-  std::uint32_t w[5];
-  std::memcpy(w, ip, sizeof w);
-  const std::uint64_t sum = std::uint64_t{w[0]} + w[1] + w[2] + w[3] + w[4];
+  const std::uint64_t sum = std::uint64_t{load_le32(ip)} + load_le32(ip + 4) + load_le32(ip + 8) +
+                            load_le32(ip + 12) + load_le32(ip + 16);
   return sum % 0xFFFF == 0 && load_be16(ip + ipv4_off::kChecksum) != 0xFFFF;
 }
 }  // namespace rc_rx_detail
