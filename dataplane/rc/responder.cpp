@@ -422,6 +422,25 @@ void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket&
       return;
     }
   }
+  // The same for a SEND ONLY (no immediate, no invalidate) into a receive WQE whose buffers
+  // are valid and large enough: exec_send's steps for it, in its order.
+  if (pkt.opcode == kRcSendOnly && psn == r.psn && r.in_msg == InMessage::kNone &&
+      !r.error_after_ctl && get_recv(qp) && recv_buffers_ok(qp, ctx)) [[likely]] {
+    const uint32_t len = pkt.payload_len;
+    const RecvWqe& w = r.recv;
+    if (w.sge_count == 1 && uint64_t{r.recv_offset} + len <= w.sge[0].length) [[likely]] {
+      r.nak_outstanding = false;
+      copy_payload(static_cast<uint8_t*>(w.sge[0].virtual_address) + r.recv_offset, pkt.payload,
+                   len);
+      r.recv_offset += len;
+      r.psn = wire::psn_next(psn);
+      complete_recv(qp, ctx, WcError::kSuccess, r.recv_offset, NdkOperationType::kReceive, 0,
+                    pkt.se);
+      finish_message(qp);
+      ack_executed(r, pkt, now_ns);
+      return;
+    }
+  }
   receive_request(qp, ctx, pkt, now_ns);
 }
 
