@@ -315,7 +315,7 @@ int response_target(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns
     return;
   }
   const SendWqe& w = qp.sq_at(static_cast<uint32_t>(idx));
-  scatter_to_sges(w.sge, w.sge_count, m.read_bytes, pkt.payload, want);
+  scatter_to_sges(w.sge, w.sge_count, m.read_bytes, pkt.payload(), want);
   m.read_bytes += want;
   if (last) {
     m.done = true;
@@ -400,7 +400,7 @@ void completer_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket&
     ctx.counters->add(RcCounter::kRxGhostResponse);
     return;
   }
-  switch (pkt.opcode) {
+  switch (pkt.opcode()) {
     case kRcAck:
       handle_aeth(qp, ctx, psn, pkt.aeth_syndrome(), now_ns);
       return;

@@ -166,7 +166,7 @@ void exec_send(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
     nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
     return;
   }
-  scatter_to_sges(r.recv.sge, r.recv.sge_count, r.recv_offset, pkt.payload, len);
+  scatter_to_sges(r.recv.sge, r.recv.sge_count, r.recv_offset, pkt.payload(), len);
   r.recv_offset += len;
   r.psn = wire::psn_next(psn);
   if (!ends) {
@@ -184,7 +184,7 @@ void exec_send(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
   } else if ((pkt.op->flags & wire::op_flag::kImm) != 0) {
     out = kCqeImmediateValid | pkt.imm();
   }
-  complete_recv(qp, ctx, err, r.recv_offset, type, out, pkt.se);
+  complete_recv(qp, ctx, err, r.recv_offset, type, out, pkt.se());
   finish_message(qp);
   if (err != WcError::kSuccess) nak_fatal(qp, wire::kAethNakRemoteOperational, psn);
 }
@@ -227,7 +227,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
     nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
     return;
   }
-  copy_payload(reinterpret_cast<uint8_t*>(r.write_va), pkt.payload, len);
+  copy_payload(reinterpret_cast<uint8_t*>(r.write_va), pkt.payload(), len);
   r.write_va += len;
   r.write_remaining -= len;
   r.psn = wire::psn_next(psn);
@@ -237,7 +237,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
   }
   if (imm) {
     complete_recv(qp, ctx, WcError::kSuccess, r.write_total, NdkOperationType::kReceive,
-                  kCqeImmediateValid | pkt.imm(), pkt.se);
+                  kCqeImmediateValid | pkt.imm(), pkt.se());
   }
   finish_message(qp);
 }
@@ -282,7 +282,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
   // touch the same word, so the operation itself is atomic.
   auto* word = reinterpret_cast<uint64_t*>(a.va);
   uint64_t orig;
-  if (pkt.opcode == kRcCompareSwap) {
+  if (pkt.opcode() == kRcCompareSwap) {
     orig = a.compare;
     __atomic_compare_exchange_n(word, &orig, a.swap_add, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   } else {
@@ -302,7 +302,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
   ctx.counters->add(RcCounter::kRxDuplicate);
   ++qp.stats.duplicates;
   const uint32_t psn = pkt.psn;
-  const uint8_t op = pkt.opcode;
+  const uint8_t op = pkt.opcode();
   if (op == kRcReadRequest || op == kRcCompareSwap || op == kRcFetchAdd) {
     const bool atomic = op != kRcReadRequest;
     for (uint32_t i = 0; i < qp.irl_capacity(); ++i) {
@@ -344,7 +344,7 @@ bool sequence_ok(InMessage in_msg, const wire::OpcodeInfo& op) {
 // A SEND or WRITE packet executed: ACK it now (AckReq, or kAckCoalesceMax unacknowledged) or
 // by the delayed-ACK deadline.
 void ack_executed(ResponderState& r, const wire::RcRxPacket& pkt, uint64_t now_ns) {
-  if (pkt.ack_req || ++r.unacked_packets >= kAckCoalesceMax) {
+  if (pkt.ack_req() || ++r.unacked_packets >= kAckCoalesceMax) {
     set_ctl(r, wire::kAethAck | wire::kAethAckUnlimitedCredits, pkt.psn);
   } else if (r.ack_due_ns == 0) {
     r.ack_due_ns = now_ns + kDelayedAckNs;
@@ -407,7 +407,7 @@ void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket&
   // allowing it and its length the RETH's. Exactly what receive_request does for it (minus the
   // WRITE state, which only a FIRST sets and MIDDLE/LAST read); anything else, a failing check
   // included, goes there.
-  if (pkt.opcode == kRcWriteOnly && psn == r.psn && r.in_msg == InMessage::kNone &&
+  if (pkt.opcode() == kRcWriteOnly && psn == r.psn && r.in_msg == InMessage::kNone &&
       !r.error_after_ctl) [[likely]] {
     const wire::RethFields reth = pkt.reth();
     const uint32_t len = pkt.payload_len;
@@ -415,7 +415,7 @@ void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket&
                                                      kMrAccessRemoteWrite) == STATUS_SUCCESS)
         [[likely]] {
       r.nak_outstanding = false;
-      copy_payload(reinterpret_cast<uint8_t*>(reth.va), pkt.payload, len);
+      copy_payload(reinterpret_cast<uint8_t*>(reth.va), pkt.payload(), len);
       r.psn = wire::psn_next(psn);
       r.msn = wire::psn_next(r.msn);
       ack_executed(r, pkt, now_ns);
@@ -424,18 +424,18 @@ void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket&
   }
   // The same for a SEND ONLY (no immediate, no invalidate) into a receive WQE whose buffers
   // are valid and large enough: exec_send's steps for it, in its order.
-  if (pkt.opcode == kRcSendOnly && psn == r.psn && r.in_msg == InMessage::kNone &&
+  if (pkt.opcode() == kRcSendOnly && psn == r.psn && r.in_msg == InMessage::kNone &&
       !r.error_after_ctl && get_recv(qp) && recv_buffers_ok(qp, ctx)) [[likely]] {
     const uint32_t len = pkt.payload_len;
     const RecvWqe& w = r.recv;
     if (w.sge_count == 1 && uint64_t{r.recv_offset} + len <= w.sge[0].length) [[likely]] {
       r.nak_outstanding = false;
-      copy_payload(static_cast<uint8_t*>(w.sge[0].virtual_address) + r.recv_offset, pkt.payload,
+      copy_payload(static_cast<uint8_t*>(w.sge[0].virtual_address) + r.recv_offset, pkt.payload(),
                    len);
       r.recv_offset += len;
       r.psn = wire::psn_next(psn);
       complete_recv(qp, ctx, WcError::kSuccess, r.recv_offset, NdkOperationType::kReceive, 0,
-                    pkt.se);
+                    pkt.se());
       finish_message(qp);
       ack_executed(r, pkt, now_ns);
       return;

@@ -11,15 +11,11 @@ DropReason parse_rc_general(Bytes frame, RcRxPacket& out) {
   if (why != DropReason::kNone) return why;
   out.bth = frame.data() + p.bth_offset;
   out.op = p.op;
-  out.payload = frame.data() + p.payload_offset;
   out.payload_len = p.payload_len;
   out.psn = p.f.bth.psn;
   out.dqpn = p.f.bth.dqpn;
   out.src_ip = p.f.ip.src;
   out.dst_ip = p.f.ip.dst;
-  out.opcode = p.f.bth.opcode;
-  out.ack_req = p.f.bth.ack_req;
-  out.se = p.f.bth.se;
   return DropReason::kNone;
 }
 
@@ -75,15 +71,11 @@ DropReason parse_rc_ordered(Bytes frame, RcRxPacket& out) {
   const std::uint32_t w2 = load_be32(p + bth + 8);  // AckReq, PSN
   out.bth = p + bth;
   out.op = op;
-  out.payload = p + bth + op->length;
   out.payload_len = payload_len;
   out.psn = w2 & kPsnMask;
   out.dqpn = w1 & kQpnMask;
   out.src_ip = load_be32(ip + ipv4_off::kSrc);
   out.dst_ip = load_be32(ip + ipv4_off::kDst);
-  out.opcode = opcode;
-  out.ack_req = (w2 >> 24) & bth_bits::kAckReq;
-  out.se = flags & bth_bits::kSe;
   return DropReason::kNone;
 }
 
