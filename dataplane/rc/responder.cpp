@@ -8,6 +8,9 @@ namespace rocedp::rc {
 namespace {
 
 using namespace wire::opcode;
+using responder_detail::ack_executed;
+using responder_detail::copy_payload;
+using responder_detail::set_ctl;
 using wire::Position;
 
 // Keeps QueuePair::resources_pending equal to the number of resources with responses to send,
@@ -20,32 +23,6 @@ void set_pending(QueuePair& qp, ReadResource& r, bool pending) {
   } else {
     --qp.resources_pending;
   }
-}
-
-void set_ctl(ResponderState& r, uint8_t syndrome, uint32_t psn) {
-  if (r.error_after_ctl) return;  // a fatal NAK is never replaced
-  // A newer ACK/NAK covers an older one: ACK p says "all up to p", NAK p "all before p".
-  if (!r.ctl_pending || wire::psn_ge(psn, r.ctl_psn)) {
-    r.ctl_pending = true;
-    r.ctl_syndrome = syndrome;
-    r.ctl_psn = psn;
-  }
-}
-
-// The payload of a small message (up to 64 bytes) in two overlapping moves of one size, instead
-// of a call into the library's copy.
-void copy_payload(uint8_t* dst, const uint8_t* src, uint32_t len) {
-  if (len >= 16 && len <= 64) {
-    if (len >= 32) {
-      std::memcpy(dst, src, 32);
-      std::memcpy(dst + len - 32, src + len - 32, 32);
-    } else {
-      std::memcpy(dst, src, 16);
-      std::memcpy(dst + len - 16, src + len - 16, 16);
-    }
-    return;
-  }
-  if (len != 0) std::memcpy(dst, src, len);
 }
 
 [[gnu::noinline, gnu::cold]] void nak_fatal(QueuePair& qp, uint8_t syndrome, uint32_t psn) {
@@ -341,17 +318,8 @@ bool sequence_ok(InMessage in_msg, const wire::OpcodeInfo& op) {
   return (in_msg == InMessage::kSend && is_send) || (in_msg == InMessage::kWrite && is_write);
 }
 
-// A SEND or WRITE packet executed: ACK it now (AckReq, or kAckCoalesceMax unacknowledged) or
-// by the delayed-ACK deadline.
-void ack_executed(ResponderState& r, const wire::RcRxPacket& pkt, uint64_t now_ns) {
-  if (pkt.ack_req() || ++r.unacked_packets >= kAckCoalesceMax) {
-    set_ctl(r, wire::kAethAck | wire::kAethAckUnlimitedCredits, pkt.psn);
-  } else if (r.ack_due_ns == 0) {
-    r.ack_due_ns = now_ns + kDelayedAckNs;
-  }
-}
-
-// Every request the short path of responder_receive_st does not take.
+// Every request the short paths of responder_receive_st and responder_receive_other_st do not
+// take.
 [[gnu::noinline]] void receive_request(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt,
                                        uint64_t now_ns) {
   ResponderState& r = qp.resp;
@@ -399,33 +367,15 @@ void ack_executed(ResponderState& r, const wire::RcRxPacket& pkt, uint64_t now_n
 
 }  // namespace
 
-void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt,
-                          uint64_t now_ns) {
+void responder_receive_other_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt,
+                                uint64_t now_ns) {
   ResponderState& r = qp.resp;
   const uint32_t psn = pkt.psn;
-  // The common case first: a WRITE ONLY at the expected PSN, no message in progress, its region
-  // allowing it and its length the RETH's. Exactly what receive_request does for it (minus the
-  // WRITE state, which only a FIRST sets and MIDDLE/LAST read); anything else, a failing check
-  // included, goes there.
-  if (pkt.opcode() == kRcWriteOnly && psn == r.psn && r.in_msg == InMessage::kNone &&
-      !r.error_after_ctl) [[likely]] {
-    const wire::RethFields reth = pkt.reth();
-    const uint32_t len = pkt.payload_len;
-    if (len == reth.dma_len && ctx.mrs->check_remote(reth.rkey, qp.params().pd, reth.va, len,
-                                                     kMrAccessRemoteWrite) == STATUS_SUCCESS)
-        [[likely]] {
-      r.nak_outstanding = false;
-      copy_payload(reinterpret_cast<uint8_t*>(reth.va), pkt.payload(), len);
-      r.psn = wire::psn_next(psn);
-      r.msn = wire::psn_next(r.msn);
-      ack_executed(r, pkt, now_ns);
-      return;
-    }
-  }
-  // The same for a SEND ONLY (no immediate, no invalidate) into a receive WQE whose buffers
-  // are valid and large enough: exec_send's steps for it, in its order.
+  // A SEND ONLY (no immediate, no invalidate) at the expected PSN, no message in progress, into
+  // a receive WQE whose buffers are valid and large enough: exec_send's steps for it, in its
+  // order. Anything else, a failing check included, goes to receive_request.
   if (pkt.opcode() == kRcSendOnly && psn == r.psn && r.in_msg == InMessage::kNone &&
-      !r.error_after_ctl && get_recv(qp) && recv_buffers_ok(qp, ctx)) [[likely]] {
+      !r.error_after_ctl && get_recv(qp) && recv_buffers_ok(qp, ctx)) {
     const uint32_t len = pkt.payload_len;
     const RecvWqe& w = r.recv;
     if (w.sge_count == 1 && uint64_t{r.recv_offset} + len <= w.sge[0].length) [[likely]] {

@@ -134,19 +134,17 @@ inline DropReason parse_rc(Bytes frame, RcRxPacket& out) {
       pad + f.min_payload > with_pad || !rc_rx_detail::ipv4_checksum_ok(ip)) [[unlikely]] {
     return parse_rc_ordered(frame, out);
   }
-  // ICRC (IBTA Annex A17.3.3), little-endian after the pad: the last check in parse()'s order.
-  const std::size_t icrc_at = total - kIcrcLen;
-  if (icrc_plain_ipv4(ip, icrc_at) != load_le32(ip + icrc_at)) return DropReason::kBadIcrc;
-
-  const std::uint32_t w1 = load_be32(p + bth + 4);  // resv8a, DestQP
-  const std::uint32_t w2 = load_be32(p + bth + 8);  // AckReq, PSN
+  // The view first (`out` is unspecified on failure): less to keep across the ICRC call.
   out.bth = p + bth;
   out.op = &kOpcodeTable[w0 >> 24];
   out.payload_len = static_cast<std::uint32_t>(with_pad - pad);
-  out.psn = w2 & kPsnMask;
-  out.dqpn = w1 & kQpnMask;
+  out.psn = load_be32(p + bth + 8) & kPsnMask;   // AckReq, PSN
+  out.dqpn = load_be32(p + bth + 4) & kQpnMask;  // resv8a, DestQP
   out.src_ip = load_be32(ip + ipv4_off::kSrc);
   out.dst_ip = load_be32(ip + ipv4_off::kDst);
+  // ICRC (IBTA Annex A17.3.3), little-endian after the pad: the last check in parse()'s order.
+  const std::size_t icrc_at = total - kIcrcLen;
+  if (icrc_plain_ipv4(ip, icrc_at) != load_le32(ip + icrc_at)) return DropReason::kBadIcrc;
   return DropReason::kNone;
 }
 
