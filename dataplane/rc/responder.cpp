@@ -413,11 +413,17 @@ namespace {
   uint32_t sent = 0;
   bool blocked = false;
   while (qp.resources_pending != 0 && sent < budget && !rs.error_after_ctl) {
-    // Oldest pending resource first: responses leave in PSN order.
+    // Oldest pending resource first: responses leave in PSN order. The ring from res_next (its
+    // oldest slot) holds requests in PSN order, and a resource's next response (tx_psn, even
+    // when a duplicate restarts it) stays within its own PSN range, before the next request's:
+    // the first pending resource in ring order is the one with the lowest tx_psn.
     ReadResource* r = nullptr;
     for (uint32_t k = 0; k < qp.irl_capacity(); ++k) {
       ReadResource& c = qp.resource(rs.res_next + k);
-      if (c.valid && c.pending && (r == nullptr || wire::psn_lt(c.tx_psn, r->tx_psn))) r = &c;
+      if (c.valid && c.pending) {
+        r = &c;
+        break;
+      }
     }
     if (r == nullptr) break;
     TxPacket pkt;
