@@ -38,7 +38,10 @@ RcEngine::RcEngine(const RcEngineConfig& config, MemoryRegionTable* mrs, const F
   for (uint32_t local = kFirstLocalQpn; local < qps_.size(); ++local) free_.push_back(local);
   std::make_heap(free_.begin(), free_.end(), std::greater<>{});
   run_.reserve(config_.max_qps);
-  timers_.reserve(config_.max_qps + 64);
+  // Room for a stale entry beside every live one: the compaction in add_timer (a pass over the
+  // whole heap) then runs once per max_qps additions, not once per 64 of them when every QP has
+  // a timer armed.
+  timers_.reserve(2 * size_t{config_.max_qps} + 64);
 }
 
 // The queues may already be gone (their owners close them first), so they are not detached
