@@ -180,7 +180,7 @@ bool RcEngine::run_qp(QueuePair& qp, uint64_t now_ns) {
       [[unlikely]] {
     enter_error(qp, ctx_, WcError::kFlushed);
   }
-  completer_timers_st(qp, ctx_, now_ns);
+  if (completer_timer_due(qp, now_ns)) completer_timers_st(qp, ctx_, now_ns);
   responder_ack_timer_st(qp, now_ns);
   const uint32_t responses = responder_tx_st(qp, ctx_, config_.tx_budget);
   const uint32_t requests = requester_run_st(qp, ctx_, now_ns, config_.tx_budget);

@@ -394,17 +394,6 @@ void responder_receive_other_st(QueuePair& qp, RcContext& ctx, const wire::RcRxP
   receive_request(qp, ctx, pkt, now_ns);
 }
 
-void responder_ack_timer_st(QueuePair& qp, uint64_t now_ns) {
-  ResponderState& r = qp.resp;
-  if (r.ack_due_ns == 0 || r.ctl_pending) return;  // none waiting, or an ACK/NAK goes out anyway
-  if (r.unacked_packets == 0) {
-    r.ack_due_ns = 0;
-    return;
-  }
-  if (now_ns >= r.ack_due_ns)
-    set_ctl(qp.resp, wire::kAethAck | wire::kAethAckUnlimitedCredits, wire::psn_sub(r.psn, 1));
-}
-
 namespace {
 [[gnu::noinline]] uint32_t responder_send_st(QueuePair& qp, RcContext& ctx, uint32_t budget) {
   ResponderState& rs = qp.resp;

@@ -87,6 +87,20 @@ inline void copy_payload(uint8_t* dst, const uint8_t* src, uint32_t len) {
 
 }  // namespace responder_detail
 
+/// A visit at `now_ns`: queues the delayed ACK if it is due (its deadline is resp.ack_due_ns).
+/// Inline: every visit asks, and most have nothing waiting.
+inline void responder_ack_timer_st(QueuePair& qp, uint64_t now_ns) {
+  ResponderState& r = qp.resp;
+  if (r.ack_due_ns == 0 || r.ctl_pending) return;  // none waiting, or an ACK/NAK goes out anyway
+  if (r.unacked_packets == 0) {
+    r.ack_due_ns = 0;
+    return;
+  }
+  if (now_ns >= r.ack_due_ns)
+    responder_detail::set_ctl(r, wire::kAethAck | wire::kAethAckUnlimitedCredits,
+                              wire::psn_sub(r.psn, 1));
+}
+
 /// A request packet addressed to `qp` (RTR or RTS). Inline (the engine's burst loop runs it):
 /// the common case first, a WRITE ONLY at the expected PSN, no message in progress, its region
 /// allowing it and its length the RETH's. Exactly what the general path does for it (minus the
@@ -113,9 +127,6 @@ inline void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRx
   }
   responder_receive_other_st(qp, ctx, pkt, now_ns);
 }
-
-/// A visit at `now_ns`: queues the delayed ACK if it is due (its deadline is resp.ack_due_ns).
-void responder_ack_timer_st(QueuePair& qp, uint64_t now_ns);
 
 /// Sends pending READ responses / atomic ACKs (oldest first), then the pending ACK/NAK.
 /// Returns packets sent.
