@@ -395,6 +395,29 @@ void responder_receive_other_st(QueuePair& qp, RcContext& ctx, const wire::RcRxP
 }
 
 namespace {
+// Sends the pending ACK/NAK. 1 if it left, 0 if the sink refused a buffer (it stays pending).
+[[gnu::noinline]] uint32_t send_ctl(QueuePair& qp, RcContext& ctx) {
+  ResponderState& rs = qp.resp;
+  TxPacket pkt;
+  pkt.opcode = kRcAck;
+  pkt.psn = rs.ctl_psn;
+  pkt.set_aeth(rs.ctl_syndrome, rs.msn);
+  if (!transmit(qp, ctx, pkt, TxPayload{})) return 0;
+  rs.ctl_pending = false;
+  rs.unacked_packets = 0;
+  rs.ack_due_ns = 0;
+  const uint8_t type = rs.ctl_syndrome & wire::kAethTypeMask;
+  if (type == wire::kAethNak) ++qp.stats.naks_sent;
+  ctx.counters->add(type == wire::kAethAck ? RcCounter::kAcksSent
+                                           : (type == wire::kAethRnrNak ? RcCounter::kRnrNaksSent
+                                                                        : RcCounter::kNaksSent));
+  if (rs.error_after_ctl) {
+    rs.error_after_ctl = false;
+    enter_error(qp, ctx, WcError::kFlushed);
+  }
+  return 1;
+}
+
 [[gnu::noinline]] uint32_t responder_send_st(QueuePair& qp, RcContext& ctx, uint32_t budget) {
   ResponderState& rs = qp.resp;
   if (qp.state() != QpState::kRtr && qp.state() != QpState::kRts) return 0;
@@ -462,30 +485,18 @@ namespace {
   }
   if (blocked || sent >= budget || !rs.ctl_pending) return sent;
   if (qp.resources_pending != 0 && !rs.error_after_ctl) return sent;  // responses first
-  TxPacket pkt;
-  pkt.opcode = kRcAck;
-  pkt.psn = rs.ctl_psn;
-  pkt.set_aeth(rs.ctl_syndrome, rs.msn);
-  if (!transmit(qp, ctx, pkt, TxPayload{})) return sent;
-  rs.ctl_pending = false;
-  rs.unacked_packets = 0;
-  rs.ack_due_ns = 0;
-  const uint8_t type = rs.ctl_syndrome & wire::kAethTypeMask;
-  if (type == wire::kAethNak) ++qp.stats.naks_sent;
-  ctx.counters->add(type == wire::kAethAck ? RcCounter::kAcksSent
-                                           : (type == wire::kAethRnrNak ? RcCounter::kRnrNaksSent
-                                                                        : RcCounter::kNaksSent));
-  if (rs.error_after_ctl) {
-    rs.error_after_ctl = false;
-    enter_error(qp, ctx, WcError::kFlushed);
-  }
-  return sent + 1;
+  return sent + send_ctl(qp, ctx);
 }
 }  // namespace
 
-// The usual visit owes nothing: answered here, without the prologue of the sending code.
+// The usual visit owes nothing, or only the ACK: answered here, without the prologue of the
+// code that sends READ responses (what responder_send_st does when no resource is pending).
 uint32_t responder_tx_st(QueuePair& qp, RcContext& ctx, uint32_t budget) {
-  if (qp.resources_pending == 0 && !qp.resp.ctl_pending) return 0;
+  if (qp.resources_pending == 0) {
+    if (!qp.resp.ctl_pending || budget == 0) return 0;
+    if (qp.state() != QpState::kRtr && qp.state() != QpState::kRts) return 0;
+    return send_ctl(qp, ctx);
+  }
   return responder_send_st(qp, ctx, budget);
 }
 
