@@ -109,17 +109,23 @@ void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_n
 
 }  // namespace
 
-uint64_t current_rto_ns(const QueuePair& qp) {
-  const auto full = local_ack_timeout_ns(qp.conn().local_ack_timeout);
-  if (!full) return UINT64_MAX;
-  const CompleterState& c = qp.comp;
+namespace {
+// The RTO under a local ACK timeout of `full` nanoseconds (inline in the arming, which runs on
+// every acknowledgement).
+uint64_t rto_under(const CompleterState& c, uint64_t full) {
   uint64_t base = kRtoInitialNs;
   if (c.srtt_ns != 0) {
     base = std::max<uint64_t>(
         {kRtoMinNs, uint64_t{3} * c.srtt_ns, uint64_t{c.srtt_ns} + uint64_t{4} * c.rttvar_ns});
   }
-  const uint64_t rto = c.backoff >= 40 ? *full : base << c.backoff;
-  return rto < *full ? rto : *full;
+  const uint64_t rto = c.backoff >= 40 ? full : base << c.backoff;
+  return rto < full ? rto : full;
+}
+}  // namespace
+
+uint64_t current_rto_ns(const QueuePair& qp) {
+  const auto full = local_ack_timeout_ns(qp.conn().local_ack_timeout);
+  return full ? rto_under(qp.comp, *full) : UINT64_MAX;
 }
 
 void arm_retransmit_timer_st(QueuePair& qp, uint64_t now_ns) {
@@ -129,7 +135,7 @@ void arm_retransmit_timer_st(QueuePair& qp, uint64_t now_ns) {
   }
   const auto full = local_ack_timeout_ns(qp.conn().local_ack_timeout);
   if (!full) return;
-  const uint64_t rto = current_rto_ns(qp);
+  const uint64_t rto = rto_under(qp.comp, *full);
   qp.comp.timer_armed = true;
   qp.comp.timer_full = rto >= *full;
   qp.comp.ack_deadline_ns = now_ns + rto;

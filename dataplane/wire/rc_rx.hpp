@@ -5,11 +5,11 @@
 // read from the frame only when a role asks for them. The general parser (parser.hpp) decodes
 // every field of every header; the data path reads a handful of them.
 //
-// parse_rc returns exactly the DropReason parse() returns for the same bytes (same checks, same
-// order; tests/wire/test_rc_rx.cpp compares both over every opcode and every malformation the
-// parser tests build, and over random mutations), so every refused frame is counted under the
-// same reason whichever parser saw it. Frames of an unusual shape (802.1Q tag, IP options) go
-// through parse() itself.
+// parse_rc returns exactly the DropReason parse() returns for the same bytes (the same checks;
+// a frame that fails one is checked again in parse()'s order to name it. tests/wire/
+// test_rc_rx.cpp compares both over every opcode and every malformation the parser tests build,
+// and over random mutations), so every refused frame is counted under the same reason whichever
+// parser saw it. Frames of an unusual shape (802.1Q tag, IP options) go through parse() itself.
 
 #include <array>
 #include <cstdint>
