@@ -1,6 +1,7 @@
 #include "dataplane/rc/completer.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "dataplane/rc/ib_timers.hpp"
@@ -108,17 +109,23 @@ void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_n
 
 }  // namespace
 
-uint64_t current_rto_ns(const QueuePair& qp) {
-  const auto full = local_ack_timeout_ns(qp.conn().local_ack_timeout);
-  if (!full) return UINT64_MAX;
-  const CompleterState& c = qp.comp;
+namespace {
+// The RTO under a local ACK timeout of `full` nanoseconds (inline in the arming, which runs on
+// every acknowledgement).
+uint64_t rto_under(const CompleterState& c, uint64_t full) {
   uint64_t base = kRtoInitialNs;
   if (c.srtt_ns != 0) {
     base = std::max<uint64_t>(
         {kRtoMinNs, uint64_t{3} * c.srtt_ns, uint64_t{c.srtt_ns} + uint64_t{4} * c.rttvar_ns});
   }
-  const uint64_t rto = c.backoff >= 40 ? *full : base << c.backoff;
-  return rto < *full ? rto : *full;
+  const uint64_t rto = c.backoff >= 40 ? full : base << c.backoff;
+  return rto < full ? rto : full;
+}
+}  // namespace
+
+uint64_t current_rto_ns(const QueuePair& qp) {
+  const auto full = local_ack_timeout_ns(qp.conn().local_ack_timeout);
+  return full ? rto_under(qp.comp, *full) : UINT64_MAX;
 }
 
 void arm_retransmit_timer_st(QueuePair& qp, uint64_t now_ns) {
@@ -128,7 +135,7 @@ void arm_retransmit_timer_st(QueuePair& qp, uint64_t now_ns) {
   }
   const auto full = local_ack_timeout_ns(qp.conn().local_ack_timeout);
   if (!full) return;
-  const uint64_t rto = current_rto_ns(qp);
+  const uint64_t rto = rto_under(qp.comp, *full);
   qp.comp.timer_armed = true;
   qp.comp.timer_full = rto >= *full;
   qp.comp.ack_deadline_ns = now_ns + rto;
@@ -314,7 +321,7 @@ int response_target(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns
     return;
   }
   const SendWqe& w = qp.sq_at(static_cast<uint32_t>(idx));
-  scatter_to_sges(w.sge, w.sge_count, m.read_bytes, pkt.payload, want);
+  scatter_to_sges(w.sge, w.sge_count, m.read_bytes, pkt.payload(), want);
   m.read_bytes += want;
   if (last) {
     m.done = true;
@@ -351,35 +358,25 @@ int response_target(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns
   advance(qp, ctx, wire::psn_next(psn), now_ns);
 }
 
+// NdkOperationType by SendOpcode.
+constexpr std::array<NdkOperationType, 9> kOpTypes = {
+    NdkOperationType::kSend,         NdkOperationType::kSend,        NdkOperationType::kWrite,
+    NdkOperationType::kRead,         NdkOperationType::kCompareSwap, NdkOperationType::kFetchAdd,
+    NdkOperationType::kFastRegister, NdkOperationType::kInvalidate,  NdkOperationType::kBind};
+static_assert(kOpTypes[static_cast<size_t>(SendOpcode::kBind)] == NdkOperationType::kBind);
+
 NdkOperationType op_type(SendOpcode op) {
-  switch (op) {
-    case SendOpcode::kSend:
-    case SendOpcode::kSendAndInvalidate:
-      return NdkOperationType::kSend;
-    case SendOpcode::kWrite:
-      return NdkOperationType::kWrite;
-    case SendOpcode::kRead:
-      return NdkOperationType::kRead;
-    case SendOpcode::kCompareSwap:
-      return NdkOperationType::kCompareSwap;
-    case SendOpcode::kFetchAdd:
-      return NdkOperationType::kFetchAdd;
-    case SendOpcode::kFastRegister:
-      return NdkOperationType::kFastRegister;
-    case SendOpcode::kInvalidate:
-      return NdkOperationType::kInvalidate;
-    case SendOpcode::kBind:
-      return NdkOperationType::kBind;
-  }
-  return NdkOperationType::kSend;
+  const auto i = static_cast<size_t>(op);
+  return i < kOpTypes.size() ? kOpTypes[i] : NdkOperationType::kSend;
 }
 
-// One CQE, written straight from the WQE into the CQ's slot; false if the CQ overran (it is
-// then dead, and so is the QP).
-bool produce(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m, WcError err) {
+// One CQE, written straight from the WQE into the CQ's slot and staged (the caller publishes);
+// false if the CQ overran (it is then dead, and so is the QP).
+bool produce(QueuePair& qp, CompletionQueue& cq, RcContext& ctx, const SendWqe& w, const WqeMeta& m,
+             WcError err) {
   if (err == WcError::kSuccess && (w.flags & NDK_OP_FLAG_SILENT_SUCCESS) != 0) return true;
   ++ctx.completions;
-  NdkResultEx* r = qp.params().send_cq->claim_st();
+  NdkResultEx* r = cq.claim_st();
   if (r == nullptr) [[unlikely]]
     return false;
   const WcErrorInfo& info = wc_error_info(err);
@@ -390,7 +387,7 @@ bool produce(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m, 
   r->type = op_type(w.opcode);
   r->provider_error_code = info.provider_code;
   r->type_specific_completion_output = static_cast<uintptr_t>(m.atomic_orig);
-  qp.params().send_cq->commit_st(err != WcError::kSuccess, false);
+  cq.stage_st(err != WcError::kSuccess, false);
   return true;
 }
 
@@ -409,7 +406,7 @@ void completer_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket&
     ctx.counters->add(RcCounter::kRxGhostResponse);
     return;
   }
-  switch (pkt.opcode) {
+  switch (pkt.opcode()) {
     case kRcAck:
       handle_aeth(qp, ctx, psn, pkt.aeth_syndrome(), now_ns);
       return;
@@ -474,11 +471,12 @@ void completer_timers_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
 namespace {
 [[gnu::noinline]] uint32_t retire_st(QueuePair& qp, RcContext& ctx, uint32_t avail) {
   WqeRing<SendWqe>& ring = qp.sq_ring();
-  uint32_t n = 0;
+  CompletionQueue& cq = *qp.params().send_cq;
   const bool error = qp.state() == QpState::kError;
   bool failed = false;  // in ERROR: a WQE before this one did not finish successfully
-  while (n < avail) {
-    WqeMeta& m = qp.meta_at(0);
+  uint32_t n = 0;
+  for (; n < avail; ++n) {
+    WqeMeta& m = qp.meta_at(n);        // the head moves after the loop
     const SendWqe& w = ring.at_st(n);  // slots are released after the loop
     WcError err = m.error;
     if (error) {
@@ -492,17 +490,17 @@ namespace {
     } else if (!m.started || !m.done) {
       break;
     }
-    if (!produce(qp, ctx, w, m, err) && !error) enter_error(qp, ctx, WcError::kFlushed);
+    if (!produce(qp, cq, ctx, w, m, err) && !error) enter_error(qp, ctx, WcError::kFlushed);
     // admit() fills the rest when the slot's next WQE starts; what is read before that (the
     // flush path, the go-back-N scans) is `started`, `error` and, in a flushed CQE, the atomic
     // result.
     m.started = false;
     m.error = WcError::kSuccess;
     m.atomic_orig = 0;
-    ++qp.comp.sq_head;
-    if (qp.req.cur.wqe != 0) --qp.req.cur.wqe;
-    ++n;
   }
+  qp.comp.sq_head += n;
+  qp.req.cur.wqe -= std::min(qp.req.cur.wqe, n);
+  cq.publish_st();     // the run's completions at once: one release store, one fence
   ring.release_st(n);  // once for the whole run: one release store
   return n;
 }

@@ -53,6 +53,12 @@ void completer_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket&
 
 /// ACK timeout and RNR wait expiry.
 void completer_timers_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns);
+/// Whether completer_timers_st has anything to do at `now_ns` (every visit asks; most have not).
+inline bool completer_timer_due(const QueuePair& qp, uint64_t now_ns) {
+  const CompleterState& c = qp.comp;
+  return (c.rnr_wait && now_ns >= c.rnr_deadline_ns) ||
+         (c.timer_armed && now_ns >= c.ack_deadline_ns);
+}
 
 /// Produces the completions of finished WQEs, oldest first; in ERROR, completes every WQE
 /// (the failed one with its status, the others STATUS_CANCELLED). Returns CQEs produced.

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <new>
+#include <type_traits>
 
 namespace rocedp::rc {
 
@@ -110,27 +112,37 @@ CompletionQueue::Ring* CompletionQueue::protect_ring() {
   }
 }
 
-template <typename Out, typename Convert>
-uint32_t CompletionQueue::consume(Out* out, uint32_t n, Convert convert) {
+template <typename Out, typename Copy>
+uint32_t CompletionQueue::consume(Out* out, uint32_t n, Copy copy) {
   const uint64_t head = head_.load(std::memory_order_relaxed);
   // Tail first, then the ring (see the protocol in the header, step 4).
   const uint64_t tail = tail_.load(std::memory_order_acquire);
   if (tail == head || n == 0) return 0;
   Ring* ring = protect_ring();
   const uint32_t count = static_cast<uint32_t>(std::min<uint64_t>(n, tail - head));
-  for (uint32_t i = 0; i < count; ++i) out[i] = convert(ring->at(head + i));
+  copy(out, ring, head, count);
   hazard_.store(nullptr, std::memory_order_release);
   // Release: the core may reuse these slots only after our reads.
   head_.store(head + count, std::memory_order_release);
   return count;
 }
 
+static_assert(std::is_trivially_copyable_v<NdkResultEx>);
+
+// The entries as they are: at most two contiguous runs of the ring (before and after the wrap).
 uint32_t CompletionQueue::get_results_ex(NdkResultEx* out, uint32_t n) {
-  return consume(out, n, [](const NdkResultEx& e) { return e; });
+  return consume(out, n, [](NdkResultEx* dst, Ring* ring, uint64_t head, uint32_t count) {
+    const uint64_t first = head & ring->mask;
+    const uint64_t run = std::min<uint64_t>(count, ring->mask + 1 - first);
+    std::memcpy(dst, ring->slots() + first, run * sizeof(NdkResultEx));
+    std::memcpy(dst + run, ring->slots(), (count - run) * sizeof(NdkResultEx));
+  });
 }
 
 uint32_t CompletionQueue::get_results(NdkResult* out, uint32_t n) {
-  return consume(out, n, [](const NdkResultEx& e) { return to_result(e); });
+  return consume(out, n, [](NdkResult* dst, Ring* ring, uint64_t head, uint32_t count) {
+    for (uint32_t i = 0; i < count; ++i) dst[i] = to_result(ring->at(head + i));
+  });
 }
 
 void CompletionQueue::arm(NdkCqNotifyType type) {
@@ -180,6 +192,7 @@ void CompletionQueue::notify_if_armed_st(bool error, bool solicited) {
 }
 
 NTSTATUS CompletionQueue::resize_st(uint32_t depth) {
+  publish_st();  // the copy below moves published entries only
   if (overrun_.load(std::memory_order_relaxed)) return STATUS_INVALID_DEVICE_STATE;
   if (depth == 0 || depth > max_cq_depth_ || depth > (1u << 31)) return STATUS_INVALID_PARAMETER;
   const uint64_t head = head_.load(std::memory_order_acquire);

@@ -128,18 +128,36 @@ class CompletionQueue {
   /// must be written before commit_st publishes it (`error`: its status is not STATUS_SUCCESS).
   NdkResultEx* claim_st() {
     if (overrun_.load(std::memory_order_relaxed) || !has_room_st()) [[unlikely]] {
+      publish_st();  // the entries before the overrun are visible when it is reported
       overflow_st();
       return nullptr;
     }
-    return &current_->at(tail_.load(std::memory_order_relaxed));
+    return &current_->at(staged_);
   }
   void commit_st(bool error, bool solicited) {
+    stage_st(error, solicited);
+    publish_st();
+  }
+  /// commit_st without the publication: a run of entries (the completions one visit retires)
+  /// is staged one by one and published by one publish_st (one release store, one fence, one
+  /// look at the arm). Staged entries are invisible to the consumer and to arm(), so the core
+  /// publishes before it leaves the code that staged them.
+  void stage_st(bool error, bool solicited) {
+    ++staged_;
+    if (error) staged_error_end_ = staged_;
+    if (error || solicited) staged_solicited_end_ = staged_;
+  }
+  void publish_st() {
     const uint64_t tail = tail_.load(std::memory_order_relaxed);
-    if (error) last_error_end_.store(tail + 1, std::memory_order_relaxed);
-    if (error || solicited) last_solicited_end_.store(tail + 1, std::memory_order_relaxed);
-    tail_.store(tail + 1, std::memory_order_release);
+    if (staged_ == tail) return;
+    const bool error = staged_error_end_ > tail;
+    const bool solicited = staged_solicited_end_ > tail;
+    if (error) last_error_end_.store(staged_error_end_, std::memory_order_relaxed);
+    if (solicited) last_solicited_end_.store(staged_solicited_end_, std::memory_order_relaxed);
+    tail_.store(staged_, std::memory_order_release);
     // The core is the only writer: no locked increment.
-    produced_.store(produced_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    produced_.store(produced_.load(std::memory_order_relaxed) + (staged_ - tail),
+                    std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (arm_.load(std::memory_order_relaxed) != 0) [[unlikely]]
       notify_if_armed_st(error, solicited);
@@ -147,11 +165,10 @@ class CompletionQueue {
 
   /// True if produce_st would not overrun (the requester can use this to hold back a CQE).
   bool has_room_st() {
-    const uint64_t tail = tail_.load(std::memory_order_relaxed);
-    if (tail - cached_head_ < current_->depth) [[likely]]
+    if (staged_ - cached_head_ < current_->depth) [[likely]]
       return true;
     cached_head_ = head_.load(std::memory_order_acquire);
-    return tail - cached_head_ < current_->depth;
+    return staged_ - cached_head_ < current_->depth;
   }
 
   /// NdkResizeCq, executed on the owning core. STATUS_SUCCESS; STATUS_INVALID_PARAMETER if
@@ -197,8 +214,8 @@ class CompletionQueue {
   Ring* protect_ring();
   bool claim_and_notify(NTSTATUS status);
   bool reclaim_st();
-  template <typename Out, typename Convert>
-  uint32_t consume(Out* out, uint32_t n, Convert convert);
+  template <typename Out, typename Copy>
+  uint32_t consume(Out* out, uint32_t n, Copy copy);
 
   const uint32_t max_cq_depth_;
   const NdkCqNotificationCallback notification_;
@@ -222,6 +239,9 @@ class CompletionQueue {
   std::atomic<uint64_t> overruns_{0};
   std::atomic<uint64_t> resizes_{0};
   Ring* current_ = nullptr;  // == ring_, owned by the core
+  uint64_t staged_ = 0;      // tail_ plus the entries staged and not yet published
+  uint64_t staged_error_end_ = 0;
+  uint64_t staged_solicited_end_ = 0;
   uint64_t cached_head_ = 0;
   std::array<Ring*, 2> retired_{};
 

@@ -38,7 +38,10 @@ RcEngine::RcEngine(const RcEngineConfig& config, MemoryRegionTable* mrs, const F
   for (uint32_t local = kFirstLocalQpn; local < qps_.size(); ++local) free_.push_back(local);
   std::make_heap(free_.begin(), free_.end(), std::greater<>{});
   run_.reserve(config_.max_qps);
-  timers_.reserve(config_.max_qps + 64);
+  // Room for a stale entry beside every live one: the compaction in add_timer (a pass over the
+  // whole heap) then runs once per max_qps additions, not once per 64 of them when every QP has
+  // a timer armed.
+  timers_.reserve(2 * size_t{config_.max_qps} + 64);
 }
 
 // The queues may already be gone (their owners close them first), so they are not detached
@@ -97,6 +100,7 @@ uint32_t RcEngine::rx_burst_st(std::span<const wire::Bytes> frames, uint64_t now
   for (size_t start = 0; start < frames.size(); start += kRxChunk) {
     const size_t end = std::min(frames.size(), start + kRxChunk);
     uint32_t n = 0;
+    const QueuePair* last = nullptr;  // a burst often holds many frames of one QP
     for (size_t i = start; i < end; ++i) {
       const RxParse r = receive_parse_st(frames[i], rx_pkts_[n], counters_, wire_drop_sink_);
       if (r != RxParse::kExecute) [[unlikely]] {
@@ -104,7 +108,8 @@ uint32_t RcEngine::rx_burst_st(std::span<const wire::Bytes> frames, uint64_t now
         continue;
       }
       QueuePair* qp = find_qp(rx_pkts_[n].dqpn);
-      if (qp != nullptr) qp->prefetch();
+      if (qp != last && qp != nullptr) qp->prefetch();
+      last = qp;
       rx_qps_[n++] = qp;
     }
     for (uint32_t i = 0; i < n; ++i) {
@@ -178,7 +183,7 @@ bool RcEngine::run_qp(QueuePair& qp, uint64_t now_ns) {
       [[unlikely]] {
     enter_error(qp, ctx_, WcError::kFlushed);
   }
-  completer_timers_st(qp, ctx_, now_ns);
+  if (completer_timer_due(qp, now_ns)) completer_timers_st(qp, ctx_, now_ns);
   responder_ack_timer_st(qp, now_ns);
   const uint32_t responses = responder_tx_st(qp, ctx_, config_.tx_budget);
   const uint32_t requests = requester_run_st(qp, ctx_, now_ns, config_.tx_budget);

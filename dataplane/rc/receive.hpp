@@ -8,7 +8,9 @@
 #include <array>
 #include <cstdint>
 
+#include "dataplane/rc/completer.hpp"
 #include "dataplane/rc/queue_pair.hpp"
+#include "dataplane/rc/responder.hpp"
 #include "dataplane/wire/drop_reason.hpp"
 #include "dataplane/wire/rc_rx.hpp"
 
@@ -41,8 +43,31 @@ inline RxParse receive_parse_st(wire::Bytes frame, wire::RcRxPacket& out, RcCoun
   return RxParse::kNotRc;
 }
 
-/// Hands a parsed RC packet to `qp` (null: unknown QPN, counted). Owning core only.
-void receive_dispatch_st(QueuePair* qp, RcContext& ctx, const wire::RcRxPacket& pkt,
-                         uint64_t now_ns);
+/// Hands a parsed RC packet to `qp` (null: unknown QPN, counted). Owning core only. Inline: the
+/// engine's burst loop calls the role directly.
+inline void receive_dispatch_st(QueuePair* qp, RcContext& ctx, const wire::RcRxPacket& pkt,
+                                uint64_t now_ns) {
+  if (qp == nullptr) [[unlikely]] {
+    ctx.counters->add(RcCounter::kRxDropNoQp);
+    return;
+  }
+  const QpState s = qp->state();
+  if (s != QpState::kRtr && s != QpState::kRts) [[unlikely]] {
+    ctx.counters->add(RcCounter::kRxDropState);
+    return;
+  }
+  // RC has no source QPN on the wire: the peer is identified by its address (rxe_recv.c
+  // check_addr).
+  if (pkt.src_ip != qp->conn().remote_ip || pkt.dst_ip != qp->conn().local_ip) [[unlikely]] {
+    ctx.counters->add(RcCounter::kRxDropSource);
+    return;
+  }
+  ++ctx.rx_packets;
+  if ((pkt.op->flags & wire::op_flag::kRequest) != 0) {
+    responder_receive_st(*qp, ctx, pkt, now_ns);
+  } else {
+    completer_receive_st(*qp, ctx, pkt, now_ns);
+  }
+}
 
 }  // namespace rocedp::rc

@@ -8,6 +8,9 @@ namespace rocedp::rc {
 namespace {
 
 using namespace wire::opcode;
+using responder_detail::ack_executed;
+using responder_detail::copy_payload;
+using responder_detail::set_ctl;
 using wire::Position;
 
 // Keeps QueuePair::resources_pending equal to the number of resources with responses to send,
@@ -22,17 +25,6 @@ void set_pending(QueuePair& qp, ReadResource& r, bool pending) {
   }
 }
 
-void set_ctl(QueuePair& qp, uint8_t syndrome, uint32_t psn) {
-  ResponderState& r = qp.resp;
-  if (r.error_after_ctl) return;  // a fatal NAK is never replaced
-  // A newer ACK/NAK covers an older one: ACK p says "all up to p", NAK p "all before p".
-  if (!r.ctl_pending || wire::psn_ge(psn, r.ctl_psn)) {
-    r.ctl_pending = true;
-    r.ctl_syndrome = syndrome;
-    r.ctl_psn = psn;
-  }
-}
-
 [[gnu::noinline, gnu::cold]] void nak_fatal(QueuePair& qp, uint8_t syndrome, uint32_t psn) {
   ResponderState& r = qp.resp;
   r.ctl_pending = true;
@@ -42,7 +34,7 @@ void set_ctl(QueuePair& qp, uint8_t syndrome, uint32_t psn) {
 }
 
 [[gnu::noinline, gnu::cold]] void nak_rnr(QueuePair& qp, RcContext& ctx, uint32_t psn) {
-  set_ctl(qp, static_cast<uint8_t>(wire::kAethRnrNak | (qp.conn().min_rnr_timer & 0x1F)), psn);
+  set_ctl(qp.resp, static_cast<uint8_t>(wire::kAethRnrNak | (qp.conn().min_rnr_timer & 0x1F)), psn);
   qp.resp.nak_outstanding = true;  // drop what follows until the requester resends `psn`
   (void)ctx;
 }
@@ -151,7 +143,7 @@ void exec_send(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
     nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
     return;
   }
-  scatter_to_sges(r.recv.sge, r.recv.sge_count, r.recv_offset, pkt.payload, len);
+  scatter_to_sges(r.recv.sge, r.recv.sge_count, r.recv_offset, pkt.payload(), len);
   r.recv_offset += len;
   r.psn = wire::psn_next(psn);
   if (!ends) {
@@ -169,7 +161,7 @@ void exec_send(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
   } else if ((pkt.op->flags & wire::op_flag::kImm) != 0) {
     out = kCqeImmediateValid | pkt.imm();
   }
-  complete_recv(qp, ctx, err, r.recv_offset, type, out, pkt.se);
+  complete_recv(qp, ctx, err, r.recv_offset, type, out, pkt.se());
   finish_message(qp);
   if (err != WcError::kSuccess) nak_fatal(qp, wire::kAethNakRemoteOperational, psn);
 }
@@ -212,7 +204,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
     nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
     return;
   }
-  if (len != 0) std::memcpy(reinterpret_cast<void*>(r.write_va), pkt.payload, len);
+  copy_payload(reinterpret_cast<uint8_t*>(r.write_va), pkt.payload(), len);
   r.write_va += len;
   r.write_remaining -= len;
   r.psn = wire::psn_next(psn);
@@ -222,7 +214,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
   }
   if (imm) {
     complete_recv(qp, ctx, WcError::kSuccess, r.write_total, NdkOperationType::kReceive,
-                  kCqeImmediateValid | pkt.imm(), pkt.se);
+                  kCqeImmediateValid | pkt.imm(), pkt.se());
   }
   finish_message(qp);
 }
@@ -267,7 +259,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
   // touch the same word, so the operation itself is atomic.
   auto* word = reinterpret_cast<uint64_t*>(a.va);
   uint64_t orig;
-  if (pkt.opcode == kRcCompareSwap) {
+  if (pkt.opcode() == kRcCompareSwap) {
     orig = a.compare;
     __atomic_compare_exchange_n(word, &orig, a.swap_add, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   } else {
@@ -287,7 +279,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
   ctx.counters->add(RcCounter::kRxDuplicate);
   ++qp.stats.duplicates;
   const uint32_t psn = pkt.psn;
-  const uint8_t op = pkt.opcode;
+  const uint8_t op = pkt.opcode();
   if (op == kRcReadRequest || op == kRcCompareSwap || op == kRcFetchAdd) {
     const bool atomic = op != kRcReadRequest;
     for (uint32_t i = 0; i < qp.irl_capacity(); ++i) {
@@ -314,7 +306,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
     return;  // too old: the requester no longer waits for it
   }
   // SEND / WRITE: already executed; acknowledge again (IBTA C9-105), coalesced.
-  set_ctl(qp, wire::kAethAck | wire::kAethAckUnlimitedCredits, wire::psn_sub(qp.resp.psn, 1));
+  set_ctl(qp.resp, wire::kAethAck | wire::kAethAckUnlimitedCredits, wire::psn_sub(qp.resp.psn, 1));
 }
 
 bool sequence_ok(InMessage in_msg, const wire::OpcodeInfo& op) {
@@ -326,16 +318,16 @@ bool sequence_ok(InMessage in_msg, const wire::OpcodeInfo& op) {
   return (in_msg == InMessage::kSend && is_send) || (in_msg == InMessage::kWrite && is_write);
 }
 
-}  // namespace
-
-void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt,
-                          uint64_t now_ns) {
+// Every request the short paths of responder_receive_st and responder_receive_other_st do not
+// take.
+[[gnu::noinline]] void receive_request(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt,
+                                       uint64_t now_ns) {
   ResponderState& r = qp.resp;
-  if ((qp.state() != QpState::kRtr && qp.state() != QpState::kRts) || r.error_after_ctl) {
+  const uint32_t psn = pkt.psn;
+  if (r.error_after_ctl) {
     ctx.counters->add(RcCounter::kRxDropState);
     return;
   }
-  const uint32_t psn = pkt.psn;
   const int32_t diff = wire::psn_diff(psn, r.psn);
   if (diff < 0) {
     duplicate(qp, ctx, pkt);
@@ -344,7 +336,7 @@ void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket&
   if (diff > 0) {
     ctx.counters->add(RcCounter::kRxOutOfSequence);
     if (!r.nak_outstanding) {
-      set_ctl(qp, wire::kAethNakPsnSeqError, r.psn);
+      set_ctl(qp.resp, wire::kAethNakPsnSeqError, r.psn);
       r.nak_outstanding = true;
     }
     return;
@@ -370,25 +362,62 @@ void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket&
     exec_write(qp, ctx, pkt);
   }
   if (r.error_after_ctl || r.nak_outstanding || r.psn != wire::psn_next(psn)) return;
-  if (pkt.ack_req || ++r.unacked_packets >= kAckCoalesceMax) {
-    set_ctl(qp, wire::kAethAck | wire::kAethAckUnlimitedCredits, psn);
-  } else if (r.ack_due_ns == 0) {
-    r.ack_due_ns = now_ns + kDelayedAckNs;
-  }
+  ack_executed(r, pkt, now_ns);
 }
 
-void responder_ack_timer_st(QueuePair& qp, uint64_t now_ns) {
+}  // namespace
+
+void responder_receive_other_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt,
+                                uint64_t now_ns) {
   ResponderState& r = qp.resp;
-  if (r.ack_due_ns == 0 || r.ctl_pending) return;  // none waiting, or an ACK/NAK goes out anyway
-  if (r.unacked_packets == 0) {
-    r.ack_due_ns = 0;
-    return;
+  const uint32_t psn = pkt.psn;
+  // A SEND ONLY (no immediate, no invalidate) at the expected PSN, no message in progress, into
+  // a receive WQE whose buffers are valid and large enough: exec_send's steps for it, in its
+  // order. Anything else, a failing check included, goes to receive_request.
+  if (pkt.opcode() == kRcSendOnly && psn == r.psn && r.in_msg == InMessage::kNone &&
+      !r.error_after_ctl && get_recv(qp) && recv_buffers_ok(qp, ctx)) {
+    const uint32_t len = pkt.payload_len;
+    const RecvWqe& w = r.recv;
+    if (w.sge_count == 1 && uint64_t{r.recv_offset} + len <= w.sge[0].length) [[likely]] {
+      r.nak_outstanding = false;
+      copy_payload(static_cast<uint8_t*>(w.sge[0].virtual_address) + r.recv_offset, pkt.payload(),
+                   len);
+      r.recv_offset += len;
+      r.psn = wire::psn_next(psn);
+      complete_recv(qp, ctx, WcError::kSuccess, r.recv_offset, NdkOperationType::kReceive, 0,
+                    pkt.se());
+      finish_message(qp);
+      ack_executed(r, pkt, now_ns);
+      return;
+    }
   }
-  if (now_ns >= r.ack_due_ns)
-    set_ctl(qp, wire::kAethAck | wire::kAethAckUnlimitedCredits, wire::psn_sub(r.psn, 1));
+  receive_request(qp, ctx, pkt, now_ns);
 }
 
 namespace {
+// Sends the pending ACK/NAK. 1 if it left, 0 if the sink refused a buffer (it stays pending).
+[[gnu::noinline]] uint32_t send_ctl(QueuePair& qp, RcContext& ctx) {
+  ResponderState& rs = qp.resp;
+  TxPacket pkt;
+  pkt.opcode = kRcAck;
+  pkt.psn = rs.ctl_psn;
+  pkt.set_aeth(rs.ctl_syndrome, rs.msn);
+  if (!transmit(qp, ctx, pkt, TxPayload{})) return 0;
+  rs.ctl_pending = false;
+  rs.unacked_packets = 0;
+  rs.ack_due_ns = 0;
+  const uint8_t type = rs.ctl_syndrome & wire::kAethTypeMask;
+  if (type == wire::kAethNak) ++qp.stats.naks_sent;
+  ctx.counters->add(type == wire::kAethAck ? RcCounter::kAcksSent
+                                           : (type == wire::kAethRnrNak ? RcCounter::kRnrNaksSent
+                                                                        : RcCounter::kNaksSent));
+  if (rs.error_after_ctl) {
+    rs.error_after_ctl = false;
+    enter_error(qp, ctx, WcError::kFlushed);
+  }
+  return 1;
+}
+
 [[gnu::noinline]] uint32_t responder_send_st(QueuePair& qp, RcContext& ctx, uint32_t budget) {
   ResponderState& rs = qp.resp;
   if (qp.state() != QpState::kRtr && qp.state() != QpState::kRts) return 0;
@@ -396,11 +425,17 @@ namespace {
   uint32_t sent = 0;
   bool blocked = false;
   while (qp.resources_pending != 0 && sent < budget && !rs.error_after_ctl) {
-    // Oldest pending resource first: responses leave in PSN order.
+    // Oldest pending resource first: responses leave in PSN order. The ring from res_next (its
+    // oldest slot) holds requests in PSN order, and a resource's next response (tx_psn, even
+    // when a duplicate restarts it) stays within its own PSN range, before the next request's:
+    // the first pending resource in ring order is the one with the lowest tx_psn.
     ReadResource* r = nullptr;
     for (uint32_t k = 0; k < qp.irl_capacity(); ++k) {
       ReadResource& c = qp.resource(rs.res_next + k);
-      if (c.valid && c.pending && (r == nullptr || wire::psn_lt(c.tx_psn, r->tx_psn))) r = &c;
+      if (c.valid && c.pending) {
+        r = &c;
+        break;
+      }
     }
     if (r == nullptr) break;
     TxPacket pkt;
@@ -450,30 +485,18 @@ namespace {
   }
   if (blocked || sent >= budget || !rs.ctl_pending) return sent;
   if (qp.resources_pending != 0 && !rs.error_after_ctl) return sent;  // responses first
-  TxPacket pkt;
-  pkt.opcode = kRcAck;
-  pkt.psn = rs.ctl_psn;
-  pkt.set_aeth(rs.ctl_syndrome, rs.msn);
-  if (!transmit(qp, ctx, pkt, TxPayload{})) return sent;
-  rs.ctl_pending = false;
-  rs.unacked_packets = 0;
-  rs.ack_due_ns = 0;
-  const uint8_t type = rs.ctl_syndrome & wire::kAethTypeMask;
-  if (type == wire::kAethNak) ++qp.stats.naks_sent;
-  ctx.counters->add(type == wire::kAethAck ? RcCounter::kAcksSent
-                                           : (type == wire::kAethRnrNak ? RcCounter::kRnrNaksSent
-                                                                        : RcCounter::kNaksSent));
-  if (rs.error_after_ctl) {
-    rs.error_after_ctl = false;
-    enter_error(qp, ctx, WcError::kFlushed);
-  }
-  return sent + 1;
+  return sent + send_ctl(qp, ctx);
 }
 }  // namespace
 
-// The usual visit owes nothing: answered here, without the prologue of the sending code.
+// The usual visit owes nothing, or only the ACK: answered here, without the prologue of the
+// code that sends READ responses (what responder_send_st does when no resource is pending).
 uint32_t responder_tx_st(QueuePair& qp, RcContext& ctx, uint32_t budget) {
-  if (qp.resources_pending == 0 && !qp.resp.ctl_pending) return 0;
+  if (qp.resources_pending == 0) {
+    if (!qp.resp.ctl_pending || budget == 0) return 0;
+    if (qp.state() != QpState::kRtr && qp.state() != QpState::kRts) return 0;
+    return send_ctl(qp, ctx);
+  }
   return responder_send_st(qp, ctx, budget);
 }
 

@@ -24,8 +24,10 @@
 //    0x1F ("unlimited", as rxe) and the MSN.
 
 #include <cstdint>
+#include <cstring>
 
 #include "dataplane/rc/queue_pair.hpp"
+#include "dataplane/wire/psn.hpp"
 #include "dataplane/wire/rc_rx.hpp"
 
 namespace rocedp::rc {
@@ -41,12 +43,90 @@ inline constexpr uint64_t kDelayedAckNs = 100'000;
 /// 32 bits of TypeSpecificCompletionOutput and this flag above it (NDK has no immediate data).
 inline constexpr uintptr_t kCqeImmediateValid = uintptr_t{1} << 32;
 
-/// A request packet addressed to `qp` (RTR or RTS).
-void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt,
-                          uint64_t now_ns);
+/// responder_receive_st for every packet but the WRITE ONLY of its short path.
+void responder_receive_other_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt,
+                                uint64_t now_ns);
+
+namespace responder_detail {
+
+inline void set_ctl(ResponderState& r, uint8_t syndrome, uint32_t psn) {
+  if (r.error_after_ctl) return;  // a fatal NAK is never replaced
+  // A newer ACK/NAK covers an older one: ACK p says "all up to p", NAK p "all before p".
+  if (!r.ctl_pending || wire::psn_ge(psn, r.ctl_psn)) {
+    r.ctl_pending = true;
+    r.ctl_syndrome = syndrome;
+    r.ctl_psn = psn;
+  }
+}
+
+// A SEND or WRITE packet executed: ACK it now (AckReq, or kAckCoalesceMax unacknowledged) or
+// by the delayed-ACK deadline.
+inline void ack_executed(ResponderState& r, const wire::RcRxPacket& pkt, uint64_t now_ns) {
+  if (pkt.ack_req() || ++r.unacked_packets >= kAckCoalesceMax) {
+    set_ctl(r, wire::kAethAck | wire::kAethAckUnlimitedCredits, pkt.psn);
+  } else if (r.ack_due_ns == 0) {
+    r.ack_due_ns = now_ns + kDelayedAckNs;
+  }
+}
+
+// The payload of a small message (up to 64 bytes) in two overlapping moves of one size, instead
+// of a call into the library's copy.
+inline void copy_payload(uint8_t* dst, const uint8_t* src, uint32_t len) {
+  if (len >= 16 && len <= 64) {
+    if (len >= 32) {
+      std::memcpy(dst, src, 32);
+      std::memcpy(dst + len - 32, src + len - 32, 32);
+    } else {
+      std::memcpy(dst, src, 16);
+      std::memcpy(dst + len - 16, src + len - 16, 16);
+    }
+    return;
+  }
+  if (len != 0) std::memcpy(dst, src, len);
+}
+
+}  // namespace responder_detail
 
 /// A visit at `now_ns`: queues the delayed ACK if it is due (its deadline is resp.ack_due_ns).
-void responder_ack_timer_st(QueuePair& qp, uint64_t now_ns);
+/// Inline: every visit asks, and most have nothing waiting.
+inline void responder_ack_timer_st(QueuePair& qp, uint64_t now_ns) {
+  ResponderState& r = qp.resp;
+  if (r.ack_due_ns == 0 || r.ctl_pending) return;  // none waiting, or an ACK/NAK goes out anyway
+  if (r.unacked_packets == 0) {
+    r.ack_due_ns = 0;
+    return;
+  }
+  if (now_ns >= r.ack_due_ns)
+    responder_detail::set_ctl(r, wire::kAethAck | wire::kAethAckUnlimitedCredits,
+                              wire::psn_sub(r.psn, 1));
+}
+
+/// A request packet addressed to `qp` (RTR or RTS). Inline (the engine's burst loop runs it):
+/// the common case first, a WRITE ONLY at the expected PSN, no message in progress, its region
+/// allowing it and its length the RETH's. Exactly what the general path does for it (minus the
+/// WRITE state, which only a FIRST sets and MIDDLE/LAST read); anything else, a failing check
+/// included, goes to responder_receive_other_st.
+inline void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt,
+                                 uint64_t now_ns) {
+  ResponderState& r = qp.resp;
+  const uint32_t psn = pkt.psn;
+  if (pkt.opcode() == wire::opcode::kRcWriteOnly && psn == r.psn && r.in_msg == InMessage::kNone &&
+      !r.error_after_ctl) [[likely]] {
+    const wire::RethFields reth = pkt.reth();
+    const uint32_t len = pkt.payload_len;
+    if (len == reth.dma_len && ctx.mrs->check_remote(reth.rkey, qp.params().pd, reth.va, len,
+                                                     kMrAccessRemoteWrite) == STATUS_SUCCESS)
+        [[likely]] {
+      r.nak_outstanding = false;
+      responder_detail::copy_payload(reinterpret_cast<uint8_t*>(reth.va), pkt.payload(), len);
+      r.psn = wire::psn_next(psn);
+      r.msn = wire::psn_next(r.msn);
+      responder_detail::ack_executed(r, pkt, now_ns);
+      return;
+    }
+  }
+  responder_receive_other_st(qp, ctx, pkt, now_ns);
+}
 
 /// Sends pending READ responses / atomic ACKs (oldest first), then the pending ACK/NAK.
 /// Returns packets sent.

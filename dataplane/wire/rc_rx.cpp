@@ -11,15 +11,71 @@ DropReason parse_rc_general(Bytes frame, RcRxPacket& out) {
   if (why != DropReason::kNone) return why;
   out.bth = frame.data() + p.bth_offset;
   out.op = p.op;
-  out.payload = frame.data() + p.payload_offset;
   out.payload_len = p.payload_len;
   out.psn = p.f.bth.psn;
   out.dqpn = p.f.bth.dqpn;
   out.src_ip = p.f.ip.src;
   out.dst_ip = p.f.ip.dst;
-  out.opcode = p.f.bth.opcode;
-  out.ack_req = p.f.bth.ack_req;
-  out.se = p.f.bth.se;
+  return DropReason::kNone;
+}
+
+// The checks of parse() (parse_plain_ipv4, then parse_tail) in the same order, for untagged
+// Ethernet + IPv4 without options + UDP, decoding only what RcRxPacket holds.
+DropReason parse_rc_ordered(Bytes frame, RcRxPacket& out) {
+  const std::uint8_t* p = frame.data();
+  const std::size_t n = frame.size();
+  constexpr std::size_t l3 = kEthHdrLen;
+  if (n < kEthHdrLen + kIpv4MinHdrLen || load_be16(p + 12) != kEtherTypeIpv4 || p[l3] != 0x45 ||
+      p[l3 + ipv4_off::kProto] != kIpProtoUdp) {
+    return parse_rc_general(frame, out);
+  }
+  const std::uint8_t* ip = p + l3;
+  const std::size_t total = load_be16(ip + ipv4_off::kTotalLen);
+  const std::uint16_t flags_frag = load_be16(ip + ipv4_off::kFlagsFrag);
+  if (total < kIpv4MinHdrLen || l3 + total > n) return DropReason::kIpBadLength;
+  if ((flags_frag & kIpv4FragOffsetMask) != 0) return DropReason::kIpFragment;
+  if (total < kIpv4MinHdrLen + kUdpHdrLen) return DropReason::kUdpTooShort;
+  constexpr std::size_t l4 = l3 + kIpv4MinHdrLen;
+  const std::uint8_t* udp = p + l4;
+  if (load_be16(udp + udp_off::kDst) != kRoceV2UdpPort) return DropReason::kNotRoce;
+  if (flags_frag & kIpv4FlagMf) return DropReason::kIpFragment;
+  if (ipv4_header_checksum(ip, kIpv4MinHdrLen) != load_be16(ip + ipv4_off::kChecksum))
+    return DropReason::kIpBadChecksum;
+  const std::size_t udp_len = load_be16(udp + udp_off::kLen);
+  if (udp_len != total - kIpv4MinHdrLen) return DropReason::kUdpBadLength;
+  const std::size_t udp_payload = udp_len - kUdpHdrLen;
+  if (udp_payload < kBthLen + kIcrcLen) return DropReason::kBthTooShort;
+
+  constexpr std::size_t bth = l4 + kUdpHdrLen;
+  const std::uint32_t w0 = load_be32(p + bth);  // opcode, flags, P_Key
+  const auto flags = static_cast<std::uint8_t>(w0 >> 16);
+  if ((flags & bth_bits::kTverMask) != 0) return DropReason::kBadTver;
+  const auto opcode = static_cast<std::uint8_t>(w0 >> 24);
+  const OpcodeInfo* op = opcode_info(opcode);
+  if (op == nullptr) return DropReason::kUnknownOpcode;
+  if (udp_payload < op->length + kIcrcLen) return DropReason::kHeadersTooShort;
+
+  // Payload and pad (IBTA §9.2.1.4: pad count is the bytes after the payload).
+  const std::size_t pad = (flags & bth_bits::kPadMask) >> bth_bits::kPadShift;
+  const std::size_t with_pad = udp_payload - op->length - kIcrcLen;
+  if (pad > with_pad) return DropReason::kPadTooLarge;
+  const auto payload_len = static_cast<std::uint32_t>(with_pad - pad);
+  if (const DropReason r = payload_rule(*op, with_pad, payload_len); r != DropReason::kNone)
+    return r;
+
+  // ICRC (IBTA Annex A17.3.3), little-endian after the pad.
+  const std::size_t icrc_at = l3 + total - kIcrcLen;
+  if (icrc_plain_ipv4(ip, icrc_at - l3) != load_le32(p + icrc_at)) return DropReason::kBadIcrc;
+
+  const std::uint32_t w1 = load_be32(p + bth + 4);  // resv8a, DestQP
+  const std::uint32_t w2 = load_be32(p + bth + 8);  // AckReq, PSN
+  out.bth = p + bth;
+  out.op = op;
+  out.payload_len = payload_len;
+  out.psn = w2 & kPsnMask;
+  out.dqpn = w1 & kQpnMask;
+  out.src_ip = load_be32(ip + ipv4_off::kSrc);
+  out.dst_ip = load_be32(ip + ipv4_off::kDst);
   return DropReason::kNone;
 }
 

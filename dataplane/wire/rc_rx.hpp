@@ -5,12 +5,13 @@
 // read from the frame only when a role asks for them. The general parser (parser.hpp) decodes
 // every field of every header; the data path reads a handful of them.
 //
-// parse_rc returns exactly the DropReason parse() returns for the same bytes (same checks, same
-// order; tests/wire/test_rc_rx.cpp compares both over every opcode and every malformation the
-// parser tests build, and over random mutations), so every refused frame is counted under the
-// same reason whichever parser saw it. Frames of an unusual shape (802.1Q tag, IP options) go
-// through parse() itself.
+// parse_rc returns exactly the DropReason parse() returns for the same bytes (the same checks;
+// a frame that fails one is checked again in parse()'s order to name it. tests/wire/
+// test_rc_rx.cpp compares both over every opcode and every malformation the parser tests build,
+// and over random mutations), so every refused frame is counted under the same reason whichever
+// parser saw it. Frames of an unusual shape (802.1Q tag, IP options) go through parse() itself.
 
+#include <array>
 #include <cstdint>
 
 #include "dataplane/wire/drop_reason.hpp"
@@ -27,15 +28,17 @@ namespace rocedp::wire {
 struct RcRxPacket {
   const std::uint8_t* bth = nullptr;  // the BTH inside the frame (the frame must outlive this)
   const OpcodeInfo* op = nullptr;     // never null after a successful parse
-  const std::uint8_t* payload = nullptr;
-  std::uint32_t payload_len = 0;  // without pad
+  std::uint32_t payload_len = 0;      // without pad
   std::uint32_t psn = 0;
   std::uint32_t dqpn = 0;
   std::uint32_t src_ip = 0;  // host order
   std::uint32_t dst_ip = 0;
-  std::uint8_t opcode = 0;
-  bool ack_req = false;
-  bool se = false;
+
+  // BTH fields read where they are used (fewer stores per frame in the burst's parse pass).
+  std::uint8_t opcode() const { return bth[bth_off::kOpcode]; }
+  bool ack_req() const { return (bth[bth_off::kAckReq] & bth_bits::kAckReq) != 0; }
+  bool se() const { return (bth[bth_off::kFlags] & bth_bits::kSe) != 0; }
+  const std::uint8_t* payload() const { return bth + op->length; }
 
   // Extension headers, read from the frame: only for an opcode that carries them.
   const std::uint8_t* hdr(Hdr h) const { return bth + op->offset_of(h); }
@@ -56,71 +59,92 @@ struct RcRxPacket {
 
 /// parse_rc for the shapes it does not decode itself: parse(), then the same view.
 [[gnu::cold]] DropReason parse_rc_general(Bytes frame, RcRxPacket& out);
+/// parse_rc's checks one by one, in parse()'s order: the frames the fast path does not accept
+/// (a malformed one learns its reason here; a valid one of a rare shape is decoded).
+[[gnu::cold]] DropReason parse_rc_ordered(Bytes frame, RcRxPacket& out);
+
+namespace rc_rx_detail {
+// Per opcode, what the fast path of parse_rc needs: the header length (0: not on the fast path,
+// i.e. not RC, unknown, or a fixed payload), the least payload and the most payload with pad.
+struct FastOp {
+  std::uint8_t length = 0;
+  std::uint8_t min_payload = 0;
+  std::uint16_t max_with_pad = 0;
+};
+inline constexpr std::array<FastOp, 256> kFastOps = [] {
+  std::array<FastOp, 256> t{};
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const OpcodeInfo& o = kOpcodeTable[i];
+    if (!o.valid() || o.transport != Transport::kRc || o.payload == Payload::kFixed) continue;
+    t[i].length = o.length;
+    t[i].min_payload = o.payload == Payload::kRequired ? 1 : 0;
+    t[i].max_with_pad = o.payload == Payload::kNone ? 0 : 0xFFFF;
+  }
+  return t;
+}();
+
+// The IPv4 header (no options) carries the checksum parse() computes: the one's-complement sum
+// of all ten 16-bit words, checksum included, is 0xFFFF, i.e. the plain sum is a non-zero
+// multiple of 0xFFFF (never zero: the version byte is not), and the field is not 0xFFFF (parse()
+// computes ~sum, which is never 0xFFFF then). Words are summed as host-order 32-bit loads: a
+// byte swap multiplies the sum by 256 modulo 0xFFFF, which keeps it a multiple.
+inline bool ipv4_checksum_ok(const std::uint8_t* ip) {
+  const std::uint64_t sum = std::uint64_t{load_le32(ip)} + load_le32(ip + 4) + load_le32(ip + 8) +
+                            load_le32(ip + 12) + load_le32(ip + 16);
+  return sum % 0xFFFF == 0 && load_be16(ip + ipv4_off::kChecksum) != 0xFFFF;
+}
+}  // namespace rc_rx_detail
 
 // Parses `frame` (IP checksum and ICRC verified). kNone: `out` describes the packet; otherwise
 // the reason parse() gives (kNotRoce for a frame that is not IPv4/UDP to 4791), `out` unspecified.
-// Inline: it runs once per received frame, inside the engine's burst loop.
-// The checks of parse() (parse_plain_ipv4, then parse_tail) in the same order, for untagged
-// Ethernet + IPv4 without options + UDP, decoding only what RcRxPacket holds.
+// Inline: it runs once per received frame, inside the engine's burst loop. Every check of
+// parse() holds for a frame the fast path accepts (validity is their conjunction, so it tests
+// them in any order); any other frame goes through parse_rc_ordered, which names the first
+// failing check as parse() does.
 inline DropReason parse_rc(Bytes frame, RcRxPacket& out) {
+  using rc_rx_detail::kFastOps;
   const std::uint8_t* p = frame.data();
   const std::size_t n = frame.size();
   constexpr std::size_t l3 = kEthHdrLen;
-  if (n < kEthHdrLen + kIpv4MinHdrLen || load_be16(p + 12) != kEtherTypeIpv4 || p[l3] != 0x45 ||
-      p[l3 + ipv4_off::kProto] != kIpProtoUdp) [[unlikely]] {
-    return parse_rc_general(frame, out);
-  }
-  const std::uint8_t* ip = p + l3;
-  const std::size_t total = load_be16(ip + ipv4_off::kTotalLen);
-  const std::uint16_t flags_frag = load_be16(ip + ipv4_off::kFlagsFrag);
-  if (total < kIpv4MinHdrLen || l3 + total > n) return DropReason::kIpBadLength;
-  if ((flags_frag & kIpv4FragOffsetMask) != 0) return DropReason::kIpFragment;
-  if (total < kIpv4MinHdrLen + kUdpHdrLen) return DropReason::kUdpTooShort;
   constexpr std::size_t l4 = l3 + kIpv4MinHdrLen;
-  const std::uint8_t* udp = p + l4;
-  if (load_be16(udp + udp_off::kDst) != kRoceV2UdpPort) return DropReason::kNotRoce;
-  if (flags_frag & kIpv4FlagMf) return DropReason::kIpFragment;
-  if (ipv4_header_checksum(ip, kIpv4MinHdrLen) != load_be16(ip + ipv4_off::kChecksum))
-    return DropReason::kIpBadChecksum;
-  const std::size_t udp_len = load_be16(udp + udp_off::kLen);
-  if (udp_len != total - kIpv4MinHdrLen) return DropReason::kUdpBadLength;
-  const std::size_t udp_payload = udp_len - kUdpHdrLen;
-  if (udp_payload < kBthLen + kIcrcLen) return DropReason::kBthTooShort;
-
   constexpr std::size_t bth = l4 + kUdpHdrLen;
+  if (n < bth + kBthLen + kIcrcLen) [[unlikely]]
+    return parse_rc_ordered(frame, out);
+  const std::uint8_t* ip = p + l3;
+  const std::uint8_t* udp = p + l4;
   const std::uint32_t w0 = load_be32(p + bth);  // opcode, flags, P_Key
-  const auto flags = static_cast<std::uint8_t>(w0 >> 16);
-  if ((flags & bth_bits::kTverMask) != 0) return DropReason::kBadTver;
-  const auto opcode = static_cast<std::uint8_t>(w0 >> 24);
-  const OpcodeInfo* op = opcode_info(opcode);
-  if (op == nullptr) return DropReason::kUnknownOpcode;
-  if (udp_payload < op->length + kIcrcLen) return DropReason::kHeadersTooShort;
-
-  // Payload and pad (IBTA §9.2.1.4: pad count is the bytes after the payload).
-  const std::size_t pad = (flags & bth_bits::kPadMask) >> bth_bits::kPadShift;
-  const std::size_t with_pad = udp_payload - op->length - kIcrcLen;
-  if (pad > with_pad) return DropReason::kPadTooLarge;
-  const auto payload_len = static_cast<std::uint32_t>(with_pad - pad);
-  if (const DropReason r = payload_rule(*op, with_pad, payload_len); r != DropReason::kNone)
-    return r;
-
-  // ICRC (IBTA Annex A17.3.3), little-endian after the pad.
-  const std::size_t icrc_at = l3 + total - kIcrcLen;
-  if (icrc_plain_ipv4(ip, icrc_at - l3) != load_le32(p + icrc_at)) return DropReason::kBadIcrc;
-
-  const std::uint32_t w1 = load_be32(p + bth + 4);  // resv8a, DestQP
-  const std::uint32_t w2 = load_be32(p + bth + 8);  // AckReq, PSN
+  const rc_rx_detail::FastOp f = kFastOps[w0 >> 24];
+  const std::size_t total = load_be16(ip + ipv4_off::kTotalLen);
+  const std::size_t udp_len = load_be16(udp + udp_off::kLen);
+  // Wraps (and fails below) when the UDP payload is shorter than the headers and ICRC.
+  const std::size_t with_pad = udp_len - kUdpHdrLen - kIcrcLen - f.length;
+  const std::size_t pad = (w0 >> (16 + bth_bits::kPadShift)) & 3;
+  // Bytes 12..14: EtherType IPv4, version 4 without options. Bytes 6..9 of IPv4: no fragment
+  // (MF and offset clear; DF and the TTL are free), protocol UDP. Host-order 32-bit loads.
+  constexpr std::uint32_t kEthIpv4 =
+      (std::uint32_t{0x45} << 16) | (kEtherTypeIpv4 >> 8) | ((kEtherTypeIpv4 & 0xFF) << 8);
+  constexpr std::uint32_t kFragMask = 0xFF00FF00u | ((kIpv4FlagMf | kIpv4FragOffsetMask) >> 8);
+  constexpr std::uint32_t kUdpNoFrag = std::uint32_t{kIpProtoUdp} << 24;
+  static_assert(ipv4_off::kVerIhl == 0 && ipv4_off::kFlagsFrag + 3 == ipv4_off::kProto);
+  static_assert(((kIpv4FlagMf | kIpv4FragOffsetMask) & 0xFF) == 0xFF);
+  if ((load_le32(p + 12) & 0x00FFFFFFu) != kEthIpv4 ||
+      (load_le32(ip + ipv4_off::kFlagsFrag) & kFragMask) != kUdpNoFrag || l3 + total > n ||
+      load_be16(udp + udp_off::kDst) != kRoceV2UdpPort || udp_len != total - kIpv4MinHdrLen ||
+      ((w0 >> 16) & bth_bits::kTverMask) != 0 || f.length == 0 || with_pad > f.max_with_pad ||
+      pad + f.min_payload > with_pad || !rc_rx_detail::ipv4_checksum_ok(ip)) [[unlikely]] {
+    return parse_rc_ordered(frame, out);
+  }
+  // The view first (`out` is unspecified on failure): less to keep across the ICRC call.
   out.bth = p + bth;
-  out.op = op;
-  out.payload = p + bth + op->length;
-  out.payload_len = payload_len;
-  out.psn = w2 & kPsnMask;
-  out.dqpn = w1 & kQpnMask;
+  out.op = &kOpcodeTable[w0 >> 24];
+  out.payload_len = static_cast<std::uint32_t>(with_pad - pad);
+  out.psn = load_be32(p + bth + 8) & kPsnMask;   // AckReq, PSN
+  out.dqpn = load_be32(p + bth + 4) & kQpnMask;  // resv8a, DestQP
   out.src_ip = load_be32(ip + ipv4_off::kSrc);
   out.dst_ip = load_be32(ip + ipv4_off::kDst);
-  out.opcode = opcode;
-  out.ack_req = (w2 >> 24) & bth_bits::kAckReq;
-  out.se = flags & bth_bits::kSe;
+  // ICRC (IBTA Annex A17.3.3), little-endian after the pad: the last check in parse()'s order.
+  const std::size_t icrc_at = total - kIcrcLen;
+  if (icrc_plain_ipv4(ip, icrc_at) != load_le32(ip + icrc_at)) return DropReason::kBadIcrc;
   return DropReason::kNone;
 }
 

@@ -29,15 +29,15 @@ DropReason check_same(Bytes frame) {
   const std::uint8_t* base = e.bytes().data();
   EXPECT_EQ(r.bth, base + p.bth_offset);
   EXPECT_EQ(r.op, p.op);
-  EXPECT_EQ(r.payload, base + p.payload_offset);
+  EXPECT_EQ(r.payload(), base + p.payload_offset);
   EXPECT_EQ(r.payload_len, p.payload_len);
   EXPECT_EQ(r.psn, p.f.bth.psn);
   EXPECT_EQ(r.dqpn, p.f.bth.dqpn);
   EXPECT_EQ(r.src_ip, p.f.ip.src);
   EXPECT_EQ(r.dst_ip, p.f.ip.dst);
-  EXPECT_EQ(r.opcode, p.f.bth.opcode);
-  EXPECT_EQ(r.ack_req, p.f.bth.ack_req);
-  EXPECT_EQ(r.se, p.f.bth.se);
+  EXPECT_EQ(r.opcode(), p.f.bth.opcode);
+  EXPECT_EQ(r.ack_req(), p.f.bth.ack_req);
+  EXPECT_EQ(r.se(), p.f.bth.se);
   const OpcodeInfo& op = *p.op;
   if (op.has(Hdr::kReth)) {
     EXPECT_EQ(r.reth(), p.f.reth);
