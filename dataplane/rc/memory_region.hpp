@@ -203,6 +203,12 @@ class MemoryRegionTable {
     if (length == 0 || check_fast(token, pd, address, length, access, &memo)) return STATUS_SUCCESS;
     return check_slow(token, pd, address, length, access, nullptr);
   }
+  /// check_remote for a QP's per-packet checks, through its memo as check_local(memo, ...) (a
+  /// window is never remembered: its checks take the full path every time).
+  NTSTATUS check_remote(MrMemo& memo, uint32_t token, uint32_t pd, uint64_t address,
+                        uint64_t length, uint32_t access) const {
+    return check_local(memo, token, pd, address, length, access);
+  }
   /// Remote access by a peer (responder side, before writing or reading a byte): same result;
   /// the responder answers STATUS_ACCESS_VIOLATION with a NAK remote access error.
   /// A zero-length RDMA carries no meaningful R_Key and passes (IBTA; rxe skips the check too).

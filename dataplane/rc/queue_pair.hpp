@@ -371,6 +371,7 @@ struct ResponderState {
   uint32_t write_remaining = 0;
   uint32_t write_rkey = 0;  ///< checked again on every later packet (deregister/invalidate)
   uint32_t unacked_packets = 0;
+  MrMemo remote_mr;  ///< the region a peer's request last passed (MemoryRegionTable::check_remote)
   // Delayed ACK: executed packets no AckReq asked about are acknowledged by this time at the
   // latest (0: none waiting), so a requester that paused mid-message never times out on us.
   uint64_t ack_due_ns = 0;

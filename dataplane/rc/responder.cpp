@@ -181,7 +181,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
   }
   if (starts) {
     const wire::RethFields reth = pkt.reth();
-    if (ctx.mrs->check_remote(reth.rkey, qp.params().pd, reth.va, reth.dma_len,
+    if (ctx.mrs->check_remote(qp.resp.remote_mr, reth.rkey, qp.params().pd, reth.va, reth.dma_len,
                               kMrAccessRemoteWrite) != STATUS_SUCCESS) {
       nak_fatal(qp, wire::kAethNakRemoteAccess, psn);
       return;
@@ -191,8 +191,9 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
     r.write_total = reth.dma_len;
     r.write_rkey = reth.rkey;
   } else if (pkt.payload_len != 0 &&
-             ctx.mrs->check_remote(r.write_rkey, qp.params().pd, r.write_va, pkt.payload_len,
-                                   kMrAccessRemoteWrite) != STATUS_SUCCESS) [[unlikely]] {
+             ctx.mrs->check_remote(qp.resp.remote_mr, r.write_rkey, qp.params().pd, r.write_va,
+                                   pkt.payload_len, kMrAccessRemoteWrite) != STATUS_SUCCESS)
+      [[unlikely]] {
     // The region was deregistered or invalidated while the WRITE was in flight: its middle and
     // last packets are NAKed (remote access error) and write nothing.
     nak_fatal(qp, wire::kAethNakRemoteAccess, psn);
@@ -222,7 +223,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
 [[gnu::noinline]] void exec_read(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
   const uint32_t psn = pkt.psn;
   const wire::RethFields reth = pkt.reth();
-  if (ctx.mrs->check_remote(reth.rkey, qp.params().pd, reth.va, reth.dma_len,
+  if (ctx.mrs->check_remote(qp.resp.remote_mr, reth.rkey, qp.params().pd, reth.va, reth.dma_len,
                             kMrAccessRemoteRead) != STATUS_SUCCESS) {
     nak_fatal(qp, wire::kAethNakRemoteAccess, psn);
     return;
@@ -292,7 +293,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
       }
       // Re-execute with the duplicate's RETH: a retried READ may ask only for the tail.
       const wire::RethFields reth = pkt.reth();
-      if (ctx.mrs->check_remote(reth.rkey, qp.params().pd, reth.va, reth.dma_len,
+      if (ctx.mrs->check_remote(qp.resp.remote_mr, reth.rkey, qp.params().pd, reth.va, reth.dma_len,
                                 kMrAccessRemoteRead) != STATUS_SUCCESS) {
         return;
       }
@@ -454,7 +455,7 @@ namespace {
       const bool first = r->tx_psn == r->exec_psn;
       const bool last = r->remaining <= mtu;
       const uint32_t seg = last ? r->remaining : mtu;
-      if (seg != 0 && ctx.mrs->check_remote(r->rkey, qp.params().pd, r->va, seg,
+      if (seg != 0 && ctx.mrs->check_remote(qp.resp.remote_mr, r->rkey, qp.params().pd, r->va, seg,
                                             kMrAccessRemoteRead) != STATUS_SUCCESS) [[unlikely]] {
         // The region was deregistered or invalidated after the READ request was checked: the
         // queued responses stop (not one more byte is read) and the requester gets a NAK

@@ -114,9 +114,9 @@ inline void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRx
       !r.error_after_ctl) [[likely]] {
     const wire::RethFields reth = pkt.reth();
     const uint32_t len = pkt.payload_len;
-    if (len == reth.dma_len && ctx.mrs->check_remote(reth.rkey, qp.params().pd, reth.va, len,
-                                                     kMrAccessRemoteWrite) == STATUS_SUCCESS)
-        [[likely]] {
+    if (len == reth.dma_len &&
+        ctx.mrs->check_remote(r.remote_mr, reth.rkey, qp.params().pd, reth.va, len,
+                              kMrAccessRemoteWrite) == STATUS_SUCCESS) [[likely]] {
       r.nak_outstanding = false;
       responder_detail::copy_payload(reinterpret_cast<uint8_t*>(reth.va), pkt.payload(), len);
       r.psn = wire::psn_next(psn);

@@ -2,6 +2,8 @@
 // remote access, RNR then success, RNR retry exhausted, retry exhausted, flush, invalid opcode
 // sequence, receive too small, CQ overrun.
 
+#include <algorithm>
+
 #include "dataplane/rc/completer.hpp"
 #include "dataplane/rc/ib_timers.hpp"
 #include "dataplane/wire/builder.hpp"
@@ -105,6 +107,33 @@ TEST_F(Errors, LocalProtectionErrorAfterTheRegionIsDeregistered) {
   ASSERT_EQ(sc.size(), 1u);
   EXPECT_EQ(sc[0].status, STATUS_ACCESS_VIOLATION);
   EXPECT_EQ(sc[0].provider_error_code, 4u);
+}
+
+// The responder remembers the region a peer's request last passed: deregistered after one WRITE
+// into it, the next WRITE must be NAKed (remote access error) and write nothing.
+TEST_F(Errors, RemoteAccessErrorAfterTheTargetIsDeregistered) {
+  make();
+  Buffer& src = a.buffer(64);
+  fill_pattern(src.ptr(), 64, 3);
+  Buffer& dst = b.buffer(64, kMrAll, 0x11);
+  SendWqe wr = send_wqe(SendOpcode::kWrite, tag(1), {src.sge(0, 64)});
+  wr.remote_address = dst.va();
+  wr.remote_token = dst.tokens.remote;
+  ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
+  w.settle();
+  auto sc = qa->send_cqes();
+  ASSERT_EQ(sc.size(), 1u);
+  ASSERT_EQ(sc[0].status, STATUS_SUCCESS);
+  ASSERT_EQ(dst.data[5], src.data[5]);
+  std::fill(dst.data.begin(), dst.data.end(), 0x11);
+  ASSERT_EQ(b.mrs->deregister(dst.tokens.local), STATUS_SUCCESS);
+  wr.request_context = tag(2);
+  ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
+  w.settle();
+  sc = qa->send_cqes();
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, STATUS_ACCESS_VIOLATION);
+  for (uint8_t byte : dst.data) ASSERT_EQ(byte, 0x11) << "no byte may be written";
 }
 
 TEST_F(Errors, ReadIntoARegionWithoutLocalWriteFailsAfterAWriteFromIt) {
