@@ -357,6 +357,7 @@ struct ReadResource {
 enum class InMessage : uint8_t { kNone, kSend, kWrite };
 
 struct ResponderState {
+  // (Ordered to leave no padding: the whole struct is in the QP's prefetched lines.)
   uint32_t psn = 0;  ///< expected PSN
   uint32_t msn = 0;  ///< messages completed (AETH MSN)
   InMessage in_msg = InMessage::kNone;
@@ -364,27 +365,27 @@ struct ResponderState {
   // Receive WQE of the SEND (or WRITE-with-immediate) in progress.
   bool have_recv = false;
   bool recv_from_srq = false;
-  RecvWqe recv{};
   uint32_t recv_offset = 0;
+  RecvWqe recv{};
   // RDMA WRITE in progress.
   uint64_t write_va = 0;
   uint32_t write_remaining = 0;
   uint32_t write_rkey = 0;  ///< checked again on every later packet (deregister/invalidate)
   uint32_t unacked_packets = 0;
-  MrMemo remote_mr;  ///< the region a peer's request last passed (MemoryRegionTable::check_remote)
-  // Delayed ACK: executed packets no AckReq asked about are acknowledged by this time at the
-  // latest (0: none waiting), so a requester that paused mid-message never times out on us.
-  uint64_t ack_due_ns = 0;
   // The one pending ACK/NAK (coalesced: a newer one replaces an older one).
+  uint32_t ctl_psn = 0;
   bool ctl_pending = false;
   uint8_t ctl_syndrome = 0;
-  uint32_t ctl_psn = 0;
   bool error_after_ctl = false;  ///< fatal NAK: move the QP to ERROR once it is sent
   // Read/atomic resources: a ring of `irl_capacity` entries; res_next is the slot the next
   // request takes (and, going round, the oldest one).
   uint32_t res_next = 0;
   // Bytes a WRITE with immediate moved (reported by its receive completion).
   uint32_t write_total = 0;
+  // Delayed ACK: executed packets no AckReq asked about are acknowledged by this time at the
+  // latest (0: none waiting), so a requester that paused mid-message never times out on us.
+  uint64_t ack_due_ns = 0;
+  MrMemo remote_mr;  ///< the region a peer's request last passed (MemoryRegionTable::check_remote)
 };
 
 /// The engine's bookkeeping of a QP (rc_engine.cpp): whether it is on the run list, when its
@@ -493,8 +494,9 @@ class QueuePair {
  public:
   QpStats stats;  ///< cold: loss-recovery counters (telemetry)
 
-  /// Bytes from the start of the object that the per-packet path reads.
-  static constexpr size_t kHotBytes = 512;
+  /// Bytes from the start of the object that the per-packet path reads: the role states through
+  /// the header template (queue_pair.cpp checks that they end within it).
+  static constexpr size_t kHotBytes = 576;
 };
 
 // ---------------------------------------------------------------------------------------------
