@@ -23,6 +23,19 @@ struct Errors : ::testing::Test {
     qb = &b.qp(256, 256, cq_depth);
     connect(a, *qa, b, *qb, o);
   }
+  // A 64 B WRITE from the start of src to the start of dst.
+  static SendWqe write64(void* context, Buffer& src, Buffer& dst) {
+    SendWqe wr = send_wqe(SendOpcode::kWrite, context, {src.sge(0, 64)});
+    wr.remote_address = dst.va();
+    wr.remote_token = dst.tokens.remote;
+    return wr;
+  }
+  // Posts `wr` on qa, runs the wire until nothing moves: qa's send completions.
+  std::vector<NdkResultEx> post_and_settle(const SendWqe& wr) {
+    EXPECT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
+    w.settle();
+    return qa->send_cqes();
+  }
 };
 
 TEST_F(Errors, RemoteAccessErrorWritesNoByteAndFlushesTheRest) {
@@ -90,17 +103,11 @@ TEST_F(Errors, LocalProtectionErrorAfterTheRegionIsDeregistered) {
   make();
   Buffer& src = a.buffer(64);
   Buffer& dst = b.buffer(64);
-  SendWqe wr = send_wqe(SendOpcode::kWrite, tag(1), {src.sge(0, 64)});
-  wr.remote_address = dst.va();
-  wr.remote_token = dst.tokens.remote;
-  ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
-  w.settle();
-  auto sc = qa->send_cqes();
+  auto sc = post_and_settle(write64(tag(1), src, dst));
   ASSERT_EQ(sc.size(), 1u);
   EXPECT_EQ(sc[0].status, STATUS_SUCCESS);
   ASSERT_EQ(a.mrs->deregister(src.tokens.local), STATUS_SUCCESS);
-  wr.request_context = tag(2);
-  ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
+  ASSERT_EQ(qa->sq->post(write64(tag(2), src, dst)), STATUS_SUCCESS);
   a.eng->poll_st(w.now);
   EXPECT_TRUE(a.tx.empty()) << "nothing may be sent from a deregistered region";
   sc = qa->send_cqes();
@@ -116,21 +123,13 @@ TEST_F(Errors, RemoteAccessErrorAfterTheTargetIsDeregistered) {
   Buffer& src = a.buffer(64);
   fill_pattern(src.ptr(), 64, 3);
   Buffer& dst = b.buffer(64, kMrAll, 0x11);
-  SendWqe wr = send_wqe(SendOpcode::kWrite, tag(1), {src.sge(0, 64)});
-  wr.remote_address = dst.va();
-  wr.remote_token = dst.tokens.remote;
-  ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
-  w.settle();
-  auto sc = qa->send_cqes();
+  auto sc = post_and_settle(write64(tag(1), src, dst));
   ASSERT_EQ(sc.size(), 1u);
   ASSERT_EQ(sc[0].status, STATUS_SUCCESS);
   ASSERT_EQ(dst.data[5], src.data[5]);
   std::fill(dst.data.begin(), dst.data.end(), 0x11);
   ASSERT_EQ(b.mrs->deregister(dst.tokens.local), STATUS_SUCCESS);
-  wr.request_context = tag(2);
-  ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
-  w.settle();
-  sc = qa->send_cqes();
+  sc = post_and_settle(write64(tag(2), src, dst));
   ASSERT_EQ(sc.size(), 1u);
   EXPECT_EQ(sc[0].status, STATUS_ACCESS_VIOLATION);
   for (uint8_t byte : dst.data) ASSERT_EQ(byte, 0x11) << "no byte may be written";
@@ -140,15 +139,9 @@ TEST_F(Errors, ReadIntoARegionWithoutLocalWriteFailsAfterAWriteFromIt) {
   make();
   Buffer& src = a.buffer(64, 0);  // local read only
   Buffer& dst = b.buffer(64);
-  SendWqe wr = send_wqe(SendOpcode::kWrite, tag(1), {src.sge(0, 64)});
-  wr.remote_address = dst.va();
-  wr.remote_token = dst.tokens.remote;
-  ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
-  w.settle();
-  ASSERT_EQ(qa->send_cqes().size(), 1u);
-  SendWqe rd = send_wqe(SendOpcode::kRead, tag(2), {src.sge(0, 64)});
-  rd.remote_address = dst.va();
-  rd.remote_token = dst.tokens.remote;
+  ASSERT_EQ(post_and_settle(write64(tag(1), src, dst)).size(), 1u);
+  SendWqe rd = write64(tag(2), src, dst);
+  rd.opcode = SendOpcode::kRead;
   ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
   a.eng->poll_st(w.now);
   EXPECT_TRUE(a.tx.empty());
