@@ -1,6 +1,7 @@
 #include "dataplane/rc/rc_engine.hpp"
 
 #include <algorithm>
+#include <cassert>
 
 #include "dataplane/qpn_map.hpp"
 #include "dataplane/rc/completer.hpp"
@@ -17,16 +18,14 @@ constexpr uint32_t kFirstLocalQpn = 2;
 uint32_t clamp_max_qps(uint32_t max_qps) {
   return std::min<uint32_t>(max_qps, dataplane::kQpnLocalMask + 1 - kFirstLocalQpn);
 }
-
-// Min-heap on the deadline (std::*_heap build max-heaps of the comparator).
-template <typename E>
-bool later(const E& a, const E& b) {
-  return a.deadline > b.deadline;
-}
 }  // namespace
 
 RcEngine::RcEngine(const RcEngineConfig& config, MemoryRegionTable* mrs, const FrameSink& sink)
-    : config_(config), doorbell_(clamp_max_qps(config.max_qps) + kFirstLocalQpn) {
+    : config_(config),
+      doorbell_(clamp_max_qps(config.max_qps) + kFirstLocalQpn),
+      // Room for a stale entry beside every live one: the compaction in add_timer (a pass over
+      // every entry) then runs once per max_qps additions at most.
+      timers_(2 * clamp_max_qps(config.max_qps) + 64) {
   config_.max_qps = clamp_max_qps(config_.max_qps);
   ctx_.sink = sink;
   ctx_.mrs = mrs;
@@ -38,10 +37,6 @@ RcEngine::RcEngine(const RcEngineConfig& config, MemoryRegionTable* mrs, const F
   for (uint32_t local = kFirstLocalQpn; local < qps_.size(); ++local) free_.push_back(local);
   std::make_heap(free_.begin(), free_.end(), std::greater<>{});
   run_.reserve(config_.max_qps);
-  // Room for a stale entry beside every live one: the compaction in add_timer (a pass over the
-  // whole heap) then runs once per max_qps additions, not once per 64 of them when every QP has
-  // a timer armed.
-  timers_.reserve(2 * size_t{config_.max_qps} + 64);
 }
 
 // The queues may already be gone (their owners close them first), so they are not detached
@@ -49,7 +44,7 @@ RcEngine::RcEngine(const RcEngineConfig& config, MemoryRegionTable* mrs, const F
 RcEngine::~RcEngine() = default;
 
 QueuePair* RcEngine::create_qp(const QpCreateParams& params, NTSTATUS* status) {
-  if (free_.empty() || !doorbell_.ok()) {
+  if (free_.empty() || !doorbell_.ok() || !timers_.ok()) {
     *status = STATUS_INSUFFICIENT_RESOURCES;
     return nullptr;
   }
@@ -135,31 +130,29 @@ void RcEngine::drain_doorbell() {
 }
 
 void RcEngine::add_timer(uint64_t deadline, uint32_t slot) {
-  if (timers_.size() == timers_.capacity()) [[unlikely]] {
-    // Drop entries that no longer match their QP's deadline before the vector would grow.
-    std::erase_if(timers_, [this](const TimerEntry& e) {
-      const QueuePair* qp = qps_[e.slot].get();
-      return qp == nullptr || qp->sched.timer_at != e.deadline;
-    });
-    std::make_heap(timers_.begin(), timers_.end(), later<TimerEntry>);
-  }
-  timers_.push_back(TimerEntry{deadline, slot});
-  std::push_heap(timers_.begin(), timers_.end(), later<TimerEntry>);
+  if (timers_.add(deadline, slot)) [[likely]]
+    return;
+  // Every entry in use: drop those that no longer match their QP's deadline, then file it. At
+  // most two entries match a QP's deadline (an old one can hold the same value only if time
+  // brought it round again), so half the room is always freed.
+  timers_.drop_if([this](uint32_t s, uint64_t d) {
+    const QueuePair* qp = qps_[s].get();
+    return qp == nullptr || qp->sched.timer_at != d;
+  });
+  [[maybe_unused]] const bool added = timers_.add(deadline, slot);
+  assert(added);
 }
 
 void RcEngine::fire_timers(uint64_t now_ns) {
-  while (!timers_.empty() && timers_.front().deadline <= now_ns) {
-    std::pop_heap(timers_.begin(), timers_.end(), later<TimerEntry>);
-    const TimerEntry e = timers_.back();
-    timers_.pop_back();
-    QueuePair* qp = qps_[e.slot].get();
-    if (qp == nullptr || qp->sched.timer_at != e.deadline) continue;  // stale
+  timers_.expire(now_ns, [this](uint32_t slot, uint64_t deadline) {
+    QueuePair* qp = qps_[slot].get();
+    if (qp == nullptr || qp->sched.timer_at != deadline) return;  // stale
     qp->sched.timer_at = QpSchedule::kNoTimer;
     schedule(qp);
-  }
+  });
 }
 
-// The QP's earliest deadline goes into the heap only if it is earlier than the entry it already
+// The QP's earliest deadline goes into the wheel only if it is earlier than the entry it already
 // has: an ACK that pushes the deadline back costs nothing here, the early entry fires, finds the
 // deadline not reached, and this function re-arms it.
 void RcEngine::sync_timer(QueuePair& qp) {

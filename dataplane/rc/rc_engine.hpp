@@ -41,6 +41,7 @@
 #include "dataplane/qpn_map.hpp"
 #include "dataplane/rc/queue_pair.hpp"
 #include "dataplane/rc/receive.hpp"
+#include "dataplane/rc/timer_wheel.hpp"
 #include "dataplane/rc/work_queue.hpp"
 
 namespace rocedp::rc {
@@ -93,7 +94,6 @@ class RcEngine {
   uint64_t polls() const { return polls_; }
   uint64_t qp_visits() const { return visits_; }
   size_t scheduled_qps() const { return run_.size(); }
-  size_t timer_entries() const { return timers_.size(); }
   size_t qp_count() const { return qp_count_; }
   /// Frames the codec refused, by wire::DropReason (unless count_wire_drops_in moved them).
   const WireDropCounters& wire_drops() const { return wire_drops_; }
@@ -111,13 +111,9 @@ class RcEngine {
   size_t qp_count_ = 0;
   Doorbell doorbell_;            // slots = per-core numbers
   std::vector<QueuePair*> run_;  // the run list (capacity reserved: no allocation)
-  struct TimerEntry {
-    uint64_t deadline;
-    uint32_t slot;
-  };
-  std::vector<TimerEntry> timers_;  // min-heap on deadline (lazy: stale entries are skipped)
-  bool sweep_ = false;              // visit every QP once (a CQ overran)
-  bool busy_ = false;               // the current poll did work
+  TimerWheel timers_;   // QP deadlines (lazy: an entry not matching QpSchedule::timer_at is stale)
+  bool sweep_ = false;  // visit every QP once (a CQ overran)
+  bool busy_ = false;   // the current poll did work
   uint64_t polls_ = 0;
   uint64_t visits_ = 0;
   static constexpr size_t kRxChunk = 16;
