@@ -22,8 +22,9 @@
 //     multi-producer stack of QP slots, one flag per slot; poll_st takes it with one exchange),
 //     or to its receive queue while the QP is in ERROR (those receives complete flushed);
 //   - a frame for it arrives (rx_burst_st);
-//   - its earliest timer expires (a min-heap of deadlines; ACK progress only moves the QP's own
-//     deadline, and the heap entry, when it fires early, re-arms at the real deadline);
+//   - its earliest timer expires (a timing wheel of deadlines, timer_wheel.hpp; ACK progress only
+//     moves the QP's own deadline, and the wheel's entry, when it fires early, re-arms at the
+//     real deadline);
 //   - a control request (flush) or a CQ overrun of a CQ it shares needs it.
 // A QP stays on the list while it does work (or the sink refused it a buffer) and leaves after
 // the first poll in which it does nothing: an idle QP costs nothing per poll.
@@ -90,7 +91,7 @@ class RcEngine {
 
   const RcCounters& counters() const { return counters_; }
   /// Scheduling statistics (the scale test and the benchmarks read them): polls run, QP visits
-  /// made by those polls, QPs on the run list now, live entries in the timer heap.
+  /// made by those polls, QPs on the run list now.
   uint64_t polls() const { return polls_; }
   uint64_t qp_visits() const { return visits_; }
   size_t scheduled_qps() const { return run_.size(); }
