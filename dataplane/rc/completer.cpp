@@ -305,10 +305,23 @@ int response_target(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns
   return -1;
 }
 
+// response_target without its loop for the in-order case: the WQE the scans start at is an
+// unfinished READ/atomic holding `psn` (what the scan's first step would answer).
+int response_target_fast(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns) {
+  const uint32_t lim = started_limit(qp);
+  const uint32_t i = scan_start(qp, lim);
+  if (i < lim) {
+    const WqeMeta& m = qp.meta_at(i);
+    if (m.started && !m.done && m.rd_atomic && psn_le(m.first_psn, psn) && psn_le(psn, m.last_psn))
+      return static_cast<int>(i);
+  }
+  return response_target(qp, ctx, psn, now_ns);
+}
+
 [[gnu::noinline]] void handle_read_response(QueuePair& qp, RcContext& ctx,
                                             const wire::RcRxPacket& pkt, uint64_t now_ns) {
   const uint32_t psn = pkt.psn;
-  const int idx = response_target(qp, ctx, psn, now_ns);
+  const int idx = response_target_fast(qp, ctx, psn, now_ns);
   if (idx < 0 || qp.sq_at(static_cast<uint32_t>(idx)).opcode != SendOpcode::kRead) {
     ctx.counters->add(RcCounter::kRxGhostResponse);
     return;
@@ -345,6 +358,8 @@ int response_target(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns
   if (last) {
     m.done = true;
     --qp.req.rd_atomic_outstanding;
+    // The scans start at the first unfinished WQE (response_target stopped here): the next one.
+    scan_stopped_at(qp, static_cast<uint32_t>(idx) + 1);
   }
   advance(qp, ctx, wire::psn_next(psn), now_ns);
 }
