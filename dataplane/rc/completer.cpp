@@ -23,6 +23,19 @@ uint32_t started_limit(QueuePair& qp) {
   return qp.sq_ring().readable_st();
 }
 
+// Where the scans for the first unfinished WQE start (comp.scan_from: those before it are
+// finished and would only be skipped). A start behind the head or past `lim` is not trusted: the
+// scan then starts at the head, as it would without it.
+uint32_t scan_start(const QueuePair& qp, uint32_t lim) {
+  const uint32_t d = qp.comp.scan_from - static_cast<uint32_t>(qp.comp.sq_head);
+  return d <= lim ? d : 0;
+}
+
+// A scan found the WQE at `i` unfinished (or none started at `i`): everything before is.
+void scan_stopped_at(QueuePair& qp, uint32_t i) {
+  qp.comp.scan_from = static_cast<uint32_t>(qp.comp.sq_head) + i;
+}
+
 void restart_timer(QueuePair& qp, uint64_t now_ns) {
   arm_retransmit_timer_st(qp, now_ns);
 }
@@ -177,12 +190,14 @@ uint32_t read_resume_psn(const WqeMeta& m, uint32_t mtu) {
 // Cumulative acknowledgement of every PSN up to and including `psn`.
 void ack_through(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns) {
   const uint32_t lim = started_limit(qp);
-  for (uint32_t i = 0; i < lim; ++i) {
+  uint32_t i = scan_start(qp, lim);
+  for (; i < lim; ++i) {
     WqeMeta& m = qp.meta_at(i);
     if (!m.started) break;
     if (m.done || m.local) continue;
     if (m.rd_atomic) {
       if (psn_le(m.first_psn, psn)) {
+        scan_stopped_at(qp, i);
         // IBTA §9.7.5.1.3 / rxe: an ACK past a READ/atomic whose response is missing means the
         // response was lost: confirm up to it and ask again.
         const uint32_t resume = qp.sq_at(i).opcode == SendOpcode::kRead
@@ -200,6 +215,7 @@ void ack_through(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns) {
     }
     break;
   }
+  scan_stopped_at(qp, i);
   advance(qp, ctx, wire::psn_next(psn), now_ns);
 }
 
@@ -269,10 +285,12 @@ void handle_aeth(QueuePair& qp, RcContext& ctx, uint32_t psn, uint8_t syndrome, 
 // acknowledged (IBTA §9.7.5.2.1). -1 if the response matches nothing.
 int response_target(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns) {
   const uint32_t lim = started_limit(qp);
-  for (uint32_t i = 0; i < lim; ++i) {
+  uint32_t i = scan_start(qp, lim);
+  for (; i < lim; ++i) {
     WqeMeta& m = qp.meta_at(i);
     if (!m.started) break;
     if (m.done || m.local) continue;
+    scan_stopped_at(qp, i);
     if (!m.rd_atomic) {
       if (psn_lt(m.last_psn, psn)) {
         m.done = true;
@@ -283,13 +301,27 @@ int response_target(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns
     }
     return psn_le(m.first_psn, psn) && psn_le(psn, m.last_psn) ? static_cast<int>(i) : -1;
   }
+  scan_stopped_at(qp, i);
   return -1;
+}
+
+// response_target without its loop for the in-order case: the WQE the scans start at is an
+// unfinished READ/atomic holding `psn` (what the scan's first step would answer).
+int response_target_fast(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns) {
+  const uint32_t lim = started_limit(qp);
+  const uint32_t i = scan_start(qp, lim);
+  if (i < lim) {
+    const WqeMeta& m = qp.meta_at(i);
+    if (m.started && !m.done && m.rd_atomic && psn_le(m.first_psn, psn) && psn_le(psn, m.last_psn))
+      return static_cast<int>(i);
+  }
+  return response_target(qp, ctx, psn, now_ns);
 }
 
 [[gnu::noinline]] void handle_read_response(QueuePair& qp, RcContext& ctx,
                                             const wire::RcRxPacket& pkt, uint64_t now_ns) {
   const uint32_t psn = pkt.psn;
-  const int idx = response_target(qp, ctx, psn, now_ns);
+  const int idx = response_target_fast(qp, ctx, psn, now_ns);
   if (idx < 0 || qp.sq_at(static_cast<uint32_t>(idx)).opcode != SendOpcode::kRead) {
     ctx.counters->add(RcCounter::kRxGhostResponse);
     return;
@@ -326,6 +358,8 @@ int response_target(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns
   if (last) {
     m.done = true;
     --qp.req.rd_atomic_outstanding;
+    // The scans start at the first unfinished WQE (response_target stopped here): the next one.
+    scan_stopped_at(qp, static_cast<uint32_t>(idx) + 1);
   }
   advance(qp, ctx, wire::psn_next(psn), now_ns);
 }
@@ -499,6 +533,9 @@ namespace {
     m.atomic_orig = 0;
   }
   qp.comp.sq_head += n;
+  // The scans' start never falls behind the head (one left behind 2^32 WQEs would look valid).
+  if (static_cast<int32_t>(qp.comp.scan_from - static_cast<uint32_t>(qp.comp.sq_head)) < 0)
+    qp.comp.scan_from = static_cast<uint32_t>(qp.comp.sq_head);
   qp.req.cur.wqe -= std::min(qp.req.cur.wqe, n);
   cq.publish_st();     // the run's completions at once: one release store, one fence
   ring.release_st(n);  // once for the whole run: one release store

@@ -130,6 +130,7 @@ NTSTATUS QueuePair::modify_to_rts() {
   const uint64_t head = comp.sq_head;
   comp = CompleterState{};
   comp.sq_head = head;
+  comp.scan_from = static_cast<uint32_t>(head);
   comp.unacked_psn = conn_.sq_psn;
   comp.retry_left = conn_.retry_count;
   comp.rnr_retry_left = conn_.rnr_retry;

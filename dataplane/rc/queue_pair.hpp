@@ -322,6 +322,7 @@ struct CompleterState {
   bool rtt_timing = false;
   bool probing = false;  ///< a timeout resent only the oldest PSN; its answer decides the rest
   uint8_t backoff = 0;
+  bool retried_here = false;  ///< a go-back-N to unacked_psn already ran with no progress since
   uint64_t rtt_start_ns = 0;
   uint64_t last_tx_ns = 0;  ///< when the requester last sent a packet
   // Loss-adaptive window (completer.cpp window_on_loss / window_on_ack): PSNs the requester may
@@ -335,7 +336,10 @@ struct CompleterState {
   bool rnr_wait = false;     ///< requester paused until rnr_deadline_ns
   uint64_t rnr_deadline_ns = 0;
   uint32_t rnr_psn = 0;
-  bool retried_here = false;  ///< a go-back-N to unacked_psn already ran with no progress since
+  // Low 32 bits of the absolute send queue sequence the completer's scans start at: every WQE
+  // from the head up to it is finished (done or local), so a pipeline of small READs or WRITEs
+  // does not walk its completed but unretired WQEs again for each response (completer.cpp).
+  uint32_t scan_from = 0;
 };
 
 /// Responder resources for inbound READ and atomic requests (IBTA §9.7.5.1.3 / .4: kept so a

@@ -267,6 +267,73 @@ TEST_F(Loss, ReorderingBeyondTheWindowExecutesNothingTwice) {
   EXPECT_EQ(qb->qp->state(), QpState::kRts);
 }
 
+// A pipeline of small READs with WRITEs between them, whose responses are lost, duplicated and
+// delivered again long after the go-back-N that replaced them: the completer's scans start past
+// the WQEs already finished (CompleterState::scan_from), and every READ still completes once,
+// in order, with its own bytes.
+TEST_F(Loss, SmallReadResponsesLostDuplicatedAndStaleCompleteTheirOwnWqeOnce) {
+  constexpr uint32_t kWindow = 16;
+  constexpr uint32_t kOps = 96;
+  make(kWindow);
+  warm_up();
+  Buffer& rsrc = b.buffer(kOps * 64, kMrAll, 0);
+  fill_pattern(rsrc.ptr(), kOps * 64, 13);
+  Buffer& rdst = a.buffer(kOps * 64, kMrAll, 0);
+  for (uint32_t i = 0; i < kOps; ++i) {
+    if (i % 3 == 2) {
+      write(i * 64, 64);
+      continue;
+    }
+    SendWqe rd = send_wqe(SendOpcode::kRead, tag(posted), {rdst.sge(i * 64, 64)});
+    rd.remote_address = rsrc.va() + i * 64;
+    rd.remote_token = rsrc.tokens.remote;
+    ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
+    ++posted;
+  }
+  // The first copies of a few READ responses are held back (lost, as far as A knows) and
+  // delivered later; every frame may also be duplicated on the way.
+  Faults f;
+  f.duplicate = 0.3;
+  w.faults = &f;
+  int responses = 0;
+  w.park_if = [&](bool ab, const wire::ParsedPacket& p) {
+    if (ab || p.f.bth.opcode != kRcReadRespOnly) return false;
+    ++responses;
+    return responses == 3 || responses == 11 || responses == 12 || responses == 30;
+  };
+  const uint64_t ghosts0 = a.eng->counters().get(RcCounter::kRxGhostResponse);
+  const uint64_t gobacks0 = a.eng->counters().get(RcCounter::kGoBackN);
+  bool released = false;
+  for (int round = 0; round < 200000 && !all_done(); ++round) {
+    if (!w.step()) w.now += 100'000;
+    if (!released && responses > 40) {
+      w.release_parked();  // stale copies of responses already resent (or still awaited)
+      released = true;
+    }
+  }
+  w.park_if = nullptr;
+  w.release_parked();
+  w.settle(200);
+  w.faults = nullptr;
+  w.settle(50);
+  EXPECT_TRUE(released);
+  EXPECT_TRUE(all_done());
+  expect_in_order_success();
+  EXPECT_EQ(done.size(), posted) << "no completion twice";
+  for (uint32_t i = 0; i < kOps; ++i) {
+    const uint8_t* got = i % 3 == 2 ? dst->ptr() + i * 64 : rdst.ptr() + i * 64;
+    const uint8_t* want = i % 3 == 2 ? src->ptr() + i * 64 : rsrc.ptr() + i * 64;
+    ASSERT_EQ(std::memcmp(got, want, 64), 0) << i;
+  }
+  // Copies of responses to finished READs match no unfinished WQE.
+  EXPECT_GT(a.eng->counters().get(RcCounter::kRxGhostResponse), ghosts0);
+  EXPECT_GT(a.eng->counters().get(RcCounter::kGoBackN), gobacks0);
+  EXPECT_EQ(qa->qp->comp.unacked_psn, qa->qp->req.max_psn_sent);
+  EXPECT_EQ(qa->qp->req.rd_atomic_outstanding, 0u);
+  EXPECT_EQ(qa->qp->state(), QpState::kRts);
+  EXPECT_EQ(qb->qp->state(), QpState::kRts);
+}
+
 // Sustained random loss (10% of frames, both directions) with a small retry count: each
 // recovery that makes progress restores the budget, and the adaptive timer's early expiries are
 // free, so thousands of loss events never exhaust three retries.
