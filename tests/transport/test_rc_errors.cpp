@@ -30,6 +30,17 @@ struct Errors : ::testing::Test {
     wr.remote_token = dst.tokens.remote;
     return wr;
   }
+  // Posts `wr` on qa and polls qa once: it must fail locally (local protection, provider code 4)
+  // without sending a frame.
+  void expect_local_protection(const SendWqe& wr) {
+    ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
+    a.eng->poll_st(w.now);
+    EXPECT_TRUE(a.tx.empty()) << "nothing may be sent";
+    auto sc = qa->send_cqes();
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, STATUS_ACCESS_VIOLATION);
+    EXPECT_EQ(sc[0].provider_error_code, 4u);
+  }
   // Posts `wr` on qa, runs the wire until nothing moves: qa's send completions.
   std::vector<NdkResultEx> post_and_settle(const SendWqe& wr) {
     EXPECT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
@@ -85,15 +96,8 @@ TEST_F(Errors, RemoteAccessOnReadBeyondTheRegion) {
 TEST_F(Errors, LocalProtectionErrorOnABadSge) {
   make();
   Buffer& src = a.buffer(64);
-  SendWqe s = send_wqe(SendOpcode::kSend, tag(1),
-                       {NdkSge{src.ptr(), 128, src.tokens.local}});  // past the MR
-  ASSERT_EQ(qa->sq->post(s), STATUS_SUCCESS);
-  a.eng->poll_st(w.now);
-  EXPECT_TRUE(a.tx.empty());
-  auto sc = qa->send_cqes();
-  ASSERT_EQ(sc.size(), 1u);
-  EXPECT_EQ(sc[0].status, STATUS_ACCESS_VIOLATION);
-  EXPECT_EQ(sc[0].provider_error_code, 4u);
+  expect_local_protection(send_wqe(SendOpcode::kSend, tag(1),
+                                   {NdkSge{src.ptr(), 128, src.tokens.local}}));  // past the MR
 }
 
 // The requester remembers the source region it last checked: a region deregistered after a WRITE
@@ -107,13 +111,7 @@ TEST_F(Errors, LocalProtectionErrorAfterTheRegionIsDeregistered) {
   ASSERT_EQ(sc.size(), 1u);
   EXPECT_EQ(sc[0].status, STATUS_SUCCESS);
   ASSERT_EQ(a.mrs->deregister(src.tokens.local), STATUS_SUCCESS);
-  ASSERT_EQ(qa->sq->post(write64(tag(2), src, dst)), STATUS_SUCCESS);
-  a.eng->poll_st(w.now);
-  EXPECT_TRUE(a.tx.empty()) << "nothing may be sent from a deregistered region";
-  sc = qa->send_cqes();
-  ASSERT_EQ(sc.size(), 1u);
-  EXPECT_EQ(sc[0].status, STATUS_ACCESS_VIOLATION);
-  EXPECT_EQ(sc[0].provider_error_code, 4u);
+  expect_local_protection(write64(tag(2), src, dst));
 }
 
 // The responder remembers the region a peer's request last passed: deregistered after one WRITE
@@ -142,12 +140,7 @@ TEST_F(Errors, ReadIntoARegionWithoutLocalWriteFailsAfterAWriteFromIt) {
   ASSERT_EQ(post_and_settle(write64(tag(1), src, dst)).size(), 1u);
   SendWqe rd = write64(tag(2), src, dst);
   rd.opcode = SendOpcode::kRead;
-  ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
-  a.eng->poll_st(w.now);
-  EXPECT_TRUE(a.tx.empty());
-  auto sc = qa->send_cqes();
-  ASSERT_EQ(sc.size(), 1u);
-  EXPECT_EQ(sc[0].status, STATUS_ACCESS_VIOLATION);
+  expect_local_protection(rd);
 }
 
 TEST_F(Errors, RnrThenSuccessWhenAReceiveIsPosted) {
