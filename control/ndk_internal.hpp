@@ -147,7 +147,9 @@ struct Access {
   static void*& qp_context(Qp& o) { return o.qp_context_; }
   static uint32_t& qpn(Qp& o) { return o.qpn_; }
   static bool& created(Qp& o) { return o.created_; }
-  static std::unique_ptr<rc::SendQueue>& sq(Qp& o) { return o.sq_; }
+  static auto& sq(Qp& o) { return o.sq_; }
+  static rc::SendQueue& send_queue(Qp& o) { return o.send_queue(); }
+  static void* send_queue_storage(Qp& o) { return o.send_queue_storage(); }
   static std::unique_ptr<rc::ReceiveQueue>& rq(Qp& o) { return o.rq_; }
 
   static Connector::State*& state(Connector& o) { return o.state_; }

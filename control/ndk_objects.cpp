@@ -1,6 +1,7 @@
 // PD, MR, CQ, SRQ and QP of the NDK object layer (include/rocedp/adapter.hpp). Creation and
 // close run on the control thread; posts and CQ polling only touch the queue's lock-free ring.
 
+#include <cassert>
 #include <cstring>
 #include <new>
 
@@ -140,20 +141,20 @@ NTSTATUS create_qp_common(Pd* pd, Cq* rcq, Cq* icq, Srq* srq, void* qp_context, 
   if (im.qps >= l.max_qps) return STATUS_INSUFFICIENT_RESOURCES;
 
   NTSTATUS status = STATUS_SUCCESS;
-  auto sq = rc::SendQueue::create(iq_depth, iq_sge, inline_size, &status);
-  if (!sq) return status;
+  std::unique_ptr<Qp> owned(new (std::nothrow) Qp());
+  if (!owned) return STATUS_INSUFFICIENT_RESOURCES;
+  rc::SendQueue* sq = rc::SendQueue::create_at(Access::send_queue_storage(*owned), iq_depth, iq_sge,
+                                               inline_size, &status);
+  if (sq == nullptr) return status;
+  Access::sq(*owned).reset(sq);
   std::unique_ptr<rc::ReceiveQueue> rq;
   if (srq == nullptr) {
     rq = rc::ReceiveQueue::create(rq_depth, rq_sge, &status);
     if (!rq) return status;
   }
-  Qp* qp = new (std::nothrow) Qp();
   auto* op = new (std::nothrow) RequestOp();
-  if (qp == nullptr || op == nullptr) {
-    delete qp;
-    delete op;
-    return STATUS_INSUFFICIENT_RESOURCES;
-  }
+  if (op == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
+  Qp* qp = owned.release();
   init_header(*qp, Qp::kType, ad);
   Access::pd(*qp) = pd;
   Access::receive_cq(*qp) = rcq;
@@ -161,7 +162,6 @@ NTSTATUS create_qp_common(Pd* pd, Cq* rcq, Cq* icq, Srq* srq, void* qp_context, 
   Access::srq(*qp) = srq;
   Access::qp_context(*qp) = qp_context;
   Access::core(*qp) = rcq->core();
-  Access::sq(*qp) = std::move(sq);
   Access::rq(*qp) = std::move(rq);
   op->adapter = ad;
   op->object = qp;
@@ -576,18 +576,44 @@ NTSTATUS post_in_place(rc::SendQueue& sq, rc::SendOpcode opcode, void* request_c
 
 }  // namespace
 
+// ---- QP: the object and its send queue in one allocation ----
+
+namespace {
+constexpr std::size_t kSendQueueOffset =
+    (sizeof(Qp) + alignof(rc::SendQueue) - 1) / alignof(rc::SendQueue) * alignof(rc::SendQueue);
+constexpr std::align_val_t kQpAlign{alignof(rc::SendQueue)};
+}  // namespace
+
+void* Qp::operator new(std::size_t size, const std::nothrow_t& tag) noexcept {
+  assert(size == sizeof(Qp));
+  (void)size;
+  return ::operator new(kSendQueueOffset + sizeof(rc::SendQueue), kQpAlign, tag);
+}
+void Qp::operator delete(void* p) noexcept {
+  ::operator delete(p, kQpAlign);
+}
+void Qp::operator delete(void* p, const std::nothrow_t& /*tag*/) noexcept {
+  ::operator delete(p, kQpAlign);
+}
+void Qp::SendQueueInPlace::operator()(rc::SendQueue* q) const {
+  q->~SendQueue();
+}
+void* Qp::send_queue_storage() {
+  return reinterpret_cast<char*>(this) + kSendQueueOffset;
+}
+
 NTSTATUS Qp::post_send(const void* wqe) {
-  return sq_->post(*static_cast<const rc::SendWqe*>(wqe));
+  return send_queue().post(*static_cast<const rc::SendWqe*>(wqe));
 }
 
 NTSTATUS Qp::send(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint32_t flags) {
-  return post_in_place(*sq_, rc::SendOpcode::kSend, request_context, sgl, n_sge, flags,
+  return post_in_place(send_queue(), rc::SendOpcode::kSend, request_context, sgl, n_sge, flags,
                        [](rc::SendWqe&) {});
 }
 
 NTSTATUS Qp::send_with_immediate(void* request_context, const NdkSge* sgl, uint32_t n_sge,
                                  uint32_t immediate, uint32_t flags) {
-  return post_in_place(*sq_, rc::SendOpcode::kSend, request_context, sgl, n_sge, flags,
+  return post_in_place(send_queue(), rc::SendOpcode::kSend, request_context, sgl, n_sge, flags,
                        [immediate](rc::SendWqe& w) {
                          w.has_immediate = true;
                          w.immediate = immediate;
@@ -596,7 +622,8 @@ NTSTATUS Qp::send_with_immediate(void* request_context, const NdkSge* sgl, uint3
 
 NTSTATUS Qp::send_and_invalidate(void* request_context, const NdkSge* sgl, uint32_t n_sge,
                                  uint32_t remote_token, uint32_t flags) {
-  return post_in_place(*sq_, rc::SendOpcode::kSendAndInvalidate, request_context, sgl, n_sge, flags,
+  return post_in_place(send_queue(), rc::SendOpcode::kSendAndInvalidate, request_context, sgl,
+                       n_sge, flags,
                        [remote_token](rc::SendWqe& w) { w.invalidate_token = remote_token; });
 }
 
@@ -609,7 +636,7 @@ NTSTATUS Qp::receive(void* request_context, const NdkSge* sgl, uint32_t n_sge) {
 
 NTSTATUS Qp::write(void* request_context, const NdkSge* sgl, uint32_t n_sge,
                    uint64_t remote_address, uint32_t remote_token, uint32_t flags) {
-  return post_in_place(*sq_, rc::SendOpcode::kWrite, request_context, sgl, n_sge, flags,
+  return post_in_place(send_queue(), rc::SendOpcode::kWrite, request_context, sgl, n_sge, flags,
                        [remote_address, remote_token](rc::SendWqe& w) {
                          w.remote_address = remote_address;
                          w.remote_token = remote_token;
@@ -619,7 +646,7 @@ NTSTATUS Qp::write(void* request_context, const NdkSge* sgl, uint32_t n_sge,
 NTSTATUS Qp::write_with_immediate(void* request_context, const NdkSge* sgl, uint32_t n_sge,
                                   uint64_t remote_address, uint32_t remote_token,
                                   uint32_t immediate, uint32_t flags) {
-  return post_in_place(*sq_, rc::SendOpcode::kWrite, request_context, sgl, n_sge, flags,
+  return post_in_place(send_queue(), rc::SendOpcode::kWrite, request_context, sgl, n_sge, flags,
                        [remote_address, remote_token, immediate](rc::SendWqe& w) {
                          w.remote_address = remote_address;
                          w.remote_token = remote_token;
@@ -631,7 +658,7 @@ NTSTATUS Qp::write_with_immediate(void* request_context, const NdkSge* sgl, uint
 NTSTATUS Qp::read(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint64_t remote_address,
                   uint32_t remote_token, uint32_t flags) {
   if ((flags & NDK_OP_FLAG_INLINE) != 0) return STATUS_INVALID_PARAMETER;
-  return post_in_place(*sq_, rc::SendOpcode::kRead, request_context, sgl, n_sge, flags,
+  return post_in_place(send_queue(), rc::SendOpcode::kRead, request_context, sgl, n_sge, flags,
                        [remote_address, remote_token](rc::SendWqe& w) {
                          w.remote_address = remote_address;
                          w.remote_token = remote_token;

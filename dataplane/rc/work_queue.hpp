@@ -282,13 +282,29 @@ class SendQueue {
   /// max_inline: inline bytes (<= kMaxInlineData).
   static std::unique_ptr<SendQueue> create(uint32_t depth, uint32_t max_sge, uint32_t max_inline,
                                            NTSTATUS* status) {
+    void* mem =
+        ::operator new (sizeof(SendQueue), std::align_val_t{alignof(SendQueue)}, std::nothrow);
+    if (mem == nullptr) {
+      *status = STATUS_INSUFFICIENT_RESOURCES;
+      return nullptr;
+    }
+    SendQueue* q = create_at(mem, depth, max_sge, max_inline, status);
+    if (q == nullptr) ::operator delete (mem, std::align_val_t{alignof(SendQueue)});
+    return std::unique_ptr<SendQueue>(q);
+  }
+  /// create() into `storage` (sizeof(SendQueue) bytes aligned to alignof(SendQueue)), for an
+  /// owner that keeps the queue beside itself: the queue, or null with the same statuses (then
+  /// the storage holds nothing). The owner destroys it with ~SendQueue().
+  static SendQueue* create_at(void* storage, uint32_t depth, uint32_t max_sge, uint32_t max_inline,
+                              NTSTATUS* status) {
     if (max_sge > kMaxWqeSge || max_inline > kMaxInlineData) {
       *status = STATUS_INVALID_PARAMETER;
       return nullptr;
     }
     if ((*status = WqeRing<SendWqe>::check_depth(depth)) != STATUS_SUCCESS) return nullptr;
-    std::unique_ptr<SendQueue> q(new (std::nothrow) SendQueue(depth, max_sge, max_inline));
-    if (!q || !q->ring_.allocated()) {
+    auto* q = new (storage) SendQueue(depth, max_sge, max_inline);
+    if (!q->ring_.allocated()) {
+      q->~SendQueue();
       *status = STATUS_INSUFFICIENT_RESOURCES;
       return nullptr;
     }
