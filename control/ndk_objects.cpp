@@ -496,9 +496,14 @@ inline void copy_sges(NdkSge* to, const NdkSge* from, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) to[i] = from[i];
 }
 
+// An NDK scatter/gather list a work request can carry.
+bool valid_sgl(const NdkSge* sgl, uint32_t n) {
+  return n <= rc::kMaxWqeSge && (n == 0 || sgl != nullptr);
+}
+
 // A receive request from an NDK scatter/gather list. False for a bad list.
 bool init_receive(rc::RecvWqe& w, void* request_context, const NdkSge* sgl, uint32_t n) {
-  if (n > rc::kMaxWqeSge || (n != 0 && sgl == nullptr)) return false;
+  if (!valid_sgl(sgl, n)) return false;
   w.request_context = request_context;
   w.sge_count = n;
   copy_sges(w.sge, sgl, n);
@@ -543,7 +548,7 @@ namespace {
 // The fields every send-queue request shares. False for a bad scatter/gather list.
 bool init_send(rc::SendWqe& w, rc::SendOpcode opcode, void* request_context, const NdkSge* sgl,
                uint32_t n, uint32_t flags) {
-  if (n > rc::kMaxWqeSge || (n != 0 && sgl == nullptr)) return false;
+  if (!valid_sgl(sgl, n)) return false;
   w.sge_count = static_cast<uint8_t>(n);
   copy_sges(w.sge, sgl, n);
   w.request_context = request_context;
@@ -564,7 +569,7 @@ NTSTATUS post_in_place(rc::SendQueue& sq, rc::SendOpcode opcode, void* request_c
     fill(w);
     return sq.post(w);
   }
-  if (n > rc::kMaxWqeSge || (n != 0 && sgl == nullptr)) return STATUS_INVALID_PARAMETER;
+  if (!valid_sgl(sgl, n)) return STATUS_INVALID_PARAMETER;  // before a slot is claimed
   NTSTATUS status = STATUS_SUCCESS;
   rc::SendWqe* w = sq.claim_in_place(n, &status);
   if (w == nullptr) return status;

@@ -301,12 +301,8 @@ Single send_single(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, 
   pkt.psn = psn;
   pkt.ack_req = true;
   const bool imm = w.has_immediate;
-  if (write) {
-    pkt.opcode = imm ? kRcWriteOnlyImm : kRcWriteOnly;
-    pkt.set_reth(w.remote_address, w.remote_token, len);
-  } else {
-    pkt.opcode = imm ? kRcSendOnlyImm : kRcSendOnly;
-  }
+  pkt.opcode = send_opcode(w, true, true);
+  if (write) pkt.set_reth(w.remote_address, w.remote_token, len);
   if (imm) pkt.add_be32(w.immediate);
   pkt.se = (w.flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT) != 0 && (!write || imm);
   TxPayload pl;
