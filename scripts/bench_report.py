@@ -27,6 +27,10 @@ for size, label in ((64, "64 B"), (256, "256 B"), (1024, "1 KiB"), (4096, "4 KiB
     ROWS.append(dict(name=f"icrc {label} vs memcpy", binary="bench_icrc",
                      subject=f"BM_Icrc/{size}", baseline=f"BM_Memcpy/{size}",
                      metric="bytes_per_second", unit="GB/s"))
+for size, what in ((44, "ACK"), (120, "WRITE 64 B")):
+    ROWS.append(dict(name=f"RC ICRC, {size}-byte frame ({what}): 512-bit path vs 128-bit path", binary="bench_icrc",
+                     subject=f"BM_IcrcPlain<true>/{size}", baseline=f"BM_IcrcPlain<false>/{size}",
+                     metric="ns", unit="ns/frame"))
 ROWS += [
     dict(name="write headers (Eth+IPv4+UDP+BTH+RETH) vs memcpy of a header template", binary="bench_codec",
          subject="BM_WriteHeaders", baseline="BM_CopyHeaderTemplate", metric="ns", unit="ns/packet"),

@@ -18,6 +18,7 @@
 //    of the prefix. The 8x0xFF prefix is folded into a constant seed.
 //  * icrc_plain_ipv4 (the RC engine's frames): our own PCLMULQDQ folding with the
 //    masking done in registers; ISA-L continues past the first few blocks of a long frame.
+//    With AVX-512 VPCLMULQDQ, frames up to 252 bytes fold in 512-bit registers instead.
 
 #include <cstddef>
 #include <cstdint>
@@ -65,6 +66,13 @@ inline std::uint32_t icrc_compute(Bytes l3, std::initializer_list<Bytes> more) {
 // and on transmit. Folds with PCLMULQDQ and masks in registers (icrc.cpp says why not ISA-L
 // here); without PCLMULQDQ, icrc_compute.
 std::uint32_t icrc_plain_ipv4(const std::uint8_t* l3, std::size_t len);
+namespace detail {
+// icrc_plain_ipv4's two SIMD paths, for tests: the 512-bit one (icrc_wide_available() tells
+// whether this CPU has it: AVX-512BW/VL and VPCLMULQDQ) and the 128-bit one.
+bool icrc_wide_available();
+std::uint32_t icrc_plain_ipv4_wide(const std::uint8_t* l3, std::size_t len);
+std::uint32_t icrc_plain_ipv4_narrow(const std::uint8_t* l3, std::size_t len);
+}  // namespace detail
 
 // zlib's crc32(crc, data): the CRC-32 that icrc_plain_ipv4 folds with (tests compare it with
 // zlib).

@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -161,6 +165,40 @@ TEST(Icrc, PlainIpv4IcrcMatchesZlibForEveryLengthAndRandomBytes) {
     l3[0] = 0x45;
     EXPECT_EQ(icrc_plain_ipv4(l3.data(), len), zlib_icrc(l3)) << "length " << len;
   }
+}
+
+// Both SIMD paths of icrc_plain_ipv4 against zlib: every length from 40 to past the 512-bit
+// path's limit, random bytes everywhere. The packet sits against an unmapped page on either side,
+// so a load that reached outside it (the 512-bit path reads whole 64-byte chunks, masked) would
+// fault here.
+TEST(Icrc, PlainIpv4BothPathsMatchZlibAtPageEdges) {
+  const long page = sysconf(_SC_PAGESIZE);
+  ASSERT_GT(page, 0);
+  const auto psize = static_cast<std::size_t>(page);
+  // guard | two data pages | guard
+  void* map = mmap(nullptr, 4 * psize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(map, MAP_FAILED);
+  auto* area = static_cast<std::uint8_t*>(map);
+  ASSERT_EQ(mprotect(area, psize, PROT_NONE), 0);
+  ASSERT_EQ(mprotect(area + 3 * psize, psize, PROT_NONE), 0);
+  std::uint8_t* first = area + psize;
+  std::uint8_t* end = area + 3 * psize;
+  std::mt19937 rng(23);
+  const bool wide = detail::icrc_wide_available();
+  if (!wide) std::printf("this CPU has no AVX-512 VPCLMULQDQ: only the 128-bit path runs\n");
+  for (std::size_t len = 40; len <= 400; ++len) {
+    for (std::uint8_t* l3 : {first, end - len, first + 7, end - len - 9}) {
+      for (std::size_t i = 0; i < len; ++i) l3[i] = static_cast<std::uint8_t>(rng());
+      l3[0] = 0x45;
+      const std::uint32_t want = zlib_icrc(Bytes(l3, len));
+      ASSERT_EQ(detail::icrc_plain_ipv4_narrow(l3, len), want) << "length " << len;
+      if (wide) {
+        ASSERT_EQ(detail::icrc_plain_ipv4_wide(l3, len), want) << "length " << len;
+      }
+      ASSERT_EQ(icrc_plain_ipv4(l3, len), want) << "length " << len;
+    }
+  }
+  munmap(map, 4 * psize);
 }
 
 TEST(Icrc, RejectsTooShortInput) {
