@@ -313,6 +313,10 @@ struct CompleterState {
   bool timer_armed = false;
   bool timer_full = false;  ///< the armed timer is the full local ACK timeout (consumes a retry)
   uint64_t ack_deadline_ns = 0;
+  // The RTO the next arming uses (0: not known; its inputs, the RTT estimate, the backoff and the
+  // local ACK timeout, changed since it was computed). Every response that makes progress re-arms
+  // the timer; this makes that an addition.
+  uint64_t rto_ns = 0;
   // Adaptive retransmission timer (completer.cpp rto_ns): smoothed RTT and its variation from
   // one timed AckReq packet at a time (Karn: never a retransmitted one), and the number of
   // timeouts since the last progress (the timer doubles with each, up to the local ACK timeout).
@@ -334,6 +338,7 @@ struct CompleterState {
   uint32_t window_acc = 0;   ///< PSNs acknowledged towards the next increase
   uint32_t recover_psn = 0;  ///< max_psn_sent when the window last halved
   bool rnr_wait = false;     ///< requester paused until rnr_deadline_ns
+  bool rto_full = false;     ///< rto_ns is the full local ACK timeout
   uint64_t rnr_deadline_ns = 0;
   uint32_t rnr_psn = 0;
   // Low 32 bits of the absolute send queue sequence the completer's scans start at: every WQE
