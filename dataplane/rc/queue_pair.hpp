@@ -176,7 +176,18 @@ struct RcContext {
   uint64_t tx_packets = 0;   // frames sent
   uint64_t completions = 0;  // CQEs produced (RcCounter::kCompletions)
   uint64_t rx_packets = 0;   // RC packets accepted by receive (RcCounter::kRxPackets)
+  // The receive CQ whose completions are staged and not yet published: the receive
+  // completions of one RX burst go out together (publish_staged_recv_st).
+  CompletionQueue* staged_recv_cq = nullptr;
 };
+
+/// Publishes the staged receive completions (one release store, one fence, one look at the arm).
+/// Whoever ran the code that staged them calls it before returning to the poll loop.
+inline void publish_staged_recv_st(RcContext& ctx) {
+  if (ctx.staged_recv_cq == nullptr) return;
+  ctx.staged_recv_cq->publish_st();
+  ctx.staged_recv_cq = nullptr;
+}
 
 /// One packet to send: the BTH fields that change per packet and the extension headers of its
 /// opcode already in wire format. The role code writes them per opcode (the set_* helpers

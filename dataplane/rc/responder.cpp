@@ -79,6 +79,10 @@ void complete_recv(QueuePair& qp, RcContext& ctx, WcError err, uint32_t bytes,
   r.have_recv = false;
   ++ctx.completions;
   CompletionQueue* cq = qp.params().recv_cq;
+  if (ctx.staged_recv_cq != cq) [[unlikely]] {
+    publish_staged_recv_st(ctx);  // another CQ's, in order
+    ctx.staged_recv_cq = cq;
+  }
   NdkResultEx* res = cq->claim_st();
   if (res == nullptr) [[unlikely]] {
     enter_error(qp, ctx, WcError::kFlushed);
@@ -92,7 +96,7 @@ void complete_recv(QueuePair& qp, RcContext& ctx, WcError err, uint32_t bytes,
   res->type = type;
   res->provider_error_code = info.provider_code;
   res->type_specific_completion_output = output;
-  cq->commit_st(err != WcError::kSuccess, solicited);
+  cq->stage_st(err != WcError::kSuccess, solicited);  // published with the burst's others
 }
 
 void finish_message(QueuePair& qp) {
@@ -519,6 +523,7 @@ uint32_t responder_flush_st(QueuePair& qp, RcContext& ctx) {
       ++n;
     }
   }
+  publish_staged_recv_st(ctx);
   return n;
 }
 
