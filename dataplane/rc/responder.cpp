@@ -429,13 +429,16 @@ namespace {
   const uint32_t mtu = qp.conn().path_mtu;
   uint32_t sent = 0;
   bool blocked = false;
+  // Where the scan for the first pending resource resumes: nothing here makes a resource pending,
+  // so the slots before the one last found stay idle (a run of responses is not quadratic).
+  uint32_t k = 0;
   while (qp.resources_pending != 0 && sent < budget && !rs.error_after_ctl) {
     // Oldest pending resource first: responses leave in PSN order. The ring from res_next (its
     // oldest slot) holds requests in PSN order, and a resource's next response (tx_psn, even
     // when a duplicate restarts it) stays within its own PSN range, before the next request's:
     // the first pending resource in ring order is the one with the lowest tx_psn.
     ReadResource* r = nullptr;
-    for (uint32_t k = 0; k < qp.irl_capacity(); ++k) {
+    for (; k < qp.irl_capacity(); ++k) {
       ReadResource& c = qp.resource(rs.res_next + k);
       if (c.valid && c.pending) {
         r = &c;
