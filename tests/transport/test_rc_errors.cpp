@@ -308,6 +308,40 @@ TEST_F(Errors, ReceiveTooSmall) {
   EXPECT_EQ(sc[0].provider_error_code, 9u);
 }
 
+// A one-packet SEND into a receive that cannot take it: too small (STATUS_BUFFER_OVERFLOW, NAK
+// invalid request), or its region deregistered after it was posted (local protection, NAK remote
+// operational). Nothing is written either way and the SEND fails with the NAK's status.
+TEST_F(Errors, SendOnlyIntoAReceiveThatCannotTakeIt) {
+  for (const bool too_small : {true, false}) {
+    SCOPED_TRACE(too_small ? "too small" : "deregistered");
+    Host ha{0, 0xC6120001, 1};
+    Host hb{0, 0xC6120002, 2};
+    Wire wire{ha, hb};
+    Qp& pa = ha.qp();
+    Qp& pb = hb.qp();
+    connect(ha, pa, hb, pb);
+    Buffer& src = ha.buffer(100);
+    Buffer& dst = hb.buffer(128, kMrAll, 0x3C);
+    ASSERT_EQ(pb.rq->post(recv_wqe(tag(1), {dst.sge(0, too_small ? 64 : 128)})), STATUS_SUCCESS);
+    if (!too_small) {
+      ASSERT_EQ(hb.mrs->deregister(dst.tokens.local), STATUS_SUCCESS);
+    }
+    ASSERT_EQ(pa.sq->post(send_wqe(SendOpcode::kSend, tag(2), {src.sge(0, 100)})), STATUS_SUCCESS);
+    wire.settle();
+    const auto rc = pb.recv_cqes();
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(rc[0].status, too_small ? STATUS_BUFFER_OVERFLOW : STATUS_ACCESS_VIOLATION);
+    EXPECT_EQ(rc[0].request_context, tag(1));
+    EXPECT_EQ(rc[0].bytes_transferred, 0u);
+    EXPECT_EQ(std::count(dst.data.begin(), dst.data.end(), 0x3C), 128) << "nothing written";
+    const auto sc = pa.send_cqes();
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, STATUS_REMOTE_ERROR);
+    EXPECT_EQ(sc[0].provider_error_code, too_small ? 9u : 11u);
+    EXPECT_EQ(pb.qp->state(), QpState::kError);
+  }
+}
+
 TEST_F(Errors, InvalidOpcodeSequenceIsNakedInvalidRequest) {
   make();
   // A forged SEND_MIDDLE with no SEND_FIRST before it.
