@@ -328,7 +328,7 @@ struct CompleterState {
   // local ACK timeout, changed since it was computed). Every response that makes progress re-arms
   // the timer; this makes that an addition.
   uint64_t rto_ns = 0;
-  // Adaptive retransmission timer (completer.cpp rto_ns): smoothed RTT and its variation from
+  // Adaptive retransmission timer (completer.cpp rto_under): smoothed RTT and its variation from
   // one timed AckReq packet at a time (Karn: never a retransmitted one), and the number of
   // timeouts since the last progress (the timer doubles with each, up to the local ACK timeout).
   uint32_t srtt_ns = 0;  ///< 0: no sample yet
