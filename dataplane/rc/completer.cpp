@@ -36,8 +36,26 @@ void scan_stopped_at(QueuePair& qp, uint32_t i) {
   qp.comp.scan_from = static_cast<uint32_t>(qp.comp.sq_head) + i;
 }
 
+// The RTO under a local ACK timeout of `full` nanoseconds.
+uint64_t rto_under(const CompleterState& c, uint64_t full) {
+  uint64_t base = kRtoInitialNs;
+  if (c.srtt_ns != 0) {
+    base = std::max<uint64_t>(
+        {kRtoMinNs, uint64_t{3} * c.srtt_ns, uint64_t{c.srtt_ns} + uint64_t{4} * c.rttvar_ns});
+  }
+  const uint64_t rto = c.backoff >= 40 ? full : base << c.backoff;
+  return rto < full ? rto : full;
+}
+
 // Computes comp.rto_ns (and rto_full) again; false under an infinite local ACK timeout.
-bool refresh_rto(QueuePair& qp);
+bool refresh_rto(QueuePair& qp) {
+  const auto full = local_ack_timeout_ns(qp.conn().local_ack_timeout);
+  if (!full) return false;
+  const uint64_t rto = rto_under(qp.comp, *full);
+  qp.comp.rto_ns = rto;  // never 0: at least min(kRtoMinNs, the shortest local ACK timeout)
+  qp.comp.rto_full = rto >= *full;
+  return true;
+}
 
 // arm_retransmit_timer_st, inline here: every response that makes progress re-arms.
 inline void restart_timer(QueuePair& qp, uint64_t now_ns) {
@@ -138,34 +156,10 @@ void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_n
 
 }  // namespace
 
-namespace {
-// The RTO under a local ACK timeout of `full` nanoseconds.
-uint64_t rto_under(const CompleterState& c, uint64_t full) {
-  uint64_t base = kRtoInitialNs;
-  if (c.srtt_ns != 0) {
-    base = std::max<uint64_t>(
-        {kRtoMinNs, uint64_t{3} * c.srtt_ns, uint64_t{c.srtt_ns} + uint64_t{4} * c.rttvar_ns});
-  }
-  const uint64_t rto = c.backoff >= 40 ? full : base << c.backoff;
-  return rto < full ? rto : full;
-}
-}  // namespace
-
 uint64_t current_rto_ns(const QueuePair& qp) {
   const auto full = local_ack_timeout_ns(qp.conn().local_ack_timeout);
   return full ? rto_under(qp.comp, *full) : UINT64_MAX;
 }
-
-namespace {
-[[gnu::noinline]] bool refresh_rto(QueuePair& qp) {
-  const auto full = local_ack_timeout_ns(qp.conn().local_ack_timeout);
-  if (!full) return false;
-  const uint64_t rto = rto_under(qp.comp, *full);
-  qp.comp.rto_ns = rto;  // never 0: at least min(kRtoMinNs, the shortest local ACK timeout)
-  qp.comp.rto_full = rto >= *full;
-  return true;
-}
-}  // namespace
 
 void arm_retransmit_timer_st(QueuePair& qp, uint64_t now_ns) {
   restart_timer(qp, now_ns);
