@@ -36,8 +36,38 @@ void scan_stopped_at(QueuePair& qp, uint32_t i) {
   qp.comp.scan_from = static_cast<uint32_t>(qp.comp.sq_head) + i;
 }
 
-void restart_timer(QueuePair& qp, uint64_t now_ns) {
-  arm_retransmit_timer_st(qp, now_ns);
+// The RTO under a local ACK timeout of `full` nanoseconds.
+uint64_t rto_under(const CompleterState& c, uint64_t full) {
+  uint64_t base = kRtoInitialNs;
+  if (c.srtt_ns != 0) {
+    base = std::max<uint64_t>(
+        {kRtoMinNs, uint64_t{3} * c.srtt_ns, uint64_t{c.srtt_ns} + uint64_t{4} * c.rttvar_ns});
+  }
+  const uint64_t rto = c.backoff >= 40 ? full : base << c.backoff;
+  return rto < full ? rto : full;
+}
+
+// Computes comp.rto_ns (and rto_full) again; false under an infinite local ACK timeout.
+bool refresh_rto(QueuePair& qp) {
+  const auto full = local_ack_timeout_ns(qp.conn().local_ack_timeout);
+  if (!full) return false;
+  const uint64_t rto = rto_under(qp.comp, *full);
+  qp.comp.rto_ns = rto;  // never 0: at least min(kRtoMinNs, the shortest local ACK timeout)
+  qp.comp.rto_full = rto >= *full;
+  return true;
+}
+
+// arm_retransmit_timer_st, inline here: every response that makes progress re-arms.
+inline void restart_timer(QueuePair& qp, uint64_t now_ns) {
+  CompleterState& c = qp.comp;
+  if (c.unacked_psn == qp.req.max_psn_sent) {
+    c.timer_armed = false;
+    return;
+  }
+  if (c.rto_ns == 0 && !refresh_rto(qp)) return;
+  c.timer_armed = true;
+  c.timer_full = c.rto_full;
+  c.ack_deadline_ns = now_ns + c.rto_ns;
 }
 
 // RFC 6298 smoothing in integer nanoseconds.
@@ -85,13 +115,17 @@ void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_n
   qp.comp.rnr_retry_left = qp.conn().rnr_retry;
   qp.comp.retried_here = false;
   // Progress steps the backoff down (ConnectX); a fresh RTT sample ends it.
-  if (qp.comp.backoff != 0) --qp.comp.backoff;
+  if (qp.comp.backoff != 0) {
+    --qp.comp.backoff;
+    qp.comp.rto_ns = 0;
+  }
   if (qp.comp.rtt_timing && psn_gt(new_unacked, qp.comp.rtt_psn)) {
     // A fresh sample ends the backoff (RFC 6298 §5.7 keeps it until then, so a timer that
     // proved too short for a queue that grew is not reused at once).
     qp.comp.rtt_timing = false;
     qp.comp.backoff = 0;
     rtt_sample(qp.comp, now_ns - qp.comp.rtt_start_ns);
+    qp.comp.rto_ns = 0;
   }
   if (qp.comp.probing) [[unlikely]] {
     // The answer to a timeout's probe. Sent after every outstanding packet, it was answered
@@ -122,36 +156,13 @@ void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_n
 
 }  // namespace
 
-namespace {
-// The RTO under a local ACK timeout of `full` nanoseconds (inline in the arming, which runs on
-// every acknowledgement).
-uint64_t rto_under(const CompleterState& c, uint64_t full) {
-  uint64_t base = kRtoInitialNs;
-  if (c.srtt_ns != 0) {
-    base = std::max<uint64_t>(
-        {kRtoMinNs, uint64_t{3} * c.srtt_ns, uint64_t{c.srtt_ns} + uint64_t{4} * c.rttvar_ns});
-  }
-  const uint64_t rto = c.backoff >= 40 ? full : base << c.backoff;
-  return rto < full ? rto : full;
-}
-}  // namespace
-
 uint64_t current_rto_ns(const QueuePair& qp) {
   const auto full = local_ack_timeout_ns(qp.conn().local_ack_timeout);
   return full ? rto_under(qp.comp, *full) : UINT64_MAX;
 }
 
 void arm_retransmit_timer_st(QueuePair& qp, uint64_t now_ns) {
-  if (qp.comp.unacked_psn == qp.req.max_psn_sent) {
-    qp.comp.timer_armed = false;
-    return;
-  }
-  const auto full = local_ack_timeout_ns(qp.conn().local_ack_timeout);
-  if (!full) return;
-  const uint64_t rto = rto_under(qp.comp, *full);
-  qp.comp.timer_armed = true;
-  qp.comp.timer_full = rto >= *full;
-  qp.comp.ack_deadline_ns = now_ns + rto;
+  restart_timer(qp, now_ns);
 }
 
 namespace {
@@ -353,7 +364,12 @@ int response_target_fast(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t n
     return;
   }
   const SendWqe& w = qp.sq_at(static_cast<uint32_t>(idx));
-  scatter_to_sges(w.sge, w.sge_count, m.read_bytes, pkt.payload(), want);
+  if (w.sge_count == 1 && uint64_t{m.read_bytes} + want <= w.sge[0].length) [[likely]] {
+    std::memcpy(static_cast<uint8_t*>(w.sge[0].virtual_address) + m.read_bytes, pkt.payload(),
+                want);  // one SGE (the usual sink): scatter_to_sges's one step, without its loop
+  } else {
+    scatter_to_sges(w.sge, w.sge_count, m.read_bytes, pkt.payload(), want);
+  }
   m.read_bytes += want;
   if (last) {
     m.done = true;
@@ -492,7 +508,10 @@ void completer_timers_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
     }
     --qp.comp.retry_left;
   }
-  if (qp.comp.backoff < 40) ++qp.comp.backoff;
+  if (qp.comp.backoff < 40) {
+    ++qp.comp.backoff;
+    qp.comp.rto_ns = 0;
+  }
   // Resend the oldest unacknowledged packet only, with AckReq (a tail-loss probe): a spurious
   // expiry (a peer that was merely slow) then costs one duplicate, not a window; the answer
   // starts the go-back-N when something was really lost (advance above).

@@ -138,10 +138,10 @@ class CompletionQueue {
     stage_st(error, solicited);
     publish_st();
   }
-  /// commit_st without the publication: a run of entries (the completions one visit retires)
-  /// is staged one by one and published by one publish_st (one release store, one fence, one
-  /// look at the arm). Staged entries are invisible to the consumer and to arm(), so the core
-  /// publishes before it leaves the code that staged them.
+  /// commit_st without the publication: a run of entries (the completions one visit retires,
+  /// the receive completions of one RX burst) is staged one by one and published by one publish_st
+  /// (one release store, one fence, one look at the arm). Staged entries are invisible to the
+  /// consumer and to arm(), so the core publishes before it leaves the code that staged them.
   void stage_st(bool error, bool solicited) {
     ++staged_;
     if (error) staged_error_end_ = staged_;

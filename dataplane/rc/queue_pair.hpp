@@ -176,7 +176,18 @@ struct RcContext {
   uint64_t tx_packets = 0;   // frames sent
   uint64_t completions = 0;  // CQEs produced (RcCounter::kCompletions)
   uint64_t rx_packets = 0;   // RC packets accepted by receive (RcCounter::kRxPackets)
+  // The receive CQ whose completions are staged and not yet published: the receive
+  // completions of one RX burst go out together (publish_staged_recv_st).
+  CompletionQueue* staged_recv_cq = nullptr;
 };
+
+/// Publishes the staged receive completions (one release store, one fence, one look at the arm).
+/// Whoever ran the code that staged them calls it before returning to the poll loop.
+inline void publish_staged_recv_st(RcContext& ctx) {
+  if (ctx.staged_recv_cq == nullptr) return;
+  ctx.staged_recv_cq->publish_st();
+  ctx.staged_recv_cq = nullptr;
+}
 
 /// One packet to send: the BTH fields that change per packet and the extension headers of its
 /// opcode already in wire format. The role code writes them per opcode (the set_* helpers
@@ -313,7 +324,11 @@ struct CompleterState {
   bool timer_armed = false;
   bool timer_full = false;  ///< the armed timer is the full local ACK timeout (consumes a retry)
   uint64_t ack_deadline_ns = 0;
-  // Adaptive retransmission timer (completer.cpp rto_ns): smoothed RTT and its variation from
+  // The RTO the next arming uses (0: not known; its inputs, the RTT estimate, the backoff and the
+  // local ACK timeout, changed since it was computed). Every response that makes progress re-arms
+  // the timer; this makes that an addition.
+  uint64_t rto_ns = 0;
+  // Adaptive retransmission timer (completer.cpp rto_under): smoothed RTT and its variation from
   // one timed AckReq packet at a time (Karn: never a retransmitted one), and the number of
   // timeouts since the last progress (the timer doubles with each, up to the local ACK timeout).
   uint32_t srtt_ns = 0;  ///< 0: no sample yet
@@ -334,6 +349,7 @@ struct CompleterState {
   uint32_t window_acc = 0;   ///< PSNs acknowledged towards the next increase
   uint32_t recover_psn = 0;  ///< max_psn_sent when the window last halved
   bool rnr_wait = false;     ///< requester paused until rnr_deadline_ns
+  bool rto_full = false;     ///< rto_ns is the full local ACK timeout
   uint64_t rnr_deadline_ns = 0;
   uint32_t rnr_psn = 0;
   // Low 32 bits of the absolute send queue sequence the completer's scans start at: every WQE

@@ -113,6 +113,7 @@ uint32_t RcEngine::rx_burst_st(std::span<const wire::Bytes> frames, uint64_t now
     }
     accepted += n;
   }
+  publish_staged_recv_st(ctx_);  // the burst's receive completions at once
   flush_counters();
   return accepted;
 }

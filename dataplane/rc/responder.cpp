@@ -72,13 +72,16 @@ bool recv_buffers_ok(QueuePair& qp, RcContext& ctx) {
   return true;
 }
 
-void complete_recv(QueuePair& qp, RcContext& ctx, WcError err, uint32_t bytes,
-                   NdkOperationType type, uintptr_t output, bool solicited) {
-  ResponderState& r = qp.resp;
-  if (!r.recv_from_srq) qp.params().rq->ring().release_st(1);
-  r.have_recv = false;
+// The receive completion of the WQE whose context is `request_context`, staged (the engine
+// publishes the burst's at once); a CQ overrun kills the QP.
+void stage_recv_cqe(QueuePair& qp, RcContext& ctx, void* request_context, WcError err,
+                    uint32_t bytes, NdkOperationType type, uintptr_t output, bool solicited) {
   ++ctx.completions;
   CompletionQueue* cq = qp.params().recv_cq;
+  if (ctx.staged_recv_cq != cq) [[unlikely]] {
+    publish_staged_recv_st(ctx);  // another CQ's, in order
+    ctx.staged_recv_cq = cq;
+  }
   NdkResultEx* res = cq->claim_st();
   if (res == nullptr) [[unlikely]] {
     enter_error(qp, ctx, WcError::kFlushed);
@@ -88,11 +91,19 @@ void complete_recv(QueuePair& qp, RcContext& ctx, WcError err, uint32_t bytes,
   res->status = info.status;
   res->bytes_transferred = bytes;
   res->qp_context = qp.params().qp_context;
-  res->request_context = r.recv.request_context;
+  res->request_context = request_context;
   res->type = type;
   res->provider_error_code = info.provider_code;
   res->type_specific_completion_output = output;
-  cq->commit_st(err != WcError::kSuccess, solicited);
+  cq->stage_st(err != WcError::kSuccess, solicited);
+}
+
+void complete_recv(QueuePair& qp, RcContext& ctx, WcError err, uint32_t bytes,
+                   NdkOperationType type, uintptr_t output, bool solicited) {
+  ResponderState& r = qp.resp;
+  if (!r.recv_from_srq) qp.params().rq->ring().release_st(1);
+  r.have_recv = false;
+  stage_recv_cqe(qp, ctx, r.recv.request_context, err, bytes, type, output, solicited);
 }
 
 void finish_message(QueuePair& qp) {
@@ -368,6 +379,35 @@ bool sequence_ok(InMessage in_msg, const wire::OpcodeInfo& op) {
 
 }  // namespace
 
+namespace {
+// The SEND ONLY of responder_receive_other_st into the receive queue's head WQE, read where it is
+// posted (it completes here, so it is not copied into resp.recv first): one SGE, large enough,
+// its region valid. False, with nothing changed: the general path decides.
+bool send_only_in_place(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
+  WqeRing<RecvWqe>& ring = qp.params().rq->ring();
+  if (ring.readable_st() == 0) return false;
+  const RecvWqe& w = ring.at_st(0);
+  const NdkSge& s = w.sge[0];
+  const uint32_t len = pkt.payload_len;
+  if (w.sge_count != 1 || len > s.length) return false;
+  auto* dst = static_cast<uint8_t*>(s.virtual_address);
+  if (s.length != 0 &&
+      ctx.mrs->check_local(s.memory_region_token, qp.params().pd, reinterpret_cast<uint64_t>(dst),
+                           s.length, kMrAccessLocalWrite) != STATUS_SUCCESS) {
+    return false;
+  }
+  ResponderState& r = qp.resp;
+  r.nak_outstanding = false;
+  copy_payload(dst, pkt.payload(), len);
+  r.psn = wire::psn_next(pkt.psn);
+  stage_recv_cqe(qp, ctx, w.request_context, WcError::kSuccess, len, NdkOperationType::kReceive, 0,
+                 pkt.se());
+  ring.release_st(1);  // after the last read of the slot
+  finish_message(qp);
+  return true;
+}
+}  // namespace
+
 void responder_receive_other_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt,
                                 uint64_t now_ns) {
   ResponderState& r = qp.resp;
@@ -376,20 +416,27 @@ void responder_receive_other_st(QueuePair& qp, RcContext& ctx, const wire::RcRxP
   // a receive WQE whose buffers are valid and large enough: exec_send's steps for it, in its
   // order. Anything else, a failing check included, goes to receive_request.
   if (pkt.opcode() == kRcSendOnly && psn == r.psn && r.in_msg == InMessage::kNone &&
-      !r.error_after_ctl && get_recv(qp) && recv_buffers_ok(qp, ctx)) {
-    const uint32_t len = pkt.payload_len;
-    const RecvWqe& w = r.recv;
-    if (w.sge_count == 1 && uint64_t{r.recv_offset} + len <= w.sge[0].length) [[likely]] {
-      r.nak_outstanding = false;
-      copy_payload(static_cast<uint8_t*>(w.sge[0].virtual_address) + r.recv_offset, pkt.payload(),
-                   len);
-      r.recv_offset += len;
-      r.psn = wire::psn_next(psn);
-      complete_recv(qp, ctx, WcError::kSuccess, r.recv_offset, NdkOperationType::kReceive, 0,
-                    pkt.se());
-      finish_message(qp);
-      ack_executed(r, pkt, now_ns);
-      return;
+      !r.error_after_ctl) {
+    if (!r.have_recv && qp.params().srq == nullptr) {
+      if (send_only_in_place(qp, ctx, pkt)) {
+        ack_executed(r, pkt, now_ns);
+        return;
+      }
+    } else if (get_recv(qp) && recv_buffers_ok(qp, ctx)) {
+      const uint32_t len = pkt.payload_len;
+      const RecvWqe& w = r.recv;
+      if (w.sge_count == 1 && uint64_t{r.recv_offset} + len <= w.sge[0].length) [[likely]] {
+        r.nak_outstanding = false;
+        copy_payload(static_cast<uint8_t*>(w.sge[0].virtual_address) + r.recv_offset, pkt.payload(),
+                     len);
+        r.recv_offset += len;
+        r.psn = wire::psn_next(psn);
+        complete_recv(qp, ctx, WcError::kSuccess, r.recv_offset, NdkOperationType::kReceive, 0,
+                      pkt.se());
+        finish_message(qp);
+        ack_executed(r, pkt, now_ns);
+        return;
+      }
     }
   }
   receive_request(qp, ctx, pkt, now_ns);
@@ -425,13 +472,16 @@ namespace {
   const uint32_t mtu = qp.conn().path_mtu;
   uint32_t sent = 0;
   bool blocked = false;
+  // Where the scan for the first pending resource resumes: nothing here makes a resource pending,
+  // so the slots before the one last found stay idle (a run of responses is not quadratic).
+  uint32_t k = 0;
   while (qp.resources_pending != 0 && sent < budget && !rs.error_after_ctl) {
     // Oldest pending resource first: responses leave in PSN order. The ring from res_next (its
     // oldest slot) holds requests in PSN order, and a resource's next response (tx_psn, even
     // when a duplicate restarts it) stays within its own PSN range, before the next request's:
     // the first pending resource in ring order is the one with the lowest tx_psn.
     ReadResource* r = nullptr;
-    for (uint32_t k = 0; k < qp.irl_capacity(); ++k) {
+    for (; k < qp.irl_capacity(); ++k) {
       ReadResource& c = qp.resource(rs.res_next + k);
       if (c.valid && c.pending) {
         r = &c;
@@ -519,6 +569,7 @@ uint32_t responder_flush_st(QueuePair& qp, RcContext& ctx) {
       ++n;
     }
   }
+  publish_staged_recv_st(ctx);
   return n;
 }
 

@@ -65,6 +65,9 @@ struct Host {
   int fail_allocs = 0;  // the next N sink allocations fail
   std::vector<std::unique_ptr<Buffer>> buffers;
   std::vector<std::unique_ptr<Qp>> qps;
+  // Notification callback of the CQs qp() creates (none by default).
+  NdkCqNotificationCallback cq_notify = nullptr;
+  void* cq_notify_context = nullptr;
 
   Host(uint32_t core, uint32_t ip_addr, uint8_t mac_last)
       : ip(ip_addr), mac{0x02, 0x52, 0x17, 0, 0, mac_last} {
@@ -108,8 +111,9 @@ struct Host {
     NTSTATUS st;
     q->sq = SendQueue::create(sq_depth, 4, 64, &st);
     q->rq = ReceiveQueue::create(rq_depth, 4, &st);
-    q->scq = CompletionQueue::create(CqConfig{cq_depth, 1u << 20}, &st);
-    q->rcq = CompletionQueue::create(CqConfig{cq_depth, 1u << 20}, &st);
+    const CqConfig cq{cq_depth, 1u << 20, cq_notify, cq_notify_context};
+    q->scq = CompletionQueue::create(cq, &st);
+    q->rcq = CompletionQueue::create(cq, &st);
     QpCreateParams p;
     p.pd = 1;
     p.qp_context = q.get();

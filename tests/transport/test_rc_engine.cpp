@@ -180,6 +180,39 @@ TEST_F(Pair, ReadEverySizeByteExact) {
   }
 }
 
+// A READ into a sink of several SGEs (a zero-length one among them): the responses, one path MTU
+// each, are scattered across the SGE boundaries, byte-exact, and nothing past them is written.
+TEST_F(Pair, ReadScattersIntoSeveralSgesByteExact) {
+  constexpr uint32_t kLen = 700 + 1500 + 2000;  // five responses at MTU 1024
+  Buffer& remote = b.buffer(kLen);
+  fill_pattern(remote.ptr(), kLen, 41);
+  Buffer& sink = a.buffer(8192, kMrAll, 0x11);
+  SendWqe rd =
+      send_wqe(SendOpcode::kRead, tag(1),
+               {sink.sge(0, 700), sink.sge(1000, 0), sink.sge(2000, 1500), sink.sge(4000, 2000)});
+  rd.remote_address = remote.va();
+  rd.remote_token = remote.tokens.remote;
+  ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
+  std::vector<NdkResultEx> sc;
+  ASSERT_TRUE(w.run_until([&] {
+    auto s = qa->send_cqes();
+    sc.insert(sc.end(), s.begin(), s.end());
+    return !sc.empty();
+  }));
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, STATUS_SUCCESS);
+  EXPECT_EQ(sc[0].bytes_transferred, kLen);
+  EXPECT_EQ(std::memcmp(sink.ptr(), remote.ptr(), 700), 0);
+  EXPECT_EQ(std::memcmp(sink.ptr() + 2000, remote.ptr() + 700, 1500), 0);
+  EXPECT_EQ(std::memcmp(sink.ptr() + 4000, remote.ptr() + 2200, 2000), 0);
+  for (uint32_t i = 0; i < 8192; ++i) {
+    const bool in_sge = i < 700 || (i >= 2000 && i < 3500) || (i >= 4000 && i < 6000);
+    if (!in_sge) {
+      ASSERT_EQ(sink.data[i], 0x11) << i;
+    }
+  }
+}
+
 TEST_F(Pair, AtomicsReturnTheOriginalValueAndApplyOnce) {
   Buffer& target = b.buffer(64);
   Buffer& result = a.buffer(64);

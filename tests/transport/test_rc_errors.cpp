@@ -308,6 +308,40 @@ TEST_F(Errors, ReceiveTooSmall) {
   EXPECT_EQ(sc[0].provider_error_code, 9u);
 }
 
+// A one-packet SEND into a receive that cannot take it: too small (STATUS_BUFFER_OVERFLOW, NAK
+// invalid request), or its region deregistered after it was posted (local protection, NAK remote
+// operational). Nothing is written either way and the SEND fails with the NAK's status.
+TEST_F(Errors, SendOnlyIntoAReceiveThatCannotTakeIt) {
+  for (const bool too_small : {true, false}) {
+    SCOPED_TRACE(too_small ? "too small" : "deregistered");
+    Host ha{0, 0xC6120001, 1};
+    Host hb{0, 0xC6120002, 2};
+    Wire wire{ha, hb};
+    Qp& pa = ha.qp();
+    Qp& pb = hb.qp();
+    connect(ha, pa, hb, pb);
+    Buffer& src = ha.buffer(100);
+    Buffer& dst = hb.buffer(128, kMrAll, 0x3C);
+    ASSERT_EQ(pb.rq->post(recv_wqe(tag(1), {dst.sge(0, too_small ? 64 : 128)})), STATUS_SUCCESS);
+    if (!too_small) {
+      ASSERT_EQ(hb.mrs->deregister(dst.tokens.local), STATUS_SUCCESS);
+    }
+    ASSERT_EQ(pa.sq->post(send_wqe(SendOpcode::kSend, tag(2), {src.sge(0, 100)})), STATUS_SUCCESS);
+    wire.settle();
+    const auto rc = pb.recv_cqes();
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(rc[0].status, too_small ? STATUS_BUFFER_OVERFLOW : STATUS_ACCESS_VIOLATION);
+    EXPECT_EQ(rc[0].request_context, tag(1));
+    EXPECT_EQ(rc[0].bytes_transferred, 0u);
+    EXPECT_EQ(std::count(dst.data.begin(), dst.data.end(), 0x3C), 128) << "nothing written";
+    const auto sc = pa.send_cqes();
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, STATUS_REMOTE_ERROR);
+    EXPECT_EQ(sc[0].provider_error_code, too_small ? 9u : 11u);
+    EXPECT_EQ(pb.qp->state(), QpState::kError);
+  }
+}
+
 TEST_F(Errors, InvalidOpcodeSequenceIsNakedInvalidRequest) {
   make();
   // A forged SEND_MIDDLE with no SEND_FIRST before it.
@@ -390,6 +424,89 @@ TEST_F(Errors, CqOverrunKillsTheQp) {
   w.settle();
   EXPECT_TRUE(qb->rcq->overrun());
   EXPECT_EQ(qb->qp->state(), QpState::kError);
+}
+
+// The receive completions of one RX burst are published together, at its end: every one is
+// visible to the consumer when rx_burst_st returns, in order, and an armed CQ notifies once per
+// arm (here SOLICITED: the burst's one solicited SEND is among them).
+TEST_F(Errors, ReceiveCompletionsOfABurstAreVisibleInOrderAndNotifyOncePerArm) {
+  std::vector<NTSTATUS> calls;
+  b.cq_notify = [](void* c, NTSTATUS s) { static_cast<std::vector<NTSTATUS>*>(c)->push_back(s); };
+  b.cq_notify_context = &calls;
+  make();
+  Buffer& src = a.buffer(64);
+  Buffer& dst = b.buffer(8 * 64);
+  constexpr int kSends = 8;
+  for (int i = 0; i < kSends; ++i)
+    ASSERT_EQ(qb->rq->post(recv_wqe(tag(i), {dst.sge(i * 64, 64)})), STATUS_SUCCESS);
+  for (int i = 0; i < kSends; ++i) {
+    const uint32_t flags = i == 5 ? NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT : 0;
+    ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(i), {src.sge(0, 16 + i)}, flags)),
+              STATUS_SUCCESS);
+  }
+  qb->rcq->arm(NdkCqNotifyType::kSolicited);
+  a.eng->poll_st(w.now);
+  ASSERT_EQ(a.tx.size(), static_cast<size_t>(kSends));
+  Wire::deliver(b, a.tx, w.now);  // one burst, no poll of B yet
+  a.tx.clear();
+  EXPECT_EQ(calls, std::vector<NTSTATUS>{STATUS_SUCCESS}) << "one callback for the one arm";
+  auto rc = qb->recv_cqes();
+  ASSERT_EQ(rc.size(), static_cast<size_t>(kSends)) << "published when the burst returns";
+  for (int i = 0; i < kSends; ++i) {
+    EXPECT_EQ(rc[i].status, STATUS_SUCCESS);
+    EXPECT_EQ(rc[i].request_context, tag(i)) << "in order";
+    EXPECT_EQ(rc[i].bytes_transferred, 16u + i);
+  }
+  // Armed again with nothing queued: the next burst notifies once more, and only once.
+  ASSERT_EQ(qb->rq->post(recv_wqe(tag(8), {dst.sge(0, 64)})), STATUS_SUCCESS);
+  ASSERT_EQ(qb->rq->post(recv_wqe(tag(9), {dst.sge(64, 64)})), STATUS_SUCCESS);
+  w.settle();
+  qb->rcq->arm(NdkCqNotifyType::kAny);
+  for (int i = 0; i < 2; ++i)
+    ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(8 + i), {src.sge(0, 8)})),
+              STATUS_SUCCESS);
+  a.eng->poll_st(w.now);
+  ASSERT_EQ(a.tx.size(), 2u);
+  Wire::deliver(b, a.tx, w.now);
+  a.tx.clear();
+  EXPECT_EQ(calls, (std::vector<NTSTATUS>{STATUS_SUCCESS, STATUS_SUCCESS}));
+  rc = qb->recv_cqes();
+  ASSERT_EQ(rc.size(), 2u);
+  EXPECT_EQ(rc[0].request_context, tag(8));
+  EXPECT_EQ(rc[1].request_context, tag(9));
+}
+
+// A receive CQ that fills up in the middle of a burst: the completions before the overrun are
+// published (and notify the armed CQ) before the overrun is reported, once; the QP dies.
+TEST_F(Errors, CqOverrunInTheMiddleOfABurstKeepsTheCompletionsBeforeIt) {
+  std::vector<NTSTATUS> calls;
+  b.cq_notify = [](void* c, NTSTATUS s) { static_cast<std::vector<NTSTATUS>*>(c)->push_back(s); };
+  b.cq_notify_context = &calls;
+  qa = &a.qp(256, 256, 4096);
+  qb = &b.qp(256, 256, 2);
+  connect(a, *qa, b, *qb);
+  Buffer& src = a.buffer(64);
+  Buffer& dst = b.buffer(4 * 64);
+  fill_pattern(src.ptr(), 64, 9);
+  for (int i = 0; i < 4; ++i)
+    ASSERT_EQ(qb->rq->post(recv_wqe(tag(i), {dst.sge(i * 64, 64)})), STATUS_SUCCESS);
+  for (int i = 0; i < 4; ++i)
+    ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(i), {src.sge(0, 64)})), STATUS_SUCCESS);
+  qb->rcq->arm(NdkCqNotifyType::kAny);
+  a.eng->poll_st(w.now);
+  ASSERT_EQ(a.tx.size(), 4u);
+  Wire::deliver(b, a.tx, w.now);
+  a.tx.clear();
+  EXPECT_EQ(calls, (std::vector<NTSTATUS>{STATUS_SUCCESS, STATUS_BUFFER_OVERFLOW}))
+      << "the entries before the overrun, then the overrun, once";
+  EXPECT_TRUE(qb->rcq->overrun());
+  EXPECT_EQ(qb->qp->state(), QpState::kError);
+  const auto rc = qb->recv_cqes();
+  ASSERT_EQ(rc.size(), 2u);
+  EXPECT_EQ(rc[0].request_context, tag(0));
+  EXPECT_EQ(rc[1].request_context, tag(1));
+  EXPECT_EQ(std::memcmp(dst.ptr() + 64, src.ptr(), 64), 0);
+  EXPECT_EQ(qb->rcq->stats().overruns, 1u) << "the QP in ERROR takes nothing more";
 }
 
 }  // namespace

@@ -436,3 +436,82 @@ TEST(DelayedAck, PacketsWithoutAckReqAreAcknowledgedWithinTheDelay) {
 
 }  // namespace
 }  // namespace rocedp::rc::test
+
+namespace rocedp::rc::test {
+namespace {
+
+// The retransmission timer measures from the last progress (IBTA local ACK timeout; here its
+// adaptive RTO): READ responses that keep coming, each a little less than one RTO after the one
+// before, never let it expire, however long the READ takes in all; when they stop, it expires
+// exactly one RTO after the last one.
+TEST(RetransmitTimer, ReadResponsesRestartItAndItExpiresOneRtoAfterTheLast) {
+  Host a{0, 0xC6120001, 1};
+  Host b{0, 0xC6120002, 2};
+  Qp& qa = a.qp(64, 64, 8192);
+  Qp& qb = b.qp(64, 64, 8192);
+  ConnectOptions o;
+  o.timeout = kTimeout14;
+  connect(a, qa, b, qb, o);
+  constexpr uint32_t kPackets = 8;
+  constexpr uint32_t kLen = kPackets * 1024;
+  Buffer& src = b.buffer(kLen, kMrAll, 0);
+  fill_pattern(src.ptr(), kLen, 5);
+  Buffer& dst = a.buffer(kLen, kMrAll, 0);
+  SendWqe rd = send_wqe(SendOpcode::kRead, tag(1), {dst.sge(0, kLen)});
+  rd.remote_address = src.va();
+  rd.remote_token = src.tokens.remote;
+  ASSERT_EQ(qa.sq->post(rd), STATUS_SUCCESS);
+
+  uint64_t now = 1'000'000;
+  a.eng->poll_st(now);
+  ASSERT_EQ(a.tx.size(), 1u);
+  const uint32_t first_psn = parse_frame(a.tx[0]).f.bth.psn;
+  Wire::deliver(b, a.tx, now);
+  a.tx.clear();
+  b.eng->poll_st(now);
+  ASSERT_EQ(b.tx.size(), kPackets);
+  std::vector<Frame> responses = std::move(b.tx);
+  b.tx.clear();
+
+  // Every response but the last, each 0.9 RTO after the previous progress: the READ takes
+  // several RTOs in all and the timer never fires.
+  uint64_t progress = now;
+  for (uint32_t i = 0; i + 1 < kPackets; ++i) {
+    const uint64_t at = progress + current_rto_ns(*qa.qp) * 9 / 10;
+    a.eng->poll_st(at - 1);
+    std::vector<Frame> one = {responses[i]};
+    Wire::deliver(a, one, at);
+    a.eng->poll_st(at);
+    progress = at;
+    ASSERT_EQ(qa.qp->stats.timeouts, 0u) << "response " << i;
+    ASSERT_TRUE(a.tx.empty()) << "response " << i;
+  }
+  EXPECT_GT(progress - now, 3 * kRtoInitialNs);
+  // The last response is lost: the timer expires one RTO after the last progress.
+  const uint64_t deadline = progress + current_rto_ns(*qa.qp);
+  a.eng->poll_st(deadline - 1);
+  EXPECT_EQ(qa.qp->stats.timeouts, 0u) << "not before one RTO";
+  EXPECT_TRUE(a.tx.empty());
+  a.eng->poll_st(deadline);
+  EXPECT_EQ(qa.qp->stats.timeouts, 1u) << "at one RTO";
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kRtoProbes), 1u);
+  ASSERT_EQ(a.tx.size(), 1u) << "the probe";
+  const wire::ParsedPacket probe = parse_frame(a.tx[0]);
+  EXPECT_EQ(probe.f.bth.opcode, kRcReadRequest);
+  EXPECT_EQ(probe.f.bth.psn, wire::psn_add(first_psn, kPackets - 1)) << "resumes at the missing";
+
+  // The probe's answer completes the READ.
+  Wire::deliver(b, a.tx, deadline);
+  a.tx.clear();
+  b.eng->poll_st(deadline);
+  ASSERT_EQ(b.tx.size(), 1u);
+  Wire::deliver(a, b.tx, deadline);
+  a.eng->poll_st(deadline);
+  const auto cqes = qa.send_cqes();
+  ASSERT_EQ(cqes.size(), 1u);
+  EXPECT_EQ(cqes[0].status, STATUS_SUCCESS);
+  EXPECT_EQ(std::memcmp(src.ptr(), dst.ptr(), kLen), 0);
+}
+
+}  // namespace
+}  // namespace rocedp::rc::test
