@@ -209,7 +209,8 @@ bool ControlThread::refresh(std::string* error) {
 void ControlThread::loop() {
   const auto interval = std::chrono::milliseconds(
       setup_.cfg->telemetry.stats_interval_ms == 0 ? 100 : setup_.cfg->telemetry.stats_interval_ms);
-  auto nap = std::min(kIdleNapMin, setup_.max_idle_nap);
+  const auto nap_min = std::min(kIdleNapMin, setup_.max_idle_nap);
+  auto nap = nap_min;
   bool armed = false;  // wake_ armed: the next idle pass naps
   while (!exit_.load(std::memory_order_acquire)) {
     bool work = false;
@@ -240,7 +241,7 @@ void ControlThread::loop() {
     if (work) {
       if (armed) wake_.disarm();
       armed = false;
-      nap = kIdleNapMin;
+      nap = nap_min;
     } else if (!armed) {
       // Raise the flag, then one more pass: what a core handed over before it saw the flag is
       // found by that pass, what it hands over after ends the nap.
