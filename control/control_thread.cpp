@@ -30,10 +30,12 @@ constexpr uint16_t kFrameBatch = 32;       // control-path frames per iteration
 // in a wake-up that preempts whatever runs on the CPU, which in a pinned process is the polling
 // core (200 us naps cost a two-process WRITE 64 B run a tenth of its message rate; 800 us ones
 // still about 4.5 %). So whatever hands control something ends the nap (pmd/control_wake.hpp):
-// post(), a core's completions, a core's frames for control. The nap starts at kIdleNapMin
-// after work and doubles while nothing happens, up to Setup::max_idle_nap, and never lasts past
-// the next stats round or neighbour-table deadline, which nobody wakes for.
-constexpr auto kIdleNapMin = std::chrono::microseconds(200);
+// post(), a core's completions, a core's frames for control. A nap lasts Setup::max_idle_nap,
+// but never past the next stats round or neighbour-table deadline, which nobody wakes for. It
+// used to start short after work and double, so that a core's answer to a request just sent was
+// picked up soon; the wake does that now, and the short naps only cost wake-ups (about seven
+// after every QP probe, which the CM sends every 10 ms per connection).
+constexpr auto kMinNap = std::chrono::microseconds(200);  // a deadline due now (see below)
 }  // namespace
 
 // An operation waiting for the answers of several cores. Lives on the heap from the first post
@@ -209,8 +211,6 @@ bool ControlThread::refresh(std::string* error) {
 void ControlThread::loop() {
   const auto interval = std::chrono::milliseconds(
       setup_.cfg->telemetry.stats_interval_ms == 0 ? 100 : setup_.cfg->telemetry.stats_interval_ms);
-  const auto nap_min = std::min(kIdleNapMin, setup_.max_idle_nap);
-  auto nap = nap_min;
   bool armed = false;  // wake_ armed: the next idle pass naps
   while (!exit_.load(std::memory_order_acquire)) {
     bool work = false;
@@ -241,16 +241,14 @@ void ControlThread::loop() {
     if (work) {
       if (armed) wake_.disarm();
       armed = false;
-      nap = nap_min;
     } else if (!armed) {
       // Raise the flag, then one more pass: what a core handed over before it saw the flag is
       // found by that pass, what it hands over after ends the nap.
       wake_.arm();
       armed = true;
     } else {
-      wake_.nap(nap_length_st(nap, now));
+      wake_.nap(nap_length_st(now));
       armed = false;
-      nap = std::min(nap * 2, setup_.max_idle_nap);
     }
   }
   // Whatever the cores still handed us goes back to the pool before the pool is freed.
@@ -260,14 +258,14 @@ void ControlThread::loop() {
 }
 
 std::chrono::microseconds ControlThread::nap_length_st(
-    std::chrono::microseconds nap, std::chrono::steady_clock::time_point now) const {
+    std::chrono::steady_clock::time_point now) const {
   auto until = next_stats_;
   for (const auto& t : tables_) until = std::min(until, t->next_deadline());
-  // A deadline due now still naps kIdleNapMin: its timer ran in this pass, and a table whose
+  // A deadline due now still naps kMinNap: its timer ran in this pass, and a table whose
   // deadline did not move must not make the loop spin.
-  const auto left =
-      std::max(std::chrono::duration_cast<std::chrono::microseconds>(until - now), kIdleNapMin);
-  return std::min(nap, left);
+  const auto left = std::max(std::chrono::duration_cast<std::chrono::microseconds>(until - now),
+                             std::min(kMinNap, setup_.max_idle_nap));
+  return std::min(setup_.max_idle_nap, left);
 }
 
 void ControlThread::start_ports_st(Done done) {

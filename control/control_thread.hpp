@@ -97,7 +97,7 @@ class ControlThread {
     std::vector<dataplane::CoreChannel*> channels;  // index = polling core index
     pmd::RxDispatch* dispatch = nullptr;            // control target = channels.size()
     pmd::PacketPool* pool = nullptr;                // for ARP frames built here
-    // The longest idle nap. Nothing with a deadline waits for it (stats rounds, neighbour
+    // How long an idle nap lasts. Nothing with a deadline waits for it (stats rounds, neighbour
     // timers); the poll hooks' own timers (CM retransmissions, QP probes) may run this late.
     std::chrono::microseconds max_idle_nap = kMaxIdleNap;
   };
@@ -175,9 +175,8 @@ class ControlThread {
 
   void loop();
   void wire_wake(pmd::ControlWake* wake);  // the cores' hand-offs wake `wake` (null: nobody)
-  // Idle: how long the next nap may last (`nap` of the ramp, cut at the next deadline).
-  std::chrono::microseconds nap_length_st(std::chrono::microseconds nap,
-                                          std::chrono::steady_clock::time_point now) const;
+  // Idle: how long the next nap may last (Setup::max_idle_nap, cut at the next deadline).
+  std::chrono::microseconds nap_length_st(std::chrono::steady_clock::time_point now) const;
   bool run_sync(std::function<void(std::function<void(bool, std::string)>)> op, std::string* error);
   // Control-thread only (_st):
   void start_ports_st(std::function<void(bool, std::string)> done);
@@ -205,7 +204,7 @@ class ControlThread {
   std::vector<std::pair<uint64_t, SnapshotPart>> parts_;
 
   tbb::concurrent_queue<Task> inbox_;
-  pmd::ControlWake wake_;  // the idle nap (control_thread.cpp, kIdleNapMin) and its end
+  pmd::ControlWake wake_;  // the idle nap (control_thread.cpp, nap_length_st) and its end
   std::atomic<bool> exit_{false};
   std::atomic<bool> running_{false};
   std::thread thread_;
