@@ -12,6 +12,7 @@
 namespace rocedp {
 
 namespace pmd {
+class ControlWake;
 class Port;
 class PacketPool;
 }  // namespace pmd
@@ -31,6 +32,9 @@ struct AdapterSetup {
   std::vector<dataplane::CoreChannel*> channels;  ///< channels[i] reaches cores[i]
   uint32_t vendor_id = 0;  ///< NDK_ADAPTER_INFO VendorId (IEEE OUI); 0 = rocedp's default
   uint32_t device_id = 0;
+  /// Ends the nap of the thread that runs poll_control() when another thread hands it a call
+  /// (control::ControlThread::wake()); null when that thread does not nap (it polls anyway).
+  pmd::ControlWake* control_wake = nullptr;
 };
 
 /// Opens an adapter on `setup`'s port and cores and installs its RDMA objects on every core

@@ -28,12 +28,14 @@ constexpr uint16_t kFrameBatch = 32;       // control-path frames per iteration
 // When nothing happened in an iteration the control thread naps: it is not a polling core, and
 // on a shared machine a spinning control thread steals a core from the data path. Each nap ends
 // in a wake-up that preempts whatever runs on the CPU, which in a pinned process is the polling
-// core: 200 us naps (about 3,500 wake-ups a second) cost a two-process WRITE 64 B run a tenth of
-// its message rate. So the nap starts at kIdleNapMin after work (a core's answer to a request
-// just sent is picked up soon) and doubles while nothing happens, up to kIdleNapMax; a post()
-// ends it at once, so a request from another thread never waits for it.
-constexpr auto kIdleNapMin = std::chrono::microseconds(200);
-constexpr auto kIdleNapMax = std::chrono::microseconds(800);
+// core (200 us naps cost a two-process WRITE 64 B run a tenth of its message rate; 800 us ones
+// still about 4.5 %). So whatever hands control something ends the nap (pmd/control_wake.hpp):
+// post(), a core's completions, a core's frames for control. A nap lasts Setup::max_idle_nap,
+// but never past the next stats round or neighbour-table deadline, which nobody wakes for. It
+// used to start short after work and double, so that a core's answer to a request just sent was
+// picked up soon; the wake does that now, and the short naps only cost wake-ups (about seven
+// after every QP probe, which the CM sends every 10 ms per connection).
+constexpr auto kMinNap = std::chrono::microseconds(200);  // a deadline due now (see below)
 }  // namespace
 
 // An operation waiting for the answers of several cores. Lives on the heap from the first post
@@ -90,7 +92,14 @@ ControlThread::ControlThread(Setup setup) : setup_(std::move(setup)) {
 
 ControlThread::~ControlThread() {
   exit_.store(true, std::memory_order_release);
+  wake_.wake();
   if (thread_.joinable()) thread_.join();
+  wire_wake(nullptr);
+}
+
+void ControlThread::wire_wake(pmd::ControlWake* wake) {
+  for (auto* ch : setup_.channels) ch->set_control_wake(wake);
+  if (setup_.dispatch != nullptr) setup_.dispatch->set_control_wake(wake);
 }
 
 bool ControlThread::start(std::string* error) {
@@ -98,8 +107,10 @@ bool ControlThread::start(std::string* error) {
     if (error) *error = "control thread already started";
     return false;
   }
+  if (!wake_.open(error)) return false;
   running_.store(true, std::memory_order_release);
   next_stats_ = std::chrono::steady_clock::now();
+  wire_wake(&wake_);
   thread_ = std::thread([this] { loop(); });
   pthread_setname_np(thread_.native_handle(), "rocedp-control");
   const auto& lcore = setup_.cfg->control.lcore;
@@ -121,7 +132,9 @@ bool ControlThread::start(std::string* error) {
     if (rc != 0) {
       if (error) *error = "cannot pin the control thread to lcore " + std::to_string(*lcore);
       exit_.store(true);
+      wake_.wake();
       thread_.join();
+      wire_wake(nullptr);
       running_.store(false);
       return false;
     }
@@ -135,17 +148,7 @@ bool ControlThread::start(std::string* error) {
 
 void ControlThread::post(Task task) {
   inbox_.push(std::move(task));
-  {
-    std::lock_guard<std::mutex> lock(nap_mutex_);
-    wake_ = true;
-  }
-  nap_cv_.notify_one();
-}
-
-void ControlThread::nap_st(std::chrono::microseconds nap) {
-  std::unique_lock<std::mutex> lock(nap_mutex_);
-  nap_cv_.wait_for(lock, nap, [this] { return wake_ || exit_.load(std::memory_order_acquire); });
-  wake_ = false;
+  wake_.wake();
 }
 
 uint64_t ControlThread::add_poll_hook_st(PollHook hook) {
@@ -208,7 +211,7 @@ bool ControlThread::refresh(std::string* error) {
 void ControlThread::loop() {
   const auto interval = std::chrono::milliseconds(
       setup_.cfg->telemetry.stats_interval_ms == 0 ? 100 : setup_.cfg->telemetry.stats_interval_ms);
-  auto nap = kIdleNapMin;
+  bool armed = false;  // wake_ armed: the next idle pass naps
   while (!exit_.load(std::memory_order_acquire)) {
     bool work = false;
     Task task;
@@ -236,16 +239,33 @@ void ControlThread::loop() {
     }
     for (auto& t : tables_) t->on_timer(now);
     if (work) {
-      nap = kIdleNapMin;
+      if (armed) wake_.disarm();
+      armed = false;
+    } else if (!armed) {
+      // Raise the flag, then one more pass: what a core handed over before it saw the flag is
+      // found by that pass, what it hands over after ends the nap.
+      wake_.arm();
+      armed = true;
     } else {
-      nap_st(nap);
-      nap = std::min(nap * 2, kIdleNapMax);
+      wake_.nap(nap_length_st(now));
+      armed = false;
     }
   }
   // Whatever the cores still handed us goes back to the pool before the pool is freed.
   while (poll_frames_st() > 0) {
   }
   running_.store(false, std::memory_order_release);
+}
+
+std::chrono::microseconds ControlThread::nap_length_st(
+    std::chrono::steady_clock::time_point now) const {
+  auto until = next_stats_;
+  for (const auto& t : tables_) until = std::min(until, t->next_deadline());
+  // A deadline due now still naps kMinNap: its timer ran in this pass, and a table whose
+  // deadline did not move must not make the loop spin.
+  const auto left = std::max(std::chrono::duration_cast<std::chrono::microseconds>(until - now),
+                             std::min(kMinNap, setup_.max_idle_nap));
+  return std::min(setup_.max_idle_nap, left);
 }
 
 void ControlThread::start_ports_st(Done done) {

@@ -11,15 +11,16 @@
 //
 // Threads: the control thread alone touches its state. Other threads (main, signal side,
 // telemetry) reach it only through post() — a oneTBB concurrent_queue inbox — or through the
-// blocking helpers below, which post and wait. latest() is the one read path for other threads:
-// a shared_ptr to an immutable snapshot, swapped under a mutex that the polling cores never take.
-// Every CoreMessage completion callback issued here runs on the control thread.
+// blocking helpers below, which post and wait. When idle it naps (pmd/control_wake.hpp): post(),
+// a core's completions and a core's frames for control end the nap at once. latest() is the one
+// read path for other threads: a shared_ptr to an immutable snapshot, swapped under a mutex that
+// the polling cores never take. Every CoreMessage completion callback issued here runs on the
+// control thread.
 
 #include <tbb/concurrent_queue.h>
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -32,6 +33,7 @@
 #include "control/connection_rows.hpp"
 #include "control/neighbour_table.hpp"
 #include "dataplane/polling_core.hpp"
+#include "pmd/control_wake.hpp"
 #include "pmd/port.hpp"
 
 namespace rocedp::pmd {
@@ -88,26 +90,37 @@ struct Snapshot {
 
 class ControlThread {
  public:
+  static constexpr std::chrono::microseconds kMaxIdleNap{10'000};
   struct Setup {
     const config::Config* cfg = nullptr;            // outlives the thread
     std::vector<pmd::Port*> ports;                  // started/stopped by this thread
     std::vector<dataplane::CoreChannel*> channels;  // index = polling core index
     pmd::RxDispatch* dispatch = nullptr;            // control target = channels.size()
     pmd::PacketPool* pool = nullptr;                // for ARP frames built here
+    // How long an idle nap lasts. Nothing with a deadline waits for it (stats rounds, neighbour
+    // timers); the poll hooks' own timers (CM retransmissions, QP probes) may run this late.
+    std::chrono::microseconds max_idle_nap = kMaxIdleNap;
   };
   using Task = std::function<void(ControlThread&)>;
 
+  /// From start() on, the cores of setup.channels and setup.dispatch wake this thread when they
+  /// hand it something: stop them before destroying it.
   explicit ControlThread(Setup setup);
   ~ControlThread();  // asks the loop to exit (without the shutdown sequence) and joins
   ControlThread(const ControlThread&) = delete;
   ControlThread& operator=(const ControlThread&) = delete;
 
-  /// Spawns the thread, pinned to the CPUs of control.lcore when set. False and *error if the
-  /// thread cannot be created or pinned.
+  /// Spawns the thread, pinned to the CPUs of control.lcore when set. False and *error if its
+  /// wake (an eventfd) or the thread cannot be created, or the thread cannot be pinned.
   bool start(std::string* error);
 
   /// Any thread: runs `task` on the control thread (FIFO). Never blocks.
   void post(Task task);
+  /// Any thread, after it left something for a poll hook (e.g. the adapter's inbox): ends the
+  /// control thread's nap. No system call while the control thread is awake.
+  pmd::ControlWake& wake() { return wake_; }
+  /// Idle naps taken so far (tests: an idle control thread wakes rarely).
+  uint64_t naps() const { return wake_.naps(); }
 
   // ---- blocking helpers for other threads (post + wait for the outcome) ----
   /// Starts every port (rte_eth_dev_start), then attaches queue c of it to core c on every core
@@ -161,7 +174,9 @@ class ControlThread {
   static void on_core_done(const dataplane::CoreMessage& msg);
 
   void loop();
-  void nap_st(std::chrono::microseconds nap);  // idle: until post() or `nap` passed
+  void wire_wake(pmd::ControlWake* wake);  // the cores' hand-offs wake `wake` (null: nobody)
+  // Idle: how long the next nap may last (Setup::max_idle_nap, cut at the next deadline).
+  std::chrono::microseconds nap_length_st(std::chrono::steady_clock::time_point now) const;
   bool run_sync(std::function<void(std::function<void(bool, std::string)>)> op, std::string* error);
   // Control-thread only (_st):
   void start_ports_st(std::function<void(bool, std::string)> done);
@@ -189,10 +204,7 @@ class ControlThread {
   std::vector<std::pair<uint64_t, SnapshotPart>> parts_;
 
   tbb::concurrent_queue<Task> inbox_;
-  // The idle nap (control_thread.cpp, kIdleNapMin): post() ends it. Never taken by a polling core.
-  std::mutex nap_mutex_;
-  std::condition_variable nap_cv_;
-  bool wake_ = false;  // under nap_mutex_
+  pmd::ControlWake wake_;  // the idle nap (control_thread.cpp, nap_length_st) and its end
   std::atomic<bool> exit_{false};
   std::atomic<bool> running_{false};
   std::thread thread_;

@@ -20,6 +20,7 @@
 #include "dataplane/core_rdma.hpp"
 #include "dataplane/rc/memory_region.hpp"
 #include "dataplane/rc/queue_pair.hpp"
+#include "pmd/control_wake.hpp"
 #include "rocedp/adapter.hpp"
 #include "rocedp/connector.hpp"
 #include "rocedp/listener.hpp"
@@ -77,6 +78,7 @@ struct Adapter::Impl {
       inbox.push_back(t);
       inbox_size.fetch_add(1, std::memory_order_release);
     }
+    if (setup.control_wake != nullptr) setup.control_wake->wake();
     std::unique_lock<std::mutex> l(t->m);
     t->cv.wait(l, [&] { return t->done; });
   }

@@ -165,6 +165,7 @@ bool Runtime::open_adapter(std::string* error) {
   setup.pool = pool_.get();
   for (auto& c : cores_) setup.cores.push_back(c.get());
   for (auto& c : channels_) setup.channels.push_back(c.get());
+  setup.control_wake = &control_->wake();
   NTSTATUS st = STATUS_PENDING;
   // Adapter::open and every later adapter call belong to the control thread (adapter.hpp), and so
   // does poll_control(): it becomes a poll hook of the control loop.

@@ -9,6 +9,8 @@
 #include <cassert>
 #include <cstdio>
 
+#include "pmd/control_wake.hpp"
+
 namespace rocedp::dataplane {
 namespace {
 
@@ -118,6 +120,9 @@ unsigned CoreChannel::process_requests_st(void* core, unsigned max) {
     handled += n;
     if (n < want) break;
   }
+  // Once per batch of answers, never per packet: control may be napping until it gets them.
+  if (handled > 0)
+    if (pmd::ControlWake* w = wake_.load(std::memory_order_acquire)) w->wake();
   return handled;
 }
 

@@ -14,6 +14,7 @@
 // after running the completion callback. The completion ring holds as many entries as there are
 // messages, so handing a message back can never fail.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,6 +29,7 @@ struct rte_mbuf;
 struct rte_ring;
 
 namespace rocedp::pmd {
+class ControlWake;
 class Port;
 }  // namespace rocedp::pmd
 
@@ -219,6 +221,9 @@ class CoreChannel {
   uint32_t in_flight() const { return capacity_ - static_cast<uint32_t>(free_.size()); }
   uint32_t capacity() const { return capacity_; }
   uint16_t core_index() const { return core_index_; }
+  /// Control side: the core wakes `wake` after it handed back completions (null: nobody to wake).
+  /// Any time; `wake` must outlive the core's use of this channel.
+  void set_control_wake(pmd::ControlWake* wake) { wake_.store(wake, std::memory_order_release); }
 
   // ---- owning polling lcore ----
   /// Runs at most `max` pending requests (bounded, so control traffic never starves the pollers,
@@ -232,6 +237,7 @@ class CoreChannel {
   uint32_t capacity_;
   rte_ring* requests_;
   rte_ring* completions_;
+  std::atomic<pmd::ControlWake*> wake_{nullptr};
   std::vector<CoreMessage> messages_;
   std::vector<CoreMessage*>
       free_;  // LIFO: the most recently used (cache-warm) message goes out first

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "pmd/control_wake.hpp"
+
 namespace rocedp::pmd {
 namespace {
 
@@ -63,6 +65,7 @@ uint16_t RxDispatch::dispatch(uint16_t source, rte_mbuf** pkts, uint16_t n, Clas
   SourceState& st = sources_[source];
   uint16_t n_local = 0;
   uint64_t classifier_drops = 0, full_drops = 0, forwarded = 0;
+  bool to_control = false;
   for (uint16_t base = 0; base < n; base += kMaxBurst) {
     const uint16_t chunk = std::min<uint16_t>(kMaxBurst, n - base);
     for (uint16_t i = 0; i < chunk; ++i) {
@@ -90,8 +93,12 @@ uint16_t RxDispatch::dispatch(uint16_t source, rte_mbuf** pkts, uint16_t n, Clas
         full_drops += k - sent;
       }
       st.fill[t] = 0;
+      if (t == n_cores_ && sent > 0) to_control = true;
     }
   }
+  // Once per burst that carried control frames (ARP, CM MADs), never per data packet.
+  if (to_control)
+    if (ControlWake* w = control_wake_.load(std::memory_order_acquire)) w->wake();
   if (classifier_drops) bump(st.classifier, classifier_drops);
   if (full_drops) bump(st.ring_full, full_drops);
   if (forwarded) bump(st.forwarded, forwarded);

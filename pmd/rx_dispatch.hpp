@@ -15,6 +15,8 @@ struct rte_ring;
 
 namespace rocedp::pmd {
 
+class ControlWake;
+
 class RxDispatch {
  public:
   static constexpr uint16_t kDrop = 0xFFFF;
@@ -40,6 +42,9 @@ class RxDispatch {
 
   uint16_t core_count() const { return n_cores_; }
   uint16_t control_target() const { return n_cores_; }
+  // Any time: dispatch() wakes `wake` after it handed frames to the control target (null: none).
+  // `wake` must outlive the cores' dispatch() calls.
+  void set_control_wake(ControlWake* wake) { control_wake_.store(wake, std::memory_order_release); }
   uint64_t ring_full_drops(uint16_t source) const;
   uint64_t classifier_drops(uint16_t source) const;
   uint64_t forwarded(uint16_t source) const;  // enqueued to another target
@@ -60,6 +65,7 @@ class RxDispatch {
   }
 
   uint16_t n_cores_;
+  std::atomic<ControlWake*> control_wake_{nullptr};
   std::vector<rte_ring*> rings_;  // [source][target], nullptr where source == target
   std::unique_ptr<SourceState[]> sources_;
   std::unique_ptr<TargetState[]> targets_;

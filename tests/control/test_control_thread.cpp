@@ -1,6 +1,7 @@
 // The control thread with one real polling lcore (lcore 1) over a ring-pair wire: port start
 // through the channel, gratuitous ARP, stats snapshots arriving through the rings, ARP learning
-// pushed to the core's cache, port stop and the shutdown sequence.
+// pushed to the core's cache, port stop and the shutdown sequence; its idle nap: ended by the
+// core's hand-offs, cut at the stats round, long when idle, and its eventfd failing.
 
 #define ROCEDP_TEST_LCORES \
   { 0, 1 }
@@ -11,8 +12,11 @@
 #include <gtest/gtest.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <thread>
 
@@ -40,7 +44,7 @@ class ControlThreadTest : public ::testing::Test {
     static int serial = 0;
     cfg_.eal.lcores = {0, kCoreLcore};
     cfg_.dataplane.lcores = {kCoreLcore};
-    cfg_.telemetry.stats_interval_ms = 10;
+    cfg_.telemetry.stats_interval_ms = stats_interval_ms_;
     auto us_cfg = test::port_config("us", kOurMac, kOurIp);
     us_cfg.neighbours.push_back({kStaticIp, kStaticMac});
     cfg_.ports.push_back(us_cfg);
@@ -64,6 +68,7 @@ class ControlThreadTest : public ::testing::Test {
     setup.channels = {channel_.get()};
     setup.dispatch = dispatch_.get();
     setup.pool = &test::pool();
+    setup.max_idle_nap = max_idle_nap_;
     control_ = std::make_unique<ControlThread>(std::move(setup));
     ASSERT_TRUE(control_->start(&error)) << error;
   }
@@ -121,6 +126,8 @@ class ControlThreadTest : public ::testing::Test {
     return control_->latest();
   }
 
+  uint32_t stats_interval_ms_ = 10;
+  std::chrono::microseconds max_idle_nap_ = ControlThread::kMaxIdleNap;
   config::Config cfg_;
   pmd::RingPair pair_;
   std::unique_ptr<pmd::RxDispatch> dispatch_;
@@ -280,6 +287,163 @@ TEST_F(ControlThreadTest, ShutdownStopsTheCoreThenThePorts) {
   launched_ = false;
   EXPECT_FALSE(us()->started());
   EXPECT_FALSE(control_->refresh(&error)) << "nothing runs requests any more";
+}
+
+// ---- the idle nap ----
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+// Naps of 5 s and no stats round for a minute: only a wake ends a nap early. The control thread
+// idles for kIdle first, so it is in a nap with about 4 s to go when the core hands it
+// something; without the wake the hand-off would wait for its end.
+class LongNapTest : public ControlThreadTest {
+ protected:
+  LongNapTest() {
+    stats_interval_ms_ = 60'000;
+    max_idle_nap_ = std::chrono::seconds(5);
+  }
+  static constexpr auto kIdle = milliseconds(1000);
+  // Generous for a loaded 2-CPU machine, and far below the rest of the nap it lands in.
+  static constexpr auto kPrompt = milliseconds(1500);
+};
+
+// A request the core holds until the test lets go: a run function must not block, but nothing
+// else runs on the test's core. Run functions take no context, so the request is a global.
+struct HeldRequest {
+  std::atomic<bool> release{false};
+  std::atomic<bool> running{false};
+  std::atomic<int64_t> done_at{0};
+};
+HeldRequest g_held;
+
+TEST_F(LongNapTest, ACoreCompletionEndsTheNap) {
+  std::promise<bool> sent;
+  control_->post([this, &sent](ControlThread&) {
+    sent.set_value(channel_->call<dataplane::NoArgs>(
+        [](const dataplane::NoArgs&, dataplane::CoreResult&, void*) {
+          g_held.running.store(true);
+          while (!g_held.release.load()) std::this_thread::yield();
+        },
+        {}, [](const dataplane::CoreMessage&) { g_held.done_at.store(now_ns()); }, nullptr));
+  });
+  ASSERT_TRUE(sent.get_future().get());
+  for (int i = 0; i < kMaxWaits && !g_held.running.load(); ++i)
+    std::this_thread::sleep_for(milliseconds(1));
+  ASSERT_TRUE(g_held.running.load());
+  const uint64_t naps_before = control_->naps();
+  std::this_thread::sleep_for(kIdle);
+  const uint64_t naps = control_->naps() - naps_before;
+  const uint64_t woken = control_->wake().woken();
+  const int64_t released = now_ns();
+  g_held.release.store(true);
+  for (int i = 0; i < kMaxWaits && g_held.done_at.load() == 0; ++i)
+    std::this_thread::sleep_for(milliseconds(1));
+  ASSERT_NE(g_held.done_at.load(), 0) << "the completion was handled";
+  EXPECT_LT(g_held.done_at.load() - released, std::chrono::nanoseconds(kPrompt).count())
+      << "handled when the core answered, not when the nap ended";
+  EXPECT_LE(naps, 2u) << "the control thread was in one long nap, not polling";
+  EXPECT_GT(control_->wake().woken(), woken) << "the core's wake ended the nap";
+}
+
+TEST_F(LongNapTest, AFrameForControlEndsTheNap) {
+  std::string error;
+  ASSERT_TRUE(control_->start_ports(&error)) << error;
+  peer_wait(1);
+  std::atomic<int64_t> arrived{0};
+  std::promise<void> installed;
+  control_->post([&](ControlThread& ct) {
+    ct.set_cm_handler_st([&arrived](size_t, const uint8_t*, size_t) { arrived.store(now_ns()); });
+    installed.set_value();
+  });
+  installed.get_future().get();
+  std::this_thread::sleep_for(kIdle);
+  const uint64_t woken = control_->wake().woken();
+  const int64_t sent = now_ns();
+  peer_send(test::roce_frame(1));  // a MAD to QP1: the core hands it to control
+  for (int i = 0; i < kMaxWaits && arrived.load() == 0; ++i)
+    std::this_thread::sleep_for(milliseconds(1));
+  ASSERT_NE(arrived.load(), 0) << "the frame reached the CM handler";
+  EXPECT_LT(arrived.load() - sent, std::chrono::nanoseconds(kPrompt).count())
+      << "handled when the core handed it over, not when the nap ended";
+  EXPECT_GT(control_->wake().woken(), woken) << "the core's wake ended the nap";
+  std::promise<void> removed;
+  control_->post([&](ControlThread& ct) {
+    ct.set_cm_handler_st(nullptr);
+    removed.set_value();
+  });
+  removed.get_future().get();
+}
+
+// A long nap still ends at the stats round: nobody wakes the control thread for it.
+class ShortStatsLongNapTest : public ControlThreadTest {
+ protected:
+  ShortStatsLongNapTest() {
+    stats_interval_ms_ = 20;
+    max_idle_nap_ = std::chrono::seconds(2);
+  }
+};
+
+TEST_F(ShortStatsLongNapTest, TheNapEndsAtTheStatsRound) {
+  std::shared_ptr<const Snapshot> first;
+  for (int i = 0; i < kMaxWaits && !(first = control_->latest()); ++i)
+    std::this_thread::sleep_for(milliseconds(1));
+  ASSERT_TRUE(first);
+  // Five rounds take 100 ms; naps that ignored them would take five times 2 s.
+  const auto start = Clock::now();
+  while (control_->latest()->sequence < first->sequence + 5 &&
+         Clock::now() - start < std::chrono::seconds(4))
+    std::this_thread::sleep_for(milliseconds(1));
+  EXPECT_GE(control_->latest()->sequence, first->sequence + 5);
+}
+
+// No stats round for a minute, default naps: idle, the control thread wakes about once per
+// kMaxIdleNap (800 us naps would be hundreds of wake-ups here).
+class IdleTest : public ControlThreadTest {
+ protected:
+  IdleTest() { stats_interval_ms_ = 60'000; }
+};
+
+TEST_F(IdleTest, AnIdleControlThreadWakesRarely) {
+  std::this_thread::sleep_for(milliseconds(50));  // past the first round's work
+  const uint64_t before = control_->naps();
+  const auto start = Clock::now();
+  std::this_thread::sleep_for(milliseconds(300));
+  const uint64_t naps = control_->naps() - before;
+  const auto idle = Clock::now() - start;
+  // Naps never end early without a wake, so a slow machine only means fewer of them.
+  const uint64_t most = static_cast<uint64_t>(idle / ControlThread::kMaxIdleNap) + 10;
+  EXPECT_LE(naps, most) << "over " << std::chrono::duration_cast<milliseconds>(idle).count()
+                        << " ms";
+  EXPECT_LT(most, static_cast<uint64_t>(idle / std::chrono::microseconds(800)) / 4)
+      << "the bound tells the long nap from the old 800 us one";
+}
+
+// start() fails, with the reason, when the wake's eventfd cannot be made (no descriptor left).
+TEST_F(ControlThreadTest, StartFailsWhenItsEventfdCannotBeCreated) {
+  ControlThread::Setup setup;  // no cores: this one must not rewire the fixture's
+  setup.cfg = &cfg_;
+  ControlThread other(std::move(setup));
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  const int lowest_free = dup(0);
+  ASSERT_GE(lowest_free, 0);
+  close(lowest_free);
+  rlimit low = saved;
+  low.rlim_cur = static_cast<rlim_t>(lowest_free);  // every descriptor below it is taken
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::string error;
+  const bool started = other.start(&error);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  EXPECT_FALSE(started);
+  EXPECT_FALSE(other.running());
+  EXPECT_NE(error.find("eventfd"), std::string::npos) << error;
+  EXPECT_NE(error.find("Too many open files"), std::string::npos) << error;
 }
 
 }  // namespace
