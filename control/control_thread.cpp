@@ -427,6 +427,8 @@ void ControlThread::request_snapshot_st(Done done) {
       for (const auto& e : tables_[i]->snapshot(s.taken))
         s.neighbours.push_back({setup_.ports[i]->name(), e});
     s.control = counters_;
+    s.control.naps = wake_.naps();
+    s.control.naps_woken = wake_.woken();
     s.mbufs_available = setup_.pool != nullptr ? setup_.pool->available() : 0;
     // Only the parts that collected in this round: one added meanwhile has nothing of it yet.
     for (auto& [id, part] : parts_)

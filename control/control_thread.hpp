@@ -73,6 +73,8 @@ struct ControlCounters {
   uint64_t send_failures = 0;      // no mbuf, channel full, or the core had no TX queue
   uint64_t neighbour_updates = 0;  // NeighbourUpdate messages sent to cores
   uint64_t snapshots = 0;          // stats rounds completed
+  uint64_t naps = 0;               // idle naps that blocked (pmd/control_wake.hpp)
+  uint64_t naps_woken = 0;         // of them, ended by a wake (a core's hand-off, a post)
 };
 
 /// Everything telemetry prints, taken at one stats round. Immutable once published.

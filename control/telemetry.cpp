@@ -345,6 +345,8 @@ int telemetry_format_control(const Snapshot& s, rte_tel_data* d) {
   rte_tel_data_add_dict_u64(d, "send_failures", s.control.send_failures);
   rte_tel_data_add_dict_u64(d, "neighbour_updates", s.control.neighbour_updates);
   rte_tel_data_add_dict_u64(d, "snapshots", s.control.snapshots);
+  rte_tel_data_add_dict_u64(d, "naps", s.control.naps);
+  rte_tel_data_add_dict_u64(d, "naps_woken", s.control.naps_woken);
   return 0;
 }
 

@@ -30,6 +30,10 @@ c1=$(tel_get /rocedp/cores "d['busy_cycles'][0] + d['idle_cycles'][0]")
 s1=$(tel_get /rocedp/control "d['snapshot_sequence']")
 wait_for /rocedp/cores "d['busy_cycles'][0] + d['idle_cycles'][0] > $c1 and d['busy_cycles'][0] > 0"
 wait_for /rocedp/control "d['snapshot_sequence'] > $s1"
+# The idle control thread naps, and each stats round's answers from the core end a nap.
+n1=$(tel_get /rocedp/control "d['naps']")
+w1=$(tel_get /rocedp/control "d['naps_woken']")
+wait_for /rocedp/control "d['naps'] > $n1 and d['naps_woken'] > $w1"
 [ "$(tel_get /rocedp/cores,0 "d['lcore'] == 1 and 'unknown_qpn' in d['drop_reasons']")" = True ] || fail "/rocedp/cores,0"
 # The client's ARP request taught us its address (RFC 826: the target adds the sender).
 wait_for /rocedp/neighbours "d['ip'] == ['198.18.0.12'] and d['mac'] == ['02:52:17:00:00:0c'] and d['state'] == ['reachable']"
