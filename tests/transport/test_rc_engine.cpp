@@ -20,6 +20,17 @@ struct Pair : ::testing::Test {
     qb = &b.qp();
     connect(a, *qa, b, *qb);
   }
+  // Runs the wire until A's send CQ gave completions; returns them (none on a timeout).
+  std::vector<NdkResultEx> send_completions() {
+    std::vector<NdkResultEx> sc;
+    const bool done = w.run_until([&] {
+      auto s = qa->send_cqes();
+      sc.insert(sc.end(), s.begin(), s.end());
+      return !sc.empty();
+    });
+    EXPECT_TRUE(done) << "no send completion";
+    return sc;
+  }
 };
 
 TEST_F(Pair, SendRecvEverySizeByteExact) {
@@ -116,12 +127,7 @@ TEST_F(Pair, WriteEverySizeByteExact) {
     wr.remote_address = dst.va();
     wr.remote_token = dst.tokens.remote;
     ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
-    std::vector<NdkResultEx> sc;
-    ASSERT_TRUE(w.run_until([&] {
-      auto s = qa->send_cqes();
-      sc.insert(sc.end(), s.begin(), s.end());
-      return !sc.empty();
-    }));
+    const std::vector<NdkResultEx> sc = send_completions();
     ASSERT_EQ(sc.size(), 1u);
     EXPECT_EQ(sc[0].status, STATUS_SUCCESS);
     EXPECT_EQ(sc[0].type, NdkOperationType::kWrite);
@@ -166,12 +172,7 @@ TEST_F(Pair, ReadEverySizeByteExact) {
     rd.remote_address = remote.va();
     rd.remote_token = remote.tokens.remote;
     ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
-    std::vector<NdkResultEx> sc;
-    ASSERT_TRUE(w.run_until([&] {
-      auto s = qa->send_cqes();
-      sc.insert(sc.end(), s.begin(), s.end());
-      return !sc.empty();
-    }));
+    const std::vector<NdkResultEx> sc = send_completions();
     ASSERT_EQ(sc.size(), 1u);
     EXPECT_EQ(sc[0].status, STATUS_SUCCESS);
     EXPECT_EQ(sc[0].type, NdkOperationType::kRead);
@@ -193,12 +194,7 @@ TEST_F(Pair, ReadScattersIntoSeveralSgesByteExact) {
   rd.remote_address = remote.va();
   rd.remote_token = remote.tokens.remote;
   ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
-  std::vector<NdkResultEx> sc;
-  ASSERT_TRUE(w.run_until([&] {
-    auto s = qa->send_cqes();
-    sc.insert(sc.end(), s.begin(), s.end());
-    return !sc.empty();
-  }));
+  const std::vector<NdkResultEx> sc = send_completions();
   ASSERT_EQ(sc.size(), 1u);
   EXPECT_EQ(sc[0].status, STATUS_SUCCESS);
   EXPECT_EQ(sc[0].bytes_transferred, kLen);
