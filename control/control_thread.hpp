@@ -120,9 +120,8 @@ class ControlThread {
   void post(Task task);
   /// Any thread, after it left something for a poll hook (e.g. the adapter's inbox): ends the
   /// control thread's nap. No system call while the control thread is awake.
+  /// Its naps() and woken() count the idle naps taken and those a wake ended.
   pmd::ControlWake& wake() { return wake_; }
-  /// Idle naps taken so far (tests: an idle control thread wakes rarely).
-  uint64_t naps() const { return wake_.naps(); }
 
   // ---- blocking helpers for other threads (post + wait for the outcome) ----
   /// Starts every port (rte_eth_dev_start), then attaches queue c of it to core c on every core

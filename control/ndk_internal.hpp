@@ -150,7 +150,6 @@ struct Access {
   static uint32_t& qpn(Qp& o) { return o.qpn_; }
   static bool& created(Qp& o) { return o.created_; }
   static auto& sq(Qp& o) { return o.sq_; }
-  static rc::SendQueue& send_queue(Qp& o) { return o.send_queue(); }
   static void* send_queue_storage(Qp& o) { return o.send_queue_storage(); }
   static std::unique_ptr<rc::ReceiveQueue>& rq(Qp& o) { return o.rq_; }
 

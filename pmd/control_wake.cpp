@@ -4,9 +4,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <cassert>
 #include <cerrno>
 #include <cstring>
-#include <thread>
 
 namespace rocedp::pmd {
 
@@ -27,17 +27,13 @@ bool ControlWake::open(std::string* error) {
 }
 
 bool ControlWake::nap(std::chrono::microseconds timeout) {
-  bool woken = false;
-  if (fd_ >= 0) {
-    pollfd p{fd_, POLLIN, 0};
-    const auto s = std::chrono::duration_cast<std::chrono::seconds>(timeout);
-    const timespec ts{static_cast<time_t>(s.count()),
-                      static_cast<long>((timeout - s).count() * 1000)};
-    naps_.store(naps_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    woken = ::ppoll(&p, 1, &ts, nullptr) > 0 && (p.revents & POLLIN) != 0;
-  } else {
-    std::this_thread::sleep_for(timeout);  // never opened: nothing can wake it, but no spin
-  }
+  assert(fd_ >= 0 && "open() first");
+  pollfd p{fd_, POLLIN, 0};
+  const auto s = std::chrono::duration_cast<std::chrono::seconds>(timeout);
+  const timespec ts{static_cast<time_t>(s.count()),
+                    static_cast<long>((timeout - s).count() * 1000)};
+  naps_.store(naps_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  const bool woken = ::ppoll(&p, 1, &ts, nullptr) > 0 && (p.revents & POLLIN) != 0;
   napping_.store(false, std::memory_order_relaxed);
   if (woken) {
     woken_.store(woken_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);

@@ -31,9 +31,9 @@ class ControlWake {
   ControlWake(const ControlWake&) = delete;
   ControlWake& operator=(const ControlWake&) = delete;
 
-  /// Creates the eventfd. False and *error when it cannot be created (out of descriptors).
+  /// Creates the eventfd. False and *error when it cannot be created (out of descriptors). The
+  /// napper calls it before its first nap().
   bool open(std::string* error);
-  bool is_open() const { return fd_ >= 0; }
 
   /// Napper: raise the flag; look at every input once more after it, then nap() or disarm().
   void arm() {

@@ -364,12 +364,7 @@ int response_target_fast(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t n
     return;
   }
   const SendWqe& w = qp.sq_at(static_cast<uint32_t>(idx));
-  if (w.sge_count == 1 && uint64_t{m.read_bytes} + want <= w.sge[0].length) [[likely]] {
-    std::memcpy(static_cast<uint8_t*>(w.sge[0].virtual_address) + m.read_bytes, pkt.payload(),
-                want);  // one SGE (the usual sink): scatter_to_sges's one step, without its loop
-  } else {
-    scatter_to_sges(w.sge, w.sge_count, m.read_bytes, pkt.payload(), want);
-  }
+  scatter_to_sges(w.sge, w.sge_count, m.read_bytes, pkt.payload(), want);
   m.read_bytes += want;
   if (last) {
     m.done = true;

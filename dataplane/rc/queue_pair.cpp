@@ -164,8 +164,8 @@ void gather_from_sges(const NdkSge* sges, uint32_t count, uint32_t offset, uint8
   }
 }
 
-void scatter_to_sges(const NdkSge* sges, uint32_t count, uint32_t offset, const uint8_t* src,
-                     uint32_t len) {
+void scatter_to_sges_walk(const NdkSge* sges, uint32_t count, uint32_t offset, const uint8_t* src,
+                          uint32_t len) {
   for (uint32_t i = 0; i < count && len != 0; ++i) {
     const uint32_t l = sges[i].length;
     if (offset >= l) {

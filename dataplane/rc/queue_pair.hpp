@@ -42,6 +42,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string_view>
 
@@ -534,10 +535,20 @@ struct TxPayload {
 };
 bool transmit(QueuePair& qp, RcContext& ctx, const TxPacket& pkt, const TxPayload& payload);
 
+/// scatter_to_sges's loop over the list (queue_pair.cpp).
+void scatter_to_sges_walk(const NdkSge* sges, uint32_t count, uint32_t offset, const uint8_t* src,
+                          uint32_t len);
 /// Copies `len` bytes from `src` into the gather/scatter list at byte `offset`. The SGEs have been
 /// checked against the MR table when the WQE started (their addresses are this process's memory).
-void scatter_to_sges(const NdkSge* sges, uint32_t count, uint32_t offset, const uint8_t* src,
-                     uint32_t len);
+/// Inline for the usual sink, one SGE that holds the bytes: one copy, no call, no loop.
+inline void scatter_to_sges(const NdkSge* sges, uint32_t count, uint32_t offset, const uint8_t* src,
+                            uint32_t len) {
+  if (count == 1 && uint64_t{offset} + len <= sges[0].length) [[likely]] {
+    std::memcpy(static_cast<uint8_t*>(sges[0].virtual_address) + offset, src, len);
+    return;
+  }
+  scatter_to_sges_walk(sges, count, offset, src, len);
+}
 void gather_from_sges(const NdkSge* sges, uint32_t count, uint32_t offset, uint8_t* dst,
                       uint32_t len);
 

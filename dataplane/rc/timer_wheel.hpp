@@ -87,9 +87,7 @@ class TimerWheel {
         const uint32_t n = *link;
         if (stale(nodes_[n].slot, nodes_[n].deadline)) {
           *link = nodes_[n].next;
-          nodes_[n].next = free_;
-          free_ = n;
-          --size_;
+          free_node(n);
         } else {
           link = &nodes_[n].next;
         }
@@ -118,13 +116,16 @@ class TimerWheel {
     nodes_[n].next = head;
     head = n;
   }
+  void free_node(uint32_t n) {
+    nodes_[n].next = free_;
+    free_ = n;
+    --size_;
+  }
   template <typename Due>
   void release(uint32_t n, Due& due) {
     const uint32_t slot = nodes_[n].slot;
     const uint64_t deadline = nodes_[n].deadline;
-    nodes_[n].next = free_;
-    free_ = n;
-    --size_;
+    free_node(n);
     due(slot, deadline);
   }
 

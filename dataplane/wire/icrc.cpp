@@ -519,11 +519,20 @@ std::uint32_t icrc_compute(Bytes l3, std::span<const Bytes> more) {
   return crc;
 }
 
-std::uint32_t icrc_plain_ipv4(const std::uint8_t* l3, std::size_t len) {
-  if (kHaveVpclmul512 && len + 4 <= kWideMax) return icrc_ipv4_vpclmul(l3, len);
+namespace {
+// icrc_plain_ipv4's paths: the 512-bit one for the frames it covers, else the 128-bit one.
+[[gnu::always_inline]] inline std::uint32_t plain_narrow(const std::uint8_t* l3, std::size_t len) {
   if (kHavePclmul) [[likely]]
     return icrc_ipv4_clmul(l3, len);
   return icrc_compute(Bytes(l3, len));
+}
+[[gnu::always_inline]] inline std::uint32_t plain_wide(const std::uint8_t* l3, std::size_t len) {
+  return len + 4 <= kWideMax ? icrc_ipv4_vpclmul(l3, len) : plain_narrow(l3, len);
+}
+}  // namespace
+
+std::uint32_t icrc_plain_ipv4(const std::uint8_t* l3, std::size_t len) {
+  return kHaveVpclmul512 ? plain_wide(l3, len) : plain_narrow(l3, len);
 }
 
 namespace detail {
@@ -531,10 +540,10 @@ bool icrc_wide_available() {
   return kHaveVpclmul512;
 }
 std::uint32_t icrc_plain_ipv4_narrow(const std::uint8_t* l3, std::size_t len) {
-  return kHavePclmul ? icrc_ipv4_clmul(l3, len) : icrc_compute(Bytes(l3, len));
+  return plain_narrow(l3, len);
 }
 std::uint32_t icrc_plain_ipv4_wide(const std::uint8_t* l3, std::size_t len) {
-  return len + 4 <= kWideMax ? icrc_ipv4_vpclmul(l3, len) : icrc_plain_ipv4_narrow(l3, len);
+  return plain_wide(l3, len);
 }
 }  // namespace detail
 

@@ -336,9 +336,9 @@ TEST_F(LongNapTest, ACoreCompletionEndsTheNap) {
   for (int i = 0; i < kMaxWaits && !g_held.running.load(); ++i)
     std::this_thread::sleep_for(milliseconds(1));
   ASSERT_TRUE(g_held.running.load());
-  const uint64_t naps_before = control_->naps();
+  const uint64_t naps_before = control_->wake().naps();
   std::this_thread::sleep_for(kIdle);
-  const uint64_t naps = control_->naps() - naps_before;
+  const uint64_t naps = control_->wake().naps() - naps_before;
   const uint64_t woken = control_->wake().woken();
   const int64_t released = now_ns();
   g_held.release.store(true);
@@ -411,10 +411,10 @@ class IdleTest : public ControlThreadTest {
 
 TEST_F(IdleTest, AnIdleControlThreadWakesRarely) {
   std::this_thread::sleep_for(milliseconds(50));  // past the first round's work
-  const uint64_t before = control_->naps();
+  const uint64_t before = control_->wake().naps();
   const auto start = Clock::now();
   std::this_thread::sleep_for(milliseconds(300));
-  const uint64_t naps = control_->naps() - before;
+  const uint64_t naps = control_->wake().naps() - before;
   const auto idle = Clock::now() - start;
   // Naps never end early without a wake, so a slow machine only means fewer of them.
   const uint64_t most = static_cast<uint64_t>(idle / ControlThread::kMaxIdleNap) + 10;
