@@ -12,9 +12,10 @@
 // the port's bursts (they return 0), waits until every queue owner has passed a quiescent state
 // (rte_rcu_qsbr: one report per burst), and only then lets go of the lock, so memif unmaps with
 // nobody inside. When the link comes back the watcher takes the lock again and bursts resume.
-// The watcher looks every 100 us only while a link changes and every 1 ms otherwise (each
-// wake-up of it preempts a polling core that shares its CPU); the first burst that sees the
-// peer's connected flag drop wakes it at once.
+// The watcher looks every 100 us while a link changes, every 100 ms while the link is up and
+// its queues are being polled, and every 1 ms otherwise (each wake-up of it preempts a polling
+// core that shares its CPU); the first burst that sees the peer's connected flag drop wakes it
+// at once.
 //
 // The lock's place is private to the driver: attach() checks the driver name, the DPDK version
 // (22.11) and the layout it expects before it trusts it, and returns no guard otherwise (the port
@@ -52,7 +53,7 @@ class MemifGuard {
   // device; leave() reports the quiescent state (call it after the burst, also when enter() said
   // no).
   // A burst that finds the peer's connected flag dropped while bursts are still allowed wakes
-  // the watcher (once per departure; it may be asleep for 1 ms). memif's own bursts read the
+  // the watcher (once per departure; it may be asleep for 100 ms). memif's own bursts read the
   // same flag word, so the check costs a load from a line already in cache.
   bool enter(uint16_t q) {
     if (!online_[q]) go_online(q);
@@ -67,6 +68,8 @@ class MemifGuard {
   bool polling() const { return polling_.load(std::memory_order_acquire); }
   // For tests and telemetry: times the watcher let memif tear down after a quiescent wait.
   uint64_t teardowns() const { return teardowns_.load(std::memory_order_relaxed); }
+  // For tests: the watcher's looks at this link so far (each one a wake-up of its thread).
+  uint64_t looks() const { return looks_.load(std::memory_order_relaxed); }
 
  private:
   friend class MemifWatcher;
@@ -76,6 +79,8 @@ class MemifGuard {
   // Watcher thread: one look at the link; takes or lets go of the lock as needed. Returns how
   // soon the link wants the next look (memif_guard.cpp, kWatchPeriod).
   std::chrono::microseconds step();
+  // step() with the lock held and the peer connected: long while the queue owners burst.
+  std::chrono::microseconds connected_period();
   // pmd_internals.flags: ETH_MEMIF_FLAG_CONNECTED (memif_guard.cpp checks the layout).
   static constexpr uint32_t kFlagConnected = 1u << 1;
   bool connected() const {
@@ -96,10 +101,14 @@ class MemifGuard {
   std::atomic<bool> running_{false};       // between start() and stop()
   std::atomic<bool> leaving_seen_{false};  // a queue owner woke the watcher for this departure
   std::atomic<uint64_t> teardowns_{0};
-  std::mutex step_mutex_;  // one of step()/stop() at a time
-  bool locked_ = false;    // we hold cc_lock (under step_mutex_)
-  bool draining_ = false;  // waiting for the queue owners' quiescent states
+  std::atomic<uint64_t> looks_{0};
+  std::atomic<uint32_t> owners_{0};  // queues whose owner went online (go_online)
+  std::mutex step_mutex_;            // one of step()/stop() at a time
+  bool locked_ = false;              // we hold cc_lock (under step_mutex_)
+  bool draining_ = false;            // waiting for the queue owners' quiescent states
   uint64_t drain_token_ = 0;
+  uint64_t bursts_token_ = 0;    // connected_period(): owners reported since this token?
+  bool bursts_watched_ = false;  // bursts_token_ was taken since the lock was
 };
 
 }  // namespace rocedp::pmd

@@ -85,6 +85,8 @@ class Port {
   PortStats stats() const;  // rte_eth_stats_get + fault counters
   // The pool every RX queue receives into (the `pool` given to open()).
   rte_mempool* rx_pool() const { return rx_pool_; }
+  // The memif guard of a net_memif port (null otherwise, or where it is unavailable).
+  const MemifGuard* memif_guard() const { return guard_.get(); }
 
   // Fast path; exactly one caller per queue (the lcore that owns it). The fault stage (cfg.fault)
   // applies here. rx_burst on queue q also moves TX frames that the fault stage of q delayed

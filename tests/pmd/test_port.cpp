@@ -20,6 +20,7 @@
 
 #include <rte_ethdev.h>
 
+#include "pmd/memif_guard.hpp"
 #include "pmd/ring_pair.hpp"
 #include "tests/pmd/eal_env.hpp"
 
@@ -435,6 +436,64 @@ TEST(Port, MemifServerAndClientExchangeFramesByteExact) {
     EXPECT_FALSE(client->link().up) << "the client never saw the server go";
   }
   // The server removes its socket file when it closes.
+  EXPECT_NE(::access(sock.path.c_str(), F_OK), 0);
+}
+
+// The memif guard's watcher shares a pinned polling core's CPU, so it must stay asleep while the
+// queue owners burst (they see a departure first and wake it), and look every millisecond while
+// nobody bursts (then it alone notices a departure or a link coming up).
+TEST(Port, MemifWatcherSleepsWhileTheQueuesAreBurstingAndLooksOftenWhileNot) {
+  PoolLeakCheck leaks;
+  RemoveOnExit sock{"/tmp/rocedp-pmd-test-watch-" + kTag + ".sock"};
+  ::unlink(sock.path.c_str());
+  const std::string common = ",socket=" + sock.path + ",socket-abstract=no,id=8";
+  {
+    auto server = open_port(port_cfg("wsrv", "net_memif2,role=server" + common), 1);
+    auto client = open_port(port_cfg("wcli", "net_memif3,role=client" + common, 2), 1);
+    ASSERT_TRUE(server && client);
+    const MemifGuard* guard = server->memif_guard();
+    ASSERT_NE(guard, nullptr) << "DPDK 22.11's memif with the layout the guard expects";
+    std::string error;
+    ASSERT_TRUE(server->start(&error)) << error;
+    ASSERT_TRUE(client->start(&error)) << error;
+    ASSERT_TRUE(wait_link_up(*server)) << "memif never connected";
+    ASSERT_TRUE(wait_link_up(*client));
+    rte_mbuf* pkts[8];
+    auto burst_for = [&](std::chrono::milliseconds d) {
+      const auto end = std::chrono::steady_clock::now() + d;
+      while (std::chrono::steady_clock::now() < end) {
+        for (Port* p : {server.get(), client.get()}) {
+          const uint16_t n = p->rx_burst(0, pkts, 8);
+          for (uint16_t k = 0; k < n; ++k) rte_pktmbuf_free(pkts[k]);
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    };
+    burst_for(std::chrono::milliseconds(50));  // the owners go online; the watcher sees them
+    const uint64_t bursting0 = guard->looks();
+    burst_for(std::chrono::milliseconds(500));
+    const uint64_t bursting = guard->looks() - bursting0;
+    const uint64_t idle0 = guard->looks();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const uint64_t idle = guard->looks() - idle0;
+    EXPECT_LE(bursting, 8u) << "about one look per 100 ms while the owners burst";
+    EXPECT_GE(idle, 30u) << "about one look per millisecond while nobody bursts";
+    // A departure while the owner bursts is still handled at once: the client goes (closed by
+    // another thread, as a peer process would), and the server's bursts quiesce and memif tears
+    // the link down long before the watcher's next timed look.
+    const auto t0 = std::chrono::steady_clock::now();
+    std::thread closer([&] { client.reset(); });
+    while (guard->teardowns() == 0 &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5)) {
+      const uint16_t n = server->rx_burst(0, pkts, 8);
+      for (uint16_t k = 0; k < n; ++k) rte_pktmbuf_free(pkts[k]);
+    }
+    const auto took = std::chrono::steady_clock::now() - t0;
+    closer.join();
+    EXPECT_EQ(guard->teardowns(), 1u) << "bursts quiesced, then memif tore the link down";
+    EXPECT_LT(took, std::chrono::milliseconds(90));
+    EXPECT_FALSE(server->link().up) << "the server saw the client go";
+  }
   EXPECT_NE(::access(sock.path.c_str(), F_OK), 0);
 }
 
