@@ -90,7 +90,7 @@ FrameKind frame_kind(const rte_mbuf* m);
 class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
  public:
   static constexpr unsigned kMaxPorts = 8;
-  static constexpr uint16_t kMaxBurst = 64;
+  static constexpr uint16_t kMaxBurst = 64;      // dataplane.burst_size's bound (config_keys.cpp)
   static constexpr unsigned kRequestBatch = 16;  // control messages per poll at most
 
   /// `index` is this core's target number in `dispatch` (0..n-1); `lcore_id` the EAL lcore that

@@ -486,11 +486,11 @@ struct RangeCase {
 
 TEST(ConfigReject, OutOfRangeValues) {
   const RangeCase cases[] = {
-      {"dataplane", "burst_size", "0", "dataplane.burst_size", "must be in 1..512, got 0"},
-      {"dataplane", "burst_size", "513", "dataplane.burst_size", "must be in 1..512, got 513"},
-      {"dataplane", "burst_size", "-1", "dataplane.burst_size", "must be in 1..512, got -1"},
+      {"dataplane", "burst_size", "0", "dataplane.burst_size", "must be in 1..64, got 0"},
+      {"dataplane", "burst_size", "65", "dataplane.burst_size", "must be in 1..64, got 65"},
+      {"dataplane", "burst_size", "-1", "dataplane.burst_size", "must be in 1..64, got -1"},
       {"dataplane", "burst_size", "99999999999999999999999", "dataplane.burst_size",
-       "must be in 1..512, got 99999999999999999999999"},
+       "must be in 1..64, got 99999999999999999999999"},
       {"dataplane", "rx_ring_size", "32", "dataplane.rx_ring_size", "must be in 64..16384, got 32"},
       {"dataplane", "rx_ring_size", "32768", "dataplane.rx_ring_size", "must be in 64..16384"},
       {"dataplane", "rx_ring_size", "1000", "dataplane.rx_ring_size",
