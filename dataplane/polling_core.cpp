@@ -165,18 +165,24 @@ uint16_t PollingCore::classify_st(rte_mbuf* m) {
   const uint16_t ether_type = rte_be_to_cpu_16(eth->ether_type);
 
   // ARP and ICMP first: dataplane/arp_icmp validates and decides (answer here, learn on control).
-  switch (classify_arp_icmp(m, ap.local, &stats_.arp_icmp)) {
-    case ArpIcmpClass::kAnswerLocally:
-      set_kind(m, FrameKind::kAnswerLocally);
-      return index_;
-    case ArpIcmpClass::kToControl:
-      set_kind(m, FrameKind::kArpToControl);
-      stats_.to_control++;
-      return n_cores_;
-    case ArpIcmpClass::kDrop:  // counted in stats_.arp_icmp by reason
-      return pmd::RxDispatch::kDrop;
-    case ArpIcmpClass::kNotArpIcmp:
-      break;
+  // An IPv4 UDP frame is neither, so RoCEv2 traffic does not pass through that classifier.
+  const bool ipv4_udp =
+      ether_type == RTE_ETHER_TYPE_IPV4 && len >= sizeof(rte_ether_hdr) + sizeof(rte_ipv4_hdr) &&
+      reinterpret_cast<const rte_ipv4_hdr*>(eth + 1)->next_proto_id == IPPROTO_UDP;
+  if (!ipv4_udp) {
+    switch (classify_arp_icmp(m, ap.local, &stats_.arp_icmp)) {
+      case ArpIcmpClass::kAnswerLocally:
+        set_kind(m, FrameKind::kAnswerLocally);
+        return index_;
+      case ArpIcmpClass::kToControl:
+        set_kind(m, FrameKind::kArpToControl);
+        stats_.to_control++;
+        return n_cores_;
+      case ArpIcmpClass::kDrop:  // counted in stats_.arp_icmp by reason
+        return pmd::RxDispatch::kDrop;
+      case ArpIcmpClass::kNotArpIcmp:
+        break;
+    }
   }
 
   if (!rte_is_same_ether_addr(&eth->dst_addr, &ap.mac) &&

@@ -235,6 +235,22 @@ TEST_F(PollingCoreTest, FramesNotForUsAreDroppedByReason) {
   EXPECT_TRUE(peer_receive().empty());
 }
 
+// IPv4 UDP frames skip the ARP/ICMP classifier: one to another UDP port than RoCEv2's is
+// dropped as unsupported, and an ICMP echo in the same burst is still answered.
+TEST_F(PollingCoreTest, UdpFrameForAnotherPortIsUnsupportedAndIcmpStillAnswered) {
+  Bytes udp = test::roce_frame(make_qpn(0, 1));
+  ASSERT_GT(udp.size(), 38u);
+  udp[36] = 0x12;  // UDP destination port 4790, not 4791
+  udp[37] = 0xB6;
+  peer_send(udp);
+  peer_send(test::icmp_echo(0x4321, 3));
+  EXPECT_TRUE(core(0).poll_once());
+  EXPECT_EQ(drops(0, drop_index(CoreDrop::kUnsupported)), 1u);
+  EXPECT_EQ(core(0).stats_st().total_drops(), 1u);
+  EXPECT_EQ(core(0).stats_st().arp_icmp.echo_replies, 1u);
+  EXPECT_EQ(peer_receive().size(), 1u) << "the echo reply, nothing for the UDP frame";
+}
+
 TEST_F(PollingCoreTest, SnapshotArrivesThroughTheRings) {
   peer_send(test::icmp_echo(1, 1));
   EXPECT_TRUE(core(0).poll_once());
