@@ -383,20 +383,34 @@ struct RemoveOnExit {
   ~RemoveOnExit() { ::unlink(path.c_str()); }
 };
 
+// A server (net_memif<n>) and a client (net_memif<n+1>) with `queues` queue pairs each, started
+// and connected over the socket file `sock`, with memif id `id`.
+struct MemifPair {
+  std::unique_ptr<Port> server, client;
+};
+void open_memif_pair(MemifPair& p, const std::string& sock, int n, int id, uint16_t queues) {
+  const std::string common = ",socket=" + sock + ",socket-abstract=no,id=" + std::to_string(id);
+  const std::string srv = "net_memif" + std::to_string(n),
+                    cli = "net_memif" + std::to_string(n + 1);
+  p.server = open_port(port_cfg(srv, srv + ",role=server" + common), queues);
+  p.client = open_port(port_cfg(cli, cli + ",role=client" + common, 2), queues);
+  ASSERT_TRUE(p.server && p.client);
+  std::string error;
+  ASSERT_TRUE(p.server->start(&error)) << error;
+  ASSERT_TRUE(p.client->start(&error)) << error;
+  ASSERT_TRUE(wait_link_up(*p.server)) << "memif never connected";
+  ASSERT_TRUE(wait_link_up(*p.client));
+}
+
 TEST(Port, MemifServerAndClientExchangeFramesByteExact) {
   PoolLeakCheck leaks;
   RemoveOnExit sock{"/tmp/rocedp-pmd-test-" + kTag + ".sock"};
   ::unlink(sock.path.c_str());
-  const std::string common = ",socket=" + sock.path + ",socket-abstract=no,id=7";
   {
-    auto server = open_port(port_cfg("srv", "net_memif0,role=server" + common), 2);
-    auto client = open_port(port_cfg("cli", "net_memif1,role=client" + common, 2), 2);
-    ASSERT_TRUE(server && client);
-    std::string error;
-    ASSERT_TRUE(server->start(&error)) << error;
-    ASSERT_TRUE(client->start(&error)) << error;
-    ASSERT_TRUE(wait_link_up(*server)) << "memif never connected";
-    ASSERT_TRUE(wait_link_up(*client));
+    MemifPair pair;
+    ASSERT_NO_FATAL_FAILURE(open_memif_pair(pair, sock.path, 0, 7, 2));
+    auto& server = pair.server;
+    auto& client = pair.client;
     // memif: the client posts the server-to-client buffers from its RX path, so the server can
     // transmit only once the client has polled (as a polling core always does).
     rte_mbuf* none[1];
@@ -446,18 +460,13 @@ TEST(Port, MemifWatcherSleepsWhileTheQueuesAreBurstingAndLooksOftenWhileNot) {
   PoolLeakCheck leaks;
   RemoveOnExit sock{"/tmp/rocedp-pmd-test-watch-" + kTag + ".sock"};
   ::unlink(sock.path.c_str());
-  const std::string common = ",socket=" + sock.path + ",socket-abstract=no,id=8";
   {
-    auto server = open_port(port_cfg("wsrv", "net_memif2,role=server" + common), 1);
-    auto client = open_port(port_cfg("wcli", "net_memif3,role=client" + common, 2), 1);
-    ASSERT_TRUE(server && client);
+    MemifPair pair;
+    ASSERT_NO_FATAL_FAILURE(open_memif_pair(pair, sock.path, 2, 8, 1));
+    auto& server = pair.server;
+    auto& client = pair.client;
     const MemifGuard* guard = server->memif_guard();
     ASSERT_NE(guard, nullptr) << "DPDK 22.11's memif with the layout the guard expects";
-    std::string error;
-    ASSERT_TRUE(server->start(&error)) << error;
-    ASSERT_TRUE(client->start(&error)) << error;
-    ASSERT_TRUE(wait_link_up(*server)) << "memif never connected";
-    ASSERT_TRUE(wait_link_up(*client));
     rte_mbuf* pkts[8];
     auto burst_for = [&](std::chrono::milliseconds d) {
       const auto end = std::chrono::steady_clock::now() + d;
