@@ -149,6 +149,19 @@ Row client_bw(Run& run, uint64_t size, uint64_t iters) {
   uint64_t last_sends = 0;
   while (true) {
     run.rt->poll();
+    // The completions this poll produced free their slots before this pass posts, so the engine
+    // sends the new requests on the next poll (reaped after the posts, they waited one more).
+    poll_cq(run, d, outstanding, size, nullptr, nullptr);
+    if (d.sends != last_sends) {
+      total_out -= d.sends - last_sends;
+      peak.add(d.sends - last_sends, clock::now());
+      last_sends = d.sends;
+    }
+    if (d.errors > 0) {
+      r.ok = false;
+      r.error = "completion error " + std::string(status_name(d.first_error));
+      return r;
+    }
     if (posting) {
       // Up to 64 posts per pass, visiting at most 2 x 64 QPs, so 100,000 QPs cost no full scan;
       // the pass ends early once every QP in a row had no room (with its window full, one QP was
@@ -184,17 +197,6 @@ Row client_bw(Run& run, uint64_t size, uint64_t iters) {
         full_in_a_row = k == 0 ? full_in_a_row + 1 : 0;  // no room, or the queue full: later
       }
       if (t.duration_s ? clock::now() >= stop : total_posted == iters * nq) posting = false;
-    }
-    poll_cq(run, d, outstanding, size, nullptr, nullptr);
-    if (d.sends != last_sends) {
-      total_out -= d.sends - last_sends;
-      peak.add(d.sends - last_sends, clock::now());
-      last_sends = d.sends;
-    }
-    if (d.errors > 0) {
-      r.ok = false;
-      r.error = "completion error " + std::string(status_name(d.first_error));
-      return r;
     }
     if (!posting && d.sends == total_posted) break;
     if (past_deadline()) {
