@@ -253,10 +253,9 @@ std::chrono::microseconds MemifGuard::connected_period() {
   // Every online owner reported since the token was taken: they are bursting, and the first to
   // see the peer's flag drop wakes the watcher. rte_rcu_qsbr_check passes with nobody online,
   // hence the count.
-  const bool bursting = bursts_watched_ && owners_.load(std::memory_order_acquire) != 0 &&
+  const bool bursting = owners_.load(std::memory_order_acquire) != 0 &&
                         rte_rcu_qsbr_check(qsbr_, bursts_token_, false) == 1;
   bursts_token_ = rte_rcu_qsbr_start(qsbr_);
-  bursts_watched_ = true;
   return bursting ? kBurstingPeriod : kSettledPeriod;
 }
 
@@ -285,7 +284,7 @@ std::chrono::microseconds MemifGuard::step() {
     }
     locked_ = true;
     draining_ = false;
-    bursts_watched_ = false;
+    bursts_token_ = rte_rcu_qsbr_start(qsbr_);  // the first look asks for bursts since now
     leaving_seen_.store(false, std::memory_order_relaxed);  // before bursts may see polling_
     polling_.store(true, std::memory_order_release);
     log(LogLevel::kDebug, "memif_guard_polling", {{"port", name_}});

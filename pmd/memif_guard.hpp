@@ -107,8 +107,7 @@ class MemifGuard {
   bool locked_ = false;              // we hold cc_lock (under step_mutex_)
   bool draining_ = false;            // waiting for the queue owners' quiescent states
   uint64_t drain_token_ = 0;
-  uint64_t bursts_token_ = 0;    // connected_period(): owners reported since this token?
-  bool bursts_watched_ = false;  // bursts_token_ was taken since the lock was
+  uint64_t bursts_token_ = 0;  // connected_period(): owners reported since this token?
 };
 
 }  // namespace rocedp::pmd
