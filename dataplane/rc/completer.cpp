@@ -49,7 +49,7 @@ uint64_t rto_under(const CompleterState& c, uint64_t full) {
 
 // Computes comp.rto_ns (and rto_full) again; false under an infinite local ACK timeout.
 bool refresh_rto(QueuePair& qp) {
-  const auto full = local_ack_timeout_ns(qp.conn().local_ack_timeout);
+  const auto full = local_ack_timeout_ns(qp.local_ack_timeout());
   if (!full) return false;
   const uint64_t rto = rto_under(qp.comp, *full);
   qp.comp.rto_ns = rto;  // never 0: at least min(kRtoMinNs, the shortest local ACK timeout)
@@ -157,7 +157,7 @@ void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_n
 }  // namespace
 
 uint64_t current_rto_ns(const QueuePair& qp) {
-  const auto full = local_ack_timeout_ns(qp.conn().local_ack_timeout);
+  const auto full = local_ack_timeout_ns(qp.local_ack_timeout());
   return full ? rto_under(qp.comp, *full) : UINT64_MAX;
 }
 
@@ -212,7 +212,7 @@ void ack_through(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns) {
         // IBTA §9.7.5.1.3 / rxe: an ACK past a READ/atomic whose response is missing means the
         // response was lost: confirm up to it and ask again.
         const uint32_t resume = qp.sq_at(i).opcode == SendOpcode::kRead
-                                    ? read_resume_psn(m, qp.conn().path_mtu)
+                                    ? read_resume_psn(m, qp.path_mtu())
                                     : m.first_psn;
         advance(qp, ctx, resume, now_ns);
         go_back(qp, ctx, resume);
@@ -338,7 +338,7 @@ int response_target_fast(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t n
     return;
   }
   WqeMeta& m = qp.meta_at(static_cast<uint32_t>(idx));
-  const uint32_t mtu = qp.conn().path_mtu;
+  const uint32_t mtu = qp.path_mtu();
   const uint32_t expected = read_resume_psn(m, mtu);
   if (psn != expected) {
     if (psn_gt(psn, expected)) {
@@ -518,7 +518,7 @@ void completer_timers_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
 
 namespace {
 [[gnu::noinline]] uint32_t retire_st(QueuePair& qp, RcContext& ctx, uint32_t avail) {
-  WqeRing<SendWqe>& ring = qp.sq_ring();
+  SendRing& ring = qp.sq_ring();
   CompletionQueue& cq = *qp.params().send_cq;
   const bool error = qp.state() == QpState::kError;
   bool failed = false;  // in ERROR: a WQE before this one did not finish successfully

@@ -21,7 +21,17 @@ std::unique_ptr<QueuePair> QueuePair::create(uint32_t qpn, const QpCreateParams&
   // (offsetof on a class with private members: GCC and Clang lay it out like a struct).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winvalid-offsetof"
-  static_assert(offsetof(QueuePair, hdr_bytes_) + kHeaderTemplateLen <= kHotBytes);
+  static_assert(offsetof(QueuePair, resources_pending) + sizeof(uint32_t) <= 64, "line 0");
+  static_assert(offsetof(QueuePair, params_) == 64 && sizeof(QpCreateParams) <= 64, "line 1");
+  static_assert(offsetof(QueuePair, hdr_bytes_) == 128 &&
+                    offsetof(QueuePair, irl_capacity_) + sizeof(uint32_t) <= 192,
+                "line 2");
+  static_assert(offsetof(QueuePair, req) == 192, "the roles from line 3");
+  // A visit reads the completer's timer fields and the responder's first ones: one line.
+  static_assert((offsetof(QueuePair, comp) + offsetof(CompleterState, timer_armed)) / 64 ==
+                (offsetof(QueuePair, resp) + offsetof(ResponderState, unacked_packets)) / 64);
+  // A WRITE or SEND packet reads the responder's state up to its receive WQE.
+  static_assert(offsetof(QueuePair, resp) + offsetof(ResponderState, write_total) <= kHotBytes);
 #pragma GCC diagnostic pop
   const bool one_rq = (params.rq != nullptr) != (params.srq != nullptr);
   if (params.sq == nullptr || !one_rq || params.send_cq == nullptr || params.recv_cq == nullptr ||
@@ -39,7 +49,7 @@ std::unique_ptr<QueuePair> QueuePair::create(uint32_t qpn, const QpCreateParams&
   // slot stays occupied until it completes, so absolute sequence & mask never collides.
   const uint64_t slots = std::bit_ceil(static_cast<uint64_t>(params.sq->ring().capacity()));
   qp->meta_.reset(new (std::nothrow) WqeMeta[slots]);
-  qp->meta_mask_ = slots - 1;
+  qp->meta_mask_ = static_cast<uint32_t>(slots - 1);  // slots <= 2^31
   qp->sq_ring_ = &params.sq->ring();
   // Responder resources wait for RTR: they are sized by the negotiated inbound read limit,
   // which is usually far below the maximum (and 0 for a peer that never reads).
@@ -70,6 +80,10 @@ NTSTATUS QueuePair::modify_to_rtr(const QpConnectParams& p) {
   conn_ = p;
   conn_.rq_psn &= wire::kPsnMask;
   conn_.sq_psn &= wire::kPsnMask;
+  path_mtu_ = p.path_mtu;
+  local_ip_ = p.local_ip;
+  remote_ip_ = p.remote_ip;
+  local_ack_timeout_ = p.local_ack_timeout;
 
   // Frame template: what rxe puts on the wire (verified against rxe-rping.pcap: DF set, TTL 64,
   // TOS 0, UDP checksum 0, P_Key 0xFFFF, source port from the QPNs' flow label).

@@ -317,14 +317,19 @@ struct RequesterState {
   MrMemo local_mr;  ///< the SGE region last checked (MemoryRegionTable::check_local)
 };
 
+// (Ordered by use. The timer fields, which every visit of the QP reads whatever
+// its role, come last: in the QP they share a line with the responder's first fields.)
 struct CompleterState {
   uint64_t sq_head = 0;      ///< absolute sequence of the send queue head (meta index)
   uint32_t unacked_psn = 0;  ///< oldest PSN not yet acknowledged
-  uint8_t retry_left = 0;
-  uint8_t rnr_retry_left = 0;
-  bool timer_armed = false;
-  bool timer_full = false;  ///< the armed timer is the full local ACK timeout (consumes a retry)
-  uint64_t ack_deadline_ns = 0;
+  // Loss-adaptive window (completer.cpp window_on_loss / window_on_ack): PSNs the requester may
+  // have unacknowledged, between kMinWindow and QpCreateParams::max_unacked_psns. It halves once
+  // per loss episode (a go-back-N from a NAK or a timeout whose PSN is past recover_psn) and grows
+  // by one PSN per window of PSNs acknowledged, so under random loss p it settles near sqrt(2/p)
+  // packets: go-back-N then resends about that many per loss instead of the whole maximum window.
+  uint32_t window = 0;
+  uint32_t window_acc = 0;   ///< PSNs acknowledged towards the next increase
+  uint32_t recover_psn = 0;  ///< max_psn_sent when the window last halved
   // The RTO the next arming uses (0: not known; its inputs, the RTT estimate, the backoff and the
   // local ACK timeout, changed since it was computed). Every response that makes progress re-arms
   // the timer; this makes that an addition.
@@ -335,28 +340,25 @@ struct CompleterState {
   uint32_t srtt_ns = 0;  ///< 0: no sample yet
   uint32_t rttvar_ns = 0;
   uint32_t rtt_psn = 0;  ///< PSN being timed
-  bool rtt_timing = false;
-  bool probing = false;  ///< a timeout resent only the oldest PSN; its answer decides the rest
-  uint8_t backoff = 0;
-  bool retried_here = false;  ///< a go-back-N to unacked_psn already ran with no progress since
-  uint64_t rtt_start_ns = 0;
-  uint64_t last_tx_ns = 0;  ///< when the requester last sent a packet
-  // Loss-adaptive window (completer.cpp window_on_loss / window_on_ack): PSNs the requester may
-  // have unacknowledged, between kMinWindow and QpCreateParams::max_unacked_psns. It halves once
-  // per loss episode (a go-back-N from a NAK or a timeout whose PSN is past recover_psn) and grows
-  // by one PSN per window of PSNs acknowledged, so under random loss p it settles near sqrt(2/p)
-  // packets: go-back-N then resends about that many per loss instead of the whole maximum window.
-  uint32_t window = 0;
-  uint32_t window_acc = 0;   ///< PSNs acknowledged towards the next increase
-  uint32_t recover_psn = 0;  ///< max_psn_sent when the window last halved
-  bool rnr_wait = false;     ///< requester paused until rnr_deadline_ns
-  bool rto_full = false;     ///< rto_ns is the full local ACK timeout
-  uint64_t rnr_deadline_ns = 0;
-  uint32_t rnr_psn = 0;
   // Low 32 bits of the absolute send queue sequence the completer's scans start at: every WQE
   // from the head up to it is finished (done or local), so a pipeline of small READs or WRITEs
   // does not walk its completed but unretired WQEs again for each response (completer.cpp).
   uint32_t scan_from = 0;
+  uint64_t rtt_start_ns = 0;
+  uint64_t last_tx_ns = 0;  ///< when the requester last sent a packet
+  uint32_t rnr_psn = 0;
+  uint8_t retry_left = 0;
+  uint8_t rnr_retry_left = 0;
+  bool rtt_timing = false;
+  bool probing = false;  ///< a timeout resent only the oldest PSN; its answer decides the rest
+  uint8_t backoff = 0;
+  bool retried_here = false;  ///< a go-back-N to unacked_psn already ran with no progress since
+  bool rto_full = false;      ///< rto_ns is the full local ACK timeout
+  bool timer_full = false;    ///< the armed timer is the full local ACK timeout (consumes a retry)
+  bool timer_armed = false;
+  bool rnr_wait = false;  ///< requester paused until rnr_deadline_ns
+  uint64_t ack_deadline_ns = 0;
+  uint64_t rnr_deadline_ns = 0;
 };
 
 /// Responder resources for inbound READ and atomic requests (IBTA §9.7.5.1.3 / .4: kept so a
@@ -378,35 +380,36 @@ struct ReadResource {
 enum class InMessage : uint8_t { kNone, kSend, kWrite };
 
 struct ResponderState {
-  // (Ordered to leave no padding: the whole struct is in the QP's prefetched lines.)
+  // (Ordered by use. What every visit reads comes first, then what a WRITE or a
+  // SEND packet reads; the receive WQE, which only SENDs use, last.)
+  // Delayed ACK: executed packets no AckReq asked about are acknowledged by this time at the
+  // latest (0: none waiting), so a requester that paused mid-message never times out on us.
+  uint64_t ack_due_ns = 0;
+  // The one pending ACK/NAK (coalesced: a newer one replaces an older one).
+  bool ctl_pending = false;
+  uint8_t ctl_syndrome = 0;
+  bool error_after_ctl = false;  ///< fatal NAK: move the QP to ERROR once it is sent
+  InMessage in_msg = InMessage::kNone;
+  uint32_t ctl_psn = 0;
   uint32_t psn = 0;  ///< expected PSN
   uint32_t msn = 0;  ///< messages completed (AETH MSN)
-  InMessage in_msg = InMessage::kNone;
+  uint32_t unacked_packets = 0;
   bool nak_outstanding = false;  ///< sequence/RNR NAK sent: drop later packets until `psn` comes
   // Receive WQE of the SEND (or WRITE-with-immediate) in progress.
   bool have_recv = false;
   bool recv_from_srq = false;
   uint32_t recv_offset = 0;
-  RecvWqe recv{};
   // RDMA WRITE in progress.
-  uint64_t write_va = 0;
-  uint32_t write_remaining = 0;
   uint32_t write_rkey = 0;  ///< checked again on every later packet (deregister/invalidate)
-  uint32_t unacked_packets = 0;
-  // The one pending ACK/NAK (coalesced: a newer one replaces an older one).
-  uint32_t ctl_psn = 0;
-  bool ctl_pending = false;
-  uint8_t ctl_syndrome = 0;
-  bool error_after_ctl = false;  ///< fatal NAK: move the QP to ERROR once it is sent
+  uint32_t write_remaining = 0;
+  uint64_t write_va = 0;
+  MrMemo remote_mr;  ///< the region a peer's request last passed (MemoryRegionTable::check_remote)
   // Read/atomic resources: a ring of `irl_capacity` entries; res_next is the slot the next
   // request takes (and, going round, the oldest one).
   uint32_t res_next = 0;
   // Bytes a WRITE with immediate moved (reported by its receive completion).
   uint32_t write_total = 0;
-  // Delayed ACK: executed packets no AckReq asked about are acknowledged by this time at the
-  // latest (0: none waiting), so a requester that paused mid-message never times out on us.
-  uint64_t ack_due_ns = 0;
-  MrMemo remote_mr;  ///< the region a peer's request last passed (MemoryRegionTable::check_remote)
+  RecvWqe recv{};
 };
 
 /// The engine's bookkeeping of a QP (rc_engine.cpp): whether it is on the run list, when its
@@ -439,7 +442,7 @@ inline constexpr size_t kHeaderTemplateLen = 54;
 
 // ---------------------------------------------------------------------------------------------
 
-class QueuePair {
+class alignas(64) QueuePair {
  public:
   /// Control path: allocates every per-QP structure. STATUS_INVALID_PARAMETER (missing queue or
   /// CQ, both rq and srq), STATUS_INSUFFICIENT_RESOURCES. The QP starts in INIT.
@@ -458,11 +461,16 @@ class QueuePair {
   QpState state() const { return state_; }
   const QpConnectParams& conn() const { return conn_; }
   const QpCreateParams& params() const { return params_; }
+  /// conn()'s fields that packets read, kept in the hot lines (set at RTR).
+  uint32_t path_mtu() const { return path_mtu_; }
+  uint32_t local_ip() const { return local_ip_; }
+  uint32_t remote_ip() const { return remote_ip_; }
+  uint8_t local_ack_timeout() const { return local_ack_timeout_; }
 
   // ---- owning core: used by the role code ----
   SendWqe& sq_at(uint32_t i) { return sq_ring_->at_st(i); }
   /// The send queue's ring (cached: one pointer hop less per packet).
-  WqeRing<SendWqe>& sq_ring() { return *sq_ring_; }
+  SendRing& sq_ring() { return *sq_ring_; }
   /// Prefetches the lines the per-packet path reads (the engine calls it a few QPs ahead).
   void prefetch() const {
     const char* p = reinterpret_cast<const char*>(this);
@@ -482,42 +490,71 @@ class QueuePair {
   uint32_t hdr_ip_sum() const { return hdr_ip_sum_; }
   void set_state(QpState s) { state_ = s; }
 
-  RequesterState req;
-  CompleterState comp;
-  ResponderState resp;
+  // The object is laid out by line (queue_pair.cpp checks it). At many QPs every line a message
+  // touches is a cache miss, so a message reads few of them: line 0 and the two after it are
+  // read by every visit and packet, the role states follow, a requester's first and a
+  // responder's last, and the fields that every visit reads of both sit where they meet: a
+  // WRITE reads lines 0-5 of its requester's QP and lines 0-2, 5 and 6 of its responder's.
+
+  // ---- Line 0: every visit and packet, whatever the role. ----
+ private:
+  uint32_t qpn_;
+  QpState state_ = QpState::kReset;
+  uint8_t hdr_len_ = 0;  // 0: no byte template (VLAN or IP options): build with write_headers
+  uint8_t hdr_l3_ = 0;
+
+ public:
   bool flush_requested = false;  ///< Flush() arrived; the next poll moves the QP to ERROR
   WcError fatal_error = WcError::kSuccess;  ///< status the failing WQE completes with
+
+ private:
+  uint8_t local_ack_timeout_ = 0;  // conn_.local_ack_timeout (each RTT sample reads it)
+  uint32_t hdr_ip_sum_ = 0;
+
+ public:
   QpSchedule sched;
+
+ private:
+  SendRing* sq_ring_ = nullptr;
+  std::unique_ptr<WqeMeta[]> meta_;
+  uint32_t meta_mask_ = 0;
+  uint32_t local_ip_ = 0;   // conn_.local_ip
+  uint32_t remote_ip_ = 0;  // conn_.remote_ip
+
+ public:
   uint32_t resources_pending = 0;  ///< read/atomic resources with responses still to send
 
+  // ---- Line 1: the create parameters (the CQs, the PD, the context completions carry). ----
+ private:
+  alignas(64) QpCreateParams params_;
+
+  // ---- Line 2: the frame template. ----
+  alignas(64) uint8_t hdr_bytes_[kHeaderTemplateLen]{};
+  uint32_t path_mtu_ = 0;  // conn_.path_mtu
+  uint32_t irl_capacity_ = 0;
+
+  // ---- Lines 3-6: the roles. ----
+ public:
+  RequesterState req;
+  CompleterState comp;  ///< its timer fields last, in line 5
+  ResponderState resp;  ///< its first fields in line 5; the receive WQE (SENDs) after line 6
+
+  // ---- Cold: control path, READ/atomic responder, frames the byte template does not cover. ----
  private:
   QueuePair(uint32_t qpn, const QpCreateParams& params) : qpn_(qpn), params_(params) {}
 
   void build_header_template();
 
-  // Hot: read for every packet (kept together so that a few prefetches cover them).
-  uint32_t qpn_;
-  QpState state_ = QpState::kReset;
-  uint8_t hdr_len_ = 0;  // 0: no byte template (VLAN or IP options): build with write_headers
-  uint8_t hdr_l3_ = 0;
-  uint32_t hdr_ip_sum_ = 0;
-  WqeRing<SendWqe>* sq_ring_ = nullptr;
-  std::unique_ptr<WqeMeta[]> meta_;
-  uint64_t meta_mask_ = 0;
-  QpCreateParams params_;
   QpConnectParams conn_{};
-  alignas(8) uint8_t hdr_bytes_[kHeaderTemplateLen]{};
-  uint32_t irl_capacity_ = 0;
-  // Cold: control path, READ/atomic responder, frames the byte template does not cover.
   std::unique_ptr<ReadResource[]> resources_;  // allocated at RTR, sized by the negotiated IRL
   wire::PacketFields tmpl_{};
 
  public:
   QpStats stats;  ///< cold: loss-recovery counters (telemetry)
 
-  /// Bytes from the start of the object that the per-packet path reads: the role states through
-  /// the header template (queue_pair.cpp checks that they end within it).
-  static constexpr size_t kHotBytes = 576;
+  /// Bytes from the start of the object that the per-packet path reads: lines 0-6 (queue_pair.cpp
+  /// checks that the hot fields end within them).
+  static constexpr size_t kHotBytes = 448;
 };
 
 // ---------------------------------------------------------------------------------------------

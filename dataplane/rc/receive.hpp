@@ -58,7 +58,7 @@ inline void receive_dispatch_st(QueuePair* qp, RcContext& ctx, const wire::RcRxP
   }
   // RC has no source QPN on the wire: the peer is identified by its address (rxe_recv.c
   // check_addr).
-  if (pkt.src_ip != qp->conn().remote_ip || pkt.dst_ip != qp->conn().local_ip) [[unlikely]] {
+  if (pkt.src_ip != qp->remote_ip() || pkt.dst_ip != qp->local_ip()) [[unlikely]] {
     ctx.counters->add(RcCounter::kRxDropSource);
     return;
   }

@@ -104,7 +104,7 @@ Admit admit(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, WcError
     return Admit::kError;
   }
   const uint32_t npkts =
-      rd_atomic && w.opcode != SendOpcode::kRead ? 1 : packets_for(len, c.path_mtu);
+      rd_atomic && w.opcode != SendOpcode::kRead ? 1 : packets_for(len, qp.path_mtu());
   m.first_psn = qp.req.cur.psn;
   m.last_psn = psn::psn_add(m.first_psn, npkts - 1);
   m.length = static_cast<uint32_t>(len);
@@ -133,7 +133,7 @@ uint8_t send_opcode(const SendWqe& w, bool first, bool last) {
 bool send_one(QueuePair& qp, RcContext& ctx, const SendWqe& w, const WqeMeta& m, uint64_t now_ns) {
   const RequesterCursor saved = qp.req.cur;  // item 10: snapshot before building
   RequesterCursor& cur = qp.req.cur;
-  const uint32_t mtu = qp.conn().path_mtu;
+  const uint32_t mtu = qp.path_mtu();
   TxPacket pkt;
   pkt.psn = cur.psn;
   TxPayload pl;
@@ -257,7 +257,7 @@ Single send_read(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, ui
   m.started = true;
   m.rd_atomic = true;
   m.first_psn = psn;
-  m.last_psn = psn::psn_add(psn, packets_for(len, qp.conn().path_mtu) - 1);
+  m.last_psn = psn::psn_add(psn, packets_for(len, qp.path_mtu()) - 1);
   m.length = len;
   ++qp.req.rd_atomic_outstanding;
   sent_first(qp, psn, psn::psn_next(m.last_psn), now_ns);
@@ -277,7 +277,7 @@ Single send_single(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, 
   RequesterCursor& cur = qp.req.cur;
   const QpConnectParams& c = qp.conn();
   // A WQE not started yet follows everything sent, so this is never a retransmission.
-  if ((read ? len > kMaxMessageBytes : len > c.path_mtu) || cur.psn != qp.req.max_psn_sent)
+  if ((read ? len > kMaxMessageBytes : len > qp.path_mtu()) || cur.psn != qp.req.max_psn_sent)
     return Single::kGeneral;
   // The general path waits for the fence and the outbound READ limit, or fails a READ without one.
   const uint32_t outstanding = qp.req.rd_atomic_outstanding;
@@ -367,12 +367,12 @@ namespace {
 uint32_t requester_run_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns, uint32_t budget) {
   if (qp.state() != QpState::kRts || qp.comp.rnr_wait) return 0;
   const uint32_t avail = qp.sq_ring().readable_st();
-  if (qp.req.cur.wqe >= avail || budget == 0) return 0;
+  if (avail == 0 || qp.req.cur.wqe >= avail || budget == 0) return 0;  // a responder: no req line
   return requester_send_st(qp, ctx, now_ns, budget, avail);
 }
 
 void requester_go_back_st(QueuePair& qp, RcContext& ctx, uint32_t psn_from) {
-  const uint32_t mtu = qp.conn().path_mtu;
+  const uint32_t mtu = qp.path_mtu();
   // Karn: the timed packet will be sent again, so its ACK would not say which copy it answers.
   if (qp.comp.rtt_timing && psn::psn_le(psn_from, qp.comp.rtt_psn)) qp.comp.rtt_timing = false;
   const uint32_t avail = qp.sq_ring().readable_st();

@@ -148,7 +148,7 @@ void exec_send(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
   const uint32_t len = pkt.payload_len;
   const bool ends = pos == Position::kLast || pos == Position::kOnly;
   // IBTA §9.7.1: FIRST and MIDDLE carry exactly one path MTU.
-  if ((!ends && len != qp.conn().path_mtu) || uint64_t{r.recv_offset} + len > sge_bytes(r.recv)) {
+  if ((!ends && len != qp.path_mtu()) || uint64_t{r.recv_offset} + len > sge_bytes(r.recv)) {
     complete_recv(qp, ctx, WcError::kRecvTooSmall, r.recv_offset, NdkOperationType::kReceive, 0,
                   false);
     nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
@@ -211,7 +211,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
     return;
   }
   const uint32_t len = pkt.payload_len;
-  if ((!ends && len != qp.conn().path_mtu) || len > r.write_remaining ||
+  if ((!ends && len != qp.path_mtu()) || len > r.write_remaining ||
       (ends && len != r.write_remaining)) {
     nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
     return;
@@ -240,7 +240,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
     return;
   }
   ReadResource* res = take_resource(qp);
-  const uint32_t npkts = packets_for(reth.dma_len, qp.conn().path_mtu);
+  const uint32_t npkts = packets_for(reth.dma_len, qp.path_mtu());
   res->valid = true;
   set_pending(qp, *res, true);
   res->first_psn = psn;
@@ -469,7 +469,7 @@ namespace {
 [[gnu::noinline]] uint32_t responder_send_st(QueuePair& qp, RcContext& ctx, uint32_t budget) {
   ResponderState& rs = qp.resp;
   if (qp.state() != QpState::kRtr && qp.state() != QpState::kRts) return 0;
-  const uint32_t mtu = qp.conn().path_mtu;
+  const uint32_t mtu = qp.path_mtu();
   uint32_t sent = 0;
   bool blocked = false;
   // Where the scan for the first pending resource resumes: nothing here makes a resource pending,

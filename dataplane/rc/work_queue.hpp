@@ -111,9 +111,14 @@ constexpr uint64_t sge_bytes(const Wqe& wqe) {
   return total;
 }
 
+/// A ring with nothing of its owner's in its first line.
+struct NoRingFront {};
+
 /// SPSC ring of WQEs with a logical depth (capacity rounded up to a power of two).
 /// Producer: the posting consumer thread. Consumer: the owning core (the _st methods).
-template <typename T>
+/// `Front`: what the owning queue reads on every post besides the ring (SendQueueFront), kept
+/// in the same line as the ring's indices, so a post at many QPs misses once, not twice.
+template <typename T, typename Front = NoRingFront>
 class WqeRing {
  public:
   /// A ring lives inside its queue (one pointer hop less per post): check the depth first
@@ -123,14 +128,16 @@ class WqeRing {
     return depth == 0 || depth > (1u << 31) ? STATUS_INVALID_PARAMETER : STATUS_SUCCESS;
   }
   explicit WqeRing(uint32_t depth)
-      : mask_(std::bit_ceil(static_cast<uint64_t>(depth)) - 1),
+      : mask_(static_cast<uint32_t>(std::bit_ceil(static_cast<uint64_t>(depth)) - 1)),
         slots_(new (std::nothrow) T[mask_ + 1]) {
     depth_.store(depth, std::memory_order_relaxed);
   }
   bool allocated() const { return slots_ != nullptr; }
+  Front& front() { return front_; }
+  const Front& front() const { return front_; }
 
   uint32_t depth() const { return depth_.load(std::memory_order_relaxed); }
-  uint32_t capacity() const { return static_cast<uint32_t>(mask_ + 1); }
+  uint32_t capacity() const { return mask_ + 1; }
 
   // ---- producer (posting thread) ----
 
@@ -164,10 +171,9 @@ class WqeRing {
   }
   /// The i-th unreleased request, oldest first; i < the last readable_st().
   T& at_st(uint32_t i) { return slots_[(head_.load(std::memory_order_relaxed) + i) & mask_]; }
-  /// Prefetches the ring's control lines and the oldest slot (the engine, one QP ahead).
+  /// Prefetches the ring's two lines (the engine, one QP ahead).
   void prefetch_st() const {
     __builtin_prefetch(this);
-    __builtin_prefetch(&tail_);
     __builtin_prefetch(&head_);
   }
   /// Frees the n oldest slots (their requests completed).
@@ -188,14 +194,22 @@ class WqeRing {
   }
 
  private:
-  const uint64_t mask_;
-  std::unique_ptr<T[]> slots_;
+  // A post reads and writes only the first line, and the core reads it on each visit (tail_
+  // changes with every publication, so the core fetches that line anyway): one line for both.
+  // The core's index, which only the core writes, has a line of its own.
+  [[no_unique_address]] Front front_;
   std::atomic<uint32_t> depth_{0};
-  alignas(64) std::atomic<uint64_t> tail_{0};  // published by the producer
+  const uint32_t mask_;
+  std::unique_ptr<T[]> slots_;
+  std::atomic<uint64_t> tail_{0};              // published by the producer
   uint64_t shadow_tail_ = 0;                   // producer: committed incl. deferred
   uint64_t cached_head_ = 0;                   // producer's view of head_
   alignas(64) std::atomic<uint64_t> head_{0};  // released by the core
   uint64_t cached_tail_ = 0;
+
+ public:
+  /// Bytes of the ring's first line after Front (see above).
+  static constexpr size_t kSharedBytes = 40;
 };
 
 /// The "needs attention" doorbell of one polling core (consumers post through
@@ -269,6 +283,17 @@ struct DoorbellHook {
   }
 };
 
+/// What a send-queue post reads besides the ring's indices, in the ring's first line.
+struct SendQueueFront {
+  uint16_t max_sge = 0;     ///< initiator SGE limit
+  uint16_t max_inline = 0;  ///< inline bytes
+  std::atomic<bool> connected{false};
+  DoorbellHook hook;
+};
+using SendRing = WqeRing<SendWqe, SendQueueFront>;
+static_assert(sizeof(SendQueueFront) + SendRing::kSharedBytes <= 64,
+              "a send-queue post reads and writes one line of its queue");
+
 namespace detail {
 inline NTSTATUS check_sges(uint32_t count, uint32_t max_sge) {
   return count > max_sge || count > kMaxWqeSge ? STATUS_INVALID_PARAMETER : STATUS_SUCCESS;
@@ -301,7 +326,7 @@ class SendQueue {
       *status = STATUS_INVALID_PARAMETER;
       return nullptr;
     }
-    if ((*status = WqeRing<SendWqe>::check_depth(depth)) != STATUS_SUCCESS) return nullptr;
+    if ((*status = SendRing::check_depth(depth)) != STATUS_SUCCESS) return nullptr;
     auto* q = new (storage) SendQueue(depth, max_sge, max_inline);
     if (!q->ring_.allocated()) {
       q->~SendQueue();
@@ -318,11 +343,12 @@ class SendQueue {
   /// deferred posts. INLINE data is copied here, so the caller may reuse its buffers on return.
   NTSTATUS post(const SendWqe& wqe) {
     NTSTATUS status = STATUS_SUCCESS;
-    if (!connected_.load(std::memory_order_acquire)) {
+    const SendQueueFront& f = ring_.front();
+    if (!f.connected.load(std::memory_order_acquire)) {
       status = STATUS_CONNECTION_INVALID;
-    } else if (detail::check_sges(wqe.sge_count, max_sge_) != STATUS_SUCCESS) {
+    } else if (detail::check_sges(wqe.sge_count, f.max_sge) != STATUS_SUCCESS) {
       status = STATUS_INVALID_PARAMETER;
-    } else if ((wqe.flags & NDK_OP_FLAG_INLINE) != 0 && sge_bytes(wqe) > max_inline_) {
+    } else if ((wqe.flags & NDK_OP_FLAG_INLINE) != 0 && sge_bytes(wqe) > f.max_inline) {
       status = STATUS_INVALID_PARAMETER;
     }
     SendWqe* slot = status == STATUS_SUCCESS ? ring_.claim() : nullptr;
@@ -355,8 +381,9 @@ class SendQueue {
   /// Why: a request built on the stack and copied whole is read back in 16-byte loads over the
   /// narrower stores that built it, which the CPU cannot forward: a stall on every post.
   SendWqe* claim_in_place(uint32_t sge_count, NTSTATUS* status) {
-    *status = connected_.load(std::memory_order_acquire) ? detail::check_sges(sge_count, max_sge_)
-                                                         : STATUS_CONNECTION_INVALID;
+    const SendQueueFront& f = ring_.front();
+    *status = f.connected.load(std::memory_order_acquire) ? detail::check_sges(sge_count, f.max_sge)
+                                                          : STATUS_CONNECTION_INVALID;
     SendWqe* slot = *status == STATUS_SUCCESS ? ring_.claim() : nullptr;
     if (slot == nullptr) {
       if (*status == STATUS_SUCCESS) *status = STATUS_INSUFFICIENT_RESOURCES;
@@ -371,40 +398,41 @@ class SendQueue {
   void commit_in_place(uint32_t flags) {
     const bool defer = (flags & NDK_OP_FLAG_DEFER) != 0;
     ring_.commit(defer);
-    if (!defer) hook_.ring();  // after the tail is published (see Doorbell)
+    if (!defer) ring_.front().hook.ring();  // after the tail is published (see Doorbell)
   }
 
   /// Publishes deferred posts (the consumer ends a DEFER batch without a final plain post).
   void flush_deferred() {
     if (ring_.deferred() == 0) return;
     ring_.publish();
-    hook_.ring();
+    ring_.front().hook.ring();
   }
 
   /// Engine: the doorbell this queue rings on every publication (null detaches).
   void attach_doorbell_st(Doorbell* doorbell, uint32_t slot) {
-    hook_.slot = slot;
-    hook_.doorbell.store(doorbell, std::memory_order_release);
+    DoorbellHook& hook = ring_.front().hook;
+    hook.slot = slot;
+    hook.doorbell.store(doorbell, std::memory_order_release);
   }
 
   /// Connection hook: the owning core sets it when the QP reaches RTS and clears it when the
   /// QP leaves RTS (error, disconnect, close). Read by post().
-  void set_connected(bool connected) { connected_.store(connected, std::memory_order_release); }
-  bool connected() const { return connected_.load(std::memory_order_acquire); }
+  void set_connected(bool connected) {
+    ring_.front().connected.store(connected, std::memory_order_release);
+  }
+  bool connected() const { return ring_.front().connected.load(std::memory_order_acquire); }
 
-  WqeRing<SendWqe>& ring() { return ring_; }
+  SendRing& ring() { return ring_; }
 
  private:
-  SendQueue(uint32_t depth, uint32_t max_sge, uint32_t max_inline)
-      : max_sge_(max_sge), max_inline_(max_inline), ring_(depth) {}
+  SendQueue(uint32_t depth, uint32_t max_sge, uint32_t max_inline) : ring_(depth) {
+    ring_.front().max_sge = static_cast<uint16_t>(max_sge);        // <= kMaxWqeSge (create_at)
+    ring_.front().max_inline = static_cast<uint16_t>(max_inline);  // <= kMaxInlineData
+  }
 
-  // A post reads these, then the ring's lines, all from this object's address: at many QPs the
-  // queue, its ring and the slot are three cold lines in a row, not four (the ring is a member).
-  const uint32_t max_sge_;
-  const uint32_t max_inline_;
-  std::atomic<bool> connected_{false};
-  DoorbellHook hook_;
-  WqeRing<SendWqe> ring_;
+  // A member, and the queue's own fields inside its first line (SendQueueFront): at many QPs a
+  // post misses on that line and on the slot, nothing else of the queue.
+  SendRing ring_;
 };
 
 /// The receive queue of one QP (no connection check: NDK allows receives before connecting).
