@@ -20,7 +20,7 @@ using wire::psn_lt;
 // WQEs that may have PSNs: every readable one (the loops stop at the first not started). Not
 // req.cur.wqe: after a go-back-N the requester cursor sits before WQEs already sent.
 uint32_t started_limit(QueuePair& qp) {
-  return qp.sq_ring().readable_st();
+  return qp.sq_readable();
 }
 
 // Where the scans for the first unfinished WQE start (comp.scan_from: those before it are
@@ -111,8 +111,8 @@ void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_n
   window_on_ack(qp.comp, psn_forward(qp.comp.unacked_psn, new_unacked),
                 qp.params().max_unacked_psns);
   qp.comp.unacked_psn = new_unacked;
-  qp.comp.retry_left = qp.conn().retry_count;
-  qp.comp.rnr_retry_left = qp.conn().rnr_retry;
+  qp.comp.retry_left = qp.retry_count();
+  qp.comp.rnr_retry_left = qp.rnr_retry();
   qp.comp.retried_here = false;
   // Progress steps the backoff down (ConnectX); a fresh RTT sample ends it.
   if (qp.comp.backoff != 0) {
@@ -524,8 +524,8 @@ namespace {
   bool failed = false;  // in ERROR: a WQE before this one did not finish successfully
   uint32_t n = 0;
   for (; n < avail; ++n) {
-    WqeMeta& m = qp.meta_at(n);        // the head moves after the loop
-    const SendWqe& w = ring.at_st(n);  // slots are released after the loop
+    WqeMeta& m = qp.meta_at(n);      // the head moves after the loop
+    const SendWqe& w = qp.sq_at(n);  // slots are released after the loop
     WcError err = m.error;
     if (error) {
       // Finished WQEs ahead of the failure still complete successfully; the failing WQE keeps
@@ -551,8 +551,8 @@ namespace {
   if (static_cast<int32_t>(qp.comp.scan_from - static_cast<uint32_t>(qp.comp.sq_head)) < 0)
     qp.comp.scan_from = static_cast<uint32_t>(qp.comp.sq_head);
   qp.req.cur.wqe -= std::min(qp.req.cur.wqe, n);
-  cq.publish_st();     // the run's completions at once: one release store, one fence
-  ring.release_st(n);  // once for the whole run: one release store
+  cq.publish_st();  // the run's completions at once: one release store, one fence
+  ring.release_to_st(qp.comp.sq_head);  // once for the whole run: one release store
   return n;
 }
 }  // namespace
@@ -560,7 +560,7 @@ namespace {
 // Most visits have nothing to retire (an empty send queue, or its oldest WQE still in flight):
 // that answer costs a few loads here, not the prologue of the retiring loop.
 uint32_t completer_retire_st(QueuePair& qp, RcContext& ctx) {
-  const uint32_t avail = qp.sq_ring().readable_st();
+  const uint32_t avail = qp.sq_readable();
   if (avail == 0) return 0;
   if (qp.state() != QpState::kError) {
     const WqeMeta& m = qp.meta_at(0);

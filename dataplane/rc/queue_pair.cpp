@@ -84,6 +84,8 @@ NTSTATUS QueuePair::modify_to_rtr(const QpConnectParams& p) {
   local_ip_ = p.local_ip;
   remote_ip_ = p.remote_ip;
   local_ack_timeout_ = p.local_ack_timeout;
+  retry_count_ = p.retry_count;
+  rnr_retry_ = p.rnr_retry;
 
   // Frame template: what rxe puts on the wire (verified against rxe-rping.pcap: DF set, TTL 64,
   // TOS 0, UDP checksum 0, P_Key 0xFFFF, source port from the QPNs' flow label).

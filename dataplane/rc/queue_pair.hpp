@@ -466,9 +466,14 @@ class alignas(64) QueuePair {
   uint32_t local_ip() const { return local_ip_; }
   uint32_t remote_ip() const { return remote_ip_; }
   uint8_t local_ack_timeout() const { return local_ack_timeout_; }
+  uint8_t retry_count() const { return retry_count_; }
+  uint8_t rnr_retry() const { return rnr_retry_; }
 
   // ---- owning core: used by the role code ----
-  SendWqe& sq_at(uint32_t i) { return sq_ring_->at_st(i); }
+  /// Send-queue requests published and not yet retired, and the i-th of them: from the
+  /// completer's head (comp.sq_head moves with every release), so the ring's head line stays cold.
+  uint32_t sq_readable() const { return sq_ring_->readable_from_st(comp.sq_head); }
+  SendWqe& sq_at(uint32_t i) { return sq_ring_->slot_st(comp.sq_head + i); }
   /// The send queue's ring (cached: one pointer hop less per packet).
   SendRing& sq_ring() { return *sq_ring_; }
   /// Prefetches the lines the per-packet path reads (the engine calls it a few QPs ahead).
@@ -509,6 +514,8 @@ class alignas(64) QueuePair {
 
  private:
   uint8_t local_ack_timeout_ = 0;  // conn_.local_ack_timeout (each RTT sample reads it)
+  uint8_t retry_count_ = 0;        // conn_.retry_count (each ACK that makes progress reads it)
+  uint8_t rnr_retry_ = 0;          // conn_.rnr_retry (the same)
   uint32_t hdr_ip_sum_ = 0;
 
  public:

@@ -189,7 +189,7 @@ bool RcEngine::run_qp(QueuePair& qp, uint64_t now_ns) {
   // merely confirms "nothing left" is saved (at many QPs, one per QP and message).
   bool again = qp.sched.tx_stalled;
   if (responses != 0 && (qp.resp.ctl_pending || qp.resources_pending != 0)) again = true;
-  if ((requests != 0 || retired != 0) && qp.req.cur.wqe < qp.sq_ring().readable_st()) again = true;
+  if ((requests != 0 || retired != 0) && qp.req.cur.wqe < qp.sq_readable()) again = true;
   if (qp.state() == QpState::kError) [[unlikely]] {
     work += responder_flush_st(qp, ctx_);
     again |= work != 0;

@@ -366,7 +366,7 @@ namespace {
 // answer costs a few loads here, not the prologue of the sending loop.
 uint32_t requester_run_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns, uint32_t budget) {
   if (qp.state() != QpState::kRts || qp.comp.rnr_wait) return 0;
-  const uint32_t avail = qp.sq_ring().readable_st();
+  const uint32_t avail = qp.sq_readable();
   if (avail == 0 || qp.req.cur.wqe >= avail || budget == 0) return 0;  // a responder: no req line
   return requester_send_st(qp, ctx, now_ns, budget, avail);
 }
@@ -375,7 +375,7 @@ void requester_go_back_st(QueuePair& qp, RcContext& ctx, uint32_t psn_from) {
   const uint32_t mtu = qp.path_mtu();
   // Karn: the timed packet will be sent again, so its ACK would not say which copy it answers.
   if (qp.comp.rtt_timing && psn::psn_le(psn_from, qp.comp.rtt_psn)) qp.comp.rtt_timing = false;
-  const uint32_t avail = qp.sq_ring().readable_st();
+  const uint32_t avail = qp.sq_readable();
   uint32_t i = 0;
   for (; i < avail; ++i) {
     WqeMeta& m = qp.meta_at(i);
