@@ -58,6 +58,33 @@ TEST(WorkQueue, FullQueueIsInsufficientResourcesUntilTheCoreReleases) {
   for (uint32_t i = 0; i < 3; ++i) EXPECT_EQ(sq->ring().at_st(i).request_context, ctx_of(i + 1));
 }
 
+// The core may keep the head's value itself (a QP's completer does): reading and releasing
+// through it sees and frees exactly what the ring's own head would, across the wrap.
+TEST(WorkQueue, CoreKeepingItsOwnHeadSeesAndFreesTheSameSlots) {
+  auto sq = make_sq(3);  // capacity 4, depth 3
+  SendRing& ring = sq->ring();
+  uint64_t head = 0, next = 0;
+  for (int round = 0; round < 5; ++round) {  // 5 x 3 posts: the sequence wraps the 4 slots
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(sq->post(write_wqe(next++)), STATUS_SUCCESS);
+    EXPECT_EQ(sq->post(write_wqe(next)), STATUS_INSUFFICIENT_RESOURCES);
+    ASSERT_EQ(ring.readable_from_st(head), 3u);
+    EXPECT_EQ(ring.readable_from_st(head), ring.readable_st());
+    for (uint32_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(&ring.slot_st(head + i), &ring.at_st(i));
+      EXPECT_EQ(ring.slot_st(head + i).request_context, ctx_of(head + i));
+    }
+    head += 2;
+    ring.release_to_st(head);  // two complete: two posts fit again, not three
+    EXPECT_EQ(ring.readable_from_st(head), 1u);
+    ASSERT_EQ(sq->post(write_wqe(next++)), STATUS_SUCCESS);
+    ASSERT_EQ(sq->post(write_wqe(next++)), STATUS_SUCCESS);
+    EXPECT_EQ(sq->post(write_wqe(next)), STATUS_INSUFFICIENT_RESOURCES);
+    head += 3;
+    ring.release_to_st(head);
+    EXPECT_EQ(ring.readable_from_st(head), 0u);
+  }
+}
+
 TEST(WorkQueue, InvalidSgeCountAndInlineSize) {
   auto sq = make_sq(4);
   SendWqe w = write_wqe(1);
