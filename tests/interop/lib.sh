@@ -16,6 +16,7 @@
 #   iop_check_captures       roce-check on every capture stopped so far (one report)
 #   iop_follow CONSOLE FILTER SECS  drive a guest's cases (see below)
 #   iop_cm_sources CASE ATTR / iop_hw CONSOLE TAG COUNTER   read results
+#   iop_capture_dropped CASE  true if the kernel dropped frames of that capture
 #   iop_bridge_loss PCT|off  drop PCT % of the RoCEv2 frames the bridge forwards (nftables)
 #   iop_stop PID             TERM, then KILL after 5 s
 #   iop_fail MESSAGE         print, mark the test failed (it goes on, so every case reports)
@@ -153,7 +154,9 @@ EOF
 iop_capture_start() {
   local case=$1 filter=$2 f="$IOP_ARTIFACTS/interop-$IOP_PREFIX$1.pcap"
   rm -f "$f"
-  ip netns exec rig tcpdump --immediate-mode -U -n -i br-rig -s 0 -w "$f" "$filter" >"$IOP_WORK/tcpdump-$case.log" 2>&1 &
+  # A 16 MiB buffer (2 MiB by default): with QEMU and rocedp on two busy CPUs the kernel dropped
+  # frames before tcpdump read them.
+  ip netns exec rig tcpdump --immediate-mode -U -n -B 16384 -i br-rig -s 0 -w "$f" "$filter" >"$IOP_WORK/tcpdump-$case.log" 2>&1 &
   eval "iop_cap_pid_${case//-/_}=$!"
   iop_captures+=("$case")
   iop_wait "$IOP_WORK/tcpdump-$case.log" "listening on" 10 || iop_fail "$case: tcpdump did not start"
@@ -207,6 +210,13 @@ iop_bridge_loss_dropped() {
 
 # Sources (IPv4) of the CM messages with attribute ATTR (0x0015 DREQ, 0x0016 DREP, ...) in a case's
 # capture, one per line.
+# True if the kernel dropped frames of CASE's capture before tcpdump read them (its log says).
+iop_capture_dropped() {
+  local n
+  n=$(sed -n 's/^\([0-9]*\) packets\{0,1\} dropped by kernel.*/\1/p' "$IOP_WORK/tcpdump-$1.log" 2>/dev/null)
+  [ "${n:-0}" -gt 0 ]
+}
+
 iop_cm_sources() {
   tshark -r "$IOP_ARTIFACTS/interop-$IOP_PREFIX$1.pcap" -d udp.port==4791,infiniband \
     -Y "infiniband.mad.attributeid == $2" -T fields -e ip.src 2>/dev/null
