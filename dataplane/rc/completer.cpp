@@ -57,8 +57,10 @@ bool refresh_rto(QueuePair& qp) {
   return true;
 }
 
-// arm_retransmit_timer_st, inline here: every response that makes progress re-arms.
-inline void restart_timer(QueuePair& qp, uint64_t now_ns) {
+// arm_retransmit_timer_st, inline here: every response that makes progress re-arms. The timer
+// runs at least the path's RTO (RcContext), unless the QP's own is already the full local ACK
+// timeout (a ceiling: it consumes a retry).
+inline void restart_timer(QueuePair& qp, const RcContext& ctx, uint64_t now_ns) {
   CompleterState& c = qp.comp;
   if (c.unacked_psn == qp.req.max_psn_sent) {
     c.timer_armed = false;
@@ -67,21 +69,30 @@ inline void restart_timer(QueuePair& qp, uint64_t now_ns) {
   if (c.rto_ns == 0 && !refresh_rto(qp)) return;
   c.timer_armed = true;
   c.timer_full = c.rto_full;
-  c.ack_deadline_ns = now_ns + c.rto_ns;
+  const uint64_t rto = !c.rto_full && ctx.path_rto_ns > c.rto_ns ? ctx.path_rto_ns : c.rto_ns;
+  c.ack_deadline_ns = now_ns + rto;
 }
 
-// RFC 6298 smoothing in integer nanoseconds.
-void rtt_sample(CompleterState& c, uint64_t sample_ns) {
+// RFC 6298 smoothing in integer nanoseconds, of one estimate.
+void smooth(uint32_t& srtt, uint32_t& rttvar, uint64_t sample_ns) {
   const uint32_t s = static_cast<uint32_t>(sample_ns < (1u << 28) ? sample_ns : (1u << 28));
-  if (c.srtt_ns == 0) {
-    c.srtt_ns = s == 0 ? 1 : s;
-    c.rttvar_ns = s / 2;
+  if (srtt == 0) {
+    srtt = s == 0 ? 1 : s;
+    rttvar = s / 2;
     return;
   }
-  const uint32_t err = s > c.srtt_ns ? s - c.srtt_ns : c.srtt_ns - s;
-  c.rttvar_ns = c.rttvar_ns - c.rttvar_ns / 4 + err / 4;
-  c.srtt_ns = c.srtt_ns - c.srtt_ns / 8 + s / 8;
-  if (c.srtt_ns == 0) c.srtt_ns = 1;
+  const uint32_t err = s > srtt ? s - srtt : srtt - s;
+  rttvar = rttvar - rttvar / 4 + err / 4;
+  srtt = srtt - srtt / 8 + s / 8;
+  if (srtt == 0) srtt = 1;
+}
+
+// A QP's sample feeds its own estimate and the path's (the path's RTO: RFC 6298's, no backoff).
+void rtt_sample(CompleterState& c, RcContext& ctx, uint64_t sample_ns) {
+  smooth(c.srtt_ns, c.rttvar_ns, sample_ns);
+  smooth(ctx.path_srtt_ns, ctx.path_rttvar_ns, sample_ns);
+  ctx.path_rto_ns =
+      std::max<uint64_t>(kRtoMinNs, uint64_t{ctx.path_srtt_ns} + uint64_t{4} * ctx.path_rttvar_ns);
 }
 
 // Additive increase: one PSN per window of PSNs acknowledged.
@@ -124,7 +135,7 @@ void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_n
     // proved too short for a queue that grew is not reused at once).
     qp.comp.rtt_timing = false;
     qp.comp.backoff = 0;
-    rtt_sample(qp.comp, now_ns - qp.comp.rtt_start_ns);
+    rtt_sample(qp.comp, ctx, now_ns - qp.comp.rtt_start_ns);
     qp.comp.rto_ns = 0;
   }
   if (qp.comp.probing) [[unlikely]] {
@@ -145,7 +156,7 @@ void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_n
     // skip it forward to the first unconfirmed PSN.
     requester_go_back_st(qp, ctx, new_unacked);
   }
-  restart_timer(qp, now_ns);
+  restart_timer(qp, ctx, now_ns);
 }
 
 [[gnu::noinline]] void go_back(QueuePair& qp, RcContext& ctx, uint32_t psn) {
@@ -161,8 +172,8 @@ uint64_t current_rto_ns(const QueuePair& qp) {
   return full ? rto_under(qp.comp, *full) : UINT64_MAX;
 }
 
-void arm_retransmit_timer_st(QueuePair& qp, uint64_t now_ns) {
-  restart_timer(qp, now_ns);
+void arm_retransmit_timer_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
+  restart_timer(qp, ctx, now_ns);
 }
 
 namespace {
@@ -278,7 +289,7 @@ void handle_aeth(QueuePair& qp, RcContext& ctx, uint32_t psn, uint8_t syndrome, 
       --qp.comp.retry_left;
       window_on_loss(qp, psn);
       go_back(qp, ctx, psn);
-      restart_timer(qp, now_ns);
+      restart_timer(qp, ctx, now_ns);
       return;
     case wire::kAethNakInvalidRequest:
       fail_wqe(qp, ctx, psn, WcError::kRemoteInvalidRequest);
@@ -481,7 +492,7 @@ void completer_timers_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
     qp.comp.rnr_wait = false;
     requester_go_back_st(qp, ctx, qp.comp.rnr_psn);
     qp.comp.retried_here = qp.comp.rnr_psn == qp.comp.unacked_psn;
-    restart_timer(qp, now_ns);
+    restart_timer(qp, ctx, now_ns);
   }
   if (!qp.comp.timer_armed || now_ns < qp.comp.ack_deadline_ns) return;
   if (qp.comp.unacked_psn == qp.req.max_psn_sent) {
@@ -513,7 +524,7 @@ void completer_timers_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
   requester_go_back_st(qp, ctx, qp.comp.unacked_psn);
   qp.comp.probing = true;
   qp.comp.retried_here = true;
-  restart_timer(qp, now_ns);
+  restart_timer(qp, ctx, now_ns);
 }
 
 namespace {

@@ -43,7 +43,7 @@ inline constexpr uint64_t kRtoInitialNs = 1'000'000;
 
 /// Arms (or re-arms) the retransmission timer at now + the current RTO, or disarms it when
 /// nothing is outstanding or the local ACK timeout is 0 (infinite).
-void arm_retransmit_timer_st(QueuePair& qp, uint64_t now_ns);
+void arm_retransmit_timer_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns);
 /// The RTO the next arming would use (telemetry, tests).
 uint64_t current_rto_ns(const QueuePair& qp);
 

@@ -180,6 +180,13 @@ struct RcContext {
   // The receive CQ whose completions are staged and not yet published: the receive
   // completions of one RX burst go out together (publish_staged_recv_st).
   CompletionQueue* staged_recv_cq = nullptr;
+  // The round trip of the engine's path (its QPs share the port, the wire and the peer's
+  // queues): RFC 6298 smoothing over every QP's samples, and the RTO it gives. A QP's
+  // retransmission timer never runs shorter (completer.cpp): at many QPs each QP times a few
+  // packets, so its own estimate lags the queue that all of them build, and it timed out early.
+  uint32_t path_srtt_ns = 0;  ///< 0: no sample yet
+  uint32_t path_rttvar_ns = 0;
+  uint64_t path_rto_ns = 0;  ///< 0: no floor
 };
 
 /// Publishes the staged receive completions (one release store, one fence, one look at the arm).

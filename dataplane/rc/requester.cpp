@@ -357,7 +357,7 @@ namespace {
     if (!send_one(qp, ctx, w, m, now_ns)) break;
     ++sent;
   }
-  if (sent != 0 && !qp.comp.timer_armed) arm_retransmit_timer_st(qp, now_ns);
+  if (sent != 0 && !qp.comp.timer_armed) arm_retransmit_timer_st(qp, ctx, now_ns);
   return sent;
 }
 }  // namespace

@@ -513,5 +513,66 @@ TEST(RetransmitTimer, ReadResponsesRestartItAndItExpiresOneRtoAfterTheLast) {
   EXPECT_EQ(std::memcmp(src.ptr(), dst.ptr(), kLen), 0);
 }
 
+// Many QPs share one path: a QP's retransmission timer never runs shorter than the RTO of the
+// engine's path, which every QP's samples feed. A QP whose own sample says 10 µs, while another
+// QP's says the path takes 5 ms, does not time out 100 µs after a send (at 100,000 QPs 9 % of
+// the packets were resent by such timeouts); it still times out once the path's RTO has passed.
+TEST(RetransmitTimer, AQpWaitsAtLeastThePathsRto) {
+  Host a{0, 0xC6120001, 1};
+  Host b{0, 0xC6120002, 2};
+  Qp& slow_a = a.qp(64, 64, 4096);
+  Qp& slow_b = b.qp(64, 64, 4096);
+  Qp& fast_a = a.qp(64, 64, 4096);
+  Qp& fast_b = b.qp(64, 64, 4096);
+  ConnectOptions o;
+  o.timeout = kTimeout14;
+  connect(a, slow_a, b, slow_b, o);
+  connect(a, fast_a, b, fast_b, o);
+  Buffer& src = a.buffer(64, kMrAll, 0);
+  Buffer& dst_slow = b.buffer(64, kMrAll, 0);
+  Buffer& dst_fast = b.buffer(64, kMrAll, 0);
+  auto write = [&](Qp& q, Buffer& dst, uint64_t id) {
+    SendWqe w = send_wqe(SendOpcode::kWrite, tag(id), {src.sge(0, 64)});
+    w.remote_address = dst.va();
+    w.remote_token = dst.tokens.remote;
+    ASSERT_EQ(q.sq->post(w), STATUS_SUCCESS);
+  };
+  // One round trip of `rtt` ns for a WRITE on `q`, sent at `at`.
+  auto round_trip = [&](Qp& q, Buffer& dst, uint64_t id, uint64_t at, uint64_t rtt) {
+    write(q, dst, id);
+    a.eng->poll_st(at);
+    ASSERT_EQ(a.tx.size(), 1u);
+    Wire::deliver(b, a.tx, at + rtt / 2);
+    a.tx.clear();
+    b.eng->poll_st(at + rtt / 2);
+    ASSERT_EQ(b.tx.size(), 1u) << "the ACK";
+    Wire::deliver(a, b.tx, at + rtt);
+    b.tx.clear();
+    a.eng->poll_st(at + rtt);
+  };
+  uint64_t now = 1'000'000;
+  round_trip(slow_a, dst_slow, 1, now, 5'000'000);  // the path: 5 ms
+  now += 5'000'000;
+  round_trip(fast_a, dst_fast, 2, now, 10'000);  // this QP's own sample: 10 µs
+  now += 10'000;
+  ASSERT_EQ(fast_a.send_cqes().size(), 1u);
+  EXPECT_LE(current_rto_ns(*fast_a.qp), kRtoMinNs) << "its own estimate alone";
+
+  // The next WRITE is lost. 1 ms later (10 of its own RTOs) nothing has timed out.
+  write(fast_a, dst_fast, 3);
+  a.eng->poll_st(now);
+  ASSERT_EQ(a.tx.size(), 1u);
+  a.tx.clear();
+  a.eng->poll_st(now + 1'000'000);
+  EXPECT_EQ(fast_a.qp->stats.timeouts, 0u) << "not within the path's round trip";
+  EXPECT_TRUE(a.tx.empty());
+  // The path's RTO (srtt + 4 x rttvar of both samples, about 17 ms) is below the local ACK
+  // timeout (67 ms): by 30 ms the QP has timed out and probes.
+  a.eng->poll_st(now + 30'000'000);
+  EXPECT_EQ(fast_a.qp->stats.timeouts, 1u) << "by the path's RTO";
+  ASSERT_EQ(a.tx.size(), 1u) << "the probe";
+  EXPECT_EQ(slow_a.qp->stats.timeouts, 0u);
+}
+
 }  // namespace
 }  // namespace rocedp::rc::test
