@@ -252,7 +252,7 @@ void handle_aeth(QueuePair& qp, RcContext& ctx, uint32_t psn, uint8_t syndrome, 
       ack_through(qp, ctx, wire::psn_sub(psn, 1), now_ns);
       // An earlier READ/atomic response is missing: ack_through already went back there.
       if (qp.state() != QpState::kRts || qp.comp.rnr_wait || qp.comp.unacked_psn != psn) return;
-      if (qp.conn().rnr_retry != kRnrRetryInfinite) {
+      if (qp.rnr_retry() != kRnrRetryInfinite) {
         if (qp.comp.rnr_retry_left == 0) {
           fail_wqe(qp, ctx, psn, WcError::kRnrRetryExceeded);
           return;

@@ -220,10 +220,6 @@ class WqeRing {
   uint64_t shadow_tail_ = 0;                   // producer: committed incl. deferred
   uint64_t cached_head_ = 0;                   // producer's view of head_
   alignas(64) std::atomic<uint64_t> head_{0};  // released by the core
-
- public:
-  /// Bytes of the ring's first line after Front (see above).
-  static constexpr size_t kSharedBytes = 40;
 };
 
 /// The "needs attention" doorbell of one polling core (consumers post through
@@ -305,8 +301,8 @@ struct SendQueueFront {
   DoorbellHook hook;
 };
 using SendRing = WqeRing<SendWqe, SendQueueFront>;
-static_assert(sizeof(SendQueueFront) + SendRing::kSharedBytes <= 64,
-              "a send-queue post reads and writes one line of its queue");
+// Everything before head_ fits in one line exactly when head_ starts the second (alignas(64)).
+static_assert(sizeof(SendRing) == 128, "a send-queue post reads and writes one line of its queue");
 
 namespace detail {
 inline NTSTATUS check_sges(uint32_t count, uint32_t max_sge) {
