@@ -21,12 +21,14 @@
 #              for unknown connections (sent once); then the listener must still accept
 #   pressure   the flood again plus a second client whose receives are never posted in time
 #              (the echo's SENDs back to it meet RNR NAKs for the whole run)
-#   ringfull   CM DREQs for unknown connections (mads.pcap) in a loop: the control thread reads
-#              them slower than the polling core hands them on, so the ring between the two
-#              (dataplane.control_ring_size, 1024) fills; the pool (4095) is 4 times the ring
+#   ringfull   CM DREQs for unknown connections (mads.pcap) in a loop, and a control thread that
+#              falls behind: once the flood is on, the script puts it on SCHED_IDLE for a second
+#              (both CPUs spin, so it barely runs), and the ring from the polling core to it
+#              (dataplane.control_ring_size, 1024) fills; the pool (4095) is 4 times the ring.
+#              (Left alone, the control thread drains that ring faster than net_af_packet fills it.)
 #   nombuf     the daemon restarts with mbuf_count 1023 and control_ring_size 1024, a pool
-#              smaller than that ring, and the same MAD flood: the frames waiting for the
-#              control thread hold every mbuf, the port can neither receive nor send
+#              smaller than that ring, and the same MAD flood and control thread falling behind:
+#              the frames waiting for it hold every mbuf, the port can neither receive nor send
 # Pass: the daemon stays up; the live client exits 0 (connection up, every echo byte-exact);
 # the daemon's mbufs return to their count before the load; every frame the core received is in
 # exactly one counter (rx = ARP/ICMP answered + handed on (control, other cores) + handed to the
@@ -129,18 +131,20 @@ listeners:
   - {port: p0, nd_port: 7000, service: echo, message_bytes: 4096, queue_depth: 16, max_connections: 64}
 YAML
 }
-# The clients know the daemon's MAC (no ARP to lose under a flood).
+# The clients know the daemon's MAC (no ARP to lose under a flood). rocedp-perf polls inline on
+# its file's eal.main_lcore (CPU 0 here, away from the daemon's polling core on CPU 1) and ignores
+# the file's dataplane.lcores, which only satisfy the file's checks.
 for who in c:198.18.20.2:$C_MAC:$cprefix:0 r:198.18.20.4:$R_MAC:$rprefix:0; do
   IFS=: read -r dev ip m1 m2 m3 m4 m5 m6 pfx lc <<< "$who"
   cat > "$work/client-$dev.yaml" << YAML
-eal: {lcores: [0, 1], main_lcore: $((1 - lc)), memory_mb: 256, file_prefix: $pfx, extra_args: ["--no-pci"]}
+eal: {lcores: [0, 1], main_lcore: $lc, memory_mb: 256, file_prefix: $pfx, extra_args: ["--no-pci"]}
 ports:
   - name: p0
     devargs: net_af_packet0,iface=${dev}0
     mac: "$m1:$m2:$m3:$m4:$m5:$m6"
     address: $ip/24
     neighbours: [{ip: 198.18.20.1, mac: "$D_MAC"}]
-dataplane: {lcores: [$lc]}
+dataplane: {lcores: [$((1 - lc))]}
 YAML
 done
 start_daemon() {  # start_daemon DATAPLANE_SECTION
@@ -257,6 +261,25 @@ generator_sent() {  # frames the generator put on the bridge (port 1 TX), from t
   awk '/Forward statistics for port 1/{f=1} f && /TX-packets/{for (i = 1; i < NF; i++) if ($i == "TX-packets:") {print $(i + 1); exit}}' "$work/gen.out" 2> /dev/null || true
 }
 
+# The control thread falls behind: once the flood reaches the daemon's veth, the thread runs as
+# SCHED_IDLE for a second (every CPU has a spinning thread, so it barely runs), then as before.
+starve_control() {  # starve_control LOAD
+  local t tid= rx0 rx
+  for t in /proc/"$daemon_pid"/task/*; do
+    [ "$(cat "$t/comm" 2> /dev/null)" = rocedp-control ] && tid=${t##*/}
+  done
+  [ -n "$tid" ] || fail "$1: rocedpd has no rocedp-control thread"
+  rx0=$(in_ns cat /sys/class/net/d0/statistics/rx_packets)
+  for _ in $(seq 300); do
+    rx=$(in_ns cat /sys/class/net/d0/statistics/rx_packets)
+    [ $((rx - rx0)) -ge 10000 ] && break
+    sleep 0.1
+  done
+  chrt --idle -p 0 "$tid"
+  sleep 1
+  chrt --other -p 0 "$tid"
+}
+
 rows=()
 run_load() {  # run_load NAME PCAP LOOP
   local name=$1 pcap=$2 loop=$3
@@ -273,6 +296,7 @@ run_load() {  # run_load NAME PCAP LOOP
       --live-psn "$psn" --live-sq-psn "$sq_psn" > /dev/null
     start_generator "$work/$pcap-live.pcap" "$loop"
     t_gen=$SECONDS
+    case $name in ringfull | nombuf) starve_control "$name" ;; esac
   fi
   if [ "$name" = pressure ]; then
     ip netns exec "$ns" "$perf" --connect 198.18.20.1:7000 --config "$work/client-r.yaml" send lat -s 64 -n 2 --recv-delay-ms $((secs * 1000)) \

@@ -30,7 +30,9 @@ void prepare(CLI::App& app) {
 
 void add_endpoint_options(CLI::App& app, EndpointOptions* e, bool faults) {
   const std::string g = "Endpoint";
-  app.add_option("--config", e->config_file, "YAML configuration (its first port)")->group(g);
+  app.add_option("--config", e->config_file,
+                 "YAML configuration (its first port; polls on eal.main_lcore unless --lcore-mode)")
+      ->group(g);
   app.add_option("--port-devargs", e->devargs, "the port: a vdev, e.g. net_memif0,role=server,...")
       ->group(g);
   app.add_option("--ip", e->ip_cidr, "the port's address A.B.C.D/NN")->group(g);
