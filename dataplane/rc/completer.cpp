@@ -57,9 +57,20 @@ bool refresh_rto(QueuePair& qp) {
   return true;
 }
 
-// arm_retransmit_timer_st, inline here: every response that makes progress re-arms. The timer
-// runs at least the path's RTO (RcContext), unless the QP's own is already the full local ACK
-// timeout (a ceiling: it consumes a retry).
+// What the timer waits: the QP's own RTO, raised to the path's (RcContext) unless the own RTO is
+// already the full local ACK timeout (a ceiling: it consumes a retry). The path's never lifts it
+// past that timeout, which the QP's peer agreed to; a wait it raised to that timeout is a full
+// one (*full_out).
+uint64_t armed_rto(const QueuePair& qp, uint64_t own, bool own_full, uint64_t path_rto_ns,
+                   bool* full_out) {
+  *full_out = own_full;
+  if (own_full || path_rto_ns <= own) return own;
+  const uint64_t full = local_ack_timeout_ns(qp.local_ack_timeout()).value_or(UINT64_MAX);
+  *full_out = path_rto_ns >= full;
+  return path_rto_ns < full ? path_rto_ns : full;
+}
+
+// arm_retransmit_timer_st, inline here: every response that makes progress re-arms.
 inline void restart_timer(QueuePair& qp, const RcContext& ctx, uint64_t now_ns) {
   CompleterState& c = qp.comp;
   if (c.unacked_psn == qp.req.max_psn_sent) {
@@ -68,9 +79,7 @@ inline void restart_timer(QueuePair& qp, const RcContext& ctx, uint64_t now_ns) 
   }
   if (c.rto_ns == 0 && !refresh_rto(qp)) return;
   c.timer_armed = true;
-  c.timer_full = c.rto_full;
-  const uint64_t rto = !c.rto_full && ctx.path_rto_ns > c.rto_ns ? ctx.path_rto_ns : c.rto_ns;
-  c.ack_deadline_ns = now_ns + rto;
+  c.ack_deadline_ns = now_ns + armed_rto(qp, c.rto_ns, c.rto_full, ctx.path_rto_ns, &c.timer_full);
 }
 
 // RFC 6298 smoothing in integer nanoseconds, of one estimate.
@@ -167,9 +176,12 @@ void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_n
 
 }  // namespace
 
-uint64_t current_rto_ns(const QueuePair& qp) {
+uint64_t current_rto_ns(const QueuePair& qp, uint64_t path_rto_ns) {
   const auto full = local_ack_timeout_ns(qp.local_ack_timeout());
-  return full ? rto_under(qp.comp, *full) : UINT64_MAX;
+  if (!full) return UINT64_MAX;
+  const uint64_t own = rto_under(qp.comp, *full);
+  bool at_full = false;
+  return armed_rto(qp, own, own >= *full, path_rto_ns, &at_full);
 }
 
 void arm_retransmit_timer_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {

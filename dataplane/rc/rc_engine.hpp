@@ -99,6 +99,8 @@ class RcEngine {
   /// Frames the codec refused, by wire::DropReason (unless count_wire_drops_in moved them).
   const WireDropCounters& wire_drops() const { return wire_drops_; }
   uint32_t core() const { return config_.core; }
+  /// The RTO of the engine's path, the floor of every QP's retransmission timer (0: no sample).
+  uint64_t path_rto_ns() const { return ctx_.path_rto_ns; }
 
  private:
   RcEngineConfig config_;

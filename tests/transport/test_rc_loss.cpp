@@ -382,9 +382,6 @@ TEST_F(Loss, RetryExhaustionAfterTrafficEndsInIoTimeout) {
       3u);
 }
 
-}  // namespace
-}  // namespace rocedp::rc::test
-
 namespace rocedp::rc::test {
 namespace {
 
@@ -557,6 +554,9 @@ TEST(RetransmitTimer, AQpWaitsAtLeastThePathsRto) {
   now += 10'000;
   ASSERT_EQ(fast_a.send_cqes().size(), 1u);
   EXPECT_LE(current_rto_ns(*fast_a.qp), kRtoMinNs) << "its own estimate alone";
+  EXPECT_GE(a.eng->path_rto_ns(), 5'000'000u) << "the path's RTO";
+  EXPECT_EQ(current_rto_ns(*fast_a.qp, a.eng->path_rto_ns()), a.eng->path_rto_ns())
+      << "what the timer waits (telemetry's rto_us)";
 
   // The next WRITE is lost. 1 ms later (10 of its own RTOs) nothing has timed out.
   write(fast_a, dst_fast, 3);
@@ -572,6 +572,64 @@ TEST(RetransmitTimer, AQpWaitsAtLeastThePathsRto) {
   EXPECT_EQ(fast_a.qp->stats.timeouts, 1u) << "by the path's RTO";
   ASSERT_EQ(a.tx.size(), 1u) << "the probe";
   EXPECT_EQ(slow_a.qp->stats.timeouts, 0u);
+}
+
+}  // namespace
+}  // namespace rocedp::rc::test
+
+// The path's RTO never lifts a QP's timer past the QP's own local ACK timeout: a QP whose peer
+// agreed to 4.2 ms times out at 4.2 ms (a full timeout: it consumes a retry) although the path's
+// RTO, which another QP's 5 ms round trip set, is about 17 ms.
+TEST(RetransmitTimer, ThePathsRtoStopsAtTheQpsAckTimeout) {
+  Host a{0, 0xC6120001, 1};
+  Host b{0, 0xC6120002, 2};
+  Qp& slow_a = a.qp(64, 64, 4096);
+  Qp& slow_b = b.qp(64, 64, 4096);
+  Qp& short_a = a.qp(64, 64, 4096);
+  Qp& short_b = b.qp(64, 64, 4096);
+  ConnectOptions o;
+  o.timeout = kTimeout14;
+  connect(a, slow_a, b, slow_b, o);
+  o.timeout = 10;  // 4.096 µs × 2^10 = 4.19 ms
+  connect(a, short_a, b, short_b, o);
+  const uint64_t full = *local_ack_timeout_ns(10);
+  Buffer& src = a.buffer(64, kMrAll, 0);
+  Buffer& dst = b.buffer(64, kMrAll, 0);
+  auto write = [&](Qp& q, uint64_t id) {
+    SendWqe w = send_wqe(SendOpcode::kWrite, tag(id), {src.sge(0, 64)});
+    w.remote_address = dst.va();
+    w.remote_token = dst.tokens.remote;
+    ASSERT_EQ(q.sq->post(w), STATUS_SUCCESS);
+  };
+  // The path: one 5 ms round trip on the slow QP.
+  uint64_t now = 1'000'000;
+  write(slow_a, 1);
+  a.eng->poll_st(now);
+  ASSERT_EQ(a.tx.size(), 1u);
+  Wire::deliver(b, a.tx, now + 2'500'000);
+  a.tx.clear();
+  b.eng->poll_st(now + 2'500'000);
+  ASSERT_EQ(b.tx.size(), 1u) << "the ACK";
+  Wire::deliver(a, b.tx, now + 5'000'000);
+  b.tx.clear();
+  now += 5'000'000;
+  a.eng->poll_st(now);
+  ASSERT_EQ(slow_a.send_cqes().size(), 1u);
+  ASSERT_GT(a.eng->path_rto_ns(), full) << "the path's RTO is above the short QP's timeout";
+  EXPECT_EQ(current_rto_ns(*short_a.qp, a.eng->path_rto_ns()), full);
+
+  // A WRITE on the short QP is lost: it times out by its own 4.19 ms, not the path's RTO.
+  const uint8_t retries = short_a.qp->comp.retry_left;
+  write(short_a, 2);
+  a.eng->poll_st(now);
+  ASSERT_EQ(a.tx.size(), 1u);
+  a.tx.clear();
+  a.eng->poll_st(now + full - 1'000);
+  EXPECT_EQ(short_a.qp->stats.timeouts, 0u) << "not before its ACK timeout";
+  a.eng->poll_st(now + full + 1'000);
+  EXPECT_EQ(short_a.qp->stats.timeouts, 1u) << "at its ACK timeout, not the path's RTO";
+  EXPECT_EQ(short_a.qp->comp.retry_left, retries - 1) << "a full timeout consumes a retry";
+  EXPECT_EQ(a.tx.size(), 1u) << "the WRITE again";
 }
 
 }  // namespace
