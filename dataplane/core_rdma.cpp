@@ -33,16 +33,16 @@ uint16_t CoreRdma::index() const {
   return core_.index();
 }
 
-uint64_t CoreRdma::now_ns() const {
-  return static_cast<uint64_t>(static_cast<double>(rte_get_tsc_cycles()) * ns_per_cycle_);
+uint64_t CoreRdma::ns_of(uint64_t tsc) const {
+  return static_cast<uint64_t>(static_cast<double>(tsc) * ns_per_cycle_);
 }
 
-uint32_t CoreRdma::rx_burst_st(std::span<const wire::Bytes> frames) {
-  return engine_->rx_burst_st(frames, now_ns());
+uint32_t CoreRdma::rx_burst_st(std::span<const wire::Bytes> frames, uint64_t tsc) {
+  return engine_->rx_burst_st(frames, ns_of(tsc));
 }
 
-bool CoreRdma::poll_st() {
-  bool busy = engine_->poll_st(now_ns());
+bool CoreRdma::poll_st(uint64_t tsc) {
+  bool busy = engine_->poll_st(ns_of(tsc));
   // Every CQ each loop: fires notifications an ArmCq found already due, frees retired rings.
   for (rc::CompletionQueue* cq : cqs_) busy |= cq->poll_st();
   return busy;

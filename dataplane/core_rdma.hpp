@@ -7,7 +7,8 @@
 // Per-packet path (rx_burst_st, poll_st, the sink): no allocation, no lock, no system call. CQ and
 // QP create/destroy run as control requests on the core; they may allocate (control path).
 //
-// Time: the engine's clock is the TSC scaled to nanoseconds (rte_get_tsc_hz at construction).
+// Time: the engine's clock is the TSC the polling core read when the poll began (one read per
+// poll), scaled to nanoseconds (rte_get_tsc_hz at construction).
 
 #include <cstdint>
 #include <memory>
@@ -34,8 +35,8 @@ class CoreRdma final : public RoceHandler {
            rc::MemoryRegionTable* mrs, uint32_t max_cqs);
   ~CoreRdma() override;
 
-  uint32_t rx_burst_st(std::span<const wire::Bytes> frames) override;
-  bool poll_st() override;
+  uint32_t rx_burst_st(std::span<const wire::Bytes> frames, uint64_t tsc) override;
+  bool poll_st(uint64_t tsc) override;
 
   rc::RcEngine& engine_st() { return *engine_; }
   uint16_t index() const;
@@ -70,7 +71,7 @@ class CoreRdma final : public RoceHandler {
  private:
   static uint8_t* sink_alloc(void* ctx, size_t len, void** handle);
   static void sink_send(void* ctx, void* handle, size_t len);
-  uint64_t now_ns() const;
+  uint64_t ns_of(uint64_t tsc) const;
 
   PollingCore& core_;
   const uint16_t port_id_;

@@ -75,7 +75,8 @@ void PollingCore::run_st() {
   uint64_t last = rte_rdtsc();
   uint32_t idle_streak = 0;
   while (!stop_) {
-    const bool busy = poll_once();
+    // One TSC read per iteration: it ends the last iteration's accounting and times this poll.
+    const bool busy = poll_at_st(last);
     if (idle_sleep_us_ != 0) {
       idle_streak = busy ? 0 : idle_streak + 1;
       // Only an idle core sleeps: the system call never sits on a busy packet path.
@@ -88,8 +89,9 @@ void PollingCore::run_st() {
   }
 }
 
-bool PollingCore::poll_once() {
+bool PollingCore::poll_at_st(uint64_t tsc) {
   assert_lcore();
+  poll_tsc_ = tsc;
   bool work = false;
   rte_mbuf* pkts[kMaxBurst];
   rte_mbuf* local[kMaxBurst];
@@ -132,7 +134,7 @@ bool PollingCore::poll_once() {
   }
 
   // 3b. RDMA objects: engine timers/transmit/completions and CQ upkeep (dataplane/core_rdma).
-  if (roce_ != nullptr && roce_->poll_st()) work = true;
+  if (roce_ != nullptr && roce_->poll_st(tsc)) work = true;
 
   // 4. One TX burst per port for everything the pollers above produced.
   if (flush_tx_st()) work = true;
@@ -273,7 +275,8 @@ void PollingCore::handle_local_st(rte_mbuf** pkts, uint16_t n) {
   if (n_roce == 0) return;
   // The engine checks every frame (lengths, opcode, pad, ICRC) before any QP sees it, counts
   // each one (accepted or by reason) and keeps none of them.
-  stats_.roce_to_engine += roce_->rx_burst_st(std::span<const wire::Bytes>(frames, n_roce));
+  stats_.roce_to_engine +=
+      roce_->rx_burst_st(std::span<const wire::Bytes>(frames, n_roce), poll_tsc_);
   rte_pktmbuf_free_bulk(roce, n_roce);
 }
 

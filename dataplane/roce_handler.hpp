@@ -21,11 +21,12 @@ class RoceHandler {
   /// The RoCEv2 frames of one RX burst whose destination QPNs this core owns, unparsed. Their
   /// bytes are only valid during the call (the core frees the mbufs afterwards). Each frame
   /// lands in exactly one counter: accepted, a wire drop reason (the core's drop table) or an
-  /// engine drop reason. Returns the frames accepted.
-  virtual uint32_t rx_burst_st(std::span<const wire::Bytes> frames) = 0;
-  /// Once per poll loop, after RX and control requests and before the TX flush. True if it did
-  /// any work (busy/idle accounting, CONVENTIONS.md item 1).
-  virtual bool poll_st() = 0;
+  /// engine drop reason. Returns the frames accepted. `tsc`: the TSC the core read when this
+  /// poll began (one read per poll, for every call of it).
+  virtual uint32_t rx_burst_st(std::span<const wire::Bytes> frames, uint64_t tsc) = 0;
+  /// Once per poll loop, after RX and control requests and before the TX flush, with the same
+  /// `tsc`. True if it did any work (busy/idle accounting, CONVENTIONS.md item 1).
+  virtual bool poll_st(uint64_t tsc) = 0;
 };
 
 }  // namespace rocedp::dataplane
