@@ -382,6 +382,9 @@ TEST_F(Loss, RetryExhaustionAfterTrafficEndsInIoTimeout) {
       3u);
 }
 
+}  // namespace
+}  // namespace rocedp::rc::test
+
 namespace rocedp::rc::test {
 namespace {
 
@@ -510,32 +513,25 @@ TEST(RetransmitTimer, ReadResponsesRestartItAndItExpiresOneRtoAfterTheLast) {
   EXPECT_EQ(std::memcmp(src.ptr(), dst.ptr(), kLen), 0);
 }
 
-// Many QPs share one path: a QP's retransmission timer never runs shorter than the RTO of the
-// engine's path, which every QP's samples feed. A QP whose own sample says 10 µs, while another
-// QP's says the path takes 5 ms, does not time out 100 µs after a send (at 100,000 QPs 9 % of
-// the packets were resent by such timeouts); it still times out once the path's RTO has passed.
-TEST(RetransmitTimer, AQpWaitsAtLeastThePathsRto) {
-  Host a{0, 0xC6120001, 1};
-  Host b{0, 0xC6120002, 2};
-  Qp& slow_a = a.qp(64, 64, 4096);
-  Qp& slow_b = b.qp(64, 64, 4096);
-  Qp& fast_a = a.qp(64, 64, 4096);
-  Qp& fast_b = b.qp(64, 64, 4096);
-  ConnectOptions o;
-  o.timeout = kTimeout14;
-  connect(a, slow_a, b, slow_b, o);
-  connect(a, fast_a, b, fast_b, o);
-  Buffer& src = a.buffer(64, kMrAll, 0);
-  Buffer& dst_slow = b.buffer(64, kMrAll, 0);
-  Buffer& dst_fast = b.buffer(64, kMrAll, 0);
-  auto write = [&](Qp& q, Buffer& dst, uint64_t id) {
+// Two QP pairs between two engines, one path: the "slow" pair sets the path's RTT, the other
+// (`own`) is timed against it.
+class PathRto : public ::testing::Test {
+ protected:
+  void connect_pairs(uint8_t own_timeout) {
+    ConnectOptions o;
+    o.timeout = kTimeout14;
+    connect(a, slow_a, b, slow_b, o);
+    o.timeout = own_timeout;
+    connect(a, own_a, b, own_b, o);
+  }
+  void write(Qp& q, Buffer& dst, uint64_t id) {
     SendWqe w = send_wqe(SendOpcode::kWrite, tag(id), {src.sge(0, 64)});
     w.remote_address = dst.va();
     w.remote_token = dst.tokens.remote;
     ASSERT_EQ(q.sq->post(w), STATUS_SUCCESS);
-  };
+  }
   // One round trip of `rtt` ns for a WRITE on `q`, sent at `at`.
-  auto round_trip = [&](Qp& q, Buffer& dst, uint64_t id, uint64_t at, uint64_t rtt) {
+  void round_trip(Qp& q, Buffer& dst, uint64_t id, uint64_t at, uint64_t rtt) {
     write(q, dst, id);
     a.eng->poll_st(at);
     ASSERT_EQ(a.tx.size(), 1u);
@@ -546,89 +542,77 @@ TEST(RetransmitTimer, AQpWaitsAtLeastThePathsRto) {
     Wire::deliver(a, b.tx, at + rtt);
     b.tx.clear();
     a.eng->poll_st(at + rtt);
-  };
-  uint64_t now = 1'000'000;
-  round_trip(slow_a, dst_slow, 1, now, 5'000'000);  // the path: 5 ms
-  now += 5'000'000;
-  round_trip(fast_a, dst_fast, 2, now, 10'000);  // this QP's own sample: 10 µs
-  now += 10'000;
-  ASSERT_EQ(fast_a.send_cqes().size(), 1u);
-  EXPECT_LE(current_rto_ns(*fast_a.qp), kRtoMinNs) << "its own estimate alone";
-  EXPECT_GE(a.eng->path_rto_ns(), 5'000'000u) << "the path's RTO";
-  EXPECT_EQ(current_rto_ns(*fast_a.qp, a.eng->path_rto_ns()), a.eng->path_rto_ns())
-      << "what the timer waits (telemetry's rto_us)";
+  }
+  // A WRITE on the own QP that is lost: sent at `at`, never delivered.
+  void lose_write(uint64_t id, uint64_t at) {
+    write(own_a, dst_own, id);
+    a.eng->poll_st(at);
+    ASSERT_EQ(a.tx.size(), 1u);
+    a.tx.clear();
+  }
 
-  // The next WRITE is lost. 1 ms later (10 of its own RTOs) nothing has timed out.
-  write(fast_a, dst_fast, 3);
-  a.eng->poll_st(now);
-  ASSERT_EQ(a.tx.size(), 1u);
-  a.tx.clear();
-  a.eng->poll_st(now + 1'000'000);
-  EXPECT_EQ(fast_a.qp->stats.timeouts, 0u) << "not within the path's round trip";
-  EXPECT_TRUE(a.tx.empty());
-  // The path's RTO (srtt + 4 x rttvar of both samples, about 17 ms) is below the local ACK
-  // timeout (67 ms): by 30 ms the QP has timed out and probes.
-  a.eng->poll_st(now + 30'000'000);
-  EXPECT_EQ(fast_a.qp->stats.timeouts, 1u) << "by the path's RTO";
-  ASSERT_EQ(a.tx.size(), 1u) << "the probe";
-  EXPECT_EQ(slow_a.qp->stats.timeouts, 0u);
-}
-
-}  // namespace
-}  // namespace rocedp::rc::test
-
-// The path's RTO never lifts a QP's timer past the QP's own local ACK timeout: a QP whose peer
-// agreed to 4.2 ms times out at 4.2 ms (a full timeout: it consumes a retry) although the path's
-// RTO, which another QP's 5 ms round trip set, is about 17 ms.
-TEST(RetransmitTimer, ThePathsRtoStopsAtTheQpsAckTimeout) {
   Host a{0, 0xC6120001, 1};
   Host b{0, 0xC6120002, 2};
   Qp& slow_a = a.qp(64, 64, 4096);
   Qp& slow_b = b.qp(64, 64, 4096);
-  Qp& short_a = a.qp(64, 64, 4096);
-  Qp& short_b = b.qp(64, 64, 4096);
-  ConnectOptions o;
-  o.timeout = kTimeout14;
-  connect(a, slow_a, b, slow_b, o);
-  o.timeout = 10;  // 4.096 µs × 2^10 = 4.19 ms
-  connect(a, short_a, b, short_b, o);
-  const uint64_t full = *local_ack_timeout_ns(10);
+  Qp& own_a = a.qp(64, 64, 4096);
+  Qp& own_b = b.qp(64, 64, 4096);
   Buffer& src = a.buffer(64, kMrAll, 0);
-  Buffer& dst = b.buffer(64, kMrAll, 0);
-  auto write = [&](Qp& q, uint64_t id) {
-    SendWqe w = send_wqe(SendOpcode::kWrite, tag(id), {src.sge(0, 64)});
-    w.remote_address = dst.va();
-    w.remote_token = dst.tokens.remote;
-    ASSERT_EQ(q.sq->post(w), STATUS_SUCCESS);
-  };
-  // The path: one 5 ms round trip on the slow QP.
-  uint64_t now = 1'000'000;
-  write(slow_a, 1);
-  a.eng->poll_st(now);
-  ASSERT_EQ(a.tx.size(), 1u);
-  Wire::deliver(b, a.tx, now + 2'500'000);
-  a.tx.clear();
-  b.eng->poll_st(now + 2'500'000);
-  ASSERT_EQ(b.tx.size(), 1u) << "the ACK";
-  Wire::deliver(a, b.tx, now + 5'000'000);
-  b.tx.clear();
-  now += 5'000'000;
-  a.eng->poll_st(now);
-  ASSERT_EQ(slow_a.send_cqes().size(), 1u);
-  ASSERT_GT(a.eng->path_rto_ns(), full) << "the path's RTO is above the short QP's timeout";
-  EXPECT_EQ(current_rto_ns(*short_a.qp, a.eng->path_rto_ns()), full);
+  Buffer& dst_slow = b.buffer(64, kMrAll, 0);
+  Buffer& dst_own = b.buffer(64, kMrAll, 0);
+};
 
-  // A WRITE on the short QP is lost: it times out by its own 4.19 ms, not the path's RTO.
-  const uint8_t retries = short_a.qp->comp.retry_left;
-  write(short_a, 2);
-  a.eng->poll_st(now);
-  ASSERT_EQ(a.tx.size(), 1u);
-  a.tx.clear();
+// Many QPs share one path: a QP's retransmission timer never runs shorter than the RTO of the
+// engine's path, which every QP's samples feed. A QP whose own sample says 10 µs, while another
+// QP's says the path takes 5 ms, does not time out 100 µs after a send (at 100,000 QPs 9 % of
+// the packets were resent by such timeouts); it still times out once the path's RTO has passed.
+TEST_F(PathRto, AQpWaitsAtLeastThePathsRto) {
+  connect_pairs(kTimeout14);
+  uint64_t now = 1'000'000;
+  round_trip(slow_a, dst_slow, 1, now, 5'000'000);  // the path: 5 ms
+  now += 5'000'000;
+  round_trip(own_a, dst_own, 2, now, 10'000);  // this QP's own sample: 10 µs
+  now += 10'000;
+  ASSERT_EQ(own_a.send_cqes().size(), 1u);
+  EXPECT_LE(current_rto_ns(*own_a.qp), kRtoMinNs) << "its own estimate alone";
+  EXPECT_GE(a.eng->path_rto_ns(), 5'000'000u) << "the path's RTO";
+  EXPECT_EQ(current_rto_ns(*own_a.qp, a.eng->path_rto_ns()), a.eng->path_rto_ns())
+      << "what the timer waits (telemetry's rto_us)";
+
+  // The next WRITE is lost. 1 ms later (10 of its own RTOs) nothing has timed out.
+  lose_write(3, now);
+  a.eng->poll_st(now + 1'000'000);
+  EXPECT_EQ(own_a.qp->stats.timeouts, 0u) << "not within the path's round trip";
+  EXPECT_TRUE(a.tx.empty());
+  // The path's RTO (srtt + 4 x rttvar of both samples, about 17 ms) is below the local ACK
+  // timeout (67 ms): by 30 ms the QP has timed out and probes.
+  a.eng->poll_st(now + 30'000'000);
+  EXPECT_EQ(own_a.qp->stats.timeouts, 1u) << "by the path's RTO";
+  ASSERT_EQ(a.tx.size(), 1u) << "the probe";
+  EXPECT_EQ(slow_a.qp->stats.timeouts, 0u);
+}
+
+// The path's RTO never lifts a QP's timer past the QP's own local ACK timeout: a QP whose peer
+// agreed to 4.2 ms times out at 4.2 ms (a full timeout: it consumes a retry) although the path's
+// RTO, which the other pair's 5 ms round trip set, is about 17 ms.
+TEST_F(PathRto, ThePathsRtoStopsAtTheQpsAckTimeout) {
+  connect_pairs(10);  // 4.096 µs × 2^10 = 4.19 ms
+  const uint64_t full = *local_ack_timeout_ns(10);
+  uint64_t now = 1'000'000;
+  round_trip(slow_a, dst_slow, 1, now, 5'000'000);
+  now += 5'000'000;
+  ASSERT_EQ(slow_a.send_cqes().size(), 1u);
+  ASSERT_GT(a.eng->path_rto_ns(), full) << "the path's RTO is above the QP's timeout";
+  EXPECT_EQ(current_rto_ns(*own_a.qp, a.eng->path_rto_ns()), full);
+
+  // A WRITE on the QP is lost: it times out by its own 4.19 ms, not by the path's RTO.
+  const uint8_t retries = own_a.qp->comp.retry_left;
+  lose_write(2, now);
   a.eng->poll_st(now + full - 1'000);
-  EXPECT_EQ(short_a.qp->stats.timeouts, 0u) << "not before its ACK timeout";
+  EXPECT_EQ(own_a.qp->stats.timeouts, 0u) << "not before its ACK timeout";
   a.eng->poll_st(now + full + 1'000);
-  EXPECT_EQ(short_a.qp->stats.timeouts, 1u) << "at its ACK timeout, not the path's RTO";
-  EXPECT_EQ(short_a.qp->comp.retry_left, retries - 1) << "a full timeout consumes a retry";
+  EXPECT_EQ(own_a.qp->stats.timeouts, 1u) << "at its ACK timeout, not the path's RTO";
+  EXPECT_EQ(own_a.qp->comp.retry_left, retries - 1) << "a full timeout consumes a retry";
   EXPECT_EQ(a.tx.size(), 1u) << "the WRITE again";
 }
 
