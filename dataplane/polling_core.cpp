@@ -91,7 +91,6 @@ void PollingCore::run_st() {
 
 bool PollingCore::poll_at_st(uint64_t tsc) {
   assert_lcore();
-  poll_tsc_ = tsc;
   bool work = false;
   rte_mbuf* pkts[kMaxBurst];
   rte_mbuf* local[kMaxBurst];
@@ -115,7 +114,7 @@ bool PollingCore::poll_at_st(uint64_t tsc) {
     stats_.rx_bytes += bytes;
     const uint16_t n_local =
         dispatch_.dispatch(index_, pkts, n, &PollingCore::classify, this, local);
-    handle_local_st(local, n_local);
+    handle_local_st(local, n_local, tsc);
   }
 
   // 2. Frames other cores handed to us (already classified by them).
@@ -123,7 +122,7 @@ bool PollingCore::poll_at_st(uint64_t tsc) {
   if (n_in > 0) {
     work = true;
     stats_.handoff_in += n_in;
-    handle_local_st(pkts, n_in);
+    handle_local_st(pkts, n_in, tsc);
   }
 
   // 3. Control requests, bounded so control traffic never starves the pollers.
@@ -236,7 +235,7 @@ uint16_t PollingCore::classify_st(rte_mbuf* m) {
   return pmd::RxDispatch::kDrop;
 }
 
-void PollingCore::handle_local_st(rte_mbuf** pkts, uint16_t n) {
+void PollingCore::handle_local_st(rte_mbuf** pkts, uint16_t n, uint64_t tsc) {
   // RoCEv2 frames are collected and handed to the RDMA objects as one burst after the loop.
   rte_mbuf* roce[kMaxBurst];
   wire::Bytes frames[kMaxBurst];
@@ -275,8 +274,7 @@ void PollingCore::handle_local_st(rte_mbuf** pkts, uint16_t n) {
   if (n_roce == 0) return;
   // The engine checks every frame (lengths, opcode, pad, ICRC) before any QP sees it, counts
   // each one (accepted or by reason) and keeps none of them.
-  stats_.roce_to_engine +=
-      roce_->rx_burst_st(std::span<const wire::Bytes>(frames, n_roce), poll_tsc_);
+  stats_.roce_to_engine += roce_->rx_burst_st(std::span<const wire::Bytes>(frames, n_roce), tsc);
   rte_pktmbuf_free_bulk(roce, n_roce);
 }
 

@@ -179,7 +179,7 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
 
   static uint16_t classify(void* ctx, rte_mbuf* m);
   uint16_t classify_st(rte_mbuf* m);
-  void handle_local_st(rte_mbuf** pkts, uint16_t n);
+  void handle_local_st(rte_mbuf** pkts, uint16_t n, uint64_t tsc);
   void drop_roce_st(rte_mbuf* m);
   void note_peer_st(const ArpPeer& peer);
   bool flush_tx_st();
@@ -193,7 +193,6 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   const uint16_t burst_;
   bool stop_ = false;
   uint32_t idle_sleep_us_ = 0;
-  uint64_t poll_tsc_ = 0;  // the running poll's TSC (poll_at_st), for the RoceHandler
   unsigned n_attached_ = 0;
   pmd::RxDispatch& dispatch_;
   CoreChannel& channel_;

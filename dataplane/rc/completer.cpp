@@ -47,27 +47,20 @@ uint64_t rto_under(const CompleterState& c, uint64_t full) {
   return rto < full ? rto : full;
 }
 
-// Computes comp.rto_ns (and rto_full) again; false under an infinite local ACK timeout.
+// Computes comp.rto_ns again; false under an infinite local ACK timeout.
 bool refresh_rto(QueuePair& qp) {
   const auto full = local_ack_timeout_ns(qp.local_ack_timeout());
   if (!full) return false;
   const uint64_t rto = rto_under(qp.comp, *full);
   qp.comp.rto_ns = rto;  // never 0: at least min(kRtoMinNs, the shortest local ACK timeout)
-  qp.comp.rto_full = rto >= *full;
   return true;
 }
 
-// What the timer waits: the QP's own RTO, raised to the path's (RcContext) unless the own RTO is
-// already the full local ACK timeout (a ceiling: it consumes a retry). The path's never lifts it
-// past that timeout, which the QP's peer agreed to; a wait it raised to that timeout is a full
-// one (*full_out).
-uint64_t armed_rto(const QueuePair& qp, uint64_t own, bool own_full, uint64_t path_rto_ns,
-                   bool* full_out) {
-  *full_out = own_full;
-  if (own_full || path_rto_ns <= own) return own;
-  const uint64_t full = local_ack_timeout_ns(qp.local_ack_timeout()).value_or(UINT64_MAX);
-  *full_out = path_rto_ns >= full;
-  return path_rto_ns < full ? path_rto_ns : full;
+// What the timer waits: the QP's own RTO (at most `full`, the local ACK timeout), raised to the
+// path's (RcContext), but never past `full`, which the QP's peer agreed to. A wait of `full` is a
+// full timeout: it consumes a retry.
+uint64_t timer_wait(uint64_t own, uint64_t full, uint64_t path_rto_ns) {
+  return std::min(std::max(own, path_rto_ns), full);
 }
 
 // arm_retransmit_timer_st, inline here: every response that makes progress re-arms.
@@ -78,8 +71,11 @@ inline void restart_timer(QueuePair& qp, const RcContext& ctx, uint64_t now_ns) 
     return;
   }
   if (c.rto_ns == 0 && !refresh_rto(qp)) return;
+  const uint64_t full = local_ack_timeout_ns(qp.local_ack_timeout()).value_or(UINT64_MAX);
+  const uint64_t wait = timer_wait(c.rto_ns, full, ctx.path_rto_ns);
   c.timer_armed = true;
-  c.ack_deadline_ns = now_ns + armed_rto(qp, c.rto_ns, c.rto_full, ctx.path_rto_ns, &c.timer_full);
+  c.timer_full = wait >= full;
+  c.ack_deadline_ns = now_ns + wait;
 }
 
 // RFC 6298 smoothing in integer nanoseconds, of one estimate.
@@ -179,9 +175,7 @@ void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_n
 uint64_t current_rto_ns(const QueuePair& qp, uint64_t path_rto_ns) {
   const auto full = local_ack_timeout_ns(qp.local_ack_timeout());
   if (!full) return UINT64_MAX;
-  const uint64_t own = rto_under(qp.comp, *full);
-  bool at_full = false;
-  return armed_rto(qp, own, own >= *full, path_rto_ns, &at_full);
+  return timer_wait(rto_under(qp.comp, *full), *full, path_rto_ns);
 }
 
 void arm_retransmit_timer_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {

@@ -360,7 +360,6 @@ struct CompleterState {
   bool probing = false;  ///< a timeout resent only the oldest PSN; its answer decides the rest
   uint8_t backoff = 0;
   bool retried_here = false;  ///< a go-back-N to unacked_psn already ran with no progress since
-  bool rto_full = false;      ///< rto_ns is the full local ACK timeout
   bool timer_full = false;    ///< the armed timer is the full local ACK timeout (consumes a retry)
   bool timer_armed = false;
   bool rnr_wait = false;  ///< requester paused until rnr_deadline_ns
