@@ -267,8 +267,10 @@ struct World {
     a.add_qps(n, sq_depth, rq_depth);
     b.add_qps(n, sq_depth, rq_depth);
     for (uint32_t i = 0; i < n; ++i) {
-      if (a.qps[i]->connect(connect_params(a, b, i)) != STATUS_SUCCESS) std::abort();
-      if (b.qps[i]->connect(connect_params(b, a, i)) != STATUS_SUCCESS) std::abort();
+      if (a.eng->connect_qp(a.qps[i]->qpn(), connect_params(a, b, i)) != STATUS_SUCCESS)
+        std::abort();
+      if (b.eng->connect_qp(b.qps[i]->qpn(), connect_params(b, a, i)) != STATUS_SUCCESS)
+        std::abort();
     }
   }
 
@@ -482,7 +484,7 @@ void BM_QpMemory(benchmark::State& state) {
       c.remote_qpn = b.qps[0]->qpn();
       c.local_ip = a.ip;
       c.remote_ip = b.ip;
-      if (qp == nullptr || qp->connect(c) != STATUS_SUCCESS) std::abort();
+      if (qp == nullptr || a.eng->connect_qp(qp->qpn(), c) != STATUS_SUCCESS) std::abort();
     }
     const size_t m3 = mallinfo2().uordblks;
     const uint64_t b3 = g_alloc_bytes;

@@ -127,12 +127,7 @@ void CoreRdma::on_create_qp(const QpCreate& req, CoreResult& result, void*) {
 }
 
 void CoreRdma::on_connect_qp(const QpConnect& req, CoreResult& result, void*) {
-  rc::QueuePair* qp = req.rdma->engine_->find_qp(req.qpn);
-  if (qp == nullptr) {
-    result.status = STATUS_INVALID_PARAMETER;
-    return;
-  }
-  result.status = qp->connect(*req.params);
+  result.status = req.rdma->engine_->connect_qp(req.qpn, *req.params);
 }
 
 void CoreRdma::on_flush_qp(const QpTarget& req, CoreResult& result, void*) {

@@ -56,15 +56,23 @@ bool refresh_rto(QueuePair& qp) {
   return true;
 }
 
-// What the timer waits: the QP's own RTO (at most `full`, the local ACK timeout), raised to the
-// path's (RcContext), but never past `full`, which the QP's peer agreed to. A wait of `full` is a
-// full timeout: it consumes a retry.
+// What the timer waits: the QP's own RTO (at most `full`, the local ACK timeout), raised to its
+// path's (RcContext::paths), but never past `full`, which the QP's peer agreed to. A wait of
+// `full` is a full timeout: it consumes a retry.
 uint64_t timer_wait(uint64_t own, uint64_t full, uint64_t path_rto_ns) {
   return std::min(std::max(own, path_rto_ns), full);
 }
 
+// The estimate of the QP's peer; a QP looks its slot up once per connection (CompleterState is
+// reset at RTS).
+PathEstimate& path_of(QueuePair& qp, RcContext& ctx) {
+  if (qp.comp.path == PathTable::kUnassigned) [[unlikely]]
+    qp.comp.path = ctx.paths->slot_for(qp.remote_ip());
+  return ctx.paths->at(qp.comp.path);
+}
+
 // arm_retransmit_timer_st, inline here: every response that makes progress re-arms.
-inline void restart_timer(QueuePair& qp, const RcContext& ctx, uint64_t now_ns) {
+inline void restart_timer(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
   CompleterState& c = qp.comp;
   if (c.unacked_psn == qp.req.max_psn_sent) {
     c.timer_armed = false;
@@ -72,7 +80,7 @@ inline void restart_timer(QueuePair& qp, const RcContext& ctx, uint64_t now_ns) 
   }
   if (c.rto_ns == 0 && !refresh_rto(qp)) return;
   const uint64_t full = local_ack_timeout_ns(qp.local_ack_timeout()).value_or(UINT64_MAX);
-  const uint64_t wait = timer_wait(c.rto_ns, full, ctx.path_rto_ns);
+  const uint64_t wait = timer_wait(c.rto_ns, full, path_of(qp, ctx).rto_ns);
   c.timer_armed = true;
   c.timer_full = wait >= full;
   c.ack_deadline_ns = now_ns + wait;
@@ -92,12 +100,12 @@ void smooth(uint32_t& srtt, uint32_t& rttvar, uint64_t sample_ns) {
   if (srtt == 0) srtt = 1;
 }
 
-// A QP's sample feeds its own estimate and the path's (the path's RTO: RFC 6298's, no backoff).
-void rtt_sample(CompleterState& c, RcContext& ctx, uint64_t sample_ns) {
-  smooth(c.srtt_ns, c.rttvar_ns, sample_ns);
-  smooth(ctx.path_srtt_ns, ctx.path_rttvar_ns, sample_ns);
-  ctx.path_rto_ns =
-      std::max<uint64_t>(kRtoMinNs, uint64_t{ctx.path_srtt_ns} + uint64_t{4} * ctx.path_rttvar_ns);
+// A QP's sample feeds its own estimate and its path's (the path's RTO: RFC 6298's, no backoff).
+void rtt_sample(QueuePair& qp, RcContext& ctx, uint64_t sample_ns) {
+  smooth(qp.comp.srtt_ns, qp.comp.rttvar_ns, sample_ns);
+  PathEstimate& p = path_of(qp, ctx);
+  smooth(p.srtt_ns, p.rttvar_ns, sample_ns);
+  p.rto_ns = std::max<uint64_t>(kRtoMinNs, uint64_t{p.srtt_ns} + uint64_t{4} * p.rttvar_ns);
 }
 
 // Additive increase: one PSN per window of PSNs acknowledged.
@@ -140,7 +148,7 @@ void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_n
     // proved too short for a queue that grew is not reused at once).
     qp.comp.rtt_timing = false;
     qp.comp.backoff = 0;
-    rtt_sample(qp.comp, ctx, now_ns - qp.comp.rtt_start_ns);
+    rtt_sample(qp, ctx, now_ns - qp.comp.rtt_start_ns);
     qp.comp.rto_ns = 0;
   }
   if (qp.comp.probing) [[unlikely]] {

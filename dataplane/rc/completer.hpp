@@ -44,8 +44,8 @@ inline constexpr uint64_t kRtoInitialNs = 1'000'000;
 /// Arms (or re-arms) the retransmission timer at now + the current RTO, or disarms it when
 /// nothing is outstanding or the local ACK timeout is 0 (infinite).
 void arm_retransmit_timer_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns);
-/// The RTO the next arming would use (telemetry, tests), given its engine's path RTO
-/// (RcEngine::path_rto_ns; 0: the QP's own estimate alone).
+/// The RTO the next arming would use (telemetry, tests), given the RTO of the path to the QP's
+/// peer (RcEngine::path_rto_ns; 0: the QP's own estimate alone).
 uint64_t current_rto_ns(const QueuePair& qp, uint64_t path_rto_ns = 0);
 
 /// A response packet (ACK, ATOMIC_ACK, READ_RESPONSE_*) addressed to `qp`.

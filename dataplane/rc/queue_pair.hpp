@@ -48,6 +48,7 @@
 
 #include "dataplane/rc/completion_queue.hpp"
 #include "dataplane/rc/memory_region.hpp"
+#include "dataplane/rc/path_table.hpp"
 #include "dataplane/rc/work_queue.hpp"
 #include "dataplane/wire/eth.hpp"
 #include "dataplane/wire/opcode.hpp"
@@ -180,13 +181,9 @@ struct RcContext {
   // The receive CQ whose completions are staged and not yet published: the receive
   // completions of one RX burst go out together (publish_staged_recv_st).
   CompletionQueue* staged_recv_cq = nullptr;
-  // The round trip of the engine's path (its QPs share the port, the wire and the peer's
-  // queues): RFC 6298 smoothing over every QP's samples, and the RTO it gives. A QP's
-  // retransmission timer never runs shorter (completer.cpp): at many QPs each QP times a few
-  // packets, so its own estimate lags the queue that all of them build, and it timed out early.
-  uint32_t path_srtt_ns = 0;  ///< 0: no sample yet
-  uint32_t path_rttvar_ns = 0;
-  uint64_t path_rto_ns = 0;  ///< 0: no floor
+  // The round trip of each peer's path (the QPs to it share the port, the wire and the peer's
+  // queues): a QP's retransmission timer never runs shorter than its path's RTO (completer.cpp).
+  PathTable* paths = nullptr;
 };
 
 /// Publishes the staged receive completions (one release store, one fence, one look at the arm).
@@ -362,7 +359,8 @@ struct CompleterState {
   bool retried_here = false;  ///< a go-back-N to unacked_psn already ran with no progress since
   bool timer_full = false;    ///< the armed timer is the full local ACK timeout (consumes a retry)
   bool timer_armed = false;
-  bool rnr_wait = false;  ///< requester paused until rnr_deadline_ns
+  bool rnr_wait = false;                   ///< requester paused until rnr_deadline_ns
+  uint16_t path = PathTable::kUnassigned;  ///< the RcContext::paths slot of the QP's peer
   uint64_t ack_deadline_ns = 0;
   uint64_t rnr_deadline_ns = 0;
 };

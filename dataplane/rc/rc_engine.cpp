@@ -31,6 +31,7 @@ RcEngine::RcEngine(const RcEngineConfig& config, MemoryRegionTable* mrs, const F
   ctx_.mrs = mrs;
   ctx_.counters = &counters_;
   ctx_.ip_id = &ip_id_;
+  ctx_.paths = &paths_;
   qps_.resize(config_.max_qps + kFirstLocalQpn);
   // Lowest free number first, as before: a min-heap of free numbers.
   free_.reserve(config_.max_qps);
@@ -78,6 +79,16 @@ NTSTATUS RcEngine::destroy_qp(uint32_t qpn) {
   free_.push_back(local);
   std::push_heap(free_.begin(), free_.end(), std::greater<>{});
   return STATUS_SUCCESS;
+}
+
+// The path's slot is looked up here, on the control path, not by the QP's first timer (the
+// completer's fallback for a QP connected directly).
+NTSTATUS RcEngine::connect_qp(uint32_t qpn, const QpConnectParams& params) {
+  QueuePair* qp = find_qp(qpn);
+  if (qp == nullptr) return STATUS_INVALID_PARAMETER;
+  const NTSTATUS s = qp->connect(params);
+  if (s == STATUS_SUCCESS) qp->comp.path = paths_.slot_for(qp->remote_ip());
+  return s;
 }
 
 NTSTATUS RcEngine::flush_qp(uint32_t qpn) {

@@ -73,6 +73,9 @@ class RcEngine {
     const uint32_t local = dataplane::qpn_local(qpn);
     return local < qps_.size() ? qps_[local].get() : nullptr;
   }
+  /// Moves the QP to RTS (QueuePair::connect) and gives it the round trip estimate of its peer's
+  /// path. STATUS_INVALID_PARAMETER if unknown, else QueuePair::connect's status.
+  NTSTATUS connect_qp(uint32_t qpn, const QpConnectParams& params);
   /// NdkFlush: the QP moves to ERROR and every pending request completes with STATUS_CANCELLED
   /// on the next poll_st.
   NTSTATUS flush_qp(uint32_t qpn);
@@ -99,13 +102,21 @@ class RcEngine {
   /// Frames the codec refused, by wire::DropReason (unless count_wire_drops_in moved them).
   const WireDropCounters& wire_drops() const { return wire_drops_; }
   uint32_t core() const { return config_.core; }
-  /// The RTO of the engine's path, the floor of every QP's retransmission timer (0: no sample).
-  uint64_t path_rto_ns() const { return ctx_.path_rto_ns; }
+  /// The RTO of the path to `qp`'s peer, the floor of the QP's retransmission timer (0: no
+  /// sample yet).
+  uint64_t path_rto_ns(const QueuePair& qp) const {
+    return paths_
+        .at(qp.comp.path != PathTable::kUnassigned ? qp.comp.path : paths_.find(qp.remote_ip()))
+        .rto_ns;
+  }
+  /// The round trip estimates by peer.
+  const PathTable& paths() const { return paths_; }
 
  private:
   RcEngineConfig config_;
   RcContext ctx_;
   RcCounters counters_;
+  PathTable paths_;
   WireDropCounters wire_drops_{};
   uint64_t* wire_drop_sink_ = wire_drops_.data();
   uint16_t ip_id_ = 0;

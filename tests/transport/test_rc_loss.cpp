@@ -530,22 +530,26 @@ class PathRto : public ::testing::Test {
     w.remote_token = dst.tokens.remote;
     ASSERT_EQ(q.sq->post(w), STATUS_SUCCESS);
   }
-  // One round trip of `rtt` ns for a WRITE on `q`, sent at `at`.
+  // One round trip of `rtt` ns for a WRITE on `q` to `peer` (b unless named), sent at `at`.
   void round_trip(Qp& q, Buffer& dst, uint64_t id, uint64_t at, uint64_t rtt) {
+    round_trip(b, q, dst, id, at, rtt);
+  }
+  void round_trip(Host& peer, Qp& q, Buffer& dst, uint64_t id, uint64_t at, uint64_t rtt) {
     write(q, dst, id);
     a.eng->poll_st(at);
     ASSERT_EQ(a.tx.size(), 1u);
-    Wire::deliver(b, a.tx, at + rtt / 2);
+    Wire::deliver(peer, a.tx, at + rtt / 2);
     a.tx.clear();
-    b.eng->poll_st(at + rtt / 2);
-    ASSERT_EQ(b.tx.size(), 1u) << "the ACK";
-    Wire::deliver(a, b.tx, at + rtt);
-    b.tx.clear();
+    peer.eng->poll_st(at + rtt / 2);
+    ASSERT_EQ(peer.tx.size(), 1u) << "the ACK";
+    Wire::deliver(a, peer.tx, at + rtt);
+    peer.tx.clear();
     a.eng->poll_st(at + rtt);
   }
-  // A WRITE on the own QP that is lost: sent at `at`, never delivered.
-  void lose_write(uint64_t id, uint64_t at) {
-    write(own_a, dst_own, id);
+  // A WRITE on `q` (the own QP unless named) that is lost: sent at `at`, never delivered.
+  void lose_write(uint64_t id, uint64_t at) { lose_write(own_a, dst_own, id, at); }
+  void lose_write(Qp& q, Buffer& dst, uint64_t id, uint64_t at) {
+    write(q, dst, id);
     a.eng->poll_st(at);
     ASSERT_EQ(a.tx.size(), 1u);
     a.tx.clear();
@@ -560,10 +564,15 @@ class PathRto : public ::testing::Test {
   Buffer& src = a.buffer(64, kMrAll, 0);
   Buffer& dst_slow = b.buffer(64, kMrAll, 0);
   Buffer& dst_own = b.buffer(64, kMrAll, 0);
+  // A second peer, near: its own path.
+  Host c{0, 0xC6120003, 3};
+  Qp& near_a = a.qp(64, 64, 4096);
+  Qp& near_c = c.qp(64, 64, 4096);
+  Buffer& dst_near = c.buffer(64, kMrAll, 0);
 };
 
-// Many QPs share one path: a QP's retransmission timer never runs shorter than the RTO of the
-// engine's path, which every QP's samples feed. A QP whose own sample says 10 µs, while another
+// The QPs to one peer share a path: a QP's retransmission timer never runs shorter than the RTO
+// of that path, which every such QP's samples feed. A QP whose own sample says 10 µs, while another
 // QP's says the path takes 5 ms, does not time out 100 µs after a send (at 100,000 QPs 9 % of
 // the packets were resent by such timeouts); it still times out once the path's RTO has passed.
 TEST_F(PathRto, AQpWaitsAtLeastThePathsRto) {
@@ -575,8 +584,8 @@ TEST_F(PathRto, AQpWaitsAtLeastThePathsRto) {
   now += 10'000;
   ASSERT_EQ(own_a.send_cqes().size(), 1u);
   EXPECT_LE(current_rto_ns(*own_a.qp), kRtoMinNs) << "its own estimate alone";
-  EXPECT_GE(a.eng->path_rto_ns(), 5'000'000u) << "the path's RTO";
-  EXPECT_EQ(current_rto_ns(*own_a.qp, a.eng->path_rto_ns()), a.eng->path_rto_ns())
+  EXPECT_GE(a.eng->path_rto_ns(*own_a.qp), 5'000'000u) << "the path's RTO";
+  EXPECT_EQ(current_rto_ns(*own_a.qp, a.eng->path_rto_ns(*own_a.qp)), a.eng->path_rto_ns(*own_a.qp))
       << "what the timer waits (telemetry's rto_us)";
 
   // The next WRITE is lost. 1 ms later (10 of its own RTOs) nothing has timed out.
@@ -602,8 +611,8 @@ TEST_F(PathRto, ThePathsRtoStopsAtTheQpsAckTimeout) {
   round_trip(slow_a, dst_slow, 1, now, 5'000'000);
   now += 5'000'000;
   ASSERT_EQ(slow_a.send_cqes().size(), 1u);
-  ASSERT_GT(a.eng->path_rto_ns(), full) << "the path's RTO is above the QP's timeout";
-  EXPECT_EQ(current_rto_ns(*own_a.qp, a.eng->path_rto_ns()), full);
+  ASSERT_GT(a.eng->path_rto_ns(*own_a.qp), full) << "the path's RTO is above the QP's timeout";
+  EXPECT_EQ(current_rto_ns(*own_a.qp, a.eng->path_rto_ns(*own_a.qp)), full);
 
   // A WRITE on the QP is lost: it times out by its own 4.19 ms, not by the path's RTO.
   const uint8_t retries = own_a.qp->comp.retry_left;
@@ -614,6 +623,42 @@ TEST_F(PathRto, ThePathsRtoStopsAtTheQpsAckTimeout) {
   EXPECT_EQ(own_a.qp->stats.timeouts, 1u) << "at its ACK timeout, not the path's RTO";
   EXPECT_EQ(own_a.qp->comp.retry_left, retries - 1) << "a full timeout consumes a retry";
   EXPECT_EQ(a.tx.size(), 1u) << "the WRITE again";
+}
+
+// The path is the peer's: a QP to a near peer is not held back by another peer's slow path on
+// the same engine. Its lost WRITE times out by its own path's RTO (100 µs), where one more QP to
+// the slow peer would wait about 17 ms (AQpWaitsAtLeastThePathsRto).
+TEST_F(PathRto, EachPeerHasItsOwnPath) {
+  connect_pairs(kTimeout14);
+  ConnectOptions o;
+  o.timeout = kTimeout14;
+  // Through the engine, as the polling cores connect: the QP has its path's slot at once.
+  const QpConnectParams to_c = params_for(a, near_a, c, near_c, o.a_psn, o.b_psn, o);
+  EXPECT_EQ(a.eng->connect_qp(near_c.qp->qpn() + 1000, to_c), STATUS_INVALID_PARAMETER);
+  ASSERT_EQ(a.eng->connect_qp(near_a.qp->qpn(), to_c), STATUS_SUCCESS);
+  ASSERT_EQ(near_c.qp->connect(params_for(c, near_c, a, near_a, o.b_psn, o.a_psn, o)),
+            STATUS_SUCCESS);
+  EXPECT_EQ(near_a.qp->comp.path, a.eng->paths().find(c.ip));
+  EXPECT_NE(near_a.qp->comp.path, 0u);
+  uint64_t now = 1'000'000;
+  round_trip(slow_a, dst_slow, 1, now, 5'000'000);  // the path to b: 5 ms
+  now += 5'000'000;
+  round_trip(c, near_a, dst_near, 2, now, 10'000);  // the path to c: 10 µs
+  now += 10'000;
+  ASSERT_EQ(near_a.send_cqes().size(), 1u);
+  EXPECT_EQ(a.eng->paths().peers(), 2u);
+  EXPECT_GE(a.eng->path_rto_ns(*slow_a.qp), 5'000'000u) << "b's path";
+  EXPECT_GE(a.eng->path_rto_ns(*own_a.qp), 5'000'000u) << "b's path, before own_a sent anything";
+  EXPECT_EQ(a.eng->path_rto_ns(*near_a.qp), kRtoMinNs) << "c's path: its one 10 µs sample";
+  EXPECT_EQ(current_rto_ns(*near_a.qp, a.eng->path_rto_ns(*near_a.qp)), kRtoMinNs);
+
+  lose_write(near_a, dst_near, 3, now);
+  a.eng->poll_st(now + kRtoMinNs - 1'000);
+  EXPECT_EQ(near_a.qp->stats.timeouts, 0u);
+  a.eng->poll_st(now + 1'000'000);
+  EXPECT_EQ(near_a.qp->stats.timeouts, 1u) << "by c's path, not b's";
+  EXPECT_EQ(a.tx.size(), 1u) << "the probe";
+  EXPECT_EQ(slow_a.qp->stats.timeouts, 0u);
 }
 
 }  // namespace
