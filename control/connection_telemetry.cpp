@@ -109,6 +109,7 @@ void qp_rows_run(const dataplane::QpTableRead& req, dataplane::CoreResult& resul
     r.rnr_waits = st.rnr_waits;
     r.timeout_wait_us = st.timeout_wait_ns / 1000;
     r.srtt_ns = qp->comp.srtt_ns;
+    r.path_srtt_ns = engine.path_of(*qp).srtt_ns;
     if (connected) {
       const uint64_t rto = rc::current_rto_ns(*qp, engine.path_rto_ns(*qp));
       r.rto_us = rto == UINT64_MAX ? 0 : rto / 1000;

@@ -165,6 +165,7 @@ const QpField kQpFields[] = {
     {"timeout_wait_us", [](const QpRow& r) -> uint64_t { return r.timeout_wait_us; }},
     {"srtt_ns", [](const QpRow& r) -> uint64_t { return r.srtt_ns; }},
     {"rto_us", [](const QpRow& r) -> uint64_t { return r.rto_us; }},
+    {"path_srtt_ns", [](const QpRow& r) -> uint64_t { return r.path_srtt_ns; }},
 };
 
 int no_data(rte_tel_data* d) {

@@ -24,6 +24,7 @@ struct QpRow {
            rnr_waits = 0;
   uint64_t timeout_wait_us = 0;      // idle time from the last packet sent to each timeout
   uint64_t srtt_ns = 0, rto_us = 0;  // smoothed RTT; the retransmission timeout now (0: none)
+  uint64_t path_srtt_ns = 0;         // smoothed RTT of every QP of its core to the same peer
 };
 
 }  // namespace rocedp::dataplane

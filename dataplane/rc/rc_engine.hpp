@@ -102,13 +102,14 @@ class RcEngine {
   /// Frames the codec refused, by wire::DropReason (unless count_wire_drops_in moved them).
   const WireDropCounters& wire_drops() const { return wire_drops_; }
   uint32_t core() const { return config_.core; }
+  /// The round trip estimate of the path to `qp`'s peer.
+  const PathEstimate& path_of(const QueuePair& qp) const {
+    return paths_.at(qp.comp.path != PathTable::kUnassigned ? qp.comp.path
+                                                            : paths_.find(qp.remote_ip()));
+  }
   /// The RTO of the path to `qp`'s peer, the floor of the QP's retransmission timer (0: no
   /// sample yet).
-  uint64_t path_rto_ns(const QueuePair& qp) const {
-    return paths_
-        .at(qp.comp.path != PathTable::kUnassigned ? qp.comp.path : paths_.find(qp.remote_ip()))
-        .rto_ns;
-  }
+  uint64_t path_rto_ns(const QueuePair& qp) const { return path_of(qp).rto_ns; }
   /// The round trip estimates by peer.
   const PathTable& paths() const { return paths_; }
 

@@ -94,8 +94,10 @@ echo = conns["qpn"][conns["service"].index("echo")]
 ok = ok and qps["rq_in_use"][qps["qpn"].index(echo)] == 16 and qps["rq_depth"][qps["qpn"].index(echo)] == 16
 # Loss-recovery counters per QP are there (values depend on the run).
 for k in ("retransmits", "timeouts", "naks_sent", "naks_received", "duplicates", "rnr_waits", "timeout_wait_us",
-          "srtt_ns", "rto_us"):
+          "srtt_ns", "rto_us", "path_srtt_ns"):
     ok = ok and len(qps.get(k, [])) == 2
+# A QP's RTT samples feed the estimate of the path to its peer.
+ok = ok and all(p > 0 for s, p in zip(qps["srtt_ns"], qps["path_srtt_ns"]) if s > 0)
 print(ok)
 PY
 )" = True ] || fail "/rocedp/qps: $(python3 "$tel" "$prefix" /rocedp/qps)"

@@ -649,6 +649,8 @@ TEST_F(PathRto, EachPeerHasItsOwnPath) {
   EXPECT_EQ(a.eng->paths().peers(), 2u);
   EXPECT_GE(a.eng->path_rto_ns(*slow_a.qp), 5'000'000u) << "b's path";
   EXPECT_GE(a.eng->path_rto_ns(*own_a.qp), 5'000'000u) << "b's path, before own_a sent anything";
+  EXPECT_EQ(a.eng->path_of(*near_a.qp).srtt_ns, 10'000u) << "c's path: its one sample";
+  EXPECT_EQ(a.eng->path_of(*slow_a.qp).srtt_ns, 5'000'000u) << "b's path: its one sample";
   EXPECT_EQ(a.eng->path_rto_ns(*near_a.qp), kRtoMinNs) << "c's path: its one 10 µs sample";
   EXPECT_EQ(current_rto_ns(*near_a.qp, a.eng->path_rto_ns(*near_a.qp)), kRtoMinNs);
 
