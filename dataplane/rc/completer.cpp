@@ -63,11 +63,11 @@ uint64_t timer_wait(uint64_t own, uint64_t full, uint64_t path_rto_ns) {
   return std::min(std::max(own, path_rto_ns), full);
 }
 
-// The estimate of the QP's peer; a QP looks its slot up once per connection (CompleterState is
-// reset at RTS).
+// The estimate of the QP's peer. A QP that RcEngine::connect_qp did not connect takes its slot
+// here, once (RcEngine::destroy_qp gives it back).
 PathEstimate& path_of(QueuePair& qp, RcContext& ctx) {
   if (qp.comp.path == PathTable::kUnassigned) [[unlikely]]
-    qp.comp.path = ctx.paths->slot_for(qp.remote_ip());
+    qp.comp.path = ctx.paths->acquire(qp.remote_ip());
   return ctx.paths->at(qp.comp.path);
 }
 

@@ -74,6 +74,7 @@ NTSTATUS RcEngine::destroy_qp(uint32_t qpn) {
   // A doorbell entry or timer entry of this slot may still be queued: both look the slot up
   // again when they fire, so they find nothing (or a later QP, which merely gets a visit).
   const uint32_t local = qp->sched.slot;
+  paths_.release(qp->comp.path);
   qps_[local].reset();
   --qp_count_;
   free_.push_back(local);
@@ -87,7 +88,7 @@ NTSTATUS RcEngine::connect_qp(uint32_t qpn, const QpConnectParams& params) {
   QueuePair* qp = find_qp(qpn);
   if (qp == nullptr) return STATUS_INVALID_PARAMETER;
   const NTSTATUS s = qp->connect(params);
-  if (s == STATUS_SUCCESS) qp->comp.path = paths_.slot_for(qp->remote_ip());
+  if (s == STATUS_SUCCESS) qp->comp.path = paths_.acquire(qp->remote_ip());
   return s;
 }
 

@@ -661,6 +661,13 @@ TEST_F(PathRto, EachPeerHasItsOwnPath) {
   EXPECT_EQ(near_a.qp->stats.timeouts, 1u) << "by c's path, not b's";
   EXPECT_EQ(a.tx.size(), 1u) << "the probe";
   EXPECT_EQ(slow_a.qp->stats.timeouts, 0u);
+
+  // The last QP to c gives the slot back; b's QPs keep theirs.
+  const uint32_t c_ip = near_a.qp->remote_ip();
+  ASSERT_EQ(a.eng->destroy_qp(near_a.qp->qpn()), STATUS_SUCCESS);
+  EXPECT_EQ(a.eng->paths().find(c_ip), 0u);
+  EXPECT_EQ(a.eng->paths().peers(), 1u);
+  EXPECT_GE(a.eng->path_rto_ns(*slow_a.qp), 5'000'000u);
 }
 
 }  // namespace
