@@ -7,7 +7,6 @@
 #include <new>
 
 #include "dataplane/wire/builder.hpp"
-#include "dataplane/wire/icrc.hpp"
 #include "dataplane/wire/ipv4.hpp"
 #include "dataplane/wire/psn.hpp"
 #include "dataplane/wire/udp.hpp"
@@ -194,121 +193,6 @@ void scatter_to_sges_walk(const NdkSge* sges, uint32_t count, uint32_t offset, c
     len -= n;
     offset = 0;
   }
-}
-
-namespace {
-
-void copy_payload(uint8_t* pl, const TxPayload& payload) {
-  if (payload.length == 0) return;
-  if (payload.flat != nullptr) {
-    std::memcpy(pl, payload.flat, payload.length);
-  } else if (payload.sge_count == 1 && payload.offset + payload.length <= payload.sges[0].length) {
-    std::memcpy(pl, static_cast<const uint8_t*>(payload.sges[0].virtual_address) + payload.offset,
-                payload.length);
-  } else {
-    gather_from_sges(payload.sges, payload.sge_count, payload.offset, pl, payload.length);
-  }
-}
-
-// Extension headers after the BTH: 0, 4, 12, 16, 20 or 28 bytes, copied in fixed-size pieces.
-inline void copy_ext(uint8_t* dst, const TxPacket& pkt) {
-  const uint8_t* src = pkt.ext;
-  const uint32_t n = pkt.ext_len;
-  if (n & 16) {
-    std::memcpy(dst, src, 16);
-    dst += 16;
-    src += 16;
-  }
-  if (n & 8) {
-    std::memcpy(dst, src, 8);
-    dst += 8;
-    src += 8;
-  }
-  if (n & 4) std::memcpy(dst, src, 4);
-}
-
-// The generic builder: frames whose shape the byte template does not cover (802.1Q, IP options).
-[[gnu::noinline, gnu::cold]] bool transmit_generic(QueuePair& qp, RcContext& ctx,
-                                                   const TxPacket& pkt, const TxPayload& payload) {
-  wire::PacketFields f = qp.tmpl();
-  f.bth.opcode = pkt.opcode;
-  f.bth.se = pkt.se;
-  f.bth.ack_req = pkt.ack_req;
-  f.bth.psn = pkt.psn;
-  f.bth.pad = wire::pad_for(payload.length);
-  f.ip.id = (*ctx.ip_id)++;
-  const size_t hlen = wire::header_len(f);
-  const size_t total = hlen + payload.length + f.bth.pad + wire::kIcrcLen;
-  void* handle = nullptr;
-  uint8_t* buf = ctx.sink.alloc(ctx.sink.ctx, total, &handle);
-  if (buf == nullptr) {
-    --*ctx.ip_id;
-    ctx.counters->add(RcCounter::kTxNoBuffer);
-    qp.sched.tx_stalled = true;
-    return false;
-  }
-  const wire::HeaderSpan hs = wire::write_headers(wire::MutBytes(buf, hlen), f, payload.length);
-  // write_headers put the (zero) extension fields of `f`; the packet's own go over them.
-  copy_ext(buf + hlen - pkt.ext_len, pkt);
-  uint8_t* pl = buf + hlen;
-  copy_payload(pl, payload);
-  const wire::Bytes pls(pl, payload.length);
-  wire::finish_packet(wire::MutBytes(pl + payload.length, f.bth.pad + wire::kIcrcLen), hs, {pls},
-                      f.bth.pad);
-  ctx.sink.send(ctx.sink.ctx, handle, total);
-  ++ctx.tx_packets;
-  return true;
-}
-
-}  // namespace
-
-bool transmit(QueuePair& qp, RcContext& ctx, const TxPacket& pkt, const TxPayload& payload) {
-  // The role wrote exactly the extension headers its opcode carries (debug builds check).
-  assert(wire::opcode_info(pkt.opcode) != nullptr &&
-         wire::opcode_info(pkt.opcode)->length == wire::kBthLen + pkt.ext_len);
-  if (qp.hdr_len() == 0) [[unlikely]]
-    return transmit_generic(qp, ctx, pkt, payload);
-  const uint32_t pad = wire::pad_for(payload.length);
-  const size_t hlen = kHeaderTemplateLen + pkt.ext_len;
-  const size_t total = hlen + payload.length + pad + wire::kIcrcLen;
-  void* handle = nullptr;
-  uint8_t* buf = ctx.sink.alloc(ctx.sink.ctx, total, &handle);
-  if (buf == nullptr) [[unlikely]] {
-    ctx.counters->add(RcCounter::kTxNoBuffer);
-    qp.sched.tx_stalled = true;
-    return false;
-  }
-  // Headers: the QP's prebuilt bytes, then the per-packet fields patched in place.
-  std::memcpy(buf, qp.hdr_bytes(), kHeaderTemplateLen);
-  const size_t l3 = qp.hdr_l3();
-  uint8_t* ip = buf + l3;
-  const uint16_t ip_len = static_cast<uint16_t>(total - l3);
-  const uint16_t id = (*ctx.ip_id)++;
-  static_assert(wire::ipv4_off::kId == wire::ipv4_off::kTotalLen + 2);
-  wire::store_be32(ip + wire::ipv4_off::kTotalLen, (uint32_t{ip_len} << 16) | id);
-  uint32_t sum = qp.hdr_ip_sum() + ip_len + id;
-  sum = (sum & 0xFFFF) + (sum >> 16);
-  sum = (sum & 0xFFFF) + (sum >> 16);
-  wire::store_be16(ip + wire::ipv4_off::kChecksum, static_cast<uint16_t>(~sum));
-  uint8_t* udp = ip + wire::kIpv4MinHdrLen;
-  wire::store_be16(udp + wire::udp_off::kLen, static_cast<uint16_t>(ip_len - wire::kIpv4MinHdrLen));
-  uint8_t* bth = udp + wire::kUdpHdrLen;
-  // BTH word 0 (opcode, SE, M = 0, pad, TVer = 0, P_Key from the template) and word 2
-  // (AckReq, PSN); word 1 (resv8a, DestQP) is the template's.
-  const uint32_t flags = (pkt.se ? wire::bth_bits::kSe : 0u) | (pad << wire::bth_bits::kPadShift);
-  wire::store_be16(bth, static_cast<uint16_t>((uint32_t{pkt.opcode} << 8) | flags));
-  wire::store_be32(bth + wire::bth_off::kAckReq,
-                   (pkt.ack_req ? 0x80000000u : 0u) | (pkt.psn & wire::kPsnMask));
-  copy_ext(bth + wire::kBthLen, pkt);
-  uint8_t* pl = buf + hlen;
-  copy_payload(pl, payload);
-  uint8_t* tail = pl + payload.length;
-  if (pad != 0) std::memset(tail, 0, pad);
-  // ICRC (IBTA A17.3.3) over the finished frame: the masking happens inside the CRC.
-  wire::store_le32(tail + pad, wire::icrc_plain_ipv4(ip, ip_len - wire::kIcrcLen));
-  ctx.sink.send(ctx.sink.ctx, handle, total);
-  ++ctx.tx_packets;
-  return true;
 }
 
 void enter_error(QueuePair& qp, RcContext& ctx, WcError cause) {

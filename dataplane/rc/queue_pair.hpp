@@ -569,19 +569,7 @@ class alignas(64) QueuePair {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Shared helpers of the role code (queue_pair.cpp).
-
-/// Builds one frame from the QP's template with the BTH fields and extension headers of `pkt`,
-/// then the payload copied from `payload` (none when its length is 0) and the ICRC. False if
-/// the sink refused a buffer: the caller restores its saved state (item 10).
-struct TxPayload {
-  const void* flat = nullptr;    ///< contiguous source, or
-  const NdkSge* sges = nullptr;  ///< gather list
-  uint32_t sge_count = 0;
-  uint32_t offset = 0;  ///< into the gather list
-  uint32_t length = 0;
-};
-bool transmit(QueuePair& qp, RcContext& ctx, const TxPacket& pkt, const TxPayload& payload);
+// Shared helpers of the role code (queue_pair.cpp; transmit: transmit.hpp).
 
 /// scatter_to_sges's loop over the list (queue_pair.cpp).
 void scatter_to_sges_walk(const NdkSge* sges, uint32_t count, uint32_t offset, const uint8_t* src,

@@ -4,6 +4,7 @@
 
 #include "dataplane/rc/completer.hpp"
 #include "dataplane/rc/ib_timers.hpp"
+#include "dataplane/rc/transmit.hpp"
 #include "dataplane/wire/psn.hpp"
 
 namespace rocedp::rc {

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "dataplane/rc/transmit.hpp"
 #include "dataplane/wire/psn.hpp"
 
 namespace rocedp::rc {
