@@ -269,7 +269,9 @@ class Doorbell {
   /// Successor of `slot` in a stack taken by take_all_st; read it before clear_st(slot).
   uint32_t next_st(uint32_t slot) const { return entries_[slot].next; }
   /// Re-enables ringing `slot`; cleared_st() must follow before the slot's queues are read.
-  void clear_st(uint32_t slot) { entries_[slot].flag.store(0, std::memory_order_relaxed); }
+  /// Release: a producer whose exchange finds the 0 writes the slot's link, which the core read
+  /// just before (next_st); the release orders that read first (a plain store on x86).
+  void clear_st(uint32_t slot) { entries_[slot].flag.store(0, std::memory_order_release); }
   /// Orders every clear_st before the queue reads that follow (see the class comment).
   static void cleared_st() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
