@@ -235,7 +235,15 @@ iop_follow() {
   local console=$1 filter=$2 secs=$3 seen=0 lines kind case rest fn
   local snap done_=0
   for _ in $(seq $((secs * 20))); do
-    snap=$(tr -d '\r' 2>/dev/null <"$console")
+    # Whole lines only: the guest may be mid-line ("END client-roced"), and a line counted as
+    # seen is never read again.
+    snap=$(tr -d '\r' 2>/dev/null <"$console"; echo .)
+    snap=${snap%.}
+    case $snap in
+      *$'\n') ;;
+      *$'\n'*) snap=${snap%$'\n'*}$'\n' ;;
+      *) snap= ;;
+    esac
     grep -q "RIG-EXIT" <<<"$snap" && done_=1
     lines=$(grep -E '^(BEGIN|END) ' <<<"$snap" | tail -n +$((seen + 1)))
     while read -r kind case rest; do
