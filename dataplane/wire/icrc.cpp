@@ -351,8 +351,10 @@ constexpr std::size_t kOwnFoldMax = 128;
 
 // ICRC of an IPv4 packet without options, len >= 40: the stream is 8 bytes of 0xFF, then the
 // packet with TOS (1), TTL (8), checksum (10, 11), UDP checksum (26, 27) and BTH byte 4 (32) at
-// 1s, all in its first 48 bytes, so in the first three blocks.
-ROCEDP_CLMUL std::uint32_t icrc_ipv4_clmul(const std::uint8_t* l3, std::size_t len) {
+// 1s, all in its first 48 bytes, so in the first three blocks. Inlined into its two encodings
+// below.
+[[gnu::always_inline]] ROCEDP_CLMUL inline std::uint32_t icrc_ipv4_fold(const std::uint8_t* l3,
+                                                                        std::size_t len) {
   std::uint64_t w;
   std::memcpy(&w, l3, 8);
   const __m128i k = fold_constants();
@@ -391,6 +393,18 @@ ROCEDP_CLMUL std::uint32_t icrc_ipv4_clmul(const std::uint8_t* l3, std::size_t l
     a = _mm_xor_si128(fold128(y, k), x);
   }
   return ~reduce128(fold_rest(a, p, n));
+}
+
+// The fold in SSE encoding, for CPUs without AVX.
+ROCEDP_CLMUL std::uint32_t icrc_ipv4_clmul(const std::uint8_t* l3, std::size_t len) {
+  return icrc_ipv4_fold(l3, len);
+}
+// The same instructions in VEX encoding (CPUs with AVX): their three-operand forms need no
+// register copy ahead of each destructive SSE operation (PCLMULQDQ, PXOR, PSHUFB), which saves
+// about 14 instructions of the ~100 a 64-byte WRITE frame costs (callgrind).
+__attribute__((target("avx,pclmul,ssse3,sse4.1"))) std::uint32_t icrc_ipv4_clmul_vex(
+    const std::uint8_t* l3, std::size_t len) {
+  return icrc_ipv4_fold(l3, len);
 }
 
 // ---- The same ICRC in 512-bit registers (AVX-512 with VPCLMULQDQ). ----
@@ -523,7 +537,7 @@ namespace {
 // icrc_plain_ipv4's paths: the 512-bit one for the frames it covers, else the 128-bit one.
 [[gnu::always_inline]] inline std::uint32_t plain_narrow(const std::uint8_t* l3, std::size_t len) {
   if (kHavePclmul) [[likely]]
-    return icrc_ipv4_clmul(l3, len);
+    return kHaveAvx ? icrc_ipv4_clmul_vex(l3, len) : icrc_ipv4_clmul(l3, len);
   return icrc_compute(Bytes(l3, len));
 }
 [[gnu::always_inline]] inline std::uint32_t plain_wide(const std::uint8_t* l3, std::size_t len) {
@@ -541,6 +555,9 @@ bool icrc_wide_available() {
 }
 std::uint32_t icrc_plain_ipv4_narrow(const std::uint8_t* l3, std::size_t len) {
   return plain_narrow(l3, len);
+}
+std::uint32_t icrc_plain_ipv4_sse(const std::uint8_t* l3, std::size_t len) {
+  return kHavePclmul ? icrc_ipv4_clmul(l3, len) : icrc_compute(Bytes(l3, len));
 }
 std::uint32_t icrc_plain_ipv4_wide(const std::uint8_t* l3, std::size_t len) {
   return plain_wide(l3, len);

@@ -67,11 +67,13 @@ inline std::uint32_t icrc_compute(Bytes l3, std::initializer_list<Bytes> more) {
 // here); without PCLMULQDQ, icrc_compute.
 std::uint32_t icrc_plain_ipv4(const std::uint8_t* l3, std::size_t len);
 namespace detail {
-// icrc_plain_ipv4's two SIMD paths, for tests: the 512-bit one (icrc_wide_available() tells
-// whether this CPU has it: AVX-512BW/VL and VPCLMULQDQ) and the 128-bit one.
+// icrc_plain_ipv4's SIMD paths, for tests: the 512-bit one (icrc_wide_available() tells
+// whether this CPU has it: AVX-512BW/VL and VPCLMULQDQ), the 128-bit one as this CPU runs it
+// (VEX-encoded with AVX) and the same in SSE encoding.
 bool icrc_wide_available();
 std::uint32_t icrc_plain_ipv4_wide(const std::uint8_t* l3, std::size_t len);
 std::uint32_t icrc_plain_ipv4_narrow(const std::uint8_t* l3, std::size_t len);
+std::uint32_t icrc_plain_ipv4_sse(const std::uint8_t* l3, std::size_t len);
 }  // namespace detail
 
 // zlib's crc32(crc, data): the CRC-32 that icrc_plain_ipv4 folds with (tests compare it with

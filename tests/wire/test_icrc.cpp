@@ -192,6 +192,7 @@ TEST(Icrc, PlainIpv4BothPathsMatchZlibAtPageEdges) {
       l3[0] = 0x45;
       const std::uint32_t want = zlib_icrc(Bytes(l3, len));
       ASSERT_EQ(detail::icrc_plain_ipv4_narrow(l3, len), want) << "length " << len;
+      ASSERT_EQ(detail::icrc_plain_ipv4_sse(l3, len), want) << "length " << len;
       if (wide) {
         ASSERT_EQ(detail::icrc_plain_ipv4_wide(l3, len), want) << "length " << len;
       }
