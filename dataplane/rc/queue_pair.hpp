@@ -197,18 +197,28 @@ inline void publish_staged_recv_st(RcContext& ctx) {
 /// One packet to send: the BTH fields that change per packet and the extension headers of its
 /// opcode already in wire format. The role code writes them per opcode (the set_* helpers
 /// below), so no generic field-by-field encoder runs per packet.
-struct TxPacket {
+/// A RETH at `p` (16 bytes).
+inline void write_reth(uint8_t* p, uint64_t va, uint32_t rkey, uint32_t len) {
+  wire::store_be64(p + wire::reth_off::kVa, va);
+  wire::store_be32(p + wire::reth_off::kRkey, rkey);
+  wire::store_be32(p + wire::reth_off::kLen, len);
+}
+
+/// The per-packet BTH fields and the length of the extension headers (transmit_frame's).
+struct TxBth {
   uint8_t opcode = 0;
   bool se = false;
   bool ack_req = false;
-  uint8_t ext_len = 0;  ///< bytes of `ext` in use: the headers after the BTH (0..28)
+  uint8_t ext_len = 0;  ///< bytes of extension headers after the BTH (0..28)
   uint32_t psn = 0;
+};
+static_assert(sizeof(TxBth) == 8);
+
+struct TxPacket : TxBth {
   alignas(8) uint8_t ext[wire::kMaxTransportHdrLen - wire::kBthLen];  // written by set_*
 
   void set_reth(uint64_t va, uint32_t rkey, uint32_t len) {
-    wire::store_be64(ext + wire::reth_off::kVa, va);
-    wire::store_be32(ext + wire::reth_off::kRkey, rkey);
-    wire::store_be32(ext + wire::reth_off::kLen, len);
+    write_reth(ext, va, rkey, len);
     ext_len = wire::kRethLen;
   }
   /// ImmDt or IETH (one 32-bit word), after whatever came before it.

@@ -248,12 +248,15 @@ void sent_first(QueuePair& qp, uint32_t psn, uint32_t next_psn, uint64_t now_ns)
 Single send_read(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, uint64_t now_ns,
                  uint32_t len) {
   const uint32_t psn = qp.req.cur.psn;
-  TxPacket pkt;
-  pkt.psn = psn;
-  pkt.opcode = kRcReadRequest;
-  pkt.ack_req = true;
-  pkt.set_reth(w.remote_address, w.remote_token, len);
-  if (!transmit(qp, ctx, pkt, TxPayload{})) return Single::kStop;
+  TxBth h;
+  h.opcode = kRcReadRequest;
+  h.ack_req = true;
+  h.ext_len = wire::kRethLen;
+  h.psn = psn;
+  const bool sent = transmit_frame(qp, ctx, h, 0, [&](uint8_t* ext, uint8_t*) {
+    write_reth(ext, w.remote_address, w.remote_token, len);
+  });
+  if (!sent) return Single::kStop;
   m = WqeMeta{};
   m.started = true;
   m.rd_atomic = true;
@@ -297,24 +300,29 @@ Single send_single(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, 
   if (psn::psn_forward(qp.comp.unacked_psn, psn) >= qp.comp.window) return Single::kStop;
   if (qp.comp.probing && psn != qp.comp.unacked_psn) [[unlikely]]
     return Single::kStop;
+  // The frame's header template is always built at connect; the generic builder (a shape it
+  // does not cover) is the general path's.
+  if (qp.hdr_len() == 0) [[unlikely]]
+    return Single::kGeneral;
   if (read) return send_read(qp, ctx, w, m, now_ns, len);
-  TxPacket pkt;
-  pkt.psn = psn;
-  pkt.ack_req = true;
   const bool imm = w.has_immediate;
-  pkt.opcode = send_opcode(w, true, true);
-  if (write) pkt.set_reth(w.remote_address, w.remote_token, len);
-  if (imm) pkt.add_be32(w.immediate);
-  pkt.se = (w.flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT) != 0 && (!write || imm);
-  TxPayload pl;
-  pl.length = len;
-  if (inl) {
-    pl.flat = w.inline_data;
-  } else {
-    pl.sges = w.sge;
-    pl.sge_count = 1;
-  }
-  if (!transmit(qp, ctx, pkt, pl)) return Single::kStop;
+  TxBth h;
+  h.opcode = send_opcode(w, true, true);
+  h.se = (w.flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT) != 0 && (!write || imm);
+  h.ack_req = true;
+  h.ext_len = static_cast<uint8_t>((write ? wire::kRethLen : 0) + (imm ? 4 : 0));
+  h.psn = psn;
+  const uint8_t* src = inl ? w.inline_data : static_cast<const uint8_t*>(w.sge[0].virtual_address);
+  // The RETH, the immediate and the payload go straight into the frame.
+  const bool sent = transmit_frame(qp, ctx, h, len, [&](uint8_t* ext, uint8_t* pl) {
+    if (write) {
+      write_reth(ext, w.remote_address, w.remote_token, len);
+      ext += wire::kRethLen;
+    }
+    if (imm) wire::store_be32(ext, w.immediate);
+    wire::copy_payload_bytes(pl, src, len);
+  });
+  if (!sent) return Single::kStop;
   m = WqeMeta{};
   m.started = true;
   m.first_psn = m.last_psn = psn;

@@ -10,7 +10,6 @@ namespace {
 
 using namespace wire::opcode;
 using responder_detail::ack_executed;
-using responder_detail::copy_payload;
 using responder_detail::set_ctl;
 using wire::Position;
 
@@ -217,7 +216,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
     nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
     return;
   }
-  copy_payload(reinterpret_cast<uint8_t*>(r.write_va), pkt.payload(), len);
+  wire::copy_payload_bytes(reinterpret_cast<uint8_t*>(r.write_va), pkt.payload(), len);
   r.write_va += len;
   r.write_remaining -= len;
   r.psn = wire::psn_next(psn);
@@ -399,7 +398,7 @@ bool send_only_in_place(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& p
   }
   ResponderState& r = qp.resp;
   r.nak_outstanding = false;
-  copy_payload(dst, pkt.payload(), len);
+  wire::copy_payload_bytes(dst, pkt.payload(), len);
   r.psn = wire::psn_next(pkt.psn);
   stage_recv_cqe(qp, ctx, w.request_context, WcError::kSuccess, len, NdkOperationType::kReceive, 0,
                  pkt.se());
@@ -428,8 +427,8 @@ void responder_receive_other_st(QueuePair& qp, RcContext& ctx, const wire::RcRxP
       const RecvWqe& w = r.recv;
       if (w.sge_count == 1 && uint64_t{r.recv_offset} + len <= w.sge[0].length) [[likely]] {
         r.nak_outstanding = false;
-        copy_payload(static_cast<uint8_t*>(w.sge[0].virtual_address) + r.recv_offset, pkt.payload(),
-                     len);
+        wire::copy_payload_bytes(static_cast<uint8_t*>(w.sge[0].virtual_address) + r.recv_offset,
+                                 pkt.payload(), len);
         r.recv_offset += len;
         r.psn = wire::psn_next(psn);
         complete_recv(qp, ctx, WcError::kSuccess, r.recv_offset, NdkOperationType::kReceive, 0,

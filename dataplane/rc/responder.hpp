@@ -69,22 +69,6 @@ inline void ack_executed(ResponderState& r, const wire::RcRxPacket& pkt, uint64_
   }
 }
 
-// The payload of a small message (up to 64 bytes) in two overlapping moves of one size, instead
-// of a call into the library's copy.
-inline void copy_payload(uint8_t* dst, const uint8_t* src, uint32_t len) {
-  if (len >= 16 && len <= 64) {
-    if (len >= 32) {
-      std::memcpy(dst, src, 32);
-      std::memcpy(dst + len - 32, src + len - 32, 32);
-    } else {
-      std::memcpy(dst, src, 16);
-      std::memcpy(dst + len - 16, src + len - 16, 16);
-    }
-    return;
-  }
-  if (len != 0) std::memcpy(dst, src, len);
-}
-
 }  // namespace responder_detail
 
 /// A visit at `now_ns`: queues the delayed ACK if it is due (its deadline is resp.ack_due_ns).
@@ -118,7 +102,7 @@ inline void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRx
         ctx.mrs->check_remote(r.remote_mr, reth.rkey, qp.params().pd, reth.va, len,
                               kMrAccessRemoteWrite) == STATUS_SUCCESS) [[likely]] {
       r.nak_outstanding = false;
-      responder_detail::copy_payload(reinterpret_cast<uint8_t*>(reth.va), pkt.payload(), len);
+      wire::copy_payload_bytes(reinterpret_cast<uint8_t*>(reth.va), pkt.payload(), len);
       r.psn = wire::psn_next(psn);
       r.msn = wire::psn_next(r.msn);
       responder_detail::ack_executed(r, pkt, now_ns);

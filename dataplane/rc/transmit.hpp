@@ -66,18 +66,23 @@ inline void copy_ext(uint8_t* dst, const TxPacket& pkt) {
 
 }  // namespace transmit_detail
 
-/// Builds one frame from the QP's template with the BTH fields and extension headers of `pkt`,
-/// then the payload copied from `payload` and the ICRC, and hands it to the sink. False if the
-/// sink refused a buffer: the caller restores its saved state (item 10).
-inline bool transmit(QueuePair& qp, RcContext& ctx, const TxPacket& pkt, const TxPayload& payload) {
-  // The role wrote exactly the extension headers its opcode carries (debug builds check).
-  assert(wire::opcode_info(pkt.opcode) != nullptr &&
-         wire::opcode_info(pkt.opcode)->length == wire::kBthLen + pkt.ext_len);
-  if (qp.hdr_len() == 0) [[unlikely]]
-    return transmit_generic(qp, ctx, pkt, payload);
-  const uint32_t pad = wire::pad_for(payload.length);
-  const size_t hlen = kHeaderTemplateLen + pkt.ext_len;
-  const size_t total = hlen + payload.length + pad + wire::kIcrcLen;
+/// Builds one frame from the QP's template (qp.hdr_len() != 0: the caller checked) with the BTH
+/// fields `h`, `h.ext_len` bytes of extension headers and `payload_len` bytes of payload, both
+/// written by `fill(ext, payload)`, then the pad and the ICRC, and hands it to the sink. False
+/// if the sink refused a buffer: the caller restores its saved state (item 10). The requester's
+/// one-packet WRITE and SEND write their RETH and payload straight into the frame through it;
+/// every other packet comes through `transmit`.
+template <class Fill>
+inline bool transmit_frame(QueuePair& qp, RcContext& ctx, const TxBth& h, uint32_t payload_len,
+                           Fill&& fill) {
+  const uint32_t ext_len = h.ext_len;
+  // The role writes exactly the extension headers its opcode carries (debug builds check).
+  assert(wire::opcode_info(h.opcode) != nullptr &&
+         wire::opcode_info(h.opcode)->length == wire::kBthLen + ext_len);
+  assert(qp.hdr_len() != 0);
+  const uint32_t pad = wire::pad_for(payload_len);
+  const size_t hlen = kHeaderTemplateLen + ext_len;
+  const size_t total = hlen + payload_len + pad + wire::kIcrcLen;
   void* handle = nullptr;
   uint8_t* buf = ctx.sink.alloc(ctx.sink.ctx, total, &handle);
   if (buf == nullptr) [[unlikely]] {
@@ -102,20 +107,30 @@ inline bool transmit(QueuePair& qp, RcContext& ctx, const TxPacket& pkt, const T
   uint8_t* bth = udp + wire::kUdpHdrLen;
   // BTH word 0 (opcode, SE, M = 0, pad, TVer = 0, P_Key from the template) and word 2
   // (AckReq, PSN); word 1 (resv8a, DestQP) is the template's.
-  const uint32_t flags = (pkt.se ? wire::bth_bits::kSe : 0u) | (pad << wire::bth_bits::kPadShift);
-  wire::store_be16(bth, static_cast<uint16_t>((uint32_t{pkt.opcode} << 8) | flags));
+  const uint32_t flags = (h.se ? wire::bth_bits::kSe : 0u) | (pad << wire::bth_bits::kPadShift);
+  wire::store_be16(bth, static_cast<uint16_t>((uint32_t{h.opcode} << 8) | flags));
   wire::store_be32(bth + wire::bth_off::kAckReq,
-                   (pkt.ack_req ? 0x80000000u : 0u) | (pkt.psn & wire::kPsnMask));
-  transmit_detail::copy_ext(bth + wire::kBthLen, pkt);
+                   (h.ack_req ? 0x80000000u : 0u) | (h.psn & wire::kPsnMask));
   uint8_t* pl = buf + hlen;
-  transmit_detail::copy_payload(pl, payload);
-  uint8_t* tail = pl + payload.length;
+  fill(bth + wire::kBthLen, pl);
+  uint8_t* tail = pl + payload_len;
   if (pad != 0) std::memset(tail, 0, pad);
   // ICRC (IBTA A17.3.3) over the finished frame: the masking happens inside the CRC.
   wire::store_le32(tail + pad, wire::icrc_plain_ipv4(ip, ip_len - wire::kIcrcLen));
   ctx.sink.send(ctx.sink.ctx, handle, total);
   ++ctx.tx_packets;
   return true;
+}
+
+/// One frame with the BTH fields and extension headers of `pkt` and the payload from `payload`
+/// (transmit_frame), or through the generic builder for frames the template does not cover.
+inline bool transmit(QueuePair& qp, RcContext& ctx, const TxPacket& pkt, const TxPayload& payload) {
+  if (qp.hdr_len() == 0) [[unlikely]]
+    return transmit_generic(qp, ctx, pkt, payload);
+  return transmit_frame(qp, ctx, pkt, payload.length, [&](uint8_t* ext, uint8_t* pl) {
+    transmit_detail::copy_ext(ext, pkt);
+    transmit_detail::copy_payload(pl, payload);
+  });
 }
 
 }  // namespace rocedp::rc
