@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -545,8 +546,39 @@ namespace {
 }
 }  // namespace
 
+namespace {
+using PlainFn = std::uint32_t (*)(const std::uint8_t*, std::size_t);
+std::uint32_t plain_wide_any(const std::uint8_t* l3, std::size_t len) {
+  return plain_wide(l3, len);
+}
+std::uint32_t plain_portable(const std::uint8_t* l3, std::size_t len) {
+  return icrc_compute(Bytes(l3, len));
+}
+std::uint32_t plain_resolve(const std::uint8_t* l3, std::size_t len);
+// icrc_plain_ipv4's path for this CPU, chosen by its first call: one indirect call per frame
+// instead of three feature tests. Constant-initialised, so a call from any static initialiser
+// finds the resolver, which reads the CPU itself (not the flags above, which may not be set yet).
+constinit std::atomic<PlainFn> g_plain{plain_resolve};
+std::uint32_t plain_resolve(const std::uint8_t* l3, std::size_t len) {
+  __builtin_cpu_init();
+  const bool pclmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1") &&
+                      __builtin_cpu_supports("ssse3");
+  const bool wide = pclmul && __builtin_cpu_supports("avx512f") &&
+                    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                    __builtin_cpu_supports("vpclmulqdq");
+  PlainFn f = plain_portable;
+  if (wide) {
+    f = plain_wide_any;
+  } else if (pclmul) {
+    f = __builtin_cpu_supports("avx") ? icrc_ipv4_clmul_vex : icrc_ipv4_clmul;
+  }
+  g_plain.store(f, std::memory_order_relaxed);
+  return f(l3, len);
+}
+}  // namespace
+
 std::uint32_t icrc_plain_ipv4(const std::uint8_t* l3, std::size_t len) {
-  return kHaveVpclmul512 ? plain_wide(l3, len) : plain_narrow(l3, len);
+  return g_plain.load(std::memory_order_relaxed)(l3, len);
 }
 
 namespace detail {
