@@ -442,20 +442,27 @@ NdkOperationType op_type(SendOpcode op) {
 
 // One CQE, written straight from the WQE into the CQ's slot and staged (the caller publishes);
 // false if the CQ overran (it is then dead, and so is the QP).
-bool produce(QueuePair& qp, CompletionQueue& cq, RcContext& ctx, const SendWqe& w, const WqeMeta& m,
-             WcError err) {
+// Inline: retiring a run calls it per WQE, and a success (the common case) needs no table.
+[[gnu::always_inline]] inline bool produce(QueuePair& qp, CompletionQueue& cq, RcContext& ctx,
+                                           const SendWqe& w, const WqeMeta& m, WcError err) {
   if (err == WcError::kSuccess && (w.flags & NDK_OP_FLAG_SILENT_SUCCESS) != 0) return true;
   ++ctx.completions;
   NdkResultEx* r = cq.claim_st();
   if (r == nullptr) [[unlikely]]
     return false;
-  const WcErrorInfo& info = wc_error_info(err);
-  r->status = info.status;
-  r->bytes_transferred = err == WcError::kSuccess ? m.length : 0;
+  if (err == WcError::kSuccess) [[likely]] {
+    r->status = STATUS_SUCCESS;
+    r->bytes_transferred = m.length;
+    r->provider_error_code = 0;
+  } else {
+    const WcErrorInfo& info = wc_error_info(err);
+    r->status = info.status;
+    r->bytes_transferred = 0;
+    r->provider_error_code = info.provider_code;
+  }
   r->qp_context = qp.params().qp_context;
   r->request_context = w.request_context;
   r->type = op_type(w.opcode);
-  r->provider_error_code = info.provider_code;
   r->type_specific_completion_output = static_cast<uintptr_t>(m.atomic_orig);
   cq.stage_st(err != WcError::kSuccess, false);
   return true;
@@ -545,31 +552,37 @@ namespace {
 [[gnu::noinline]] uint32_t retire_st(QueuePair& qp, RcContext& ctx, uint32_t avail) {
   SendRing& ring = qp.sq_ring();
   CompletionQueue& cq = *qp.params().send_cq;
-  const bool error = qp.state() == QpState::kError;
-  bool failed = false;  // in ERROR: a WQE before this one did not finish successfully
   uint32_t n = 0;
-  for (; n < avail; ++n) {
-    WqeMeta& m = qp.meta_at(n);      // the head moves after the loop
-    const SendWqe& w = qp.sq_at(n);  // slots are released after the loop
-    WcError err = m.error;
-    if (error) {
-      // Finished WQEs ahead of the failure still complete successfully; the failing WQE keeps
-      // its status; everything after it is cancelled.
-      const bool finished_ok = m.started && m.done && m.error == WcError::kSuccess;
-      if (failed || !finished_ok) {
-        if (err == WcError::kSuccess) err = WcError::kFlushed;
-        failed = true;
-      }
-    } else if (!m.started || !m.done) {
-      break;
-    }
-    if (!produce(qp, cq, ctx, w, m, err) && !error) enter_error(qp, ctx, WcError::kFlushed);
-    // admit() fills the rest when the slot's next WQE starts; what is read before that (the
-    // flush path, the go-back-N scans) is `started`, `error` and, in a flushed CQE, the atomic
-    // result.
+  // admit() fills the rest of a slot's meta when its next WQE starts; what is read before that
+  // (the flush path, the go-back-N scans) is `started`, `error` and, in a flushed CQE, the
+  // atomic result. The head moves and the slots are released after the loop.
+  const auto clear = [](WqeMeta& m) {
     m.started = false;
     m.error = WcError::kSuccess;
     m.atomic_orig = 0;
+  };
+  if (qp.state() != QpState::kError) [[likely]] {
+    // The run of finished WQEs at the head.
+    for (; n < avail; ++n) {
+      WqeMeta& m = qp.meta_at(n);
+      if (!m.started || !m.done) break;
+      if (!produce(qp, cq, ctx, qp.sq_at(n), m, m.error)) enter_error(qp, ctx, WcError::kFlushed);
+      clear(m);
+    }
+  } else {
+    // Everything: finished WQEs ahead of the failure still complete successfully, the failing
+    // WQE keeps its status, everything after it is cancelled.
+    bool failed = false;  // a WQE before this one did not finish successfully
+    for (; n < avail; ++n) {
+      WqeMeta& m = qp.meta_at(n);
+      WcError err = m.error;
+      if (failed || !(m.started && m.done && err == WcError::kSuccess)) {
+        if (err == WcError::kSuccess) err = WcError::kFlushed;
+        failed = true;
+      }
+      produce(qp, cq, ctx, qp.sq_at(n), m, err);  // a CQ that overran: the QP is in ERROR already
+      clear(m);
+    }
   }
   qp.comp.sq_head += n;
   // The scans' start never falls behind the head (one left behind 2^32 WQEs would look valid).
