@@ -3,10 +3,13 @@
 # One guest boot runs every case's Linux side one after another; rocedp-perf runs its side of each
 # case in the same order (as the server: the guest's client retries until rocedp listens; as the
 # client: rocedp-perf retries until the guest's server listens). Cases: write|read|send x bw|lat x
-# {TCP exchange, -R} x {rocedp server, rocedp client}, 64 KiB messages (64 packets at MTU 1024).
+# {TCP exchange, -R} x {rocedp server, rocedp client}, 64 KiB messages (64 packets at MTU 1024);
+# and write|read|send bw with the TCP exchange x {rocedp server, rocedp client} at 64 B (the
+# one-packet ONLY opcodes, which rocedp's requester and responder build and take on short paths).
 # Each case's traffic is captured on the bridge (build/test-artifacts/interop-perftest-CASE.pcap)
-# and must pass roce-check; each side must exit 0 and print perftest's result row; the guest's rxe
-# hw_counters must show no sequence error and no exhausted retry (a clean link).
+# and must pass roce-check; each side must exit 0 and print perftest's result row (a bandwidth
+# row with an average above 0); the guest's rxe hw_counters must show no sequence error and no
+# exhausted retry (a clean link).
 #
 #   perftest.sh BUILD_DIR [FILTER]   (FILTER: a grep -E on the case names)
 set -uo pipefail
@@ -19,17 +22,23 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 iop_init perftest
 guest=198.18.0.33 rocedp=198.18.0.41
 bridge=198.18.0.1  # the bridge's kernel address: perftest's TCP exchange reaches rocedp-perf there
-iters_bw=10 iters_lat=5 size=65536
+iters_bw=10 iters_lat=5 size=65536 small=64
 
 cases=()
 for ex in tcp rdmacm; do
   for op in write read send; do
     for kind in bw lat; do
       for role in server client; do
-        c="$ex-${op}_$kind-rocedp_$role"
+        c="$ex-${op}_$kind-rocedp_$role-$size"
         grep -Eq "$FILTER" <<<"$c" && cases+=("$c")
       done
     done
+  done
+done
+for op in write read send; do
+  for role in server client; do
+    c="tcp-${op}_bw-rocedp_$role-$small"
+    grep -Eq "$FILTER" <<<"$c" && cases+=("$c")
   done
 done
 [ ${#cases[@]} -gt 0 ] || { echo "no case matches $FILTER" >&2; exit 2; }
@@ -40,10 +49,10 @@ done
   echo '  grep -q "Couldn.t connect\|Unable to perform rdma_client\|Unexpected CM event\|REJECTED\|Unable to init the socket" /tmp/out || break'
   echo '  i=$((i+1)); [ $i -ge 120 ] && break; sleep 0.5; done; echo "PTCASE $name rc=$rc"; }'
   for c in "${cases[@]}"; do
-    IFS=- read -r ex test role <<<"$c"
+    IFS=- read -r ex test role sz <<<"$c"
     op=${test%_*} kind=${test#*_}
     n=$iters_bw; [ "$kind" = lat ] && n=$iters_lat
-    opts="-d rxe0 -n $n -s $size -F"
+    opts="-d rxe0 -n $n -s $sz -F"
     if [ "$ex" = tcp ]; then opts="$opts -x \$GID"; else opts="$opts -R"; fi
     if [ "$role" = rocedp_server ]; then
       host=$bridge; [ "$ex" = rdmacm ] && host=$rocedp
@@ -64,10 +73,10 @@ glog=$IOP_WORK/ptg.console
 ep=(--port-devargs "$(iop_devargs 0 dpdkpt 1500)" --ip "$rocedp/24" --file-prefix "rdp-iop-pt-$$" --memory-mb 256 --timeout 90)
 for c in "${cases[@]}"; do
   kill -0 "$gpid" 2>/dev/null || { iop_fail "the guest is gone: $(tail -3 "$IOP_WORK/ptg.peer.log")"; break; }
-  IFS=- read -r ex test role <<<"$c"
+  IFS=- read -r ex test role sz <<<"$c"
   op=${test%_*} kind=${test#*_}
   n=$iters_bw; [ "$kind" = lat ] && n=$iters_lat
-  args=("$op" "$kind" -n "$n" -s "$size" -F)
+  args=("$op" "$kind" -n "$n" -s "$sz" -F)
   [ "$ex" = rdmacm ] && args+=(-R)
   [ "$role" = rocedp_client ] && args=("$guest" "${args[@]}")
   log=$IOP_ARTIFACTS/interop-perftest-$c.log
@@ -75,11 +84,13 @@ for c in "${cases[@]}"; do
   ip netns exec rig "$IOP_BIN/rocedp-perf" --perftest "${ep[@]}" "${args[@]}" >"$log" 2>&1
   rc=$?
   iop_capture_stop "$c"
-  row=$(grep -E "^ $size +[0-9]" "$log" | head -1)
+  row=$(grep -E "^ $sz +[0-9]" "$log" | head -1)
   if [ $rc != 0 ]; then
     iop_fail "$c: rocedp-perf exit $rc ($(tail -1 "$log"))"
   elif [ -z "$row" ] && ! { [ "$test" = read_lat ] && [ "$role" = rocedp_server ]; }; then
     iop_fail "$c: no result row"
+  elif [ "$kind" = bw ] && ! awk '{exit !($4 > 0)}' <<<"$row"; then
+    iop_fail "$c: no bandwidth in the result row ($row)"
   else
     echo "ok   $c${row:+: $row}"
   fi
@@ -100,7 +111,7 @@ done
 # With -R, rocedp ends the connections: as the active side too (rdma_client-style peers end
 # theirs themselves), read off the capture.
 for c in "${cases[@]}"; do
-  case $c in rdmacm-*-rocedp_client) ;; *) continue ;; esac
+  case $c in rdmacm-*-rocedp_client-*) ;; *) continue ;; esac
   drep=$(iop_cm_sources "$c" 0x0016)
   if ! grep -qx "$rocedp" <<<"$(iop_cm_sources "$c" 0x0015)"; then
     # Linux sends a DREP only to answer a DREQ, so its DREP shows rocedp's DREQ when the capture
