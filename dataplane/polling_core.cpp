@@ -24,7 +24,7 @@ namespace {
 constexpr uint16_t kRoceUdpPort = 4791;  // IANA, RoCEv2 (IBTA Annex A17.2)
 constexpr uint16_t kBthSize = 12;
 
-void set_kind(rte_mbuf* m, FrameKind kind) {
+inline void set_kind(rte_mbuf* m, FrameKind kind) {
   m->hash.usr = static_cast<uint32_t>(kind);
 }
 
@@ -41,10 +41,6 @@ bool pool_empty_st(rte_mempool* mp) {
 }
 
 }  // namespace
-
-FrameKind frame_kind(const rte_mbuf* m) {
-  return static_cast<FrameKind>(m->hash.usr & 0xFF);
-}
 
 PollingCore::PollingCore(uint16_t index, unsigned lcore_id, uint16_t burst_size,
                          pmd::RxDispatch& dispatch, CoreChannel& channel,
@@ -150,7 +146,38 @@ uint16_t PollingCore::classify(void* ctx, rte_mbuf* m) {
 // Cheap header peek that only decides the owner; the owner parses and checks fully (the RoCEv2
 // parser with its ICRC check runs on the core that owns the QP). Frames whose headers are not in
 // the first segment are not ours to route: every PMD we use delivers headers contiguously.
+//
+// The frame nearly every poll carries first, inline: RoCEv2 in IPv4 without options, to this
+// port's MAC and address, for a data QP of a core that exists. It is exactly what
+// classify_other_st would route to that core (same checks, fewer of them); every other frame,
+// and every drop with its counter, goes there. Measured in the responder of a WRITE 64 B
+// stream (callgrind, rocedp-perf --server): 91 instructions a frame before, with every check in
+// one function that saved and restored six registers for the ARP/ICMP branch.
 uint16_t PollingCore::classify_st(rte_mbuf* m) {
+  constexpr size_t kUdpAt = wire::kEthHdrLen + wire::kIpv4MinHdrLen;
+  constexpr size_t kBthAt = kUdpAt + wire::kUdpHdrLen;
+  const int slot = m->port < RTE_MAX_ETHPORTS ? slot_of_port_[m->port] : -1;
+  if (slot >= 0 && rte_pktmbuf_data_len(m) >= kBthAt + wire::kBthLen) [[likely]] {
+    const AttachedPort& ap = ports_[slot];
+    const uint8_t* p = rte_pktmbuf_mtod(m, const uint8_t*);
+    const auto* eth = reinterpret_cast<const rte_ether_hdr*>(p);
+    const auto* ip = reinterpret_cast<const rte_ipv4_hdr*>(p + wire::kEthHdrLen);
+    const auto* udp = reinterpret_cast<const rte_udp_hdr*>(p + kUdpAt);
+    if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) && ip->version_ihl == 0x45 &&
+        ip->next_proto_id == IPPROTO_UDP && udp->dst_port == rte_cpu_to_be_16(kRoceUdpPort) &&
+        ip->dst_addr == ap.ip_be && rte_is_same_ether_addr(&eth->dst_addr, &ap.mac)) {
+      const uint32_t qpn = wire::load_be32(p + kBthAt + 4) & wire::kQpnMask;  // resv8a, DestQP
+      const uint32_t core = qpn_core(qpn);
+      if (!qpn_is_control(qpn) && core < n_cores_) {
+        set_kind(m, FrameKind::kRoce);
+        return static_cast<uint16_t>(core);
+      }
+    }
+  }
+  return classify_other_st(m);
+}
+
+uint16_t PollingCore::classify_other_st(rte_mbuf* m) {
   const int slot = m->port < RTE_MAX_ETHPORTS ? slot_of_port_[m->port] : -1;
   const uint32_t len = rte_pktmbuf_data_len(m);
   if (slot < 0) {
@@ -238,7 +265,7 @@ uint16_t PollingCore::classify_st(rte_mbuf* m) {
 void PollingCore::handle_local_st(rte_mbuf** pkts, uint16_t n, uint64_t tsc) {
   // RoCEv2 frames are collected and handed to the RDMA objects as one burst after the loop.
   rte_mbuf* roce[kMaxBurst];
-  wire::Bytes frames[kMaxBurst];
+  wire::Bytes* frames = rx_frames_.data();
   uint16_t n_roce = 0;
   for (uint16_t i = 0; i < n; ++i) {
     if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));

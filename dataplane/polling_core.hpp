@@ -22,6 +22,7 @@
 #include <rte_config.h>
 #include <rte_cycles.h>
 #include <rte_ether.h>
+#include <rte_mbuf_core.h>
 
 #include <array>
 #include <atomic>
@@ -86,7 +87,9 @@ struct CoreStats {
 enum class FrameKind : uint8_t { kUnknown = 0, kAnswerLocally, kArpToControl, kRoce, kCm };
 
 /// The kind the classifier stored in `m`.
-FrameKind frame_kind(const rte_mbuf* m);
+inline FrameKind frame_kind(const rte_mbuf* m) {
+  return static_cast<FrameKind>(m->hash.usr & 0xFF);
+}
 
 class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
  public:
@@ -179,6 +182,7 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
 
   static uint16_t classify(void* ctx, rte_mbuf* m);
   uint16_t classify_st(rte_mbuf* m);
+  [[gnu::noinline]] uint16_t classify_other_st(rte_mbuf* m);
   void handle_local_st(rte_mbuf** pkts, uint16_t n, uint64_t tsc);
   void drop_roce_st(rte_mbuf* m);
   void note_peer_st(const ArpPeer& peer);
@@ -201,6 +205,9 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   std::array<AttachedPort, kMaxPorts> ports_;
   NeighbourCache neighbours_;
   RoceHandler* roce_ = nullptr;
+  // One burst's RoCEv2 frames for the engine (handle_local_st): a member, as a local array of
+  // spans would be zeroed on every burst.
+  std::array<wire::Bytes, kMaxBurst> rx_frames_{};
 };
 
 namespace core_requests {
