@@ -48,7 +48,11 @@ wait "$srv" || true
 srv=""
 msgs=$n
 total=$(callgrind_annotate "$tmp/cg.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",","",$1); print $1; exit}')
-[ -n "$total" ] && [ "$total" -gt 0 ] || { echo "no instructions collected:" >&2; tail -5 "$tmp/server.log" >&2; exit 1; }
+if [ -z "$total" ] || [ "$total" -eq 0 ]; then
+  echo "no instructions collected:" >&2
+  tail -5 "$tmp/server.log" >&2
+  exit 1
+fi
 echo "rocedp-perf --server, ${args[*]} x $n: $((total / msgs)) instructions per message"
 callgrind_annotate "$tmp/cg.out" 2>/dev/null | grep -E '^ *[0-9,]+ ' | sed -n '2,16p' |
   python3 -c '
