@@ -56,7 +56,8 @@ fi
 echo "rocedp-perf --server, ${args[*]} x $n: $((total / msgs)) instructions per message"
 callgrind_annotate "$tmp/cg.out" 2>/dev/null | grep -E '^ *[0-9,]+ ' | sed -n '2,16p' |
   python3 -c '
-import re, sys
+import re, signal, sys
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet when piped into head
 m = int(sys.argv[1])
 for line in sys.stdin:
     count, rest = line.split(None, 1)
