@@ -339,7 +339,8 @@ void PollingCore::drop_st(rte_mbuf* m, std::size_t idx) {
   rte_pktmbuf_free(m);
 }
 
-void PollingCore::send_st(uint16_t port_id, rte_mbuf* m) {
+// send_st without room in the buffer, or without a TX queue on `port_id`.
+void PollingCore::send_full_st(uint16_t port_id, rte_mbuf* m) {
   const int slot = port_id < RTE_MAX_ETHPORTS ? slot_of_port_[port_id] : -1;
   if (slot < 0) {
     drop_st(m, drop_index(CoreDrop::kNoTxQueue));
@@ -356,10 +357,7 @@ void PollingCore::send_st(uint16_t port_id, rte_mbuf* m) {
   ap.tx[ap.tx_count++] = m;
 }
 
-bool PollingCore::tx_room_st(uint16_t port_id) {
-  const int slot = port_id < RTE_MAX_ETHPORTS ? slot_of_port_[port_id] : -1;
-  if (slot < 0) return true;  // send_st counts the frame as kNoTxQueue
-  if (ports_[slot].tx_count < kMaxBurst) return true;
+bool PollingCore::room_after_flush_st(int slot) {
   flush_tx_st();
   return ports_[slot].tx_count < kMaxBurst;
 }

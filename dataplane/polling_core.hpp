@@ -132,12 +132,27 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   /// Queues a frame for TX on `port_id` (flushed at the end of this poll). The frame is the core's
   /// from now on: sent, or freed and counted. Frames the TX queue did not take stay queued for the
   /// next flush; only when the core's TX buffer is still full after a flush is the frame dropped
-  /// (counted no_tx_room).
-  void send_st(uint16_t port_id, rte_mbuf* m);
+  /// (counted no_tx_room). Inline: the RC engine sends every frame through it (the case with
+  /// room; the rest is send_full_st).
+  void send_st(uint16_t port_id, rte_mbuf* m) {
+    const int slot = port_id < RTE_MAX_ETHPORTS ? slot_of_port_[port_id] : -1;
+    if (slot >= 0 && ports_[slot].tx_count < kMaxBurst) [[likely]] {
+      AttachedPort& ap = ports_[slot];
+      ap.tx[ap.tx_count++] = m;
+      return;
+    }
+    send_full_st(port_id, m);
+  }
   /// Whether send_st on `port_id` would queue a frame now (flushing once if the buffer is full).
   /// Senders that can take a frame back (the RC engine: it restores its saved state, rxe's
   /// rollback_state) ask first, so nothing they counted as sent is ever dropped here.
-  bool tx_room_st(uint16_t port_id);
+  bool tx_room_st(uint16_t port_id) {
+    const int slot = port_id < RTE_MAX_ETHPORTS ? slot_of_port_[port_id] : -1;
+    if (slot < 0) return true;  // send_st counts the frame as kNoTxQueue
+    if (ports_[slot].tx_count < kMaxBurst) [[likely]]
+      return true;
+    return room_after_flush_st(slot);
+  }
   void count_drop_st(std::size_t drop_index) { stats_.drops[drop_index]++; }
   /// The wire-reason part of the drop table (indexed by wire::DropReason): the RC engine counts
   /// the frames its codec refuses there. The table lives as long as the core.
@@ -180,6 +195,8 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
     rte_mbuf* tx[kMaxBurst];
   };
 
+  [[gnu::noinline]] void send_full_st(uint16_t port_id, rte_mbuf* m);
+  [[gnu::noinline]] bool room_after_flush_st(int slot);
   static uint16_t classify(void* ctx, rte_mbuf* m);
   uint16_t classify_st(rte_mbuf* m);
   [[gnu::noinline]] uint16_t classify_other_st(rte_mbuf* m);

@@ -1,13 +1,21 @@
 #!/bin/bash
-# Instructions per message of the production receive path: a rocedp-perf --server (the responder,
-# the end that bounds a two-process run) under callgrind, fed by a native rocedp-perf --client over
-# net_memif, counted over the server's steady state only (its per-size loop, `server_size`:
-# polls, memif's receive, classification, the engine, ACKs, mbuf frees). Deterministic up to the
-# number of polls that find nothing; prints the total and the largest functions per message.
-#   scripts/server_instructions.sh [BUILD_DIR] [rocedp-perf test args]   (default: write bw -s 64 -q 1)
-# Needs root (EAL) and valgrind. The server runs 50-100 times slower under callgrind, so the client
-# waits on its window and the count is of busy polls.
+# Instructions per message of the production data path between two rocedp-perf processes over
+# net_memif: one end under callgrind, the other native, counted over the measured end's steady
+# state only. Deterministic up to the number of polls that find nothing; prints the total and the
+# largest functions per message.
+#   scripts/pair_instructions.sh [--client] [BUILD_DIR] [rocedp-perf test args]
+#     (default: the server, write bw -s 64 -q 1)
+# The server (the responder; its loop `server_size`: polls, memif's receive, classification, the
+# engine, ACKs, mbuf frees) is measured by default; --client measures the requester instead (its
+# loop `client_bw`: posts through the NDK layer, the engine's sends, memif's transmit, ACKs,
+# completions). Needs root (EAL) and valgrind. The measured end runs 50-100 times slower under
+# callgrind, so the other waits for it and the count is of busy polls.
 set -euo pipefail
+side=server
+if [ "${1:-}" = --client ]; then
+  side=client
+  shift
+fi
 build=${1:-build}
 shift || true
 args=("$@")
@@ -16,7 +24,7 @@ n=200000
 command -v valgrind >/dev/null || { echo "valgrind is not installed (scripts/setup.sh)" >&2; exit 2; }
 bin=$(cd "$build/bin" && pwd)/rocedp-perf
 tmp=$(mktemp -d)
-pre="rdp-srvins-$$"
+pre="rdp-pairins-$$"
 port=$((20000 + $$ % 20000))
 srv=""
 cleanup() {
@@ -26,15 +34,23 @@ cleanup() {
 trap cleanup EXIT
 sock=$tmp/memif.sock
 common=(--oob-port "$port" --timeout 280 --memory-mb 512)
-taskset -c 0 valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" --toggle-collect='*server_size*' \
-  "$bin" --server --port-devargs "net_memif0,role=server,socket=$sock,socket-abstract=no" \
+grind=(valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out")
+server_pre=() client_pre=()
+if [ $side = server ]; then
+  server_pre=("${grind[@]}" --toggle-collect='*server_size*')
+else
+  client_pre=("${grind[@]}" --toggle-collect='*client_bw*')
+fi
+taskset -c 0 "${server_pre[@]}" "$bin" --server \
+  --port-devargs "net_memif0,role=server,socket=$sock,socket-abstract=no" \
   --ip 198.18.10.1/24 --mac 02:00:00:00:0a:01 --lcore 0 --file-prefix "${pre}s" "${common[@]}" \
   >"$tmp/server.log" 2>&1 &
 srv=$!
-# The client retries its connection until the (slow) server listens.
+# The client retries its connection until the server listens.
 ok=0
 for _ in $(seq 1 60); do
-  if taskset -c 1 "$bin" --client 127.0.0.1 --port-devargs "net_memif0,role=client,socket=$sock,socket-abstract=no" \
+  if taskset -c 1 "${client_pre[@]}" "$bin" --client 127.0.0.1 \
+    --port-devargs "net_memif0,role=client,socket=$sock,socket-abstract=no" \
     --ip 198.18.10.2/24 --mac 02:00:00:00:0a:02 --lcore 1 --file-prefix "${pre}c" "${common[@]}" \
     "${args[@]}" -n "$n" >"$tmp/client.log" 2>&1; then
     ok=1
@@ -50,10 +66,10 @@ msgs=$n
 total=$(callgrind_annotate "$tmp/cg.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",","",$1); print $1; exit}')
 if [ -z "$total" ] || [ "$total" -eq 0 ]; then
   echo "no instructions collected:" >&2
-  tail -5 "$tmp/server.log" >&2
+  tail -5 "$tmp/$side.log" >&2
   exit 1
 fi
-echo "rocedp-perf --server, ${args[*]} x $n: $((total / msgs)) instructions per message"
+echo "rocedp-perf --$side, ${args[*]} x $n: $((total / msgs)) instructions per message"
 callgrind_annotate "$tmp/cg.out" 2>/dev/null | grep -E '^ *[0-9,]+ ' | sed -n '2,16p' |
   python3 -c '
 import re, signal, sys
