@@ -21,9 +21,6 @@
 namespace rocedp::dataplane {
 namespace {
 
-constexpr uint16_t kRoceUdpPort = 4791;  // IANA, RoCEv2 (IBTA Annex A17.2)
-constexpr uint16_t kBthSize = 12;
-
 inline void set_kind(rte_mbuf* m, FrameKind kind) {
   m->hash.usr = static_cast<uint32_t>(kind);
 }
@@ -164,8 +161,9 @@ uint16_t PollingCore::classify_st(rte_mbuf* m) {
     const auto* ip = reinterpret_cast<const rte_ipv4_hdr*>(p + wire::kEthHdrLen);
     const auto* udp = reinterpret_cast<const rte_udp_hdr*>(p + kUdpAt);
     if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) && ip->version_ihl == 0x45 &&
-        ip->next_proto_id == IPPROTO_UDP && udp->dst_port == rte_cpu_to_be_16(kRoceUdpPort) &&
-        ip->dst_addr == ap.ip_be && rte_is_same_ether_addr(&eth->dst_addr, &ap.mac)) {
+        ip->next_proto_id == IPPROTO_UDP &&
+        udp->dst_port == rte_cpu_to_be_16(wire::kRoceV2UdpPort) && ip->dst_addr == ap.ip_be &&
+        rte_is_same_ether_addr(&eth->dst_addr, &ap.mac)) {
       const uint32_t qpn = wire::load_be32(p + kBthAt + 4) & wire::kQpnMask;  // resv8a, DestQP
       const uint32_t core = qpn_core(qpn);
       if (!qpn_is_control(qpn) && core < n_cores_) {
@@ -236,8 +234,8 @@ uint16_t PollingCore::classify_other_st(rte_mbuf* m) {
       len >= sizeof(rte_ether_hdr) + ihl + sizeof(rte_udp_hdr)) {
     const auto* udp =
         reinterpret_cast<const rte_udp_hdr*>(reinterpret_cast<const uint8_t*>(ip) + ihl);
-    if (rte_be_to_cpu_16(udp->dst_port) == kRoceUdpPort) {
-      if (len < sizeof(rte_ether_hdr) + ihl + sizeof(rte_udp_hdr) + kBthSize) {
+    if (rte_be_to_cpu_16(udp->dst_port) == wire::kRoceV2UdpPort) {
+      if (len < sizeof(rte_ether_hdr) + ihl + sizeof(rte_udp_hdr) + wire::kBthLen) {
         stats_.drops[drop_index(wire::DropReason::kBthTooShort)]++;
         return pmd::RxDispatch::kDrop;
       }

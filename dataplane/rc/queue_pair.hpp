@@ -194,9 +194,6 @@ inline void publish_staged_recv_st(RcContext& ctx) {
   ctx.staged_recv_cq = nullptr;
 }
 
-/// One packet to send: the BTH fields that change per packet and the extension headers of its
-/// opcode already in wire format. The role code writes them per opcode (the set_* helpers
-/// below), so no generic field-by-field encoder runs per packet.
 /// A RETH at `p` (16 bytes).
 inline void write_reth(uint8_t* p, uint64_t va, uint32_t rkey, uint32_t len) {
   wire::store_be64(p + wire::reth_off::kVa, va);
@@ -214,6 +211,9 @@ struct TxBth {
 };
 static_assert(sizeof(TxBth) == 8);
 
+/// One packet to send: the BTH fields that change per packet and the extension headers of its
+/// opcode already in wire format. The role code writes them per opcode (the set_* helpers
+/// below), so no generic field-by-field encoder runs per packet.
 struct TxPacket : TxBth {
   alignas(8) uint8_t ext[wire::kMaxTransportHdrLen - wire::kBthLen];  // written by set_*
 

@@ -136,9 +136,25 @@ __attribute__((target("pclmul,sse4.1"))) inline std::uint32_t mulmod_clmul(std::
   return static_cast<std::uint32_t>(v >> 32) ^ mul_x32(static_cast<std::uint32_t>(v));
 }
 
-const bool kHavePclmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1") &&
-                         __builtin_cpu_supports("ssse3");
-const bool kHaveAvx = __builtin_cpu_supports("avx");
+// The CPU's features, read where they are needed: by the flags below and by icrc_plain_ipv4's
+// resolver, which may run from a static initialiser before these flags are set.
+bool cpu_has_pclmul() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1") &&
+         __builtin_cpu_supports("ssse3");
+}
+bool cpu_has_avx() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx");
+}
+bool cpu_has_vpclmul512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("vpclmulqdq") &&
+         cpu_has_pclmul();
+}
+const bool kHavePclmul = cpu_has_pclmul();
+const bool kHaveAvx = cpu_has_avx();
 
 // ISA-L's CRC on a CPU with VPCLMULQDQ folds inputs of 256 bytes and more in 512-bit registers
 // and returns with their upper halves dirty. Every SSE (non-VEX) instruction after that, in our
@@ -472,9 +488,7 @@ ROCEDP_VPCLMUL std::uint32_t icrc_ipv4_vpclmul(const std::uint8_t* l3, std::size
 #undef ROCEDP_VPCLMUL
 #pragma GCC diagnostic pop
 
-const bool kHaveVpclmul512 =
-    __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("vpclmulqdq") && kHavePclmul;
+const bool kHaveVpclmul512 = cpu_has_vpclmul512();
 
 #undef ROCEDP_CLMUL
 
@@ -557,20 +571,14 @@ std::uint32_t plain_portable(const std::uint8_t* l3, std::size_t len) {
 std::uint32_t plain_resolve(const std::uint8_t* l3, std::size_t len);
 // icrc_plain_ipv4's path for this CPU, chosen by its first call: one indirect call per frame
 // instead of three feature tests. Constant-initialised, so a call from any static initialiser
-// finds the resolver, which reads the CPU itself (not the flags above, which may not be set yet).
+// finds the resolver, which reads the CPU itself (cpu_has_*, not the flags above).
 constinit std::atomic<PlainFn> g_plain{plain_resolve};
 std::uint32_t plain_resolve(const std::uint8_t* l3, std::size_t len) {
-  __builtin_cpu_init();
-  const bool pclmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1") &&
-                      __builtin_cpu_supports("ssse3");
-  const bool wide = pclmul && __builtin_cpu_supports("avx512f") &&
-                    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-                    __builtin_cpu_supports("vpclmulqdq");
   PlainFn f = plain_portable;
-  if (wide) {
+  if (cpu_has_vpclmul512()) {
     f = plain_wide_any;
-  } else if (pclmul) {
-    f = __builtin_cpu_supports("avx") ? icrc_ipv4_clmul_vex : icrc_ipv4_clmul;
+  } else if (cpu_has_pclmul()) {
+    f = cpu_has_avx() ? icrc_ipv4_clmul_vex : icrc_ipv4_clmul;
   }
   g_plain.store(f, std::memory_order_relaxed);
   return f(l3, len);
