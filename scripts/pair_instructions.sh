@@ -5,6 +5,7 @@
 # largest functions per message.
 #   scripts/pair_instructions.sh [--client] [BUILD_DIR] [rocedp-perf test args]
 #     (default: the server, write bw -s 64 -q 1)
+#   PAIR_CALLGRIND_OUT=FILE keeps callgrind's output for a line-level callgrind_annotate.
 # The server (the responder; its loop `server_size`: polls, memif's receive, classification, the
 # engine, ACKs, mbuf frees) is measured by default; --client measures the requester instead (its
 # loop `client_bw`: posts through the NDK layer, the engine's sends, memif's transmit, ACKs,
@@ -63,7 +64,8 @@ done
 wait "$srv" || true
 srv=""
 msgs=$n
-total=$(callgrind_annotate "$tmp/cg.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",","",$1); print $1; exit}')
+[ -n "${PAIR_CALLGRIND_OUT:-}" ] && cp "$tmp/cg.out" "$PAIR_CALLGRIND_OUT"
+total=$(callgrind_annotate "$tmp/cg.out" 2>/dev/null | awk '/PROGRAM TOTALS/ && !done {gsub(",","",$1); print $1; done = 1}')
 if [ -z "$total" ] || [ "$total" -eq 0 ]; then
   echo "no instructions collected:" >&2
   tail -5 "$tmp/$side.log" >&2

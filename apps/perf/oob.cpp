@@ -24,6 +24,7 @@ To copy_test(const From& f) {
   t.qps = f.qps;
   t.tx_depth = f.tx_depth;
   t.duration_s = f.duration_s;
+  t.cq_mod = f.cq_mod;
   t.size = f.size;
   t.iters = f.iters;
   return t;

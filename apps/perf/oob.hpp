@@ -34,6 +34,7 @@ constexpr uint32_t kMagic = 0x52445046;  // "RDPF"
 struct Hello {
   uint32_t magic = kMagic;
   uint32_t op = 0, kind = 0, raw = 0, verify = 0, qps = 1, tx_depth = 128, duration_s = 0;
+  uint32_t cq_mod = 100, reserved = 0;
   uint64_t size = 0, iters = 0;
 };
 Hello hello_of(const Test& t);

@@ -155,6 +155,9 @@ int parse_options(int argc, char** argv, Options* out) {
   app.add_option("-D,--duration", o.test.duration_s, "run SECONDS instead of -n")->group(t);
   app.add_option("-q,--qp", o.test.qps, "QPs (connections)")->group(t);
   app.add_option("-t,--tx-depth", o.test.tx_depth, "requests in flight per QP (128)")->group(t);
+  app.add_option("--cq-mod", o.test.cq_mod,
+                 "bw: a completion every N requests per QP at most (100, as perftest; 1: each)")
+      ->group(t);
   app.add_flag("-a,--all", o.all_sizes, "every size from 2 bytes")->group(t);
   app.add_flag("--report_gbits", o.report_gbits, "bandwidth in Gb/s")->group(t);
   app.add_flag("--raw", o.test.raw, "baseline: the same frames over the same port, no RDMA")
@@ -220,7 +223,8 @@ int parse_options(int argc, char** argv, Options* out) {
     return bad(me, "the endpoint needs --config FILE, or --port-devargs and --ip");
   if (!size_set && o.test.kind == Kind::kLat) o.size = 2;
   if (o.test.iters == 0) o.test.iters = o.test.bw() ? 5000 : 1000;
-  if (o.test.qps == 0 || o.test.tx_depth == 0) return bad(me, "-q and -t must be at least 1");
+  if (o.test.qps == 0 || o.test.tx_depth == 0 || o.test.cq_mod == 0)
+    return bad(me, "-q, -t and --cq-mod must be at least 1");
   if (o.size == 0 || o.size > (1ull << 30)) return bad(me, "-s must be 1 .. 1073741824 bytes");
   if (o.test.kind == Kind::kLat && o.test.qps != 1)
     return bad(me, "latency tests use one QP (as perftest)");

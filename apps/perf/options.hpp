@@ -44,6 +44,9 @@ struct Test {
   uint32_t duration_s = 0;
   uint32_t qps = 1;
   uint32_t tx_depth = 128;
+  /// Bandwidth: at most this many requests in a row per QP without a completion (perftest's
+  /// --cq-mod); the last request of every run of posts asks for one too.
+  uint32_t cq_mod = 100;
   bool raw = false;
   bool verify = false;
   bool bw() const { return kind == Kind::kBw; }

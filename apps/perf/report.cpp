@@ -111,6 +111,7 @@ void print_header(const Report& r) {
   std::fprintf(out, " Number of qps   : %u\t\tTransport type : %s\n", t.qps,
                t.raw ? "raw frames" : "RoCEv2 RC (rocedp)");
   std::fprintf(out, " TX depth        : %u\n", t.tx_depth);
+  if (t.bw() && !t.raw) std::fprintf(out, " CQ Moderation   : %u\n", t.cq_mod);
   for (const auto& line : r.notes) std::fprintf(out, " %s\n", line.c_str());
   std::fprintf(out, "%s", kLine);
   if (t.bw())

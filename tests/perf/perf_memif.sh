@@ -82,6 +82,12 @@ case $group in
     grep -q "verify: 1200 messages of 3000 bytes" "$work/client$n.log" || fail "verify line"
     pair 0 "" write bw -s 1024 -n 500 --verify
     expect_row 1024 500
+    # Completions: one per request (--cq-mod 1); and with 3 QPs 8 deep under the default
+    # --cq-mod 100, only from the last request of each run of posts (the rest are silent).
+    pair 0 "" write bw -s 64 -n 1000 --cq-mod 1 --verify
+    expect_row 64 1000
+    pair 0 "" write bw -s 64 -n 1000 -q 3 -t 8 --verify
+    expect_row 64 3000
     pair 0 "" write lat -s 1025 -n 300 --verify
     grep -qxF "$lat_header" "$work/client$n.log" || fail "lat header"
     expect_row 1025 300

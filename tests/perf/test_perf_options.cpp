@@ -144,6 +144,10 @@ TEST(PerfOptions, ConnectAndListen) {
       parse({"--config", "c.yaml", "--connect", "198.18.1.1:7000", "send", "bw", "-t", "8"}, &t),
       -1);
   EXPECT_EQ(t.test.tx_depth, 8u);
+  EXPECT_EQ(t.test.cq_mod, 100u);  // perftest's default
+  Options m;
+  ASSERT_EQ(parse(with_endpoint({"--client", "write", "bw", "--cq-mod", "1"}), &m), -1);
+  EXPECT_EQ(m.test.cq_mod, 1u);
   Options l;
   ASSERT_EQ(parse(with_endpoint({"--listen", "9000"}), &l), -1);
   EXPECT_TRUE(l.listen);
@@ -161,6 +165,7 @@ TEST(PerfOptions, HelpAndVersionExitZeroAndBadLinesExitTwo) {
            with_endpoint({"--server", "--client"}),
            with_endpoint({"--client", "write", "fast"}),
            with_endpoint({"--client", "write", "bw", "-q", "0"}),
+           with_endpoint({"--client", "write", "bw", "--cq-mod", "0"}),
            with_endpoint({"--client", "write", "lat", "-q", "2"}),
            with_endpoint({"--client", "write", "bw", "-s", "0"}),
            with_endpoint({"--client", "write", "bw", "--verify", "-D", "3"}),
