@@ -409,6 +409,7 @@ struct ResponderState {
   uint32_t msn = 0;  ///< messages completed (AETH MSN)
   uint32_t unacked_packets = 0;
   bool nak_outstanding = false;  ///< sequence/RNR NAK sent: drop later packets until `psn` comes
+  bool ack_fresh = false;        ///< the pending ACK was asked for in this poll's receive burst
   // Receive WQE of the SEND (or WRITE-with-immediate) in progress.
   bool have_recv = false;
   bool recv_from_srq = false;

@@ -104,6 +104,7 @@ NTSTATUS RcEngine::flush_qp(uint32_t qpn) {
 // execute them; the QPs' cache misses overlap with the parsing instead of following it.
 uint32_t RcEngine::rx_burst_st(std::span<const wire::Bytes> frames, uint64_t now_ns) {
   uint32_t accepted = 0;
+  rx_frames_ += static_cast<uint32_t>(frames.size());
   for (size_t start = 0; start < frames.size(); start += kRxChunk) {
     const size_t end = std::min(frames.size(), start + kRxChunk);
     uint32_t n = 0;
@@ -191,15 +192,23 @@ bool RcEngine::run_qp(QueuePair& qp, uint64_t now_ns) {
   }
   if (completer_timer_due(qp, now_ns)) completer_timers_st(qp, ctx_, now_ns);
   responder_ack_timer_st(qp, now_ns);
-  const uint32_t responses = responder_tx_st(qp, ctx_, config_.tx_budget);
+  // In a request-response exchange (a receive burst of one or two frames) an ACK that burst
+  // asked for waits one poll: what the consumer posts in answer (a reply SEND or WRITE) leaves
+  // first, and both go in one transmit burst, so the ACK is off the round trip's path. Under
+  // load (larger bursts) ACKs leave at once. A NAK, READ responses and atomics never wait.
+  const bool hold = hold_acks_ && qp.resp.ack_fresh && qp.resources_pending == 0 &&
+                    !qp.resp.error_after_ctl &&
+                    (qp.resp.ctl_syndrome & wire::kAethTypeMask) == wire::kAethAck;
+  qp.resp.ack_fresh = false;
   const uint32_t requests = requester_run_st(qp, ctx_, now_ns, config_.tx_budget);
+  const uint32_t responses = hold ? 0 : responder_tx_st(qp, ctx_, config_.tx_budget);
   const uint32_t retired = completer_retire_st(qp, ctx_);
   uint32_t work = responses + requests + retired;
   // Another visit only where this one worked and left something that nothing else announces:
   // responses still owed, or posted requests not yet sent. Everything else that creates work
   // schedules the QP itself (a post rings, a frame arrives, a timer fires), so the visit that
   // merely confirms "nothing left" is saved (at many QPs, one per QP and message).
-  bool again = qp.sched.tx_stalled;
+  bool again = qp.sched.tx_stalled || hold;
   if (responses != 0 && (qp.resp.ctl_pending || qp.resources_pending != 0)) again = true;
   if ((requests != 0 || retired != 0) && qp.req.cur.wqe < qp.sq_readable()) again = true;
   if (qp.state() == QpState::kError) [[unlikely]] {
@@ -218,7 +227,7 @@ bool RcEngine::run_qp(QueuePair& qp, uint64_t now_ns) {
     }
   }
   sync_timer(qp);
-  if (work != 0) busy_ = true;
+  if (work != 0 || hold) busy_ = true;  // a held ACK leaves on the next poll, not after a nap
   return again;
 }
 
@@ -240,6 +249,8 @@ bool RcEngine::poll_st(uint64_t now_ns) {
       if (qp) schedule(qp.get());
     }
   }
+  hold_acks_ = rx_frames_ != 0 && rx_frames_ <= kHoldAckMaxFrames;
+  rx_frames_ = 0;
   // Visit the run list, compacting it in place: QPs that need no more visits leave it.
   const size_t n = run_.size();
   size_t kept = 0;

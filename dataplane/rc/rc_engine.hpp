@@ -129,6 +129,11 @@ class RcEngine {
   TimerWheel timers_;   // QP deadlines (lazy: an entry not matching QpSchedule::timer_at is stale)
   bool sweep_ = false;  // visit every QP once (a CQ overran)
   bool busy_ = false;   // the current poll did work
+  // Frames received since the last poll. A burst this small is a request-response exchange
+  // (ping-pong), where the ACKs it asks for wait one poll for the consumer's answer.
+  uint32_t rx_frames_ = 0;
+  bool hold_acks_ = false;
+  static constexpr uint32_t kHoldAckMaxFrames = 2;
   uint64_t polls_ = 0;
   uint64_t visits_ = 0;
   static constexpr size_t kRxChunk = 16;

@@ -64,6 +64,7 @@ inline void set_ctl(ResponderState& r, uint8_t syndrome, uint32_t psn) {
 inline void ack_executed(ResponderState& r, const wire::RcRxPacket& pkt, uint64_t now_ns) {
   if (pkt.ack_req() || ++r.unacked_packets >= kAckCoalesceMax) {
     set_ctl(r, wire::kAethAck | wire::kAethAckUnlimitedCredits, pkt.psn);
+    r.ack_fresh = true;
   } else if (r.ack_due_ns == 0) {
     r.ack_due_ns = now_ns + kDelayedAckNs;
   }

@@ -428,6 +428,7 @@ TEST(DelayedAck, PacketsWithoutAckReqAreAcknowledgedWithinTheDelay) {
   // The rest arrives: LAST carries AckReq and is acknowledged at once.
   in = {wire::Bytes(a.tx[2]), wire::Bytes(a.tx[3])};
   ASSERT_EQ(b.eng->rx_burst_st(in, now + 10 * kDelayedAckNs), 2u);
+  b.eng->poll_st(now + 10 * kDelayedAckNs);  // a burst of two: the ACK waits one poll (AckHold)
   b.eng->poll_st(now + 10 * kDelayedAckNs);
   ASSERT_EQ(b.tx.size(), 1u);
   EXPECT_EQ(parse_frame(b.tx[0]).f.bth.psn, parse_frame(a.tx[3]).f.bth.psn);
@@ -444,6 +445,87 @@ namespace {
 // adaptive RTO): READ responses that keep coming, each a little less than one RTO after the one
 // before, never let it expire, however long the READ takes in all; when they stop, it expires
 // exactly one RTO after the last one.
+// A receive burst of one or two frames is a request-response exchange: the ACK a request asked
+// for waits one poll, so that the answer the consumer posts on seeing it leaves first and the
+// ACK's frame is off the round trip. A larger burst (load) is acknowledged at once, and a NAK
+// never waits.
+TEST(AckHold, ALoneRequestsAckLeavesAfterTheConsumersAnswer) {
+  Host a{0, 0xC6120001, 1};
+  Host b{0, 0xC6120002, 2};
+  Qp& qa = a.qp();
+  Qp& qb = b.qp();
+  connect(a, qa, b, qb, ConnectOptions{});
+  Buffer& abuf = a.buffer(128);
+  Buffer& bbuf = b.buffer(128);
+  ASSERT_EQ(qb.rq->post(recv_wqe(tag(1), {bbuf.sge(0, 64)})), STATUS_SUCCESS);
+  ASSERT_EQ(qa.rq->post(recv_wqe(tag(2), {abuf.sge(64, 64)})), STATUS_SUCCESS);
+  ASSERT_EQ(qa.sq->post(send_wqe(SendOpcode::kSend, tag(3), {abuf.sge(0, 64)})), STATUS_SUCCESS);
+  uint64_t now = 1'000'000;
+  a.eng->poll_st(now);
+  ASSERT_EQ(a.tx.size(), 1u);
+  const uint32_t request_psn = parse_frame(a.tx[0]).f.bth.psn;
+  Wire::deliver(b, a.tx, now);
+  a.tx.clear();
+  b.eng->poll_st(now);
+  EXPECT_TRUE(b.tx.empty()) << "the ACK waits one poll";
+  ASSERT_EQ(qb.recv_cqes().size(), 1u) << "the receive completed at once";
+  // The consumer answers, and the next poll sends the answer, then the ACK.
+  ASSERT_EQ(qb.sq->post(send_wqe(SendOpcode::kSend, tag(4), {bbuf.sge(64, 64)})), STATUS_SUCCESS);
+  b.eng->poll_st(now + 1000);
+  ASSERT_EQ(b.tx.size(), 2u);
+  EXPECT_EQ(parse_frame(b.tx[0]).f.bth.opcode, wire::opcode::kRcSendOnly);
+  const wire::ParsedPacket ack = parse_frame(b.tx[1]);
+  EXPECT_EQ(ack.f.bth.opcode, wire::opcode::kRcAck);
+  EXPECT_EQ(ack.f.bth.psn, request_psn);
+  Wire::deliver(a, b.tx, now + 2000);
+  b.tx.clear();
+  a.eng->poll_st(now + 2000);
+  EXPECT_EQ(qa.send_cqes().size(), 1u);
+  EXPECT_EQ(qa.recv_cqes().size(), 1u);
+  // With nothing to answer, the held ACK still leaves on the next poll.
+  a.eng->poll_st(now + 3000);
+  ASSERT_EQ(a.tx.size(), 1u);
+  EXPECT_EQ(parse_frame(a.tx[0]).f.bth.opcode, wire::opcode::kRcAck);
+  Wire::deliver(b, a.tx, now + 4000);
+  b.eng->poll_st(now + 4000);
+  EXPECT_EQ(qb.send_cqes().size(), 1u);
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kAckTimeouts), 0u);
+  EXPECT_EQ(b.eng->counters().get(RcCounter::kAckTimeouts), 0u);
+}
+
+TEST(AckHold, ABurstOfThreeIsAcknowledgedAtOnceAndANakNeverWaits) {
+  Host a{0, 0xC6120001, 1};
+  Host b{0, 0xC6120002, 2};
+  Qp& qa = a.qp();
+  Qp& qb = b.qp();
+  connect(a, qa, b, qb, ConnectOptions{});
+  Buffer& src = a.buffer(64 * 5);
+  Buffer& dst = b.buffer(64 * 5);
+  for (uint32_t i = 0; i < 5; ++i) {
+    SendWqe w = send_wqe(SendOpcode::kWrite, tag(10 + i), {src.sge(64 * i, 64)});
+    w.remote_address = dst.va() + 64 * i;
+    w.remote_token = dst.tokens.remote;
+    ASSERT_EQ(qa.sq->post(w), STATUS_SUCCESS);
+  }
+  uint64_t now = 1'000'000;
+  a.eng->poll_st(now);
+  ASSERT_EQ(a.tx.size(), 5u);
+  std::vector<wire::Bytes> in = {wire::Bytes(a.tx[0]), wire::Bytes(a.tx[1]), wire::Bytes(a.tx[2])};
+  ASSERT_EQ(b.eng->rx_burst_st(in, now), 3u);
+  b.eng->poll_st(now);
+  ASSERT_EQ(b.tx.size(), 1u) << "a burst of three: the ACK leaves in the same poll";
+  EXPECT_EQ(parse_frame(b.tx[0]).f.bth.psn, parse_frame(a.tx[2]).f.bth.psn);
+  b.tx.clear();
+  // The fifth alone, the fourth missing: the sequence NAK goes at once.
+  in = {wire::Bytes(a.tx[4])};
+  ASSERT_EQ(b.eng->rx_burst_st(in, now + 1000), 1u);
+  b.eng->poll_st(now + 1000);
+  ASSERT_EQ(b.tx.size(), 1u) << "a NAK never waits";
+  const wire::ParsedPacket nak = parse_frame(b.tx[0]);
+  EXPECT_EQ(nak.f.aeth.syndrome & wire::kAethTypeMask, wire::kAethNak);
+  EXPECT_EQ(nak.f.bth.psn, parse_frame(a.tx[3]).f.bth.psn) << "the PSN it expects";
+}
+
 TEST(RetransmitTimer, ReadResponsesRestartItAndItExpiresOneRtoAfterTheLast) {
   Host a{0, 0xC6120001, 1};
   Host b{0, 0xC6120002, 2};
@@ -541,6 +623,7 @@ class PathRto : public ::testing::Test {
     Wire::deliver(peer, a.tx, at + rtt / 2);
     a.tx.clear();
     peer.eng->poll_st(at + rtt / 2);
+    peer.eng->poll_st(at + rtt / 2);  // a lone request's ACK leaves on the next poll (AckHold)
     ASSERT_EQ(peer.tx.size(), 1u) << "the ACK";
     Wire::deliver(a, peer.tx, at + rtt);
     peer.tx.clear();

@@ -69,6 +69,8 @@ TEST(RcWire, AckAndReadRequestMatchRxeAndRxeReadResponseCompletes) {
   std::vector<wire::Bytes> in = {wire::Bytes(frames[5].data)};  // frame 6: SEND_ONLY
   ASSERT_EQ(b.eng->rx_burst_st(in, 0), 1u);
   b.eng->poll_st(0);
+  EXPECT_TRUE(b.tx.empty()) << "a lone request's ACK waits one poll for the consumer's answer";
+  b.eng->poll_st(0);
   ASSERT_EQ(b.tx.size(), 1u);
   {
     const wire::ParsedPacket ours = parse_frame(b.tx[0]);
