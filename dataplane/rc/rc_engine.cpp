@@ -192,15 +192,17 @@ bool RcEngine::run_qp(QueuePair& qp, uint64_t now_ns) {
   }
   if (completer_timer_due(qp, now_ns)) completer_timers_st(qp, ctx_, now_ns);
   responder_ack_timer_st(qp, now_ns);
-  // In a request-response exchange (a receive burst of one or two frames) an ACK that burst
-  // asked for waits one poll: what the consumer posts in answer (a reply SEND or WRITE) leaves
-  // first, and both go in one transmit burst, so the ACK is off the round trip's path. Under
-  // load (larger bursts) ACKs leave at once. A NAK, READ responses and atomics never wait.
-  const bool hold = hold_acks_ && qp.resp.ack_fresh && qp.resources_pending == 0 &&
+  // The requester goes first, so that an answer the consumer already posted (from a
+  // completion callback during the receive burst) leaves before the ACK. In a request-response
+  // exchange (a receive burst of one or two frames) an ACK that burst asked for, with no answer
+  // posted yet, waits one poll: the consumer answers after this poll, and the answer and the
+  // ACK then go in one transmit burst, the ACK off the round trip's path. Under load (larger
+  // bursts) ACKs leave at once. A NAK, READ responses and atomics never wait.
+  const uint32_t requests = requester_run_st(qp, ctx_, now_ns, config_.tx_budget);
+  const bool hold = hold_acks_ && qp.resp.ack_fresh && requests == 0 && qp.resources_pending == 0 &&
                     !qp.resp.error_after_ctl &&
                     (qp.resp.ctl_syndrome & wire::kAethTypeMask) == wire::kAethAck;
   qp.resp.ack_fresh = false;
-  const uint32_t requests = requester_run_st(qp, ctx_, now_ns, config_.tx_budget);
   const uint32_t responses = hold ? 0 : responder_tx_st(qp, ctx_, config_.tx_budget);
   const uint32_t retired = completer_retire_st(qp, ctx_);
   uint32_t work = responses + requests + retired;

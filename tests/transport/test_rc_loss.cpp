@@ -493,6 +493,31 @@ TEST(AckHold, ALoneRequestsAckLeavesAfterTheConsumersAnswer) {
   EXPECT_EQ(b.eng->counters().get(RcCounter::kAckTimeouts), 0u);
 }
 
+// An answer posted before the poll's visit (rocedpd's echo posts from the CQ notification that
+// the receive burst fires) leaves in that poll, and the ACK right after it.
+TEST(AckHold, AnAnswerPostedDuringTheBurstLeavesFirstInTheSamePoll) {
+  Host a{0, 0xC6120001, 1};
+  Host b{0, 0xC6120002, 2};
+  Qp& qa = a.qp();
+  Qp& qb = b.qp();
+  connect(a, qa, b, qb, ConnectOptions{});
+  Buffer& abuf = a.buffer(64);
+  Buffer& bbuf = b.buffer(128);
+  ASSERT_EQ(qb.rq->post(recv_wqe(tag(1), {bbuf.sge(0, 64)})), STATUS_SUCCESS);
+  ASSERT_EQ(qa.sq->post(send_wqe(SendOpcode::kSend, tag(2), {abuf.sge(0, 64)})), STATUS_SUCCESS);
+  uint64_t now = 1'000'000;
+  a.eng->poll_st(now);
+  ASSERT_EQ(a.tx.size(), 1u);
+  Wire::deliver(b, a.tx, now);
+  ASSERT_EQ(qb.recv_cqes().size(), 1u);
+  ASSERT_EQ(qb.sq->post(send_wqe(SendOpcode::kSend, tag(3), {bbuf.sge(64, 64)})), STATUS_SUCCESS);
+  b.eng->poll_st(now);
+  ASSERT_EQ(b.tx.size(), 2u) << "the answer and the ACK in the poll of the request";
+  EXPECT_EQ(parse_frame(b.tx[0]).f.bth.opcode, wire::opcode::kRcSendOnly);
+  EXPECT_EQ(parse_frame(b.tx[1]).f.bth.opcode, wire::opcode::kRcAck);
+  EXPECT_EQ(parse_frame(b.tx[1]).f.bth.psn, parse_frame(a.tx[0]).f.bth.psn);
+}
+
 TEST(AckHold, ABurstOfThreeIsAcknowledgedAtOnceAndANakNeverWaits) {
   Host a{0, 0xC6120001, 1};
   Host b{0, 0xC6120002, 2};
