@@ -199,8 +199,8 @@ bool RcEngine::run_qp(QueuePair& qp, uint64_t now_ns) {
   // ACK then go in one transmit burst, the ACK off the round trip's path. Under load (larger
   // bursts) ACKs leave at once. A NAK, READ responses and atomics never wait.
   const uint32_t requests = requester_run_st(qp, ctx_, now_ns, config_.tx_budget);
+  // (A fatal NAK, which error_after_ctl marks, is a NAK syndrome: never held.)
   const bool hold = hold_acks_ && qp.resp.ack_fresh && requests == 0 && qp.resources_pending == 0 &&
-                    !qp.resp.error_after_ctl &&
                     (qp.resp.ctl_syndrome & wire::kAethTypeMask) == wire::kAethAck;
   qp.resp.ack_fresh = false;
   const uint32_t responses = hold ? 0 : responder_tx_st(qp, ctx_, config_.tx_budget);

@@ -129,8 +129,9 @@ class RcEngine {
   TimerWheel timers_;   // QP deadlines (lazy: an entry not matching QpSchedule::timer_at is stale)
   bool sweep_ = false;  // visit every QP once (a CQ overran)
   bool busy_ = false;   // the current poll did work
-  // Frames received since the last poll. A burst this small is a request-response exchange
-  // (ping-pong), where the ACKs it asks for wait one poll for the consumer's answer.
+  // Frames received since the last poll. A burst of at most kHoldAckMaxFrames is a
+  // request-response exchange (ping-pong), where the ACKs it asks for wait one poll for the
+  // consumer's answer; hold_acks_ is that answer, taken once per poll for all its visits.
   uint32_t rx_frames_ = 0;
   bool hold_acks_ = false;
   static constexpr uint32_t kHoldAckMaxFrames = 2;

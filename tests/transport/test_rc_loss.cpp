@@ -441,20 +441,20 @@ TEST(DelayedAck, PacketsWithoutAckReqAreAcknowledgedWithinTheDelay) {
 namespace rocedp::rc::test {
 namespace {
 
-// The retransmission timer measures from the last progress (IBTA local ACK timeout; here its
-// adaptive RTO): READ responses that keep coming, each a little less than one RTO after the one
-// before, never let it expire, however long the READ takes in all; when they stop, it expires
-// exactly one RTO after the last one.
 // A receive burst of one or two frames is a request-response exchange: the ACK a request asked
 // for waits one poll, so that the answer the consumer posts on seeing it leaves first and the
 // ACK's frame is off the round trip. A larger burst (load) is acknowledged at once, and a NAK
 // never waits.
-TEST(AckHold, ALoneRequestsAckLeavesAfterTheConsumersAnswer) {
+class AckHold : public ::testing::Test {
+ protected:
+  void SetUp() override { connect(a, qa, b, qb, ConnectOptions{}); }
   Host a{0, 0xC6120001, 1};
   Host b{0, 0xC6120002, 2};
   Qp& qa = a.qp();
   Qp& qb = b.qp();
-  connect(a, qa, b, qb, ConnectOptions{});
+};
+
+TEST_F(AckHold, ALoneRequestsAckLeavesAfterTheConsumersAnswer) {
   Buffer& abuf = a.buffer(128);
   Buffer& bbuf = b.buffer(128);
   ASSERT_EQ(qb.rq->post(recv_wqe(tag(1), {bbuf.sge(0, 64)})), STATUS_SUCCESS);
@@ -495,12 +495,7 @@ TEST(AckHold, ALoneRequestsAckLeavesAfterTheConsumersAnswer) {
 
 // An answer posted before the poll's visit (rocedpd's echo posts from the CQ notification that
 // the receive burst fires) leaves in that poll, and the ACK right after it.
-TEST(AckHold, AnAnswerPostedDuringTheBurstLeavesFirstInTheSamePoll) {
-  Host a{0, 0xC6120001, 1};
-  Host b{0, 0xC6120002, 2};
-  Qp& qa = a.qp();
-  Qp& qb = b.qp();
-  connect(a, qa, b, qb, ConnectOptions{});
+TEST_F(AckHold, AnAnswerPostedDuringTheBurstLeavesFirstInTheSamePoll) {
   Buffer& abuf = a.buffer(64);
   Buffer& bbuf = b.buffer(128);
   ASSERT_EQ(qb.rq->post(recv_wqe(tag(1), {bbuf.sge(0, 64)})), STATUS_SUCCESS);
@@ -518,12 +513,7 @@ TEST(AckHold, AnAnswerPostedDuringTheBurstLeavesFirstInTheSamePoll) {
   EXPECT_EQ(parse_frame(b.tx[1]).f.bth.psn, parse_frame(a.tx[0]).f.bth.psn);
 }
 
-TEST(AckHold, ABurstOfThreeIsAcknowledgedAtOnceAndANakNeverWaits) {
-  Host a{0, 0xC6120001, 1};
-  Host b{0, 0xC6120002, 2};
-  Qp& qa = a.qp();
-  Qp& qb = b.qp();
-  connect(a, qa, b, qb, ConnectOptions{});
+TEST_F(AckHold, ABurstOfThreeIsAcknowledgedAtOnceAndANakNeverWaits) {
   Buffer& src = a.buffer(64 * 5);
   Buffer& dst = b.buffer(64 * 5);
   for (uint32_t i = 0; i < 5; ++i) {
@@ -551,6 +541,10 @@ TEST(AckHold, ABurstOfThreeIsAcknowledgedAtOnceAndANakNeverWaits) {
   EXPECT_EQ(nak.f.bth.psn, parse_frame(a.tx[3]).f.bth.psn) << "the PSN it expects";
 }
 
+// The retransmission timer measures from the last progress (IBTA local ACK timeout; here its
+// adaptive RTO): READ responses that keep coming, each a little less than one RTO after the one
+// before, never let it expire, however long the READ takes in all; when they stop, it expires
+// exactly one RTO after the last one.
 TEST(RetransmitTimer, ReadResponsesRestartItAndItExpiresOneRtoAfterTheLast) {
   Host a{0, 0xC6120001, 1};
   Host b{0, 0xC6120002, 2};
