@@ -9,7 +9,8 @@
 //      to the control path, ARP requests for us and ICMP echo stay here and are answered in place,
 //      everything else is dropped and counted by reason. The RoCEv2 frames this core owns go to
 //      the RoceHandler as one burst (the RC engine parses them, prefetches their QPs, executes
-//      them), then their mbufs are freed in bulk;
+//      them), then their mbufs are freed in bulk; a burst of nothing but those skips the
+//      dispatcher;
 //   2. frames other cores handed to this one (already classified), the same way;
 //   3. the control channel's request ring, a bounded batch;
 //   4. TX: frames buffered by the pollers above go out once per poll, one burst per port.
@@ -197,10 +198,14 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
 
   [[gnu::noinline]] void send_full_st(uint16_t port_id, rte_mbuf* m);
   [[gnu::noinline]] bool room_after_flush_st(int slot);
+  static constexpr uint32_t kNotFastRoce = UINT32_MAX;
+  static uint32_t roce_core(const AttachedPort& ap, const rte_mbuf* m);
   static uint16_t classify(void* ctx, rte_mbuf* m);
   uint16_t classify_st(rte_mbuf* m);
   [[gnu::noinline]] uint16_t classify_other_st(rte_mbuf* m);
   void handle_local_st(rte_mbuf** pkts, uint16_t n, uint64_t tsc);
+  /// Hands rx_frames_[0, n) (the frames of `roce`) to the RoceHandler, then frees the mbufs.
+  void deliver_roce_st(rte_mbuf** roce, uint16_t n, uint64_t tsc);
   void drop_roce_st(rte_mbuf* m);
   void note_peer_st(const ArpPeer& peer);
   bool flush_tx_st();

@@ -199,6 +199,51 @@ TEST_F(PollingCoreTest, RoceFrameForItsOwnQpnStaysOnTheRxCore) {
   EXPECT_EQ(drops(0, drop_index(CoreDrop::kUnknownQpn)), 1u);
 }
 
+// Records the frames the core hands it: the DestQP of each, per call.
+class RecordingHandler : public RoceHandler {
+ public:
+  uint32_t rx_burst_st(std::span<const wire::Bytes> frames, uint64_t /*tsc*/) override {
+    std::vector<uint32_t> qpns;
+    for (const wire::Bytes& f : frames)
+      qpns.push_back(be32_at(Bytes(f.begin(), f.end()), 46) & 0xFFFFFF);
+    calls.push_back(qpns);
+    return static_cast<uint32_t>(frames.size());
+  }
+  bool poll_st(uint64_t /*tsc*/) override { return false; }
+  std::vector<std::vector<uint32_t>> calls;
+};
+
+// A burst of RoCEv2 frames for the core's own QPs goes to its handler in one call; from the first
+// other frame on (an ICMP echo, a frame for core 1) the rest of the burst takes the dispatcher,
+// and the core's own frames after it follow in a second call: the handler sees them in order.
+TEST_F(PollingCoreTest, OwnRoceFramesReachTheHandlerInOrderAroundOtherFrames) {
+  RecordingHandler handler;
+  core(0).set_roce_handler_st(&handler);
+  const std::vector<Bytes> burst = {
+      test::roce_frame(make_qpn(0, 5)), test::roce_frame(make_qpn(0, 6)), test::icmp_echo(7, 1),
+      test::roce_frame(make_qpn(1, 8)), test::roce_frame(make_qpn(0, 9))};
+  uint64_t bytes = 0;
+  for (const Bytes& f : burst) {
+    peer_send(f);
+    bytes += f.size();
+  }
+  EXPECT_TRUE(handler.calls.empty()) << "nothing before the core polls";
+  EXPECT_TRUE(core(0).poll_once());
+  ASSERT_EQ(handler.calls.size(), 2u);
+  EXPECT_EQ(handler.calls[0], (std::vector<uint32_t>{make_qpn(0, 5), make_qpn(0, 6)}));
+  EXPECT_EQ(handler.calls[1], (std::vector<uint32_t>{make_qpn(0, 9)}));
+  EXPECT_EQ(core(0).stats_st().roce_to_engine, 3u);
+  EXPECT_EQ(core(0).stats_st().rx_packets, 5u);
+  EXPECT_EQ(core(0).stats_st().rx_bytes, bytes);
+  EXPECT_EQ(core(0).stats_st().arp_icmp.echo_replies, 1u);
+  EXPECT_EQ(dispatch_->forwarded(0), 1u) << "core 1's frame";
+  EXPECT_EQ(core(0).stats_st().total_drops(), 0u);
+  EXPECT_EQ(peer_receive().size(), 1u) << "the echo reply";
+  core(0).set_roce_handler_st(nullptr);
+  EXPECT_TRUE(core(1).poll_once());
+  EXPECT_EQ(core(1).stats_st().handoff_in, 1u);
+}
+
 TEST_F(PollingCoreTest, OwningCoreChecksTheIcrc) {
   Bytes f = test::roce_frame(make_qpn(1, 5));
   ASSERT_TRUE(wire::icrc_verify(wire::Bytes(f.data() + 14, f.size() - 14)));
