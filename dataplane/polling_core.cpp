@@ -86,7 +86,8 @@ void PollingCore::run_st() {
 // owns the QP (which may not exist: the caller compares with n_cores_ or its own index), or
 // kNotFastRoce for any other frame. It is exactly what classify_other_st would route to that
 // core (the same checks, fewer of them).
-[[gnu::always_inline]] inline uint32_t PollingCore::roce_core(const AttachedPort& ap, const rte_mbuf* m) {
+[[gnu::always_inline]] inline uint32_t PollingCore::roce_core(const AttachedPort& ap,
+                                                              const rte_mbuf* m) {
   constexpr size_t kUdpAt = wire::kEthHdrLen + wire::kIpv4MinHdrLen;
   constexpr size_t kBthAt = kUdpAt + wire::kUdpHdrLen;
   if (rte_pktmbuf_data_len(m) < kBthAt + wire::kBthLen) [[unlikely]]
@@ -328,7 +329,24 @@ void PollingCore::handle_local_st(rte_mbuf** pkts, uint16_t n, uint64_t tsc) {
 void PollingCore::deliver_roce_st(rte_mbuf** roce, uint16_t n, uint64_t tsc) {
   stats_.roce_to_engine +=
       roce_->rx_burst_st(std::span<const wire::Bytes>(rx_frames_.data(), n), tsc);
-  rte_pktmbuf_free_bulk(roce, n);
+  free_received(roce, n);
+}
+
+// Received mbufs as a PMD hands them out (direct, one segment, nobody else holding them, one
+// pool) go back to their pool in one put: the test rte_pktmbuf_free makes of each (its
+// rte_pktmbuf_prefree_seg), without rte_pktmbuf_free_bulk's per-mbuf pool grouping and reset
+// stores. Any other burst takes the general free.
+void PollingCore::free_received(rte_mbuf** m, uint16_t n) {
+  rte_mempool* const pool = m[0]->pool;
+  for (uint16_t i = 0; i < n; ++i) {
+    const rte_mbuf* b = m[i];
+    if (b->pool != pool || rte_mbuf_refcnt_read(b) != 1 || !RTE_MBUF_DIRECT(b) ||
+        b->next != nullptr) [[unlikely]] {
+      rte_pktmbuf_free_bulk(m, n);
+      return;
+    }
+  }
+  rte_mempool_put_bulk(pool, reinterpret_cast<void* const*>(m), n);
 }
 
 // A RoCEv2 frame no RDMA object can take (none installed on this core, or a chained mbuf): it is

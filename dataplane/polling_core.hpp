@@ -206,6 +206,7 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   void handle_local_st(rte_mbuf** pkts, uint16_t n, uint64_t tsc);
   /// Hands rx_frames_[0, n) (the frames of `roce`) to the RoceHandler, then frees the mbufs.
   void deliver_roce_st(rte_mbuf** roce, uint16_t n, uint64_t tsc);
+  static void free_received(rte_mbuf** m, uint16_t n);
   void drop_roce_st(rte_mbuf* m);
   void note_peer_st(const ArpPeer& peer);
   bool flush_tx_st();

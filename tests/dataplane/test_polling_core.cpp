@@ -244,6 +244,26 @@ TEST_F(PollingCoreTest, OwnRoceFramesReachTheHandlerInOrderAroundOtherFrames) {
   EXPECT_EQ(core(1).stats_st().handoff_in, 1u);
 }
 
+// The engine's frames go back to the pool in one put only when nothing else holds them: a frame
+// someone else still references (as a capture would) loses the core's reference and stays out.
+TEST_F(PollingCoreTest, ARoceFrameStillReferencedElsewhereIsNotReturnedToThePool) {
+  RecordingHandler handler;
+  core(0).set_roce_handler_st(&handler);
+  peer_send(test::roce_frame(make_qpn(0, 5)));
+  rte_mbuf* held = test::to_mbuf(test::roce_frame(make_qpn(0, 6)));
+  ASSERT_NE(held, nullptr);
+  rte_mbuf_refcnt_update(held, 1);
+  ASSERT_EQ(peer()->tx_burst(0, &held, 1), 1);
+  const uint32_t free_before = test::pool().available();
+  EXPECT_TRUE(core(0).poll_once());
+  ASSERT_EQ(handler.calls.size(), 1u);
+  EXPECT_EQ(handler.calls[0].size(), 2u);
+  EXPECT_EQ(rte_mbuf_refcnt_read(held), 1);
+  EXPECT_EQ(test::pool().available(), free_before + 1) << "only the first frame is back";
+  rte_pktmbuf_free(held);
+  core(0).set_roce_handler_st(nullptr);
+}
+
 TEST_F(PollingCoreTest, OwningCoreChecksTheIcrc) {
   Bytes f = test::roce_frame(make_qpn(1, 5));
   ASSERT_TRUE(wire::icrc_verify(wire::Bytes(f.data() + 14, f.size() - 14)));
