@@ -27,7 +27,10 @@ CoreRdma::CoreRdma(PollingCore& core, uint16_t port_id, rte_mempool* pool,
   ns_per_cycle_ = hz == 0 ? 1.0 : 1e9 / static_cast<double>(hz);
 }
 
-CoreRdma::~CoreRdma() = default;
+CoreRdma::~CoreRdma() {
+  if (tx_stash_n_ != 0)
+    rte_mempool_put_bulk(pool_, reinterpret_cast<void* const*>(tx_stash_.data()), tx_stash_n_);
+}
 
 uint16_t CoreRdma::index() const {
   return core_.index();
@@ -48,8 +51,9 @@ bool CoreRdma::poll_st(uint64_t tsc) {
   return busy;
 }
 
-// The engine asks for a contiguous buffer: one mbuf from the port's pool, data starting after
-// the headroom. Null (no mbuf, or a frame larger than one segment) makes the engine roll back.
+// The engine asks for a contiguous buffer: one mbuf from the port's pool (through a stash the
+// pool refills a burst at a time), data starting after the headroom. Null (no mbuf, or a frame
+// larger than one segment) makes the engine roll back.
 uint8_t* CoreRdma::sink_alloc(void* ctx, size_t len, void** handle) {
   auto& self = *static_cast<CoreRdma*>(ctx);
   // No room in the core's TX buffer (the TX ring is full): refuse before the engine commits the
@@ -58,18 +62,40 @@ uint8_t* CoreRdma::sink_alloc(void* ctx, size_t len, void** handle) {
     ++self.tx_no_room_;
     return nullptr;
   }
-  rte_mbuf* m = rte_pktmbuf_alloc(self.pool_);
-  if (m == nullptr) {
+  if (self.tx_stash_n_ == 0 && !self.refill_tx_stash_st()) [[unlikely]] {
     ++self.tx_no_mbuf_;
     return nullptr;
   }
-  if (len > rte_pktmbuf_tailroom(m)) {
-    rte_pktmbuf_free(m);
-    ++self.tx_no_mbuf_;
+  rte_mbuf* m = self.tx_stash_[self.tx_stash_n_ - 1];
+  if (len + RTE_PKTMBUF_HEADROOM > m->buf_len) [[unlikely]] {
+    ++self.tx_no_mbuf_;  // the mbuf stays in the stash
     return nullptr;
   }
+  --self.tx_stash_n_;
+  // What rte_pktmbuf_reset sets that a transmit reads (the length is sink_send's). A pooled mbuf
+  // already has one segment, no next and one reference: the pool's own invariant
+  // (rte_mbuf_raw_free); a received one may still carry its RX flags.
+  m->data_off = RTE_PKTMBUF_HEADROOM;
+  m->ol_flags &= RTE_MBUF_F_EXTERNAL;  // as rte_pktmbuf_reset
+  m->tx_offload = 0;
+  m->packet_type = 0;
+  m->vlan_tci = 0;
   *handle = m;
   return rte_pktmbuf_mtod(m, uint8_t*);
+}
+
+// A burst from the pool at once (rte_mempool_get_bulk takes all or none), else the last few.
+bool CoreRdma::refill_tx_stash_st() {
+  void** objs = reinterpret_cast<void**>(tx_stash_.data());
+  if (rte_mempool_get_bulk(pool_, objs, kTxStash) == 0) {
+    tx_stash_n_ = kTxStash;
+    return true;
+  }
+  if (rte_mempool_get_bulk(pool_, objs, 1) == 0) {
+    tx_stash_n_ = 1;
+    return true;
+  }
+  return false;
 }
 
 void CoreRdma::sink_send(void* ctx, void* handle, size_t len) {

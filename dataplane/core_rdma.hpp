@@ -10,6 +10,7 @@
 // Time: the engine's clock is the TSC the polling core read when the poll began (one read per
 // poll), scaled to nanoseconds (rte_get_tsc_hz at construction).
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -71,6 +72,7 @@ class CoreRdma final : public RoceHandler {
  private:
   static uint8_t* sink_alloc(void* ctx, size_t len, void** handle);
   static void sink_send(void* ctx, void* handle, size_t len);
+  [[gnu::noinline]] bool refill_tx_stash_st();
   uint64_t ns_of(uint64_t tsc) const;
 
   PollingCore& core_;
@@ -84,6 +86,10 @@ class CoreRdma final : public RoceHandler {
   void* tap_context_ = nullptr;
   uint64_t tx_no_mbuf_ = 0;
   uint64_t tx_no_room_ = 0;
+  // Transmit mbufs taken from the pool a burst at a time (sink_alloc); returned on destruction.
+  static constexpr uint32_t kTxStash = 32;
+  uint32_t tx_stash_n_ = 0;
+  std::array<rte_mbuf*, kTxStash> tx_stash_{};
 };
 
 }  // namespace rocedp::dataplane

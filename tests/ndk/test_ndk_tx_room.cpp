@@ -91,5 +91,63 @@ TEST_F(NdkTxRoom, FullTxRingHoldsFramesInsteadOfDroppingThem) {
   }
 }
 
+// An empty mbuf pool is back-pressure too: the engine's transmit buffers come from the pool (a
+// stash of 32 at a time), and with none left it holds its packets (counted as tx_no_mbuf) and sends
+// them once the pool has mbufs again. Every WRITE completes, its bytes in place.
+TEST_F(NdkTxRoom, EmptyPoolHoldsPacketsUntilMbufsReturn) {
+  constexpr uint32_t kMsgs = 64, kMsgBytes = 64;
+  Endpoint x, y;
+  x.host = &a_;
+  y.host = &b_;
+  for (Endpoint* e : {&x, &y}) {
+    e->pd = make_pd(*e->host);
+    e->cq = make_cq(*e->host, 1024, 0);
+    e->qp = make_qp(e->pd, e->cq, e->cq, e, 128);
+  }
+  connect(x, y);
+  std::unique_ptr<Buffer> src = buffer(x.pd, kMsgs * kMsgBytes);
+  std::unique_ptr<Buffer> dst = buffer(y.pd, kMsgs * kMsgBytes);
+  for (size_t k = 0; k < src->data.size(); ++k) src->data[k] = static_cast<uint8_t>(k * 13 + 1);
+  auto* rdma = dynamic_cast<dataplane::CoreRdma*>(a_.cores[0]->roce_handler_st());
+  ASSERT_NE(rdma, nullptr);
+  const uint64_t no_mbuf0 = rdma->tx_no_mbuf();
+
+  std::vector<void*> held;  // every mbuf the pool has left
+  for (void* m; rte_mempool_get(pool().get(), &m) == 0;) held.push_back(m);
+  ASSERT_FALSE(held.empty());
+  for (uint32_t m = 0; m < kMsgs; ++m) {
+    const NdkSge s = src->sge(m * kMsgBytes, kMsgBytes);
+    ASSERT_EQ(
+        x.qp->write(nullptr, &s, 1, dst->va() + m * kMsgBytes, dst->mr->get_remote_token(), 0),
+        STATUS_SUCCESS);
+  }
+  for (int r = 0; r < 200; ++r) {
+    for (auto& c : a_.cores) c->poll_once();
+  }
+  EXPECT_GT(rdma->tx_no_mbuf(), no_mbuf0) << "more WRITEs than the stash holds: the pool ran dry";
+  NdkResultEx res[kMsgs];
+  size_t completed = x.cq->get_results_ex(res, kMsgs);  // B has not run: no ACK yet
+  EXPECT_EQ(completed, 0u);
+
+  rte_mempool_put_bulk(pool().get(), held.data(), static_cast<unsigned>(held.size()));
+  ASSERT_TRUE(poll_until(
+      [&] {
+        for (uint32_t n; (n = x.cq->get_results_ex(res, kMsgs)) != 0;) {
+          for (uint32_t k = 0; k < n; ++k)
+            EXPECT_EQ(res[k].status, STATUS_SUCCESS) << status_name(res[k].status);
+          completed += n;
+        }
+        return completed == kMsgs;
+      },
+      200'000))
+      << completed << " of " << kMsgs << " WRITEs completed";
+  EXPECT_EQ(src->data, dst->data);
+  std::vector<std::unique_ptr<Buffer>> bx, by;
+  bx.push_back(std::move(src));
+  by.push_back(std::move(dst));
+  close_endpoint(x, &bx);
+  close_endpoint(y, &by);
+}
+
 }  // namespace
 }  // namespace rocedp::test
