@@ -17,7 +17,7 @@ CoreRdma::CoreRdma(PollingCore& core, uint16_t port_id, rte_mempool* pool,
     : core_(core), port_id_(port_id), pool_(pool), max_cqs_(max_cqs) {
   rc::FrameSink sink;
   sink.alloc = &CoreRdma::sink_alloc;
-  sink.send = &CoreRdma::sink_send;
+  sink.send = nullptr;  // sink_alloc queues each buffer for transmit; a tap adds sink_tap
   sink.ctx = this;
   engine_ = std::make_unique<rc::RcEngine>(config, mrs, sink);
   // Frames the codec refuses are counted by reason in the core's own drop table.
@@ -53,15 +53,12 @@ bool CoreRdma::poll_st(uint64_t tsc) {
 
 // The engine asks for a contiguous buffer: one mbuf from the port's pool (through a stash the
 // pool refills a burst at a time), data starting after the headroom. Null (no mbuf, or a frame
-// larger than one segment) makes the engine roll back.
+// larger than one segment) makes the engine roll back. The mbuf goes into the core's TX buffer
+// at once, with the length asked for: the engine always finishes a frame it got a buffer for,
+// and the buffer leaves at the end of the poll (flush_tx_st), after the engine's turn, so no
+// second call per frame hands it over.
 uint8_t* CoreRdma::sink_alloc(void* ctx, size_t len, void** handle) {
   auto& self = *static_cast<CoreRdma*>(ctx);
-  // No room in the core's TX buffer (the TX ring is full): refuse before the engine commits the
-  // packet, so it rolls back (rxe save_state/rollback_state) instead of losing a frame it counted.
-  if (!self.core_.tx_room_st(self.port_id_)) {
-    ++self.tx_no_room_;
-    return nullptr;
-  }
   if (self.tx_stash_n_ == 0 && !self.refill_tx_stash_st()) [[unlikely]] {
     ++self.tx_no_mbuf_;
     return nullptr;
@@ -71,15 +68,24 @@ uint8_t* CoreRdma::sink_alloc(void* ctx, size_t len, void** handle) {
     ++self.tx_no_mbuf_;  // the mbuf stays in the stash
     return nullptr;
   }
+  // No room in the core's TX buffer (the TX ring is full), or no TX queue: refuse before the
+  // engine commits the packet, so it rolls back (rxe save_state/rollback_state) instead of
+  // losing a frame it counted.
+  if (!self.core_.queue_tx_st(self.port_id_, m)) [[unlikely]] {
+    ++self.tx_no_room_;  // the mbuf stays in the stash
+    return nullptr;
+  }
   --self.tx_stash_n_;
-  // What rte_pktmbuf_reset sets that a transmit reads (the length is sink_send's). A pooled mbuf
-  // already has one segment, no next and one reference: the pool's own invariant
-  // (rte_mbuf_raw_free); a received one may still carry its RX flags.
+  // What rte_pktmbuf_reset sets that a transmit reads. A pooled mbuf already has one segment,
+  // no next and one reference: the pool's own invariant (rte_mbuf_raw_free); a received one may
+  // still carry its RX flags.
   m->data_off = RTE_PKTMBUF_HEADROOM;
   m->ol_flags &= RTE_MBUF_F_EXTERNAL;  // as rte_pktmbuf_reset
   m->tx_offload = 0;
   m->packet_type = 0;
   m->vlan_tci = 0;
+  m->data_len = static_cast<uint16_t>(len);
+  m->pkt_len = static_cast<uint32_t>(len);
   *handle = m;
   return rte_pktmbuf_mtod(m, uint8_t*);
 }
@@ -98,13 +104,11 @@ bool CoreRdma::refill_tx_stash_st() {
   return false;
 }
 
-void CoreRdma::sink_send(void* ctx, void* handle, size_t len) {
+// With a tap installed: the finished frame, as it will leave.
+void CoreRdma::sink_tap(void* ctx, void* handle, size_t len) {
   auto& self = *static_cast<CoreRdma*>(ctx);
-  auto* m = static_cast<rte_mbuf*>(handle);
-  m->data_len = static_cast<uint16_t>(len);
-  m->pkt_len = static_cast<uint32_t>(len);
-  if (self.tap_ != nullptr) self.tap_(self.tap_context_, rte_pktmbuf_mtod(m, const uint8_t*), len);
-  self.core_.send_st(self.port_id_, m);
+  self.tap_(self.tap_context_, rte_pktmbuf_mtod(static_cast<rte_mbuf*>(handle), const uint8_t*),
+            len);
 }
 
 // ---- request handlers ----

@@ -45,9 +45,11 @@ class CoreRdma final : public RoceHandler {
   void set_tx_tap(TxTap tap, void* context) {
     tap_ = tap;
     tap_context_ = context;
+    engine_->set_sink_send_st(tap != nullptr ? &CoreRdma::sink_tap : nullptr);
   }
   uint64_t tx_no_mbuf() const { return tx_no_mbuf_; }
-  /// Frames the engine held back because the core's TX buffer was full (it resends them later).
+  /// Frames the engine held back because the core's TX buffer was full, or the core had no TX
+  /// queue on the port (it resends them later).
   uint64_t tx_no_room() const { return tx_no_room_; }
 
   // ---- request handlers (CoreCall::RunFn); the request names the CoreRdma. result.status is
@@ -71,7 +73,7 @@ class CoreRdma final : public RoceHandler {
 
  private:
   static uint8_t* sink_alloc(void* ctx, size_t len, void** handle);
-  static void sink_send(void* ctx, void* handle, size_t len);
+  static void sink_tap(void* ctx, void* handle, size_t len);
   [[gnu::noinline]] bool refill_tx_stash_st();
   uint64_t ns_of(uint64_t tsc) const;
 

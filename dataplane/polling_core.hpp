@@ -133,8 +133,7 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   /// Queues a frame for TX on `port_id` (flushed at the end of this poll). The frame is the core's
   /// from now on: sent, or freed and counted. Frames the TX queue did not take stay queued for the
   /// next flush; only when the core's TX buffer is still full after a flush is the frame dropped
-  /// (counted no_tx_room). Inline: the RC engine sends every frame through it (the case with
-  /// room; the rest is send_full_st).
+  /// (counted no_tx_room). Inline for the case with room; the rest is send_full_st.
   void send_st(uint16_t port_id, rte_mbuf* m) {
     const int slot = port_id < RTE_MAX_ETHPORTS ? slot_of_port_[port_id] : -1;
     if (slot >= 0 && ports_[slot].tx_count < kMaxBurst) [[likely]] {
@@ -144,15 +143,20 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
     }
     send_full_st(port_id, m);
   }
-  /// Whether send_st on `port_id` would queue a frame now (flushing once if the buffer is full).
-  /// Senders that can take a frame back (the RC engine: it restores its saved state, rxe's
-  /// rollback_state) ask first, so nothing they counted as sent is ever dropped here.
-  bool tx_room_st(uint16_t port_id) {
+  /// Queues `m` for TX on `port_id` if this core has a TX queue on the port and room in its TX
+  /// buffer (flushing once if it is full): true, and the frame leaves with this poll's TX burst,
+  /// so its bytes may still be written until then. False: nothing queued, `m` stays the caller's.
+  /// For senders that can take a frame back (the RC engine: it restores its saved state, rxe's
+  /// rollback_state), so nothing they counted as sent is ever dropped here.
+  bool queue_tx_st(uint16_t port_id, rte_mbuf* m) {
     const int slot = port_id < RTE_MAX_ETHPORTS ? slot_of_port_[port_id] : -1;
-    if (slot < 0) return true;  // send_st counts the frame as kNoTxQueue
-    if (ports_[slot].tx_count < kMaxBurst) [[likely]]
-      return true;
-    return room_after_flush_st(slot);
+    if (slot < 0) [[unlikely]]
+      return false;
+    AttachedPort& ap = ports_[slot];
+    if (ap.tx_count == kMaxBurst && !room_after_flush_st(slot)) [[unlikely]]
+      return false;
+    ap.tx[ap.tx_count++] = m;
+    return true;
   }
   void count_drop_st(std::size_t drop_index) { stats_.drops[drop_index]++; }
   /// The wire-reason part of the drop table (indexed by wire::DropReason): the RC engine counts

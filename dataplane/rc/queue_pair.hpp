@@ -160,7 +160,9 @@ struct RcCounters {
 
 /// alloc: a contiguous buffer of `len` bytes and an opaque handle, or null when no buffer or no
 /// TX room is left (the engine then rolls back and retries on a later poll, item 10).
-/// send: hands the filled buffer (`len` bytes) to the transmit path. Both run on the owning core.
+/// send: hands the filled buffer (`len` bytes) to the transmit path; null when alloc's buffers
+/// are queued for transmit already (they leave after the engine's turn, once it wrote them).
+/// Both run on the owning core.
 struct FrameSink {
   uint8_t* (*alloc)(void* ctx, size_t len, void** handle) = nullptr;
   void (*send)(void* ctx, void* handle, size_t len) = nullptr;

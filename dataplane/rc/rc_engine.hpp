@@ -89,6 +89,10 @@ class RcEngine {
   /// Before the engine runs: count frames the codec refuses in `counters` (indexed by
   /// wire::DropReason; a polling core's drop table starts with these) instead of wire_drops().
   void count_wire_drops_in(uint64_t* counters) { wire_drop_sink_ = counters; }
+  /// Owning core, between polls: replaces the sink's `send` (FrameSink; null: none).
+  void set_sink_send_st(void (*send)(void* ctx, void* handle, size_t len)) {
+    ctx_.sink.send = send;
+  }
   /// Timers, transmit and completions. True if anything happened.
   bool poll_st(uint64_t now_ns);
 

@@ -149,5 +149,71 @@ TEST_F(NdkTxRoom, EmptyPoolHoldsPacketsUntilMbufsReturn) {
   close_endpoint(y, &by);
 }
 
+// A core without a TX queue on the port (detached) takes no frame from the engine either: the
+// engine holds its packets (tx_no_room) instead of counting them sent while the core drops them,
+// and sends them once the queue is back.
+TEST_F(NdkTxRoom, DetachedTxQueueHoldsPacketsUntilItIsBack) {
+  constexpr uint32_t kMsgs = 4, kMsgBytes = 64;
+  Endpoint x, y;
+  x.host = &a_;
+  y.host = &b_;
+  for (Endpoint* e : {&x, &y}) {
+    e->pd = make_pd(*e->host);
+    e->cq = make_cq(*e->host, 64, 0);
+    e->qp = make_qp(e->pd, e->cq, e->cq, e, 16);
+  }
+  connect(x, y);
+  std::unique_ptr<Buffer> src = buffer(x.pd, kMsgs * kMsgBytes);
+  std::unique_ptr<Buffer> dst = buffer(y.pd, kMsgs * kMsgBytes);
+  for (size_t k = 0; k < src->data.size(); ++k) src->data[k] = static_cast<uint8_t>(k * 5 + 3);
+  auto* rdma = dynamic_cast<dataplane::CoreRdma*>(a_.cores[0]->roce_handler_st());
+  ASSERT_NE(rdma, nullptr);
+  const uint64_t no_room0 = rdma->tx_no_room();
+  const auto no_queue = dataplane::drop_index(dataplane::CoreDrop::kNoTxQueue);
+  const uint64_t drops0 = a_.cores[0]->stats_st().drops[no_queue];
+
+  NTSTATUS st = STATUS_PENDING;
+  ASSERT_TRUE(dataplane::core_requests::detach_port(*a_.channels[0], a_.port->id(),
+                                                    &test::record_result, &st));
+  a_.cores[0]->poll_once();
+  a_.channels[0]->poll_completions(8);
+  ASSERT_EQ(st, STATUS_SUCCESS);
+  for (uint32_t m = 0; m < kMsgs; ++m) {
+    const NdkSge s = src->sge(m * kMsgBytes, kMsgBytes);
+    ASSERT_EQ(
+        x.qp->write(nullptr, &s, 1, dst->va() + m * kMsgBytes, dst->mr->get_remote_token(), 0),
+        STATUS_SUCCESS);
+  }
+  for (int r = 0; r < 50; ++r) a_.cores[0]->poll_once();
+  EXPECT_GT(rdma->tx_no_room(), no_room0);
+  EXPECT_EQ(a_.cores[0]->stats_st().drops[no_queue], drops0) << "nothing built and dropped";
+
+  st = STATUS_PENDING;
+  ASSERT_TRUE(dataplane::core_requests::attach_port(*a_.channels[0], a_.port, 0,
+                                                    &test::record_result, &st));
+  a_.cores[0]->poll_once();
+  a_.channels[0]->poll_completions(8);
+  ASSERT_EQ(st, STATUS_SUCCESS);
+  size_t completed = 0;
+  NdkResultEx res[kMsgs];
+  ASSERT_TRUE(poll_until(
+      [&] {
+        for (uint32_t n; (n = x.cq->get_results_ex(res, kMsgs)) != 0;) {
+          for (uint32_t k = 0; k < n; ++k)
+            EXPECT_EQ(res[k].status, STATUS_SUCCESS) << status_name(res[k].status);
+          completed += n;
+        }
+        return completed == kMsgs;
+      },
+      200'000))
+      << completed << " of " << kMsgs << " WRITEs completed";
+  EXPECT_EQ(src->data, dst->data);
+  std::vector<std::unique_ptr<Buffer>> bx, by;
+  bx.push_back(std::move(src));
+  by.push_back(std::move(dst));
+  close_endpoint(x, &bx);
+  close_endpoint(y, &by);
+}
+
 }  // namespace
 }  // namespace rocedp::test
