@@ -210,6 +210,15 @@ class NdkFixture : public TwoAdapters {
     e.cq = nullptr;
     e.pd = nullptr;
   }
+  /// Closes a pair and the buffers written from `src` (x's) into `dst` (y's).
+  void close_pair(Endpoint& x, Endpoint& y, std::unique_ptr<Buffer> src,
+                  std::unique_ptr<Buffer> dst) {
+    std::vector<std::unique_ptr<Buffer>> bx, by;
+    bx.push_back(std::move(src));
+    by.push_back(std::move(dst));
+    close_endpoint(x, &bx);
+    close_endpoint(y, &by);
+  }
 };
 
 }  // namespace rocedp::test

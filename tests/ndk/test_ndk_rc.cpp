@@ -32,11 +32,7 @@ class NdkRc : public NdkFixture {
     dst_ = buffer(y_.pd, 16u << 20);
   }
   void TearDown() override {
-    std::vector<std::unique_ptr<Buffer>> bx, by;
-    bx.push_back(std::move(src_));
-    by.push_back(std::move(dst_));
-    close_endpoint(x_, &bx);
-    close_endpoint(y_, &by);
+    close_pair(x_, y_, std::move(src_), std::move(dst_));
     NdkFixture::TearDown();
   }
 

@@ -91,128 +91,101 @@ TEST_F(NdkTxRoom, FullTxRingHoldsFramesInsteadOfDroppingThem) {
   }
 }
 
+// One connected pair on core 0, A writing kMsgs messages of 64 bytes into B.
+class NdkTxHold : public NdkFixture {
+ protected:
+  static constexpr uint32_t kMsgs = 64, kMsgBytes = 64;
+
+  void SetUp() override {
+    NdkFixture::SetUp();
+    make_pair(x_, y_, 0, 0, 1024, 128);
+    src_ = buffer(x_.pd, kMsgs * kMsgBytes);
+    dst_ = buffer(y_.pd, kMsgs * kMsgBytes);
+    for (size_t k = 0; k < src_->data.size(); ++k) src_->data[k] = static_cast<uint8_t>(k * 13 + 1);
+    rdma_ = dynamic_cast<dataplane::CoreRdma*>(a_.cores[0]->roce_handler_st());
+    ASSERT_NE(rdma_, nullptr);
+  }
+  void TearDown() override {
+    // (a set-up that failed before the buffers leaves the rest to the adapters' close)
+    if (src_ && dst_) close_pair(x_, y_, std::move(src_), std::move(dst_));
+    NdkFixture::TearDown();
+  }
+  void post_writes() {
+    for (uint32_t m = 0; m < kMsgs; ++m) {
+      const NdkSge s = src_->sge(m * kMsgBytes, kMsgBytes);
+      ASSERT_EQ(
+          x_.qp->write(nullptr, &s, 1, dst_->va() + m * kMsgBytes, dst_->mr->get_remote_token(), 0),
+          STATUS_SUCCESS);
+    }
+  }
+  // A alone, for a while: nothing reaches B's CQ or A's.
+  void poll_a_alone() {
+    for (int r = 0; r < 200; ++r) a_.cores[0]->poll_once();
+    NdkResultEx res[kMsgs];
+    EXPECT_EQ(x_.cq->get_results_ex(res, kMsgs), 0u) << "B has not run: no ACK yet";
+  }
+  // Both run: every WRITE completes, its bytes in place.
+  void expect_all_written() {
+    size_t completed = 0;
+    NdkResultEx res[kMsgs];
+    ASSERT_TRUE(poll_until(
+        [&] {
+          for (uint32_t n; (n = x_.cq->get_results_ex(res, kMsgs)) != 0;) {
+            for (uint32_t k = 0; k < n; ++k)
+              EXPECT_EQ(res[k].status, STATUS_SUCCESS) << status_name(res[k].status);
+            completed += n;
+          }
+          return completed == kMsgs;
+        },
+        200'000))
+        << completed << " of " << kMsgs << " WRITEs completed";
+    EXPECT_EQ(src_->data, dst_->data);
+  }
+
+  Endpoint x_, y_;
+  std::unique_ptr<Buffer> src_, dst_;
+  dataplane::CoreRdma* rdma_ = nullptr;
+};
+
 // An empty mbuf pool is back-pressure too: the engine's transmit buffers come from the pool (a
 // stash of 32 at a time), and with none left it holds its packets (counted as tx_no_mbuf) and sends
-// them once the pool has mbufs again. Every WRITE completes, its bytes in place.
-TEST_F(NdkTxRoom, EmptyPoolHoldsPacketsUntilMbufsReturn) {
-  constexpr uint32_t kMsgs = 64, kMsgBytes = 64;
-  Endpoint x, y;
-  x.host = &a_;
-  y.host = &b_;
-  for (Endpoint* e : {&x, &y}) {
-    e->pd = make_pd(*e->host);
-    e->cq = make_cq(*e->host, 1024, 0);
-    e->qp = make_qp(e->pd, e->cq, e->cq, e, 128);
-  }
-  connect(x, y);
-  std::unique_ptr<Buffer> src = buffer(x.pd, kMsgs * kMsgBytes);
-  std::unique_ptr<Buffer> dst = buffer(y.pd, kMsgs * kMsgBytes);
-  for (size_t k = 0; k < src->data.size(); ++k) src->data[k] = static_cast<uint8_t>(k * 13 + 1);
-  auto* rdma = dynamic_cast<dataplane::CoreRdma*>(a_.cores[0]->roce_handler_st());
-  ASSERT_NE(rdma, nullptr);
-  const uint64_t no_mbuf0 = rdma->tx_no_mbuf();
-
+// them once the pool has mbufs again.
+TEST_F(NdkTxHold, EmptyPoolHoldsPacketsUntilMbufsReturn) {
+  const uint64_t no_mbuf0 = rdma_->tx_no_mbuf();
   std::vector<void*> held;  // every mbuf the pool has left
   for (void* m; rte_mempool_get(pool().get(), &m) == 0;) held.push_back(m);
   ASSERT_FALSE(held.empty());
-  for (uint32_t m = 0; m < kMsgs; ++m) {
-    const NdkSge s = src->sge(m * kMsgBytes, kMsgBytes);
-    ASSERT_EQ(
-        x.qp->write(nullptr, &s, 1, dst->va() + m * kMsgBytes, dst->mr->get_remote_token(), 0),
-        STATUS_SUCCESS);
-  }
-  for (int r = 0; r < 200; ++r) {
-    for (auto& c : a_.cores) c->poll_once();
-  }
-  EXPECT_GT(rdma->tx_no_mbuf(), no_mbuf0) << "more WRITEs than the stash holds: the pool ran dry";
-  NdkResultEx res[kMsgs];
-  size_t completed = x.cq->get_results_ex(res, kMsgs);  // B has not run: no ACK yet
-  EXPECT_EQ(completed, 0u);
-
+  post_writes();
+  poll_a_alone();
+  EXPECT_GT(rdma_->tx_no_mbuf(), no_mbuf0) << "more WRITEs than the stash holds: the pool ran dry";
   rte_mempool_put_bulk(pool().get(), held.data(), static_cast<unsigned>(held.size()));
-  ASSERT_TRUE(poll_until(
-      [&] {
-        for (uint32_t n; (n = x.cq->get_results_ex(res, kMsgs)) != 0;) {
-          for (uint32_t k = 0; k < n; ++k)
-            EXPECT_EQ(res[k].status, STATUS_SUCCESS) << status_name(res[k].status);
-          completed += n;
-        }
-        return completed == kMsgs;
-      },
-      200'000))
-      << completed << " of " << kMsgs << " WRITEs completed";
-  EXPECT_EQ(src->data, dst->data);
-  std::vector<std::unique_ptr<Buffer>> bx, by;
-  bx.push_back(std::move(src));
-  by.push_back(std::move(dst));
-  close_endpoint(x, &bx);
-  close_endpoint(y, &by);
+  expect_all_written();
 }
 
 // A core without a TX queue on the port (detached) takes no frame from the engine either: the
 // engine holds its packets (tx_no_room) instead of counting them sent while the core drops them,
 // and sends them once the queue is back.
-TEST_F(NdkTxRoom, DetachedTxQueueHoldsPacketsUntilItIsBack) {
-  constexpr uint32_t kMsgs = 4, kMsgBytes = 64;
-  Endpoint x, y;
-  x.host = &a_;
-  y.host = &b_;
-  for (Endpoint* e : {&x, &y}) {
-    e->pd = make_pd(*e->host);
-    e->cq = make_cq(*e->host, 64, 0);
-    e->qp = make_qp(e->pd, e->cq, e->cq, e, 16);
-  }
-  connect(x, y);
-  std::unique_ptr<Buffer> src = buffer(x.pd, kMsgs * kMsgBytes);
-  std::unique_ptr<Buffer> dst = buffer(y.pd, kMsgs * kMsgBytes);
-  for (size_t k = 0; k < src->data.size(); ++k) src->data[k] = static_cast<uint8_t>(k * 5 + 3);
-  auto* rdma = dynamic_cast<dataplane::CoreRdma*>(a_.cores[0]->roce_handler_st());
-  ASSERT_NE(rdma, nullptr);
-  const uint64_t no_room0 = rdma->tx_no_room();
+TEST_F(NdkTxHold, DetachedTxQueueHoldsPacketsUntilItIsBack) {
+  const uint64_t no_room0 = rdma_->tx_no_room();
   const auto no_queue = dataplane::drop_index(dataplane::CoreDrop::kNoTxQueue);
   const uint64_t drops0 = a_.cores[0]->stats_st().drops[no_queue];
-
   NTSTATUS st = STATUS_PENDING;
   ASSERT_TRUE(dataplane::core_requests::detach_port(*a_.channels[0], a_.port->id(),
                                                     &test::record_result, &st));
   a_.cores[0]->poll_once();
   a_.channels[0]->poll_completions(8);
   ASSERT_EQ(st, STATUS_SUCCESS);
-  for (uint32_t m = 0; m < kMsgs; ++m) {
-    const NdkSge s = src->sge(m * kMsgBytes, kMsgBytes);
-    ASSERT_EQ(
-        x.qp->write(nullptr, &s, 1, dst->va() + m * kMsgBytes, dst->mr->get_remote_token(), 0),
-        STATUS_SUCCESS);
-  }
-  for (int r = 0; r < 50; ++r) a_.cores[0]->poll_once();
-  EXPECT_GT(rdma->tx_no_room(), no_room0);
+  post_writes();
+  poll_a_alone();
+  EXPECT_GT(rdma_->tx_no_room(), no_room0);
   EXPECT_EQ(a_.cores[0]->stats_st().drops[no_queue], drops0) << "nothing built and dropped";
-
   st = STATUS_PENDING;
   ASSERT_TRUE(dataplane::core_requests::attach_port(*a_.channels[0], a_.port, 0,
                                                     &test::record_result, &st));
   a_.cores[0]->poll_once();
   a_.channels[0]->poll_completions(8);
   ASSERT_EQ(st, STATUS_SUCCESS);
-  size_t completed = 0;
-  NdkResultEx res[kMsgs];
-  ASSERT_TRUE(poll_until(
-      [&] {
-        for (uint32_t n; (n = x.cq->get_results_ex(res, kMsgs)) != 0;) {
-          for (uint32_t k = 0; k < n; ++k)
-            EXPECT_EQ(res[k].status, STATUS_SUCCESS) << status_name(res[k].status);
-          completed += n;
-        }
-        return completed == kMsgs;
-      },
-      200'000))
-      << completed << " of " << kMsgs << " WRITEs completed";
-  EXPECT_EQ(src->data, dst->data);
-  std::vector<std::unique_ptr<Buffer>> bx, by;
-  bx.push_back(std::move(src));
-  by.push_back(std::move(dst));
-  close_endpoint(x, &bx);
-  close_endpoint(y, &by);
+  expect_all_written();
 }
 
 }  // namespace
