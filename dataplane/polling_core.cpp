@@ -384,21 +384,10 @@ void PollingCore::drop_st(rte_mbuf* m, std::size_t idx) {
 }
 
 // send_st without room in the buffer, or without a TX queue on `port_id`.
-void PollingCore::send_full_st(uint16_t port_id, rte_mbuf* m) {
-  const int slot = port_id < RTE_MAX_ETHPORTS ? slot_of_port_[port_id] : -1;
-  if (slot < 0) {
-    drop_st(m, drop_index(CoreDrop::kNoTxQueue));
-    return;
-  }
-  AttachedPort& ap = ports_[slot];
-  if (ap.tx_count == kMaxBurst) {
-    flush_tx_st();
-    if (ap.tx_count == kMaxBurst) {
-      drop_st(m, drop_index(CoreDrop::kNoTxRoom));
-      return;
-    }
-  }
-  ap.tx[ap.tx_count++] = m;
+// A frame queue_tx_st did not take: no TX queue on the port here, or the buffer still full.
+void PollingCore::drop_unqueued_st(uint16_t port_id, rte_mbuf* m) {
+  const bool queue = port_id < RTE_MAX_ETHPORTS && slot_of_port_[port_id] >= 0;
+  drop_st(m, drop_index(queue ? CoreDrop::kNoTxRoom : CoreDrop::kNoTxQueue));
 }
 
 bool PollingCore::room_after_flush_st(int slot) {

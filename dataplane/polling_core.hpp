@@ -133,15 +133,10 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   /// Queues a frame for TX on `port_id` (flushed at the end of this poll). The frame is the core's
   /// from now on: sent, or freed and counted. Frames the TX queue did not take stay queued for the
   /// next flush; only when the core's TX buffer is still full after a flush is the frame dropped
-  /// (counted no_tx_room). Inline for the case with room; the rest is send_full_st.
+  /// (counted no_tx_room; no_tx_queue when this core has no TX queue on the port).
   void send_st(uint16_t port_id, rte_mbuf* m) {
-    const int slot = port_id < RTE_MAX_ETHPORTS ? slot_of_port_[port_id] : -1;
-    if (slot >= 0 && ports_[slot].tx_count < kMaxBurst) [[likely]] {
-      AttachedPort& ap = ports_[slot];
-      ap.tx[ap.tx_count++] = m;
-      return;
-    }
-    send_full_st(port_id, m);
+    if (!queue_tx_st(port_id, m)) [[unlikely]]
+      drop_unqueued_st(port_id, m);
   }
   /// Queues `m` for TX on `port_id` if this core has a TX queue on the port and room in its TX
   /// buffer (flushing once if it is full): true, and the frame leaves with this poll's TX burst,
@@ -200,7 +195,7 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
     rte_mbuf* tx[kMaxBurst];
   };
 
-  [[gnu::noinline]] void send_full_st(uint16_t port_id, rte_mbuf* m);
+  [[gnu::noinline, gnu::cold]] void drop_unqueued_st(uint16_t port_id, rte_mbuf* m);
   [[gnu::noinline]] bool room_after_flush_st(int slot);
   static constexpr uint32_t kNotFastRoce = UINT32_MAX;
   static uint32_t roce_core(const AttachedPort& ap, const rte_mbuf* m);

@@ -32,8 +32,7 @@ bool transmit_generic(QueuePair& qp, RcContext& ctx, const TxPacket& pkt,
   const wire::Bytes pls(pl, payload.length);
   wire::finish_packet(wire::MutBytes(pl + payload.length, f.bth.pad + wire::kIcrcLen), hs, {pls},
                       f.bth.pad);
-  if (ctx.sink.send != nullptr) ctx.sink.send(ctx.sink.ctx, handle, total);
-  ++ctx.tx_packets;
+  transmit_detail::frame_done(ctx, handle, total);
   return true;
 }
 

@@ -35,6 +35,13 @@ struct TxPayload {
 
 namespace transmit_detail {
 
+// A frame the sink's buffer now holds whole: handed over (a sink whose alloc queued it already
+// has no send) and counted.
+inline void frame_done(RcContext& ctx, void* handle, size_t total) {
+  if (ctx.sink.send != nullptr) ctx.sink.send(ctx.sink.ctx, handle, total);
+  ++ctx.tx_packets;
+}
+
 inline void copy_payload(uint8_t* pl, const TxPayload& payload) {
   if (payload.length == 0) return;
   if (payload.flat != nullptr) {
@@ -117,8 +124,7 @@ inline bool transmit_frame(QueuePair& qp, RcContext& ctx, const TxBth& h, uint32
   if (pad != 0) std::memset(tail, 0, pad);
   // ICRC (IBTA A17.3.3) over the finished frame: the masking happens inside the CRC.
   wire::store_le32(tail + pad, wire::icrc_plain_ipv4(ip, ip_len - wire::kIcrcLen));
-  if (ctx.sink.send != nullptr) ctx.sink.send(ctx.sink.ctx, handle, total);
-  ++ctx.tx_packets;
+  transmit_detail::frame_done(ctx, handle, total);
   return true;
 }
 
