@@ -298,6 +298,8 @@ int run_server(Native& n) {
     const ReportMsg rep = raw ? n.raw->server_size(t, peer[0], sm.size, n.oob)
                               : server_size(n.run, sm.size, sm.iters);
     n.oob.send(kReport, rep);
+    // The responder's side of the run: what it dropped and why, NAKs it sent.
+    if (!raw && n.o.json) print_engine_counters(*n.rt);
     if (rep.errors > 0 || rep.bad_bytes > 0) status = 1;
   }
   if (!raw) close_endpoint(*n.rt, n.run.ep);

@@ -109,32 +109,33 @@ constexpr const WcErrorInfo& wc_error_info(WcError e) {
 // ---------------------------------------------------------------------------------------------
 // Engine counters (item 13): one X-macro for the enum and the telemetry names.
 
-#define ROCEDP_RC_COUNTERS(X)                                                                 \
-  X(kRxPackets, "rx_packets")               /* RoCEv2 RC packets accepted by receive */       \
-  X(kRxDropNotRc, "rx_drop_not_rc")         /* UD or other non-RC opcode to an RC QP */       \
-  X(kRxCnp, "rx_cnp")                       /* RoCEv2 CNP (congestion notification) */        \
-  X(kRxDropNoQp, "rx_drop_no_qp")           /* destination QPN unknown on this core */        \
-  X(kRxDropState, "rx_drop_qp_state")       /* QP not in a state that accepts the packet */   \
-  X(kRxDropSource, "rx_drop_source")        /* source IP is not the connected peer */         \
-  X(kRxDuplicate, "rx_duplicate")           /* duplicate request (re-ACK / re-execute) */     \
-  X(kRxOutOfSequence, "rx_out_of_sequence") /* request ahead of the expected PSN */           \
-  X(kRxGhostResponse, "rx_ghost_response")  /* response that matches nothing outstanding */   \
-  X(kTxPackets, "tx_packets")                                                                 \
-  X(kTxNoBuffer, "tx_no_buffer")    /* sink refused: rolled back, retried later */            \
-  X(kTxRetransmit, "tx_retransmit") /* packets sent again after go-back-N */                  \
-  X(kAcksSent, "acks_sent")                                                                   \
-  X(kNaksSent, "naks_sent") /* sequence / invalid / access / operational */                   \
-  X(kRnrNaksSent, "rnr_naks_sent")                                                            \
-  X(kReadResponsesSent, "read_responses_sent")                                                \
-  X(kAcksReceived, "acks_received")                                                           \
-  X(kNaksReceived, "naks_received")                                                           \
-  X(kRnrNaksReceived, "rnr_naks_received")                                                    \
-  X(kAckTimeouts, "ack_timeouts")      /* retransmission timer fired (probes included) */     \
-  X(kRtoProbes, "rto_probes")          /* early (adaptive) timeouts: no retry consumed */     \
-  X(kTimeoutWaitUs, "timeout_wait_us") /* idle time from the last packet sent to a timeout */ \
-  X(kGoBackN, "go_back_n")             /* retransmission restarts */                          \
-  X(kCompletions, "completions")       /* CQEs produced */                                    \
-  X(kQpErrors, "qp_errors")            /* QPs moved to ERROR */
+#define ROCEDP_RC_COUNTERS(X)                                                                      \
+  X(kRxPackets, "rx_packets")               /* RoCEv2 RC packets accepted by receive */            \
+  X(kRxDropNotRc, "rx_drop_not_rc")         /* UD or other non-RC opcode to an RC QP */            \
+  X(kRxCnp, "rx_cnp")                       /* RoCEv2 CNP (congestion notification) */             \
+  X(kRxDropNoQp, "rx_drop_no_qp")           /* destination QPN unknown on this core */             \
+  X(kRxDropState, "rx_drop_qp_state")       /* QP not in a state that accepts the packet */        \
+  X(kRxDropSource, "rx_drop_source")        /* source IP is not the connected peer */              \
+  X(kRxDuplicate, "rx_duplicate")           /* duplicate request (re-ACK / re-execute) */          \
+  X(kRxOutOfSequence, "rx_out_of_sequence") /* request ahead of the expected PSN */                \
+  X(kRxGhostResponse, "rx_ghost_response")  /* response that matches nothing outstanding */        \
+  X(kTxPackets, "tx_packets")                                                                      \
+  X(kTxNoBuffer, "tx_no_buffer")    /* sink refused: rolled back, retried later */                 \
+  X(kTxRetransmit, "tx_retransmit") /* packets sent again after go-back-N */                       \
+  X(kAcksSent, "acks_sent")                                                                        \
+  X(kNaksSent, "naks_sent") /* sequence / invalid / access / operational */                        \
+  X(kRnrNaksSent, "rnr_naks_sent")                                                                 \
+  X(kReadResponsesSent, "read_responses_sent")                                                     \
+  X(kAcksReceived, "acks_received")                                                                \
+  X(kNaksReceived, "naks_received")                                                                \
+  X(kRnrNaksReceived, "rnr_naks_received")                                                         \
+  X(kAckTimeouts, "ack_timeouts")           /* retransmission timer fired (probes included) */     \
+  X(kRtoProbes, "rto_probes")               /* early (adaptive) timeouts: no retry consumed */     \
+  X(kTimeoutWaitUs, "timeout_wait_us")      /* idle time from the last packet sent to a timeout */ \
+  X(kSpuriousTimeouts, "spurious_timeouts") /* answered: only ACKs were late or lost */            \
+  X(kGoBackN, "go_back_n")                  /* retransmission restarts */                          \
+  X(kCompletions, "completions")            /* CQEs produced */                                    \
+  X(kQpErrors, "qp_errors")                 /* QPs moved to ERROR */
 
 enum class RcCounter : uint8_t {
 #define ROCEDP_X(e, n) e,

@@ -380,29 +380,33 @@ uint32_t requester_run_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns, uint32
   return requester_send_st(qp, ctx, now_ns, budget, avail);
 }
 
-void requester_go_back_st(QueuePair& qp, RcContext& ctx, uint32_t psn_from) {
+bool requester_seek_st(QueuePair& qp, uint32_t psn) {
   const uint32_t mtu = qp.path_mtu();
-  // Karn: the timed packet will be sent again, so its ACK would not say which copy it answers.
-  if (qp.comp.rtt_timing && psn::psn_le(psn_from, qp.comp.rtt_psn)) qp.comp.rtt_timing = false;
   const uint32_t avail = qp.sq_readable();
   uint32_t i = 0;
   for (; i < avail; ++i) {
     WqeMeta& m = qp.meta_at(i);
     if (!m.started) break;
-    if (m.local || m.done || psn::psn_lt(m.last_psn, psn_from)) continue;
-    // The first unfinished WQE at or after `psn_from`; PSNs before it are already confirmed.
-    const uint32_t p = psn::psn_lt(psn_from, m.first_psn) ? m.first_psn : psn_from;
+    if (m.local || m.done || psn::psn_lt(m.last_psn, psn)) continue;
+    // The first unfinished WQE at or after `psn`; PSNs before it are already confirmed.
+    const uint32_t p = psn::psn_lt(psn, m.first_psn) ? m.first_psn : psn;
     qp.req.cur.wqe = i;
     qp.req.cur.psn = p;
     const SendOpcode op = qp.sq_at(i).opcode;
     qp.req.cur.offset = is_rd_atomic(op) ? 0 : psn::psn_forward(m.first_psn, p) * mtu;
-    ctx.counters->add(RcCounter::kGoBackN);
-    return;
+    return true;
   }
   // Everything started is finished: continue with the first WQE not started yet.
   qp.req.cur.wqe = i;
   qp.req.cur.psn = qp.req.max_psn_sent;
   qp.req.cur.offset = 0;
+  return false;
+}
+
+void requester_go_back_st(QueuePair& qp, RcContext& ctx, uint32_t psn_from) {
+  // Karn: the timed packet will be sent again, so its ACK would not say which copy it answers.
+  if (qp.comp.rtt_timing && psn::psn_le(psn_from, qp.comp.rtt_psn)) qp.comp.rtt_timing = false;
+  if (requester_seek_st(qp, psn_from)) ctx.counters->add(RcCounter::kGoBackN);
 }
 
 }  // namespace rocedp::rc

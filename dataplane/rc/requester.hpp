@@ -26,4 +26,9 @@ uint32_t requester_run_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns, uint32
 /// acknowledged). A READ restarts mid-message with an adjusted RETH (IBTA §9.7.4.1.5).
 void requester_go_back_st(QueuePair& qp, RcContext& ctx, uint32_t psn);
 
+/// Moves the requester's cursor to `psn` (or to the first PSN not sent yet, when every WQE
+/// started before it is finished) without counting a go-back-N: for a cursor that moves forward,
+/// past packets that turned out to have arrived. True if `psn` lies in an unfinished WQE.
+bool requester_seek_st(QueuePair& qp, uint32_t psn);
+
 }  // namespace rocedp::rc

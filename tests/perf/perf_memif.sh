@@ -118,8 +118,13 @@ case $group in
     expect_row 1500 1200
     pair 0 "" send lat -s 100 -n 300 --verify
     expect_row 100 300
-    pair 0 "" send bw -s 64 -n 1000 --json
+    pair 0 "--json" send bw -s 64 -n 1000 --json
     grep -q '"test":"send_bw","mode":"rdma","size":64,"iterations":1000' "$work/client$n.log" || fail "json row"
+    # Each side's engine counters: the client sent the 1,000 SENDs, the server received them.
+    counter() { grep -o '"rc_counters".*' "$work/$1$n.log" | grep -o "\"$2\":[0-9]*" | cut -d: -f2; }
+    [ "$(counter client tx_packets)" -ge 1000 ] || fail "client rc_counters: tx_packets"
+    [ "$(counter server rx_packets)" -ge 1000 ] || fail "server rc_counters: rx_packets"
+    [ "$(counter server acks_sent)" -ge 1 ] || fail "server rc_counters: acks_sent"
     ;;
   raw)
     pair 0 "" write bw -s 4096 -n 2000 --raw --json

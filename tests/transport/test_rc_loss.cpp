@@ -135,6 +135,47 @@ TEST_F(Loss, LostAckCostsAFewRtosAndNothingExecutesTwice) {
   EXPECT_EQ(qa->qp->stats.timeouts, 1u);
 }
 
+// The responder stalls: its ACKs of two bursts arrive only after the requester's timer fired and
+// its probe went out. Nothing was lost. The first late ACK confirms half the packets, which only
+// their first transmission carried; the requester probes again at the new oldest PSN instead of
+// resending the other half, and its window stays whole (F-RTO's reading of a spurious expiry).
+TEST_F(Loss, LateAcksAfterASpuriousTimeoutCostAProbeEachNotTheWindow) {
+  make();
+  warm_up();
+  bool stalled = true;
+  w.park_if = [&](bool ab, const wire::ParsedPacket& p) { return stalled && !ab && is_ack(p); };
+  for (int burst = 0; burst < 2; ++burst) {
+    for (int i = 0; i < 4; ++i) write(static_cast<uint32_t>(burst * 4 + i) * 1024, 1024);
+    w.settle(5);
+  }
+  ASSERT_EQ(w.parked_ba.size(), 2u) << "one ACK per burst, both held back";
+  const uint32_t window = qa->qp->comp.window;
+  const uint64_t retransmits0 = qa->qp->stats.retransmits;
+  const uint64_t dup0 = qb->qp->stats.duplicates;
+  ASSERT_TRUE(w.run_until([&] { return qa->qp->stats.timeouts == 1; }));
+  w.settle(5);
+  ASSERT_EQ(w.parked_ba.size(), 3u) << "the probe's answer is held back too";
+  stalled = false;
+  // The late ACKs arrive one per poll, so that the requester may act on each.
+  std::vector<Frame> late = std::move(w.parked_ba);
+  w.parked_ba.clear();
+  for (Frame& f : late) {
+    std::vector<Frame> one;
+    one.push_back(std::move(f));
+    Wire::deliver(a, one, w.now);
+    w.step();
+  }
+  ASSERT_TRUE(w.run_until([&] { return all_done(); }));
+  expect_in_order_success();
+  EXPECT_EQ(std::memcmp(src->ptr(), dst->ptr(), 8 * 1024), 0);
+  EXPECT_EQ(qa->qp->stats.timeouts, 1u);
+  EXPECT_EQ(qa->qp->stats.retransmits - retransmits0, 2u)
+      << "the probe, and one more at the oldest PSN the first late ACK left";
+  EXPECT_EQ(qb->qp->stats.duplicates - dup0, 2u) << "both were duplicates, nothing else was resent";
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kSpuriousTimeouts), 1u);
+  EXPECT_GE(qa->qp->comp.window, window) << "no loss, so no halving";
+}
+
 // A packet in mid-stream and then the responder's one NAK are lost. The responder must not NAK
 // again for the same sequence error (IBTA §9.7.5.1.2, as rxe, hfi1, qib): it drops what follows
 // silently, and the requester's timer recovers in a few RTTs.
