@@ -114,27 +114,23 @@ NTSTATUS QueuePair::modify_to_rtr(const QpConnectParams& p) {
 }
 
 void QueuePair::build_header_template() {
-  hdr_len_ = 0;
-  // The byte template covers the common shape only; anything else keeps the generic builder.
-  if (tmpl_.eth.header_len() != wire::kEthHdrLen || tmpl_.ip.ihl != 5) return;
+  // Every QP's frames have the one shape the template holds (modify_to_rtr sets no 802.1Q tag
+  // and no IP options).
   wire::PacketFields f = tmpl_;
   f.bth.opcode = wire::opcode::kRcSendOnly;  // BTH only
-  const size_t n = wire::header_len(f);
-  if (n != kHeaderTemplateLen) return;
+  assert(wire::header_len(f) == kHeaderTemplateLen);
   wire::BuildOptions o;
   o.fill_lengths = false;
   o.fill_ip_checksum = false;
   const wire::HeaderSpan hs =
       wire::write_headers(wire::MutBytes(hdr_bytes_, kHeaderTemplateLen), f, 0, o);
-  if (hs.headers.empty()) return;
+  assert(!hs.headers.empty());
   hdr_l3_ = static_cast<uint8_t>(hs.l3_offset);
   // Sum of the 16-bit words of the IP header with total length, id and checksum at 0.
   const uint8_t* ip = hdr_bytes_ + hdr_l3_;
   uint32_t sum = 0;
   for (size_t i = 0; i < wire::kIpv4MinHdrLen; i += 2) sum += wire::load_be16(ip + i);
   hdr_ip_sum_ = sum;
-
-  hdr_len_ = static_cast<uint8_t>(n);
 }
 
 NTSTATUS QueuePair::modify_to_rts() {

@@ -507,7 +507,6 @@ class alignas(64) QueuePair {
   /// The same template as bytes (CONVENTIONS.md 11: the per-packet header build is a copy plus
   /// a few stores): Ethernet..BTH with lengths, IP id, checksum, opcode, flags and PSN to patch.
   const uint8_t* hdr_bytes() const { return hdr_bytes_; }
-  uint32_t hdr_len() const { return hdr_len_; }
   uint32_t hdr_l3() const { return hdr_l3_; }
   /// IPv4 header checksum partial sum of the template (total length, id, checksum = 0).
   uint32_t hdr_ip_sum() const { return hdr_ip_sum_; }
@@ -523,7 +522,6 @@ class alignas(64) QueuePair {
  private:
   uint32_t qpn_;
   QpState state_ = QpState::kReset;
-  uint8_t hdr_len_ = 0;  // 0: no byte template (VLAN or IP options): build with write_headers
   uint8_t hdr_l3_ = 0;
 
  public:

@@ -300,10 +300,6 @@ Single send_single(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, 
   if (psn::psn_forward(qp.comp.unacked_psn, psn) >= qp.comp.window) return Single::kStop;
   if (qp.comp.probing && psn != qp.comp.unacked_psn) [[unlikely]]
     return Single::kStop;
-  // The frame's header template is always built at connect; the generic builder (a shape it
-  // does not cover) is the general path's.
-  if (qp.hdr_len() == 0) [[unlikely]]
-    return Single::kGeneral;
   if (read) return send_read(qp, ctx, w, m, now_ns, len);
   const bool imm = w.has_immediate;
   TxBth h;

@@ -2,7 +2,7 @@
 // Transmit: one frame of a QP from its prebuilt header template, the per-packet fields patched in
 // place, the payload and the ICRC. Inline, because every request, response and ACK passes here and
 // a call costs the requester's hot loop its registers (callgrind: 22 instructions per 64-byte
-// WRITE); frames the template does not cover go to the generic builder (transmit.cpp).
+// WRITE).
 
 #include <cassert>
 #include <cstddef>
@@ -28,10 +28,6 @@ struct TxPayload {
   uint32_t offset = 0;  ///< into the gather list
   uint32_t length = 0;
 };
-
-/// The frames the header template does not cover (802.1Q, IP options), field by field.
-[[gnu::noinline, gnu::cold]] bool transmit_generic(QueuePair& qp, RcContext& ctx,
-                                                   const TxPacket& pkt, const TxPayload& payload);
 
 namespace transmit_detail {
 
@@ -73,7 +69,7 @@ inline void copy_ext(uint8_t* dst, const TxPacket& pkt) {
 
 }  // namespace transmit_detail
 
-/// Builds one frame from the QP's template (qp.hdr_len() != 0: the caller checked) with the BTH
+/// Builds one frame from the QP's template with the BTH
 /// fields `h`, `h.ext_len` bytes of extension headers and `payload_len` bytes of payload, both
 /// written by `fill(ext, payload)`, then the pad and the ICRC, and hands it to the sink. False
 /// if the sink refused a buffer: the caller restores its saved state (item 10). The requester's
@@ -86,7 +82,6 @@ inline bool transmit_frame(QueuePair& qp, RcContext& ctx, const TxBth& h, uint32
   // The role writes exactly the extension headers its opcode carries (debug builds check).
   assert(wire::opcode_info(h.opcode) != nullptr &&
          wire::opcode_info(h.opcode)->length == wire::kBthLen + ext_len);
-  assert(qp.hdr_len() != 0);
   const uint32_t pad = wire::pad_for(payload_len);
   const size_t hlen = kHeaderTemplateLen + ext_len;
   const size_t total = hlen + payload_len + pad + wire::kIcrcLen;
@@ -128,11 +123,8 @@ inline bool transmit_frame(QueuePair& qp, RcContext& ctx, const TxBth& h, uint32
   return true;
 }
 
-/// One frame with the BTH fields and extension headers of `pkt` and the payload from `payload`
-/// (transmit_frame), or through the generic builder for frames the template does not cover.
+/// One frame with the BTH fields and extension headers of `pkt` and the payload from `payload`.
 inline bool transmit(QueuePair& qp, RcContext& ctx, const TxPacket& pkt, const TxPayload& payload) {
-  if (qp.hdr_len() == 0) [[unlikely]]
-    return transmit_generic(qp, ctx, pkt, payload);
   return transmit_frame(qp, ctx, pkt, payload.length, [&](uint8_t* ext, uint8_t* pl) {
     transmit_detail::copy_ext(ext, pkt);
     transmit_detail::copy_payload(pl, payload);
