@@ -59,7 +59,8 @@ def main():
             ratios.append(s["bw_avg_Gbps"] / c["bw_avg_Gbps"] if c["bw_avg_Gbps"] else float("nan"))
             counters.append(cnt)
             print(f"  {rate}% round {k}: clean {c['bw_avg_Gbps']:.3f} Gb/s, lossy {s['bw_avg_Gbps']:.3f} Gb/s, "
-                  f"ratio {ratios[-1]:.3f}; timeouts {cnt.get('ack_timeouts')} (probes {cnt.get('rto_probes')}), "
+                  f"ratio {ratios[-1]:.3f}; timeouts {cnt.get('ack_timeouts')} (probes {cnt.get('rto_probes')}, "
+                  f"nothing lost {cnt.get('spurious_timeouts')}), "
                   f"NAKs {cnt.get('naks_received')}, retransmitted {cnt.get('tx_retransmit')} of "
                   f"{cnt.get('tx_packets')}", file=sys.stderr, flush=True)
         results.append({
