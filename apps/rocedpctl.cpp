@@ -2,6 +2,7 @@
 //
 //   rocedpctl status|ports|cores|drops|neighbours|connections|listeners [--json] [--prefix P]
 //   rocedpctl qps [--qpn N] [--json] [--prefix P]
+//   rocedpctl rdma [--core N] [--json] [--prefix P]
 //   rocedpctl capture --port P -w FILE.pcapng [-c COUNT] [-d SECONDS] [--prefix P]
 //   rocedpctl decode [-q] FILE.pcap...
 //
@@ -193,7 +194,8 @@ void print_pairs(const Json& obj, bool skip_zero) {
 struct DaemonOptions {
   std::string prefix = "rocedp";  // the config's eal.file_prefix default
   bool json = false;
-  std::string qpn;  // qps --qpn
+  std::string qpn;   // qps --qpn
+  std::string core;  // rdma --core
 };
 
 struct View {
@@ -436,6 +438,22 @@ int main(int argc, char** argv) {
       daemon_command("qps", "RC queue pairs: QPN, owning core, state, queues, PSNs, retries",
                      [&] { return cmd_qps(o); });
   qps->add_option("--qpn", o.qpn, "one QP (decimal or 0x hex): its fields");
+
+  CLI::App* rdma = daemon_command(
+      "rdma",
+      "RC engine of each core: packets, ACKs, NAKs, retransmissions, timeouts, drops by reason",
+      [&] {
+        return run_view(
+            o,
+            {"/rocedp/rdma",
+             "engines",
+             {"core", "rx_packets", "tx_packets", "acks_sent", "naks_sent", "acks_received",
+              "naks_received", "tx_retransmit", "ack_timeouts", "spurious_timeouts", "rx_duplicate",
+              "rx_out_of_sequence", "rx_drop_no_qp", "rx_drop_qp_state", "rx_drop_source"}},
+            o.core);
+      });
+  rdma->add_option("--core", o.core, "one core (its index): every counter")
+      ->check(CLI::NonNegativeNumber);
 
   CaptureOptions cap;
   CLI::App* capture =

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "dataplane/engine_row.hpp"
 #include "dataplane/qp_row.hpp"
 
 namespace rocedp::control {
@@ -23,5 +24,7 @@ struct ConnectionRow {
 
 /// One RC queue pair, read on its owning core (dataplane/qp_row.hpp).
 using QpRow = dataplane::QpRow;
+/// One core's RC engine counters, read on that core (dataplane/engine_row.hpp).
+using EngineRow = dataplane::EngineRow;
 
 }  // namespace rocedp::control

@@ -45,6 +45,7 @@ const char* phase_name(ConnPhase p) {
 // One collection round over the cores; freed by the last answer.
 struct QpGather {
   std::vector<std::vector<QpRow>> per_core;
+  std::vector<EngineRow> engines;          // one per core
   std::vector<ConnectionRow> connections;  // taken before the requests left
   size_t outstanding = 0;
   bool complete = true;  // false: a core's ring was full, its rows are missing
@@ -54,6 +55,7 @@ struct QpGather {
     if (--outstanding != 0) return;
     ConnectionSnapshot snap;
     snap.connections = std::move(connections);
+    snap.engines = std::move(engines);
     for (auto& v : per_core) snap.qps.insert(snap.qps.end(), v.begin(), v.end());
     std::sort(snap.qps.begin(), snap.qps.end(),
               [](const QpRow& a, const QpRow& b) { return a.qpn < b.qpn; });
@@ -64,11 +66,18 @@ struct QpGather {
   }
 };
 
-// On the owning core: every QP of this core's engine. Snapshot rounds are rare (telemetry
-// interval), so walking the slot numbers until every live QP was seen is cheap enough.
+// On the owning core: the engine's counters and every QP of this core's engine. Snapshot rounds
+// are rare (telemetry interval), so walking the slot numbers until every live QP was seen is
+// cheap enough.
 void qp_rows_run(const dataplane::QpTableRead& req, dataplane::CoreResult& result, void*) {
   std::vector<QpRow>* out = req.out;
   rc::RcEngine& engine = req.rdma->engine_st();
+  if (req.engine != nullptr) {
+    req.engine->core = engine.core();
+    req.engine->counters = engine.counters().v;
+    req.engine->tx_no_mbuf = req.rdma->tx_no_mbuf();
+    req.engine->tx_no_room = req.rdma->tx_no_room();
+  }
   const size_t live = engine.qp_count();
   out->reserve(live);
   for (uint32_t local = 0; local <= dataplane::kQpnLocalMask && out->size() < live; ++local) {
@@ -158,12 +167,14 @@ void collect_connection_snapshot(Adapter& adapter,
   auto* g = new QpGather;
   g->connections = connection_rows(adapter, service_of);
   const uint32_t n = adapter.core_count();
-  g->per_core.resize(n);  // never resized again: the cores write into it
+  g->per_core.resize(n);  // never resized again: the cores write into them
+  g->engines.resize(n);
   g->done = std::move(done);
   g->outstanding = 1;  // held until every request is posted
   Adapter::Impl& im = impl_of(adapter);
   for (uint32_t c = 0; c < n; ++c) {
-    if (im.call(c, &qp_rows_run, dataplane::QpTableRead{im.rdma_on(c), &g->per_core[c]},
+    if (im.call(c, &qp_rows_run,
+                dataplane::QpTableRead{im.rdma_on(c), &g->per_core[c], &g->engines[c]},
                 &qp_rows_done, g))
       ++g->outstanding;
     else

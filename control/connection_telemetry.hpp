@@ -26,17 +26,18 @@ std::vector<ConnectionRow> connection_rows(
 /// to ERROR when its retries ran out).
 struct ConnectionSnapshot {
   std::vector<ConnectionRow> connections;
-  std::vector<QpRow> qps;  // ordered by QPN
+  std::vector<QpRow> qps;          // ordered by QPN
+  std::vector<EngineRow> engines;  // one per core, by core index
 };
 
 /// Control thread: reads the connection rows now, then asks every core of `adapter` for the rows
-/// of its QPs; `done` runs once on the control thread after every core answered. The connection
-/// rows are taken before the requests leave: whatever made a connection established (its QP
-/// created and moved to RTS, by requests to the QP's core) was then answered already, so the
-/// QP-table request, behind them on that core's ring, sees the QP. Rows read when the last core
-/// answers would not be: a core that answered early could have missed a QP that was created,
-/// and its connection established, while another core was still busy. ok = false (and the rows
-/// incomplete) when a core's ring was full.
+/// of its QPs and its engine's counters; `done` runs once on the control thread after every core
+/// answered. The connection rows are taken before the requests leave: whatever made a connection
+/// established (its QP created and moved to RTS, by requests to the QP's core) was then answered
+/// already, so the QP-table request, behind them on that core's ring, sees the QP. Rows read when
+/// the last core answers would not be: a core that answered early could have missed a QP that was
+/// created, and its connection established, while another core was still busy. ok = false (and the
+/// rows incomplete) when a core's ring was full.
 void collect_connection_snapshot(Adapter& adapter,
                                  const std::function<std::string(const Connector*)>& service_of,
                                  std::function<void(bool ok, ConnectionSnapshot)> done);

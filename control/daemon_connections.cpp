@@ -63,6 +63,7 @@ std::unique_ptr<DaemonConnections> DaemonConnections::attach_st(Adapter& adapter
   part.fill = [rows](Snapshot& s) {
     s.connections = rows->connections;
     s.qps = rows->qps;
+    s.engines = rows->engines;
   };
   d->snapshot_part_ = control.add_snapshot_part_st(std::move(part));
   pmd::log(LogLevel::kInfo, "connection_manager_attached",

@@ -182,6 +182,10 @@ int cmd_cores(const char*, const char* params, rte_tel_data* d) {
   auto s = current();
   return s ? telemetry_format_cores(*s, params, d) : no_data(d);
 }
+int cmd_rdma(const char*, const char* params, rte_tel_data* d) {
+  auto s = current();
+  return s ? telemetry_format_rdma(*s, params, d) : no_data(d);
+}
 int cmd_drops(const char*, const char*, rte_tel_data* d) {
   auto s = current();
   return s ? telemetry_format_drops(*s, d) : no_data(d);
@@ -305,6 +309,33 @@ int telemetry_format_cores(const Snapshot& s, const char* params, rte_tel_data* 
     return -EINVAL;
   }
   for (const auto& f : kCoreFields) add_u64_column(d, f.name, s.cores, f.get);
+  return 0;
+}
+
+// The RC engine's counters of each core, then the two its core keeps for it.
+int telemetry_format_rdma(const Snapshot& s, const char* params, rte_tel_data* d) {
+  rte_tel_data_start_dict(d);
+  const auto one = [d](const EngineRow& e) {
+    rte_tel_data_add_dict_u64(d, "core", e.core);
+    for (size_t i = 0; i < rc::kRcCounterCount; ++i)
+      rte_tel_data_add_dict_u64(d, std::string(rc::kRcCounterNames[i]).c_str(), e.counters[i]);
+    rte_tel_data_add_dict_u64(d, "tx_no_mbuf", e.tx_no_mbuf);
+    rte_tel_data_add_dict_u64(d, "tx_no_room", e.tx_no_room);
+  };
+  if (params != nullptr && *params != '\0') {
+    for (const auto& e : s.engines) {
+      if (!match(params, "", e.core)) continue;
+      one(e);
+      return 0;
+    }
+    return -EINVAL;
+  }
+  add_u64_column(d, "core", s.engines, [](const EngineRow& e) -> uint64_t { return e.core; });
+  for (size_t i = 0; i < rc::kRcCounterCount; ++i)
+    add_u64_column(d, std::string(rc::kRcCounterNames[i]).c_str(), s.engines,
+                   [i](const EngineRow& e) { return e.counters[i]; });
+  add_u64_column(d, "tx_no_mbuf", s.engines, [](const EngineRow& e) { return e.tx_no_mbuf; });
+  add_u64_column(d, "tx_no_room", s.engines, [](const EngineRow& e) { return e.tx_no_room; });
   return 0;
 }
 
@@ -453,6 +484,9 @@ bool telemetry_install(SnapshotSource source, std::string* error) {
       {"/rocedp/cores", cmd_cores,
        "Polling cores: lcore, busy/idle cycles, rx/tx, drops. Parameter: core index"},
       {"/rocedp/drops", cmd_drops, "Drop totals over all cores, by reason"},
+      {"/rocedp/rdma", cmd_rdma,
+       "RC engine of each core: packets, ACKs, NAKs, retransmissions, timeouts, drops by reason. "
+       "Parameter: core index"},
       {"/rocedp/neighbours", cmd_neighbours, "Neighbour tables: port, ip, mac, state, expiry"},
       {"/rocedp/control", cmd_control, "Control thread counters and snapshot age"},
       {"/rocedp/connections", cmd_connections,

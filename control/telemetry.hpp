@@ -65,6 +65,7 @@ void telemetry_uninstall();
 int telemetry_format_ports(const Snapshot& s, const char* params, rte_tel_data* d);
 int telemetry_format_cores(const Snapshot& s, const char* params, rte_tel_data* d);
 int telemetry_format_drops(const Snapshot& s, rte_tel_data* d);
+int telemetry_format_rdma(const Snapshot& s, const char* params, rte_tel_data* d);
 int telemetry_format_neighbours(const Snapshot& s, rte_tel_data* d);
 int telemetry_format_control(const Snapshot& s, rte_tel_data* d);
 int telemetry_format_connections(const Snapshot& s, rte_tel_data* d);

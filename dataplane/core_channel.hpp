@@ -45,6 +45,7 @@ namespace rocedp::dataplane {
 class CoreRdma;
 struct CoreStats;
 struct QpRow;
+struct EngineRow;
 
 // ---- requests: what a message carries to the core, one small struct per kind ----
 // Pointers name objects the sender keeps alive until the completion has run.
@@ -106,10 +107,11 @@ struct SrqModify {
   uint32_t depth = 0;
   uint32_t threshold = 0;
 };
-/// Append a row per QP of the core's engine to `out`.
+/// Append a row per QP of the core's engine to `out`, and copy the engine's counters to `engine`.
 struct QpTableRead {
   CoreRdma* rdma = nullptr;
   std::vector<QpRow>* out = nullptr;
+  EngineRow* engine = nullptr;
 };
 
 // ---- results: one type for every answer ----

@@ -75,6 +75,12 @@ TEST_F(ConnectionTelemetry, ConnectionEstablishedWhileAnotherCoreLagsComesWithIt
   ASSERT_TRUE(pump_until([&] { return next.done; }));
   EXPECT_TRUE(next.ok);
   EXPECT_EQ(expect_consistent(next.snap), 1u);
+  // Each core's engine counters ride in the same round, one row per core in core order.
+  ASSERT_EQ(next.snap.engines.size(), a_.adapter->core_count());
+  for (uint32_t c = 0; c < next.snap.engines.size(); ++c) {
+    EXPECT_EQ(next.snap.engines[c].core, c);
+    EXPECT_EQ(next.snap.engines[c].counters[static_cast<size_t>(rc::RcCounter::kQpErrors)], 0u);
+  }
 
   release(k);
   close_endpoint(x);

@@ -61,7 +61,7 @@ done
 
 # The operator's other views answer, as text and as JSON: the cores view has one row per polling
 # core with every column the table prints (rx_pool_empty included), after traffic.
-for view in status ports cores drops neighbours listeners; do
+for view in status ports cores drops neighbours listeners rdma; do
   "$ctl" "$view" --prefix "$prefix" > "$work/$view.txt" || fail "rocedpctl $view exited $?"
   [ -s "$work/$view.txt" ] || fail "rocedpctl $view printed nothing"
   "$ctl" "$view" --prefix "$prefix" --json > "$work/$view.json" || fail "rocedpctl $view --json exited $?"
@@ -78,6 +78,19 @@ sys.exit(0 if d["count"] == 1 and len(rows) == 1 and all(c in rows[0] for c in c
          and rows[0]["rx_packets"] > 0 else 1)
 PY
 grep -q "rx_pool_empty" "$work/cores.txt" || fail "rocedpctl cores has no rx_pool_empty column"
+# The daemon's RC engine answered the three rounds of WRITEs: it received them and acknowledged
+# them, and nothing reached it for a QP it does not have.
+python3 - "$work/rdma.json" <<'PY' || fail "rocedpctl rdma --json: $(cat "$work/rdma.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+e = d["engines"]
+sys.exit(0 if d["count"] == 1 and e[0]["core"] == 0 and e[0]["rx_packets"] > 0 and e[0]["acks_sent"] > 0
+         and e[0]["tx_packets"] >= e[0]["acks_sent"] and e[0]["rx_drop_no_qp"] == 0
+         and "spurious_timeouts" in e[0] and "tx_no_room" in e[0] else 1)
+PY
+"$ctl" rdma --core 0 --prefix "$prefix" > "$work/rdma0.txt" || fail "rocedpctl rdma --core 0 exited $?"
+grep -Eq "^rx_packets: +[1-9]" "$work/rdma0.txt" || fail "rocedpctl rdma --core 0: $(cat "$work/rdma0.txt")"
+if "$ctl" rdma --core 9 --prefix "$prefix" > /dev/null 2>&1; then fail "rocedpctl rdma --core 9 (no such core) exited 0"; fi
 
 stop_daemon TERM
 [ "$daemon_status" -eq 0 ] || fail "exit status $daemon_status after SIGTERM"
