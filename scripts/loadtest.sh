@@ -190,18 +190,29 @@ print(s("rx_packets") + s("handoff_in"), s("arp_replies") + s("echo_replies"), s
       con.get("count", 0) if isinstance(con, dict) else 0, ctl["cm_frames"], s("rx_pool_empty"))
 PY
 }
-top_drops() {
-  /usr/bin/python3 - "$tel" "$dprefix" "$1" << 'PY'
+# Every drop reason with its count: the cores' (/rocedp/drops) and the RC engines' (/rocedp/rdma:
+# frames that reached an engine for a QP it does not have, in the wrong state, from the wrong
+# peer), as one JSON object.
+drops_json() {
+  /usr/bin/python3 - "$tel" "$dprefix" << 'PY'
 import importlib.util, json, sys
 spec = importlib.util.spec_from_file_location("tq", sys.argv[1]); tq = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(tq)
-before = json.loads(sys.argv[3]) if sys.argv[3] else {}
 d = tq.query(sys.argv[2], "/rocedp/drops")
-delta = sorted(((v - before.get(k, 0), k) for k, v in d.items() if v - before.get(k, 0) > 0), reverse=True)
+e = tq.query(sys.argv[2], "/rocedp/rdma")
+d.update({k: sum(v) for k, v in e.items() if k.startswith("rx_drop_")})
+print(json.dumps(d))
+PY
+}
+# The reasons that grew since $1 (drops_json's output), largest first.
+top_drops() {
+  /usr/bin/python3 - "$1" "$2" << 'PY'
+import json, sys
+before, now = (json.loads(a) if a else {} for a in sys.argv[1:3])
+delta = sorted(((v - before.get(k, 0), k) for k, v in now.items() if v - before.get(k, 0) > 0), reverse=True)
 print(", ".join(f"{k} {v}" for v, k in delta[:4]) or "-")
 PY
 }
-drops_json() { /usr/bin/python3 "$tel" "$dprefix" /rocedp/drops; }
 
 # The live client: a fresh connection to the echo service, 64 B SEND ping-pong, every echo
 # checked; --json for the percentiles.
@@ -365,8 +376,9 @@ run_load() {  # run_load NAME PCAP LOOP
     r50=$(/usr/bin/python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if l.startswith('{') and 'rtt_p50_usec' in l]; print('%.1f' % r[-1]['rtt_p50_usec'])" "$work/recover.out")
     exact="$exact; a fresh connection after: yes (p50 $r50 µs)"
   fi
-  local drops
-  drops=$(top_drops "$drops_before")
+  local drops drops_after
+  drops_after=$(drops_json)
+  drops=$(top_drops "$drops_before" "$drops_after")
   rows+=("| $name | $sent | $d_rx | $drops | $((dry - dry0)) | $p50 | $p99 | $exact | $ok_mbuf ($mbuf0 → $mbuf) | $ok_id |")
   [ $ok_mbuf = yes ] || fail "$name: mbufs did not return ($mbuf0 before, $mbuf after)"
   [ "$ok_id" = yes ] || fail "$name: frames in no counter or in two: rx $d_rx, accounted $d_acc"
@@ -379,6 +391,12 @@ run_load() {  # run_load NAME PCAP LOOP
     # holds a quarter of the pool, so the pool never ran dry.
     [ $((full - full0)) -gt 0 ] || fail "ringfull: no frame met a full ring to the control thread"
     [ "$dry" -eq "$dry0" ] || fail "ringfull: the pool ran dry ($((dry - dry0)) polls): the ring should have overflowed first"
+  fi
+  if [ "$name" = flood ]; then
+    # Half the flood is addressed to QPNs nobody was given: the engine drops them by that reason.
+    local no_qp
+    no_qp=$(/usr/bin/python3 -c 'import json, sys; a, b = (json.loads(x) for x in sys.argv[1:3]); print(b.get("rx_drop_no_qp", 0) - a.get("rx_drop_no_qp", 0))' "$drops_before" "$drops_after")
+    [ "$no_qp" -gt 0 ] && [ "$no_qp" -le "$d_rx" ] || fail "flood: rx_drop_no_qp grew by $no_qp for $d_rx frames received"
   fi
   if [ "$name" = nombuf ]; then
     [ $((dry - dry0)) -gt 0 ] || fail "nombuf: the pool never ran dry (rx_pool_empty did not move)"
