@@ -28,13 +28,10 @@ one-second periods after the first (the first and the last period with traffic a
 sockperf runs `sr` on CPU 0 and `tp`/`pp` on CPU 1 over 127.0.0.1 (the kernel does the receiver's
 TCP work in the sender's system call); it reports latency as half the round trip, as perftest.
 
-Where the two CPUs sit (wire group): on a VM the hypervisor may run the two vCPUs near each other
-(one shared cache) or far apart, and may move them within seconds; the memif link between two
-processes is several times faster when they are near. Before, between and after the two runs of
-a round the wire group measures one cache line's round trip between the two CPUs
-(build/bin/cpu_pair_rtt); a round whose three probes fall on the same side of --near-ns counts
-for that placement, and each row also gives its ratio per placement ("near", "far"), over those
-rounds only.
+Where the two CPUs sit (wire group): before, between and after the two runs of a round the wire
+group measures one cache line's round trip between the two CPUs (build/bin/cpu_pair_rtt; see
+scripts/bench_dataplane.py); a round whose three probes fall on one side of --near-ns counts for
+that placement, and each row also gives its ratio per placement ("near", "far") over those rounds.
 
 Rows are merged into --out (bench/results/latest.json): a row of the same name is replaced.
 """
@@ -51,7 +48,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_dataplane import free_port, run_pair  # noqa: E402  (one way to run rocedp-perf pairs)
+from bench_dataplane import NEAR_NS, by_placement, cpu_pair_rtt, free_port, placement, run_pair  # noqa: E402
 
 SERVER_CPU, CLIENT_CPU = 0, 1
 PMTU = 1024  # rocedp-perf's path MTU on its default 1500-byte port MTU
@@ -358,35 +355,6 @@ def retry(fn, *a, attempts=3):
             log(f"  retrying after: {str(e)[:300]}")
 
 
-def cpu_pair_rtt(bins):
-    """One cache line's round trip between the server's and the client's CPU, in ns."""
-    out = subprocess.run([bins["cpu_pair_rtt"], str(SERVER_CPU), str(CLIENT_CPU)], capture_output=True,
-                         text=True, timeout=60)
-    if out.returncode != 0:
-        raise RuntimeError(f"cpu_pair_rtt: exit {out.returncode}: {out.stderr.strip()}")
-    return json.loads(out.stdout)["rtt_ns"]
-
-
-def placement(a, probes):
-    """near / far when every probe of a round falls on one side of --near-ns, else mixed."""
-    sides = {"near" if p < a.near_ns else "far" for p in probes}
-    return sides.pop() if len(sides) == 1 else "mixed"
-
-
-def by_placement(subj, base, probes, a):
-    """The row's ratio per CPU placement, over the rounds that stayed in it."""
-    out = {"cpu_pair_rtt_ns": [[round(p, 1) for p in ps] for ps in probes],
-           "placements": [placement(a, ps) for ps in probes]}
-    for side in ("near", "far"):
-        rs = [sv / bv for sv, bv, pl in zip(subj, base, out["placements"]) if pl == side and bv]
-        if rs:
-            out[f"ratio_{side}"] = round(statistics.median(rs), 4)
-            out[f"ratio_{side}_min"] = round(min(rs), 4)
-            out[f"ratio_{side}_max"] = round(max(rs), 4)
-            out[f"rounds_{side}"] = len(rs)
-    return out
-
-
 def alternate(a, name, one_round):
     """Runs one_round(k) -> (subject, baseline) for each round. A round whose runs failed even
     after retries is left out and counted (the row says how many); None when every round failed."""
@@ -462,13 +430,13 @@ def group_wire(a, bins):
         probes = []
 
         def one(k):
-            p0 = cpu_pair_rtt(bins)
+            p0 = cpu_pair_rtt(bins["cpu_pair_rtt"])
             pps, _ = retry(testpmd_rate, frame, D, f"w{i}{k}")
-            p1 = cpu_pair_rtt(bins)
+            p1 = cpu_pair_rtt(bins["cpu_pair_rtt"])
             s = mode_row(retry(run_pair, bins["rocedp-perf"], args + ["-D", str(D)], f"w{i}s{k}"))
-            probes.append((p0, p1, cpu_pair_rtt(bins)))
+            probes.append((p0, p1, cpu_pair_rtt(bins["cpu_pair_rtt"])))
             log(f"    round {k}: CPU pair round trip {p0:.0f} / {p1:.0f} / {probes[-1][2]:.0f} ns "
-                f"({placement(a, probes[-1])})")
+                f"({placement(probes[-1], a.near_ns)})")
             if size == 64:
                 return s["msg_rate_Mpps"], pps / 1e6
             # Payload bandwidth: testpmd's frames carry the same bytes per message.
@@ -478,7 +446,7 @@ def group_wire(a, bins):
                f"dpdk-testpmd rxonly (CPU 0) <- txonly --txpkts={frame} (CPU 1) over net_memif, Rx-pps median of full 1 s periods"
                + ("" if size == 64 else f"; testpmd's rate as payload: pps / {nf} frames x {size} B"))
         res = alternate(a, name, one)
-        extra = by_placement(res[0], res[1], probes, a) if res is not None else {}
+        extra = by_placement(res[0], res[1], probes, a.near_ns) if res is not None else {}
         finish(rows, name, res, "Mmsg/s" if size == 64 else "Gb/s", target,
                "rocedp-perf:" + " ".join(args), f"dpdk-testpmd txonly->rxonly --txpkts={frame}", how, a,
                frame_bytes=frame, frames_per_msg=nf, **extra)
@@ -623,7 +591,7 @@ def main():
     ap.add_argument("--duration", type=int, default=3, help="seconds of each throughput run (testpmd: 2 more)")
     ap.add_argument("--cores", type=int, default=2, help="polling lcores of the daemon in the cores group")
     ap.add_argument("--filter", default="", help="only rows whose name contains this")
-    ap.add_argument("--near-ns", type=float, default=250,
+    ap.add_argument("--near-ns", type=float, default=NEAR_NS,
                     help="wire group: CPUs whose cache-line round trip is below this are near (one shared cache)")
     a = ap.parse_args()
     if a.rounds < 5:

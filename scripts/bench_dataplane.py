@@ -14,7 +14,9 @@ group wire): the --raw flood has no flow control and its rate swung tenfold betw
 
 Topology (2 CPUs): the server process is pinned to CPU 0 (EAL -l 0: its main lcore runs the
 polling core inline together with the perftest loop), the client to CPU 1 (-l 1, same). Each
-process's control thread is unpinned and sleeps when idle.
+process's control thread is unpinned and sleeps when idle. Before, between and after the two
+runs of a round a probe reads where the two CPUs sit (build/bin/cpu_pair_rtt, below); every row
+also gives its ratio per placement over the rounds that stayed in one.
 
 Rows are merged into bench/results/latest.json: a row of the same name is replaced, every other
 row is kept (so --filter refreshes some rows only).
@@ -98,6 +100,44 @@ def run_pair(binary, args, tag, both=()):
         return [json.loads(line) for line in cli.stdout.splitlines() if line.startswith("{")]
 
 
+
+# ---- where the two CPUs sit --------------------------------------------------------------------
+# On a VM the hypervisor may run the two vCPUs near each other (one shared cache) or far apart, and
+# move them within seconds; the memif link between two processes is several times faster when they
+# are near. build/bin/cpu_pair_rtt measures one cache line's round trip between the two CPUs; a
+# round whose probes fall on one side of `near_ns` counts for that placement (README, "The two
+# placements"). scripts/bench_baselines.py's wire group uses these too.
+NEAR_NS = 250
+
+
+def cpu_pair_rtt(binary):
+    """One cache line's round trip between the server's CPU (0) and the client's (1), in ns."""
+    out = subprocess.run([binary, "0", "1"], capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        raise RuntimeError(f"cpu_pair_rtt: exit {out.returncode}: {out.stderr.strip()}")
+    return json.loads(out.stdout)["rtt_ns"]
+
+
+def placement(probes, near_ns=NEAR_NS):
+    """near / far when every probe of a round falls on one side of near_ns, else mixed."""
+    sides = {"near" if p < near_ns else "far" for p in probes}
+    return sides.pop() if len(sides) == 1 else "mixed"
+
+
+def by_placement(subj, base, probes, near_ns=NEAR_NS):
+    """A row's probes, and its ratio per CPU placement over the rounds that stayed in one."""
+    out = {"cpu_pair_rtt_ns": [[round(p, 1) for p in ps] for ps in probes],
+           "placements": [placement(ps, near_ns) for ps in probes]}
+    for side in ("near", "far"):
+        rs = [sv / bv for sv, bv, pl in zip(subj, base, out["placements"]) if pl == side and bv]
+        if rs:
+            out[f"ratio_{side}"] = round(statistics.median(rs), 4)
+            out[f"ratio_{side}_min"] = round(min(rs), 4)
+            out[f"ratio_{side}_max"] = round(max(rs), 4)
+            out[f"rounds_{side}"] = len(rs)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin-dir", required=True)
@@ -109,12 +149,16 @@ def main():
     if args.rounds < 5:
         print(f"bench_dataplane: {args.rounds} round(s): a smoke run, not a measurement (5 or more rounds)", file=sys.stderr)
     binary = os.path.join(args.bin_dir, "rocedp-perf")
+    probe = os.path.join(args.bin_dir, "cpu_pair_rtt")
     results = []
     for i, row in enumerate(r for r in rows(args.duration) if args.filter in r["name"]):
-        subj, base, ratios, mem = [], [], [], []
+        subj, base, ratios, mem, probes = [], [], [], [], []
         for k in range(args.rounds):
+            p0 = cpu_pair_rtt(probe)
             b = [x for x in run_pair(binary, row["base"], f"{i}b{k}") if "mode" in x][0]
+            p1 = cpu_pair_rtt(probe)
             out = run_pair(binary, row["args"], f"{i}s{k}")
+            probes.append((p0, p1, cpu_pair_rtt(probe)))
             s = [x for x in out if "mode" in x][0]
             mem += [x["qp_memory"]["rss_bytes_per_qp"] for x in out if "qp_memory" in x]
             bv, sv = b[row["metric"]], s[row["metric"]]
@@ -127,13 +171,16 @@ def main():
              "baseline_name": "rocedp-perf:" + " ".join(row["base"]), "smoke": args.rounds < 5,
              "baseline_value": round(statistics.median(base), 3), "ratio": round(statistics.median(ratios), 3),
              "ratio_min": round(min(ratios), 3), "ratio_max": round(max(ratios), 3)}
+        r.update(by_placement(subj, base, probes))
         if row.get("target"):
             op, bound = row["target"].split()
             r["target"] = row["target"]
             r["meets_target"] = r["ratio"] >= float(bound) if op == ">=" else r["ratio"] <= float(bound)
         results.append(r)
+        per = "; ".join(f"CPUs {s} {r[f'ratio_{s}']} over {r[f'rounds_{s}']} rounds" for s in ("near", "far")
+                        if f"ratio_{s}" in r)
         print(f"  {r['name']}: {r['value']} {r['unit']} (baseline {r['baseline_value']}, ratio {r['ratio']} "
-              f"[{r['ratio_min']}-{r['ratio_max']}])", file=sys.stderr, flush=True)
+              f"[{r['ratio_min']}-{r['ratio_max']}]; {per or 'every round changed placement'})", file=sys.stderr, flush=True)
         if row.get("memory") and mem:
             qps = row["args"][row["args"].index("-q") + 1]
             results.append({"name": f"memory per QP at {qps} QPs (rocedp-perf process RSS growth while creating them)",
