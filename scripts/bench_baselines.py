@@ -28,8 +28,8 @@ one-second periods after the first (the first and the last period with traffic a
 sockperf runs `sr` on CPU 0 and `tp`/`pp` on CPU 1 over 127.0.0.1 (the kernel does the receiver's
 TCP work in the sender's system call); it reports latency as half the round trip, as perftest.
 
-Where the two CPUs sit (wire group): before, between and after the two runs of a round the wire
-group measures one cache line's round trip between the two CPUs (build/bin/cpu_pair_rtt; see
+Where the two CPUs sit (wire and sizes groups): before, between and after the two runs of a round
+they measure one cache line's round trip between the two CPUs (build/bin/cpu_pair_rtt; see
 scripts/bench_dataplane.py); a round whose three probes fall on one side of --near-ns counts for
 that placement, and each row also gives its ratio per placement ("near", "far") over those rounds.
 
@@ -355,6 +355,19 @@ def retry(fn, *a, attempts=3):
             log(f"  retrying after: {str(e)[:300]}")
 
 
+def probed(a, bins, probes, k, baseline, subject):
+    """One round's two runs with the CPU-pair probe before, between and after them (appended to
+    `probes` once both runs succeeded); returns (baseline(), subject())."""
+    p0 = cpu_pair_rtt(bins["cpu_pair_rtt"])
+    b = baseline()
+    p1 = cpu_pair_rtt(bins["cpu_pair_rtt"])
+    s = subject()
+    probes.append((p0, p1, cpu_pair_rtt(bins["cpu_pair_rtt"])))
+    log(f"    round {k}: CPU pair round trip {p0:.0f} / {p1:.0f} / {probes[-1][2]:.0f} ns "
+        f"({placement(probes[-1], a.near_ns)})")
+    return b, s
+
+
 def alternate(a, name, one_round):
     """Runs one_round(k) -> (subject, baseline) for each round. A round whose runs failed even
     after retries is left out and counted (the row says how many); None when every round failed."""
@@ -430,13 +443,8 @@ def group_wire(a, bins):
         probes = []
 
         def one(k):
-            p0 = cpu_pair_rtt(bins["cpu_pair_rtt"])
-            pps, _ = retry(testpmd_rate, frame, D, f"w{i}{k}")
-            p1 = cpu_pair_rtt(bins["cpu_pair_rtt"])
-            s = mode_row(retry(run_pair, bins["rocedp-perf"], args + ["-D", str(D)], f"w{i}s{k}"))
-            probes.append((p0, p1, cpu_pair_rtt(bins["cpu_pair_rtt"])))
-            log(f"    round {k}: CPU pair round trip {p0:.0f} / {p1:.0f} / {probes[-1][2]:.0f} ns "
-                f"({placement(probes[-1], a.near_ns)})")
+            (pps, _), s = probed(a, bins, probes, k, lambda: retry(testpmd_rate, frame, D, f"w{i}{k}"),
+                                 lambda: mode_row(retry(run_pair, bins["rocedp-perf"], args + ["-D", str(D)], f"w{i}s{k}")))
             if size == 64:
                 return s["msg_rate_Mpps"], pps / 1e6
             # Payload bandwidth: testpmd's frames carry the same bytes per message.
@@ -556,15 +564,19 @@ def group_sizes(a, bins):
         nf, total = write_frames(size)
         frame = round(total / nf)
 
+        probes = []
+
         def one(k):
-            pps, _ = retry(testpmd_rate, frame, D, f"z{size}{k}")
-            s = mode_row(retry(run_pair, bins["rocedp-perf"], ["write", "bw", "-s", str(size), "-q", "1", "-D", str(D)],
-                               f"z{size}s{k}"))
+            args = ["write", "bw", "-s", str(size), "-q", "1", "-D", str(D)]
+            (pps, _), s = probed(a, bins, probes, k, lambda: retry(testpmd_rate, frame, D, f"z{size}{k}"),
+                                 lambda: mode_row(retry(run_pair, bins["rocedp-perf"], args, f"z{size}s{k}")))
             return s["msg_rate_Mpps"], pps / nf / 1e6
-        finish(rows, name, alternate(a, name, one), "Mmsg/s", None, f"rocedp-perf:write bw -s {size} -q 1",
+        res = alternate(a, name, one)
+        extra = by_placement(res[0], res[1], probes, a.near_ns) if res is not None else {}
+        finish(rows, name, res, "Mmsg/s", None, f"rocedp-perf:write bw -s {size} -q 1",
                f"dpdk-testpmd txonly->rxonly --txpkts={frame}, pps / {nf}",
                f"as the wire group; testpmd frames of {frame} B (the RDMA message's {total} B over {nf} frames)", a,
-               size_bytes=size, frames_per_msg=nf, frame_bytes=frame, plot="rate_vs_size")
+               size_bytes=size, frames_per_msg=nf, frame_bytes=frame, plot="rate_vs_size", **extra)
     return rows
 
 
