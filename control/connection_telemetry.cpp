@@ -72,12 +72,7 @@ struct QpGather {
 void qp_rows_run(const dataplane::QpTableRead& req, dataplane::CoreResult& result, void*) {
   std::vector<QpRow>* out = req.out;
   rc::RcEngine& engine = req.rdma->engine_st();
-  if (req.engine != nullptr) {
-    req.engine->core = engine.core();
-    req.engine->counters = engine.counters().v;
-    req.engine->tx_no_mbuf = req.rdma->tx_no_mbuf();
-    req.engine->tx_no_room = req.rdma->tx_no_room();
-  }
+  if (req.engine != nullptr) *req.engine = req.rdma->counters_st();
   const size_t live = engine.qp_count();
   out->reserve(live);
   for (uint32_t local = 0; local <= dataplane::kQpnLocalMask && out->size() < live; ++local) {

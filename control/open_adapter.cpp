@@ -92,10 +92,10 @@ std::vector<AdapterRuntime::EngineCounter> AdapterRuntime::engine_counters(size_
   if (!runtime_->inline_cores() || core >= runtime_->core_count()) return out;
   auto* rdma = dynamic_cast<dataplane::CoreRdma*>(runtime_->core(core).roce_handler_st());
   if (rdma == nullptr) return out;
-  const auto& counters = rdma->engine_st().counters();
+  const dataplane::EngineRow e = rdma->counters_st();
   for (size_t i = 0; i < rc::kRcCounterCount; ++i)
-    out.push_back({std::string(rc::kRcCounterNames[i]), counters.v[i]});
-  out.push_back({"tx_no_room", rdma->tx_no_room()});
+    out.push_back({std::string(rc::kRcCounterNames[i]), e.counters[i]});
+  out.push_back({"tx_no_room", e.tx_no_room});
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "dataplane/core_channel.hpp"
+#include "dataplane/engine_row.hpp"
 #include "dataplane/rc/rc_engine.hpp"
 #include "dataplane/roce_handler.hpp"
 
@@ -48,6 +49,16 @@ class CoreRdma final : public RoceHandler {
     engine_->set_sink_send_st(tap != nullptr ? &CoreRdma::sink_tap : nullptr);
   }
   uint64_t tx_no_mbuf() const { return tx_no_mbuf_; }
+  /// The engine's counters with the two this object keeps for it (owning core, or a request on
+  /// it: telemetry's snapshot round, rocedp-perf between runs).
+  EngineRow counters_st() {
+    EngineRow r;
+    r.core = engine_->core();
+    r.counters = engine_->counters().v;
+    r.tx_no_mbuf = tx_no_mbuf_;
+    r.tx_no_room = tx_no_room_;
+    return r;
+  }
   /// Frames the engine held back because the core's TX buffer was full, or the core had no TX
   /// queue on the port (it resends them later).
   uint64_t tx_no_room() const { return tx_no_room_; }

@@ -48,7 +48,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_dataplane import NEAR_NS, by_placement, cpu_pair_rtt, free_port, placement, run_pair  # noqa: E402
+from bench_dataplane import NEAR_NS, by_placement, free_port, probed, run_pair  # noqa: E402
 
 SERVER_CPU, CLIENT_CPU = 0, 1
 PMTU = 1024  # rocedp-perf's path MTU on its default 1500-byte port MTU
@@ -355,19 +355,6 @@ def retry(fn, *a, attempts=3):
             log(f"  retrying after: {str(e)[:300]}")
 
 
-def probed(a, bins, probes, k, baseline, subject):
-    """One round's two runs with the CPU-pair probe before, between and after them (appended to
-    `probes` once both runs succeeded); returns (baseline(), subject())."""
-    p0 = cpu_pair_rtt(bins["cpu_pair_rtt"])
-    b = baseline()
-    p1 = cpu_pair_rtt(bins["cpu_pair_rtt"])
-    s = subject()
-    probes.append((p0, p1, cpu_pair_rtt(bins["cpu_pair_rtt"])))
-    log(f"    round {k}: CPU pair round trip {p0:.0f} / {p1:.0f} / {probes[-1][2]:.0f} ns "
-        f"({placement(probes[-1], a.near_ns)})")
-    return b, s
-
-
 def alternate(a, name, one_round):
     """Runs one_round(k) -> (subject, baseline) for each round. A round whose runs failed even
     after retries is left out and counted (the row says how many); None when every round failed."""
@@ -443,8 +430,9 @@ def group_wire(a, bins):
         probes = []
 
         def one(k):
-            (pps, _), s = probed(a, bins, probes, k, lambda: retry(testpmd_rate, frame, D, f"w{i}{k}"),
-                                 lambda: mode_row(retry(run_pair, bins["rocedp-perf"], args + ["-D", str(D)], f"w{i}s{k}")))
+            (pps, _), s = probed(bins["cpu_pair_rtt"], probes, k, lambda: retry(testpmd_rate, frame, D, f"w{i}{k}"),
+                                 lambda: mode_row(retry(run_pair, bins["rocedp-perf"], args + ["-D", str(D)], f"w{i}s{k}")),
+                                 a.near_ns)
             if size == 64:
                 return s["msg_rate_Mpps"], pps / 1e6
             # Payload bandwidth: testpmd's frames carry the same bytes per message.
@@ -568,8 +556,9 @@ def group_sizes(a, bins):
 
         def one(k):
             args = ["write", "bw", "-s", str(size), "-q", "1", "-D", str(D)]
-            (pps, _), s = probed(a, bins, probes, k, lambda: retry(testpmd_rate, frame, D, f"z{size}{k}"),
-                                 lambda: mode_row(retry(run_pair, bins["rocedp-perf"], args, f"z{size}s{k}")))
+            (pps, _), s = probed(bins["cpu_pair_rtt"], probes, k, lambda: retry(testpmd_rate, frame, D, f"z{size}{k}"),
+                                 lambda: mode_row(retry(run_pair, bins["rocedp-perf"], args, f"z{size}s{k}")),
+                                 a.near_ns)
             return s["msg_rate_Mpps"], pps / nf / 1e6
         res = alternate(a, name, one)
         extra = by_placement(res[0], res[1], probes, a.near_ns) if res is not None else {}

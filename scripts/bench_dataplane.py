@@ -124,6 +124,19 @@ def placement(probes, near_ns=NEAR_NS):
     return sides.pop() if len(sides) == 1 else "mixed"
 
 
+def probed(binary, probes, k, baseline, subject, near_ns=NEAR_NS):
+    """One round's two runs with the probe before, between and after them (appended to `probes`
+    once both runs succeeded); returns (baseline(), subject())."""
+    p0 = cpu_pair_rtt(binary)
+    b = baseline()
+    p1 = cpu_pair_rtt(binary)
+    s = subject()
+    probes.append((p0, p1, cpu_pair_rtt(binary)))
+    print(f"    round {k}: CPU pair round trip {p0:.0f} / {p1:.0f} / {probes[-1][2]:.0f} ns "
+          f"({placement(probes[-1], near_ns)})", file=sys.stderr, flush=True)
+    return b, s
+
+
 def by_placement(subj, base, probes, near_ns=NEAR_NS):
     """A row's probes, and its ratio per CPU placement over the rounds that stayed in one."""
     out = {"cpu_pair_rtt_ns": [[round(p, 1) for p in ps] for ps in probes],
@@ -154,11 +167,8 @@ def main():
     for i, row in enumerate(r for r in rows(args.duration) if args.filter in r["name"]):
         subj, base, ratios, mem, probes = [], [], [], [], []
         for k in range(args.rounds):
-            p0 = cpu_pair_rtt(probe)
-            b = [x for x in run_pair(binary, row["base"], f"{i}b{k}") if "mode" in x][0]
-            p1 = cpu_pair_rtt(probe)
-            out = run_pair(binary, row["args"], f"{i}s{k}")
-            probes.append((p0, p1, cpu_pair_rtt(probe)))
+            b, out = probed(probe, probes, k, lambda: [x for x in run_pair(binary, row["base"], f"{i}b{k}") if "mode" in x][0],
+                            lambda: run_pair(binary, row["args"], f"{i}s{k}"))
             s = [x for x in out if "mode" in x][0]
             mem += [x["qp_memory"]["rss_bytes_per_qp"] for x in out if "qp_memory" in x]
             bv, sv = b[row["metric"]], s[row["metric"]]

@@ -129,29 +129,16 @@ void window_on_loss(QueuePair& qp, uint32_t psn) {
   c.recover_psn = qp.req.max_psn_sent;
 }
 
-// The PSN after the last one that the answer to a probe resent at `psn` can confirm: the probe's
-// own, or for a READ or an atomic, its last response's. (The probe's WQE is not retired before
-// the progress that asks, and `done` may already be set.)
-[[gnu::cold]] uint32_t probe_reach(QueuePair& qp, uint32_t psn) {
-  const uint32_t lim = started_limit(qp);
-  for (uint32_t i = 0; i < lim; ++i) {
-    const WqeMeta& m = qp.meta_at(i);
-    if (!m.started) break;
-    if (!m.local && psn_le(m.first_psn, psn) && psn_le(psn, m.last_psn))
-      return wire::psn_next(m.rd_atomic ? m.last_psn : psn);
-  }
-  return wire::psn_next(psn);
-}
-
-// Progress while a timeout's probe is out (it resent only the oldest packet, at `before`).
-[[gnu::noinline, gnu::cold]] void after_probe(QueuePair& qp, RcContext& ctx, uint32_t before,
-                                              uint32_t new_unacked) {
+// Progress while a timeout's probe is out: the requester resent only the oldest packet and
+// stopped, so its cursor is just past what the probe's answer can confirm (the probe's PSN, or a
+// READ's last response), or still at the probe if it has not left yet.
+[[gnu::noinline, gnu::cold]] void after_probe(QueuePair& qp, RcContext& ctx, uint32_t new_unacked) {
   if (!psn_lt(new_unacked, qp.req.max_psn_sent)) {
     // Everything is confirmed: only ACKs were lost or late, and nothing more is resent.
     qp.comp.probing = false;
     ctx.counters->add(RcCounter::kSpuriousTimeouts);
     if (psn_lt(qp.req.cur.psn, new_unacked)) requester_seek_st(qp, new_unacked);
-  } else if (psn_gt(new_unacked, probe_reach(qp, before))) {
+  } else if (psn_gt(new_unacked, qp.req.cur.psn)) {
     // This confirms PSNs past the probe's reach, which only their first transmission carried.
     // It is the probe's answer, and the rest was lost; or an ACK the responder sent before
     // the probe arrived, still on its way with more behind it (the peer or a core stalled:
@@ -172,8 +159,7 @@ void window_on_loss(QueuePair& qp, uint32_t psn) {
 
 // Forward progress: PSNs up to (excluding) `new_unacked` are confirmed.
 void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_ns) {
-  const uint32_t before = qp.comp.unacked_psn;
-  if (!psn_gt(new_unacked, before)) return;
+  if (!psn_gt(new_unacked, qp.comp.unacked_psn)) return;
   window_on_ack(qp.comp, psn_forward(qp.comp.unacked_psn, new_unacked),
                 qp.params().max_unacked_psns);
   qp.comp.unacked_psn = new_unacked;
@@ -194,7 +180,7 @@ void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_n
     qp.comp.rto_ns = 0;
   }
   if (qp.comp.probing) [[unlikely]] {
-    after_probe(qp, ctx, before, new_unacked);
+    after_probe(qp, ctx, new_unacked);
   } else if (psn_lt(qp.req.cur.psn, new_unacked)) {
     // The requester may be resending packets that turned out to have arrived (reordering):
     // skip it forward to the first unconfirmed PSN.
