@@ -70,6 +70,8 @@ NTSTATUS post_one(Run& run, uint32_t q, uint64_t i, const Slots& s, uint64_t siz
       return qp->read(ctx, &sge, 1, raddr, run.peer[q].rkey, flags);
     case Op::kSend:
       return qp->send(ctx, &sge, 1, flags);
+    case Op::kAtomic:  // --perftest only (perftest_mode.cpp)
+      break;
   }
   return STATUS_INVALID_PARAMETER;
 }

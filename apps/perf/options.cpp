@@ -14,7 +14,10 @@
 namespace rocedp::perf {
 
 const char* op_name(Op op) {
-  return op == Op::kWrite ? "write" : op == Op::kRead ? "read" : "send";
+  return op == Op::kWrite  ? "write"
+         : op == Op::kRead ? "read"
+         : op == Op::kSend ? "send"
+                           : "atomic";
 }
 
 namespace {
@@ -122,7 +125,8 @@ int parse_options(int argc, char** argv, Options* out) {
       "  rocedp-perf --connect IP:PORT [endpoint] write|read|send bw|lat [test options]\n"
       "      (IB CM to a --listen peer, or to rocedpd's memory (write|read) / echo (send) "
       "service)\n"
-      "  rocedp-perf --perftest [HOST] [endpoint] write|read|send bw|lat [perftest options]\n"
+      "  rocedp-perf --perftest [HOST] [endpoint] write|read|send|atomic bw|lat [perftest "
+      "options]\n"
       "      (one end of a Linux perftest pair: rocedp-perf --perftest --help)\n"
       "endpoint: --config FILE | --port-devargs DEVARGS --ip A.B.C.D/NN [--mac MAC] ...\n"
       "Exit status: 0 success, 1 failure, 2 usage, 3 time limit (--timeout) reached.",
@@ -238,9 +242,10 @@ int parse_options(int argc, char** argv, Options* out) {
 int parse_perftest_options(int argc, char** argv, PerftestOptions* out) {
   PerftestOptions& o = *out;
   CLI::App app{
-      "rocedp-perf --perftest: one end of a Linux perftest 4.5 pair (ib_{write,read,send}_"
+      "rocedp-perf --perftest: one end of a Linux perftest 4.5 pair (ib_{write,read,send,atomic}_"
       "{bw,lat}),\nover perftest's TCP exchange or rdma_cm (-R).\n"
-      "  rocedp-perf --perftest [HOST] [endpoint] write|read|send bw|lat [perftest options]\n"
+      "  rocedp-perf --perftest [HOST] [endpoint] write|read|send|atomic bw|lat [perftest "
+      "options]\n"
       "  without HOST: the server (like ib_write_bw with no host); with HOST: the client\n"
       "Exit status: 0 success, 1 failure, 2 usage, 3 time limit (--timeout) reached.",
       "rocedp-perf --perftest"};
@@ -250,7 +255,8 @@ int parse_perftest_options(int argc, char** argv, PerftestOptions* out) {
   bool ignored_flag = false;
   const std::string p = "perftest", r = "rocedp";
   app.add_flag("--perftest", ignored_flag, "this grammar")->group(p);
-  app.add_option("words", words, "[HOST] write|read|send bw|lat")
+  std::string atomic_type = "FETCH_AND_ADD";
+  app.add_option("words", words, "[HOST] write|read|send|atomic bw|lat")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->type_name("TEST");
   app.add_flag("-R,--rdma_cm", o.rdma_cm, "connect through rdma_cm")->group(p);
@@ -261,6 +267,9 @@ int parse_perftest_options(int argc, char** argv, PerftestOptions* out) {
   app.add_option("-q,--qp", o.qps, "QPs")->group(p);
   app.add_option("-t,--tx-depth", o.tx_depth, "TX depth (128 bw, 1 lat)")->group(p);
   app.add_flag("-a,--all", o.all_sizes, "every size from 2 bytes")->group(p);
+  app.add_option("-A,--atomic_type", atomic_type, "atomic: FETCH_AND_ADD or CMP_AND_SWAP")
+      ->check(CLI::IsMember({"FETCH_AND_ADD", "CMP_AND_SWAP"}))
+      ->group(p);
   app.add_flag("--report_gbits", o.report_gbits, "bandwidth in Gb/s")->group(p);
   app.add_flag("-F", ignored_flag, "accepted, not needed (CPU frequency check)")->group(p);
   for (const char* name : {"-d,--ib-dev", "-x,--gid-index", "-i", "-m", "-c"})
@@ -277,8 +286,11 @@ int parse_perftest_options(int argc, char** argv, PerftestOptions* out) {
   const char* me = "rocedp-perf --perftest";
   bool have_op = false, have_kind = false;
   for (const auto& w : words) {
-    if (w == "write" || w == "read" || w == "send") {
-      o.op = w == "write" ? Op::kWrite : w == "read" ? Op::kRead : Op::kSend;
+    if (w == "write" || w == "read" || w == "send" || w == "atomic") {
+      o.op = w == "write"  ? Op::kWrite
+             : w == "read" ? Op::kRead
+             : w == "send" ? Op::kSend
+                           : Op::kAtomic;
       have_op = true;
     } else if (w == "bw" || w == "lat") {
       o.kind = w == "bw" ? Kind::kBw : Kind::kLat;
@@ -290,13 +302,21 @@ int parse_perftest_options(int argc, char** argv, PerftestOptions* out) {
       return bad(me, "unknown argument " + w);
     }
   }
-  if (!have_op || !have_kind) return bad(me, "name the test: write|read|send and bw|lat");
+  if (!have_op || !have_kind) return bad(me, "name the test: write|read|send|atomic and bw|lat");
   if (!endpoint_complete(o.endpoint))
     return bad(me, "the endpoint needs --config FILE, or --port-devargs and --ip");
   if (!o.server && !parse_ipv4(o.host))
     return bad(me, "HOST must be an IPv4 address, got " + o.host);
   const bool bw = o.kind == Kind::kBw;
-  if (app.count("--size") == 0) o.size = bw ? 65536 : 2;
+  if (o.op == Op::kAtomic) {
+    // As perftest: an atomic moves 8 bytes, whatever -s says; -a has nothing to vary.
+    if (o.all_sizes) return bad(me, "-a does not apply to atomic tests");
+    o.size = 8;
+    o.cmp_swap = atomic_type == "CMP_AND_SWAP";
+  } else if (app.count("--atomic_type") != 0) {
+    return bad(me, "-A applies to atomic tests only");
+  }
+  if (app.count("--size") == 0 && o.op != Op::kAtomic) o.size = bw ? 65536 : 2;
   if (o.iters == 0) o.iters = bw ? 5000 : 1000;
   if (o.tx_depth == 0) o.tx_depth = bw ? 128 : 1;
   if (o.qps == 0) return bad(me, "-q must be at least 1");

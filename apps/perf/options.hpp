@@ -14,9 +14,10 @@
 
 namespace rocedp::perf {
 
-enum class Op : uint32_t { kWrite = 0, kRead = 1, kSend = 2 };
+/// kAtomic: perftest's ib_atomic_{bw,lat} (--perftest only; rocedp's atomics extension).
+enum class Op : uint32_t { kWrite = 0, kRead = 1, kSend = 2, kAtomic = 3 };
 enum class Kind : uint32_t { kBw = 0, kLat = 1 };
-const char* op_name(Op op);  // "write", "read", "send"
+const char* op_name(Op op);  // "write", "read", "send", "atomic"
 
 /// The endpoint: one port and one polling core, from a configuration file or the command line.
 struct EndpointOptions {
@@ -85,6 +86,7 @@ struct PerftestOptions {
   uint32_t duration_s = 0;
   uint32_t qps = 1;
   uint32_t tx_depth = 0;
+  bool cmp_swap = false;  ///< atomic: -A CMP_AND_SWAP (otherwise FETCH_AND_ADD)
   bool report_gbits = false;
   bool all_sizes = false;
   uint32_t timeout_s = 120;

@@ -87,6 +87,7 @@ struct Session {
   uint32_t qp_depth = 1;
   uint32_t path_mtu = 1024;
   std::vector<PerftestKey> mine, peer;
+  std::vector<uint64_t> words;  // CMP_AND_SWAP client: each peer word's value before the run
   // rdma_cm
   Cq* ccq = nullptr;
   Qp* cqp = nullptr;
@@ -129,6 +130,13 @@ bool setup_objects(Session& s) {
   // peer never wrote shows in the dump.
   if (!s.o.dump_file.empty())
     std::fill(s.buf.begin() + s.half, s.buf.begin() + s.half + max_size(s.o), 0x5A);
+  // Atomics: the words of the target's even cache lines start at 0, of its odd lines at 1, so
+  // perftest's CMP_AND_SWAP (compare 0) meets both outcomes: it succeeds on every other line.
+  if (s.o.op == Op::kAtomic)
+    for (uint64_t off = 0; off < s.half; off += 8) {
+      const uint64_t v = (off / 64) % 2;
+      std::memcpy(s.buf.data() + s.half + off, &v, 8);
+    }
   if (!register_buffer(rt, s.pd, s.buf.data(), s.buf.size(), &s.mr, &err) ||
       !create_qps(rt, s.pd, s.cq, s.o.qps, s.rx_depth, s.qp_depth, &s.qps, &err))
     return fail(err);
@@ -164,7 +172,7 @@ void fill_keys(Session& s) {
   s.mine.assign(s.o.qps, PerftestKey{});
   for (uint32_t i = 0; i < s.o.qps; ++i) {
     PerftestKey& k = s.mine[i];
-    k.out_reads = s.o.op == Op::kRead ? irl : 1;
+    k.out_reads = s.o.op == Op::kRead || s.o.op == Op::kAtomic ? irl : 1;
     k.qpn = s.qps[i]->qpn();
     k.psn = static_cast<uint32_t>(
         (clock::now() * 2654435761u + k.qpn + static_cast<uint32_t>(getpid())) & 0xFFFFFF);
@@ -302,6 +310,44 @@ void disconnect_all(Session& s) {
 // ------------------------------------------------------------------------------------------------
 // The measured runs.
 
+// Atomics go where perftest puts them: one 8-byte word per cache line of the peer's 4096-byte
+// cycle buffer, request k to word k mod 64; the original value lands in the same word of ours.
+// FETCH_AND_ADD adds 1 (perftest's value). CMP_AND_SWAP counts up: request k expects the value
+// its word held before the run (learn_words) plus the swaps before it, and swaps in one more, so
+// every swap succeeds while nothing else writes the words. (perftest swaps 0 for 0.)
+constexpr uint64_t kAtomicWords = 4096 / 64;
+
+NTSTATUS post_atomic(Session& s, uint32_t q, uint64_t k, bool learning = false) {
+  const uint64_t w = k % kAtomicWords;
+  const NdkSge result{s.buf.data() + w * 64, 8, s.mr->get_local_token()};
+  const uint64_t raddr = s.peer[q].vaddr + w * 64;
+  if (!s.o.cmp_swap || learning)
+    return s.qps[q]->fetch_add(nullptr, result, raddr, s.peer[q].rkey, learning ? 0 : 1, 0);
+  const uint64_t expect = s.words[q * kAtomicWords + w] + k / kAtomicWords;
+  return s.qps[q]->compare_swap(nullptr, result, raddr, s.peer[q].rkey, expect, expect + 1, 0);
+}
+
+// CMP_AND_SWAP client: reads every word's value with a FETCH_AND_ADD of 0, one at a time.
+bool learn_words(Session& s) {
+  s.words.assign(s.o.qps * kAtomicWords, 0);
+  NdkResultEx r[16];
+  for (uint32_t q = 0; q < s.o.qps; ++q)
+    for (uint64_t w = 0; w < kAtomicWords; ++w) {
+      const NTSTATUS st = post_atomic(s, q, w, /*learning=*/true);
+      if (st != STATUS_SUCCESS) return fail("post: " + std::string(status_name(st)));
+      uint32_t n = 0;
+      while (n == 0) {
+        s.rt->poll();
+        n = s.cq->get_results_ex(r, 16);
+        if (past_deadline()) return fail("time limit reached reading the peer's words");
+      }
+      if (r[0].status != STATUS_SUCCESS)
+        return fail("completion error " + std::string(status_name(r[0].status)));
+      std::memcpy(&s.words[q * kAtomicWords + w], s.buf.data() + w * 64, 8);
+    }
+  return true;
+}
+
 struct BwResult {
   uint64_t size = 0, iters = 0, messages = 0;
   double seconds = 0, peak_msgs_per_s = 0;
@@ -327,9 +373,10 @@ bool run_bw_client(Session& s, uint64_t size, BwResult* out) {
           NdkSge sge{s.buf.data(), static_cast<uint32_t>(size), s.mr->get_local_token()};
           const uint64_t raddr = s.peer[q].vaddr;
           NTSTATUS st =
-              s.o.op == Op::kWrite  ? s.qps[q]->write(nullptr, &sge, 1, raddr, s.peer[q].rkey, 0)
-              : s.o.op == Op::kRead ? s.qps[q]->read(nullptr, &sge, 1, raddr, s.peer[q].rkey, 0)
-                                    : s.qps[q]->send(nullptr, &sge, 1, 0);
+              s.o.op == Op::kWrite    ? s.qps[q]->write(nullptr, &sge, 1, raddr, s.peer[q].rkey, 0)
+              : s.o.op == Op::kRead   ? s.qps[q]->read(nullptr, &sge, 1, raddr, s.peer[q].rkey, 0)
+              : s.o.op == Op::kAtomic ? post_atomic(s, q, posted[q])
+                                      : s.qps[q]->send(nullptr, &sge, 1, 0);
           if (st == STATUS_INSUFFICIENT_RESOURCES) break;
           if (st != STATUS_SUCCESS) return fail("post: " + std::string(status_name(st)));
           ++inflight[q];
@@ -410,7 +457,7 @@ bool run_bw_server_send(Session& s, uint64_t size, BwResult* out) {
 
 // Latency ping-pongs, as perftest runs them. WRITE: the server writes first; each side waits for
 // the last byte of the peer's message to turn to the iteration number before it writes back.
-// SEND: the client sends first. READ: the client alone, one READ at a time.
+// SEND: the client sends first. READ and atomics: the client alone, one request at a time.
 bool run_lat(Session& s, uint64_t size, std::vector<double>* samples) {
   const uint64_t iters = s.o.iters;
   std::vector<uint64_t> posted;
@@ -442,11 +489,14 @@ bool run_lat(Session& s, uint64_t size, std::vector<double>* samples) {
     }
   };
   NdkSge sge{s.buf.data(), static_cast<uint32_t>(size), s.mr->get_local_token()};
-  if (s.o.op == Op::kRead) {
-    if (!s.client) return true;  // perftest's READ latency server only takes part in the exchange
+  if (s.o.op == Op::kRead || s.o.op == Op::kAtomic) {
+    if (!s.client)
+      return true;  // perftest's READ/atomic latency server only takes part in the exchange
     for (uint64_t i = 0; s.o.duration_s ? clock::now() < stop : i < iters; ++i) {
       const uint64_t t0 = clock::now();
-      const NTSTATUS st = qp->read(nullptr, &sge, 1, s.peer[0].vaddr, s.peer[0].rkey, 0);
+      const NTSTATUS st = s.o.op == Op::kRead
+                              ? qp->read(nullptr, &sge, 1, s.peer[0].vaddr, s.peer[0].rkey, 0)
+                              : post_atomic(s, 0, i);
       if (st != STATUS_SUCCESS) return fail("post: " + std::string(status_name(st)));
       while (sends_done <= i && !failed) {
         drain();
@@ -639,6 +689,7 @@ bool run_session(Session& s, int* status) {
     if (!xchg_key(s, 0, &scratch, &err)) return fail("sync: " + err);
   PerftestBanner banner;
   banner.op = s.o.op;
+  banner.cmp_swap = s.o.cmp_swap;
   banner.kind = s.o.kind;
   banner.qps = s.o.qps;
   banner.tx_depth = s.o.tx_depth;
@@ -651,10 +702,11 @@ bool run_session(Session& s, int* status) {
   print_perftest_banner(banner);
 
   // The run(s).
-  bool ok = true;
+  bool ok = !(s.client && s.o.op == Op::kAtomic && s.o.cmp_swap) || learn_words(s);
   std::vector<double> lat;
   BwResult last;
   for (uint64_t size : sizes_of(s.o)) {
+    if (!ok) break;
     if (bw) {
       BwResult r;
       if (s.client)
@@ -669,7 +721,8 @@ bool run_session(Session& s, int* status) {
     } else {
       ok = run_lat(s, size, &lat);
       if (!ok) break;
-      if (s.client || s.o.op != Op::kRead) print_perftest_lat_row(size, s.o.iters, lat);
+      if (s.client || (s.o.op != Op::kRead && s.o.op != Op::kAtomic))
+        print_perftest_lat_row(size, s.o.iters, lat);
     }
   }
   if (!ok) {
@@ -690,7 +743,8 @@ bool run_session(Session& s, int* status) {
     if (f == nullptr) return fail("cannot write " + s.o.dump_file);
     // Where the peer's bytes landed: a READ client's own buffer, otherwise the target region.
     const uint8_t* region = s.client && s.o.op == Op::kRead ? s.buf.data() : s.buf.data() + s.half;
-    std::fwrite(region, 1, max_size(s.o), f);
+    // Atomics: the whole cycle buffer perftest's requests spread over.
+    std::fwrite(region, 1, s.o.op == Op::kAtomic ? s.half : max_size(s.o), f);
     std::fclose(f);
   }
   *status = 0;

@@ -161,11 +161,12 @@ void print_qp_memory(const Report& r, uint64_t bytes_per_qp) {
 }
 
 void print_perftest_banner(const PerftestBanner& b) {
-  const char* op = b.op == Op::kWrite ? "Write" : b.op == Op::kRead ? "Read" : "Send";
+  const char* op = b.op == Op::kWrite  ? "RDMA_Write"
+                   : b.op == Op::kRead ? "RDMA_Read"
+                   : b.op == Op::kSend ? "Send"
+                                       : "Atomic";
   std::printf("%s", kLine);
-  std::printf("                    %s %s Test\n",
-              b.op == Op::kSend ? "Send" : (std::string("RDMA_") + op).c_str(),
-              b.kind == Kind::kBw ? "BW" : "Latency");
+  std::printf("                    %s %s Test\n", op, b.kind == Kind::kBw ? "BW" : "Latency");
   std::printf(" Dual-port       : OFF\t\tDevice         : rocedp\n");
   std::printf(" Number of qps   : %u\t\tTransport type : IB\n", b.qps);
   std::printf(" Connection type : RC\t\tUsing SRQ      : OFF\n");
@@ -173,14 +174,16 @@ void print_perftest_banner(const PerftestBanner& b) {
   if (b.op == Op::kSend) std::printf(" RX depth        : %u\n", b.rx_depth);
   std::printf(" Mtu             : %u[B]\n", b.path_mtu);
   std::printf(" Link type       : Ethernet\n");
-  if (b.op == Op::kRead)
+  if (b.op == Op::kRead || b.op == Op::kAtomic)
     std::printf(" Outstand reads  : %u\n", b.mine.empty() ? 0 : b.mine[0].out_reads);
+  if (b.op == Op::kAtomic)
+    std::printf(" Atomic type     : %s\n", b.cmp_swap ? "CMP_AND_SWAP" : "FETCH_AND_ADD");
   std::printf(" rdma_cm QPs\t : %s\n", b.rdma_cm ? "ON" : "OFF");
   std::printf(" Data ex. method : %s\n", b.rdma_cm ? "rdma_cm" : "Ethernet");
   std::printf("%s", kLine);
   auto addr = [&](const char* side, const PerftestKey& k) {
     std::printf(" %s address: LID %04x QPN %#06x PSN %#06x", side, k.lid, k.qpn, k.psn);
-    if (b.op == Op::kRead) std::printf(" OUT %#04x", k.out_reads);
+    if (b.op == Op::kRead || b.op == Op::kAtomic) std::printf(" OUT %#04x", k.out_reads);
     if (b.op != Op::kSend)
       std::printf(" RKey %#08x VAddr %#016llx", k.rkey, static_cast<unsigned long long>(k.vaddr));
     std::printf("\n GID:");

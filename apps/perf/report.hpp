@@ -49,6 +49,7 @@ struct PerftestBanner {
   Kind kind = Kind::kBw;
   uint32_t qps = 1, tx_depth = 1, rx_depth = 1, path_mtu = 1024;
   bool rdma_cm = false, report_gbits = false;
+  bool cmp_swap = false;  ///< atomic: CMP_AND_SWAP, otherwise FETCH_AND_ADD
   std::vector<PerftestKey> mine, peer;
 };
 void print_perftest_banner(const PerftestBanner& b);

@@ -111,11 +111,11 @@ void finish_message(QueuePair& qp) {
   qp.resp.in_msg = InMessage::kNone;
 }
 
-// Takes a resource slot for a READ/atomic; null if the peer exceeds our inbound read limit.
-// The ring holds the last IRL reads/atomics. A requester keeps at most IRL of them outstanding
-// (its ORL), so a new one that needs the oldest slot means the requester already has that one's
-// answer: if the slot is still pending, it is a replay a (spurious) retry asked for, whose
-// answer would only be a ghost now. Stop it and take the slot.
+// Takes a resource slot for a READ/atomic. The ring holds the last IRL reads/atomics. A
+// requester keeps at most IRL of them outstanding (its ORL), so a new one that needs the oldest
+// slot means the requester already has that one's answer: if the slot is still pending, it is a
+// replay a (spurious) retry asked for, whose answer would only be a ghost now. Stop it and take the
+// slot.
 ReadResource* take_resource(QueuePair& qp) {
   ReadResource& r = qp.resource(qp.resp.res_next);
   if (r.valid && r.pending) set_pending(qp, r, false);

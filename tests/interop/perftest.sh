@@ -5,7 +5,12 @@
 # client: rocedp-perf retries until the guest's server listens). Cases: write|read|send x bw|lat x
 # {TCP exchange, -R} x {rocedp server, rocedp client}, 64 KiB messages (64 packets at MTU 1024);
 # and write|read|send bw with the TCP exchange x {rocedp server, rocedp client} at 64 B (the
-# one-packet ONLY opcodes, which rocedp's requester and responder build and take on short paths).
+# one-packet ONLY opcodes, which rocedp's requester and responder build and take on short paths);
+# and atomics (ib_atomic_{bw,lat}): FETCH_AND_ADD ("atomic") bw and lat and CMP_AND_SWAP ("cswap")
+# bw with the TCP exchange, FETCH_AND_ADD bw with -R, x {rocedp server, rocedp client}. Every atomic
+# case's capture goes through tests/interop/atomic_check.py (each request executed once, in order,
+# each answer the word's value before it); as the server rocedp also dumps its region, which must
+# end as the capture's replay.
 # Each case's traffic is captured on the bridge (build/test-artifacts/interop-perftest-CASE.pcap)
 # and must pass roce-check; each side must exit 0 and print perftest's result row (a bandwidth
 # row with an average above 0); the guest's rxe hw_counters must show no sequence error and no
@@ -23,6 +28,7 @@ iop_init perftest
 guest=198.18.0.33 rocedp=198.18.0.41
 bridge=198.18.0.1  # the bridge's kernel address: perftest's TCP exchange reaches rocedp-perf there
 iters_bw=10 iters_lat=5 size=65536 small=64
+iters_atomic_bw=300 iters_atomic_lat=20  # bw: several rounds of perftest's 64 words, a window deep
 
 cases=()
 for ex in tcp rdmacm; do
@@ -41,7 +47,15 @@ for op in write read send; do
     grep -Eq "$FILTER" <<<"$c" && cases+=("$c")
   done
 done
+for c in tcp-atomic_bw tcp-atomic_lat tcp-cswap_bw rdmacm-atomic_bw; do
+  for role in server client; do
+    grep -Eq "$FILTER" <<<"$c-rocedp_$role-8" && cases+=("$c-rocedp_$role-8")
+  done
+done
 [ ${#cases[@]} -gt 0 ] || { echo "no case matches $FILTER" >&2; exit 2; }
+
+# A case's test: the Linux tool (ib_OP_KIND) and its extra options; size 8 is an atomic case.
+atomic_type() { [ "$1" = cswap ] && echo CMP_AND_SWAP || echo FETCH_AND_ADD; }
 
 # The guest's side, in case order: a client retries until rocedp-perf listens.
 {
@@ -52,13 +66,17 @@ done
     IFS=- read -r ex test role sz <<<"$c"
     op=${test%_*} kind=${test#*_}
     n=$iters_bw; [ "$kind" = lat ] && n=$iters_lat
-    opts="-d rxe0 -n $n -s $sz -F"
+    opts="-d rxe0 -n $n -s $sz -F" tool=ib_${op}_$kind
+    if [ "$sz" = 8 ]; then
+      n=$iters_atomic_bw; [ "$kind" = lat ] && n=$iters_atomic_lat
+      opts="-d rxe0 -n $n -A $(atomic_type "$op") -F" tool=ib_atomic_$kind
+    fi
     if [ "$ex" = tcp ]; then opts="$opts -x \$GID"; else opts="$opts -R"; fi
     if [ "$role" = rocedp_server ]; then
       host=$bridge; [ "$ex" = rdmacm ] && host=$rocedp
-      echo "run $c ib_${op}_$kind $opts $host"
+      echo "run $c $tool $opts $host"
     else
-      echo "run $c ib_${op}_$kind $opts"
+      echo "run $c $tool $opts"
     fi
   done
   echo 'sleep 1; for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "HWC ${f##*/} $(cat $f)"; done'
@@ -77,6 +95,12 @@ for c in "${cases[@]}"; do
   op=${test%_*} kind=${test#*_}
   n=$iters_bw; [ "$kind" = lat ] && n=$iters_lat
   args=("$op" "$kind" -n "$n" -s "$sz" -F)
+  dump=$IOP_WORK/region-$c.bin
+  if [ "$sz" = 8 ]; then
+    n=$iters_atomic_bw; [ "$kind" = lat ] && n=$iters_atomic_lat
+    args=(atomic "$kind" -n "$n" -A "$(atomic_type "$op")" -F)
+    [ "$role" = rocedp_server ] && args+=(--dump-recv "$dump")
+  fi
   [ "$ex" = rdmacm ] && args+=(-R)
   [ "$role" = rocedp_client ] && args=("$guest" "${args[@]}")
   log=$IOP_ARTIFACTS/interop-perftest-$c.log
@@ -87,12 +111,26 @@ for c in "${cases[@]}"; do
   row=$(grep -E "^ $sz +[0-9]" "$log" | head -1)
   if [ $rc != 0 ]; then
     iop_fail "$c: rocedp-perf exit $rc ($(tail -1 "$log"))"
-  elif [ -z "$row" ] && ! { [ "$test" = read_lat ] && [ "$role" = rocedp_server ]; }; then
+  elif [ -z "$row" ] && ! { [[ $test == @(read|atomic)_lat ]] && [ "$role" = rocedp_server ]; }; then
     iop_fail "$c: no result row"
   elif [ "$kind" = bw ] && ! awk '{exit !($4 > 0)}' <<<"$row"; then
     iop_fail "$c: no bandwidth in the result row ($row)"
   else
     echo "ok   $c${row:+: $row}"
+  fi
+  if [ "$sz" = 8 ] && [ $rc = 0 ]; then
+    pcap=$IOP_ARTIFACTS/interop-perftest-$c.pcap
+    if [ "$role" = rocedp_server ]; then
+      base=$(awk '/local address:/ {for (i = 1; i < NF; i++) if ($i == "VAddr") print $(i + 1); exit}' "$log")
+      check=(/usr/bin/python3 "$iop_here/atomic_check.py" "$pcap" "$guest" "$dump" "$base")
+    else
+      check=(/usr/bin/python3 "$iop_here/atomic_check.py" "$pcap" "$rocedp")
+    fi
+    if out=$("${check[@]}" 2>&1); then
+      echo "     $c: $(tail -1 <<<"$out")"
+    else
+      iop_fail "$c: atomic_check: $(tail -4 <<<"$out" | tr '\n' ' ')"
+    fi
   fi
 done
 

@@ -219,5 +219,27 @@ TEST(PerfOptions, PerftestGrammarAsTheInteropTestsRunIt) {
   EXPECT_EQ(parse_perftest({"--perftest", "--help"}, &b), 0);
 }
 
+TEST(PerfOptions, PerftestAtomicsMoveEightBytesOfTheNamedType) {
+  PerftestOptions f;
+  ASSERT_EQ(parse_perftest(with_endpoint({"--perftest", "atomic", "bw", "-s", "4096"}), &f), -1);
+  EXPECT_EQ(f.op, Op::kAtomic);
+  EXPECT_EQ(f.size, 8u);     // as perftest: whatever -s says
+  EXPECT_FALSE(f.cmp_swap);  // FETCH_AND_ADD, perftest's default
+  PerftestOptions c;
+  ASSERT_EQ(
+      parse_perftest(
+          with_endpoint({"--perftest", "198.18.0.33", "atomic", "lat", "-A", "CMP_AND_SWAP"}), &c),
+      -1);
+  EXPECT_TRUE(c.cmp_swap);
+  EXPECT_EQ(c.kind, Kind::kLat);
+  EXPECT_EQ(c.size, 8u);
+  EXPECT_STREQ(op_name(Op::kAtomic), "atomic");
+  PerftestOptions b;
+  EXPECT_EQ(parse_perftest(with_endpoint({"--perftest", "atomic", "bw", "-A", "SWAP"}), &b), 2);
+  EXPECT_EQ(parse_perftest(with_endpoint({"--perftest", "write", "bw", "-A", "FETCH_AND_ADD"}), &b),
+            2);  // -A names an atomic type: only atomic tests take it
+  EXPECT_EQ(parse_perftest(with_endpoint({"--perftest", "atomic", "bw", "-a"}), &b), 2);
+}
+
 }  // namespace
 }  // namespace rocedp::perf
