@@ -37,7 +37,7 @@ def main():
     dump = open(sys.argv[3], "rb").read() if len(sys.argv) == 5 else None
     base = int(sys.argv[4], 0) if dump is not None else 0
     requests, order, answers = {}, [], {}
-    conflicts = 0
+    conflicts = again = 0
     for p in rdpcap(cap):
         if IP not in p or UDP not in p or p[UDP].dport != 4791:
             continue
@@ -51,6 +51,7 @@ def main():
                    int.from_bytes(eth[20:28], "big"))
             if psn in requests:
                 conflicts += requests[psn] != req
+                again += 1
             else:
                 requests[psn] = req
                 order.append(psn)
@@ -103,7 +104,8 @@ def main():
     for psn in order:
         kinds[requests[psn][0]] += 1
     print(f"{len(order)} atomics ({kinds[FETCH_ADD]} FetchAdd, {kinds[CMP_SWAP]} CompareSwap: "
-          f"{swapped} swapped, {failed_swaps} not), {len(words)} words, {len(answers)} answers"
+          f"{swapped} swapped, {failed_swaps} not; {again} sent again), {len(words)} words, "
+          f"{len(answers)} answers"
           + (f", region of {len(dump)} bytes checked" if dump is not None else "") + f": {bad} errors")
     if not order:
         print("no atomic request in the capture")

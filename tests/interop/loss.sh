@@ -8,18 +8,25 @@
 #                  Linux retransmits to rocedp
 #   rocedp-writes  rocedp-perf --perftest write bw client -> ib_write_bw server: rocedp retransmits
 #   rocedp-reads   rocedp-perf --perftest read bw client <- ib_read_bw server: rocedp re-requests
+#   linux-atomics  ib_atomic_bw -A FETCH_AND_ADD (Linux client) -> rocedp-perf --perftest atomic bw
+#                  server: a request Linux sends again after its answer was lost must be answered
+#                  from rocedp's saved result, not added twice
+#   rocedp-atomics rocedp-perf --perftest atomic bw -A CMP_AND_SWAP client -> ib_atomic_bw server:
+#                  rocedp retransmits its atomics
 # Every run must complete on both sides; where the bytes land in rocedp (linux-writes,
 # rocedp-reads) the region must equal, byte for byte, the messages Linux put on the wire
 # (tests/interop/region_check.py over the bridge capture, which sees frames before netem drops
-# them); the captures must show retransmissions from the side that should retransmit; and Linux
-# must exhaust no retry budget.
+# them); every atomic in the atomic cases' captures executed exactly once, in PSN order, with the
+# answers and (linux-atomics) rocedp's region the replay gives (tests/interop/atomic_check.py); the
+# captures must show retransmissions from the side that should retransmit; and Linux must exhaust
+# no retry budget.
 set -uo pipefail
 IOP_PREFIX=loss-
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 iop_init loss
 guest=198.18.0.35 rocedp=198.18.0.45 bridge=198.18.0.1 loss=${IOP_LOSS_PCT:-2}
-iters=40 size=65536
-cases=(linux-writes rocedp-writes rocedp-reads)
+iters=40 size=65536 atomics=400
+cases=(linux-writes rocedp-writes rocedp-reads linux-atomics rocedp-atomics)
 
 {
   echo 'run() { name=$1; shift; i=0; while :; do "$@" > /tmp/out 2>&1; rc=$?; cat /tmp/out'
@@ -28,6 +35,8 @@ cases=(linux-writes rocedp-writes rocedp-reads)
   echo "run linux-writes ib_write_bw -d rxe0 -x \$GID -s $size -n $iters -F $bridge"
   echo "run rocedp-writes ib_write_bw -d rxe0 -x \$GID -s $size -n $iters -F"
   echo "run rocedp-reads ib_read_bw -d rxe0 -x \$GID -s $size -n $iters -F"
+  echo "run linux-atomics ib_atomic_bw -d rxe0 -x \$GID -A FETCH_AND_ADD -n $atomics -F $bridge"
+  echo "run rocedp-atomics ib_atomic_bw -d rxe0 -x \$GID -A CMP_AND_SWAP -n $atomics -F"
   echo 'for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "HWC ${f##*/} $(cat $f)"; done'
 } >"$IOP_WORK/guest.sh"
 
@@ -39,18 +48,22 @@ iop_bridge_loss "$loss" || iop_fail "no loss rule on the bridge"
 
 ep=(--port-devargs "$(iop_devargs 0 dpdkls 1500)" --ip "$rocedp/24" --file-prefix "rdp-iop-ls-$$" --memory-mb 256 --timeout 150)
 for c in "${cases[@]}"; do
+  sz=$size
   case $c in
     linux-writes) args=(write bw --dump-recv "$IOP_WORK/$c.bin") ;;
     rocedp-writes) args=("$guest" write bw) ;;
     rocedp-reads) args=("$guest" read bw --dump-recv "$IOP_WORK/$c.bin") ;;
+    linux-atomics) args=(atomic bw -A FETCH_AND_ADD --dump-recv "$IOP_WORK/$c.bin") sz=8 ;;
+    rocedp-atomics) args=("$guest" atomic bw -A CMP_AND_SWAP) sz=8 ;;
   esac
+  n=$iters; [ $sz = 8 ] && n=$atomics
   iop_capture_start "$c" "host $guest and host $rocedp"
-  ip netns exec rig "$IOP_BIN/rocedp-perf" --perftest "${ep[@]}" "${args[@]}" -s "$size" -n "$iters" -F \
+  ip netns exec rig "$IOP_BIN/rocedp-perf" --perftest "${ep[@]}" "${args[@]}" -s "$sz" -n "$n" -F \
     >"$IOP_ARTIFACTS/interop-loss-$c.log" 2>&1
   rc=$?
   iop_capture_stop "$c"
   [ $rc = 0 ] || iop_fail "$c: rocedp-perf exit $rc ($(tail -1 "$IOP_ARTIFACTS/interop-loss-$c.log"))"
-  echo "$c: $(grep -E "^ $size +[0-9]" "$IOP_ARTIFACTS/interop-loss-$c.log" | head -1)"
+  echo "$c: $(grep -E "^ $sz +[0-9]" "$IOP_ARTIFACTS/interop-loss-$c.log" | head -1)"
 done
 wait "$gpid"
 dropped=$(iop_bridge_loss_dropped)
@@ -60,19 +73,23 @@ echo "the bridge dropped $dropped RoCEv2 frames"
 iop_check_captures
 
 pcap() { echo "$IOP_ARTIFACTS/interop-loss-$1.pcap"; }
-# Packets a side sent more than once (the same opcode and PSN again).
+# Packets a side sent more than once (the same opcode and PSN again): requests and READ responses
+# (opcodes 0-16), atomic requests (19, 20); not ACKs.
 resent() {
-  tshark -r "$(pcap "$1")" -d udp.port==4791,infiniband -Y "ip.src == $2 && infiniband.bth.opcode < 17" \
+  tshark -r "$(pcap "$1")" -d udp.port==4791,infiniband \
+    -Y "ip.src == $2 && (infiniband.bth.opcode < 17 || infiniband.bth.opcode == 19 || infiniband.bth.opcode == 20)" \
     -T fields -e infiniband.bth.opcode -e infiniband.bth.psn 2>/dev/null | sort | uniq -d | wc -l
 }
 for c in "${cases[@]}"; do
   # No grep -q: under pipefail its early exit can fail the pipeline with tr's SIGPIPE.
   tr -d '\r' <"$glog" | grep "LSCASE $c rc=0" >/dev/null || iop_fail "$c: the Linux side did not succeed"
 done
-n=$(resent linux-writes "$guest")
-[ "$n" -gt 0 ] || iop_fail "linux-writes: Linux retransmitted nothing at $loss% loss"
-echo "linux-writes: Linux resent $n packets"
-for c in rocedp-writes rocedp-reads; do
+for c in linux-writes linux-atomics; do
+  n=$(resent "$c" "$guest")
+  [ "$n" -gt 0 ] || iop_fail "$c: Linux retransmitted nothing at $loss% loss"
+  echo "$c: Linux resent $n packets"
+done
+for c in rocedp-writes rocedp-reads rocedp-atomics; do
   n=$(resent "$c" "$rocedp")
   [ "$n" -gt 0 ] || iop_fail "$c: rocedp retransmitted nothing at $loss% loss"
   echo "$c: rocedp resent $n packets"
@@ -81,6 +98,12 @@ done
   "$IOP_WORK/linux-writes.bin" || iop_fail "linux-writes: rocedp's region differs from what Linux sent"
 /usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/region_check.py" "$(pcap rocedp-reads)" "$guest" read \
   "$IOP_WORK/rocedp-reads.bin" || iop_fail "rocedp-reads: rocedp's buffer differs from what Linux sent"
+base=$(awk '/local address:/ {for (i = 1; i < NF; i++) if ($i == "VAddr") print $(i + 1); exit}' \
+  "$IOP_ARTIFACTS/interop-loss-linux-atomics.log")
+/usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/atomic_check.py" "$(pcap linux-atomics)" "$guest" \
+  "$IOP_WORK/linux-atomics.bin" "$base" || iop_fail "linux-atomics: the atomics or rocedp's region differ from the replay"
+/usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/atomic_check.py" "$(pcap rocedp-atomics)" "$rocedp" ||
+  iop_fail "rocedp-atomics: the atomics differ from the replay"
 for k in retry_exceeded_err retry_rnr_exceeded_err; do
   v=$(tr -d '\r' <"$glog" | awk -v k="$k" '$1 == "HWC" && $2 == k {print $3}')
   [ "$v" = 0 ] || iop_fail "guest hw_counters: $k = ${v:-missing}"
