@@ -5,6 +5,7 @@
 //   --raw                 the same frames with no RDMA processing (baseline)     raw.cpp
 //   --listen / --connect  through the IB CM, also against rocedpd's services     cm_mode.cpp
 //   --perftest            one end of a Linux perftest 4.5 pair                   perftest_mode.cpp
+//   --rping               one end of a Linux rping pair                          rping_mode.cpp
 // Exit status: 0 success, 1 failure (a completion error, a verify mismatch, lost frames),
 // 2 usage, 3 time limit (--timeout) reached.
 
@@ -13,6 +14,7 @@
 #include "apps/perf/native_mode.hpp"
 #include "apps/perf/options.hpp"
 #include "apps/perf/perftest_mode.hpp"
+#include "apps/perf/rping_mode.hpp"
 #include "apps/perf/verify.hpp"
 #include "rocedp/runtime.hpp"
 
@@ -34,6 +36,12 @@ int main(int argc, char** argv) {
     if (const int status = parse_perftest_options(argc, argv, &o); status >= 0) return status;
     set_log_level(o.endpoint.log_level);
     return run_perftest(o);
+  }
+  if (wants_rping(argc, argv)) {
+    RpingOptions o;
+    if (const int status = parse_rping_options(argc, argv, &o); status >= 0) return status;
+    set_log_level(o.endpoint.log_level);
+    return run_rping(o);
   }
   Options o;
   if (const int status = parse_options(argc, argv, &o); status >= 0) return status;

@@ -114,6 +114,12 @@ bool wants_perftest(int argc, char** argv) {
   return false;
 }
 
+bool wants_rping(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--rping") == 0) return true;
+  return false;
+}
+
 int parse_options(int argc, char** argv, Options* out) {
   Options& o = *out;
   CLI::App app{
@@ -128,6 +134,8 @@ int parse_options(int argc, char** argv, Options* out) {
       "  rocedp-perf --perftest [HOST] [endpoint] write|read|send|atomic bw|lat [perftest "
       "options]\n"
       "      (one end of a Linux perftest pair: rocedp-perf --perftest --help)\n"
+      "  rocedp-perf --rping -s|-c [-a ADDR] [endpoint] [rping options]\n"
+      "      (one end of a Linux rping pair: rocedp-perf --rping --help)\n"
       "endpoint: --config FILE | --port-devargs DEVARGS --ip A.B.C.D/NN [--mac MAC] ...\n"
       "Exit status: 0 success, 1 failure, 2 usage, 3 time limit (--timeout) reached.",
       "rocedp-perf"};
@@ -325,6 +333,54 @@ int parse_perftest_options(int argc, char** argv, PerftestOptions* out) {
   if (o.all_sizes && bw && o.op == Op::kSend) return bad(me, "-a with send bw is not supported");
   if (o.endpoint.file_prefix.empty())
     o.endpoint.file_prefix = "rocedp-perftest-" + std::to_string(getpid());
+  return -1;
+}
+
+int parse_rping_options(int argc, char** argv, RpingOptions* out) {
+  RpingOptions& o = *out;
+  CLI::App app{
+      "rocedp-perf --rping: one end of a Linux rping pair (librdmacm's example), through rdma_cm.\n"
+      "  rocedp-perf --rping -s [endpoint] [-p PORT]                 the server\n"
+      "  rocedp-perf --rping -c -a ADDR [endpoint] [-p PORT] [-C COUNT] [-S SIZE] [-V] [-v]\n"
+      "Exit status: 0 success, 1 failure, 2 usage, 3 time limit (--timeout) reached.",
+      "rocedp-perf --rping"};
+  prepare(app);
+  bool ignored_flag = false, server = false, client = false;
+  std::string addr, ignored;
+  const std::string p = "rping", r = "rocedp";
+  app.add_flag("--rping", ignored_flag, "this grammar")->group(p);
+  app.add_flag("-s", server, "server side")->group(p);
+  app.add_flag("-c", client, "client side")->group(p);
+  app.add_option("-a", addr, "address: the server's (client); ignored by the server")->group(p);
+  app.add_option("-p", o.port, "port (7174)")->group(p);
+  app.add_option("-C", o.count, "ping count (client; default: until --timeout)")->group(p);
+  app.add_option("-S", o.size, "ping data size (64; 25 .. 65535)")->group(p);
+  app.add_flag("-V", o.validate, "validate ping data")->group(p);
+  app.add_flag("-v", o.verbose, "display ping data")->group(p);
+  app.add_flag("-d", ignored_flag, "accepted, not needed (debug prints)")->group(p);
+  app.add_option("-I", ignored, "accepted, not needed (the endpoint's address is the source)")
+      ->group(p);
+  app.add_option("--timeout", o.timeout_s, "whole run, SECONDS (default 60)")->group(r);
+  add_endpoint_options(app, &o.endpoint, false);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return cli_exit(app, e);
+  }
+  const char* me = "rocedp-perf --rping";
+  if (server == client) return bad(me, "name the side: -s (server) or -c (client)");
+  o.server = server;
+  if (!endpoint_complete(o.endpoint))
+    return bad(me, "the endpoint needs --config FILE, or --port-devargs and --ip");
+  if (client) {
+    const auto ip = parse_ipv4(addr);
+    if (!ip) return bad(me, "-c needs -a ADDR, an IPv4 address, got '" + addr + "'");
+    o.addr = *ip;
+  }
+  // rping's own bounds: room for "rdma-ping-%d: " with any count, below its 64 KiB buffer.
+  if (o.size < 25 || o.size > 65535) return bad(me, "-S must be 25 .. 65535 bytes");
+  if (o.endpoint.file_prefix.empty())
+    o.endpoint.file_prefix = "rocedp-rping-" + std::to_string(getpid());
   return -1;
 }
 

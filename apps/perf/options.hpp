@@ -94,10 +94,25 @@ struct PerftestOptions {
   EndpointOptions endpoint;
 };
 
+struct RpingOptions {
+  bool server = false;    ///< -s (else -c)
+  uint32_t addr = 0;      ///< -a: the client's server address (host order); the server ignores it
+  uint16_t port = 7174;   ///< -p
+  uint32_t count = 0;     ///< -C: pings (the client; 0: until --timeout ends the run)
+  uint32_t size = 64;     ///< -S: ping data size, as rping: 25 .. 65535
+  bool validate = false;  ///< -V: the client compares what came back with what it sent
+  bool verbose = false;   ///< -v: print each ping's data
+  uint32_t timeout_s = 60;
+  EndpointOptions endpoint;
+};
+
 /// Whether argv asks for the --perftest grammar.
 bool wants_perftest(int argc, char** argv);
+/// Whether argv asks for the --rping grammar.
+bool wants_rping(int argc, char** argv);
 /// -1: parsed, run; otherwise the exit status (help or version printed: 0; an error: 2).
 int parse_options(int argc, char** argv, Options* out);
 int parse_perftest_options(int argc, char** argv, PerftestOptions* out);
+int parse_rping_options(int argc, char** argv, RpingOptions* out);
 
 }  // namespace rocedp::perf

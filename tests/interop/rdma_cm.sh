@@ -9,6 +9,11 @@
 #   the guest runs rdma_server; rocedp-perf (198.18.0.21) --connect ... --peer-echoes:
 #     server-echo        rocedp connects, SENDs, receives the answer; Linux disconnects
 #     server-rnr         rocedp posts the answer's receive 200 ms late: Linux meets RNR NAKs
+#   rping (librdmacm's example: per ping a SEND, a READ of the client's source, a SEND, a WRITE
+#   into the client's sink, a SEND; 3000-byte pings, so multi-packet READs and WRITEs at path
+#   MTU 1024), 10 pings with -V (the client compares the sink with the source):
+#     rping-lc           Linux rping -c against rocedp-perf --rping -s
+#     rping-ls           rocedp-perf --rping -c against Linux rping -s
 # Each case's traffic is captured on the bridge (build/test-artifacts/interop-MTU-CASE.pcap) and
 # checked by roce-check; who sent the DREQ is read from the capture. At the end Linux must show
 # no sequence errors and no exhausted retries.
@@ -54,6 +59,9 @@ hw after-rnr
 begin server-echo; rdma_server -p 7471; end server-echo \$?
 hw before-server-rnr
 begin server-rnr; rdma_server -p 7471; end server-rnr \$?
+begin rping-lc; n=0; while [ ! -e /mnt/share/rping-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
+rping -c -a $perf -C 10 -S 3000 -V -v; end rping-lc \$?
+begin rping-ls; rping -s -a $linux -S 3000 -v; end rping-ls \$?
 hw end
 EOF
 } >"$IOP_WORK/guest.sh"
@@ -77,17 +85,60 @@ run_perf() {
 }
 on_begin_server_echo() { : >"$IOP_WORK/perf.log"; run_perf; }
 on_begin_server_rnr() { run_perf --recv-delay-ms 200; }
+# rping: rocedp-perf --rping on the same port as rocedp-perf above. As the server it must listen
+# before the guest's client starts (rping does not retry a rejected connection).
+rping_ep=(--port-devargs "$dev_p" --ip "$perf/24" --mac 02:00:00:00:00:15 --mtu "$mtu" --timeout 60 -S 3000)
+rping_srv="" rping_srv_rc=none rping_cli_rc=none
+on_begin_rping_lc() {
+  iop_start rping-srv "$IOP_BIN/rocedp-perf" --rping -s -v "${rping_ep[@]}" --file-prefix "rdp-iop-rs-$$"
+  rping_srv=$IOP_LAST_PID
+  iop_wait "$IOP_WORK/rping-srv.log" "listening on port" 30 || iop_fail "rping-lc: rocedp-perf --rping -s did not listen"
+  touch "$IOP_WORK/share/rping-listening"
+}
+on_begin_rping_ls() {
+  if [ -n "$rping_srv" ]; then
+    wait "$rping_srv"
+    rping_srv_rc=$?
+  fi
+  ip netns exec rig "$IOP_BIN/rocedp-perf" --rping -c -a "$linux" -C 10 -V "${rping_ep[@]}" \
+    --file-prefix "rdp-iop-rc-$$" >"$IOP_WORK/rping-cli.log" 2>&1
+  rping_cli_rc=$?
+}
 
 iop_guest linux "$linux" "$mtu" "$IOP_WORK/guest.sh"
 iop_follow "$IOP_WORK/linux.console" "host $daemon or host $perf" 200 || iop_fail "the guest did not finish"
 
 con="$IOP_WORK/linux.console"
 iop_check_captures
-for c in client_echo client_rocedp_disc client_rnr server_echo server_rnr; do
+for c in client_echo client_rocedp_disc client_rnr server_echo server_rnr rping_lc rping_ls; do
   var="IOP_RC_$c"
   [ "${!var:-x}" = 0 ] || iop_fail "$c: Linux side ended with rc=${!var:-none}"
 done
 [ "${perf_rc[*]:-}" = "0 0" ] || iop_fail "rocedp-perf ended with rc=${perf_rc[*]:-none}"
+# rping: both sides succeed, ten pings each; the client validated every one (Linux's -V in
+# rping-lc, rocedp's in rping-ls); the server READ and WROTE each ping, read off the capture.
+[ "$rping_srv_rc" = 0 ] || iop_fail "rping-lc: rocedp-perf --rping -s ended with rc=$rping_srv_rc ($(tail -1 "$IOP_WORK/rping-srv.log" 2>/dev/null))"
+[ "$rping_cli_rc" = 0 ] || iop_fail "rping-ls: rocedp-perf --rping -c ended with rc=$rping_cli_rc ($(tail -1 "$IOP_WORK/rping-cli.log" 2>/dev/null))"
+cp "$IOP_WORK/rping-srv.log" "$IOP_ARTIFACTS/interop-$mtu-rping-lc.log" 2>/dev/null
+cp "$IOP_WORK/rping-cli.log" "$IOP_ARTIFACTS/interop-$mtu-rping-ls.log" 2>/dev/null
+grep -q "10 pings of 3000 bytes$" "$IOP_WORK/rping-srv.log" 2>/dev/null || iop_fail "rping-lc: rocedp did not serve 10 pings"
+grep -q "10 pings of 3000 bytes, each validated" "$IOP_WORK/rping-cli.log" 2>/dev/null || iop_fail "rping-ls: rocedp did not validate 10 pings"
+pings=$(tr -d '\r' <"$IOP_WORK/linux.console" | grep -c "^ping data: rdma-ping-")
+[ "$pings" = 10 ] || iop_fail "rping-lc: Linux printed $pings validated pings, not 10"
+# READ requests (opcode 12) and the WRITE's packets (6-8, 10) from the server of each case.
+ops_from() {
+  tshark -r "$IOP_ARTIFACTS/interop-$mtu-$1.pcap" -d udp.port==4791,infiniband -Y "ip.src == $2" \
+    -T fields -e infiniband.bth.opcode 2>/dev/null | sort | uniq -c | tr -s ' ' | tr '\n' ';'
+}
+for c in "rping-lc $perf" "rping-ls $linux"; do
+  set -- $c
+  ops=$(ops_from "$1" "$2")
+  reads=$(tr ';' '\n' <<<"$ops" | awk '$2 == 12 {print $1}')
+  writes=$(tr ';' '\n' <<<"$ops" | awk '$2 == 6 || $2 == 10 {n += $1} END {print n + 0}')
+  [ "${reads:-0}" -ge 10 ] && [ "$writes" -ge 10 ] ||
+    iop_fail "$1: the server ($2) sent ${reads:-0} READ requests and $writes WRITEs that start a message, not 10 each ($ops)"
+  echo "$1: the server ($2) sent opcodes (count opcode) $ops"
+done
 
 # Who disconnected, read off the wire.
 dreq_of() { iop_cm_sources "$1" 0x0015 | sort -u | tr '\n' ' '; }

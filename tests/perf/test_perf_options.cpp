@@ -219,6 +219,42 @@ TEST(PerfOptions, PerftestGrammarAsTheInteropTestsRunIt) {
   EXPECT_EQ(parse_perftest({"--perftest", "--help"}, &b), 0);
 }
 
+int parse_rping(std::vector<std::string> words, RpingOptions* o) {
+  Argv a(std::move(words));
+  return parse_rping_options(a.argc(), a.argv(), o);
+}
+
+TEST(PerfOptions, RpingGrammarAsRpingsOwnFlags) {
+  Argv probe({"--port-devargs", "x", "--rping", "-s"});
+  EXPECT_TRUE(wants_rping(probe.argc(), probe.argv()));
+  EXPECT_FALSE(wants_perftest(probe.argc(), probe.argv()));
+  RpingOptions c;
+  ASSERT_EQ(parse_rping(with_endpoint({"--rping", "-c", "-a", "198.18.0.51", "-C", "10", "-S",
+                                       "3000", "-V", "-p", "7000"}),
+                        &c),
+            -1);
+  EXPECT_FALSE(c.server);
+  EXPECT_EQ(c.addr, 0xC6120033u);  // 198.18.0.51
+  EXPECT_EQ(c.count, 10u);
+  EXPECT_EQ(c.size, 3000u);
+  EXPECT_TRUE(c.validate);
+  EXPECT_EQ(c.port, 7000);
+  RpingOptions s;
+  ASSERT_EQ(parse_rping(with_endpoint({"--rping", "-s", "-v"}), &s), -1);
+  EXPECT_TRUE(s.server);
+  EXPECT_EQ(s.port, 7174);  // rping's default
+  EXPECT_EQ(s.size, 64u);
+  RpingOptions b;
+  EXPECT_EQ(parse_rping(with_endpoint({"--rping"}), &b), 2);              // no side
+  EXPECT_EQ(parse_rping(with_endpoint({"--rping", "-s", "-c"}), &b), 2);  // both sides
+  EXPECT_EQ(parse_rping(with_endpoint({"--rping", "-c"}), &b), 2);        // no -a
+  EXPECT_EQ(parse_rping(with_endpoint({"--rping", "-c", "-a", "host"}), &b), 2);
+  EXPECT_EQ(parse_rping(with_endpoint({"--rping", "-s", "-S", "24"}), &b), 2);  // rping's bounds
+  EXPECT_EQ(parse_rping(with_endpoint({"--rping", "-s", "-S", "65536"}), &b), 2);
+  EXPECT_EQ(parse_rping({"--rping", "-s"}, &b), 2);  // no endpoint
+  EXPECT_EQ(parse_rping({"--rping", "--help"}, &b), 0);
+}
+
 TEST(PerfOptions, PerftestAtomicsMoveEightBytesOfTheNamedType) {
   PerftestOptions f;
   ASSERT_EQ(parse_perftest(with_endpoint({"--perftest", "atomic", "bw", "-s", "4096"}), &f), -1);
