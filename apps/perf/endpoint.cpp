@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "apps/perf/clock.hpp"
 #include "apps/perf/perf_util.hpp"
 
 namespace rocedp::perf {
@@ -129,6 +130,65 @@ std::unique_ptr<AdapterRuntime> open_configured(const EndpointOptions& e, bool c
     *status = 1;
   }
   return rt;
+}
+
+int run_endpoint(const EndpointOptions& e, uint32_t timeout_s, const char* who,
+                 const std::function<int(AdapterRuntime&)>& body) {
+  int status = 1;
+  auto rt = open_configured(e, /*connection_manager=*/true, timeout_s, who, &status);
+  if (!rt) return status;
+  clock::deadline().arm(timeout_s);
+  if (!rt->wait_until([&] { return rt->link_up(); }, std::chrono::seconds(kStartupWaitS))) {
+    std::fprintf(stderr, "%s: link of port %s did not come up\n", who, rt->port().name.c_str());
+    status = 1;
+  } else {
+    status = body(*rt);
+    if (status != 0 && clock::deadline().timed_out()) status = 3;
+  }
+  rt->detach_ports();
+  if (!rt->stop() && status == 0) status = 1;
+  return status;
+}
+
+NTSTATUS connect_retrying(AdapterRuntime& rt, Qp* qp, const NdkSockAddr& to, uint32_t read_limit,
+                          NdkDisconnectEventCallbackEx on_disconnect, void* disconnect_ctx,
+                          Connector** out) {
+  for (int attempt = 0;; ++attempt) {
+    Connector* c = nullptr;
+    Pending p;
+    NTSTATUS st = call_and_wait(
+        rt, p,
+        [&] {
+          NTSTATUS x = create_connector(rt.adapter(), nullptr, nullptr, &c);
+          if (x == STATUS_SUCCESS)
+            x = c->connect(qp, NdkSockAddr{0, 0}, to, read_limit, read_limit, nullptr, 0,
+                           &on_request, &p);
+          return x;
+        },
+        std::chrono::seconds(30));
+    if (st == STATUS_SUCCESS) {
+      Pending q;
+      st = call_and_wait(rt, q, [&] {
+        return c->complete_connect_ex(on_disconnect, disconnect_ctx, &on_request, &q);
+      });
+      if (st == STATUS_SUCCESS) {
+        *out = c;
+        return st;
+      }
+    }
+    if (c != nullptr) rt.run_on_control([&] { c->close(nullptr, nullptr); });
+    if (st != STATUS_CONNECTION_REFUSED || attempt >= 50 || clock::deadline().passed()) return st;
+    rt.wait_until([] { return false; }, std::chrono::milliseconds(200));
+  }
+}
+
+NTSTATUS accept_connection(AdapterRuntime& rt, Connector* c, Qp* qp, uint32_t read_limit,
+                           NdkDisconnectEventCallbackEx on_disconnect, void* disconnect_ctx,
+                           Pending& p) {
+  return call_and_wait(rt, p, [&] {
+    return c->accept_ex(qp, read_limit, read_limit, nullptr, 0, on_disconnect, disconnect_ctx,
+                        &on_request, &p);
+  });
 }
 
 void keep_polling(AdapterRuntime& rt) {

@@ -15,6 +15,7 @@
 #include "apps/perf/options.hpp"
 #include "rocedp/adapter.hpp"
 #include "rocedp/config.hpp"
+#include "rocedp/connector.hpp"
 #include "rocedp/runtime.hpp"
 
 namespace rocedp::perf {
@@ -43,6 +44,12 @@ std::unique_ptr<AdapterRuntime> open_endpoint(const config::Config& cfg, const E
 std::unique_ptr<AdapterRuntime> open_configured(const EndpointOptions& e, bool connection_manager,
                                                 uint32_t timeout_s, const char* who, int* status);
 
+/// The frame of a mode that runs one session: open_configured (with the IB CM), the run's time
+/// limit armed, the link awaited; then `body`'s exit status (3 once the time limit was reached
+/// in a failed run), and the ports detached and the runtime stopped (1 if stopping failed).
+int run_endpoint(const EndpointOptions& e, uint32_t timeout_s, const char* who,
+                 const std::function<int(AdapterRuntime&)>& body);
+
 /// Polls the inline cores a little (up to 64 passes while they find work); naps when the cores
 /// run on their own lcores. What every wait for the peer does between its checks.
 void keep_polling(AdapterRuntime& rt);
@@ -68,6 +75,19 @@ NTSTATUS call_and_wait(AdapterRuntime& rt, Pending& p, const std::function<NTSTA
 constexpr uint32_t kBatch = 256;
 bool batched(AdapterRuntime& rt, size_t n, std::vector<Pending>& pend,
              const std::function<NTSTATUS(size_t)>& start, const char* what, std::string* err);
+
+/// IB CM, active side: connects `qp` to `to` (both read limits `read_limit`) and completes the
+/// connection with the disconnect callback. A refused connection (the server does not listen
+/// yet) is tried again every 200 ms, up to 50 times or the run's time limit. The last status;
+/// on success the connector in *out.
+NTSTATUS connect_retrying(AdapterRuntime& rt, Qp* qp, const NdkSockAddr& to, uint32_t read_limit,
+                          NdkDisconnectEventCallbackEx on_disconnect, void* disconnect_ctx,
+                          Connector** out);
+/// IB CM, passive side: accepts connector `c` onto `qp` and waits for the RTU (or the peer's first
+/// packet). `p` must outlive a late completion.
+NTSTATUS accept_connection(AdapterRuntime& rt, Connector* c, Qp* qp, uint32_t read_limit,
+                           NdkDisconnectEventCallbackEx on_disconnect, void* disconnect_ctx,
+                           Pending& p);
 
 bool create_cq(AdapterRuntime& rt, uint32_t depth, Cq** out, std::string* err);
 /// n QPs on `cq` (send and receive), QP i with context i.

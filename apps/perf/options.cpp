@@ -83,8 +83,16 @@ int bad(const char* who, const std::string& why) {
 }
 
 // CLI11's verdict on a parse error: help and version print and give 0, anything else 2.
-int cli_exit(CLI::App& app, const CLI::ParseError& e) {
-  return app.exit(e) == 0 ? 0 : 2;
+// -1 when the words parsed; otherwise the exit status: 0 after --help or --version, 2 for an
+// error (CLI11 printed it).
+template <typename... Words>
+int parse_words(CLI::App& app, Words&&... words) {
+  try {
+    app.parse(std::forward<Words>(words)...);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  return -1;
 }
 
 // `--client HOST` takes the next word as HOST only when it looks like an address, so
@@ -186,11 +194,7 @@ int parse_options(int argc, char** argv, Options* out) {
   app.add_option("--recv-delay-ms", o.recv_delay_ms,
                  "SEND lat: post each reply's receive N ms after our SEND completed (RNR)")
       ->group(t);
-  try {
-    app.parse(client_host_args(argc, argv));
-  } catch (const CLI::ParseError& e) {
-    return cli_exit(app, e);
-  }
+  if (const int status = parse_words(app, client_host_args(argc, argv)); status >= 0) return status;
   const char* me = "rocedp-perf";
   o.client = app.count("--client") != 0;
   o.listen = app.count("--listen") != 0;
@@ -286,11 +290,7 @@ int parse_perftest_options(int argc, char** argv, PerftestOptions* out) {
   app.add_option("--dump-recv", o.dump_file, "write the received region to FILE after the run")
       ->group(r);
   add_endpoint_options(app, &o.endpoint, false);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return cli_exit(app, e);
-  }
+  if (const int status = parse_words(app, argc, argv); status >= 0) return status;
   const char* me = "rocedp-perf --perftest";
   bool have_op = false, have_kind = false;
   for (const auto& w : words) {
@@ -362,11 +362,7 @@ int parse_rping_options(int argc, char** argv, RpingOptions* out) {
       ->group(p);
   app.add_option("--timeout", o.timeout_s, "whole run, SECONDS (default 60)")->group(r);
   add_endpoint_options(app, &o.endpoint, false);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return cli_exit(app, e);
-  }
+  if (const int status = parse_words(app, argc, argv); status >= 0) return status;
   const char* me = "rocedp-perf --rping";
   if (server == client) return bad(me, "name the side: -s (server) or -c (client)");
   o.server = server;

@@ -238,12 +238,8 @@ bool accept_one(Session& s, uint32_t index, Qp* qp) {
     return fail("rdma_cm: connection request " + std::to_string(index) + " did not come");
   Connector* c = Connector::from(s.incoming.slots[index]);
   s.connectors.push_back(c);
-  const uint32_t limit = s.rt->config().limits.max_read_limit;
-  Pending& p = s.pend_accept[index];
-  const NTSTATUS st = call_and_wait(*s.rt, p, [&] {
-    return c->accept_ex(qp, limit, limit, nullptr, 0, &on_disconnect, &s.gone[index], &on_request,
-                        &p);
-  });
+  const NTSTATUS st = accept_connection(*s.rt, c, qp, s.rt->config().limits.max_read_limit,
+                                        &on_disconnect, &s.gone[index], s.pend_accept[index]);
   // accept completes on the RTU (or the peer's first packet); perftest's client sends at once.
   if (st != STATUS_SUCCESS) return fail("rdma_cm accept: " + std::string(status_name(st)));
   return true;
@@ -251,36 +247,15 @@ bool accept_one(Session& s, uint32_t index, Qp* qp) {
 
 // -R, client side: connect (retrying while the server is not listening yet), then complete.
 bool connect_one(Session& s, uint32_t index, Qp* qp) {
-  const uint32_t limit = s.rt->config().limits.max_read_limit;
-  const NdkSockAddr to{*parse_ipv4(s.o.host), s.o.port};
-  for (int attempt = 0;; ++attempt) {
-    Connector* c = nullptr;
-    Pending p;
-    NTSTATUS st = call_and_wait(
-        *s.rt, p,
-        [&] {
-          NTSTATUS x = create_connector(s.rt->adapter(), nullptr, nullptr, &c);
-          if (x == STATUS_SUCCESS)
-            x = c->connect(qp, NdkSockAddr{0, 0}, to, limit, limit, nullptr, 0, &on_request, &p);
-          return x;
-        },
-        std::chrono::seconds(30));
-    if (st == STATUS_SUCCESS) {
-      Pending q;
-      st = call_and_wait(*s.rt, q, [&] {
-        return c->complete_connect_ex(&on_disconnect, &s.gone[index], &on_request, &q);
-      });
-      if (st == STATUS_SUCCESS) {
-        s.connectors.push_back(c);
-        return true;
-      }
-    }
-    if (c != nullptr) s.rt->run_on_control([&] { c->close(nullptr, nullptr); });
-    if (st != STATUS_CONNECTION_REFUSED || attempt >= 50 || past_deadline())
-      return fail("rdma_cm connect to " + s.o.host + ":" + std::to_string(s.o.port) + ": " +
-                  std::string(status_name(st)));
-    s.rt->wait_until([] { return false; }, std::chrono::milliseconds(200));
-  }
+  Connector* c = nullptr;
+  const NTSTATUS st =
+      connect_retrying(*s.rt, qp, NdkSockAddr{*parse_ipv4(s.o.host), s.o.port},
+                       s.rt->config().limits.max_read_limit, &on_disconnect, &s.gone[index], &c);
+  if (st != STATUS_SUCCESS)
+    return fail("rdma_cm connect to " + s.o.host + ":" + std::to_string(s.o.port) + ": " +
+                std::string(status_name(st)));
+  s.connectors.push_back(c);
+  return true;
 }
 
 void disconnect_all(Session& s) {
@@ -764,23 +739,14 @@ void close_session(Session& s) {
 
 int run_perftest(const PerftestOptions& o) {
   Session s(o);
-  int status = 1;
-  auto rt = open_configured(o.endpoint, /*connection_manager=*/true, o.timeout_s,
-                            "rocedp-perf --perftest", &status);
-  if (!rt) return status;
-  s.rt = rt.get();
-  clock::deadline().arm(o.timeout_s);
-  if (!rt->wait_until([&] { return rt->link_up(); }, std::chrono::seconds(kStartupWaitS))) {
-    fail("link of port " + rt->port().name + " did not come up");
-  } else {
+  return run_endpoint(o.endpoint, o.timeout_s, "rocedp-perf --perftest", [&](AdapterRuntime& rt) {
+    s.rt = &rt;
+    int status = 1;
     run_session(s, &status);
-    if (status != 0 && clock::deadline().timed_out()) status = 3;
     close_session(s);
-  }
-  rt->detach_ports();
-  s.rt = nullptr;
-  if (!rt->stop() && status == 0) status = 1;
-  return status;
+    s.rt = nullptr;
+    return status;
+  });
 }
 
 }  // namespace rocedp::perf

@@ -58,6 +58,7 @@ struct Session {
   Connector* conn = nullptr;
   std::atomic<NdkConnector*> incoming{nullptr};
   std::atomic<int> gone{0};  // the peer disconnected
+  Pending accepted;
   std::vector<uint8_t> buf = std::vector<uint8_t>(kSourceAt + kMaxSize, 0);
   std::deque<BufferInfo> received;  // the peer's messages not yet acted on
   uint64_t reads = 0, writes = 0, sends = 0;
@@ -193,45 +194,18 @@ bool accept(Session& s) {
       s.incoming.load() == nullptr)
     return fail("no connection request came");
   s.conn = Connector::from(s.incoming.load());
-  const uint32_t limit = s.rt->config().limits.max_read_limit;
-  Pending p;
-  st = call_and_wait(*s.rt, p, [&] {
-    return s.conn->accept_ex(s.qp, limit, limit, nullptr, 0, &on_disconnect, &s, &on_request, &p);
-  });
+  st = accept_connection(*s.rt, s.conn, s.qp, s.rt->config().limits.max_read_limit, &on_disconnect,
+                         &s, s.accepted);
   return st == STATUS_SUCCESS || fail("accept: " + std::string(status_name(st)));
 }
 
 bool connect(Session& s) {
-  const uint32_t limit = s.rt->config().limits.max_read_limit;
-  const NdkSockAddr to{s.o.addr, s.o.port};
-  for (int attempt = 0;; ++attempt) {
-    Connector* c = nullptr;
-    Pending p;
-    NTSTATUS st = call_and_wait(
-        *s.rt, p,
-        [&] {
-          NTSTATUS x = create_connector(s.rt->adapter(), nullptr, nullptr, &c);
-          if (x == STATUS_SUCCESS)
-            x = c->connect(s.qp, NdkSockAddr{0, 0}, to, limit, limit, nullptr, 0, &on_request, &p);
-          return x;
-        },
-        std::chrono::seconds(30));
-    if (st == STATUS_SUCCESS) {
-      Pending q;
-      st = call_and_wait(
-          *s.rt, q, [&] { return c->complete_connect_ex(&on_disconnect, &s, &on_request, &q); });
-      if (st == STATUS_SUCCESS) {
-        s.conn = c;
-        return true;
-      }
-    }
-    if (c != nullptr) s.rt->run_on_control([&] { c->close(nullptr, nullptr); });
-    // The server may not listen yet: retry a refused connection for a while, as a user would.
-    if (st != STATUS_CONNECTION_REFUSED || attempt >= 50 || clock::deadline().passed())
-      return fail("connect to " + format_ipv4(s.o.addr) + ":" + std::to_string(s.o.port) + ": " +
-                  std::string(status_name(st)));
-    s.rt->wait_until([] { return false; }, std::chrono::milliseconds(200));
-  }
+  const NTSTATUS st =
+      connect_retrying(*s.rt, s.qp, NdkSockAddr{s.o.addr, s.o.port},
+                       s.rt->config().limits.max_read_limit, &on_disconnect, &s, &s.conn);
+  return st == STATUS_SUCCESS ||
+         fail("connect to " + format_ipv4(s.o.addr) + ":" + std::to_string(s.o.port) + ": " +
+              std::string(status_name(st)));
 }
 
 // The server: READ the client's source, "go ahead", WRITE it into the client's sink, "go ahead";
@@ -320,32 +294,19 @@ void close_session(Session& s) {
 
 int run_rping(const RpingOptions& o) {
   Session s(o);
-  int status = 1;
-  auto rt = open_configured(o.endpoint, /*connection_manager=*/true, o.timeout_s,
-                            "rocedp-perf --rping", &status);
-  if (!rt) return status;
-  s.rt = rt.get();
-  clock::deadline().arm(o.timeout_s);
-  uint64_t pings = 0;
-  if (!rt->wait_until([&] { return rt->link_up(); }, std::chrono::seconds(kStartupWaitS))) {
-    fail("link of port " + rt->port().name + " did not come up");
-  } else {
+  return run_endpoint(o.endpoint, o.timeout_s, "rocedp-perf --rping", [&](AdapterRuntime& rt) {
+    s.rt = &rt;
+    uint64_t pings = 0;
     const bool ok =
         setup(s) && (o.server ? accept(s) && serve(s, &pings) : connect(s) && ping(s, &pings));
-    if (ok) {
+    if (ok)
       std::printf("rocedp-perf --rping: %lu pings of %u bytes%s\n",
                   static_cast<unsigned long>(pings), o.size,
                   o.validate && !o.server ? ", each validated" : "");
-      status = 0;
-    } else {
-      status = clock::deadline().timed_out() ? 3 : 1;
-    }
     close_session(s);
-  }
-  rt->detach_ports();
-  s.rt = nullptr;
-  if (!rt->stop() && status == 0) status = 1;
-  return status;
+    s.rt = nullptr;
+    return ok ? 0 : 1;
+  });
 }
 
 }  // namespace rocedp::perf
