@@ -272,20 +272,32 @@ bool create_cq(AdapterRuntime& rt, uint32_t depth, Cq** out, std::string* err) {
 }
 
 bool create_qps(AdapterRuntime& rt, Pd* pd, Cq* cq, size_t n, uint32_t rx_depth, uint32_t tx_depth,
-                std::vector<Qp*>* out, std::string* err) {
+                std::vector<Qp*>* out, std::string* err, Srq* srq) {
   out->assign(n, nullptr);
   std::vector<Pending> pend(n);
   if (!batched(
           rt, n, pend,
           [&](size_t i) {
-            return pd->create_qp(cq, cq, reinterpret_cast<void*>(i), rx_depth, tx_depth, 1, 1, 0,
-                                 &on_created, &pend[i], &(*out)[i]);
+            void* ctx = reinterpret_cast<void*>(i);
+            return srq != nullptr ? pd->create_qp_with_srq(cq, cq, srq, ctx, tx_depth, 1, 0,
+                                                           &on_created, &pend[i], &(*out)[i])
+                                  : pd->create_qp(cq, cq, ctx, rx_depth, tx_depth, 1, 1, 0,
+                                                  &on_created, &pend[i], &(*out)[i]);
           },
           "create_qp", err))
     return false;
   for (size_t i = 0; i < n; ++i)
     if (pend[i].object != nullptr) (*out)[i] = ndk_object_cast<Qp>(pend[i].object);
   return true;
+}
+
+bool create_srq(AdapterRuntime& rt, Pd* pd, uint32_t depth, Srq** out, std::string* err) {
+  NTSTATUS st = STATUS_PENDING;
+  rt.run_on_control(
+      [&] { st = pd->create_srq(depth, 1, 0, nullptr, nullptr, 0, nullptr, nullptr, out); });
+  if (st == STATUS_SUCCESS) return true;
+  *err = "create_srq: " + std::string(status_name(st));
+  return false;
 }
 
 bool register_buffer(AdapterRuntime& rt, Pd* pd, void* data, size_t len, Mr** out,
@@ -305,7 +317,7 @@ bool register_buffer(AdapterRuntime& rt, Pd* pd, void* data, size_t len, Mr** ou
 }
 
 void close_objects(AdapterRuntime& rt, const std::vector<Qp*>& qps, const std::vector<Cq*>& cqs,
-                   const std::vector<Mr*>& mrs, Pd* pd) {
+                   const std::vector<Mr*>& mrs, Pd* pd, const std::vector<Srq*>& srqs) {
   std::string err;
   auto close_all = [&](auto& objects, const char* what) {
     std::vector<Pending> pend(objects.size());
@@ -317,6 +329,7 @@ void close_objects(AdapterRuntime& rt, const std::vector<Qp*>& qps, const std::v
         what, &err);
   };
   close_all(qps, "close qp");
+  close_all(srqs, "close srq");
   close_all(cqs, "close cq");
   close_all(mrs, "close mr");
   rt.run_on_control([&] {

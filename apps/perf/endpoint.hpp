@@ -90,16 +90,19 @@ NTSTATUS accept_connection(AdapterRuntime& rt, Connector* c, Qp* qp, uint32_t re
                            Pending& p);
 
 bool create_cq(AdapterRuntime& rt, uint32_t depth, Cq** out, std::string* err);
-/// n QPs on `cq` (send and receive), QP i with context i.
+/// n QPs on `cq` (send and receive), QP i with context i; with `srq` their receives come from it
+/// (rx_depth unused).
 bool create_qps(AdapterRuntime& rt, Pd* pd, Cq* cq, size_t n, uint32_t rx_depth, uint32_t tx_depth,
-                std::vector<Qp*>* out, std::string* err);
+                std::vector<Qp*>* out, std::string* err, Srq* srq = nullptr);
+/// A shared receive queue of `depth` one-SGE receives on polling core 0 (the CQs' core).
+bool create_srq(AdapterRuntime& rt, Pd* pd, uint32_t depth, Srq** out, std::string* err);
 /// A region registered for local write and remote READ and WRITE.
 bool register_buffer(AdapterRuntime& rt, Pd* pd, void* data, size_t len, Mr** out,
                      std::string* err);
-/// Closes the QPs, then the CQs, then the regions (once their completion came, no core touches
-/// the buffers any more), then the PD; null entries are skipped. Failures are printed.
+/// Closes the QPs, then the SRQs, the CQs, then the regions (once their completion came, no core
+/// touches the buffers any more), then the PD; null entries are skipped. Failures are printed.
 void close_objects(AdapterRuntime& rt, const std::vector<Qp*>& qps, const std::vector<Cq*>& cqs,
-                   const std::vector<Mr*>& mrs, Pd* pd);
+                   const std::vector<Mr*>& mrs, Pd* pd, const std::vector<Srq*>& srqs = {});
 
 /// The objects of a native or IB CM run: one CQ for every QP's send and receive completions, and
 /// one buffer of message slots, registered for remote access.

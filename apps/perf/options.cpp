@@ -283,6 +283,8 @@ int parse_perftest_options(int argc, char** argv, PerftestOptions* out) {
       ->check(CLI::IsMember({"FETCH_AND_ADD", "CMP_AND_SWAP"}))
       ->group(p);
   app.add_flag("--report_gbits", o.report_gbits, "bandwidth in Gb/s")->group(p);
+  app.add_flag("--use-srq", o.use_srq, "SEND tests: receive through one shared receive queue")
+      ->group(p);
   app.add_flag("-F", ignored_flag, "accepted, not needed (CPU frequency check)")->group(p);
   for (const char* name : {"-d,--ib-dev", "-x,--gid-index", "-i", "-m", "-c"})
     app.add_option(name, ignored, "accepted, not needed")->group(p);
@@ -324,6 +326,7 @@ int parse_perftest_options(int argc, char** argv, PerftestOptions* out) {
   } else if (app.count("--atomic_type") != 0) {
     return bad(me, "-A applies to atomic tests only");
   }
+  if (o.use_srq && o.op != Op::kSend) return bad(me, "--use-srq applies to send tests only");
   if (app.count("--size") == 0 && o.op != Op::kAtomic) o.size = bw ? 65536 : 2;
   if (o.iters == 0) o.iters = bw ? 5000 : 1000;
   if (o.tx_depth == 0) o.tx_depth = bw ? 128 : 1;

@@ -87,6 +87,7 @@ struct PerftestOptions {
   uint32_t qps = 1;
   uint32_t tx_depth = 0;
   bool cmp_swap = false;  ///< atomic: -A CMP_AND_SWAP (otherwise FETCH_AND_ADD)
+  bool use_srq = false;   ///< --use-srq: SEND tests receive through one SRQ shared by the QPs
   bool report_gbits = false;
   bool all_sizes = false;
   uint32_t timeout_s = 120;

@@ -10,11 +10,12 @@
 //   sys data    4 + 4    cycle buffer (page size) and cache-line size, big-endian int32
 //   mtu         2        the IB MTU enum as a decimal string ("3" = 1024) and a NUL
 //   -R only:   56 zeros, then the data connections (rdma_cm REQ/REP/RTU), then 56 zeros
-//   keys       one per QP, then 2 (write/read bw) or 3 (other tests) more of QP 0's
+//   keys       one per QP, then 2 (write/read bw) or 3 (other tests) syncs: the first is every
+//              QP's key again, in QP order, the others QP 0's alone (all one key with -q 1)
 //   ... the measured run ...
-//   write/read bw only: a key, then the client's report: 5 x 8 bytes (size, iterations,
+//   write/read bw only: a sync, then the client's report: 5 x 8 bytes (size, iterations,
 //              BW peak, BW average, message rate; big-endian u64 and IEEE doubles)
-//   a key (close), except after WRITE latency
+//   a sync (close), except after WRITE latency
 //   TCP only, same tests:  "done\0": each side writes, then reads (no order)
 //
 // A key over TCP is the text "%04x:%04x:%06x:%06x:%08x:%016x:" + 16 x "%02x:" + "%08x:" and a
@@ -85,8 +86,8 @@ struct BwReport {
   double bw_peak = 0, bw_avg = 0, msg_rate = 0;
 };
 
-/// How many QP-0 keys follow the per-QP keys before the run (perftest's syncs after RTR and
-/// before the run): write/read bandwidth 2, every other test 3.
+/// How many syncs follow the per-QP keys before the run (perftest's syncs after RTR and before the
+/// run): write/read bandwidth 2, every other test 3. The first carries every QP's key.
 inline int pre_run_syncs(bool bw, bool send) {
   return bw && !send ? 2 : 3;
 }

@@ -80,6 +80,7 @@ struct Session {
   Pd* pd = nullptr;
   Cq* cq = nullptr;  // data QPs
   Mr* mr = nullptr;
+  Srq* srq = nullptr;        // --use-srq: every QP's receives
   std::vector<uint8_t> buf;  // [0, half): what we send / READ into; [half, ...): the peer's target
   uint64_t half = 0;
   std::vector<Qp*> qps;
@@ -114,6 +115,8 @@ bool setup_objects(Session& s) {
   const bool bw = s.o.kind == Kind::kBw;
   s.qp_depth = std::min(std::max<uint32_t>(s.o.tx_depth, 2), lim.max_qp_depth);
   s.rx_depth = s.o.op == Op::kSend ? std::min<uint32_t>(bw ? 512 : 16, lim.max_qp_depth) : 1;
+  // --use-srq: one SRQ of rx_depth receives for every QP, as perftest sizes it.
+  if (s.o.use_srq) s.rx_depth = std::min(s.rx_depth, lim.max_srq_depth);
   NTSTATUS st = STATUS_PENDING;
   rt.run_on_control([&] { st = rt.adapter().create_pd(nullptr, nullptr, &s.pd); });
   if (st != STATUS_SUCCESS) return fail("create_pd: " + std::string(status_name(st)));
@@ -138,7 +141,8 @@ bool setup_objects(Session& s) {
       std::memcpy(s.buf.data() + s.half + off, &v, 8);
     }
   if (!register_buffer(rt, s.pd, s.buf.data(), s.buf.size(), &s.mr, &err) ||
-      !create_qps(rt, s.pd, s.cq, s.o.qps, s.rx_depth, s.qp_depth, &s.qps, &err))
+      (s.o.use_srq && !create_srq(rt, s.pd, s.rx_depth, &s.srq, &err)) ||
+      !create_qps(rt, s.pd, s.cq, s.o.qps, s.rx_depth, s.qp_depth, &s.qps, &err, s.srq))
     return fail(err);
   if (s.o.rdma_cm) {
     std::vector<Qp*> control;
@@ -153,16 +157,19 @@ bool setup_objects(Session& s) {
   return true;
 }
 
+// One receive of a SEND test into the target half: on QP q's receive queue, or on the SRQ.
+NTSTATUS post_receive(Session& s, uint32_t q) {
+  const NdkSge sge{s.buf.data() + s.half, static_cast<uint32_t>(max_size(s.o)),
+                   s.mr->get_local_token()};
+  return s.srq != nullptr ? s.srq->receive(nullptr, &sge, 1) : s.qps[q]->receive(nullptr, &sge, 1);
+}
+
 // Receives of SEND tests, posted before the peer may send.
 bool post_data_receives(Session& s) {
   if (s.o.op != Op::kSend) return true;
-  for (uint32_t q = 0; q < s.o.qps; ++q)
-    for (uint32_t k = 0; k < s.rx_depth; ++k) {
-      NdkSge sge{s.buf.data() + s.half, static_cast<uint32_t>(max_size(s.o)),
-                 s.mr->get_local_token()};
-      if (s.qps[q]->receive(nullptr, &sge, 1) != STATUS_SUCCESS)
-        return fail("posting receives failed");
-    }
+  for (uint32_t q = 0; q < (s.srq != nullptr ? 1 : s.o.qps); ++q)
+    for (uint32_t k = 0; k < s.rx_depth; ++k)
+      if (post_receive(s, q) != STATUS_SUCCESS) return fail("posting receives failed");
   return true;
 }
 
@@ -195,6 +202,15 @@ bool xchg_key(Session& s, uint32_t i, PerftestKey* theirs, std::string* err) {
   if (!exchange(*s.ch, s.client, mine, peer, sizeof(mine), err)) return false;
   if (!decode_key_text(peer, sizeof(peer), theirs))
     return (*err = "the peer's key is not a RoCE (GID) key"), false;
+  return true;
+}
+
+// One of perftest's syncs after the per-QP keys: the first carries every QP's key again, in QP
+// order; the others QP 0's alone (with -q 1 every sync is one key).
+bool sync_keys(Session& s, bool every_qp, std::string* err) {
+  PerftestKey scratch;
+  for (uint32_t i = 0; i < (every_qp ? s.o.qps : 1); ++i)
+    if (!xchg_key(s, i, &scratch, err)) return false;
   return true;
 }
 
@@ -407,10 +423,7 @@ bool run_bw_server_send(Session& s, uint64_t size, BwResult* out) {
       received = true;
       last_seen = now;
       peak.add(1, now);
-      const auto q = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(r[k].qp_context));
-      NdkSge sge{s.buf.data() + s.half, static_cast<uint32_t>(max_size(s.o)),
-                 s.mr->get_local_token()};
-      s.qps[q]->receive(nullptr, &sge, 1);
+      post_receive(s, static_cast<uint32_t>(reinterpret_cast<uintptr_t>(r[k].qp_context)));
     }
     // The last message counts as received once its batch is handled (as perftest stamps each
     // completion as it takes it): a run that arrives in one poll still has a duration.
@@ -455,9 +468,7 @@ bool run_lat(Session& s, uint64_t size, std::vector<double>* samples) {
       }
       if (r[k].type == NdkOperationType::kReceive) {
         ++recvs;
-        NdkSge sge{s.buf.data() + s.half, static_cast<uint32_t>(max_size(s.o)),
-                   s.mr->get_local_token()};
-        qp->receive(nullptr, &sge, 1);
+        post_receive(s, 0);
       } else {
         ++sends_done;
       }
@@ -611,8 +622,7 @@ bool exchange_preamble(Session& s) {
 // The client's bandwidth report (write/read bandwidth): the server prints it as its own row.
 bool exchange_report(Session& s, const BwResult& last) {
   std::string err;
-  PerftestKey scratch;
-  if (!xchg_key(s, 0, &scratch, &err)) return fail("sync: " + err);
+  if (!sync_keys(s, false, &err)) return fail("sync: " + err);
   const BwReport mine = s.client ? make_report(s, last) : BwReport{};
   uint8_t m[5][kReportFieldSize], p[5][kReportFieldSize];
   put_be64(m[0], mine.size);
@@ -659,12 +669,12 @@ bool run_session(Session& s, int* status) {
   for (uint32_t i = 0; i < s.o.qps; ++i)
     if (!xchg_key(s, i, &s.peer[i], &err)) return fail("key exchange: " + err);
   if (!s.o.rdma_cm && !connect_qps_oob(s)) return false;
-  PerftestKey scratch;
   for (int k = 0; k < pre_run_syncs(bw, send); ++k)
-    if (!xchg_key(s, 0, &scratch, &err)) return fail("sync: " + err);
+    if (!sync_keys(s, k == 0, &err)) return fail("sync: " + err);
   PerftestBanner banner;
   banner.op = s.o.op;
   banner.cmp_swap = s.o.cmp_swap;
+  banner.srq = s.srq != nullptr;
   banner.kind = s.o.kind;
   banner.qps = s.o.qps;
   banner.tx_depth = s.o.tx_depth;
@@ -706,7 +716,7 @@ bool run_session(Session& s, int* status) {
   }
   if (exchanges_report(bw, send) && !exchange_report(s, last)) return false;
   const bool closing = closes_with_key(bw, s.o.op == Op::kWrite);
-  if (closing && !xchg_key(s, 0, &scratch, &err)) return fail("closing sync: " + err);
+  if (closing && !sync_keys(s, false, &err)) return fail("closing sync: " + err);
   if (closing && !s.o.rdma_cm) {
     uint8_t done[5] = {'d', 'o', 'n', 'e', 0}, peer_done[5];
     if (!s.tch->write(done, 5, &err) || !s.tch->read(peer_done, 5, &err))
@@ -732,7 +742,7 @@ void close_session(Session& s) {
   s.rt->wait_until([] { return false; }, std::chrono::milliseconds(200));
   std::vector<Qp*> qps = s.qps;
   qps.push_back(s.cqp);
-  close_objects(*s.rt, qps, {s.cq, s.ccq}, {s.mr, s.cmr}, s.pd);
+  close_objects(*s.rt, qps, {s.cq, s.ccq}, {s.mr, s.cmr}, s.pd, {s.srq});
 }
 
 }  // namespace

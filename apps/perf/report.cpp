@@ -169,7 +169,7 @@ void print_perftest_banner(const PerftestBanner& b) {
   std::printf("                    %s %s Test\n", op, b.kind == Kind::kBw ? "BW" : "Latency");
   std::printf(" Dual-port       : OFF\t\tDevice         : rocedp\n");
   std::printf(" Number of qps   : %u\t\tTransport type : IB\n", b.qps);
-  std::printf(" Connection type : RC\t\tUsing SRQ      : OFF\n");
+  std::printf(" Connection type : RC\t\tUsing SRQ      : %s\n", b.srq ? "ON" : "OFF");
   std::printf(" TX depth        : %u\n", b.tx_depth);
   if (b.op == Op::kSend) std::printf(" RX depth        : %u\n", b.rx_depth);
   std::printf(" Mtu             : %u[B]\n", b.path_mtu);

@@ -50,6 +50,7 @@ struct PerftestBanner {
   uint32_t qps = 1, tx_depth = 1, rx_depth = 1, path_mtu = 1024;
   bool rdma_cm = false, report_gbits = false;
   bool cmp_swap = false;  ///< atomic: CMP_AND_SWAP, otherwise FETCH_AND_ADD
+  bool srq = false;       ///< SEND tests: receives through one SRQ
   std::vector<PerftestKey> mine, peer;
 };
 void print_perftest_banner(const PerftestBanner& b);

@@ -10,7 +10,8 @@
 # bw with the TCP exchange, FETCH_AND_ADD bw with -R, x {rocedp server, rocedp client}. Every atomic
 # case's capture goes through tests/interop/atomic_check.py (each request executed once, in order,
 # each answer the word's value before it); as the server rocedp also dumps its region, which must
-# end as the capture's replay.
+# end as the capture's replay. Several QPs: write bw with 4 QPs ("q4": 4 data connections with -R),
+# and send bw with 4 QPs receiving through one shared receive queue (--use-srq on both ends, "srq4").
 # Each case's traffic is captured on the bridge (build/test-artifacts/interop-perftest-CASE.pcap)
 # and must pass roce-check; each side must exit 0 and print perftest's result row (a bandwidth
 # row with an average above 0); the guest's rxe hw_counters must show no sequence error and no
@@ -47,15 +48,20 @@ for op in write read send; do
     grep -Eq "$FILTER" <<<"$c" && cases+=("$c")
   done
 done
-for c in tcp-atomic_bw tcp-atomic_lat tcp-cswap_bw rdmacm-atomic_bw; do
+for c in tcp-atomic_bw tcp-atomic_lat tcp-cswap_bw rdmacm-atomic_bw tcpq4-write_bw-$size rdmacmq4-write_bw-$size \
+  tcpsrq4-send_bw-$size; do
+  case $c in *-$size) c=${c%-"$size"} sz=$size ;; *) sz=8 ;; esac
   for role in server client; do
-    grep -Eq "$FILTER" <<<"$c-rocedp_$role-8" && cases+=("$c-rocedp_$role-8")
+    grep -Eq "$FILTER" <<<"$c-rocedp_$role-$sz" && cases+=("$c-rocedp_$role-$sz")
   done
 done
 [ ${#cases[@]} -gt 0 ] || { echo "no case matches $FILTER" >&2; exit 2; }
 
 # A case's test: the Linux tool (ib_OP_KIND) and its extra options; size 8 is an atomic case.
 atomic_type() { [ "$1" = cswap ] && echo CMP_AND_SWAP || echo FETCH_AND_ADD; }
+# The exchange (tcp, rdmacm) and the QP options of the case's first word (q4, srq4).
+exchange_of() { echo "${1%%[qs]*}"; }
+qp_options() { case $1 in *srq4) echo "-q 4 --use-srq" ;; *q4) echo "-q 4" ;; esac; }
 
 # The guest's side, in case order: a client retries until rocedp-perf listens.
 {
@@ -66,7 +72,7 @@ atomic_type() { [ "$1" = cswap ] && echo CMP_AND_SWAP || echo FETCH_AND_ADD; }
     IFS=- read -r ex test role sz <<<"$c"
     op=${test%_*} kind=${test#*_}
     n=$iters_bw; [ "$kind" = lat ] && n=$iters_lat
-    opts="-d rxe0 -n $n -s $sz -F" tool=ib_${op}_$kind
+    opts="-d rxe0 -n $n -s $sz -F $(qp_options "$ex")" tool=ib_${op}_$kind ex=$(exchange_of "$ex")
     if [ "$sz" = 8 ]; then
       n=$iters_atomic_bw; [ "$kind" = lat ] && n=$iters_atomic_lat
       opts="-d rxe0 -n $n -A $(atomic_type "$op") -F" tool=ib_atomic_$kind
@@ -94,7 +100,9 @@ for c in "${cases[@]}"; do
   IFS=- read -r ex test role sz <<<"$c"
   op=${test%_*} kind=${test#*_}
   n=$iters_bw; [ "$kind" = lat ] && n=$iters_lat
-  args=("$op" "$kind" -n "$n" -s "$sz" -F)
+  # shellcheck disable=SC2207
+  args=("$op" "$kind" -n "$n" -s "$sz" -F $(qp_options "$ex"))
+  ex=$(exchange_of "$ex")
   dump=$IOP_WORK/region-$c.bin
   if [ "$sz" = 8 ]; then
     n=$iters_atomic_bw; [ "$kind" = lat ] && n=$iters_atomic_lat
@@ -149,7 +157,7 @@ done
 # With -R, rocedp ends the connections: as the active side too (rdma_client-style peers end
 # theirs themselves), read off the capture.
 for c in "${cases[@]}"; do
-  case $c in rdmacm-*-rocedp_client-*) ;; *) continue ;; esac
+  case $c in rdmacm*-rocedp_client-*) ;; *) continue ;; esac
   drep=$(iop_cm_sources "$c" 0x0016)
   if ! grep -qx "$rocedp" <<<"$(iop_cm_sources "$c" 0x0015)"; then
     # Linux sends a DREP only to answer a DREQ, so its DREP shows rocedp's DREQ when the capture

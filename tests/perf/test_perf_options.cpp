@@ -251,7 +251,8 @@ TEST(PerfOptions, RpingGrammarAsRpingsOwnFlags) {
   EXPECT_EQ(parse_rping(with_endpoint({"--rping", "-c", "-a", "host"}), &b), 2);
   EXPECT_EQ(parse_rping(with_endpoint({"--rping", "-s", "-S", "24"}), &b), 2);  // rping's bounds
   EXPECT_EQ(parse_rping(with_endpoint({"--rping", "-s", "-S", "65536"}), &b), 2);
-  EXPECT_EQ(parse_rping({"--rping", "-s"}, &b), 2);  // no endpoint
+  RpingOptions fresh;
+  EXPECT_EQ(parse_rping({"--rping", "-s"}, &fresh), 2);  // no endpoint
   EXPECT_EQ(parse_rping({"--rping", "--help"}, &b), 0);
 }
 
@@ -275,6 +276,13 @@ TEST(PerfOptions, PerftestAtomicsMoveEightBytesOfTheNamedType) {
   EXPECT_EQ(parse_perftest(with_endpoint({"--perftest", "write", "bw", "-A", "FETCH_AND_ADD"}), &b),
             2);  // -A names an atomic type: only atomic tests take it
   EXPECT_EQ(parse_perftest(with_endpoint({"--perftest", "atomic", "bw", "-a"}), &b), 2);
+  PerftestOptions srq;
+  ASSERT_EQ(
+      parse_perftest(with_endpoint({"--perftest", "send", "bw", "-q", "4", "--use-srq"}), &srq),
+      -1);
+  EXPECT_TRUE(srq.use_srq);
+  EXPECT_EQ(srq.qps, 4u);
+  EXPECT_EQ(parse_perftest(with_endpoint({"--perftest", "write", "bw", "--use-srq"}), &b), 2);
 }
 
 }  // namespace
