@@ -28,7 +28,7 @@ one-second periods after the first (the first and the last period with traffic a
 sockperf runs `sr` on CPU 0 and `tp`/`pp` on CPU 1 over 127.0.0.1 (the kernel does the receiver's
 TCP work in the sender's system call); it reports latency as half the round trip, as perftest.
 
-Where the two CPUs sit (wire and sizes groups): before, between and after the two runs of a round
+Where the two CPUs sit (every group): before, between and after the two runs of a round
 they measure one cache line's round trip between the two CPUs (build/bin/cpu_pair_rtt; see
 scripts/bench_dataplane.py); a round whose three probes fall on one side of --near-ns counts for
 that placement, and each row also gives its ratio per placement ("near", "far") over those rounds.
@@ -396,14 +396,17 @@ def failed_row(name, group_how, errors):
     return {"name": name, "failed": True, "errors": errors, "how": group_how}
 
 
-def finish(rows, name, res, unit, target, subject, baseline_name, how, a, pick=None, **extra):
-    """Appends the row for `res` (alternate()'s result); pick(x) takes the metric from a run."""
+def finish(rows, name, res, unit, target, subject, baseline_name, how, a, pick=None, probes=None, **extra):
+    """Appends the row for `res` (alternate()'s result); pick(x) takes the metric from a run;
+    `probes` (probed()'s, one per round kept) adds the ratio per CPU placement."""
     if res is None:
         rows.append(failed_row(name, how, ["every round failed"]))
         return
     subj, base, failed = res
     if pick:
         subj, base = [pick[0](x) for x in subj], [pick[1](x) for x in base]
+    if probes:
+        extra.update(by_placement(subj, base, probes, a.near_ns))
     r = make_row(name, unit, subj, base, lambda s, b: s / b if b else float("nan"), target, subject, baseline_name, how,
                  len(subj), **extra)
     if failed:
@@ -441,11 +444,9 @@ def group_wire(a, bins):
         how = (f"rocedp-perf --server (CPU 0) / --client (CPU 1) {' '.join(args)} -D {D} over net_memif; "
                f"dpdk-testpmd rxonly (CPU 0) <- txonly --txpkts={frame} (CPU 1) over net_memif, Rx-pps median of full 1 s periods"
                + ("" if size == 64 else f"; testpmd's rate as payload: pps / {nf} frames x {size} B"))
-        res = alternate(a, name, one)
-        extra = by_placement(res[0], res[1], probes, a.near_ns) if res is not None else {}
-        finish(rows, name, res, "Mmsg/s" if size == 64 else "Gb/s", target,
+        finish(rows, name, alternate(a, name, one), "Mmsg/s" if size == 64 else "Gb/s", target,
                "rocedp-perf:" + " ".join(args), f"dpdk-testpmd txonly->rxonly --txpkts={frame}", how, a,
-               frame_bytes=frame, frames_per_msg=nf, **extra)
+               probes=probes, frame_bytes=frame, frames_per_msg=nf)
     return rows
 
 
@@ -454,25 +455,33 @@ def group_tcp(a, bins):
     rows = []
     name = "SEND 64 B message rate vs kernel TCP (sockperf tp --tcp -m 64)"
     if a.filter in name:
+        probes = []
+
         def one(k):
-            b = retry(sockperf, "tp", 64, D)["msg_rate"] / 1e6
-            s = mode_row(retry(run_pair, bins["rocedp-perf"], ["send", "bw", "-s", "64", "-q", "1", "-D", str(D)], f"t{k}"))
+            b, s = probed(bins["cpu_pair_rtt"], probes, k, lambda: retry(sockperf, "tp", 64, D)["msg_rate"] / 1e6,
+                          lambda: mode_row(retry(run_pair, bins["rocedp-perf"],
+                                                 ["send", "bw", "-s", "64", "-q", "1", "-D", str(D)], f"t{k}")),
+                          a.near_ns)
             return s["msg_rate_Mpps"], b
         finish(rows, name, alternate(a, name, one), "Mmsg/s", ">= 15", "rocedp-perf:send bw -s 64 -q 1",
                f"sockperf tp --tcp -m 64 -t {D}", "rocedp-perf pair over net_memif (server CPU 0, client CPU 1); "
-               "sockperf sr (CPU 0) / tp (CPU 1) over 127.0.0.1", a)
+               "sockperf sr (CPU 0) / tp (CPU 1) over 127.0.0.1", a, probes=probes)
     names = [f"SEND 64 B ping-pong, half round trip {p}, vs kernel TCP (sockperf pp --tcp -m 64)" for p in ("p50", "p99")]
     if any(a.filter in n for n in names):
+        probes = []
+
         def one(k):
-            b = retry(sockperf, "pp", 64, D)
-            s = mode_row(retry(run_pair, bins["rocedp-perf"], ["send", "lat", "-s", "64", "-n", "20000"], f"l{k}"))
+            b, s = probed(bins["cpu_pair_rtt"], probes, k, lambda: retry(sockperf, "pp", 64, D),
+                          lambda: mode_row(retry(run_pair, bins["rocedp-perf"],
+                                                 ["send", "lat", "-s", "64", "-n", "20000"], f"l{k}")),
+                          a.near_ns)
             return s, b
         res = alternate(a, names[0], one)
         how = ("rocedp-perf send lat -s 64 -n 20000 over net_memif (server CPU 0, client CPU 1), half the round trip as perftest; "
                f"sockperf sr (CPU 0) / pp --tcp -m 64 -t {D} (CPU 1) over 127.0.0.1, its latency = half the round trip")
         for n, sk, rk, target in ((names[0], "p50_usec", "t_typical_usec", "<= 0.1"), (names[1], "p99_usec", "p99_usec", None)):
             finish(rows, n, res, "us", target, "rocedp-perf:send lat -s 64", "sockperf pp --tcp -m 64", how, a,
-                   pick=(lambda x, rk=rk: x[rk], lambda x, sk=sk: x[sk]))
+                   pick=(lambda x, rk=rk: x[rk], lambda x, sk=sk: x[sk]), probes=probes)
     return rows
 
 
@@ -483,9 +492,11 @@ def group_daemon(a, bins):
     if any(a.filter in n for n in names):
         args = ["send", "lat", "-s", "64", "-n", "20000"]
 
+        probes = []
+
         def one(k):
-            b = mode_row(retry(listen_run, bins, args, f"el{k}"))
-            s = mode_row(retry(daemon_run, bins, args, f"ed{k}", 7000)[0])
+            b, s = probed(bins["cpu_pair_rtt"], probes, k, lambda: mode_row(retry(listen_run, bins, args, f"el{k}")),
+                          lambda: mode_row(retry(daemon_run, bins, args, f"ed{k}", 7000)[0]), a.near_ns)
             return s, b
         res = alternate(a, names[0], one)
         how = ("rocedp-perf --connect (CPU 1) send lat -s 64 -n 20000 through the IB CM, against rocedpd's echo service "
@@ -493,19 +504,22 @@ def group_daemon(a, bins):
         for n, key, target in ((names[0], "t_typical_usec", "<= 1.5"), (names[1], "p99_usec", None)):
             finish(rows, n, res, "us", target, "rocedpd echo <- rocedp-perf --connect " + " ".join(args),
                    "rocedp-perf --listen <- rocedp-perf --connect " + " ".join(args), how, a,
-                   pick=(lambda x, key=key: x[key], lambda x, key=key: x[key]))
+                   pick=(lambda x, key=key: x[key], lambda x, key=key: x[key]), probes=probes)
     name = "WRITE 64 KiB bandwidth into rocedpd's memory service vs two rocedp-perf"
     if a.filter in name:
         args = ["write", "bw", "-s", "65536", "-q", "1", "-D", str(D)]
 
+        probes = []
+
         def one(k):
-            b = mode_row(retry(listen_run, bins, args, f"ml{k}"))["bw_avg_Gbps"]
-            s = mode_row(retry(daemon_run, bins, args, f"md{k}", 7001)[0])["bw_avg_Gbps"]
+            b, s = probed(bins["cpu_pair_rtt"], probes, k,
+                          lambda: mode_row(retry(listen_run, bins, args, f"ml{k}"))["bw_avg_Gbps"],
+                          lambda: mode_row(retry(daemon_run, bins, args, f"md{k}", 7001)[0])["bw_avg_Gbps"], a.near_ns)
             return s, b
         finish(rows, name, alternate(a, name, one), "Gb/s", ">= 0.8", "rocedpd memory <- rocedp-perf --connect " + " ".join(args),
                "rocedp-perf --listen <- rocedp-perf --connect " + " ".join(args),
                "rocedp-perf --connect (CPU 1) through the IB CM into rocedpd's memory region (polling lcore on CPU 0) "
-               "and into rocedp-perf --listen's passive region (CPU 0)", a)
+               "and into rocedp-perf --listen's passive region (CPU 0)", a, probes=probes)
     return rows
 
 
@@ -519,10 +533,14 @@ def group_cores(a, bins):
     if a.filter not in name:
         return rows
 
+    probes = []
+
     def one(k):
-        b = sum(mode_row(r)["msg_rate_Mpps"] for r in retry(daemon_run, bins, args, f"c1{k}", 7001, 1, 1, True))
-        s = sum(mode_row(r)["msg_rate_Mpps"] for r in retry(daemon_run, bins, args, f"cn{k}", 7001, n, n, True))
-        return s, b
+        return tuple(reversed(probed(
+            bins["cpu_pair_rtt"], probes, k,
+            lambda: sum(mode_row(r)["msg_rate_Mpps"] for r in retry(daemon_run, bins, args, f"c1{k}", 7001, 1, 1, True)),
+            lambda: sum(mode_row(r)["msg_rate_Mpps"] for r in retry(daemon_run, bins, args, f"cn{k}", 7001, n, n, True)),
+            a.near_ns)))
     ncpu = os.cpu_count() or 2
     shared = 2 * n > ncpu
     how = (f"rocedpd with {n} polling lcores (CPUs 0..{n - 1}, its sleeping main lcore on CPU 0), one net_af_packet port "
@@ -535,7 +553,7 @@ def group_cores(a, bins):
         rows.append({"name": name, "failed": True, "errors": [reason], "how": how, "host_cpus": ncpu})
         return rows
     finish(rows, name, alternate(a, name, one), "Mmsg/s", None, f"rocedpd {n} lcores, {n} clients", "rocedpd 1 lcore, 1 client",
-           how, a, cpus_shared=shared, host_cpus=ncpu)
+           how, a, probes=probes, cpus_shared=shared, host_cpus=ncpu)
     return rows
 
 
@@ -561,11 +579,10 @@ def group_sizes(a, bins):
                                  a.near_ns)
             return s["msg_rate_Mpps"], pps / nf / 1e6
         res = alternate(a, name, one)
-        extra = by_placement(res[0], res[1], probes, a.near_ns) if res is not None else {}
         finish(rows, name, res, "Mmsg/s", None, f"rocedp-perf:write bw -s {size} -q 1",
                f"dpdk-testpmd txonly->rxonly --txpkts={frame}, pps / {nf}",
                f"as the wire group; testpmd frames of {frame} B (the RDMA message's {total} B over {nf} frames)", a,
-               size_bytes=size, frames_per_msg=nf, frame_bytes=frame, plot="rate_vs_size", **extra)
+               probes=probes, size_bytes=size, frames_per_msg=nf, frame_bytes=frame, plot="rate_vs_size")
     return rows
 
 
@@ -593,7 +610,7 @@ def main():
     ap.add_argument("--cores", type=int, default=2, help="polling lcores of the daemon in the cores group")
     ap.add_argument("--filter", default="", help="only rows whose name contains this")
     ap.add_argument("--near-ns", type=float, default=NEAR_NS,
-                    help="wire group: CPUs whose cache-line round trip is below this are near (one shared cache)")
+                    help="CPUs whose cache-line round trip is below this are near (one shared cache)")
     a = ap.parse_args()
     if a.rounds < 5:
         log(f"bench_baselines: {a.rounds} round(s): a smoke run of the harness, not a measurement (5 or more rounds)")

@@ -9,7 +9,9 @@ lossy / clean, with min-max. Rows:
   - 4 KiB WRITE bandwidth, 4 QPs, at 0.1%, 1%, 5% and 10% loss, as a ratio to clean;
   - 64 B WRITE round trip p50 and p99 at 1% loss, as a ratio to clean.
 The client's RC engine counters (timeouts, probes, NAKs, retransmissions) are kept per run in
-the JSON rows, to show where the time goes.
+the JSON rows, to show where the time goes. The CPU-pair probe runs around every round (as in
+scripts/bench_dataplane.py): each row also has its ratio over the rounds with the VM's two CPUs
+near each other and over those with them far apart.
 
 Rows are merged into bench/results/latest.json (same rule as bench_dataplane.py), and
 scripts/plot_loss.py draws bench/results/loss.svg from them.
@@ -46,14 +48,16 @@ def main():
     if args.rounds < 3:
         sys.exit("bench_loss: at least 3 alternating rounds")
     binary = os.path.join(args.bin_dir, "rocedp-perf")
+    probe = os.path.join(args.bin_dir, "cpu_pair_rtt")
     rates = [float(r) for r in args.rates.split(",")]
     bw_args = ["write", "bw", "-s", "4096", "-q", "4", "-D", str(args.duration)]
     results = []
     for rate in rates:
-        clean, lossy, ratios, counters = [], [], [], []
+        clean, lossy, ratios, counters, probes = [], [], [], [], []
         for k in range(args.rounds):
-            c, _ = one(binary, bw_args, f"L{rate}c{k}", 0)
-            s, cnt = one(binary, bw_args, f"L{rate}s{k}", rate)
+            (c, _), (s, cnt) = bench_dataplane.probed(probe, probes, k,
+                                                      lambda: one(binary, bw_args, f"L{rate}c{k}", 0),
+                                                      lambda: one(binary, bw_args, f"L{rate}s{k}", rate))
             clean.append(c["bw_avg_Gbps"])
             lossy.append(s["bw_avg_Gbps"])
             ratios.append(s["bw_avg_Gbps"] / c["bw_avg_Gbps"] if c["bw_avg_Gbps"] else float("nan"))
@@ -71,14 +75,16 @@ def main():
             "baseline_name": "rocedp-perf:" + " ".join(bw_args) + " (no loss)",
             "baseline_value": round(statistics.median(clean), 3), "ratio": round(statistics.median(ratios), 3),
             "ratio_min": round(min(ratios), 3), "ratio_max": round(max(ratios), 3),
-            "ratios": [round(r, 3) for r in ratios], "client_rc_counters": counters})
+            "ratios": [round(r, 3) for r in ratios], "client_rc_counters": counters,
+            **bench_dataplane.by_placement(lossy, clean, probes)})
     if not args.no_latency:
         lat_args = ["write", "lat", "-s", "64", "-n", "20000"]
         cl = {"rtt_p50_usec": [], "rtt_p99_usec": []}
         ls = {"rtt_p50_usec": [], "rtt_p99_usec": []}
+        probes = []
         for k in range(args.rounds):
-            c, _ = one(binary, lat_args, f"Tc{k}", 0)
-            s, _ = one(binary, lat_args, f"Ts{k}", 1.0)
+            (c, _), (s, _) = bench_dataplane.probed(probe, probes, k, lambda: one(binary, lat_args, f"Tc{k}", 0),
+                                                    lambda: one(binary, lat_args, f"Ts{k}", 1.0))
             for key in cl:
                 cl[key].append(c[key])
                 ls[key].append(s[key])
@@ -93,7 +99,8 @@ def main():
                 "rounds": args.rounds, "core": "server CPU 0, client CPU 1",
                 "baseline_name": "rocedp-perf:" + " ".join(lat_args) + " (no loss)",
                 "baseline_value": round(statistics.median(cl[key]), 3), "ratio": round(statistics.median(rs), 3),
-                "ratio_min": round(min(rs), 3), "ratio_max": round(max(rs), 3)})
+                "ratio_min": round(min(rs), 3), "ratio_max": round(max(rs), 3),
+                **bench_dataplane.by_placement(ls[key], cl[key], probes)})
     kept = []
     if os.path.exists(args.out):
         with open(args.out) as f:
