@@ -2,10 +2,12 @@
 // connection manager.
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <utility>
 
 #include "config/config.hpp"
+#include "control/connection_telemetry.hpp"
 #include "control/control_thread.hpp"
 #include "control/neighbour_table.hpp"
 #include "control/runtime.hpp"
@@ -89,10 +91,37 @@ bool AdapterRuntime::resolve_neighbour(uint32_t ip, std::array<uint8_t, 6>* mac,
 
 std::vector<AdapterRuntime::EngineCounter> AdapterRuntime::engine_counters(size_t core) {
   std::vector<EngineCounter> out;
-  if (!runtime_->inline_cores() || core >= runtime_->core_count()) return out;
-  auto* rdma = dynamic_cast<dataplane::CoreRdma*>(runtime_->core(core).roce_handler_st());
-  if (rdma == nullptr) return out;
-  const dataplane::EngineRow e = rdma->counters_st();
+  if (core >= runtime_->core_count()) return out;
+  dataplane::EngineRow e;
+  if (runtime_->inline_cores()) {
+    // This thread polls the core: its engine is ours to read.
+    auto* rdma = dynamic_cast<dataplane::CoreRdma*>(runtime_->core(core).roce_handler_st());
+    if (rdma == nullptr) return out;
+    e = rdma->counters_st();
+  } else {
+    // Launched cores: the snapshot telemetry takes, each core reading its own engine. Shared with
+    // the callback, which may still run after a timeout here.
+    struct Answer {
+      std::atomic<int> done{0};
+      bool ok = false;
+      control::ConnectionSnapshot snap;
+    };
+    auto answer = std::make_shared<Answer>();
+    if (runtime_->adapter() == nullptr || !runtime_->run_on_control([&] {
+          control::collect_connection_snapshot(
+              *runtime_->adapter(), {}, [answer](bool ok, control::ConnectionSnapshot snap) {
+                answer->ok = ok;
+                answer->snap = std::move(snap);
+                answer->done.store(1, std::memory_order_release);
+              });
+        }))
+      return out;
+    if (!runtime_->wait_until([&] { return answer->done.load(std::memory_order_acquire) != 0; },
+                              std::chrono::seconds(2)) ||
+        !answer->ok || core >= answer->snap.engines.size())
+      return out;
+    e = answer->snap.engines[core];
+  }
   for (size_t i = 0; i < rc::kRcCounterCount; ++i)
     out.push_back({std::string(rc::kRcCounterNames[i]), e.counters[i]});
   out.push_back({"tx_no_room", e.tx_no_room});

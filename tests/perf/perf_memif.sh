@@ -70,6 +70,9 @@ expect_row() {
   grep -Eq "^ $1 +$2 " "$work/client$n.log" || { cat "$work/client$n.log" >&2; fail "no row '$1 $2' in case $n"; }
 }
 
+# One engine counter from a side's --json rc_counters line (client or server) of the last case.
+counter() { grep -o '"rc_counters".*' "$work/$1$n.log" | grep -o "\"$2\":[0-9]*" | cut -d: -f2; }
+
 bw_header=' #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]'
 lat_header=' #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]'
 
@@ -95,6 +98,12 @@ case $group in
     # the adapter driven from the control thread's poll hook.
     pair 0 "--lcore-mode 1" write bw -s 64 -n 2000 -q 2 --verify --lcore-mode 0
     expect_row 64 4000
+    # Launched cores report their engine counters too (read by the core at the control thread's
+    # request): the client sent the 2,000 WRITEs, the server received and acknowledged them.
+    pair 0 "--lcore-mode 1 --json" write bw -s 64 -n 2000 --lcore-mode 0 --json
+    [ "$(counter client tx_packets)" -ge 2000 ] || fail "client rc_counters (launched core): tx_packets"
+    [ "$(counter server rx_packets)" -ge 2000 ] || fail "server rc_counters (launched core): rx_packets"
+    [ "$(counter server acks_sent)" -ge 1 ] || fail "server rc_counters (launched core): acks_sent"
     # Byte-exact through loss in both directions (each endpoint drops 2% of what it
     # receives), and a run stopped by its time limit says so instead of blaming the bytes it never
     # sent (exit 3).
@@ -121,7 +130,6 @@ case $group in
     pair 0 "--json" send bw -s 64 -n 1000 --json
     grep -q '"test":"send_bw","mode":"rdma","size":64,"iterations":1000' "$work/client$n.log" || fail "json row"
     # Each side's engine counters: the client sent the 1,000 SENDs, the server received them.
-    counter() { grep -o '"rc_counters".*' "$work/$1$n.log" | grep -o "\"$2\":[0-9]*" | cut -d: -f2; }
     [ "$(counter client tx_packets)" -ge 1000 ] || fail "client rc_counters: tx_packets"
     [ "$(counter server rx_packets)" -ge 1000 ] || fail "server rc_counters: rx_packets"
     [ "$(counter server acks_sent)" -ge 1 ] || fail "server rc_counters: acks_sent"
