@@ -108,12 +108,12 @@ std::vector<AdapterRuntime::EngineCounter> AdapterRuntime::engine_counters(size_
     };
     auto answer = std::make_shared<Answer>();
     if (runtime_->adapter() == nullptr || !runtime_->run_on_control([&] {
-          control::collect_connection_snapshot(
-              *runtime_->adapter(), {}, [answer](bool ok, control::ConnectionSnapshot snap) {
-                answer->ok = ok;
-                answer->snap = std::move(snap);
-                answer->done.store(1, std::memory_order_release);
-              });
+          control::collect_connection_snapshot(*runtime_->adapter(), {},
+                                               [answer](bool ok, control::ConnectionSnapshot snap) {
+                                                 answer->ok = ok;
+                                                 answer->snap = std::move(snap);
+                                                 answer->done.store(1, std::memory_order_release);
+                                               });
         }))
       return out;
     if (!runtime_->wait_until([&] { return answer->done.load(std::memory_order_acquire) != 0; },
