@@ -66,13 +66,14 @@ struct QpGather {
   }
 };
 
-// On the owning core: the engine's counters and every QP of this core's engine. Snapshot rounds
-// are rare (telemetry interval), so walking the slot numbers until every live QP was seen is
-// cheap enough.
+// On the owning core: the engine's counters and (unless `out` is null) every QP of this core's
+// engine. Snapshot rounds are rare (telemetry interval), so walking the slot numbers until every
+// live QP was seen is cheap enough.
 void qp_rows_run(const dataplane::QpTableRead& req, dataplane::CoreResult& result, void*) {
   std::vector<QpRow>* out = req.out;
   rc::RcEngine& engine = req.rdma->engine_st();
   if (req.engine != nullptr) *req.engine = req.rdma->counters_st();
+  if (out == nullptr) return;
   const size_t live = engine.qp_count();
   out->reserve(live);
   for (uint32_t local = 0; local <= dataplane::kQpnLocalMask && out->size() < live; ++local) {
@@ -156,11 +157,14 @@ std::vector<ConnectionRow> connection_rows(
   return rows;
 }
 
-void collect_connection_snapshot(Adapter& adapter,
-                                 const std::function<std::string(const Connector*)>& service_of,
-                                 std::function<void(bool ok, ConnectionSnapshot)> done) {
+namespace {
+
+// One round of QP-table requests, one per core; `qp_rows` false asks for the engines' counters
+// alone.
+void gather(Adapter& adapter, std::vector<ConnectionRow> connections, bool qp_rows,
+            std::function<void(bool ok, ConnectionSnapshot)> done) {
   auto* g = new QpGather;
-  g->connections = connection_rows(adapter, service_of);
+  g->connections = std::move(connections);
   const uint32_t n = adapter.core_count();
   g->per_core.resize(n);  // never resized again: the cores write into them
   g->engines.resize(n);
@@ -169,13 +173,29 @@ void collect_connection_snapshot(Adapter& adapter,
   Adapter::Impl& im = impl_of(adapter);
   for (uint32_t c = 0; c < n; ++c) {
     if (im.call(c, &qp_rows_run,
-                dataplane::QpTableRead{im.rdma_on(c), &g->per_core[c], &g->engines[c]},
+                dataplane::QpTableRead{im.rdma_on(c), qp_rows ? &g->per_core[c] : nullptr,
+                                       &g->engines[c]},
                 &qp_rows_done, g))
       ++g->outstanding;
     else
       g->complete = false;
   }
   g->finish_one();
+}
+
+}  // namespace
+
+void collect_connection_snapshot(Adapter& adapter,
+                                 const std::function<std::string(const Connector*)>& service_of,
+                                 std::function<void(bool ok, ConnectionSnapshot)> done) {
+  gather(adapter, connection_rows(adapter, service_of), true, std::move(done));
+}
+
+void collect_engine_rows(Adapter& adapter,
+                         std::function<void(bool ok, std::vector<EngineRow>)> done) {
+  gather(adapter, {}, false, [done = std::move(done)](bool ok, ConnectionSnapshot snap) {
+    done(ok, std::move(snap.engines));
+  });
 }
 
 }  // namespace rocedp::control

@@ -42,4 +42,9 @@ void collect_connection_snapshot(Adapter& adapter,
                                  const std::function<std::string(const Connector*)>& service_of,
                                  std::function<void(bool ok, ConnectionSnapshot)> done);
 
+/// Control thread: asks every core for its engine's counters alone (no QP rows); `done` runs once
+/// on the control thread with one row per core, by core index (ok = false: a core's ring was full).
+void collect_engine_rows(Adapter& adapter,
+                         std::function<void(bool ok, std::vector<EngineRow>)> done);
+
 }  // namespace rocedp::control

@@ -11,8 +11,7 @@
 #include "control/control_thread.hpp"
 #include "control/neighbour_table.hpp"
 #include "control/runtime.hpp"
-#include "dataplane/core_rdma.hpp"
-#include "dataplane/polling_core.hpp"
+#include "dataplane/engine_row.hpp"
 #include "pmd/log.hpp"
 #include "pmd/port.hpp"
 #include "rocedp/runtime.hpp"
@@ -91,37 +90,28 @@ bool AdapterRuntime::resolve_neighbour(uint32_t ip, std::array<uint8_t, 6>* mac,
 
 std::vector<AdapterRuntime::EngineCounter> AdapterRuntime::engine_counters(size_t core) {
   std::vector<EngineCounter> out;
-  if (core >= runtime_->core_count()) return out;
-  dataplane::EngineRow e;
-  if (runtime_->inline_cores()) {
-    // This thread polls the core: its engine is ours to read.
-    auto* rdma = dynamic_cast<dataplane::CoreRdma*>(runtime_->core(core).roce_handler_st());
-    if (rdma == nullptr) return out;
-    e = rdma->counters_st();
-  } else {
-    // Launched cores: the snapshot telemetry takes, each core reading its own engine. Shared with
-    // the callback, which may still run after a timeout here.
-    struct Answer {
-      std::atomic<int> done{0};
-      bool ok = false;
-      control::ConnectionSnapshot snap;
-    };
-    auto answer = std::make_shared<Answer>();
-    if (runtime_->adapter() == nullptr || !runtime_->run_on_control([&] {
-          control::collect_connection_snapshot(*runtime_->adapter(), {},
-                                               [answer](bool ok, control::ConnectionSnapshot snap) {
-                                                 answer->ok = ok;
-                                                 answer->snap = std::move(snap);
-                                                 answer->done.store(1, std::memory_order_release);
-                                               });
-        }))
-      return out;
-    if (!runtime_->wait_until([&] { return answer->done.load(std::memory_order_acquire) != 0; },
-                              std::chrono::seconds(2)) ||
-        !answer->ok || core >= answer->snap.engines.size())
-      return out;
-    e = answer->snap.engines[core];
-  }
+  if (core >= runtime_->core_count() || runtime_->adapter() == nullptr) return out;
+  // Each core reads its own engine at the control thread's request (inline cores answer while
+  // wait_until polls them). Shared with the callback, which may still run after a timeout here.
+  struct Answer {
+    std::atomic<int> done{0};
+    bool ok = false;
+    std::vector<dataplane::EngineRow> rows;
+  };
+  auto answer = std::make_shared<Answer>();
+  if (!runtime_->run_on_control([&] {
+        control::collect_engine_rows(*runtime_->adapter(),
+                                     [answer](bool ok, std::vector<dataplane::EngineRow> rows) {
+                                       answer->ok = ok;
+                                       answer->rows = std::move(rows);
+                                       answer->done.store(1, std::memory_order_release);
+                                     });
+      }) ||
+      !runtime_->wait_until([&] { return answer->done.load(std::memory_order_acquire) != 0; },
+                            std::chrono::seconds(2)) ||
+      !answer->ok || core >= answer->rows.size())
+    return out;
+  const dataplane::EngineRow& e = answer->rows[core];
   for (size_t i = 0; i < rc::kRcCounterCount; ++i)
     out.push_back({std::string(rc::kRcCounterNames[i]), e.counters[i]});
   out.push_back({"tx_no_room", e.tx_no_room});

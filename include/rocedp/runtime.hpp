@@ -98,9 +98,9 @@ class AdapterRuntime {
     uint64_t value = 0;
   };
   /// The RC engine counters of polling core `core` (loss recovery, retransmissions, drops by
-  /// reason), then the frames it could not send for want of TX room. Inline mode: read here,
-  /// as this thread polls the core; launched mode: the core reads them at the control thread's
-  /// request (waits up to 2 s). Empty for a core that does not exist, or one that did not answer.
+  /// reason), then the frames it could not send for want of TX room. The core reads them at the
+  /// control thread's request (inline cores while this call polls them; waits up to 2 s). Empty
+  /// for a core that does not exist, or one that did not answer.
   std::vector<EngineCounter> engine_counters(size_t core);
 
   /// Every core stops polling the ports (they stay up). For links whose PMD must not be polled

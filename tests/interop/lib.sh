@@ -223,6 +223,12 @@ iop_cm_sources() {
 }
 
 # Value of a Linux hw_counter printed by `hw TAG` in a guest console.
+# The address of rocedp-perf --perftest's own region, from its banner in LOG ("local address:
+# ... VAddr 0x..."): where the peer's atomics land.
+iop_local_vaddr() {
+  awk '/local address:/ {for (i = 1; i < NF; i++) if ($i == "VAddr") print $(i + 1); exit}' "$1"
+}
+
 iop_hw() {
   sed -n "s/^HW $2 $3=\([0-9]*\).*/\1/p" "$1" | tail -1
 }

@@ -98,8 +98,7 @@ done
   "$IOP_WORK/linux-writes.bin" || iop_fail "linux-writes: rocedp's region differs from what Linux sent"
 /usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/region_check.py" "$(pcap rocedp-reads)" "$guest" read \
   "$IOP_WORK/rocedp-reads.bin" || iop_fail "rocedp-reads: rocedp's buffer differs from what Linux sent"
-base=$(awk '/local address:/ {for (i = 1; i < NF; i++) if ($i == "VAddr") print $(i + 1); exit}' \
-  "$IOP_ARTIFACTS/interop-loss-linux-atomics.log")
+base=$(iop_local_vaddr "$IOP_ARTIFACTS/interop-loss-linux-atomics.log")
 /usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/atomic_check.py" "$(pcap linux-atomics)" "$guest" \
   "$IOP_WORK/linux-atomics.bin" "$base" || iop_fail "linux-atomics: the atomics or rocedp's region differ from the replay"
 /usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/atomic_check.py" "$(pcap rocedp-atomics)" "$rocedp" ||

@@ -129,7 +129,7 @@ for c in "${cases[@]}"; do
   if [ "$sz" = 8 ] && [ $rc = 0 ]; then
     pcap=$IOP_ARTIFACTS/interop-perftest-$c.pcap
     if [ "$role" = rocedp_server ]; then
-      base=$(awk '/local address:/ {for (i = 1; i < NF; i++) if ($i == "VAddr") print $(i + 1); exit}' "$log")
+      base=$(iop_local_vaddr "$log")
       check=(/usr/bin/python3 "$iop_here/atomic_check.py" "$pcap" "$guest" "$dump" "$base")
     else
       check=(/usr/bin/python3 "$iop_here/atomic_check.py" "$pcap" "$rocedp")
