@@ -11,6 +11,7 @@
 #include "control/control_thread.hpp"
 #include "control/neighbour_table.hpp"
 #include "control/runtime.hpp"
+#include "control/telemetry.hpp"
 #include "dataplane/engine_row.hpp"
 #include "pmd/log.hpp"
 #include "pmd/port.hpp"
@@ -115,6 +116,25 @@ std::vector<AdapterRuntime::EngineCounter> AdapterRuntime::engine_counters(size_
   for (size_t i = 0; i < rc::kRcCounterCount; ++i)
     out.push_back({std::string(rc::kRcCounterNames[i]), e.counters[i]});
   out.push_back({"tx_no_room", e.tx_no_room});
+  return out;
+}
+
+std::vector<AdapterRuntime::EngineCounter> AdapterRuntime::drop_counters() {
+  std::vector<EngineCounter> out;
+  std::string error;
+  if (!runtime_->refresh_snapshot(&error)) return out;
+  const auto s = runtime_->control()->latest();
+  if (!s) return out;
+  for (const auto& [name, v] : control::drops_by_reason(s->cores))
+    out.push_back({std::string(name), v});
+  if (!s->ports.empty()) {
+    const pmd::FaultStats& f = s->ports[0].stats.fault;
+    out.push_back({"fault_dropped", f.dropped});
+    out.push_back({"fault_duplicated", f.duplicated});
+    out.push_back({"fault_corrupted", f.corrupted});
+    out.push_back({"fault_reordered", f.reordered});
+    out.push_back({"fault_delayed", f.delayed});
+  }
   return out;
 }
 

@@ -307,6 +307,14 @@ bool Runtime::run_on_control(std::function<void()> fn) {
   return true;
 }
 
+bool Runtime::refresh_snapshot(std::string* error) {
+  if (!control_ || !control_->running()) {
+    *error = "no control thread";
+    return false;
+  }
+  return blocking([&] { return control_->refresh(error); });
+}
+
 bool Runtime::wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!pred()) {

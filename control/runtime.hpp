@@ -88,6 +88,9 @@ class Runtime {
   /// Runs `fn` on the control thread and waits until it returned (polling inline cores).
   /// False if the control thread is not running.
   bool run_on_control(std::function<void()> fn);
+  /// Asks every core for its counters now and waits until the snapshot is published (polling
+  /// inline cores); then control()->latest() holds it. False and *error if that failed.
+  bool refresh_snapshot(std::string* error);
   /// Polls (inline) or naps until pred() holds or `timeout` passed; returns pred().
   bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
 

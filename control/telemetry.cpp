@@ -109,34 +109,6 @@ const CoreField kCoreFields[] = {
     {"neighbours", [](const dataplane::CoreStats& c) -> uint64_t { return c.neighbours; }},
 };
 
-// Drops by reason name, in a stable order: wire reasons, core reasons, ARP/ICMP reasons. A name
-// that appears in two lists (ip_bad_header in the RoCEv2 parser and in ARP/ICMP) means the same
-// thing and is summed.
-std::vector<std::pair<std::string_view, uint64_t>> drops_by_reason(
-    const std::vector<dataplane::CoreStats>& cores) {
-  std::vector<std::pair<std::string_view, uint64_t>> out;
-  auto add = [&out](std::string_view name, uint64_t v) {
-    for (auto& [n, total] : out)
-      if (n == name) {
-        total += v;
-        return;
-      }
-    out.emplace_back(name, v);
-  };
-  for (std::size_t i = 0; i < dataplane::kDropCounterCount; ++i) {
-    if (!dataplane::drop_counter_is_failure(i)) continue;
-    uint64_t v = 0;
-    for (const auto& c : cores) v += c.drops[i];
-    add(dataplane::drop_counter_name(i), v);
-  }
-  for (std::size_t i = 0; i < dataplane::kArpIcmpDropCount; ++i) {
-    uint64_t v = 0;
-    for (const auto& c : cores) v += c.arp_icmp.drops[i];
-    add(dataplane::arp_icmp_drop_name(static_cast<dataplane::ArpIcmpDrop>(i)), v);
-  }
-  return out;
-}
-
 // QP fields, shared by the column form and the one-QP form (state, a string, is added by hand).
 struct QpField {
   const char* name;
@@ -264,6 +236,31 @@ bool match(const char* params, const std::string& name, uint64_t id) {
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string_view, uint64_t>> drops_by_reason(
+    const std::vector<dataplane::CoreStats>& cores) {
+  std::vector<std::pair<std::string_view, uint64_t>> out;
+  auto add = [&out](std::string_view name, uint64_t v) {
+    for (auto& [n, total] : out)
+      if (n == name) {
+        total += v;
+        return;
+      }
+    out.emplace_back(name, v);
+  };
+  for (std::size_t i = 0; i < dataplane::kDropCounterCount; ++i) {
+    if (!dataplane::drop_counter_is_failure(i)) continue;
+    uint64_t v = 0;
+    for (const auto& c : cores) v += c.drops[i];
+    add(dataplane::drop_counter_name(i), v);
+  }
+  for (std::size_t i = 0; i < dataplane::kArpIcmpDropCount; ++i) {
+    uint64_t v = 0;
+    for (const auto& c : cores) v += c.arp_icmp.drops[i];
+    add(dataplane::arp_icmp_drop_name(static_cast<dataplane::ArpIcmpDrop>(i)), v);
+  }
+  return out;
+}
 
 int telemetry_format_ports(const Snapshot& s, const char* params, rte_tel_data* d) {
   rte_tel_data_start_dict(d);

@@ -34,6 +34,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "control/control_thread.hpp"
@@ -59,6 +61,12 @@ void telemetry_set_state(const char* state);
 bool telemetry_install(SnapshotSource source, std::string* error);
 /// The commands answer with an error from now on (before the control thread goes away).
 void telemetry_uninstall();
+
+/// Drops by reason name over `cores`, in a stable order: wire reasons, core reasons, ARP/ICMP
+/// reasons, zeros included (/rocedp/drops). A name in two lists (ip_bad_header in the RoCEv2
+/// parser and in ARP/ICMP) means the same thing and is summed.
+std::vector<std::pair<std::string_view, uint64_t>> drops_by_reason(
+    const std::vector<dataplane::CoreStats>& cores);
 
 // Formatting, exposed for tests: fill `d` from `s` as the commands do. 0, or -EINVAL for an
 // unknown port/core parameter.

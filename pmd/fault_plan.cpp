@@ -20,7 +20,8 @@ FaultPlan::FaultPlan(const config::FaultConfig& cfg, uint64_t stream)
       rng_(cfg.seed ^ (stream * 0xd1b54a32d192ed03ULL)),
       drop_threshold_(threshold(cfg.drop_pct)),
       duplicate_threshold_(threshold(cfg.duplicate_pct)),
-      corrupt_threshold_(threshold(cfg.corrupt_pct)) {}
+      corrupt_threshold_(threshold(cfg.corrupt_pct)),
+      reorder_threshold_(cfg.reorder_window > 1 ? threshold(cfg.reorder_pct) : 0) {}
 
 bool FaultPlan::roll(uint64_t t) {
   if (t == 0) return false;  // no draw at all: turning a fault off does not shift the others
@@ -40,6 +41,8 @@ FaultDecision FaultPlan::decide(uint32_t frame_len) {
     d.corrupt_mask = static_cast<uint8_t>(1 + rng_.below(255));
   }
   d.duplicate = roll(duplicate_threshold_);
+  // Every frame of the window at 100% without a draw: replays of older seeds stay the same.
+  d.reorder = reorder_threshold_ == UINT64_MAX || roll(reorder_threshold_);
   return d;
 }
 

@@ -35,6 +35,7 @@ struct FaultDecision {
   bool drop = false;
   bool duplicate = false;
   bool corrupt = false;
+  bool reorder = false;  // with a reorder window: the frame takes part in its shuffle
   uint32_t corrupt_offset = 0;  // byte index in the frame, >= kEthernetHeaderLen
   uint8_t corrupt_mask = 0;     // XORed into that byte; never 0, so the byte always changes
 };
@@ -50,7 +51,8 @@ class FaultPlan {
   FaultPlan(const config::FaultConfig& cfg, uint64_t stream);
 
   // Decides for one frame of `frame_len` bytes. A dropped frame is neither corrupted nor
-  // duplicated. Frames of <= 14 bytes are never corrupted.
+  // duplicated. Frames of <= 14 bytes are never corrupted. With a reorder window, reorder_pct
+  // picks the frames that take part in the shuffle (at 100 every one, with no draw).
   FaultDecision decide(uint32_t frame_len);
 
   // A uniformly random permutation (Fisher-Yates) of order[0..n): order[i] is the input index
@@ -66,6 +68,7 @@ class FaultPlan {
   uint64_t drop_threshold_;
   uint64_t duplicate_threshold_;
   uint64_t corrupt_threshold_;
+  uint64_t reorder_threshold_;  // 0 without a window
   bool roll(uint64_t threshold);
 };
 

@@ -90,13 +90,13 @@ void FaultStage::push(rte_mbuf** pkts, uint32_t n, uint64_t now) {
       dup = rte_pktmbuf_copy(m, dup_pool_, 0, UINT32_MAX);
       bump(dup != nullptr ? counters_.duplicated : counters_.duplicate_failed);
     }
-    enqueue(m, now);
-    if (dup != nullptr) enqueue(dup, now);
+    enqueue(m, d.reorder, now);
+    if (dup != nullptr) enqueue(dup, d.reorder, now);
   }
 }
 
-void FaultStage::enqueue(rte_mbuf* m, uint64_t now) {
-  if (window_.empty()) {
+void FaultStage::enqueue(rte_mbuf* m, bool reorder, uint64_t now) {
+  if (window_.empty() || !reorder) {
     fifo_[tail_++ & mask_] = Held{m, now + delay_cycles_};
     if (delay_cycles_ != 0) bump(counters_.delayed);
     return;

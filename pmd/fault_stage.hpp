@@ -6,6 +6,8 @@
 // Pipeline per frame: decide (drop / corrupt / duplicate) -> reorder window (if any) -> delay
 // FIFO (release time = time the frame left the window + delay_us) -> ready for delivery.
 // A window that is not full is released after kWindowHoldUs so a quiet sender is never stuck.
+// Frames that do not take part in the shuffle (reorder_pct) skip the window, so they also pass
+// the frames it holds.
 
 #include <atomic>
 #include <cstdint>
@@ -67,7 +69,7 @@ class FaultStage {
     uint64_t release;
   };
   void corrupt(rte_mbuf* m, const FaultDecision& d);
-  void enqueue(rte_mbuf* m, uint64_t now);
+  void enqueue(rte_mbuf* m, bool reorder, uint64_t now);
   void release_window(uint64_t now);
   static void bump(std::atomic<uint64_t>& c, uint64_t n = 1) {
     c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);

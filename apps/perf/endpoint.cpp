@@ -12,6 +12,7 @@
 
 #include "apps/perf/clock.hpp"
 #include "apps/perf/perf_util.hpp"
+#include "apps/perf/report.hpp"
 
 namespace rocedp::perf {
 
@@ -144,6 +145,10 @@ int run_endpoint(const EndpointOptions& e, uint32_t timeout_s, const char* who,
   } else {
     status = body(*rt);
     if (status != 0 && clock::deadline().timed_out()) status = 3;
+    if (e.counters) {
+      print_engine_counters(*rt);
+      print_drop_counters(*rt);
+    }
   }
   rt->detach_ports();
   if (!rt->stop() && status == 0) status = 1;

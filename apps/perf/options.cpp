@@ -31,7 +31,9 @@ void prepare(CLI::App& app) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 }
 
-void add_endpoint_options(CLI::App& app, EndpointOptions* e, bool faults) {
+// The endpoint's options. Native mode (`native`) adds --lcore-mode and the fault stage; the
+// perftest and rping modes add --counters (native mode prints the counters with --json).
+void add_endpoint_options(CLI::App& app, EndpointOptions* e, bool native) {
   const std::string g = "Endpoint";
   app.add_option("--config", e->config_file,
                  "YAML configuration (its first port; polls on eal.main_lcore unless --lcore-mode)")
@@ -42,7 +44,7 @@ void add_endpoint_options(CLI::App& app, EndpointOptions* e, bool faults) {
   app.add_option("--mac", e->mac, "the port's MAC (default: the device's)")->group(g);
   app.add_option("--mtu", e->mtu, "the port's MTU (default 1500)")->group(g);
   app.add_option("--lcore", e->lcore, "EAL main lcore, which polls (default 0)")->group(g);
-  if (faults)
+  if (native)
     app.add_option("--lcore-mode", e->worker_lcore,
                    "poll on its own EAL worker lcore W instead of the main lcore")
         ->type_name("W")
@@ -62,7 +64,13 @@ void add_endpoint_options(CLI::App& app, EndpointOptions* e, bool faults) {
          "error|warning|info|debug (default warning)")
       ->check(CLI::IsMember({"error", "warning", "info", "debug"}))
       ->group(g);
-  if (!faults) return;
+  if (!native) {
+    app.add_flag("--counters", e->counters,
+                 "after the run, print the engine's counters and the frames dropped, by reason "
+                 "(JSON lines rc_counters and drops)")
+        ->group(g);
+    return;
+  }
   app.add_option("--fault-drop", e->fault_drop_pct,
                  "drop PCT % of the frames this endpoint receives")
       ->type_name("PCT")

@@ -34,6 +34,8 @@ struct EndpointOptions {
   // Fault stage on this endpoint's port, its RX side (give both ends a rate for loss both ways).
   double fault_drop_pct = 0;
   uint64_t fault_seed = 0;  ///< 0: derived from the process id
+  /// --perftest, --rping: print the engine's counters and the drops by reason after the run.
+  bool counters = false;
 };
 
 /// What one run measures: the client's choice; the server adopts it from the exchange.

@@ -148,6 +148,14 @@ void print_engine_counters(AdapterRuntime& rt) {
   print_json(Json{{"rc_counters", c}});
 }
 
+void print_drop_counters(AdapterRuntime& rt) {
+  const auto counters = rt.drop_counters();
+  if (counters.empty()) return;
+  Json c = Json::object();
+  for (const auto& x : counters) c[x.name] = x.value;
+  print_json(Json{{"drops", c}});
+}
+
 void print_qp_memory(const Report& r, uint64_t bytes_per_qp) {
   if (r.json) {
     Json m;

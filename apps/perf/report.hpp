@@ -38,8 +38,10 @@ void print_header(const Report& r);
 void print_row(const Report& r, const Row& row);
 /// " verify: N messages of S bytes checked byte for byte" (not with --json).
 void print_verified(const Report& r, uint64_t messages, uint64_t size);
-/// --json: this endpoint's RC engine counters (inline polling core only), one object.
+/// {"rc_counters": {...}}: this endpoint's RC engine counters (--json, --counters).
 void print_engine_counters(AdapterRuntime& rt);
+/// {"drops": {...}}: AdapterRuntime::drop_counters (frames dropped by reason, the fault stage).
+void print_drop_counters(AdapterRuntime& rt);
 /// Process memory per QP: a JSON object with --json, a line on stderr with more than one QP.
 void print_qp_memory(const Report& r, uint64_t bytes_per_qp);
 

@@ -92,7 +92,7 @@ class AdapterRuntime {
   bool resolve_neighbour(uint32_t ip, std::array<uint8_t, 6>* mac,
                          std::chrono::milliseconds timeout);
 
-  /// One counter of a polling core's RC engine.
+  /// One named counter: of a polling core's RC engine, or of the frames dropped before it.
   struct EngineCounter {
     std::string name;  ///< as README "RC transport engine" names it; last: "tx_no_room"
     uint64_t value = 0;
@@ -102,6 +102,13 @@ class AdapterRuntime {
   /// control thread's request (inline cores while this call polls them; waits up to 2 s). Empty
   /// for a core that does not exist, or one that did not answer.
   std::vector<EngineCounter> engine_counters(size_t core);
+
+  /// What became of frames that never reached an engine, from a fresh snapshot (waits up to the
+  /// control thread's answer): the frames every core dropped, by reason, zeros included (the
+  /// names and order of /rocedp/drops: bad_icrc, unknown_qpn, ...), then what the fault stage of
+  /// the adapter's port did (fault_dropped, fault_duplicated, fault_corrupted, fault_reordered,
+  /// fault_delayed; as /rocedp/ports). Empty if no snapshot could be taken.
+  std::vector<EngineCounter> drop_counters();
 
   /// Every core stops polling the ports (they stay up). For links whose PMD must not be polled
   /// while the peer goes away (DPDK 22.11 memif). False if a core did not answer within 2 s.

@@ -1,8 +1,8 @@
 // The public runtime calls beyond open_adapter itself (include/rocedp/runtime.hpp):
 // load_config_file, configure_logging, and an open AdapterRuntime's link_up, resolve_neighbour
-// and engine_counters. One runtime (EAL starts once per process) on a net_ring port, whose one
-// ring carries what the port sends back to itself; the polling core runs inline, driven by the
-// calls' own waits. EAL --no-huge, label eal.
+// and engine_counters, drop_counters. One runtime (EAL starts once per process) on a net_ring port,
+// whose one ring carries what the port sends back to itself; the polling core runs inline, driven
+// by the calls' own waits. EAL --no-huge, label eal.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -41,6 +41,7 @@ std::string yaml(const std::string& prefix) {
          "    mac: \"02:00:00:00:33:01\"\n"
          "    address: 198.18.33.1/24\n"
          "    neighbours: [{ip: 198.18.33.2, mac: \"02:00:00:00:33:02\"}]\n"
+         "    fault: {direction: rx, drop_pct: 100}\n"
          "dataplane: {lcores: [1], mbuf_count: 4095}\n"
          "control: {arp_retry_ms: 20, arp_retries: 2}\n"
          "telemetry: {enabled: false}\n";
@@ -101,6 +102,20 @@ TEST(OpenAdapter, RuntimeReportsLinkResolvesNeighboursAndCountsItsEngine) {
   for (const auto& c : counters) named &= !c.name.empty();
   EXPECT_TRUE(named);
   EXPECT_TRUE(rt->engine_counters(1).empty());
+
+  // What never reached the engine: every drop reason by name, then the port's fault stage, which
+  // dropped everything the ring looped back (the unanswered ARP requests above among it).
+  const auto drops = rt->drop_counters();
+  auto value = [&](const std::string& name) -> int64_t {
+    for (const auto& c : drops)
+      if (c.name == name) return static_cast<int64_t>(c.value);
+    return -1;
+  };
+  EXPECT_EQ(value("bad_icrc"), 0);
+  EXPECT_EQ(value("unknown_qpn"), 0);
+  EXPECT_GE(value("fault_dropped"), 3);
+  EXPECT_EQ(value("fault_duplicated"), 0);
+  EXPECT_EQ(drops.back().name, "fault_delayed");
 
   EXPECT_TRUE(rt->stop());
   EXPECT_FALSE(rt->link_up());

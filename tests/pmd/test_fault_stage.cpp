@@ -180,6 +180,46 @@ TEST(FaultStage, ReorderPermutesWithinEachWindowOnly) {
   EXPECT_EQ(s.counters().reordered.load(), moved);
 }
 
+TEST(FaultStage, ReorderPctPicksTheFramesThatTakePartTheOthersPassAtOnce) {
+  PoolLeakCheck leaks;
+  config::FaultConfig c;
+  c.reorder_window = 4;
+  c.reorder_pct = 0;
+  FaultStage none = make_stage(c);
+  push_frames(none, 0, 10, 0);
+  auto out = pop_all(none, 0);
+  ASSERT_EQ(out.size(), 10u) << "no frame takes part: nothing is held";
+  for (uint32_t i = 0; i < 10; ++i) EXPECT_EQ(test::frame_seq(out[i]), i);
+
+  c.reorder_pct = 25;
+  c.seed = 3;
+  FaultStage some = make_stage(c);
+  uint64_t passed_at_once = 0, late = 0;
+  std::vector<uint32_t> seqs;
+  for (uint32_t k = 0; k < 400; ++k) {
+    const uint64_t now = 1000 * uint64_t{k};
+    push_frames(some, k, 1, now);
+    // A frame that takes part waits in the window (until it fills or its hold time passes).
+    for (auto& f : pop_all(some, now)) {
+      seqs.push_back(test::frame_seq(f));
+      passed_at_once += seqs.back() == k;
+      late += seqs.back() != k;
+    }
+  }
+  for (auto& f : pop_all(some, 1000 * 400 + FaultStage::kWindowHoldUs)) {
+    seqs.push_back(test::frame_seq(f));
+    ++late;
+  }
+  ASSERT_EQ(seqs.size(), 400u);
+  std::vector<uint32_t> sorted = seqs;
+  std::sort(sorted.begin(), sorted.end());
+  for (uint32_t i = 0; i < 400; ++i) ASSERT_EQ(sorted[i], i) << "a frame lost or doubled";
+  // About a quarter arrive after a later frame; the rest at once.
+  EXPECT_GT(late, 60u);
+  EXPECT_LT(late, 140u);
+  EXPECT_EQ(passed_at_once + late, 400u);
+}
+
 TEST(FaultStage, APartialWindowIsReleasedAfterItsHoldTime) {
   PoolLeakCheck leaks;
   config::FaultConfig c;
