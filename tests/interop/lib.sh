@@ -18,6 +18,7 @@
 #   iop_cm_sources CASE ATTR / iop_hw CONSOLE TAG COUNTER   read results
 #   iop_capture_dropped CASE  true if the kernel dropped frames of that capture
 #   iop_bridge_loss PCT|off  drop PCT % of the RoCEv2 frames the bridge forwards (nftables)
+#   iop_bridge_impair DROP CORRUPT DUP PORT_A PORT_B | off   the same with corruption, duplicates
 #   iop_stop PID             TERM, then KILL after 5 s
 #   iop_fail MESSAGE         print, mark the test failed (it goes on, so every case reports)
 #
@@ -192,20 +193,66 @@ iop_check_captures() {
 # Drops PCT % of the RoCEv2 (UDP 4791) frames the rig's bridge forwards, both directions
 # (nftables, bridge family, forward hook, numgen random); `iop_bridge_loss off` removes it.
 iop_bridge_loss() {
+  if [ "$1" = off ]; then iop_bridge_impair off; else iop_bridge_impair "$1" 0 0; fi
+}
+# The bridge impairs the RoCEv2 frames it forwards (nftables, numgen random): DROP % dropped, then
+# CORRUPT % with one byte changed (half in the BTH's PSN, which every packet has, half 40 bytes
+# into the BTH, in the payload of data packets), and with PORT_A and PORT_B (bridge ports) DUP %
+# of the frames that enter either port also sent out of the other one a second time (a netdev
+# ingress `dup`, which bypasses the bridge and its capture). `off` removes it all. Named counters:
+# dropped, corrupted, duplicated (iop_bridge_count).
+iop_bridge_impair() {
   ip netns exec rig nft delete table bridge rocedp_loss 2>/dev/null
+  ip netns exec rig nft delete table netdev rocedp_dup 2>/dev/null
   [ "$1" = off ] && return 0
   iop_bridge_loss_on=1
-  ip netns exec rig nft -f - <<EOF
+  local per_mille_drop per_mille_half_corrupt per_mille_dup
+  per_mille_drop=$(awk "BEGIN{print int($1 * 10)}")
+  per_mille_half_corrupt=$(awk "BEGIN{print int($2 * 5)}")
+  # nft cannot XOR a field with a constant: the byte is set to 0xa5, or to 0x5a where it was 0xa5.
+  ip netns exec rig nft -f - <<EOF || return 1
 table bridge rocedp_loss {
+  counter dropped {}
+  counter corrupted {}
   chain forward {
     type filter hook forward priority 0; policy accept;
-    udp dport 4791 numgen random mod 1000 < $(awk "BEGIN{print int($1 * 10)}") counter drop
+    udp dport 4791 numgen random mod 1000 < $per_mille_drop counter name dropped drop
+    udp dport 4791 numgen random mod 1000 < $per_mille_half_corrupt meta mark set 0x52440001
+    udp dport 4791 numgen random mod 1000 < $per_mille_half_corrupt meta mark set 0x52440002
+    meta mark 0x52440001 @ih,88,8 0xa5 @ih,88,8 set 0x5a meta mark set 0 counter name corrupted
+    meta mark 0x52440001 @ih,88,8 set 0xa5 meta mark set 0 counter name corrupted
+    meta mark 0x52440002 @ih,320,8 0xa5 @ih,320,8 set 0x5a meta mark set 0 counter name corrupted
+    meta mark 0x52440002 @ih,320,8 set 0xa5 meta mark set 0 counter name corrupted
+    meta mark 0x52440002 meta mark set 0
+  }
+}
+EOF
+  [ "$3" = 0 ] && return 0
+  per_mille_dup=$(awk "BEGIN{print int($3 * 10)}")
+  ip netns exec rig nft -f - <<EOF
+table netdev rocedp_dup {
+  counter duplicated {}
+  chain from_a {
+    type filter hook ingress device "$4" priority 0; policy accept;
+    udp dport 4791 numgen random mod 1000 < $per_mille_dup counter name duplicated dup to "$5"
+  }
+  chain from_b {
+    type filter hook ingress device "$5" priority 0; policy accept;
+    udp dport 4791 numgen random mod 1000 < $per_mille_dup counter name duplicated dup to "$4"
   }
 }
 EOF
 }
+# Packets counted by the impairment's counter NAME (dropped, corrupted, duplicated); 0 if none.
+iop_bridge_count() {
+  local family=bridge table=rocedp_loss n
+  [ "$1" = duplicated ] && family=netdev table=rocedp_dup
+  n=$(ip netns exec rig nft list counter "$family" "$table" "$1" 2>/dev/null |
+    sed -n 's/.*packets \([0-9]*\).*/\1/p' | head -1)
+  echo "${n:-0}"
+}
 iop_bridge_loss_dropped() {
-  ip netns exec rig nft list table bridge rocedp_loss 2>/dev/null | sed -n 's/.*counter packets \([0-9]*\).*/\1/p'
+  iop_bridge_count dropped
 }
 
 # Sources (IPv4) of the CM messages with attribute ATTR (0x0015 DREQ, 0x0016 DREP, ...) in a case's

@@ -13,6 +13,12 @@
 #                  from rocedp's saved result, not added twice
 #   rocedp-atomics rocedp-perf --perftest atomic bw -A CMP_AND_SWAP client -> ib_atomic_bw server:
 #                  rocedp retransmits its atomics
+# `loss.sh chaos` runs the same cases through more than loss (interop_chaos): the bridge drops
+# 2%, corrupts 1% (one byte, in the BTH or the payload) and sends 2% twice, both ways; rocedp's
+# port reorders 5% of its frames both ways (its fault stage: picked frames wait in a window of 4
+# for up to 100 us while the others pass; these kernels have no sch_netem). Besides the checks
+# below, rocedp must count frames dropped for a bad ICRC, duplicates and reordered frames, and the
+# bridge must have corrupted and duplicated some (rocedp-perf --counters, nft counters).
 # Every run must complete on both sides; where the bytes land in rocedp (linux-writes,
 # rocedp-reads) the region must equal, byte for byte, the messages Linux put on the wire
 # (tests/interop/region_check.py over the bridge capture, which sees frames before netem drops
@@ -21,10 +27,17 @@
 # captures must show retransmissions from the side that should retransmit; and Linux must exhaust
 # no retry budget.
 set -uo pipefail
-IOP_PREFIX=loss-
+mode=${1:-loss}
+case $mode in
+  loss | chaos) ;;
+  *) echo "usage: $0 [loss|chaos]" >&2; exit 2 ;;
+esac
+IOP_PREFIX=$mode-
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-iop_init loss
+iop_init "$mode"
 guest=198.18.0.35 rocedp=198.18.0.45 bridge=198.18.0.1 loss=${IOP_LOSS_PCT:-2}
+corrupt=0 dup=0 reorder=0
+[ "$mode" = chaos ] && corrupt=${IOP_CORRUPT_PCT:-1} dup=${IOP_DUP_PCT:-2} reorder=${IOP_REORDER_PCT:-5}
 iters=40 size=65536 atomics=400
 cases=(linux-writes rocedp-writes rocedp-reads linux-atomics rocedp-atomics)
 
@@ -44,9 +57,25 @@ iop_net 1500 dpdkls
 IOP_GUEST_TIMEOUT=400 iop_guest lsg "$guest" 1500 "$IOP_WORK/guest.sh"
 gpid=$IOP_LAST_PID
 glog=$IOP_WORK/lsg.console
-iop_bridge_loss "$loss" || iop_fail "no loss rule on the bridge"
+# The guest's tap (rig-lsg) comes with the guest: the duplicates' rule hooks on it.
+for _ in $(seq 100); do ip netns exec rig ip link show rig-lsg >/dev/null 2>&1 && break; sleep 0.1; done
+iop_bridge_impair "$loss" "$corrupt" "$dup" rig-lsg dpdkls-br || iop_fail "no impairment rules on the bridge"
 
 ep=(--port-devargs "$(iop_devargs 0 dpdkls 1500)" --ip "$rocedp/24" --file-prefix "rdp-iop-ls-$$" --memory-mb 256 --timeout 150)
+if [ "$mode" = chaos ]; then
+  # The endpoint from a configuration, for its port's fault stage (reordering).
+  cat >"$IOP_WORK/rocedp.yaml" <<EOF
+eal: {memory_mb: 256, file_prefix: rdp-iop-ls-$$, extra_args: ["--no-pci"]}
+ports:
+  - name: perf0
+    devargs: "$(iop_devargs 0 dpdkls 1500)"
+    address: $rocedp/24
+    fault: {direction: both, reorder_window: 4, reorder_pct: $reorder, seed: $$}
+dataplane: {mbuf_count: 16383}
+EOF
+  ep=(--config "$IOP_WORK/rocedp.yaml" --counters --timeout 150)
+fi
+artifact() { echo "$IOP_ARTIFACTS/interop-$IOP_PREFIX$1"; }
 for c in "${cases[@]}"; do
   sz=$size
   case $c in
@@ -59,20 +88,38 @@ for c in "${cases[@]}"; do
   n=$iters; [ $sz = 8 ] && n=$atomics
   iop_capture_start "$c" "host $guest and host $rocedp"
   ip netns exec rig "$IOP_BIN/rocedp-perf" --perftest "${ep[@]}" "${args[@]}" -s "$sz" -n "$n" -F \
-    >"$IOP_ARTIFACTS/interop-loss-$c.log" 2>&1
+    >"$(artifact "$c").log" 2>&1
   rc=$?
   iop_capture_stop "$c"
-  [ $rc = 0 ] || iop_fail "$c: rocedp-perf exit $rc ($(tail -1 "$IOP_ARTIFACTS/interop-loss-$c.log"))"
-  echo "$c: $(grep -E "^ $sz +[0-9]" "$IOP_ARTIFACTS/interop-loss-$c.log" | head -1)"
+  [ $rc = 0 ] || iop_fail "$c: rocedp-perf exit $rc ($(tail -1 "$(artifact "$c").log"))"
+  echo "$c: $(grep -E "^ $sz +[0-9]" "$(artifact "$c").log" | head -1)"
 done
 wait "$gpid"
-dropped=$(iop_bridge_loss_dropped)
-iop_bridge_loss off
-echo "the bridge dropped $dropped RoCEv2 frames"
-[ "${dropped:-0}" -gt 0 ] || iop_fail "the loss rule dropped nothing"
+dropped=$(iop_bridge_count dropped) corrupted=$(iop_bridge_count corrupted) duplicated=$(iop_bridge_count duplicated)
+iop_bridge_impair off
+echo "the bridge dropped $dropped RoCEv2 frames, corrupted $corrupted, sent $duplicated twice"
+[ "$dropped" -gt 0 ] || iop_fail "the loss rule dropped nothing"
+if [ "$mode" = chaos ]; then
+  [ "$corrupted" -gt 0 ] || iop_fail "the bridge corrupted nothing"
+  [ "$duplicated" -gt 0 ] || iop_fail "the bridge duplicated nothing"
+  # rocedp's side, summed over the cases (its --counters lines): what it refused and why.
+  sum() {
+    local c t=0 v
+    for c in "${cases[@]}"; do
+      v=$(sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" "$(artifact "$c").log" | tail -1)
+      t=$((t + ${v:-0}))
+    done
+    echo $t
+  }
+  bad_icrc=$(sum bad_icrc) duplicates=$(sum rx_duplicate) reordered=$(sum fault_reordered)
+  echo "rocedp dropped $bad_icrc frames for a bad ICRC, saw $duplicates duplicate requests, reordered $reordered frames"
+  [ "$bad_icrc" -gt 0 ] || iop_fail "rocedp dropped no frame for a bad ICRC"
+  [ "$duplicates" -gt 0 ] || iop_fail "rocedp counted no duplicate request"
+  [ "$reordered" -gt 0 ] || iop_fail "rocedp's port reordered nothing"
+fi
 iop_check_captures
 
-pcap() { echo "$IOP_ARTIFACTS/interop-loss-$1.pcap"; }
+pcap() { echo "$(artifact "$1").pcap"; }
 # Packets a side sent more than once (the same opcode and PSN again): requests and READ responses
 # (opcodes 0-16), atomic requests (19, 20); not ACKs.
 resent() {
@@ -98,7 +145,7 @@ done
   "$IOP_WORK/linux-writes.bin" || iop_fail "linux-writes: rocedp's region differs from what Linux sent"
 /usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/region_check.py" "$(pcap rocedp-reads)" "$guest" read \
   "$IOP_WORK/rocedp-reads.bin" || iop_fail "rocedp-reads: rocedp's buffer differs from what Linux sent"
-base=$(iop_local_vaddr "$IOP_ARTIFACTS/interop-loss-linux-atomics.log")
+base=$(iop_local_vaddr "$(artifact linux-atomics).log")
 /usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/atomic_check.py" "$(pcap linux-atomics)" "$guest" \
   "$IOP_WORK/linux-atomics.bin" "$base" || iop_fail "linux-atomics: the atomics or rocedp's region differ from the replay"
 /usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/atomic_check.py" "$(pcap rocedp-atomics)" "$rocedp" ||
@@ -108,4 +155,8 @@ for k in retry_exceeded_err retry_rnr_exceeded_err; do
   [ "$v" = 0 ] || iop_fail "guest hw_counters: $k = ${v:-missing}"
 done
 tr -d '\r' <"$glog" | awk '$1 == "HWC" && $3 != 0 {print "Linux " $2 " = " $3}'
-[ $IOP_FAILED = 0 ] && echo "PASS: interop at $loss% loss both ways"
+if [ "$mode" = chaos ]; then
+  [ $IOP_FAILED = 0 ] && echo "PASS: interop at $loss% loss, $corrupt% corruption, $dup% duplicates, $reorder% reordered, both ways"
+else
+  [ $IOP_FAILED = 0 ] && echo "PASS: interop at $loss% loss both ways"
+fi
