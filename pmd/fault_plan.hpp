@@ -35,7 +35,7 @@ struct FaultDecision {
   bool drop = false;
   bool duplicate = false;
   bool corrupt = false;
-  bool reorder = false;  // with a reorder window: the frame takes part in its shuffle
+  bool reorder = false;         // with a reorder window: the frame takes part in its shuffle
   uint32_t corrupt_offset = 0;  // byte index in the frame, >= kEthernetHeaderLen
   uint8_t corrupt_mask = 0;     // XORed into that byte; never 0, so the byte always changes
 };

@@ -6,6 +6,7 @@
 //   --listen / --connect  through the IB CM, also against rocedpd's services     cm_mode.cpp
 //   --perftest            one end of a Linux perftest 4.5 pair                   perftest_mode.cpp
 //   --rping               one end of a Linux rping pair                          rping_mode.cpp
+//   --rc-pingpong         one end of a Linux ibv_rc_pingpong pair rc_pingpong_mode.cpp
 // Exit status: 0 success, 1 failure (a completion error, a verify mismatch, lost frames),
 // 2 usage, 3 time limit (--timeout) reached.
 
@@ -14,6 +15,7 @@
 #include "apps/perf/native_mode.hpp"
 #include "apps/perf/options.hpp"
 #include "apps/perf/perftest_mode.hpp"
+#include "apps/perf/rc_pingpong_mode.hpp"
 #include "apps/perf/rping_mode.hpp"
 #include "apps/perf/verify.hpp"
 #include "rocedp/runtime.hpp"
@@ -42,6 +44,12 @@ int main(int argc, char** argv) {
     if (const int status = parse_rping_options(argc, argv, &o); status >= 0) return status;
     set_log_level(o.endpoint.log_level);
     return run_rping(o);
+  }
+  if (wants_rc_pingpong(argc, argv)) {
+    RcPingpongOptions o;
+    if (const int status = parse_rc_pingpong_options(argc, argv, &o); status >= 0) return status;
+    set_log_level(o.endpoint.log_level);
+    return run_rc_pingpong(o);
   }
   Options o;
   if (const int status = parse_options(argc, argv, &o); status >= 0) return status;

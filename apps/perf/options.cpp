@@ -136,6 +136,12 @@ bool wants_rping(int argc, char** argv) {
   return false;
 }
 
+bool wants_rc_pingpong(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--rc-pingpong") == 0) return true;
+  return false;
+}
+
 int parse_options(int argc, char** argv, Options* out) {
   Options& o = *out;
   CLI::App app{
@@ -388,6 +394,59 @@ int parse_rping_options(int argc, char** argv, RpingOptions* out) {
   if (o.size < 25 || o.size > 65535) return bad(me, "-S must be 25 .. 65535 bytes");
   if (o.endpoint.file_prefix.empty())
     o.endpoint.file_prefix = "rocedp-rping-" + std::to_string(getpid());
+  return -1;
+}
+
+int parse_rc_pingpong_options(int argc, char** argv, RcPingpongOptions* out) {
+  RcPingpongOptions& o = *out;
+  CLI::App app{
+      "rocedp-perf --rc-pingpong: one end of a Linux ibv_rc_pingpong pair (libibverbs' example):\n"
+      "SEND ping-pong on one RC QP, connected through its TCP exchange of LID:QPN:PSN:GID.\n"
+      "  rocedp-perf --rc-pingpong [HOST] [endpoint] [-p PORT] [-s SIZE] [-m MTU] [-r RX_DEPTH] "
+      "[-n ITERS]\n"
+      "  without HOST: the server; with HOST: the client\n"
+      "Exit status: 0 success, 1 failure, 2 usage, 3 time limit (--timeout) reached.",
+      "rocedp-perf --rc-pingpong"};
+  prepare(app);
+  std::vector<std::string> words;
+  std::string ignored;
+  bool ignored_flag = false;
+  const std::string p = "ibv_rc_pingpong", r = "rocedp";
+  app.add_flag("--rc-pingpong", ignored_flag, "this grammar")->group(p);
+  app.add_option("host", words, "HOST: the server's address (the client)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("-p,--port", o.port, "TCP port of the exchange (18515)")->group(p);
+  app.add_option("-s,--size", o.size, "message size (4096)")->group(p);
+  // -m only: --mtu is the endpoint's port MTU.
+  app.add_option("-m", o.mtu, "path MTU: 256, 512, 1024, 2048 or 4096 (1024)")->group(p);
+  app.add_option("-r,--rx-depth", o.rx_depth, "receives posted at a time (500)")->group(p);
+  app.add_option("-n,--iters", o.iters, "messages each way (1000)")->group(p);
+  app.add_flag("-e,--events", ignored_flag, "accepted, not needed (rocedp polls)")->group(p);
+  for (const char* name : {"-d,--ib-dev", "-i,--ib-port", "-l,--sl", "-g,--gid-idx"})
+    app.add_option(name, ignored, "accepted, not needed")->group(p);
+  app.add_flag("--verify", o.verify,
+               "check that every message received is SIZE bytes of 0x7b (what ibv_rc_pingpong "
+               "sends)")
+      ->group(r);
+  app.add_option("--timeout", o.timeout_s, "whole run, SECONDS (default 60)")->group(r);
+  add_endpoint_options(app, &o.endpoint, false);
+  if (const int status = parse_words(app, argc, argv); status >= 0) return status;
+  const char* me = "rocedp-perf --rc-pingpong";
+  if (words.size() > 1) return bad(me, "one HOST at most, got '" + words[1] + "'");
+  if (!words.empty()) {
+    if (!parse_ipv4(words[0]))
+      return bad(me, "HOST must be an IPv4 address, got '" + words[0] + "'");
+    o.host = words[0];
+  }
+  if (!endpoint_complete(o.endpoint))
+    return bad(me, "the endpoint needs --config FILE, or --port-devargs and --ip");
+  if (o.mtu != 256 && o.mtu != 512 && o.mtu != 1024 && o.mtu != 2048 && o.mtu != 4096)
+    return bad(me, "-m must be 256, 512, 1024, 2048 or 4096");
+  if (o.size == 0 || o.size > (1u << 24)) return bad(me, "-s must be 1 .. 16777216 bytes");
+  if (o.rx_depth < 2) return bad(me, "-r must be at least 2");
+  if (o.iters == 0) return bad(me, "-n must be at least 1");
+  if (o.endpoint.file_prefix.empty())
+    o.endpoint.file_prefix = "rocedp-rc-pingpong-" + std::to_string(getpid());
   return -1;
 }
 

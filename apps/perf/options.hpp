@@ -109,13 +109,28 @@ struct RpingOptions {
   EndpointOptions endpoint;
 };
 
+struct RcPingpongOptions {
+  std::string host;         ///< the server's address (the client); empty: the server
+  uint16_t port = 18515;    ///< -p: the TCP exchange
+  uint32_t size = 4096;     ///< -s: message size
+  uint32_t mtu = 1024;      ///< -m: path MTU (at most what the port carries)
+  uint32_t rx_depth = 500;  ///< -r: receives posted at a time
+  uint32_t iters = 1000;    ///< -n: messages each way
+  bool verify = false;      ///< rocedp: every message received is SIZE bytes of 0x7b
+  uint32_t timeout_s = 60;
+  EndpointOptions endpoint;
+};
+
 /// Whether argv asks for the --perftest grammar.
 bool wants_perftest(int argc, char** argv);
 /// Whether argv asks for the --rping grammar.
 bool wants_rping(int argc, char** argv);
+/// Whether argv asks for the --rc-pingpong grammar.
+bool wants_rc_pingpong(int argc, char** argv);
 /// -1: parsed, run; otherwise the exit status (help or version printed: 0; an error: 2).
 int parse_options(int argc, char** argv, Options* out);
 int parse_perftest_options(int argc, char** argv, PerftestOptions* out);
 int parse_rping_options(int argc, char** argv, RpingOptions* out);
+int parse_rc_pingpong_options(int argc, char** argv, RcPingpongOptions* out);
 
 }  // namespace rocedp::perf

@@ -95,6 +95,47 @@ bool decode_key_text(const uint8_t* in, size_t len, PerftestKey* k) {
   return true;
 }
 
+void encode_pingpong_text(const PerftestKey& k, uint8_t out[kPingpongTextSize]) {
+  char text[kPingpongTextSize + 16];
+  int n = std::snprintf(text, sizeof(text), "%04x:%06x:%06x:", k.lid & 0xFFFF, k.qpn & 0xFFFFFF,
+                        k.psn & 0xFFFFFF);
+  for (const auto byte : k.gid)
+    n += std::snprintf(text + n, sizeof(text) - static_cast<size_t>(n), "%02x", byte);
+  std::memset(out, 0, kPingpongTextSize);
+  std::memcpy(out, text, std::min<size_t>(static_cast<size_t>(n), kPingpongTextSize - 1));
+}
+
+bool decode_pingpong_text(const uint8_t* in, size_t len, PerftestKey* k) {
+  auto hex = [](uint8_t c) {
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+  };
+  size_t pos = 0;
+  uint32_t f[3] = {};
+  for (uint32_t& field : f) {
+    size_t digits = 0;
+    for (; pos < len && in[pos] != ':'; ++pos) {
+      const int d = hex(in[pos]);
+      if (d < 0 || ++digits > 8) return false;
+      field = field << 4 | static_cast<uint32_t>(d);
+    }
+    if (pos >= len || digits == 0) return false;
+    ++pos;  // the colon
+  }
+  if (len - pos < 32 || (len - pos > 32 && in[pos + 32] != 0)) return false;
+  for (size_t i = 0; i < 16; ++i) {
+    const int hi = hex(in[pos + 2 * i]), lo = hex(in[pos + 2 * i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    k->gid[i] = static_cast<uint8_t>(hi << 4 | lo);
+  }
+  k->lid = f[0];
+  k->qpn = f[1];
+  k->psn = f[2];
+  return true;
+}
+
 void encode_key_struct(const PerftestKey& k, uint8_t out[kKeyStructSize]) {
   std::memset(out, 0, kKeyStructSize);
   put_be32(out + 0, k.lid);

@@ -59,6 +59,14 @@ struct PerftestKey {
 void encode_key_text(const PerftestKey& k, uint8_t out[kKeyTextSize]);
 /// false if the text is not a GID key (fields missing or not hex).
 bool decode_key_text(const uint8_t* in, size_t len, PerftestKey* k);
+/// libibverbs' ibv_rc_pingpong (rdma-core 44) exchanges a shorter text over its TCP socket:
+/// "%04x:%06x:%06x:" (LID, QPN, PSN) and the GID's 16 bytes as 32 hex digits in memory order,
+/// with a NUL: kPingpongTextSize bytes. Only lid, qpn, psn and gid of the key are carried.
+constexpr size_t kPingpongTextSize = 52;
+void encode_pingpong_text(const PerftestKey& k, uint8_t out[kPingpongTextSize]);
+/// false if it is not that text (fields missing, not hex, a GID of other than 32 digits).
+bool decode_pingpong_text(const uint8_t* in, size_t len, PerftestKey* k);
+
 /// The rdma_cm form: exactly kKeyStructSize bytes.
 void encode_key_struct(const PerftestKey& k, uint8_t out[kKeyStructSize]);
 bool decode_key_struct(const uint8_t* in, size_t len, PerftestKey* k);

@@ -12,6 +12,9 @@
 # each answer the word's value before it); as the server rocedp also dumps its region, which must
 # end as the capture's replay. Several QPs: write bw with 4 QPs ("q4": 4 data connections with -R),
 # and send bw with 4 QPs receiving through one shared receive queue (--use-srq on both ends, "srq4").
+# And libibverbs' ibv_rc_pingpong ("pingpong": its own TCP exchange, 20 SEND ping-pongs of 4 KiB)
+# against rocedp-perf --rc-pingpong --verify, both roles: every message checked, a SEND LAST per
+# message each way in the capture.
 # Each case's traffic is captured on the bridge (build/test-artifacts/interop-perftest-CASE.pcap)
 # and must pass roce-check; each side must exit 0 and print perftest's result row (a bandwidth
 # row with an average above 0); the guest's rxe hw_counters must show no sequence error and no
@@ -30,6 +33,7 @@ guest=198.18.0.33 rocedp=198.18.0.41
 bridge=198.18.0.1  # the bridge's kernel address: perftest's TCP exchange reaches rocedp-perf there
 iters_bw=10 iters_lat=5 size=65536 small=64
 iters_atomic_bw=300 iters_atomic_lat=20  # bw: several rounds of perftest's 64 words, a window deep
+iters_pingpong=20
 
 cases=()
 for ex in tcp rdmacm; do
@@ -55,6 +59,12 @@ for c in tcp-atomic_bw tcp-atomic_lat tcp-cswap_bw rdmacm-atomic_bw tcpq4-write_
     grep -Eq "$FILTER" <<<"$c-rocedp_$role-$sz" && cases+=("$c-rocedp_$role-$sz")
   done
 done
+# libibverbs' ibv_rc_pingpong (its own TCP exchange, SEND ping-pong of 4 KiB messages) against
+# rocedp-perf --rc-pingpong --verify.
+for role in server client; do
+  c="tcp-pingpong-rocedp_$role-4096"
+  grep -Eq "$FILTER" <<<"$c" && cases+=("$c")
+done
 [ ${#cases[@]} -gt 0 ] || { echo "no case matches $FILTER" >&2; exit 2; }
 
 # A case's test: the Linux tool (ib_OP_KIND) and its extra options; size 8 is an atomic case.
@@ -70,6 +80,11 @@ qp_options() { case $1 in *srq4) echo "-q 4 --use-srq" ;; *q4) echo "-q 4" ;; es
   echo '  i=$((i+1)); [ $i -ge 120 ] && break; sleep 0.5; done; echo "PTCASE $name rc=$rc"; }'
   for c in "${cases[@]}"; do
     IFS=- read -r ex test role sz <<<"$c"
+    if [ "$test" = pingpong ]; then
+      host=""; [ "$role" = rocedp_server ] && host=$bridge
+      echo "run $c ibv_rc_pingpong -d rxe0 -g \$GID -n $iters_pingpong -s $sz $host"
+      continue
+    fi
     op=${test%_*} kind=${test#*_}
     n=$iters_bw; [ "$kind" = lat ] && n=$iters_lat
     opts="-d rxe0 -n $n -s $sz -F $(qp_options "$ex")" tool=ib_${op}_$kind ex=$(exchange_of "$ex")
@@ -98,6 +113,30 @@ ep=(--port-devargs "$(iop_devargs 0 dpdkpt 1500)" --ip "$rocedp/24" --file-prefi
 for c in "${cases[@]}"; do
   kill -0 "$gpid" 2>/dev/null || { iop_fail "the guest is gone: $(tail -3 "$IOP_WORK/ptg.peer.log")"; break; }
   IFS=- read -r ex test role sz <<<"$c"
+  if [ "$test" = pingpong ]; then
+    log=$IOP_ARTIFACTS/interop-perftest-$c.log
+    args=(-n "$iters_pingpong" -s "$sz" --verify)
+    [ "$role" = rocedp_client ] && args=("$guest" "${args[@]}")
+    iop_capture_start "$c" "host $guest"
+    ip netns exec rig "$IOP_BIN/rocedp-perf" --rc-pingpong "${ep[@]}" "${args[@]}" >"$log" 2>&1
+    rc=$?
+    iop_capture_stop "$c"
+    row=$(grep -E "^$iters_pingpong iters in " "$log")
+    sends=$(tshark -r "$IOP_ARTIFACTS/interop-perftest-$c.pcap" -d udp.port==4791,infiniband \
+      -Y "infiniband.bth.opcode == 2" -T fields -e ip.src -e infiniband.bth.psn 2>/dev/null | sort -u |
+      awk '{n[$1]++} END {for (a in n) printf "%s:%s ", a, n[a]}')
+    if [ $rc != 0 ]; then
+      iop_fail "$c: rocedp-perf exit $rc ($(tail -1 "$log"))"
+    elif [ -z "$row" ] || ! grep -q "verify: $iters_pingpong messages of $sz bytes checked byte for byte" "$log"; then
+      iop_fail "$c: no result row or not every message verified"
+    elif ! grep -q "$guest:$iters_pingpong " <<<"$sends" || ! grep -q "$rocedp:$iters_pingpong " <<<"$sends"; then
+      # A SEND LAST (opcode 2) per message each way: as many distinct PSNs as messages.
+      iop_fail "$c: the capture's SEND LASTs per side are not $iters_pingpong each: $sends"
+    else
+      echo "ok   $c: $row; SEND LASTs per side: $sends"
+    fi
+    continue
+  fi
   op=${test%_*} kind=${test#*_}
   n=$iters_bw; [ "$kind" = lat ] && n=$iters_lat
   # shellcheck disable=SC2207

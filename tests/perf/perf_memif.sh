@@ -2,7 +2,7 @@
 # Two rocedp-perf processes (server and client) over a net_memif link with their own socket file,
 # EAL file prefixes and out-of-band TCP port. Runs the cases of one group and checks each pair's
 # exit status and output. Both processes are stopped by PID and every file removed on any exit.
-#   perf_memif.sh write|read|send|raw
+#   perf_memif.sh write|read|send|raw|pingpong
 set -euo pipefail
 group=${1:?group}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -63,6 +63,31 @@ pair() {
   if [ "$expect" -eq 0 ]; then
     [ "$src" -eq 0 ] || fail "server exit $src: $*"
   fi
+}
+
+# pingpong_pair SERVER_ARGS CLIENT_ARGS: rocedp-perf --rc-pingpong on both ends (ibv_rc_pingpong's
+# TCP exchange on loopback, the SENDs over memif); sets crc and src to the two exit statuses.
+pingpong_pair() {
+  local sargs=$1 cargs=$2
+  n=$((n + 1))
+  local sock=$work/memif$n.sock port=$(( 20000 + ($$ * 7 + n) % 30000 ))
+  local common="--timeout 40 --memory-mb 256 -p $port"
+  # shellcheck disable=SC2086
+  "$bin" --rc-pingpong --port-devargs "net_memif0,role=server,socket=$sock,socket-abstract=no" \
+    --ip 198.18.9.1/24 --mac 02:00:00:00:09:01 --lcore 0 --file-prefix rdp-perf-$$-s$n $common $sargs \
+    > "$work/server$n.log" 2>&1 &
+  server_pid=$!
+  # shellcheck disable=SC2086
+  "$bin" --rc-pingpong 127.0.0.1 --port-devargs "net_memif0,role=client,socket=$sock,socket-abstract=no" \
+    --ip 198.18.9.2/24 --mac 02:00:00:00:09:02 --lcore 1 --file-prefix rdp-perf-$$-c$n $common $cargs \
+    > "$work/client$n.log" 2>&1 &
+  client_pid=$!
+  crc=0 src=0
+  wait "$client_pid" || crc=$?
+  client_pid=
+  wait "$server_pid" || src=$?
+  server_pid=
+  echo "case $n: --rc-pingpong server $sargs -> $src, client $cargs -> $crc"
 }
 
 # The row of the client's table: size and iteration count as asked.
@@ -142,6 +167,23 @@ case $group in
     # The check must be able to fail: the client fills its messages with another pattern.
     pair 1 "" write bw -s 1000 -n 50 --verify-seed 7
     grep -q "bytes differ on the server" "$work/client$n.log" || fail "mismatch not reported"
+    ;;
+  pingpong)
+    # ibv_rc_pingpong's exchange and loop on both ends: multi-packet and one-packet messages.
+    for size in 4096 64; do
+      pingpong_pair "-n 300 -s $size --verify" "-n 300 -s $size --verify"
+      [ "$src" = 0 ] && [ "$crc" = 0 ] || fail "rc-pingpong -s $size: server $src, client $crc"
+      for side in server client; do
+        grep -q "^300 iters in " "$work/$side$n.log" || fail "no result line ($side, -s $size)"
+        grep -q "verify: 300 messages of $size bytes checked byte for byte" "$work/$side$n.log" ||
+          fail "not every message verified ($side, -s $size)"
+      done
+    done
+    # Messages of the wrong size are a failure that names the message.
+    pingpong_pair "-n 10 -s 8192 --verify" "-n 10 -s 4096 --timeout 6"  # the client waits in vain
+    [ "$src" = 1 ] || fail "the server verified 4096-byte messages as 8192: exit $src"
+    grep -q "message 1 of 4096 bytes, wanted 8192 bytes of 0x7b" "$work/server$n.log" ||
+      fail "the mismatch was not reported"
     ;;
   *) fail "unknown group $group" ;;
 esac

@@ -256,6 +256,51 @@ TEST(PerfOptions, RpingGrammarAsRpingsOwnFlags) {
   EXPECT_EQ(parse_rping({"--rping", "--help"}, &b), 0);
 }
 
+int parse_rc_pingpong(std::vector<std::string> words, RcPingpongOptions* o) {
+  Argv a(std::move(words));
+  return parse_rc_pingpong_options(a.argc(), a.argv(), o);
+}
+
+TEST(PerfOptions, RcPingpongGrammarAsTheExamplesOwnFlags) {
+  Argv probe({"--rc-pingpong", "198.18.0.35"});
+  EXPECT_TRUE(wants_rc_pingpong(probe.argc(), probe.argv()));
+  EXPECT_FALSE(wants_rping(probe.argc(), probe.argv()));
+  EXPECT_FALSE(wants_perftest(probe.argc(), probe.argv()));
+  RcPingpongOptions c;
+  ASSERT_EQ(parse_rc_pingpong(
+                with_endpoint({"--rc-pingpong", "-d", "rxe0", "-g", "1", "-n", "10", "-s", "3000",
+                               "-m", "512", "-r", "20", "-p", "9000", "198.18.0.35", "--verify"}),
+                &c),
+            -1);
+  EXPECT_EQ(c.host, "198.18.0.35");
+  EXPECT_EQ(c.iters, 10u);
+  EXPECT_EQ(c.size, 3000u);
+  EXPECT_EQ(c.mtu, 512u);
+  EXPECT_EQ(c.rx_depth, 20u);
+  EXPECT_EQ(c.port, 9000);
+  EXPECT_TRUE(c.verify);
+  RcPingpongOptions s;
+  ASSERT_EQ(parse_rc_pingpong(with_endpoint({"--rc-pingpong", "-e"}), &s), -1);
+  EXPECT_TRUE(s.host.empty());  // the server
+  // The example's defaults.
+  EXPECT_EQ(s.port, 18515);
+  EXPECT_EQ(s.size, 4096u);
+  EXPECT_EQ(s.mtu, 1024u);
+  EXPECT_EQ(s.rx_depth, 500u);
+  EXPECT_EQ(s.iters, 1000u);
+  RcPingpongOptions b;
+  EXPECT_EQ(parse_rc_pingpong(with_endpoint({"--rc-pingpong", "host"}), &b), 2);
+  EXPECT_EQ(parse_rc_pingpong(with_endpoint({"--rc-pingpong", "1.2.3.4", "5.6.7.8"}), &b), 2);
+  EXPECT_EQ(parse_rc_pingpong(with_endpoint({"--rc-pingpong", "-m", "1500"}), &b), 2);
+  EXPECT_EQ(parse_rc_pingpong(with_endpoint({"--rc-pingpong", "-s", "0"}), &b), 2);
+  EXPECT_EQ(parse_rc_pingpong(with_endpoint({"--rc-pingpong", "-r", "1"}), &b), 2);
+  EXPECT_EQ(parse_rc_pingpong(with_endpoint({"--rc-pingpong", "-n", "0"}), &b), 2);
+  EXPECT_EQ(parse_rc_pingpong(with_endpoint({"--rc-pingpong", "-o"}), &b), 2);  // no ODP
+  RcPingpongOptions fresh;
+  EXPECT_EQ(parse_rc_pingpong({"--rc-pingpong"}, &fresh), 2);  // no endpoint
+  EXPECT_EQ(parse_rc_pingpong({"--rc-pingpong", "--help"}, &b), 0);
+}
+
 TEST(PerfOptions, PerftestAtomicsMoveEightBytesOfTheNamedType) {
   PerftestOptions f;
   ASSERT_EQ(parse_perftest(with_endpoint({"--perftest", "atomic", "bw", "-s", "4096"}), &f), -1);
