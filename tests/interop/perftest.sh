@@ -115,7 +115,7 @@ for c in "${cases[@]}"; do
   IFS=- read -r ex test role sz <<<"$c"
   if [ "$test" = pingpong ]; then
     log=$IOP_ARTIFACTS/interop-perftest-$c.log
-    args=(-n "$iters_pingpong" -s "$sz" --verify)
+    args=(-n "$iters_pingpong" -s "$sz" --verify --counters)
     [ "$role" = rocedp_client ] && args=("$guest" "${args[@]}")
     iop_capture_start "$c" "host $guest"
     ip netns exec rig "$IOP_BIN/rocedp-perf" --rc-pingpong "${ep[@]}" "${args[@]}" >"$log" 2>&1
