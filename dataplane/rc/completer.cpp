@@ -108,6 +108,27 @@ void rtt_sample(QueuePair& qp, RcContext& ctx, uint64_t sample_ns) {
   p.rto_ns = std::max<uint64_t>(kRtoMinNs, uint64_t{p.srtt_ns} + uint64_t{4} * p.rttvar_ns);
 }
 
+// A spurious timeout's ACK came `stall_ns` after the last packet it confirms left, and the
+// probe's own answer came after it, so that ACK was late (a stalled peer), not the answer to
+// the probe (a lost ACK looks the same, but nothing follows it). As Eifel's response (RFC 4015)
+// the estimate takes the delay (the smoothed RTT at least the sample, its variation at least
+// half), so the same stall does not expire the timer again; later samples bring it down as the
+// peer speeds up.
+[[gnu::noinline, gnu::cold]] void learn_stall(QueuePair& qp, RcContext& ctx) {
+  const uint32_t s = std::min<uint32_t>(qp.stall_ns, 1u << 28);
+  qp.stall_ns = 0;
+  auto take = [s](uint32_t& srtt, uint32_t& rttvar) {
+    srtt = std::max(srtt, s);
+    rttvar = std::max(rttvar, s / 2);
+  };
+  take(qp.comp.srtt_ns, qp.comp.rttvar_ns);
+  PathEstimate& p = path_of(qp, ctx);
+  take(p.srtt_ns, p.rttvar_ns);
+  p.rto_ns = std::max<uint64_t>(kRtoMinNs, uint64_t{p.srtt_ns} + uint64_t{4} * p.rttvar_ns);
+  qp.comp.rto_ns = 0;
+  ctx.counters->add(RcCounter::kStallsLearned);
+}
+
 // Additive increase: one PSN per window of PSNs acknowledged.
 void window_on_ack(CompleterState& c, uint32_t acked, uint32_t max_window) {
   if (c.window >= max_window) return;
@@ -132,11 +153,15 @@ void window_on_loss(QueuePair& qp, uint32_t psn) {
 // Progress while a timeout's probe is out: the requester resent only the oldest packet and
 // stopped, so its cursor is just past what the probe's answer can confirm (the probe's PSN, or a
 // READ's last response), or still at the probe if it has not left yet.
-[[gnu::noinline, gnu::cold]] void after_probe(QueuePair& qp, RcContext& ctx, uint32_t new_unacked) {
+[[gnu::noinline, gnu::cold]] void after_probe(QueuePair& qp, RcContext& ctx, uint32_t new_unacked,
+                                              uint64_t now_ns) {
   if (!psn_lt(new_unacked, qp.req.max_psn_sent)) {
     // Everything is confirmed: only ACKs were lost or late, and nothing more is resent.
     qp.comp.probing = false;
     ctx.counters->add(RcCounter::kSpuriousTimeouts);
+    // Late or the probe's answer: the probe's answer, if it comes after this, tells (learn_stall).
+    const uint64_t since = now_ns - qp.comp.rtt_start_ns;
+    qp.stall_ns = static_cast<uint32_t>(std::clamp<uint64_t>(since, 1, UINT32_MAX));
     if (psn_lt(qp.req.cur.psn, new_unacked)) requester_seek_st(qp, new_unacked);
   } else if (psn_gt(new_unacked, qp.req.cur.psn)) {
     // This confirms PSNs past the probe's reach, which only their first transmission carried.
@@ -176,11 +201,12 @@ void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_n
     // proved too short for a queue that grew is not reused at once).
     qp.comp.rtt_timing = false;
     qp.comp.backoff = 0;
+    qp.stall_ns = 0;  // what a probe's answer would have told is older than this
     rtt_sample(qp, ctx, now_ns - qp.comp.rtt_start_ns);
     qp.comp.rto_ns = 0;
   }
   if (qp.comp.probing) [[unlikely]] {
-    after_probe(qp, ctx, new_unacked);
+    after_probe(qp, ctx, new_unacked, now_ns);
   } else if (psn_lt(qp.req.cur.psn, new_unacked)) {
     // The requester may be resending packets that turned out to have arrived (reordering):
     // skip it forward to the first unconfirmed PSN.
@@ -276,6 +302,9 @@ void handle_aeth(QueuePair& qp, RcContext& ctx, uint32_t psn, uint8_t syndrome, 
   switch (syndrome & wire::kAethTypeMask) {
     case wire::kAethAck:
       ctx.counters->add(RcCounter::kAcksReceived);
+      // An ACK that confirms nothing new after a spurious timeout: the probe's answer.
+      if (qp.stall_ns != 0 && !psn_gt(wire::psn_next(psn), qp.comp.unacked_psn)) [[unlikely]]
+        learn_stall(qp, ctx);
       ack_through(qp, ctx, psn, now_ns);
       return;
     case wire::kAethRnrNak: {
@@ -562,6 +591,10 @@ void completer_timers_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
   requester_go_back_st(qp, ctx, qp.comp.unacked_psn);
   qp.comp.probing = true;
   qp.comp.retried_here = true;
+  // While probing nothing is timed (Karn: the go-back above ended any timing, and only the probe
+  // leaves): rtt_start_ns keeps when the packets the probe stands for last left (after_probe).
+  qp.comp.rtt_start_ns = qp.comp.last_tx_ns;
+  qp.stall_ns = 0;
   restart_timer(qp, ctx, now_ns);
 }
 

@@ -133,6 +133,7 @@ constexpr const WcErrorInfo& wc_error_info(WcError e) {
   X(kRtoProbes, "rto_probes")               /* early (adaptive) timeouts: no retry consumed */     \
   X(kTimeoutWaitUs, "timeout_wait_us")      /* idle time from the last packet sent to a timeout */ \
   X(kSpuriousTimeouts, "spurious_timeouts") /* answered: only ACKs were late or lost */            \
+  X(kStallsLearned, "stalls_learned")       /* late, not lost: the RTT estimate took the delay */  \
   X(kGoBackN, "go_back_n")                  /* retransmission restarts */                          \
   X(kCompletions, "completions")            /* CQEs produced */                                    \
   X(kQpErrors, "qp_errors")                 /* QPs moved to ERROR */
@@ -574,6 +575,10 @@ class alignas(64) QueuePair {
 
  public:
   QpStats stats;  ///< cold: loss-recovery counters (telemetry)
+  /// Cold: after a spurious timeout, how long its ACK took since the last packet it confirms left,
+  /// until the probe's own answer (a repeated ACK) shows that ACK was late, not the answer (0:
+  /// none pending; completer.cpp learn_stall).
+  uint32_t stall_ns = 0;
 
   /// Bytes from the start of the object that the per-packet path reads: lines 0-6 (queue_pair.cpp
   /// checks that the hot fields end within them).

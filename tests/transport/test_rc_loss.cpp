@@ -176,6 +176,57 @@ TEST_F(Loss, LateAcksAfterASpuriousTimeoutCostAProbeEachNotTheWindow) {
   EXPECT_GE(qa->qp->comp.window, window) << "no loss, so no halving";
 }
 
+// The responder stalls once for longer than the timer: its ACK arrives after the timer fired and
+// the probe left, and confirms everything; then the probe's own answer (a repeated ACK) arrives,
+// which shows that ACK was late rather than the answer. The timer takes the stall as its RTT
+// (Eifel's response, RFC 4015), so the same stall again costs no timeout. A lost ACK looks the
+// same up to the answer, which then has nothing after it: it teaches nothing.
+TEST_F(Loss, AStallShownByTheProbesAnswerTeachesTheTimerALostAckDoesNot) {
+  make();
+  warm_up();
+  const uint32_t srtt0 = qa->qp->comp.srtt_ns;
+  // A lost tail ACK: a timeout, whose probe's answer confirms everything, and nothing follows.
+  int dropped = 0;
+  w.drop_if = [&](bool ab, const wire::ParsedPacket& p) {
+    return !ab && is_ack(p) && dropped++ == 0;
+  };
+  write(0, 1024);
+  ASSERT_TRUE(w.run_until([&] { return all_done(); }));
+  w.drop_if = nullptr;
+  EXPECT_EQ(qa->qp->stats.timeouts, 1u);
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kSpuriousTimeouts), 1u);
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kStallsLearned), 0u);
+  EXPECT_LT(qa->qp->comp.srtt_ns, 4 * srtt0 + 10'000) << "a lost ACK is no stall";
+
+  // A stall: the ACKs are held until after the timeout, then all arrive, the probe's answer last.
+  bool stalled = true;
+  w.park_if = [&](bool ab, const wire::ParsedPacket& p) { return stalled && !ab && is_ack(p); };
+  for (int i = 0; i < 4; ++i) write(static_cast<uint32_t>(i) * 1024, 1024);
+  const uint64_t t0 = w.now;
+  ASSERT_TRUE(w.run_until([&] { return qa->qp->stats.timeouts == 2; }));
+  w.settle(5);
+  const uint64_t stall = w.now - t0;
+  ASSERT_GE(w.parked_ba.size(), 2u) << "the ACK and the probe's answer, both held";
+  stalled = false;
+  w.release_parked();
+  ASSERT_TRUE(w.run_until([&] { return all_done(); }));
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kSpuriousTimeouts), 2u);
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kStallsLearned), 1u);
+  EXPECT_GE(qa->qp->comp.srtt_ns, stall / 2) << "the estimate took the stall";
+
+  // The same stall again: no timeout.
+  stalled = true;
+  for (int i = 0; i < 4; ++i) write(static_cast<uint32_t>(4 + i) * 1024, 1024);
+  const uint64_t t1 = w.now;
+  ASSERT_TRUE(w.run_until([&] { return w.now - t1 >= stall; }));
+  stalled = false;
+  w.release_parked();
+  ASSERT_TRUE(w.run_until([&] { return all_done(); }));
+  expect_in_order_success();
+  EXPECT_EQ(std::memcmp(src->ptr(), dst->ptr(), 8 * 1024), 0);
+  EXPECT_EQ(qa->qp->stats.timeouts, 2u) << "the timer waited out the stall it learned";
+}
+
 // A packet in mid-stream and then the responder's one NAK are lost. The responder must not NAK
 // again for the same sequence error (IBTA §9.7.5.1.2, as rxe, hfi1, qib): it drops what follows
 // silently, and the requester's timer recovers in a few RTTs.
