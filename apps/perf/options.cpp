@@ -90,6 +90,15 @@ int bad(const char* who, const std::string& why) {
   return 2;
 }
 
+// What every grammar asks of the endpoint: a configuration, or a port and its address (exit
+// status 2 if not), and an EAL file prefix of its own (default PREFIX-PID). -1 when ready.
+int endpoint_ready(EndpointOptions& e, const char* me, const char* prefix) {
+  if (!endpoint_complete(e))
+    return bad(me, "the endpoint needs --config FILE, or --port-devargs and --ip");
+  if (e.file_prefix.empty()) e.file_prefix = std::string(prefix) + "-" + std::to_string(getpid());
+  return -1;
+}
+
 // CLI11's verdict on a parse error: help and version print and give 0, anything else 2.
 // -1 when the words parsed; otherwise the exit status: 0 after --help or --version, 2 for an
 // error (CLI11 printed it).
@@ -249,8 +258,7 @@ int parse_options(int argc, char** argv, Options* out) {
   // rocedpd's echo service keeps queue_depth (default 64) receives per connection: a deeper
   // window would only collect RNR NAKs.
   if (o.connect && o.test.op == Op::kSend && !tx_depth_set) o.test.tx_depth = 64;
-  if (!endpoint_complete(o.endpoint))
-    return bad(me, "the endpoint needs --config FILE, or --port-devargs and --ip");
+  if (const int status = endpoint_ready(o.endpoint, me, "rocedp-perf"); status >= 0) return status;
   if (!size_set && o.test.kind == Kind::kLat) o.size = 2;
   if (o.test.iters == 0) o.test.iters = o.test.bw() ? 5000 : 1000;
   if (o.test.qps == 0 || o.test.tx_depth == 0 || o.test.cq_mod == 0)
@@ -260,8 +268,6 @@ int parse_options(int argc, char** argv, Options* out) {
     return bad(me, "latency tests use one QP (as perftest)");
   if (o.all_sizes && o.test.verify) return bad(me, "-a and --verify do not combine");
   o.test.size = o.all_sizes ? 0 : o.size;
-  if (o.endpoint.file_prefix.empty())
-    o.endpoint.file_prefix = "rocedp-perf-" + std::to_string(getpid());
   return -1;
 }
 
@@ -327,8 +333,8 @@ int parse_perftest_options(int argc, char** argv, PerftestOptions* out) {
     }
   }
   if (!have_op || !have_kind) return bad(me, "name the test: write|read|send|atomic and bw|lat");
-  if (!endpoint_complete(o.endpoint))
-    return bad(me, "the endpoint needs --config FILE, or --port-devargs and --ip");
+  if (const int status = endpoint_ready(o.endpoint, me, "rocedp-perftest"); status >= 0)
+    return status;
   if (!o.server && !parse_ipv4(o.host))
     return bad(me, "HOST must be an IPv4 address, got " + o.host);
   const bool bw = o.kind == Kind::kBw;
@@ -348,8 +354,6 @@ int parse_perftest_options(int argc, char** argv, PerftestOptions* out) {
   if (o.size == 0 || o.size > (1u << 23)) return bad(me, "-s must be 1 .. 8388608 bytes");
   if (!bw && o.qps != 1) return bad(me, "latency tests use one QP (as perftest)");
   if (o.all_sizes && bw && o.op == Op::kSend) return bad(me, "-a with send bw is not supported");
-  if (o.endpoint.file_prefix.empty())
-    o.endpoint.file_prefix = "rocedp-perftest-" + std::to_string(getpid());
   return -1;
 }
 
@@ -383,8 +387,7 @@ int parse_rping_options(int argc, char** argv, RpingOptions* out) {
   const char* me = "rocedp-perf --rping";
   if (server == client) return bad(me, "name the side: -s (server) or -c (client)");
   o.server = server;
-  if (!endpoint_complete(o.endpoint))
-    return bad(me, "the endpoint needs --config FILE, or --port-devargs and --ip");
+  if (const int status = endpoint_ready(o.endpoint, me, "rocedp-rping"); status >= 0) return status;
   if (client) {
     const auto ip = parse_ipv4(addr);
     if (!ip) return bad(me, "-c needs -a ADDR, an IPv4 address, got '" + addr + "'");
@@ -392,8 +395,6 @@ int parse_rping_options(int argc, char** argv, RpingOptions* out) {
   }
   // rping's own bounds: room for "rdma-ping-%d: " with any count, below its 64 KiB buffer.
   if (o.size < 25 || o.size > 65535) return bad(me, "-S must be 25 .. 65535 bytes");
-  if (o.endpoint.file_prefix.empty())
-    o.endpoint.file_prefix = "rocedp-rping-" + std::to_string(getpid());
   return -1;
 }
 
@@ -438,15 +439,13 @@ int parse_rc_pingpong_options(int argc, char** argv, RcPingpongOptions* out) {
       return bad(me, "HOST must be an IPv4 address, got '" + words[0] + "'");
     o.host = words[0];
   }
-  if (!endpoint_complete(o.endpoint))
-    return bad(me, "the endpoint needs --config FILE, or --port-devargs and --ip");
+  if (const int status = endpoint_ready(o.endpoint, me, "rocedp-rc-pingpong"); status >= 0)
+    return status;
   if (o.mtu != 256 && o.mtu != 512 && o.mtu != 1024 && o.mtu != 2048 && o.mtu != 4096)
     return bad(me, "-m must be 256, 512, 1024, 2048 or 4096");
   if (o.size == 0 || o.size > (1u << 24)) return bad(me, "-s must be 1 .. 16777216 bytes");
   if (o.rx_depth < 2) return bad(me, "-r must be at least 2");
   if (o.iters == 0) return bad(me, "-n must be at least 1");
-  if (o.endpoint.file_prefix.empty())
-    o.endpoint.file_prefix = "rocedp-rc-pingpong-" + std::to_string(getpid());
   return -1;
 }
 
