@@ -108,7 +108,7 @@ void rtt_sample(QueuePair& qp, RcContext& ctx, uint64_t sample_ns) {
   p.rto_ns = std::max<uint64_t>(kRtoMinNs, uint64_t{p.srtt_ns} + uint64_t{4} * p.rttvar_ns);
 }
 
-// A spurious timeout's ACK came `stall_ns` after the last packet it confirms left, and the
+// A spurious timeout's ACK came `qp.stall_ns` after the last packet it confirms left, and the
 // probe's own answer came after it, so that ACK was late (a stalled peer), not the answer to
 // the probe (a lost ACK looks the same, but nothing follows it). As Eifel's response (RFC 4015)
 // the estimate takes the delay (the smoothed RTT at least the sample, its variation at least
@@ -116,7 +116,7 @@ void rtt_sample(QueuePair& qp, RcContext& ctx, uint64_t sample_ns) {
 // peer speeds up.
 [[gnu::noinline, gnu::cold]] void learn_stall(QueuePair& qp, RcContext& ctx) {
   const uint32_t s = std::min<uint32_t>(qp.stall_ns, 1u << 28);
-  qp.stall_ns = 0;
+  qp.comp.stall_pending = false;
   auto take = [s](uint32_t& srtt, uint32_t& rttvar) {
     srtt = std::max(srtt, s);
     rttvar = std::max(rttvar, s / 2);
@@ -161,7 +161,8 @@ void window_on_loss(QueuePair& qp, uint32_t psn) {
     ctx.counters->add(RcCounter::kSpuriousTimeouts);
     // Late or the probe's answer: the probe's answer, if it comes after this, tells (learn_stall).
     const uint64_t since = now_ns - qp.comp.rtt_start_ns;
-    qp.stall_ns = static_cast<uint32_t>(std::clamp<uint64_t>(since, 1, UINT32_MAX));
+    qp.stall_ns = static_cast<uint32_t>(std::min<uint64_t>(since, UINT32_MAX));
+    qp.comp.stall_pending = true;
     if (psn_lt(qp.req.cur.psn, new_unacked)) requester_seek_st(qp, new_unacked);
   } else if (psn_gt(new_unacked, qp.req.cur.psn)) {
     // This confirms PSNs past the probe's reach, which only their first transmission carried.
@@ -201,7 +202,7 @@ void advance(QueuePair& qp, RcContext& ctx, uint32_t new_unacked, uint64_t now_n
     // proved too short for a queue that grew is not reused at once).
     qp.comp.rtt_timing = false;
     qp.comp.backoff = 0;
-    qp.stall_ns = 0;  // what a probe's answer would have told is older than this
+    qp.comp.stall_pending = false;  // what a probe's answer would tell is older than this
     rtt_sample(qp, ctx, now_ns - qp.comp.rtt_start_ns);
     qp.comp.rto_ns = 0;
   }
@@ -303,7 +304,7 @@ void handle_aeth(QueuePair& qp, RcContext& ctx, uint32_t psn, uint8_t syndrome, 
     case wire::kAethAck:
       ctx.counters->add(RcCounter::kAcksReceived);
       // An ACK that confirms nothing new after a spurious timeout: the probe's answer.
-      if (qp.stall_ns != 0 && !psn_gt(wire::psn_next(psn), qp.comp.unacked_psn)) [[unlikely]]
+      if (qp.comp.stall_pending && !psn_gt(wire::psn_next(psn), qp.comp.unacked_psn)) [[unlikely]]
         learn_stall(qp, ctx);
       ack_through(qp, ctx, psn, now_ns);
       return;
@@ -594,7 +595,7 @@ void completer_timers_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
   // While probing nothing is timed (Karn: the go-back above ended any timing, and only the probe
   // leaves): rtt_start_ns keeps when the packets the probe stands for last left (after_probe).
   qp.comp.rtt_start_ns = qp.comp.last_tx_ns;
-  qp.stall_ns = 0;
+  qp.comp.stall_pending = false;
   restart_timer(qp, ctx, now_ns);
 }
 

@@ -373,7 +373,9 @@ struct CompleterState {
   bool retried_here = false;  ///< a go-back-N to unacked_psn already ran with no progress since
   bool timer_full = false;    ///< the armed timer is the full local ACK timeout (consumes a retry)
   bool timer_armed = false;
-  bool rnr_wait = false;                   ///< requester paused until rnr_deadline_ns
+  bool rnr_wait = false;  ///< requester paused until rnr_deadline_ns
+  // QueuePair::stall_ns holds a delay for the probe's answer to confirm (learn_stall).
+  bool stall_pending = false;
   uint16_t path = PathTable::kUnassigned;  ///< the RcContext::paths slot of the QP's peer
   uint64_t ack_deadline_ns = 0;
   uint64_t rnr_deadline_ns = 0;
@@ -576,8 +578,8 @@ class alignas(64) QueuePair {
  public:
   QpStats stats;  ///< cold: loss-recovery counters (telemetry)
   /// Cold: after a spurious timeout, how long its ACK took since the last packet it confirms left,
-  /// until the probe's own answer (a repeated ACK) shows that ACK was late, not the answer (0:
-  /// none pending; completer.cpp learn_stall).
+  /// kept (while comp.stall_pending) until the probe's own answer (a repeated ACK) shows that ACK
+  /// was late, not the answer (completer.cpp learn_stall).
   uint32_t stall_ns = 0;
 
   /// Bytes from the start of the object that the per-packet path reads: lines 0-6 (queue_pair.cpp
