@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <string>
 #include <thread>
@@ -260,6 +263,19 @@ bool batched(AdapterRuntime& rt, size_t n, std::vector<Pending>& pend,
     for (size_t i = base; i < end; ++i)
       if (pend[i].status.load() != STATUS_SUCCESS) return failed(i, pend[i].status.load());
   }
+  return true;
+}
+
+bool connect_out_of_band(AdapterRuntime& rt, Qp* qp, NdkQpConnectParams p, std::string* err) {
+  if (p.remote_ip == 0)
+    return (*err = "the peer's GID is not an IPv4-mapped address (RoCEv2 over IPv4 only)"), false;
+  std::array<uint8_t, 6> mac{};
+  if (!rt.resolve_neighbour(p.remote_ip, &mac, std::chrono::seconds(10)))
+    return (*err = "ARP: " + format_ipv4(p.remote_ip) + " did not answer"), false;
+  std::memcpy(p.remote_mac, mac.data(), 6);
+  Pending pd;
+  const NTSTATUS st = call_and_wait(rt, pd, [&] { return qp->connect(p, &on_request, &pd); });
+  if (st != STATUS_SUCCESS) return (*err = "QP connect: " + std::string(status_name(st))), false;
   return true;
 }
 

@@ -89,6 +89,11 @@ NTSTATUS accept_connection(AdapterRuntime& rt, Connector* c, Qp* qp, uint32_t re
                            NdkDisconnectEventCallbackEx on_disconnect, void* disconnect_ctx,
                            Pending& p);
 
+/// Out of band (no CM, as perftest's TCP exchange and ibv_rc_pingpong): finds the MAC of
+/// p.remote_ip by ARP and moves `qp` to RTS with `p`. False with *err (no IPv4 address, no ARP
+/// answer, the connect's status).
+bool connect_out_of_band(AdapterRuntime& rt, Qp* qp, NdkQpConnectParams p, std::string* err);
+
 bool create_cq(AdapterRuntime& rt, uint32_t depth, Cq** out, std::string* err);
 /// n QPs on `cq` (send and receive), QP i with context i; with `srq` their receives come from it
 /// (rx_depth unused).

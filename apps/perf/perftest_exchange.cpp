@@ -60,27 +60,39 @@ void encode_key_text(const PerftestKey& k, uint8_t out[kKeyTextSize]) {
   std::memcpy(out, text, std::min<size_t>(static_cast<size_t>(n), kKeyTextSize - 1));
 }
 
+namespace {
+
+int hex_digit(uint8_t c) {
+  return c >= '0' && c <= '9'   ? c - '0'
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                : -1;
+}
+
+// One colon-terminated field of 1 to max_digits hex digits at *pos; *pos moves past the colon.
+bool read_hex_field(const uint8_t* in, size_t len, size_t* pos, size_t max_digits,
+                    uint64_t* value) {
+  uint64_t v = 0;
+  size_t digits = 0;
+  for (; *pos < len && in[*pos] != ':'; ++*pos) {
+    const int d = hex_digit(in[*pos]);
+    if (d < 0 || ++digits > max_digits) return false;
+    v = v << 4 | static_cast<uint64_t>(d);
+  }
+  if (*pos >= len || digits == 0) return false;
+  ++*pos;  // the colon
+  *value = v;
+  return true;
+}
+
+}  // namespace
+
 bool decode_key_text(const uint8_t* in, size_t len, PerftestKey* k) {
   // 6 header fields, 16 GID bytes, the SRQ number: 23 colon-terminated hex fields.
   uint64_t f[23] = {};
   size_t pos = 0;
-  for (uint64_t& field : f) {
-    uint64_t v = 0;
-    size_t digits = 0;
-    while (pos < len && in[pos] != ':') {
-      const char c = static_cast<char>(in[pos]);
-      int d = c >= '0' && c <= '9'   ? c - '0'
-              : c >= 'a' && c <= 'f' ? c - 'a' + 10
-              : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                     : -1;
-      if (d < 0 || ++digits > 16) return false;
-      v = v << 4 | static_cast<uint64_t>(d);
-      ++pos;
-    }
-    if (pos >= len || digits == 0) return false;
-    ++pos;  // the colon
-    field = v;
-  }
+  for (uint64_t& field : f)
+    if (!read_hex_field(in, len, &pos, 16, &field)) return false;
   k->lid = static_cast<uint32_t>(f[0]);
   k->out_reads = static_cast<uint32_t>(f[1]);
   k->qpn = static_cast<uint32_t>(f[2]);
@@ -106,33 +118,19 @@ void encode_pingpong_text(const PerftestKey& k, uint8_t out[kPingpongTextSize]) 
 }
 
 bool decode_pingpong_text(const uint8_t* in, size_t len, PerftestKey* k) {
-  auto hex = [](uint8_t c) {
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-  };
   size_t pos = 0;
-  uint32_t f[3] = {};
-  for (uint32_t& field : f) {
-    size_t digits = 0;
-    for (; pos < len && in[pos] != ':'; ++pos) {
-      const int d = hex(in[pos]);
-      if (d < 0 || ++digits > 8) return false;
-      field = field << 4 | static_cast<uint32_t>(d);
-    }
-    if (pos >= len || digits == 0) return false;
-    ++pos;  // the colon
-  }
+  uint64_t f[3] = {};  // LID, QPN, PSN
+  for (uint64_t& field : f)
+    if (!read_hex_field(in, len, &pos, 8, &field)) return false;
   if (len - pos < 32 || (len - pos > 32 && in[pos + 32] != 0)) return false;
   for (size_t i = 0; i < 16; ++i) {
-    const int hi = hex(in[pos + 2 * i]), lo = hex(in[pos + 2 * i + 1]);
+    const int hi = hex_digit(in[pos + 2 * i]), lo = hex_digit(in[pos + 2 * i + 1]);
     if (hi < 0 || lo < 0) return false;
     k->gid[i] = static_cast<uint8_t>(hi << 4 | lo);
   }
-  k->lid = f[0];
-  k->qpn = f[1];
-  k->psn = f[2];
+  k->lid = static_cast<uint32_t>(f[0]);
+  k->qpn = static_cast<uint32_t>(f[1]);
+  k->psn = static_cast<uint32_t>(f[2]);
   return true;
 }
 

@@ -217,17 +217,11 @@ bool sync_keys(Session& s, bool every_qp, std::string* err) {
 // TCP exchange: the QPs go to RTR/RTS with the peer's QPN and PSN (perftest: our sq_psn is the PSN
 // we sent, the peer's is our rq_psn), to the MAC ARP finds for the peer GID's IPv4 address.
 bool connect_qps_oob(Session& s) {
-  const uint32_t ip = s.peer[0].ipv4();
-  if (ip == 0) return fail("the peer's GID is not an IPv4-mapped address (RoCEv2 over IPv4 only)");
-  std::array<uint8_t, 6> mac{};
-  if (!s.rt->resolve_neighbour(ip, &mac, std::chrono::seconds(10)))
-    return fail("ARP: " + format_ipv4(ip) + " did not answer");
   const uint32_t limit = s.rt->config().limits.max_read_limit;
   for (uint32_t i = 0; i < s.o.qps; ++i) {
     NdkQpConnectParams p;
     p.remote_qpn = s.peer[i].qpn;
     p.remote_ip = s.peer[i].ipv4();
-    std::memcpy(p.remote_mac, mac.data(), 6);
     p.path_mtu = s.path_mtu;
     p.local_psn = s.mine[i].psn;
     p.remote_psn = s.peer[i].psn;
@@ -235,10 +229,8 @@ bool connect_qps_oob(Session& s) {
     p.min_rnr_timer = 12;
     p.inbound_read_limit = limit;
     p.outbound_read_limit = std::max<uint32_t>(1, std::min(limit, s.peer[i].out_reads));
-    Pending pd;
-    const NTSTATUS st =
-        call_and_wait(*s.rt, pd, [&] { return s.qps[i]->connect(p, &on_request, &pd); });
-    if (st != STATUS_SUCCESS) return fail("QP connect: " + std::string(status_name(st)));
+    std::string err;
+    if (!connect_out_of_band(*s.rt, s.qps[i], p, &err)) return fail(err);
   }
   return true;
 }

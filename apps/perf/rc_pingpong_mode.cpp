@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -93,18 +92,9 @@ void print_address(const char* which, const PerftestKey& k) {
 // RTR/RTS with the peer's QPN and PSN, as the example sets them (one READ each way, RNR timer 12,
 // ACK timeout 14, 7 retries), to the MAC ARP finds for the peer GID's IPv4 address.
 bool connect_qp(Session& s) {
-  const uint32_t ip = s.peer.ipv4();
-  if (ip == 0)
-    return fail(
-        "the peer's GID is not an IPv4-mapped address: give ibv_rc_pingpong -g with "
-        "the index of its RoCEv2 IPv4 GID");
-  std::array<uint8_t, 6> mac{};
-  if (!s.rt->resolve_neighbour(ip, &mac, std::chrono::seconds(10)))
-    return fail("ARP: " + format_ipv4(ip) + " did not answer");
   NdkQpConnectParams p;
   p.remote_qpn = s.peer.qpn;
-  p.remote_ip = ip;
-  std::memcpy(p.remote_mac, mac.data(), 6);
+  p.remote_ip = s.peer.ipv4();
   p.path_mtu = s.path_mtu;
   p.local_psn = s.mine.psn;
   p.remote_psn = s.peer.psn;
@@ -114,9 +104,12 @@ bool connect_qp(Session& s) {
   p.min_rnr_timer = 12;
   p.inbound_read_limit = 1;
   p.outbound_read_limit = 1;
-  Pending pd;
-  const NTSTATUS st = call_and_wait(*s.rt, pd, [&] { return s.qp->connect(p, &on_request, &pd); });
-  return st == STATUS_SUCCESS || fail("QP connect: " + std::string(status_name(st)));
+  if (p.remote_ip == 0)
+    return fail(
+        "the peer's GID is not an IPv4-mapped address: give ibv_rc_pingpong -g with "
+        "the index of its RoCEv2 IPv4 GID");
+  std::string err;
+  return connect_out_of_band(*s.rt, s.qp, p, &err) || fail(err);
 }
 
 bool exchange_and_connect(Session& s) {

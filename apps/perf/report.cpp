@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 namespace rocedp::perf {
 namespace {
@@ -140,20 +141,22 @@ void print_verified(const Report& r, uint64_t messages, uint64_t size) {
                static_cast<unsigned long>(messages), static_cast<unsigned long>(size));
 }
 
-void print_engine_counters(AdapterRuntime& rt) {
-  const auto counters = rt.engine_counters(0);
+namespace {
+// {"KEY": {name: value, ...}}, nothing when there are no counters (a core that did not answer).
+void print_counters(const char* key, const std::vector<AdapterRuntime::EngineCounter>& counters) {
   if (counters.empty()) return;
   Json c = Json::object();
   for (const auto& x : counters) c[x.name] = x.value;
-  print_json(Json{{"rc_counters", c}});
+  print_json(Json{{key, c}});
+}
+}  // namespace
+
+void print_engine_counters(AdapterRuntime& rt) {
+  print_counters("rc_counters", rt.engine_counters(0));
 }
 
 void print_drop_counters(AdapterRuntime& rt) {
-  const auto counters = rt.drop_counters();
-  if (counters.empty()) return;
-  Json c = Json::object();
-  for (const auto& x : counters) c[x.name] = x.value;
-  print_json(Json{{"drops", c}});
+  print_counters("drops", rt.drop_counters());
 }
 
 void print_qp_memory(const Report& r, uint64_t bytes_per_qp) {

@@ -100,12 +100,17 @@ void smooth(uint32_t& srtt, uint32_t& rttvar, uint64_t sample_ns) {
   if (srtt == 0) srtt = 1;
 }
 
+// A path's RTO from its estimate (RFC 6298's, no backoff), after the estimate changed.
+void refresh_path_rto(PathEstimate& p) {
+  p.rto_ns = std::max<uint64_t>(kRtoMinNs, uint64_t{p.srtt_ns} + uint64_t{4} * p.rttvar_ns);
+}
+
 // A QP's sample feeds its own estimate and its path's (the path's RTO: RFC 6298's, no backoff).
 void rtt_sample(QueuePair& qp, RcContext& ctx, uint64_t sample_ns) {
   smooth(qp.comp.srtt_ns, qp.comp.rttvar_ns, sample_ns);
   PathEstimate& p = path_of(qp, ctx);
   smooth(p.srtt_ns, p.rttvar_ns, sample_ns);
-  p.rto_ns = std::max<uint64_t>(kRtoMinNs, uint64_t{p.srtt_ns} + uint64_t{4} * p.rttvar_ns);
+  refresh_path_rto(p);
 }
 
 // A spurious timeout's ACK came `qp.stall_ns` after the last packet it confirms left, and the
@@ -124,7 +129,7 @@ void rtt_sample(QueuePair& qp, RcContext& ctx, uint64_t sample_ns) {
   take(qp.comp.srtt_ns, qp.comp.rttvar_ns);
   PathEstimate& p = path_of(qp, ctx);
   take(p.srtt_ns, p.rttvar_ns);
-  p.rto_ns = std::max<uint64_t>(kRtoMinNs, uint64_t{p.srtt_ns} + uint64_t{4} * p.rttvar_ns);
+  refresh_path_rto(p);
   qp.comp.rto_ns = 0;
   ctx.counters->add(RcCounter::kStallsLearned);
 }
