@@ -18,6 +18,7 @@ packages=(
   python3-scapy tshark                    # independent decoders (roce-check)
   iproute2 iputils-ping procps tcpdump    # network namespaces, veth, ping, captures in tests
   nftables                                # random loss on the interop bridge (no sch_netem here)
+  libibverbs-dev librdmacm-dev            # the Linux side of interop_rdma_cm's ops-check cases
   sockperf                                # kernel TCP baseline of scripts/bench.sh
   python3-matplotlib                      # message rate vs size plot (scripts/plot_rate.py)
 )

@@ -142,9 +142,12 @@ int run_endpoint(const EndpointOptions& e, uint32_t timeout_s, const char* who,
   auto rt = open_configured(e, /*connection_manager=*/true, timeout_s, who, &status);
   if (!rt) return status;
   clock::deadline().arm(timeout_s);
-  if (!rt->wait_until([&] { return rt->link_up(); }, std::chrono::seconds(kStartupWaitS))) {
+  // The link's wait is bounded by the run's time limit too (then the exit status says so).
+  if (!rt->wait_until([&] { return rt->link_up() || clock::deadline().passed(); },
+                      std::chrono::seconds(kStartupWaitS)) ||
+      !rt->link_up()) {
     std::fprintf(stderr, "%s: link of port %s did not come up\n", who, rt->port().name.c_str());
-    status = 1;
+    status = clock::deadline().timed_out() ? 3 : 1;
   } else {
     status = body(*rt);
     if (status != 0 && clock::deadline().timed_out()) status = 3;

@@ -45,8 +45,9 @@ std::unique_ptr<AdapterRuntime> open_configured(const EndpointOptions& e, bool c
                                                 uint32_t timeout_s, const char* who, int* status);
 
 /// The frame of a mode that runs one session: open_configured (with the IB CM), the run's time
-/// limit armed, the link awaited; then `body`'s exit status (3 once the time limit was reached
-/// in a failed run), and the ports detached and the runtime stopped (1 if stopping failed).
+/// limit armed, the link awaited (up to kStartupWaitS, and within the time limit); then `body`'s
+/// exit status (3 once the time limit was reached in a failed run, also while awaiting the link),
+/// and the ports detached and the runtime stopped (1 if stopping failed).
 int run_endpoint(const EndpointOptions& e, uint32_t timeout_s, const char* who,
                  const std::function<int(AdapterRuntime&)>& body);
 

@@ -145,6 +145,12 @@ bool wants_rping(int argc, char** argv) {
   return false;
 }
 
+bool wants_ops_check(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--ops-check") == 0) return true;
+  return false;
+}
+
 bool wants_rc_pingpong(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (std::strcmp(argv[i], "--rc-pingpong") == 0) return true;
@@ -167,6 +173,10 @@ int parse_options(int argc, char** argv, Options* out) {
       "      (one end of a Linux perftest pair: rocedp-perf --perftest --help)\n"
       "  rocedp-perf --rping -s|-c [-a ADDR] [endpoint] [rping options]\n"
       "      (one end of a Linux rping pair: rocedp-perf --rping --help)\n"
+      "  rocedp-perf --rc-pingpong [HOST] [endpoint] [ibv_rc_pingpong options]\n"
+      "  rocedp-perf --ops-check -s|-c [-a ADDR] [endpoint] [-p PORT]\n"
+      "      (immediate data, memory windows, SEND with Invalidate: rocedp-perf --ops-check "
+      "--help)\n"
       "endpoint: --config FILE | --port-devargs DEVARGS --ip A.B.C.D/NN [--mac MAC] ...\n"
       "Exit status: 0 success, 1 failure, 2 usage, 3 time limit (--timeout) reached.",
       "rocedp-perf"};
@@ -446,6 +456,44 @@ int parse_rc_pingpong_options(int argc, char** argv, RcPingpongOptions* out) {
   if (o.size == 0 || o.size > (1u << 24)) return bad(me, "-s must be 1 .. 16777216 bytes");
   if (o.rx_depth < 2) return bad(me, "-r must be at least 2");
   if (o.iters == 0) return bad(me, "-n must be at least 1");
+  return -1;
+}
+
+int parse_ops_check_options(int argc, char** argv, OpsCheckOptions* out) {
+  OpsCheckOptions& o = *out;
+  CLI::App app{
+      "rocedp-perf --ops-check: one end of the ops check (apps/perf/ops_check_mode.hpp), through\n"
+      "rdma_cm: the client SENDs and WRITEs with immediate data, WRITEs through the server's\n"
+      "memory window, invalidates it with a SEND and WRITEs through it once more, which the "
+      "server\n"
+      "must refuse; the server checks every byte, immediate and token. The other end is\n"
+      "tests/interop/ops_check_peer (Linux verbs) or another rocedp-perf.\n"
+      "  rocedp-perf --ops-check -s [endpoint] [-p PORT]             the server\n"
+      "  rocedp-perf --ops-check -c -a ADDR [endpoint] [-p PORT]     the client\n"
+      "Exit status: 0 every check held, 1 failure, 2 usage, 3 time limit (--timeout) reached.",
+      "rocedp-perf --ops-check"};
+  prepare(app);
+  bool ignored_flag = false, server = false, client = false;
+  std::string addr;
+  const std::string p = "ops check";
+  app.add_flag("--ops-check", ignored_flag, "this grammar")->group(p);
+  app.add_flag("-s", server, "server side")->group(p);
+  app.add_flag("-c", client, "client side")->group(p);
+  app.add_option("-a", addr, "the server's address (client)")->group(p);
+  app.add_option("-p", o.port, "port (7475)")->group(p);
+  app.add_option("--timeout", o.timeout_s, "whole run, SECONDS (default 60)")->group(p);
+  add_endpoint_options(app, &o.endpoint, false);
+  if (const int status = parse_words(app, argc, argv); status >= 0) return status;
+  const char* me = "rocedp-perf --ops-check";
+  if (server == client) return bad(me, "name the side: -s (server) or -c (client)");
+  o.server = server;
+  if (const int status = endpoint_ready(o.endpoint, me, "rocedp-ops-check"); status >= 0)
+    return status;
+  if (client) {
+    const auto ip = parse_ipv4(addr);
+    if (!ip) return bad(me, "-c needs -a ADDR, an IPv4 address, got '" + addr + "'");
+    o.addr = *ip;
+  }
   return -1;
 }
 

@@ -109,6 +109,14 @@ struct RpingOptions {
   EndpointOptions endpoint;
 };
 
+struct OpsCheckOptions {
+  bool server = false;   ///< -s (else -c)
+  uint32_t addr = 0;     ///< -a: the client's server address (host order)
+  uint16_t port = 7475;  ///< -p
+  uint32_t timeout_s = 60;
+  EndpointOptions endpoint;
+};
+
 struct RcPingpongOptions {
   std::string host;         ///< the server's address (the client); empty: the server
   uint16_t port = 18515;    ///< -p: the TCP exchange
@@ -125,6 +133,8 @@ struct RcPingpongOptions {
 bool wants_perftest(int argc, char** argv);
 /// Whether argv asks for the --rping grammar.
 bool wants_rping(int argc, char** argv);
+/// Whether argv asks for the --ops-check grammar.
+bool wants_ops_check(int argc, char** argv);
 /// Whether argv asks for the --rc-pingpong grammar.
 bool wants_rc_pingpong(int argc, char** argv);
 /// -1: parsed, run; otherwise the exit status (help or version printed: 0; an error: 2).
@@ -132,5 +142,6 @@ int parse_options(int argc, char** argv, Options* out);
 int parse_perftest_options(int argc, char** argv, PerftestOptions* out);
 int parse_rping_options(int argc, char** argv, RpingOptions* out);
 int parse_rc_pingpong_options(int argc, char** argv, RcPingpongOptions* out);
+int parse_ops_check_options(int argc, char** argv, OpsCheckOptions* out);
 
 }  // namespace rocedp::perf

@@ -14,6 +14,12 @@
 #   MTU 1024), 10 pings with -V (the client compares the sink with the source):
 #     rping-lc           Linux rping -c against rocedp-perf --rping -s
 #     rping-ls           rocedp-perf --rping -c against Linux rping -s
+#   the ops check (what no Linux example sends: SEND and WRITE with immediate data, a WRITE
+#   through a memory window, SEND with Invalidate of the window, a WRITE through the invalidated
+#   window that must be refused; tests/interop/ops_check_peer.c, built on the host, runs in the
+#   guest with its libibverbs and librdmacm):
+#     ops-lc             ops_check_peer -c against rocedp-perf --ops-check -s
+#     ops-ls             rocedp-perf --ops-check -c against ops_check_peer -s
 # Each case's traffic is captured on the bridge (build/test-artifacts/interop-MTU-CASE.pcap) and
 # checked by roce-check; who sent the DREQ is read from the capture. At the end Linux must show
 # no sequence errors and no exhausted retries.
@@ -62,6 +68,9 @@ begin server-rnr; rdma_server -p 7471; end server-rnr \$?
 begin rping-lc; n=0; while [ ! -e /mnt/share/rping-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
 rping -c -a $perf -C 10 -S 3000 -V -v; end rping-lc \$?
 begin rping-ls; rping -s -a $linux -S 3000 -v; end rping-ls \$?
+begin ops-lc; n=0; while [ ! -e /mnt/share/ops-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
+/mnt/share/ops_check_peer -c -a $perf -t 60; end ops-lc \$?
+begin ops-ls; /mnt/share/ops_check_peer -s -t 60; end ops-ls \$?
 hw end
 EOF
 } >"$IOP_WORK/guest.sh"
@@ -105,12 +114,35 @@ on_begin_rping_ls() {
   rping_cli_rc=$?
 }
 
+# The ops check: rocedp-perf --ops-check against the guest's ops_check_peer, as for rping.
+ops_ep=(--port-devargs "$dev_p" --ip "$perf/24" --mac 02:00:00:00:00:15 --mtu "$mtu" --timeout 60)
+ops_srv="" ops_srv_rc=none ops_cli_rc=none
+on_begin_ops_lc() {
+  iop_start ops-srv "$IOP_BIN/rocedp-perf" --ops-check -s "${ops_ep[@]}" --file-prefix "rdp-iop-os-$$"
+  ops_srv=$IOP_LAST_PID
+  iop_wait "$IOP_WORK/ops-srv.log" "listening on port" 30 || iop_fail "ops-lc: rocedp-perf --ops-check -s did not listen"
+  touch "$IOP_WORK/share/ops-listening"
+}
+on_begin_ops_ls() {
+  if [ -n "$ops_srv" ]; then
+    wait "$ops_srv"
+    ops_srv_rc=$?
+  fi
+  # connect_retrying tries again while the guest's server is not listening yet.
+  ip netns exec rig "$IOP_BIN/rocedp-perf" --ops-check -c -a "$linux" "${ops_ep[@]}" \
+    --file-prefix "rdp-iop-oc-$$" >"$IOP_WORK/ops-cli.log" 2>&1
+  ops_cli_rc=$?
+}
+mkdir -p "$IOP_WORK/share"
+cp "$IOP_BIN/ops_check_peer" "$IOP_WORK/share/" 2>/dev/null ||
+  iop_fail "ops-lc, ops-ls: $IOP_BIN/ops_check_peer is not built (scripts/setup.sh installs libibverbs-dev and librdmacm-dev)"
+
 iop_guest linux "$linux" "$mtu" "$IOP_WORK/guest.sh"
 iop_follow "$IOP_WORK/linux.console" "host $daemon or host $perf" 200 || iop_fail "the guest did not finish"
 
 con="$IOP_WORK/linux.console"
 iop_check_captures
-for c in client_echo client_rocedp_disc client_rnr server_echo server_rnr rping_lc rping_ls; do
+for c in client_echo client_rocedp_disc client_rnr server_echo server_rnr rping_lc rping_ls ops_lc ops_ls; do
   var="IOP_RC_$c"
   [ "${!var:-x}" = 0 ] || iop_fail "$c: Linux side ended with rc=${!var:-none}"
 done
@@ -138,6 +170,32 @@ for c in "rping-lc $perf" "rping-ls $linux"; do
   [ "${reads:-0}" -ge 10 ] && [ "$writes" -ge 10 ] ||
     iop_fail "$1: the server ($2) sent ${reads:-0} READ requests and $writes WRITEs that start a message, not 10 each ($ops)"
   echo "$1: the server ($2) sent opcodes (count opcode) $ops"
+done
+
+# The ops check: both sides of both cases held every check (each side prints its own), and the
+# capture shows the requests with immediate data and invalidation from the client and the
+# server's NAK (remote access error, AETH syndrome 0x62) for the WRITE through the invalidated
+# window.
+[ "$ops_srv_rc" = 0 ] || iop_fail "ops-lc: rocedp-perf --ops-check -s ended with rc=$ops_srv_rc ($(grep FAIL "$IOP_WORK/ops-srv.log" 2>/dev/null | tail -1))"
+[ "$ops_cli_rc" = 0 ] || iop_fail "ops-ls: rocedp-perf --ops-check -c ended with rc=$ops_cli_rc ($(grep FAIL "$IOP_WORK/ops-cli.log" 2>/dev/null | tail -1))"
+cp "$IOP_WORK/ops-srv.log" "$IOP_ARTIFACTS/interop-$mtu-ops-lc.log" 2>/dev/null
+cp "$IOP_WORK/ops-cli.log" "$IOP_ARTIFACTS/interop-$mtu-ops-ls.log" 2>/dev/null
+grep -q "server: every check held" "$IOP_WORK/ops-srv.log" 2>/dev/null || iop_fail "ops-lc: rocedp's server did not hold every check"
+grep -q "client: every check held" "$IOP_WORK/ops-cli.log" 2>/dev/null || iop_fail "ops-ls: rocedp's client did not hold every check"
+tr -d '\r' <"$IOP_WORK/linux.console" | grep -q "^ops_check_peer: client: every check held" || iop_fail "ops-lc: Linux's client did not hold every check"
+tr -d '\r' <"$IOP_WORK/linux.console" | grep -q "^ops_check_peer: server: every check held" || iop_fail "ops-ls: Linux's server did not hold every check"
+# Opcodes: SEND LAST/ONLY with immediate 3/5, WRITE LAST/ONLY with immediate 9/11, SEND ONLY
+# with Invalidate 23.
+for c in "ops-lc $linux $perf" "ops-ls $perf $linux"; do
+  set -- $c
+  ops=" $(ops_from "$1" "$2" | tr ';' '\n' | awk '{print $2}' | tr '\n' ' ')"
+  for want in "3|5" "9|11" "23"; do
+    grep -Eq " ($want) " <<<"$ops" || iop_fail "$1: the client ($2) sent no opcode $want (opcodes:$ops)"
+  done
+  naks=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-$1.pcap" -d udp.port==4791,infiniband \
+    -Y "ip.src == $3 && infiniband.aeth.syndrome == 0x62" -T fields -e frame.number 2>/dev/null | wc -l)
+  [ "$naks" -ge 1 ] || iop_fail "$1: the server ($3) sent no NAK remote access error"
+  echo "$1: the client ($2) sent opcodes$ops; the server ($3) sent $naks NAK remote access error"
 done
 
 # Who disconnected, read off the wire.

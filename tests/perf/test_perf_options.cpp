@@ -256,6 +256,39 @@ TEST(PerfOptions, RpingGrammarAsRpingsOwnFlags) {
   EXPECT_EQ(parse_rping({"--rping", "--help"}, &b), 0);
 }
 
+int parse_ops_check(std::vector<std::string> words, OpsCheckOptions* o) {
+  Argv a(std::move(words));
+  return parse_ops_check_options(a.argc(), a.argv(), o);
+}
+
+TEST(PerfOptions, OpsCheckGrammarNamesItsSideAndTheServersAddress) {
+  Argv probe({"--port-devargs", "x", "--ops-check", "-s"});
+  EXPECT_TRUE(wants_ops_check(probe.argc(), probe.argv()));
+  EXPECT_FALSE(wants_rping(probe.argc(), probe.argv()));
+  OpsCheckOptions c;
+  ASSERT_EQ(parse_ops_check(with_endpoint({"--ops-check", "-c", "-a", "198.18.0.51", "-p", "7000",
+                                           "--timeout", "20"}),
+                            &c),
+            -1);
+  EXPECT_FALSE(c.server);
+  EXPECT_EQ(c.addr, 0xC6120033u);  // 198.18.0.51
+  EXPECT_EQ(c.port, 7000);
+  EXPECT_EQ(c.timeout_s, 20u);
+  OpsCheckOptions s;
+  ASSERT_EQ(parse_ops_check(with_endpoint({"--ops-check", "-s"}), &s), -1);
+  EXPECT_TRUE(s.server);
+  EXPECT_EQ(s.port, 7475);  // ops_check_peer's default
+  OpsCheckOptions b;
+  EXPECT_EQ(parse_ops_check(with_endpoint({"--ops-check"}), &b), 2);              // no side
+  EXPECT_EQ(parse_ops_check(with_endpoint({"--ops-check", "-s", "-c"}), &b), 2);  // both sides
+  EXPECT_EQ(parse_ops_check(with_endpoint({"--ops-check", "-c"}), &b), 2);        // no -a
+  EXPECT_EQ(parse_ops_check(with_endpoint({"--ops-check", "-c", "-a", "host"}), &b), 2);
+  EXPECT_EQ(parse_ops_check(with_endpoint({"--ops-check", "-s", "-C", "3"}), &b), 2);  // no -C
+  OpsCheckOptions fresh;
+  EXPECT_EQ(parse_ops_check({"--ops-check", "-s"}, &fresh), 2);  // no endpoint
+  EXPECT_EQ(parse_ops_check({"--ops-check", "--help"}, &b), 0);
+}
+
 int parse_rc_pingpong(std::vector<std::string> words, RcPingpongOptions* o) {
   Argv a(std::move(words));
   return parse_rc_pingpong_options(a.argc(), a.argv(), o);
