@@ -9,6 +9,7 @@
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <string>
 #include <vector>
@@ -278,6 +279,13 @@ bool run_client(Session& s) {
   if (!await(s, "RDMA WRITE through the window", NdkOperationType::kWrite,
              s.qp->write(nullptr, &sge, 1, window, window_token, 0)))
     return false;
+  std::memset(src, 0, kWindowWriteLen);  // the READ brings pattern 3 back
+  sge = s.sge(kSourceAt, kWindowWriteLen);
+  if (!await(s, "RDMA READ through the window", NdkOperationType::kRead,
+             s.qp->read(nullptr, &sge, 1, window, window_token, 0)))
+    return false;
+  if (!holds(src, 3, kWindowWriteLen))
+    return fail("RDMA READ through the window: the bytes read are not what was written");
   sge = source(4, kInvalidateLen);
   if (!await(s, "SEND with Invalidate", NdkOperationType::kSend,
              s.qp->send_and_invalidate(nullptr, &sge, 1, window_token, 0)))

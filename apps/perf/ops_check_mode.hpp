@@ -8,7 +8,8 @@
 //   client: after those 24 bytes, one request at a time, each awaited:
 //     1. SEND with immediate 0x5EED0001, 3000 bytes of pattern 1
 //     2. RDMA WRITE with immediate 0x5EED0002, 3000 bytes of pattern 2 to the target
-//     3. RDMA WRITE, 512 bytes of pattern 3 through the window
+//     3. RDMA WRITE, 512 bytes of pattern 3 through the window, then an RDMA READ of them back
+//        through the window (the client checks what it read)
 //     4. SEND with Invalidate of the window's token, 64 bytes of pattern 4
 //     5. RDMA WRITE, 64 bytes of pattern 5 through the invalidated window: must complete with
 //        STATUS_ACCESS_VIOLATION (the server's NAK: remote access error)

@@ -12,7 +12,8 @@
 //   client: after those 24 bytes, one operation at a time, each awaited:
 //     1. SEND with immediate 0x5EED0001, 3000 bytes of pattern 1
 //     2. RDMA WRITE with immediate 0x5EED0002, 3000 bytes of pattern 2 to the target
-//     3. RDMA WRITE, 512 bytes of pattern 3 through the window
+//     3. RDMA WRITE, 512 bytes of pattern 3 through the window, then an RDMA READ of them back
+//        through the window (the client checks what it read)
 //     4. SEND with Invalidate of the window's rkey, 64 bytes of pattern 4
 //     5. RDMA WRITE, 64 bytes of pattern 5 through the invalidated window: must fail with a
 //        remote access error
@@ -354,13 +355,19 @@ static int run_client(struct Peer* p, const char* addr, uint16_t port) {
        kImm2, IBV_WC_SUCCESS},
       {"RDMA WRITE through the window", IBV_WR_RDMA_WRITE, 3, kWindowWriteLen, window, window_rkey,
        0, IBV_WC_SUCCESS},
+      {"RDMA READ through the window", IBV_WR_RDMA_READ, 3, kWindowWriteLen, window, window_rkey, 0,
+       IBV_WC_SUCCESS},
       {"SEND with Invalidate", IBV_WR_SEND_WITH_INV, 4, kInvalidateLen, 0, 0, window_rkey,
        IBV_WC_SUCCESS},
       {"RDMA WRITE through the invalidated window", IBV_WR_RDMA_WRITE, 5, kInvalidateLen, window,
        window_rkey, 0, IBV_WC_REM_ACCESS_ERR},
   };
   for (unsigned k = 0; k < sizeof steps / sizeof steps[0]; ++k) {
-    fill(src, steps[k].pattern, steps[k].len);
+    const int read = steps[k].op == IBV_WR_RDMA_READ;
+    if (read)
+      memset(src, 0, steps[k].len);  // the READ brings the pattern back
+    else
+      fill(src, steps[k].pattern, steps[k].len);
     sge.length = steps[k].len;
     struct ibv_send_wr wr = {
         .wr_id = kSendIds + k, .sg_list = &sge, .num_sge = 1, .opcode = steps[k].op};
@@ -374,6 +381,10 @@ static int run_client(struct Peer* p, const char* addr, uint16_t port) {
     if (st != steps[k].want) {
       snprintf(msg, sizeof msg, "%s: completion %s, expected %s", steps[k].what,
                ibv_wc_status_str(st), ibv_wc_status_str(steps[k].want));
+      return fail(msg);
+    }
+    if (read && !holds(src, steps[k].pattern, steps[k].len)) {
+      snprintf(msg, sizeof msg, "%s: the bytes read are not what was written", steps[k].what);
       return fail(msg);
     }
     printf("ops_check_peer: %s: %s\n", steps[k].what, ibv_wc_status_str(st));

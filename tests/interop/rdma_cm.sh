@@ -14,8 +14,8 @@
 #   MTU 1024), 10 pings with -V (the client compares the sink with the source):
 #     rping-lc           Linux rping -c against rocedp-perf --rping -s
 #     rping-ls           rocedp-perf --rping -c against Linux rping -s
-#   the ops check (what no Linux example sends: SEND and WRITE with immediate data, a WRITE
-#   through a memory window, SEND with Invalidate of the window, a WRITE through the invalidated
+#   the ops check (what no Linux example sends: SEND and WRITE with immediate data, a WRITE and a
+#   READ through a memory window, SEND with Invalidate of the window, a WRITE through the invalidated
 #   window that must be refused; tests/interop/ops_check_peer.c, built on the host, runs in the
 #   guest with its libibverbs and librdmacm):
 #     ops-lc             ops_check_peer -c against rocedp-perf --ops-check -s
@@ -184,12 +184,12 @@ grep -q "server: every check held" "$IOP_WORK/ops-srv.log" 2>/dev/null || iop_fa
 grep -q "client: every check held" "$IOP_WORK/ops-cli.log" 2>/dev/null || iop_fail "ops-ls: rocedp's client did not hold every check"
 tr -d '\r' <"$IOP_WORK/linux.console" | grep -q "^ops_check_peer: client: every check held" || iop_fail "ops-lc: Linux's client did not hold every check"
 tr -d '\r' <"$IOP_WORK/linux.console" | grep -q "^ops_check_peer: server: every check held" || iop_fail "ops-ls: Linux's server did not hold every check"
-# Opcodes: SEND LAST/ONLY with immediate 3/5, WRITE LAST/ONLY with immediate 9/11, SEND ONLY
-# with Invalidate 23.
+# Opcodes: SEND LAST/ONLY with immediate 3/5, WRITE LAST/ONLY with immediate 9/11, READ request
+# 12 (through the window), SEND ONLY with Invalidate 23.
 for c in "ops-lc $linux $perf" "ops-ls $perf $linux"; do
   set -- $c
   ops=" $(ops_from "$1" "$2" | tr ';' '\n' | awk '{print $2}' | tr '\n' ' ')"
-  for want in "3|5" "9|11" "23"; do
+  for want in "3|5" "9|11" "12" "23"; do
     grep -Eq " ($want) " <<<"$ops" || iop_fail "$1: the client ($2) sent no opcode $want (opcodes:$ops)"
   done
   naks=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-$1.pcap" -d udp.port==4791,infiniband \
