@@ -269,6 +269,71 @@ bool batched(AdapterRuntime& rt, size_t n, std::vector<Pending>& pend,
   return true;
 }
 
+namespace {
+void cm_on_connect_event(void* ctx, NdkConnector* nc) {
+  auto* link = static_cast<CmLink*>(ctx);
+  NdkConnector* none = nullptr;
+  if (!link->incoming.compare_exchange_strong(none, nc)) {  // one connection at a time
+    Connector* c = Connector::from(nc);
+    c->reject(nullptr, 0);
+    c->close(nullptr, nullptr);
+  }
+}
+void cm_on_disconnect(void* ctx, NTSTATUS) {
+  static_cast<CmLink*>(ctx)->gone.store(1);
+}
+}  // namespace
+
+bool cm_accept_one(AdapterRuntime& rt, CmLink& link, uint16_t port, Qp* qp, uint32_t timeout_s,
+                   const char* who, std::string* err) {
+  NTSTATUS st = STATUS_PENDING;
+  rt.run_on_control([&] {
+    st = create_listener(rt.adapter(), &cm_on_connect_event, &link, nullptr, nullptr,
+                         &link.listener);
+    if (st == STATUS_SUCCESS) st = link.listener->listen(NdkSockAddr{0, port}, nullptr, nullptr);
+  });
+  if (st != STATUS_SUCCESS) {
+    *err = "listen on port " + std::to_string(port) + ": " + std::string(status_name(st));
+    return false;
+  }
+  std::printf("%s: listening on port %u\n", who, port);
+  std::fflush(stdout);
+  if (!rt.wait_until([&] { return link.incoming.load() != nullptr || clock::deadline().passed(); },
+                     std::chrono::seconds(timeout_s)) ||
+      link.incoming.load() == nullptr) {
+    *err = "no connection request came";
+    return false;
+  }
+  link.conn = Connector::from(link.incoming.load());
+  st = accept_connection(rt, link.conn, qp, rt.config().limits.max_read_limit, &cm_on_disconnect,
+                         &link, link.accepted);
+  if (st == STATUS_SUCCESS) return true;
+  *err = "accept: " + std::string(status_name(st));
+  return false;
+}
+
+bool cm_connect(AdapterRuntime& rt, CmLink& link, Qp* qp, uint32_t addr, uint16_t port,
+                std::string* err) {
+  const NTSTATUS st =
+      connect_retrying(rt, qp, NdkSockAddr{addr, port}, rt.config().limits.max_read_limit,
+                       &cm_on_disconnect, &link, &link.conn);
+  if (st == STATUS_SUCCESS) return true;
+  *err = "connect to " + format_ipv4(addr) + ":" + std::to_string(port) + ": " +
+         std::string(status_name(st));
+  return false;
+}
+
+void cm_close(AdapterRuntime& rt, CmLink& link) {
+  if (link.conn != nullptr) {
+    Pending p;
+    call_and_wait(
+        rt, p, [&] { return link.conn->disconnect(&on_request, &p); }, std::chrono::seconds(3));
+    rt.run_on_control([&] { link.conn->close(nullptr, nullptr); });
+  }
+  if (link.listener != nullptr) rt.run_on_control([&] { link.listener->close(nullptr, nullptr); });
+  rt.wait_until([] { return false; }, std::chrono::milliseconds(200));
+}
+
 bool connect_out_of_band(AdapterRuntime& rt, Qp* qp, NdkQpConnectParams p, std::string* err) {
   if (p.remote_ip == 0)
     return (*err = "the peer's GID is not an IPv4-mapped address (RoCEv2 over IPv4 only)"), false;

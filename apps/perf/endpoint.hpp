@@ -16,6 +16,7 @@
 #include "rocedp/adapter.hpp"
 #include "rocedp/config.hpp"
 #include "rocedp/connector.hpp"
+#include "rocedp/listener.hpp"
 #include "rocedp/runtime.hpp"
 
 namespace rocedp::perf {
@@ -89,6 +90,27 @@ NTSTATUS connect_retrying(AdapterRuntime& rt, Qp* qp, const NdkSockAddr& to, uin
 NTSTATUS accept_connection(AdapterRuntime& rt, Connector* c, Qp* qp, uint32_t read_limit,
                            NdkDisconnectEventCallbackEx on_disconnect, void* disconnect_ctx,
                            Pending& p);
+
+/// The one rdma_cm connection of a scripted mode (--rping, --ops-check), either side. The server's
+/// listener takes the first request (later ones are rejected); `gone` is set when the peer
+/// disconnects.
+struct CmLink {
+  Listener* listener = nullptr;
+  Connector* conn = nullptr;
+  std::atomic<NdkConnector*> incoming{nullptr};
+  std::atomic<int> gone{0};
+  Pending accepted;
+};
+/// The server: listens on `port`, prints "WHO: listening on port PORT", waits (up to timeout_s
+/// and the run's time limit) for a request and accepts it onto `qp`. False with *err.
+bool cm_accept_one(AdapterRuntime& rt, CmLink& link, uint16_t port, Qp* qp, uint32_t timeout_s,
+                   const char* who, std::string* err);
+/// The client: connect_retrying to addr:port (host order). False with *err.
+bool cm_connect(AdapterRuntime& rt, CmLink& link, Qp* qp, uint32_t addr, uint16_t port,
+                std::string* err);
+/// Disconnects (bounded), closes the connector and the listener, and lets the DREP and the last
+/// ACKs leave.
+void cm_close(AdapterRuntime& rt, CmLink& link);
 
 /// Out of band (no CM, as perftest's TCP exchange and ibv_rc_pingpong): finds the MAC of
 /// p.remote_ip by ARP and moves `qp` to RTS with `p`. False with *err (no IPv4 address, no ARP

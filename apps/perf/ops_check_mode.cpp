@@ -18,8 +18,6 @@
 #include "apps/perf/endpoint.hpp"
 #include "apps/perf/perf_util.hpp"
 #include "apps/perf/perftest_exchange.hpp"
-#include "rocedp/connector.hpp"
-#include "rocedp/listener.hpp"
 
 namespace rocedp::perf {
 namespace {
@@ -59,11 +57,7 @@ struct Session {
   Mr* mr = nullptr;
   Mw* mw = nullptr;
   Qp* qp = nullptr;
-  Listener* listener = nullptr;
-  Connector* conn = nullptr;
-  std::atomic<NdkConnector*> incoming{nullptr};
-  std::atomic<int> gone{0};  // the peer disconnected
-  Pending accepted;
+  CmLink link;
   std::vector<uint8_t> buf = std::vector<uint8_t>(kBufLen, 0);
   // Completions not yet looked at, in order, of the send queue and of the receive queue: the two
   // queues complete in no fixed order between them (a peer's answer may come before the ACK).
@@ -72,19 +66,6 @@ struct Session {
   uint8_t* at(uint64_t off) { return buf.data() + off; }
   NdkSge sge(uint64_t off, uint32_t len) { return NdkSge{at(off), len, mr->get_local_token()}; }
 };
-
-void on_connect_event(void* ctx, NdkConnector* nc) {
-  auto* s = static_cast<Session*>(ctx);
-  NdkConnector* none = nullptr;
-  if (!s->incoming.compare_exchange_strong(none, nc)) {  // one connection at a time
-    Connector* c = Connector::from(nc);
-    c->reject(nullptr, 0);
-    c->close(nullptr, nullptr);
-  }
-}
-void on_disconnect(void* ctx, NTSTATUS) {
-  static_cast<Session*>(ctx)->gone.store(1);
-}
 
 bool is_receive(const NdkResultEx& r) {
   return r.type == NdkOperationType::kReceive || r.type == NdkOperationType::kReceiveAndInvalidate;
@@ -103,7 +84,7 @@ void collect(Session& s) {
 bool next_result(Session& s, const char* what, bool receive, NdkResultEx* out) {
   std::deque<NdkResultEx>& q = receive ? s.received : s.sent;
   for (collect(s); q.empty(); collect(s)) {
-    if (s.gone.load()) return fail(std::string("the peer disconnected ") + what);
+    if (s.link.gone.load()) return fail(std::string("the peer disconnected ") + what);
     if (clock::deadline().passed()) return fail(std::string("time limit reached ") + what);
     keep_polling(*s.rt);
   }
@@ -178,23 +159,8 @@ bool expect_receive(Session& s, const char* what, NdkOperationType type, uint32_
 bool serve(Session& s) {
   for (uint64_t slot = 0; slot < kServerRecvs; ++slot)
     if (!post_receive(s, slot, slot * kSlot)) return false;
-  NTSTATUS st = STATUS_PENDING;
-  s.rt->run_on_control([&] {
-    st = create_listener(s.rt->adapter(), &on_connect_event, &s, nullptr, nullptr, &s.listener);
-    if (st == STATUS_SUCCESS) st = s.listener->listen(NdkSockAddr{0, s.o.port}, nullptr, nullptr);
-  });
-  if (st != STATUS_SUCCESS)
-    return fail("listen on port " + std::to_string(s.o.port) + ": " + std::string(status_name(st)));
-  std::printf("%s: listening on port %u\n", kMe, s.o.port);
-  std::fflush(stdout);
-  if (!s.rt->wait_until([&] { return s.incoming.load() != nullptr || clock::deadline().passed(); },
-                        std::chrono::seconds(s.o.timeout_s)) ||
-      s.incoming.load() == nullptr)
-    return fail("no connection request came");
-  s.conn = Connector::from(s.incoming.load());
-  st = accept_connection(*s.rt, s.conn, s.qp, s.rt->config().limits.max_read_limit, &on_disconnect,
-                         &s, s.accepted);
-  if (st != STATUS_SUCCESS) return fail("accept: " + std::string(status_name(st)));
+  std::string err;
+  if (!cm_accept_one(*s.rt, s.link, s.o.port, s.qp, s.o.timeout_s, kMe, &err)) return fail(err);
 
   if (!await(s, "bind the window", NdkOperationType::kBind,
              s.qp->bind(nullptr, s.mr, s.mw, s.at(kWindowAt), kWindowLen,
@@ -235,7 +201,7 @@ bool serve(Session& s) {
               window);
   // The WRITE through the invalidated window is refused: the QP's last receive is flushed (the
   // access error ends the QP), or the peer disconnects first.
-  for (collect(s); s.received.empty() && !s.gone.load(); collect(s)) {
+  for (collect(s); s.received.empty() && !s.link.gone.load(); collect(s)) {
     if (clock::deadline().passed()) return fail("time limit reached before the refused WRITE");
     keep_polling(*s.rt);
   }
@@ -249,12 +215,8 @@ bool serve(Session& s) {
 
 bool run_client(Session& s) {
   if (!post_receive(s, 0, kInfoAt)) return false;
-  const NTSTATUS st =
-      connect_retrying(*s.rt, s.qp, NdkSockAddr{s.o.addr, s.o.port},
-                       s.rt->config().limits.max_read_limit, &on_disconnect, &s, &s.conn);
-  if (st != STATUS_SUCCESS)
-    return fail("connect to " + format_ipv4(s.o.addr) + ":" + std::to_string(s.o.port) + ": " +
-                std::string(status_name(st)));
+  std::string err;
+  if (!cm_connect(*s.rt, s.link, s.qp, s.o.addr, s.o.port, &err)) return fail(err);
   NdkResultEx r;
   if (!expect_receive(s, "the server's 24-byte message", NdkOperationType::kReceive, kInfoLen, 0,
                       &r))
@@ -299,15 +261,7 @@ bool run_client(Session& s) {
 }
 
 void close_session(Session& s) {
-  if (s.conn != nullptr) {
-    Pending p;
-    call_and_wait(
-        *s.rt, p, [&] { return s.conn->disconnect(&on_request, &p); }, std::chrono::seconds(3));
-    s.rt->run_on_control([&] { s.conn->close(nullptr, nullptr); });
-  }
-  if (s.listener != nullptr) s.rt->run_on_control([&] { s.listener->close(nullptr, nullptr); });
-  // Let the DREP and the last ACKs leave.
-  s.rt->wait_until([] { return false; }, std::chrono::milliseconds(200));
+  cm_close(*s.rt, s.link);
   if (s.mw != nullptr) {
     Pending p;
     call_and_wait(*s.rt, p, [&] { return s.mw->close(&on_closed, &p); });

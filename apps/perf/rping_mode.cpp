@@ -19,8 +19,6 @@
 #include "apps/perf/endpoint.hpp"
 #include "apps/perf/perf_util.hpp"
 #include "apps/perf/perftest_exchange.hpp"
-#include "rocedp/connector.hpp"
-#include "rocedp/listener.hpp"
 
 namespace rocedp::perf {
 namespace {
@@ -54,11 +52,7 @@ struct Session {
   Cq* cq = nullptr;
   Mr* mr = nullptr;
   Qp* qp = nullptr;
-  Listener* listener = nullptr;
-  Connector* conn = nullptr;
-  std::atomic<NdkConnector*> incoming{nullptr};
-  std::atomic<int> gone{0};  // the peer disconnected
-  Pending accepted;
+  CmLink link;
   std::vector<uint8_t> buf = std::vector<uint8_t>(kSourceAt + kMaxSize, 0);
   std::deque<BufferInfo> received;  // the peer's messages not yet acted on
   uint64_t reads = 0, writes = 0, sends = 0;
@@ -66,19 +60,6 @@ struct Session {
   explicit Session(const RpingOptions& options) : o(options) {}
   uint8_t* at(uint64_t off) { return buf.data() + off; }
 };
-
-void on_connect_event(void* ctx, NdkConnector* nc) {
-  auto* s = static_cast<Session*>(ctx);
-  NdkConnector* none = nullptr;
-  if (!s->incoming.compare_exchange_strong(none, nc)) {  // one connection at a time, as rping
-    Connector* c = Connector::from(nc);
-    c->reject(nullptr, 0);
-    c->close(nullptr, nullptr);
-  }
-}
-void on_disconnect(void* ctx, NTSTATUS) {
-  static_cast<Session*>(ctx)->gone.store(1);
-}
 
 bool post_receive(Session& s, uint64_t slot) {
   const NdkSge sge{s.at(slot * kSlot), kInfoSize, s.mr->get_local_token()};
@@ -95,7 +76,7 @@ void drain(Session& s) {
   for (uint32_t k = 0; k < n; ++k) {
     if (r[k].status != STATUS_SUCCESS) {
       // Work the disconnect flushed is not a failure.
-      if (!(r[k].status == STATUS_CANCELLED && s.gone.load()))
+      if (!(r[k].status == STATUS_CANCELLED && s.link.gone.load()))
         s.failed = fail("completion error " + std::string(status_name(r[k].status)));
       continue;
     }
@@ -132,7 +113,7 @@ bool wait_for(Session& s, const char* what, Done done, bool disconnect_ok = fals
   while (!done()) {
     drain(s);
     if (s.failed) return false;
-    if (s.gone.load() && !done())
+    if (s.link.gone.load() && !done())
       return disconnect_ok || fail(std::string("the peer disconnected ") + what);
     if (clock::deadline().passed()) return fail(std::string("time limit reached ") + what);
   }
@@ -180,32 +161,14 @@ bool setup(Session& s) {
 }
 
 bool accept(Session& s) {
-  NTSTATUS st = STATUS_PENDING;
-  s.rt->run_on_control([&] {
-    st = create_listener(s.rt->adapter(), &on_connect_event, &s, nullptr, nullptr, &s.listener);
-    if (st == STATUS_SUCCESS) st = s.listener->listen(NdkSockAddr{0, s.o.port}, nullptr, nullptr);
-  });
-  if (st != STATUS_SUCCESS)
-    return fail("listen on port " + std::to_string(s.o.port) + ": " + std::string(status_name(st)));
-  std::printf("rocedp-perf --rping: listening on port %u\n", s.o.port);
-  std::fflush(stdout);
-  if (!s.rt->wait_until([&] { return s.incoming.load() != nullptr || clock::deadline().passed(); },
-                        std::chrono::seconds(s.o.timeout_s)) ||
-      s.incoming.load() == nullptr)
-    return fail("no connection request came");
-  s.conn = Connector::from(s.incoming.load());
-  st = accept_connection(*s.rt, s.conn, s.qp, s.rt->config().limits.max_read_limit, &on_disconnect,
-                         &s, s.accepted);
-  return st == STATUS_SUCCESS || fail("accept: " + std::string(status_name(st)));
+  std::string err;
+  return cm_accept_one(*s.rt, s.link, s.o.port, s.qp, s.o.timeout_s, "rocedp-perf --rping", &err) ||
+         fail(err);
 }
 
 bool connect(Session& s) {
-  const NTSTATUS st =
-      connect_retrying(*s.rt, s.qp, NdkSockAddr{s.o.addr, s.o.port},
-                       s.rt->config().limits.max_read_limit, &on_disconnect, &s, &s.conn);
-  return st == STATUS_SUCCESS ||
-         fail("connect to " + format_ipv4(s.o.addr) + ":" + std::to_string(s.o.port) + ": " +
-              std::string(status_name(st)));
+  std::string err;
+  return cm_connect(*s.rt, s.link, s.qp, s.o.addr, s.o.port, &err) || fail(err);
 }
 
 // The server: READ the client's source, "go ahead", WRITE it into the client's sink, "go ahead";
@@ -278,15 +241,7 @@ bool ping(Session& s, uint64_t* pings) {
 }
 
 void close_session(Session& s) {
-  if (s.conn != nullptr) {
-    Pending p;
-    call_and_wait(
-        *s.rt, p, [&] { return s.conn->disconnect(&on_request, &p); }, std::chrono::seconds(3));
-    s.rt->run_on_control([&] { s.conn->close(nullptr, nullptr); });
-  }
-  if (s.listener != nullptr) s.rt->run_on_control([&] { s.listener->close(nullptr, nullptr); });
-  // Let the DREP and the last ACKs leave.
-  s.rt->wait_until([] { return false; }, std::chrono::milliseconds(200));
+  cm_close(*s.rt, s.link);
   close_objects(*s.rt, {s.qp}, {s.cq}, {s.mr}, s.pd);
 }
 
