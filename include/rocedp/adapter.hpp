@@ -80,6 +80,17 @@ static_assert(std::is_standard_layout_v<NdkObjectHead> && offsetof(NdkObjectHead
 /// The common base of every object: the header, then the provider's lifetime bookkeeping
 /// (control thread only), private to the object classes and the provider (ndk_detail::Access).
 struct NdkObjectBase : NdkObjectHead {
+  /// NdkQueryExtensionInterface, in every object's dispatch table: rocedp defines no extension
+  /// interface (nor does NDK a standard one), so every GUID and version is STATUS_NOT_SUPPORTED,
+  /// with out->dispatch null; STATUS_INVALID_PARAMETER for a null GUID or output. Any thread.
+  NTSTATUS query_extension_interface(const NdkGuid* interface_id, NdkVersion version,
+                                     NdkExtensionInterface* out) const {
+    (void)version;
+    if (interface_id == nullptr || out == nullptr) return STATUS_INVALID_PARAMETER;
+    out->dispatch = nullptr;
+    return STATUS_NOT_SUPPORTED;
+  }
+
  private:
   friend struct ndk_detail::Access;
   friend class Adapter;

@@ -44,6 +44,19 @@ struct NdkObjectHeader {
   NdkObjectType object_type = NdkObjectType::kAdapter;
 };
 
+/// GUID: names an extension interface (NdkQueryExtensionInterface).
+struct NdkGuid {
+  uint32_t data1 = 0;
+  uint16_t data2 = 0;
+  uint16_t data3 = 0;
+  uint8_t data4[8] = {};
+};
+
+/// NDK_EXTENSION_INTERFACE: the dispatch table of an extension interface.
+struct NdkExtensionInterface {
+  const void* dispatch = nullptr;
+};
+
 /// A connector object (defined by the control layer). ConnectEvent hands one to the consumer.
 struct NdkConnector;
 

@@ -42,6 +42,40 @@ TEST_F(NdkObjects, QueryAdapterInfoReportsEveryFieldFromTheLimits) {
   EXPECT_GT(info.max_callee_data, 0u);
 }
 
+// rocedp has no extension interface: every object answers NOT_SUPPORTED whatever it is asked for,
+// and a null GUID or output is INVALID_PARAMETER.
+TEST_F(NdkObjects, QueryExtensionInterfaceIsNotSupportedOnEveryObject) {
+  Pd* pd = make_pd(a_);
+  ASSERT_NE(pd, nullptr);
+  Cq* cq = make_cq(a_, 64, 0);
+  ASSERT_NE(cq, nullptr);
+  Qp* qp = make_qp(pd, cq, cq, nullptr, 16);
+  ASSERT_NE(qp, nullptr);
+  Mr* mr = nullptr;
+  ASSERT_EQ(pd->create_mr(false, nullptr, nullptr, &mr), STATUS_SUCCESS);
+  Mw* mw = nullptr;
+  ASSERT_EQ(pd->create_mw(nullptr, nullptr, &mw), STATUS_SUCCESS);
+  const NdkGuid some{0x12345678, 0x9abc, 0xdef0, {1, 2, 3, 4, 5, 6, 7, 8}};
+  const std::vector<const NdkObjectBase*> objects{a_.adapter, pd, cq, qp, mr, mw};
+  for (const NdkObjectBase* o : objects) {
+    NdkExtensionInterface ext{&some};
+    EXPECT_EQ(o->query_extension_interface(&some, NdkVersion{2, 1}, &ext), STATUS_NOT_SUPPORTED)
+        << static_cast<int>(o->header.object_type);
+    EXPECT_EQ(ext.dispatch, nullptr);
+    EXPECT_EQ(o->query_extension_interface(nullptr, NdkVersion{2, 1}, &ext),
+              STATUS_INVALID_PARAMETER);
+    EXPECT_EQ(o->query_extension_interface(&some, NdkVersion{2, 1}, nullptr),
+              STATUS_INVALID_PARAMETER);
+  }
+  close_qp(qp);
+  Closed wc;
+  ASSERT_EQ(mw->close(&Closed::cb, &wc), STATUS_PENDING);
+  ASSERT_TRUE(poll_until([&] { return wc.count == 1; }));
+  close_mr(mr);
+  close_cq(cq);
+  EXPECT_EQ(pd->close(nullptr, nullptr), STATUS_SUCCESS);
+}
+
 TEST_F(NdkObjects, PdAndMrAreCreatedInline) {
   Pd* pd = make_pd(a_);
   ASSERT_NE(pd, nullptr);

@@ -48,6 +48,32 @@ TEST_F(SeedAddresses, ListenStatuses) {
   close_listener(l2);
 }
 
+// The connection objects answer NdkQueryExtensionInterface as every object does: rocedp has no
+// extension interface.
+TEST_F(SeedAddresses, QueryExtensionInterfaceIsNotSupportedOnConnectionObjects) {
+  Events ev;
+  Listener* l = nullptr;
+  Connector* c = nullptr;
+  SharedEndpoint* sep = nullptr;
+  ASSERT_EQ(create_listener(*b_.adapter, &Events::cb, &ev, nullptr, nullptr, &l), STATUS_SUCCESS);
+  ASSERT_EQ(create_connector(*b_.adapter, nullptr, nullptr, &c), STATUS_SUCCESS);
+  ASSERT_EQ(create_shared_endpoint(*b_.adapter, addr_b(5100), nullptr, nullptr, &sep),
+            STATUS_SUCCESS);
+  const NdkGuid some{1, 2, 3, {4, 5, 6, 7, 8, 9, 10, 11}};
+  for (const NdkObjectBase* o :
+       {static_cast<const NdkObjectBase*>(l), static_cast<const NdkObjectBase*>(c),
+        static_cast<const NdkObjectBase*>(sep)}) {
+    NdkExtensionInterface ext{&some};
+    EXPECT_EQ(o->query_extension_interface(&some, NdkVersion{2, 1}, &ext), STATUS_NOT_SUPPORTED);
+    EXPECT_EQ(ext.dispatch, nullptr);
+    EXPECT_EQ(o->query_extension_interface(&some, NdkVersion{2, 1}, nullptr),
+              STATUS_INVALID_PARAMETER);
+  }
+  close_connector(c);
+  close_listener(l);
+  EXPECT_EQ(sep->close(nullptr, nullptr), STATUS_SUCCESS);
+}
+
 TEST_F(SeedAddresses, CreateListenerInsufficientResourcesAtTheConfiguredLimit) {
   Events ev;
   std::vector<Listener*> ls(4, nullptr);
