@@ -347,12 +347,14 @@ bool connect_out_of_band(AdapterRuntime& rt, Qp* qp, NdkQpConnectParams p, std::
   return true;
 }
 
-bool create_cq(AdapterRuntime& rt, uint32_t depth, Cq** out, std::string* err) {
+bool create_cq(AdapterRuntime& rt, uint32_t depth, Cq** out, std::string* err,
+               NdkCqNotificationCallback notification, void* context) {
   std::vector<Pending> one(1);
   if (!batched(
           rt, 1, one,
           [&](size_t) {
-            return rt.adapter().create_cq(depth, nullptr, nullptr, 0, &on_created, &one[0], out);
+            return rt.adapter().create_cq(depth, notification, context, 0, &on_created, &one[0],
+                                          out);
           },
           "create_cq", err))
     return false;

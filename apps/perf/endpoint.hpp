@@ -117,7 +117,9 @@ void cm_close(AdapterRuntime& rt, CmLink& link);
 /// answer, the connect's status).
 bool connect_out_of_band(AdapterRuntime& rt, Qp* qp, NdkQpConnectParams p, std::string* err);
 
-bool create_cq(AdapterRuntime& rt, uint32_t depth, Cq** out, std::string* err);
+/// A CQ on polling core 0; `notification` (with `context`) is its ArmCq callback, if any.
+bool create_cq(AdapterRuntime& rt, uint32_t depth, Cq** out, std::string* err,
+               NdkCqNotificationCallback notification = nullptr, void* context = nullptr);
 /// n QPs on `cq` (send and receive), QP i with context i; with `srq` their receives come from it
 /// (rx_depth unused).
 bool create_qps(AdapterRuntime& rt, Pd* pd, Cq* cq, size_t n, uint32_t rx_depth, uint32_t tx_depth,

@@ -22,10 +22,10 @@
 namespace rocedp::perf {
 namespace {
 
-constexpr uint64_t kBufLen = 65536, kSlot = 4096, kServerRecvs = 4;
+constexpr uint64_t kBufLen = 65536, kSlot = 4096, kServerRecvs = 5;
 constexpr uint64_t kTargetAt = 16384, kWindowAt = 24576, kWindowLen = 4096, kInfoAt = 32768,
                    kSourceAt = 36864;
-constexpr uint32_t kInfoLen = 24, kBigLen = 3000, kWindowWriteLen = 512, kInvalidateLen = 64;
+constexpr uint32_t kInfoLen = 24, kGoLen = 4, kBigLen = 3000, kWindowWriteLen = 512, kSmallLen = 64;
 constexpr uint32_t kImm1 = 0x5EED0001u, kImm2 = 0x5EED0002u;
 // A receive completion's TypeSpecificCompletionOutput: bit 32 says an immediate came, in the low
 // 32 bits (Qp::send_with_immediate).
@@ -58,6 +58,7 @@ struct Session {
   Mw* mw = nullptr;
   Qp* qp = nullptr;
   CmLink link;
+  std::atomic<int> notified{0};  // CQ notifications (the server arms for solicited completions)
   std::vector<uint8_t> buf = std::vector<uint8_t>(kBufLen, 0);
   // Completions not yet looked at, in order, of the send queue and of the receive queue: the two
   // queues complete in no fixed order between them (a peer's answer may come before the ACK).
@@ -66,6 +67,10 @@ struct Session {
   uint8_t* at(uint64_t off) { return buf.data() + off; }
   NdkSge sge(uint64_t off, uint32_t len) { return NdkSge{at(off), len, mr->get_local_token()}; }
 };
+
+void on_notify(void* ctx, NTSTATUS) {
+  static_cast<Session*>(ctx)->notified.fetch_add(1);
+}
 
 bool is_receive(const NdkResultEx& r) {
   return r.type == NdkOperationType::kReceive || r.type == NdkOperationType::kReceiveAndInvalidate;
@@ -127,7 +132,7 @@ bool setup(Session& s, uint32_t recvs) {
   });
   if (st != STATUS_SUCCESS) return fail("create_pd / create_mw: " + std::string(status_name(st)));
   std::vector<Qp*> qps;
-  if (!create_cq(rt, 64, &s.cq, &err) ||
+  if (!create_cq(rt, 64, &s.cq, &err, &on_notify, &s) ||
       !register_buffer(rt, s.pd, s.buf.data(), s.buf.size(), &s.mr, &err) ||
       !create_qps(rt, s.pd, s.cq, 1, recvs, 16, &qps, &err))
     return fail(err);
@@ -167,6 +172,8 @@ bool serve(Session& s) {
                         NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_REMOTE_WRITE, 0)))
     return false;
   const uint32_t window = s.mw->get_remote_token();
+  // Only the solicited SEND (step 4) may notify: the SEND and WRITE with immediate come first.
+  s.cq->arm(NdkCqNotifyType::kSolicited);
   uint8_t* info = s.at(kInfoAt);
   put_be64(info, reinterpret_cast<uint64_t>(s.at(kTargetAt)));
   put_be32(info + 8, s.mr->get_remote_token());
@@ -190,11 +197,33 @@ bool serve(Session& s) {
   if (!holds(s.at(kTargetAt), 2, kBigLen))
     return fail("receive 2: the WRITE's target holds wrong bytes");
   std::printf("%s: RDMA WRITE with immediate 0x%08x, %u bytes: ok\n", kMe, kImm2, kBigLen);
-  if (!expect_receive(s, "receive 3 (SEND with Invalidate)",
-                      NdkOperationType::kReceiveAndInvalidate, kInvalidateLen, window, &r))
+  // The notification runs on the polling core when it publishes the completion, which here is
+  // this thread: receives 1 and 2 would have raised it by now. The client waits for the go-ahead
+  // before its solicited SEND, so nothing else can have.
+  if (s.notified.load() != 0) return fail("an unsolicited receive notified the CQ");
+  const NdkSge go = s.sge(kInfoAt + 64, kGoLen);
+  if (!await(s, "send the go-ahead", NdkOperationType::kSend, s.qp->send(nullptr, &go, 1, 0)))
     return false;
-  if (!holds(s.at(reinterpret_cast<uint64_t>(r.request_context) * kSlot), 4, kInvalidateLen))
+  if (!expect_receive(s, "receive 3 (solicited SEND)", NdkOperationType::kReceive, kSmallLen, 0,
+                      &r))
+    return false;
+  if (!holds(s.at(reinterpret_cast<uint64_t>(r.request_context) * kSlot), 6, kSmallLen))
     return fail("receive 3: wrong bytes");
+  // Receive 3 raised it in the poll that brought it, if at all (the client waits for a second
+  // go-ahead before it goes on; its refused WRITE flushes a receive, an error completion, which
+  // would raise it too).
+  if (s.notified.load() != 1)
+    return fail("the CQ armed for solicited completions was notified " +
+                std::to_string(s.notified.load()) + " times by the solicited SEND, expected once");
+  std::printf("%s: solicited SEND: the CQ notified once, not for the two before it: ok\n", kMe);
+  if (!await(s, "send the second go-ahead", NdkOperationType::kSend,
+             s.qp->send(nullptr, &go, 1, 0)))
+    return false;
+  if (!expect_receive(s, "receive 4 (SEND with Invalidate)",
+                      NdkOperationType::kReceiveAndInvalidate, kSmallLen, window, &r))
+    return false;
+  if (!holds(s.at(reinterpret_cast<uint64_t>(r.request_context) * kSlot), 4, kSmallLen))
+    return fail("receive 4: wrong bytes");
   if (!holds(s.at(kWindowAt), 3, kWindowWriteLen))
     return fail("the window does not hold the WRITE through it");
   std::printf("%s: RDMA WRITE through the window, SEND with Invalidate of 0x%08x: ok\n", kMe,
@@ -214,7 +243,8 @@ bool serve(Session& s) {
 }
 
 bool run_client(Session& s) {
-  if (!post_receive(s, 0, kInfoAt)) return false;
+  if (!post_receive(s, 0, kInfoAt) || !post_receive(s, 1, 0) || !post_receive(s, 2, kSlot))
+    return false;
   std::string err;
   if (!cm_connect(*s.rt, s.link, s.qp, s.o.addr, s.o.port, &err)) return fail(err);
   NdkResultEx r;
@@ -248,11 +278,19 @@ bool run_client(Session& s) {
     return false;
   if (!holds(src, 3, kWindowWriteLen))
     return fail("RDMA READ through the window: the bytes read are not what was written");
-  sge = source(4, kInvalidateLen);
+  if (!expect_receive(s, "the server's go-ahead", NdkOperationType::kReceive, kGoLen, 0, &r))
+    return false;
+  sge = source(6, kSmallLen);
+  if (!await(s, "solicited SEND", NdkOperationType::kSend,
+             s.qp->send(nullptr, &sge, 1, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT)))
+    return false;
+  if (!expect_receive(s, "the server's second go-ahead", NdkOperationType::kReceive, kGoLen, 0, &r))
+    return false;
+  sge = source(4, kSmallLen);
   if (!await(s, "SEND with Invalidate", NdkOperationType::kSend,
              s.qp->send_and_invalidate(nullptr, &sge, 1, window_token, 0)))
     return false;
-  sge = source(5, kInvalidateLen);
+  sge = source(5, kSmallLen);
   if (!await(s, "RDMA WRITE through the invalidated window", NdkOperationType::kWrite,
              s.qp->write(nullptr, &sge, 1, window, window_token, 0), STATUS_ACCESS_VIOLATION))
     return false;
@@ -275,7 +313,7 @@ int run_ops_check(const OpsCheckOptions& o) {
   Session s(o);
   return run_endpoint(o.endpoint, o.timeout_s, kMe, [&](AdapterRuntime& rt) {
     s.rt = &rt;
-    const bool ok = setup(s, o.server ? kServerRecvs : 1) && (o.server ? serve(s) : run_client(s));
+    const bool ok = setup(s, o.server ? kServerRecvs : 3) && (o.server ? serve(s) : run_client(s));
     close_session(s);
     s.rt = nullptr;
     return ok ? 0 : 1;

@@ -5,22 +5,25 @@
 // WRITE through the invalidated window, which the server must refuse.
 //
 // The script (apps/perf/ops_check_mode.hpp describes the same one):
-//   server: registers a 64 KiB buffer, posts 4 receives of 4 KiB (slots 0..3), accepts on port
-//     -p (rdma_cm), binds a memory window over [24 KiB, 28 KiB) for remote READ and WRITE, then
-//     SENDs 24 bytes, big-endian: the WRITE target's address (16 KiB in) and the region's rkey,
-//     the window's address and the window's rkey.
+//   server: registers a 64 KiB buffer, posts 5 receives of 4 KiB (slots 0..4), accepts on port
+//     -p (rdma_cm), arms its CQ for solicited completions, binds a memory window over [24 KiB,
+//     28 KiB) for remote READ and WRITE, then SENDs 24 bytes, big-endian: the WRITE target's
+//     address (16 KiB in) and the region's rkey, the window's address and the window's rkey.
 //   client: after those 24 bytes, one operation at a time, each awaited:
 //     1. SEND with immediate 0x5EED0001, 3000 bytes of pattern 1
 //     2. RDMA WRITE with immediate 0x5EED0002, 3000 bytes of pattern 2 to the target
 //     3. RDMA WRITE, 512 bytes of pattern 3 through the window, then an RDMA READ of them back
 //        through the window (the client checks what it read)
-//     4. SEND with Invalidate of the window's rkey, 64 bytes of pattern 4
-//     5. RDMA WRITE, 64 bytes of pattern 5 through the invalidated window: must fail with a
+//     4. after the server's go-ahead (a 4-byte SEND, once it saw receive 2 raise no CQ event),
+//        SEND with the solicited event bit, 64 bytes of pattern 6; then it waits for a second
+//        go-ahead (the server saw the event)
+//     5. SEND with Invalidate of the window's rkey, 64 bytes of pattern 4
+//     6. RDMA WRITE, 64 bytes of pattern 5 through the invalidated window: must fail with a
 //        remote access error
 //   server: receive 1 carries the immediate and the bytes; receive 2 (the WRITE's) the immediate,
-//     the target the bytes; receive 3 names the window's rkey as invalidated, and the window holds
-//     pattern 3; after the refused WRITE the window still holds pattern 3 (the fourth receive is
-//     flushed or the peer disconnects).
+//     the target the bytes; neither raises a CQ event, receive 3 (solicited) does; receive 4 names
+//     the window's rkey as invalidated, and the window holds pattern 3; after the refused WRITE the
+//     window still holds pattern 3 (the fifth receive is flushed or the peer disconnects).
 // Pattern k, byte i: (k * 37 + i * 13 + (i >> 8)) & 0xff.
 //   ops_check_peer -s [-p PORT]
 //   ops_check_peer -c -a ADDR [-p PORT]
@@ -49,7 +52,9 @@ enum {
   kSourceAt = 36864,
   kBigLen = 3000,
   kWindowWriteLen = 512,
-  kInvalidateLen = 64,
+  kSmallLen = 64,
+  kGoLen = 4,
+  kServerRecvs = 5,
 };
 static const uint32_t kImm1 = 0x5EED0001u, kImm2 = 0x5EED0002u;
 
@@ -95,6 +100,7 @@ struct Peer {
   struct rdma_cm_id* listen_id;
   struct rdma_cm_id* id;
   struct ibv_pd* pd;
+  struct ibv_comp_channel* channel;  // the server's CQ events
   struct ibv_cq* cq;
   struct ibv_mr* mr;
   struct ibv_mw* mw;
@@ -181,7 +187,8 @@ static int post_and_wait(struct Peer* p, struct ibv_send_wr* wr, enum ibv_wc_sta
 static int make_objects(struct Peer* p, struct rdma_cm_id* id, unsigned recv_depth) {
   p->id = id;
   p->pd = ibv_alloc_pd(id->verbs);
-  p->cq = p->pd ? ibv_create_cq(id->verbs, 32, NULL, NULL, 0) : NULL;
+  p->channel = ibv_create_comp_channel(id->verbs);
+  p->cq = p->pd && p->channel ? ibv_create_cq(id->verbs, 32, NULL, p->channel, 0) : NULL;
   if (p->cq == NULL) return fail("ibv_alloc_pd / ibv_create_cq");
   struct ibv_qp_init_attr qa = {
       .send_cq = p->cq,
@@ -211,8 +218,9 @@ static int run_server(struct Peer* p, uint16_t port) {
   printf("ops_check_peer: listening on port %u\n", port);
   fflush(stdout);
   struct rdma_cm_id* id = NULL;
-  if (!wait_event(p, RDMA_CM_EVENT_CONNECT_REQUEST, &id) || !make_objects(p, id, 4)) return 0;
-  for (unsigned s = 0; s < 4; ++s)
+  if (!wait_event(p, RDMA_CM_EVENT_CONNECT_REQUEST, &id) || !make_objects(p, id, kServerRecvs))
+    return 0;
+  for (unsigned s = 0; s < kServerRecvs; ++s)
     if (!post_recv(p, s, s * kSlot, kSlot)) return 0;
   struct rdma_conn_param c = conn_param();
   if (rdma_accept(id, &c) != 0) return fail("rdma_accept");
@@ -233,6 +241,9 @@ static int run_server(struct Peer* p, uint16_t port) {
   if (!post_and_wait(p, &bind, &st)) return 0;
   if (st != IBV_WC_SUCCESS) return fail(ibv_wc_status_str(st));
 
+  // Only the solicited SEND (step 4) may raise an event: the SEND and WRITE with immediate come
+  // first.
+  if (ibv_req_notify_cq(p->cq, 1) != 0) return fail("ibv_req_notify_cq");
   uint8_t* info = p->buf + kInfoAt;
   put_be64(info, (uintptr_t)(p->buf + kTargetAt));
   put_be32(info + 8, p->mr->rkey);
@@ -266,25 +277,51 @@ static int run_server(struct Peer* p, uint16_t port) {
   if (!holds(p->buf + kTargetAt, 2, kBigLen))
     return fail("receive 2: the WRITE's target holds wrong bytes");
   printf("ops_check_peer: RDMA WRITE with immediate 0x%08x, %u bytes: ok\n", kImm2, kBigLen);
-  // 3: SEND with Invalidate, after a WRITE through the window.
+  // rdma_rxe raises an event right after it posts the completion: receives 1 and 2 would have
+  // raised it by now (100 ms for the kernel to get there). The client waits for the go-ahead
+  // before its solicited SEND, so nothing else can have.
+  struct pollfd cq_event = {.fd = p->channel->fd, .events = POLLIN};
+  if (poll(&cq_event, 1, 100) != 0) return fail("an unsolicited receive raised a CQ event");
+  struct ibv_sge go_sge = {.addr = (uintptr_t)(info + 64), .length = kGoLen, .lkey = p->mr->lkey};
+  struct ibv_send_wr go = {.wr_id = 102, .sg_list = &go_sge, .num_sge = 1, .opcode = IBV_WR_SEND};
+  if (!post_and_wait(p, &go, &st)) return 0;
+  if (st != IBV_WC_SUCCESS) return fail(ibv_wc_status_str(st));
+  // 3: the solicited SEND, which raises the event.
+  if (!next_wc(p, 1, &wc)) return 0;
+  if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV || wc.byte_len != kSmallLen ||
+      !holds(p->buf + wc.wr_id * kSlot, 6, kSmallLen))
+    return fail("receive 3 (the solicited SEND)");
+  // rdma_rxe raises the event as it posts the completion. The client waits for a second go-ahead
+  // before it goes on (its refused WRITE flushes a receive, an error completion, which would raise
+  // the event too).
+  struct ibv_cq* ev_cq = NULL;
+  void* ev_ctx = NULL;
+  if (poll(&cq_event, 1, 1000) != 1 || ibv_get_cq_event(p->channel, &ev_cq, &ev_ctx) != 0 ||
+      ev_cq != p->cq)
+    return fail("the solicited SEND raised no CQ event");
+  ibv_ack_cq_events(p->cq, 1);
+  printf("ops_check_peer: solicited SEND: one CQ event, none for the two before it: ok\n");
+  if (!post_and_wait(p, &go, &st)) return 0;
+  if (st != IBV_WC_SUCCESS) return fail(ibv_wc_status_str(st));
+  // 4: SEND with Invalidate, after a WRITE through the window.
   if (!next_wc(p, 1, &wc)) return 0;
   // rdma_rxe writes the kernel's IB_WC_WITH_INVALIDATE (bit 2) into the user's completion, where
   // libibverbs' own flag is bit 3 (bit 2 is its IBV_WC_IP_CSUM_OK): either says "invalidated".
   if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV ||
       !(wc.wc_flags & (IBV_WC_WITH_INV | IBV_WC_IP_CSUM_OK)) || wc.invalidated_rkey != mw_rkey ||
-      wc.byte_len != kInvalidateLen) {
+      wc.byte_len != kSmallLen) {
     snprintf(msg, sizeof msg,
-             "receive 3: status %s opcode %d flags 0x%x rkey 0x%08x (window 0x%08x) len %u",
+             "receive 4: status %s opcode %d flags 0x%x rkey 0x%08x (window 0x%08x) len %u",
              ibv_wc_status_str(wc.status), wc.opcode, wc.wc_flags, wc.invalidated_rkey, mw_rkey,
              wc.byte_len);
     return fail(msg);
   }
-  if (!holds(p->buf + wc.wr_id * kSlot, 4, kInvalidateLen)) return fail("receive 3: wrong bytes");
+  if (!holds(p->buf + wc.wr_id * kSlot, 4, kSmallLen)) return fail("receive 4: wrong bytes");
   if (!holds(p->buf + kWindowAt, 3, kWindowWriteLen))
     return fail("the window does not hold the WRITE through it");
   printf("ops_check_peer: RDMA WRITE through the window, SEND with Invalidate of 0x%08x: ok\n",
          mw_rkey);
-  // 5: the WRITE through the invalidated window is refused: the QP's last receive is flushed (the
+  // 6: the WRITE through the invalidated window is refused: the QP's last receive is flushed (the
   // responder's access error ends the QP), or the peer disconnects first.
   while (!p->disconnected) {
     struct ibv_wc w;
@@ -317,7 +354,9 @@ static int run_client(struct Peer* p, const char* addr, uint16_t port) {
         !wait_event(p, RDMA_CM_EVENT_ADDR_RESOLVED, NULL) || rdma_resolve_route(p->id, 2000) != 0 ||
         !wait_event(p, RDMA_CM_EVENT_ROUTE_RESOLVED, NULL))
       return fail("resolve");
-    if (!make_objects(p, p->id, 1) || !post_recv(p, 0, kInfoAt, kSlot)) return 0;
+    if (!make_objects(p, p->id, 3) || !post_recv(p, 0, kInfoAt, kSlot) ||
+        !post_recv(p, 1, 0, kSlot) || !post_recv(p, 2, kSlot, kSlot))
+      return 0;
     struct rdma_conn_param c = conn_param();
     if (rdma_connect(p->id, &c) != 0) return fail("rdma_connect");
     if (wait_event(p, RDMA_CM_EVENT_ESTABLISHED, NULL)) break;
@@ -349,18 +388,20 @@ static int run_client(struct Peer* p, const char* addr, uint16_t port) {
     uint64_t raddr;
     uint32_t rkey, imm_or_inv;
     enum ibv_wc_status want;
+    int solicited;
   } steps[] = {
-      {"SEND with immediate", IBV_WR_SEND_WITH_IMM, 1, kBigLen, 0, 0, kImm1, IBV_WC_SUCCESS},
+      {"SEND with immediate", IBV_WR_SEND_WITH_IMM, 1, kBigLen, 0, 0, kImm1, IBV_WC_SUCCESS, 0},
       {"RDMA WRITE with immediate", IBV_WR_RDMA_WRITE_WITH_IMM, 2, kBigLen, target, target_rkey,
-       kImm2, IBV_WC_SUCCESS},
+       kImm2, IBV_WC_SUCCESS, 0},
       {"RDMA WRITE through the window", IBV_WR_RDMA_WRITE, 3, kWindowWriteLen, window, window_rkey,
-       0, IBV_WC_SUCCESS},
+       0, IBV_WC_SUCCESS, 0},
       {"RDMA READ through the window", IBV_WR_RDMA_READ, 3, kWindowWriteLen, window, window_rkey, 0,
-       IBV_WC_SUCCESS},
-      {"SEND with Invalidate", IBV_WR_SEND_WITH_INV, 4, kInvalidateLen, 0, 0, window_rkey,
-       IBV_WC_SUCCESS},
-      {"RDMA WRITE through the invalidated window", IBV_WR_RDMA_WRITE, 5, kInvalidateLen, window,
-       window_rkey, 0, IBV_WC_REM_ACCESS_ERR},
+       IBV_WC_SUCCESS, 0},
+      {"solicited SEND", IBV_WR_SEND, 6, kSmallLen, 0, 0, 0, IBV_WC_SUCCESS, 1},
+      {"SEND with Invalidate", IBV_WR_SEND_WITH_INV, 4, kSmallLen, 0, 0, window_rkey,
+       IBV_WC_SUCCESS, 0},
+      {"RDMA WRITE through the invalidated window", IBV_WR_RDMA_WRITE, 5, kSmallLen, window,
+       window_rkey, 0, IBV_WC_REM_ACCESS_ERR, 0},
   };
   for (unsigned k = 0; k < sizeof steps / sizeof steps[0]; ++k) {
     const int read = steps[k].op == IBV_WR_RDMA_READ;
@@ -373,6 +414,13 @@ static int run_client(struct Peer* p, const char* addr, uint16_t port) {
         .wr_id = kSendIds + k, .sg_list = &sge, .num_sge = 1, .opcode = steps[k].op};
     wr.wr.rdma.remote_addr = steps[k].raddr;
     wr.wr.rdma.rkey = steps[k].rkey;
+    if (steps[k].solicited) {
+      wr.send_flags = IBV_SEND_SOLICITED;
+      struct ibv_wc go;
+      if (!next_wc(p, 1, &go)) return 0;
+      if (go.status != IBV_WC_SUCCESS || go.byte_len != kGoLen)
+        return fail("the server's go-ahead");
+    }
     if (steps[k].op == IBV_WR_SEND_WITH_INV)
       wr.invalidate_rkey = steps[k].imm_or_inv;
     else
@@ -388,6 +436,12 @@ static int run_client(struct Peer* p, const char* addr, uint16_t port) {
       return fail(msg);
     }
     printf("ops_check_peer: %s: %s\n", steps[k].what, ibv_wc_status_str(st));
+    if (steps[k].solicited) {
+      struct ibv_wc go;
+      if (!next_wc(p, 1, &go)) return 0;
+      if (go.status != IBV_WC_SUCCESS || go.byte_len != kGoLen)
+        return fail("the server's second go-ahead");
+    }
   }
   printf("ops_check_peer: client: every check held\n");
   return 1;

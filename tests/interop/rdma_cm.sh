@@ -15,7 +15,8 @@
 #     rping-lc           Linux rping -c against rocedp-perf --rping -s
 #     rping-ls           rocedp-perf --rping -c against Linux rping -s
 #   the ops check (what no Linux example sends: SEND and WRITE with immediate data, a WRITE and a
-#   READ through a memory window, SEND with Invalidate of the window, a WRITE through the invalidated
+#   READ through a memory window, a solicited SEND that alone raises the event of a CQ armed for
+#   solicited completions, SEND with Invalidate of the window, a WRITE through the invalidated
 #   window that must be refused; tests/interop/ops_check_peer.c, built on the host, runs in the
 #   guest with its libibverbs and librdmacm):
 #     ops-lc             ops_check_peer -c against rocedp-perf --ops-check -s
@@ -192,6 +193,10 @@ for c in "ops-lc $linux $perf" "ops-ls $perf $linux"; do
   for want in "3|5" "9|11" "12" "23"; do
     grep -Eq " ($want) " <<<"$ops" || iop_fail "$1: the client ($2) sent no opcode $want (opcodes:$ops)"
   done
+  # The solicited event bit: on the solicited SEND (SEND ONLY, 4) and on nothing else the client sent.
+  se=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-$1.pcap" -d udp.port==4791,infiniband \
+    -Y "ip.src == $2 && infiniband.bth.se == 1" -T fields -e infiniband.bth.opcode 2>/dev/null | tr '\n' ' ')
+  [ "$se" = "4 " ] || iop_fail "$1: the client ($2) set the solicited event bit on opcodes '$se', expected on one SEND ONLY (4)"
   naks=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-$1.pcap" -d udp.port==4791,infiniband \
     -Y "ip.src == $3 && infiniband.aeth.syndrome == 0x62" -T fields -e frame.number 2>/dev/null | wc -l)
   [ "$naks" -ge 1 ] || iop_fail "$1: the server ($3) sent no NAK remote access error"
