@@ -1,10 +1,12 @@
-// Chaos (ctest label `chaos`): 1,000,000 mixed operations (SEND, WRITE, READ,
-// fetch-add, compare-swap) over 16 QPs through a wire that drops 10%, reorders 5%, duplicates 1%
-// and corrupts 1% of the frames in both directions. Every operation completes exactly once, in
-// posting order, with STATUS_SUCCESS; every byte is checked when its operation completes (slots
-// are reused only after that); atomics are applied exactly once (each returns the value the
-// previous ones left). Virtual time; a failing run replays from its seed (ROCEDP_CHAOS_SEED).
-// ROCEDP_CHAOS_OPS overrides the operation count (for a quick local run).
+// Chaos (ctest label `chaos`): 1,000,000 mixed operations (SEND, SEND and WRITE with immediate
+// data, WRITE, READ, fetch-add, compare-swap) over 16 QPs through a wire that drops 10%, reorders
+// 5%, duplicates 1% and corrupts 1% of the frames in both directions. Every operation completes
+// exactly once, in posting order, with STATUS_SUCCESS; every byte is checked when its operation
+// completes (slots are reused only after that); every SEND and every WRITE with immediate
+// completes exactly one receive, in order, with its length and its immediate; atomics are applied
+// exactly once (each returns the value the previous ones left). Virtual time; a failing run replays
+// from its seed (ROCEDP_CHAOS_SEED). ROCEDP_CHAOS_OPS overrides the operation count (for a quick
+// local run).
 
 #include <chrono>
 #include <cstdlib>
@@ -14,7 +16,17 @@
 namespace rocedp::rc::test {
 namespace {
 
-enum class Kind : uint8_t { kSend, kWrite, kRead, kFetchAdd, kCompareSwap };
+enum class Kind : uint8_t { kSend, kSendImm, kWrite, kWriteImm, kRead, kFetchAdd, kCompareSwap };
+
+bool takes_receive(Kind k) {
+  return k == Kind::kSend || k == Kind::kSendImm || k == Kind::kWriteImm;
+}
+bool writes(Kind k) {
+  return k == Kind::kWrite || k == Kind::kWriteImm;
+}
+uint32_t immediate_of(uint64_t i) {
+  return static_cast<uint32_t>(i * 2654435761u);
+}
 
 constexpr uint32_t kQps = 16;
 constexpr uint32_t kSlots = 256;  // per flow; at most kOutstanding in flight, so a slot is free
@@ -40,7 +52,7 @@ struct Flow {
   std::mt19937_64 rng;
   std::vector<Op> ring;  // op of each outstanding index (by index % kSlots)
   uint64_t total = 0, posted = 0, completed = 0, recv_done = 0;
-  std::vector<uint64_t> sends;  // op index of each SEND posted, not yet received (FIFO)
+  std::vector<uint64_t> sends;  // op index of each receive-taking op posted, in order (FIFO)
   size_t sends_head = 0;
   uint64_t word = 0;  // the atomic word's value after every completed atomic
   uint64_t errors = 0;
@@ -94,11 +106,13 @@ TEST(RcChaos, MillionMixedOperationsExactlyOnceUnderDropReorderDuplicateCorrupt)
     while (f.posted < f.total && f.posted - f.completed < kOutstanding) {
       const uint64_t i = f.posted;
       Op op;
-      const uint32_t r = static_cast<uint32_t>(f.rng() % 20);
-      op.kind = r < 6    ? Kind::kSend
+      const uint32_t r = static_cast<uint32_t>(f.rng() % 24);
+      op.kind = r < 5    ? Kind::kSend
+                : r < 7  ? Kind::kSendImm
                 : r < 12 ? Kind::kWrite
-                : r < 17 ? Kind::kRead
-                : r < 19 ? Kind::kFetchAdd
+                : r < 14 ? Kind::kWriteImm
+                : r < 19 ? Kind::kRead
+                : r < 22 ? Kind::kFetchAdd
                          : Kind::kCompareSwap;
       op.size = op.kind == Kind::kFetchAdd || op.kind == Kind::kCompareSwap
                     ? 8
@@ -107,18 +121,24 @@ TEST(RcChaos, MillionMixedOperationsExactlyOnceUnderDropReorderDuplicateCorrupt)
       SendWqe wqe;
       wqe.request_context = tag(i);
       wqe.sge_count = 1;
+      if (takes_receive(op.kind) &&
+          f.qb->rq->post(recv_wqe(
+              tag(i), {f.b_recv->sge((i % kSlots) * kSlotBytes, kSlotBytes)})) != STATUS_SUCCESS) {
+        return;
+      }
+      if (op.kind == Kind::kSendImm || op.kind == Kind::kWriteImm) {
+        wqe.has_immediate = true;
+        wqe.immediate = immediate_of(i);
+      }
       switch (op.kind) {
-        case Kind::kSend: {
+        case Kind::kSend:
+        case Kind::kSendImm:
           fill_pattern(slot(f.a_src, i), op.size, static_cast<uint32_t>(i * 7 + 1));
-          if (f.qb->rq->post(recv_wqe(tag(i), {f.b_recv->sge((i % kSlots) * kSlotBytes,
-                                                             kSlotBytes)})) != STATUS_SUCCESS) {
-            return;
-          }
           wqe.opcode = SendOpcode::kSend;
           wqe.sge[0] = f.a_src->sge((i % kSlots) * kSlotBytes, op.size);
           break;
-        }
         case Kind::kWrite:
+        case Kind::kWriteImm:
           fill_pattern(slot(f.a_src, i), op.size, static_cast<uint32_t>(i * 7 + 2));
           wqe.opcode = SendOpcode::kWrite;
           wqe.sge[0] = f.a_src->sge((i % kSlots) * kSlotBytes, op.size);
@@ -145,7 +165,7 @@ TEST(RcChaos, MillionMixedOperationsExactlyOnceUnderDropReorderDuplicateCorrupt)
           break;
       }
       ASSERT_EQ(f.qa->sq->post(wqe), STATUS_SUCCESS);
-      if (op.kind == Kind::kSend) f.sends.push_back(i);
+      if (takes_receive(op.kind)) f.sends.push_back(i);
       f.ring[i % kSlots] = op;
       ++f.posted;
     }
@@ -162,7 +182,7 @@ TEST(RcChaos, MillionMixedOperationsExactlyOnceUnderDropReorderDuplicateCorrupt)
           const uint64_t i = f.completed;
           const Op& op = f.ring[i % kSlots];
           bool ok = r.status == STATUS_SUCCESS && r.request_context == tag(i);
-          if (ok && op.kind == Kind::kWrite) {
+          if (ok && writes(op.kind)) {
             ok = std::memcmp(slot(f.a_src, i), slot(f.b_dst, i), op.size) == 0;
           } else if (ok && op.kind == Kind::kRead) {
             ok = std::memcmp(slot(f.a_sink, i), slot(f.b_src, i), op.size) == 0;
@@ -189,9 +209,16 @@ TEST(RcChaos, MillionMixedOperationsExactlyOnceUnderDropReorderDuplicateCorrupt)
           const NdkResultEx& r = res[k];
           const uint64_t i = f.sends_head < f.sends.size() ? f.sends[f.sends_head++] : UINT64_MAX;
           const Op& op = f.ring[i % kSlots];
-          const bool ok = i != UINT64_MAX && r.status == STATUS_SUCCESS &&
-                          r.request_context == tag(i) && r.bytes_transferred == op.size &&
-                          std::memcmp(slot(f.a_src, i), slot(f.b_recv, i), op.size) == 0;
+          // A SEND's bytes are in the receive's slot, a WRITE's in its target; the immediate, if
+          // any, is in the completion.
+          const uintptr_t want_out =
+              op.kind == Kind::kSend ? 0 : kCqeImmediateValid | immediate_of(i);
+          const bool ok =
+              i != UINT64_MAX && r.status == STATUS_SUCCESS && r.request_context == tag(i) &&
+              r.bytes_transferred == op.size && r.type_specific_completion_output == want_out &&
+              std::memcmp(slot(f.a_src, i),
+                          op.kind == Kind::kWriteImm ? slot(f.b_dst, i) : slot(f.b_recv, i),
+                          op.size) == 0;
           if (!ok && f.errors++ < 5)
             ADD_FAILURE() << "flow " << (&f - flows.data()) << " receive of op " << i;
           ++f.recv_done;
@@ -208,7 +235,8 @@ TEST(RcChaos, MillionMixedOperationsExactlyOnceUnderDropReorderDuplicateCorrupt)
     Flow& f = flows[q];
     EXPECT_EQ(f.errors, 0u);
     EXPECT_EQ(f.completed, f.total);
-    EXPECT_EQ(f.recv_done, f.sends.size()) << "every SEND received exactly once";
+    EXPECT_EQ(f.recv_done, f.sends.size())
+        << "every SEND and WRITE with immediate took exactly one receive";
     uint64_t word;
     std::memcpy(&word, f.b_word->ptr(), 8);
     EXPECT_EQ(word, f.word) << "atomics applied exactly once";
