@@ -131,30 +131,29 @@ std::vector<std::string> client_host_args(int argc, char** argv) {
   return args;
 }
 
+// Whether one of the words after the program's name is `word` (which grammar argv asks for).
+bool has_word(int argc, char** argv, const char* word) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], word) == 0) return true;
+  return false;
+}
+
 }  // namespace
 
 bool wants_perftest(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--perftest") == 0) return true;
-  return false;
+  return has_word(argc, argv, "--perftest");
 }
 
 bool wants_rping(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--rping") == 0) return true;
-  return false;
+  return has_word(argc, argv, "--rping");
 }
 
 bool wants_ops_check(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--ops-check") == 0) return true;
-  return false;
+  return has_word(argc, argv, "--ops-check");
 }
 
 bool wants_rc_pingpong(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--rc-pingpong") == 0) return true;
-  return false;
+  return has_word(argc, argv, "--rc-pingpong");
 }
 
 int parse_options(int argc, char** argv, Options* out) {
