@@ -56,6 +56,7 @@ struct Session {
   Cq* cq = nullptr;
   Mr* mr = nullptr;
   Mw* mw = nullptr;
+  Mr* fr = nullptr;  // --fast-register: the window is this region, not mw
   Qp* qp = nullptr;
   CmLink link;
   std::atomic<int> notified{0};  // CQ notifications (the server arms for solicited completions)
@@ -128,9 +129,15 @@ bool setup(Session& s, uint32_t recvs) {
   NTSTATUS st = STATUS_PENDING;
   rt.run_on_control([&] {
     st = rt.adapter().create_pd(nullptr, nullptr, &s.pd);
-    if (st == STATUS_SUCCESS) st = s.pd->create_mw(nullptr, nullptr, &s.mw);
+    if (st == STATUS_SUCCESS && !s.o.fast_register) st = s.pd->create_mw(nullptr, nullptr, &s.mw);
+    if (st == STATUS_SUCCESS && s.o.fast_register)
+      st = s.pd->create_mr(true, nullptr, nullptr, &s.fr);
+    // The window need not start on a page: room for one page more.
+    if (st == STATUS_SUCCESS && s.o.fast_register)
+      st = s.fr->initialize_fast_register_mr(kWindowLen / 4096 + 1, true, nullptr, nullptr);
   });
-  if (st != STATUS_SUCCESS) return fail("create_pd / create_mw: " + std::string(status_name(st)));
+  if (st != STATUS_SUCCESS)
+    return fail("create_pd and the window's object: " + std::string(status_name(st)));
   std::vector<Qp*> qps;
   if (!create_cq(rt, 64, &s.cq, &err, &on_notify, &s) ||
       !register_buffer(rt, s.pd, s.buf.data(), s.buf.size(), &s.mr, &err) ||
@@ -167,11 +174,18 @@ bool serve(Session& s) {
   std::string err;
   if (!cm_accept_one(*s.rt, s.link, s.o.port, s.qp, s.o.timeout_s, kMe, &err)) return fail(err);
 
-  if (!await(s, "bind the window", NdkOperationType::kBind,
-             s.qp->bind(nullptr, s.mr, s.mw, s.at(kWindowAt), kWindowLen,
-                        NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_REMOTE_WRITE, 0)))
+  constexpr uint32_t kRemote = NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_REMOTE_WRITE;
+  if (s.fr != nullptr) {
+    // NdkFastRegister, as SMB Direct registers the buffers it offers its peer.
+    if (!await(s, "fast-register the window", NdkOperationType::kFastRegister,
+               s.qp->fast_register(nullptr, s.fr, reinterpret_cast<uint64_t>(s.at(kWindowAt)),
+                                   kWindowLen, kRemote | NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0)))
+      return false;
+  } else if (!await(s, "bind the window", NdkOperationType::kBind,
+                    s.qp->bind(nullptr, s.mr, s.mw, s.at(kWindowAt), kWindowLen, kRemote, 0))) {
     return false;
-  const uint32_t window = s.mw->get_remote_token();
+  }
+  const uint32_t window = s.fr != nullptr ? s.fr->get_remote_token() : s.mw->get_remote_token();
   // Only the solicited SEND (step 4) may notify: the SEND and WRITE with immediate come first.
   s.cq->arm(NdkCqNotifyType::kSolicited);
   uint8_t* info = s.at(kInfoAt);
@@ -304,7 +318,7 @@ void close_session(Session& s) {
     Pending p;
     call_and_wait(*s.rt, p, [&] { return s.mw->close(&on_closed, &p); });
   }
-  close_objects(*s.rt, {s.qp}, {s.cq}, {s.mr}, s.pd);
+  close_objects(*s.rt, {s.qp}, {s.cq}, {s.mr, s.fr}, s.pd);
 }
 
 }  // namespace

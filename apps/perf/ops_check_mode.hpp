@@ -22,6 +22,8 @@
 //     completes as kReceiveAndInvalidate with the window's token, and the window holds pattern 3;
 //     after the refused WRITE (the last receive flushed, or the peer gone) the window still holds
 //     pattern 3.
+// With --fast-register (server) the window is a region fast-registered by a FastRegister work
+// request (NdkFastRegister, as SMB Direct offers its buffers) instead of a memory window.
 // Pattern k, byte i: (k * 37 + i * 13 + (i >> 8)) & 0xff.
 
 #include "apps/perf/options.hpp"

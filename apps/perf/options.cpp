@@ -467,7 +467,7 @@ int parse_ops_check_options(int argc, char** argv, OpsCheckOptions* out) {
       "server\n"
       "must refuse; the server checks every byte, immediate and token. The other end is\n"
       "tests/interop/ops_check_peer (Linux verbs) or another rocedp-perf.\n"
-      "  rocedp-perf --ops-check -s [endpoint] [-p PORT]             the server\n"
+      "  rocedp-perf --ops-check -s [endpoint] [-p PORT] [--fast-register]   the server\n"
       "  rocedp-perf --ops-check -c -a ADDR [endpoint] [-p PORT]     the client\n"
       "Exit status: 0 every check held, 1 failure, 2 usage, 3 time limit (--timeout) reached.",
       "rocedp-perf --ops-check"};
@@ -480,6 +480,9 @@ int parse_ops_check_options(int argc, char** argv, OpsCheckOptions* out) {
   app.add_flag("-c", client, "client side")->group(p);
   app.add_option("-a", addr, "the server's address (client)")->group(p);
   app.add_option("-p", o.port, "port (7475)")->group(p);
+  app.add_flag("--fast-register", o.fast_register,
+               "server: offer a fast-registered region (FastRegister) instead of a memory window")
+      ->group(p);
   app.add_option("--timeout", o.timeout_s, "whole run, SECONDS (default 60)")->group(p);
   add_endpoint_options(app, &o.endpoint, false);
   if (const int status = parse_words(app, argc, argv); status >= 0) return status;
@@ -492,6 +495,7 @@ int parse_ops_check_options(int argc, char** argv, OpsCheckOptions* out) {
     const auto ip = parse_ipv4(addr);
     if (!ip) return bad(me, "-c needs -a ADDR, an IPv4 address, got '" + addr + "'");
     o.addr = *ip;
+    if (o.fast_register) return bad(me, "--fast-register is the server's choice (-s)");
   }
   return -1;
 }

@@ -110,9 +110,10 @@ struct RpingOptions {
 };
 
 struct OpsCheckOptions {
-  bool server = false;   ///< -s (else -c)
-  uint32_t addr = 0;     ///< -a: the client's server address (host order)
-  uint16_t port = 7475;  ///< -p
+  bool server = false;         ///< -s (else -c)
+  uint32_t addr = 0;           ///< -a: the client's server address (host order)
+  uint16_t port = 7475;        ///< -p
+  bool fast_register = false;  ///< --fast-register (server): the window is a fast-registered region
   uint32_t timeout_s = 60;
   EndpointOptions endpoint;
 };

@@ -20,6 +20,7 @@
 #   window that must be refused; tests/interop/ops_check_peer.c, built on the host, runs in the
 #   guest with its libibverbs and librdmacm):
 #     ops-lc             ops_check_peer -c against rocedp-perf --ops-check -s
+#     ops-lc-fr          the same with rocedp's window a fast-registered region (--fast-register)
 #     ops-ls             rocedp-perf --ops-check -c against ops_check_peer -s
 # Each case's traffic is captured on the bridge (build/test-artifacts/interop-MTU-CASE.pcap) and
 # checked by roce-check; who sent the DREQ is read from the capture. At the end Linux must show
@@ -71,6 +72,8 @@ rping -c -a $perf -C 10 -S 3000 -V -v; end rping-lc \$?
 begin rping-ls; rping -s -a $linux -S 3000 -v; end rping-ls \$?
 begin ops-lc; n=0; while [ ! -e /mnt/share/ops-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
 /mnt/share/ops_check_peer -c -a $perf -t 60; end ops-lc \$?
+begin ops-lc-fr; n=0; while [ ! -e /mnt/share/ops-fr-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
+/mnt/share/ops_check_peer -c -a $perf -t 60; end ops-lc-fr \$?
 begin ops-ls; /mnt/share/ops_check_peer -s -t 60; end ops-ls \$?
 hw end
 EOF
@@ -95,21 +98,33 @@ run_perf() {
 }
 on_begin_server_echo() { : >"$IOP_WORK/perf.log"; run_perf; }
 on_begin_server_rnr() { run_perf --recv-delay-ms 200; }
+# serve_guest NAME MARKER ARGS...: rocedp-perf ARGS as NAME (its log NAME.log); once it listens,
+# the guest's client may start (the share's MARKER file). Its PID in IOP_LAST_PID.
+serve_guest() {
+  local name=$1 marker=$2
+  shift 2
+  iop_start "$name" "$IOP_BIN/rocedp-perf" "$@"
+  iop_wait "$IOP_WORK/$name.log" "listening on port" 30 || iop_fail "$name: rocedp-perf $1 $2 did not listen"
+  touch "$IOP_WORK/share/$marker"
+}
+# reap PID: waits for a server serve_guest started (none if PID is empty); its status in REAPED.
+reap() {
+  REAPED=none
+  [ -n "$1" ] || return 0
+  wait "$1"
+  REAPED=$?
+}
 # rping: rocedp-perf --rping on the same port as rocedp-perf above. As the server it must listen
 # before the guest's client starts (rping does not retry a rejected connection).
 rping_ep=(--port-devargs "$dev_p" --ip "$perf/24" --mac 02:00:00:00:00:15 --mtu "$mtu" --timeout 60 -S 3000)
 rping_srv="" rping_srv_rc=none rping_cli_rc=none
 on_begin_rping_lc() {
-  iop_start rping-srv "$IOP_BIN/rocedp-perf" --rping -s -v "${rping_ep[@]}" --file-prefix "rdp-iop-rs-$$"
+  serve_guest rping-srv rping-listening --rping -s -v "${rping_ep[@]}" --file-prefix "rdp-iop-rs-$$"
   rping_srv=$IOP_LAST_PID
-  iop_wait "$IOP_WORK/rping-srv.log" "listening on port" 30 || iop_fail "rping-lc: rocedp-perf --rping -s did not listen"
-  touch "$IOP_WORK/share/rping-listening"
 }
 on_begin_rping_ls() {
-  if [ -n "$rping_srv" ]; then
-    wait "$rping_srv"
-    rping_srv_rc=$?
-  fi
+  reap "$rping_srv"
+  rping_srv_rc=$REAPED
   ip netns exec rig "$IOP_BIN/rocedp-perf" --rping -c -a "$linux" -C 10 -V "${rping_ep[@]}" \
     --file-prefix "rdp-iop-rc-$$" >"$IOP_WORK/rping-cli.log" 2>&1
   rping_cli_rc=$?
@@ -117,18 +132,20 @@ on_begin_rping_ls() {
 
 # The ops check: rocedp-perf --ops-check against the guest's ops_check_peer, as for rping.
 ops_ep=(--port-devargs "$dev_p" --ip "$perf/24" --mac 02:00:00:00:00:15 --mtu "$mtu" --timeout 60)
-ops_srv="" ops_srv_rc=none ops_cli_rc=none
+ops_srv="" ops_srv_rc=none ops_fr="" ops_fr_rc=none ops_cli_rc=none
 on_begin_ops_lc() {
-  iop_start ops-srv "$IOP_BIN/rocedp-perf" --ops-check -s "${ops_ep[@]}" --file-prefix "rdp-iop-os-$$"
+  serve_guest ops-srv ops-listening --ops-check -s "${ops_ep[@]}" --file-prefix "rdp-iop-os-$$"
   ops_srv=$IOP_LAST_PID
-  iop_wait "$IOP_WORK/ops-srv.log" "listening on port" 30 || iop_fail "ops-lc: rocedp-perf --ops-check -s did not listen"
-  touch "$IOP_WORK/share/ops-listening"
+}
+on_begin_ops_lc_fr() {
+  reap "$ops_srv"
+  ops_srv_rc=$REAPED
+  serve_guest ops-fr ops-fr-listening --ops-check -s --fast-register "${ops_ep[@]}" --file-prefix "rdp-iop-of-$$"
+  ops_fr=$IOP_LAST_PID
 }
 on_begin_ops_ls() {
-  if [ -n "$ops_srv" ]; then
-    wait "$ops_srv"
-    ops_srv_rc=$?
-  fi
+  reap "$ops_fr"
+  ops_fr_rc=$REAPED
   # connect_retrying tries again while the guest's server is not listening yet.
   ip netns exec rig "$IOP_BIN/rocedp-perf" --ops-check -c -a "$linux" "${ops_ep[@]}" \
     --file-prefix "rdp-iop-oc-$$" >"$IOP_WORK/ops-cli.log" 2>&1
@@ -143,7 +160,7 @@ iop_follow "$IOP_WORK/linux.console" "host $daemon or host $perf" 200 || iop_fai
 
 con="$IOP_WORK/linux.console"
 iop_check_captures
-for c in client_echo client_rocedp_disc client_rnr server_echo server_rnr rping_lc rping_ls ops_lc ops_ls; do
+for c in client_echo client_rocedp_disc client_rnr server_echo server_rnr rping_lc rping_ls ops_lc ops_lc_fr ops_ls; do
   var="IOP_RC_$c"
   [ "${!var:-x}" = 0 ] || iop_fail "$c: Linux side ended with rc=${!var:-none}"
 done
@@ -178,16 +195,20 @@ done
 # server's NAK (remote access error, AETH syndrome 0x62) for the WRITE through the invalidated
 # window.
 [ "$ops_srv_rc" = 0 ] || iop_fail "ops-lc: rocedp-perf --ops-check -s ended with rc=$ops_srv_rc ($(grep FAIL "$IOP_WORK/ops-srv.log" 2>/dev/null | tail -1))"
+[ "$ops_fr_rc" = 0 ] || iop_fail "ops-lc-fr: rocedp-perf --ops-check -s --fast-register ended with rc=$ops_fr_rc ($(grep FAIL "$IOP_WORK/ops-fr.log" 2>/dev/null | tail -1))"
 [ "$ops_cli_rc" = 0 ] || iop_fail "ops-ls: rocedp-perf --ops-check -c ended with rc=$ops_cli_rc ($(grep FAIL "$IOP_WORK/ops-cli.log" 2>/dev/null | tail -1))"
 cp "$IOP_WORK/ops-srv.log" "$IOP_ARTIFACTS/interop-$mtu-ops-lc.log" 2>/dev/null
+cp "$IOP_WORK/ops-fr.log" "$IOP_ARTIFACTS/interop-$mtu-ops-lc-fr.log" 2>/dev/null
 cp "$IOP_WORK/ops-cli.log" "$IOP_ARTIFACTS/interop-$mtu-ops-ls.log" 2>/dev/null
 grep -q "server: every check held" "$IOP_WORK/ops-srv.log" 2>/dev/null || iop_fail "ops-lc: rocedp's server did not hold every check"
+grep -q "server: every check held" "$IOP_WORK/ops-fr.log" 2>/dev/null || iop_fail "ops-lc-fr: rocedp's server did not hold every check"
+grep -q "fast-register the window: STATUS_SUCCESS" "$IOP_WORK/ops-fr.log" 2>/dev/null || iop_fail "ops-lc-fr: rocedp did not fast-register its window"
 grep -q "client: every check held" "$IOP_WORK/ops-cli.log" 2>/dev/null || iop_fail "ops-ls: rocedp's client did not hold every check"
-tr -d '\r' <"$IOP_WORK/linux.console" | grep -q "^ops_check_peer: client: every check held" || iop_fail "ops-lc: Linux's client did not hold every check"
+[ "$(tr -d '\r' <"$IOP_WORK/linux.console" | grep -c "^ops_check_peer: client: every check held")" = 2 ] || iop_fail "ops-lc, ops-lc-fr: Linux's client did not hold every check twice"
 tr -d '\r' <"$IOP_WORK/linux.console" | grep -q "^ops_check_peer: server: every check held" || iop_fail "ops-ls: Linux's server did not hold every check"
 # Opcodes: SEND LAST/ONLY with immediate 3/5, WRITE LAST/ONLY with immediate 9/11, READ request
 # 12 (through the window), SEND ONLY with Invalidate 23.
-for c in "ops-lc $linux $perf" "ops-ls $perf $linux"; do
+for c in "ops-lc $linux $perf" "ops-lc-fr $linux $perf" "ops-ls $perf $linux"; do
   set -- $c
   ops=" $(ops_from "$1" "$2" | tr ';' '\n' | awk '{print $2}' | tr '\n' ' ')"
   for want in "3|5" "9|11" "12" "23"; do

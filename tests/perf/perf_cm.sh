@@ -7,9 +7,10 @@
 #   listen: rocedp-perf --listen (memif server) and rocedp-perf --connect (memif client): every
 #           test with --verify, -q connections, and a deliberate pattern mismatch that the
 #           listener must report.
-#   ops:    rocedp-perf --ops-check -s and -c (immediate data, a memory window, SEND with
-#           Invalidate, a WRITE through the invalidated window that the server must refuse), then a
-#           client with no server to reach, which must fail.
+#   ops:    rocedp-perf --ops-check -s and -c (immediate data, a memory window, a solicited SEND,
+#           SEND with Invalidate, a WRITE through the invalidated window that the server must
+#           refuse), again with a fast-registered region for the window, then a client with no
+#           server to reach, which must fail.
 # Every process is stopped by PID and every file removed on any exit. Exit 77 = skipped.
 #   perf_cm.sh daemon|listen|ops
 set -euo pipefail
@@ -201,25 +202,31 @@ listen)
   grep -q "verify: 50000 bytes differ" "$work/s$n.log" || fail "mismatch not reported"
   ;;
 ops)
-  sock=$work/memif.sock common="--timeout 30 --memory-mb 256"
-  # shellcheck disable=SC2086
-  "$perf" --ops-check -s --port-devargs "net_memif0,role=server,socket=$sock,socket-abstract=no" \
-    --ip 198.18.9.1/24 --mac 02:00:00:00:09:01 --lcore 0 --file-prefix $prefix-s $common > "$work/s.log" 2>&1 &
-  sp=$!
-  pids=("$sp")
-  # The server listens once the memif link is up, so the client starts at once: it waits for the
-  # socket, and connect_retrying tries again while the server does not listen yet.
-  crc=0 src=0
-  # shellcheck disable=SC2086
-  "$perf" --ops-check -c -a 198.18.9.1 --port-devargs "net_memif0,role=client,socket=$sock,socket-abstract=no" \
-    --ip 198.18.9.2/24 --mac 02:00:00:00:09:02 --lcore 1 --file-prefix $prefix-c $common > "$work/c.log" 2>&1 || crc=$?
-  wait "$sp" || src=$?
-  pids=()
-  n=$((n + 1))
-  [ "$crc" -eq 0 ] && [ "$src" -eq 0 ] || fail "ops-check: client exit $crc, server exit $src"
-  grep -q "server: every check held" "$work/s.log" || fail "ops-check: the server's line"
-  grep -q "RDMA WRITE through the invalidated window: STATUS_ACCESS_VIOLATION" "$work/c.log" || fail "ops-check: the refused WRITE"
-  grep -q "client: every check held" "$work/c.log" || fail "ops-check: the client's line"
+  # ops_pair [SERVER_ARGS...]: a server and a client; both must hold every check.
+  ops_pair() {
+    local sock=$work/memif$n.sock common="--timeout 30 --memory-mb 256"
+    # shellcheck disable=SC2086
+    "$perf" --ops-check -s "$@" --port-devargs "net_memif0,role=server,socket=$sock,socket-abstract=no" \
+      --ip 198.18.9.1/24 --mac 02:00:00:00:09:01 --lcore 0 --file-prefix $prefix-s $common > "$work/s.log" 2>&1 &
+    local sp=$!
+    pids=("$sp")
+    # The server listens once the memif link is up, so the client starts at once: it waits for
+    # the socket, and connect_retrying tries again while the server does not listen yet.
+    local crc=0 src=0
+    # shellcheck disable=SC2086
+    "$perf" --ops-check -c -a 198.18.9.1 --port-devargs "net_memif0,role=client,socket=$sock,socket-abstract=no" \
+      --ip 198.18.9.2/24 --mac 02:00:00:00:09:02 --lcore 1 --file-prefix $prefix-c $common > "$work/c.log" 2>&1 || crc=$?
+    wait "$sp" || src=$?
+    pids=()
+    n=$((n + 1))
+    [ "$crc" -eq 0 ] && [ "$src" -eq 0 ] || fail "ops-check $*: client exit $crc, server exit $src"
+    grep -q "server: every check held" "$work/s.log" || fail "ops-check $*: the server's line"
+    grep -q "RDMA WRITE through the invalidated window: STATUS_ACCESS_VIOLATION" "$work/c.log" || fail "ops-check $*: the refused WRITE"
+    grep -q "client: every check held" "$work/c.log" || fail "ops-check $*: the client's line"
+  }
+  ops_pair
+  ops_pair --fast-register
+  grep -q "fast-register the window: STATUS_SUCCESS" "$work/s.log" || fail "ops-check --fast-register: no FastRegister"
   # No server: the memif link never comes up, so the client must fail within its time limit
   # (exit 3), not hang.
   crc=0

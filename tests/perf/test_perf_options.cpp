@@ -278,12 +278,18 @@ TEST(PerfOptions, OpsCheckGrammarNamesItsSideAndTheServersAddress) {
   ASSERT_EQ(parse_ops_check(with_endpoint({"--ops-check", "-s"}), &s), -1);
   EXPECT_TRUE(s.server);
   EXPECT_EQ(s.port, 7475);  // ops_check_peer's default
+  EXPECT_FALSE(s.fast_register);
+  ASSERT_EQ(parse_ops_check(with_endpoint({"--ops-check", "-s", "--fast-register"}), &s), -1);
+  EXPECT_TRUE(s.fast_register);
   OpsCheckOptions b;
   EXPECT_EQ(parse_ops_check(with_endpoint({"--ops-check"}), &b), 2);              // no side
   EXPECT_EQ(parse_ops_check(with_endpoint({"--ops-check", "-s", "-c"}), &b), 2);  // both sides
   EXPECT_EQ(parse_ops_check(with_endpoint({"--ops-check", "-c"}), &b), 2);        // no -a
   EXPECT_EQ(parse_ops_check(with_endpoint({"--ops-check", "-c", "-a", "host"}), &b), 2);
   EXPECT_EQ(parse_ops_check(with_endpoint({"--ops-check", "-s", "-C", "3"}), &b), 2);  // no -C
+  EXPECT_EQ(parse_ops_check(
+                with_endpoint({"--ops-check", "-c", "-a", "198.18.0.51", "--fast-register"}), &b),
+            2);  // the server's choice
   OpsCheckOptions fresh;
   EXPECT_EQ(parse_ops_check({"--ops-check", "-s"}, &fresh), 2);  // no endpoint
   EXPECT_EQ(parse_ops_check({"--ops-check", "--help"}, &b), 0);
