@@ -255,7 +255,7 @@ int run_server(Native& n) {
   const uint64_t buf = buffer_len(t, *std::max_element(sizes.begin(), sizes.end()), &err);
   if (buf == 0) {
     n.oob.send_fail(err);
-    return 2;
+    return say(err, 2);
   }
   std::vector<QpInfo>& peer = n.run.peer;
   if (raw) {

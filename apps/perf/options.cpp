@@ -276,6 +276,11 @@ int parse_options(int argc, char** argv, Options* out) {
   if (o.test.kind == Kind::kLat && o.test.qps != 1)
     return bad(me, "latency tests use one QP (as perftest)");
   if (o.all_sizes && o.test.verify) return bad(me, "-a and --verify do not combine");
+  // --verify keeps every message of a bandwidth run in a slot of its own (native_mode.cpp): said
+  // here, not once the link is up (the server, which adopts the client's test, ends then).
+  if (o.client && o.test.verify && o.test.bw() &&
+      o.test.qps * o.test.iters * o.size > (uint64_t{1} << 30))
+    return bad(me, "--verify needs a slot per message: -q x -n x -s must stay within 1 GiB");
   o.test.size = o.all_sizes ? 0 : o.size;
   return -1;
 }

@@ -170,6 +170,9 @@ TEST(PerfOptions, HelpAndVersionExitZeroAndBadLinesExitTwo) {
            with_endpoint({"--client", "write", "bw", "-s", "0"}),
            with_endpoint({"--client", "write", "bw", "--verify", "-D", "3"}),
            with_endpoint({"--client", "write", "bw", "--verify", "-a"}),
+           // --verify: a slot per message, within 1 GiB (4 x 1,000,000 x 4096 is 16 GB)
+           with_endpoint(
+               {"--client", "write", "bw", "--verify", "-s", "4096", "-n", "1000000", "-q", "4"}),
            with_endpoint({"--listen", "0"}),
            with_endpoint({"--listen", "9000", "--raw"}),
            with_endpoint({"--connect", "198.18.1.1"}),
