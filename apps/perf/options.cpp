@@ -488,6 +488,10 @@ int parse_ops_check_options(int argc, char** argv, OpsCheckOptions* out) {
   app.add_flag("--fast-register", o.fast_register,
                "server: offer a fast-registered region (FastRegister) instead of a memory window")
       ->group(p);
+  app.add_flag("--lossy", o.lossy,
+               "client, on a lossy link: the refused WRITE may end in a retry timeout "
+               "(STATUS_IO_TIMEOUT), as when the server's NAK is lost")
+      ->group(p);
   app.add_option("--timeout", o.timeout_s, "whole run, SECONDS (default 60)")->group(p);
   add_endpoint_options(app, &o.endpoint, false);
   if (const int status = parse_words(app, argc, argv); status >= 0) return status;
@@ -501,6 +505,8 @@ int parse_ops_check_options(int argc, char** argv, OpsCheckOptions* out) {
     if (!ip) return bad(me, "-c needs -a ADDR, an IPv4 address, got '" + addr + "'");
     o.addr = *ip;
     if (o.fast_register) return bad(me, "--fast-register is the server's choice (-s)");
+  } else if (o.lossy) {
+    return bad(me, "--lossy concerns the client's refused WRITE (-c)");
   }
   return -1;
 }

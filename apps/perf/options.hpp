@@ -114,6 +114,7 @@ struct OpsCheckOptions {
   uint32_t addr = 0;           ///< -a: the client's server address (host order)
   uint16_t port = 7475;        ///< -p
   bool fast_register = false;  ///< --fast-register (server): the window is a fast-registered region
+  bool lossy = false;  ///< --lossy (client): the refused WRITE may end in a retry timeout instead
   uint32_t timeout_s = 60;
   EndpointOptions endpoint;
 };

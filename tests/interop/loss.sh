@@ -18,7 +18,13 @@
 # port reorders 5% of its frames both ways (its fault stage: picked frames wait in a window of 4
 # for up to 100 us while the others pass; these kernels have no sch_netem). Besides the checks
 # below, rocedp must count frames dropped for a bad ICRC, duplicates and reordered frames, and the
-# bridge must have corrupted and duplicated some (rocedp-perf --counters, nft counters).
+# bridge must have corrupted and duplicated some (rocedp-perf --counters, nft counters). Chaos
+# also runs the ops check both ways (ops-lc: tests/interop/ops_check_peer.c as Linux's client
+# against rocedp-perf --ops-check -s; ops-ls: the other way round): immediate data, a memory
+# window, a solicited SEND, SEND with Invalidate and a refused WRITE, with their connections,
+# through harsher impairments (a case is only some 30 frames each way: the bridge drops 10%,
+# corrupts 2% and sends 10% twice); each side must hold every check (a refused WRITE whose NAK was
+# lost may end in a retry timeout instead: the responder's QP is in error and never resends it).
 # Every run must complete on both sides; where the bytes land in rocedp (linux-writes,
 # rocedp-reads) the region must equal, byte for byte, the messages Linux put on the wire
 # (tests/interop/region_check.py over the bridge capture, which sees frames before netem drops
@@ -50,8 +56,18 @@ cases=(linux-writes rocedp-writes rocedp-reads linux-atomics rocedp-atomics)
   echo "run rocedp-reads ib_read_bw -d rxe0 -x \$GID -s $size -n $iters -F"
   echo "run linux-atomics ib_atomic_bw -d rxe0 -x \$GID -A FETCH_AND_ADD -n $atomics -F $bridge"
   echo "run rocedp-atomics ib_atomic_bw -d rxe0 -x \$GID -A CMP_AND_SWAP -n $atomics -F"
+  # Read before the ops check, whose refused WRITE may legitimately exhaust Linux's retries.
   echo 'for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "HWC ${f##*/} $(cat $f)"; done'
+  if [ "$mode" = chaos ]; then
+    echo "run ops-lc /mnt/share/ops_check_peer -c -a $rocedp -l -t 120"
+    echo "run ops-ls /mnt/share/ops_check_peer -s -t 120"
+  fi
 } >"$IOP_WORK/guest.sh"
+mkdir -p "$IOP_WORK/share"
+if [ "$mode" = chaos ]; then
+  cp "$IOP_BIN/ops_check_peer" "$IOP_WORK/share/" 2>/dev/null ||
+    iop_fail "ops-lc, ops-ls: $IOP_BIN/ops_check_peer is not built (scripts/setup.sh installs libibverbs-dev and librdmacm-dev)"
+fi
 
 iop_net 1500 dpdkls
 IOP_GUEST_TIMEOUT=400 iop_guest lsg "$guest" 1500 "$IOP_WORK/guest.sh"
@@ -94,8 +110,31 @@ for c in "${cases[@]}"; do
   [ $rc = 0 ] || iop_fail "$c: rocedp-perf exit $rc ($(tail -1 "$(artifact "$c").log"))"
   echo "$c: $(grep -E "^ $sz +[0-9]" "$(artifact "$c").log" | head -1)"
 done
+ops_cases=()
+if [ "$mode" = chaos ]; then
+  # The ops check through the same impairments: rocedp's server first (Linux's client tries again
+  # until it listens), then rocedp's client (it tries again until Linux's server listens).
+  ops_cases=(ops-lc ops-ls)
+  before=("$(iop_bridge_count dropped)" "$(iop_bridge_count corrupted)" "$(iop_bridge_count duplicated)")
+  iop_bridge_impair "${IOP_OPS_LOSS_PCT:-10}" "${IOP_OPS_CORRUPT_PCT:-2}" "${IOP_OPS_DUP_PCT:-10}" rig-lsg dpdkls-br ||
+    iop_fail "no impairment rules on the bridge for the ops check"
+  for c in "${ops_cases[@]}"; do
+    side=(-s)
+    [ "$c" = ops-ls ] && side=(-c -a "$guest" --lossy)
+    iop_capture_start "$c" "host $guest and host $rocedp"
+    ip netns exec rig "$IOP_BIN/rocedp-perf" --ops-check "${side[@]}" "${ep[@]}" >"$(artifact "$c").log" 2>&1
+    rc=$?
+    iop_capture_stop "$c"
+    [ $rc = 0 ] || iop_fail "$c: rocedp-perf --ops-check exit $rc ($(grep FAIL "$(artifact "$c").log" | tail -1))"
+    grep "every check held" "$(artifact "$c").log" >/dev/null || iop_fail "$c: rocedp did not hold every check"
+  done
+  echo "ops check: the bridge dropped $(iop_bridge_count dropped) frames, corrupted $(iop_bridge_count corrupted), sent $(iop_bridge_count duplicated) twice"
+fi
 wait "$gpid"
 dropped=$(iop_bridge_count dropped) corrupted=$(iop_bridge_count corrupted) duplicated=$(iop_bridge_count duplicated)
+if [ ${#ops_cases[@]} -gt 0 ]; then
+  dropped=$((dropped + before[0])) corrupted=$((corrupted + before[1])) duplicated=$((duplicated + before[2]))
+fi
 iop_bridge_impair off
 echo "the bridge dropped $dropped RoCEv2 frames, corrupted $corrupted, sent $duplicated twice"
 [ "$dropped" -gt 0 ] || iop_fail "the loss rule dropped nothing"
@@ -127,9 +166,12 @@ resent() {
     -Y "ip.src == $2 && (infiniband.bth.opcode < 17 || infiniband.bth.opcode == 19 || infiniband.bth.opcode == 20)" \
     -T fields -e infiniband.bth.opcode -e infiniband.bth.psn 2>/dev/null | sort | uniq -d | wc -l
 }
-for c in "${cases[@]}"; do
+for c in "${cases[@]}" "${ops_cases[@]}"; do
   # No grep -q: under pipefail its early exit can fail the pipeline with tr's SIGPIPE.
   tr -d '\r' <"$glog" | grep "LSCASE $c rc=0" >/dev/null || iop_fail "$c: the Linux side did not succeed"
+done
+for c in "${ops_cases[@]}"; do
+  echo "$c: rocedp resent $(resent "$c" "$rocedp") packets, Linux $(resent "$c" "$guest")"
 done
 for c in linux-writes linux-atomics; do
   n=$(resent "$c" "$guest")

@@ -293,6 +293,8 @@ TEST(PerfOptions, OpsCheckGrammarNamesItsSideAndTheServersAddress) {
   EXPECT_EQ(parse_ops_check(
                 with_endpoint({"--ops-check", "-c", "-a", "198.18.0.51", "--fast-register"}), &b),
             2);  // the server's choice
+  EXPECT_EQ(parse_ops_check(with_endpoint({"--ops-check", "-s", "--lossy"}), &b),
+            2);  // the client's
   OpsCheckOptions fresh;
   EXPECT_EQ(parse_ops_check({"--ops-check", "-s"}, &fresh), 2);  // no endpoint
   EXPECT_EQ(parse_ops_check({"--ops-check", "--help"}, &b), 0);
