@@ -55,8 +55,10 @@ TEST_F(NdkObjects, QueryExtensionInterfaceIsNotSupportedOnEveryObject) {
   ASSERT_EQ(pd->create_mr(false, nullptr, nullptr, &mr), STATUS_SUCCESS);
   Mw* mw = nullptr;
   ASSERT_EQ(pd->create_mw(nullptr, nullptr, &mw), STATUS_SUCCESS);
+  Srq* srq = nullptr;
+  ASSERT_EQ(pd->create_srq(16, 1, 0, nullptr, nullptr, 0, nullptr, nullptr, &srq), STATUS_SUCCESS);
   const NdkGuid some{0x12345678, 0x9abc, 0xdef0, {1, 2, 3, 4, 5, 6, 7, 8}};
-  const std::vector<const NdkObjectBase*> objects{a_.adapter, pd, cq, qp, mr, mw};
+  const std::vector<const NdkObjectBase*> objects{a_.adapter, pd, cq, qp, mr, mw, srq};
   for (const NdkObjectBase* o : objects) {
     NdkExtensionInterface ext{&some};
     EXPECT_EQ(o->query_extension_interface(&some, NdkVersion{2, 1}, &ext), STATUS_NOT_SUPPORTED)
@@ -68,6 +70,10 @@ TEST_F(NdkObjects, QueryExtensionInterfaceIsNotSupportedOnEveryObject) {
               STATUS_INVALID_PARAMETER);
   }
   close_qp(qp);
+  Closed sc;
+  if (srq->close(&Closed::cb, &sc) == STATUS_PENDING) {
+    ASSERT_TRUE(poll_until([&] { return sc.count == 1; }));
+  }
   Closed wc;
   ASSERT_EQ(mw->close(&Closed::cb, &wc), STATUS_PENDING);
   ASSERT_TRUE(poll_until([&] { return wc.count == 1; }));
