@@ -284,8 +284,8 @@ void cm_on_disconnect(void* ctx, NTSTATUS) {
 }
 }  // namespace
 
-bool cm_accept_one(AdapterRuntime& rt, CmLink& link, uint16_t port, Qp* qp, uint32_t timeout_s,
-                   const char* who, std::string* err) {
+bool cm_await_request(AdapterRuntime& rt, CmLink& link, uint16_t port, uint32_t timeout_s,
+                      const char* who, std::string* err) {
   NTSTATUS st = STATUS_PENDING;
   rt.run_on_control([&] {
     st = create_listener(rt.adapter(), &cm_on_connect_event, &link, nullptr, nullptr,
@@ -305,8 +305,14 @@ bool cm_accept_one(AdapterRuntime& rt, CmLink& link, uint16_t port, Qp* qp, uint
     return false;
   }
   link.conn = Connector::from(link.incoming.load());
-  st = accept_connection(rt, link.conn, qp, rt.config().limits.max_read_limit, &cm_on_disconnect,
-                         &link, link.accepted);
+  return true;
+}
+
+bool cm_accept_one(AdapterRuntime& rt, CmLink& link, uint16_t port, Qp* qp, uint32_t timeout_s,
+                   const char* who, std::string* err) {
+  if (!cm_await_request(rt, link, port, timeout_s, who, err)) return false;
+  const NTSTATUS st = accept_connection(rt, link.conn, qp, rt.config().limits.max_read_limit,
+                                        &cm_on_disconnect, &link, link.accepted);
   if (st == STATUS_SUCCESS) return true;
   *err = "accept: " + std::string(status_name(st));
   return false;

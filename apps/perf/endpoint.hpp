@@ -101,8 +101,12 @@ struct CmLink {
   std::atomic<int> gone{0};
   Pending accepted;
 };
-/// The server: listens on `port`, prints "WHO: listening on port PORT", waits (up to timeout_s
-/// and the run's time limit) for a request and accepts it onto `qp`. False with *err.
+/// The server: listens on `port`, prints "WHO: listening on port PORT" and waits (up to
+/// timeout_s and the run's time limit) for a request: its connector in link.conn, not answered
+/// yet. False with *err.
+bool cm_await_request(AdapterRuntime& rt, CmLink& link, uint16_t port, uint32_t timeout_s,
+                      const char* who, std::string* err);
+/// cm_await_request, then accepts the request onto `qp`. False with *err.
 bool cm_accept_one(AdapterRuntime& rt, CmLink& link, uint16_t port, Qp* qp, uint32_t timeout_s,
                    const char* who, std::string* err);
 /// The client: connect_retrying to addr:port (host order). False with *err.

@@ -8,10 +8,12 @@
 //   --rping               one end of a Linux rping pair                          rping_mode.cpp
 //   --rc-pingpong         one end of a Linux ibv_rc_pingpong pair rc_pingpong_mode.cpp
 //   --ops-check           immediate data, memory windows, SEND with Invalidate   ops_check_mode.cpp
+//   --cm-check            connections refused, rejected, abandoned, given up     cm_check_mode.cpp
 // Exit status: 0 success, 1 failure (a completion error, a verify mismatch, lost frames),
 // 2 usage, 3 time limit (--timeout) reached.
 
 #include "apps/perf/clock.hpp"
+#include "apps/perf/cm_check_mode.hpp"
 #include "apps/perf/cm_mode.hpp"
 #include "apps/perf/native_mode.hpp"
 #include "apps/perf/ops_check_mode.hpp"
@@ -58,6 +60,12 @@ int main(int argc, char** argv) {
     if (const int status = parse_ops_check_options(argc, argv, &o); status >= 0) return status;
     set_log_level(o.endpoint.log_level);
     return run_ops_check(o);
+  }
+  if (wants_cm_check(argc, argv)) {
+    CmCheckOptions o;
+    if (const int status = parse_cm_check_options(argc, argv, &o); status >= 0) return status;
+    set_log_level(o.endpoint.log_level);
+    return run_cm_check(o);
   }
   Options o;
   if (const int status = parse_options(argc, argv, &o); status >= 0) return status;

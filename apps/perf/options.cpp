@@ -151,6 +151,9 @@ bool wants_rping(int argc, char** argv) {
 bool wants_ops_check(int argc, char** argv) {
   return has_word(argc, argv, "--ops-check");
 }
+bool wants_cm_check(int argc, char** argv) {
+  return has_word(argc, argv, "--cm-check");
+}
 
 bool wants_rc_pingpong(int argc, char** argv) {
   return has_word(argc, argv, "--rc-pingpong");
@@ -176,6 +179,8 @@ int parse_options(int argc, char** argv, Options* out) {
       "  rocedp-perf --ops-check -s|-c [-a ADDR] [endpoint] [-p PORT]\n"
       "      (immediate data, memory windows, SEND with Invalidate: rocedp-perf --ops-check "
       "--help)\n"
+      "  rocedp-perf --cm-check -s|-c [-a ADDR] [endpoint] [-p PORT] [--expect|--answer KIND]\n"
+      "      (connections refused, rejected, abandoned: rocedp-perf --cm-check --help)\n"
       "endpoint: --config FILE | --port-devargs DEVARGS --ip A.B.C.D/NN [--mac MAC] ...\n"
       "Exit status: 0 success, 1 failure, 2 usage, 3 time limit (--timeout) reached.",
       "rocedp-perf"};
@@ -508,6 +513,85 @@ int parse_ops_check_options(int argc, char** argv, OpsCheckOptions* out) {
   } else if (o.lossy) {
     return bad(me, "--lossy concerns the client's refused WRITE (-c)");
   }
+  return -1;
+}
+
+int parse_cm_check_options(int argc, char** argv, CmCheckOptions* out) {
+  CmCheckOptions& o = *out;
+  CLI::App app{
+      "rocedp-perf --cm-check: one end of the CM check (apps/perf/cm_check_mode.hpp): connections\n"
+      "that do not come about, through rdma_cm. The other end is tests/interop/cm_check_peer\n"
+      "(Linux librdmacm) or another rocedp-perf.\n"
+      "  rocedp-perf --cm-check -c -a ADDR --expect refused|aborted|cancelled [endpoint] [-p "
+      "PORT]\n"
+      "      [--peer-data TEXT] [--wait-ms MS]                               the client\n"
+      "  rocedp-perf --cm-check -s --answer reject|abandon|silent [endpoint] [-p PORT]\n"
+      "      [--peer-data TEXT] [--wait-ms MS]                               the server\n"
+      "Exit status: 0 every check held, 1 failure, 2 usage, 3 time limit (--timeout) reached.",
+      "rocedp-perf --cm-check"};
+  prepare(app);
+  bool ignored_flag = false, server = false, client = false;
+  std::string addr, expect, answer;
+  const std::string p = "CM check";
+  app.add_flag("--cm-check", ignored_flag, "this grammar")->group(p);
+  app.add_flag("-s", server, "server side")->group(p);
+  app.add_flag("-c", client, "client side")->group(p);
+  app.add_option("-a", addr, "the server's address (client)")->group(p);
+  app.add_option("-p", o.port, "port (7476)")->group(p);
+  app.add_option("--expect", expect,
+                 "client: refused (Connect ends STATUS_CONNECTION_REFUSED), aborted (Connect "
+                 "succeeds, CompleteConnect ends STATUS_CONNECTION_ABORTED) or cancelled (no "
+                 "answer: the connector is closed, Connect ends STATUS_CANCELLED)")
+      ->group(p);
+  app.add_option("--answer", answer,
+                 "server: reject (NdkReject with private data), abandon (accept, then close "
+                 "the connector before the RTU) or silent (no answer for --wait-ms, then a late "
+                 "accept must fail)")
+      ->group(p);
+  app.add_option("--peer-data", o.peer_data,
+                 "the peer's private data (the client: its REJ's; the server: the request's) "
+                 "must begin with TEXT")
+      ->group(p);
+  app.add_option("--wait-ms", o.wait_ms,
+                 "the wait before CompleteConnect (aborted), the close (cancelled) or the late "
+                 "accept (silent), MS (2000)")
+      ->group(p);
+  app.add_option("--timeout", o.timeout_s, "whole run, SECONDS (default 60)")->group(p);
+  add_endpoint_options(app, &o.endpoint, false);
+  if (const int status = parse_words(app, argc, argv); status >= 0) return status;
+  const char* me = "rocedp-perf --cm-check";
+  if (server == client) return bad(me, "name the side: -s (server) or -c (client)");
+  o.server = server;
+  if (const int status = endpoint_ready(o.endpoint, me, "rocedp-cm-check"); status >= 0)
+    return status;
+  if (client) {
+    const auto ip = parse_ipv4(addr);
+    if (!ip) return bad(me, "-c needs -a ADDR, an IPv4 address, got '" + addr + "'");
+    o.addr = *ip;
+    if (!answer.empty()) return bad(me, "--answer is the server's (-s)");
+    if (expect == "refused")
+      o.expect = CmCheckOptions::Expect::kRefused;
+    else if (expect == "aborted")
+      o.expect = CmCheckOptions::Expect::kAborted;
+    else if (expect == "cancelled")
+      o.expect = CmCheckOptions::Expect::kCancelled;
+    else
+      return bad(me, "--expect must be refused, aborted or cancelled, got '" + expect + "'");
+    if (!o.peer_data.empty() && o.expect != CmCheckOptions::Expect::kRefused)
+      return bad(me, "--peer-data on the client checks a REJ's: only with --expect refused");
+  } else {
+    if (!expect.empty()) return bad(me, "--expect is the client's (-c)");
+    if (answer == "reject")
+      o.answer = CmCheckOptions::Answer::kReject;
+    else if (answer == "abandon")
+      o.answer = CmCheckOptions::Answer::kAbandon;
+    else if (answer == "silent")
+      o.answer = CmCheckOptions::Answer::kSilent;
+    else
+      return bad(me, "--answer must be reject, abandon or silent, got '" + answer + "'");
+  }
+  if (o.wait_ms == 0 || o.wait_ms >= o.timeout_s * 1000)
+    return bad(me, "--wait-ms must be above 0 and below --timeout");
   return -1;
 }
 

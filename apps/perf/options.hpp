@@ -119,6 +119,20 @@ struct OpsCheckOptions {
   EndpointOptions endpoint;
 };
 
+struct CmCheckOptions {
+  enum class Expect { kRefused, kAborted, kCancelled };  ///< --expect (client)
+  enum class Answer { kReject, kAbandon, kSilent };      ///< --answer (server)
+  bool server = false;                                   ///< -s (else -c)
+  uint32_t addr = 0;     ///< -a: the client's server address (host order)
+  uint16_t port = 7476;  ///< -p
+  Expect expect = Expect::kRefused;
+  Answer answer = Answer::kReject;
+  std::string peer_data;    ///< --peer-data: the peer's private data must begin with it
+  uint32_t wait_ms = 2000;  ///< --wait-ms: before CompleteConnect, the close or a silent Accept
+  uint32_t timeout_s = 60;
+  EndpointOptions endpoint;
+};
+
 struct RcPingpongOptions {
   std::string host;         ///< the server's address (the client); empty: the server
   uint16_t port = 18515;    ///< -p: the TCP exchange
@@ -137,6 +151,8 @@ bool wants_perftest(int argc, char** argv);
 bool wants_rping(int argc, char** argv);
 /// Whether argv asks for the --ops-check grammar.
 bool wants_ops_check(int argc, char** argv);
+/// Whether argv asks for the --cm-check grammar.
+bool wants_cm_check(int argc, char** argv);
 /// Whether argv asks for the --rc-pingpong grammar.
 bool wants_rc_pingpong(int argc, char** argv);
 /// -1: parsed, run; otherwise the exit status (help or version printed: 0; an error: 2).
@@ -145,5 +161,6 @@ int parse_perftest_options(int argc, char** argv, PerftestOptions* out);
 int parse_rping_options(int argc, char** argv, RpingOptions* out);
 int parse_rc_pingpong_options(int argc, char** argv, RcPingpongOptions* out);
 int parse_ops_check_options(int argc, char** argv, OpsCheckOptions* out);
+int parse_cm_check_options(int argc, char** argv, CmCheckOptions* out);
 
 }  // namespace rocedp::perf

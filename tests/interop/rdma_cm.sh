@@ -22,6 +22,21 @@
 #     ops-lc             ops_check_peer -c against rocedp-perf --ops-check -s
 #     ops-lc-fr          the same with rocedp's window a fast-registered region (--fast-register)
 #     ops-ls             rocedp-perf --ops-check -c against ops_check_peer -s
+#   the CM check (connections that do not come about; tests/interop/cm_check_peer.c in the guest,
+#   rocedp-perf --cm-check on the host; path MTU plays no part, so at MTU 1500 only):
+#     cm-lc-reject       Linux connects with private data; rocedp's consumer rejects with its own
+#                        (NdkReject): Linux gets REJECTED, status 28, and rocedp's data
+#     cm-lc-refused      Linux connects to a port of rocedpd without a listener: REJECTED, status 8
+#     cm-ls-refused      rocedp connects to a port without a Linux listener: CONNECTION_REFUSED
+#     cm-ls-reject       Linux's consumer rejects rocedp's request (rdma_reject with private data):
+#                        CONNECTION_REFUSED, Linux's data through NdkGetConnectionData
+#     cm-ls-abandon      Linux accepts, then destroys the connection before rocedp's RTU (rocedp
+#                        waits 2 s before CompleteConnectEx): CompleteConnectEx ends with
+#                        CONNECTION_ABORTED (seed 000)
+#     cm-ls-give-up      Linux does not answer; rocedp closes its connector after 1 s: Connect ends
+#                        CANCELLED, and rocedp's REJ is the one Linux's own CM sends when its
+#                        client gives up (reason 4, Message REJected 2, ARI the REQ's CA GUID);
+#                        Linux hands its consumer no event for it, as for its own client's
 # Each case's traffic is captured on the bridge (build/test-artifacts/interop-MTU-CASE.pcap) and
 # checked by roce-check; who sent the DREQ is read from the capture. At the end Linux must show
 # no sequence errors and no exhausted retries.
@@ -75,8 +90,17 @@ begin ops-lc; n=0; while [ ! -e /mnt/share/ops-listening ] && [ \$n -lt 300 ]; d
 begin ops-lc-fr; n=0; while [ ! -e /mnt/share/ops-fr-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
 /mnt/share/ops_check_peer -c -a $perf -t 60; end ops-lc-fr \$?
 begin ops-ls; /mnt/share/ops_check_peer -s -t 60; end ops-ls \$?
-hw end
 EOF
+  [ "$mtu" = 1500 ] && cat <<EOF
+begin cm-lc-reject; n=0; while [ ! -e /mnt/share/cm-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
+/mnt/share/cm_check_peer -c -a $perf -p 7476 -e 28 -d rocedp-rejects; end cm-lc-reject \$?
+begin cm-lc-refused; /mnt/share/cm_check_peer -c -a $daemon -p 7479 -e 8; end cm-lc-refused \$?
+begin cm-ls-refused; n=0; while [ ! -e /mnt/share/cm-ls-refused-done ] && [ \$n -lt 600 ]; do sleep 0.1; n=\$((n+1)); done; end cm-ls-refused 0
+begin cm-ls-reject; /mnt/share/cm_check_peer -s reject -p 7476 -d rocedp-asks; end cm-ls-reject \$?
+begin cm-ls-abandon; /mnt/share/cm_check_peer -s abandon -p 7477; end cm-ls-abandon \$?
+begin cm-ls-give-up; /mnt/share/cm_check_peer -s silent -p 7478; end cm-ls-give-up \$?
+EOF
+  echo "hw end"
 } >"$IOP_WORK/guest.sh"
 
 # The host's side of the rdma_server cases: once the server prints its start line, connect.
@@ -151,16 +175,49 @@ on_begin_ops_ls() {
     --file-prefix "rdp-iop-oc-$$" >"$IOP_WORK/ops-cli.log" 2>&1
   ops_cli_rc=$?
 }
+# The CM check: rocedp-perf --cm-check on the same port again. Its clients run to the end inside
+# their hooks; before each, the guest's server must be listening (its console line).
+cm_srv="" cm_srv_rc=none cm_cli_rc=()
+on_begin_cm_lc_reject() {
+  serve_guest cm-srv cm-listening --cm-check -s --answer reject --peer-data linux-asks \
+    "${ops_ep[@]}" --file-prefix "rdp-iop-ms-$$"
+  cm_srv=$IOP_LAST_PID
+}
+# cm_client CASE MODE PORT [ARGS...]: rocedp-perf --cm-check -c against the guest (its log
+# cm-CASE.log); waits first for the guest's server of MODE on PORT (none for MODE -).
+cm_client() {
+  local case=$1 mode=$2 port=$3
+  shift 3
+  [ "$mode" = - ] || iop_wait "$IOP_WORK/linux.console" "cm_check_peer: server: listening on port $port \($mode\)" 60 ||
+    iop_fail "cm-$case: the guest's cm_check_peer did not listen"
+  ip netns exec rig "$IOP_BIN/rocedp-perf" --cm-check -c -a "$linux" -p "$port" "$@" "${ops_ep[@]}" \
+    --file-prefix "rdp-iop-mc-$$" >"$IOP_WORK/cm-$case.log" 2>&1
+  cm_cli_rc+=("$case=$?")
+}
+on_begin_cm_ls_refused() {
+  reap "$cm_srv"
+  cm_srv_rc=$REAPED
+  cm_client ls-refused - 7479 --expect refused
+  touch "$IOP_WORK/share/cm-ls-refused-done"
+}
+on_begin_cm_ls_reject() { cm_client ls-reject reject 7476 --expect refused --peer-data linux-rejects; }
+on_begin_cm_ls_abandon() { cm_client ls-abandon abandon 7477 --expect aborted; }
+on_begin_cm_ls_give_up() { cm_client ls-give-up silent 7478 --expect cancelled --wait-ms 1000; }
+
 mkdir -p "$IOP_WORK/share"
-cp "$IOP_BIN/ops_check_peer" "$IOP_WORK/share/" 2>/dev/null ||
-  iop_fail "ops-lc, ops-ls: $IOP_BIN/ops_check_peer is not built (scripts/setup.sh installs libibverbs-dev and librdmacm-dev)"
+for p in ops_check_peer cm_check_peer; do
+  cp "$IOP_BIN/$p" "$IOP_WORK/share/" 2>/dev/null ||
+    iop_fail "$IOP_BIN/$p is not built (scripts/setup.sh installs libibverbs-dev and librdmacm-dev)"
+done
 
 iop_guest linux "$linux" "$mtu" "$IOP_WORK/guest.sh"
-iop_follow "$IOP_WORK/linux.console" "host $daemon or host $perf" 200 || iop_fail "the guest did not finish"
+iop_follow "$IOP_WORK/linux.console" "host $daemon or host $perf" 260 || iop_fail "the guest did not finish"
 
 con="$IOP_WORK/linux.console"
 iop_check_captures
-for c in client_echo client_rocedp_disc client_rnr server_echo server_rnr rping_lc rping_ls ops_lc ops_lc_fr ops_ls; do
+cm_cases=()
+[ "$mtu" = 1500 ] && cm_cases=(cm_lc_reject cm_lc_refused cm_ls_refused cm_ls_reject cm_ls_abandon cm_ls_give_up)
+for c in client_echo client_rocedp_disc client_rnr server_echo server_rnr rping_lc rping_ls ops_lc ops_lc_fr ops_ls "${cm_cases[@]}"; do
   var="IOP_RC_$c"
   [ "${!var:-x}" = 0 ] || iop_fail "$c: Linux side ended with rc=${!var:-none}"
 done
@@ -225,6 +282,59 @@ for c in "ops-lc $linux $perf" "ops-lc-fr $linux $perf" "ops-ls $perf $linux"; d
   [ "$naks" -ge 1 ] || iop_fail "$1: the server ($3) sent no NAK remote access error"
   echo "$1: the client ($2) sent opcodes$ops; the server ($3) sent $naks NAK remote access error"
 done
+
+# The CM check: each side held its own checks (the statuses and private data it got), and the
+# wire shows who sent which REJ: (source, reason) of each case's REJs, then the data.
+rejs_of() {
+  tshark -r "$IOP_ARTIFACTS/interop-$mtu-$1.pcap" -d udp.port==4791,infiniband \
+    -Y "infiniband.mad.attributeid == 0x0012" -T fields -e ip.src -e infiniband.cm.rej.reason 2>/dev/null |
+    while read -r src reason; do printf '%s:%d ' "$src" "$((reason))"; done
+}
+if [ "$mtu" = 1500 ]; then
+  [ "$cm_srv_rc" = 0 ] || iop_fail "cm-lc-reject: rocedp-perf --cm-check -s ended with rc=$cm_srv_rc ($(grep FAIL "$IOP_WORK/cm-srv.log" 2>/dev/null | tail -1))"
+  grep -q "server: a connection request, private data 'linux-asks'" "$IOP_WORK/cm-srv.log" 2>/dev/null ||
+    iop_fail "cm-lc-reject: rocedp did not read Linux's private data 'linux-asks' from the request"
+  [ "${#cm_cli_rc[@]}" = 4 ] || iop_fail "cm-ls-*: ${#cm_cli_rc[@]} rocedp clients ran, not 4 (${cm_cli_rc[*]:-})"
+  for r in "${cm_cli_rc[@]}"; do
+    c=${r%%=*}
+    [ "${r#*=}" = 0 ] || iop_fail "cm-$c: rocedp-perf --cm-check -c ended with rc=${r#*=} ($(grep FAIL "$IOP_WORK/cm-$c.log" 2>/dev/null | tail -1))"
+    cp "$IOP_WORK/cm-$c.log" "$IOP_ARTIFACTS/interop-$mtu-cm-$c.log" 2>/dev/null
+  done
+  cp "$IOP_WORK/cm-srv.log" "$IOP_ARTIFACTS/interop-$mtu-cm-lc-reject.log" 2>/dev/null
+  grep -q "STATUS_CONNECTION_REFUSED, the REJ's private data 'linux-rejects'" "$IOP_WORK/cm-ls-reject.log" 2>/dev/null ||
+    iop_fail "cm-ls-reject: rocedp did not get Linux's reject with its private data"
+  grep -q "complete_connect_ex after 2000 ms: STATUS_CONNECTION_ABORTED" "$IOP_WORK/cm-ls-abandon.log" 2>/dev/null ||
+    iop_fail "cm-ls-abandon: rocedp's CompleteConnectEx did not end with STATUS_CONNECTION_ABORTED"
+  [ "$(tr -d '\r' <"$con" | grep -c "^cm_check_peer: client: every check held")" = 2 ] || iop_fail "cm-lc-*: Linux's client did not hold every check twice"
+  [ "$(tr -d '\r' <"$con" | grep -c "^cm_check_peer: server: every check held")" = 3 ] || iop_fail "cm-ls-*: Linux's server did not hold every check three times"
+  for c in "cm-lc-reject $perf:28" "cm-lc-refused $daemon:8" "cm-ls-refused $linux:8" "cm-ls-reject $linux:28" \
+    "cm-ls-abandon $linux:28" "cm-ls-give-up $perf:4"; do
+    set -- $c
+    got=$(rejs_of "$1")
+    [ "$got" = "$2 " ] || iop_fail "$1: REJs (source:reason) '$got', expected '$2'"
+    echo "$1: REJ $got"
+  done
+  # The REJ of a client that gives up, as Linux's own CM writes it (cm.c cm_destroy_id in
+  # REQ_SENT; compared Linux against Linux with cm_check_peer -g): Message REJected 2 (other),
+  # ARI 8 bytes, the CA GUID of the REQ. Linux finds its request by that GUID and drops it
+  # silently: the one REJ above is rocedp's. Checked that it can fail: with another GUID in the
+  # ARI, Linux keeps the request and rejects it itself (reason 28) when its consumer lets go.
+  rej=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-cm-ls-give-up.pcap" -d udp.port==4791,infiniband \
+    -Y "infiniband.mad.attributeid == 0x0012" -T fields -e infiniband.cm.rej.msgrej \
+    -e infiniband.cm.rej.rejinfolen -e infiniband.cm.rej.ari 2>/dev/null | head -1)
+  guid=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-cm-ls-give-up.pcap" -d udp.port==4791,infiniband \
+    -Y "infiniband.mad.attributeid == 0x0010" -T fields -e infiniband.cm.req.localcaguid 2>/dev/null | head -1)
+  read -r msgrej infolen ari <<<"$rej"
+  [ "$((msgrej))" = 2 ] && [ "$((infolen))" = 8 ] && [ "${ari:0:16}" = "${guid#0x}" ] ||
+    iop_fail "cm-ls-give-up: rocedp's REJ has Message REJected '$msgrej', ARI length '$infolen', ARI '${ari:0:16}'; expected 2, 8 and the REQ's CA GUID '${guid#0x}'"
+  # The abandoned accept: Linux's REP came first, and rocedp never sent an RTU.
+  [ "$(iop_cm_sources cm-ls-abandon 0x0013 | sort -u)" = "$linux" ] || iop_fail "cm-ls-abandon: no REP from Linux"
+  [ -z "$(iop_cm_sources cm-ls-abandon 0x0014)" ] || iop_fail "cm-ls-abandon: rocedp sent an RTU"
+  # rocedp's REJ carries its consumer's private data ("rocedp-rejects").
+  pd=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-cm-lc-reject.pcap" -d udp.port==4791,infiniband \
+    -Y "infiniband.mad.attributeid == 0x0012" -T fields -e infiniband.cm.rej.private 2>/dev/null | head -1)
+  [ "${pd:0:28}" = "$(printf rocedp-rejects | od -An -tx1 | tr -d ' \n')" ] || iop_fail "cm-lc-reject: the REJ's private data on the wire is '${pd:0:40}...'"
+fi
 
 # Who disconnected, read off the wire.
 dreq_of() { iop_cm_sources "$1" 0x0015 | sort -u | tr '\n' ' '; }

@@ -12,7 +12,11 @@
 #           refuse), again with a fast-registered region for the window, then a client with no
 #           server to reach, which must fail.
 # Every process is stopped by PID and every file removed on any exit. Exit 77 = skipped.
-#   perf_cm.sh daemon|listen|ops
+#   cm:     rocedp-perf --cm-check -s and -c: connections that do not come about. A consumer's
+#           reject with private data both ways, an accept abandoned before the RTU
+#           (CompleteConnectEx: STATUS_CONNECTION_ABORTED), a client that gives up on a silent
+#           server, no listener on the port; and a wrong expected REJ data, which must fail.
+#   perf_cm.sh daemon|listen|ops|cm
 set -euo pipefail
 group=${1:?group}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -236,6 +240,75 @@ ops)
   n=$((n + 1))
   [ "$crc" -eq 3 ] || fail "ops-check without a server: exit $crc, expected 3 (time limit)"
   grep -q "every check held" "$work/c2.log" && fail "ops-check without a server claims its checks"
+  ;;
+cm)
+  # cm_pair NAME 'SERVER_ARGS' 'CLIENT_ARGS' SERVER_LINE CLIENT_LINE: both ends hold every check
+  # and print their line (a pattern of grep -E).
+  cm_pair() {
+    local name=$1 sargs=$2 cargs=$3 sline=$4 cline=$5
+    local sock=$work/memif$n.sock common="--timeout 30 --memory-mb 256" crc=0 src=0
+    # shellcheck disable=SC2086
+    "$perf" --cm-check -s $sargs --port-devargs "net_memif0,role=server,socket=$sock,socket-abstract=no" \
+      --ip 198.18.9.1/24 --mac 02:00:00:00:09:01 --lcore 0 --file-prefix $prefix-s $common > "$work/s.log" 2>&1 &
+    local sp=$!
+    pids=("$sp")
+    # shellcheck disable=SC2086
+    "$perf" --cm-check -c -a 198.18.9.1 $cargs --port-devargs "net_memif0,role=client,socket=$sock,socket-abstract=no" \
+      --ip 198.18.9.2/24 --mac 02:00:00:00:09:02 --lcore 1 --file-prefix $prefix-c $common > "$work/c.log" 2>&1 || crc=$?
+    wait "$sp" || src=$?
+    pids=()
+    n=$((n + 1))
+    [ "$crc" -eq 0 ] && [ "$src" -eq 0 ] || fail "cm-check $name: client exit $crc, server exit $src"
+    grep -Eq "$sline" "$work/s.log" || fail "cm-check $name: the server's line '$sline'"
+    grep -Eq "$cline" "$work/c.log" || fail "cm-check $name: the client's line '$cline'"
+    grep -q "server: every check held" "$work/s.log" || fail "cm-check $name: the server's checks"
+    grep -q "client: every check held" "$work/c.log" || fail "cm-check $name: the client's checks"
+  }
+  # The consumer's reject, with private data both ways (the REQ's after rdma_cm's header).
+  cm_pair reject "--answer reject --peer-data rocedp-asks" "--expect refused --peer-data rocedp-rejects" \
+    "a connection request, private data 'rocedp-asks'" "STATUS_CONNECTION_REFUSED, the REJ's private data 'rocedp-rejects'"
+  # The server accepts and abandons before the RTU: CompleteConnectEx fails (seed 000).
+  cm_pair abandon "--answer abandon" "--expect aborted" \
+    "closed the connector before the RTU: accept STATUS_CANCELLED" "complete_connect_ex after 2000 ms: STATUS_CONNECTION_ABORTED"
+  # The client gives up on a server that does not answer: its REJ ends the server's request.
+  cm_pair give-up "--answer silent --wait-ms 3000" "--expect cancelled --wait-ms 1000" \
+    "then accept: STATUS_CONNECTION_ABORTED" "no answer in 1000 ms; closed: STATUS_CANCELLED"
+  # No listener on the port: refused without private data. The server listens on another port
+  # and, left without a request, runs out of time (exit 3).
+  sock=$work/memif$n.sock
+  # shellcheck disable=SC2086
+  "$perf" --cm-check -s --answer reject -p 7000 --port-devargs "net_memif0,role=server,socket=$sock,socket-abstract=no" \
+    --ip 198.18.9.1/24 --mac 02:00:00:00:09:01 --lcore 0 --file-prefix $prefix-s --timeout 8 --memory-mb 256 > "$work/s.log" 2>&1 &
+  sp=$!
+  pids=("$sp")
+  crc=0 src=0
+  "$perf" --cm-check -c -a 198.18.9.1 --expect refused --port-devargs "net_memif0,role=client,socket=$sock,socket-abstract=no" \
+    --ip 198.18.9.2/24 --mac 02:00:00:00:09:02 --lcore 1 --file-prefix $prefix-c --timeout 30 --memory-mb 256 > "$work/c.log" 2>&1 || crc=$?
+  wait "$sp" || src=$?
+  pids=()
+  n=$((n + 1))
+  [ "$crc" -eq 0 ] || fail "cm-check no-listener: client exit $crc"
+  grep -q "STATUS_CONNECTION_REFUSED, the REJ's private data ''" "$work/c.log" || fail "cm-check no-listener: the client's line"
+  [ "$src" -eq 3 ] || fail "cm-check no-listener: the server without a request exited $src, expected 3"
+  # The check can fail: a reject's data other than the client expects.
+  crc=0
+  cm_pair_fails() {
+    local sock=$work/memif$n.sock
+    "$perf" --cm-check -s --answer reject --port-devargs "net_memif0,role=server,socket=$sock,socket-abstract=no" \
+      --ip 198.18.9.1/24 --mac 02:00:00:00:09:01 --lcore 0 --file-prefix $prefix-s --timeout 30 --memory-mb 256 > "$work/s.log" 2>&1 &
+    local sp=$!
+    pids=("$sp")
+    "$perf" --cm-check -c -a 198.18.9.1 --expect refused --peer-data linux-rejects --port-devargs "net_memif0,role=client,socket=$sock,socket-abstract=no" \
+      --ip 198.18.9.2/24 --mac 02:00:00:00:09:02 --lcore 1 --file-prefix $prefix-c --timeout 30 --memory-mb 256 > "$work/c.log" 2>&1 || crc=$?
+    wait "$sp" || true
+    pids=()
+    n=$((n + 1))
+  }
+  cm_pair_fails
+  [ "$crc" -eq 1 ] || fail "cm-check with the wrong expected data: client exit $crc, expected 1"
+  grep -q "FAIL: the REJ's private data is 'rocedp-rejects', expected it to begin with 'linux-rejects'" "$work/c.log" ||
+    fail "cm-check with the wrong expected data: no FAIL line"
+  grep -q "every check held" "$work/c.log" && fail "cm-check with the wrong expected data claims its checks"
   ;;
 *) fail "unknown group $group" ;;
 esac

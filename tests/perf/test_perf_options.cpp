@@ -300,6 +300,72 @@ TEST(PerfOptions, OpsCheckGrammarNamesItsSideAndTheServersAddress) {
   EXPECT_EQ(parse_ops_check({"--ops-check", "--help"}, &b), 0);
 }
 
+int parse_cm_check(std::vector<std::string> words, CmCheckOptions* o) {
+  Argv a(std::move(words));
+  return parse_cm_check_options(a.argc(), a.argv(), o);
+}
+
+TEST(PerfOptions, CmCheckGrammarTakesTheClientsExpectationAndTheServersAnswer) {
+  Argv probe({"--port-devargs", "x", "--cm-check", "-s", "--answer", "reject"});
+  EXPECT_TRUE(wants_cm_check(probe.argc(), probe.argv()));
+  EXPECT_FALSE(wants_ops_check(probe.argc(), probe.argv()));
+  CmCheckOptions c;
+  ASSERT_EQ(parse_cm_check(with_endpoint({"--cm-check", "-c", "-a", "198.18.0.51", "-p", "7478",
+                                          "--expect", "cancelled", "--wait-ms", "1000"}),
+                           &c),
+            -1);
+  EXPECT_FALSE(c.server);
+  EXPECT_EQ(c.addr, 0xC6120033u);  // 198.18.0.51
+  EXPECT_EQ(c.port, 7478);
+  EXPECT_EQ(c.expect, CmCheckOptions::Expect::kCancelled);
+  EXPECT_EQ(c.wait_ms, 1000u);
+  ASSERT_EQ(parse_cm_check(with_endpoint({"--cm-check", "-c", "-a", "198.18.0.51", "--expect",
+                                          "refused", "--peer-data", "linux-rejects"}),
+                           &c),
+            -1);
+  EXPECT_EQ(c.expect, CmCheckOptions::Expect::kRefused);
+  EXPECT_EQ(c.peer_data, "linux-rejects");
+  CmCheckOptions s;
+  ASSERT_EQ(parse_cm_check(with_endpoint({"--cm-check", "-s", "--answer", "abandon"}), &s), -1);
+  EXPECT_TRUE(s.server);
+  EXPECT_EQ(s.port, 7476);  // cm_check_peer's default
+  EXPECT_EQ(s.answer, CmCheckOptions::Answer::kAbandon);
+  EXPECT_EQ(s.wait_ms, 2000u);
+  CmCheckOptions b;
+  EXPECT_EQ(parse_cm_check(with_endpoint({"--cm-check", "--expect", "refused"}), &b), 2);  // side
+  EXPECT_EQ(parse_cm_check(with_endpoint({"--cm-check", "-c", "--expect", "refused"}), &b),
+            2);  // no -a
+  EXPECT_EQ(parse_cm_check(with_endpoint({"--cm-check", "-c", "-a", "198.18.0.51"}), &b),
+            2);  // no --expect
+  EXPECT_EQ(
+      parse_cm_check(
+          with_endpoint({"--cm-check", "-c", "-a", "198.18.0.51", "--expect", "accepted"}), &b),
+      2);
+  EXPECT_EQ(parse_cm_check(with_endpoint({"--cm-check", "-c", "-a", "198.18.0.51", "--expect",
+                                          "aborted", "--peer-data", "x"}),
+                           &b),
+            2);  // only a REJ's data is checked
+  EXPECT_EQ(parse_cm_check(with_endpoint({"--cm-check", "-c", "-a", "198.18.0.51", "--expect",
+                                          "refused", "--answer", "reject"}),
+                           &b),
+            2);                                                           // the server's
+  EXPECT_EQ(parse_cm_check(with_endpoint({"--cm-check", "-s"}), &b), 2);  // no --answer
+  EXPECT_EQ(
+      parse_cm_check(
+          with_endpoint({"--cm-check", "-s", "--answer", "reject", "--expect", "refused"}), &b),
+      2);  // the client's
+  EXPECT_EQ(
+      parse_cm_check(
+          with_endpoint({"--cm-check", "-s", "--answer", "silent", "--wait-ms", "60000"}), &b),
+      2);  // not below --timeout
+  EXPECT_EQ(parse_cm_check(
+                with_endpoint({"--cm-check", "-s", "--answer", "silent", "--wait-ms", "0"}), &b),
+            2);
+  CmCheckOptions fresh;
+  EXPECT_EQ(parse_cm_check({"--cm-check", "-s", "--answer", "reject"}, &fresh), 2);  // endpoint
+  EXPECT_EQ(parse_cm_check({"--cm-check", "--help"}, &b), 0);
+}
+
 int parse_rc_pingpong(std::vector<std::string> words, RcPingpongOptions* o) {
   Argv a(std::move(words));
   return parse_rc_pingpong_options(a.argc(), a.argv(), o);

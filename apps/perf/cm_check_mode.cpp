@@ -1,0 +1,250 @@
+// rocedp-perf --cm-check: one end of the CM check (cm_check_mode.hpp has the script). One adapter
+// runtime with inline polling, as the rest of rocedp-perf: every wait keeps the core and the
+// control thread's CM running, so the peer's messages are answered meanwhile.
+
+#include "apps/perf/cm_check_mode.hpp"
+
+#include <array>
+#include <cctype>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "apps/perf/clock.hpp"
+#include "apps/perf/endpoint.hpp"
+#include "apps/perf/perf_util.hpp"
+
+namespace rocedp::perf {
+namespace {
+
+constexpr const char* kMe = "rocedp-perf --cm-check";
+constexpr char kAsks[] = "rocedp-asks";
+constexpr char kRejects[] = "rocedp-rejects";
+
+bool fail(const std::string& what) {
+  std::fprintf(stderr, "%s: FAIL: %s\n", kMe, what.c_str());
+  return false;
+}
+
+std::string name(NTSTATUS st) {
+  return std::string(status_name(st));
+}
+
+struct Session {
+  const CmCheckOptions& o;
+  AdapterRuntime* rt = nullptr;
+  Pd* pd = nullptr;
+  Cq* cq = nullptr;
+  Qp* qp = nullptr;
+  CmLink link;  // the server's listener and request; the client's connector
+  // Completions that may come late (a close cancels them): they live as long as the run.
+  Pending connected, completed, closed;
+
+  explicit Session(const CmCheckOptions& opts) : o(opts) {}
+  uint32_t read_limit() const { return rt->config().limits.max_read_limit; }
+  void wait_ms(uint32_t ms) const {
+    rt->wait_until([] { return false; }, std::chrono::milliseconds(ms));
+  }
+  bool wait_done(Pending& p) const {
+    return rt->wait_until(
+        [&] { return p.done.load(std::memory_order_acquire) != 0 || clock::deadline().passed(); },
+        std::chrono::seconds(o.timeout_s));
+  }
+};
+
+// The peer's private data (the REQ's after rdma_cm's header, or the REJ's) as text: up to the
+// first zero byte, unprintable bytes as '?'.
+std::string peer_data(Session& s) {
+  std::array<uint8_t, 256> buf{};
+  auto len = static_cast<uint32_t>(buf.size());
+  NTSTATUS st = STATUS_PENDING;
+  s.rt->run_on_control(
+      [&] { st = s.link.conn->get_connection_data(nullptr, nullptr, buf.data(), &len); });
+  if (st != STATUS_SUCCESS) return "(get_connection_data: " + name(st) + ")";
+  std::string text;
+  for (uint32_t i = 0; i < len && buf[i] != 0; ++i)
+    text += std::isprint(buf[i]) != 0 ? static_cast<char>(buf[i]) : '?';
+  return text;
+}
+
+bool data_begins(const std::string& got, const std::string& want, const char* what) {
+  if (got.rfind(want, 0) == 0) return true;
+  return fail(std::string(what) + "'s private data is '" + got + "', expected it to begin with '" +
+              want + "'");
+}
+
+bool setup(Session& s) {
+  std::string err;
+  NTSTATUS st = STATUS_PENDING;
+  s.rt->run_on_control([&] { st = s.rt->adapter().create_pd(nullptr, nullptr, &s.pd); });
+  if (st != STATUS_SUCCESS) return fail("create_pd: " + name(st));
+  std::vector<Qp*> qps;
+  if (!create_cq(*s.rt, 8, &s.cq, &err) || !create_qps(*s.rt, s.pd, s.cq, 1, 1, 1, &qps, &err))
+    return fail(err);
+  s.qp = qps[0];
+  return true;
+}
+
+// Starts a Connect with our private data on a new connector.
+bool start_connect(Session& s) {
+  NTSTATUS st = STATUS_PENDING;
+  s.connected.done.store(0);
+  s.connected.status.store(STATUS_PENDING);
+  s.rt->run_on_control([&] {
+    st = create_connector(s.rt->adapter(), nullptr, nullptr, &s.link.conn);
+    if (st == STATUS_SUCCESS)
+      st = s.link.conn->connect(s.qp, NdkSockAddr{0, 0}, NdkSockAddr{s.o.addr, s.o.port},
+                                s.read_limit(), s.read_limit(), kAsks, sizeof kAsks - 1,
+                                &on_request, &s.connected);
+  });
+  return st == STATUS_PENDING || fail("connect: " + name(st) + " inline, expected PENDING");
+}
+
+// A REJ that says the server is not listening yet (a peer started at the same moment, as two
+// processes over memif): refused, and no private data where the check expects some, or any
+// refusal where it expects a REP.
+bool not_listening_yet(Session& s) {
+  if (s.connected.status.load() != STATUS_CONNECTION_REFUSED) return false;
+  if (s.o.expect == CmCheckOptions::Expect::kAborted) return true;
+  return s.o.expect == CmCheckOptions::Expect::kRefused && !s.o.peer_data.empty() &&
+         peer_data(s).empty();
+}
+
+// The client: Connect with our private data; its status is the check. A server not listening
+// yet is tried again (up to 20 times, 200 ms apart), as rocedp-perf's other clients do.
+bool run_client(Session& s) {
+  const CmCheckOptions& o = s.o;
+  NTSTATUS st = STATUS_PENDING;
+  const std::string to = format_ipv4(o.addr) + ":" + std::to_string(o.port);
+  if (!start_connect(s)) return false;
+  if (o.expect != CmCheckOptions::Expect::kCancelled) {
+    for (int attempt = 1;; ++attempt) {
+      if (!s.wait_done(s.connected)) return fail("connect to " + to + ": no completion");
+      if (attempt >= 20 || !not_listening_yet(s) || clock::deadline().passed()) break;
+      s.rt->run_on_control([&] { s.link.conn->close(nullptr, nullptr); });
+      s.link.conn = nullptr;
+      s.wait_ms(200);
+      if (!start_connect(s)) return false;
+    }
+  }
+
+  if (o.expect == CmCheckOptions::Expect::kCancelled) {
+    // No answer may come: after the wait the Connect is still pending, and closing the
+    // connector ends it (the peer gets our REJ).
+    s.wait_ms(o.wait_ms);
+    if (s.connected.done.load() != 0)
+      return fail("connect to " + to + " ended with " + name(s.connected.status.load()) +
+                  " before the close; expected no answer");
+    s.rt->run_on_control([&] { st = s.link.conn->close(&on_closed, &s.closed); });
+    s.link.conn = nullptr;
+    if (!s.wait_done(s.connected) || !s.wait_done(s.closed))
+      return fail("the close did not complete the Connect");
+    st = s.connected.status.load();
+    std::printf("%s: client: connect to %s: no answer in %u ms; closed: %s\n", kMe, to.c_str(),
+                o.wait_ms, name(st).c_str());
+    return st == STATUS_CANCELLED ||
+           fail("connect ended with " + name(st) + ", expected " + "STATUS_CANCELLED");
+  }
+
+  st = s.connected.status.load();
+  if (o.expect == CmCheckOptions::Expect::kRefused) {
+    const std::string data = peer_data(s);
+    std::printf("%s: client: connect to %s: %s, the REJ's private data '%s'\n", kMe, to.c_str(),
+                name(st).c_str(), data.c_str());
+    if (st != STATUS_CONNECTION_REFUSED)
+      return fail("connect ended with " + name(st) + ", expected STATUS_CONNECTION_REFUSED");
+    return o.peer_data.empty() || data_begins(data, o.peer_data, "the REJ");
+  }
+  // aborted: the REP came; the server abandons the establishment while we wait.
+  std::printf("%s: client: connect to %s: %s\n", kMe, to.c_str(), name(st).c_str());
+  if (st != STATUS_SUCCESS)
+    return fail("connect ended with " + name(st) + ", expected STATUS_SUCCESS (the REP)");
+  s.wait_ms(o.wait_ms);
+  st = STATUS_PENDING;
+  s.rt->run_on_control(
+      [&] { st = s.link.conn->complete_connect_ex(nullptr, nullptr, &on_request, &s.completed); });
+  if (st == STATUS_PENDING) {
+    if (!s.wait_done(s.completed)) return fail("complete_connect_ex: no completion");
+    st = s.completed.status.load();
+  }
+  std::printf("%s: client: complete_connect_ex after %u ms: %s\n", kMe, o.wait_ms,
+              name(st).c_str());
+  return st == STATUS_CONNECTION_ABORTED || fail("complete_connect_ex ended with " + name(st) +
+                                                 ", expected STATUS_CONNECTION_ABORTED");
+}
+
+// The server: the first request, answered as --answer says.
+bool serve(Session& s) {
+  const CmCheckOptions& o = s.o;
+  std::string err;
+  if (!cm_await_request(*s.rt, s.link, o.port, o.timeout_s, kMe, &err)) return fail(err);
+  const std::string data = peer_data(s);
+  std::printf("%s: server: a connection request, private data '%s'\n", kMe, data.c_str());
+  if (!o.peer_data.empty() && !data_begins(data, o.peer_data, "the request")) return false;
+  NTSTATUS st = STATUS_PENDING;
+  if (o.answer == CmCheckOptions::Answer::kSilent) {
+    // No answer; the client gives up meanwhile (its REJ): a late Accept must fail.
+    s.wait_ms(o.wait_ms);
+    s.rt->run_on_control([&] {
+      st = s.link.conn->accept_ex(s.qp, s.read_limit(), s.read_limit(), nullptr, 0, nullptr,
+                                  nullptr, &on_request, &s.completed);
+    });
+    std::printf("%s: server: no answer for %u ms, then accept: %s\n", kMe, o.wait_ms,
+                name(st).c_str());
+    return st == STATUS_CONNECTION_ABORTED ||
+           fail("accept: " + name(st) +
+                ", expected STATUS_CONNECTION_ABORTED (the client gave up)");
+  }
+  if (o.answer == CmCheckOptions::Answer::kReject) {
+    s.rt->run_on_control([&] { st = s.link.conn->reject(kRejects, sizeof kRejects - 1); });
+    std::printf("%s: server: reject with '%s': %s\n", kMe, kRejects, name(st).c_str());
+    return st == STATUS_SUCCESS || fail("reject: " + name(st));
+  }
+  // abandon: the REP leaves, then the connector goes before the client's RTU (REJ).
+  s.rt->run_on_control([&] {
+    st = s.link.conn->accept_ex(s.qp, s.read_limit(), s.read_limit(), nullptr, 0, nullptr, nullptr,
+                                &on_request, &s.completed);
+  });
+  if (st != STATUS_PENDING) return fail("accept: " + name(st) + " inline, expected PENDING");
+  s.wait_ms(300);
+  if (s.completed.done.load() != 0)
+    return fail("accept ended with " + name(s.completed.status.load()) +
+                " before the close; the client must not complete its connection yet");
+  s.rt->run_on_control([&] { st = s.link.conn->close(&on_closed, &s.closed); });
+  s.link.conn = nullptr;
+  if (!s.wait_done(s.completed) || !s.wait_done(s.closed))
+    return fail("the close did not complete the Accept");
+  st = s.completed.status.load();
+  std::printf("%s: server: accepted, then closed the connector before the RTU: accept %s\n", kMe,
+              name(st).c_str());
+  return st == STATUS_CANCELLED ||
+         fail("accept ended with " + name(st) + ", expected " + "STATUS_CANCELLED (closed first)");
+}
+
+void close_session(Session& s) {
+  if (s.link.conn != nullptr) {
+    s.rt->run_on_control([&] { s.link.conn->close(nullptr, nullptr); });
+    s.link.conn = nullptr;
+  }
+  cm_close(*s.rt, s.link);  // the listener; lets the last REJ leave
+  close_objects(*s.rt, {s.qp}, {s.cq}, {}, s.pd);
+}
+
+}  // namespace
+
+int run_cm_check(const CmCheckOptions& o) {
+  Session s(o);
+  return run_endpoint(o.endpoint, o.timeout_s, kMe, [&](AdapterRuntime& rt) {
+    s.rt = &rt;
+    const bool ok = setup(s) && (o.server ? serve(s) : run_client(s));
+    if (ok) std::printf("%s: %s: every check held\n", kMe, o.server ? "server" : "client");
+    std::fflush(stdout);
+    close_session(s);
+    s.rt = nullptr;
+    return ok ? 0 : 1;
+  });
+}
+
+}  // namespace rocedp::perf
