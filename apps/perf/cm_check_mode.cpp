@@ -32,6 +32,10 @@ std::string name(NTSTATUS st) {
   return std::string(status_name(st));
 }
 
+void on_peer_disconnect(void* ctx, NTSTATUS) {
+  static_cast<CmLink*>(ctx)->gone.store(1);
+}
+
 struct Session {
   const CmCheckOptions& o;
   AdapterRuntime* rt = nullptr;
@@ -107,7 +111,9 @@ bool start_connect(Session& s) {
 // refusal where it expects a REP.
 bool not_listening_yet(Session& s) {
   if (s.connected.status.load() != STATUS_CONNECTION_REFUSED) return false;
-  if (s.o.expect == CmCheckOptions::Expect::kAborted) return true;
+  if (s.o.expect == CmCheckOptions::Expect::kAborted ||
+      s.o.expect == CmCheckOptions::Expect::kConnected)
+    return true;
   return s.o.expect == CmCheckOptions::Expect::kRefused && !s.o.peer_data.empty() &&
          peer_data(s).empty();
 }
@@ -118,6 +124,7 @@ bool run_client(Session& s) {
   const CmCheckOptions& o = s.o;
   NTSTATUS st = STATUS_PENDING;
   const std::string to = format_ipv4(o.addr) + ":" + std::to_string(o.port);
+  const auto started = std::chrono::steady_clock::now();
   if (!start_connect(s)) return false;
   if (o.expect != CmCheckOptions::Expect::kCancelled) {
     for (int attempt = 1;; ++attempt) {
@@ -156,6 +163,32 @@ bool run_client(Session& s) {
     if (st != STATUS_CONNECTION_REFUSED)
       return fail("connect ended with " + name(st) + ", expected STATUS_CONNECTION_REFUSED");
     return o.peer_data.empty() || data_begins(data, o.peer_data, "the REJ");
+  }
+  if (o.expect == CmCheckOptions::Expect::kConnected) {
+    // However late the server answers (our REQ comes again, it may MRA it): connected, then
+    // the server disconnects.
+    const double connected_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    std::printf("%s: client: connect to %s: %s after %.1f s\n", kMe, to.c_str(), name(st).c_str(),
+                connected_s);
+    if (st != STATUS_SUCCESS) return fail("connect ended with " + name(st) + ", expected SUCCESS");
+    st = STATUS_PENDING;
+    s.rt->run_on_control([&] {
+      st =
+          s.link.conn->complete_connect_ex(&on_peer_disconnect, &s.link, &on_request, &s.completed);
+    });
+    if (st == STATUS_PENDING) {
+      if (!s.wait_done(s.completed)) return fail("complete_connect_ex: no completion");
+      st = s.completed.status.load();
+    }
+    std::printf("%s: client: complete_connect_ex: %s\n", kMe, name(st).c_str());
+    if (st != STATUS_SUCCESS) return fail("complete_connect_ex ended with " + name(st));
+    if (!s.rt->wait_until([&] { return s.link.gone.load() != 0 || clock::deadline().passed(); },
+                          std::chrono::seconds(o.timeout_s)) ||
+        s.link.gone.load() == 0)
+      return fail("the server did not disconnect");
+    std::printf("%s: client: the server disconnected\n", kMe);
+    return true;
   }
   // aborted: the REP came; the server abandons the establishment while we wait.
   std::printf("%s: client: connect to %s: %s\n", kMe, to.c_str(), name(st).c_str());
@@ -196,6 +229,18 @@ bool serve(Session& s) {
     return st == STATUS_CONNECTION_ABORTED ||
            fail("accept: " + name(st) +
                 ", expected STATUS_CONNECTION_ABORTED (the client gave up)");
+  }
+  if (o.answer == CmCheckOptions::Answer::kLate) {
+    // The client's REQ times out meanwhile and comes again: our CM answers it with an MRA.
+    s.wait_ms(o.wait_ms);
+    st = accept_connection(*s.rt, s.link.conn, s.qp, s.read_limit(), &on_peer_disconnect, &s.link,
+                           s.completed);
+    std::printf("%s: server: accept after %u ms: %s\n", kMe, o.wait_ms, name(st).c_str());
+    if (st != STATUS_SUCCESS) return fail("accept: " + name(st));
+    Pending p;
+    st = call_and_wait(*s.rt, p, [&] { return s.link.conn->disconnect(&on_request, &p); });
+    std::printf("%s: server: disconnect: %s\n", kMe, name(st).c_str());
+    return st == STATUS_SUCCESS || fail("disconnect: " + name(st));
   }
   if (o.answer == CmCheckOptions::Answer::kReject) {
     s.rt->run_on_control([&] { st = s.link.conn->reject(kRejects, sizeof kRejects - 1); });

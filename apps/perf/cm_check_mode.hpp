@@ -13,6 +13,8 @@
 //     cancelled  the server does not answer: after --wait-ms the Connect must still be pending;
 //                the connector is closed, Connect must end with STATUS_CANCELLED and the server
 //                gets a REJ (reason 4, as cm.c rejects an abandoned REQ).
+//     connected  however late the server answers (within --timeout), Connect and
+//                CompleteConnectEx must succeed; then the server must disconnect.
 //   server (-s --answer A): listens and answers the first request:
 //     reject     NdkReject with the private data "rocedp-rejects" (REJ reason 28), after checking
 //                with --peer-data TEXT that the request's private data begins with TEXT
@@ -20,6 +22,9 @@
 //                (REJ reason 28): the client's CompleteConnect must fail.
 //     silent     no answer for --wait-ms (2000), while the client gives up (--expect cancelled
 //                with a shorter wait): then NdkAccept must fail with STATUS_CONNECTION_ABORTED.
+//     late       NdkAccept only after --wait-ms: past the client's REQ timeout its REQ comes
+//                again, and our CM answers with an MRA (more time); the accept must succeed, then
+//                the server disconnects.
 // A client that meets a server not listening yet (refused without the expected private data, or
 // refused where a REP is expected) tries again, up to 20 times 200 ms apart.
 // Each side prints "rocedp-perf --cm-check: client|server: every check held" when it did.

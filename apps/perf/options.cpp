@@ -522,10 +522,9 @@ int parse_cm_check_options(int argc, char** argv, CmCheckOptions* out) {
       "rocedp-perf --cm-check: one end of the CM check (apps/perf/cm_check_mode.hpp): connections\n"
       "that do not come about, through rdma_cm. The other end is tests/interop/cm_check_peer\n"
       "(Linux librdmacm) or another rocedp-perf.\n"
-      "  rocedp-perf --cm-check -c -a ADDR --expect refused|aborted|cancelled [endpoint] [-p "
-      "PORT]\n"
-      "      [--peer-data TEXT] [--wait-ms MS]                               the client\n"
-      "  rocedp-perf --cm-check -s --answer reject|abandon|silent [endpoint] [-p PORT]\n"
+      "  rocedp-perf --cm-check -c -a ADDR --expect refused|aborted|cancelled|connected\n"
+      "      [endpoint] [-p PORT] [--peer-data TEXT] [--wait-ms MS]           the client\n"
+      "  rocedp-perf --cm-check -s --answer reject|abandon|silent|late [endpoint] [-p PORT]\n"
       "      [--peer-data TEXT] [--wait-ms MS]                               the server\n"
       "Exit status: 0 every check held, 1 failure, 2 usage, 3 time limit (--timeout) reached.",
       "rocedp-perf --cm-check"};
@@ -540,21 +539,23 @@ int parse_cm_check_options(int argc, char** argv, CmCheckOptions* out) {
   app.add_option("-p", o.port, "port (7476)")->group(p);
   app.add_option("--expect", expect,
                  "client: refused (Connect ends STATUS_CONNECTION_REFUSED), aborted (Connect "
-                 "succeeds, CompleteConnect ends STATUS_CONNECTION_ABORTED) or cancelled (no "
-                 "answer: the connector is closed, Connect ends STATUS_CANCELLED)")
+                 "succeeds, CompleteConnect ends STATUS_CONNECTION_ABORTED), cancelled (no "
+                 "answer: the connector is closed, Connect ends STATUS_CANCELLED) or connected "
+                 "(however late the answer: connected, then the server disconnects)")
       ->group(p);
   app.add_option("--answer", answer,
                  "server: reject (NdkReject with private data), abandon (accept, then close "
-                 "the connector before the RTU) or silent (no answer for --wait-ms, then a late "
-                 "accept must fail)")
+                 "the connector before the RTU), silent (no answer for --wait-ms, then a late "
+                 "accept must fail) or late (accept after --wait-ms: the client's REQ comes "
+                 "again, our MRA answers it; then disconnect)")
       ->group(p);
   app.add_option("--peer-data", o.peer_data,
                  "the peer's private data (the client: its REJ's; the server: the request's) "
                  "must begin with TEXT")
       ->group(p);
   app.add_option("--wait-ms", o.wait_ms,
-                 "the wait before CompleteConnect (aborted), the close (cancelled) or the late "
-                 "accept (silent), MS (2000)")
+                 "the wait before CompleteConnect (aborted), the close (cancelled) or the "
+                 "server's accept (silent, late), MS (2000)")
       ->group(p);
   app.add_option("--timeout", o.timeout_s, "whole run, SECONDS (default 60)")->group(p);
   add_endpoint_options(app, &o.endpoint, false);
@@ -575,8 +576,11 @@ int parse_cm_check_options(int argc, char** argv, CmCheckOptions* out) {
       o.expect = CmCheckOptions::Expect::kAborted;
     else if (expect == "cancelled")
       o.expect = CmCheckOptions::Expect::kCancelled;
+    else if (expect == "connected")
+      o.expect = CmCheckOptions::Expect::kConnected;
     else
-      return bad(me, "--expect must be refused, aborted or cancelled, got '" + expect + "'");
+      return bad(me,
+                 "--expect must be refused, aborted, cancelled or connected, got '" + expect + "'");
     if (!o.peer_data.empty() && o.expect != CmCheckOptions::Expect::kRefused)
       return bad(me, "--peer-data on the client checks a REJ's: only with --expect refused");
   } else {
@@ -587,8 +591,10 @@ int parse_cm_check_options(int argc, char** argv, CmCheckOptions* out) {
       o.answer = CmCheckOptions::Answer::kAbandon;
     else if (answer == "silent")
       o.answer = CmCheckOptions::Answer::kSilent;
+    else if (answer == "late")
+      o.answer = CmCheckOptions::Answer::kLate;
     else
-      return bad(me, "--answer must be reject, abandon or silent, got '" + answer + "'");
+      return bad(me, "--answer must be reject, abandon, silent or late, got '" + answer + "'");
   }
   if (o.wait_ms == 0 || o.wait_ms >= o.timeout_s * 1000)
     return bad(me, "--wait-ms must be above 0 and below --timeout");

@@ -120,9 +120,9 @@ struct OpsCheckOptions {
 };
 
 struct CmCheckOptions {
-  enum class Expect { kRefused, kAborted, kCancelled };  ///< --expect (client)
-  enum class Answer { kReject, kAbandon, kSilent };      ///< --answer (server)
-  bool server = false;                                   ///< -s (else -c)
+  enum class Expect { kRefused, kAborted, kCancelled, kConnected };  ///< --expect (client)
+  enum class Answer { kReject, kAbandon, kSilent, kLate };           ///< --answer (server)
+  bool server = false;                                               ///< -s (else -c)
   uint32_t addr = 0;     ///< -a: the client's server address (host order)
   uint16_t port = 7476;  ///< -p
   Expect expect = Expect::kRefused;

@@ -8,6 +8,9 @@
 //     reject   rdma_reject with the private data "linux-rejects" (REJ reason 28, consumer defined)
 //     abandon  rdma_accept (the REP leaves), then the QP and the id are destroyed before the RTU
 //              comes: the kernel sends a REJ (reason 28)
+//     late     rdma_accept only after 6 s, past the client's first REQ timeout (its REQ comes
+//              again, and Linux's CM answers it with an MRA): the connection must be ESTABLISHED
+//              all the same, then Linux disconnects
 //     silent   no answer; the client gives up meanwhile (its REJ, reason 4). Linux's CM hands
 //              the consumer no event for it (the same when the client is Linux: -g below), so
 //              for 3 s none may come, or else only RDMA_CM_EVENT_REJECTED with status 4.
@@ -15,6 +18,8 @@
 //   cm_check_peer -c -a ADDR -e STATUS [-p PORT] [-d DATA]   the client: connects once with the
 //     private data "linux-asks"; it must end in RDMA_CM_EVENT_REJECTED with status STATUS (the
 //     REJ reason); with -d the REJ's private data must begin with DATA.
+//   cm_check_peer -c -a ADDR -k [-p PORT]   the client: the connection must be ESTABLISHED
+//     (however long the server takes, within -t), then the server disconnects.
 //   cm_check_peer -c -a ADDR -g MS [-p PORT]   the client gives up: no CM event may come for MS
 //     milliseconds; then it destroys its id (the kernel rejects the REQ: reason 4). Linux against
 //     Linux, this shows what `-s silent` sees from Linux's own CM.
@@ -95,6 +100,32 @@ static int data_begins(const char* got, const char* want, const char* what) {
   return 0;
 }
 
+// A QP on `id` (rdma_accept and rdma_connect move it through its states).
+static int make_qp(struct rdma_cm_id* id) {
+  struct ibv_pd* pd = ibv_alloc_pd(id->verbs);
+  struct ibv_cq* cq = pd ? ibv_create_cq(id->verbs, 4, NULL, NULL, 0) : NULL;
+  if (cq == NULL) return fail("ibv_alloc_pd / ibv_create_cq");
+  struct ibv_qp_init_attr qa = {
+      .send_cq = cq,
+      .recv_cq = cq,
+      .cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1},
+      .qp_type = IBV_QPT_RC};
+  return rdma_create_qp(id, pd, &qa) == 0 || fail("rdma_create_qp");
+}
+
+static struct rdma_conn_param conn_param(void) {
+  struct rdma_conn_param c = {
+      .responder_resources = 1, .initiator_depth = 1, .retry_count = 7, .rnr_retry_count = 7};
+  return c;
+}
+
+// Ends an established connection from our side: DREQ, and the peer's DREP.
+static int disconnect(struct rdma_event_channel* ec, struct rdma_cm_id* id) {
+  struct Event ev;
+  if (rdma_disconnect(id) != 0) return fail("rdma_disconnect");
+  return expect_event(ec, RDMA_CM_EVENT_DISCONNECTED, &ev);
+}
+
 static int run_server(struct rdma_event_channel* ec, const char* mode, uint16_t port,
                       const char* data) {
   struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
@@ -114,24 +145,24 @@ static int run_server(struct rdma_event_channel* ec, const char* mode, uint16_t 
     printf("cm_check_peer: server: rejected it with '%s'\n", kRejects);
     rdma_destroy_id(id);
   } else if (strcmp(mode, "abandon") == 0) {
-    struct ibv_pd* pd = ibv_alloc_pd(id->verbs);
-    struct ibv_cq* cq = pd ? ibv_create_cq(id->verbs, 4, NULL, NULL, 0) : NULL;
-    if (cq == NULL) return fail("ibv_alloc_pd / ibv_create_cq");
-    struct ibv_qp_init_attr qa = {
-        .send_cq = cq,
-        .recv_cq = cq,
-        .cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1},
-        .qp_type = IBV_QPT_RC};
-    if (rdma_create_qp(id, pd, &qa) != 0) return fail("rdma_create_qp");
-    struct rdma_conn_param c = {
-        .responder_resources = 1, .initiator_depth = 1, .retry_count = 7, .rnr_retry_count = 7};
+    struct rdma_conn_param c = conn_param();
+    if (!make_qp(id)) return 0;
     if (rdma_accept(id, &c) != 0) return fail("rdma_accept");
     // Before the client's RTU: its consumer waits before CompleteConnect.
     rdma_destroy_qp(id);
     rdma_destroy_id(id);
-    ibv_destroy_cq(cq);
-    ibv_dealloc_pd(pd);
     printf("cm_check_peer: server: accepted it, then destroyed the connection before the RTU\n");
+  } else if (strcmp(mode, "late") == 0) {
+    struct pollfd pfd = {.fd = ec->fd, .events = POLLIN};
+    if (poll(&pfd, 1, 6000) != 0) return fail("a CM event before the late accept");
+    struct rdma_conn_param c = conn_param();
+    if (!make_qp(id)) return 0;
+    if (rdma_accept(id, &c) != 0) return fail("rdma_accept");
+    if (!expect_event(ec, RDMA_CM_EVENT_ESTABLISHED, &ev)) return 0;
+    printf("cm_check_peer: server: accepted it after 6 s: ESTABLISHED\n");
+    if (!disconnect(ec, id)) return 0;
+    rdma_destroy_qp(id);
+    rdma_destroy_id(id);
   } else {  // silent
     // The client gives up meanwhile. Linux's CM hands its consumer no event for that REJ
     // (against a Linux client, -g, the same): none may come, or a REJECTED with status 4.
@@ -153,7 +184,7 @@ static int run_server(struct rdma_event_channel* ec, const char* mode, uint16_t 
 }
 
 static int run_client(struct rdma_event_channel* ec, const char* addr, uint16_t port,
-                      const char* data, int expect, int give_up_ms) {
+                      const char* data, int expect, int give_up_ms, int connected) {
   struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
   if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1) return fail("-a needs an IPv4 address");
   struct rdma_cm_id* id = NULL;
@@ -163,22 +194,21 @@ static int run_client(struct rdma_event_channel* ec, const char* addr, uint16_t 
       !expect_event(ec, RDMA_CM_EVENT_ADDR_RESOLVED, &ev) || rdma_resolve_route(id, 2000) != 0 ||
       !expect_event(ec, RDMA_CM_EVENT_ROUTE_RESOLVED, &ev))
     return fail("resolve");
-  struct ibv_pd* pd = ibv_alloc_pd(id->verbs);
-  struct ibv_cq* cq = pd ? ibv_create_cq(id->verbs, 4, NULL, NULL, 0) : NULL;
-  if (cq == NULL) return fail("ibv_alloc_pd / ibv_create_cq");
-  struct ibv_qp_init_attr qa = {
-      .send_cq = cq,
-      .recv_cq = cq,
-      .cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1},
-      .qp_type = IBV_QPT_RC};
-  if (rdma_create_qp(id, pd, &qa) != 0) return fail("rdma_create_qp");
-  struct rdma_conn_param c = {.private_data = kAsks,
-                              .private_data_len = sizeof kAsks - 1,
-                              .responder_resources = 1,
-                              .initiator_depth = 1,
-                              .retry_count = 7,
-                              .rnr_retry_count = 7};
+  if (!make_qp(id)) return 0;
+  struct rdma_conn_param c = conn_param();
+  c.private_data = kAsks;
+  c.private_data_len = sizeof kAsks - 1;
   if (rdma_connect(id, &c) != 0) return fail("rdma_connect");
+  if (connected) {
+    if (!expect_event(ec, RDMA_CM_EVENT_ESTABLISHED, &ev)) return 0;
+    printf("cm_check_peer: client: ESTABLISHED after %.1f s\n", elapsed());
+    // The server disconnects.
+    if (!expect_event(ec, RDMA_CM_EVENT_DISCONNECTED, &ev)) return 0;
+    rdma_destroy_qp(id);
+    rdma_destroy_id(id);
+    printf("cm_check_peer: client: every check held\n");
+    return 1;
+  }
   if (give_up_ms > 0) {
     // No answer may come; then the id goes, and the kernel rejects its REQ (reason 4, timeout).
     struct pollfd pfd = {.fd = ec->fd, .events = POLLIN};
@@ -196,24 +226,22 @@ static int run_client(struct rdma_event_channel* ec, const char* addr, uint16_t 
   if (!data_begins(ev.data, data, "the REJ")) return 0;
   rdma_destroy_qp(id);
   rdma_destroy_id(id);
-  ibv_destroy_cq(cq);
-  ibv_dealloc_pd(pd);
   printf("cm_check_peer: client: every check held\n");
   return 1;
 }
 
 static int usage(void) {
   fprintf(stderr,
-          "usage: cm_check_peer -s reject|abandon|silent [-p PORT] [-d DATA] [-t SECONDS]\n"
-          "       cm_check_peer -c -a ADDR -e STATUS|-g MS [-p PORT] [-d DATA] [-t SECONDS]\n");
+          "usage: cm_check_peer -s reject|abandon|late|silent [-p PORT] [-d DATA] [-t SECONDS]\n"
+          "       cm_check_peer -c -a ADDR -e STATUS|-g MS|-k [-p PORT] [-d DATA] [-t SECONDS]\n");
   return 2;
 }
 
 int main(int argc, char** argv) {
-  int client = 0, expect = -1, give_up_ms = 0, opt;
+  int client = 0, expect = -1, give_up_ms = 0, connected = 0, opt;
   const char *addr = NULL, *mode = NULL, *data = NULL;
   uint16_t port = 7476;
-  while ((opt = getopt(argc, argv, "s:ca:p:d:e:g:t:")) != -1) {
+  while ((opt = getopt(argc, argv, "s:ca:p:d:e:g:kt:")) != -1) {
     switch (opt) {
       case 's':
         mode = optarg;
@@ -233,6 +261,9 @@ int main(int argc, char** argv) {
       case 'e':
         expect = atoi(optarg);
         break;
+      case 'k':
+        connected = 1;
+        break;
       case 'g':
         give_up_ms = atoi(optarg);
         break;
@@ -244,14 +275,14 @@ int main(int argc, char** argv) {
     }
   }
   if ((mode != NULL) == client) return usage();
-  if (client && (addr == NULL || (expect < 0) == (give_up_ms <= 0))) return usage();
+  if (client && (addr == NULL || (expect >= 0) + (give_up_ms > 0) + connected != 1)) return usage();
   if (mode != NULL && strcmp(mode, "reject") != 0 && strcmp(mode, "abandon") != 0 &&
-      strcmp(mode, "silent") != 0)
+      strcmp(mode, "late") != 0 && strcmp(mode, "silent") != 0)
     return usage();
   clock_gettime(CLOCK_MONOTONIC, &g_start);
   struct rdma_event_channel* ec = rdma_create_event_channel();
   if (ec == NULL) return fail("rdma_create_event_channel"), 1;
-  const int ok = client ? run_client(ec, addr, port, data, expect, give_up_ms)
+  const int ok = client ? run_client(ec, addr, port, data, expect, give_up_ms, connected)
                         : run_server(ec, mode, port, data);
   fflush(stdout);
   return ok ? 0 : 1;

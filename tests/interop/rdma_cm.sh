@@ -33,6 +33,10 @@
 #     cm-ls-abandon      Linux accepts, then destroys the connection before rocedp's RTU (rocedp
 #                        waits 2 s before CompleteConnectEx): CompleteConnectEx ends with
 #                        CONNECTION_ABORTED (seed 000)
+#     cm-ls-late         Linux accepts after 6 s: rocedp's REQ times out and comes again, Linux's
+#                        CM answers it with an MRA, and the connection is established
+#     cm-lc-late         rocedp accepts after 9 s: Linux's REQ comes again, rocedp answers with an
+#                        MRA, and Linux's connection is established
 #     cm-ls-give-up      Linux does not answer; rocedp closes its connector after 1 s: Connect ends
 #                        CANCELLED, and rocedp's REJ is the one Linux's own CM sends when its
 #                        client gives up (reason 4, Message REJected 2, ARI the REQ's CA GUID);
@@ -99,6 +103,9 @@ begin cm-ls-refused; n=0; while [ ! -e /mnt/share/cm-ls-refused-done ] && [ \$n 
 begin cm-ls-reject; /mnt/share/cm_check_peer -s reject -p 7476 -d rocedp-asks; end cm-ls-reject \$?
 begin cm-ls-abandon; /mnt/share/cm_check_peer -s abandon -p 7477; end cm-ls-abandon \$?
 begin cm-ls-give-up; /mnt/share/cm_check_peer -s silent -p 7478; end cm-ls-give-up \$?
+begin cm-ls-late; /mnt/share/cm_check_peer -s late -p 7477; end cm-ls-late \$?
+begin cm-lc-late; n=0; while [ ! -e /mnt/share/cm-late-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
+/mnt/share/cm_check_peer -c -a $perf -p 7476 -k -t 40; end cm-lc-late \$?
 EOF
   echo "hw end"
 } >"$IOP_WORK/guest.sh"
@@ -203,6 +210,13 @@ on_begin_cm_ls_refused() {
 on_begin_cm_ls_reject() { cm_client ls-reject reject 7476 --expect refused --peer-data linux-rejects; }
 on_begin_cm_ls_abandon() { cm_client ls-abandon abandon 7477 --expect aborted; }
 on_begin_cm_ls_give_up() { cm_client ls-give-up silent 7478 --expect cancelled --wait-ms 1000; }
+on_begin_cm_ls_late() { cm_client ls-late late 7477 --expect connected; }
+cm_late="" cm_late_rc=none
+on_begin_cm_lc_late() {
+  serve_guest cm-late cm-late-listening --cm-check -s --answer late --wait-ms 9000 \
+    "${ops_ep[@]}" --file-prefix "rdp-iop-ml-$$"
+  cm_late=$IOP_LAST_PID
+}
 
 mkdir -p "$IOP_WORK/share"
 for p in ops_check_peer cm_check_peer; do
@@ -216,7 +230,9 @@ iop_follow "$IOP_WORK/linux.console" "host $daemon or host $perf" 260 || iop_fai
 con="$IOP_WORK/linux.console"
 iop_check_captures
 cm_cases=()
-[ "$mtu" = 1500 ] && cm_cases=(cm_lc_reject cm_lc_refused cm_ls_refused cm_ls_reject cm_ls_abandon cm_ls_give_up)
+[ "$mtu" = 1500 ] && cm_cases=(cm_lc_reject cm_lc_refused cm_ls_refused cm_ls_reject cm_ls_abandon cm_ls_give_up cm_ls_late cm_lc_late)
+reap "$cm_late"
+cm_late_rc=$REAPED
 for c in client_echo client_rocedp_disc client_rnr server_echo server_rnr rping_lc rping_ls ops_lc ops_lc_fr ops_ls "${cm_cases[@]}"; do
   var="IOP_RC_$c"
   [ "${!var:-x}" = 0 ] || iop_fail "$c: Linux side ended with rc=${!var:-none}"
@@ -294,7 +310,9 @@ if [ "$mtu" = 1500 ]; then
   [ "$cm_srv_rc" = 0 ] || iop_fail "cm-lc-reject: rocedp-perf --cm-check -s ended with rc=$cm_srv_rc ($(grep FAIL "$IOP_WORK/cm-srv.log" 2>/dev/null | tail -1))"
   grep -q "server: a connection request, private data 'linux-asks'" "$IOP_WORK/cm-srv.log" 2>/dev/null ||
     iop_fail "cm-lc-reject: rocedp did not read Linux's private data 'linux-asks' from the request"
-  [ "${#cm_cli_rc[@]}" = 4 ] || iop_fail "cm-ls-*: ${#cm_cli_rc[@]} rocedp clients ran, not 4 (${cm_cli_rc[*]:-})"
+  [ "${#cm_cli_rc[@]}" = 5 ] || iop_fail "cm-ls-*: ${#cm_cli_rc[@]} rocedp clients ran, not 5 (${cm_cli_rc[*]:-})"
+  [ "$cm_late_rc" = 0 ] || iop_fail "cm-lc-late: rocedp-perf --cm-check -s --answer late ended with rc=$cm_late_rc ($(grep FAIL "$IOP_WORK/cm-late.log" 2>/dev/null | tail -1))"
+  cp "$IOP_WORK/cm-late.log" "$IOP_ARTIFACTS/interop-$mtu-cm-lc-late.log" 2>/dev/null
   for r in "${cm_cli_rc[@]}"; do
     c=${r%%=*}
     [ "${r#*=}" = 0 ] || iop_fail "cm-$c: rocedp-perf --cm-check -c ended with rc=${r#*=} ($(grep FAIL "$IOP_WORK/cm-$c.log" 2>/dev/null | tail -1))"
@@ -305,8 +323,31 @@ if [ "$mtu" = 1500 ]; then
     iop_fail "cm-ls-reject: rocedp did not get Linux's reject with its private data"
   grep -q "complete_connect_ex after 2000 ms: STATUS_CONNECTION_ABORTED" "$IOP_WORK/cm-ls-abandon.log" 2>/dev/null ||
     iop_fail "cm-ls-abandon: rocedp's CompleteConnectEx did not end with STATUS_CONNECTION_ABORTED"
-  [ "$(tr -d '\r' <"$con" | grep -c "^cm_check_peer: client: every check held")" = 2 ] || iop_fail "cm-lc-*: Linux's client did not hold every check twice"
-  [ "$(tr -d '\r' <"$con" | grep -c "^cm_check_peer: server: every check held")" = 3 ] || iop_fail "cm-ls-*: Linux's server did not hold every check three times"
+  [ "$(tr -d '\r' <"$con" | grep -c "^cm_check_peer: client: every check held")" = 3 ] || iop_fail "cm-lc-*: Linux's client did not hold every check three times"
+  [ "$(tr -d '\r' <"$con" | grep -c "^cm_check_peer: server: every check held")" = 4 ] || iop_fail "cm-ls-*: Linux's server did not hold every check four times"
+  # The late accepts: the client's REQ came again, the server answered it with an MRA for the REQ
+  # (Message MRAed 0), and the connection was established (REP, RTU). Linux resends its REQ after
+  # about 6 s (twice the packet lifetime rdma_cm gives a RoCE path, plus the 4 s response
+  # timeout), rocedp after 4.3 s: so rocedp accepts after 9 s, Linux after 6.
+  # Message MRAed: the top two bits of the MRA's ninth byte (Wireshark names no MRA field).
+  mraed_of() {
+    tshark -r "$IOP_ARTIFACTS/interop-$mtu-$1.pcap" -d udp.port==4791,infiniband \
+      -Y "infiniband.mad.attributeid == 0x0011 && ip.src == $2" -T fields -e infiniband.mad.data 2>/dev/null |
+      while read -r d; do printf '%d ' $((0x${d:16:2} >> 6)); done
+  }
+  for c in "cm-lc-late $linux $perf" "cm-ls-late $perf $linux"; do
+    set -- $c
+    reqs=$(iop_cm_sources "$1" 0x0010 | grep -c "^$2\$")
+    mras=$(mraed_of "$1" "$3")
+    [ "$reqs" -ge 2 ] || iop_fail "$1: the client ($2) sent $reqs REQs, expected it to send one again"
+    [ "$(iop_cm_sources "$1" 0x0013 | sort -u)" = "$3" ] && [ "$(iop_cm_sources "$1" 0x0014 | sort -u)" = "$2" ] ||
+      iop_fail "$1: no REP from $3 and RTU from $2"
+    case " $mras" in
+      *" 0 "*) ;;
+      *) iop_fail "$1: the server ($3) sent no MRA for the REQ sent again (Message MRAed: '$mras')" ;;
+    esac
+    echo "$1: $reqs REQs from $2; MRAs from $3 (Message MRAed): '$mras'"
+  done
   for c in "cm-lc-reject $perf:28" "cm-lc-refused $daemon:8" "cm-ls-refused $linux:8" "cm-ls-reject $linux:28" \
     "cm-ls-abandon $linux:28" "cm-ls-give-up $perf:4"; do
     set -- $c

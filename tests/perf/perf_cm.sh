@@ -15,7 +15,8 @@
 #   cm:     rocedp-perf --cm-check -s and -c: connections that do not come about. A consumer's
 #           reject with private data both ways, an accept abandoned before the RTU
 #           (CompleteConnectEx: STATUS_CONNECTION_ABORTED), a client that gives up on a silent
-#           server, no listener on the port; and a wrong expected REJ data, which must fail.
+#           server, an accept late enough for the client's REQ to come again (the server's MRA),
+#           no listener on the port; and a wrong expected REJ data, which must fail.
 #   perf_cm.sh daemon|listen|ops|cm
 set -euo pipefail
 group=${1:?group}
@@ -273,6 +274,10 @@ cm)
   # The client gives up on a server that does not answer: its REJ ends the server's request.
   cm_pair give-up "--answer silent --wait-ms 3000" "--expect cancelled --wait-ms 1000" \
     "then accept: STATUS_CONNECTION_ABORTED" "no answer in 1000 ms; closed: STATUS_CANCELLED"
+  # A late accept: the client's REQ times out (4.3 s) and comes again, the server's MRA buys time.
+  cm_pair late "--answer late --wait-ms 6000" "--expect connected" \
+    "accept after 6000 ms: STATUS_SUCCESS" "the server disconnected"
+  grep -q "STATUS_SUCCESS after [6-9]\." "$work/c.log" || fail "cm-check late: connected sooner than the late accept"
   # No listener on the port: refused without private data. The server listens on another port
   # and, left without a request, runs out of time (exit 3).
   sock=$work/memif$n.sock

@@ -331,6 +331,17 @@ TEST(PerfOptions, CmCheckGrammarTakesTheClientsExpectationAndTheServersAnswer) {
   EXPECT_EQ(s.port, 7476);  // cm_check_peer's default
   EXPECT_EQ(s.answer, CmCheckOptions::Answer::kAbandon);
   EXPECT_EQ(s.wait_ms, 2000u);
+  ASSERT_EQ(parse_cm_check(
+                with_endpoint({"--cm-check", "-s", "--answer", "late", "--wait-ms", "9000"}), &s),
+            -1);
+  EXPECT_EQ(s.answer, CmCheckOptions::Answer::kLate);
+  EXPECT_EQ(s.wait_ms, 9000u);
+  CmCheckOptions k;
+  ASSERT_EQ(
+      parse_cm_check(
+          with_endpoint({"--cm-check", "-c", "-a", "198.18.0.51", "--expect", "connected"}), &k),
+      -1);
+  EXPECT_EQ(k.expect, CmCheckOptions::Expect::kConnected);
   CmCheckOptions b;
   EXPECT_EQ(parse_cm_check(with_endpoint({"--cm-check", "--expect", "refused"}), &b), 2);  // side
   EXPECT_EQ(parse_cm_check(with_endpoint({"--cm-check", "-c", "--expect", "refused"}), &b),
