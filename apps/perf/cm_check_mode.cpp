@@ -91,6 +91,21 @@ bool setup(Session& s) {
   return true;
 }
 
+// After `ms`, `request` (`what`) must still be pending; then the connector is closed, which must
+// complete it: its status in *status. False (printed) otherwise.
+bool close_while_pending(Session& s, Pending& request, uint32_t ms, const std::string& what,
+                         NTSTATUS* status) {
+  s.wait_ms(ms);
+  if (request.done.load() != 0)
+    return fail(what + " ended with " + name(request.status.load()) + " before the close");
+  s.rt->run_on_control([&] { s.link.conn->close(&on_closed, &s.closed); });
+  s.link.conn = nullptr;
+  if (!s.wait_done(request) || !s.wait_done(s.closed))
+    return fail("the close did not complete " + what);
+  *status = request.status.load();
+  return true;
+}
+
 // Starts a Connect with our private data on a new connector.
 bool start_connect(Session& s) {
   NTSTATUS st = STATUS_PENDING;
@@ -138,17 +153,8 @@ bool run_client(Session& s) {
   }
 
   if (o.expect == CmCheckOptions::Expect::kCancelled) {
-    // No answer may come: after the wait the Connect is still pending, and closing the
-    // connector ends it (the peer gets our REJ).
-    s.wait_ms(o.wait_ms);
-    if (s.connected.done.load() != 0)
-      return fail("connect to " + to + " ended with " + name(s.connected.status.load()) +
-                  " before the close; expected no answer");
-    s.rt->run_on_control([&] { st = s.link.conn->close(&on_closed, &s.closed); });
-    s.link.conn = nullptr;
-    if (!s.wait_done(s.connected) || !s.wait_done(s.closed))
-      return fail("the close did not complete the Connect");
-    st = s.connected.status.load();
+    // No answer may come: closing the connector ends the Connect (the peer gets our REJ).
+    if (!close_while_pending(s, s.connected, o.wait_ms, "the connect to " + to, &st)) return false;
     std::printf("%s: client: connect to %s: no answer in %u ms; closed: %s\n", kMe, to.c_str(),
                 o.wait_ms, name(st).c_str());
     return st == STATUS_CANCELLED ||
@@ -253,15 +259,8 @@ bool serve(Session& s) {
                                 &on_request, &s.completed);
   });
   if (st != STATUS_PENDING) return fail("accept: " + name(st) + " inline, expected PENDING");
-  s.wait_ms(300);
-  if (s.completed.done.load() != 0)
-    return fail("accept ended with " + name(s.completed.status.load()) +
-                " before the close; the client must not complete its connection yet");
-  s.rt->run_on_control([&] { st = s.link.conn->close(&on_closed, &s.closed); });
-  s.link.conn = nullptr;
-  if (!s.wait_done(s.completed) || !s.wait_done(s.closed))
-    return fail("the close did not complete the Accept");
-  st = s.completed.status.load();
+  // The client waits before its RTU, so the Accept is still pending.
+  if (!close_while_pending(s, s.completed, 300, "the accept", &st)) return false;
   std::printf("%s: server: accepted, then closed the connector before the RTU: accept %s\n", kMe,
               name(st).c_str());
   return st == STATUS_CANCELLED ||

@@ -38,21 +38,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check_peer.h"
+
 static const char kAsks[] = "linux-asks";
 static const char kRejects[] = "linux-rejects";
-static int g_timeout_s = 30;
-static struct timespec g_start;
-
-static double elapsed(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)(t.tv_sec - g_start.tv_sec) + (double)(t.tv_nsec - g_start.tv_nsec) / 1e9;
-}
-
-static int fail(const char* what) {
-  fprintf(stderr, "cm_check_peer: FAIL: %s\n", what);
-  return 0;
-}
 
 // One CM event, within the time limit: its type, status, id and private data as text (up to
 // the first zero byte, unprintable bytes as '?').
@@ -279,6 +268,7 @@ int main(int argc, char** argv) {
   if (mode != NULL && strcmp(mode, "reject") != 0 && strcmp(mode, "abandon") != 0 &&
       strcmp(mode, "late") != 0 && strcmp(mode, "silent") != 0)
     return usage();
+  g_me = "cm_check_peer";
   clock_gettime(CLOCK_MONOTONIC, &g_start);
   struct rdma_event_channel* ec = rdma_create_event_channel();
   if (ec == NULL) return fail("rdma_create_event_channel"), 1;

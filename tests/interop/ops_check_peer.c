@@ -41,6 +41,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check_peer.h"
+
 enum {
   kBufLen = 65536,
   kSlot = 4096,
@@ -58,22 +60,9 @@ enum {
 };
 static const uint32_t kImm1 = 0x5EED0001u, kImm2 = 0x5EED0002u;
 
-static int g_timeout_s = 30;
 // -l, on a lossy link: the server's NAK ends its QP, so a lost NAK is never sent again and the
 // refused WRITE may run out of retries instead.
 static int g_lossy;
-static struct timespec g_start;
-
-static double elapsed(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)(t.tv_sec - g_start.tv_sec) + (double)(t.tv_nsec - g_start.tv_nsec) / 1e9;
-}
-
-static int fail(const char* what) {
-  fprintf(stderr, "ops_check_peer: FAIL: %s\n", what);
-  return 0;
-}
 
 static uint8_t pattern(unsigned k, unsigned i) {
   return (uint8_t)(k * 37 + i * 13 + (i >> 8));
@@ -488,6 +477,7 @@ int main(int argc, char** argv) {
             "[-l]\n");
     return 2;
   }
+  g_me = "ops_check_peer";
   clock_gettime(CLOCK_MONOTONIC, &g_start);
   struct Peer p;
   memset(&p, 0, sizeof p);

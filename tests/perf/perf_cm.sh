@@ -54,6 +54,27 @@ lat_header=' #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]  
 # expect_row LOG SIZE ITERS: the table has the row.
 expect_row() { grep -Eq "^ $2 +$3 " "$1" || { cat "$1" >&2; fail "no row '$2 $3' in $1"; }; }
 
+# memif_pair MODE 'SERVER_ARGS' 'CLIENT_ARGS': rocedp-perf MODE -s (the memif server, 198.18.9.1)
+# in the background and MODE -c -a 198.18.9.1 (the memif client) to its end, both with a 30 s time
+# limit that ARGS may override; exit statuses in SRC and CRC, logs in s.log and c.log.
+memif_pair() {
+  local mode=$1 sargs=$2 cargs=$3 sock=$work/memif$n.sock
+  # shellcheck disable=SC2086
+  "$perf" $mode -s --timeout 30 $sargs --port-devargs "net_memif0,role=server,socket=$sock,socket-abstract=no" \
+    --ip 198.18.9.1/24 --mac 02:00:00:00:09:01 --lcore 0 --file-prefix $prefix-s --memory-mb 256 > "$work/s.log" 2>&1 &
+  local sp=$!
+  pids=("$sp")
+  CRC=0 SRC=0
+  # The server listens once the memif link is up, so the client starts at once: it waits for the
+  # socket, and tries again while the server does not listen yet.
+  # shellcheck disable=SC2086
+  "$perf" $mode -c -a 198.18.9.1 --timeout 30 $cargs --port-devargs "net_memif0,role=client,socket=$sock,socket-abstract=no" \
+    --ip 198.18.9.2/24 --mac 02:00:00:00:09:02 --lcore 1 --file-prefix $prefix-c --memory-mb 256 > "$work/c.log" 2>&1 || CRC=$?
+  wait "$sp" || SRC=$?
+  pids=()
+  n=$((n + 1))
+}
+
 case $group in
 daemon)
   sock=$work/memif.sock
@@ -209,22 +230,8 @@ listen)
 ops)
   # ops_pair [SERVER_ARGS...]: a server and a client; both must hold every check.
   ops_pair() {
-    local sock=$work/memif$n.sock common="--timeout 30 --memory-mb 256"
-    # shellcheck disable=SC2086
-    "$perf" --ops-check -s "$@" --port-devargs "net_memif0,role=server,socket=$sock,socket-abstract=no" \
-      --ip 198.18.9.1/24 --mac 02:00:00:00:09:01 --lcore 0 --file-prefix $prefix-s $common > "$work/s.log" 2>&1 &
-    local sp=$!
-    pids=("$sp")
-    # The server listens once the memif link is up, so the client starts at once: it waits for
-    # the socket, and connect_retrying tries again while the server does not listen yet.
-    local crc=0 src=0
-    # shellcheck disable=SC2086
-    "$perf" --ops-check -c -a 198.18.9.1 --port-devargs "net_memif0,role=client,socket=$sock,socket-abstract=no" \
-      --ip 198.18.9.2/24 --mac 02:00:00:00:09:02 --lcore 1 --file-prefix $prefix-c $common > "$work/c.log" 2>&1 || crc=$?
-    wait "$sp" || src=$?
-    pids=()
-    n=$((n + 1))
-    [ "$crc" -eq 0 ] && [ "$src" -eq 0 ] || fail "ops-check $*: client exit $crc, server exit $src"
+    memif_pair --ops-check "$*" ""
+    [ "$CRC" -eq 0 ] && [ "$SRC" -eq 0 ] || fail "ops-check $*: client exit $CRC, server exit $SRC"
     grep -q "server: every check held" "$work/s.log" || fail "ops-check $*: the server's line"
     grep -q "RDMA WRITE through the invalidated window: STATUS_ACCESS_VIOLATION" "$work/c.log" || fail "ops-check $*: the refused WRITE"
     grep -q "client: every check held" "$work/c.log" || fail "ops-check $*: the client's line"
@@ -246,20 +253,9 @@ cm)
   # cm_pair NAME 'SERVER_ARGS' 'CLIENT_ARGS' SERVER_LINE CLIENT_LINE: both ends hold every check
   # and print their line (a pattern of grep -E).
   cm_pair() {
-    local name=$1 sargs=$2 cargs=$3 sline=$4 cline=$5
-    local sock=$work/memif$n.sock common="--timeout 30 --memory-mb 256" crc=0 src=0
-    # shellcheck disable=SC2086
-    "$perf" --cm-check -s $sargs --port-devargs "net_memif0,role=server,socket=$sock,socket-abstract=no" \
-      --ip 198.18.9.1/24 --mac 02:00:00:00:09:01 --lcore 0 --file-prefix $prefix-s $common > "$work/s.log" 2>&1 &
-    local sp=$!
-    pids=("$sp")
-    # shellcheck disable=SC2086
-    "$perf" --cm-check -c -a 198.18.9.1 $cargs --port-devargs "net_memif0,role=client,socket=$sock,socket-abstract=no" \
-      --ip 198.18.9.2/24 --mac 02:00:00:00:09:02 --lcore 1 --file-prefix $prefix-c $common > "$work/c.log" 2>&1 || crc=$?
-    wait "$sp" || src=$?
-    pids=()
-    n=$((n + 1))
-    [ "$crc" -eq 0 ] && [ "$src" -eq 0 ] || fail "cm-check $name: client exit $crc, server exit $src"
+    local name=$1 sline=$4 cline=$5
+    memif_pair --cm-check "$2" "$3"
+    [ "$CRC" -eq 0 ] && [ "$SRC" -eq 0 ] || fail "cm-check $name: client exit $CRC, server exit $SRC"
     grep -Eq "$sline" "$work/s.log" || fail "cm-check $name: the server's line '$sline'"
     grep -Eq "$cline" "$work/c.log" || fail "cm-check $name: the client's line '$cline'"
     grep -q "server: every check held" "$work/s.log" || fail "cm-check $name: the server's checks"
@@ -280,37 +276,13 @@ cm)
   grep -q "STATUS_SUCCESS after [6-9]\." "$work/c.log" || fail "cm-check late: connected sooner than the late accept"
   # No listener on the port: refused without private data. The server listens on another port
   # and, left without a request, runs out of time (exit 3).
-  sock=$work/memif$n.sock
-  # shellcheck disable=SC2086
-  "$perf" --cm-check -s --answer reject -p 7000 --port-devargs "net_memif0,role=server,socket=$sock,socket-abstract=no" \
-    --ip 198.18.9.1/24 --mac 02:00:00:00:09:01 --lcore 0 --file-prefix $prefix-s --timeout 8 --memory-mb 256 > "$work/s.log" 2>&1 &
-  sp=$!
-  pids=("$sp")
-  crc=0 src=0
-  "$perf" --cm-check -c -a 198.18.9.1 --expect refused --port-devargs "net_memif0,role=client,socket=$sock,socket-abstract=no" \
-    --ip 198.18.9.2/24 --mac 02:00:00:00:09:02 --lcore 1 --file-prefix $prefix-c --timeout 30 --memory-mb 256 > "$work/c.log" 2>&1 || crc=$?
-  wait "$sp" || src=$?
-  pids=()
-  n=$((n + 1))
-  [ "$crc" -eq 0 ] || fail "cm-check no-listener: client exit $crc"
+  memif_pair --cm-check "--answer reject -p 7000 --timeout 8" "--expect refused"
+  [ "$CRC" -eq 0 ] || fail "cm-check no-listener: client exit $CRC"
   grep -q "STATUS_CONNECTION_REFUSED, the REJ's private data ''" "$work/c.log" || fail "cm-check no-listener: the client's line"
-  [ "$src" -eq 3 ] || fail "cm-check no-listener: the server without a request exited $src, expected 3"
+  [ "$SRC" -eq 3 ] || fail "cm-check no-listener: the server without a request exited $SRC, expected 3"
   # The check can fail: a reject's data other than the client expects.
-  crc=0
-  cm_pair_fails() {
-    local sock=$work/memif$n.sock
-    "$perf" --cm-check -s --answer reject --port-devargs "net_memif0,role=server,socket=$sock,socket-abstract=no" \
-      --ip 198.18.9.1/24 --mac 02:00:00:00:09:01 --lcore 0 --file-prefix $prefix-s --timeout 30 --memory-mb 256 > "$work/s.log" 2>&1 &
-    local sp=$!
-    pids=("$sp")
-    "$perf" --cm-check -c -a 198.18.9.1 --expect refused --peer-data linux-rejects --port-devargs "net_memif0,role=client,socket=$sock,socket-abstract=no" \
-      --ip 198.18.9.2/24 --mac 02:00:00:00:09:02 --lcore 1 --file-prefix $prefix-c --timeout 30 --memory-mb 256 > "$work/c.log" 2>&1 || crc=$?
-    wait "$sp" || true
-    pids=()
-    n=$((n + 1))
-  }
-  cm_pair_fails
-  [ "$crc" -eq 1 ] || fail "cm-check with the wrong expected data: client exit $crc, expected 1"
+  memif_pair --cm-check "--answer reject" "--expect refused --peer-data linux-rejects"
+  [ "$CRC" -eq 1 ] || fail "cm-check with the wrong expected data: client exit $CRC, expected 1"
   grep -q "FAIL: the REJ's private data is 'rocedp-rejects', expected it to begin with 'linux-rejects'" "$work/c.log" ||
     fail "cm-check with the wrong expected data: no FAIL line"
   grep -q "every check held" "$work/c.log" && fail "cm-check with the wrong expected data claims its checks"
