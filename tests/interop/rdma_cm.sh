@@ -27,6 +27,9 @@
 #     cm-lc-reject       Linux connects with private data; rocedp's consumer rejects with its own
 #                        (NdkReject): Linux gets REJECTED, status 28, and rocedp's data
 #     cm-lc-refused      Linux connects to a port of rocedpd without a listener: REJECTED, status 8
+#     cm-churn           20 rdma_client runs against rocedpd's echo, then 10 more killed (SIGKILL)
+#                        0.1 to 0.5 s into theirs (their kernel ends each connection); every echo
+#                        must succeed, and at the end rocedpd must hold no connection and no QP
 #     cm-ls-refused      rocedp connects to a port without a Linux listener: CONNECTION_REFUSED
 #     cm-ls-reject       Linux's consumer rejects rocedp's request (rdma_reject with private data):
 #                        CONNECTION_REFUSED, Linux's data through NdkGetConnectionData
@@ -99,6 +102,9 @@ EOF
 begin cm-lc-reject; n=0; while [ ! -e /mnt/share/cm-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
 /mnt/share/cm_check_peer -c -a $perf -p 7476 -e 28 -d rocedp-rejects; end cm-lc-reject \$?
 begin cm-lc-refused; /mnt/share/cm_check_peer -c -a $daemon -p 7479 -e 8; end cm-lc-refused \$?
+begin cm-churn; ok=0; for i in \$(seq 20); do rdma_client -s $daemon -p 7471 >/dev/null 2>&1 && ok=\$((ok+1)); done
+for i in \$(seq 10); do rdma_client -s $daemon -p 7472 >/dev/null 2>&1 & p=\$!; sleep 0.\$((i % 5 + 1)); kill -9 \$p; wait \$p; done
+echo "CHURN \$ok"; end cm-churn 0
 begin cm-ls-refused; n=0; while [ ! -e /mnt/share/cm-ls-refused-done ] && [ \$n -lt 600 ]; do sleep 0.1; n=\$((n+1)); done; end cm-ls-refused 0
 begin cm-ls-reject; /mnt/share/cm_check_peer -s reject -p 7476 -d rocedp-asks; end cm-ls-reject \$?
 begin cm-ls-abandon; /mnt/share/cm_check_peer -s abandon -p 7477; end cm-ls-abandon \$?
@@ -228,9 +234,21 @@ iop_guest linux "$linux" "$mtu" "$IOP_WORK/guest.sh"
 iop_follow "$IOP_WORK/linux.console" "host $daemon or host $perf" 260 || iop_fail "the guest did not finish"
 
 con="$IOP_WORK/linux.console"
+# Every Linux client is gone (done, or killed in cm-churn): rocedpd must hold no connection and no
+# QP of theirs (rocedpctl; within 10 s, should a last DREQ still be on its way).
+held=""
+for _ in $(seq 20); do
+  held=$(for v in connections qps; do
+    "$IOP_BIN/rocedpctl" "$v" --json --prefix "rdp-iop-d-$$" 2>&1 | python3 -c 'import json, sys; print(json.load(sys.stdin)["count"], end=" ")' 2>&1
+  done)
+  [ "$held" = "0 0 " ] && break
+  sleep 0.5
+done
+[ "$held" = "0 0 " ] || iop_fail "rocedpd still holds connections and QPs (count of each: $held) after the guest's clients ended"
+echo "rocedpd after the guest's clients: $held(connections, QPs)"
 iop_check_captures
 cm_cases=()
-[ "$mtu" = 1500 ] && cm_cases=(cm_lc_reject cm_lc_refused cm_ls_refused cm_ls_reject cm_ls_abandon cm_ls_give_up cm_ls_late cm_lc_late)
+[ "$mtu" = 1500 ] && cm_cases=(cm_lc_reject cm_lc_refused cm_churn cm_ls_refused cm_ls_reject cm_ls_abandon cm_ls_give_up cm_ls_late cm_lc_late)
 reap "$cm_late"
 cm_late_rc=$REAPED
 for c in client_echo client_rocedp_disc client_rnr server_echo server_rnr rping_lc rping_ls ops_lc ops_lc_fr ops_ls "${cm_cases[@]}"; do
@@ -307,6 +325,8 @@ rejs_of() {
     while read -r src reason; do printf '%s:%d ' "$src" "$((reason))"; done
 }
 if [ "$mtu" = 1500 ]; then
+  churn=$(tr -d '\r' <"$con" | sed -n 's/^CHURN //p')
+  [ "$churn" = 20 ] || iop_fail "cm-churn: ${churn:-no} of 20 echoes through rocedpd succeeded"
   [ "$cm_srv_rc" = 0 ] || iop_fail "cm-lc-reject: rocedp-perf --cm-check -s ended with rc=$cm_srv_rc ($(grep FAIL "$IOP_WORK/cm-srv.log" 2>/dev/null | tail -1))"
   grep -q "server: a connection request, private data 'linux-asks'" "$IOP_WORK/cm-srv.log" 2>/dev/null ||
     iop_fail "cm-lc-reject: rocedp did not read Linux's private data 'linux-asks' from the request"
