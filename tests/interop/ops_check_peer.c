@@ -27,6 +27,8 @@
 // Pattern k, byte i: (k * 37 + i * 13 + (i >> 8)) & 0xff.
 //   ops_check_peer -s [-p PORT]
 //   ops_check_peer -c -a ADDR [-p PORT] [-l]   (-l: a lossy link, see g_lossy)
+//   ops_check_peer -M -a ADDR -p PORT          a client of rocedpd's memory service instead
+//                                              (run_memory_client)
 // Exit status 0: every check held; 1: one failed (printed); 2: usage.
 
 #include <arpa/inet.h>
@@ -98,6 +100,7 @@ struct Peer {
   struct ibv_mw* mw;
   uint8_t* buf;
   int disconnected;
+  uint8_t conn_data[64];  // the private data of the last ESTABLISHED event (the REP's, as client)
 };
 
 // The next CM event of `want`, within the time limit; any other event fails (a DISCONNECTED
@@ -112,6 +115,12 @@ static int wait_event(struct Peer* p, enum rdma_cm_event_type want, struct rdma_
     if (rdma_get_cm_event(p->ec, &ev) != 0) return fail("rdma_get_cm_event");
     const enum rdma_cm_event_type got = ev->event;
     struct rdma_cm_id* id = ev->id;
+    if (got == RDMA_CM_EVENT_ESTABLISHED && ev->param.conn.private_data != NULL) {
+      const size_t n = ev->param.conn.private_data_len < sizeof p->conn_data
+                           ? ev->param.conn.private_data_len
+                           : sizeof p->conn_data;
+      memcpy(p->conn_data, ev->param.conn.private_data, n);
+    }
     rdma_ack_cm_event(ev);
     if (got == want) {
       if (id_out != NULL) *id_out = id;
@@ -336,19 +345,26 @@ static int run_server(struct Peer* p, uint16_t port) {
   return 1;
 }
 
-static int run_client(struct Peer* p, const char* addr, uint16_t port) {
+// The ops client's receives, posted before it connects: the server's 24 bytes and its two
+// go-aheads.
+static int post_client_receives(struct Peer* p) {
+  return post_recv(p, 0, kInfoAt, kSlot) && post_recv(p, 1, 0, kSlot) &&
+         post_recv(p, 2, kSlot, kSlot);
+}
+
+// Connects to addr:port with `recvs` receives (posted by `post`, if any, before the connect).
+// The server may not listen yet: a refused connection is tried again with a new id.
+static int connect_to(struct Peer* p, const char* addr, uint16_t port, unsigned recvs,
+                      int (*post)(struct Peer*)) {
   struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
   if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1) return fail("-a needs an IPv4 address");
-  // The server may not listen yet: a refused connection is tried again with a new id.
   for (int attempt = 0;; ++attempt) {
     if (rdma_create_id(p->ec, &p->id, NULL, RDMA_PS_TCP) != 0) return fail("rdma_create_id");
     if (rdma_resolve_addr(p->id, NULL, (struct sockaddr*)&sin, 2000) != 0 ||
         !wait_event(p, RDMA_CM_EVENT_ADDR_RESOLVED, NULL) || rdma_resolve_route(p->id, 2000) != 0 ||
         !wait_event(p, RDMA_CM_EVENT_ROUTE_RESOLVED, NULL))
       return fail("resolve");
-    if (!make_objects(p, p->id, 3) || !post_recv(p, 0, kInfoAt, kSlot) ||
-        !post_recv(p, 1, 0, kSlot) || !post_recv(p, 2, kSlot, kSlot))
-      return 0;
+    if (!make_objects(p, p->id, recvs) || (post != NULL && !post(p))) return 0;
     struct rdma_conn_param c = conn_param();
     if (rdma_connect(p->id, &c) != 0) return fail("rdma_connect");
     if (wait_event(p, RDMA_CM_EVENT_ESTABLISHED, NULL)) break;
@@ -361,6 +377,76 @@ static int run_client(struct Peer* p, const char* addr, uint16_t port) {
     rdma_destroy_id(p->id);
     usleep(500 * 1000);
   }
+  return 1;
+}
+
+// -M: a client of rocedpd's memory service (include/rocedp/memory_service.hpp). The REP's private
+// data names the region: "RMEM", version 1, flags, address, length, token (big-endian). The
+// client WRITEs 3000 bytes of pattern 7 at the region's start and 3000 of pattern 8 at its end,
+// READs both back and compares; then a 64-byte WRITE that runs one byte past the end must be
+// refused (a remote access error): the daemon holds its peers to the region's bounds.
+static int run_memory_client(struct Peer* p, const char* addr, uint16_t port) {
+  if (!connect_to(p, addr, port, 1, NULL)) return 0;
+  const uint8_t* info = p->conn_data;
+  const uint64_t base = get_be(info + 8, 8), length = get_be(info + 16, 8);
+  const uint32_t token = (uint32_t)get_be(info + 24, 4);
+  printf("ops_check_peer: memory: region 0x%llx, %llu bytes, token 0x%x, flags %u\n",
+         (unsigned long long)base, (unsigned long long)length, token,
+         (unsigned)get_be(info + 6, 2));
+  if (get_be(info, 4) != 0x524D454Du || get_be(info + 4, 2) != 1 || get_be(info + 6, 2) != 3 ||
+      length < 2 * kBigLen)
+    return fail(
+        "the REP's private data is not a memory service's region (RMEM, version 1, "
+        "READ and WRITE)");
+  uint8_t* src = p->buf + kSourceAt;
+  struct ibv_sge sge = {.addr = (uintptr_t)src, .lkey = p->mr->lkey};
+  enum ibv_wc_status st;
+  char msg[128];
+  const struct {
+    const char* what;
+    enum ibv_wr_opcode op;
+    unsigned pattern, len;
+    uint64_t raddr;
+    enum ibv_wc_status want;
+  } steps[] = {
+      {"RDMA WRITE at the start", IBV_WR_RDMA_WRITE, 7, kBigLen, base, IBV_WC_SUCCESS},
+      {"RDMA WRITE at the end", IBV_WR_RDMA_WRITE, 8, kBigLen, base + length - kBigLen,
+       IBV_WC_SUCCESS},
+      {"RDMA READ at the start", IBV_WR_RDMA_READ, 7, kBigLen, base, IBV_WC_SUCCESS},
+      {"RDMA READ at the end", IBV_WR_RDMA_READ, 8, kBigLen, base + length - kBigLen,
+       IBV_WC_SUCCESS},
+      {"RDMA WRITE one byte past the end", IBV_WR_RDMA_WRITE, 9, kSmallLen,
+       base + length - kSmallLen + 1, IBV_WC_REM_ACCESS_ERR},
+  };
+  for (unsigned k = 0; k < sizeof steps / sizeof steps[0]; ++k) {
+    const int read = steps[k].op == IBV_WR_RDMA_READ;
+    if (read)
+      memset(src, 0, steps[k].len);
+    else
+      fill(src, steps[k].pattern, steps[k].len);
+    sge.length = steps[k].len;
+    struct ibv_send_wr wr = {
+        .wr_id = kSendIds + k, .sg_list = &sge, .num_sge = 1, .opcode = steps[k].op};
+    wr.wr.rdma.remote_addr = steps[k].raddr;
+    wr.wr.rdma.rkey = token;
+    if (!post_and_wait(p, &wr, &st)) return 0;
+    if (st != steps[k].want) {
+      snprintf(msg, sizeof msg, "%s: completion %s, expected %s", steps[k].what,
+               ibv_wc_status_str(st), ibv_wc_status_str(steps[k].want));
+      return fail(msg);
+    }
+    if (read && !holds(src, steps[k].pattern, steps[k].len)) {
+      snprintf(msg, sizeof msg, "%s: the bytes read are not what was written", steps[k].what);
+      return fail(msg);
+    }
+    printf("ops_check_peer: %s: %s\n", steps[k].what, ibv_wc_status_str(st));
+  }
+  printf("ops_check_peer: memory: every check held\n");
+  return 1;
+}
+
+static int run_client(struct Peer* p, const char* addr, uint16_t port) {
+  if (!connect_to(p, addr, port, 3, post_client_receives)) return 0;
   struct ibv_wc wc;
   if (!next_wc(p, 1, &wc)) return 0;
   if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV || wc.byte_len != kInfoLen)
@@ -440,17 +526,27 @@ static int run_client(struct Peer* p, const char* addr, uint16_t port) {
   return 1;
 }
 
+static int usage(void) {
+  fprintf(stderr,
+          "usage: ops_check_peer -s [-p PORT] [-t SECONDS] | -c -a ADDR [-p PORT] [-t SECONDS] "
+          "[-l] | -M -a ADDR -p PORT [-t SECONDS]\n");
+  return 2;
+}
+
 int main(int argc, char** argv) {
-  int server = 0, client = 0, opt;
+  int server = 0, client = 0, memory = 0, opt;
   const char* addr = NULL;
   uint16_t port = 7475;
-  while ((opt = getopt(argc, argv, "sca:p:t:l")) != -1) {
+  while ((opt = getopt(argc, argv, "scMa:p:t:l")) != -1) {
     switch (opt) {
       case 's':
         server = 1;
         break;
       case 'c':
         client = 1;
+        break;
+      case 'M':
+        client = memory = 1;
         break;
       case 'a':
         addr = optarg;
@@ -465,25 +561,19 @@ int main(int argc, char** argv) {
         g_timeout_s = atoi(optarg);
         break;
       default:
-        fprintf(stderr,
-                "usage: ops_check_peer -s [-p PORT] [-t SECONDS] | -c -a ADDR [-p PORT] [-t "
-                "SECONDS]\n");
-        return 2;
+        return usage();
     }
   }
-  if (server == client || (client && addr == NULL)) {
-    fprintf(stderr,
-            "usage: ops_check_peer -s [-p PORT] [-t SECONDS] | -c -a ADDR [-p PORT] [-t SECONDS] "
-            "[-l]\n");
-    return 2;
-  }
+  if (server == client || (client && addr == NULL)) return usage();
   g_me = "ops_check_peer";
   clock_gettime(CLOCK_MONOTONIC, &g_start);
   struct Peer p;
   memset(&p, 0, sizeof p);
   p.ec = rdma_create_event_channel();
   if (p.ec == NULL) return fail("rdma_create_event_channel"), 1;
-  const int ok = server ? run_server(&p, port) : run_client(&p, addr, port);
+  const int ok = server   ? run_server(&p, port)
+                 : memory ? run_memory_client(&p, addr, port)
+                          : run_client(&p, addr, port);
   // Let the last ACKs and the DREQ/DREP leave before the process ends.
   if (p.id != NULL && !p.disconnected) {
     g_timeout_s = (int)elapsed() + 3;

@@ -22,6 +22,9 @@
 #     ops-lc             ops_check_peer -c against rocedp-perf --ops-check -s
 #     ops-lc-fr          the same with rocedp's window a fast-registered region (--fast-register)
 #     ops-ls             rocedp-perf --ops-check -c against ops_check_peer -s
+#   rocedpd's memory service (listener 7474, 64 KiB), a Linux verbs client (ops_check_peer -M):
+#     mem-lc             the region from the REP's private data; WRITE and READ 3000 bytes at its
+#                        start and at its end, then a WRITE one byte past the end: refused
 #   the CM check (connections that do not come about; tests/interop/cm_check_peer.c in the guest,
 #   rocedp-perf --cm-check on the host; path MTU plays no part, so at MTU 1500 only):
 #     cm-lc-reject       Linux connects with private data; rocedp's consumer rejects with its own
@@ -74,6 +77,7 @@ listeners:
   - {port: rig0, nd_port: 7471, service: echo}
   - {port: rig0, nd_port: 7472, service: echo, receive_delay_ms: 300}
   - {port: rig0, nd_port: 7473, service: echo, disconnect_after: 1}
+  - {port: rig0, nd_port: 7474, service: memory, memory_bytes: 65536}
 EOF
 iop_start rocedpd "$IOP_BIN/rocedpd" --config "$IOP_WORK/rocedpd.yaml"
 iop_wait "$IOP_WORK/rocedpd.log" "event=running" 30 || { iop_fail "rocedpd did not start"; exit 1; }
@@ -97,6 +101,7 @@ begin ops-lc; n=0; while [ ! -e /mnt/share/ops-listening ] && [ \$n -lt 300 ]; d
 begin ops-lc-fr; n=0; while [ ! -e /mnt/share/ops-fr-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
 /mnt/share/ops_check_peer -c -a $perf -t 60; end ops-lc-fr \$?
 begin ops-ls; /mnt/share/ops_check_peer -s -t 60; end ops-ls \$?
+begin mem-lc; /mnt/share/ops_check_peer -M -a $daemon -p 7474; end mem-lc \$?
 EOF
   [ "$mtu" = 1500 ] && cat <<EOF
 begin cm-lc-reject; n=0; while [ ! -e /mnt/share/cm-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
@@ -251,7 +256,7 @@ cm_cases=()
 [ "$mtu" = 1500 ] && cm_cases=(cm_lc_reject cm_lc_refused cm_churn cm_ls_refused cm_ls_reject cm_ls_abandon cm_ls_give_up cm_ls_late cm_lc_late)
 reap "$cm_late"
 cm_late_rc=$REAPED
-for c in client_echo client_rocedp_disc client_rnr server_echo server_rnr rping_lc rping_ls ops_lc ops_lc_fr ops_ls "${cm_cases[@]}"; do
+for c in client_echo client_rocedp_disc client_rnr server_echo server_rnr rping_lc rping_ls ops_lc ops_lc_fr ops_ls mem_lc "${cm_cases[@]}"; do
   var="IOP_RC_$c"
   [ "${!var:-x}" = 0 ] || iop_fail "$c: Linux side ended with rc=${!var:-none}"
 done
@@ -396,6 +401,18 @@ if [ "$mtu" = 1500 ]; then
     -Y "infiniband.mad.attributeid == 0x0012" -T fields -e infiniband.cm.rej.private 2>/dev/null | head -1)
   [ "${pd:0:28}" = "$(printf rocedp-rejects | od -An -tx1 | tr -d ' \n')" ] || iop_fail "cm-lc-reject: the REJ's private data on the wire is '${pd:0:40}...'"
 fi
+
+# rocedpd's memory service: Linux read what it wrote at both ends of the region, and its WRITE
+# past the end met rocedpd's NAK (remote access error).
+[ "$(tr -d '\r' <"$con" | grep -c "^ops_check_peer: memory: every check held")" = 1 ] || iop_fail "mem-lc: Linux's memory client did not hold every check"
+ops=" $(ops_from mem-lc "$linux" | tr ';' '\n' | awk '{print $2}' | tr '\n' ' ')"
+for want in "6|10" "12"; do
+  grep -Eq " ($want) " <<<"$ops" || iop_fail "mem-lc: Linux sent no opcode $want (opcodes:$ops)"
+done
+naks=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-mem-lc.pcap" -d udp.port==4791,infiniband \
+  -Y "ip.src == $daemon && infiniband.aeth.syndrome == 0x62" -T fields -e frame.number 2>/dev/null | wc -l)
+[ "$naks" -ge 1 ] || iop_fail "mem-lc: rocedpd sent no NAK remote access error for the WRITE past the region"
+echo "mem-lc: Linux sent opcodes$ops; rocedpd sent $naks NAK remote access error"
 
 # Who disconnected, read off the wire.
 dreq_of() { iop_cm_sources "$1" 0x0015 | sort -u | tr '\n' ' '; }
