@@ -345,6 +345,24 @@ static int run_server(struct Peer* p, uint16_t port) {
   return 1;
 }
 
+// A client's step done: its completion status must be `want` (with -l, a retry timeout also
+// stands for a refusal, see g_lossy), and a READ's bytes (`read_back`) pattern `pattern`.
+static int check_step(const char* what, enum ibv_wc_status st, enum ibv_wc_status want,
+                      const uint8_t* read_back, unsigned pattern, unsigned len) {
+  char msg[128];
+  if (st != want && !(g_lossy && want == IBV_WC_REM_ACCESS_ERR && st == IBV_WC_RETRY_EXC_ERR)) {
+    snprintf(msg, sizeof msg, "%s: completion %s, expected %s", what, ibv_wc_status_str(st),
+             ibv_wc_status_str(want));
+    return fail(msg);
+  }
+  if (read_back != NULL && !holds(read_back, pattern, len)) {
+    snprintf(msg, sizeof msg, "%s: the bytes read are not what was written", what);
+    return fail(msg);
+  }
+  printf("ops_check_peer: %s: %s\n", what, ibv_wc_status_str(st));
+  return 1;
+}
+
 // The ops client's receives, posted before it connects: the server's 24 bytes and its two
 // go-aheads.
 static int post_client_receives(struct Peer* p) {
@@ -401,7 +419,6 @@ static int run_memory_client(struct Peer* p, const char* addr, uint16_t port) {
   uint8_t* src = p->buf + kSourceAt;
   struct ibv_sge sge = {.addr = (uintptr_t)src, .lkey = p->mr->lkey};
   enum ibv_wc_status st;
-  char msg[128];
   const struct {
     const char* what;
     enum ibv_wr_opcode op;
@@ -429,17 +446,10 @@ static int run_memory_client(struct Peer* p, const char* addr, uint16_t port) {
         .wr_id = kSendIds + k, .sg_list = &sge, .num_sge = 1, .opcode = steps[k].op};
     wr.wr.rdma.remote_addr = steps[k].raddr;
     wr.wr.rdma.rkey = token;
-    if (!post_and_wait(p, &wr, &st)) return 0;
-    if (st != steps[k].want) {
-      snprintf(msg, sizeof msg, "%s: completion %s, expected %s", steps[k].what,
-               ibv_wc_status_str(st), ibv_wc_status_str(steps[k].want));
-      return fail(msg);
-    }
-    if (read && !holds(src, steps[k].pattern, steps[k].len)) {
-      snprintf(msg, sizeof msg, "%s: the bytes read are not what was written", steps[k].what);
-      return fail(msg);
-    }
-    printf("ops_check_peer: %s: %s\n", steps[k].what, ibv_wc_status_str(st));
+    if (!post_and_wait(p, &wr, &st) ||
+        !check_step(steps[k].what, st, steps[k].want, read ? src : NULL, steps[k].pattern,
+                    steps[k].len))
+      return 0;
   }
   printf("ops_check_peer: memory: every check held\n");
   return 1;
@@ -458,7 +468,6 @@ static int run_client(struct Peer* p, const char* addr, uint16_t port) {
   uint8_t* src = p->buf + kSourceAt;
   struct ibv_sge sge = {.addr = (uintptr_t)src, .lkey = p->mr->lkey};
   enum ibv_wc_status st;
-  char msg[128];
   struct {
     const char* what;
     enum ibv_wr_opcode op;
@@ -503,18 +512,10 @@ static int run_client(struct Peer* p, const char* addr, uint16_t port) {
       wr.invalidate_rkey = steps[k].imm_or_inv;
     else
       wr.imm_data = htonl(steps[k].imm_or_inv);
-    if (!post_and_wait(p, &wr, &st)) return 0;
-    if (st != steps[k].want &&
-        !(g_lossy && steps[k].want == IBV_WC_REM_ACCESS_ERR && st == IBV_WC_RETRY_EXC_ERR)) {
-      snprintf(msg, sizeof msg, "%s: completion %s, expected %s", steps[k].what,
-               ibv_wc_status_str(st), ibv_wc_status_str(steps[k].want));
-      return fail(msg);
-    }
-    if (read && !holds(src, steps[k].pattern, steps[k].len)) {
-      snprintf(msg, sizeof msg, "%s: the bytes read are not what was written", steps[k].what);
-      return fail(msg);
-    }
-    printf("ops_check_peer: %s: %s\n", steps[k].what, ibv_wc_status_str(st));
+    if (!post_and_wait(p, &wr, &st) ||
+        !check_step(steps[k].what, st, steps[k].want, read ? src : NULL, steps[k].pattern,
+                    steps[k].len))
+      return 0;
     if (steps[k].solicited) {
       struct ibv_wc go;
       if (!next_wc(p, 1, &go)) return 0;
