@@ -60,7 +60,7 @@ cases=(linux-writes rocedp-writes rocedp-reads linux-atomics rocedp-atomics)
   echo 'for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "HWC ${f##*/} $(cat $f)"; done'
   if [ "$mode" = chaos ]; then
     echo "run ops-lc /mnt/share/ops_check_peer -c -a $rocedp -l -t 120"
-    echo "run ops-ls /mnt/share/ops_check_peer -s -t 120"
+    echo "run ops-ls /mnt/share/ops_check_peer -s -l -t 120"
   fi
 } >"$IOP_WORK/guest.sh"
 mkdir -p "$IOP_WORK/share"
