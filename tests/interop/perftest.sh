@@ -161,7 +161,16 @@ for c in "${cases[@]}"; do
   elif [ -z "$row" ] && ! { [[ $test == @(read|atomic)_lat ]] && [ "$role" = rocedp_server ]; }; then
     iop_fail "$c: no result row"
   elif [ "$kind" = bw ] && ! awk '{exit !($4 > 0)}' <<<"$row"; then
-    iop_fail "$c: no bandwidth in the result row ($row)"
+    # perftest times a bw run with the cycle counter it calibrates at start; on the TCG guest
+    # that calibration can fail ("Correlation coefficient r^2: ... < 0.9"), and its row then
+    # reads 0 however the transfer went (seen once in CI). The transfer is still checked: both
+    # exit 0.
+    if [ "$(grep -c "Correlation coefficient" "$glog")" -gt "${corr_seen:-0}" ]; then
+      corr_seen=$(grep -c "Correlation coefficient" "$glog")
+      echo "$c: Linux's perftest could not calibrate its clock; its result row reads 0 ($row)"
+    else
+      iop_fail "$c: no bandwidth in the result row ($row)"
+    fi
   else
     echo "ok   $c${row:+: $row}"
   fi
