@@ -32,10 +32,6 @@ std::string name(NTSTATUS st) {
   return std::string(status_name(st));
 }
 
-void on_peer_disconnect(void* ctx, NTSTATUS) {
-  static_cast<CmLink*>(ctx)->gone.store(1);
-}
-
 struct Session {
   const CmCheckOptions& o;
   AdapterRuntime* rt = nullptr;
@@ -178,15 +174,13 @@ bool run_client(Session& s) {
     std::printf("%s: client: connect to %s: %s after %.1f s\n", kMe, to.c_str(), name(st).c_str(),
                 connected_s);
     if (st != STATUS_SUCCESS) return fail("connect ended with " + name(st) + ", expected SUCCESS");
-    st = STATUS_PENDING;
-    s.rt->run_on_control([&] {
-      st =
-          s.link.conn->complete_connect_ex(&on_peer_disconnect, &s.link, &on_request, &s.completed);
-    });
-    if (st == STATUS_PENDING) {
-      if (!s.wait_done(s.completed)) return fail("complete_connect_ex: no completion");
-      st = s.completed.status.load();
-    }
+    st = call_and_wait(
+        *s.rt, s.completed,
+        [&] {
+          return s.link.conn->complete_connect_ex(&cm_on_disconnect, &s.link, &on_request,
+                                                  &s.completed);
+        },
+        std::chrono::seconds(o.timeout_s));
     std::printf("%s: client: complete_connect_ex: %s\n", kMe, name(st).c_str());
     if (st != STATUS_SUCCESS) return fail("complete_connect_ex ended with " + name(st));
     if (!s.rt->wait_until([&] { return s.link.gone.load() != 0 || clock::deadline().passed(); },
@@ -201,17 +195,24 @@ bool run_client(Session& s) {
   if (st != STATUS_SUCCESS)
     return fail("connect ended with " + name(st) + ", expected STATUS_SUCCESS (the REP)");
   s.wait_ms(o.wait_ms);
-  st = STATUS_PENDING;
-  s.rt->run_on_control(
-      [&] { st = s.link.conn->complete_connect_ex(nullptr, nullptr, &on_request, &s.completed); });
-  if (st == STATUS_PENDING) {
-    if (!s.wait_done(s.completed)) return fail("complete_connect_ex: no completion");
-    st = s.completed.status.load();
-  }
+  st = call_and_wait(
+      *s.rt, s.completed,
+      [&] { return s.link.conn->complete_connect_ex(nullptr, nullptr, &on_request, &s.completed); },
+      std::chrono::seconds(o.timeout_s));
   std::printf("%s: client: complete_connect_ex after %u ms: %s\n", kMe, o.wait_ms,
               name(st).c_str());
   return st == STATUS_CONNECTION_ABORTED || fail("complete_connect_ex ended with " + name(st) +
                                                  ", expected STATUS_CONNECTION_ABORTED");
+}
+
+// Accepts the request without waiting: the inline status (STATUS_PENDING: s.completed follows).
+NTSTATUS start_accept(Session& s) {
+  NTSTATUS st = STATUS_PENDING;
+  s.rt->run_on_control([&] {
+    st = s.link.conn->accept_ex(s.qp, s.read_limit(), s.read_limit(), nullptr, 0, nullptr, nullptr,
+                                &on_request, &s.completed);
+  });
+  return st;
 }
 
 // The server: the first request, answered as --answer says.
@@ -226,10 +227,7 @@ bool serve(Session& s) {
   if (o.answer == CmCheckOptions::Answer::kSilent) {
     // No answer; the client gives up meanwhile (its REJ): a late Accept must fail.
     s.wait_ms(o.wait_ms);
-    s.rt->run_on_control([&] {
-      st = s.link.conn->accept_ex(s.qp, s.read_limit(), s.read_limit(), nullptr, 0, nullptr,
-                                  nullptr, &on_request, &s.completed);
-    });
+    st = start_accept(s);
     std::printf("%s: server: no answer for %u ms, then accept: %s\n", kMe, o.wait_ms,
                 name(st).c_str());
     return st == STATUS_CONNECTION_ABORTED ||
@@ -239,7 +237,7 @@ bool serve(Session& s) {
   if (o.answer == CmCheckOptions::Answer::kLate) {
     // The client's REQ times out meanwhile and comes again: our CM answers it with an MRA.
     s.wait_ms(o.wait_ms);
-    st = accept_connection(*s.rt, s.link.conn, s.qp, s.read_limit(), &on_peer_disconnect, &s.link,
+    st = accept_connection(*s.rt, s.link.conn, s.qp, s.read_limit(), &cm_on_disconnect, &s.link,
                            s.completed);
     std::printf("%s: server: accept after %u ms: %s\n", kMe, o.wait_ms, name(st).c_str());
     if (st != STATUS_SUCCESS) return fail("accept: " + name(st));
@@ -254,10 +252,7 @@ bool serve(Session& s) {
     return st == STATUS_SUCCESS || fail("reject: " + name(st));
   }
   // abandon: the REP leaves, then the connector goes before the client's RTU (REJ).
-  s.rt->run_on_control([&] {
-    st = s.link.conn->accept_ex(s.qp, s.read_limit(), s.read_limit(), nullptr, 0, nullptr, nullptr,
-                                &on_request, &s.completed);
-  });
+  st = start_accept(s);
   if (st != STATUS_PENDING) return fail("accept: " + name(st) + " inline, expected PENDING");
   // The client waits before its RTU, so the Accept is still pending.
   if (!close_while_pending(s, s.completed, 300, "the accept", &st)) return false;

@@ -279,10 +279,11 @@ void cm_on_connect_event(void* ctx, NdkConnector* nc) {
     c->close(nullptr, nullptr);
   }
 }
+}  // namespace
+
 void cm_on_disconnect(void* ctx, NTSTATUS) {
   static_cast<CmLink*>(ctx)->gone.store(1);
 }
-}  // namespace
 
 bool cm_await_request(AdapterRuntime& rt, CmLink& link, uint16_t port, uint32_t timeout_s,
                       const char* who, std::string* err) {

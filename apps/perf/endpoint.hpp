@@ -101,6 +101,8 @@ struct CmLink {
   std::atomic<int> gone{0};
   Pending accepted;
 };
+/// A disconnect callback (ctx: CmLink): sets link.gone.
+void cm_on_disconnect(void* ctx, NTSTATUS status);
 /// The server: listens on `port`, prints "WHO: listening on port PORT" and waits (up to
 /// timeout_s and the run's time limit) for a request: its connector in link.conn, not answered
 /// yet. False with *err.

@@ -72,6 +72,16 @@ static uint8_t pattern(unsigned k, unsigned i) {
 static void fill(uint8_t* p, unsigned k, unsigned len) {
   for (unsigned i = 0; i < len; ++i) p[i] = pattern(k, i);
 }
+// Readies a step's source buffer: zeroes for a READ (which must bring pattern k back), else the
+// pattern to send. True for a READ.
+static int stage_source(uint8_t* src, enum ibv_wr_opcode op, unsigned k, unsigned len) {
+  if (op == IBV_WR_RDMA_READ) {
+    memset(src, 0, len);
+    return 1;
+  }
+  fill(src, k, len);
+  return 0;
+}
 static int holds(const uint8_t* p, unsigned k, unsigned len) {
   for (unsigned i = 0; i < len; ++i)
     if (p[i] != pattern(k, i)) return 0;
@@ -440,11 +450,7 @@ static int run_memory_client(struct Peer* p, const char* addr, uint16_t port) {
        base + length - kSmallLen + 1, IBV_WC_REM_ACCESS_ERR},
   };
   for (unsigned k = 0; k < sizeof steps / sizeof steps[0]; ++k) {
-    const int read = steps[k].op == IBV_WR_RDMA_READ;
-    if (read)
-      memset(src, 0, steps[k].len);
-    else
-      fill(src, steps[k].pattern, steps[k].len);
+    const int read = stage_source(src, steps[k].op, steps[k].pattern, steps[k].len);
     sge.length = steps[k].len;
     struct ibv_send_wr wr = {
         .wr_id = kSendIds + k, .sg_list = &sge, .num_sge = 1, .opcode = steps[k].op};
@@ -495,11 +501,7 @@ static int run_client(struct Peer* p, const char* addr, uint16_t port) {
        window_rkey, 0, IBV_WC_REM_ACCESS_ERR, 0},
   };
   for (unsigned k = 0; k < sizeof steps / sizeof steps[0]; ++k) {
-    const int read = steps[k].op == IBV_WR_RDMA_READ;
-    if (read)
-      memset(src, 0, steps[k].len);  // the READ brings the pattern back
-    else
-      fill(src, steps[k].pattern, steps[k].len);
+    const int read = stage_source(src, steps[k].op, steps[k].pattern, steps[k].len);
     sge.length = steps[k].len;
     struct ibv_send_wr wr = {
         .wr_id = kSendIds + k, .sg_list = &sge, .num_sge = 1, .opcode = steps[k].op};

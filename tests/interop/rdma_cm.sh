@@ -276,6 +276,15 @@ ops_from() {
   tshark -r "$IOP_ARTIFACTS/interop-$mtu-$1.pcap" -d udp.port==4791,infiniband -Y "ip.src == $2" \
     -T fields -e infiniband.bth.opcode 2>/dev/null | sort | uniq -c | tr -s ' ' | tr '\n' ';'
 }
+# The opcodes of case $1 from $2, each once, space-separated with a space either end.
+opcode_set() {
+  echo " $(ops_from "$1" "$2" | tr ';' '\n' | awk '{print $2}' | tr '\n' ' ')"
+}
+# How many NAKs remote access error (AETH syndrome 0x62) case $1's capture holds from $2.
+naks_from() {
+  tshark -r "$IOP_ARTIFACTS/interop-$mtu-$1.pcap" -d udp.port==4791,infiniband \
+    -Y "ip.src == $2 && infiniband.aeth.syndrome == 0x62" -T fields -e frame.number 2>/dev/null | wc -l
+}
 for c in "rping-lc $perf" "rping-ls $linux"; do
   set -- $c
   ops=$(ops_from "$1" "$2")
@@ -308,7 +317,7 @@ grep -q "client: every check held" "$IOP_WORK/ops-cli.log" 2>/dev/null || iop_fa
 # 12 (through the window), SEND ONLY with Invalidate 23.
 for c in "ops-lc $linux $perf" "ops-lc-fr $linux $perf" "ops-ls $perf $linux"; do
   set -- $c
-  ops=" $(ops_from "$1" "$2" | tr ';' '\n' | awk '{print $2}' | tr '\n' ' ')"
+  ops=$(opcode_set "$1" "$2")
   for want in "3|5" "9|11" "12" "23"; do
     grep -Eq " ($want) " <<<"$ops" || iop_fail "$1: the client ($2) sent no opcode $want (opcodes:$ops)"
   done
@@ -316,8 +325,7 @@ for c in "ops-lc $linux $perf" "ops-lc-fr $linux $perf" "ops-ls $perf $linux"; d
   se=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-$1.pcap" -d udp.port==4791,infiniband \
     -Y "ip.src == $2 && infiniband.bth.se == 1" -T fields -e infiniband.bth.opcode 2>/dev/null | tr '\n' ' ')
   [ "$se" = "4 " ] || iop_fail "$1: the client ($2) set the solicited event bit on opcodes '$se', expected on one SEND ONLY (4)"
-  naks=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-$1.pcap" -d udp.port==4791,infiniband \
-    -Y "ip.src == $3 && infiniband.aeth.syndrome == 0x62" -T fields -e frame.number 2>/dev/null | wc -l)
+  naks=$(naks_from "$1" "$3")
   [ "$naks" -ge 1 ] || iop_fail "$1: the server ($3) sent no NAK remote access error"
   echo "$1: the client ($2) sent opcodes$ops; the server ($3) sent $naks NAK remote access error"
 done
@@ -405,12 +413,11 @@ fi
 # rocedpd's memory service: Linux read what it wrote at both ends of the region, and its WRITE
 # past the end met rocedpd's NAK (remote access error).
 [ "$(tr -d '\r' <"$con" | grep -c "^ops_check_peer: memory: every check held")" = 1 ] || iop_fail "mem-lc: Linux's memory client did not hold every check"
-ops=" $(ops_from mem-lc "$linux" | tr ';' '\n' | awk '{print $2}' | tr '\n' ' ')"
+ops=$(opcode_set mem-lc "$linux")
 for want in "6|10" "12"; do
   grep -Eq " ($want) " <<<"$ops" || iop_fail "mem-lc: Linux sent no opcode $want (opcodes:$ops)"
 done
-naks=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-mem-lc.pcap" -d udp.port==4791,infiniband \
-  -Y "ip.src == $daemon && infiniband.aeth.syndrome == 0x62" -T fields -e frame.number 2>/dev/null | wc -l)
+naks=$(naks_from mem-lc "$daemon")
 [ "$naks" -ge 1 ] || iop_fail "mem-lc: rocedpd sent no NAK remote access error for the WRITE past the region"
 echo "mem-lc: Linux sent opcodes$ops; rocedpd sent $naks NAK remote access error"
 
