@@ -494,8 +494,9 @@ int parse_ops_check_options(int argc, char** argv, OpsCheckOptions* out) {
                "server: offer a fast-registered region (FastRegister) instead of a memory window")
       ->group(p);
   app.add_flag("--lossy", o.lossy,
-               "client, on a lossy link: the refused WRITE may end in a retry timeout "
-               "(STATUS_IO_TIMEOUT), as when the server's NAK is lost")
+               "on a lossy link: the client's refused WRITE may end in a retry timeout "
+               "(STATUS_IO_TIMEOUT), as when the server's NAK is lost; the server's second "
+               "go-ahead may end flushed (STATUS_CANCELLED), as when its ACK is lost")
       ->group(p);
   app.add_option("--timeout", o.timeout_s, "whole run, SECONDS (default 60)")->group(p);
   add_endpoint_options(app, &o.endpoint, false);
@@ -510,8 +511,6 @@ int parse_ops_check_options(int argc, char** argv, OpsCheckOptions* out) {
     if (!ip) return bad(me, "-c needs -a ADDR, an IPv4 address, got '" + addr + "'");
     o.addr = *ip;
     if (o.fast_register) return bad(me, "--fast-register is the server's choice (-s)");
-  } else if (o.lossy) {
-    return bad(me, "--lossy concerns the client's refused WRITE (-c)");
   }
   return -1;
 }

@@ -114,7 +114,9 @@ struct OpsCheckOptions {
   uint32_t addr = 0;           ///< -a: the client's server address (host order)
   uint16_t port = 7475;        ///< -p
   bool fast_register = false;  ///< --fast-register (server): the window is a fast-registered region
-  bool lossy = false;  ///< --lossy (client): the refused WRITE may end in a retry timeout instead
+  /// --lossy: the client's refused WRITE may end in a retry timeout, the server's second go-ahead
+  /// flushed (its ACK lost)
+  bool lossy = false;
   uint32_t timeout_s = 60;
   EndpointOptions endpoint;
 };

@@ -119,7 +119,7 @@ if [ "$mode" = chaos ]; then
   iop_bridge_impair "${IOP_OPS_LOSS_PCT:-10}" "${IOP_OPS_CORRUPT_PCT:-2}" "${IOP_OPS_DUP_PCT:-10}" rig-lsg dpdkls-br ||
     iop_fail "no impairment rules on the bridge for the ops check"
   for c in "${ops_cases[@]}"; do
-    side=(-s)
+    side=(-s --lossy)
     [ "$c" = ops-ls ] && side=(-c -a "$guest" --lossy)
     iop_capture_start "$c" "host $guest and host $rocedp"
     ip netns exec rig "$IOP_BIN/rocedp-perf" --ops-check "${side[@]}" "${ep[@]}" >"$(artifact "$c").log" 2>&1
