@@ -247,9 +247,23 @@ bool serve(Session& s) {
     return st == STATUS_SUCCESS || fail("disconnect: " + name(st));
   }
   if (o.answer == CmCheckOptions::Answer::kReject) {
-    s.rt->run_on_control([&] { st = s.link.conn->reject(kRejects, sizeof kRejects - 1); });
-    std::printf("%s: server: reject with '%s': %s\n", kMe, kRejects, name(st).c_str());
-    return st == STATUS_SUCCESS || fail("reject: " + name(st));
+    for (uint32_t n = 1;; ++n) {
+      s.rt->run_on_control([&] { st = s.link.conn->reject(kRejects, sizeof kRejects - 1); });
+      std::printf("%s: server: reject with '%s': %s\n", kMe, kRejects, name(st).c_str());
+      if (st != STATUS_SUCCESS) return fail("reject: " + name(st));
+      if (n == o.requests) return true;
+      // A client whose REJ was lost sends its REQ again: the rejected connection is gone, so it
+      // is a new request to the listener.
+      s.rt->run_on_control([&] { s.link.conn->close(nullptr, nullptr); });
+      s.link.conn = nullptr;
+      s.link.incoming.store(nullptr);
+      if (!cm_next_request(*s.rt, s.link, o.timeout_s, &err))
+        return fail(err + " (request " + std::to_string(n + 1) + " of " +
+                    std::to_string(o.requests) + ")");
+      const std::string again = peer_data(s);
+      std::printf("%s: server: request %u, private data '%s'\n", kMe, n + 1, again.c_str());
+      if (!o.peer_data.empty() && !data_begins(again, o.peer_data, "the request")) return false;
+    }
   }
   // abandon: the REP leaves, then the connector goes before the client's RTU (REJ).
   st = start_accept(s);

@@ -153,7 +153,7 @@ bool disconnect_all(AdapterRuntime& rt, Links& links) {
         return false;
     return true;
   };
-  rt.wait_until(settled, std::chrono::seconds(5));
+  rt.wait_until(settled, kDisconnectWait);
   bool ok = true;
   for (size_t i = 0; i < links.size(); ++i) {
     const NTSTATUS st = inline_status[i] == STATUS_PENDING

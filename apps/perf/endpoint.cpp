@@ -299,6 +299,10 @@ bool cm_await_request(AdapterRuntime& rt, CmLink& link, uint16_t port, uint32_t 
   }
   std::printf("%s: listening on port %u\n", who, port);
   std::fflush(stdout);
+  return cm_next_request(rt, link, timeout_s, err);
+}
+
+bool cm_next_request(AdapterRuntime& rt, CmLink& link, uint32_t timeout_s, std::string* err) {
   if (!rt.wait_until([&] { return link.incoming.load() != nullptr || clock::deadline().passed(); },
                      std::chrono::seconds(timeout_s)) ||
       link.incoming.load() == nullptr) {
@@ -334,7 +338,7 @@ void cm_close(AdapterRuntime& rt, CmLink& link) {
   if (link.conn != nullptr) {
     Pending p;
     call_and_wait(
-        rt, p, [&] { return link.conn->disconnect(&on_request, &p); }, std::chrono::seconds(3));
+        rt, p, [&] { return link.conn->disconnect(&on_request, &p); }, kDisconnectWait);
     rt.run_on_control([&] { link.conn->close(nullptr, nullptr); });
   }
   if (link.listener != nullptr) rt.run_on_control([&] { link.listener->close(nullptr, nullptr); });

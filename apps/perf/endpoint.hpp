@@ -108,14 +108,22 @@ void cm_on_disconnect(void* ctx, NTSTATUS status);
 /// yet. False with *err.
 bool cm_await_request(AdapterRuntime& rt, CmLink& link, uint16_t port, uint32_t timeout_s,
                       const char* who, std::string* err);
+/// The server, listening: waits (up to timeout_s and the run's time limit) for a request while
+/// link.incoming is empty (the listener rejects requests while it holds one): its connector in
+/// link.conn. False with *err.
+bool cm_next_request(AdapterRuntime& rt, CmLink& link, uint32_t timeout_s, std::string* err);
 /// cm_await_request, then accepts the request onto `qp`. False with *err.
 bool cm_accept_one(AdapterRuntime& rt, CmLink& link, uint16_t port, Qp* qp, uint32_t timeout_s,
                    const char* who, std::string* err);
 /// The client: connect_retrying to addr:port (host order). False with *err.
 bool cm_connect(AdapterRuntime& rt, CmLink& link, Qp* qp, uint32_t addr, uint16_t port,
                 std::string* err);
-/// Disconnects (bounded), closes the connector and the listener, and lets the DREP and the last
-/// ACKs leave.
+/// How long a disconnect may wait for the peer's DREP before the connector is closed anyway: long
+/// enough for the CM to send a lost DREQ twice more (every 4.3 s). A process that closed sooner
+/// would leave a peer whose DREQ was lost connected to nothing.
+inline constexpr std::chrono::seconds kDisconnectWait{10};
+/// Disconnects (waits up to kDisconnectWait), closes the connector and the listener, and lets the
+/// DREP and the last ACKs leave.
 void cm_close(AdapterRuntime& rt, CmLink& link);
 
 /// Out of band (no CM, as perftest's TCP exchange and ibv_rc_pingpong): finds the MAC of

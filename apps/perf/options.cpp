@@ -524,7 +524,7 @@ int parse_cm_check_options(int argc, char** argv, CmCheckOptions* out) {
       "  rocedp-perf --cm-check -c -a ADDR --expect refused|aborted|cancelled|connected\n"
       "      [endpoint] [-p PORT] [--peer-data TEXT] [--wait-ms MS]           the client\n"
       "  rocedp-perf --cm-check -s --answer reject|abandon|silent|late [endpoint] [-p PORT]\n"
-      "      [--peer-data TEXT] [--wait-ms MS]                               the server\n"
+      "      [--peer-data TEXT] [--wait-ms MS] [--requests N]                the server\n"
       "Exit status: 0 every check held, 1 failure, 2 usage, 3 time limit (--timeout) reached.",
       "rocedp-perf --cm-check"};
   prepare(app);
@@ -556,6 +556,10 @@ int parse_cm_check_options(int argc, char** argv, CmCheckOptions* out) {
                  "the wait before CompleteConnect (aborted), the close (cancelled) or the "
                  "server's accept (silent, late), MS (2000)")
       ->group(p);
+  app.add_option("--requests", o.requests,
+                 "server, reject: reject N requests, each as the first (a client whose REJ was "
+                 "lost sends its REQ again, a new request to the listener) (1)")
+      ->group(p);
   app.add_option("--timeout", o.timeout_s, "whole run, SECONDS (default 60)")->group(p);
   add_endpoint_options(app, &o.endpoint, false);
   if (const int status = parse_words(app, argc, argv); status >= 0) return status;
@@ -569,6 +573,7 @@ int parse_cm_check_options(int argc, char** argv, CmCheckOptions* out) {
     if (!ip) return bad(me, "-c needs -a ADDR, an IPv4 address, got '" + addr + "'");
     o.addr = *ip;
     if (!answer.empty()) return bad(me, "--answer is the server's (-s)");
+    if (o.requests != 1) return bad(me, "--requests is the server's (-s)");
     if (expect == "refused")
       o.expect = CmCheckOptions::Expect::kRefused;
     else if (expect == "aborted")
@@ -594,6 +599,9 @@ int parse_cm_check_options(int argc, char** argv, CmCheckOptions* out) {
       o.answer = CmCheckOptions::Answer::kLate;
     else
       return bad(me, "--answer must be reject, abandon, silent or late, got '" + answer + "'");
+    if (o.requests == 0) return bad(me, "--requests must be 1 or more");
+    if (o.requests > 1 && o.answer != CmCheckOptions::Answer::kReject)
+      return bad(me, "--requests above 1 needs --answer reject");
   }
   if (o.wait_ms == 0 || o.wait_ms >= o.timeout_s * 1000)
     return bad(me, "--wait-ms must be above 0 and below --timeout");

@@ -131,6 +131,7 @@ struct CmCheckOptions {
   Answer answer = Answer::kReject;
   std::string peer_data;    ///< --peer-data: the peer's private data must begin with it
   uint32_t wait_ms = 2000;  ///< --wait-ms: before CompleteConnect, the close or a silent Accept
+  uint32_t requests = 1;    ///< --requests (server, reject): how many requests to reject
   uint32_t timeout_s = 60;
   EndpointOptions endpoint;
 };

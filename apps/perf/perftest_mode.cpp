@@ -278,7 +278,7 @@ void disconnect_all(Session& s) {
       if (st[i] == STATUS_PENDING && p[i].done.load(std::memory_order_acquire) == 0) return false;
     return true;
   };
-  s.rt->wait_until(settled, std::chrono::seconds(3));
+  s.rt->wait_until(settled, kDisconnectWait);
   s.rt->run_on_control([&] {
     for (Connector* c : s.connectors) c->close(nullptr, nullptr);
     if (s.listener != nullptr) s.listener->close(nullptr, nullptr);

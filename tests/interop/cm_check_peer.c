@@ -4,8 +4,10 @@
 // data, and what each side's consumer is told. Every answer below comes from Linux's own CM
 // (drivers/infiniband/core/cm.c and cma.c); this program only decides what its consumer does.
 //
-//   cm_check_peer -s MODE [-p PORT] [-d DATA]   the server, one connection request:
-//     reject   rdma_reject with the private data "linux-rejects" (REJ reason 28, consumer defined)
+//   cm_check_peer -s MODE [-p PORT] [-d DATA] [-n N]   the server, one connection request:
+//     reject   rdma_reject with the private data "linux-rejects" (REJ reason 28, consumer defined);
+//              with -n, N requests each so (a client whose REJ was lost sends its REQ again, and
+//              Linux's CM, which forgot the rejected one, hands it to the listener as new)
 //     abandon  rdma_accept (the REP leaves), then the QP and the id are destroyed before the RTU
 //              comes: the kernel sends a REJ (reason 28)
 //     late     rdma_accept only after 6 s, past the client's first REQ timeout (its REQ comes
@@ -116,7 +118,7 @@ static int disconnect(struct rdma_event_channel* ec, struct rdma_cm_id* id) {
 }
 
 static int run_server(struct rdma_event_channel* ec, const char* mode, uint16_t port,
-                      const char* data) {
+                      const char* data, int requests) {
   struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
   struct rdma_cm_id* listen_id = NULL;
   if (rdma_create_id(ec, &listen_id, NULL, RDMA_PS_TCP) != 0 ||
@@ -130,9 +132,16 @@ static int run_server(struct rdma_event_channel* ec, const char* mode, uint16_t 
   if (!data_begins(ev.data, data, "the request")) return 0;
   struct rdma_cm_id* id = ev.id;
   if (strcmp(mode, "reject") == 0) {
-    if (rdma_reject(id, kRejects, sizeof kRejects - 1) != 0) return fail("rdma_reject");
-    printf("cm_check_peer: server: rejected it with '%s'\n", kRejects);
-    rdma_destroy_id(id);
+    for (int n = 1;; ++n) {
+      if (rdma_reject(id, kRejects, sizeof kRejects - 1) != 0) return fail("rdma_reject");
+      printf("cm_check_peer: server: rejected it with '%s'\n", kRejects);
+      rdma_destroy_id(id);
+      if (n == requests) break;
+      if (!expect_event(ec, RDMA_CM_EVENT_CONNECT_REQUEST, &ev)) return 0;
+      printf("cm_check_peer: server: request %d, private data '%s'\n", n + 1, ev.data);
+      if (!data_begins(ev.data, data, "the request")) return 0;
+      id = ev.id;
+    }
   } else if (strcmp(mode, "abandon") == 0) {
     struct rdma_conn_param c = conn_param();
     if (!make_qp(id)) return 0;
@@ -221,16 +230,17 @@ static int run_client(struct rdma_event_channel* ec, const char* addr, uint16_t 
 
 static int usage(void) {
   fprintf(stderr,
-          "usage: cm_check_peer -s reject|abandon|late|silent [-p PORT] [-d DATA] [-t SECONDS]\n"
+          "usage: cm_check_peer -s reject|abandon|late|silent [-p PORT] [-d DATA] [-n N] "
+          "[-t SECONDS]\n"
           "       cm_check_peer -c -a ADDR -e STATUS|-g MS|-k [-p PORT] [-d DATA] [-t SECONDS]\n");
   return 2;
 }
 
 int main(int argc, char** argv) {
-  int client = 0, expect = -1, give_up_ms = 0, connected = 0, opt;
+  int client = 0, expect = -1, give_up_ms = 0, connected = 0, requests = 1, opt;
   const char *addr = NULL, *mode = NULL, *data = NULL;
   uint16_t port = 7476;
-  while ((opt = getopt(argc, argv, "s:ca:p:d:e:g:kt:")) != -1) {
+  while ((opt = getopt(argc, argv, "s:ca:p:d:e:g:kn:t:")) != -1) {
     switch (opt) {
       case 's':
         mode = optarg;
@@ -253,6 +263,9 @@ int main(int argc, char** argv) {
       case 'k':
         connected = 1;
         break;
+      case 'n':
+        requests = atoi(optarg);
+        break;
       case 'g':
         give_up_ms = atoi(optarg);
         break;
@@ -268,12 +281,14 @@ int main(int argc, char** argv) {
   if (mode != NULL && strcmp(mode, "reject") != 0 && strcmp(mode, "abandon") != 0 &&
       strcmp(mode, "late") != 0 && strcmp(mode, "silent") != 0)
     return usage();
+  if (requests < 1 || (requests > 1 && (mode == NULL || strcmp(mode, "reject") != 0)))
+    return usage();
   g_me = "cm_check_peer";
   clock_gettime(CLOCK_MONOTONIC, &g_start);
   struct rdma_event_channel* ec = rdma_create_event_channel();
   if (ec == NULL) return fail("rdma_create_event_channel"), 1;
   const int ok = client ? run_client(ec, addr, port, data, expect, give_up_ms, connected)
-                        : run_server(ec, mode, port, data);
+                        : run_server(ec, mode, port, data, requests);
   fflush(stdout);
   return ok ? 0 : 1;
 }

@@ -75,6 +75,7 @@ iop_cleanup() {
   for c in "${iop_captures[@]}"; do iop_capture_stop "$c" >/dev/null 2>&1 || true; done
   for pid in "${iop_pids[@]}"; do iop_stop "$pid"; done
   [ "${iop_bridge_loss_on:-0}" = 1 ] && iop_bridge_loss off
+  [ "${iop_bridge_drop_on:-0}" = 1 ] && iop_bridge_drop_first off
   for v in "${iop_veths[@]}"; do "$IOP_RIG/net.sh" del "$v" >/dev/null 2>&1 || true; done
   [ $iop_own_netns = 1 ] && "$IOP_RIG/net.sh" down >/dev/null 2>&1
   if [ $rc -ne 0 ] || [ $IOP_FAILED -ne 0 ]; then
@@ -243,6 +244,37 @@ table netdev rocedp_dup {
 }
 EOF
 }
+# Drops the first CM message with attribute ATTR (0x0010 REQ, 0x0012 REJ, 0x0013 REP, 0x0014 RTU,
+# 0x0015 DREQ, 0x0016 DREP) that IPv4 SRC sends through the rig's bridge, and only that one
+# (nftables, bridge family, forward hook: MAD management class 7 at byte 21 of the UDP payload,
+# the attribute at byte 36; `numgen inc` counts only the frames that got that far in the rule).
+# `off` removes it; `iop_bridge_drop_first count` prints how many it dropped.
+iop_bridge_drop_first() {
+  case $1 in
+    count)
+      local n
+      n=$(ip netns exec rig nft list counter bridge rocedp_cm_drop dropped 2>/dev/null |
+        sed -n 's/.*packets \([0-9]*\).*/\1/p' | head -1)
+      echo "${n:-0}"
+      return 0
+      ;;
+    off)
+      ip netns exec rig nft delete table bridge rocedp_cm_drop 2>/dev/null
+      return 0
+      ;;
+  esac
+  ip netns exec rig nft delete table bridge rocedp_cm_drop 2>/dev/null
+  iop_bridge_drop_on=1
+  ip netns exec rig nft -f - <<EOF
+table bridge rocedp_cm_drop {
+  counter dropped {}
+  chain forward {
+    type filter hook forward priority 0; policy accept;
+    ip saddr $1 udp dport 4791 @ih,168,8 0x07 @ih,288,16 $2 numgen inc mod 1000000 0 counter name dropped drop
+  }
+}
+EOF
+}
 # Packets counted by the impairment's counter NAME (dropped, corrupted, duplicated); 0 if none.
 iop_bridge_count() {
   local family=bridge table=rocedp_loss n
@@ -253,6 +285,20 @@ iop_bridge_count() {
 }
 iop_bridge_loss_dropped() {
   iop_bridge_count dropped
+}
+
+# How many connections and QPs rocedpd (EAL file prefix PREFIX) holds, "C Q " (rocedpctl). Waits up
+# to 10 s for "0 0 ", should a last DREQ still be on its way or a DREQ be sent again.
+iop_daemon_holds() {
+  local held=""
+  for _ in $(seq 20); do
+    held=$(for v in connections qps; do
+      "$IOP_BIN/rocedpctl" "$v" --json --prefix "$1" 2>&1 | python3 -c 'import json, sys; print(json.load(sys.stdin)["count"], end=" ")' 2>&1
+    done)
+    [ "$held" = "0 0 " ] && break
+    sleep 0.5
+  done
+  echo "$held"
 }
 
 # Sources (IPv4) of the CM messages with attribute ATTR (0x0015 DREQ, 0x0016 DREP, ...) in a case's
@@ -281,8 +327,9 @@ iop_hw() {
 }
 
 # Follows a guest's console until it prints RIG-EXIT (false after SECS): each case is captured
-# between its BEGIN and END lines with tcpdump FILTER; at BEGIN, a function named on_begin_CASE
-# (dashes as underscores) runs if the test defines one (the host's side of that case); at END,
+# between its BEGIN and END lines with tcpdump FILTER; at BEGIN, a function named on_ready_CASE
+# (dashes as underscores) runs if the test defines one, before the guest may start the case, then
+# on_begin_CASE, once the guest may (the host's side of that case); at END,
 # IOP_RC_CASE holds the guest's rc.
 iop_follow() {
   local console=$1 filter=$2 secs=$3 seen=0 lines kind case rest fn
@@ -306,6 +353,7 @@ iop_follow() {
       fn="on_begin_${case//-/_}"
       if [ "$kind" = BEGIN ]; then
         iop_capture_start "$case" "$filter"
+        if declare -F "on_ready_${case//-/_}" >/dev/null; then "on_ready_${case//-/_}"; fi
         touch "$IOP_WORK/share/go-$case"
         if declare -F "$fn" >/dev/null; then "$fn"; fi
       else

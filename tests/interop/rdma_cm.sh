@@ -240,15 +240,8 @@ iop_follow "$IOP_WORK/linux.console" "host $daemon or host $perf" 260 || iop_fai
 
 con="$IOP_WORK/linux.console"
 # Every Linux client is gone (done, or killed in cm-churn): rocedpd must hold no connection and no
-# QP of theirs (rocedpctl; within 10 s, should a last DREQ still be on its way).
-held=""
-for _ in $(seq 20); do
-  held=$(for v in connections qps; do
-    "$IOP_BIN/rocedpctl" "$v" --json --prefix "rdp-iop-d-$$" 2>&1 | python3 -c 'import json, sys; print(json.load(sys.stdin)["count"], end=" ")' 2>&1
-  done)
-  [ "$held" = "0 0 " ] && break
-  sleep 0.5
-done
+# QP of theirs.
+held=$(iop_daemon_holds "rdp-iop-d-$$")
 [ "$held" = "0 0 " ] || iop_fail "rocedpd still holds connections and QPs (count of each: $held) after the guest's clients ended"
 echo "rocedpd after the guest's clients: $held(connections, QPs)"
 iop_check_captures

@@ -337,6 +337,11 @@ TEST(PerfOptions, CmCheckGrammarTakesTheClientsExpectationAndTheServersAnswer) {
             -1);
   EXPECT_EQ(s.answer, CmCheckOptions::Answer::kLate);
   EXPECT_EQ(s.wait_ms, 9000u);
+  EXPECT_EQ(s.requests, 1u);
+  ASSERT_EQ(parse_cm_check(
+                with_endpoint({"--cm-check", "-s", "--answer", "reject", "--requests", "2"}), &s),
+            -1);
+  EXPECT_EQ(s.requests, 2u);  // the REQ sent again after a lost REJ
   CmCheckOptions k;
   ASSERT_EQ(
       parse_cm_check(
@@ -362,6 +367,16 @@ TEST(PerfOptions, CmCheckGrammarTakesTheClientsExpectationAndTheServersAnswer) {
                            &b),
             2);                                                           // the server's
   EXPECT_EQ(parse_cm_check(with_endpoint({"--cm-check", "-s"}), &b), 2);  // no --answer
+  EXPECT_EQ(parse_cm_check(
+                with_endpoint({"--cm-check", "-s", "--answer", "late", "--requests", "2"}), &b),
+            2);  // only rejects are answered again
+  EXPECT_EQ(parse_cm_check(
+                with_endpoint({"--cm-check", "-s", "--answer", "reject", "--requests", "0"}), &b),
+            2);
+  EXPECT_EQ(parse_cm_check(with_endpoint({"--cm-check", "-c", "-a", "198.18.0.51", "--expect",
+                                          "refused", "--requests", "2"}),
+                           &b),
+            2);  // the server's
   EXPECT_EQ(
       parse_cm_check(
           with_endpoint({"--cm-check", "-s", "--answer", "reject", "--expect", "refused"}), &b),

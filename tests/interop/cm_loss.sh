@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# One CM message lost at a time, against a live Linux Soft-RoCE peer: in each case the rig's bridge
+# drops the first CM message of one kind from one side (iop_bridge_drop_first), and the connection
+# must come about, carry its data and end anyway, each side's CM sending again what the other
+# waits for. One guest boot, MTU 1500.
+#   rdma_client in the guest against rocedpd's echo (198.18.0.20):
+#     req-from-linux    Linux's REQ: Linux sends it again after its timeout (6.2 s)
+#     rep-from-rocedp   rocedpd's REP: Linux's REQ comes again, and rocedpd (REP sent) answers it
+#                       with its REP again
+#     rtu-from-linux    Linux's RTU: Linux's first SEND establishes the connection (IBTA: any
+#                       packet on the QP stands for the RTU)
+#     dreq-from-linux   Linux's DREQ (rdma_client disconnects): Linux sends it again
+#   rdma_server in the guest; rocedp-perf (198.18.0.21) --connect ... --peer-echoes:
+#     req-from-rocedp   rocedp's REQ: sent again after 4.3 s
+#     rep-from-linux    Linux's REP: rocedp's REQ comes again, Linux sends its REP again
+#     rtu-from-rocedp   rocedp's RTU: Linux (no packet stands for the RTU in rdma_rxe) sends its
+#                       REP again; rocedp, connected, answers it with the RTU again
+#   rping -s in the guest; rocedp-perf --rping -c (one validated ping) disconnects when done:
+#     dreq-from-rocedp  rocedp's DREQ: sent again after 4.3 s (rocedp-perf waits up to 10 s for the
+#                       DREP before it exits, kDisconnectWait)
+#     drep-from-linux   Linux's DREP: rocedp's DREQ comes again (Linux's CM answered it in some
+#                       runs and not in others: rocedp-perf then closes after 10 s all the same)
+#   the CM check (tests/interop/cm_check_peer.c in the guest, rocedp-perf --cm-check): a REJ is
+#   never sent again, but the REQ is, and both CMs forgot the rejected request, so it reaches the
+#   listener as a new one and the consumer rejects it again:
+#     rej-from-rocedp   rocedp's REJ (reason 28, private data): Linux's REQ comes again after
+#                       6.2 s; Linux gets REJECTED, status 28, rocedp's data
+#     rej-from-linux    Linux's REJ: rocedp's REQ comes again after 4.3 s; rocedp gets
+#                       STATUS_CONNECTION_REFUSED with Linux's data
+# Every case: both sides succeed (each checks what its consumer got); the bridge dropped exactly
+# one frame; the capture (on the bridge device, where the dropped frame shows too) holds the
+# message that makes up for the lost one: the lost message itself at least twice, rocedp's DREQ
+# twice for Linux's DREP, the client's REQ twice for a REJ, Linux's RTU once (its SEND stands for
+# it). At the end rocedpd holds no connection and no QP, and Linux exhausted
+# no retries.
+#   cm_loss.sh
+set -uo pipefail
+IOP_PREFIX="cm-loss-"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+iop_init cm-loss
+mtu=1500
+linux=198.18.0.51 daemon=198.18.0.20 perf=198.18.0.21
+
+iop_net "$mtu" dpdk-d dpdk-p
+dev_d=$(iop_devargs 0 dpdk-d "$mtu") dev_p=$(iop_devargs 1 dpdk-p "$mtu")
+cat >"$IOP_WORK/rocedpd.yaml" <<EOF
+eal:
+  lcores: [0, 1]
+  main_lcore: 0
+  memory_mb: 256
+  hugepages: false
+  file_prefix: rdp-iop-d-$$
+  extra_args: ["--no-pci", "--log-level=lib.eal:notice"]
+ports:
+  - {name: rig0, devargs: "$dev_d", mac: "02:00:00:00:00:14", address: $daemon/24, mtu: $mtu}
+dataplane:
+  lcores: [1]
+  idle_sleep_us: 50
+listeners:
+  - {port: rig0, nd_port: 7471, service: echo}
+  - {port: rig0, nd_port: 7473, service: echo, disconnect_after: 1}
+EOF
+iop_start rocedpd "$IOP_BIN/rocedpd" --config "$IOP_WORK/rocedpd.yaml"
+iop_wait "$IOP_WORK/rocedpd.log" "event=running" 30 || { iop_fail "rocedpd did not start"; exit 1; }
+
+# CASE SOURCE ATTRIBUTE SEEN TIMES GUEST-COMMAND, in the order the guest runs them: the bridge
+# drops the first message ATTRIBUTE from SOURCE, and the capture must hold the message SEEN
+# (SOURCE:ATTRIBUTE, what proves the lost one was made up for) TIMES or more.
+cases=(
+  "req-from-linux $linux 0x0010 $linux:0x0010 2 rdma_client -s $daemon -p 7471"
+  "rep-from-rocedp $daemon 0x0013 $daemon:0x0013 2 rdma_client -s $daemon -p 7471"
+  "rtu-from-linux $linux 0x0014 $linux:0x0014 1 rdma_client -s $daemon -p 7471"
+  "dreq-from-linux $linux 0x0015 $linux:0x0015 2 rdma_client -s $daemon -p 7471"
+  "req-from-rocedp $perf 0x0010 $perf:0x0010 2 rdma_server -p 7471"
+  "rep-from-linux $linux 0x0013 $linux:0x0013 2 rdma_server -p 7471"
+  "rtu-from-rocedp $perf 0x0014 $perf:0x0014 2 rdma_server -p 7471"
+  "dreq-from-rocedp $perf 0x0015 $perf:0x0015 2 rping -s -a $linux -S 3000"
+  "drep-from-linux $linux 0x0016 $perf:0x0015 2 rping -s -a $linux -S 3000"
+  "rej-from-rocedp $perf 0x0012 $linux:0x0010 2 await cm-listening && /mnt/share/cm_check_peer -c -a $perf -p 7476 -e 28 -d rocedp-rejects"
+  "rej-from-linux $linux 0x0012 $perf:0x0010 2 /mnt/share/cm_check_peer -s reject -n 2 -p 7476 -d rocedp-asks"
+)
+{
+  iop_case_lines
+  echo 'await() { n=0; while [ ! -e /mnt/share/$1 ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n+1)); done; }'
+  for c in "${cases[@]}"; do
+    read -r name _ _ _ _ cmd <<<"$c"
+    echo "begin $name; $cmd; end $name \$?"
+  done
+  echo "hw end"
+} >"$IOP_WORK/guest.sh"
+
+# Before each case may start, the bridge's rule drops the first message of its kind from its side
+# (the rule of the case before is read and replaced).
+declare -A dropped=()
+armed=""
+arm() {
+  [ -z "$armed" ] || dropped[$armed]=$(iop_bridge_drop_first count)
+  armed=$1
+  iop_bridge_drop_first "$2" "$3" || iop_fail "$1: no drop rule on the bridge"
+}
+for c in "${cases[@]}"; do
+  read -r name src attr _ <<<"$c"
+  eval "on_ready_${name//-/_}() { arm $name $src $attr; }"
+done
+
+# The rdma_server cases: once the server prints its start line, rocedp-perf connects, SENDs 16
+# bytes and awaits the echo.
+declare -A perf_rc=()
+servers=0
+run_perf() {
+  servers=$((servers + 1))
+  for _ in $(seq 300); do
+    [ "$(grep -c "rdma_server: start" "$IOP_WORK/linux.console")" -ge $servers ] && break
+    sleep 0.1
+  done
+  sleep 0.5
+  ip netns exec rig "$IOP_BIN/rocedp-perf" --port-devargs "$dev_p" --ip "$perf/24" \
+    --mac 02:00:00:00:00:15 --mtu "$mtu" --file-prefix "rdp-iop-p-$$" --timeout 40 \
+    --connect "$linux:7471" send lat -s 16 -n 1 --peer-echoes >"$IOP_WORK/perf-$1.log" 2>&1
+  perf_rc[$1]=$?
+}
+on_begin_req_from_rocedp() { run_perf req-from-rocedp; }
+on_begin_rep_from_linux() { run_perf rep-from-linux; }
+on_begin_rtu_from_rocedp() { run_perf rtu-from-rocedp; }
+# The rping cases: rocedp-perf --rping -c (one validated ping) disconnects when done, so the DREQ is
+# rocedp's. It tries again while the guest's server does not listen yet.
+run_rping() {
+  ip netns exec rig "$IOP_BIN/rocedp-perf" --rping -c -a "$linux" -C 1 -V -S 3000 \
+    --port-devargs "$dev_p" --ip "$perf/24" --mac 02:00:00:00:00:15 --mtu "$mtu" --timeout 40 \
+    --file-prefix "rdp-iop-r-$$" >"$IOP_WORK/perf-$1.log" 2>&1
+  perf_rc[$1]=$?
+}
+on_begin_dreq_from_rocedp() { run_rping dreq-from-rocedp; }
+on_begin_drep_from_linux() { run_rping drep-from-linux; }
+# The REJ cases (the CM check, rocedp-perf --cm-check against tests/interop/cm_check_peer.c): a
+# rejected request is forgotten by both CMs, so the REQ sent again is a new request, and the
+# consumer, asked again, rejects it again (--requests 2, -n 2).
+cm_ep=(--port-devargs "$dev_p" --ip "$perf/24" --mac 02:00:00:00:00:15 --mtu "$mtu" --timeout 40)
+cm_srv=""
+on_begin_rej_from_rocedp() {
+  iop_start perf-rej-from-rocedp "$IOP_BIN/rocedp-perf" --cm-check -s --answer reject --requests 2 \
+    --peer-data linux-asks "${cm_ep[@]}" --file-prefix "rdp-iop-ms-$$"
+  cm_srv=$IOP_LAST_PID
+  iop_wait "$IOP_WORK/perf-rej-from-rocedp.log" "listening on port" 30 || iop_fail "rej-from-rocedp: rocedp-perf --cm-check -s did not listen"
+  touch "$IOP_WORK/share/cm-listening"
+}
+on_begin_rej_from_linux() {
+  if [ -n "$cm_srv" ]; then
+    wait "$cm_srv"
+    perf_rc[rej-from-rocedp]=$?
+  fi
+  iop_wait "$IOP_WORK/linux.console" "cm_check_peer: server: listening on port 7476 \(reject\)" 60 ||
+    iop_fail "rej-from-linux: the guest's cm_check_peer did not listen"
+  ip netns exec rig "$IOP_BIN/rocedp-perf" --cm-check -c -a "$linux" -p 7476 --expect refused \
+    --peer-data linux-rejects "${cm_ep[@]}" --file-prefix "rdp-iop-mc-$$" >"$IOP_WORK/perf-rej-from-linux.log" 2>&1
+  perf_rc[rej-from-linux]=$?
+}
+mkdir -p "$IOP_WORK/share"
+cp "$IOP_BIN/cm_check_peer" "$IOP_WORK/share/" 2>/dev/null ||
+  iop_fail "$IOP_BIN/cm_check_peer is not built (scripts/setup.sh installs libibverbs-dev and librdmacm-dev)"
+
+iop_guest linux "$linux" "$mtu" "$IOP_WORK/guest.sh"
+iop_follow "$IOP_WORK/linux.console" "host $daemon or host $perf" 240 || iop_fail "the guest did not finish"
+[ -z "$armed" ] || dropped[$armed]=$(iop_bridge_drop_first count)
+iop_bridge_drop_first off
+
+held=$(iop_daemon_holds "rdp-iop-d-$$")
+[ "$held" = "0 0 " ] || iop_fail "rocedpd still holds connections and QPs (count of each: $held) after the guest's clients ended"
+echo "rocedpd after the guest's clients: $held(connections, QPs)"
+iop_check_captures
+
+for c in "${cases[@]}"; do
+  read -r name src attr seen times cmd <<<"$c"
+  var="IOP_RC_${name//-/_}"
+  prog=${cmd#await * && }
+  prog=${prog%% *}
+  [ "${!var:-x}" = 0 ] || iop_fail "$name: Linux's ${prog##*/} ended with rc=${!var:-none}"
+  if [[ $cmd != rdma_client* ]]; then
+    [ "${perf_rc[$name]:-x}" = 0 ] ||
+      iop_fail "$name: rocedp-perf ended with rc=${perf_rc[$name]:-none} ($(tail -1 "$IOP_WORK/perf-$name.log" 2>/dev/null))"
+    cp "$IOP_WORK/perf-$name.log" "$IOP_ARTIFACTS/interop-cm-loss-$name.log" 2>/dev/null
+  fi
+  [ "${dropped[$name]:-0}" = 1 ] || iop_fail "$name: the bridge dropped ${dropped[$name]:-0} frames, expected the one $attr from $src"
+  sent=$(iop_cm_sources "$name" "${seen#*:}" | grep -c "^${seen%:*}\$")
+  [ "$sent" -ge "$times" ] || iop_fail "$name: the capture holds $sent ${seen#*:} from ${seen%:*}, expected $times or more"
+  echo "$name: the bridge dropped ${dropped[$name]:-0}; REQ, REJ, REP, RTU, DREQ, DREP by source: $(
+    for a in 0x0010 0x0012 0x0013 0x0014 0x0015 0x0016; do printf '%s; ' "$(iop_cm_sources "$name" "$a" | sort | uniq -c | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2}')"; done)"
+done
+
+retry_exc=$(iop_hw "$IOP_WORK/linux.console" end retry_exceeded_err)
+[ "${retry_exc:-0}" = 0 ] || iop_fail "Linux exhausted its retries ${retry_exc} times"
+[ $IOP_FAILED = 0 ] && echo "PASS: ${#cases[@]} CM messages lost once each: every connection came about, carried its data and ended, every refusal reached its client"
+exit $IOP_FAILED
