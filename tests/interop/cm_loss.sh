@@ -27,12 +27,17 @@
 #                       6.2 s; Linux gets REJECTED, status 28, rocedp's data
 #     rej-from-linux    Linux's REJ: rocedp's REQ comes again after 4.3 s; rocedp gets
 #                       STATUS_CONNECTION_REFUSED with Linux's data
+#   not a CM message, the one loss that nothing makes up for (the ops check, ops_check_peer -c -l
+#   against rocedp-perf --ops-check -s --lossy):
+#     nak-from-rocedp   rocedp's NAK (remote access error) of the WRITE through the invalidated
+#                       window: it ended rocedp's QP, so Linux's WRITE sent again meets silence
+#                       and must end in a retry timeout, which both ends accept as the refusal
 # Every case: both sides succeed (each checks what its consumer got); the bridge dropped exactly
 # one frame; the capture (on the bridge device, where the dropped frame shows too) holds the
 # message that makes up for the lost one: the lost message itself at least twice, rocedp's DREQ
 # twice for Linux's DREP, the client's REQ twice for a REJ, Linux's RTU once (its SEND stands for
-# it). At the end rocedpd holds no connection and no QP, and Linux exhausted
-# no retries.
+# it). At the end rocedpd holds no connection and no QP, and Linux exhausted its retries once
+# (nak-from-rocedp).
 #   cm_loss.sh
 set -uo pipefail
 IOP_PREFIX="cm-loss-"
@@ -43,25 +48,7 @@ linux=198.18.0.51 daemon=198.18.0.20 perf=198.18.0.21
 
 iop_net "$mtu" dpdk-d dpdk-p
 dev_d=$(iop_devargs 0 dpdk-d "$mtu") dev_p=$(iop_devargs 1 dpdk-p "$mtu")
-cat >"$IOP_WORK/rocedpd.yaml" <<EOF
-eal:
-  lcores: [0, 1]
-  main_lcore: 0
-  memory_mb: 256
-  hugepages: false
-  file_prefix: rdp-iop-d-$$
-  extra_args: ["--no-pci", "--log-level=lib.eal:notice"]
-ports:
-  - {name: rig0, devargs: "$dev_d", mac: "02:00:00:00:00:14", address: $daemon/24, mtu: $mtu}
-dataplane:
-  lcores: [1]
-  idle_sleep_us: 50
-listeners:
-  - {port: rig0, nd_port: 7471, service: echo}
-  - {port: rig0, nd_port: 7473, service: echo, disconnect_after: 1}
-EOF
-iop_start rocedpd "$IOP_BIN/rocedpd" --config "$IOP_WORK/rocedpd.yaml"
-iop_wait "$IOP_WORK/rocedpd.log" "event=running" 30 || { iop_fail "rocedpd did not start"; exit 1; }
+iop_rocedpd "$mtu" "$dev_d" "$daemon" "{port: rig0, nd_port: 7471, service: echo}" || { iop_fail "rocedpd did not start"; exit 1; }
 
 # CASE SOURCE ATTRIBUTE SEEN TIMES GUEST-COMMAND, in the order the guest runs them: the bridge
 # drops the first message ATTRIBUTE from SOURCE, and the capture must hold the message SEEN
@@ -78,6 +65,7 @@ cases=(
   "drep-from-linux $linux 0x0016 $perf:0x0015 2 rping -s -a $linux -S 3000"
   "rej-from-rocedp $perf 0x0012 $linux:0x0010 2 await cm-listening && /mnt/share/cm_check_peer -c -a $perf -p 7476 -e 28 -d rocedp-rejects"
   "rej-from-linux $linux 0x0012 $perf:0x0010 2 /mnt/share/cm_check_peer -s reject -n 2 -p 7476 -d rocedp-asks"
+  "nak-from-rocedp $perf nak-access - 0 await ops-listening && /mnt/share/ops_check_peer -c -a $perf -l -t 90"
 )
 {
   iop_case_lines
@@ -136,7 +124,7 @@ on_begin_drep_from_linux() { run_rping drep-from-linux; }
 # rejected request is forgotten by both CMs, so the REQ sent again is a new request, and the
 # consumer, asked again, rejects it again (--requests 2, -n 2).
 cm_ep=(--port-devargs "$dev_p" --ip "$perf/24" --mac 02:00:00:00:00:15 --mtu "$mtu" --timeout 40)
-cm_srv=""
+cm_srv="" ops_srv=""
 on_begin_rej_from_rocedp() {
   iop_start perf-rej-from-rocedp "$IOP_BIN/rocedp-perf" --cm-check -s --answer reject --requests 2 \
     --peer-data linux-asks "${cm_ep[@]}" --file-prefix "rdp-iop-ms-$$"
@@ -155,14 +143,31 @@ on_begin_rej_from_linux() {
     --peer-data linux-rejects "${cm_ep[@]}" --file-prefix "rdp-iop-mc-$$" >"$IOP_WORK/perf-rej-from-linux.log" 2>&1
   perf_rc[rej-from-linux]=$?
 }
+# Not a CM message: the NAK of the ops check's refused WRITE (tests/interop/ops_check_peer.c -c
+# against rocedp-perf --ops-check -s). The NAK ends rocedp's QP (IBTA: a remote access error is
+# fatal), so nothing answers Linux's WRITE sent again: it must end in a retry timeout, which both
+# ends accept with -l and --lossy (as interop_chaos does when its loss takes that NAK).
+on_begin_nak_from_rocedp() {
+  iop_start perf-nak-from-rocedp "$IOP_BIN/rocedp-perf" --ops-check -s --lossy "${cm_ep[@]}" \
+    --timeout 90 --file-prefix "rdp-iop-os-$$"
+  ops_srv=$IOP_LAST_PID
+  iop_wait "$IOP_WORK/perf-nak-from-rocedp.log" "listening on port" 30 || iop_fail "nak-from-rocedp: rocedp-perf --ops-check -s did not listen"
+  touch "$IOP_WORK/share/ops-listening"
+}
 mkdir -p "$IOP_WORK/share"
-cp "$IOP_BIN/cm_check_peer" "$IOP_WORK/share/" 2>/dev/null ||
-  iop_fail "$IOP_BIN/cm_check_peer is not built (scripts/setup.sh installs libibverbs-dev and librdmacm-dev)"
+for p in cm_check_peer ops_check_peer; do
+  cp "$IOP_BIN/$p" "$IOP_WORK/share/" 2>/dev/null ||
+    iop_fail "$IOP_BIN/$p is not built (scripts/setup.sh installs libibverbs-dev and librdmacm-dev)"
+done
 
 iop_guest linux "$linux" "$mtu" "$IOP_WORK/guest.sh"
 iop_follow "$IOP_WORK/linux.console" "host $daemon or host $perf" 240 || iop_fail "the guest did not finish"
 [ -z "$armed" ] || dropped[$armed]=$(iop_bridge_drop_first count)
 iop_bridge_drop_first off
+if [ -n "$ops_srv" ]; then
+  wait "$ops_srv"
+  perf_rc[nak-from-rocedp]=$?
+fi
 
 held=$(iop_daemon_holds "rdp-iop-d-$$")
 [ "$held" = "0 0 " ] || iop_fail "rocedpd still holds connections and QPs (count of each: $held) after the guest's clients ended"
@@ -181,13 +186,19 @@ for c in "${cases[@]}"; do
     cp "$IOP_WORK/perf-$name.log" "$IOP_ARTIFACTS/interop-cm-loss-$name.log" 2>/dev/null
   fi
   [ "${dropped[$name]:-0}" = 1 ] || iop_fail "$name: the bridge dropped ${dropped[$name]:-0} frames, expected the one $attr from $src"
-  sent=$(iop_cm_sources "$name" "${seen#*:}" | grep -c "^${seen%:*}\$")
-  [ "$sent" -ge "$times" ] || iop_fail "$name: the capture holds $sent ${seen#*:} from ${seen%:*}, expected $times or more"
+  if [ "$seen" != - ]; then
+    sent=$(iop_cm_sources "$name" "${seen#*:}" | grep -c "^${seen%:*}\$")
+    [ "$sent" -ge "$times" ] || iop_fail "$name: the capture holds $sent ${seen#*:} from ${seen%:*}, expected $times or more"
+  fi
   echo "$name: the bridge dropped ${dropped[$name]:-0}; REQ, REJ, REP, RTU, DREQ, DREP by source: $(
     for a in 0x0010 0x0012 0x0013 0x0014 0x0015 0x0016; do printf '%s; ' "$(iop_cm_sources "$name" "$a" | sort | uniq -c | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2}')"; done)"
 done
 
+# nak-from-rocedp: Linux's WRITE through the invalidated window, sent again, ended in a retry
+# timeout (once: nothing else may exhaust Linux's retries), and both ends held every other check.
+grep -q "^ops_check_peer: RDMA WRITE through the invalidated window: transport retry counter exceeded" <(tr -d '\r' <"$IOP_WORK/linux.console") ||
+  iop_fail "nak-from-rocedp: Linux's refused WRITE did not end in a retry timeout"
 retry_exc=$(iop_hw "$IOP_WORK/linux.console" end retry_exceeded_err)
-[ "${retry_exc:-0}" = 0 ] || iop_fail "Linux exhausted its retries ${retry_exc} times"
-[ $IOP_FAILED = 0 ] && echo "PASS: ${#cases[@]} CM messages lost once each: every connection came about, carried its data and ended, every refusal reached its client"
+[ "${retry_exc:-0}" = 1 ] || iop_fail "Linux exhausted its retries ${retry_exc:-0} times, expected once (nak-from-rocedp)"
+[ $IOP_FAILED = 0 ] && echo "PASS: ${#cases[@]} messages lost once each: every connection came about, carried its data and ended, every refusal reached its client"
 exit $IOP_FAILED

@@ -117,6 +117,34 @@ iop_devargs() {
   fi
 }
 
+# Starts rocedpd (EAL file prefix rdp-iop-d-PID) on the rig port DEVARGS with ADDR/24 and MTU,
+# port name rig0, its polling core on CPU 1, and the listeners given (YAML flow maps, one an
+# argument, e.g. "{port: rig0, nd_port: 7471, service: echo}"); false unless it runs within 30 s.
+iop_rocedpd() {
+  local mtu=$1 dev=$2 addr=$3 l
+  shift 3
+  {
+    cat <<EOF
+eal:
+  lcores: [0, 1]
+  main_lcore: 0
+  memory_mb: 256
+  hugepages: false
+  file_prefix: rdp-iop-d-$$
+  extra_args: ["--no-pci", "--log-level=lib.eal:notice"]
+ports:
+  - {name: rig0, devargs: "$dev", mac: "02:00:00:00:00:14", address: $addr/24, mtu: $mtu}
+dataplane:
+  lcores: [1]
+  idle_sleep_us: 50
+listeners:
+EOF
+    for l in "$@"; do echo "  - $l"; done
+  } >"$IOP_WORK/rocedpd.yaml"
+  iop_start rocedpd "$IOP_BIN/rocedpd" --config "$IOP_WORK/rocedpd.yaml"
+  iop_wait "$IOP_WORK/rocedpd.log" "event=running" 30
+}
+
 iop_start() {
   local name=$1
   shift
@@ -244,10 +272,12 @@ table netdev rocedp_dup {
 }
 EOF
 }
-# Drops the first CM message with attribute ATTR (0x0010 REQ, 0x0012 REJ, 0x0013 REP, 0x0014 RTU,
-# 0x0015 DREQ, 0x0016 DREP) that IPv4 SRC sends through the rig's bridge, and only that one
-# (nftables, bridge family, forward hook: MAD management class 7 at byte 21 of the UDP payload,
-# the attribute at byte 36; `numgen inc` counts only the frames that got that far in the rule).
+# Drops the first CM message with attribute WHAT (0x0010 REQ, 0x0012 REJ, 0x0013 REP, 0x0014 RTU,
+# 0x0015 DREQ, 0x0016 DREP), or with WHAT `nak-access` the first NAK remote access error (BTH
+# opcode 0x11, AETH syndrome 0x62), that IPv4 SRC sends through the rig's bridge, and only that
+# one (nftables, bridge family, forward hook; in the UDP payload: MAD management class 7 at byte
+# 21 and the attribute at byte 36, or the opcode at byte 0 and the syndrome at byte 12;
+# `numgen inc` counts only the frames that got that far in the rule).
 # `off` removes it; `iop_bridge_drop_first count` prints how many it dropped.
 iop_bridge_drop_first() {
   case $1 in
@@ -263,6 +293,8 @@ iop_bridge_drop_first() {
       return 0
       ;;
   esac
+  local match="@ih,168,8 0x07 @ih,288,16 $2"
+  [ "$2" = nak-access ] && match="@ih,0,8 0x11 @ih,96,8 0x62"
   ip netns exec rig nft delete table bridge rocedp_cm_drop 2>/dev/null
   iop_bridge_drop_on=1
   ip netns exec rig nft -f - <<EOF
@@ -270,7 +302,7 @@ table bridge rocedp_cm_drop {
   counter dropped {}
   chain forward {
     type filter hook forward priority 0; policy accept;
-    ip saddr $1 udp dport 4791 @ih,168,8 0x07 @ih,288,16 $2 numgen inc mod 1000000 0 counter name dropped drop
+    ip saddr $1 udp dport 4791 $match numgen inc mod 1000000 0 counter name dropped drop
   }
 }
 EOF

@@ -214,9 +214,12 @@ static int make_objects(struct Peer* p, struct rdma_cm_id* id, unsigned recv_dep
   return p->mr != NULL || fail("ibv_reg_mr");
 }
 
+// retry_count 6, not 7: rdma_rxe takes 7 for "retry forever" (as 7 means for RNR retries), so a
+// refused WRITE whose NAK was lost (-l) would be sent again for ever, the responder's QP being in
+// error and silent; with 6 it ends in IBV_WC_RETRY_EXC_ERR (seen in CI under interop_chaos).
 static struct rdma_conn_param conn_param(void) {
   struct rdma_conn_param c = {
-      .responder_resources = 1, .initiator_depth = 1, .retry_count = 7, .rnr_retry_count = 7};
+      .responder_resources = 1, .initiator_depth = 1, .retry_count = 6, .rnr_retry_count = 7};
   return c;
 }
 

@@ -60,27 +60,10 @@ linux=198.18.0.51 daemon=198.18.0.20 perf=198.18.0.21
 
 iop_net "$mtu" dpdk-d dpdk-p
 dev_d=$(iop_devargs 0 dpdk-d "$mtu") dev_p=$(iop_devargs 1 dpdk-p "$mtu")
-cat >"$IOP_WORK/rocedpd.yaml" <<EOF
-eal:
-  lcores: [0, 1]
-  main_lcore: 0
-  memory_mb: 256
-  hugepages: false
-  file_prefix: rdp-iop-d-$$
-  extra_args: ["--no-pci", "--log-level=lib.eal:notice"]
-ports:
-  - {name: rig0, devargs: "$dev_d", mac: "02:00:00:00:00:14", address: $daemon/24, mtu: $mtu}
-dataplane:
-  lcores: [1]
-  idle_sleep_us: 50
-listeners:
-  - {port: rig0, nd_port: 7471, service: echo}
-  - {port: rig0, nd_port: 7472, service: echo, receive_delay_ms: 300}
-  - {port: rig0, nd_port: 7473, service: echo, disconnect_after: 1}
-  - {port: rig0, nd_port: 7474, service: memory, memory_bytes: 65536}
-EOF
-iop_start rocedpd "$IOP_BIN/rocedpd" --config "$IOP_WORK/rocedpd.yaml"
-iop_wait "$IOP_WORK/rocedpd.log" "event=running" 30 || { iop_fail "rocedpd did not start"; exit 1; }
+iop_rocedpd "$mtu" "$dev_d" "$daemon" "{port: rig0, nd_port: 7471, service: echo}" \
+  "{port: rig0, nd_port: 7472, service: echo, receive_delay_ms: 300}" \
+  "{port: rig0, nd_port: 7473, service: echo, disconnect_after: 1}" \
+  "{port: rig0, nd_port: 7474, service: memory, memory_bytes: 65536}" || { iop_fail "rocedpd did not start"; exit 1; }
 
 {
   iop_case_lines
