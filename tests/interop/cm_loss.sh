@@ -126,11 +126,9 @@ on_begin_drep_from_linux() { run_rping drep-from-linux; }
 cm_ep=(--port-devargs "$dev_p" --ip "$perf/24" --mac 02:00:00:00:00:15 --mtu "$mtu" --timeout 40)
 cm_srv="" ops_srv=""
 on_begin_rej_from_rocedp() {
-  iop_start perf-rej-from-rocedp "$IOP_BIN/rocedp-perf" --cm-check -s --answer reject --requests 2 \
+  iop_serve_guest perf-rej-from-rocedp cm-listening --cm-check -s --answer reject --requests 2 \
     --peer-data linux-asks "${cm_ep[@]}" --file-prefix "rdp-iop-ms-$$"
   cm_srv=$IOP_LAST_PID
-  iop_wait "$IOP_WORK/perf-rej-from-rocedp.log" "listening on port" 30 || iop_fail "rej-from-rocedp: rocedp-perf --cm-check -s did not listen"
-  touch "$IOP_WORK/share/cm-listening"
 }
 on_begin_rej_from_linux() {
   if [ -n "$cm_srv" ]; then
@@ -148,17 +146,11 @@ on_begin_rej_from_linux() {
 # fatal), so nothing answers Linux's WRITE sent again: it must end in a retry timeout, which both
 # ends accept with -l and --lossy (as interop_chaos does when its loss takes that NAK).
 on_begin_nak_from_rocedp() {
-  iop_start perf-nak-from-rocedp "$IOP_BIN/rocedp-perf" --ops-check -s --lossy "${cm_ep[@]}" \
+  iop_serve_guest perf-nak-from-rocedp ops-listening --ops-check -s --lossy "${cm_ep[@]}" \
     --timeout 90 --file-prefix "rdp-iop-os-$$"
   ops_srv=$IOP_LAST_PID
-  iop_wait "$IOP_WORK/perf-nak-from-rocedp.log" "listening on port" 30 || iop_fail "nak-from-rocedp: rocedp-perf --ops-check -s did not listen"
-  touch "$IOP_WORK/share/ops-listening"
 }
-mkdir -p "$IOP_WORK/share"
-for p in cm_check_peer ops_check_peer; do
-  cp "$IOP_BIN/$p" "$IOP_WORK/share/" 2>/dev/null ||
-    iop_fail "$IOP_BIN/$p is not built (scripts/setup.sh installs libibverbs-dev and librdmacm-dev)"
-done
+iop_share_check_peers
 
 iop_guest linux "$linux" "$mtu" "$IOP_WORK/guest.sh"
 iop_follow "$IOP_WORK/linux.console" "host $daemon or host $perf" 240 || iop_fail "the guest did not finish"
@@ -186,12 +178,14 @@ for c in "${cases[@]}"; do
     cp "$IOP_WORK/perf-$name.log" "$IOP_ARTIFACTS/interop-cm-loss-$name.log" 2>/dev/null
   fi
   [ "${dropped[$name]:-0}" = 1 ] || iop_fail "$name: the bridge dropped ${dropped[$name]:-0} frames, expected the one $attr from $src"
+  # The case's CM messages, one tshark run: "SOURCE:ATTRIBUTE" a line.
+  cm=$(tshark -r "$IOP_ARTIFACTS/interop-$IOP_PREFIX$name.pcap" -d udp.port==4791,infiniband \
+    -Y "infiniband.mad.mgmtclass == 0x07" -T fields -E separator=: -e ip.src -e infiniband.mad.attributeid 2>/dev/null)
   if [ "$seen" != - ]; then
-    sent=$(iop_cm_sources "$name" "${seen#*:}" | grep -c "^${seen%:*}\$")
+    sent=$(grep -c "^$seen\$" <<<"$cm")
     [ "$sent" -ge "$times" ] || iop_fail "$name: the capture holds $sent ${seen#*:} from ${seen%:*}, expected $times or more"
   fi
-  echo "$name: the bridge dropped ${dropped[$name]:-0}; REQ, REJ, REP, RTU, DREQ, DREP by source: $(
-    for a in 0x0010 0x0012 0x0013 0x0014 0x0015 0x0016; do printf '%s; ' "$(iop_cm_sources "$name" "$a" | sort | uniq -c | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2}')"; done)"
+  echo "$name: the bridge dropped ${dropped[$name]:-0}; CM messages (count source:attribute): $(sort <<<"$cm" | uniq -c | tr -s ' ' | tr '\n' ';')"
 done
 
 # nak-from-rocedp: Linux's WRITE through the invalidated window, sent again, ended in a retry

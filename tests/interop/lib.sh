@@ -153,6 +153,27 @@ iop_start() {
   IOP_LAST_PID=$!
 }
 
+# iop_serve_guest NAME MARKER ARGS...: rocedp-perf ARGS in the rig as NAME (its log NAME.log);
+# once it listens, the guest's client may start (the share's MARKER file). Its PID in IOP_LAST_PID.
+iop_serve_guest() {
+  local name=$1 marker=$2
+  shift 2
+  iop_start "$name" "$IOP_BIN/rocedp-perf" "$@"
+  iop_wait "$IOP_WORK/$name.log" "listening on port" 30 || iop_fail "$name: rocedp-perf $1 $2 did not listen"
+  touch "$IOP_WORK/share/$marker"
+}
+
+# The Linux ends of the ops and CM checks (tests/interop/*_check_peer.c, built on the host) into
+# the guest's share (/mnt/share there).
+iop_share_check_peers() {
+  local p
+  mkdir -p "$IOP_WORK/share"
+  for p in ops_check_peer cm_check_peer; do
+    cp "$IOP_BIN/$p" "$IOP_WORK/share/" 2>/dev/null ||
+      iop_fail "$IOP_BIN/$p is not built (scripts/setup.sh installs libibverbs-dev and librdmacm-dev)"
+  done
+}
+
 iop_guest() {
   local name=$1 ip=$2 mtu=$3 script=$4
   mkdir -p "$IOP_WORK/share"

@@ -123,16 +123,7 @@ run_perf() {
 }
 on_begin_server_echo() { : >"$IOP_WORK/perf.log"; run_perf; }
 on_begin_server_rnr() { run_perf --recv-delay-ms 200; }
-# serve_guest NAME MARKER ARGS...: rocedp-perf ARGS as NAME (its log NAME.log); once it listens,
-# the guest's client may start (the share's MARKER file). Its PID in IOP_LAST_PID.
-serve_guest() {
-  local name=$1 marker=$2
-  shift 2
-  iop_start "$name" "$IOP_BIN/rocedp-perf" "$@"
-  iop_wait "$IOP_WORK/$name.log" "listening on port" 30 || iop_fail "$name: rocedp-perf $1 $2 did not listen"
-  touch "$IOP_WORK/share/$marker"
-}
-# reap PID: waits for a server serve_guest started (none if PID is empty); its status in REAPED.
+# reap PID: waits for a server iop_serve_guest started (none if PID is empty); its status in REAPED.
 reap() {
   REAPED=none
   [ -n "$1" ] || return 0
@@ -144,7 +135,7 @@ reap() {
 rping_ep=(--port-devargs "$dev_p" --ip "$perf/24" --mac 02:00:00:00:00:15 --mtu "$mtu" --timeout 60 -S 3000)
 rping_srv="" rping_srv_rc=none rping_cli_rc=none
 on_begin_rping_lc() {
-  serve_guest rping-srv rping-listening --rping -s -v "${rping_ep[@]}" --file-prefix "rdp-iop-rs-$$"
+  iop_serve_guest rping-srv rping-listening --rping -s -v "${rping_ep[@]}" --file-prefix "rdp-iop-rs-$$"
   rping_srv=$IOP_LAST_PID
 }
 on_begin_rping_ls() {
@@ -159,13 +150,13 @@ on_begin_rping_ls() {
 ops_ep=(--port-devargs "$dev_p" --ip "$perf/24" --mac 02:00:00:00:00:15 --mtu "$mtu" --timeout 60)
 ops_srv="" ops_srv_rc=none ops_fr="" ops_fr_rc=none ops_cli_rc=none
 on_begin_ops_lc() {
-  serve_guest ops-srv ops-listening --ops-check -s "${ops_ep[@]}" --file-prefix "rdp-iop-os-$$"
+  iop_serve_guest ops-srv ops-listening --ops-check -s "${ops_ep[@]}" --file-prefix "rdp-iop-os-$$"
   ops_srv=$IOP_LAST_PID
 }
 on_begin_ops_lc_fr() {
   reap "$ops_srv"
   ops_srv_rc=$REAPED
-  serve_guest ops-fr ops-fr-listening --ops-check -s --fast-register "${ops_ep[@]}" --file-prefix "rdp-iop-of-$$"
+  iop_serve_guest ops-fr ops-fr-listening --ops-check -s --fast-register "${ops_ep[@]}" --file-prefix "rdp-iop-of-$$"
   ops_fr=$IOP_LAST_PID
 }
 on_begin_ops_ls() {
@@ -180,7 +171,7 @@ on_begin_ops_ls() {
 # their hooks; before each, the guest's server must be listening (its console line).
 cm_srv="" cm_srv_rc=none cm_cli_rc=()
 on_begin_cm_lc_reject() {
-  serve_guest cm-srv cm-listening --cm-check -s --answer reject --peer-data linux-asks \
+  iop_serve_guest cm-srv cm-listening --cm-check -s --answer reject --peer-data linux-asks \
     "${ops_ep[@]}" --file-prefix "rdp-iop-ms-$$"
   cm_srv=$IOP_LAST_PID
 }
@@ -207,16 +198,12 @@ on_begin_cm_ls_give_up() { cm_client ls-give-up silent 7478 --expect cancelled -
 on_begin_cm_ls_late() { cm_client ls-late late 7477 --expect connected; }
 cm_late="" cm_late_rc=none
 on_begin_cm_lc_late() {
-  serve_guest cm-late cm-late-listening --cm-check -s --answer late --wait-ms 9000 \
+  iop_serve_guest cm-late cm-late-listening --cm-check -s --answer late --wait-ms 9000 \
     "${ops_ep[@]}" --file-prefix "rdp-iop-ml-$$"
   cm_late=$IOP_LAST_PID
 }
 
-mkdir -p "$IOP_WORK/share"
-for p in ops_check_peer cm_check_peer; do
-  cp "$IOP_BIN/$p" "$IOP_WORK/share/" 2>/dev/null ||
-    iop_fail "$IOP_BIN/$p is not built (scripts/setup.sh installs libibverbs-dev and librdmacm-dev)"
-done
+iop_share_check_peers
 
 iop_guest linux "$linux" "$mtu" "$IOP_WORK/guest.sh"
 iop_follow "$IOP_WORK/linux.console" "host $daemon or host $perf" 260 || iop_fail "the guest did not finish"
