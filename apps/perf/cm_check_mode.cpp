@@ -215,14 +215,19 @@ NTSTATUS start_accept(Session& s) {
   return st;
 }
 
+// The request in s.link.conn (`which`): prints its private data and checks it against --peer-data.
+bool check_request(Session& s, const std::string& which) {
+  const std::string data = peer_data(s);
+  std::printf("%s: server: %s, private data '%s'\n", kMe, which.c_str(), data.c_str());
+  return s.o.peer_data.empty() || data_begins(data, s.o.peer_data, "the request");
+}
+
 // The server: the first request, answered as --answer says.
 bool serve(Session& s) {
   const CmCheckOptions& o = s.o;
   std::string err;
   if (!cm_await_request(*s.rt, s.link, o.port, o.timeout_s, kMe, &err)) return fail(err);
-  const std::string data = peer_data(s);
-  std::printf("%s: server: a connection request, private data '%s'\n", kMe, data.c_str());
-  if (!o.peer_data.empty() && !data_begins(data, o.peer_data, "the request")) return false;
+  if (!check_request(s, "a connection request")) return false;
   NTSTATUS st = STATUS_PENDING;
   if (o.answer == CmCheckOptions::Answer::kSilent) {
     // No answer; the client gives up meanwhile (its REJ): a late Accept must fail.
@@ -260,9 +265,7 @@ bool serve(Session& s) {
       if (!cm_next_request(*s.rt, s.link, o.timeout_s, &err))
         return fail(err + " (request " + std::to_string(n + 1) + " of " +
                     std::to_string(o.requests) + ")");
-      const std::string again = peer_data(s);
-      std::printf("%s: server: request %u, private data '%s'\n", kMe, n + 1, again.c_str());
-      if (!o.peer_data.empty() && !data_begins(again, o.peer_data, "the request")) return false;
+      if (!check_request(s, "request " + std::to_string(n + 1))) return false;
     }
   }
   // abandon: the REP leaves, then the connector goes before the client's RTU (REJ).

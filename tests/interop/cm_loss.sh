@@ -91,6 +91,8 @@ for c in "${cases[@]}"; do
   eval "on_ready_${name//-/_}() { arm $name $src $attr; }"
 done
 
+# rocedp-perf's endpoint, every case.
+perf_ep=(--port-devargs "$dev_p" --ip "$perf/24" --mac 02:00:00:00:00:15 --mtu "$mtu" --timeout 40)
 # The rdma_server cases: once the server prints its start line, rocedp-perf connects, SENDs 16
 # bytes and awaits the echo.
 declare -A perf_rc=()
@@ -102,8 +104,7 @@ run_perf() {
     sleep 0.1
   done
   sleep 0.5
-  ip netns exec rig "$IOP_BIN/rocedp-perf" --port-devargs "$dev_p" --ip "$perf/24" \
-    --mac 02:00:00:00:00:15 --mtu "$mtu" --file-prefix "rdp-iop-p-$$" --timeout 40 \
+  ip netns exec rig "$IOP_BIN/rocedp-perf" "${perf_ep[@]}" --file-prefix "rdp-iop-p-$$" \
     --connect "$linux:7471" send lat -s 16 -n 1 --peer-echoes >"$IOP_WORK/perf-$1.log" 2>&1
   perf_rc[$1]=$?
 }
@@ -113,8 +114,7 @@ on_begin_rtu_from_rocedp() { run_perf rtu-from-rocedp; }
 # The rping cases: rocedp-perf --rping -c (one validated ping) disconnects when done, so the DREQ is
 # rocedp's. It tries again while the guest's server does not listen yet.
 run_rping() {
-  ip netns exec rig "$IOP_BIN/rocedp-perf" --rping -c -a "$linux" -C 1 -V -S 3000 \
-    --port-devargs "$dev_p" --ip "$perf/24" --mac 02:00:00:00:00:15 --mtu "$mtu" --timeout 40 \
+  ip netns exec rig "$IOP_BIN/rocedp-perf" --rping -c -a "$linux" -C 1 -V -S 3000 "${perf_ep[@]}" \
     --file-prefix "rdp-iop-r-$$" >"$IOP_WORK/perf-$1.log" 2>&1
   perf_rc[$1]=$?
 }
@@ -123,11 +123,10 @@ on_begin_drep_from_linux() { run_rping drep-from-linux; }
 # The REJ cases (the CM check, rocedp-perf --cm-check against tests/interop/cm_check_peer.c): a
 # rejected request is forgotten by both CMs, so the REQ sent again is a new request, and the
 # consumer, asked again, rejects it again (--requests 2, -n 2).
-cm_ep=(--port-devargs "$dev_p" --ip "$perf/24" --mac 02:00:00:00:00:15 --mtu "$mtu" --timeout 40)
 cm_srv="" ops_srv=""
 on_begin_rej_from_rocedp() {
   iop_serve_guest perf-rej-from-rocedp cm-listening --cm-check -s --answer reject --requests 2 \
-    --peer-data linux-asks "${cm_ep[@]}" --file-prefix "rdp-iop-ms-$$"
+    --peer-data linux-asks "${perf_ep[@]}" --file-prefix "rdp-iop-ms-$$"
   cm_srv=$IOP_LAST_PID
 }
 on_begin_rej_from_linux() {
@@ -138,7 +137,7 @@ on_begin_rej_from_linux() {
   iop_wait "$IOP_WORK/linux.console" "cm_check_peer: server: listening on port 7476 \(reject\)" 60 ||
     iop_fail "rej-from-linux: the guest's cm_check_peer did not listen"
   ip netns exec rig "$IOP_BIN/rocedp-perf" --cm-check -c -a "$linux" -p 7476 --expect refused \
-    --peer-data linux-rejects "${cm_ep[@]}" --file-prefix "rdp-iop-mc-$$" >"$IOP_WORK/perf-rej-from-linux.log" 2>&1
+    --peer-data linux-rejects "${perf_ep[@]}" --file-prefix "rdp-iop-mc-$$" >"$IOP_WORK/perf-rej-from-linux.log" 2>&1
   perf_rc[rej-from-linux]=$?
 }
 # Not a CM message: the NAK of the ops check's refused WRITE (tests/interop/ops_check_peer.c -c
@@ -146,7 +145,7 @@ on_begin_rej_from_linux() {
 # fatal), so nothing answers Linux's WRITE sent again: it must end in a retry timeout, which both
 # ends accept with -l and --lossy (as interop_chaos does when its loss takes that NAK).
 on_begin_nak_from_rocedp() {
-  iop_serve_guest perf-nak-from-rocedp ops-listening --ops-check -s --lossy "${cm_ep[@]}" \
+  iop_serve_guest perf-nak-from-rocedp ops-listening --ops-check -s --lossy "${perf_ep[@]}" \
     --timeout 90 --file-prefix "rdp-iop-os-$$"
   ops_srv=$IOP_LAST_PID
 }
