@@ -414,8 +414,8 @@ int main(int argc, char** argv) {
     return run_view(
         o, {"/rocedp/ports",
             "ports",
-            {"name", "id", "mac", "ip", "mtu", "link_up", "rx_packets", "tx_packets", "rx_bytes",
-             "tx_bytes", "rx_missed", "rx_errors", "tx_errors", "rx_nombuf"}});
+            {"name", "id", "mac", "ip", "mtu", "vlan", "link_up", "rx_packets", "tx_packets",
+             "rx_bytes", "tx_bytes", "rx_missed", "rx_errors", "tx_errors", "rx_nombuf"}});
   });
   daemon_command("cores", "polling cores: lcore, busy/idle cycles, packets, hand-offs, drops", [&] {
     return run_view(

@@ -656,6 +656,16 @@ PortConfig Reader::port(const Field& f) {
     if (const Field* v = m.find("mtu")) c.mtu = static_cast<uint16_t>(number(*v, "ports", "mtu"));
   });
   guard([&] {
+    if (const Field* v = m.find("vlan"))
+      c.vlan = static_cast<uint16_t>(number(*v, "ports", "vlan"));
+  });
+  guard([&] {
+    if (const Field* v = m.find("vlan_priority")) {
+      c.vlan_priority = static_cast<uint8_t>(number(*v, "ports", "vlan_priority"));
+      if (m.find("vlan") == nullptr) fail(*v, "needs a vlan: an untagged frame has no priority");
+    }
+  });
+  guard([&] {
     if (const Field* v = m.find("neighbours")) {
       for (const Field& item : sequence(*v)) {
         guard([&] {

@@ -417,6 +417,8 @@ void ControlThread::request_snapshot_st(Done done) {
       ps.address = port->address();
       ps.prefix_len = port->prefix_len();
       ps.mtu = port->mtu();
+      ps.vlan = port->vlan();
+      ps.vlan_priority = port->vlan_priority();
       ps.queues = port->queue_count();
       ps.started = port->started();
       ps.link = port->link();

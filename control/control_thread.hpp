@@ -51,6 +51,8 @@ struct PortSnapshot {
   config::Ipv4Address address;
   uint8_t prefix_len = 0;
   uint16_t mtu = 0;
+  uint16_t vlan = 0;  ///< 802.1Q VLAN ID, 0: untagged
+  uint8_t vlan_priority = 0;
   uint16_t queues = 0;
   bool started = false;
   pmd::LinkStatus link;

@@ -20,6 +20,7 @@
 #include "pmd/memif_hello.hpp"
 #include "pmd/packet_pool.hpp"
 #include "pmd/ring_pair.hpp"
+#include "pmd/vlan.hpp"
 
 namespace rocedp::pmd {
 namespace {
@@ -309,6 +310,12 @@ std::unique_ptr<Port> Port::open(const config::PortConfig& cfg, uint16_t wanted_
          {"seed", std::to_string(f.seed)}});
   }
 
+  if (cfg.vlan != 0) {
+    p->vlan_tci_ = vlan_tci(cfg.vlan, cfg.vlan_priority);
+    for (uint16_t q = 0; q < queues; ++q)
+      p->vlan_counters_.push_back(std::make_unique<VlanCounters>());
+  }
+
   p->guard_ = MemifGuard::attach(pid, queues, cfg.name);
   if (p->memif_ && !memif_hello_guard_active()) {
     log(LogLevel::kWarning, "memif_hello_guard_unavailable",
@@ -326,6 +333,9 @@ std::unique_ptr<Port> Port::open(const config::PortConfig& cfg, uint16_t wanted_
        {"queues", std::to_string(queues)},
        {"max_queues", std::to_string(std::min(info.max_rx_queues, info.max_tx_queues))},
        {"mtu", std::to_string(p->mtu_)},
+       {"vlan", cfg.vlan == 0
+                    ? "none"
+                    : std::to_string(cfg.vlan) + " priority " + std::to_string(cfg.vlan_priority)},
        {"mac", config::format_mac(p->mac_)}});
   return p;
 }
@@ -437,6 +447,10 @@ PortStats Port::stats() const {
     out.tx_errors = s.oerrors;
     out.rx_nombuf = s.rx_nombuf;
   }
+  for (const auto& v : vlan_counters_) {
+    out.rx_vlan_dropped += v->rx_dropped.load(std::memory_order_relaxed);
+    out.tx_vlan_dropped += v->tx_dropped.load(std::memory_order_relaxed);
+  }
   for (const auto& st : rx_stage_) st->counters().add_to(out.fault);
   for (const auto& st : tx_stage_) st->counters().add_to(out.fault);
   return out;
@@ -455,17 +469,27 @@ void Port::drain_tx_stage(uint16_t queue, uint64_t now) {
 }
 
 uint16_t Port::rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n) {
-  if (guard_ == nullptr) return device_rx_burst(queue, pkts, n);
-  const uint16_t got = guard_->enter(queue) ? device_rx_burst(queue, pkts, n) : 0;
-  guard_->leave(queue);
-  return got;
+  uint16_t got = 0;
+  if (guard_ == nullptr) {
+    got = device_rx_burst(queue, pkts, n);
+  } else {
+    got = guard_->enter(queue) ? device_rx_burst(queue, pkts, n) : 0;
+    guard_->leave(queue);
+  }
+  if (vlan_counters_.empty() || got == 0) return got;
+  return vlan_receive(pkts, got, cfg_.vlan, *vlan_counters_[queue]);
 }
 
 uint16_t Port::tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n) {
-  if (guard_ == nullptr) return device_tx_burst(queue, pkts, n);
+  // Frames that could not take the tag were freed: they count as taken, ahead of the rest.
+  const uint16_t freed =
+      vlan_counters_.empty() ? 0 : vlan_send(pkts, n, vlan_tci_, *vlan_counters_[queue]);
+  pkts += freed;
+  n = static_cast<uint16_t>(n - freed);
+  if (guard_ == nullptr) return static_cast<uint16_t>(freed + device_tx_burst(queue, pkts, n));
   const uint16_t sent = guard_->enter(queue) ? device_tx_burst(queue, pkts, n) : 0;
   guard_->leave(queue);
-  return sent;
+  return static_cast<uint16_t>(freed + sent);
 }
 
 uint16_t Port::device_rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n) {

@@ -22,6 +22,7 @@ namespace rocedp::pmd {
 class PacketPool;
 class FaultStage;
 class MemifGuard;
+struct VlanCounters;
 
 struct LinkStatus {
   bool up = false;
@@ -38,6 +39,8 @@ struct FaultStats {
 struct PortStats {
   uint64_t rx_packets = 0, tx_packets = 0, rx_bytes = 0, tx_bytes = 0, rx_missed = 0, rx_errors = 0,
            tx_errors = 0, rx_nombuf = 0;
+  // A port with a VLAN (vlan.hpp): frames received without its tag, frames that could not take it.
+  uint64_t rx_vlan_dropped = 0, tx_vlan_dropped = 0;
   FaultStats fault;  // RX and TX stages of every queue added up
 };
 
@@ -80,6 +83,9 @@ class Port {
   config::Ipv4Address address() const { return cfg_.address; }
   uint8_t prefix_len() const { return cfg_.prefix_len; }
   uint16_t mtu() const { return mtu_; }
+  // 802.1Q VLAN ID of every frame (0: untagged) and the priority of the frames sent.
+  uint16_t vlan() const { return cfg_.vlan; }
+  uint8_t vlan_priority() const { return cfg_.vlan_priority; }
   bool started() const { return started_; }
   LinkStatus link() const;  // rte_eth_link_get_nowait
   PortStats stats() const;  // rte_eth_stats_get + fault counters
@@ -95,8 +101,11 @@ class Port {
   // driver never unmaps the peer's memory under a burst; a queue's owner must keep polling (or
   // stop the port) for a peer's departure to complete.
   uint16_t rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n);
-  // Frames not sent stay the caller's. With a TX fault stage the stage takes the frames it has
-  // room for (they count as sent) and hands them to the device as their time comes.
+  // On a port with a VLAN, rx_burst returns the frames of that VLAN untagged (others are freed and
+  // counted) and tx_burst tags each frame once (vlan.hpp). Frames not sent stay the caller's (a
+  // frame that could not take the tag was freed and counts as sent). With a TX fault stage the
+  // stage takes the frames it has room for (they count as sent) and hands them to the device as
+  // their time comes.
   uint16_t tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n);
 
  private:
@@ -124,6 +133,8 @@ class Port {
   bool rx_faults_ = false, tx_faults_ = false;
   std::vector<std::unique_ptr<FaultStage>> rx_stage_, tx_stage_;  // per queue
   std::unique_ptr<MemifGuard> guard_;                             // net_memif only
+  uint16_t vlan_tci_ = 0;                                         // tag of the frames sent
+  std::vector<std::unique_ptr<VlanCounters>> vlan_counters_;      // per queue; empty: no VLAN
 };
 
 }  // namespace rocedp::pmd

@@ -26,6 +26,8 @@ struct EndpointOptions {
   std::string ip_cidr;
   std::string mac;
   uint16_t mtu = 1500;
+  uint16_t vlan = 0;  ///< 802.1Q VLAN ID of the port's frames (0: untagged)
+  unsigned vlan_priority = 0;
   unsigned lcore = 0;
   int worker_lcore = -1;  ///< --lcore-mode W: the polling core runs on worker lcore W
   std::string file_prefix;

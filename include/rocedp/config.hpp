@@ -53,6 +53,10 @@ struct PortConfig {
   Ipv4Address address;
   uint8_t prefix_len = 24;
   uint16_t mtu = 1500;
+  // 802.1Q: every frame of the port carries this VLAN ID (0: untagged) and, when sent, this
+  // priority (PCP, the class a lossless RoCE fabric keeps for RDMA).
+  uint16_t vlan = 0;
+  uint8_t vlan_priority = 0;
   std::vector<StaticNeighbour> neighbours;
   FaultConfig fault;
 };

@@ -95,6 +95,8 @@ ports:
     mac: "02:AA:bb:00:00:01"
     address: 198.18.1.1/24
     mtu: 9000
+    vlan: 4094
+    vlan_priority: 3
     neighbours:
       - {ip: 198.18.1.2, mac: "02:00:00:00:00:02"}
       - ip: 198.18.1.3
@@ -169,6 +171,8 @@ limits:
   EXPECT_EQ(left.address.value, 0xc6120101u);
   EXPECT_EQ(left.prefix_len, 24);
   EXPECT_EQ(left.mtu, 9000);
+  EXPECT_EQ(left.vlan, 4094);
+  EXPECT_EQ(left.vlan_priority, 3);
   ASSERT_EQ(left.neighbours.size(), 2u);
   EXPECT_EQ(left.neighbours[0].ip.value, 0xc6120102u);
   EXPECT_EQ(format_mac(left.neighbours[0].mac), "02:00:00:00:00:02");
@@ -190,6 +194,8 @@ limits:
   EXPECT_EQ(right.address.value, 0x0a000001u);
   EXPECT_EQ(right.prefix_len, 31);
   EXPECT_EQ(right.mtu, 1500);
+  EXPECT_EQ(right.vlan, 0);  // untagged
+  EXPECT_EQ(right.vlan_priority, 0);
   EXPECT_FALSE(right.fault.enabled());
 
   EXPECT_EQ(c.dataplane.lcores, (std::vector<unsigned>{2, 3}));
@@ -432,10 +438,11 @@ TEST(ConfigReject, UnknownKeys) {
   expect_error(kOnePort + "telemetri:\n  enabled: true\n", 5, 1, "telemetri",
                "unknown key 'telemetri'; allowed keys: eal, ports, dataplane, control, telemetry, "
                "logging, limits");
-  expect_error(
-      "ports:\n  - name: p0\n    devargs: net_tap0\n    adress: 198.18.0.1/24\n", 4, 5,
-      "ports[0].adress",
-      "unknown key 'adress'; allowed keys: name, devargs, mac, address, mtu, neighbours, fault");
+  expect_error("ports:\n  - name: p0\n    devargs: net_tap0\n    adress: 198.18.0.1/24\n", 4, 5,
+               "ports[0].adress",
+               "unknown key 'adress'; allowed keys: name, devargs, mac, address, mtu, vlan, "
+               "vlan_priority, neighbours, "
+               "fault");
   expect_error(kOnePort + "    fault: {drop: 5}\n", 5, 13, "ports[0].fault.drop",
                "allowed keys: direction, drop_pct, duplicate_pct, corrupt_pct, reorder_window, "
                "reorder_pct, delay_us, seed");
@@ -541,6 +548,14 @@ TEST(ConfigReject, OutOfRangePortValues) {
                "must be in 576..9000, got 575");
   expect_error(head + "    address: 198.18.0.1/24\n    mtu: 9001\n", 5, 10, "ports[0].mtu",
                "must be in 576..9000, got 9001");
+  expect_error(head + "    address: 198.18.0.1/24\n    vlan: 0\n", 5, 11, "ports[0].vlan",
+               "must be in 1..4094, got 0");
+  expect_error(head + "    address: 198.18.0.1/24\n    vlan: 4095\n", 5, 11, "ports[0].vlan",
+               "must be in 1..4094, got 4095");
+  expect_error(head + "    address: 198.18.0.1/24\n    vlan: 7\n    vlan_priority: 8\n", 6, 20,
+               "ports[0].vlan_priority", "must be in 0..7, got 8");
+  expect_error(head + "    address: 198.18.0.1/24\n    vlan_priority: 3\n", 5, 20,
+               "ports[0].vlan_priority", "needs a vlan: an untagged frame has no priority");
   expect_error(head + "    address: 198.18.0.1/33\n", 4, 14, "ports[0].address",
                "prefix length must be in 1..32, got 33");
   expect_error(head + "    address: 198.18.0.1/0\n", 4, 14, "ports[0].address",

@@ -174,6 +174,27 @@ iop_share_check_peers() {
   done
 }
 
+# Kernel modules the guest's image does not hold (e.g. 8021q), with their dependencies, from the
+# rig's copy of the guest's kernel package into the share: the guest loads them with
+# `sh /mnt/share/modules/load.sh`.
+iop_share_modules() {
+  local cache kroot kver line
+  for cache in ${RIG_CACHE:-} "$IOP_RIG/cache" "${RIG_STATE:-/var/tmp/rocedp-rig}/cache"; do
+    [ -d "$cache/kpkg/lib/modules" ] && { kroot=$cache/kpkg; break; }
+  done
+  [ -n "${kroot:-}" ] || { iop_fail "no guest kernel package under the rig's cache (../shared/rig/up.sh)"; return 1; }
+  kver=$(ls "$kroot/lib/modules" | head -1)
+  mkdir -p "$IOP_WORK/share/modules"
+  : >"$IOP_WORK/share/modules/load.sh"
+  while read -r line; do
+    set -- $line
+    [ "$1" = insmod ] || continue
+    cp "$2" "$IOP_WORK/share/modules/"
+    echo "insmod /mnt/share/modules/${2##*/} 2>/dev/null" >>"$IOP_WORK/share/modules/load.sh"
+  done < <(modprobe -d "$kroot" -S "$kver" --show-depends "$@")
+  [ -s "$IOP_WORK/share/modules/load.sh" ] || iop_fail "modules $* not found in $kroot ($kver)"
+}
+
 iop_guest() {
   local name=$1 ip=$2 mtu=$3 script=$4
   mkdir -p "$IOP_WORK/share"

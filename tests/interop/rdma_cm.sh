@@ -25,6 +25,11 @@
 #   rocedpd's memory service (listener 7474, 64 KiB), a Linux verbs client (ops_check_peer -M):
 #     mem-lc             the region from the REP's private data; WRITE and READ 3000 bytes at its
 #                        start and at its end, then a WRITE one byte past the end: refused
+#   802.1Q (MTU 1500 only): the guest's rping on VLAN 7 (eth0.7, 198.18.7.51; 8021q loaded from
+#   the share), rocedp-perf --rping with --vlan 7 --vlan-priority 3 (198.18.7.21), 3 pings each:
+#     vlan-lc            Linux rping -c -V against rocedp-perf --rping -s
+#     vlan-ls            rocedp-perf --rping -c -V against Linux rping -s
+#                        every frame rocedp sends (ARP included) carries VLAN 7, priority 3
 #   the CM check (connections that do not come about; tests/interop/cm_check_peer.c in the guest,
 #   rocedp-perf --cm-check on the host; path MTU plays no part, so at MTU 1500 only):
 #     cm-lc-reject       Linux connects with private data; rocedp's consumer rejects with its own
@@ -57,6 +62,7 @@ IOP_PREFIX="$mtu-"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 iop_init "rdma-cm-$mtu"
 linux=198.18.0.51 daemon=198.18.0.20 perf=198.18.0.21
+vlinux=198.18.7.51 vperf=198.18.7.21  # on VLAN 7
 
 iop_net "$mtu" dpdk-d dpdk-p
 dev_d=$(iop_devargs 0 dpdk-d "$mtu") dev_p=$(iop_devargs 1 dpdk-p "$mtu")
@@ -87,6 +93,11 @@ begin ops-ls; /mnt/share/ops_check_peer -s -t 60; end ops-ls \$?
 begin mem-lc; /mnt/share/ops_check_peer -M -a $daemon -p 7474; end mem-lc \$?
 EOF
   [ "$mtu" = 1500 ] && cat <<EOF
+begin vlan-lc; sh /mnt/share/modules/load.sh
+ip link add link eth0 name eth0.7 type vlan id 7 && ip addr add $vlinux/24 dev eth0.7 && ip link set eth0.7 up
+n=0; while [ ! -e /mnt/share/rping-vlan-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
+rping -c -a $vperf -C 3 -S 3000 -V; end vlan-lc \$?
+begin vlan-ls; rping -s -a $vlinux -S 3000; end vlan-ls \$?
 begin cm-lc-reject; n=0; while [ ! -e /mnt/share/cm-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
 /mnt/share/cm_check_peer -c -a $perf -p 7476 -e 28 -d rocedp-rejects; end cm-lc-reject \$?
 begin cm-lc-refused; /mnt/share/cm_check_peer -c -a $daemon -p 7479 -e 8; end cm-lc-refused \$?
@@ -203,10 +214,27 @@ on_begin_cm_lc_late() {
   cm_late=$IOP_LAST_PID
 }
 
+# 802.1Q: rocedp-perf --rping as above on VLAN 7 with priority 3, the guest on eth0.7.
+vlan_ep=(--port-devargs "$dev_p" --ip "$vperf/24" --mac 02:00:00:00:00:15 --mtu "$mtu" --timeout 60 -S 3000
+  --vlan 7 --vlan-priority 3)
+vlan_srv="" vlan_srv_rc=none vlan_cli_rc=none
+on_begin_vlan_lc() {
+  iop_serve_guest rping-vlan-srv rping-vlan-listening --rping -s "${vlan_ep[@]}" --file-prefix "rdp-iop-vs-$$"
+  vlan_srv=$IOP_LAST_PID
+}
+on_begin_vlan_ls() {
+  reap "$vlan_srv"
+  vlan_srv_rc=$REAPED
+  ip netns exec rig "$IOP_BIN/rocedp-perf" --rping -c -a "$vlinux" -C 3 -V "${vlan_ep[@]}" \
+    --file-prefix "rdp-iop-vc-$$" >"$IOP_WORK/rping-vlan-cli.log" 2>&1
+  vlan_cli_rc=$?
+}
+
 iop_share_check_peers
+[ "$mtu" = 1500 ] && iop_share_modules 8021q
 
 iop_guest linux "$linux" "$mtu" "$IOP_WORK/guest.sh"
-iop_follow "$IOP_WORK/linux.console" "host $daemon or host $perf" 260 || iop_fail "the guest did not finish"
+iop_follow "$IOP_WORK/linux.console" "host $daemon or host $perf or (vlan and (host $vperf or host $vlinux))" 260 || iop_fail "the guest did not finish"
 
 con="$IOP_WORK/linux.console"
 # Every Linux client is gone (done, or killed in cm-churn): rocedpd must hold no connection and no
@@ -216,7 +244,7 @@ held=$(iop_daemon_holds "rdp-iop-d-$$")
 echo "rocedpd after the guest's clients: $held(connections, QPs)"
 iop_check_captures
 cm_cases=()
-[ "$mtu" = 1500 ] && cm_cases=(cm_lc_reject cm_lc_refused cm_churn cm_ls_refused cm_ls_reject cm_ls_abandon cm_ls_give_up cm_ls_late cm_lc_late)
+[ "$mtu" = 1500 ] && cm_cases=(vlan_lc vlan_ls cm_lc_reject cm_lc_refused cm_churn cm_ls_refused cm_ls_reject cm_ls_abandon cm_ls_give_up cm_ls_late cm_lc_late)
 reap "$cm_late"
 cm_late_rc=$REAPED
 for c in client_echo client_rocedp_disc client_rnr server_echo server_rnr rping_lc rping_ls ops_lc ops_lc_fr ops_ls mem_lc "${cm_cases[@]}"; do
@@ -234,6 +262,28 @@ grep -q "10 pings of 3000 bytes$" "$IOP_WORK/rping-srv.log" 2>/dev/null || iop_f
 grep -q "10 pings of 3000 bytes, each validated" "$IOP_WORK/rping-cli.log" 2>/dev/null || iop_fail "rping-ls: rocedp did not validate 10 pings"
 pings=$(tr -d '\r' <"$IOP_WORK/linux.console" | grep -c "^ping data: rdma-ping-")
 [ "$pings" = 10 ] || iop_fail "rping-lc: Linux printed $pings validated pings, not 10"
+# 802.1Q: both sides of both cases succeeded (each client validated its 3 pings); every frame
+# rocedp sent carried VLAN 7 and priority 3, and Linux's came tagged with VLAN 7.
+if [ "$mtu" = 1500 ]; then
+  [ "$vlan_srv_rc" = 0 ] || iop_fail "vlan-lc: rocedp-perf --rping -s --vlan 7 ended with rc=$vlan_srv_rc ($(tail -1 "$IOP_WORK/rping-vlan-srv.log" 2>/dev/null))"
+  [ "$vlan_cli_rc" = 0 ] || iop_fail "vlan-ls: rocedp-perf --rping -c --vlan 7 ended with rc=$vlan_cli_rc ($(tail -1 "$IOP_WORK/rping-vlan-cli.log" 2>/dev/null))"
+  cp "$IOP_WORK/rping-vlan-srv.log" "$IOP_ARTIFACTS/interop-$mtu-vlan-lc.log" 2>/dev/null
+  cp "$IOP_WORK/rping-vlan-cli.log" "$IOP_ARTIFACTS/interop-$mtu-vlan-ls.log" 2>/dev/null
+  grep -q "3 pings of 3000 bytes$" "$IOP_WORK/rping-vlan-srv.log" 2>/dev/null || iop_fail "vlan-lc: rocedp did not serve 3 pings"
+  grep -q "3 pings of 3000 bytes, each validated" "$IOP_WORK/rping-vlan-cli.log" 2>/dev/null || iop_fail "vlan-ls: rocedp did not validate 3 pings"
+  for c in vlan-lc vlan-ls; do
+    # Per source MAC: VLAN ID, priority, frames; and how many of them are RoCEv2.
+    tags=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-$c.pcap" -T fields -E separator=, -e eth.src -e vlan.id -e vlan.priority 2>/dev/null |
+      sort | uniq -c | tr -s ' ' | tr '\n' ';')
+    roce=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-$c.pcap" -Y "udp.dstport == 4791 && ip.src == $vperf" -T fields -e frame.number 2>/dev/null | wc -l)
+    [ "$(tr ';' '\n' <<<"$tags" | grep -c "02:00:00:00:00:15,")" = 1 ] && grep -q " 02:00:00:00:00:15,7,3;" <<<"$tags" ||
+      iop_fail "$c: rocedp's frames are not all tagged VLAN 7 priority 3 (count source,vlan,priority: $tags)"
+    [ "$roce" -ge 10 ] || iop_fail "$c: only $roce RoCEv2 frames from rocedp in the capture"
+    tr ';' '\n' <<<"$tags" | grep -v "02:00:00:00:00:15," | grep -q ",7," || iop_fail "$c: no frame of Linux's on VLAN 7 ($tags)"
+    echo "$c: $roce RoCEv2 frames from rocedp; frames (count source,vlan,priority): $tags"
+  done
+fi
+
 # READ requests (opcode 12) and the WRITE's packets (6-8, 10) from the server of each case.
 ops_from() {
   tshark -r "$IOP_ARTIFACTS/interop-$mtu-$1.pcap" -d udp.port==4791,infiniband -Y "ip.src == $2" \
