@@ -55,6 +55,9 @@ constexpr KeySpec kKeys[] = {
      "802.1Q VLAN ID: every frame sent carries the tag; received frames without it are dropped"},
     {"ports", "vlan_priority", K::kUint, "int", "`0`", 0, 7, "needs `vlan`",
      "802.1Q priority (PCP) of the frames sent, e.g. the fabric's lossless class"},
+    {"ports", "dscp", K::kUint, "int", "`0`", 0, 63, "",
+     "DSCP of the RoCEv2 frames (QPs, REQ traffic class, CM MADs); 0: a passive connection "
+     "follows the REQ's traffic class"},
     {"ports", "neighbours", K::kList, "list of `{ip, mac}`", "`[]`", 0, 0, "",
      "static ARP entries"},
     {"ports.neighbours", "ip", K::kString, "string", "required", 0, 0,

@@ -108,6 +108,7 @@ CmAgent::CmAgent(Adapter& adapter, const ConnectionManagerSetup& setup)
   Adapter::Impl& im = impl_of(adapter);
   ip_ = im.setup.port->address().value;
   mac_ = mac_of(im.setup.port->mac());
+  tos_ = static_cast<uint8_t>(im.setup.port->dscp() << 2);
   port_id_ = im.setup.port->id();
   ca_guid_ = wire::ca_guid_from_mac(mac_);
   const uint32_t ips[1] = {ip_};
@@ -249,6 +250,7 @@ void CmAgent::send_mad(uint32_t dst_ip, const wire::MacAddr& dst_mac, const wire
   a.psn = qp1_psn_;
   qp1_psn_ = (qp1_psn_ + 1) & 0xFFFFFF;
   a.ip_id = ip_id_++;
+  a.tos = tos_;
   const size_t n = wire::build_cm_frame(wire::MutBytes(p, wire::kCmFrameLen), a, mad);
   if (n == 0) {
     rte_pktmbuf_free(m);

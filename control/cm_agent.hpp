@@ -107,6 +107,7 @@ struct Connector::State {
   // How the peer asked us to retry (REQ: Retry Count, RNR Retry Count, Local ACK Timeout; REP:
   // RNR Retry Count); 0xFF where its message carries no such field.
   uint8_t peer_retry_count = 0xFF, peer_rnr_retry = 0xFF, peer_ack_timeout = 0xFF;
+  uint8_t peer_traffic_class = 0;  ///< the REQ's primary path (passive side)
   uint8_t path_mtu_code = 3;
   wire::MacAddr remote_mac{};
   NTSTATUS abort_status = STATUS_SUCCESS;  ///< why the establishment ended without a call pending
@@ -149,6 +150,8 @@ class CmAgent {
   const ConnectionManagerSetup& setup() const { return setup_; }
   AddressRegistry& registry() { return registry_; }
   uint32_t local_ip() const { return ip_; }
+  /// The port's DSCP << 2 (0: unmarked).
+  uint8_t local_tos() const { return tos_; }
   uint64_t ca_guid() const { return ca_guid_; }
   uint32_t max_path_mtu() const;
   uint32_t max_read_limit() const;
@@ -220,6 +223,7 @@ class CmAgent {
   AddressRegistry registry_;
   std::unique_ptr<NeighbourTable> neighbours_;
   uint32_t ip_ = 0;
+  uint8_t tos_ = 0;  ///< the port's DSCP << 2: the ToS of our MADs and REQs' traffic class
   wire::MacAddr mac_{};
   uint16_t port_id_ = 0;
   uint64_t ca_guid_ = 0;

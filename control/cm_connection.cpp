@@ -286,6 +286,7 @@ NTSTATUS CmConnection::on_request(const CmMad& m, std::uint32_t local_comm_id,
   peer_retry_count_ = req->retry_count;
   peer_rnr_retry_ = req->rnr_retry_count;
   peer_ack_timeout_ = req->primary.local_ack_timeout;
+  peer_traffic_class_ = req->primary.traffic_class;
   // The REQ's Local CM Response Timeout says how fast the active side answers our REP, and its
   // Max CM Retries how often we resend it. Both come from the peer: a REQ asking for 2^31 ×
   // 4.096 µs and 15 retries would hold the listener's slot for days. The wait for the RTU is

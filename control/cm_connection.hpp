@@ -195,6 +195,8 @@ class CmConnection {
   /// Passive: the REQ's Primary Local ACK Timeout (Linux's passive side derives its QP timeout
   /// from it). 0xFF when not given.
   std::uint8_t peer_local_ack_timeout() const { return peer_ack_timeout_; }
+  /// Passive: the Traffic Class of the REQ's primary path (0 on the active side).
+  std::uint8_t peer_traffic_class() const { return peer_traffic_class_; }
   std::uint8_t path_mtu() const { return path_mtu_; }
   std::uint8_t peer_responder_resources() const { return peer_resp_res_; }
   std::uint8_t peer_initiator_depth() const { return peer_init_depth_; }
@@ -265,6 +267,7 @@ class CmConnection {
   std::uint8_t peer_retry_count_ = 0xFF;
   std::uint8_t peer_rnr_retry_ = 0xFF;
   std::uint8_t peer_ack_timeout_ = 0xFF;
+  std::uint8_t peer_traffic_class_ = 0;
   std::uint32_t local_qpn_ = 0;
   std::uint64_t conn_tid_ = 0;       // the REQ's TID: REP, RTU, MRA and REJ of the setup reuse it
   std::uint64_t peer_dreq_tid_ = 0;  // for duplicate DREQs in TIMEWAIT

@@ -87,6 +87,7 @@ void qp_rows_run(const dataplane::QpTableRead& req, dataplane::CoreResult& resul
     const bool connected = qp->state() != rc::QpState::kReset && qp->state() != rc::QpState::kInit;
     r.peer_qpn = connected ? conn.remote_qpn : 0;
     r.path_mtu = connected ? conn.path_mtu : 0;
+    r.tos = connected ? conn.tos : 0;
     if (rc::SendQueue* sq = qp->params().sq) {
       r.sq_depth = sq->ring().depth();
       r.sq_in_use = sq->ring().readable_st();

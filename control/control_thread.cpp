@@ -419,6 +419,7 @@ void ControlThread::request_snapshot_st(Done done) {
       ps.mtu = port->mtu();
       ps.vlan = port->vlan();
       ps.vlan_priority = port->vlan_priority();
+      ps.dscp = port->dscp();
       ps.queues = port->queue_count();
       ps.started = port->started();
       ps.link = port->link();

@@ -53,6 +53,7 @@ struct PortSnapshot {
   uint16_t mtu = 0;
   uint16_t vlan = 0;  ///< 802.1Q VLAN ID, 0: untagged
   uint8_t vlan_priority = 0;
+  uint8_t dscp = 0;
   uint16_t queues = 0;
   bool started = false;
   pmd::LinkStatus link;

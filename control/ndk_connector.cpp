@@ -105,6 +105,9 @@ NdkQpConnectParams qp_params(const Connector::State& s, CmAgent& a) {
     p.local_ack_timeout = std::min<uint8_t>(s.peer_ack_timeout, 31);
   p.inbound_read_limit = effective_irl(s, a.max_read_limit());
   p.outbound_read_limit = effective_orl(s, a.max_read_limit());
+  // A port with a DSCP marks every connection (0 here: Qp::connect takes the port's); an unmarked
+  // port's passive side follows the REQ's traffic class, as Linux's CM programs its QP.
+  p.traffic_class = a.local_tos() != 0 ? 0 : s.peer_traffic_class;
   return p;
 }
 
@@ -118,6 +121,7 @@ void snapshot_peer(Connector::State& s, const control::CmConnection& cm) {
   s.remote_qpn = cm.remote_qpn();
   s.sq_psn = cm.remote_starting_psn();
   s.peer_retry_count = cm.peer_retry_count();
+  s.peer_traffic_class = cm.peer_traffic_class();
   s.peer_rnr_retry = cm.peer_rnr_retry_count();
   s.peer_ack_timeout = cm.peer_local_ack_timeout();
   if (cm.path_mtu() != 0) s.path_mtu_code = cm.path_mtu();
@@ -169,6 +173,7 @@ NTSTATUS start_req(Connector* c, const wire::MacAddr& mac) {
   p.local_ack_timeout = a.setup().local_ack_timeout;
   p.cm_response_timeout = a.setup().cm_response_timeout;
   p.max_cm_retries = a.setup().max_cm_retries;
+  p.traffic_class = a.local_tos();
   p.private_data = s.connect_pd;
   s.phase = ConnPhase::kConnecting;
   const NTSTATUS st = e->cm.connect(p, now);

@@ -789,6 +789,8 @@ NTSTATUS Qp::connect(const NdkQpConnectParams& params, NdkRequestCompletion comp
   c.min_rnr_timer = params.min_rnr_timer;
   c.inbound_read_limit = params.inbound_read_limit;
   c.outbound_read_limit = params.outbound_read_limit;
+  c.tos = params.traffic_class != 0 ? params.traffic_class
+                                    : static_cast<uint8_t>(im.setup.port->dscp() << 2);
   return post_request(im, core_, &CoreRdma::on_connect_qp,
                       dataplane::QpConnect{im.rdma_on(core_), qpn_, &op->connect}, op);
 }

@@ -19,6 +19,7 @@ struct QpRow {
   uint32_t retries_used = 0;      // transport retries spent on the oldest unacknowledged PSN
   uint32_t rnr_retries_used = 0;  // RNR retries spent (7 = infinite: stays 0)
   uint32_t path_mtu = 0;
+  uint32_t tos = 0;  // IPv4 ToS of its frames (DSCP << 2)
   // Loss recovery (rc::QpStats), since the QP was created.
   uint64_t retransmits = 0, timeouts = 0, naks_sent = 0, naks_received = 0, duplicates = 0,
            rnr_waits = 0;

@@ -86,6 +86,8 @@ class Port {
   // 802.1Q VLAN ID of every frame (0: untagged) and the priority of the frames sent.
   uint16_t vlan() const { return cfg_.vlan; }
   uint8_t vlan_priority() const { return cfg_.vlan_priority; }
+  // DSCP of the port's RoCEv2 frames (0: unmarked); the port itself does not touch IP headers.
+  uint8_t dscp() const { return cfg_.dscp; }
   bool started() const { return started_; }
   LinkStatus link() const;  // rte_eth_link_get_nowait
   PortStats stats() const;  // rte_eth_stats_get + fault counters

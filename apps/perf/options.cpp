@@ -52,6 +52,9 @@ void add_endpoint_options(CLI::App& app, EndpointOptions* e, bool native) {
       ->check(CLI::Range(0, 7))
       ->needs(vlan)
       ->group(g);
+  app.add_option("--dscp", e->dscp, "DSCP of the port's RoCEv2 frames (default 0: unmarked)")
+      ->check(CLI::Range(0, 63))
+      ->group(g);
   app.add_option("--lcore", e->lcore, "EAL main lcore, which polls (default 0)")->group(g);
   if (native)
     app.add_option("--lcore-mode", e->worker_lcore,

@@ -28,6 +28,7 @@ struct EndpointOptions {
   uint16_t mtu = 1500;
   uint16_t vlan = 0;  ///< 802.1Q VLAN ID of the port's frames (0: untagged)
   unsigned vlan_priority = 0;
+  unsigned dscp = 0;  ///< DSCP of the port's RoCEv2 frames
   unsigned lcore = 0;
   int worker_lcore = -1;  ///< --lcore-mode W: the polling core runs on worker lcore W
   std::string file_prefix;

@@ -395,6 +395,7 @@ struct NdkQpConnectParams {
   uint8_t min_rnr_timer = 12;         ///< IBTA RNR timer code this QP's responder advertises
   uint32_t inbound_read_limit = 16;   ///< IRL, effective (<= MaxInboundReadLimit)
   uint32_t outbound_read_limit = 16;  ///< ORL, effective (<= MaxOutboundReadLimit)
+  uint8_t traffic_class = 0;  ///< IPv4 ToS of the QP's frames (DSCP << 2); 0: the port's `dscp`
 };
 
 /// NDK_QP: a reliable-connected queue pair on one polling core.

@@ -57,6 +57,10 @@ struct PortConfig {
   // priority (PCP, the class a lossless RoCE fabric keeps for RDMA).
   uint16_t vlan = 0;
   uint8_t vlan_priority = 0;
+  // DSCP of the port's RoCEv2 frames (IPv4 ToS = dscp << 2): the QPs of its connections, the
+  // REQs' traffic class and the CM's MADs. 0: unmarked, and a passive connection follows the
+  // traffic class of the peer's REQ (as Linux's CM does).
+  uint8_t dscp = 0;
   std::vector<StaticNeighbour> neighbours;
   FaultConfig fault;
 };

@@ -116,5 +116,92 @@ TEST_F(ConnectionTelemetry, FullRingMakesTheRoundIncomplete) {
   close_endpoint(y);
 }
 
+// ports[].dscp. `tos_of` reads a QP's ToS from its adapter's /rocedp/qps rows.
+class TrafficClass : public ConnectionTelemetry {
+ protected:
+  uint32_t tos_of(Host& h, uint32_t qpn) {
+    Got g;
+    control::collect_connection_snapshot(*h.adapter, {},
+                                         [&g](bool ok, control::ConnectionSnapshot s) {
+                                           g.done = true;
+                                           g.ok = ok;
+                                           g.snap = std::move(s);
+                                         });
+    EXPECT_TRUE(pump_until([&] { return g.done; }));
+    for (const auto& q : g.snap.qps)
+      if (q.qpn == qpn) return q.tos;
+    ADD_FAILURE() << "no QP " << qpn;
+    return 0xFFFF;
+  }
+  // Establishes a connection A -> B and returns the ToS of A's REQ and B's REP frames (byte 15:
+  // the IPv4 header's second byte) and the REQ's Traffic Class, with the two QPs' ToS.
+  struct Marks {
+    uint32_t req_frame, req_class, rep_frame, qp_a, qp_b;
+  };
+  Marks connect_and_read() {
+    Endpoint x, y;
+    make_endpoints(x, y, 0, 0);
+    Link k;
+    establish(k, x, y, 7100);
+    Marks m{};
+    wire::CmMad req, rep;
+    const CapturedFrame* fq = find_cm(tap_a_, 0x10, &req);
+    const CapturedFrame* fp = find_cm(tap_b_, 0x13, &rep);
+    EXPECT_TRUE(fq != nullptr && fp != nullptr);
+    if (fq != nullptr && fp != nullptr) {
+      m.req_frame = fq->bytes[15];
+      m.req_class = std::get<wire::CmReq>(req.body).primary.traffic_class;
+      m.rep_frame = fp->bytes[15];
+    }
+    m.qp_a = tos_of(a_, x.qp->qpn());
+    m.qp_b = tos_of(b_, y.qp->qpn());
+    release(k);
+    close_endpoint(x);
+    close_endpoint(y);
+    return m;
+  }
+};
+
+// A marked active side (DSCP 26: ToS 104) marks its REQ, in the frame and as the path's Traffic
+// Class, and its QP; the unmarked passive side answers unmarked but programs its QP with the
+// REQ's traffic class, as Linux's CM does.
+class TrafficClassActiveMarked : public TrafficClass {
+ protected:
+  uint8_t dscp_a() const override { return 26; }
+};
+TEST_F(TrafficClassActiveMarked, TheUnmarkedPassiveSideFollowsTheRequest) {
+  const Marks m = connect_and_read();
+  EXPECT_EQ(m.req_frame, 104u);
+  EXPECT_EQ(m.req_class, 104u);
+  EXPECT_EQ(m.rep_frame, 0u);
+  EXPECT_EQ(m.qp_a, 104u);
+  EXPECT_EQ(m.qp_b, 104u);
+}
+
+// Both marked, differently: each side's own port decides for its QP and its MADs.
+class TrafficClassBothMarked : public TrafficClass {
+ protected:
+  uint8_t dscp_a() const override { return 26; }
+  uint8_t dscp_b() const override { return 10; }
+};
+TEST_F(TrafficClassBothMarked, EachPortMarksItsOwnFrames) {
+  const Marks m = connect_and_read();
+  EXPECT_EQ(m.req_frame, 104u);
+  EXPECT_EQ(m.req_class, 104u);
+  EXPECT_EQ(m.rep_frame, 40u);
+  EXPECT_EQ(m.qp_a, 104u);
+  EXPECT_EQ(m.qp_b, 40u);
+}
+
+// Neither marked: ToS 0 everywhere (what rdma_rxe sends by default).
+TEST_F(TrafficClass, UnmarkedPortsSendToSZero) {
+  const Marks m = connect_and_read();
+  EXPECT_EQ(m.req_frame, 0u);
+  EXPECT_EQ(m.req_class, 0u);
+  EXPECT_EQ(m.rep_frame, 0u);
+  EXPECT_EQ(m.qp_a, 0u);
+  EXPECT_EQ(m.qp_b, 0u);
+}
+
 }  // namespace
 }  // namespace rocedp::test

@@ -25,11 +25,17 @@
 #   rocedpd's memory service (listener 7474, 64 KiB), a Linux verbs client (ops_check_peer -M):
 #     mem-lc             the region from the REP's private data; WRITE and READ 3000 bytes at its
 #                        start and at its end, then a WRITE one byte past the end: refused
-#   802.1Q (MTU 1500 only): the guest's rping on VLAN 7 (eth0.7, 198.18.7.51; 8021q loaded from
-#   the share), rocedp-perf --rping with --vlan 7 --vlan-priority 3 (198.18.7.21), 3 pings each:
+#   802.1Q and DSCP (MTU 1500 only): the guest's rping on VLAN 7 (eth0.7, 198.18.7.51; 8021q
+#   loaded from the share), rocedp-perf --rping with --vlan 7 --vlan-priority 3 --dscp 26
+#   (198.18.7.21), 3 pings each:
 #     vlan-lc            Linux rping -c -V against rocedp-perf --rping -s
 #     vlan-ls            rocedp-perf --rping -c -V against Linux rping -s
-#                        every frame rocedp sends (ARP included) carries VLAN 7, priority 3
+#                        every frame rocedp sends (ARP included) carries VLAN 7, priority 3, and
+#                        its RoCEv2 frames DSCP 26; Linux's QP follows rocedp's REQ (its traffic
+#                        class 104) in vlan-ls and stays unmarked in vlan-lc
+#     tos-lc             Linux ib_write_bw -R --tos 96 against rocedp-perf --perftest (unmarked
+#                        port): each of rocedp's QPs follows its REQ's traffic class (perftest's
+#                        control connection unmarked, its data connection ToS 96 both ways)
 #   the CM check (connections that do not come about; tests/interop/cm_check_peer.c in the guest,
 #   rocedp-perf --cm-check on the host; path MTU plays no part, so at MTU 1500 only):
 #     cm-lc-reject       Linux connects with private data; rocedp's consumer rejects with its own
@@ -98,6 +104,8 @@ ip link add link eth0 name eth0.7 type vlan id 7 && ip addr add $vlinux/24 dev e
 n=0; while [ ! -e /mnt/share/rping-vlan-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
 rping -c -a $vperf -C 3 -S 3000 -V; end vlan-lc \$?
 begin vlan-ls; rping -s -a $vlinux -S 3000; end vlan-ls \$?
+begin tos-lc; n=0; until ib_write_bw -d rxe0 -R --tos 96 -n 5 -s 4096 -F $perf; do n=\$((n+1)); [ \$n -ge 60 ] && break; sleep 0.5; done
+end tos-lc \$((n >= 60))
 begin cm-lc-reject; n=0; while [ ! -e /mnt/share/cm-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
 /mnt/share/cm_check_peer -c -a $perf -p 7476 -e 28 -d rocedp-rejects; end cm-lc-reject \$?
 begin cm-lc-refused; /mnt/share/cm_check_peer -c -a $daemon -p 7479 -e 8; end cm-lc-refused \$?
@@ -144,18 +152,26 @@ reap() {
 # rping: rocedp-perf --rping on the same port as rocedp-perf above. As the server it must listen
 # before the guest's client starts (rping does not retry a rejected connection).
 rping_ep=(--port-devargs "$dev_p" --ip "$perf/24" --mac 02:00:00:00:00:15 --mtu "$mtu" --timeout 60 -S 3000)
-rping_srv="" rping_srv_rc=none rping_cli_rc=none
-on_begin_rping_lc() {
-  iop_serve_guest rping-srv rping-listening --rping -s -v "${rping_ep[@]}" --file-prefix "rdp-iop-rs-$$"
-  rping_srv=$IOP_LAST_PID
+# rping_lc NAME MARKER ARGS: rocedp-perf --rping -s ARGS for the guest's client (log NAME-srv.log);
+# rping_ls NAME ARGS: reaps that server, then runs rocedp-perf --rping -c ARGS against the guest's
+# server (NAME-cli.log). Their statuses in rping_rc[NAME-srv] and rping_rc[NAME-cli].
+declare -A rping_rc=() rping_pid=()
+rping_lc() {
+  local name=$1 marker=$2
+  shift 2
+  iop_serve_guest "$name-srv" "$marker" --rping -s "$@" --file-prefix "rdp-iop-rs-$$"
+  rping_pid[$name]=$IOP_LAST_PID
 }
-on_begin_rping_ls() {
-  reap "$rping_srv"
-  rping_srv_rc=$REAPED
-  ip netns exec rig "$IOP_BIN/rocedp-perf" --rping -c -a "$linux" -C 10 -V "${rping_ep[@]}" \
-    --file-prefix "rdp-iop-rc-$$" >"$IOP_WORK/rping-cli.log" 2>&1
-  rping_cli_rc=$?
+rping_ls() {
+  local name=$1
+  shift
+  reap "${rping_pid[$name]:-}"
+  rping_rc[$name-srv]=$REAPED
+  ip netns exec rig "$IOP_BIN/rocedp-perf" --rping -c -V "$@" --file-prefix "rdp-iop-rc-$$" >"$IOP_WORK/$name-cli.log" 2>&1
+  rping_rc[$name-cli]=$?
 }
+on_begin_rping_lc() { rping_lc rping rping-listening -v "${rping_ep[@]}"; }
+on_begin_rping_ls() { rping_ls rping -a "$linux" -C 10 "${rping_ep[@]}"; }
 
 # The ops check: rocedp-perf --ops-check against the guest's ops_check_peer, as for rping.
 ops_ep=(--port-devargs "$dev_p" --ip "$perf/24" --mac 02:00:00:00:00:15 --mtu "$mtu" --timeout 60)
@@ -216,18 +232,16 @@ on_begin_cm_lc_late() {
 
 # 802.1Q: rocedp-perf --rping as above on VLAN 7 with priority 3, the guest on eth0.7.
 vlan_ep=(--port-devargs "$dev_p" --ip "$vperf/24" --mac 02:00:00:00:00:15 --mtu "$mtu" --timeout 60 -S 3000
-  --vlan 7 --vlan-priority 3)
-vlan_srv="" vlan_srv_rc=none vlan_cli_rc=none
-on_begin_vlan_lc() {
-  iop_serve_guest rping-vlan-srv rping-vlan-listening --rping -s "${vlan_ep[@]}" --file-prefix "rdp-iop-vs-$$"
-  vlan_srv=$IOP_LAST_PID
-}
-on_begin_vlan_ls() {
-  reap "$vlan_srv"
-  vlan_srv_rc=$REAPED
-  ip netns exec rig "$IOP_BIN/rocedp-perf" --rping -c -a "$vlinux" -C 3 -V "${vlan_ep[@]}" \
-    --file-prefix "rdp-iop-vc-$$" >"$IOP_WORK/rping-vlan-cli.log" 2>&1
-  vlan_cli_rc=$?
+  --vlan 7 --vlan-priority 3 --dscp 26)
+on_begin_vlan_lc() { rping_lc rping-vlan rping-vlan-listening "${vlan_ep[@]}"; }
+on_begin_vlan_ls() { rping_ls rping-vlan -a "$vlinux" -C 3 "${vlan_ep[@]}"; }
+# A perftest server on the unmarked port for Linux's marked client (its client retries until the
+# server listens).
+tos_srv="" tos_rc=none
+on_begin_tos_lc() {
+  iop_start perftest-tos "$IOP_BIN/rocedp-perf" --perftest --port-devargs "$dev_p" --ip "$perf/24" \
+    --mac 02:00:00:00:00:15 --mtu "$mtu" --timeout 60 --file-prefix "rdp-iop-pt-$$" write bw -n 5 -s 4096 -F -R
+  tos_srv=$IOP_LAST_PID
 }
 
 iop_share_check_peers
@@ -244,7 +258,7 @@ held=$(iop_daemon_holds "rdp-iop-d-$$")
 echo "rocedpd after the guest's clients: $held(connections, QPs)"
 iop_check_captures
 cm_cases=()
-[ "$mtu" = 1500 ] && cm_cases=(vlan_lc vlan_ls cm_lc_reject cm_lc_refused cm_churn cm_ls_refused cm_ls_reject cm_ls_abandon cm_ls_give_up cm_ls_late cm_lc_late)
+[ "$mtu" = 1500 ] && cm_cases=(vlan_lc vlan_ls tos_lc cm_lc_reject cm_lc_refused cm_churn cm_ls_refused cm_ls_reject cm_ls_abandon cm_ls_give_up cm_ls_late cm_lc_late)
 reap "$cm_late"
 cm_late_rc=$REAPED
 for c in client_echo client_rocedp_disc client_rnr server_echo server_rnr rping_lc rping_ls ops_lc ops_lc_fr ops_ls mem_lc "${cm_cases[@]}"; do
@@ -254,8 +268,13 @@ done
 [ "${perf_rc[*]:-}" = "0 0" ] || iop_fail "rocedp-perf ended with rc=${perf_rc[*]:-none}"
 # rping: both sides succeed, ten pings each; the client validated every one (Linux's -V in
 # rping-lc, rocedp's in rping-ls); the server READ and WROTE each ping, read off the capture.
-[ "$rping_srv_rc" = 0 ] || iop_fail "rping-lc: rocedp-perf --rping -s ended with rc=$rping_srv_rc ($(tail -1 "$IOP_WORK/rping-srv.log" 2>/dev/null))"
-[ "$rping_cli_rc" = 0 ] || iop_fail "rping-ls: rocedp-perf --rping -c ended with rc=$rping_cli_rc ($(tail -1 "$IOP_WORK/rping-cli.log" 2>/dev/null))"
+# rping_ok CASE NAME SIDE: rocedp-perf --rping of that side ended 0.
+rping_ok() {
+  [ "${rping_rc[$2-$3]:-none}" = 0 ] ||
+    iop_fail "$1: rocedp-perf --rping ($3) ended with rc=${rping_rc[$2-$3]:-none} ($(tail -1 "$IOP_WORK/$2-$3.log" 2>/dev/null))"
+}
+rping_ok rping-lc rping srv
+rping_ok rping-ls rping cli
 cp "$IOP_WORK/rping-srv.log" "$IOP_ARTIFACTS/interop-$mtu-rping-lc.log" 2>/dev/null
 cp "$IOP_WORK/rping-cli.log" "$IOP_ARTIFACTS/interop-$mtu-rping-ls.log" 2>/dev/null
 grep -q "10 pings of 3000 bytes$" "$IOP_WORK/rping-srv.log" 2>/dev/null || iop_fail "rping-lc: rocedp did not serve 10 pings"
@@ -265,8 +284,8 @@ pings=$(tr -d '\r' <"$IOP_WORK/linux.console" | grep -c "^ping data: rdma-ping-"
 # 802.1Q: both sides of both cases succeeded (each client validated its 3 pings); every frame
 # rocedp sent carried VLAN 7 and priority 3, and Linux's came tagged with VLAN 7.
 if [ "$mtu" = 1500 ]; then
-  [ "$vlan_srv_rc" = 0 ] || iop_fail "vlan-lc: rocedp-perf --rping -s --vlan 7 ended with rc=$vlan_srv_rc ($(tail -1 "$IOP_WORK/rping-vlan-srv.log" 2>/dev/null))"
-  [ "$vlan_cli_rc" = 0 ] || iop_fail "vlan-ls: rocedp-perf --rping -c --vlan 7 ended with rc=$vlan_cli_rc ($(tail -1 "$IOP_WORK/rping-vlan-cli.log" 2>/dev/null))"
+  rping_ok vlan-lc rping-vlan srv
+  rping_ok vlan-ls rping-vlan cli
   cp "$IOP_WORK/rping-vlan-srv.log" "$IOP_ARTIFACTS/interop-$mtu-vlan-lc.log" 2>/dev/null
   cp "$IOP_WORK/rping-vlan-cli.log" "$IOP_ARTIFACTS/interop-$mtu-vlan-ls.log" 2>/dev/null
   grep -q "3 pings of 3000 bytes$" "$IOP_WORK/rping-vlan-srv.log" 2>/dev/null || iop_fail "vlan-lc: rocedp did not serve 3 pings"
@@ -282,6 +301,42 @@ if [ "$mtu" = 1500 ]; then
     tr ';' '\n' <<<"$tags" | grep -v "02:00:00:00:00:15," | grep -q ",7," || iop_fail "$c: no frame of Linux's on VLAN 7 ($tags)"
     echo "$c: $roce RoCEv2 frames from rocedp; frames (count source,vlan,priority): $tags"
   done
+  # DSCP of the data QPs' frames (not QP1's MADs), per source: rocedp's port marks 26 (ToS 104)
+  # in both cases; Linux's QP follows rocedp's REQ as the passive side (vlan-ls), and is unmarked
+  # as the active one (vlan-lc). tos-lc: rocedp's unmarked port follows Linux's REQ (ToS 96).
+  reap "$tos_srv"
+  tos_rc=$REAPED
+  [ "$tos_rc" = 0 ] || iop_fail "tos-lc: rocedp-perf --perftest ended with rc=$tos_rc ($(tail -1 "$IOP_WORK/perftest-tos.log" 2>/dev/null))"
+  cp "$IOP_WORK/perftest-tos.log" "$IOP_ARTIFACTS/interop-$mtu-tos-lc.log" 2>/dev/null
+  # (count source:dscp) of case $1's data frames, or with $2 set (count source:destqp:dscp).
+  dscp_of() {
+    tshark -r "$IOP_ARTIFACTS/interop-$mtu-$1.pcap" -d udp.port==4791,infiniband \
+      -Y "udp.dstport == 4791 && infiniband.bth.destqp != 1" -T fields -E separator=: -e ip.src \
+      ${2:+-e infiniband.bth.destqp} -e ip.dsfield.dscp 2>/dev/null | sort | uniq -c | tr -s ' ' | tr '\n' ';'
+  }
+  for c in "vlan-lc $vperf:26 $vlinux:0" "vlan-ls $vperf:26 $vlinux:26"; do
+    set -- $c
+    dscp=$(dscp_of "$1")
+    for want in "$2" "$3"; do
+      [ "$(tr ';' '\n' <<<"$dscp" | grep -c " ${want%:*}:")" = 1 ] && grep -q " $want;" <<<"$dscp" ||
+        iop_fail "$1: the data frames from ${want%:*} are not all DSCP ${want#*:} (count source:dscp: $dscp)"
+    done
+    echo "$1: data frames (count source:dscp): $dscp"
+  done
+  # tos-lc: perftest's two connections, its control connection unmarked and its data connection
+  # asked for ToS 96 (DSCP 24): rocedp's frames to each of Linux's QPs carry that QP's REQ's
+  # traffic class, and Linux marks its data QP's frames.
+  reqs=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-tos-lc.pcap" -d udp.port==4791,infiniband -Y "infiniband.cm.req.localqpn" \
+    -T fields -E separator=: -e infiniband.cm.req.localqpn -e infiniband.cm.req.prim_tfcclass 2>/dev/null | sort -u)
+  flows=$(dscp_of tos-lc qpn)
+  grep -q ":0x60$" <<<"$reqs" || iop_fail "tos-lc: no REQ of Linux's with traffic class 96 ($reqs)"
+  while IFS=: read -r qpn tc; do
+    want=$((tc >> 2))
+    got=$(tr ';' '\n' <<<"$flows" | grep " $perf:$qpn:" | sed 's/.*://' | sort -u | tr '\n' ' ')
+    [ "$got" = "$want " ] || iop_fail "tos-lc: rocedp's frames to Linux's QP $qpn carry DSCP '$got', its REQ asked for $want"
+  done <<<"$reqs"
+  tr ';' '\n' <<<"$flows" | grep -q " $linux:.*:24$" || iop_fail "tos-lc: Linux sent no data frame at DSCP 24 ($flows)"
+  echo "tos-lc: REQs (QPN:traffic class) $(tr '\n' ' ' <<<"$reqs"); data frames (count source:destqp:dscp): $flows"
 fi
 
 # READ requests (opcode 12) and the WRITE's packets (6-8, 10) from the server of each case.

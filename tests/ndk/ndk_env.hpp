@@ -61,8 +61,10 @@ inline void record_result(const dataplane::CoreMessage& msg) {
 }
 
 inline config::PortConfig port_config(const std::string& name, const config::MacAddress& mac,
-                                      uint32_t ip, const config::FaultConfig& fault = {}) {
+                                      uint32_t ip, const config::FaultConfig& fault = {},
+                                      uint8_t dscp = 0) {
   config::PortConfig p;
+  p.dscp = dscp;
   p.name = name;
   p.mac = mac;
   p.address.value = ip;
@@ -81,6 +83,8 @@ class TwoAdapters : public ::testing::Test {
   }
   virtual config::FaultConfig fault_a() const { return {}; }
   virtual config::FaultConfig fault_b() const { return {}; }
+  virtual uint8_t dscp_a() const { return 0; }  // the ports' DSCP (ports[].dscp)
+  virtual uint8_t dscp_b() const { return 0; }
   virtual config::LimitsConfig adapter_limits() const { return limits(); }
 
   void SetUp() override {
@@ -95,9 +99,9 @@ class TwoAdapters : public ::testing::Test {
     dp.rx_ring_size = 1024;
     dp.tx_ring_size = 1024;
     std::string error;
-    ASSERT_TRUE(pmd::open_ring_pair(link, port_config("a", a_.mac, a_.ip, fault_a()),
-                                    port_config("b", b_.mac, b_.ip, fault_b()), kCores, pool(), dp,
-                                    &pair_, &error))
+    ASSERT_TRUE(pmd::open_ring_pair(link, port_config("a", a_.mac, a_.ip, fault_a(), dscp_a()),
+                                    port_config("b", b_.mac, b_.ip, fault_b(), dscp_b()), kCores,
+                                    pool(), dp, &pair_, &error))
         << error;
     a_.port = pair_.a.get();
     b_.port = pair_.b.get();

@@ -256,10 +256,14 @@ TEST(PerfOptions, RpingGrammarAsRpingsOwnFlags) {
   EXPECT_EQ(parse_rping(with_endpoint({"--rping", "-s", "-S", "65536"}), &b), 2);
   // 802.1Q on the endpoint's port (the interop VLAN cases): an ID, and a priority only with one.
   RpingOptions v;
-  ASSERT_EQ(
-      parse_rping(with_endpoint({"--rping", "-s", "--vlan", "7", "--vlan-priority", "3"}), &v), -1);
+  ASSERT_EQ(parse_rping(with_endpoint({"--rping", "-s", "--vlan", "7", "--vlan-priority", "3",
+                                       "--dscp", "26"}),
+                        &v),
+            -1);
   EXPECT_EQ(v.endpoint.vlan, 7);
   EXPECT_EQ(v.endpoint.vlan_priority, 3u);
+  EXPECT_EQ(v.endpoint.dscp, 26u);
+  EXPECT_EQ(parse_rping(with_endpoint({"--rping", "-s", "--dscp", "64"}), &b), 2);
   EXPECT_EQ(s.endpoint.vlan, 0);  // untagged unless asked
   EXPECT_EQ(parse_rping(with_endpoint({"--rping", "-s", "--vlan", "0"}), &b), 2);
   EXPECT_EQ(parse_rping(with_endpoint({"--rping", "-s", "--vlan", "4095"}), &b), 2);

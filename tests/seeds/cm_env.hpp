@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "control/connection_manager_setup.hpp"
+#include "dataplane/wire/cm_messages.hpp"
 #include "rocedp/connection_manager.hpp"
 #include "rocedp/connector.hpp"
 #include "rocedp/listener.hpp"
@@ -50,6 +51,21 @@ struct Events {
 struct CapturedFrame {
   std::vector<uint8_t> bytes;
 };
+
+/// The first CM MAD of attribute `attr` (0x10 REQ, 0x13 REP, ...) among `tap`'s frames, decoded
+/// into `out`; its frame, or null.
+inline const CapturedFrame* find_cm(const std::vector<CapturedFrame>& tap, uint16_t attr,
+                                    wire::CmMad* out) {
+  constexpr size_t kMadAt = 14 + 20 + 8 + 12 + 8;  // Ethernet, IPv4, UDP, BTH, DETH
+  for (const auto& f : tap) {
+    if (f.bytes.size() < kMadAt + wire::kMadLen) continue;
+    if (wire::decode_cm_mad(wire::Bytes(f.bytes.data() + kMadAt, wire::kMadLen), *out) !=
+        wire::CmDecodeStatus::kOk)
+      continue;
+    if (wire::cm_attr_id(out->body) == attr) return &f;
+  }
+  return nullptr;
+}
 
 class CmFixture : public NdkFixture {
  protected:

@@ -1162,23 +1162,9 @@ TEST_F(SeedConnections, EachSidesStartingPsnIsTheFirstPsnItReceives) {
   }
 
   // A's REQ and B's REP, as their senders built them.
-  auto find = [](const std::vector<CapturedFrame>& tap, uint16_t attr, wire::CmMad* out) {
-    for (const auto& f : tap) {
-      wire::CmMad m;
-      if (f.bytes.size() < 14 + 20 + 8 + 12 + 8 + wire::kMadLen) continue;
-      if (wire::decode_cm_mad(wire::Bytes(f.bytes.data() + 14 + 20 + 8 + 12 + 8, wire::kMadLen),
-                              m) != wire::CmDecodeStatus::kOk)
-        continue;
-      if (wire::cm_attr_id(m.body) == attr) {
-        *out = m;
-        return true;
-      }
-    }
-    return false;
-  };
   wire::CmMad req, rep;
-  ASSERT_TRUE(find(tap_a_, 0x10, &req));
-  ASSERT_TRUE(find(tap_b_, 0x13, &rep));
+  ASSERT_NE(find_cm(tap_a_, 0x10, &req), nullptr);
+  ASSERT_NE(find_cm(tap_b_, 0x13, &rep), nullptr);
   ASSERT_TRUE(fr.at_a.have && fr.at_b.have);
   const auto& q = std::get<wire::CmReq>(req.body);
   const auto& p = std::get<wire::CmRep>(rep.body);
