@@ -663,10 +663,8 @@ PortConfig Reader::port(const Field& f) {
     if (const Field* v = m.find("dscp")) c.dscp = static_cast<uint8_t>(number(*v, "ports", "dscp"));
   });
   guard([&] {
-    if (const Field* v = m.find("vlan_priority")) {
+    if (const Field* v = m.find("vlan_priority"))
       c.vlan_priority = static_cast<uint8_t>(number(*v, "ports", "vlan_priority"));
-      if (m.find("vlan") == nullptr) fail(*v, "needs a vlan: an untagged frame has no priority");
-    }
   });
   guard([&] {
     if (const Field* v = m.find("neighbours")) {

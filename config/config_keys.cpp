@@ -53,8 +53,9 @@ constexpr KeySpec kKeys[] = {
     {"ports", "mtu", K::kUint, "int", "`1500`", 576, 9000, "", "IP MTU"},
     {"ports", "vlan", K::kUint, "int", "untagged", 1, 4094, "",
      "802.1Q VLAN ID: every frame sent carries the tag; received frames without it are dropped"},
-    {"ports", "vlan_priority", K::kUint, "int", "`0`", 0, 7, "needs `vlan`",
-     "802.1Q priority (PCP) of the frames sent, e.g. the fabric's lossless class"},
+    {"ports", "vlan_priority", K::kUint, "int", "`0`", 0, 7, "",
+     "802.1Q priority (PCP) of the frames sent, e.g. the fabric's lossless class; without "
+     "`vlan`, priority-tagged frames (VLAN ID 0)"},
     {"ports", "dscp", K::kUint, "int", "`0`", 0, 63, "",
      "DSCP of the RoCEv2 frames (QPs, REQ traffic class, CM MADs); 0: a passive connection "
      "follows the REQ's traffic class"},

@@ -17,6 +17,7 @@
 #include "dataplane/wire/parser.hpp"
 #include "pmd/port.hpp"
 #include "pmd/rx_dispatch.hpp"
+#include "pmd/vlan.hpp"
 
 namespace rocedp::dataplane {
 namespace {
@@ -214,6 +215,13 @@ uint16_t PollingCore::classify_other_st(rte_mbuf* m) {
   }
   const auto* eth = rte_pktmbuf_mtod(m, const rte_ether_hdr*);
   const uint16_t ether_type = rte_be_to_cpu_16(eth->ether_type);
+  // A priority-tagged frame (802.1Q, VLAN ID 0: a peer that marks its PCP without a VLAN, as RoCE
+  // NICs do for PFC) is untagged here, once, and classified again. Any other VLAN is not this
+  // port's (a port with a VLAN takes its own in pmd/vlan.hpp before frames get here).
+  if (ether_type == RTE_ETHER_TYPE_VLAN && len >= sizeof(rte_ether_hdr) + sizeof(rte_vlan_hdr) &&
+      (rte_be_to_cpu_16(reinterpret_cast<const rte_vlan_hdr*>(eth + 1)->vlan_tci) & 0x0FFF) == 0 &&
+      pmd::vlan_untag(m))
+    return classify_st(m);
 
   // ARP and ICMP first: dataplane/arp_icmp validates and decides (answer here, learn on control).
   // An IPv4 UDP frame is neither, so RoCEv2 traffic does not pass through that classifier.

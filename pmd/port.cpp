@@ -310,7 +310,7 @@ std::unique_ptr<Port> Port::open(const config::PortConfig& cfg, uint16_t wanted_
          {"seed", std::to_string(f.seed)}});
   }
 
-  if (cfg.vlan != 0) {
+  if (cfg.vlan != 0 || cfg.vlan_priority != 0) {
     p->vlan_tci_ = vlan_tci(cfg.vlan, cfg.vlan_priority);
     for (uint16_t q = 0; q < queues; ++q)
       p->vlan_counters_.push_back(std::make_unique<VlanCounters>());
@@ -333,7 +333,7 @@ std::unique_ptr<Port> Port::open(const config::PortConfig& cfg, uint16_t wanted_
        {"queues", std::to_string(queues)},
        {"max_queues", std::to_string(std::min(info.max_rx_queues, info.max_tx_queues))},
        {"mtu", std::to_string(p->mtu_)},
-       {"vlan", cfg.vlan == 0
+       {"vlan", cfg.vlan == 0 && cfg.vlan_priority == 0
                     ? "none"
                     : std::to_string(cfg.vlan) + " priority " + std::to_string(cfg.vlan_priority)},
        {"mac", config::format_mac(p->mac_)}});

@@ -104,10 +104,11 @@ class Port {
   // stop the port) for a peer's departure to complete.
   uint16_t rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n);
   // On a port with a VLAN, rx_burst returns the frames of that VLAN untagged (others are freed and
-  // counted) and tx_burst tags each frame once (vlan.hpp). Frames not sent stay the caller's (a
-  // frame that could not take the tag was freed and counts as sent). With a TX fault stage the
-  // stage takes the frames it has room for (they count as sent) and hands them to the device as
-  // their time comes.
+  // counted) and tx_burst tags each frame once (vlan.hpp); a port with a priority and no VLAN
+  // sends priority-tagged frames (VLAN ID 0) and takes untagged and priority-tagged ones. Frames
+  // not sent stay the caller's (a frame that could not take the tag was freed and counts as sent).
+  // With a TX fault stage the stage takes the frames it has room for (they count as sent) and hands
+  // them to the device as their time comes.
   uint16_t tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n);
 
  private:

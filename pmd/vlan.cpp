@@ -31,24 +31,32 @@ bool tag_of(const rte_mbuf* m, uint16_t* tci) {
 
 }  // namespace
 
+bool vlan_untag(rte_mbuf* m) {
+  uint16_t tci = 0;
+  if ((m->ol_flags & RTE_MBUF_F_RX_VLAN_STRIPPED) || !tag_of(m, &tci)) return false;
+  // The MACs move forward over the tag; the EtherType after the tag becomes the frame's.
+  uint8_t* p = rte_pktmbuf_mtod(m, uint8_t*);
+  std::memmove(p + RTE_VLAN_HLEN, p, kMacs);
+  rte_pktmbuf_adj(m, RTE_VLAN_HLEN);
+  m->vlan_tci = tci;
+  m->ol_flags |= RTE_MBUF_F_RX_VLAN | RTE_MBUF_F_RX_VLAN_STRIPPED;
+  return true;
+}
+
 uint16_t vlan_receive(rte_mbuf** pkts, uint16_t n, uint16_t vid, VlanCounters& counters) {
   uint16_t kept = 0;
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = pkts[i];
     uint16_t tci = 0;
-    if (!tag_of(m, &tci) || (tci & 0x0FFF) != vid) {
+    const bool tagged = tag_of(m, &tci);
+    // A VLAN port takes its VLAN only; a priority-tagging port (vid 0) untagged frames and
+    // priority-tagged ones.
+    if (tagged ? (tci & 0x0FFF) != vid : vid != 0) {
       rte_pktmbuf_free(m);
       count(counters.rx_dropped);
       continue;
     }
-    if (!(m->ol_flags & RTE_MBUF_F_RX_VLAN_STRIPPED)) {
-      // The MACs move forward over the tag; the EtherType after the tag becomes the frame's.
-      uint8_t* p = rte_pktmbuf_mtod(m, uint8_t*);
-      std::memmove(p + RTE_VLAN_HLEN, p, kMacs);
-      rte_pktmbuf_adj(m, RTE_VLAN_HLEN);
-    }
-    m->vlan_tci = tci;
-    m->ol_flags |= RTE_MBUF_F_RX_VLAN | RTE_MBUF_F_RX_VLAN_STRIPPED;
+    if (tagged) vlan_untag(m);
     pkts[kept++] = m;
   }
   return kept;

@@ -24,10 +24,16 @@ inline constexpr uint16_t vlan_tci(uint16_t vid, uint8_t priority) {
   return static_cast<uint16_t>((uint32_t{priority} << 13) | (vid & 0x0FFFu));
 }
 
-/// Keeps the frames of `pkts[0..n)` that belong to VLAN `vid`, untagged (the tag's TCI in
-/// m->vlan_tci, RTE_MBUF_F_RX_VLAN | RTE_MBUF_F_RX_VLAN_STRIPPED set), in their order at the
-/// front of `pkts`; frees every other frame and counts it. A frame a driver untagged already
-/// (RTE_MBUF_F_RX_VLAN_STRIPPED) is judged by m->vlan_tci. Returns how many were kept.
+/// Removes the 802.1Q tag the frame carries in band, if any: its TCI into m->vlan_tci,
+/// RTE_MBUF_F_RX_VLAN | RTE_MBUF_F_RX_VLAN_STRIPPED set. False (and the frame unchanged) if it has
+/// none. For a port that takes priority-tagged frames (VLAN ID 0) without a VLAN stage.
+bool vlan_untag(rte_mbuf* m);
+
+/// Keeps the frames of `pkts[0..n)` that belong to VLAN `vid`, untagged (as vlan_untag), in their
+/// order at the front of `pkts`; frees every other frame and counts it. VLAN ID 0 is a port
+/// without a VLAN that sends priority-tagged frames: it keeps untagged and priority-tagged frames.
+/// A frame a driver untagged already (RTE_MBUF_F_RX_VLAN_STRIPPED) is judged by m->vlan_tci.
+/// Returns how many were kept.
 uint16_t vlan_receive(rte_mbuf** pkts, uint16_t n, uint16_t vid, VlanCounters& counters);
 
 /// Tags the frames of `pkts[0..n)` with `tci`, each once: a frame that carries an 802.1Q tag

@@ -43,14 +43,12 @@ void add_endpoint_options(CLI::App& app, EndpointOptions* e, bool native) {
   app.add_option("--ip", e->ip_cidr, "the port's address A.B.C.D/NN")->group(g);
   app.add_option("--mac", e->mac, "the port's MAC (default: the device's)")->group(g);
   app.add_option("--mtu", e->mtu, "the port's MTU (default 1500)")->group(g);
-  auto* vlan =
-      app.add_option("--vlan", e->vlan, "802.1Q VLAN ID of the port's frames (default: untagged)")
-          ->check(CLI::Range(1, 4094))
-          ->group(g);
+  app.add_option("--vlan", e->vlan, "802.1Q VLAN ID of the port's frames (default: untagged)")
+      ->check(CLI::Range(1, 4094))
+      ->group(g);
   app.add_option("--vlan-priority", e->vlan_priority,
-                 "802.1Q priority of the frames sent (default 0)")
+                 "802.1Q priority of the frames sent (default 0; without --vlan: priority-tagged)")
       ->check(CLI::Range(0, 7))
-      ->needs(vlan)
       ->group(g);
   app.add_option("--dscp", e->dscp, "DSCP of the port's RoCEv2 frames (default 0: unmarked)")
       ->check(CLI::Range(0, 63))

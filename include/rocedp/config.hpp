@@ -54,7 +54,8 @@ struct PortConfig {
   uint8_t prefix_len = 24;
   uint16_t mtu = 1500;
   // 802.1Q: every frame of the port carries this VLAN ID (0: untagged) and, when sent, this
-  // priority (PCP, the class a lossless RoCE fabric keeps for RDMA).
+  // priority (PCP, the class a lossless RoCE fabric keeps for RDMA). A priority without a VLAN
+  // sends priority-tagged frames (VLAN ID 0).
   uint16_t vlan = 0;
   uint8_t vlan_priority = 0;
   // DSCP of the port's RoCEv2 frames (IPv4 ToS = dscp << 2): the QPs of its connections, the

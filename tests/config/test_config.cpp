@@ -236,6 +236,14 @@ limits:
   EXPECT_EQ(l.max_connectors, 13u);
 }
 
+// A priority without a VLAN: the port sends priority-tagged frames (VLAN ID 0).
+TEST(ConfigParse, APriorityWithoutAVlanIsPriorityTagging) {
+  Config c = parse(kOnePort + "    vlan_priority: 3\n", kSource);
+  ASSERT_EQ(c.ports.size(), 1u);
+  EXPECT_EQ(c.ports[0].vlan, 0);
+  EXPECT_EQ(c.ports[0].vlan_priority, 3);
+}
+
 TEST(ConfigParse, OmittedSectionsTakeTheDefaults) {
   Config c = parse(kOnePort, kSource);
   const Config d;  // the defaults config.hpp declares
@@ -556,8 +564,6 @@ TEST(ConfigReject, OutOfRangePortValues) {
                "must be in 1..4094, got 4095");
   expect_error(head + "    address: 198.18.0.1/24\n    vlan: 7\n    vlan_priority: 8\n", 6, 20,
                "ports[0].vlan_priority", "must be in 0..7, got 8");
-  expect_error(head + "    address: 198.18.0.1/24\n    vlan_priority: 3\n", 5, 20,
-               "ports[0].vlan_priority", "needs a vlan: an untagged frame has no priority");
   expect_error(head + "    address: 198.18.0.1/24\n    dscp: 64\n", 5, 11, "ports[0].dscp",
                "must be in 0..63, got 64");
   expect_error(head + "    address: 198.18.0.1/33\n", 4, 14, "ports[0].address",

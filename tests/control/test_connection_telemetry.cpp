@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 #include "tests/seeds/cm_env.hpp"
 
 namespace rocedp::test {
@@ -137,6 +139,11 @@ class TrafficClass : public ConnectionTelemetry {
   // the IPv4 header's second byte) and the REQ's Traffic Class, with the two QPs' ToS.
   struct Marks {
     uint32_t req_frame, req_class, rep_frame, qp_a, qp_b;
+    friend bool operator==(const Marks&, const Marks&) = default;
+    friend std::ostream& operator<<(std::ostream& o, const Marks& m) {
+      return o << "REQ frame " << m.req_frame << ", REQ class " << m.req_class << ", REP frame "
+               << m.rep_frame << ", QP A " << m.qp_a << ", QP B " << m.qp_b;
+    }
   };
   Marks connect_and_read() {
     Endpoint x, y;
@@ -170,12 +177,7 @@ class TrafficClassActiveMarked : public TrafficClass {
   uint8_t dscp_a() const override { return 26; }
 };
 TEST_F(TrafficClassActiveMarked, TheUnmarkedPassiveSideFollowsTheRequest) {
-  const Marks m = connect_and_read();
-  EXPECT_EQ(m.req_frame, 104u);
-  EXPECT_EQ(m.req_class, 104u);
-  EXPECT_EQ(m.rep_frame, 0u);
-  EXPECT_EQ(m.qp_a, 104u);
-  EXPECT_EQ(m.qp_b, 104u);
+  EXPECT_EQ(connect_and_read(), (Marks{104, 104, 0, 104, 104}));
 }
 
 // Both marked, differently: each side's own port decides for its QP and its MADs.
@@ -185,22 +187,12 @@ class TrafficClassBothMarked : public TrafficClass {
   uint8_t dscp_b() const override { return 10; }
 };
 TEST_F(TrafficClassBothMarked, EachPortMarksItsOwnFrames) {
-  const Marks m = connect_and_read();
-  EXPECT_EQ(m.req_frame, 104u);
-  EXPECT_EQ(m.req_class, 104u);
-  EXPECT_EQ(m.rep_frame, 40u);
-  EXPECT_EQ(m.qp_a, 104u);
-  EXPECT_EQ(m.qp_b, 40u);
+  EXPECT_EQ(connect_and_read(), (Marks{104, 104, 40, 104, 40}));
 }
 
 // Neither marked: ToS 0 everywhere (what rdma_rxe sends by default).
 TEST_F(TrafficClass, UnmarkedPortsSendToSZero) {
-  const Marks m = connect_and_read();
-  EXPECT_EQ(m.req_frame, 0u);
-  EXPECT_EQ(m.req_class, 0u);
-  EXPECT_EQ(m.rep_frame, 0u);
-  EXPECT_EQ(m.qp_a, 0u);
-  EXPECT_EQ(m.qp_b, 0u);
+  EXPECT_EQ(connect_and_read(), (Marks{0, 0, 0, 0, 0}));
 }
 
 }  // namespace

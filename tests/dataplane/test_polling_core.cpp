@@ -159,6 +159,39 @@ TEST_F(PollingCoreTest, IcmpEchoIsAnsweredOnTheRxCore) {
   EXPECT_EQ(core(0).stats_st().arp_icmp.echo_replies, 1u);
 }
 
+// `f` priority-tagged (802.1Q, VLAN ID 0, priority `pcp`), as a RoCE NIC marks its PFC class
+// without a VLAN.
+std::vector<uint8_t> priority_tagged(std::vector<uint8_t> f, uint8_t pcp) {
+  const uint8_t tag[4] = {0x81, 0x00, static_cast<uint8_t>(pcp << 5), 0};
+  f.insert(f.begin() + 12, tag, tag + 4);
+  return f;
+}
+
+// An untagged port takes priority-tagged frames as if untagged: the echo is answered (untagged),
+// and a RoCEv2 frame reaches the core that owns its QP. A frame of any VLAN is not the port's.
+TEST_F(PollingCoreTest, PriorityTaggedFramesAreTakenAndOtherVlansAreNot) {
+  peer_send(priority_tagged(test::icmp_echo(0x1234, 7), 3));
+  EXPECT_TRUE(core(0).poll_once());
+  auto frames = peer_receive();
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(be32_at(frames[0], 26), kOurIp.value) << "an untagged echo reply";
+  EXPECT_EQ(frames[0][34], 0);
+  EXPECT_EQ(core(0).stats_st().arp_icmp.echo_replies, 1u);
+
+  peer_send(priority_tagged(test::roce_frame(make_qpn(1, 5)), 3));
+  EXPECT_TRUE(core(0).poll_once());
+  EXPECT_EQ(dispatch_->forwarded(0), 1u) << "handed to the QP's core";
+
+  std::vector<uint8_t> other = test::icmp_echo(0x1234, 8);
+  const uint8_t tag[4] = {0x81, 0x00, 0x00, 0x07};  // VLAN 7
+  other.insert(other.begin() + 12, tag, tag + 4);
+  peer_send(other);
+  EXPECT_TRUE(core(0).poll_once());
+  EXPECT_TRUE(peer_receive().empty());
+  EXPECT_EQ(core(0).stats_st().arp_icmp.echo_replies, 1u);
+  EXPECT_EQ(drops(0, drop_index(CoreDrop::kUnsupported)), 1u);
+}
+
 // A poll whose RX burst comes back short while the pool has no mbuf for the core is counted
 // (rx_pool_empty): not every PMD counts rx_nombuf. A poll with mbufs to spare is not.
 TEST_F(PollingCoreTest, PollsThatFindThePoolEmptyAreCounted) {

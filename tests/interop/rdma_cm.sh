@@ -33,6 +33,9 @@
 #                        every frame rocedp sends (ARP included) carries VLAN 7, priority 3, and
 #                        its RoCEv2 frames DSCP 26; Linux's QP follows rocedp's REQ (its traffic
 #                        class 104) in vlan-ls and stays unmarked in vlan-lc
+#     prio-ls            rocedp-perf --rping -c -V --vlan-priority 3 (no VLAN, 198.18.9.21)
+#                        against Linux rping -s on eth0.0 (VLAN ID 0, 198.18.9.51): both send
+#                        priority-tagged frames (rocedp's at priority 3), both take them
 #     tos-lc             Linux ib_write_bw -R --tos 96 against rocedp-perf --perftest (unmarked
 #                        port): each of rocedp's QPs follows its REQ's traffic class (perftest's
 #                        control connection unmarked, its data connection ToS 96 both ways)
@@ -69,6 +72,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 iop_init "rdma-cm-$mtu"
 linux=198.18.0.51 daemon=198.18.0.20 perf=198.18.0.21
 vlinux=198.18.7.51 vperf=198.18.7.21  # on VLAN 7
+plinux=198.18.9.51 pperf=198.18.9.21  # priority-tagged (VLAN ID 0)
 
 iop_net "$mtu" dpdk-d dpdk-p
 dev_d=$(iop_devargs 0 dpdk-d "$mtu") dev_p=$(iop_devargs 1 dpdk-p "$mtu")
@@ -104,6 +108,8 @@ ip link add link eth0 name eth0.7 type vlan id 7 && ip addr add $vlinux/24 dev e
 n=0; while [ ! -e /mnt/share/rping-vlan-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
 rping -c -a $vperf -C 3 -S 3000 -V; end vlan-lc \$?
 begin vlan-ls; rping -s -a $vlinux -S 3000; end vlan-ls \$?
+begin prio-ls; ip link add link eth0 name eth0.0 type vlan id 0 && ip addr add $plinux/24 dev eth0.0 && ip link set eth0.0 up
+rping -s -a $plinux -S 3000; end prio-ls \$?
 begin tos-lc; n=0; until ib_write_bw -d rxe0 -R --tos 96 -n 5 -s 4096 -F $perf; do n=\$((n+1)); [ \$n -ge 60 ] && break; sleep 0.5; done
 end tos-lc \$((n >= 60))
 begin cm-lc-reject; n=0; while [ ! -e /mnt/share/cm-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
@@ -235,6 +241,10 @@ vlan_ep=(--port-devargs "$dev_p" --ip "$vperf/24" --mac 02:00:00:00:00:15 --mtu 
   --vlan 7 --vlan-priority 3 --dscp 26)
 on_begin_vlan_lc() { rping_lc rping-vlan rping-vlan-listening "${vlan_ep[@]}"; }
 on_begin_vlan_ls() { rping_ls rping-vlan -a "$vlinux" -C 3 "${vlan_ep[@]}"; }
+on_begin_prio_ls() {
+  rping_ls rping-prio -a "$plinux" -C 3 --port-devargs "$dev_p" --ip "$pperf/24" --mac 02:00:00:00:00:15 \
+    --mtu "$mtu" --timeout 60 -S 3000 --vlan-priority 3
+}
 # A perftest server on the unmarked port for Linux's marked client (its client retries until the
 # server listens).
 tos_srv="" tos_rc=none
@@ -248,7 +258,7 @@ iop_share_check_peers
 [ "$mtu" = 1500 ] && iop_share_modules 8021q
 
 iop_guest linux "$linux" "$mtu" "$IOP_WORK/guest.sh"
-iop_follow "$IOP_WORK/linux.console" "host $daemon or host $perf or (vlan and (host $vperf or host $vlinux))" 260 || iop_fail "the guest did not finish"
+iop_follow "$IOP_WORK/linux.console" "host $daemon or host $perf or (vlan and (host $vperf or host $vlinux or host $pperf or host $plinux))" 260 || iop_fail "the guest did not finish"
 
 con="$IOP_WORK/linux.console"
 # Every Linux client is gone (done, or killed in cm-churn): rocedpd must hold no connection and no
@@ -258,7 +268,7 @@ held=$(iop_daemon_holds "rdp-iop-d-$$")
 echo "rocedpd after the guest's clients: $held(connections, QPs)"
 iop_check_captures
 cm_cases=()
-[ "$mtu" = 1500 ] && cm_cases=(vlan_lc vlan_ls tos_lc cm_lc_reject cm_lc_refused cm_churn cm_ls_refused cm_ls_reject cm_ls_abandon cm_ls_give_up cm_ls_late cm_lc_late)
+[ "$mtu" = 1500 ] && cm_cases=(vlan_lc vlan_ls prio_ls tos_lc cm_lc_reject cm_lc_refused cm_churn cm_ls_refused cm_ls_reject cm_ls_abandon cm_ls_give_up cm_ls_late cm_lc_late)
 reap "$cm_late"
 cm_late_rc=$REAPED
 for c in client_echo client_rocedp_disc client_rnr server_echo server_rnr rping_lc rping_ls ops_lc ops_lc_fr ops_ls mem_lc "${cm_cases[@]}"; do
@@ -286,19 +296,23 @@ pings=$(tr -d '\r' <"$IOP_WORK/linux.console" | grep -c "^ping data: rdma-ping-"
 if [ "$mtu" = 1500 ]; then
   rping_ok vlan-lc rping-vlan srv
   rping_ok vlan-ls rping-vlan cli
+  rping_ok prio-ls rping-prio cli
+  cp "$IOP_WORK/rping-prio-cli.log" "$IOP_ARTIFACTS/interop-$mtu-prio-ls.log" 2>/dev/null
+  grep -q "3 pings of 3000 bytes, each validated" "$IOP_WORK/rping-prio-cli.log" 2>/dev/null || iop_fail "prio-ls: rocedp did not validate 3 pings"
   cp "$IOP_WORK/rping-vlan-srv.log" "$IOP_ARTIFACTS/interop-$mtu-vlan-lc.log" 2>/dev/null
   cp "$IOP_WORK/rping-vlan-cli.log" "$IOP_ARTIFACTS/interop-$mtu-vlan-ls.log" 2>/dev/null
   grep -q "3 pings of 3000 bytes$" "$IOP_WORK/rping-vlan-srv.log" 2>/dev/null || iop_fail "vlan-lc: rocedp did not serve 3 pings"
   grep -q "3 pings of 3000 bytes, each validated" "$IOP_WORK/rping-vlan-cli.log" 2>/dev/null || iop_fail "vlan-ls: rocedp did not validate 3 pings"
-  for c in vlan-lc vlan-ls; do
+  for c in vlan-lc:7:3 vlan-ls:7:3 prio-ls:0:3; do
+    IFS=: read -r c vid pcp <<<"$c"
     # Per source MAC: VLAN ID, priority, frames; and how many of them are RoCEv2.
     tags=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-$c.pcap" -T fields -E separator=, -e eth.src -e vlan.id -e vlan.priority 2>/dev/null |
       sort | uniq -c | tr -s ' ' | tr '\n' ';')
-    roce=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-$c.pcap" -Y "udp.dstport == 4791 && ip.src == $vperf" -T fields -e frame.number 2>/dev/null | wc -l)
-    [ "$(tr ';' '\n' <<<"$tags" | grep -c "02:00:00:00:00:15,")" = 1 ] && grep -q " 02:00:00:00:00:15,7,3;" <<<"$tags" ||
-      iop_fail "$c: rocedp's frames are not all tagged VLAN 7 priority 3 (count source,vlan,priority: $tags)"
+    roce=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-$c.pcap" -Y "udp.dstport == 4791 && eth.src == 02:00:00:00:00:15" -T fields -e frame.number 2>/dev/null | wc -l)
+    [ "$(tr ';' '\n' <<<"$tags" | grep -c "02:00:00:00:00:15,")" = 1 ] && grep -q " 02:00:00:00:00:15,$vid,$pcp;" <<<"$tags" ||
+      iop_fail "$c: rocedp's frames are not all tagged VLAN $vid priority $pcp (count source,vlan,priority: $tags)"
     [ "$roce" -ge 10 ] || iop_fail "$c: only $roce RoCEv2 frames from rocedp in the capture"
-    tr ';' '\n' <<<"$tags" | grep -v "02:00:00:00:00:15," | grep -q ",7," || iop_fail "$c: no frame of Linux's on VLAN 7 ($tags)"
+    tr ';' '\n' <<<"$tags" | grep -v "02:00:00:00:00:15," | grep -q ",$vid," || iop_fail "$c: no frame of Linux's on VLAN $vid ($tags)"
     echo "$c: $roce RoCEv2 frames from rocedp; frames (count source,vlan,priority): $tags"
   done
   # DSCP of the data QPs' frames (not QP1's MADs), per source: rocedp's port marks 26 (ToS 104)

@@ -269,7 +269,10 @@ TEST(PerfOptions, RpingGrammarAsRpingsOwnFlags) {
   EXPECT_EQ(parse_rping(with_endpoint({"--rping", "-s", "--vlan", "4095"}), &b), 2);
   EXPECT_EQ(
       parse_rping(with_endpoint({"--rping", "-s", "--vlan", "7", "--vlan-priority", "8"}), &b), 2);
-  EXPECT_EQ(parse_rping(with_endpoint({"--rping", "-s", "--vlan-priority", "3"}), &b), 2);
+  RpingOptions pt;  // a priority without a VLAN: priority-tagged frames
+  ASSERT_EQ(parse_rping(with_endpoint({"--rping", "-s", "--vlan-priority", "3"}), &pt), -1);
+  EXPECT_EQ(pt.endpoint.vlan, 0);
+  EXPECT_EQ(pt.endpoint.vlan_priority, 3u);
   RpingOptions fresh;
   EXPECT_EQ(parse_rping({"--rping", "-s"}, &fresh), 2);  // no endpoint
   EXPECT_EQ(parse_rping({"--rping", "--help"}, &b), 0);

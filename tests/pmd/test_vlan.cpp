@@ -132,6 +132,47 @@ TEST(Vlan, APortWithAVlanReceivesItsVlanUntaggedAndDropsEveryOtherFrame) {
   EXPECT_EQ(s.rx_vlan_dropped, 4u);
 }
 
+// A priority without a VLAN (as RoCE NICs mark PFC classes without VLANs): frames leave
+// priority-tagged (VLAN ID 0); untagged and priority-tagged frames arrive, untagged; any VLAN is
+// dropped.
+TEST(Vlan, APortWithAPriorityAndNoVlanSendsPriorityTagsAndTakesUntaggedFrames) {
+  PoolLeakCheck leaks;
+  RingPair pair;
+  std::string error;
+  ASSERT_TRUE(open_ring_pair("vprio" + kTag, port_cfg("a", 0), port_cfg("b", 0, 3), 1, pool(),
+                             test::test_dataplane(), &pair, &error))
+      << error;
+  ASSERT_TRUE(pair.a->start(&error) && pair.b->start(&error)) << error;
+  send(*pair.b, {make_frame(0)});
+  auto out = receive_all(*pair.a);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].bytes, tagged(make_frame(0), 0x6000));
+  send(*pair.a, {make_frame(1), tagged(make_frame(2), 0xA000), tagged(make_frame(3), 0x0007)});
+  const auto got = receive_all(*pair.b);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].bytes, make_frame(1));
+  EXPECT_FALSE(got[0].stripped);
+  EXPECT_EQ(got[1].bytes, make_frame(2));
+  EXPECT_EQ(got[1].vlan_tci, 0xA000);
+  EXPECT_EQ(pair.b->stats().rx_vlan_dropped, 1u);
+}
+
+// vlan_untag: a tagged frame loses its tag (TCI kept in the mbuf); an untagged one is unchanged.
+TEST(Vlan, UntagRemovesAnInBandTagOnly) {
+  PoolLeakCheck leaks;
+  rte_mbuf* t = to_mbuf(tagged(make_frame(0), 0x2000));
+  rte_mbuf* u = to_mbuf(make_frame(1));
+  ASSERT_TRUE(t && u);
+  EXPECT_TRUE(vlan_untag(t));
+  EXPECT_EQ(to_bytes(t), make_frame(0));
+  EXPECT_EQ(t->vlan_tci, 0x2000);
+  EXPECT_FALSE(vlan_untag(t));  // once
+  EXPECT_FALSE(vlan_untag(u));
+  EXPECT_EQ(to_bytes(u), make_frame(1));
+  rte_pktmbuf_free(t);
+  rte_pktmbuf_free(u);
+}
+
 TEST(Vlan, TwoEndsOnOneVlanExchangeFramesByteExact) {
   PoolLeakCheck leaks;
   RingPair pair;
