@@ -99,14 +99,8 @@ declare -A perf_rc=()
 servers=0
 run_perf() {
   servers=$((servers + 1))
-  for _ in $(seq 300); do
-    [ "$(grep -c "rdma_server: start" "$IOP_WORK/linux.console")" -ge $servers ] && break
-    sleep 0.1
-  done
-  sleep 0.5
-  ip netns exec rig "$IOP_BIN/rocedp-perf" "${perf_ep[@]}" --file-prefix "rdp-iop-p-$$" \
-    --connect "$linux:7471" send lat -s 16 -n 1 --peer-echoes >"$IOP_WORK/perf-$1.log" 2>&1
-  perf_rc[$1]=$?
+  iop_perf_echo "$linux" "$servers" "$IOP_WORK/perf-$1.log" "${perf_ep[@]}" --file-prefix "rdp-iop-p-$$"
+  perf_rc[$1]=$IOP_PERF_RC
 }
 on_begin_req_from_rocedp() { run_perf req-from-rocedp; }
 on_begin_rep_from_linux() { run_perf rep-from-linux; }

@@ -174,6 +174,28 @@ iop_share_check_peers() {
   done
 }
 
+# iop_perf_echo SERVER N LOG ARGS...: once the guest's rdma_server printed its N-th start line,
+# rocedp-perf ARGS connects to SERVER:7471, SENDs 16 bytes and awaits the echo; tried again (up to
+# three times) while the server refuses, as one not listening yet does. Its status in IOP_PERF_RC.
+iop_perf_echo() {
+  local server=$1 n=$2 log=$3 tries
+  shift 3
+  for _ in $(seq 300); do
+    [ "$(grep -c "rdma_server: start" "$IOP_WORK/linux.console")" -ge "$n" ] && break
+    sleep 0.1
+  done
+  for tries in 1 2 3; do
+    sleep 0.5
+    ip netns exec rig "$IOP_BIN/rocedp-perf" "$@" --connect "$server:7471" send lat -s 16 -n 1 --peer-echoes \
+      >"$log.try" 2>&1
+    IOP_PERF_RC=$?
+    cat "$log.try" >>"$log"
+    grep -q "REFUSED\|refused" "$log.try" && [ $IOP_PERF_RC -ne 0 ] && [ $tries -lt 3 ] && continue
+    break
+  done
+  rm -f "$log.try"
+}
+
 # Kernel modules the guest's image does not hold (e.g. 8021q), with their dependencies, from the
 # rig's copy of the guest's kernel package into the share: the guest loads them with
 # `sh /mnt/share/modules/load.sh`.

@@ -132,22 +132,12 @@ EOF
 # The host's side of the rdma_server cases: once the server prints its start line, connect.
 perf_rc=()
 run_perf() {
-  local extra=("$@") tries
-  iop_wait "$IOP_WORK/linux.console" "rdma_server: start" 30 || true
-  for tries in 1 2 3; do
-    sleep 1
-    ip netns exec rig "$IOP_BIN/rocedp-perf" --port-devargs "$dev_p" --ip "$perf/24" \
-      --mac 02:00:00:00:00:15 --mtu "$mtu" --file-prefix "rdp-iop-p-$$" --timeout 30 \
-      --connect "$linux:7471" send lat -s 16 -n 1 --peer-echoes "${extra[@]}" >>"$IOP_WORK/perf.log" 2>&1
-    local rc=$?
-    # 1 with nothing connected is the REJ of a server not listening yet: try again.
-    grep -q "REFUSED\|refused" "$IOP_WORK/perf.log" && [ $rc -ne 0 ] && [ $tries -lt 3 ] && continue
-    perf_rc+=("$rc")
-    return
-  done
+  iop_perf_echo "$linux" "$1" "$IOP_WORK/perf.log" --port-devargs "$dev_p" --ip "$perf/24" --mac 02:00:00:00:00:15 \
+    --mtu "$mtu" --file-prefix "rdp-iop-p-$$" --timeout 30 "${@:2}"
+  perf_rc+=("$IOP_PERF_RC")
 }
-on_begin_server_echo() { : >"$IOP_WORK/perf.log"; run_perf; }
-on_begin_server_rnr() { run_perf --recv-delay-ms 200; }
+on_begin_server_echo() { : >"$IOP_WORK/perf.log"; run_perf 1; }
+on_begin_server_rnr() { run_perf 2 --recv-delay-ms 200; }
 # reap PID: waits for a server iop_serve_guest started (none if PID is empty); its status in REAPED.
 reap() {
   REAPED=none
