@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # rocedpd on a net_pcap port replaying the Soft-RoCE rping capture: the telemetry socket answers
 # /rocedp/ports, /rocedp/cores, /rocedp/drops, /rocedp/neighbours, /rocedp/control and the
-# counters move with the traffic.
+# counters move with the traffic. Then the same capture on a port with a VLAN, a priority and a
+# DSCP: every (untagged) frame is dropped and counted, and the daemon's own frames leave tagged.
 source "$(dirname "$0")/lib.sh"
 need_root
 
@@ -45,4 +46,19 @@ fi
 
 stop_daemon TERM
 [ "$daemon_status" -eq 0 ] || fail "exit status $daemon_status after SIGTERM"
+
+# The same capture on a port with VLAN 7, priority 5 and DSCP 26: its frames are untagged, so the
+# port drops all 127 (rx_vlan_dropped) and the core sees none; what the daemon sends (its
+# gratuitous ARP) leaves tagged with VLAN 7 and priority 5.
+sed 's|^    address: 198.18.0.11/24$|&\n    vlan: 7\n    vlan_priority: 5\n    dscp: 26|' "$work/pcap.yaml" >"$work/vlan.yaml"
+rm -f "$work/tx.pcap"
+start_daemon "$work/vlan.yaml"
+wait_for /rocedp/ports "d['rx_packets'] == [127] and d['rx_vlan_dropped'] == [127]"
+[ "$(tel_get /rocedp/ports "d['vlan'] == [7] and d['vlan_priority'] == [5] and d['dscp'] == [26] and d['tx_vlan_dropped'] == [0]")" = True ] \
+  || fail "/rocedp/ports with a VLAN: $(python3 "$tel" "$prefix" /rocedp/ports)"
+[ "$(tel_get /rocedp/cores "d['rx_packets'] == [0]")" = True ] || fail "/rocedp/cores: the core saw frames of no VLAN"
+stop_daemon TERM
+[ "$daemon_status" -eq 0 ] || fail "exit status $daemon_status after SIGTERM (VLAN)"
+tags=$(tshark -r "$work/tx.pcap" -T fields -e vlan.id -e vlan.priority -e vlan.etype 2>/dev/null | sort | uniq -c | tr -s ' ')
+[ -n "$tags" ] && ! grep -qv " 7	5	0x0806$" <<<"$tags" || fail "the daemon's frames on VLAN 7: $tags"
 echo PASS
