@@ -140,38 +140,26 @@ std::vector<uint8_t> connection_data(Connector* conn) {
 // Disconnects (DREQ) every link still connected, waits for the DREPs (bounded), closes the
 // connectors. Returns false if a disconnect failed.
 bool disconnect_all(AdapterRuntime& rt, Links& links) {
-  std::vector<Pending> pend(links.size());
-  std::vector<NTSTATUS> inline_status(links.size(), STATUS_SUCCESS);
-  rt.run_on_control([&] {
-    for (size_t i = 0; i < links.size(); ++i)
-      if (links[i]->conn != nullptr && links[i]->disconnected.load() == 0)
-        inline_status[i] = links[i]->conn->disconnect(&on_request, &pend[i]);
-  });
-  auto settled = [&] {
-    for (size_t i = 0; i < links.size(); ++i)
-      if (inline_status[i] == STATUS_PENDING && pend[i].done.load(std::memory_order_acquire) == 0)
-        return false;
-    return true;
-  };
-  rt.wait_until(settled, kDisconnectWait);
-  bool ok = true;
+  std::vector<Connector*> conns;
+  std::vector<bool> asked;
+  std::vector<size_t> index;
   for (size_t i = 0; i < links.size(); ++i) {
-    const NTSTATUS st = inline_status[i] == STATUS_PENDING
-                            ? (pend[i].done.load() ? pend[i].status.load() : STATUS_IO_TIMEOUT)
-                            : inline_status[i];
-    if (st != STATUS_SUCCESS && st != STATUS_CONNECTION_INVALID) {  // INVALID: never connected
-      std::fprintf(stderr, "rocedp-perf: disconnect %zu: %s\n", i,
-                   std::string(status_name(st)).c_str());
+    if (links[i]->conn == nullptr) continue;
+    conns.push_back(links[i]->conn);
+    asked.push_back(links[i]->disconnected.load() == 0);
+    index.push_back(i);
+  }
+  const std::vector<NTSTATUS> st = disconnect_and_close(rt, conns, asked);
+  bool ok = true;
+  for (size_t k = 0; k < conns.size(); ++k) {
+    links[index[k]]->conn = nullptr;
+    if (st[k] != STATUS_SUCCESS &&
+        st[k] != STATUS_CONNECTION_INVALID) {  // INVALID: never connected
+      std::fprintf(stderr, "rocedp-perf: disconnect %zu: %s\n", index[k],
+                   std::string(status_name(st[k])).c_str());
       ok = false;
     }
   }
-  rt.run_on_control([&] {
-    for (auto& l : links)
-      if (l->conn != nullptr) l->conn->close(nullptr, nullptr), l->conn = nullptr;
-  });
-  // A Disconnect still pending completes (CANCELLED) before its connector's close does: `pend`
-  // must outlive those completions.
-  rt.wait_until(settled, std::chrono::seconds(5));
   return ok;
 }
 

@@ -348,6 +348,36 @@ void cm_close(AdapterRuntime& rt, CmLink& link) {
   rt.wait_until([] { return false; }, std::chrono::milliseconds(200));
 }
 
+std::vector<NTSTATUS> disconnect_and_close(AdapterRuntime& rt, const std::vector<Connector*>& conns,
+                                           const std::vector<bool>& disconnect,
+                                           const std::function<void()>& close_more) {
+  std::vector<Pending> pend(conns.size());
+  std::vector<NTSTATUS> st(conns.size(), STATUS_SUCCESS);
+  rt.run_on_control([&] {
+    for (size_t i = 0; i < conns.size(); ++i)
+      if (disconnect[i]) st[i] = conns[i]->disconnect(&on_request, &pend[i]);
+  });
+  auto settled = [&] {
+    for (size_t i = 0; i < conns.size(); ++i)
+      if (st[i] == STATUS_PENDING && pend[i].done.load(std::memory_order_acquire) == 0)
+        return false;
+    return true;
+  };
+  rt.wait_until(settled, kDisconnectWait);
+  std::vector<NTSTATUS> out(st);
+  for (size_t i = 0; i < conns.size(); ++i)
+    if (st[i] == STATUS_PENDING)
+      out[i] = pend[i].done.load() != 0 ? pend[i].status.load() : STATUS_IO_TIMEOUT;
+  rt.run_on_control([&] {
+    for (Connector* c : conns) c->close(nullptr, nullptr);
+    if (close_more) close_more();
+  });
+  // A Disconnect still pending completes (CANCELLED) before its connector's close does: `pend`
+  // must outlive those completions.
+  rt.wait_until(settled, std::chrono::seconds(5));
+  return out;
+}
+
 bool connect_out_of_band(AdapterRuntime& rt, Qp* qp, NdkQpConnectParams p, std::string* err) {
   if (p.remote_ip == 0)
     return (*err = "the peer's GID is not an IPv4-mapped address (RoCEv2 over IPv4 only)"), false;

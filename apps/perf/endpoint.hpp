@@ -125,6 +125,13 @@ inline constexpr std::chrono::seconds kDisconnectWait{10};
 /// Disconnects (waits up to kDisconnectWait), closes the connector and the listener, and lets the
 /// DREP and the last ACKs leave.
 void cm_close(AdapterRuntime& rt, CmLink& link);
+/// Disconnects every connector of `conns` whose `disconnect[i]` is set, all at once, waits up to
+/// kDisconnectWait for their DREPs, then closes every connector (and runs `close_more` in the
+/// same control turn) and waits for the disconnects the close cancelled. Each one's status
+/// (STATUS_SUCCESS where it was not asked; STATUS_IO_TIMEOUT where no answer came).
+std::vector<NTSTATUS> disconnect_and_close(AdapterRuntime& rt, const std::vector<Connector*>& conns,
+                                           const std::vector<bool>& disconnect,
+                                           const std::function<void()>& close_more = {});
 
 /// Out of band (no CM, as perftest's TCP exchange and ibv_rc_pingpong): finds the MAC of
 /// p.remote_ip by ARP and moves `qp` to RTS with `p`. False with *err (no IPv4 address, no ARP

@@ -267,25 +267,9 @@ bool connect_one(Session& s, uint32_t index, Qp* qp) {
 }
 
 void disconnect_all(Session& s) {
-  std::vector<Pending> p(s.connectors.size());
-  std::vector<NTSTATUS> st(s.connectors.size(), STATUS_SUCCESS);
-  s.rt->run_on_control([&] {
-    for (size_t i = 0; i < s.connectors.size(); ++i)
-      st[i] = s.connectors[i]->disconnect(&on_request, &p[i]);
-  });
-  auto settled = [&] {
-    for (size_t i = 0; i < p.size(); ++i)
-      if (st[i] == STATUS_PENDING && p[i].done.load(std::memory_order_acquire) == 0) return false;
-    return true;
-  };
-  s.rt->wait_until(settled, kDisconnectWait);
-  s.rt->run_on_control([&] {
-    for (Connector* c : s.connectors) c->close(nullptr, nullptr);
+  disconnect_and_close(*s.rt, s.connectors, std::vector<bool>(s.connectors.size(), true), [&] {
     if (s.listener != nullptr) s.listener->close(nullptr, nullptr);
   });
-  // A Disconnect still pending completes (CANCELLED) before its connector's close: `p` must
-  // outlive it.
-  s.rt->wait_until(settled, std::chrono::seconds(3));
   s.connectors.clear();
   s.listener = nullptr;
 }
