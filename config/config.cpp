@@ -660,11 +660,11 @@ PortConfig Reader::port(const Field& f) {
       c.vlan = static_cast<uint16_t>(number(*v, "ports", "vlan"));
   });
   guard([&] {
-    if (const Field* v = m.find("dscp")) c.dscp = static_cast<uint8_t>(number(*v, "ports", "dscp"));
-  });
-  guard([&] {
     if (const Field* v = m.find("vlan_priority"))
       c.vlan_priority = static_cast<uint8_t>(number(*v, "ports", "vlan_priority"));
+  });
+  guard([&] {
+    if (const Field* v = m.find("dscp")) c.dscp = static_cast<uint8_t>(number(*v, "ports", "dscp"));
   });
   guard([&] {
     if (const Field* v = m.find("neighbours")) {

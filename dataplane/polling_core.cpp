@@ -218,10 +218,7 @@ uint16_t PollingCore::classify_other_st(rte_mbuf* m) {
   // A priority-tagged frame (802.1Q, VLAN ID 0: a peer that marks its PCP without a VLAN, as RoCE
   // NICs do for PFC) is untagged here, once, and classified again. Any other VLAN is not this
   // port's (a port with a VLAN takes its own in pmd/vlan.hpp before frames get here).
-  if (ether_type == RTE_ETHER_TYPE_VLAN && len >= sizeof(rte_ether_hdr) + sizeof(rte_vlan_hdr) &&
-      (rte_be_to_cpu_16(reinterpret_cast<const rte_vlan_hdr*>(eth + 1)->vlan_tci) & 0x0FFF) == 0 &&
-      pmd::vlan_untag(m))
-    return classify_st(m);
+  if (ether_type == RTE_ETHER_TYPE_VLAN && pmd::vlan_untag(m, 0)) return classify_st(m);
 
   // ARP and ICMP first: dataplane/arp_icmp validates and decides (answer here, learn on control).
   // An IPv4 UDP frame is neither, so RoCEv2 traffic does not pass through that classifier.

@@ -29,17 +29,23 @@ bool tag_of(const rte_mbuf* m, uint16_t* tci) {
   return true;
 }
 
-}  // namespace
-
-bool vlan_untag(rte_mbuf* m) {
-  uint16_t tci = 0;
-  if ((m->ol_flags & RTE_MBUF_F_RX_VLAN_STRIPPED) || !tag_of(m, &tci)) return false;
-  // The MACs move forward over the tag; the EtherType after the tag becomes the frame's.
+// The MACs move forward over the in-band tag whose TCI is `tci`; the EtherType after the tag
+// becomes the frame's.
+void strip(rte_mbuf* m, uint16_t tci) {
   uint8_t* p = rte_pktmbuf_mtod(m, uint8_t*);
   std::memmove(p + RTE_VLAN_HLEN, p, kMacs);
   rte_pktmbuf_adj(m, RTE_VLAN_HLEN);
   m->vlan_tci = tci;
   m->ol_flags |= RTE_MBUF_F_RX_VLAN | RTE_MBUF_F_RX_VLAN_STRIPPED;
+}
+
+}  // namespace
+
+bool vlan_untag(rte_mbuf* m, uint16_t vid) {
+  uint16_t tci = 0;
+  if ((m->ol_flags & RTE_MBUF_F_RX_VLAN_STRIPPED) || !tag_of(m, &tci) || (tci & 0x0FFF) != vid)
+    return false;
+  strip(m, tci);
   return true;
 }
 
@@ -56,7 +62,7 @@ uint16_t vlan_receive(rte_mbuf** pkts, uint16_t n, uint16_t vid, VlanCounters& c
       count(counters.rx_dropped);
       continue;
     }
-    if (tagged) vlan_untag(m);
+    if (tagged && !(m->ol_flags & RTE_MBUF_F_RX_VLAN_STRIPPED)) strip(m, tci);
     pkts[kept++] = m;
   }
   return kept;

@@ -24,10 +24,11 @@ inline constexpr uint16_t vlan_tci(uint16_t vid, uint8_t priority) {
   return static_cast<uint16_t>((uint32_t{priority} << 13) | (vid & 0x0FFFu));
 }
 
-/// Removes the 802.1Q tag the frame carries in band, if any: its TCI into m->vlan_tci,
-/// RTE_MBUF_F_RX_VLAN | RTE_MBUF_F_RX_VLAN_STRIPPED set. False (and the frame unchanged) if it has
-/// none. For a port that takes priority-tagged frames (VLAN ID 0) without a VLAN stage.
-bool vlan_untag(rte_mbuf* m);
+/// Removes the 802.1Q tag the frame carries in band if its VLAN ID is `vid`: the TCI into
+/// m->vlan_tci, RTE_MBUF_F_RX_VLAN | RTE_MBUF_F_RX_VLAN_STRIPPED set. False (and the frame
+/// unchanged) if it has no such tag. For a port that takes priority-tagged frames (`vid` 0)
+/// without a VLAN stage.
+bool vlan_untag(rte_mbuf* m, uint16_t vid);
 
 /// Keeps the frames of `pkts[0..n)` that belong to VLAN `vid`, untagged (as vlan_untag), in their
 /// order at the front of `pkts`; frees every other frame and counts it. VLAN ID 0 is a port

@@ -129,11 +129,13 @@ EOF
   echo "hw end"
 } >"$IOP_WORK/guest.sh"
 
+# rocedp-perf's port (dpdk-p, one MAC) in every case; each adds its address.
+perf_port=(--port-devargs "$dev_p" --mac 02:00:00:00:00:15 --mtu "$mtu")
 # The host's side of the rdma_server cases: once the server prints its start line, connect.
 perf_rc=()
 run_perf() {
-  iop_perf_echo "$linux" "$1" "$IOP_WORK/perf.log" --port-devargs "$dev_p" --ip "$perf/24" --mac 02:00:00:00:00:15 \
-    --mtu "$mtu" --file-prefix "rdp-iop-p-$$" --timeout 30 "${@:2}"
+  iop_perf_echo "$linux" "$1" "$IOP_WORK/perf.log" "${perf_port[@]}" --ip "$perf/24" \
+    --file-prefix "rdp-iop-p-$$" --timeout 30 "${@:2}"
   perf_rc+=("$IOP_PERF_RC")
 }
 on_begin_server_echo() { : >"$IOP_WORK/perf.log"; run_perf 1; }
@@ -147,7 +149,7 @@ reap() {
 }
 # rping: rocedp-perf --rping on the same port as rocedp-perf above. As the server it must listen
 # before the guest's client starts (rping does not retry a rejected connection).
-rping_ep=(--port-devargs "$dev_p" --ip "$perf/24" --mac 02:00:00:00:00:15 --mtu "$mtu" --timeout 60 -S 3000)
+rping_ep=("${perf_port[@]}" --ip "$perf/24" --timeout 60 -S 3000)
 # rping_lc NAME MARKER ARGS: rocedp-perf --rping -s ARGS for the guest's client (log NAME-srv.log);
 # rping_ls NAME ARGS: reaps that server, then runs rocedp-perf --rping -c ARGS against the guest's
 # server (NAME-cli.log). Their statuses in rping_rc[NAME-srv] and rping_rc[NAME-cli].
@@ -170,7 +172,7 @@ on_begin_rping_lc() { rping_lc rping rping-listening -v "${rping_ep[@]}"; }
 on_begin_rping_ls() { rping_ls rping -a "$linux" -C 10 "${rping_ep[@]}"; }
 
 # The ops check: rocedp-perf --ops-check against the guest's ops_check_peer, as for rping.
-ops_ep=(--port-devargs "$dev_p" --ip "$perf/24" --mac 02:00:00:00:00:15 --mtu "$mtu" --timeout 60)
+ops_ep=("${perf_port[@]}" --ip "$perf/24" --timeout 60)
 ops_srv="" ops_srv_rc=none ops_fr="" ops_fr_rc=none ops_cli_rc=none
 on_begin_ops_lc() {
   iop_serve_guest ops-srv ops-listening --ops-check -s "${ops_ep[@]}" --file-prefix "rdp-iop-os-$$"
@@ -227,20 +229,18 @@ on_begin_cm_lc_late() {
 }
 
 # 802.1Q: rocedp-perf --rping as above on VLAN 7 with priority 3, the guest on eth0.7.
-vlan_ep=(--port-devargs "$dev_p" --ip "$vperf/24" --mac 02:00:00:00:00:15 --mtu "$mtu" --timeout 60 -S 3000
-  --vlan 7 --vlan-priority 3 --dscp 26)
+vlan_ep=("${perf_port[@]}" --ip "$vperf/24" --timeout 60 -S 3000 --vlan 7 --vlan-priority 3 --dscp 26)
 on_begin_vlan_lc() { rping_lc rping-vlan rping-vlan-listening "${vlan_ep[@]}"; }
 on_begin_vlan_ls() { rping_ls rping-vlan -a "$vlinux" -C 3 "${vlan_ep[@]}"; }
 on_begin_prio_ls() {
-  rping_ls rping-prio -a "$plinux" -C 3 --port-devargs "$dev_p" --ip "$pperf/24" --mac 02:00:00:00:00:15 \
-    --mtu "$mtu" --timeout 60 -S 3000 --vlan-priority 3
+  rping_ls rping-prio -a "$plinux" -C 3 "${perf_port[@]}" --ip "$pperf/24" --timeout 60 -S 3000 --vlan-priority 3
 }
 # A perftest server on the unmarked port for Linux's marked client (its client retries until the
 # server listens).
 tos_srv="" tos_rc=none
 on_begin_tos_lc() {
-  iop_start perftest-tos "$IOP_BIN/rocedp-perf" --perftest --port-devargs "$dev_p" --ip "$perf/24" \
-    --mac 02:00:00:00:00:15 --mtu "$mtu" --timeout 60 --file-prefix "rdp-iop-pt-$$" write bw -n 5 -s 4096 -F -R
+  iop_start perftest-tos "$IOP_BIN/rocedp-perf" --perftest "${perf_port[@]}" --ip "$perf/24" --timeout 60 \
+    --file-prefix "rdp-iop-pt-$$" write bw -n 5 -s 4096 -F -R
   tos_srv=$IOP_LAST_PID
 }
 
@@ -268,31 +268,30 @@ done
 [ "${perf_rc[*]:-}" = "0 0" ] || iop_fail "rocedp-perf ended with rc=${perf_rc[*]:-none}"
 # rping: both sides succeed, ten pings each; the client validated every one (Linux's -V in
 # rping-lc, rocedp's in rping-ls); the server READ and WROTE each ping, read off the capture.
-# rping_ok CASE NAME SIDE: rocedp-perf --rping of that side ended 0.
-rping_ok() {
+# rping_done CASE NAME SIDE PINGS: rocedp-perf --rping of that side ended 0 and served (srv) or
+# validated (cli) PINGS pings; its log becomes the case's artifact.
+rping_done() {
+  local log=$IOP_WORK/$2-$3.log
   [ "${rping_rc[$2-$3]:-none}" = 0 ] ||
-    iop_fail "$1: rocedp-perf --rping ($3) ended with rc=${rping_rc[$2-$3]:-none} ($(tail -1 "$IOP_WORK/$2-$3.log" 2>/dev/null))"
+    iop_fail "$1: rocedp-perf --rping ($3) ended with rc=${rping_rc[$2-$3]:-none} ($(tail -1 "$log" 2>/dev/null))"
+  cp "$log" "$IOP_ARTIFACTS/interop-$mtu-$1.log" 2>/dev/null
+  if [ "$3" = srv ]; then
+    grep -q "$4 pings of 3000 bytes$" "$log" 2>/dev/null || iop_fail "$1: rocedp did not serve $4 pings"
+  else
+    grep -q "$4 pings of 3000 bytes, each validated" "$log" 2>/dev/null || iop_fail "$1: rocedp did not validate $4 pings"
+  fi
 }
-rping_ok rping-lc rping srv
-rping_ok rping-ls rping cli
-cp "$IOP_WORK/rping-srv.log" "$IOP_ARTIFACTS/interop-$mtu-rping-lc.log" 2>/dev/null
-cp "$IOP_WORK/rping-cli.log" "$IOP_ARTIFACTS/interop-$mtu-rping-ls.log" 2>/dev/null
-grep -q "10 pings of 3000 bytes$" "$IOP_WORK/rping-srv.log" 2>/dev/null || iop_fail "rping-lc: rocedp did not serve 10 pings"
-grep -q "10 pings of 3000 bytes, each validated" "$IOP_WORK/rping-cli.log" 2>/dev/null || iop_fail "rping-ls: rocedp did not validate 10 pings"
+rping_done rping-lc rping srv 10
+rping_done rping-ls rping cli 10
 pings=$(tr -d '\r' <"$IOP_WORK/linux.console" | grep -c "^ping data: rdma-ping-")
 [ "$pings" = 10 ] || iop_fail "rping-lc: Linux printed $pings validated pings, not 10"
-# 802.1Q: both sides of both cases succeeded (each client validated its 3 pings); every frame
-# rocedp sent carried VLAN 7 and priority 3, and Linux's came tagged with VLAN 7.
+# 802.1Q: both sides of the VLAN cases and rocedp's side of prio-ls succeeded (each client
+# validated its 3 pings); every frame rocedp sent carried its VLAN ID and priority 3, and Linux's
+# came with the same VLAN ID.
 if [ "$mtu" = 1500 ]; then
-  rping_ok vlan-lc rping-vlan srv
-  rping_ok vlan-ls rping-vlan cli
-  rping_ok prio-ls rping-prio cli
-  cp "$IOP_WORK/rping-prio-cli.log" "$IOP_ARTIFACTS/interop-$mtu-prio-ls.log" 2>/dev/null
-  grep -q "3 pings of 3000 bytes, each validated" "$IOP_WORK/rping-prio-cli.log" 2>/dev/null || iop_fail "prio-ls: rocedp did not validate 3 pings"
-  cp "$IOP_WORK/rping-vlan-srv.log" "$IOP_ARTIFACTS/interop-$mtu-vlan-lc.log" 2>/dev/null
-  cp "$IOP_WORK/rping-vlan-cli.log" "$IOP_ARTIFACTS/interop-$mtu-vlan-ls.log" 2>/dev/null
-  grep -q "3 pings of 3000 bytes$" "$IOP_WORK/rping-vlan-srv.log" 2>/dev/null || iop_fail "vlan-lc: rocedp did not serve 3 pings"
-  grep -q "3 pings of 3000 bytes, each validated" "$IOP_WORK/rping-vlan-cli.log" 2>/dev/null || iop_fail "vlan-ls: rocedp did not validate 3 pings"
+  rping_done vlan-lc rping-vlan srv 3
+  rping_done vlan-ls rping-vlan cli 3
+  rping_done prio-ls rping-prio cli 3
   for c in vlan-lc:7:3 vlan-ls:7:3 prio-ls:0:3; do
     IFS=: read -r c vid pcp <<<"$c"
     # Per source MAC: VLAN ID, priority, frames; and how many of them are RoCEv2.

@@ -45,6 +45,15 @@ std::vector<uint8_t> tagged(std::vector<uint8_t> f, uint16_t tci) {
   return f;
 }
 
+// A started ring pair LINK between ports `a` and `b`.
+void open_started(const std::string& link, const config::PortConfig& a, const config::PortConfig& b,
+                  RingPair* pair) {
+  std::string error;
+  ASSERT_TRUE(open_ring_pair(link + kTag, a, b, 1, pool(), test::test_dataplane(), pair, &error))
+      << error;
+  ASSERT_TRUE(pair->a->start(&error) && pair->b->start(&error)) << error;
+}
+
 void send(Port& p, const std::vector<std::vector<uint8_t>>& frames) {
   for (const auto& f : frames) {
     rte_mbuf* m = to_mbuf(f);
@@ -83,11 +92,7 @@ TEST(Vlan, TciHoldsThePriorityAndTheVlanId) {
 TEST(Vlan, APortWithAVlanTagsEveryFrameItSendsOnce) {
   PoolLeakCheck leaks;
   RingPair pair;
-  std::string error;
-  ASSERT_TRUE(open_ring_pair("vtx" + kTag, port_cfg("a", 7, 5), port_cfg("b", 0), 1, pool(),
-                             test::test_dataplane(), &pair, &error))
-      << error;
-  ASSERT_TRUE(pair.a->start(&error) && pair.b->start(&error)) << error;
+  ASSERT_NO_FATAL_FAILURE(open_started("vtx", port_cfg("a", 7, 5), port_cfg("b", 0), &pair));
   std::vector<std::vector<uint8_t>> frames;
   for (uint32_t i = 0; i < 10; ++i) frames.push_back(make_frame(i, 60 + 10 * i));
   send(*pair.a, frames);
@@ -104,11 +109,7 @@ TEST(Vlan, APortWithAVlanTagsEveryFrameItSendsOnce) {
 TEST(Vlan, APortWithAVlanReceivesItsVlanUntaggedAndDropsEveryOtherFrame) {
   PoolLeakCheck leaks;
   RingPair pair;
-  std::string error;
-  ASSERT_TRUE(open_ring_pair("vrx" + kTag, port_cfg("a", 0), port_cfg("b", 7), 1, pool(),
-                             test::test_dataplane(), &pair, &error))
-      << error;
-  ASSERT_TRUE(pair.a->start(&error) && pair.b->start(&error)) << error;
+  ASSERT_NO_FATAL_FAILURE(open_started("vrx", port_cfg("a", 0), port_cfg("b", 7), &pair));
   // Ours (any priority), untagged, another VLAN, ours again, a tag cut short, VLAN 0xF07 (the
   // whole 12-bit ID compares).
   const std::vector<uint8_t> t4 = tagged(make_frame(4), 7);
@@ -138,11 +139,7 @@ TEST(Vlan, APortWithAVlanReceivesItsVlanUntaggedAndDropsEveryOtherFrame) {
 TEST(Vlan, APortWithAPriorityAndNoVlanSendsPriorityTagsAndTakesUntaggedFrames) {
   PoolLeakCheck leaks;
   RingPair pair;
-  std::string error;
-  ASSERT_TRUE(open_ring_pair("vprio" + kTag, port_cfg("a", 0), port_cfg("b", 0, 3), 1, pool(),
-                             test::test_dataplane(), &pair, &error))
-      << error;
-  ASSERT_TRUE(pair.a->start(&error) && pair.b->start(&error)) << error;
+  ASSERT_NO_FATAL_FAILURE(open_started("vprio", port_cfg("a", 0), port_cfg("b", 0, 3), &pair));
   send(*pair.b, {make_frame(0)});
   auto out = receive_all(*pair.a);
   ASSERT_EQ(out.size(), 1u);
@@ -163,11 +160,11 @@ TEST(Vlan, UntagRemovesAnInBandTagOnly) {
   rte_mbuf* t = to_mbuf(tagged(make_frame(0), 0x2000));
   rte_mbuf* u = to_mbuf(make_frame(1));
   ASSERT_TRUE(t && u);
-  EXPECT_TRUE(vlan_untag(t));
+  EXPECT_TRUE(vlan_untag(t, 0));
   EXPECT_EQ(to_bytes(t), make_frame(0));
   EXPECT_EQ(t->vlan_tci, 0x2000);
-  EXPECT_FALSE(vlan_untag(t));  // once
-  EXPECT_FALSE(vlan_untag(u));
+  EXPECT_FALSE(vlan_untag(t, 0));  // once
+  EXPECT_FALSE(vlan_untag(u, 0));
   EXPECT_EQ(to_bytes(u), make_frame(1));
   rte_pktmbuf_free(t);
   rte_pktmbuf_free(u);
@@ -176,11 +173,7 @@ TEST(Vlan, UntagRemovesAnInBandTagOnly) {
 TEST(Vlan, TwoEndsOnOneVlanExchangeFramesByteExact) {
   PoolLeakCheck leaks;
   RingPair pair;
-  std::string error;
-  ASSERT_TRUE(open_ring_pair("vboth" + kTag, port_cfg("a", 100, 3), port_cfg("b", 100), 1, pool(),
-                             test::test_dataplane(), &pair, &error))
-      << error;
-  ASSERT_TRUE(pair.a->start(&error) && pair.b->start(&error)) << error;
+  ASSERT_NO_FATAL_FAILURE(open_started("vboth", port_cfg("a", 100, 3), port_cfg("b", 100), &pair));
   std::vector<std::vector<uint8_t>> frames;
   for (uint32_t i = 0; i < 40; ++i) frames.push_back(make_frame(i, 64 + i));
   send(*pair.a, frames);
