@@ -179,7 +179,7 @@ NTSTATUS connect_retrying(AdapterRuntime& rt, Qp* qp, const NdkSockAddr& to, uin
                            &on_request, &p);
           return x;
         },
-        std::chrono::seconds(30));
+        kEstablishWait);
     if (st == STATUS_SUCCESS) {
       Pending q;
       st = call_and_wait(rt, q, [&] {
@@ -199,10 +199,13 @@ NTSTATUS connect_retrying(AdapterRuntime& rt, Qp* qp, const NdkSockAddr& to, uin
 NTSTATUS accept_connection(AdapterRuntime& rt, Connector* c, Qp* qp, uint32_t read_limit,
                            NdkDisconnectEventCallbackEx on_disconnect, void* disconnect_ctx,
                            Pending& p) {
-  return call_and_wait(rt, p, [&] {
-    return c->accept_ex(qp, read_limit, read_limit, nullptr, 0, on_disconnect, disconnect_ctx,
-                        &on_request, &p);
-  });
+  return call_and_wait(
+      rt, p,
+      [&] {
+        return c->accept_ex(qp, read_limit, read_limit, nullptr, 0, on_disconnect, disconnect_ctx,
+                            &on_request, &p);
+      },
+      kEstablishWait);
 }
 
 void keep_polling(AdapterRuntime& rt) {

@@ -122,6 +122,11 @@ bool cm_connect(AdapterRuntime& rt, CmLink& link, Qp* qp, uint32_t addr, uint16_
 /// enough for the CM to send a lost DREQ twice more (every 4.3 s). A process that closed sooner
 /// would leave a peer whose DREQ was lost connected to nothing.
 inline constexpr std::chrono::seconds kDisconnectWait{10};
+/// How long a connect or an accept may wait for the CM to establish the connection or give up on
+/// it: longer than the passive side's REP retries (4 sends 4.3 s apart) with an MRA's wait on top,
+/// so the CM decides and not this wait. Found in interop_chaos: with the first REP and the RTU
+/// lost, Linux's RTU to the third REP came 14.8 s after the REQ, past the 10 s accept once waited.
+inline constexpr std::chrono::seconds kEstablishWait{30};
 /// Disconnects (waits up to kDisconnectWait), closes the connector and the listener, and lets the
 /// DREP and the last ACKs leave.
 void cm_close(AdapterRuntime& rt, CmLink& link);
