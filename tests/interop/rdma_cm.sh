@@ -392,9 +392,11 @@ for c in "ops-lc $linux $perf" "ops-lc-fr $linux $perf" "ops-ls $perf $linux"; d
   for want in "3|5" "9|11" "12" "23"; do
     grep -Eq " ($want) " <<<"$ops" || iop_fail "$1: the client ($2) sent no opcode $want (opcodes:$ops)"
   done
-  # The solicited event bit: on the solicited SEND (SEND ONLY, 4) and on nothing else the client sent.
+  # The solicited event bit: on the solicited SEND (SEND ONLY, 4) and on nothing else the client
+  # sent. Counted by PSN: a tail-loss probe may send that SEND again before the slow guest's ACK.
   se=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-$1.pcap" -d udp.port==4791,infiniband \
-    -Y "ip.src == $2 && infiniband.bth.se == 1" -T fields -e infiniband.bth.opcode 2>/dev/null | tr '\n' ' ')
+    -Y "ip.src == $2 && infiniband.bth.se == 1" -T fields -e infiniband.bth.psn -e infiniband.bth.opcode 2>/dev/null |
+    sort -u | cut -f2 | tr '\n' ' ')
   [ "$se" = "4 " ] || iop_fail "$1: the client ($2) set the solicited event bit on opcodes '$se', expected on one SEND ONLY (4)"
   naks=$(naks_from "$1" "$3")
   [ "$naks" -ge 1 ] || iop_fail "$1: the server ($3) sent no NAK remote access error"
