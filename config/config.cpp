@@ -667,6 +667,13 @@ PortConfig Reader::port(const Field& f) {
     if (const Field* v = m.find("dscp")) c.dscp = static_cast<uint8_t>(number(*v, "ports", "dscp"));
   });
   guard([&] {
+    if (const Field* v = m.find("ecn")) c.ecn = boolean(*v);
+  });
+  guard([&] {
+    if (const Field* v = m.find("cnp_dscp"))
+      c.cnp_dscp = static_cast<uint8_t>(number(*v, "ports", "cnp_dscp"));
+  });
+  guard([&] {
     if (const Field* v = m.find("neighbours")) {
       for (const Field& item : sequence(*v)) {
         guard([&] {

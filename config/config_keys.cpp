@@ -59,6 +59,10 @@ constexpr KeySpec kKeys[] = {
     {"ports", "dscp", K::kUint, "int", "`0`", 0, 63, "",
      "DSCP of the RoCEv2 frames (QPs, REQ traffic class, CM MADs); 0: a passive connection "
      "follows the REQ's traffic class"},
+    {"ports", "ecn", K::kBool, "bool", "`false`", 0, 0, "",
+     "the QPs' frames carry ECT(0) and their send rate follows the peer's CNPs (DCQCN); CE-marked "
+     "arrivals are answered with CNPs either way"},
+    {"ports", "cnp_dscp", K::kUint, "int", "`48`", 0, 63, "", "DSCP of the CNPs the port sends"},
     {"ports", "neighbours", K::kList, "list of `{ip, mac}`", "`[]`", 0, 0, "",
      "static ARP entries"},
     {"ports.neighbours", "ip", K::kString, "string", "required", 0, 0,

@@ -116,6 +116,12 @@ void qp_rows_run(const dataplane::QpTableRead& req, dataplane::CoreResult& resul
     r.timeout_wait_us = st.timeout_wait_ns / 1000;
     r.srtt_ns = qp->comp.srtt_ns;
     r.path_srtt_ns = engine.path_of(*qp).srtt_ns;
+    const rc::CongestionState& cc = qp->cc;
+    r.rate_mbps = qp->cc_flags.paced ? cc.rate_mbps : 0;
+    r.ce_received = cc.ce_received;
+    r.cnps_sent = cc.cnps_sent;
+    r.cnps_received = cc.cnps_received;
+    r.rate_cuts = cc.rate_cuts;
     if (connected) {
       const uint64_t rto = rc::current_rto_ns(*qp, engine.path_rto_ns(*qp));
       r.rto_us = rto == UINT64_MAX ? 0 : rto / 1000;

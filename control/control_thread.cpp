@@ -420,6 +420,8 @@ void ControlThread::request_snapshot_st(Done done) {
       ps.vlan = port->vlan();
       ps.vlan_priority = port->vlan_priority();
       ps.dscp = port->dscp();
+      ps.ecn = port->ecn();
+      ps.cnp_dscp = port->cnp_dscp();
       ps.queues = port->queue_count();
       ps.started = port->started();
       ps.link = port->link();

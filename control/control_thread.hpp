@@ -54,6 +54,8 @@ struct PortSnapshot {
   uint16_t vlan = 0;  ///< 802.1Q VLAN ID, 0: untagged
   uint8_t vlan_priority = 0;
   uint8_t dscp = 0;
+  bool ecn = false;
+  uint8_t cnp_dscp = 0;
   uint16_t queues = 0;
   bool started = false;
   pmd::LinkStatus link;

@@ -57,6 +57,8 @@ const PortField kPortFields[] = {
     {"vlan", [](const PortSnapshot& p) -> uint64_t { return p.vlan; }},
     {"vlan_priority", [](const PortSnapshot& p) -> uint64_t { return p.vlan_priority; }},
     {"dscp", [](const PortSnapshot& p) -> uint64_t { return p.dscp; }},
+    {"ecn", [](const PortSnapshot& p) -> uint64_t { return p.ecn; }},
+    {"cnp_dscp", [](const PortSnapshot& p) -> uint64_t { return p.cnp_dscp; }},
     {"queues", [](const PortSnapshot& p) -> uint64_t { return p.queues; }},
     {"started", [](const PortSnapshot& p) -> uint64_t { return p.started; }},
     {"link_up", [](const PortSnapshot& p) -> uint64_t { return p.link.up; }},
@@ -144,6 +146,11 @@ const QpField kQpFields[] = {
     {"srtt_ns", [](const QpRow& r) -> uint64_t { return r.srtt_ns; }},
     {"rto_us", [](const QpRow& r) -> uint64_t { return r.rto_us; }},
     {"path_srtt_ns", [](const QpRow& r) -> uint64_t { return r.path_srtt_ns; }},
+    {"rate_mbps", [](const QpRow& r) -> uint64_t { return r.rate_mbps; }},
+    {"ce_received", [](const QpRow& r) -> uint64_t { return r.ce_received; }},
+    {"cnps_sent", [](const QpRow& r) -> uint64_t { return r.cnps_sent; }},
+    {"cnps_received", [](const QpRow& r) -> uint64_t { return r.cnps_received; }},
+    {"rate_cuts", [](const QpRow& r) -> uint64_t { return r.rate_cuts; }},
 };
 
 int no_data(rte_tel_data* d) {

@@ -26,6 +26,9 @@ struct QpRow {
   uint64_t timeout_wait_us = 0;      // idle time from the last packet sent to each timeout
   uint64_t srtt_ns = 0, rto_us = 0;  // smoothed RTT; the retransmission timeout now (0: none)
   uint64_t path_srtt_ns = 0;         // smoothed RTT of every QP of its core to the same peer
+  // Congestion control (rc::CongestionState): the send rate a CNP set (0: unlimited), packets
+  // that arrived marked CE, CNPs sent and received, rate cuts.
+  uint64_t rate_mbps = 0, ce_received = 0, cnps_sent = 0, cnps_received = 0, rate_cuts = 0;
 };
 
 }  // namespace rocedp::dataplane

@@ -88,6 +88,9 @@ class Port {
   uint8_t vlan_priority() const { return cfg_.vlan_priority; }
   // DSCP of the port's RoCEv2 frames (0: unmarked); the port itself does not touch IP headers.
   uint8_t dscp() const { return cfg_.dscp; }
+  // ECN-capable QPs (ECT(0), DCQCN) and the DSCP of the port's CNPs.
+  bool ecn() const { return cfg_.ecn; }
+  uint8_t cnp_dscp() const { return cfg_.cnp_dscp; }
   bool started() const { return started_; }
   LinkStatus link() const;  // rte_eth_link_get_nowait
   PortStats stats() const;  // rte_eth_stats_get + fault counters

@@ -56,6 +56,8 @@ bool build_config(const EndpointOptions& e, config::Config* out, std::string* er
     p.vlan = e.vlan;
     p.vlan_priority = static_cast<uint8_t>(e.vlan_priority);
     p.dscp = static_cast<uint8_t>(e.dscp);
+    p.ecn = e.ecn;
+    p.cnp_dscp = static_cast<uint8_t>(e.cnp_dscp);
     cfg.ports.push_back(p);
     cfg.eal.memory_mb = e.memory_mb;
     cfg.eal.hugepages = false;

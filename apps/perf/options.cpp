@@ -53,6 +53,14 @@ void add_endpoint_options(CLI::App& app, EndpointOptions* e, bool native) {
   app.add_option("--dscp", e->dscp, "DSCP of the port's RoCEv2 frames (default 0: unmarked)")
       ->check(CLI::Range(0, 63))
       ->group(g);
+  app.add_flag(
+         "--ecn", e->ecn,
+         "ECN-capable QPs: frames carry ECT(0), the send rate follows the peer's CNPs (DCQCN)")
+      ->group(g);
+  app.add_option("--cnp-dscp", e->cnp_dscp,
+                 "DSCP of the CNPs sent for CE-marked packets (default 48)")
+      ->check(CLI::Range(0, 63))
+      ->group(g);
   app.add_option("--lcore", e->lcore, "EAL main lcore, which polls (default 0)")->group(g);
   if (native)
     app.add_option("--lcore-mode", e->worker_lcore,

@@ -29,6 +29,8 @@ struct EndpointOptions {
   uint16_t vlan = 0;  ///< 802.1Q VLAN ID of the port's frames (0: untagged)
   unsigned vlan_priority = 0;
   unsigned dscp = 0;  ///< DSCP of the port's RoCEv2 frames
+  bool ecn = false;   ///< ECN-capable QPs (DCQCN)
+  unsigned cnp_dscp = 48;
   unsigned lcore = 0;
   int worker_lcore = -1;  ///< --lcore-mode W: the polling core runs on worker lcore W
   std::string file_prefix;

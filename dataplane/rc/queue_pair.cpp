@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 
+#include "dataplane/rc/congestion.hpp"
 #include "dataplane/wire/builder.hpp"
 #include "dataplane/wire/ipv4.hpp"
 #include "dataplane/wire/psn.hpp"
@@ -106,6 +107,13 @@ NTSTATUS QueuePair::modify_to_rtr(const QpConnectParams& p) {
   t.bth.dqpn = p.remote_qpn;
 
   build_header_template();
+
+  // Congestion control starts unlimited; ECT in the ToS makes the QP a reaction point.
+  cc = CongestionState{};
+  cc.ecn = (p.tos & kEcnMask) != 0;
+  cc.cnp_tos = static_cast<uint8_t>(p.cnp_tos & ~kEcnMask);
+  cc.line_mbps = p.line_rate_mbps != 0 ? p.line_rate_mbps : kDefaultLineRateMbps;
+  cc_flags = CongestionFlags{};
 
   resp = ResponderState{};
   resp.psn = conn_.rq_psn;

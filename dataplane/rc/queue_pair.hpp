@@ -113,6 +113,9 @@ constexpr const WcErrorInfo& wc_error_info(WcError e) {
   X(kRxPackets, "rx_packets")               /* RoCEv2 RC packets accepted by receive */            \
   X(kRxDropNotRc, "rx_drop_not_rc")         /* UD or other non-RC opcode to an RC QP */            \
   X(kRxCnp, "rx_cnp")                       /* RoCEv2 CNP (congestion notification) */             \
+  X(kRxCe, "rx_ce")                         /* RC packets marked CE (congestion experienced) */    \
+  X(kTxCnp, "tx_cnp")                       /* CNPs sent for CE-marked packets */                  \
+  X(kRateCuts, "rate_cuts")                 /* DCQCN rate decreases (a CNP to an ECT QP) */        \
   X(kRxDropNoQp, "rx_drop_no_qp")           /* destination QPN unknown on this core */             \
   X(kRxDropState, "rx_drop_qp_state")       /* QP not in a state that accepts the packet */        \
   X(kRxDropSource, "rx_drop_source")        /* source IP is not the connected peer */              \
@@ -299,7 +302,9 @@ struct QpConnectParams {
   uint8_t min_rnr_timer = 12;         ///< RNR NAK timer code this QP's responder advertises
   uint32_t inbound_read_limit = 16;   ///< IRL (effective, after negotiation)
   uint32_t outbound_read_limit = 16;  ///< ORL (effective)
-  uint8_t tos = 0;                    ///< IPv4 DSCP/ECN (rxe sends 0)
+  uint8_t tos = 0;                    ///< IPv4 DSCP/ECN (rxe sends 0); ECT: reacts to CNPs
+  uint8_t cnp_tos = 0;                ///< IPv4 ToS of the QP's CNPs (its ECN bits are cleared)
+  uint32_t line_rate_mbps = 0;        ///< congestion recovery ends here (0: kDefaultLineRateMbps)
   uint8_t ttl = 64;
   uint16_t pkey = wire::kDefaultPkey;
 };
@@ -457,6 +462,39 @@ struct QpStats {
   uint64_t timeout_wait_ns = 0;  ///< idle time from the last packet sent to each timeout
 };
 
+/// What every visit of a QP tests of its congestion control (in line 0's spare byte).
+struct CongestionFlags {
+  bool cnp_due : 1 = false;  ///< a CE-marked packet arrived: send a CNP (congestion.hpp)
+  bool paced : 1 = false;    ///< a CNP cut the send rate: frames wait for the pacing clock
+};
+
+/// Congestion control of one QP (congestion.hpp: DCQCN's notification and reaction points).
+/// Cold: only a QP that receives CE-marked packets or CNPs touches it; CongestionFlags holds the
+/// two flags every visit tests.
+struct CongestionState {
+  static constexpr uint32_t kAlphaOne = 1u << 16;  ///< alpha is fixed point: 1.0
+  bool ecn = false;                                ///< the QP's frames carry ECT: it reacts to CNPs
+  uint8_t cnp_tos = 0;                             ///< IPv4 ToS of its CNPs
+  uint32_t line_mbps = 0;    ///< where recovery ends: the QP is unlimited again
+  uint32_t rate_mbps = 0;    ///< Rc, the current rate (sched.paced)
+  uint32_t target_mbps = 0;  ///< Rt, where fast recovery converges
+  uint32_t alpha = kAlphaOne;
+  uint32_t ps_per_byte = 0;  ///< the pacing clock's charge per byte at Rc
+  uint32_t timer_steps = 0;  ///< rate increases by the timer since the last cut
+  uint32_t byte_steps = 0;   ///< rate increases by the byte counter since the last cut
+  uint32_t bytes = 0;        ///< sent towards the next byte step
+  uint64_t next_tx_ns = 0;   ///< the pacing clock: when the next frame may leave
+  uint64_t last_cut_ns = 0;
+  uint64_t alpha_at_ns = 0;     ///< next alpha decay
+  uint64_t increase_at_ns = 0;  ///< next timer increase
+  uint64_t last_cnp_ns = 0;     ///< the last CNP sent
+  // Telemetry (/rocedp/qps).
+  uint64_t ce_received = 0;  ///< packets that arrived marked CE
+  uint64_t cnps_sent = 0;
+  uint64_t cnps_received = 0;  ///< CNPs from the peer (ECN-capable or not)
+  uint64_t rate_cuts = 0;
+};
+
 /// Bytes of the prebuilt Ethernet+IPv4+UDP+BTH prefix of a QP's frames (no VLAN, no IP options:
 /// 14 + 20 + 8 + 12); extension headers follow it.
 inline constexpr size_t kHeaderTemplateLen = 54;
@@ -535,6 +573,11 @@ class alignas(64) QueuePair {
   uint8_t local_ack_timeout_ = 0;  // conn_.local_ack_timeout (each RTT sample reads it)
   uint8_t retry_count_ = 0;        // conn_.retry_count (each ACK that makes progress reads it)
   uint8_t rnr_retry_ = 0;          // conn_.rnr_retry (the same)
+
+ public:
+  CongestionFlags cc_flags;  ///< congestion control's per-visit flags (CongestionState: cold)
+
+ private:
   uint32_t hdr_ip_sum_ = 0;
 
  public:
@@ -576,7 +619,8 @@ class alignas(64) QueuePair {
   wire::PacketFields tmpl_{};
 
  public:
-  QpStats stats;  ///< cold: loss-recovery counters (telemetry)
+  QpStats stats;       ///< cold: loss-recovery counters (telemetry)
+  CongestionState cc;  ///< cold: congestion control (congestion.hpp)
   /// Cold: after a spurious timeout, how long its ACK took since the last packet it confirms left,
   /// kept (while comp.stall_pending) until the probe's own answer (a repeated ACK) shows that ACK
   /// was late, not the answer (completer.cpp learn_stall).

@@ -5,6 +5,7 @@
 
 #include "dataplane/qpn_map.hpp"
 #include "dataplane/rc/completer.hpp"
+#include "dataplane/rc/congestion.hpp"
 #include "dataplane/rc/receive.hpp"
 #include "dataplane/rc/requester.hpp"
 #include "dataplane/rc/responder.hpp"
@@ -112,7 +113,9 @@ uint32_t RcEngine::rx_burst_st(std::span<const wire::Bytes> frames, uint64_t now
     for (size_t i = start; i < end; ++i) {
       const RxParse r = receive_parse_st(frames[i], rx_pkts_[n], counters_, wire_drop_sink_);
       if (r != RxParse::kExecute) [[unlikely]] {
-        accepted += r == RxParse::kNotRc;  // taken: the engine's own counters have it
+        if (r == RxParse::kCnp)
+          receive_cnp_st(find_qp(rx_pkts_[n].dqpn), ctx_, rx_pkts_[n], now_ns);
+        accepted += r != RxParse::kCodecDrop;  // taken: the engine's own counters have it
         continue;
       }
       QueuePair* qp = find_qp(rx_pkts_[n].dqpn);
@@ -175,6 +178,9 @@ void RcEngine::sync_timer(QueuePair& qp) {
   if (qp.comp.timer_armed) dl = qp.comp.ack_deadline_ns;
   if (qp.comp.rnr_wait && qp.comp.rnr_deadline_ns < dl) dl = qp.comp.rnr_deadline_ns;
   if (qp.resp.ack_due_ns != 0 && qp.resp.ack_due_ns < dl) dl = qp.resp.ack_due_ns;
+  // A limited QP with requests to send wakes when its pacing clock allows the next frame.
+  if (qp.cc_flags.paced && qp.cc.next_tx_ns < dl && qp.req.cur.wqe < qp.sq_readable())
+    dl = qp.cc.next_tx_ns;
   if (dl == QpSchedule::kNoTimer || qp.sched.timer_at <= dl) return;
   qp.sched.timer_at = dl;
   add_timer(dl, qp.sched.slot);
@@ -191,6 +197,9 @@ bool RcEngine::run_qp(QueuePair& qp, uint64_t now_ns) {
     enter_error(qp, ctx_, WcError::kFlushed);
   }
   if (completer_timer_due(qp, now_ns)) completer_timers_st(qp, ctx_, now_ns);
+  uint32_t cnps = 0;  // a CE-marked arrival asked for a CNP (sent before the requests it slows)
+  if (qp.cc_flags.cnp_due) [[unlikely]]
+    cnps = congestion_send_cnp_st(qp, ctx_, now_ns) ? 1 : 0;
   responder_ack_timer_st(qp, now_ns);
   // The requester goes first, so that an answer the consumer already posted (from a
   // completion callback during the receive burst) leaves before the ACK. In a request-response
@@ -205,7 +214,7 @@ bool RcEngine::run_qp(QueuePair& qp, uint64_t now_ns) {
   qp.resp.ack_fresh = false;
   const uint32_t responses = hold ? 0 : responder_tx_st(qp, ctx_, config_.tx_budget);
   const uint32_t retired = completer_retire_st(qp, ctx_);
-  uint32_t work = responses + requests + retired;
+  uint32_t work = responses + requests + retired + cnps;
   // Another visit only where this one worked and left something that nothing else announces:
   // responses still owed, or posted requests not yet sent. Everything else that creates work
   // schedules the QP itself (a post rings, a frame arrives, a timer fires), so the visit that

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "dataplane/rc/completer.hpp"
+#include "dataplane/rc/congestion.hpp"
 #include "dataplane/rc/queue_pair.hpp"
 #include "dataplane/rc/responder.hpp"
 #include "dataplane/wire/drop_reason.hpp"
@@ -22,7 +23,8 @@ using WireDropCounters = std::array<uint64_t, wire::kDropReasonCount>;
 enum class RxParse : uint8_t {
   kExecute,    ///< an RC packet: hand it to receive_dispatch_st
   kCodecDrop,  ///< the codec refused it: counted in `drops` (wire::DropReason)
-  kNotRc,      ///< parsed, but not RC: counted by the engine (kRxCnp or kRxDropNotRc)
+  kNotRc,      ///< parsed, but not RC: counted by the engine (kRxDropNotRc)
+  kCnp,        ///< a CNP (counted kRxCnp): hand it to receive_cnp_st
 };
 
 /// Parses `frame` into `out` (ICRC verified). Every frame ends in exactly one counter: the
@@ -37,10 +39,24 @@ inline RxParse receive_parse_st(wire::Bytes frame, wire::RcRxPacket& out, RcCoun
   if (out.op->transport == wire::Transport::kRc) [[likely]]
     return RxParse::kExecute;
   // An RC QP executes RC opcodes only: a UD SEND (0x64/0x65) or anything else must never run
-  // as an RC request. A CNP (0x81) is congestion feedback, counted as such (no rate control yet).
-  counters.add(out.op->transport == wire::Transport::kCnp ? RcCounter::kRxCnp
-                                                          : RcCounter::kRxDropNotRc);
+  // as an RC request. A CNP (0x81) is congestion feedback for the QP it names.
+  if (out.op->transport == wire::Transport::kCnp) {
+    counters.add(RcCounter::kRxCnp);
+    return RxParse::kCnp;
+  }
+  counters.add(RcCounter::kRxDropNotRc);
   return RxParse::kNotRc;
+}
+
+/// A CNP for `qp` (null: unknown QPN): the reaction point's, if it comes from the QP's peer
+/// while the QP sends.
+inline void receive_cnp_st(QueuePair* qp, RcContext& ctx, const wire::RcRxPacket& pkt,
+                           uint64_t now_ns) {
+  if (qp == nullptr || qp->state() != QpState::kRts || pkt.src_ip != qp->remote_ip() ||
+      pkt.dst_ip != qp->local_ip()) {
+    return;
+  }
+  congestion_on_cnp_st(*qp, ctx, now_ns);
 }
 
 /// Hands a parsed RC packet to `qp` (null: unknown QPN, counted). Owning core only. Inline: the
@@ -63,6 +79,10 @@ inline void receive_dispatch_st(QueuePair* qp, RcContext& ctx, const wire::RcRxP
     return;
   }
   ++ctx.rx_packets;
+  if (pkt.ecn == kEcnCe) [[unlikely]] {  // a switch on the way is congested: tell the sender
+    ctx.counters->add(RcCounter::kRxCe);
+    congestion_on_ce_st(*qp, now_ns);
+  }
   if ((pkt.op->flags & wire::op_flag::kRequest) != 0) {
     responder_receive_st(*qp, ctx, pkt, now_ns);
   } else {

@@ -3,6 +3,7 @@
 #include <bit>
 
 #include "dataplane/rc/completer.hpp"
+#include "dataplane/rc/congestion.hpp"
 #include "dataplane/rc/ib_timers.hpp"
 #include "dataplane/rc/transmit.hpp"
 #include "dataplane/wire/psn.hpp"
@@ -334,6 +335,9 @@ namespace {
                                              uint32_t budget, uint32_t avail) {
   uint32_t sent = 0;
   while (sent < budget && qp.req.cur.wqe < avail) {
+    // A QP whose rate a CNP cut waits for its pacing clock (congestion.hpp).
+    if (qp.cc_flags.paced && !congestion_may_send_st(qp, now_ns)) [[unlikely]]
+      break;
     const SendWqe& w = qp.sq_at(qp.req.cur.wqe);
     WqeMeta& m = qp.meta_at(qp.req.cur.wqe);
     if (!m.started) {

@@ -395,7 +395,10 @@ struct NdkQpConnectParams {
   uint8_t min_rnr_timer = 12;         ///< IBTA RNR timer code this QP's responder advertises
   uint32_t inbound_read_limit = 16;   ///< IRL, effective (<= MaxInboundReadLimit)
   uint32_t outbound_read_limit = 16;  ///< ORL, effective (<= MaxOutboundReadLimit)
-  uint8_t traffic_class = 0;  ///< IPv4 ToS of the QP's frames (DSCP << 2); 0: the port's `dscp`
+  /// IPv4 ToS of the QP's frames (DSCP << 2); 0: the port's `dscp`. ECN bits ECT(0) or ECT(1)
+  /// make the QP ECN-capable (its rate follows the peer's CNPs); a port with `ecn` sets ECT(0)
+  /// when they are 0.
+  uint8_t traffic_class = 0;
 };
 
 /// NDK_QP: a reliable-connected queue pair on one polling core.

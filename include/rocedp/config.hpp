@@ -62,6 +62,10 @@ struct PortConfig {
   // REQs' traffic class and the CM's MADs. 0: unmarked, and a passive connection follows the
   // traffic class of the peer's REQ (as Linux's CM does).
   uint8_t dscp = 0;
+  // ECN (DCQCN): the QPs' RoCEv2 frames carry ECT(0), and a CNP from the peer cuts the QP's send
+  // rate, which then recovers. CE-marked arrivals are answered with CNPs (DSCP cnp_dscp) always.
+  bool ecn = false;
+  uint8_t cnp_dscp = 48;
   std::vector<StaticNeighbour> neighbours;
   FaultConfig fault;
 };

@@ -98,6 +98,8 @@ ports:
     vlan: 4094
     vlan_priority: 3
     dscp: 46
+    ecn: true
+    cnp_dscp: 40
     neighbours:
       - {ip: 198.18.1.2, mac: "02:00:00:00:00:02"}
       - ip: 198.18.1.3
@@ -175,6 +177,8 @@ limits:
   EXPECT_EQ(left.vlan, 4094);
   EXPECT_EQ(left.vlan_priority, 3);
   EXPECT_EQ(left.dscp, 46);
+  EXPECT_TRUE(left.ecn);
+  EXPECT_EQ(left.cnp_dscp, 40);
   ASSERT_EQ(left.neighbours.size(), 2u);
   EXPECT_EQ(left.neighbours[0].ip.value, 0xc6120102u);
   EXPECT_EQ(format_mac(left.neighbours[0].mac), "02:00:00:00:00:02");
@@ -199,6 +203,8 @@ limits:
   EXPECT_EQ(right.vlan, 0);  // untagged
   EXPECT_EQ(right.vlan_priority, 0);
   EXPECT_EQ(right.dscp, 0);  // unmarked
+  EXPECT_FALSE(right.ecn);
+  EXPECT_EQ(right.cnp_dscp, 48);
   EXPECT_FALSE(right.fault.enabled());
 
   EXPECT_EQ(c.dataplane.lcores, (std::vector<unsigned>{2, 3}));
@@ -452,7 +458,7 @@ TEST(ConfigReject, UnknownKeys) {
   expect_error("ports:\n  - name: p0\n    devargs: net_tap0\n    adress: 198.18.0.1/24\n", 4, 5,
                "ports[0].adress",
                "unknown key 'adress'; allowed keys: name, devargs, mac, address, mtu, vlan, "
-               "vlan_priority, dscp, neighbours, fault");
+               "vlan_priority, dscp, ecn, cnp_dscp, neighbours, fault");
   expect_error(kOnePort + "    fault: {drop: 5}\n", 5, 13, "ports[0].fault.drop",
                "allowed keys: direction, drop_pct, duplicate_pct, corrupt_pct, reorder_window, "
                "reorder_pct, delay_us, seed");
@@ -566,6 +572,10 @@ TEST(ConfigReject, OutOfRangePortValues) {
                "ports[0].vlan_priority", "must be in 0..7, got 8");
   expect_error(head + "    address: 198.18.0.1/24\n    dscp: 64\n", 5, 11, "ports[0].dscp",
                "must be in 0..63, got 64");
+  expect_error(head + "    address: 198.18.0.1/24\n    cnp_dscp: 64\n", 5, 15, "ports[0].cnp_dscp",
+               "must be in 0..63, got 64");
+  expect_error(head + "    address: 198.18.0.1/24\n    ecn: on\n", 5, 10, "ports[0].ecn",
+               "expected true or false, got 'on'");
   expect_error(head + "    address: 198.18.0.1/33\n", 4, 14, "ports[0].address",
                "prefix length must be in 1..32, got 33");
   expect_error(head + "    address: 198.18.0.1/0\n", 4, 14, "ports[0].address",

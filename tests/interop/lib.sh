@@ -76,6 +76,7 @@ iop_cleanup() {
   for pid in "${iop_pids[@]}"; do iop_stop "$pid"; done
   [ "${iop_bridge_loss_on:-0}" = 1 ] && iop_bridge_loss off
   [ "${iop_bridge_drop_on:-0}" = 1 ] && iop_bridge_drop_first off
+  [ "${iop_bridge_ce_on:-0}" = 1 ] && iop_bridge_mark_ce off
   for v in "${iop_veths[@]}"; do "$IOP_RIG/net.sh" del "$v" >/dev/null 2>&1 || true; done
   [ $iop_own_netns = 1 ] && "$IOP_RIG/net.sh" down >/dev/null 2>&1
   if [ $rc -ne 0 ] || [ $IOP_FAILED -ne 0 ]; then
@@ -367,6 +368,35 @@ table bridge rocedp_cm_drop {
   chain forward {
     type filter hook forward priority 0; policy accept;
     ip saddr $1 udp dport 4791 $match numgen inc mod 1000000 0 counter name dropped drop
+  }
+}
+EOF
+}
+# A congested switch: the rig's bridge marks every RoCEv2 frame from IPv4 SRC to DST with ECN = CE
+# (nftables, bridge family, forward hook; nft updates the IPv4 checksum). `off` removes it;
+# `iop_bridge_mark_ce count` prints how many it marked.
+iop_bridge_mark_ce() {
+  case $1 in
+    count)
+      local n
+      n=$(ip netns exec rig nft list counter bridge rocedp_ce marked 2>/dev/null |
+        sed -n 's/.*packets \([0-9]*\).*/\1/p' | head -1)
+      echo "${n:-0}"
+      return 0
+      ;;
+    off)
+      ip netns exec rig nft delete table bridge rocedp_ce 2>/dev/null
+      return 0
+      ;;
+  esac
+  ip netns exec rig nft delete table bridge rocedp_ce 2>/dev/null
+  iop_bridge_ce_on=1
+  ip netns exec rig nft -f - <<EOF
+table bridge rocedp_ce {
+  counter marked {}
+  chain forward {
+    type filter hook forward priority 0; policy accept;
+    ip saddr $1 ip daddr $2 udp dport 4791 ip ecn set ce counter name marked
   }
 }
 EOF

@@ -264,6 +264,14 @@ TEST(PerfOptions, RpingGrammarAsRpingsOwnFlags) {
   EXPECT_EQ(v.endpoint.vlan_priority, 3u);
   EXPECT_EQ(v.endpoint.dscp, 26u);
   EXPECT_EQ(parse_rping(with_endpoint({"--rping", "-s", "--dscp", "64"}), &b), 2);
+  // ECN: off and CNPs at DSCP 48 unless asked.
+  EXPECT_FALSE(v.endpoint.ecn);
+  EXPECT_EQ(v.endpoint.cnp_dscp, 48u);
+  RpingOptions e;
+  ASSERT_EQ(parse_rping(with_endpoint({"--rping", "-s", "--ecn", "--cnp-dscp", "40"}), &e), -1);
+  EXPECT_TRUE(e.endpoint.ecn);
+  EXPECT_EQ(e.endpoint.cnp_dscp, 40u);
+  EXPECT_EQ(parse_rping(with_endpoint({"--rping", "-s", "--cnp-dscp", "64"}), &b), 2);
   EXPECT_EQ(s.endpoint.vlan, 0);  // untagged unless asked
   EXPECT_EQ(parse_rping(with_endpoint({"--rping", "-s", "--vlan", "0"}), &b), 2);
   EXPECT_EQ(parse_rping(with_endpoint({"--rping", "-s", "--vlan", "4095"}), &b), 2);

@@ -18,6 +18,7 @@
 #include "dataplane/rc/rc_engine.hpp"
 #include "dataplane/rc/responder.hpp"
 #include "dataplane/rc/work_queue.hpp"
+#include "dataplane/wire/ipv4.hpp"
 #include "dataplane/wire/parser.hpp"
 
 namespace rocedp::rc::test {
@@ -138,6 +139,9 @@ struct ConnectOptions {
   uint8_t timeout = 8;        // 1.05 ms
   uint8_t min_rnr_timer = 1;  // 10 µs
   uint32_t read_limit = 8;
+  uint8_t a_tos = 0, b_tos = 0;  // IPv4 ToS of each side's QP (ECT bits: DCQCN's reaction point)
+  uint8_t cnp_tos = 0;
+  uint32_t line_rate_mbps = 0;
 };
 
 inline QpConnectParams params_for(Host& self, Qp& me, Host& peer, Qp& other, uint32_t my_psn,
@@ -157,13 +161,19 @@ inline QpConnectParams params_for(Host& self, Qp& me, Host& peer, Qp& other, uin
   p.min_rnr_timer = o.min_rnr_timer;
   p.inbound_read_limit = o.read_limit;
   p.outbound_read_limit = o.read_limit;
+  p.cnp_tos = o.cnp_tos;
+  p.line_rate_mbps = o.line_rate_mbps;
   (void)me;
   return p;
 }
 
 inline void connect(Host& a, Qp& qa, Host& b, Qp& qb, const ConnectOptions& o = {}) {
-  ASSERT_EQ(qa.qp->connect(params_for(a, qa, b, qb, o.a_psn, o.b_psn, o)), STATUS_SUCCESS);
-  ASSERT_EQ(qb.qp->connect(params_for(b, qb, a, qa, o.b_psn, o.a_psn, o)), STATUS_SUCCESS);
+  QpConnectParams pa = params_for(a, qa, b, qb, o.a_psn, o.b_psn, o);
+  QpConnectParams pb = params_for(b, qb, a, qa, o.b_psn, o.a_psn, o);
+  pa.tos = o.a_tos;
+  pb.tos = o.b_tos;
+  ASSERT_EQ(qa.qp->connect(pa), STATUS_SUCCESS);
+  ASSERT_EQ(qb.qp->connect(pb), STATUS_SUCCESS);
 }
 
 // Fault model of the test wire, applied per frame in flight.
@@ -186,9 +196,25 @@ struct Wire {
   std::function<bool(bool, const wire::ParsedPacket&)> drop_if, park_if;
   std::vector<Frame> parked_ab, parked_ba;
   uint64_t dropped = 0;
+  // A congested switch: a frame for which `mark_ce_if` answers true (it sees the direction, true:
+  // A to B) arrives with ECN = CE, its IPv4 checksum updated.
+  std::function<bool(bool)> mark_ce_if;
+  uint64_t marked = 0;
+
+  void mark_ce(std::vector<Frame>& in, bool ab) {
+    for (Frame& f : in) {
+      if (!mark_ce_if(ab)) continue;
+      uint8_t* ip = f.data() + wire::kEthHdrLen;
+      ip[wire::ipv4_off::kTos] |= 3;
+      wire::store_be16(ip + wire::ipv4_off::kChecksum,
+                       wire::ipv4_header_checksum(ip, wire::kIpv4MinHdrLen));
+      ++marked;
+    }
+  }
 
   std::vector<Frame> mangle(std::vector<Frame>& in, std::vector<Frame>& held) {
     std::vector<Frame> out;
+    if (mark_ce_if) mark_ce(in, &held == &held_ab);
     if (drop_all) {
       dropped += in.size();
       in.clear();

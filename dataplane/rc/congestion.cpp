@@ -1,0 +1,135 @@
+#include "dataplane/rc/congestion.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "dataplane/rc/transmit.hpp"
+#include "dataplane/wire/ipv4.hpp"
+
+namespace rocedp::rc {
+namespace {
+
+using CS = CongestionState;
+
+void set_rate(CS& c, uint32_t mbps) {
+  c.rate_mbps = std::max(mbps, kMinRateMbps);
+  c.ps_per_byte = 8'000'000 / c.rate_mbps;  // 8 bits at rate·10^6 bit/s, in picoseconds
+}
+
+// One rate-increase step (the timer's or the byte counter's): fast recovery towards the target
+// while both counters are below F, then the target grows additively, then hyper-additively.
+void increase(QueuePair& qp) {
+  CS& c = qp.cc;
+  const uint32_t lo = std::min(c.timer_steps, c.byte_steps);
+  const uint32_t hi = std::max(c.timer_steps, c.byte_steps);
+  if (lo > kFastRecovery) {
+    c.target_mbps += (lo - kFastRecovery) * kHaiRateMbps;
+  } else if (hi > kFastRecovery) {
+    c.target_mbps += kAiRateMbps;
+  }
+  c.target_mbps = std::min(c.target_mbps, c.line_mbps);
+  const uint32_t rate = (c.target_mbps + c.rate_mbps + 1) / 2;
+  if (rate >= c.line_mbps) {  // recovered: unlimited again
+    qp.cc_flags.paced = false;
+    c.rate_mbps = 0;
+    return;
+  }
+  set_rate(c, rate);
+}
+
+// Steps of a period that elapsed while nobody looked (an idle QP) are applied at once, up to this
+// many; beyond it the QP has been quiet long enough to be unlimited again.
+constexpr uint64_t kMaxCatchUp = 1024;
+
+}  // namespace
+
+bool congestion_send_cnp_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
+  if (qp.state() != QpState::kRts && qp.state() != QpState::kRtr) {
+    qp.cc_flags.cnp_due = false;
+    return true;
+  }
+  TxBth h;
+  h.opcode = wire::opcode::kCnp;
+  h.psn = 0;
+  const uint8_t tos = qp.cc.cnp_tos;
+  // BTH (BECN set, the peer's QP from the template), 16 reserved bytes (Annex A17.9.3). The ToS
+  // and resv8a are masked out of the ICRC, so they may change here, before it is computed.
+  const bool sent = transmit_frame(qp, ctx, h, wire::kCnpReservedLen, [&](uint8_t*, uint8_t* pl) {
+    std::memset(pl, 0, wire::kCnpReservedLen);
+    uint8_t* bth = pl - wire::kBthLen;
+    bth[wire::bth_off::kResv8a] |= wire::bth_bits::kBecn;
+    uint8_t* ip = bth - wire::kUdpHdrLen - wire::kIpv4MinHdrLen;
+    ip[wire::ipv4_off::kTos] = tos;
+    wire::store_be16(ip + wire::ipv4_off::kChecksum,
+                     wire::ipv4_header_checksum(ip, wire::kIpv4MinHdrLen));
+  });
+  if (!sent) return false;
+  qp.cc_flags.cnp_due = false;
+  qp.cc.last_cnp_ns = now_ns;
+  ++qp.cc.cnps_sent;
+  ctx.counters->add(RcCounter::kTxCnp);
+  return true;
+}
+
+bool congestion_on_cnp_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
+  CS& c = qp.cc;
+  ++c.cnps_received;
+  if (!c.ecn) return false;
+  if (qp.cc_flags.paced && now_ns - c.last_cut_ns < kRateReducePeriodNs) return false;
+  if (!qp.cc_flags.paced) {  // a new episode starts from the line rate, alpha at 1
+    set_rate(c, c.line_mbps);
+    c.alpha = CS::kAlphaOne;
+    c.next_tx_ns = now_ns;
+    c.bytes = 0;
+  }
+  c.target_mbps = c.rate_mbps;
+  const uint64_t keep = 2 * uint64_t{CS::kAlphaOne} - c.alpha;  // 1 - alpha/2, times 2·one
+  set_rate(c, static_cast<uint32_t>(c.rate_mbps * keep / (2 * uint64_t{CS::kAlphaOne})));
+  c.alpha += (CS::kAlphaOne - c.alpha) >> kAlphaGShift;
+  c.timer_steps = c.byte_steps = 0;
+  c.last_cut_ns = now_ns;
+  c.alpha_at_ns = now_ns + kAlphaPeriodNs;
+  c.increase_at_ns = now_ns + kIncreasePeriodNs;
+  qp.cc_flags.paced = true;
+  ++c.rate_cuts;
+  ctx.counters->add(RcCounter::kRateCuts);
+  return true;
+}
+
+bool congestion_may_send_st(QueuePair& qp, uint64_t now_ns) {
+  CS& c = qp.cc;
+  if (now_ns >= c.alpha_at_ns) {
+    const uint64_t n = (now_ns - c.alpha_at_ns) / kAlphaPeriodNs + 1;
+    for (uint64_t i = 0; i < std::min(n, kMaxCatchUp); ++i) c.alpha -= c.alpha >> kAlphaGShift;
+    c.alpha_at_ns += n * kAlphaPeriodNs;
+  }
+  if (now_ns >= c.increase_at_ns) {
+    const uint64_t n = (now_ns - c.increase_at_ns) / kIncreasePeriodNs + 1;
+    c.increase_at_ns += n * kIncreasePeriodNs;
+    if (n > kMaxCatchUp) {
+      qp.cc_flags.paced = false;
+      c.rate_mbps = 0;
+    }
+    for (uint64_t i = 0; i < n && qp.cc_flags.paced; ++i) {
+      ++c.timer_steps;
+      increase(qp);
+    }
+  }
+  if (!qp.cc_flags.paced) return true;
+  // A pause leaves at most kPaceSlackNs of credit.
+  if (c.next_tx_ns + kPaceSlackNs < now_ns) c.next_tx_ns = now_ns - kPaceSlackNs;
+  return c.next_tx_ns <= now_ns;
+}
+
+void congestion_charge_st(QueuePair& qp, uint32_t bytes) {
+  CS& c = qp.cc;
+  c.next_tx_ns += uint64_t{bytes} * c.ps_per_byte / 1000;
+  c.bytes += bytes;
+  if (c.bytes >= kIncreaseBytes) {
+    c.bytes -= kIncreaseBytes;
+    ++c.byte_steps;
+    increase(qp);
+  }
+}
+
+}  // namespace rocedp::rc

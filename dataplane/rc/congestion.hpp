@@ -1,0 +1,64 @@
+#pragma once
+// RoCEv2 congestion control (IBTA Annex A17.9; DCQCN, Zhu et al., SIGCOMM 2015), both roles of a
+// QP, on its owning core:
+//   - Notification point. A packet for the QP arrives with ECN = CE (a switch queue marked it):
+//     the QP sends a CNP to its peer's QP, at most one per kCnpIntervalNs. Always on: a peer that
+//     sends ECT expects CNPs, whatever this end sends.
+//   - Reaction point. A CNP arrives for a QP whose frames are ECN-capable (its ToS carries ECT):
+//     the QP's send rate Rc, unlimited until then, is cut, Rc *= 1 - alpha/2 (at most once per
+//     kRateReducePeriodNs), after the target Rt = Rc; alpha moves towards 1 with each CNP and
+//     decays towards 0 each kAlphaPeriodNs without one. Every kIncreasePeriodNs and every
+//     kIncreaseBytes sent the rate recovers: Rc = (Rt + Rc) / 2 (fast recovery, kFastRecovery
+//     steps), then Rt grows by kAiRateMbps (additive) and, once both counters passed kFastRecovery,
+//     by kHaiRateMbps per step beyond (hyper). At the line rate the QP is unlimited again.
+//   - Pacing. A limited QP's frames are charged to a clock at Rc; the requester sends only when the
+//     clock is not ahead of now (with kPaceSlackNs of burst after a pause), and the engine's timer
+//     wakes it when the clock comes due.
+// The constants are NVIDIA's documented defaults where they differ from the paper's (periods,
+// byte counter, steps); g = 1/256 is the paper's. A QP that neither receives CE nor CNPs pays one
+// test per frame received and per visit.
+
+#include <cstdint>
+
+#include "dataplane/rc/queue_pair.hpp"
+
+namespace rocedp::rc {
+
+inline constexpr uint64_t kCnpIntervalNs = 4'000;       ///< NP: min time between CNPs of a QP
+inline constexpr uint64_t kRateReducePeriodNs = 4'000;  ///< RP: min time between cuts
+inline constexpr uint64_t kAlphaPeriodNs = 55'000;      ///< alpha decays once per period
+inline constexpr uint64_t kIncreasePeriodNs = 300'000;  ///< rate-increase timer (T)
+inline constexpr uint32_t kIncreaseBytes = 32'768;      ///< rate-increase byte counter (B)
+inline constexpr uint32_t kFastRecovery = 5;            ///< F
+inline constexpr uint32_t kAiRateMbps = 5;              ///< additive increase
+inline constexpr uint32_t kHaiRateMbps = 50;            ///< hyper increase
+inline constexpr uint32_t kMinRateMbps = 1;             ///< no cut goes below it
+inline constexpr uint32_t kAlphaGShift = 8;             ///< g = 1/256
+inline constexpr uint64_t kPaceSlackNs = 10'000;        ///< burst allowed after a pause
+/// Line rate for a device that reports no link speed.
+inline constexpr uint32_t kDefaultLineRateMbps = 10'000;
+
+/// IPv4 ECN codepoints (RFC 3168), the low two bits of the ToS.
+inline constexpr uint8_t kEcnMask = 3, kEcnEct0 = 2, kEcnCe = 3;
+
+/// NP: a packet for `qp` (checked: RTR/RTS, from its peer) carried CE.
+inline void congestion_on_ce_st(QueuePair& qp, uint64_t now_ns) {
+  ++qp.cc.ce_received;
+  if (!qp.cc_flags.cnp_due && now_ns - qp.cc.last_cnp_ns >= kCnpIntervalNs)
+    qp.cc_flags.cnp_due = true;
+}
+
+/// NP: sends the CNP cc_flags.cnp_due asked for (a visit of the QP). False if the sink refused.
+bool congestion_send_cnp_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns);
+
+/// RP: a CNP for `qp` arrived from its peer. Returns whether the rate was cut.
+bool congestion_on_cnp_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns);
+
+/// RP, a limited QP's visit: applies the alpha decay and the rate increases due by `now_ns`, and
+/// says whether the pacing clock lets a frame leave now.
+bool congestion_may_send_st(QueuePair& qp, uint64_t now_ns);
+
+/// RP: `bytes` of a limited QP's frame left (the pacing clock and the byte counter).
+void congestion_charge_st(QueuePair& qp, uint32_t bytes);
+
+}  // namespace rocedp::rc

@@ -1,0 +1,194 @@
+// Congestion control of the RC engine (dataplane/rc/congestion.hpp) over the in-memory wire of
+// rc_harness.hpp, with the wire as a congested switch that marks CE: the notification point's
+// CNPs as a peer sees them on the wire, the reaction point's rate cut, pacing and recovery, and
+// the bytes delivered exactly once throughout.
+
+#include "dataplane/rc/congestion.hpp"
+#include "tests/transport/rc_harness.hpp"
+
+namespace rocedp::rc::test {
+namespace {
+
+constexpr uint32_t kMsg = 1024;
+constexpr uint32_t kSlots = 512;  // WRITEs cycle over this many 1 KiB slots of the buffers
+constexpr uint8_t kCnpTos = 48 << 2;
+constexpr uint32_t kLineMbps = 10'000;
+
+class Congestion : public ::testing::Test {
+ protected:
+  Host a{0, 0xC6120001, 1};
+  Host b{0, 0xC6120002, 2};
+  Wire w{a, b};
+  Qp* qa = nullptr;
+  Qp* qb = nullptr;
+  Buffer* src = nullptr;
+  Buffer* dst = nullptr;
+  uint64_t posted = 0;
+  std::vector<NdkResultEx> done;
+
+  void make(uint8_t a_tos) {
+    ConnectOptions o;
+    o.a_tos = a_tos;
+    o.cnp_tos = kCnpTos;
+    o.line_rate_mbps = kLineMbps;
+    qa = &a.qp(kSlots, kSlots, 8192);
+    qb = &b.qp(kSlots, kSlots, 8192);
+    connect(a, *qa, b, *qb, o);
+    src = &a.buffer(kSlots * kMsg);
+    dst = &b.buffer(kSlots * kMsg, kMrAll, 0);
+    fill_pattern(src->ptr(), kSlots * kMsg, 11);
+  }
+  // WRITEs of kMsg bytes, slot by slot, until `outstanding` are posted and not completed.
+  void top_up(uint64_t outstanding) {
+    collect();
+    while (posted - done.size() < outstanding) {
+      const uint32_t off = static_cast<uint32_t>(posted % kSlots) * kMsg;
+      SendWqe wr = send_wqe(SendOpcode::kWrite, tag(posted), {src->sge(off, kMsg)});
+      wr.remote_address = dst->va() + off;
+      wr.remote_token = dst->tokens.remote;
+      ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
+      ++posted;
+    }
+  }
+  void collect() {
+    auto s = qa->send_cqes();
+    done.insert(done.end(), s.begin(), s.end());
+  }
+  bool all_done() {
+    collect();
+    return done.size() == posted;
+  }
+  // Every WRITE completed once, in order, and the destination holds the source's bytes.
+  void expect_delivered() {
+    ASSERT_EQ(done.size(), posted);
+    for (size_t i = 0; i < done.size(); ++i) {
+      ASSERT_EQ(done[i].status, STATUS_SUCCESS) << i;
+      ASSERT_EQ(done[i].request_context, tag(i)) << "posting order, exactly once";
+    }
+    const size_t n = std::min<uint64_t>(posted, kSlots) * kMsg;
+    EXPECT_EQ(std::memcmp(dst->ptr(), src->ptr(), n), 0);
+  }
+  // Bytes A sent while `rounds` rounds of the wire ran with its queue kept full, in Mbit/s.
+  double run_loaded(int rounds) {
+    uint64_t bytes = 0;
+    const uint64_t t0 = w.now;
+    for (int i = 0; i < rounds; ++i) {
+      top_up(256);
+      const size_t before = a.log.size();
+      if (!w.step()) w.now += 1'000;  // paced and waiting: the time its clock asks for passes
+      for (size_t f = before; f < a.log.size(); ++f) bytes += a.log[f].size();
+    }
+    return static_cast<double>(bytes) * 8 * 1000 / static_cast<double>(w.now - t0);
+  }
+  std::vector<wire::ParsedPacket> cnps_from(const Host& h) {
+    std::vector<wire::ParsedPacket> out;
+    for (const Frame& f : h.log) {
+      wire::ParsedPacket p = parse_frame(f);
+      if (p.f.bth.opcode == wire::opcode::kCnp) out.push_back(p);
+    }
+    return out;
+  }
+};
+
+// B's responder sees A's WRITEs marked CE and answers with CNPs: BECN set, to A's QP, PSN 0, 16
+// zero bytes, a valid ICRC (parse checks it), the CNP DSCP, and at most one per 4 µs. A's QP is not
+// ECN-capable, so it counts them and keeps its rate.
+TEST_F(Congestion, CeMarkedRequestsAreAnsweredWithCnpsAtMostOnePerInterval) {
+  make(0);
+  w.mark_ce_if = [](bool ab) { return ab; };
+  const uint64_t t0 = w.now;
+  top_up(300);
+  ASSERT_TRUE(w.run_until([&] { return all_done(); }));
+  expect_delivered();
+
+  const auto cnps = cnps_from(b);
+  ASSERT_GE(cnps.size(), 1u);
+  for (const wire::ParsedPacket& p : cnps) {
+    EXPECT_TRUE(p.f.bth.becn);
+    EXPECT_FALSE(p.f.bth.fecn);
+    EXPECT_EQ(p.f.bth.dqpn, qa->qp->qpn());
+    EXPECT_EQ(p.f.bth.psn, 0u);
+    EXPECT_FALSE(p.f.bth.ack_req);
+    EXPECT_EQ(p.payload_len, wire::kCnpReservedLen);
+    EXPECT_EQ(p.f.ip.tos, kCnpTos) << "the CNP DSCP, not ECN-capable";
+    EXPECT_EQ(p.f.ip.src, b.ip);
+    EXPECT_EQ(p.f.ip.dst, a.ip);
+  }
+  const RcCounters& bc = b.eng->counters();
+  EXPECT_EQ(bc.get(RcCounter::kRxCe), w.marked) << "every marked frame arrived and was counted";
+  EXPECT_EQ(bc.get(RcCounter::kTxCnp), cnps.size());
+  EXPECT_EQ(qb->qp->cc.cnps_sent, cnps.size());
+  EXPECT_EQ(qb->qp->cc.ce_received, w.marked);
+  EXPECT_LT(cnps.size(), w.marked) << "rate-limited: not one CNP per marked frame";
+  EXPECT_LE(cnps.size(), (w.now - t0) / kCnpIntervalNs + 1);
+  // A: counted, not acted on (its frames are Not-ECT).
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kRxCnp), cnps.size());
+  EXPECT_EQ(qa->qp->cc.cnps_received, cnps.size());
+  EXPECT_EQ(qa->qp->cc.rate_cuts, 0u);
+  EXPECT_FALSE(qa->qp->cc_flags.paced);
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kRateCuts), 0u);
+  for (const Frame& f : a.log) EXPECT_EQ(parse_frame(f).f.ip.tos & kEcnMask, 0);
+}
+
+// No mark, no CNP: a clean run sends none and cuts nothing.
+TEST_F(Congestion, UnmarkedTrafficSendsNoCnp) {
+  make(kEcnEct0);
+  top_up(300);
+  ASSERT_TRUE(w.run_until([&] { return all_done(); }));
+  expect_delivered();
+  EXPECT_TRUE(cnps_from(a).empty());
+  EXPECT_TRUE(cnps_from(b).empty());
+  EXPECT_EQ(b.eng->counters().get(RcCounter::kRxCe), 0u);
+  EXPECT_FALSE(qa->qp->cc_flags.paced);
+}
+
+// A's QP sends ECT(0). While the switch marks its frames, B's CNPs cut its rate well below the
+// line and the pacing clock holds it there; once marking stops, it recovers to the line rate and
+// is unlimited again. Every byte arrives exactly once throughout.
+TEST_F(Congestion, AnEctQpSlowsDownOnCnpsAndRecoversWhenMarkingStops) {
+  make(kEcnEct0);
+  // Unlimited, the harness's wire moves far more than the line rate (its rounds are 1 µs).
+  const double free_mbps = run_loaded(200);
+  ASSERT_GT(free_mbps, 4.0 * kLineMbps);
+  ASSERT_FALSE(qa->qp->cc_flags.paced);
+
+  bool marking = true;
+  w.mark_ce_if = [&](bool ab) { return ab && marking; };
+  run_loaded(1000);  // the cuts
+  const double congested_mbps = run_loaded(2000);
+  const CongestionState& cc = qa->qp->cc;
+  EXPECT_TRUE(qa->qp->cc_flags.paced);
+  EXPECT_GE(cc.rate_cuts, 2u);
+  EXPECT_LT(cc.rate_mbps, kLineMbps / 2);
+  EXPECT_GT(cc.alpha, 0u);
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kRateCuts), cc.rate_cuts);
+  EXPECT_EQ(cc.cnps_received, b.eng->counters().get(RcCounter::kTxCnp));
+  EXPECT_LT(congested_mbps, kLineMbps / 2.0) << "paced: " << congested_mbps << " Mbit/s";
+  EXPECT_GT(congested_mbps, 0.0) << "slowed, not stopped";
+
+  marking = false;
+  uint64_t rounds = 0;
+  while (qa->qp->cc_flags.paced && rounds < 2'000'000) {
+    top_up(256);
+    if (!w.step()) w.now += 1'000;
+    ++rounds;
+  }
+  EXPECT_FALSE(qa->qp->cc_flags.paced) << "recovered to the line rate after " << rounds;
+  EXPECT_GT(run_loaded(200), 4.0 * kLineMbps) << "unlimited again";
+
+  ASSERT_TRUE(w.run_until([&] { return all_done(); }));
+  expect_delivered();
+  for (const Frame& f : a.log) {
+    const wire::ParsedPacket p = parse_frame(f);
+    EXPECT_EQ(p.f.ip.tos & kEcnMask, kEcnEct0) << "A's QP frames are ECT(0)";
+  }
+  for (const Frame& f : b.log) {
+    const wire::ParsedPacket p = parse_frame(f);
+    if (p.f.bth.opcode != wire::opcode::kCnp) {
+      EXPECT_EQ(p.f.ip.tos & kEcnMask, 0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rocedp::rc::test
