@@ -590,6 +590,9 @@ FaultConfig Reader::fault(const Field& f) {
     if (const Field* v = m.find("corrupt_pct")) c.corrupt_pct = percentage(*v);
   });
   guard([&] {
+    if (const Field* v = m.find("ce_pct")) c.ce_pct = percentage(*v);
+  });
+  guard([&] {
     if (const Field* v = m.find("reorder_window"))
       c.reorder_window = static_cast<uint32_t>(number(*v, "ports.fault", "reorder_window"));
   });

@@ -77,6 +77,8 @@ constexpr KeySpec kKeys[] = {
      "% of frames delivered twice"},
     {"ports.fault", "corrupt_pct", K::kPercent, "number", "`0`", 0, 100, "",
      "% of frames with one byte flipped"},
+    {"ports.fault", "ce_pct", K::kPercent, "number", "`0`", 0, 100, "",
+     "% of ECN-capable (ECT) IPv4 frames marked CE, as a congested switch marks them"},
     {"ports.fault", "reorder_window", K::kUint, "int", "`0`", 0, 1024, "",
      "shuffle within windows of this many frames (0 = off)"},
     {"ports.fault", "reorder_pct", K::kPercent, "number", "`100`", 0, 100, "",

@@ -132,6 +132,7 @@ std::vector<AdapterRuntime::EngineCounter> AdapterRuntime::drop_counters() {
     out.push_back({"fault_dropped", f.dropped});
     out.push_back({"fault_duplicated", f.duplicated});
     out.push_back({"fault_corrupted", f.corrupted});
+    out.push_back({"fault_ce_marked", f.ce_marked});
     out.push_back({"fault_reordered", f.reordered});
     out.push_back({"fault_delayed", f.delayed});
   }

@@ -76,6 +76,7 @@ const PortField kPortFields[] = {
     {"fault_dropped", [](const PortSnapshot& p) { return p.stats.fault.dropped; }},
     {"fault_duplicated", [](const PortSnapshot& p) { return p.stats.fault.duplicated; }},
     {"fault_corrupted", [](const PortSnapshot& p) { return p.stats.fault.corrupted; }},
+    {"fault_ce_marked", [](const PortSnapshot& p) { return p.stats.fault.ce_marked; }},
     {"fault_reordered", [](const PortSnapshot& p) { return p.stats.fault.reordered; }},
     {"fault_delayed", [](const PortSnapshot& p) { return p.stats.fault.delayed; }},
 };

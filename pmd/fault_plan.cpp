@@ -21,7 +21,8 @@ FaultPlan::FaultPlan(const config::FaultConfig& cfg, uint64_t stream)
       drop_threshold_(threshold(cfg.drop_pct)),
       duplicate_threshold_(threshold(cfg.duplicate_pct)),
       corrupt_threshold_(threshold(cfg.corrupt_pct)),
-      reorder_threshold_(cfg.reorder_window > 1 ? threshold(cfg.reorder_pct) : 0) {}
+      reorder_threshold_(cfg.reorder_window > 1 ? threshold(cfg.reorder_pct) : 0),
+      ce_threshold_(threshold(cfg.ce_pct)) {}
 
 bool FaultPlan::roll(uint64_t t) {
   if (t == 0) return false;  // no draw at all: turning a fault off does not shift the others
@@ -43,6 +44,7 @@ FaultDecision FaultPlan::decide(uint32_t frame_len) {
   d.duplicate = roll(duplicate_threshold_);
   // Every frame of the window at 100% without a draw: replays of older seeds stay the same.
   d.reorder = reorder_threshold_ == UINT64_MAX || roll(reorder_threshold_);
+  d.mark_ce = roll(ce_threshold_);  // last: a seed's other decisions stay what they were
   return d;
 }
 

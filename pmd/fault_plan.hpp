@@ -36,6 +36,7 @@ struct FaultDecision {
   bool duplicate = false;
   bool corrupt = false;
   bool reorder = false;         // with a reorder window: the frame takes part in its shuffle
+  bool mark_ce = false;         // ECN = CE if the frame is ECN-capable IPv4 (FaultStage)
   uint32_t corrupt_offset = 0;  // byte index in the frame, >= kEthernetHeaderLen
   uint8_t corrupt_mask = 0;     // XORed into that byte; never 0, so the byte always changes
 };
@@ -69,6 +70,7 @@ class FaultPlan {
   uint64_t duplicate_threshold_;
   uint64_t corrupt_threshold_;
   uint64_t reorder_threshold_;  // 0 without a window
+  uint64_t ce_threshold_;
   bool roll(uint64_t threshold);
 };
 

@@ -15,6 +15,7 @@ void FaultCounters::add_to(FaultStats& out) const {
   out.corrupted += corrupted.load(std::memory_order_relaxed);
   out.reordered += reordered.load(std::memory_order_relaxed);
   out.delayed += delayed.load(std::memory_order_relaxed);
+  out.ce_marked += ce_marked.load(std::memory_order_relaxed);
   out.duplicate_failed += duplicate_failed.load(std::memory_order_relaxed);
   out.flushed += flushed.load(std::memory_order_relaxed);
 }
@@ -62,6 +63,39 @@ void FaultStage::corrupt(rte_mbuf* m, const FaultDecision& d) {
   }
 }
 
+// Never write into data someone else still references (a clone, or a frame the sender keeps for
+// retransmission): a private copy instead (the frame as it is when no mbuf is left for one).
+rte_mbuf* FaultStage::writable(rte_mbuf* m) {
+  if (!RTE_MBUF_CLONED(m) && !RTE_MBUF_HAS_EXTBUF(m) && rte_mbuf_refcnt_read(m) == 1) return m;
+  rte_mbuf* copy = rte_pktmbuf_copy(m, dup_pool_, 0, UINT32_MAX);
+  if (copy == nullptr) return nullptr;
+  rte_pktmbuf_free(m);
+  return copy;
+}
+
+// An untagged IPv4 frame whose ECN field says ECT(0) or ECT(1) gets CE (RFC 3168: a router marks
+// only ECN-capable packets); the header checksum follows (RFC 1624).
+void FaultStage::mark_ce(rte_mbuf* m) {
+  constexpr uint32_t kTos = 15, kChecksum = 24;
+  if (m->data_len < kChecksum + 2) return;
+  uint8_t* p = rte_pktmbuf_mtod(m, uint8_t*);
+  if (p[12] != 0x08 || p[13] != 0x00 || (p[14] >> 4) != 4) return;
+  const uint8_t ecn = p[kTos] & 3;
+  if (ecn == 0 || ecn == 3) return;
+  const uint16_t old_word = static_cast<uint16_t>((p[14] << 8) | p[kTos]);
+  p[kTos] |= 3;
+  const uint16_t new_word = static_cast<uint16_t>((p[14] << 8) | p[kTos]);
+  uint32_t sum = static_cast<uint16_t>(~((p[kChecksum] << 8) | p[kChecksum + 1]));
+  sum += static_cast<uint16_t>(~old_word);
+  sum += new_word;
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  const auto check = static_cast<uint16_t>(~sum);
+  p[kChecksum] = static_cast<uint8_t>(check >> 8);
+  p[kChecksum + 1] = static_cast<uint8_t>(check);
+  bump(counters_.ce_marked);
+}
+
 void FaultStage::push(rte_mbuf** pkts, uint32_t n, uint64_t now) {
   for (uint32_t i = 0; i < n; ++i) {
     rte_mbuf* m = pkts[i];
@@ -71,18 +105,11 @@ void FaultStage::push(rte_mbuf** pkts, uint32_t n, uint64_t now) {
       bump(counters_.dropped);
       continue;
     }
-    if (d.corrupt) {
-      // Never write into data someone else still references (a clone, or a frame the sender
-      // keeps for retransmission): corrupt a private copy instead.
-      if (RTE_MBUF_CLONED(m) || RTE_MBUF_HAS_EXTBUF(m) || rte_mbuf_refcnt_read(m) > 1) {
-        rte_mbuf* copy = rte_pktmbuf_copy(m, dup_pool_, 0, UINT32_MAX);
-        if (copy != nullptr) {
-          rte_pktmbuf_free(m);
-          m = copy;
-          corrupt(m, d);
-        }
-      } else {
-        corrupt(m, d);
+    if (d.corrupt || d.mark_ce) {
+      if (rte_mbuf* w = writable(m)) {
+        m = w;
+        if (d.corrupt) corrupt(m, d);
+        if (d.mark_ce) mark_ce(m);
       }
     }
     rte_mbuf* dup = nullptr;

@@ -305,6 +305,7 @@ std::unique_ptr<Port> Port::open(const config::PortConfig& cfg, uint16_t wanted_
          {"drop_pct", std::to_string(f.drop_pct)},
          {"duplicate_pct", std::to_string(f.duplicate_pct)},
          {"corrupt_pct", std::to_string(f.corrupt_pct)},
+         {"ce_pct", std::to_string(f.ce_pct)},
          {"reorder_window", std::to_string(f.reorder_window)},
          {"delay_us", std::to_string(f.delay_us)},
          {"seed", std::to_string(f.seed)}});

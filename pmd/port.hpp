@@ -32,6 +32,7 @@ struct LinkStatus {
 
 struct FaultStats {
   uint64_t dropped = 0, duplicated = 0, corrupted = 0, reordered = 0, delayed = 0;
+  uint64_t ce_marked = 0;         // ECN-capable IPv4 frames marked CE
   uint64_t duplicate_failed = 0;  // a duplicate was wanted but the pool had no mbuf
   uint64_t flushed = 0;           // frames still held at stop, freed
 };

@@ -74,10 +74,11 @@ bool build_config(const EndpointOptions& e, config::Config* out, std::string* er
     cfg.eal.lcores = {cfg.eal.main_lcore};
     cfg.dataplane.lcores = {cfg.eal.main_lcore};
   }
-  if (e.fault_drop_pct > 0 && !cfg.ports.empty()) {
+  if ((e.fault_drop_pct > 0 || e.fault_ce_pct > 0) && !cfg.ports.empty()) {
     auto& f = cfg.ports[0].fault;
     f.direction = config::FaultConfig::Direction::kRx;
     f.drop_pct = e.fault_drop_pct;
+    f.ce_pct = e.fault_ce_pct;
     f.seed = e.fault_seed != 0 ? e.fault_seed : static_cast<uint64_t>(getpid()) * 2654435761u + 1;
   }
   cfg.listeners.clear();

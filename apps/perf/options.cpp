@@ -94,6 +94,12 @@ void add_endpoint_options(CLI::App& app, EndpointOptions* e, bool native) {
       ->type_name("PCT")
       ->check(CLI::Range(0.0, 100.0))
       ->group("Faults");
+  app.add_option("--fault-ce", e->fault_ce_pct,
+                 "mark CE on PCT % of the ECN-capable frames this endpoint receives (a congested "
+                 "switch)")
+      ->type_name("PCT")
+      ->check(CLI::Range(0.0, 100.0))
+      ->group("Faults");
   app.add_option("--fault-seed", e->fault_seed, "seed of the drops (default: per process)")
       ->group("Faults");
 }

@@ -38,6 +38,7 @@ struct EndpointOptions {
   config::LoggingConfig::Level log_level = config::LoggingConfig::Level::kWarning;
   // Fault stage on this endpoint's port, its RX side (give both ends a rate for loss both ways).
   double fault_drop_pct = 0;
+  double fault_ce_pct = 0;  ///< ECN-capable frames received marked CE (a congested switch)
   uint64_t fault_seed = 0;  ///< 0: derived from the process id
   /// --perftest, --rping: print the engine's counters and the drops by reason after the run.
   bool counters = false;

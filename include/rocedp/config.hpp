@@ -36,13 +36,14 @@ struct FaultConfig {
   double drop_pct = 0;          // 0..100: frame silently discarded
   double duplicate_pct = 0;     // 0..100: frame delivered twice
   double corrupt_pct = 0;       // 0..100: one random byte flipped
+  double ce_pct = 0;  // 0..100: an ECN-capable IPv4 frame marked CE, as a congested switch would
   uint32_t reorder_window = 0;  // 0 = off; else frames are shuffled within windows of this many
   double reorder_pct = 100;     // with a window: share of frames that take part in the shuffle
   uint32_t delay_us = 0;        // every frame held this long before delivery
   uint64_t seed = 1;            // PRNG seed, so a failing chaos run can be replayed
   bool enabled() const {
-    return drop_pct > 0 || duplicate_pct > 0 || corrupt_pct > 0 || reorder_window > 0 ||
-           delay_us > 0;
+    return drop_pct > 0 || duplicate_pct > 0 || corrupt_pct > 0 || ce_pct > 0 ||
+           reorder_window > 0 || delay_us > 0;
   }
 };
 

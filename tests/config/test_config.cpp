@@ -109,6 +109,7 @@ ports:
       drop_pct: 1.5
       duplicate_pct: 2
       corrupt_pct: 0.25
+      ce_pct: 12.5
       reorder_window: 16
       reorder_pct: 50
       delay_us: 100
@@ -188,6 +189,7 @@ limits:
   EXPECT_DOUBLE_EQ(left.fault.drop_pct, 1.5);
   EXPECT_DOUBLE_EQ(left.fault.duplicate_pct, 2);
   EXPECT_DOUBLE_EQ(left.fault.corrupt_pct, 0.25);
+  EXPECT_DOUBLE_EQ(left.fault.ce_pct, 12.5);
   EXPECT_EQ(left.fault.reorder_window, 16u);
   EXPECT_DOUBLE_EQ(left.fault.reorder_pct, 50);
   EXPECT_EQ(left.fault.delay_us, 100u);
@@ -460,7 +462,7 @@ TEST(ConfigReject, UnknownKeys) {
                "unknown key 'adress'; allowed keys: name, devargs, mac, address, mtu, vlan, "
                "vlan_priority, dscp, ecn, cnp_dscp, neighbours, fault");
   expect_error(kOnePort + "    fault: {drop: 5}\n", 5, 13, "ports[0].fault.drop",
-               "allowed keys: direction, drop_pct, duplicate_pct, corrupt_pct, reorder_window, "
+               "allowed keys: direction, drop_pct, duplicate_pct, corrupt_pct, ce_pct, reorder_window, "
                "reorder_pct, delay_us, seed");
   expect_error(
       kOnePort + "    neighbours: [{ip: 198.18.0.2, mac: \"02:00:00:00:00:02\", port: 1}]\n", 5, 61,
@@ -584,6 +586,8 @@ TEST(ConfigReject, OutOfRangePortValues) {
   expect_error(port + "      drop_pct: 100.5\n", 6, 17, "ports[0].fault.drop_pct",
                "must be in 0..100 (percent), got 100.5");
   expect_error(port + "      duplicate_pct: -1\n", 6, 22, "ports[0].fault.duplicate_pct",
+               "must be in 0..100 (percent), got -1");
+  expect_error(port + "      ce_pct: -1\n", 6, 15, "ports[0].fault.ce_pct",
                "must be in 0..100 (percent), got -1");
   expect_error(port + "      corrupt_pct: 101\n", 6, 20, "ports[0].fault.corrupt_pct",
                "must be in 0..100");

@@ -39,6 +39,11 @@
 #     tos-lc             Linux ib_write_bw -R --tos 96 against rocedp-perf --perftest (unmarked
 #                        port): each of rocedp's QPs follows its REQ's traffic class (perftest's
 #                        control connection unmarked, its data connection ToS 96 both ways)
+#     ecn-lc             Linux ib_write_bw -R -n 200 against rocedp-perf --perftest --ecn while
+#                        the bridge marks every RoCEv2 frame from Linux to rocedp CE (a congested
+#                        switch): rocedp answers with CNPs (BECN, DSCP 48) to Linux's QPs, at
+#                        most one per QP per 4 µs, its own frames carry ECT(0), and the run
+#                        completes (Linux's rxe ignores CNPs)
 #   the CM check (connections that do not come about; tests/interop/cm_check_peer.c in the guest,
 #   rocedp-perf --cm-check on the host; path MTU plays no part, so at MTU 1500 only):
 #     cm-lc-reject       Linux connects with private data; rocedp's consumer rejects with its own
@@ -112,6 +117,8 @@ begin prio-ls; ip link add link eth0 name eth0.0 type vlan id 0 && ip addr add $
 rping -s -a $plinux -S 3000; end prio-ls \$?
 begin tos-lc; n=0; until ib_write_bw -d rxe0 -R --tos 96 -n 5 -s 4096 -F $perf; do n=\$((n+1)); [ \$n -ge 60 ] && break; sleep 0.5; done
 end tos-lc \$((n >= 60))
+begin ecn-lc; n=0; until ib_write_bw -d rxe0 -R -n 200 -s 4096 -F $perf; do n=\$((n+1)); [ \$n -ge 60 ] && break; sleep 0.5; done
+end ecn-lc \$((n >= 60))
 begin cm-lc-reject; n=0; while [ ! -e /mnt/share/cm-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
 /mnt/share/cm_check_peer -c -a $perf -p 7476 -e 28 -d rocedp-rejects; end cm-lc-reject \$?
 begin cm-lc-refused; /mnt/share/cm_check_peer -c -a $daemon -p 7479 -e 8; end cm-lc-refused \$?
@@ -243,6 +250,21 @@ on_begin_tos_lc() {
     --file-prefix "rdp-iop-pt-$$" write bw -n 5 -s 4096 -F -R
   tos_srv=$IOP_LAST_PID
 }
+# ECN: the bridge marks CE from before the guest's client starts until the next case; rocedp-perf
+# prints its engine's counters (--counters).
+ecn_srv="" ecn_rc=none ecn_marked=none
+on_ready_ecn_lc() { iop_bridge_mark_ce "$linux" "$perf"; }
+on_begin_ecn_lc() {
+  reap "$tos_srv"  # the same port
+  tos_rc=$REAPED tos_srv=""
+  iop_start perftest-ecn "$IOP_BIN/rocedp-perf" --perftest "${perf_port[@]}" --ip "$perf/24" --timeout 60 \
+    --file-prefix "rdp-iop-pe-$$" --ecn --counters write bw -n 200 -s 4096 -F -R
+  ecn_srv=$IOP_LAST_PID
+}
+on_ready_cm_lc_reject() {
+  ecn_marked=$(iop_bridge_mark_ce count)
+  iop_bridge_mark_ce off
+}
 
 iop_share_check_peers
 [ "$mtu" = 1500 ] && iop_share_modules 8021q
@@ -258,7 +280,7 @@ held=$(iop_daemon_holds "rdp-iop-d-$$")
 echo "rocedpd after the guest's clients: $held(connections, QPs)"
 iop_check_captures
 cm_cases=()
-[ "$mtu" = 1500 ] && cm_cases=(vlan_lc vlan_ls prio_ls tos_lc cm_lc_reject cm_lc_refused cm_churn cm_ls_refused cm_ls_reject cm_ls_abandon cm_ls_give_up cm_ls_late cm_lc_late)
+[ "$mtu" = 1500 ] && cm_cases=(vlan_lc vlan_ls prio_ls tos_lc ecn_lc cm_lc_reject cm_lc_refused cm_churn cm_ls_refused cm_ls_reject cm_ls_abandon cm_ls_give_up cm_ls_late cm_lc_late)
 reap "$cm_late"
 cm_late_rc=$REAPED
 for c in client_echo client_rocedp_disc client_rnr server_echo server_rnr rping_lc rping_ls ops_lc ops_lc_fr ops_ls mem_lc "${cm_cases[@]}"; do
@@ -307,8 +329,7 @@ if [ "$mtu" = 1500 ]; then
   # DSCP of the data QPs' frames (not QP1's MADs), per source: rocedp's port marks 26 (ToS 104)
   # in both cases; Linux's QP follows rocedp's REQ as the passive side (vlan-ls), and is unmarked
   # as the active one (vlan-lc). tos-lc: rocedp's unmarked port follows Linux's REQ (ToS 96).
-  reap "$tos_srv"
-  tos_rc=$REAPED
+  [ -z "$tos_srv" ] || { reap "$tos_srv"; tos_rc=$REAPED; }
   [ "$tos_rc" = 0 ] || iop_fail "tos-lc: rocedp-perf --perftest ended with rc=$tos_rc ($(tail -1 "$IOP_WORK/perftest-tos.log" 2>/dev/null))"
   cp "$IOP_WORK/perftest-tos.log" "$IOP_ARTIFACTS/interop-$mtu-tos-lc.log" 2>/dev/null
   # (count source:dscp) of case $1's data frames, or with $2 set (count source:destqp:dscp).
@@ -340,6 +361,42 @@ if [ "$mtu" = 1500 ]; then
   done <<<"$reqs"
   tr ';' '\n' <<<"$flows" | grep -q " $linux:.*:24$" || iop_fail "tos-lc: Linux sent no data frame at DSCP 24 ($flows)"
   echo "tos-lc: REQs (QPN:traffic class) $(tr '\n' ' ' <<<"$reqs"); data frames (count source:destqp:dscp): $flows"
+  # ecn-lc: the bridge marked Linux's frames CE; rocedp's engine counted them and sent CNPs, each
+  # to one of Linux's QPs (their REQs' local QPNs) with BECN set (BTH byte 4, which this tshark
+  # shows as infiniband.reserved), DSCP 48 and Not-ECT; every other RoCEv2 frame of rocedp's QPs
+  # carries ECT(0). (The capture shows Linux's frames before the bridge marks them.)
+  reap "$ecn_srv"
+  ecn_rc=$REAPED
+  elog=$IOP_WORK/perftest-ecn.log epcap=$IOP_ARTIFACTS/interop-$mtu-ecn-lc.pcap
+  cp "$elog" "$IOP_ARTIFACTS/interop-$mtu-ecn-lc.log" 2>/dev/null
+  [ "$ecn_rc" = 0 ] || iop_fail "ecn-lc: rocedp-perf --perftest --ecn ended with rc=$ecn_rc ($(tail -1 "$elog" 2>/dev/null))"
+  counter() { grep '"rc_counters"' "$elog" 2>/dev/null | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" | head -1; }
+  rx_ce=$(counter rx_ce) tx_cnp=$(counter tx_cnp)
+  [ "${rx_ce:-0}" -ge 800 ] || iop_fail "ecn-lc: rocedp counted ${rx_ce:-no} CE-marked packets, not the 800 of 200 WRITEs of 4 KiB (the bridge marked $ecn_marked)"
+  [ "${tx_cnp:-0}" -ge 1 ] && [ "${tx_cnp:-0}" -lt "${rx_ce:-0}" ] ||
+    iop_fail "ecn-lc: rocedp sent ${tx_cnp:-no} CNPs for ${rx_ce:-no} CE-marked packets"
+  ereqs=$(tshark -r "$epcap" -d udp.port==4791,infiniband -Y "infiniband.cm.req.localqpn" \
+    -T fields -e infiniband.cm.req.localqpn 2>/dev/null | sort -u | tr '\n' ' ')
+  cnps=$(tshark -r "$epcap" -d udp.port==4791,infiniband -Y "ip.src == $perf && infiniband.bth.opcode == 129" \
+    -T fields -E separator=: -e infiniband.bth.destqp -e infiniband.reserved -e ip.dsfield.dscp -e ip.dsfield.ecn 2>/dev/null |
+    sort | uniq -c | tr -s ' ' | tr '\n' ';')
+  ncnp=0
+  while read -r cnt qpn becn dscp ecn; do
+    [ -n "$cnt" ] || continue
+    ncnp=$((ncnp + cnt))
+    grep -qw -- "$qpn" <<<"$ereqs" || iop_fail "ecn-lc: $cnt CNPs to QP $qpn, not one of Linux's ($ereqs)"
+    [ "$becn" = 40 ] || iop_fail "ecn-lc: CNPs whose BTH byte 4 is $becn, not BECN alone (40) ($cnps)"
+    [ "$dscp:$ecn" = 48:0 ] || iop_fail "ecn-lc: CNPs at DSCP $dscp ECN $ecn, not 48 and Not-ECT ($cnps)"
+  done < <(tr ';' '\n' <<<"$cnps" | tr ':' ' ')
+  [ "$ncnp" -ge 1 ] && [ "$ncnp" -le "${tx_cnp:-0}" ] || iop_fail "ecn-lc: $ncnp CNPs in the capture, rocedp counted ${tx_cnp:-none}"
+  ect=$(tshark -r "$epcap" -d udp.port==4791,infiniband \
+    -Y "ip.src == $perf && udp.dstport == 4791 && infiniband.bth.destqp != 1 && infiniband.bth.opcode != 129" \
+    -T fields -e ip.dsfield.ecn 2>/dev/null | sort | uniq -c | tr -s ' ' | tr '\n' ';')
+  [ "$(tr ';' '\n' <<<"$ect" | grep -c .)" = 1 ] && grep -q "^ [0-9]* 2;$" <<<"$ect" ||
+    iop_fail "ecn-lc: rocedp's data frames are not all ECT(0) (count ecn: $ect)"
+  from_linux=$(tshark -r "$epcap" -Y "ip.src == $linux && udp.dstport == 4791" -T fields -e ip.dsfield.ecn 2>/dev/null |
+    sort | uniq -c | tr -s ' ' | tr '\n' ';')
+  echo "ecn-lc: bridge marked $ecn_marked; rocedp rx_ce $rx_ce, tx_cnp $tx_cnp; CNPs in the capture (count destqp:byte4:dscp:ecn): $cnps rocedp's data frames (count ecn): $ect Linux's (count ecn, as captured): $from_linux"
 fi
 
 # READ requests (opcode 12) and the WRITE's packets (6-8, 10) from the server of each case.

@@ -153,6 +153,65 @@ TEST(FaultStage, CorruptionNeverWritesIntoAFrameSomeoneElseHolds) {
   rte_pktmbuf_free(m);
 }
 
+// An Ethernet + IPv4 header (20 bytes, valid checksum) with ToS `tos`, then `pad` bytes.
+std::vector<uint8_t> ipv4_frame(uint8_t tos, size_t pad = 40) {
+  std::vector<uint8_t> f(14 + 20 + pad, 0);
+  f[12] = 0x08;
+  f[14] = 0x45;
+  f[15] = tos;
+  f[17] = static_cast<uint8_t>(20 + pad);
+  f[22] = 64;
+  f[23] = 17;
+  for (int i = 0; i < 4; ++i) f[26 + i] = static_cast<uint8_t>(198 - i), f[30 + i] = 18 + i;
+  uint32_t sum = 0;
+  for (size_t i = 14; i < 34; i += 2) sum += (f[i] << 8) | f[i + 1];
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  f[24] = static_cast<uint8_t>(~sum >> 8);
+  f[25] = static_cast<uint8_t>(~sum);
+  return f;
+}
+bool ipv4_checksum_ok(const std::vector<uint8_t>& f) {
+  uint32_t sum = 0;
+  for (size_t i = 14; i < 34; i += 2) sum += (f[i] << 8) | f[i + 1];
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  return sum == 0xFFFF;
+}
+
+// A congested switch marks CE on ECN-capable packets only (RFC 3168): ECT(0) and ECT(1) frames
+// become CE with a valid header checksum, Not-ECT, CE and non-IPv4 frames pass unchanged, and a
+// frame the sender still holds is marked in a copy.
+TEST(FaultStage, CeMarkingMarksOnlyEcnCapableIpv4FramesAndKeepsTheChecksumValid) {
+  PoolLeakCheck leaks;
+  config::FaultConfig c;
+  c.ce_pct = 100;
+  FaultStage s = make_stage(c);
+  const std::vector<std::vector<uint8_t>> in = {ipv4_frame(0x02), ipv4_frame(0x01),
+                                                ipv4_frame(0xC2), ipv4_frame(0x00),
+                                                ipv4_frame(0x03), make_frame(7)};
+  std::vector<rte_mbuf*> v;
+  for (const auto& f : in) v.push_back(to_mbuf(f));
+  rte_mbuf* held = v[2];
+  rte_mbuf_refcnt_update(held, 1);
+  s.push(v.data(), static_cast<uint32_t>(v.size()), 0);
+  auto out = pop_all(s, 0);
+  ASSERT_EQ(out.size(), in.size());
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(out[i][15], in[i][15] | 3) << i;
+    EXPECT_TRUE(ipv4_checksum_ok(out[i])) << i;
+    std::vector<uint8_t> rest = out[i];
+    rest[15] = in[i][15];
+    rest[24] = in[i][24];
+    rest[25] = in[i][25];
+    EXPECT_EQ(rest, in[i]) << "only the ECN bits and the checksum change";
+  }
+  for (size_t i = 3; i < in.size(); ++i) EXPECT_EQ(out[i], in[i]) << i;
+  EXPECT_EQ(s.counters().ce_marked.load(), 3u);
+  EXPECT_EQ(to_bytes(held), in[2]) << "the sender's copy was modified";
+  rte_pktmbuf_free(held);
+}
+
 TEST(FaultStage, ReorderPermutesWithinEachWindowOnly) {
   PoolLeakCheck leaks;
   config::FaultConfig c;
