@@ -26,7 +26,7 @@ struct FaultStats;
 // Counters written by the owner only, read by anyone (relaxed atomics: plain stores on x86).
 struct FaultCounters {
   std::atomic<uint64_t> dropped{0}, duplicated{0}, corrupted{0}, reordered{0}, delayed{0};
-  std::atomic<uint64_t> ce_marked{0};  // ECN-capable IPv4 frames marked CE
+  std::atomic<uint64_t> ce_marked{0};         // ECN-capable IPv4 frames marked CE
   std::atomic<uint64_t> duplicate_failed{0};  // no mbuf for the copy: the original still goes
   std::atomic<uint64_t> flushed{0};           // held frames freed by flush()
   void add_to(FaultStats& out) const;

@@ -33,9 +33,9 @@ struct StaticNeighbour {
 struct FaultConfig {
   enum class Direction { kRx, kTx, kBoth };
   Direction direction = Direction::kRx;
-  double drop_pct = 0;          // 0..100: frame silently discarded
-  double duplicate_pct = 0;     // 0..100: frame delivered twice
-  double corrupt_pct = 0;       // 0..100: one random byte flipped
+  double drop_pct = 0;       // 0..100: frame silently discarded
+  double duplicate_pct = 0;  // 0..100: frame delivered twice
+  double corrupt_pct = 0;    // 0..100: one random byte flipped
   double ce_pct = 0;  // 0..100: an ECN-capable IPv4 frame marked CE, as a congested switch would
   uint32_t reorder_window = 0;  // 0 = off; else frames are shuffled within windows of this many
   double reorder_pct = 100;     // with a window: share of frames that take part in the shuffle

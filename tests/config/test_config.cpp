@@ -461,9 +461,10 @@ TEST(ConfigReject, UnknownKeys) {
                "ports[0].adress",
                "unknown key 'adress'; allowed keys: name, devargs, mac, address, mtu, vlan, "
                "vlan_priority, dscp, ecn, cnp_dscp, neighbours, fault");
-  expect_error(kOnePort + "    fault: {drop: 5}\n", 5, 13, "ports[0].fault.drop",
-               "allowed keys: direction, drop_pct, duplicate_pct, corrupt_pct, ce_pct, reorder_window, "
-               "reorder_pct, delay_us, seed");
+  expect_error(
+      kOnePort + "    fault: {drop: 5}\n", 5, 13, "ports[0].fault.drop",
+      "allowed keys: direction, drop_pct, duplicate_pct, corrupt_pct, ce_pct, reorder_window, "
+      "reorder_pct, delay_us, seed");
   expect_error(
       kOnePort + "    neighbours: [{ip: 198.18.0.2, mac: \"02:00:00:00:00:02\", port: 1}]\n", 5, 61,
       "ports[0].neighbours[0].port", "allowed keys: ip, mac");

@@ -190,8 +190,8 @@ TEST(FaultStage, CeMarkingMarksOnlyEcnCapableIpv4FramesAndKeepsTheChecksumValid)
   const std::vector<std::vector<uint8_t>> in = {ipv4_frame(0x02), ipv4_frame(0x01),
                                                 ipv4_frame(0xC2), ipv4_frame(0x00),
                                                 ipv4_frame(0x03), make_frame(7)};
-  std::vector<rte_mbuf*> v;
-  for (const auto& f : in) v.push_back(to_mbuf(f));
+  std::vector<rte_mbuf*> v(in.size());
+  std::transform(in.begin(), in.end(), v.begin(), [](const auto& f) { return to_mbuf(f); });
   rte_mbuf* held = v[2];
   rte_mbuf_refcnt_update(held, 1);
   s.push(v.data(), static_cast<uint32_t>(v.size()), 0);
