@@ -44,10 +44,8 @@ constexpr uint64_t kMaxCatchUp = 1024;
 }  // namespace
 
 bool congestion_send_cnp_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
-  if (qp.state() != QpState::kRts && qp.state() != QpState::kRtr) {
-    qp.cc_flags.cnp_due = false;
-    return true;
-  }
+  qp.cc_flags.cnp_due = false;
+  if (qp.state() != QpState::kRts && qp.state() != QpState::kRtr) return false;
   TxBth h;
   h.opcode = wire::opcode::kCnp;
   h.psn = 0;
@@ -64,7 +62,6 @@ bool congestion_send_cnp_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
                      wire::ipv4_header_checksum(ip, wire::kIpv4MinHdrLen));
   });
   if (!sent) return false;
-  qp.cc_flags.cnp_due = false;
   qp.cc.last_cnp_ns = now_ns;
   ++qp.cc.cnps_sent;
   ctx.counters->add(RcCounter::kTxCnp);

@@ -11,12 +11,13 @@
 //     kIncreaseBytes sent the rate recovers: Rc = (Rt + Rc) / 2 (fast recovery, kFastRecovery
 //     steps), then Rt grows by kAiRateMbps (additive) and, once both counters passed kFastRecovery,
 //     by kHaiRateMbps per step beyond (hyper). At the line rate the QP is unlimited again.
-//   - Pacing. A limited QP's frames are charged to a clock at Rc; the requester sends only when the
-//     clock is not ahead of now (with kPaceSlackNs of burst after a pause), and the engine's timer
-//     wakes it when the clock comes due.
+//   - Pacing. A limited QP's request packets are charged to a clock at Rc; the requester sends
+//     only when the clock is not ahead of now (with kPaceSlackNs of burst after a pause), and the
+//     engine's timer wakes it when the clock comes due.
 // The constants are NVIDIA's documented defaults where they differ from the paper's (periods,
-// byte counter, steps); g = 1/256 is the paper's. A QP that neither receives CE nor CNPs pays one
-// test per frame received and per visit.
+// byte counter, steps); g = 1/256 is the paper's. A QP that neither receives CE nor CNPs pays a
+// test per frame received (receive.hpp), one per poll for the CNPs owed (RcEngine::send_cnps) and
+// one per requester visit for pacing (requester.cpp).
 
 #include <cstdint>
 
@@ -41,14 +42,18 @@ inline constexpr uint32_t kDefaultLineRateMbps = 10'000;
 /// IPv4 ECN codepoints (RFC 3168), the low two bits of the ToS.
 inline constexpr uint8_t kEcnMask = 3, kEcnEct0 = 2, kEcnCe = 3;
 
-/// NP: a packet for `qp` (checked: RTR/RTS, from its peer) carried CE.
-inline void congestion_on_ce_st(QueuePair& qp, uint64_t now_ns) {
+/// NP: a packet for `qp` (checked: RTR/RTS, from its peer; the engine schedules the QP) carried
+/// CE. The CNP leaves at the start of the next poll (RcContext::cnps_due).
+inline void congestion_on_ce_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
   ++qp.cc.ce_received;
-  if (!qp.cc_flags.cnp_due && now_ns - qp.cc.last_cnp_ns >= kCnpIntervalNs)
-    qp.cc_flags.cnp_due = true;
+  if (qp.cc_flags.cnp_due) return;
+  if (qp.cc.cnps_sent != 0 && now_ns - qp.cc.last_cnp_ns < kCnpIntervalNs) return;
+  qp.cc_flags.cnp_due = true;
+  ++ctx.cnps_due;
 }
 
-/// NP: sends the CNP cc_flags.cnp_due asked for (a visit of the QP). False if the sink refused.
+/// NP: sends the CNP cc_flags.cnp_due asked for. False if the sink refused: then it is not sent,
+/// as if lost on the wire (the next CE-marked packet asks again).
 bool congestion_send_cnp_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns);
 
 /// RP: a CNP for `qp` arrived from its peer. Returns whether the rate was cut.

@@ -185,6 +185,7 @@ struct RcContext {
   uint64_t tx_packets = 0;   // frames sent
   uint64_t completions = 0;  // CQEs produced (RcCounter::kCompletions)
   uint64_t rx_packets = 0;   // RC packets accepted by receive (RcCounter::kRxPackets)
+  uint32_t cnps_due = 0;     // QPs that owe a CNP (CongestionFlags::cnp_due), all on the run list
   // The receive CQ whose completions are staged and not yet published: the receive
   // completions of one RX burst go out together (publish_staged_recv_st).
   CompletionQueue* staged_recv_cq = nullptr;

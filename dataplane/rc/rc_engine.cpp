@@ -197,9 +197,6 @@ bool RcEngine::run_qp(QueuePair& qp, uint64_t now_ns) {
     enter_error(qp, ctx_, WcError::kFlushed);
   }
   if (completer_timer_due(qp, now_ns)) completer_timers_st(qp, ctx_, now_ns);
-  uint32_t cnps = 0;  // a CE-marked arrival asked for a CNP (sent before the requests it slows)
-  if (qp.cc_flags.cnp_due) [[unlikely]]
-    cnps = congestion_send_cnp_st(qp, ctx_, now_ns) ? 1 : 0;
   responder_ack_timer_st(qp, now_ns);
   // The requester goes first, so that an answer the consumer already posted (from a
   // completion callback during the receive burst) leaves before the ACK. In a request-response
@@ -214,7 +211,7 @@ bool RcEngine::run_qp(QueuePair& qp, uint64_t now_ns) {
   qp.resp.ack_fresh = false;
   const uint32_t responses = hold ? 0 : responder_tx_st(qp, ctx_, config_.tx_budget);
   const uint32_t retired = completer_retire_st(qp, ctx_);
-  uint32_t work = responses + requests + retired + cnps;
+  uint32_t work = responses + requests + retired;
   // Another visit only where this one worked and left something that nothing else announces:
   // responses still owed, or posted requests not yet sent. Everything else that creates work
   // schedules the QP itself (a post rings, a frame arrives, a timer fires), so the visit that
@@ -242,6 +239,15 @@ bool RcEngine::run_qp(QueuePair& qp, uint64_t now_ns) {
   return again;
 }
 
+// The CNPs the last receive bursts asked for: their QPs are on the run list (every QP a frame
+// arrived for is), so one pass over it per poll that needs one, instead of a test in every visit.
+void RcEngine::send_cnps(uint64_t now_ns) {
+  ctx_.cnps_due = 0;
+  for (QueuePair* qp : run_) {
+    if (qp->cc_flags.cnp_due && congestion_send_cnp_st(*qp, ctx_, now_ns)) busy_ = true;
+  }
+}
+
 void RcEngine::flush_counters() {
   counters_.add(RcCounter::kTxPackets, ctx_.tx_packets);
   counters_.add(RcCounter::kCompletions, ctx_.completions);
@@ -260,6 +266,8 @@ bool RcEngine::poll_st(uint64_t now_ns) {
       if (qp) schedule(qp.get());
     }
   }
+  if (ctx_.cnps_due != 0) [[unlikely]]
+    send_cnps(now_ns);
   hold_acks_ = rx_frames_ != 0 && rx_frames_ <= kHoldAckMaxFrames;
   rx_frames_ = 0;
   // Visit the run list, compacting it in place: QPs that need no more visits leave it.

@@ -156,6 +156,7 @@ class RcEngine {
   void fire_timers(uint64_t now_ns);
   void add_timer(uint64_t deadline, uint32_t slot);
   void flush_counters();
+  void send_cnps(uint64_t now_ns);
 };
 
 }  // namespace rocedp::rc

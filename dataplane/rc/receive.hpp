@@ -81,7 +81,7 @@ inline void receive_dispatch_st(QueuePair* qp, RcContext& ctx, const wire::RcRxP
   ++ctx.rx_packets;
   if (pkt.ecn == kEcnCe) [[unlikely]] {  // a switch on the way is congested: tell the sender
     ctx.counters->add(RcCounter::kRxCe);
-    congestion_on_ce_st(*qp, now_ns);
+    congestion_on_ce_st(*qp, ctx, now_ns);
   }
   if ((pkt.op->flags & wire::op_flag::kRequest) != 0) {
     responder_receive_st(*qp, ctx, pkt, now_ns);

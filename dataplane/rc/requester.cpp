@@ -335,9 +335,6 @@ namespace {
                                              uint32_t budget, uint32_t avail) {
   uint32_t sent = 0;
   while (sent < budget && qp.req.cur.wqe < avail) {
-    // A QP whose rate a CNP cut waits for its pacing clock (congestion.hpp).
-    if (qp.cc_flags.paced && !congestion_may_send_st(qp, now_ns)) [[unlikely]]
-      break;
     const SendWqe& w = qp.sq_at(qp.req.cur.wqe);
     WqeMeta& m = qp.meta_at(qp.req.cur.wqe);
     if (!m.started) {
@@ -369,6 +366,36 @@ namespace {
   if (sent != 0 && !qp.comp.timer_armed) arm_retransmit_timer_st(qp, ctx, now_ns);
   return sent;
 }
+
+// The bytes the packet at the requester's cursor puts on the wire (about: a RETH's worth of
+// extension headers whatever the opcode).
+uint32_t next_packet_bytes(QueuePair& qp) {
+  constexpr uint32_t kHeaders = kHeaderTemplateLen + wire::kRethLen + wire::kIcrcLen;
+  const SendWqe& w = qp.sq_at(qp.req.cur.wqe);
+  if (is_rd_atomic(w.opcode) || is_local(w.opcode)) return kHeaders;
+  const uint64_t len = (w.flags & NDK_OP_FLAG_INLINE) != 0 ? w.inline_length : sge_bytes(w);
+  const uint64_t offset = qp.meta_at(qp.req.cur.wqe).started ? qp.req.cur.offset : 0;
+  const uint64_t left = len > offset ? len - offset : 0;
+  return kHeaders + static_cast<uint32_t>(left < qp.path_mtu() ? left : qp.path_mtu());
+}
+
+// A QP whose rate a CNP cut (congestion.hpp): one packet at a time while its pacing clock allows,
+// each charged to the clock; the rest of the budget at full speed once the rate has recovered.
+[[gnu::noinline, gnu::cold]] uint32_t requester_send_paced_st(QueuePair& qp, RcContext& ctx,
+                                                              uint64_t now_ns, uint32_t budget,
+                                                              uint32_t avail) {
+  uint32_t sent = 0;
+  while (sent < budget && qp.req.cur.wqe < avail) {
+    if (!qp.cc_flags.paced) return sent + requester_send_st(qp, ctx, now_ns, budget - sent, avail);
+    if (!congestion_may_send_st(qp, now_ns)) break;
+    const uint32_t bytes = next_packet_bytes(qp);
+    const uint32_t n = requester_send_st(qp, ctx, now_ns, 1, avail);
+    if (n == 0) break;
+    if (qp.cc_flags.paced) congestion_charge_st(qp, bytes);
+    sent += n;
+  }
+  return sent;
+}
 }  // namespace
 
 // Most visits find nothing to send (the QP is visited for an ACK, a completion, a receive): that
@@ -377,6 +404,8 @@ uint32_t requester_run_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns, uint32
   if (qp.state() != QpState::kRts || qp.comp.rnr_wait) return 0;
   const uint32_t avail = qp.sq_readable();
   if (avail == 0 || qp.req.cur.wqe >= avail || budget == 0) return 0;  // a responder: no req line
+  if (qp.cc_flags.paced) [[unlikely]]
+    return requester_send_paced_st(qp, ctx, now_ns, budget, avail);
   return requester_send_st(qp, ctx, now_ns, budget, avail);
 }
 

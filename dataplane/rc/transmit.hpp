@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstring>
 
-#include "dataplane/rc/congestion.hpp"
 #include "dataplane/rc/queue_pair.hpp"
 #include "dataplane/wire/bth.hpp"
 #include "dataplane/wire/bytes.hpp"
@@ -120,8 +119,6 @@ inline bool transmit_frame(QueuePair& qp, RcContext& ctx, const TxBth& h, uint32
   if (pad != 0) std::memset(tail, 0, pad);
   // ICRC (IBTA A17.3.3) over the finished frame: the masking happens inside the CRC.
   wire::store_le32(tail + pad, wire::icrc_plain_ipv4(ip, ip_len - wire::kIcrcLen));
-  if (qp.cc_flags.paced) [[unlikely]]
-    congestion_charge_st(qp, static_cast<uint32_t>(total));  // a limited QP's frames use its rate
   transmit_detail::frame_done(ctx, handle, total);
   return true;
 }

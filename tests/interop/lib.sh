@@ -347,10 +347,7 @@ EOF
 iop_bridge_drop_first() {
   case $1 in
     count)
-      local n
-      n=$(ip netns exec rig nft list counter bridge rocedp_cm_drop dropped 2>/dev/null |
-        sed -n 's/.*packets \([0-9]*\).*/\1/p' | head -1)
-      echo "${n:-0}"
+      iop_nft_count bridge rocedp_cm_drop dropped
       return 0
       ;;
     off)
@@ -378,10 +375,7 @@ EOF
 iop_bridge_mark_ce() {
   case $1 in
     count)
-      local n
-      n=$(ip netns exec rig nft list counter bridge rocedp_ce marked 2>/dev/null |
-        sed -n 's/.*packets \([0-9]*\).*/\1/p' | head -1)
-      echo "${n:-0}"
+      iop_nft_count bridge rocedp_ce marked
       return 0
       ;;
     off)
@@ -403,10 +397,12 @@ EOF
 }
 # Packets counted by the impairment's counter NAME (dropped, corrupted, duplicated); 0 if none.
 iop_bridge_count() {
-  local family=bridge table=rocedp_loss n
-  [ "$1" = duplicated ] && family=netdev table=rocedp_dup
-  n=$(ip netns exec rig nft list counter "$family" "$table" "$1" 2>/dev/null |
-    sed -n 's/.*packets \([0-9]*\).*/\1/p' | head -1)
+  if [ "$1" = duplicated ]; then iop_nft_count netdev rocedp_dup "$1"; else iop_nft_count bridge rocedp_loss "$1"; fi
+}
+# Packets counted by the rig's nftables counter NAME in table FAMILY TABLE; 0 if there is none.
+iop_nft_count() {
+  local n
+  n=$(ip netns exec rig nft list counter "$1" "$2" "$3" 2>/dev/null | sed -n 's/.*packets \([0-9]*\).*/\1/p' | head -1)
   echo "${n:-0}"
 }
 iop_bridge_loss_dropped() {

@@ -318,6 +318,14 @@ inline SendWqe send_wqe(SendOpcode op, void* ctx, std::initializer_list<NdkSge> 
   return w;
 }
 
+/// A WRITE of `len` bytes from src[off] to dst[off].
+inline SendWqe write_wqe(void* ctx, Buffer& src, Buffer& dst, uint32_t off, uint32_t len) {
+  SendWqe w = send_wqe(SendOpcode::kWrite, ctx, {src.sge(off, len)});
+  w.remote_address = dst.va() + off;
+  w.remote_token = dst.tokens.remote;
+  return w;
+}
+
 inline RecvWqe recv_wqe(void* ctx, std::initializer_list<NdkSge> sges) {
   RecvWqe w;
   w.request_context = ctx;

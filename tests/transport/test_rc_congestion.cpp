@@ -43,10 +43,7 @@ class Congestion : public ::testing::Test {
     collect();
     while (posted - done.size() < outstanding) {
       const uint32_t off = static_cast<uint32_t>(posted % kSlots) * kMsg;
-      SendWqe wr = send_wqe(SendOpcode::kWrite, tag(posted), {src->sge(off, kMsg)});
-      wr.remote_address = dst->va() + off;
-      wr.remote_token = dst->tokens.remote;
-      ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
+      ASSERT_EQ(qa->sq->post(write_wqe(tag(posted), *src, *dst, off, kMsg)), STATUS_SUCCESS);
       ++posted;
     }
   }

@@ -52,10 +52,7 @@ class Loss : public ::testing::Test {
 
   // A WRITE of `len` bytes from src[off] to dst[off]; its context is its posting number.
   void write(uint32_t off, uint32_t len) {
-    SendWqe wr = send_wqe(SendOpcode::kWrite, tag(posted), {src->sge(off, len)});
-    wr.remote_address = dst->va() + off;
-    wr.remote_token = dst->tokens.remote;
-    ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
+    ASSERT_EQ(qa->sq->post(write_wqe(tag(posted), *src, *dst, off, len)), STATUS_SUCCESS);
     ++posted;
   }
   bool all_done() {
