@@ -463,10 +463,11 @@ struct QpStats {
   uint64_t timeout_wait_ns = 0;  ///< idle time from the last packet sent to each timeout
 };
 
-/// What every visit of a QP tests of its congestion control (in line 0's spare byte).
+/// What the data path tests of a QP's congestion control (in line 0's spare byte).
 struct CongestionFlags {
-  bool cnp_due : 1 = false;  ///< a CE-marked packet arrived: send a CNP (congestion.hpp)
-  bool paced : 1 = false;    ///< a CNP cut the send rate: frames wait for the pacing clock
+  bool cnp_due : 1 = false;    ///< a CE-marked packet arrived: send a CNP (congestion.hpp)
+  bool paced : 1 = false;      ///< a CNP cut the send rate: frames wait for the pacing clock
+  bool pace_wait : 1 = false;  ///< the requester stopped for the clock: wake it (sync_timer)
 };
 
 /// Congestion control of one QP (congestion.hpp: DCQCN's notification and reaction points).

@@ -178,9 +178,12 @@ void RcEngine::sync_timer(QueuePair& qp) {
   if (qp.comp.timer_armed) dl = qp.comp.ack_deadline_ns;
   if (qp.comp.rnr_wait && qp.comp.rnr_deadline_ns < dl) dl = qp.comp.rnr_deadline_ns;
   if (qp.resp.ack_due_ns != 0 && qp.resp.ack_due_ns < dl) dl = qp.resp.ack_due_ns;
-  // A limited QP with requests to send wakes when its pacing clock allows the next frame.
-  if (qp.cc_flags.paced && qp.cc.next_tx_ns < dl && qp.req.cur.wqe < qp.sq_readable())
-    dl = qp.cc.next_tx_ns;
+  // A limited QP whose requester stopped for its pacing clock wakes when the clock allows the next
+  // packet (once: a requester waiting for ACKs instead is woken by them).
+  if (qp.cc_flags.pace_wait) [[unlikely]] {
+    qp.cc_flags.pace_wait = false;
+    if (qp.cc.next_tx_ns < dl) dl = qp.cc.next_tx_ns;
+  }
   if (dl == QpSchedule::kNoTimer || qp.sched.timer_at <= dl) return;
   qp.sched.timer_at = dl;
   add_timer(dl, qp.sched.slot);

@@ -26,13 +26,13 @@ class Congestion : public ::testing::Test {
   uint64_t posted = 0;
   std::vector<NdkResultEx> done;
 
-  void make(uint8_t a_tos) {
+  void make(uint8_t a_tos, uint32_t window = kDefaultMaxUnackedPsns) {
     ConnectOptions o;
     o.a_tos = a_tos;
     o.cnp_tos = kCnpTos;
     o.line_rate_mbps = kLineMbps;
-    qa = &a.qp(kSlots, kSlots, 8192);
-    qb = &b.qp(kSlots, kSlots, 8192);
+    qa = &a.qp(kSlots, kSlots, 8192, window);
+    qb = &b.qp(kSlots, kSlots, 8192, window);
     connect(a, *qa, b, *qb, o);
     src = &a.buffer(kSlots * kMsg);
     dst = &b.buffer(kSlots * kMsg, kMrAll, 0);
@@ -185,6 +185,35 @@ TEST_F(Congestion, AnEctQpSlowsDownOnCnpsAndRecoversWhenMarkingStops) {
       EXPECT_EQ(p.f.ip.tos & kEcnMask, 0);
     }
   }
+}
+
+// A limited QP whose window is full waits for ACKs, not for its pacing clock: the timer wakes it
+// only when it stopped for the clock, so while its ACKs are lost it is visited for its
+// retransmission timer, not on every poll.
+TEST_F(Congestion, APacedQpWaitingForAcksIsNotVisitedOnEveryPoll) {
+  make(kEcnEct0, kMinWindow);
+  w.mark_ce_if = [](bool ab) { return ab; };
+  top_up(64);
+  ASSERT_TRUE(w.run_until([&] { return qa->qp->cc.rate_cuts != 0; }));
+  ASSERT_TRUE(qa->qp->cc_flags.paced);
+  w.mark_ce_if = nullptr;
+  w.drop_if = [](bool ab, const wire::ParsedPacket&) { return !ab; };  // B's ACKs are lost
+  const uint32_t psn0 = qa->qp->comp.unacked_psn;
+  for (int i = 0; i < 20'000 && qa->qp->req.max_psn_sent != wire::psn_add(psn0, kMinWindow); ++i) {
+    if (!w.step()) w.now += 1'000;
+  }
+  ASSERT_EQ(qa->qp->req.max_psn_sent, wire::psn_add(psn0, kMinWindow)) << "the window filled";
+  const uint64_t visits0 = a.eng->qp_visits();
+  const uint64_t polls0 = a.eng->polls();
+  for (int i = 0; i < 2'000; ++i) w.step();
+  const uint64_t visits = a.eng->qp_visits() - visits0;
+  EXPECT_EQ(a.eng->polls() - polls0, 2'000u);
+  EXPECT_LT(visits, 200u) << "visited on " << visits << " of 2,000 polls";
+  EXPECT_TRUE(qa->qp->cc_flags.paced);
+
+  w.drop_if = nullptr;
+  ASSERT_TRUE(w.run_until([&] { return all_done(); }, 2'000'000));
+  expect_delivered();
 }
 
 }  // namespace
