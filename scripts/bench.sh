@@ -16,6 +16,7 @@
 #   sizes      WRITE message rate vs size, 64 B to 64 KiB, rocedp vs testpmd, and the plot
 #              bench/results/rate_vs_size.svg (scripts/plot_rate.py)
 #   loss       goodput and latency under random loss, and bench/results/loss.svg
+#   ecn        goodput of an ECN-capable sender (DCQCN) under CE marking (scripts/bench_ecn.py)
 # (wire, tcp, daemon, cores, sizes: scripts/bench_baselines.py, which says how each is measured.)
 #
 # Environment: BUILD_DIR (default build/), BENCH_ROUNDS (5), BENCH_GROUPS, BENCH_CORES (2),
@@ -26,7 +27,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
 rounds=${BENCH_ROUNDS:-5}
-groups=${BENCH_GROUPS:-micro,dataplane,wire,tcp,daemon,cores,sizes,loss}
+groups=${BENCH_GROUPS:-micro,dataplane,wire,tcp,daemon,cores,sizes,loss,ecn}
 cores=${BENCH_CORES:-2}
 duration=${BENCH_DURATION:-3}
 core=${BENCH_CORE:-$(( $(nproc) - 1 ))}
@@ -37,7 +38,7 @@ while [[ $# -gt 0 ]]; do
     --cores) cores=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done
@@ -75,4 +76,9 @@ fi
 if has loss; then
   python3 "$root/scripts/bench_loss.py" --bin-dir "$build/bin" --out "$out" --rounds "$(( rounds < 3 ? 3 : rounds ))"
   python3 "$root/scripts/plot_loss.py"
+fi
+# An --ecn client against a server that marks CE on a share of what it receives, each marked run
+# alternated with an unmarked one (>= 3 rounds).
+if has ecn; then
+  python3 "$root/scripts/bench_ecn.py" --bin-dir "$build/bin" --out "$out" --rounds "$(( rounds < 3 ? 3 : rounds ))"
 fi

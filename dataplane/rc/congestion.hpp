@@ -14,10 +14,12 @@
 //   - Pacing. A limited QP's request packets are charged to a clock at Rc; the requester sends
 //     only when the clock is not ahead of now (with kPaceSlackNs of burst after a pause), and the
 //     engine's timer wakes it when the clock comes due.
-// The constants are NVIDIA's documented defaults where they differ from the paper's (periods,
-// byte counter, steps); g = 1/256 is the paper's. A QP that neither receives CE nor CNPs pays a
-// test per frame received (receive.hpp), one per poll for the CNPs owed (RcEngine::send_cnps) and
-// one per requester visit for pacing (requester.cpp).
+// Where the constants come from: alpha's period (55 µs) and g (1/256) and F (5) are the paper's;
+// the CNP interval and the rate-reduce period (4 µs) are NVIDIA's documented defaults (ConnectX
+// updates alpha every 1 µs by 5/1024 instead, so under sparse CNPs it cuts less than this does);
+// T, B and the increase steps are chosen for a software sender. A QP that neither receives CE nor
+// CNPs pays a test per frame received (receive.hpp), one per poll for the CNPs owed
+// (RcEngine::send_cnps) and one per requester visit for pacing (requester.cpp).
 
 #include <cstdint>
 
