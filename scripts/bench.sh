@@ -38,7 +38,7 @@ while [[ $# -gt 0 ]]; do
     --cores) cores=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done

@@ -37,6 +37,27 @@ void increase(QueuePair& qp) {
   set_rate(c, rate);
 }
 
+// alpha after `n` periods without a CNP: alpha · (kAlphaKeep / 1024)^n (16-bit fixed point, by
+// squaring: a QP idle for a long time costs a few multiplications).
+uint32_t decayed(uint32_t alpha, uint64_t n) {
+  uint64_t f = (uint64_t{kAlphaKeep} << 16) / 1024;
+  uint64_t r = uint64_t{1} << 16;
+  while (n != 0 && r != 0) {
+    if ((n & 1) != 0) r = (r * f) >> 16;
+    f = (f * f) >> 16;
+    n >>= 1;
+  }
+  return static_cast<uint32_t>((uint64_t{alpha} * r) >> 16);
+}
+
+// Brings alpha up to `now_ns`: every whole period since alpha_at_ns passed without a CNP.
+void update_alpha(CS& c, uint64_t now_ns) {
+  if (now_ns < c.alpha_at_ns) return;
+  const uint64_t n = (now_ns - c.alpha_at_ns) / kAlphaPeriodNs + 1;
+  c.alpha = decayed(c.alpha, n);
+  c.alpha_at_ns += n * kAlphaPeriodNs;
+}
+
 // Steps of a period that elapsed while nobody looked (an idle QP) are applied at once, up to this
 // many; beyond it the QP has been quiet long enough to be unlimited again.
 constexpr uint64_t kMaxCatchUp = 1024;
@@ -72,34 +93,36 @@ bool congestion_on_cnp_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
   CS& c = qp.cc;
   ++c.cnps_received;
   if (!c.ecn) return false;
-  if (qp.cc_flags.paced && now_ns - c.last_cut_ns < kRateReducePeriodNs) return false;
+  const bool cut = !qp.cc_flags.paced || now_ns - c.last_cut_ns >= kRateReducePeriodNs;
   if (!qp.cc_flags.paced) {  // a new episode starts from the line rate, alpha at 1
     set_rate(c, c.line_mbps);
     c.alpha = CS::kAlphaOne;
     c.next_tx_ns = now_ns;
     c.bytes = 0;
+  } else {
+    update_alpha(c, now_ns);
   }
-  c.target_mbps = c.rate_mbps;
-  const uint64_t keep = 2 * uint64_t{CS::kAlphaOne} - c.alpha;  // 1 - alpha/2, times 2·one
-  set_rate(c, static_cast<uint32_t>(c.rate_mbps * keep / (2 * uint64_t{CS::kAlphaOne})));
-  c.alpha += (CS::kAlphaOne - c.alpha) >> kAlphaGShift;
-  c.timer_steps = c.byte_steps = 0;
-  c.last_cut_ns = now_ns;
+  if (cut) {
+    c.target_mbps = c.rate_mbps;
+    const uint64_t keep = 2 * uint64_t{CS::kAlphaOne} - c.alpha;  // 1 - alpha/2, times 2·one
+    set_rate(c, static_cast<uint32_t>(c.rate_mbps * keep / (2 * uint64_t{CS::kAlphaOne})));
+    c.timer_steps = c.byte_steps = 0;
+    c.last_cut_ns = now_ns;
+    c.increase_at_ns = now_ns + kIncreasePeriodNs;
+    ++c.rate_cuts;
+    ctx.counters->add(RcCounter::kRateCuts);
+  }
+  // The period of this CNP moves alpha towards 1 instead of decaying it.
+  c.alpha = static_cast<uint32_t>(
+      (uint64_t{c.alpha} * kAlphaKeep + uint64_t{CS::kAlphaOne} * (1024 - kAlphaKeep)) / 1024);
   c.alpha_at_ns = now_ns + kAlphaPeriodNs;
-  c.increase_at_ns = now_ns + kIncreasePeriodNs;
   qp.cc_flags.paced = true;
-  ++c.rate_cuts;
-  ctx.counters->add(RcCounter::kRateCuts);
-  return true;
+  return cut;
 }
 
 bool congestion_may_send_st(QueuePair& qp, uint64_t now_ns) {
   CS& c = qp.cc;
-  if (now_ns >= c.alpha_at_ns) {
-    const uint64_t n = (now_ns - c.alpha_at_ns) / kAlphaPeriodNs + 1;
-    for (uint64_t i = 0; i < std::min(n, kMaxCatchUp); ++i) c.alpha -= c.alpha >> kAlphaGShift;
-    c.alpha_at_ns += n * kAlphaPeriodNs;
-  }
+  update_alpha(c, now_ns);
   if (now_ns >= c.increase_at_ns) {
     const uint64_t n = (now_ns - c.increase_at_ns) / kIncreasePeriodNs + 1;
     c.increase_at_ns += n * kIncreasePeriodNs;

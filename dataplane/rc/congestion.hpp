@@ -6,18 +6,18 @@
 //     sends ECT expects CNPs, whatever this end sends.
 //   - Reaction point. A CNP arrives for a QP whose frames are ECN-capable (its ToS carries ECT):
 //     the QP's send rate Rc, unlimited until then, is cut, Rc *= 1 - alpha/2 (at most once per
-//     kRateReducePeriodNs), after the target Rt = Rc; alpha moves towards 1 with each CNP and
-//     decays towards 0 each kAlphaPeriodNs without one. Every kIncreasePeriodNs and every
+//     kRateReducePeriodNs), after the target Rt = Rc. Every kAlphaPeriodNs alpha moves towards 1
+//     if a CNP came in the period and towards 0 if none did. Every kIncreasePeriodNs and every
 //     kIncreaseBytes sent the rate recovers: Rc = (Rt + Rc) / 2 (fast recovery, kFastRecovery
 //     steps), then Rt grows by kAiRateMbps (additive) and, once both counters passed kFastRecovery,
 //     by kHaiRateMbps per step beyond (hyper). At the line rate the QP is unlimited again.
 //   - Pacing. A limited QP's request packets are charged to a clock at Rc; the requester sends
 //     only when the clock is not ahead of now (with kPaceSlackNs of burst after a pause), and the
 //     engine's timer wakes it when the clock comes due.
-// Where the constants come from: alpha's period (55 µs) and g (1/256) and F (5) are the paper's;
-// the CNP interval and the rate-reduce period (4 µs) are NVIDIA's documented defaults (ConnectX
-// updates alpha every 1 µs by 5/1024 instead, so under sparse CNPs it cuts less than this does);
-// T, B and the increase steps are chosen for a software sender. A QP that neither receives CE nor
+// Where the constants come from: alpha's update (every 1 µs, 1019/1024 kept), the CNP interval
+// and the rate-reduce period (4 µs) are NVIDIA's documented adapter defaults (the paper updates
+// alpha every 55 µs by 1/256, so under sparse CNPs it cuts harder); F (5) is the paper's; T, B and
+// the increase steps are chosen for a software sender. A QP that neither receives CE nor
 // CNPs pays a test per frame received (receive.hpp), one per poll for the CNPs owed
 // (RcEngine::send_cnps) and one per requester visit for pacing (requester.cpp).
 
@@ -29,14 +29,14 @@ namespace rocedp::rc {
 
 inline constexpr uint64_t kCnpIntervalNs = 4'000;       ///< NP: min time between CNPs of a QP
 inline constexpr uint64_t kRateReducePeriodNs = 4'000;  ///< RP: min time between cuts
-inline constexpr uint64_t kAlphaPeriodNs = 55'000;      ///< alpha decays once per period
+inline constexpr uint64_t kAlphaPeriodNs = 1'000;       ///< alpha moves once per period
 inline constexpr uint64_t kIncreasePeriodNs = 300'000;  ///< rate-increase timer (T)
 inline constexpr uint32_t kIncreaseBytes = 32'768;      ///< rate-increase byte counter (B)
 inline constexpr uint32_t kFastRecovery = 5;            ///< F
 inline constexpr uint32_t kAiRateMbps = 5;              ///< additive increase
 inline constexpr uint32_t kHaiRateMbps = 50;            ///< hyper increase
 inline constexpr uint32_t kMinRateMbps = 1;             ///< no cut goes below it
-inline constexpr uint32_t kAlphaGShift = 8;             ///< g = 1/256
+inline constexpr uint32_t kAlphaKeep = 1019;            ///< of 1024: alpha's share kept each period
 inline constexpr uint64_t kPaceSlackNs = 10'000;        ///< burst allowed after a pause
 /// Line rate for a device that reports no link speed.
 inline constexpr uint32_t kDefaultLineRateMbps = 10'000;

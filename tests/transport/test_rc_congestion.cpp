@@ -187,6 +187,32 @@ TEST_F(Congestion, AnEctQpSlowsDownOnCnpsAndRecoversWhenMarkingStops) {
   }
 }
 
+// The reaction point's arithmetic, CNP by CNP: the first halves the line rate (alpha 1); one within
+// the rate-reduce period cuts nothing; after 1 ms without CNPs alpha has decayed (1019/1024 per
+// µs: to about 0.7%), so the next cut takes about 0.35%.
+TEST_F(Congestion, EachCnpCutsByHalfAlphaAndAlphaDecaysEveryMicrosecond) {
+  make(kEcnEct0);
+  RcCounters counters;
+  RcContext ctx;
+  ctx.counters = &counters;
+  QueuePair& qp = *qa->qp;
+  const uint64_t t = 5'000'000;
+  EXPECT_TRUE(congestion_on_cnp_st(qp, ctx, t));
+  EXPECT_TRUE(qp.cc_flags.paced);
+  EXPECT_EQ(qp.cc.rate_mbps, kLineMbps / 2);
+  EXPECT_EQ(qp.cc.target_mbps, kLineMbps);
+  EXPECT_FALSE(congestion_on_cnp_st(qp, ctx, t + 2'000)) << "within the rate-reduce period";
+  EXPECT_EQ(qp.cc.rate_mbps, kLineMbps / 2);
+  EXPECT_GT(qp.cc.alpha, CongestionState::kAlphaOne * 99 / 100);
+  EXPECT_TRUE(congestion_on_cnp_st(qp, ctx, t + 1'002'000));
+  EXPECT_EQ(qp.cc.target_mbps, kLineMbps / 2);
+  EXPECT_GE(qp.cc.rate_mbps, kLineMbps / 2 * 995 / 1000);
+  EXPECT_LT(qp.cc.rate_mbps, kLineMbps / 2);
+  EXPECT_EQ(qp.cc.rate_cuts, 2u);
+  EXPECT_EQ(qp.cc.cnps_received, 3u);
+  EXPECT_EQ(counters.get(RcCounter::kRateCuts), 2u);
+}
+
 // A limited QP whose window is full waits for ACKs, not for its pacing clock: the timer wakes it
 // only when it stopped for the clock, so while its ACKs are lost it is visited for its
 // retransmission timer, not on every poll.
