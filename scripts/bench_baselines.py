@@ -48,7 +48,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_dataplane import NEAR_NS, by_placement, free_port, probed, run_pair  # noqa: E402
+from bench_dataplane import NEAR_NS, by_placement, free_port, merge_rows, probed, run_pair  # noqa: E402
 
 SERVER_CPU, CLIENT_CPU = 0, 1
 PMTU = 1024  # rocedp-perf's path MTU on its default 1500-byte port MTU
@@ -589,17 +589,6 @@ def group_sizes(a, bins):
 GROUPS = {"wire": group_wire, "tcp": group_tcp, "daemon": group_daemon, "cores": group_cores, "sizes": group_sizes}
 
 
-def merge(path, rows):
-    kept = []
-    if os.path.exists(path):
-        with open(path) as f:
-            names = {r["name"] for r in rows}
-            kept = [x for x in json.load(f) if x.get("name") not in names]
-    with open(path, "w") as f:
-        json.dump(kept + rows, f, indent=2)
-        f.write("\n")
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin-dir", required=True)
@@ -632,7 +621,7 @@ def main():
             r["smoke"] = a.rounds < 5
             if "core" not in r:
                 r["core"] = "server CPU 0, client CPU 1" if g != "cores" else f"daemon CPUs 0..{a.cores - 1}"
-        merge(a.out, rows)  # after every group: a later failure keeps what was measured
+        merge_rows(a.out, rows)  # after every group: a later failure keeps what was measured
         all_rows += rows
     print("| benchmark | rocedp | baseline | ratio (median, min–max) | target |")
     print("|---|---|---|---|---|")

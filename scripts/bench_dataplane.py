@@ -110,6 +110,26 @@ def run_pair(binary, args, tag, both=()):
 NEAR_NS = 250
 
 
+def pair_row(binary, args, tag, both=()):
+    """run_pair's result row and the client's RC engine counters ({} when it printed none)."""
+    out = run_pair(binary, args, tag, both)
+    row = [x for x in out if "mode" in x][0]
+    cnt = [x["rc_counters"] for x in out if "rc_counters" in x]
+    return row, (cnt[0] if cnt else {})
+
+
+def merge_rows(path, results):
+    """Writes `results` into the JSON list at `path`, replacing the rows of the same names."""
+    kept = []
+    if os.path.exists(path):
+        with open(path) as f:
+            names = {r["name"] for r in results}
+            kept = [x for x in json.load(f) if x.get("name") not in names]
+    with open(path, "w") as f:
+        json.dump(kept + results, f, indent=2)
+        f.write("\n")
+
+
 def cpu_pair_rtt(binary):
     """One cache line's round trip between the server's CPU (0) and the client's (1), in ns."""
     out = subprocess.run([binary, "0", "1"], capture_output=True, text=True, timeout=60)
@@ -197,14 +217,7 @@ def main():
                             "value": statistics.median(mem), "unit": "bytes/QP",
                             "subject": "rocedp-perf:" + " ".join(row["args"]), "rounds": args.rounds,
                             "core": r["core"]})
-    kept = []
-    if os.path.exists(args.out):
-        with open(args.out) as f:
-            names = {r["name"] for r in results}
-            kept = [x for x in json.load(f) if x.get("name") not in names]
-    with open(args.out, "w") as f:
-        json.dump(kept + results, f, indent=2)
-        f.write("\n")
+    merge_rows(args.out, results)
     print("| benchmark | value | baseline | ratio (median, min–max) |")
     print("|---|---|---|---|")
     for r in results:

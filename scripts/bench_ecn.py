@@ -13,7 +13,6 @@ runs DCQCN (Linux rdma_rxe neither sends nor acts on CNPs).
 Rows are merged into bench/results/latest.json (same rule as bench_dataplane.py).
 """
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -25,11 +24,7 @@ MARK_RATES = (1.0, 10.0, 100.0)
 
 
 def one(binary, args, tag, mark):
-    both = ["--fault-ce", str(mark)] if mark > 0 else []
-    out = bench_dataplane.run_pair(binary, args, tag, both)
-    row = [x for x in out if "mode" in x][0]
-    cnt = [x["rc_counters"] for x in out if "rc_counters" in x]
-    return row, (cnt[0] if cnt else {})
+    return bench_dataplane.pair_row(binary, args, tag, ["--fault-ce", str(mark)] if mark > 0 else [])
 
 
 def main():
@@ -69,14 +64,7 @@ def main():
             "ratio_min": round(min(ratios), 4), "ratio_max": round(max(ratios), 4),
             "ratios": [round(r, 4) for r in ratios], "client_rc_counters": counters,
             **bench_dataplane.by_placement(marked, clean, probes)})
-    kept = []
-    if os.path.exists(args.out):
-        with open(args.out) as f:
-            names = {r["name"] for r in results}
-            kept = [x for x in json.load(f) if x.get("name") not in names]
-    with open(args.out, "w") as f:
-        json.dump(kept + results, f, indent=2)
-        f.write("\n")
+    bench_dataplane.merge_rows(args.out, results)
     print("| benchmark | marked | unmarked | ratio (median, min–max) | CNPs, rate cuts (median) |")
     print("|---|---|---|---|---|")
     for r in results:

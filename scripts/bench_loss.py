@@ -17,7 +17,6 @@ Rows are merged into bench/results/latest.json (same rule as bench_dataplane.py)
 scripts/plot_loss.py draws bench/results/loss.svg from them.
 """
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -30,10 +29,7 @@ LOSS_RATES = (0.1, 1.0, 5.0, 10.0)
 
 def one(binary, args, tag, drop):
     both = ["--fault-drop", str(drop), "--fault-seed", str(abs(hash(tag)) % 1000000 + 1)] if drop > 0 else []
-    out = bench_dataplane.run_pair(binary, args, tag, both)
-    row = [x for x in out if "mode" in x][0]
-    cnt = [x["rc_counters"] for x in out if "rc_counters" in x]
-    return row, (cnt[0] if cnt else {})
+    return bench_dataplane.pair_row(binary, args, tag, both)
 
 
 def main():
@@ -101,14 +97,7 @@ def main():
                 "baseline_value": round(statistics.median(cl[key]), 3), "ratio": round(statistics.median(rs), 3),
                 "ratio_min": round(min(rs), 3), "ratio_max": round(max(rs), 3),
                 **bench_dataplane.by_placement(ls[key], cl[key], probes)})
-    kept = []
-    if os.path.exists(args.out):
-        with open(args.out) as f:
-            names = {r["name"] for r in results}
-            kept = [x for x in json.load(f) if x.get("name") not in names]
-    with open(args.out, "w") as f:
-        json.dump(kept + results, f, indent=2)
-        f.write("\n")
+    bench_dataplane.merge_rows(args.out, results)
     print("| benchmark | value | clean | ratio (median, min–max) |")
     print("|---|---|---|---|")
     for r in results:
