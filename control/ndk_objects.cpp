@@ -7,8 +7,8 @@
 
 #include "control/ndk_internal.hpp"
 #include "dataplane/rc/completion_queue.hpp"
-#include "dataplane/rc/congestion.hpp"
 #include "dataplane/rc/work_queue.hpp"
+#include "dataplane/wire/ipv4.hpp"
 #include "pmd/port.hpp"
 
 namespace rocedp {
@@ -793,7 +793,7 @@ NTSTATUS Qp::connect(const NdkQpConnectParams& params, NdkRequestCompletion comp
   const pmd::Port& port = *im.setup.port;
   c.tos = params.traffic_class != 0 ? params.traffic_class : static_cast<uint8_t>(port.dscp() << 2);
   // An ECN port's QPs send ECT(0) unless the consumer chose the ECN bits (rc/congestion.hpp).
-  if (port.ecn() && (c.tos & rc::kEcnMask) == 0) c.tos |= rc::kEcnEct0;
+  if (port.ecn() && (c.tos & wire::kEcnMask) == 0) c.tos |= wire::kEcnEct0;
   c.cnp_tos = static_cast<uint8_t>(port.cnp_dscp() << 2);
   c.line_rate_mbps = port.link().speed_mbps;
   return post_request(im, core_, &CoreRdma::on_connect_qp,

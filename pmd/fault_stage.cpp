@@ -1,5 +1,7 @@
 #include "pmd/fault_stage.hpp"
 
+#include <rte_ether.h>
+#include <rte_ip.h>
 #include <rte_mbuf.h>
 
 #include <algorithm>
@@ -74,25 +76,26 @@ rte_mbuf* FaultStage::writable(rte_mbuf* m) {
 }
 
 // An untagged IPv4 frame whose ECN field says ECT(0) or ECT(1) gets CE (RFC 3168: a router marks
-// only ECN-capable packets); the header checksum follows (RFC 1624).
+// only ECN-capable packets). The checksum is updated for the changed word (RFC 1624), so a header
+// that was wrong stays wrong.
 void FaultStage::mark_ce(rte_mbuf* m) {
-  constexpr uint32_t kTos = 15, kChecksum = 24;
-  if (m->data_len < kChecksum + 2) return;
-  uint8_t* p = rte_pktmbuf_mtod(m, uint8_t*);
-  if (p[12] != 0x08 || p[13] != 0x00 || (p[14] >> 4) != 4) return;
-  const uint8_t ecn = p[kTos] & 3;
-  if (ecn == 0 || ecn == 3) return;
-  const uint16_t old_word = static_cast<uint16_t>((p[14] << 8) | p[kTos]);
-  p[kTos] |= 3;
-  const uint16_t new_word = static_cast<uint16_t>((p[14] << 8) | p[kTos]);
-  uint32_t sum = static_cast<uint16_t>(~((p[kChecksum] << 8) | p[kChecksum + 1]));
+  if (m->data_len < sizeof(rte_ether_hdr) + sizeof(rte_ipv4_hdr)) return;
+  const auto* eth = rte_pktmbuf_mtod(m, const rte_ether_hdr*);
+  auto* ip = rte_pktmbuf_mtod_offset(m, rte_ipv4_hdr*, sizeof(rte_ether_hdr));
+  if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) || (ip->version_ihl >> 4) != 4)
+    return;
+  const uint8_t ecn = ip->type_of_service & RTE_IPV4_HDR_ECN_MASK;
+  if (ecn == 0 || ecn == RTE_IPV4_HDR_ECN_CE) return;
+  const uint16_t old_word = static_cast<uint16_t>((ip->version_ihl << 8) | ip->type_of_service);
+  ip->type_of_service |= RTE_IPV4_HDR_ECN_CE;
+  const uint16_t new_word = static_cast<uint16_t>((ip->version_ihl << 8) | ip->type_of_service);
+  // HC' = ~(~HC + ~m + m'), in host order.
+  uint32_t sum = static_cast<uint16_t>(~rte_be_to_cpu_16(ip->hdr_checksum));
   sum += static_cast<uint16_t>(~old_word);
   sum += new_word;
   sum = (sum & 0xFFFF) + (sum >> 16);
   sum = (sum & 0xFFFF) + (sum >> 16);
-  const auto check = static_cast<uint16_t>(~sum);
-  p[kChecksum] = static_cast<uint8_t>(check >> 8);
-  p[kChecksum + 1] = static_cast<uint8_t>(check);
+  ip->hdr_checksum = rte_cpu_to_be_16(static_cast<uint16_t>(~sum));
   bump(counters_.ce_marked);
 }
 

@@ -118,6 +118,16 @@ def pair_row(binary, args, tag, both=()):
     return row, (cnt[0] if cnt else {})
 
 
+def ratio_row(subj, base, probes, digits=3):
+    """The fields of a row that sets `subj` against `base`, run by run in alternated rounds: their
+    medians, the median of the per-round ratios with min-max, and the ratio per CPU placement."""
+    ratios = [s / b if b else float("nan") for s, b in zip(subj, base)]
+    return {"value": round(statistics.median(subj), 3), "baseline_value": round(statistics.median(base), 3),
+            "ratio": round(statistics.median(ratios), digits), "ratio_min": round(min(ratios), digits),
+            "ratio_max": round(max(ratios), digits), "ratios": [round(r, digits) for r in ratios],
+            **by_placement(subj, base, probes)}
+
+
 def merge_rows(path, results):
     """Writes `results` into the JSON list at `path`, replacing the rows of the same names."""
     kept = []

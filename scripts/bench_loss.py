@@ -18,7 +18,6 @@ scripts/plot_loss.py draws bench/results/loss.svg from them.
 """
 import argparse
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -49,30 +48,26 @@ def main():
     bw_args = ["write", "bw", "-s", "4096", "-q", "4", "-D", str(args.duration)]
     results = []
     for rate in rates:
-        clean, lossy, ratios, counters, probes = [], [], [], [], []
+        clean, lossy, counters, probes = [], [], [], []
         for k in range(args.rounds):
             (c, _), (s, cnt) = bench_dataplane.probed(probe, probes, k,
                                                       lambda: one(binary, bw_args, f"L{rate}c{k}", 0),
                                                       lambda: one(binary, bw_args, f"L{rate}s{k}", rate))
             clean.append(c["bw_avg_Gbps"])
             lossy.append(s["bw_avg_Gbps"])
-            ratios.append(s["bw_avg_Gbps"] / c["bw_avg_Gbps"] if c["bw_avg_Gbps"] else float("nan"))
             counters.append(cnt)
             print(f"  {rate}% round {k}: clean {c['bw_avg_Gbps']:.3f} Gb/s, lossy {s['bw_avg_Gbps']:.3f} Gb/s, "
-                  f"ratio {ratios[-1]:.3f}; timeouts {cnt.get('ack_timeouts')} (probes {cnt.get('rto_probes')}, "
+                  f"ratio {s['bw_avg_Gbps'] / c['bw_avg_Gbps'] if c['bw_avg_Gbps'] else float('nan'):.3f}; timeouts {cnt.get('ack_timeouts')} (probes {cnt.get('rto_probes')}, "
                   f"nothing lost {cnt.get('spurious_timeouts')}), "
                   f"NAKs {cnt.get('naks_received')}, retransmitted {cnt.get('tx_retransmit')} of "
                   f"{cnt.get('tx_packets')}", file=sys.stderr, flush=True)
         results.append({
             "name": f"WRITE 4 KiB goodput, 4 QPs, {rate:g}% loss both directions, vs clean",
-            "value": round(statistics.median(lossy), 3), "unit": "Gb/s", "loss_pct": rate,
+            "unit": "Gb/s", "loss_pct": rate,
             "subject": "rocedp-perf:" + " ".join(bw_args) + f" --fault-drop {rate:g} (both endpoints)",
             "rounds": args.rounds, "core": "server CPU 0, client CPU 1",
             "baseline_name": "rocedp-perf:" + " ".join(bw_args) + " (no loss)",
-            "baseline_value": round(statistics.median(clean), 3), "ratio": round(statistics.median(ratios), 3),
-            "ratio_min": round(min(ratios), 3), "ratio_max": round(max(ratios), 3),
-            "ratios": [round(r, 3) for r in ratios], "client_rc_counters": counters,
-            **bench_dataplane.by_placement(lossy, clean, probes)})
+            "client_rc_counters": counters, **bench_dataplane.ratio_row(lossy, clean, probes)})
     if not args.no_latency:
         lat_args = ["write", "lat", "-s", "64", "-n", "20000"]
         cl = {"rtt_p50_usec": [], "rtt_p99_usec": []}
@@ -87,16 +82,13 @@ def main():
             print(f"  lat round {k}: clean p50/p99 {c['rtt_p50_usec']:.2f}/{c['rtt_p99_usec']:.2f} us, 1% loss "
                   f"{s['rtt_p50_usec']:.2f}/{s['rtt_p99_usec']:.2f} us", file=sys.stderr, flush=True)
         for key, pct in (("rtt_p50_usec", "p50"), ("rtt_p99_usec", "p99")):
-            rs = [x / y if y else float("nan") for x, y in zip(ls[key], cl[key])]
             results.append({
                 "name": f"WRITE 64 B round trip {pct}, 1% loss both directions, vs clean",
-                "value": round(statistics.median(ls[key]), 3), "unit": "us", "loss_pct": 1.0,
+                "unit": "us", "loss_pct": 1.0,
                 "subject": "rocedp-perf:" + " ".join(lat_args) + " --fault-drop 1 (both endpoints)",
                 "rounds": args.rounds, "core": "server CPU 0, client CPU 1",
                 "baseline_name": "rocedp-perf:" + " ".join(lat_args) + " (no loss)",
-                "baseline_value": round(statistics.median(cl[key]), 3), "ratio": round(statistics.median(rs), 3),
-                "ratio_min": round(min(rs), 3), "ratio_max": round(max(rs), 3),
-                **bench_dataplane.by_placement(ls[key], cl[key], probes)})
+                **bench_dataplane.ratio_row(ls[key], cl[key], probes)})
     bench_dataplane.merge_rows(args.out, results)
     print("| benchmark | value | clean | ratio (median, min–max) |")
     print("|---|---|---|---|")

@@ -27,9 +27,10 @@ void increase(QueuePair& qp) {
   } else if (hi > kFastRecovery) {
     c.target_mbps += kAiRateMbps;
   }
-  c.target_mbps = std::min(c.target_mbps, c.line_mbps);
+  const uint32_t line = qp.conn().line_rate_mbps;
+  c.target_mbps = std::min(c.target_mbps, line);
   const uint32_t rate = (c.target_mbps + c.rate_mbps + 1) / 2;
-  if (rate >= c.line_mbps) {  // recovered: unlimited again
+  if (rate >= line) {  // recovered: unlimited again
     qp.cc_flags.paced = false;
     c.rate_mbps = 0;
     return;
@@ -70,17 +71,13 @@ bool congestion_send_cnp_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
   TxBth h;
   h.opcode = wire::opcode::kCnp;
   h.psn = 0;
-  const uint8_t tos = qp.cc.cnp_tos;
   // BTH (BECN set, the peer's QP from the template), 16 reserved bytes (Annex A17.9.3). The ToS
   // and resv8a are masked out of the ICRC, so they may change here, before it is computed.
   const bool sent = transmit_frame(qp, ctx, h, wire::kCnpReservedLen, [&](uint8_t*, uint8_t* pl) {
     std::memset(pl, 0, wire::kCnpReservedLen);
     uint8_t* bth = pl - wire::kBthLen;
     bth[wire::bth_off::kResv8a] |= wire::bth_bits::kBecn;
-    uint8_t* ip = bth - wire::kUdpHdrLen - wire::kIpv4MinHdrLen;
-    ip[wire::ipv4_off::kTos] = tos;
-    wire::store_be16(ip + wire::ipv4_off::kChecksum,
-                     wire::ipv4_header_checksum(ip, wire::kIpv4MinHdrLen));
+    wire::set_ipv4_tos(bth - wire::kUdpHdrLen - wire::kIpv4MinHdrLen, qp.conn().cnp_tos);
   });
   if (!sent) return false;
   qp.cc.last_cnp_ns = now_ns;
@@ -92,10 +89,10 @@ bool congestion_send_cnp_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
 bool congestion_on_cnp_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
   CS& c = qp.cc;
   ++c.cnps_received;
-  if (!c.ecn) return false;
+  if (!congestion_ecn_capable(qp)) return false;
   const bool cut = !qp.cc_flags.paced || now_ns - c.last_cut_ns >= kRateReducePeriodNs;
   if (!qp.cc_flags.paced) {  // a new episode starts from the line rate, alpha at 1
-    set_rate(c, c.line_mbps);
+    set_rate(c, qp.conn().line_rate_mbps);
     c.alpha = CS::kAlphaOne;
     c.next_tx_ns = now_ns;
     c.bytes = 0;

@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "dataplane/rc/queue_pair.hpp"
+#include "dataplane/wire/ipv4.hpp"
 
 namespace rocedp::rc {
 
@@ -41,8 +42,10 @@ inline constexpr uint64_t kPaceSlackNs = 10'000;        ///< burst allowed after
 /// Line rate for a device that reports no link speed.
 inline constexpr uint32_t kDefaultLineRateMbps = 10'000;
 
-/// IPv4 ECN codepoints (RFC 3168), the low two bits of the ToS.
-inline constexpr uint8_t kEcnMask = 3, kEcnEct0 = 2, kEcnCe = 3;
+/// The QP's frames carry ECT: it is a reaction point (ToS from QpConnectParams::tos).
+inline bool congestion_ecn_capable(const QueuePair& qp) {
+  return (qp.conn().tos & wire::kEcnMask) != 0;
+}
 
 /// NP: a packet for `qp` (checked: RTR/RTS, from its peer; the engine schedules the QP) carried
 /// CE. The CNP leaves at the start of the next poll (RcContext::cnps_due).

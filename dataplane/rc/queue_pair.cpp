@@ -110,10 +110,9 @@ NTSTATUS QueuePair::modify_to_rtr(const QpConnectParams& p) {
 
   // Congestion control starts unlimited; ECT in the ToS makes the QP a reaction point.
   cc = CongestionState{};
-  cc.ecn = (p.tos & kEcnMask) != 0;
-  cc.cnp_tos = static_cast<uint8_t>(p.cnp_tos & ~kEcnMask);
-  cc.line_mbps = p.line_rate_mbps != 0 ? p.line_rate_mbps : kDefaultLineRateMbps;
   cc_flags = CongestionFlags{};
+  conn_.cnp_tos = static_cast<uint8_t>(p.cnp_tos & ~wire::kEcnMask);
+  if (conn_.line_rate_mbps == 0) conn_.line_rate_mbps = kDefaultLineRateMbps;
 
   resp = ResponderState{};
   resp.psn = conn_.rq_psn;

@@ -304,8 +304,8 @@ struct QpConnectParams {
   uint32_t inbound_read_limit = 16;   ///< IRL (effective, after negotiation)
   uint32_t outbound_read_limit = 16;  ///< ORL (effective)
   uint8_t tos = 0;                    ///< IPv4 DSCP/ECN (rxe sends 0); ECT: reacts to CNPs
-  uint8_t cnp_tos = 0;                ///< IPv4 ToS of the QP's CNPs (its ECN bits are cleared)
-  uint32_t line_rate_mbps = 0;        ///< congestion recovery ends here (0: kDefaultLineRateMbps)
+  uint8_t cnp_tos = 0;                ///< IPv4 ToS of the QP's CNPs (RTR clears its ECN bits)
+  uint32_t line_rate_mbps = 0;        ///< congestion recovery ends here (0 at RTR: a default)
   uint8_t ttl = 64;
   uint16_t pkey = wire::kDefaultPkey;
 };
@@ -472,14 +472,12 @@ struct CongestionFlags {
 
 /// Congestion control of one QP (congestion.hpp: DCQCN's notification and reaction points).
 /// Cold: only a QP that receives CE-marked packets or CNPs touches it; CongestionFlags holds the
-/// two flags every visit tests.
+/// flags the data path tests. What the connection fixed (ECT, the CNPs' ToS, the line rate) is
+/// read from QpConnectParams.
 struct CongestionState {
   static constexpr uint32_t kAlphaOne = 1u << 16;  ///< alpha is fixed point: 1.0
-  bool ecn = false;                                ///< the QP's frames carry ECT: it reacts to CNPs
-  uint8_t cnp_tos = 0;                             ///< IPv4 ToS of its CNPs
-  uint32_t line_mbps = 0;    ///< where recovery ends: the QP is unlimited again
-  uint32_t rate_mbps = 0;    ///< Rc, the current rate (sched.paced)
-  uint32_t target_mbps = 0;  ///< Rt, where fast recovery converges
+  uint32_t rate_mbps = 0;                          ///< Rc, the current rate (cc_flags.paced)
+  uint32_t target_mbps = 0;                        ///< Rt, where fast recovery converges
   uint32_t alpha = kAlphaOne;
   uint32_t ps_per_byte = 0;  ///< the pacing clock's charge per byte at Rc
   uint32_t timer_steps = 0;  ///< rate increases by the timer since the last cut

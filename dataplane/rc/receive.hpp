@@ -79,7 +79,7 @@ inline void receive_dispatch_st(QueuePair* qp, RcContext& ctx, const wire::RcRxP
     return;
   }
   ++ctx.rx_packets;
-  if (pkt.ecn == kEcnCe) [[unlikely]] {  // a switch on the way is congested: tell the sender
+  if (pkt.ecn == wire::kEcnCe) [[unlikely]] {  // a switch on the way is congested: tell the sender
     ctx.counters->add(RcCounter::kRxCe);
     congestion_on_ce_st(*qp, ctx, now_ns);
   }

@@ -92,6 +92,15 @@ inline std::uint16_t ipv4_header_checksum(const std::uint8_t* hdr, std::size_t l
   return static_cast<std::uint16_t>(~sum);
 }
 
+/// ECN codepoints (RFC 3168): the low two bits of the ToS.
+inline constexpr std::uint8_t kEcnMask = 3, kEcnEct0 = 2, kEcnCe = 3;
+
+/// Sets the ToS of the IPv4 header at `hdr` (no options) and its checksum with it.
+inline void set_ipv4_tos(std::uint8_t* hdr, std::uint8_t tos) {
+  hdr[ipv4_off::kTos] = tos;
+  store_be16(hdr + ipv4_off::kChecksum, ipv4_header_checksum(hdr, kIpv4MinHdrLen));
+}
+
 struct Ipv4Fields {
   std::uint8_t ihl = 5;  // words; > 5 means options (kept verbatim)
   std::uint8_t tos = 0;

@@ -16,7 +16,7 @@ DropReason parse_rc_general(Bytes frame, RcRxPacket& out) {
   out.dqpn = p.f.bth.dqpn;
   out.src_ip = p.f.ip.src;
   out.dst_ip = p.f.ip.dst;
-  out.ecn = p.f.ip.tos & 3;
+  out.ecn = p.f.ip.tos & kEcnMask;
   return DropReason::kNone;
 }
 
@@ -77,7 +77,7 @@ DropReason parse_rc_ordered(Bytes frame, RcRxPacket& out) {
   out.dqpn = w1 & kQpnMask;
   out.src_ip = load_be32(ip + ipv4_off::kSrc);
   out.dst_ip = load_be32(ip + ipv4_off::kDst);
-  out.ecn = ip[ipv4_off::kTos] & 3;
+  out.ecn = ip[ipv4_off::kTos] & kEcnMask;
   return DropReason::kNone;
 }
 

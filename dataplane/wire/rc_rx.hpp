@@ -33,7 +33,7 @@ struct RcRxPacket {
   std::uint32_t dqpn = 0;
   std::uint32_t src_ip = 0;  // host order
   std::uint32_t dst_ip = 0;
-  std::uint8_t ecn = 0;  // the IPv4 ToS's ECN bits (3: CE, congestion experienced)
+  std::uint8_t ecn = 0;  // the IPv4 ToS's ECN bits (kEcnCe: congestion experienced)
 
   // BTH fields read where they are used (fewer stores per frame in the burst's parse pass).
   std::uint8_t opcode() const { return bth[bth_off::kOpcode]; }
@@ -143,7 +143,7 @@ inline DropReason parse_rc(Bytes frame, RcRxPacket& out) {
   out.dqpn = load_be32(p + bth + 4) & kQpnMask;  // resv8a, DestQP
   out.src_ip = load_be32(ip + ipv4_off::kSrc);
   out.dst_ip = load_be32(ip + ipv4_off::kDst);
-  out.ecn = ip[ipv4_off::kTos] & 3;
+  out.ecn = ip[ipv4_off::kTos] & kEcnMask;
   // ICRC (IBTA Annex A17.3.3), little-endian after the pad: the last check in parse()'s order.
   const std::size_t icrc_at = total - kIcrcLen;
   if (icrc_plain_ipv4(ip, icrc_at) != load_le32(ip + icrc_at)) return DropReason::kBadIcrc;

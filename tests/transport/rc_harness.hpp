@@ -205,9 +205,7 @@ struct Wire {
     for (Frame& f : in) {
       if (!mark_ce_if(ab)) continue;
       uint8_t* ip = f.data() + wire::kEthHdrLen;
-      ip[wire::ipv4_off::kTos] |= 3;
-      wire::store_be16(ip + wire::ipv4_off::kChecksum,
-                       wire::ipv4_header_checksum(ip, wire::kIpv4MinHdrLen));
+      wire::set_ipv4_tos(ip, ip[wire::ipv4_off::kTos] | wire::kEcnCe);
       ++marked;
     }
   }

@@ -124,12 +124,12 @@ TEST_F(Congestion, CeMarkedRequestsAreAnsweredWithCnpsAtMostOnePerInterval) {
   EXPECT_EQ(qa->qp->cc.rate_cuts, 0u);
   EXPECT_FALSE(qa->qp->cc_flags.paced);
   EXPECT_EQ(a.eng->counters().get(RcCounter::kRateCuts), 0u);
-  for (const Frame& f : a.log) EXPECT_EQ(parse_frame(f).f.ip.tos & kEcnMask, 0);
+  for (const Frame& f : a.log) EXPECT_EQ(parse_frame(f).f.ip.tos & wire::kEcnMask, 0);
 }
 
 // No mark, no CNP: a clean run sends none and cuts nothing.
 TEST_F(Congestion, UnmarkedTrafficSendsNoCnp) {
-  make(kEcnEct0);
+  make(wire::kEcnEct0);
   top_up(300);
   ASSERT_TRUE(w.run_until([&] { return all_done(); }));
   expect_delivered();
@@ -143,7 +143,7 @@ TEST_F(Congestion, UnmarkedTrafficSendsNoCnp) {
 // line and the pacing clock holds it there; once marking stops, it recovers to the line rate and
 // is unlimited again. Every byte arrives exactly once throughout.
 TEST_F(Congestion, AnEctQpSlowsDownOnCnpsAndRecoversWhenMarkingStops) {
-  make(kEcnEct0);
+  make(wire::kEcnEct0);
   // Unlimited, the harness's wire moves far more than the line rate (its rounds are 1 µs).
   const double free_mbps = run_loaded(200);
   ASSERT_GT(free_mbps, 4.0 * kLineMbps);
@@ -177,12 +177,12 @@ TEST_F(Congestion, AnEctQpSlowsDownOnCnpsAndRecoversWhenMarkingStops) {
   expect_delivered();
   for (const Frame& f : a.log) {
     const wire::ParsedPacket p = parse_frame(f);
-    EXPECT_EQ(p.f.ip.tos & kEcnMask, kEcnEct0) << "A's QP frames are ECT(0)";
+    EXPECT_EQ(p.f.ip.tos & wire::kEcnMask, wire::kEcnEct0) << "A's QP frames are ECT(0)";
   }
   for (const Frame& f : b.log) {
     const wire::ParsedPacket p = parse_frame(f);
     if (p.f.bth.opcode != wire::opcode::kCnp) {
-      EXPECT_EQ(p.f.ip.tos & kEcnMask, 0);
+      EXPECT_EQ(p.f.ip.tos & wire::kEcnMask, 0);
     }
   }
 }
@@ -191,7 +191,7 @@ TEST_F(Congestion, AnEctQpSlowsDownOnCnpsAndRecoversWhenMarkingStops) {
 // the rate-reduce period cuts nothing; after 1 ms without CNPs alpha has decayed (1019/1024 per
 // µs: to about 0.7%), so the next cut takes about 0.35%.
 TEST_F(Congestion, EachCnpCutsByHalfAlphaAndAlphaDecaysEveryMicrosecond) {
-  make(kEcnEct0);
+  make(wire::kEcnEct0);
   RcCounters counters;
   RcContext ctx;
   ctx.counters = &counters;
@@ -217,7 +217,7 @@ TEST_F(Congestion, EachCnpCutsByHalfAlphaAndAlphaDecaysEveryMicrosecond) {
 // only when it stopped for the clock, so while its ACKs are lost it is visited for its
 // retransmission timer, not on every poll.
 TEST_F(Congestion, APacedQpWaitingForAcksIsNotVisitedOnEveryPoll) {
-  make(kEcnEct0, kMinWindow);
+  make(wire::kEcnEct0, kMinWindow);
   w.mark_ce_if = [](bool ab) { return ab; };
   top_up(64);
   ASSERT_TRUE(w.run_until([&] { return qa->qp->cc.rate_cuts != 0; }));

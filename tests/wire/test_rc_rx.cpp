@@ -35,7 +35,7 @@ DropReason check_same(Bytes frame) {
   EXPECT_EQ(r.dqpn, p.f.bth.dqpn);
   EXPECT_EQ(r.src_ip, p.f.ip.src);
   EXPECT_EQ(r.dst_ip, p.f.ip.dst);
-  EXPECT_EQ(r.ecn, p.f.ip.tos & 3);
+  EXPECT_EQ(r.ecn, p.f.ip.tos & kEcnMask);
   EXPECT_EQ(r.opcode(), p.f.bth.opcode);
   EXPECT_EQ(r.ack_req(), p.f.bth.ack_req);
   EXPECT_EQ(r.se(), p.f.bth.se);
