@@ -11,9 +11,10 @@
 //     kIncreaseBytes sent the rate recovers: Rc = (Rt + Rc) / 2 (fast recovery, kFastRecovery
 //     steps), then Rt grows by kAiRateMbps (additive) and, once both counters passed kFastRecovery,
 //     by kHaiRateMbps per step beyond (hyper). At the line rate the QP is unlimited again.
-//   - Pacing. A limited QP's request packets are charged to a clock at Rc; the requester sends
-//     only when the clock is not ahead of now (with kPaceSlackNs of burst after a pause), and the
-//     engine's timer wakes it when the clock comes due.
+//   - Pacing. A limited QP's request packets and its READ and atomic responses (the responder
+//     sends a READ's data) are charged to a clock at Rc; ACKs are not. The QP sends only when the
+//     clock is not ahead of now (with kPaceSlackNs of burst after a pause), and the engine's
+//     timer wakes it when the clock comes due.
 // Where the constants come from: alpha's update (every 1 µs, 1019/1024 kept), the CNP interval
 // and the rate-reduce period (4 µs) are NVIDIA's documented adapter defaults (the paper updates
 // alpha every 55 µs by 1/256, so under sparse CNPs it cuts harder); F (5) is the paper's; T, B and

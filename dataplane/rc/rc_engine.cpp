@@ -212,16 +212,20 @@ bool RcEngine::run_qp(QueuePair& qp, uint64_t now_ns) {
   const bool hold = hold_acks_ && qp.resp.ack_fresh && requests == 0 && qp.resources_pending == 0 &&
                     (qp.resp.ctl_syndrome & wire::kAethTypeMask) == wire::kAethAck;
   qp.resp.ack_fresh = false;
-  const uint32_t responses = hold ? 0 : responder_tx_st(qp, ctx_, config_.tx_budget);
+  const uint32_t responses = hold ? 0 : responder_tx_st(qp, ctx_, config_.tx_budget, now_ns);
   const uint32_t retired = completer_retire_st(qp, ctx_);
   uint32_t work = responses + requests + retired;
   // Another visit only where this one worked and left something that nothing else announces:
   // responses still owed, or posted requests not yet sent. Everything else that creates work
   // schedules the QP itself (a post rings, a frame arrives, a timer fires), so the visit that
   // merely confirms "nothing left" is saved (at many QPs, one per QP and message).
+  // A QP that stopped for its pacing clock is woken by the timer (sync_timer), not every poll.
   bool again = qp.sched.tx_stalled || hold;
-  if (responses != 0 && (qp.resp.ctl_pending || qp.resources_pending != 0)) again = true;
-  if ((requests != 0 || retired != 0) && qp.req.cur.wqe < qp.sq_readable()) again = true;
+  const bool clocked = qp.cc_flags.pace_wait;
+  if (responses != 0 && (qp.resp.ctl_pending || qp.resources_pending != 0) && !clocked)
+    again = true;
+  if ((requests != 0 || retired != 0) && qp.req.cur.wqe < qp.sq_readable() && !clocked)
+    again = true;
   if (qp.state() == QpState::kError) [[unlikely]] {
     work += responder_flush_st(qp, ctx_);
     again |= work != 0;

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "dataplane/rc/congestion.hpp"
 #include "dataplane/rc/transmit.hpp"
 #include "dataplane/wire/psn.hpp"
 
@@ -466,7 +467,13 @@ namespace {
   return 1;
 }
 
-[[gnu::noinline]] uint32_t responder_send_st(QueuePair& qp, RcContext& ctx, uint32_t budget) {
+// The bytes a response puts on the wire, for the pacing clock.
+uint32_t response_bytes(const TxPacket& pkt, uint32_t payload) {
+  return kHeaderTemplateLen + pkt.ext_len + payload + wire::pad_for(payload) + wire::kIcrcLen;
+}
+
+[[gnu::noinline]] uint32_t responder_send_st(QueuePair& qp, RcContext& ctx, uint32_t budget,
+                                             uint64_t now_ns) {
   ResponderState& rs = qp.resp;
   if (qp.state() != QpState::kRtr && qp.state() != QpState::kRts) return 0;
   const uint32_t mtu = qp.path_mtu();
@@ -489,6 +496,14 @@ namespace {
       }
     }
     if (r == nullptr) break;
+    // A QP whose rate a CNP cut paces its responses as its requests (congestion.hpp): the
+    // responder of READs is the data's sender, the one the receiver's CNPs must slow down.
+    if (qp.cc_flags.paced) [[unlikely]] {
+      if (!congestion_may_send_st(qp, now_ns)) {
+        qp.cc_flags.pace_wait = true;
+        break;
+      }
+    }
     TxPacket pkt;
     TxPayload pl;
     if (r->atomic) {
@@ -501,6 +516,8 @@ namespace {
         break;
       }
       set_pending(qp, *r, false);
+      if (qp.cc_flags.paced) [[unlikely]]
+        congestion_charge_st(qp, response_bytes(pkt, 0));
     } else {
       const bool first = r->tx_psn == r->exec_psn;
       const bool last = r->remaining <= mtu;
@@ -526,6 +543,8 @@ namespace {
         blocked = true;
         break;
       }
+      if (qp.cc_flags.paced) [[unlikely]]
+        congestion_charge_st(qp, response_bytes(pkt, seg));
       r->va += seg;
       r->remaining -= seg;
       r->tx_psn = wire::psn_next(r->tx_psn);
@@ -542,13 +561,13 @@ namespace {
 
 // The usual visit owes nothing, or only the ACK: answered here, without the prologue of the
 // code that sends READ responses (what responder_send_st does when no resource is pending).
-uint32_t responder_tx_st(QueuePair& qp, RcContext& ctx, uint32_t budget) {
+uint32_t responder_tx_st(QueuePair& qp, RcContext& ctx, uint32_t budget, uint64_t now_ns) {
   if (qp.resources_pending == 0) {
     if (!qp.resp.ctl_pending || budget == 0) return 0;
     if (qp.state() != QpState::kRtr && qp.state() != QpState::kRts) return 0;
     return send_ctl(qp, ctx);
   }
-  return responder_send_st(qp, ctx, budget);
+  return responder_send_st(qp, ctx, budget, now_ns);
 }
 
 uint32_t responder_flush_st(QueuePair& qp, RcContext& ctx) {

@@ -113,9 +113,9 @@ inline void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRx
   responder_receive_other_st(qp, ctx, pkt, now_ns);
 }
 
-/// Sends pending READ responses / atomic ACKs (oldest first), then the pending ACK/NAK.
-/// Returns packets sent.
-uint32_t responder_tx_st(QueuePair& qp, RcContext& ctx, uint32_t budget);
+/// Sends pending READ responses / atomic ACKs (oldest first; paced on a QP whose rate a CNP cut),
+/// then the pending ACK/NAK. Returns packets sent.
+uint32_t responder_tx_st(QueuePair& qp, RcContext& ctx, uint32_t budget, uint64_t now_ns);
 
 /// ERROR: completes the held and every posted receive with STATUS_CANCELLED (RQ only; an SRQ is
 /// shared and keeps its receives). Returns CQEs produced.

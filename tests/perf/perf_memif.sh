@@ -168,6 +168,24 @@ case $group in
     expect_row 3000 600
     pair 0 "" read lat -s 2048 -n 300 --verify
     expect_row 2048 300
+    # ECN (DCQCN) for READs: the server's QP sends the data (--ecn: its responses are ECT(0)); the
+    # client's port marks CE on every ECN-capable frame it receives (--fault-ce 100). The client
+    # answers with CNPs, the server cuts its rate and paces its READ responses, and the client's
+    # bandwidth falls to a fraction of the unmarked run's. Then a verified run under the marks.
+    pair 0 "--ecn --json" read bw -s 4096 -D 1 --json
+    free_bw=$(bw_avg)
+    [ "$(counter server rate_cuts)" = 0 ] && [ "$(counter client tx_cnp)" = 0 ] || fail "CNPs or cuts without CE marks"
+    pair 0 "--ecn --json" read bw -s 4096 -D 1 --fault-ce 100 --json
+    marked_bw=$(bw_avg)
+    [ "$(counter client rx_ce)" -ge 400 ] || fail "client rx_ce $(counter client rx_ce): the READ responses did not arrive marked"
+    cnps=$(counter client tx_cnp) got=$(counter server rx_cnp) cuts=$(counter server rate_cuts)
+    [ "$cnps" -ge 1 ] && [ "$got" -ge 1 ] && [ "$got" -le "$cnps" ] && [ "$cuts" -ge 1 ] && [ "$cuts" -le "$got" ] ||
+      fail "CNPs sent $cnps, received $got, rate cuts $cuts"
+    awk "BEGIN { exit !($marked_bw * 4 < $free_bw) }" ||
+      fail "marked: $marked_bw MB/s, not below a quarter of the unmarked $free_bw MB/s"
+    echo "ecn: READ unmarked $free_bw MB/s, every response marked $marked_bw MB/s ($cnps CNPs, $cuts rate cuts)"
+    pair 0 "--ecn" read bw -s 4096 -n 400 --verify --fault-ce 100
+    expect_row 4096 400
     ;;
   send)
     pair 0 "" send bw -s 1500 -n 400 -q 3 --verify

@@ -26,9 +26,10 @@ class Congestion : public ::testing::Test {
   uint64_t posted = 0;
   std::vector<NdkResultEx> done;
 
-  void make(uint8_t a_tos, uint32_t window = kDefaultMaxUnackedPsns) {
+  void make(uint8_t a_tos, uint32_t window = kDefaultMaxUnackedPsns, uint8_t b_tos = 0) {
     ConnectOptions o;
     o.a_tos = a_tos;
+    o.b_tos = b_tos;
     o.cnp_tos = kCnpTos;
     o.line_rate_mbps = kLineMbps;
     qa = &a.qp(kSlots, kSlots, 8192, window);
@@ -240,6 +241,110 @@ TEST_F(Congestion, APacedQpWaitingForAcksIsNotVisitedOnEveryPoll) {
   w.drop_if = nullptr;
   ASSERT_TRUE(w.run_until([&] { return all_done(); }, 2'000'000));
   expect_delivered();
+}
+
+// A reads from B, whose QP sends ECT(0): the data B's READ responses carry is what a congested
+// switch marks on the way to A. A's CNPs then cut B's rate, and B's responder paces its responses
+// by the same clock as its requests (without that, a READ responder got CNPs and cut its rate
+// while its responses went on at full speed). Once marking stops, B recovers; every READ
+// completes once, in order, with the bytes B holds.
+TEST_F(Congestion, AnEctReadResponderPacesItsResponses) {
+  constexpr uint32_t kRead = 8 * kMsg;  // eight responses per READ
+  constexpr uint32_t kReadSlots = 64;
+  make(0, kDefaultMaxUnackedPsns, wire::kEcnEct0);
+  Buffer& from = b.buffer(kReadSlots * kRead);
+  Buffer& into = a.buffer(kReadSlots * kRead);
+  fill_pattern(from.ptr(), kReadSlots * kRead, 23);
+  uint64_t reads = 0;
+  auto top_up_reads = [&] {
+    collect();
+    while (reads - done.size() < 16) {
+      const uint32_t off = static_cast<uint32_t>(reads % kReadSlots) * kRead;
+      SendWqe rd = send_wqe(SendOpcode::kRead, tag(reads), {into.sge(off, kRead)});
+      rd.remote_address = from.va() + off;
+      rd.remote_token = from.tokens.remote;
+      ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
+      ++reads;
+    }
+  };
+  // What B sends in `rounds` rounds with A's READs outstanding, in Mbit/s.
+  auto run_reads = [&](int rounds) {
+    uint64_t bytes = 0;
+    const uint64_t t0 = w.now;
+    for (int i = 0; i < rounds; ++i) {
+      top_up_reads();
+      const size_t before = b.log.size();
+      if (!w.step()) w.now += 1'000;
+      for (size_t f = before; f < b.log.size(); ++f) bytes += b.log[f].size();
+    }
+    return static_cast<double>(bytes) * 8 * 1000 / static_cast<double>(w.now - t0);
+  };
+  const double free_mbps = run_reads(200);
+  ASSERT_GT(free_mbps, 2.0 * kLineMbps);
+
+  bool marking = true;
+  w.mark_ce_if = [&](bool ab) { return !ab && marking; };
+  run_reads(1000);
+  const double congested_mbps = run_reads(2000);
+  const CongestionState& cc = qb->qp->cc;
+  EXPECT_TRUE(qb->qp->cc_flags.paced);
+  EXPECT_GE(cc.rate_cuts, 2u);
+  EXPECT_LT(cc.rate_mbps, kLineMbps / 2);
+  EXPECT_EQ(cc.cnps_received, a.eng->counters().get(RcCounter::kTxCnp));
+  EXPECT_GT(b.eng->counters().get(RcCounter::kReadResponsesSent), 0u);
+  EXPECT_LT(congested_mbps, kLineMbps / 2.0) << "paced: " << congested_mbps << " Mbit/s";
+  EXPECT_GT(congested_mbps, 0.0) << "slowed, not stopped";
+  EXPECT_FALSE(qa->qp->cc_flags.paced) << "A sends Not-ECT: it only sends CNPs";
+
+  marking = false;
+  for (uint64_t rounds = 0; qb->qp->cc_flags.paced && rounds < 2'000'000; ++rounds) {
+    top_up_reads();
+    if (!w.step()) w.now += 1'000;
+  }
+  EXPECT_FALSE(qb->qp->cc_flags.paced) << "recovered to the line rate";
+  EXPECT_GT(run_reads(200), 2.0 * kLineMbps) << "unlimited again";
+
+  ASSERT_TRUE(w.run_until([&] { return collect(), done.size() == reads; }));
+  for (size_t i = 0; i < done.size(); ++i) {
+    ASSERT_EQ(done[i].status, STATUS_SUCCESS) << i;
+    ASSERT_EQ(done[i].request_context, tag(i)) << "posting order, exactly once";
+  }
+  EXPECT_EQ(std::memcmp(into.ptr(), from.ptr(), std::min<uint64_t>(reads, kReadSlots) * kRead), 0);
+}
+
+// A paced READ responder that stopped for its clock is woken by the timer when the clock allows
+// the next response, not visited on every poll in between.
+TEST_F(Congestion, APacedReadResponderWaitsForItsClockWithoutBeingVisitedEveryPoll) {
+  make(0, kDefaultMaxUnackedPsns, wire::kEcnEct0);
+  constexpr uint32_t kRead = 64 * kMsg;
+  Buffer& from = b.buffer(kRead);
+  Buffer& into = a.buffer(kRead);
+  fill_pattern(from.ptr(), kRead, 29);
+  // CNPs cut B's rate below 100 Mbit/s.
+  RcCounters counters;
+  RcContext ctx;
+  ctx.counters = &counters;
+  do {
+    congestion_on_cnp_st(*qb->qp, ctx, w.now);
+    w.now += kRateReducePeriodNs;
+  } while (qb->qp->cc.rate_mbps >= 100);  // ~80 µs a response: far below A's 1 ms timeout
+  ASSERT_TRUE(qb->qp->cc_flags.paced);
+  SendWqe rd = send_wqe(SendOpcode::kRead, tag(0), {into.sge(0, kRead)});
+  rd.remote_address = from.va();
+  rd.remote_token = from.tokens.remote;
+  ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
+  for (int i = 0; i < 50; ++i) w.step();
+  const uint64_t visits0 = b.eng->qp_visits();
+  const uint64_t sent0 = b.eng->counters().get(RcCounter::kReadResponsesSent);
+  for (int i = 0; i < 2'000; ++i) w.step();  // 2 ms
+  const uint64_t visits = b.eng->qp_visits() - visits0;
+  const uint64_t sent = b.eng->counters().get(RcCounter::kReadResponsesSent) - sent0;
+  EXPECT_GT(sent, 0u) << "the clock lets responses out";
+  EXPECT_LT(sent, 64u) << "but not all at once";
+  EXPECT_LE(visits, 2 * sent + 10) << "visited on " << visits << " of 2,000 polls";
+  ASSERT_TRUE(w.run_until([&] { return collect(), !done.empty(); }, 2'000'000));
+  ASSERT_EQ(done[0].status, STATUS_SUCCESS);
+  EXPECT_EQ(std::memcmp(into.ptr(), from.ptr(), kRead), 0);
 }
 
 }  // namespace
