@@ -135,6 +135,49 @@ std::optional<MacAddress> parse_mac(std::string_view text) {
   return mac;
 }
 
+std::span<const DcqcnField> dcqcn_fields() {
+  using C = DcqcnConfig;
+  static constexpr DcqcnField kFields[] = {
+      {"cnp_interval_us", &C::cnp_interval_us},
+      {"rate_reduce_period_us", &C::rate_reduce_period_us},
+      {"alpha_period_us", &C::alpha_period_us},
+      {"alpha_keep", &C::alpha_keep},
+      {"time_reset_us", &C::time_reset_us},
+      {"byte_reset", &C::byte_reset},
+      {"fast_recovery", &C::fast_recovery},
+      {"ai_rate_mbps", &C::ai_rate_mbps},
+      {"hai_rate_mbps", &C::hai_rate_mbps},
+      {"min_rate_mbps", &C::min_rate_mbps},
+      {"first_cnp_rate_mbps", &C::first_cnp_rate_mbps},
+  };
+  return kFields;
+}
+
+bool set_dcqcn_parameter(DcqcnConfig* dcqcn, std::string_view key, std::string_view value,
+                         std::string* error) {
+  const auto fields = dcqcn_fields();
+  const auto f =
+      std::find_if(fields.begin(), fields.end(), [&](const DcqcnField& d) { return d.key == key; });
+  if (f == fields.end()) {
+    std::string allowed;
+    for (const DcqcnField& d : fields)
+      allowed += (allowed.empty() ? "" : ", ") + std::string(d.key);
+    *error = "unknown DCQCN parameter '" + std::string(key) + "'; allowed: " + allowed;
+    return false;
+  }
+  const KeySpec& k = config_key("ports.dcqcn", key);
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (value.empty() || ec != std::errc{} || end != value.data() + value.size() || v < k.lo ||
+      v > k.hi) {
+    *error = std::string(key) + " must be in " + std::to_string(k.lo) + ".." +
+             std::to_string(k.hi) + ", got '" + std::string(value) + "'";
+    return false;
+  }
+  dcqcn->*(f->member) = static_cast<uint32_t>(v);
+  return true;
+}
+
 std::string_view to_string(FaultConfig::Direction direction) {
   switch (direction) {
     case FaultConfig::Direction::kRx:
@@ -351,6 +394,7 @@ class Reader {
   PortConfig port(const Field& f);
   void port_address(const Mapping& m, PortConfig& c);
   FaultConfig fault(const Field& f);
+  DcqcnConfig dcqcn(const Field& f);
   DataplaneConfig dataplane(const Field& f);
   ControlConfig control(const Field& f);
   TelemetryConfig telemetry(const Field& f);
@@ -573,6 +617,18 @@ EalConfig Reader::eal(const Field& f) {
   return c;
 }
 
+DcqcnConfig Reader::dcqcn(const Field& f) {
+  DcqcnConfig c;
+  Mapping m = mapping(f, "ports.dcqcn");
+  for (const DcqcnField& d : dcqcn_fields()) {
+    guard([&] {
+      if (const Field* v = m.find(d.key))
+        c.*(d.member) = static_cast<uint32_t>(number(*v, "ports.dcqcn", d.key));
+    });
+  }
+  return c;
+}
+
 FaultConfig Reader::fault(const Field& f) {
   FaultConfig c;
   Mapping m = mapping(f, "ports.fault");
@@ -675,6 +731,9 @@ PortConfig Reader::port(const Field& f) {
   guard([&] {
     if (const Field* v = m.find("cnp_dscp"))
       c.cnp_dscp = static_cast<uint8_t>(number(*v, "ports", "cnp_dscp"));
+  });
+  guard([&] {
+    if (const Field* v = m.find("dcqcn")) c.dcqcn = dcqcn(*v);
   });
   guard([&] {
     if (const Field* v = m.find("neighbours")) {

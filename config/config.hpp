@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -61,6 +62,14 @@ std::string format_ipv4(Ipv4Address ip);        // "198.18.0.1"
 // read "010" as octal); six colon-separated pairs of hex digits. nullopt when malformed.
 std::optional<Ipv4Address> parse_ipv4(std::string_view text);
 std::optional<MacAddress> parse_mac(std::string_view text);
+
+// The keys of `ports[].dcqcn`, each with its member: the YAML reader, rocedp-perf's --dcqcn and
+// telemetry name them from here.
+struct DcqcnField {
+  std::string_view key;
+  uint32_t DcqcnConfig::*member;
+};
+std::span<const DcqcnField> dcqcn_fields();
 
 // The YAML spellings: "rx" / "tx" / "both"; "error" / "warning" / "info" / "debug".
 std::string_view to_string(FaultConfig::Direction direction);

@@ -422,6 +422,7 @@ void ControlThread::request_snapshot_st(Done done) {
       ps.dscp = port->dscp();
       ps.ecn = port->ecn();
       ps.cnp_dscp = port->cnp_dscp();
+      ps.dcqcn = port->dcqcn();
       ps.queues = port->queue_count();
       ps.started = port->started();
       ps.link = port->link();

@@ -56,6 +56,7 @@ struct PortSnapshot {
   uint8_t dscp = 0;
   bool ecn = false;
   uint8_t cnp_dscp = 0;
+  config::DcqcnConfig dcqcn;
   uint16_t queues = 0;
   bool started = false;
   pmd::LinkStatus link;

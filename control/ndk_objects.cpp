@@ -796,6 +796,7 @@ NTSTATUS Qp::connect(const NdkQpConnectParams& params, NdkRequestCompletion comp
   if (port.ecn() && (c.tos & wire::kEcnMask) == 0) c.tos |= wire::kEcnEct0;
   c.cnp_tos = static_cast<uint8_t>(port.cnp_dscp() << 2);
   c.line_rate_mbps = port.link().speed_mbps;
+  c.dcqcn = &port.dcqcn();
   return post_request(im, core_, &CoreRdma::on_connect_qp,
                       dataplane::QpConnect{im.rdma_on(core_), qpn_, &op->connect}, op);
 }

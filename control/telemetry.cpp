@@ -81,6 +81,11 @@ const PortField kPortFields[] = {
     {"fault_delayed", [](const PortSnapshot& p) { return p.stats.fault.delayed; }},
 };
 
+// A DCQCN parameter as a port field: its `ports[].dcqcn` key after "dcqcn_".
+std::string dcqcn_name(const config::DcqcnField& f) {
+  return "dcqcn_" + std::string(f.key);
+}
+
 std::string port_ip(const PortSnapshot& p) {
   return config::format_ipv4(p.address);
 }
@@ -285,6 +290,8 @@ int telemetry_format_ports(const Snapshot& s, const char* params, rte_tel_data* 
       rte_tel_data_add_dict_string(d, "mac", port_mac(p).c_str());
       rte_tel_data_add_dict_string(d, "ip", port_ip(p).c_str());
       for (const auto& f : kPortFields) rte_tel_data_add_dict_u64(d, f.name, f.get(p));
+      for (const config::DcqcnField& f : config::dcqcn_fields())
+        rte_tel_data_add_dict_u64(d, dcqcn_name(f).c_str(), p.dcqcn.*(f.member));
       return 0;
     }
     return -EINVAL;
@@ -293,6 +300,10 @@ int telemetry_format_ports(const Snapshot& s, const char* params, rte_tel_data* 
   add_string_column(d, "mac", s.ports, port_mac);
   add_string_column(d, "ip", s.ports, port_ip);
   for (const auto& f : kPortFields) add_u64_column(d, f.name, s.ports, f.get);
+  for (const config::DcqcnField& f : config::dcqcn_fields()) {
+    add_u64_column(d, dcqcn_name(f).c_str(), s.ports,
+                   [&f](const PortSnapshot& p) -> uint64_t { return p.dcqcn.*(f.member); });
+  }
   return 0;
 }
 

@@ -92,6 +92,8 @@ class Port {
   // ECN-capable QPs (ECT(0), DCQCN) and the DSCP of the port's CNPs.
   bool ecn() const { return cfg_.ecn; }
   uint8_t cnp_dscp() const { return cfg_.cnp_dscp; }
+  /// DCQCN's parameters: QpConnectParams::dcqcn points here (the port outlives its QPs).
+  const config::DcqcnConfig& dcqcn() const { return cfg_.dcqcn; }
   bool started() const { return started_; }
   LinkStatus link() const;  // rte_eth_link_get_nowait
   PortStats stats() const;  // rte_eth_stats_get + fault counters

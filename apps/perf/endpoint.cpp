@@ -58,6 +58,7 @@ bool build_config(const EndpointOptions& e, config::Config* out, std::string* er
     p.dscp = static_cast<uint8_t>(e.dscp);
     p.ecn = e.ecn;
     p.cnp_dscp = static_cast<uint8_t>(e.cnp_dscp);
+    p.dcqcn = e.dcqcn;
     cfg.ports.push_back(p);
     cfg.eal.memory_mb = e.memory_mb;
     cfg.eal.hugepages = false;

@@ -61,6 +61,23 @@ void add_endpoint_options(CLI::App& app, EndpointOptions* e, bool native) {
                  "DSCP of the CNPs sent for CE-marked packets (default 48)")
       ->check(CLI::Range(0, 63))
       ->group(g);
+  app.add_option_function<std::vector<std::string>>(
+         "--dcqcn",
+         [e](const std::vector<std::string>& items) {
+           for (const std::string& item : items) {
+             const size_t eq = item.find('=');
+             std::string problem = "expected KEY=VALUE, got '" + item + "'";
+             if (eq == std::string::npos ||
+                 !config::set_dcqcn_parameter(&e->dcqcn, std::string_view(item).substr(0, eq),
+                                              std::string_view(item).substr(eq + 1), &problem)) {
+               throw CLI::ValidationError("--dcqcn", problem);
+             }
+           }
+         },
+         "a DCQCN parameter, KEY=VALUE (the keys of ports[].dcqcn; repeatable)")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false)
+      ->group(g);
   app.add_option("--lcore", e->lcore, "EAL main lcore, which polls (default 0)")->group(g);
   if (native)
     app.add_option("--lcore-mode", e->worker_lcore,

@@ -31,6 +31,7 @@ struct EndpointOptions {
   unsigned dscp = 0;  ///< DSCP of the port's RoCEv2 frames
   bool ecn = false;   ///< ECN-capable QPs (DCQCN)
   unsigned cnp_dscp = 48;
+  config::DcqcnConfig dcqcn;  ///< --dcqcn KEY=VALUE (the keys of `ports[].dcqcn`)
   unsigned lcore = 0;
   int worker_lcore = -1;  ///< --lcore-mode W: the polling core runs on worker lcore W
   std::string file_prefix;

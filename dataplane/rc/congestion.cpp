@@ -10,9 +10,12 @@ namespace rocedp::rc {
 namespace {
 
 using CS = CongestionState;
+using config::DcqcnConfig;
 
-void set_rate(CS& c, uint32_t mbps) {
-  c.rate_mbps = std::max(mbps, kMinRateMbps);
+constexpr uint64_t kNsPerUs = 1000;
+
+void set_rate(CS& c, const DcqcnConfig& d, uint32_t mbps) {
+  c.rate_mbps = std::max(mbps, d.min_rate_mbps);
   c.ps_per_byte = 8'000'000 / c.rate_mbps;  // 8 bits at rate·10^6 bit/s, in picoseconds
 }
 
@@ -20,14 +23,16 @@ void set_rate(CS& c, uint32_t mbps) {
 // while both counters are below F, then the target grows additively, then hyper-additively.
 void increase(QueuePair& qp) {
   CS& c = qp.cc;
+  const DcqcnConfig& d = *qp.conn().dcqcn;
   const uint32_t lo = std::min(c.timer_steps, c.byte_steps);
   const uint32_t hi = std::max(c.timer_steps, c.byte_steps);
-  if (lo > kFastRecovery) {
-    c.target_mbps += (lo - kFastRecovery) * kHaiRateMbps;
-  } else if (hi > kFastRecovery) {
-    c.target_mbps += kAiRateMbps;
-  }
   const uint32_t line = qp.conn().line_rate_mbps;
+  if (lo > d.fast_recovery) {
+    c.target_mbps += static_cast<uint32_t>(
+        std::min<uint64_t>(uint64_t{lo - d.fast_recovery} * d.hai_rate_mbps, line));
+  } else if (hi > d.fast_recovery) {
+    c.target_mbps += d.ai_rate_mbps;
+  }
   c.target_mbps = std::min(c.target_mbps, line);
   const uint32_t rate = (c.target_mbps + c.rate_mbps + 1) / 2;
   if (rate >= line) {  // recovered: unlimited again
@@ -35,13 +40,13 @@ void increase(QueuePair& qp) {
     c.rate_mbps = 0;
     return;
   }
-  set_rate(c, rate);
+  set_rate(c, d, rate);
 }
 
-// alpha after `n` periods without a CNP: alpha · (kAlphaKeep / 1024)^n (16-bit fixed point, by
+// alpha after `n` periods without a CNP: alpha · (keep / 1024)^n (16-bit fixed point, by
 // squaring: a QP idle for a long time costs a few multiplications).
-uint32_t decayed(uint32_t alpha, uint64_t n) {
-  uint64_t f = (uint64_t{kAlphaKeep} << 16) / 1024;
+uint32_t decayed(uint32_t alpha, uint64_t n, uint32_t keep) {
+  uint64_t f = (uint64_t{keep} << 16) / 1024;
   uint64_t r = uint64_t{1} << 16;
   while (n != 0 && r != 0) {
     if ((n & 1) != 0) r = (r * f) >> 16;
@@ -52,11 +57,12 @@ uint32_t decayed(uint32_t alpha, uint64_t n) {
 }
 
 // Brings alpha up to `now_ns`: every whole period since alpha_at_ns passed without a CNP.
-void update_alpha(CS& c, uint64_t now_ns) {
+void update_alpha(CS& c, const DcqcnConfig& d, uint64_t now_ns) {
   if (now_ns < c.alpha_at_ns) return;
-  const uint64_t n = (now_ns - c.alpha_at_ns) / kAlphaPeriodNs + 1;
-  c.alpha = decayed(c.alpha, n);
-  c.alpha_at_ns += n * kAlphaPeriodNs;
+  const uint64_t period = d.alpha_period_us * kNsPerUs;
+  const uint64_t n = (now_ns - c.alpha_at_ns) / period + 1;
+  c.alpha = decayed(c.alpha, n, d.alpha_keep);
+  c.alpha_at_ns += n * period;
 }
 
 // Steps of a period that elapsed while nobody looked (an idle QP) are applied at once, up to this
@@ -90,39 +96,44 @@ bool congestion_on_cnp_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
   CS& c = qp.cc;
   ++c.cnps_received;
   if (!congestion_ecn_capable(qp)) return false;
-  const bool cut = !qp.cc_flags.paced || now_ns - c.last_cut_ns >= kRateReducePeriodNs;
-  if (!qp.cc_flags.paced) {  // a new episode starts from the line rate, alpha at 1
-    set_rate(c, qp.conn().line_rate_mbps);
+  const DcqcnConfig& d = *qp.conn().dcqcn;
+  const bool cut =
+      !qp.cc_flags.paced || now_ns - c.last_cut_ns >= d.rate_reduce_period_us * kNsPerUs;
+  if (!qp.cc_flags.paced) {  // a new episode starts from the line rate (or the first-CNP rate)
+    const uint32_t line = qp.conn().line_rate_mbps;
+    set_rate(c, d, d.first_cnp_rate_mbps != 0 ? std::min(d.first_cnp_rate_mbps, line) : line);
     c.alpha = CS::kAlphaOne;
     c.next_tx_ns = now_ns;
     c.bytes = 0;
   } else {
-    update_alpha(c, now_ns);
+    update_alpha(c, d, now_ns);
   }
   if (cut) {
     c.target_mbps = c.rate_mbps;
     const uint64_t keep = 2 * uint64_t{CS::kAlphaOne} - c.alpha;  // 1 - alpha/2, times 2·one
-    set_rate(c, static_cast<uint32_t>(c.rate_mbps * keep / (2 * uint64_t{CS::kAlphaOne})));
+    set_rate(c, d, static_cast<uint32_t>(c.rate_mbps * keep / (2 * uint64_t{CS::kAlphaOne})));
     c.timer_steps = c.byte_steps = 0;
     c.last_cut_ns = now_ns;
-    c.increase_at_ns = now_ns + kIncreasePeriodNs;
+    c.increase_at_ns = now_ns + d.time_reset_us * kNsPerUs;
     ++c.rate_cuts;
     ctx.counters->add(RcCounter::kRateCuts);
   }
   // The period of this CNP moves alpha towards 1 instead of decaying it.
   c.alpha = static_cast<uint32_t>(
-      (uint64_t{c.alpha} * kAlphaKeep + uint64_t{CS::kAlphaOne} * (1024 - kAlphaKeep)) / 1024);
-  c.alpha_at_ns = now_ns + kAlphaPeriodNs;
+      (uint64_t{c.alpha} * d.alpha_keep + uint64_t{CS::kAlphaOne} * (1024 - d.alpha_keep)) / 1024);
+  c.alpha_at_ns = now_ns + d.alpha_period_us * kNsPerUs;
   qp.cc_flags.paced = true;
   return cut;
 }
 
 bool congestion_may_send_st(QueuePair& qp, uint64_t now_ns) {
   CS& c = qp.cc;
-  update_alpha(c, now_ns);
+  const DcqcnConfig& d = *qp.conn().dcqcn;
+  update_alpha(c, d, now_ns);
   if (now_ns >= c.increase_at_ns) {
-    const uint64_t n = (now_ns - c.increase_at_ns) / kIncreasePeriodNs + 1;
-    c.increase_at_ns += n * kIncreasePeriodNs;
+    const uint64_t period = d.time_reset_us * kNsPerUs;
+    const uint64_t n = (now_ns - c.increase_at_ns) / period + 1;
+    c.increase_at_ns += n * period;
     if (n > kMaxCatchUp) {
       qp.cc_flags.paced = false;
       c.rate_mbps = 0;
@@ -142,8 +153,10 @@ void congestion_charge_st(QueuePair& qp, uint32_t bytes) {
   CS& c = qp.cc;
   c.next_tx_ns += uint64_t{bytes} * c.ps_per_byte / 1000;
   c.bytes += bytes;
-  if (c.bytes >= kIncreaseBytes) {
-    c.bytes -= kIncreaseBytes;
+  // A step per byte_reset bytes (a frame may hold several when B is small).
+  const uint32_t step = qp.conn().dcqcn->byte_reset;
+  while (c.bytes >= step && qp.cc_flags.paced) {
+    c.bytes -= step;
     ++c.byte_steps;
     increase(qp);
   }

@@ -2,25 +2,25 @@
 // RoCEv2 congestion control (IBTA Annex A17.9; DCQCN, Zhu et al., SIGCOMM 2015), both roles of a
 // QP, on its owning core:
 //   - Notification point. A packet for the QP arrives with ECN = CE (a switch queue marked it):
-//     the QP sends a CNP to its peer's QP, at most one per kCnpIntervalNs. Always on: a peer that
+//     the QP sends a CNP to its peer's QP, at most one per CNP interval. Always on: a peer that
 //     sends ECT expects CNPs, whatever this end sends.
 //   - Reaction point. A CNP arrives for a QP whose frames are ECN-capable (its ToS carries ECT):
 //     the QP's send rate Rc, unlimited until then, is cut, Rc *= 1 - alpha/2 (at most once per
-//     kRateReducePeriodNs), after the target Rt = Rc. Every kAlphaPeriodNs alpha moves towards 1
-//     if a CNP came in the period and towards 0 if none did. Every kIncreasePeriodNs and every
-//     kIncreaseBytes sent the rate recovers: Rc = (Rt + Rc) / 2 (fast recovery, kFastRecovery
-//     steps), then Rt grows by kAiRateMbps (additive) and, once both counters passed kFastRecovery,
-//     by kHaiRateMbps per step beyond (hyper). At the line rate the QP is unlimited again.
+//     rate-reduce period), after the target Rt = Rc. Every alpha period alpha moves towards 1 if a
+//     CNP came in the period and towards 0 if none did. Every T (time_reset_us) and every B bytes
+//     sent (byte_reset) the rate recovers: Rc = (Rt + Rc) / 2 (fast recovery, F steps), then Rt
+//     grows by the additive step and, once both counters passed F, by the hyper step per step
+//     beyond. At the line rate the QP is unlimited again.
 //   - Pacing. A limited QP's request packets and its READ and atomic responses (the responder
 //     sends a READ's data) are charged to a clock at Rc; ACKs are not. The QP sends only when the
 //     clock is not ahead of now (with kPaceSlackNs of burst after a pause), and the engine's
 //     timer wakes it when the clock comes due.
-// Where the constants come from: alpha's update (every 1 µs, 1019/1024 kept), the CNP interval
-// and the rate-reduce period (4 µs) are NVIDIA's documented adapter defaults (the paper updates
-// alpha every 55 µs by 1/256, so under sparse CNPs it cuts harder); F (5) is the paper's; T, B and
-// the increase steps are chosen for a software sender. A QP that neither receives CE nor
-// CNPs pays a test per frame received (receive.hpp), one per poll for the CNPs owed
-// (RcEngine::send_cnps) and one per requester visit for pacing (requester.cpp).
+// The parameters are the port's (config::DcqcnConfig, `ports[].dcqcn`; QpConnectParams::dcqcn),
+// their defaults NVIDIA's documented adapter defaults for alpha's update (every 1 µs, 1019/1024
+// kept), the CNP interval and the rate-reduce period (4 µs), the paper's F (5), and T, B and the
+// increase steps chosen for a software sender. A QP that neither receives CE nor CNPs pays a
+// test per frame received (receive.hpp), one per poll for the CNPs owed (RcEngine::send_cnps)
+// and one per requester visit for pacing (requester.cpp).
 
 #include <cstdint>
 
@@ -29,19 +29,11 @@
 
 namespace rocedp::rc {
 
-inline constexpr uint64_t kCnpIntervalNs = 4'000;       ///< NP: min time between CNPs of a QP
-inline constexpr uint64_t kRateReducePeriodNs = 4'000;  ///< RP: min time between cuts
-inline constexpr uint64_t kAlphaPeriodNs = 1'000;       ///< alpha moves once per period
-inline constexpr uint64_t kIncreasePeriodNs = 300'000;  ///< rate-increase timer (T)
-inline constexpr uint32_t kIncreaseBytes = 32'768;      ///< rate-increase byte counter (B)
-inline constexpr uint32_t kFastRecovery = 5;            ///< F
-inline constexpr uint32_t kAiRateMbps = 5;              ///< additive increase
-inline constexpr uint32_t kHaiRateMbps = 50;            ///< hyper increase
-inline constexpr uint32_t kMinRateMbps = 1;             ///< no cut goes below it
-inline constexpr uint32_t kAlphaKeep = 1019;            ///< of 1024: alpha's share kept each period
-inline constexpr uint64_t kPaceSlackNs = 10'000;        ///< burst allowed after a pause
+inline constexpr uint64_t kPaceSlackNs = 10'000;  ///< burst allowed after a pause
 /// Line rate for a device that reports no link speed.
 inline constexpr uint32_t kDefaultLineRateMbps = 10'000;
+/// DCQCN's parameters of a QP connected without the port's (tests, a bare engine).
+inline const config::DcqcnConfig kDefaultDcqcn{};
 
 /// The QP's frames carry ECT: it is a reaction point (ToS from QpConnectParams::tos).
 inline bool congestion_ecn_capable(const QueuePair& qp) {
@@ -53,7 +45,9 @@ inline bool congestion_ecn_capable(const QueuePair& qp) {
 inline void congestion_on_ce_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
   ++qp.cc.ce_received;
   if (qp.cc_flags.cnp_due) return;
-  if (qp.cc.cnps_sent != 0 && now_ns - qp.cc.last_cnp_ns < kCnpIntervalNs) return;
+  if (qp.cc.cnps_sent != 0 &&
+      now_ns - qp.cc.last_cnp_ns < qp.conn().dcqcn->cnp_interval_us * 1000ull)
+    return;
   qp.cc_flags.cnp_due = true;
   ++ctx.cnps_due;
 }

@@ -113,6 +113,7 @@ NTSTATUS QueuePair::modify_to_rtr(const QpConnectParams& p) {
   cc_flags = CongestionFlags{};
   conn_.cnp_tos = static_cast<uint8_t>(p.cnp_tos & ~wire::kEcnMask);
   if (conn_.line_rate_mbps == 0) conn_.line_rate_mbps = kDefaultLineRateMbps;
+  if (conn_.dcqcn == nullptr) conn_.dcqcn = &kDefaultDcqcn;
 
   resp = ResponderState{};
   resp.psn = conn_.rq_psn;

@@ -53,6 +53,7 @@
 #include "dataplane/wire/eth.hpp"
 #include "dataplane/wire/opcode.hpp"
 #include "dataplane/wire/packet.hpp"
+#include "rocedp/config.hpp"
 #include "rocedp/ndk_types.hpp"
 #include "rocedp/status.hpp"
 
@@ -306,6 +307,8 @@ struct QpConnectParams {
   uint8_t tos = 0;                    ///< IPv4 DSCP/ECN (rxe sends 0); ECT: reacts to CNPs
   uint8_t cnp_tos = 0;                ///< IPv4 ToS of the QP's CNPs (RTR clears its ECN bits)
   uint32_t line_rate_mbps = 0;        ///< congestion recovery ends here (0 at RTR: a default)
+  /// DCQCN's parameters (the port's; they outlive the QP). Null at RTR: the defaults.
+  const config::DcqcnConfig* dcqcn = nullptr;
   uint8_t ttl = 64;
   uint16_t pkey = wire::kDefaultPkey;
 };
@@ -472,8 +475,8 @@ struct CongestionFlags {
 
 /// Congestion control of one QP (congestion.hpp: DCQCN's notification and reaction points).
 /// Cold: only a QP that receives CE-marked packets or CNPs touches it; CongestionFlags holds the
-/// flags the data path tests. What the connection fixed (ECT, the CNPs' ToS, the line rate) is
-/// read from QpConnectParams.
+/// flags the data path tests. What the connection fixed (ECT, the CNPs' ToS, the line rate,
+/// DCQCN's parameters) is read from QpConnectParams.
 struct CongestionState {
   static constexpr uint32_t kAlphaOne = 1u << 16;  ///< alpha is fixed point: 1.0
   uint32_t rate_mbps = 0;                          ///< Rc, the current rate (cc_flags.paced)

@@ -3,12 +3,14 @@
 // thread, telemetry, logging, adapter limits and the daemon's listeners. A consumer fills one
 // (or has rocedp::open_adapter read a YAML file into it, README "Configuration") and passes it
 // to rocedp::open_adapter (rocedp/runtime.hpp). Parsing and validation of the YAML form live
-// inside the library; these structs need nothing but the standard library.
+// inside the library (as does set_dcqcn_parameter's check); these structs need nothing but the
+// standard library.
 
 #include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rocedp::config {
@@ -47,6 +49,31 @@ struct FaultConfig {
   }
 };
 
+// DCQCN's parameters (IBTA Annex A17.9; DCQCN, SIGCOMM 2015), per port: what the QPs of a port
+// with `ecn` do with the CNPs they get (the reaction point) and how often they send CNPs (the
+// notification point). The defaults: NVIDIA's documented adapter defaults for the CNP interval,
+// the rate-reduce period and alpha's update; the paper's F; T, B and the increase steps chosen
+// for a software sender (README "ECN and congestion control").
+struct DcqcnConfig {
+  uint32_t cnp_interval_us = 4;        // NP: least time between two CNPs of a QP
+  uint32_t rate_reduce_period_us = 4;  // RP: least time between two rate cuts
+  uint32_t alpha_period_us = 1;        // alpha moves once per period
+  uint32_t alpha_keep = 1019;    // of 1024: alpha's share kept each period (the rest: 1 with a CNP)
+  uint32_t time_reset_us = 300;  // T: a rate-increase step every T
+  uint32_t byte_reset = 32768;   // B: and every B bytes sent
+  uint32_t fast_recovery = 5;    // F: steps of fast recovery before the target grows
+  uint32_t ai_rate_mbps = 5;     // additive increase of the target per step
+  uint32_t hai_rate_mbps = 50;   // hyper increase per step beyond F on both counters
+  uint32_t min_rate_mbps = 1;    // no cut goes below it
+  uint32_t first_cnp_rate_mbps = 0;  // the rate the first CNP cuts from (0: the line rate)
+  bool operator==(const DcqcnConfig&) const = default;
+};
+
+// Sets one DCQCN parameter (`key`: a key of `ports[].dcqcn`, `value` decimal), checked as the
+// YAML form is. False with the problem in *error (unknown key, value out of range).
+bool set_dcqcn_parameter(DcqcnConfig* dcqcn, std::string_view key, std::string_view value,
+                         std::string* error);
+
 struct PortConfig {
   std::string name;     // our name for the port, unique
   std::string devargs;  // a vdev ("net_memif0,role=server,socket=/tmp/m.sock") or a PCI address
@@ -67,6 +94,7 @@ struct PortConfig {
   // rate, which then recovers. CE-marked arrivals are answered with CNPs (DSCP cnp_dscp) always.
   bool ecn = false;
   uint8_t cnp_dscp = 48;
+  DcqcnConfig dcqcn;
   std::vector<StaticNeighbour> neighbours;
   FaultConfig fault;
 };

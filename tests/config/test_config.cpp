@@ -100,6 +100,7 @@ ports:
     dscp: 46
     ecn: true
     cnp_dscp: 40
+    dcqcn: {cnp_interval_us: 50, alpha_keep: 1008, byte_reset: 65536, first_cnp_rate_mbps: 2000}
     neighbours:
       - {ip: 198.18.1.2, mac: "02:00:00:00:00:02"}
       - ip: 198.18.1.3
@@ -180,6 +181,13 @@ limits:
   EXPECT_EQ(left.dscp, 46);
   EXPECT_TRUE(left.ecn);
   EXPECT_EQ(left.cnp_dscp, 40);
+  config::DcqcnConfig dcqcn;  // the keys given, the defaults for the rest
+  dcqcn.cnp_interval_us = 50;
+  dcqcn.alpha_keep = 1008;
+  dcqcn.byte_reset = 65536;
+  dcqcn.first_cnp_rate_mbps = 2000;
+  EXPECT_EQ(left.dcqcn, dcqcn);
+  EXPECT_EQ(left.dcqcn.time_reset_us, 300u);
   ASSERT_EQ(left.neighbours.size(), 2u);
   EXPECT_EQ(left.neighbours[0].ip.value, 0xc6120102u);
   EXPECT_EQ(format_mac(left.neighbours[0].mac), "02:00:00:00:00:02");
@@ -460,7 +468,11 @@ TEST(ConfigReject, UnknownKeys) {
   expect_error("ports:\n  - name: p0\n    devargs: net_tap0\n    adress: 198.18.0.1/24\n", 4, 5,
                "ports[0].adress",
                "unknown key 'adress'; allowed keys: name, devargs, mac, address, mtu, vlan, "
-               "vlan_priority, dscp, ecn, cnp_dscp, neighbours, fault");
+               "vlan_priority, dscp, ecn, cnp_dscp, dcqcn, neighbours, fault");
+  expect_error(kOnePort + "    dcqcn: {g: 5}\n", 5, 13, "ports[0].dcqcn.g",
+               "unknown key 'g'; allowed keys: cnp_interval_us, rate_reduce_period_us, "
+               "alpha_period_us, alpha_keep, time_reset_us, byte_reset, fast_recovery, "
+               "ai_rate_mbps, hai_rate_mbps, min_rate_mbps, first_cnp_rate_mbps");
   expect_error(
       kOnePort + "    fault: {drop: 5}\n", 5, 13, "ports[0].fault.drop",
       "allowed keys: direction, drop_pct, duplicate_pct, corrupt_pct, ce_pct, reorder_window, "
@@ -577,6 +589,14 @@ TEST(ConfigReject, OutOfRangePortValues) {
                "must be in 0..63, got 64");
   expect_error(head + "    address: 198.18.0.1/24\n    cnp_dscp: 64\n", 5, 15, "ports[0].cnp_dscp",
                "must be in 0..63, got 64");
+  expect_error(head + "    address: 198.18.0.1/24\n    dcqcn:\n      alpha_keep: 1024\n", 6, 19,
+               "ports[0].dcqcn.alpha_keep", "must be in 0..1023, got 1024");
+  expect_error(head + "    address: 198.18.0.1/24\n    dcqcn:\n      alpha_period_us: 0\n", 6, 24,
+               "ports[0].dcqcn.alpha_period_us", "must be in 1..1000000, got 0");
+  expect_error(head + "    address: 198.18.0.1/24\n    dcqcn: {byte_reset: 63}\n", 5, 25,
+               "ports[0].dcqcn.byte_reset", "must be in 64..1073741824, got 63");
+  expect_error(head + "    address: 198.18.0.1/24\n    dcqcn: 5\n", 5, 12, "ports[0].dcqcn",
+               "expected a mapping, got '5'");
   expect_error(head + "    address: 198.18.0.1/24\n    ecn: on\n", 5, 10, "ports[0].ecn",
                "expected true or false, got 'on'");
   expect_error(head + "    address: 198.18.0.1/33\n", 4, 14, "ports[0].address",

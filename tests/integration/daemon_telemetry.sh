@@ -47,15 +47,15 @@ fi
 stop_daemon TERM
 [ "$daemon_status" -eq 0 ] || fail "exit status $daemon_status after SIGTERM"
 
-# The same capture on a port with VLAN 7, priority 5, DSCP 26 and ECN (CNPs at DSCP 40, both
-# shown in /rocedp/ports): its frames are untagged, so the port drops all 127 (rx_vlan_dropped)
+# The same capture on a port with VLAN 7, priority 5, DSCP 26 and ECN (CNPs at DSCP 40, every
+# 50 µs at most; these and the other DCQCN parameters shown in /rocedp/ports): its frames are untagged, so the port drops all 127 (rx_vlan_dropped)
 # and the core sees none; what the daemon sends (its gratuitous ARP) leaves tagged with VLAN 7
 # and priority 5.
-sed 's|^    address: 198.18.0.11/24$|&\n    vlan: 7\n    vlan_priority: 5\n    dscp: 26\n    ecn: true\n    cnp_dscp: 40|' "$work/pcap.yaml" >"$work/vlan.yaml"
+sed 's|^    address: 198.18.0.11/24$|&\n    vlan: 7\n    vlan_priority: 5\n    dscp: 26\n    ecn: true\n    cnp_dscp: 40\n    dcqcn: {cnp_interval_us: 50}|' "$work/pcap.yaml" >"$work/vlan.yaml"
 rm -f "$work/tx.pcap"
 start_daemon "$work/vlan.yaml"
 wait_for /rocedp/ports "d['rx_packets'] == [127] and d['rx_vlan_dropped'] == [127]"
-[ "$(tel_get /rocedp/ports "d['vlan'] == [7] and d['vlan_priority'] == [5] and d['dscp'] == [26] and d['ecn'] == [1] and d['cnp_dscp'] == [40] and d['tx_vlan_dropped'] == [0]")" = True ] \
+[ "$(tel_get /rocedp/ports "d['vlan'] == [7] and d['vlan_priority'] == [5] and d['dscp'] == [26] and d['ecn'] == [1] and d['cnp_dscp'] == [40] and d['dcqcn_cnp_interval_us'] == [50] and d['dcqcn_time_reset_us'] == [300] and d['tx_vlan_dropped'] == [0]")" = True ] \
   || fail "/rocedp/ports with a VLAN: $(python3 "$tel" "$prefix" /rocedp/ports)"
 [ "$(tel_get /rocedp/cores "d['rx_packets'] == [0]")" = True ] || fail "/rocedp/cores: the core saw frames of no VLAN"
 stop_daemon TERM

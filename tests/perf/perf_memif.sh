@@ -160,6 +160,14 @@ case $group in
     awk "BEGIN { exit !($marked_bw * 4 < $free_bw) }" ||
       fail "marked: $marked_bw MB/s, not below a quarter of the unmarked $free_bw MB/s"
     echo "ecn: unmarked $free_bw MB/s, every frame marked $marked_bw MB/s ($cnps CNPs, $cuts rate cuts)"
+    # The port's DCQCN parameters reach its QPs: with a floor of 2,000 Mbit/s (--dcqcn
+    # min_rate_mbps=2000, ports[].dcqcn) the same marks leave the client at about 250 MB/s.
+    pair 0 "--fault-ce 100 --json" write bw -s 4096 -D 1 --ecn --dcqcn min_rate_mbps=2000 --json
+    floor_bw=$(bw_avg)
+    [ "$(counter client rate_cuts)" -ge 1 ] || fail "no rate cut with a floor"
+    awk "BEGIN { exit !($floor_bw > 100 && $floor_bw < 400) }" ||
+      fail "with a 2,000 Mbit/s floor: $floor_bw MB/s, not about 250"
+    echo "ecn: every frame marked, a 2,000 Mbit/s floor: $floor_bw MB/s"
     pair 0 "--fault-ce 100" write bw -s 4096 -n 400 --verify --ecn
     expect_row 4096 400
     ;;

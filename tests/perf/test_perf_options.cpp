@@ -272,6 +272,22 @@ TEST(PerfOptions, RpingGrammarAsRpingsOwnFlags) {
   EXPECT_TRUE(e.endpoint.ecn);
   EXPECT_EQ(e.endpoint.cnp_dscp, 40u);
   EXPECT_EQ(parse_rping(with_endpoint({"--rping", "-s", "--cnp-dscp", "64"}), &b), 2);
+  // DCQCN's parameters, by their ports[].dcqcn keys, checked as the YAML form is.
+  EXPECT_EQ(e.endpoint.dcqcn, config::DcqcnConfig{});
+  RpingOptions d;
+  ASSERT_EQ(parse_rping(with_endpoint({"--rping", "-s", "--dcqcn", "cnp_interval_us=50", "--dcqcn",
+                                       "min_rate_mbps=100", "--ecn"}),
+                        &d),
+            -1);
+  EXPECT_EQ(d.endpoint.dcqcn.cnp_interval_us, 50u);
+  EXPECT_EQ(d.endpoint.dcqcn.min_rate_mbps, 100u);
+  EXPECT_EQ(d.endpoint.dcqcn.time_reset_us, 300u);
+  EXPECT_TRUE(d.endpoint.ecn);
+  for (const char* bad : {"g=5", "alpha_keep=1024", "alpha_keep", "alpha_keep=", "alpha_keep=-1",
+                          "alpha_keep=5x", "byte_reset=63"}) {
+    RpingOptions x;
+    EXPECT_EQ(parse_rping(with_endpoint({"--rping", "-s", "--dcqcn", bad}), &x), 2) << bad;
+  }
   EXPECT_EQ(s.endpoint.vlan, 0);  // untagged unless asked
   EXPECT_EQ(parse_rping(with_endpoint({"--rping", "-s", "--vlan", "0"}), &b), 2);
   EXPECT_EQ(parse_rping(with_endpoint({"--rping", "-s", "--vlan", "4095"}), &b), 2);

@@ -142,6 +142,7 @@ struct ConnectOptions {
   uint8_t a_tos = 0, b_tos = 0;  // IPv4 ToS of each side's QP (ECT bits: DCQCN's reaction point)
   uint8_t cnp_tos = 0;
   uint32_t line_rate_mbps = 0;
+  const config::DcqcnConfig* dcqcn = nullptr;  // both sides' DCQCN parameters (null: defaults)
 };
 
 inline QpConnectParams params_for(Host& self, Qp& me, Host& peer, Qp& other, uint32_t my_psn,
@@ -163,6 +164,7 @@ inline QpConnectParams params_for(Host& self, Qp& me, Host& peer, Qp& other, uin
   p.outbound_read_limit = o.read_limit;
   p.cnp_tos = o.cnp_tos;
   p.line_rate_mbps = o.line_rate_mbps;
+  p.dcqcn = o.dcqcn;
   (void)me;
   return p;
 }

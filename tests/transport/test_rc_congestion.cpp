@@ -26,10 +26,12 @@ class Congestion : public ::testing::Test {
   uint64_t posted = 0;
   std::vector<NdkResultEx> done;
 
-  void make(uint8_t a_tos, uint32_t window = kDefaultMaxUnackedPsns, uint8_t b_tos = 0) {
+  void make(uint8_t a_tos, uint32_t window = kDefaultMaxUnackedPsns, uint8_t b_tos = 0,
+            const config::DcqcnConfig* dcqcn = nullptr) {
     ConnectOptions o;
     o.a_tos = a_tos;
     o.b_tos = b_tos;
+    o.dcqcn = dcqcn;
     o.cnp_tos = kCnpTos;
     o.line_rate_mbps = kLineMbps;
     qa = &a.qp(kSlots, kSlots, 8192, window);
@@ -118,7 +120,7 @@ TEST_F(Congestion, CeMarkedRequestsAreAnsweredWithCnpsAtMostOnePerInterval) {
   EXPECT_EQ(qb->qp->cc.cnps_sent, cnps.size());
   EXPECT_EQ(qb->qp->cc.ce_received, w.marked);
   EXPECT_LT(cnps.size(), w.marked) << "rate-limited: not one CNP per marked frame";
-  EXPECT_LE(cnps.size(), (w.now - t0) / kCnpIntervalNs + 1);
+  EXPECT_LE(cnps.size(), (w.now - t0) / (kDefaultDcqcn.cnp_interval_us * 1000) + 1);
   // A: counted, not acted on (its frames are Not-ECT).
   EXPECT_EQ(a.eng->counters().get(RcCounter::kRxCnp), cnps.size());
   EXPECT_EQ(qa->qp->cc.cnps_received, cnps.size());
@@ -212,6 +214,52 @@ TEST_F(Congestion, EachCnpCutsByHalfAlphaAndAlphaDecaysEveryMicrosecond) {
   EXPECT_EQ(qp.cc.rate_cuts, 2u);
   EXPECT_EQ(qp.cc.cnps_received, 3u);
   EXPECT_EQ(counters.get(RcCounter::kRateCuts), 2u);
+}
+
+// The port's DCQCN parameters (ports[].dcqcn) replace the defaults on both roles: the CNP interval
+// at the notification point; the first-CNP rate, the rate-reduce period, T and the rate floor at
+// the reaction point. Each expectation below differs from what the defaults give.
+TEST_F(Congestion, ThePortsParametersReplaceTheDefaults) {
+  config::DcqcnConfig d;
+  d.cnp_interval_us = 50;
+  d.rate_reduce_period_us = 50;
+  d.first_cnp_rate_mbps = 8000;
+  d.min_rate_mbps = 4000;
+  d.time_reset_us = 20;
+  make(wire::kEcnEct0, kDefaultMaxUnackedPsns, 0, &d);
+  EXPECT_EQ(qa->qp->conn().dcqcn, &d);
+
+  // NP: B answers A's marked WRITEs with at most one CNP per 50 µs.
+  w.mark_ce_if = [](bool ab) { return ab; };
+  const uint64_t t0 = w.now;
+  top_up(300);
+  ASSERT_TRUE(w.run_until([&] { return all_done(); }));
+  expect_delivered();
+  const uint64_t cnps = b.eng->counters().get(RcCounter::kTxCnp);
+  EXPECT_GE(cnps, 2u);
+  EXPECT_LE(cnps, (w.now - t0) / 50'000 + 1) << "one per 50 µs at most";
+  w.mark_ce_if = nullptr;
+
+  // RP, CNP by CNP, on a fresh episode of A's QP.
+  QueuePair& qp = *qa->qp;
+  qp.cc_flags.paced = false;
+  qp.cc = CongestionState{};
+  RcCounters counters;
+  RcContext ctx;
+  ctx.counters = &counters;
+  const uint64_t t = w.now + 1'000'000;
+  EXPECT_TRUE(congestion_on_cnp_st(qp, ctx, t));
+  EXPECT_EQ(qp.cc.target_mbps, 8000u) << "from the first-CNP rate, not the line rate";
+  EXPECT_EQ(qp.cc.rate_mbps, 4000u);
+  EXPECT_FALSE(congestion_on_cnp_st(qp, ctx, t + 10'000)) << "within the 50 µs period";
+  EXPECT_EQ(qp.cc.rate_mbps, 4000u);
+  congestion_may_send_st(qp, t + 25'000);  // one step of T = 20 µs: fast recovery
+  EXPECT_EQ(qp.cc.timer_steps, 1u);
+  EXPECT_EQ(qp.cc.rate_mbps, 6000u);
+  EXPECT_TRUE(congestion_on_cnp_st(qp, ctx, t + 60'000));
+  EXPECT_EQ(qp.cc.target_mbps, 6000u);
+  EXPECT_EQ(qp.cc.rate_mbps, 4000u) << "the cut stops at the floor";
+  EXPECT_EQ(qp.cc.rate_cuts, 2u);
 }
 
 // A limited QP whose window is full waits for ACKs, not for its pacing clock: the timer wakes it
@@ -326,7 +374,7 @@ TEST_F(Congestion, APacedReadResponderWaitsForItsClockWithoutBeingVisitedEveryPo
   ctx.counters = &counters;
   do {
     congestion_on_cnp_st(*qb->qp, ctx, w.now);
-    w.now += kRateReducePeriodNs;
+    w.now += kDefaultDcqcn.rate_reduce_period_us * 1000;
   } while (qb->qp->cc.rate_mbps >= 100);  // ~80 µs a response: far below A's 1 ms timeout
   ASSERT_TRUE(qb->qp->cc_flags.paced);
   SendWqe rd = send_wqe(SendOpcode::kRead, tag(0), {into.sge(0, kRead)});
