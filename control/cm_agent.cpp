@@ -89,7 +89,7 @@ CmAgent* agent_of(const Adapter& adapter) {
 // ConnEntry
 
 void ConnEntry::cm_send(const wire::CmMad& mad) {
-  agent.send_mad(remote_ip, remote_mac, mad);
+  agent.send_mad(remote_ip, remote_mac, mad, agent.mad_tos(cm.peer_traffic_class()));
 }
 
 void ConnEntry::cm_event(const CmEvent& ev) {
@@ -227,7 +227,8 @@ bool CmAgent::resolve(uint32_t ip, std::function<void(bool, const wire::MacAddr&
   return st == NeighbourTable::ResolveStatus::kCompleted;
 }
 
-void CmAgent::send_mad(uint32_t dst_ip, const wire::MacAddr& dst_mac, const wire::CmMad& mad) {
+void CmAgent::send_mad(uint32_t dst_ip, const wire::MacAddr& dst_mac, const wire::CmMad& mad,
+                       uint8_t tos) {
   timers_dirty_ = true;  // every send may arm a response timeout
   Adapter::Impl& im = impl_of(adapter_);
   rte_mbuf* m = rte_pktmbuf_alloc(im.setup.pool->get());
@@ -250,7 +251,7 @@ void CmAgent::send_mad(uint32_t dst_ip, const wire::MacAddr& dst_mac, const wire
   a.psn = qp1_psn_;
   qp1_psn_ = (qp1_psn_ + 1) & 0xFFFFFF;
   a.ip_id = ip_id_++;
-  a.tos = tos_;
+  a.tos = tos;
   const size_t n = wire::build_cm_frame(wire::MutBytes(p, wire::kCmFrameLen), a, mad);
   if (n == 0) {
     rte_pktmbuf_free(m);
@@ -269,7 +270,9 @@ void CmAgent::send_mad(uint32_t dst_ip, const wire::MacAddr& dst_mac, const wire
 
 void CmAgent::send_raw_rej(const wire::CmMad& incoming, wire::CmRejReason reason,
                            const wire::MacAddr& mac, uint32_t ip) {
-  send_mad(ip, mac, CmConnection::rej_for(incoming, reason));
+  const auto* req = std::get_if<wire::CmReq>(&incoming.body);
+  send_mad(ip, mac, CmConnection::rej_for(incoming, reason),
+           mad_tos(req != nullptr ? req->primary.traffic_class : 0));
 }
 
 void CmAgent::defer(uint64_t connector_id, std::function<void()> fn, bool request) {

@@ -29,6 +29,7 @@
 #include "control/connection_manager_setup.hpp"
 #include "control/neighbour_table.hpp"
 #include "dataplane/wire/cm_messages.hpp"
+#include "dataplane/wire/ipv4.hpp"
 #include "rocedp/connection_manager.hpp"
 #include "rocedp/connector.hpp"
 #include "rocedp/listener.hpp"
@@ -152,6 +153,12 @@ class CmAgent {
   uint32_t local_ip() const { return ip_; }
   /// The port's DSCP << 2 (0: unmarked).
   uint8_t local_tos() const { return tos_; }
+  /// The ToS of the MADs of a connection whose REQ asked for `peer_traffic_class` (0: none, or
+  /// the active side): a marked port's DSCP; else the REQ's DSCP, as the passive QP follows the
+  /// REQ's class (and Linux's CM sends its MADs on the REQ's path). MADs are not ECN-capable.
+  uint8_t mad_tos(uint8_t peer_traffic_class) const {
+    return tos_ != 0 ? tos_ : static_cast<uint8_t>(peer_traffic_class & ~wire::kEcnMask);
+  }
   uint64_t ca_guid() const { return ca_guid_; }
   uint32_t max_path_mtu() const;
   uint32_t max_read_limit() const;
@@ -167,7 +174,8 @@ class CmAgent {
   /// Resolve the peer's MAC (static / ARP). The callback runs on the control thread, inline
   /// when the answer is known (return true) or later from poll().
   bool resolve(uint32_t ip, std::function<void(bool reachable, const wire::MacAddr& mac)> cb);
-  void send_mad(uint32_t dst_ip, const wire::MacAddr& dst_mac, const wire::CmMad& mad);
+  /// One MAD to `dst_ip` with IPv4 ToS `tos` (ConnEntry::cm_send picks a connection's).
+  void send_mad(uint32_t dst_ip, const wire::MacAddr& dst_mac, const wire::CmMad& mad, uint8_t tos);
 
   /// Queue a consumer callback; runs after the current CM step, if `connector_id` (0 = none)
   /// is still open. `request` marks a RequestCompletion: it is owed to the consumer even if the

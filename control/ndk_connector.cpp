@@ -745,7 +745,8 @@ void CmAgent::on_request(Listener* l, const wire::CmMad& m, const wire::MacAddr&
   const auto& req = std::get<wire::CmReq>(m.body);
   if (open_connectors >= impl_of(adapter_).setup.limits.max_connectors ||
       Access::closing(adapter_)) {
-    send_mad(src_ip, src_mac, CmConnection::rej_for(m, wire::CmRejReason::kNoResources));
+    send_mad(src_ip, src_mac, CmConnection::rej_for(m, wire::CmRejReason::kNoResources),
+             mad_tos(req.primary.traffic_class));
     return;
   }
   ConnEntry* e = new_connection();
@@ -753,7 +754,8 @@ void CmAgent::on_request(Listener* l, const wire::CmMad& m, const wire::MacAddr&
   e->remote_mac = src_mac;
   if (e->cm.on_request(m, e->local_comm_id, ca_guid_, now_ns()) != STATUS_SUCCESS) {
     // Not RC, or no rdma_cm IPv4 header: nothing a listener can take.
-    send_mad(src_ip, src_mac, CmConnection::rej_for(m, wire::CmRejReason::kConsumerDefined));
+    send_mad(src_ip, src_mac, CmConnection::rej_for(m, wire::CmRejReason::kConsumerDefined),
+             mad_tos(req.primary.traffic_class));
     release(e);
     return;
   }

@@ -170,14 +170,14 @@ class TrafficClass : public ConnectionTelemetry {
 };
 
 // A marked active side (DSCP 26: ToS 104) marks its REQ, in the frame and as the path's Traffic
-// Class, and its QP; the unmarked passive side answers unmarked but programs its QP with the
-// REQ's traffic class, as Linux's CM does.
+// Class, and its QP; the unmarked passive side programs its QP with the REQ's traffic class, as
+// Linux's CM does, and answers with it too (its REP on the REQ's path, as Linux's MADs go).
 class TrafficClassActiveMarked : public TrafficClass {
  protected:
   uint8_t dscp_a() const override { return 26; }
 };
 TEST_F(TrafficClassActiveMarked, TheUnmarkedPassiveSideFollowsTheRequest) {
-  EXPECT_EQ(connect_and_read(), (Marks{104, 104, 0, 104, 104}));
+  EXPECT_EQ(connect_and_read(), (Marks{104, 104, 104, 104, 104}));
 }
 
 // Both marked, differently: each side's own port decides for its QP and its MADs.

@@ -37,8 +37,9 @@
 #                        against Linux rping -s on eth0.0 (VLAN ID 0, 198.18.9.51): both send
 #                        priority-tagged frames (rocedp's at priority 3), both take them
 #     tos-lc             Linux ib_write_bw -R --tos 96 against rocedp-perf --perftest (unmarked
-#                        port): each of rocedp's QPs follows its REQ's traffic class (perftest's
-#                        control connection unmarked, its data connection ToS 96 both ways)
+#                        port): each of rocedp's QPs and its REP follow its REQ's traffic class
+#                        (perftest's control connection unmarked, its data connection ToS 96
+#                        both ways)
 #     ecn-lc             Linux ib_write_bw -R -n 200 against rocedp-perf --perftest --ecn while
 #                        the bridge marks every RoCEv2 frame from Linux to rocedp CE (a congested
 #                        switch): rocedp answers with CNPs (BECN, DSCP 48) to Linux's QPs, at
@@ -360,7 +361,13 @@ if [ "$mtu" = 1500 ]; then
     [ "$got" = "$want " ] || iop_fail "tos-lc: rocedp's frames to Linux's QP $qpn carry DSCP '$got', its REQ asked for $want"
   done <<<"$reqs"
   tr ';' '\n' <<<"$flows" | grep -q " $linux:.*:24$" || iop_fail "tos-lc: Linux sent no data frame at DSCP 24 ($flows)"
-  echo "tos-lc: REQs (QPN:traffic class) $(tr '\n' ' ' <<<"$reqs"); data frames (count source:destqp:dscp): $flows"
+  # rocedp's REPs answer on their REQ's class too (DSCP 0 for the control connection, 24 for the
+  # data connection), as Linux's CM sends its MADs on the REQ's path.
+  want_reps=$(while IFS=: read -r _ tc; do echo $((tc >> 2)); done <<<"$reqs" | sort -u | tr '\n' ' ')
+  reps=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-tos-lc.pcap" -d udp.port==4791,infiniband \
+    -Y "infiniband.cm.rep.remotecommid && ip.src == $perf" -T fields -e ip.dsfield.dscp 2>/dev/null | sort -u | tr '\n' ' ')
+  [ "$reps" = "$want_reps" ] || iop_fail "tos-lc: rocedp's REPs carry DSCP '$reps', the REQs asked for '$want_reps'"
+  echo "tos-lc: REQs (QPN:traffic class) $(tr '\n' ' ' <<<"$reqs"); rocedp's REPs (DSCP) $reps; data frames (count source:destqp:dscp): $flows"
   # ecn-lc: the bridge marked Linux's frames CE; rocedp's engine counted them and sent CNPs, each
   # to one of Linux's QPs (their REQs' local QPNs) with BECN set (BTH byte 4, which this tshark
   # shows as infiniband.reserved), DSCP 48 and Not-ECT; every other RoCEv2 frame of rocedp's QPs
