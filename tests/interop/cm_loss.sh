@@ -27,6 +27,10 @@
 #                       6.2 s; Linux gets REJECTED, status 28, rocedp's data
 #     rej-from-linux    Linux's REJ: rocedp's REQ comes again after 4.3 s; rocedp gets
 #                       STATUS_CONNECTION_REFUSED with Linux's data
+#     mra-from-rocedp   rocedp's MRA: its server (--answer late) accepts only after 15 s; Linux's
+#                       REQ comes again at 6.2 s and rocedp's CM answers with an MRA (more time),
+#                       which is lost, so Linux's REQ comes once more at 12.4 s and rocedp sends
+#                       its MRA again; the late accept then connects
 #   not a CM message, the one loss that nothing makes up for (the ops check, ops_check_peer -c -l
 #   against rocedp-perf --ops-check -s --lossy):
 #     nak-from-rocedp   rocedp's NAK (remote access error) of the WRITE through the invalidated
@@ -65,6 +69,7 @@ cases=(
   "drep-from-linux $linux 0x0016 $perf:0x0015 2 rping -s -a $linux -S 3000"
   "rej-from-rocedp $perf 0x0012 $linux:0x0010 2 await cm-listening && /mnt/share/cm_check_peer -c -a $perf -p 7476 -e 28 -d rocedp-rejects"
   "rej-from-linux $linux 0x0012 $perf:0x0010 2 /mnt/share/cm_check_peer -s reject -n 2 -p 7476 -d rocedp-asks"
+  "mra-from-rocedp $perf 0x0011 $perf:0x0011 2 await cm-late-listening && /mnt/share/cm_check_peer -c -a $perf -p 7478 -k -t 40"
   "nak-from-rocedp $perf nak-access - 0 await ops-listening && /mnt/share/ops_check_peer -c -a $perf -l -t 90"
 )
 {
@@ -134,11 +139,23 @@ on_begin_rej_from_linux() {
     --peer-data linux-rejects "${perf_ep[@]}" --file-prefix "rdp-iop-mc-$$" >"$IOP_WORK/perf-rej-from-linux.log" 2>&1
   perf_rc[rej-from-linux]=$?
 }
+# The lost MRA: the server accepts late (tests/interop/cm_check_peer.c -c -k against rocedp-perf
+# --cm-check -s --answer late), past two of Linux's REQ timeouts.
+late_srv=""
+on_begin_mra_from_rocedp() {
+  iop_serve_guest perf-mra-from-rocedp cm-late-listening --cm-check -s --answer late \
+    --wait-ms 15000 -p 7478 "${perf_ep[@]}" --file-prefix "rdp-iop-ml-$$"
+  late_srv=$IOP_LAST_PID
+}
 # Not a CM message: the NAK of the ops check's refused WRITE (tests/interop/ops_check_peer.c -c
 # against rocedp-perf --ops-check -s). The NAK ends rocedp's QP (IBTA: a remote access error is
 # fatal), so nothing answers Linux's WRITE sent again: it must end in a retry timeout, which both
 # ends accept with -l and --lossy (as interop_chaos does when its loss takes that NAK).
 on_begin_nak_from_rocedp() {
+  if [ -n "$late_srv" ]; then
+    wait "$late_srv"
+    perf_rc[mra-from-rocedp]=$?
+  fi
   iop_serve_guest perf-nak-from-rocedp ops-listening --ops-check -s --lossy "${perf_ep[@]}" \
     --timeout 90 --file-prefix "rdp-iop-os-$$"
   ops_srv=$IOP_LAST_PID
