@@ -100,6 +100,26 @@ counter() { grep -o '"rc_counters".*' "$work/$1$n.log" | grep -o "\"$2\":[0-9]*"
 # The client's average bandwidth (MB/s) in its --json row of the last case.
 bw_avg() { grep -o '"bw_avg_MBps":[0-9.]*' "$work/client$n.log" | head -1 | cut -d: -f2; }
 
+# ECN runs (DCQCN) of one second each, NP the side whose port marks what it receives, RP the
+# data's sender. ecn_unmarked NP RP: the unmarked run made no CNP and no cut; its bandwidth is
+# $free_bw. ecn_marked NP RP WHAT: the NP counted the marked frames and sent CNPs, the RP got them
+# (no more than were sent) and cut its rate, and the bandwidth fell below a quarter of $free_bw.
+ecn_unmarked() {
+  free_bw=$(bw_avg)
+  [ "$(counter "$2" rate_cuts)" = 0 ] && [ "$(counter "$1" tx_cnp)" = 0 ] || fail "CNPs or cuts without CE marks"
+}
+ecn_marked() {
+  local np=$1 rp=$2 what=$3 marked_bw cnps got cuts
+  marked_bw=$(bw_avg)
+  [ "$(counter "$np" rx_ce)" -ge 400 ] || fail "$np rx_ce $(counter "$np" rx_ce): the $what did not arrive marked"
+  cnps=$(counter "$np" tx_cnp) got=$(counter "$rp" rx_cnp) cuts=$(counter "$rp" rate_cuts)
+  [ "$cnps" -ge 1 ] && [ "$got" -ge 1 ] && [ "$got" -le "$cnps" ] && [ "$cuts" -ge 1 ] && [ "$cuts" -le "$got" ] ||
+    fail "CNPs sent $cnps, received $got, rate cuts $cuts"
+  awk "BEGIN { exit !($marked_bw * 4 < $free_bw) }" ||
+    fail "marked: $marked_bw MB/s, not below a quarter of the unmarked $free_bw MB/s"
+  echo "ecn: $what unmarked $free_bw MB/s, every one marked $marked_bw MB/s ($cnps CNPs, $cuts rate cuts)"
+}
+
 bw_header=' #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]'
 lat_header=' #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]'
 
@@ -149,17 +169,9 @@ case $group in
     # bandwidth falls to a fraction of the unmarked run's. Then a verified run under the same marks:
     # every byte still arrives.
     pair 0 "--json" write bw -s 4096 -D 1 --ecn --json
-    free_bw=$(bw_avg)
-    [ "$(counter client rate_cuts)" = 0 ] && [ "$(counter server tx_cnp)" = 0 ] || fail "CNPs or cuts without CE marks"
+    ecn_unmarked server client
     pair 0 "--fault-ce 100 --json" write bw -s 4096 -D 1 --ecn --json
-    marked_bw=$(bw_avg)
-    [ "$(counter server rx_ce)" -ge 400 ] || fail "server rx_ce $(counter server rx_ce): the WRITEs did not arrive marked"
-    cnps=$(counter server tx_cnp) got=$(counter client rx_cnp) cuts=$(counter client rate_cuts)
-    [ "$cnps" -ge 1 ] && [ "$got" -ge 1 ] && [ "$got" -le "$cnps" ] && [ "$cuts" -ge 1 ] && [ "$cuts" -le "$got" ] ||
-      fail "CNPs sent $cnps, received $got, rate cuts $cuts"
-    awk "BEGIN { exit !($marked_bw * 4 < $free_bw) }" ||
-      fail "marked: $marked_bw MB/s, not below a quarter of the unmarked $free_bw MB/s"
-    echo "ecn: unmarked $free_bw MB/s, every frame marked $marked_bw MB/s ($cnps CNPs, $cuts rate cuts)"
+    ecn_marked server client WRITEs
     # The port's DCQCN parameters reach its QPs: with a floor of 2,000 Mbit/s (--dcqcn
     # min_rate_mbps=2000, ports[].dcqcn) the same marks leave the client at about 250 MB/s.
     pair 0 "--fault-ce 100 --json" write bw -s 4096 -D 1 --ecn --dcqcn min_rate_mbps=2000 --json
@@ -181,17 +193,9 @@ case $group in
     # answers with CNPs, the server cuts its rate and paces its READ responses, and the client's
     # bandwidth falls to a fraction of the unmarked run's. Then a verified run under the marks.
     pair 0 "--ecn --json" read bw -s 4096 -D 1 --json
-    free_bw=$(bw_avg)
-    [ "$(counter server rate_cuts)" = 0 ] && [ "$(counter client tx_cnp)" = 0 ] || fail "CNPs or cuts without CE marks"
+    ecn_unmarked client server
     pair 0 "--ecn --json" read bw -s 4096 -D 1 --fault-ce 100 --json
-    marked_bw=$(bw_avg)
-    [ "$(counter client rx_ce)" -ge 400 ] || fail "client rx_ce $(counter client rx_ce): the READ responses did not arrive marked"
-    cnps=$(counter client tx_cnp) got=$(counter server rx_cnp) cuts=$(counter server rate_cuts)
-    [ "$cnps" -ge 1 ] && [ "$got" -ge 1 ] && [ "$got" -le "$cnps" ] && [ "$cuts" -ge 1 ] && [ "$cuts" -le "$got" ] ||
-      fail "CNPs sent $cnps, received $got, rate cuts $cuts"
-    awk "BEGIN { exit !($marked_bw * 4 < $free_bw) }" ||
-      fail "marked: $marked_bw MB/s, not below a quarter of the unmarked $free_bw MB/s"
-    echo "ecn: READ unmarked $free_bw MB/s, every response marked $marked_bw MB/s ($cnps CNPs, $cuts rate cuts)"
+    ecn_marked client server "READ responses"
     pair 0 "--ecn" read bw -s 4096 -n 400 --verify --fault-ce 100
     expect_row 4096 400
     ;;
