@@ -7,11 +7,14 @@
 #     req-from-linux    Linux's REQ: Linux sends it again after its timeout (6.2 s)
 #     rep-from-rocedp   rocedpd's REP: Linux's REQ comes again, and rocedpd (REP sent) answers it
 #                       with its REP again
+#     rep-from-rocedp-twice  rocedpd's REP lost twice: Linux's REQ comes again and is answered
+#                       with the REP (lost again); rocedpd's own REP timer sends it a third time
 #     rtu-from-linux    Linux's RTU: Linux's first SEND establishes the connection (IBTA: any
 #                       packet on the QP stands for the RTU)
 #     dreq-from-linux   Linux's DREQ (rdma_client disconnects): Linux sends it again
 #   rdma_server in the guest; rocedp-perf (198.18.0.21) --connect ... --peer-echoes:
 #     req-from-rocedp   rocedp's REQ: sent again after 4.3 s
+#     req-from-rocedp-twice  rocedp's REQ lost twice: sent at 4.3 s and again at 8.6 s
 #     rep-from-linux    Linux's REP: rocedp's REQ comes again, Linux sends its REP again
 #     rtu-from-rocedp   rocedp's RTU: Linux (no packet stands for the RTU in rdma_rxe) sends its
 #                       REP again; rocedp, connected, answers it with the RTU again
@@ -37,7 +40,7 @@
 #                       window: it ended rocedp's QP, so Linux's WRITE sent again meets silence
 #                       and must end in a retry timeout, which both ends accept as the refusal
 # Every case: both sides succeed (each checks what its consumer got); the bridge dropped exactly
-# one frame; the capture (on the bridge device, where the dropped frame shows too) holds the
+# one frame (two in a -twice case); the capture (on the bridge device, where the dropped frame shows too) holds the
 # message that makes up for the lost one: the lost message itself at least twice, rocedp's DREQ
 # twice for Linux's DREP, the client's REQ twice for a REJ, Linux's RTU once (its SEND stands for
 # it). At the end rocedpd holds no connection and no QP, and Linux exhausted its retries once
@@ -55,14 +58,17 @@ dev_d=$(iop_devargs 0 dpdk-d "$mtu") dev_p=$(iop_devargs 1 dpdk-p "$mtu")
 iop_rocedpd "$mtu" "$dev_d" "$daemon" "{port: rig0, nd_port: 7471, service: echo}" || { iop_fail "rocedpd did not start"; exit 1; }
 
 # CASE SOURCE ATTRIBUTE SEEN TIMES GUEST-COMMAND, in the order the guest runs them: the bridge
-# drops the first message ATTRIBUTE from SOURCE, and the capture must hold the message SEEN
-# (SOURCE:ATTRIBUTE, what proves the lost one was made up for) TIMES or more.
+# drops the first message ATTRIBUTE from SOURCE (the first two for a CASE ending in -twice), and
+# the capture must hold the message SEEN (SOURCE:ATTRIBUTE, what proves the lost one was made up
+# for) TIMES or more.
 cases=(
   "req-from-linux $linux 0x0010 $linux:0x0010 2 rdma_client -s $daemon -p 7471"
   "rep-from-rocedp $daemon 0x0013 $daemon:0x0013 2 rdma_client -s $daemon -p 7471"
+  "rep-from-rocedp-twice $daemon 0x0013 $daemon:0x0013 3 rdma_client -s $daemon -p 7471"
   "rtu-from-linux $linux 0x0014 $linux:0x0014 1 rdma_client -s $daemon -p 7471"
   "dreq-from-linux $linux 0x0015 $linux:0x0015 2 rdma_client -s $daemon -p 7471"
   "req-from-rocedp $perf 0x0010 $perf:0x0010 2 rdma_server -p 7471"
+  "req-from-rocedp-twice $perf 0x0010 $perf:0x0010 3 rdma_server -p 7471"
   "rep-from-linux $linux 0x0013 $linux:0x0013 2 rdma_server -p 7471"
   "rtu-from-rocedp $perf 0x0014 $perf:0x0014 2 rdma_server -p 7471"
   "dreq-from-rocedp $perf 0x0015 $perf:0x0015 2 rping -s -a $linux -S 3000"
@@ -86,10 +92,11 @@ cases=(
 # (the rule of the case before is read and replaced).
 declare -A dropped=()
 armed=""
+losses() { [[ $1 == *-twice ]] && echo 2 || echo 1; }
 arm() {
   [ -z "$armed" ] || dropped[$armed]=$(iop_bridge_drop_first count)
   armed=$1
-  iop_bridge_drop_first "$2" "$3" || iop_fail "$1: no drop rule on the bridge"
+  iop_bridge_drop_first "$2" "$3" "$(losses "$1")" || iop_fail "$1: no drop rule on the bridge"
 }
 for c in "${cases[@]}"; do
   read -r name src attr _ <<<"$c"
@@ -108,6 +115,7 @@ run_perf() {
   perf_rc[$1]=$IOP_PERF_RC
 }
 on_begin_req_from_rocedp() { run_perf req-from-rocedp; }
+on_begin_req_from_rocedp_twice() { run_perf req-from-rocedp-twice; }
 on_begin_rep_from_linux() { run_perf rep-from-linux; }
 on_begin_rtu_from_rocedp() { run_perf rtu-from-rocedp; }
 # The rping cases: rocedp-perf --rping -c (one validated ping) disconnects when done, so the DREQ is
@@ -187,7 +195,8 @@ for c in "${cases[@]}"; do
       iop_fail "$name: rocedp-perf ended with rc=${perf_rc[$name]:-none} ($(tail -1 "$IOP_WORK/perf-$name.log" 2>/dev/null))"
     cp "$IOP_WORK/perf-$name.log" "$IOP_ARTIFACTS/interop-cm-loss-$name.log" 2>/dev/null
   fi
-  [ "${dropped[$name]:-0}" = 1 ] || iop_fail "$name: the bridge dropped ${dropped[$name]:-0} frames, expected the one $attr from $src"
+  [ "${dropped[$name]:-0}" = "$(losses "$name")" ] ||
+    iop_fail "$name: the bridge dropped ${dropped[$name]:-0} frames, expected $(losses "$name") $attr from $src"
   # The case's CM messages, one tshark run: "SOURCE:ATTRIBUTE" a line.
   cm=$(tshark -r "$IOP_ARTIFACTS/interop-$IOP_PREFIX$name.pcap" -d udp.port==4791,infiniband \
     -Y "infiniband.mad.mgmtclass == 0x07" -T fields -E separator=: -e ip.src -e infiniband.mad.attributeid 2>/dev/null)
@@ -204,5 +213,5 @@ grep -q "^ops_check_peer: RDMA WRITE through the invalidated window: transport r
   iop_fail "nak-from-rocedp: Linux's refused WRITE did not end in a retry timeout"
 retry_exc=$(iop_hw "$IOP_WORK/linux.console" end retry_exceeded_err)
 [ "${retry_exc:-0}" = 1 ] || iop_fail "Linux exhausted its retries ${retry_exc:-0} times, expected once (nak-from-rocedp)"
-[ $IOP_FAILED = 0 ] && echo "PASS: ${#cases[@]} messages lost once each: every connection came about, carried its data and ended, every refusal reached its client"
+[ $IOP_FAILED = 0 ] && echo "PASS: ${#cases[@]} messages lost once each (twice in the -twice cases): every connection came about, carried its data and ended, every refusal reached its client"
 exit $IOP_FAILED

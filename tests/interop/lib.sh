@@ -337,10 +337,10 @@ table netdev rocedp_dup {
 }
 EOF
 }
-# Drops the first CM message with attribute WHAT (0x0010 REQ, 0x0012 REJ, 0x0013 REP, 0x0014 RTU,
-# 0x0015 DREQ, 0x0016 DREP), or with WHAT `nak-access` the first NAK remote access error (BTH
-# opcode 0x11, AETH syndrome 0x62), that IPv4 SRC sends through the rig's bridge, and only that
-# one (nftables, bridge family, forward hook; in the UDP payload: MAD management class 7 at byte
+# iop_bridge_drop_first SRC WHAT [N]: drops the first (N: the first N) CM message with attribute
+# WHAT (0x0010 REQ, 0x0011 MRA, 0x0012 REJ, 0x0013 REP, 0x0014 RTU, 0x0015 DREQ, 0x0016 DREP), or
+# with WHAT `nak-access` the first NAK remote access error (BTH opcode 0x11, AETH syndrome 0x62),
+# that IPv4 SRC sends through the rig's bridge, and only those (nftables, bridge family, forward hook; in the UDP payload: MAD management class 7 at byte
 # 21 and the attribute at byte 36, or the opcode at byte 0 and the syndrome at byte 12;
 # `numgen inc` counts only the frames that got that far in the rule).
 # `off` removes it; `iop_bridge_drop_first count` prints how many it dropped.
@@ -355,7 +355,7 @@ iop_bridge_drop_first() {
       return 0
       ;;
   esac
-  local match="@ih,168,8 0x07 @ih,288,16 $2"
+  local match="@ih,168,8 0x07 @ih,288,16 $2" n=${3:-1}
   [ "$2" = nak-access ] && match="@ih,0,8 0x11 @ih,96,8 0x62"
   ip netns exec rig nft delete table bridge rocedp_cm_drop 2>/dev/null
   iop_bridge_drop_on=1
@@ -364,7 +364,7 @@ table bridge rocedp_cm_drop {
   counter dropped {}
   chain forward {
     type filter hook forward priority 0; policy accept;
-    ip saddr $1 udp dport 4791 $match numgen inc mod 1000000 0 counter name dropped drop
+    ip saddr $1 udp dport 4791 $match numgen inc mod 1000000 < $n counter name dropped drop
   }
 }
 EOF
