@@ -16,7 +16,8 @@
 #   sizes      WRITE message rate vs size, 64 B to 64 KiB, rocedp vs testpmd, and the plot
 #              bench/results/rate_vs_size.svg (scripts/plot_rate.py)
 #   loss       goodput and latency under random loss, and bench/results/loss.svg
-#   ecn        goodput of an ECN-capable sender (DCQCN) under CE marking (scripts/bench_ecn.py)
+#   ecn        goodput of an ECN-capable sender (DCQCN) under CE marking, WRITE and READ
+#              (scripts/bench_ecn.py)
 # (wire, tcp, daemon, cores, sizes: scripts/bench_baselines.py, which says how each is measured.)
 #
 # Environment: BUILD_DIR (default build/), BENCH_ROUNDS (5), BENCH_GROUPS, BENCH_CORES (2),
@@ -77,8 +78,8 @@ if has loss; then
   python3 "$root/scripts/bench_loss.py" --bin-dir "$build/bin" --out "$out" --rounds "$(( rounds < 3 ? 3 : rounds ))"
   python3 "$root/scripts/plot_loss.py"
 fi
-# An --ecn client against a server that marks CE on a share of what it receives, each marked run
-# alternated with an unmarked one (>= 3 rounds).
+# An --ecn sender (WRITE: the client; READ: the server) and a receiver whose port marks CE on a
+# share of what it receives, each marked run alternated with an unmarked one (>= 3 rounds).
 if has ecn; then
   python3 "$root/scripts/bench_ecn.py" --bin-dir "$build/bin" --out "$out" --rounds "$(( rounds < 3 ? 3 : rounds ))"
 fi

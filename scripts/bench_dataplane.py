@@ -64,11 +64,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_pair(binary, args, tag, both=()):
+def run_pair(binary, args, tag, both=(), server=()):
     """One rocedp-perf server/client pair over net_memif (server CPU 0, client CPU 1); returns the
     client's JSON rows. A failed client stops its server at once, so a failure costs no minute.
     scripts/bench_baselines.py uses it too, so both scripts measure rocedp the same way. `both`: extra
-    endpoint options for both processes (scripts/bench_loss.py: --fault-drop)."""
+    endpoint options for both processes (scripts/bench_loss.py: --fault-drop); `server`: for the
+    server only (scripts/bench_ecn.py: --ecn on a READ's responder)."""
     with tempfile.TemporaryDirectory(prefix="rdp-bench-") as d:
         sock = os.path.join(d, "memif.sock")
         oob = str(free_port())
@@ -76,7 +77,8 @@ def run_pair(binary, args, tag, both=()):
         common = ["--oob-port", oob, "--timeout", "120", "--memory-mb", "1024"] + list(both)
         srv = subprocess.Popen(["taskset", "-c", "0", binary, "--server", "--port-devargs",
                                 f"net_memif0,role=server,socket={sock},socket-abstract=no", "--ip", "198.18.10.1/24",
-                                "--mac", "02:00:00:00:0a:01", "--lcore", "0", "--file-prefix", pre + "s"] + common,
+                                "--mac", "02:00:00:00:0a:01", "--lcore", "0", "--file-prefix", pre + "s"] + common
+                               + list(server),
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
             cli = subprocess.run(["taskset", "-c", "1", binary, "--client", "127.0.0.1", "--port-devargs",
@@ -110,9 +112,9 @@ def run_pair(binary, args, tag, both=()):
 NEAR_NS = 250
 
 
-def pair_row(binary, args, tag, both=()):
+def pair_row(binary, args, tag, both=(), server=()):
     """run_pair's result row and the client's RC engine counters ({} when it printed none)."""
-    out = run_pair(binary, args, tag, both)
+    out = run_pair(binary, args, tag, both, server)
     row = [x for x in out if "mode" in x][0]
     cnt = [x["rc_counters"] for x in out if "rc_counters" in x]
     return row, (cnt[0] if cnt else {})
