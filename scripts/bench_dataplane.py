@@ -120,6 +120,28 @@ def pair_row(binary, args, tag, both=(), server=()):
     return row, (cnt[0] if cnt else {})
 
 
+def sweep_parser(rates):
+    """The options of a script that sweeps a fault share (scripts/bench_loss.py, bench_ecn.py): the
+    build's binaries, the results file, the alternated rounds, the run length and the shares."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin-dir", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=2, help="-D seconds of each bandwidth run")
+    ap.add_argument("--rates", default=",".join(str(r) for r in rates))
+    return ap
+
+
+def sweep_setup(ap, name):
+    """Parses the sweep's options; exits below 3 alternating rounds. Returns the options, the
+    rocedp-perf binary, the CPU-pair probe and the shares."""
+    args = ap.parse_args()
+    if args.rounds < 3:
+        sys.exit(f"{name}: at least 3 alternating rounds")
+    return (args, os.path.join(args.bin_dir, "rocedp-perf"), os.path.join(args.bin_dir, "cpu_pair_rtt"),
+            [float(r) for r in args.rates.split(",")])
+
+
 def ratio_row(subj, base, probes, digits=3):
     """The fields of a row that sets `subj` against `base`, run by run in alternated rounds: their
     medians, the median of the per-round ratios with min-max, and the ratio per CPU placement."""

@@ -15,7 +15,6 @@ neither sends nor acts on CNPs).
 
 Rows are merged into bench/results/latest.json (same rule as bench_dataplane.py).
 """
-import argparse
 import os
 import statistics
 import sys
@@ -43,22 +42,13 @@ def one(binary, op, duration, tag, mark):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin-dir", required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--duration", type=int, default=2, help="-D seconds of each bandwidth run")
-    ap.add_argument("--rates", default=",".join(str(r) for r in MARK_RATES))
+    ap = bench_dataplane.sweep_parser(MARK_RATES)
     ap.add_argument("--ops", default="write,read", help="write, read or both")
-    args = ap.parse_args()
-    if args.rounds < 3:
-        sys.exit("bench_ecn: at least 3 alternating rounds")
-    binary = os.path.join(args.bin_dir, "rocedp-perf")
-    probe = os.path.join(args.bin_dir, "cpu_pair_rtt")
+    args, binary, probe, rates = bench_dataplane.sweep_setup(ap, "bench_ecn")
     results = []
     for op in args.ops.split(","):
         label, client, server, marker, kept = OPS[op]
-        for rate in [float(r) for r in args.rates.split(",")]:
+        for rate in rates:
             clean, marked, counters, probes = [], [], [], []
             for k in range(args.rounds):
                 (c, _), (s, cnt) = bench_dataplane.probed(

@@ -16,7 +16,6 @@ near each other and over those with them far apart.
 Rows are merged into bench/results/latest.json (same rule as bench_dataplane.py), and
 scripts/plot_loss.py draws bench/results/loss.svg from them.
 """
-import argparse
 import os
 import sys
 
@@ -32,19 +31,9 @@ def one(binary, args, tag, drop):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin-dir", required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--duration", type=int, default=2, help="-D seconds of each bandwidth run")
-    ap.add_argument("--rates", default=",".join(str(r) for r in LOSS_RATES))
+    ap = bench_dataplane.sweep_parser(LOSS_RATES)
     ap.add_argument("--no-latency", action="store_true")
-    args = ap.parse_args()
-    if args.rounds < 3:
-        sys.exit("bench_loss: at least 3 alternating rounds")
-    binary = os.path.join(args.bin_dir, "rocedp-perf")
-    probe = os.path.join(args.bin_dir, "cpu_pair_rtt")
-    rates = [float(r) for r in args.rates.split(",")]
+    args, binary, probe, rates = bench_dataplane.sweep_setup(ap, "bench_loss")
     bw_args = ["write", "bw", "-s", "4096", "-q", "4", "-D", str(args.duration)]
     results = []
     for rate in rates:

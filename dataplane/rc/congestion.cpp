@@ -146,7 +146,9 @@ bool congestion_may_send_st(QueuePair& qp, uint64_t now_ns) {
   if (!qp.cc_flags.paced) return true;
   // A pause leaves at most kPaceSlackNs of credit.
   if (c.next_tx_ns + kPaceSlackNs < now_ns) c.next_tx_ns = now_ns - kPaceSlackNs;
-  return c.next_tx_ns <= now_ns;
+  if (c.next_tx_ns <= now_ns) return true;
+  qp.cc_flags.pace_wait = true;  // the engine's timer wakes the QP when the clock allows
+  return false;
 }
 
 void congestion_charge_st(QueuePair& qp, uint32_t bytes) {

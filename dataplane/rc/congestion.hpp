@@ -60,7 +60,8 @@ bool congestion_send_cnp_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns);
 bool congestion_on_cnp_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns);
 
 /// RP, a limited QP's visit: applies the alpha decay and the rate increases due by `now_ns`, and
-/// says whether the pacing clock lets a frame leave now.
+/// says whether the pacing clock lets a frame leave now. When it does not, the QP waits for the
+/// clock (cc_flags.pace_wait: RcEngine::sync_timer wakes it then).
 bool congestion_may_send_st(QueuePair& qp, uint64_t now_ns);
 
 /// RP: `bytes` of a limited QP's frame left (the pacing clock and the byte counter).

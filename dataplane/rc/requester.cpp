@@ -387,10 +387,7 @@ uint32_t next_packet_bytes(QueuePair& qp) {
   uint32_t sent = 0;
   while (sent < budget && qp.req.cur.wqe < avail) {
     if (!qp.cc_flags.paced) return sent + requester_send_st(qp, ctx, now_ns, budget - sent, avail);
-    if (!congestion_may_send_st(qp, now_ns)) {
-      qp.cc_flags.pace_wait = true;
-      break;
-    }
+    if (!congestion_may_send_st(qp, now_ns)) break;
     const uint32_t bytes = next_packet_bytes(qp);
     const uint32_t n = requester_send_st(qp, ctx, now_ns, 1, avail);
     if (n == 0) break;

@@ -467,11 +467,6 @@ namespace {
   return 1;
 }
 
-// The bytes a response puts on the wire, for the pacing clock.
-uint32_t response_bytes(const TxPacket& pkt, uint32_t payload) {
-  return kHeaderTemplateLen + pkt.ext_len + payload + wire::pad_for(payload) + wire::kIcrcLen;
-}
-
 [[gnu::noinline]] uint32_t responder_send_st(QueuePair& qp, RcContext& ctx, uint32_t budget,
                                              uint64_t now_ns) {
   ResponderState& rs = qp.resp;
@@ -498,12 +493,8 @@ uint32_t response_bytes(const TxPacket& pkt, uint32_t payload) {
     if (r == nullptr) break;
     // A QP whose rate a CNP cut paces its responses as its requests (congestion.hpp): the
     // responder of READs is the data's sender, the one the receiver's CNPs must slow down.
-    if (qp.cc_flags.paced) [[unlikely]] {
-      if (!congestion_may_send_st(qp, now_ns)) {
-        qp.cc_flags.pace_wait = true;
-        break;
-      }
-    }
+    if (qp.cc_flags.paced && !congestion_may_send_st(qp, now_ns)) [[unlikely]]
+      break;
     TxPacket pkt;
     TxPayload pl;
     if (r->atomic) {
@@ -517,7 +508,7 @@ uint32_t response_bytes(const TxPacket& pkt, uint32_t payload) {
       }
       set_pending(qp, *r, false);
       if (qp.cc_flags.paced) [[unlikely]]
-        congestion_charge_st(qp, response_bytes(pkt, 0));
+        congestion_charge_st(qp, frame_bytes(pkt.ext_len, 0));
     } else {
       const bool first = r->tx_psn == r->exec_psn;
       const bool last = r->remaining <= mtu;
@@ -544,7 +535,7 @@ uint32_t response_bytes(const TxPacket& pkt, uint32_t payload) {
         break;
       }
       if (qp.cc_flags.paced) [[unlikely]]
-        congestion_charge_st(qp, response_bytes(pkt, seg));
+        congestion_charge_st(qp, frame_bytes(pkt.ext_len, seg));
       r->va += seg;
       r->remaining -= seg;
       r->tx_psn = wire::psn_next(r->tx_psn);
