@@ -55,13 +55,17 @@ Config load_file(const std::string& path);
 // Parses and validates YAML text; `source` names it in errors.
 Config parse(std::string_view yaml, const std::string& source);
 
-std::string format_mac(const MacAddress& mac);  // "02:00:00:00:00:01"
-std::string format_ipv4(Ipv4Address ip);        // "198.18.0.1"
+std::string format_mac(const MacAddress& mac);   // "02:00:00:00:00:01"
+std::string format_ipv4(Ipv4Address ip);         // "198.18.0.1"
+std::string format_ipv6(const Ipv6Address& ip);  // "fd52::20" (inet_ntop, RFC 5952 form)
 
 // Strict text forms: "a.b.c.d" with decimal octets 0..255 and no leading zeros (inet_aton would
 // read "010" as octal); six colon-separated pairs of hex digits. nullopt when malformed.
 std::optional<Ipv4Address> parse_ipv4(std::string_view text);
 std::optional<MacAddress> parse_mac(std::string_view text);
+// Any text form inet_pton(AF_INET6) takes ("fd52::20", "fe80::1", "::ffff:1.2.3.4"); nullopt
+// when malformed.
+std::optional<Ipv6Address> parse_ipv6(std::string_view text);
 
 // The keys of `ports[].dcqcn`, each with its member: the YAML reader, rocedp-perf's --dcqcn and
 // telemetry name them from here.

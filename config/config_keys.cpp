@@ -50,6 +50,10 @@ constexpr KeySpec kKeys[] = {
      "`xx:xx:xx:xx:xx:xx`, unicast, unique", "source MAC"},
     {"ports", "address", K::kString, "string", "required", 0, 0,
      "`a.b.c.d/len`, len 1..32, a unicast host address, unique", "port IPv4 address and prefix"},
+    {"ports", "ipv6", K::kString, "string", "unset", 0, 0,
+     "an IPv6 address (`fd52::20`), unicast: not multicast, `::`, `::1` or IPv4-mapped; unique",
+     "port IPv6 address: the port answers Neighbor Solicitations and ICMPv6 echo for it and "
+     "resolves IPv6 neighbours (RFC 4861)"},
     {"ports", "mtu", K::kUint, "int", "`1500`", 576, 9000, "", "IP MTU"},
     {"ports", "vlan", K::kUint, "int", "untagged", 1, 4094, "",
      "802.1Q VLAN ID: every frame sent carries the tag; received frames without it are dropped"},

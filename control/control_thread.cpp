@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "dataplane/arp_icmp.hpp"
+#include "dataplane/ndp.hpp"
 #include "pmd/log.hpp"
 #include "pmd/packet_pool.hpp"
 #include "pmd/rx_dispatch.hpp"
@@ -77,6 +78,7 @@ ControlThread::ControlThread(Setup setup) : setup_(std::move(setup)) {
     if (pc == nullptr) {
       fallback.address = setup_.ports[i]->address();
       fallback.prefix_len = setup_.ports[i]->prefix_len();
+      fallback.address6 = setup_.ports[i]->address6();
       pc = &fallback;
     }
     NeighbourTableHooks hooks;
@@ -85,6 +87,16 @@ ControlThread::ControlThread(Setup setup) : setup_(std::move(setup)) {
                     "arp_request");
     };
     hooks.on_change = [this](const NeighbourChange& c) { push_neighbour_st(c); };
+    hooks.send_request6 = [this, i](const config::Ipv6Address& target) {
+      send_frame_st(
+          i, dataplane::build_neighbor_solicitation(setup_.pool->get(), local6_of(i), target),
+          "neighbor_solicitation");
+    };
+    hooks.on_change6 = [](const config::Ipv6Address& ip, const config::MacAddress& mac,
+                          bool removed) {
+      pmd::log(LogLevel::kInfo, removed ? "neighbour_removed" : "neighbour_set",
+               {{"ip", config::format_ipv6(ip)}, {"mac", config::format_mac(mac)}});
+    };
     tables_.push_back(std::make_unique<NeighbourTable>(
         NeighbourTableOptions::from_config(cfg.control, *pc), pc->neighbours, std::move(hooks)));
   }
@@ -409,6 +421,14 @@ void ControlThread::request_snapshot_st(Done done) {
         }
       }
     }
+    // Solicitors of the Neighbor Solicitations the cores answered (RFC 4861 7.2.3).
+    for (const auto& c : s.cores) {
+      for (uint32_t k = 0; k < c.n_learned_peers6; ++k) {
+        const dataplane::NdpPeer& peer = c.learned_peers6[k];
+        const int idx = port_index_of(peer.port_id);
+        if (idx >= 0) tables_[idx]->learn6(peer.ip, peer.mac, s.taken, LearnMode::kCreate);
+      }
+    }
     for (auto* port : setup_.ports) {
       PortSnapshot ps;
       ps.name = port->name();
@@ -416,6 +436,7 @@ void ControlThread::request_snapshot_st(Done done) {
       ps.mac = port->mac();
       ps.address = port->address();
       ps.prefix_len = port->prefix_len();
+      ps.address6 = port->address6();
       ps.mtu = port->mtu();
       ps.vlan = port->vlan();
       ps.vlan_priority = port->vlan_priority();
@@ -431,7 +452,12 @@ void ControlThread::request_snapshot_st(Done done) {
     }
     for (size_t i = 0; i < tables_.size(); ++i)
       for (const auto& e : tables_[i]->snapshot(s.taken))
-        s.neighbours.push_back({setup_.ports[i]->name(), e});
+        s.neighbours.push_back({setup_.ports[i]->name(), e, std::nullopt});
+    for (size_t i = 0; i < tables_.size(); ++i)
+      for (const auto& e : tables_[i]->snapshot6(s.taken))
+        s.neighbours.push_back({setup_.ports[i]->name(),
+                                {{}, e.mac, e.state, e.expires_in_ms, e.requests_sent, e.waiters},
+                                e.ip});
     s.control = counters_;
     s.control.naps = wake_.naps();
     s.control.naps_woken = wake_.woken();
@@ -489,6 +515,17 @@ unsigned ControlThread::poll_frames_st() {
           tables_[idx]->learn(peer.ip, peer.mac, now,
                               peer.targets_us ? LearnMode::kCreate : LearnMode::kUpdateOnly);
         }
+        break;
+      }
+      case dataplane::FrameKind::kNdpToControl: {
+        counters_.ndp_frames++;
+        const int idx = port_index_of(m->port);
+        dataplane::NdpPeer peer;
+        // RFC 4861 7.2.5: an advertisement updates an entry (or completes a resolution), never
+        // creates one.
+        if (idx >= 0 && setup_.ports[idx]->address6() &&
+            dataplane::extract_ndp_peer(m, local6_of(idx), &peer))
+          tables_[idx]->learn6(peer.ip, peer.mac, now, LearnMode::kUpdateOnly);
         break;
       }
       case dataplane::FrameKind::kCm: {
@@ -567,6 +604,11 @@ dataplane::LocalAddress ControlThread::local_of(size_t port_index) const {
   a.ip = port->address();
   a.prefix_len = port->prefix_len();
   return a;
+}
+
+dataplane::LocalAddress6 ControlThread::local6_of(size_t port_index) const {
+  const pmd::Port* port = setup_.ports[port_index];
+  return dataplane::LocalAddress6{port->mac(), port->address6().value_or(config::Ipv6Address{})};
 }
 
 int ControlThread::port_index_of(uint16_t port_id) const {

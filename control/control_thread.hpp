@@ -25,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,6 +51,7 @@ struct PortSnapshot {
   config::MacAddress mac;
   config::Ipv4Address address;
   uint8_t prefix_len = 0;
+  std::optional<config::Ipv6Address> address6;  ///< ports[].ipv6
   uint16_t mtu = 0;
   uint16_t vlan = 0;  ///< 802.1Q VLAN ID, 0: untagged
   uint8_t vlan_priority = 0;
@@ -66,16 +68,18 @@ struct PortSnapshot {
 /// One neighbour of one port, as telemetry shows it.
 struct NeighbourRow {
   std::string port;
-  NeighbourSnapshotEntry entry;
+  NeighbourSnapshotEntry entry;            ///< for an IPv6 row: entry.ip is 0, the rest as for IPv4
+  std::optional<config::Ipv6Address> ip6;  ///< set: an IPv6 neighbour (RFC 4861)
 };
 
 /// What the control thread itself counts.
 struct ControlCounters {
   uint64_t frames = 0;      // frames received from the cores
   uint64_t arp_frames = 0;  // ARP frames learned from (or ignored)
+  uint64_t ndp_frames = 0;  // Neighbor Advertisements learned from (or ignored)
   uint64_t cm_frames = 0;   // QP1 MADs (to the CM handler when one is set, else dropped)
   uint64_t other_frames = 0;
-  uint64_t frames_sent = 0;        // ARP requests / gratuitous ARP handed to a core for TX
+  uint64_t frames_sent = 0;        // ARP requests / gratuitous ARP / NS handed to a core for TX
   uint64_t send_failures = 0;      // no mbuf, channel full, or the core had no TX queue
   uint64_t neighbour_updates = 0;  // NeighbourUpdate messages sent to cores
   uint64_t snapshots = 0;          // stats rounds completed
@@ -195,6 +199,7 @@ class ControlThread {
   void send_frame_st(size_t port_index, rte_mbuf* m, const char* what);
   void push_neighbour_st(const NeighbourChange& change);
   dataplane::LocalAddress local_of(size_t port_index) const;
+  dataplane::LocalAddress6 local6_of(size_t port_index) const;  // the port has an IPv6 address
   int port_index_of(uint16_t port_id) const;
 
   Setup setup_;

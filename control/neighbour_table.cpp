@@ -18,6 +18,7 @@ NeighbourTableOptions NeighbourTableOptions::from_config(const config::ControlCo
   NeighbourTableOptions o;
   o.local_ip = port.address;
   o.prefix_len = port.prefix_len;
+  o.local_ip6 = port.address6;
   o.retry_interval = std::chrono::milliseconds(control.arp_retry_ms);
   o.retries = control.arp_retries;
   o.expiry = std::chrono::seconds(control.neighbour_expiry_s);
@@ -83,7 +84,7 @@ NeighbourTable::ResolveStatus NeighbourTable::resolve(config::Ipv4Address ip, Ne
     ++stats_.expired;
     notify(ip, old, true);
   }
-  if (!resolvable(ip) || entries_.size() >= options_.max_entries) {
+  if (!resolvable(ip) || size() >= options_.max_entries) {
     if (resolvable(ip)) ++stats_.table_full;
     ++stats_.unreachable;
     if (callback) callback(ResolveResult{ip, false, {}});
@@ -118,7 +119,7 @@ LearnResult NeighbourTable::learn(config::Ipv4Address ip, const config::MacAddre
   auto it = entries_.find(ip.value);
   if (it == entries_.end()) {
     if (mode == LearnMode::kUpdateOnly) return LearnResult::kIgnored;
-    if (entries_.size() >= options_.max_entries) {
+    if (size() >= options_.max_entries) {
       ++stats_.table_full;
       return LearnResult::kIgnored;
     }
@@ -160,6 +161,156 @@ LearnResult NeighbourTable::learn(config::Ipv4Address ip, const config::MacAddre
   return LearnResult::kIgnored;
 }
 
+// ---- IPv6 (RFC 4861) ----
+
+bool NeighbourTable::resolvable6(const config::Ipv6Address& ip) const {
+  config::Ipv6Address loopback;
+  loopback.bytes[15] = 1;
+  return options_.local_ip6 && ip != *options_.local_ip6 && ip != config::Ipv6Address{} &&
+         ip != loopback && ip.bytes[0] != 0xff;  // not multicast
+}
+
+void NeighbourTable::notify6(const config::Ipv6Address& ip, const config::MacAddress& mac,
+                             bool removed) const {
+  if (hooks_.on_change6) hooks_.on_change6(ip, mac, removed);
+}
+
+NeighbourTable::ResolveStatus NeighbourTable::resolve6(const config::Ipv6Address& ip,
+                                                       NeighbourTime now,
+                                                       ResolveCallback6 callback) {
+  auto it = entries6_.find(ip.bytes);
+  if (it != entries6_.end()) {
+    Entry6& e = it->second;
+    if (e.state == NeighbourState::kReachable && now < e.deadline) {
+      if (callback) callback(ResolveResult6{ip, true, e.mac});
+      return ResolveStatus::kCompleted;
+    }
+    if (e.state == NeighbourState::kResolving) {
+      e.waiters.push_back(std::move(callback));
+      return ResolveStatus::kPending;
+    }
+    const config::MacAddress old = e.mac;  // expired, on_timer has not run yet
+    entries6_.erase(it);
+    ++stats_.expired;
+    notify6(ip, old, true);
+  }
+  if (!resolvable6(ip) || size() >= options_.max_entries) {
+    if (resolvable6(ip)) ++stats_.table_full;
+    ++stats_.unreachable;
+    if (callback) callback(ResolveResult6{ip, false, {}});
+    return ResolveStatus::kCompleted;
+  }
+  Entry6& e = entries6_[ip.bytes];
+  e.state = NeighbourState::kResolving;
+  e.requests_sent = 1;
+  e.deadline = now + options_.retry_interval;
+  e.waiters.push_back(std::move(callback));
+  ++stats_.requests_sent;
+  if (hooks_.send_request6) hooks_.send_request6(ip);
+  return ResolveStatus::kPending;
+}
+
+bool NeighbourTable::lookup6(const config::Ipv6Address& ip, NeighbourTime now,
+                             config::MacAddress* mac) const {
+  auto it = entries6_.find(ip.bytes);
+  if (it == entries6_.end() || it->second.state != NeighbourState::kReachable ||
+      now >= it->second.deadline)
+    return false;
+  *mac = it->second.mac;
+  return true;
+}
+
+LearnResult NeighbourTable::learn6(const config::Ipv6Address& ip, const config::MacAddress& mac,
+                                   NeighbourTime now, LearnMode mode) {
+  if (!resolvable6(ip) || !usable_mac(mac)) return LearnResult::kIgnored;
+  auto it = entries6_.find(ip.bytes);
+  if (it == entries6_.end()) {
+    if (mode == LearnMode::kUpdateOnly) return LearnResult::kIgnored;
+    if (size() >= options_.max_entries) {
+      ++stats_.table_full;
+      return LearnResult::kIgnored;
+    }
+    Entry6& e = entries6_[ip.bytes];
+    e.state = NeighbourState::kReachable;
+    e.mac = mac;
+    e.deadline = now + options_.expiry;
+    ++stats_.learned;
+    notify6(ip, mac, false);
+    return LearnResult::kCreated;
+  }
+  Entry6& e = it->second;
+  if (e.state == NeighbourState::kResolving) {
+    e.state = NeighbourState::kReachable;
+    e.mac = mac;
+    e.deadline = now + options_.expiry;
+    std::vector<ResolveCallback6> waiters = std::move(e.waiters);
+    e.waiters.clear();
+    ++stats_.resolved;
+    ++stats_.learned;
+    notify6(ip, mac, false);
+    const ResolveResult6 result{ip, true, mac};
+    for (ResolveCallback6& cb : waiters) {
+      if (cb) cb(result);
+    }
+    return LearnResult::kResolved;
+  }
+  e.deadline = now + options_.expiry;
+  if (e.mac == mac) return LearnResult::kRefreshed;
+  e.mac = mac;
+  ++stats_.learned;
+  notify6(ip, mac, false);
+  return LearnResult::kChanged;
+}
+
+void NeighbourTable::on_timer6(NeighbourTime now) {
+  // Collect first, act after: hooks and callbacks may re-enter the table.
+  std::vector<config::Ipv6Address> to_send;
+  std::vector<std::pair<config::Ipv6Address, config::MacAddress>> removed;
+  std::vector<std::pair<ResolveCallback6, config::Ipv6Address>> failed;
+  for (auto it = entries6_.begin(); it != entries6_.end();) {
+    Entry6& e = it->second;
+    const config::Ipv6Address ip{it->first};
+    if (e.state == NeighbourState::kResolving && now >= e.deadline) {
+      if (e.requests_sent < options_.retries) {
+        ++e.requests_sent;
+        e.deadline = now + options_.retry_interval;
+        to_send.push_back(ip);
+      } else {
+        ++stats_.unreachable;
+        for (ResolveCallback6& cb : e.waiters) failed.emplace_back(std::move(cb), ip);
+        it = entries6_.erase(it);
+        continue;
+      }
+    } else if (e.state == NeighbourState::kReachable && now >= e.deadline) {
+      ++stats_.expired;
+      removed.emplace_back(ip, e.mac);
+      it = entries6_.erase(it);
+      continue;
+    }
+    ++it;
+  }
+  for (const config::Ipv6Address& ip : to_send) {
+    ++stats_.requests_sent;
+    if (hooks_.send_request6) hooks_.send_request6(ip);
+  }
+  for (const auto& [ip, mac] : removed) notify6(ip, mac, true);
+  for (auto& [cb, ip] : failed) {
+    if (cb) cb(ResolveResult6{ip, false, {}});
+  }
+}
+
+std::vector<NeighbourSnapshotEntry6> NeighbourTable::snapshot6(NeighbourTime now) const {
+  std::vector<NeighbourSnapshotEntry6> out;
+  out.reserve(entries6_.size());
+  for (const auto& [key, e] : entries6_) {
+    out.push_back(NeighbourSnapshotEntry6{
+        config::Ipv6Address{key}, e.mac, e.state,
+        std::chrono::duration_cast<std::chrono::milliseconds>(e.deadline - now).count(),
+        e.requests_sent, e.waiters.size()});
+  }
+  return out;
+}
+
 void NeighbourTable::on_timer(NeighbourTime now) {
   // Collect first, act after: hooks and callbacks may re-enter the table.
   std::vector<config::Ipv4Address> to_send;
@@ -196,6 +347,7 @@ void NeighbourTable::on_timer(NeighbourTime now) {
   for (auto& [cb, ip] : failed) {
     if (cb) cb(ResolveResult{ip, false, {}});
   }
+  on_timer6(now);
 }
 
 NeighbourTime NeighbourTable::next_deadline() const {
@@ -203,6 +355,7 @@ NeighbourTime NeighbourTable::next_deadline() const {
   for (const auto& [ip, e] : entries_) {
     if (e.state != NeighbourState::kStatic) next = std::min(next, e.deadline);
   }
+  for (const auto& [ip, e] : entries6_) next = std::min(next, e.deadline);
   return next;
 }
 

@@ -10,6 +10,11 @@
 //   STATUS_HOST_UNREACHABLE).
 // - Every change of a usable mapping is reported through the change hook; the control thread
 //   turns it into NeighbourUpdate messages for the polling cores' NeighbourCache.
+// - IPv6 neighbours (RFC 4861) live in a map of their own, keyed by the 16 bytes: learn6() from
+//   Neighbor Advertisements and from the solicitors of NS we answered, resolve6() by Neighbor
+//   Solicitations (send_request6) with the same retries, expiry and capacity (shared with IPv4).
+//   No static IPv6 entries; the cores' caches stay IPv4-only, so IPv6 changes only reach the
+//   optional on_change6 hook.
 //
 // Threading: single-threaded. Every method, and every hook and callback it invokes, runs on the
 // control thread. Time is passed in (`now`), never read, so tests are deterministic.
@@ -19,6 +24,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -34,6 +41,7 @@ using NeighbourTime = NeighbourClock::time_point;
 struct NeighbourTableOptions {
   config::Ipv4Address local_ip;  // our address on this port: never resolved, never learned
   uint8_t prefix_len = 24;       // only on-link addresses are resolved by ARP
+  std::optional<config::Ipv6Address> local_ip6;   // ports[].ipv6: never resolved, never learned
   std::chrono::milliseconds retry_interval{200};  // control.arp_retry_ms
   uint32_t retries = 5;                           // control.arp_retries: requests per resolution
   std::chrono::seconds expiry{300};               // control.neighbour_expiry_s
@@ -60,6 +68,14 @@ struct ResolveResult {
 };
 using ResolveCallback = std::function<void(const ResolveResult&)>;
 
+// The outcome of an IPv6 resolution.
+struct ResolveResult6 {
+  config::Ipv6Address ip;
+  bool reachable = false;  // false: no answer after the last retry, or not resolvable
+  config::MacAddress mac;  // valid when reachable
+};
+using ResolveCallback6 = std::function<void(const ResolveResult6&)>;
+
 // A change of a usable mapping, for the cores' caches.
 struct NeighbourChange {
   config::Ipv4Address ip;
@@ -72,6 +88,12 @@ struct NeighbourTableHooks {
   std::function<void(config::Ipv4Address target)> send_request;
   // Optional: a usable mapping appeared, changed MAC, or disappeared.
   std::function<void(const NeighbourChange&)> on_change;
+  // Send one Neighbor Solicitation for `target` to its solicited-node group
+  // (build_neighbor_solicitation + TX on this port). Needed for resolve6().
+  std::function<void(const config::Ipv6Address& target)> send_request6;
+  // Optional: an IPv6 mapping appeared, changed MAC (removed false) or disappeared (true).
+  std::function<void(const config::Ipv6Address& ip, const config::MacAddress& mac, bool removed)>
+      on_change6;
 };
 
 // How far a learned mapping may go (RFC 826 merge/add; Linux arp_accept).
@@ -97,11 +119,20 @@ struct NeighbourSnapshotEntry {
   size_t waiters;          // resolve callbacks pending
 };
 
+struct NeighbourSnapshotEntry6 {
+  config::Ipv6Address ip;
+  config::MacAddress mac;  // zero while resolving
+  NeighbourState state;    // kReachable or kResolving
+  int64_t expires_in_ms;
+  uint32_t requests_sent;
+  size_t waiters;
+};
+
 struct NeighbourTableStats {
-  uint64_t requests_sent = 0;
-  uint64_t resolved = 0;     // resolutions answered by ARP
-  uint64_t unreachable = 0;  // resolutions that ran out of retries (or were not resolvable)
-  uint64_t learned = 0;      // kCreated + kChanged
+  uint64_t requests_sent = 0;  // ARP requests and Neighbor Solicitations
+  uint64_t resolved = 0;       // resolutions answered by ARP
+  uint64_t unreachable = 0;    // resolutions that ran out of retries (or were not resolvable)
+  uint64_t learned = 0;        // kCreated + kChanged
   uint64_t expired = 0;
   uint64_t table_full = 0;  // creations refused by max_entries
 };
@@ -125,6 +156,19 @@ class NeighbourTable {
   LearnResult learn(config::Ipv4Address ip, const config::MacAddress& mac, NeighbourTime now,
                     LearnMode mode = LearnMode::kCreate);
 
+  // IPv6 (RFC 4861), for a port with options().local_ip6; without it resolve6 fails at once and
+  // learn6 ignores everything.
+  // As resolve(): kCompleted when the callback already ran (known entry, or an address that can
+  // never be resolved: ::, ::1, multicast, ours, or no IPv6 on the port); kPending otherwise, the
+  // first Neighbor Solicitation sent before returning.
+  ResolveStatus resolve6(const config::Ipv6Address& ip, NeighbourTime now,
+                         ResolveCallback6 callback);
+  bool lookup6(const config::Ipv6Address& ip, NeighbourTime now, config::MacAddress* mac) const;
+  // A target seen in an NA (kUpdateOnly: RFC 4861 7.2.5 creates nothing) or a solicitor with its
+  // source link-layer address (kCreate: 7.2.3). Completes a pending resolution.
+  LearnResult learn6(const config::Ipv6Address& ip, const config::MacAddress& mac,
+                     NeighbourTime now, LearnMode mode);
+
   // Drives retries, unreachable verdicts and expiry. Call at least every retry interval.
   void on_timer(NeighbourTime now);
   // The earliest time on_timer has something to do (time_point::max() if nothing).
@@ -135,7 +179,8 @@ class NeighbourTable {
 
   // For telemetry (/rocedp/neighbours), ordered by address.
   std::vector<NeighbourSnapshotEntry> snapshot(NeighbourTime now) const;
-  size_t size() const { return entries_.size(); }
+  std::vector<NeighbourSnapshotEntry6> snapshot6(NeighbourTime now) const;  // by address
+  size_t size() const { return entries_.size() + entries6_.size(); }
   const NeighbourTableStats& stats() const { return stats_; }
   const NeighbourTableOptions& options() const { return options_; }
 
@@ -148,12 +193,25 @@ class NeighbourTable {
     std::vector<ResolveCallback> waiters;
   };
 
+  struct Entry6 {
+    NeighbourState state = NeighbourState::kResolving;
+    config::MacAddress mac;
+    NeighbourTime deadline;
+    uint32_t requests_sent = 0;
+    std::vector<ResolveCallback6> waiters;
+  };
+  using Key6 = std::array<uint8_t, 16>;
+
   bool resolvable(config::Ipv4Address ip) const;
+  bool resolvable6(const config::Ipv6Address& ip) const;
   void notify(config::Ipv4Address ip, const config::MacAddress& mac, bool removed) const;
+  void notify6(const config::Ipv6Address& ip, const config::MacAddress& mac, bool removed) const;
+  void on_timer6(NeighbourTime now);
 
   NeighbourTableOptions options_;
   NeighbourTableHooks hooks_;
   std::unordered_map<uint32_t, Entry> entries_;
+  std::map<Key6, Entry6> entries6_;  // few entries; ordered, so snapshot6 needs no sort
   NeighbourTableStats stats_;
 };
 

@@ -89,6 +89,34 @@ bool AdapterRuntime::resolve_neighbour(uint32_t ip, std::array<uint8_t, 6>* mac,
   return true;
 }
 
+bool AdapterRuntime::resolve_neighbour6(const std::array<uint8_t, 16>& ip,
+                                        std::array<uint8_t, 6>* mac,
+                                        std::chrono::milliseconds timeout) {
+  // Shared with the callback: it may still run after a timeout here.
+  struct Answer {
+    std::atomic<int> done{0};
+    bool reachable = false;
+    std::array<uint8_t, 6> mac{};
+  };
+  auto answer = std::make_shared<Answer>();
+  control::ControlThread* ct = runtime_->control();
+  if (ct == nullptr || !runtime_->run_on_control([&] {
+        ct->neighbour_table_st(0).resolve6(config::Ipv6Address{ip}, control::NeighbourClock::now(),
+                                           [answer](const control::ResolveResult6& r) {
+                                             answer->reachable = r.reachable;
+                                             answer->mac = r.mac.bytes;
+                                             answer->done.store(1, std::memory_order_release);
+                                           });
+      }))
+    return false;
+  if (!runtime_->wait_until([&] { return answer->done.load(std::memory_order_acquire) != 0; },
+                            timeout) ||
+      !answer->reachable)
+    return false;
+  *mac = answer->mac;
+  return true;
+}
+
 std::vector<AdapterRuntime::EngineCounter> AdapterRuntime::engine_counters(size_t core) {
   std::vector<EngineCounter> out;
   if (core >= runtime_->core_count() || runtime_->adapter() == nullptr) return out;
@@ -186,6 +214,10 @@ PortInfo port_info(Runtime& rt, size_t i) {
   info.mac = p.mac().bytes;
   info.ip = p.address().value;
   info.prefix_len = p.prefix_len();
+  if (const std::optional<config::Ipv6Address> ip6 = p.address6()) {
+    info.ip6 = ip6->bytes;
+    info.has_ip6 = true;
+  }
   info.mtu = p.mtu();
   return info;
 }

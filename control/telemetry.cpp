@@ -89,6 +89,10 @@ std::string dcqcn_name(const config::DcqcnField& f) {
 std::string port_ip(const PortSnapshot& p) {
   return config::format_ipv4(p.address);
 }
+// The port's IPv6 address, or "" without one.
+std::string port_ip6(const PortSnapshot& p) {
+  return p.address6 ? config::format_ipv6(*p.address6) : std::string();
+}
 std::string port_mac(const PortSnapshot& p) {
   return config::format_mac(p.mac);
 }
@@ -116,6 +120,8 @@ const CoreField kCoreFields[] = {
     {"rx_pool_empty", [](const dataplane::CoreStats& c) { return c.rx_pool_empty; }},
     {"arp_replies", [](const dataplane::CoreStats& c) { return c.arp_icmp.arp_replies; }},
     {"echo_replies", [](const dataplane::CoreStats& c) { return c.arp_icmp.echo_replies; }},
+    {"na_sent", [](const dataplane::CoreStats& c) { return c.ndp.na_sent; }},
+    {"echo6_replies", [](const dataplane::CoreStats& c) { return c.ndp.echo_replies; }},
     {"drops", [](const dataplane::CoreStats& c) { return c.total_drops(); }},
     {"attached_queues",
      [](const dataplane::CoreStats& c) -> uint64_t { return c.attached_queues; }},
@@ -278,6 +284,11 @@ std::vector<std::pair<std::string_view, uint64_t>> drops_by_reason(
     for (const auto& c : cores) v += c.arp_icmp.drops[i];
     add(dataplane::arp_icmp_drop_name(static_cast<dataplane::ArpIcmpDrop>(i)), v);
   }
+  for (std::size_t i = 0; i < dataplane::kNdpDropCount; ++i) {
+    uint64_t v = 0;
+    for (const auto& c : cores) v += c.ndp.drops[i];
+    add(dataplane::ndp_drop_name(static_cast<dataplane::NdpDrop>(i)), v);
+  }
   return out;
 }
 
@@ -289,6 +300,7 @@ int telemetry_format_ports(const Snapshot& s, const char* params, rte_tel_data* 
       rte_tel_data_add_dict_string(d, "name", p.name.c_str());
       rte_tel_data_add_dict_string(d, "mac", port_mac(p).c_str());
       rte_tel_data_add_dict_string(d, "ip", port_ip(p).c_str());
+      rte_tel_data_add_dict_string(d, "ipv6", port_ip6(p).c_str());
       for (const auto& f : kPortFields) rte_tel_data_add_dict_u64(d, f.name, f.get(p));
       for (const config::DcqcnField& f : config::dcqcn_fields())
         rte_tel_data_add_dict_u64(d, dcqcn_name(f).c_str(), p.dcqcn.*(f.member));
@@ -299,6 +311,7 @@ int telemetry_format_ports(const Snapshot& s, const char* params, rte_tel_data* 
   add_string_column(d, "name", s.ports, [](const PortSnapshot& p) { return p.name; });
   add_string_column(d, "mac", s.ports, port_mac);
   add_string_column(d, "ip", s.ports, port_ip);
+  add_string_column(d, "ipv6", s.ports, port_ip6);
   for (const auto& f : kPortFields) add_u64_column(d, f.name, s.ports, f.get);
   for (const config::DcqcnField& f : config::dcqcn_fields()) {
     add_u64_column(d, dcqcn_name(f).c_str(), s.ports,
@@ -371,8 +384,9 @@ int telemetry_format_drops(const Snapshot& s, rte_tel_data* d) {
 int telemetry_format_neighbours(const Snapshot& s, rte_tel_data* d) {
   rte_tel_data_start_dict(d);
   add_string_column(d, "port", s.neighbours, [](const NeighbourRow& r) { return r.port; });
-  add_string_column(d, "ip", s.neighbours,
-                    [](const NeighbourRow& r) { return config::format_ipv4(r.entry.ip); });
+  add_string_column(d, "ip", s.neighbours, [](const NeighbourRow& r) {
+    return r.ip6 ? config::format_ipv6(*r.ip6) : config::format_ipv4(r.entry.ip);
+  });
   add_string_column(d, "mac", s.neighbours,
                     [](const NeighbourRow& r) { return config::format_mac(r.entry.mac); });
   add_string_column(d, "state", s.neighbours, [](const NeighbourRow& r) {
@@ -393,6 +407,7 @@ int telemetry_format_control(const Snapshot& s, rte_tel_data* d) {
   rte_tel_data_add_dict_u64(d, "mbufs_available", s.mbufs_available);
   rte_tel_data_add_dict_u64(d, "frames", s.control.frames);
   rte_tel_data_add_dict_u64(d, "arp_frames", s.control.arp_frames);
+  rte_tel_data_add_dict_u64(d, "ndp_frames", s.control.ndp_frames);
   rte_tel_data_add_dict_u64(d, "cm_frames", s.control.cm_frames);
   rte_tel_data_add_dict_u64(d, "other_frames", s.control.other_frames);
   rte_tel_data_add_dict_u64(d, "frames_sent", s.control.frames_sent);

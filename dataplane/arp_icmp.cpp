@@ -9,6 +9,8 @@
 
 #include <cstring>
 
+#include "dataplane/mbuf_sum.hpp"
+
 namespace rocedp::dataplane {
 namespace {
 
@@ -44,34 +46,6 @@ inline config::MacAddress mac_of(const rte_ether_addr& a) {
 // or our subnet's directed broadcast.
 inline bool valid_peer_ip(uint32_t ip, const LocalAddress& local) {
   return ip != 0 && (ip >> 28) < 0xE && ip != local.subnet_broadcast().value;
-}
-
-// Ones'-complement sum of [off, off+len) of a chained mbuf, not complemented. The single segment
-// case is DPDK's; the chained case sums byte by byte to keep odd segment boundaries right.
-bool ones_sum(const rte_mbuf* m, uint32_t off, uint32_t len, uint16_t* out) {
-  if (off + len > rte_pktmbuf_pkt_len(m)) return false;
-  if (off + len <= rte_pktmbuf_data_len(m)) {
-    *out = rte_raw_cksum(rte_pktmbuf_mtod_offset(m, const uint8_t*, off), len);
-    return true;
-  }
-  uint64_t hi = 0, lo = 0;  // bytes at even / odd positions of the summed range
-  uint32_t pos = 0;
-  for (const rte_mbuf* seg = m; seg != nullptr && pos < len; seg = seg->next) {
-    uint32_t n = rte_pktmbuf_data_len(seg);
-    if (off >= n) {
-      off -= n;
-      continue;
-    }
-    const uint8_t* p = rte_pktmbuf_mtod_offset(seg, const uint8_t*, off);
-    n -= off;
-    off = 0;
-    for (uint32_t i = 0; i < n && pos < len; ++i, ++pos) ((pos & 1) ? lo : hi) += p[i];
-  }
-  if (pos != len) return false;
-  uint64_t sum = (hi << 8) + lo;  // big-endian words
-  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
-  *out = static_cast<uint16_t>(sum);  // 0xFFFF is byte-order free, which is all callers test
-  return true;
 }
 
 // What classify learned about an ARP frame.
@@ -164,7 +138,7 @@ IcmpVerdict check_icmp(const rte_mbuf* m, const LocalAddress& local) {
     return drop(ArpIcmpDrop::kIcmpUnsupported);
   }
   uint16_t sum = 0;
-  if (!ones_sum(m, kEthLen + hlen, total - hlen, &sum)) return drop(ArpIcmpDrop::kIpBadLength);
+  if (!mbuf_ones_sum(m, kEthLen + hlen, total - hlen, &sum)) return drop(ArpIcmpDrop::kIpBadLength);
   if (sum != 0xFFFF) return drop(ArpIcmpDrop::kIcmpBadChecksum);
   return {ArpIcmpClass::kAnswerLocally, ArpIcmpDrop::kCount, hlen, total};
 }

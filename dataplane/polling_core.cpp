@@ -240,6 +240,23 @@ uint16_t PollingCore::classify_other_st(rte_mbuf* m) {
         break;
     }
   }
+  // ICMPv6 (neighbour discovery, echo) of a port with an IPv6 address: dataplane/ndp decides.
+  // Any other IPv6 frame (UDP among them) is left to the classifiers below.
+  if (ether_type == RTE_ETHER_TYPE_IPV6 && ap.has_ip6) {
+    switch (classify_ndp(m, ap.local6, &stats_.ndp)) {
+      case NdpClass::kAnswerLocally:
+        set_kind(m, FrameKind::kNdpAnswerLocally);
+        return index_;
+      case NdpClass::kToControl:
+        set_kind(m, FrameKind::kNdpToControl);
+        stats_.to_control++;
+        return n_cores_;
+      case NdpClass::kDrop:  // counted in stats_.ndp by reason
+        return pmd::RxDispatch::kDrop;
+      case NdpClass::kNotNdp:
+        break;
+    }
+  }
 
   if (!rte_is_same_ether_addr(&eth->dst_addr, &ap.mac) &&
       !rte_is_broadcast_ether_addr(&eth->dst_addr)) {
@@ -308,6 +325,18 @@ void PollingCore::handle_local_st(rte_mbuf** pkts, uint16_t n, uint64_t tsc) {
           send_st(m->port, m);
         } else {
           rte_pktmbuf_free(m);  // counted by answer_locally (or the port left meanwhile)
+        }
+        break;
+      }
+      case FrameKind::kNdpAnswerLocally: {
+        const int slot = slot_of_port_[m->port];
+        NdpPeer peer;
+        if (slot >= 0 && ports_[slot].has_ip6 &&
+            answer_ndp(m, ports_[slot].local6, &stats_.ndp, &peer)) {
+          if (peer.ip != config::Ipv6Address{}) note_peer6_st(peer);
+          send_st(m->port, m);
+        } else {
+          rte_pktmbuf_free(m);  // counted by answer_ndp (or the port left meanwhile)
         }
         break;
       }
@@ -381,6 +410,21 @@ void PollingCore::note_peer_st(const ArpPeer& peer) {
     return;
   }
   stats_.learned_peers[stats_.n_learned_peers++] = peer;
+}
+
+void PollingCore::note_peer6_st(const NdpPeer& peer) {
+  for (uint32_t i = 0; i < stats_.n_learned_peers6; ++i) {
+    if (stats_.learned_peers6[i].ip == peer.ip &&
+        stats_.learned_peers6[i].port_id == peer.port_id) {
+      stats_.learned_peers6[i] = peer;  // the latest MAC wins
+      return;
+    }
+  }
+  if (stats_.n_learned_peers6 == CoreStats::kMaxLearnedPeers) {
+    stats_.learned_peers6_overflow++;
+    return;
+  }
+  stats_.learned_peers6[stats_.n_learned_peers6++] = peer;
 }
 
 void PollingCore::drop_st(rte_mbuf* m, std::size_t idx) {
@@ -476,6 +520,10 @@ void PollingCore::on_attach_port(const PortAttach& req, CoreResult& result, void
   ap.local.mac = mac;
   ap.local.ip = port->address();
   ap.local.prefix_len = port->prefix_len();
+  if (const std::optional<config::Ipv6Address> ip6 = port->address6()) {
+    ap.has_ip6 = true;
+    ap.local6 = LocalAddress6{mac, *ip6};
+  }
   ap.rx_pool = port->rx_pool();
   core.slot_of_port_[ap.port_id] = static_cast<int8_t>(slot);
   core.n_attached_++;
@@ -503,6 +551,7 @@ void PollingCore::on_snapshot(const StatsSnapshot& req, CoreResult& result, void
   core.stats_.handoff_out = core.dispatch_.forwarded(core.index_);
   *req.out = core.stats_;
   core.stats_.n_learned_peers = 0;  // handed over to control
+  core.stats_.n_learned_peers6 = 0;
   result.status = STATUS_SUCCESS;
 }
 

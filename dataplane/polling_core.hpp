@@ -33,6 +33,7 @@
 #include "dataplane/arp_icmp.hpp"
 #include "dataplane/core_channel.hpp"
 #include "dataplane/core_drop_reason.hpp"
+#include "dataplane/ndp.hpp"
 #include "dataplane/neighbour_cache.hpp"
 #include "dataplane/roce_handler.hpp"
 
@@ -68,6 +69,7 @@ struct CoreStats {
   uint32_t neighbours = 0;                          // entries in this core's neighbour cache
   std::array<uint64_t, kDropCounterCount> drops{};  // by drop_counter_name(i)
   ArpIcmpCounters arp_icmp;                         // answers and drops of dataplane/arp_icmp
+  NdpCounters ndp;                                  // answers and drops of dataplane/ndp
   // Requesters of ARP requests answered since the last snapshot (RFC 826: the target of a request
   // adds its sender). They ride on the snapshot to control, which owns the neighbour table; the
   // core never touches the table. Cleared on the core after each snapshot.
@@ -75,17 +77,30 @@ struct CoreStats {
   std::array<ArpPeer, kMaxLearnedPeers> learned_peers{};
   uint32_t n_learned_peers = 0;
   uint64_t learned_peers_overflow = 0;  // requesters not reported because the buffer was full
+  // Solicitors of Neighbor Solicitations answered since the last snapshot, with their source
+  // link-layer address (RFC 4861 7.2.3), the same way. Cleared on the core after each snapshot.
+  std::array<NdpPeer, kMaxLearnedPeers> learned_peers6{};
+  uint32_t n_learned_peers6 = 0;
+  uint64_t learned_peers6_overflow = 0;
   uint64_t total_drops() const {
     uint64_t t = 0;
     for (std::size_t i = 0; i < drops.size(); ++i)
       if (drop_counter_is_failure(i)) t += drops[i];
-    return t + arp_icmp.total_drops();
+    return t + arp_icmp.total_drops() + ndp.total_drops();
   }
 };
 
 /// What the classifier decided for a frame; kept in the mbuf (hash.usr) so the core that handles
 /// it (maybe another one) does not parse the headers again.
-enum class FrameKind : uint8_t { kUnknown = 0, kAnswerLocally, kArpToControl, kRoce, kCm };
+enum class FrameKind : uint8_t {
+  kUnknown = 0,
+  kAnswerLocally,  // ARP request / ICMP echo for us (dataplane/arp_icmp)
+  kArpToControl,
+  kRoce,
+  kCm,
+  kNdpAnswerLocally,  // Neighbor Solicitation / ICMPv6 echo for us (dataplane/ndp)
+  kNdpToControl,      // Neighbor Advertisement to learn from
+};
 
 /// The kind the classifier stored in `m`.
 inline FrameKind frame_kind(const rte_mbuf* m) {
@@ -190,6 +205,8 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
     uint32_t ip_be = 0;              // our IPv4 address on this port, network byte order
     rte_ether_addr mac{};            // our MAC on this port
     LocalAddress local;              // the same, as dataplane/arp_icmp wants it
+    bool has_ip6 = false;            // the port has an IPv6 address (config ports[].ipv6)
+    LocalAddress6 local6;            // it and our MAC, as dataplane/ndp wants them
     rte_mempool* rx_pool = nullptr;  // the pool the queue receives into (rx_pool_empty)
     uint16_t tx_count = 0;
     rte_mbuf* tx[kMaxBurst];
@@ -208,6 +225,7 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   static void free_received(rte_mbuf** m, uint16_t n);
   void drop_roce_st(rte_mbuf* m);
   void note_peer_st(const ArpPeer& peer);
+  void note_peer6_st(const NdpPeer& peer);
   bool flush_tx_st();
   void detach_slot_st(unsigned slot);
   void assert_lcore() const;

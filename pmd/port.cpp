@@ -354,6 +354,7 @@ bool Port::start(std::string* error) {
           {{"port", cfg_.name}, {"reason", errstr(rc)}});
     }
   }
+  if (cfg_.address6) receive_ndp_groups();
   LinkStatus l = link();
   log(LogLevel::kInfo, "port_up",
       {{"port", cfg_.name},
@@ -362,6 +363,42 @@ bool Port::start(std::string* error) {
        {"link", l.up ? "up" : "down"},
        {"speed_mbps", std::to_string(l.speed_mbps)}});
   return true;
+}
+
+// IPv6 neighbour discovery reaches us at two groups (RFC 4861 7.2.1): our address's solicited-node
+// group 33:33:ff:XX:XX:XX and all-nodes 33:33:00:00:00:01 (unsolicited and DAD answers). A device
+// that filters multicast must let them in: the exact list where the driver takes one, else every
+// multicast frame. net_tap takes the list (it filters nothing), net_memif and net_ring have no
+// filter (ENOTSUP), net_af_packet has neither operation, so its kernel interface goes promiscuous:
+// on a veth every frame arrives anyway, on a real NIC the kernel would otherwise filter them.
+void Port::receive_ndp_groups() {
+  const std::array<uint8_t, 16>& ip = cfg_.address6->bytes;
+  rte_ether_addr groups[2] = {{{0x33, 0x33, 0xff, ip[13], ip[14], ip[15]}},
+                              {{0x33, 0x33, 0x00, 0x00, 0x00, 0x01}}};
+  const char* how = "mc_addr_list";
+  int rc = rte_eth_dev_set_mc_addr_list(port_id_, groups, 2);
+  if (rc != 0) {
+    how = "allmulticast";
+    rc = rte_eth_allmulticast_enable(port_id_);
+  }
+  if (rc == -ENOTSUP) {
+    rte_eth_dev_info info{};
+    const bool af_packet = rte_eth_dev_info_get(port_id_, &info) == 0 &&
+                           info.driver_name != nullptr &&
+                           std::string_view(info.driver_name) == "net_af_packet";
+    how = "no filter";
+    rc = 0;
+    if (af_packet) {
+      how = "promiscuous";
+      rc = rte_eth_promiscuous_enable(port_id_);
+    }
+  }
+  if (rc != 0) {
+    log(LogLevel::kWarning, "port_ndp_groups_failed",
+        {{"port", cfg_.name}, {"mode", how}, {"reason", errstr(rc)}});
+    return;
+  }
+  log(LogLevel::kInfo, "port_ndp_groups", {{"port", cfg_.name}, {"mode", how}});
 }
 
 void Port::stop() {

@@ -83,6 +83,7 @@ class Port {
   config::MacAddress mac() const { return mac_; }
   config::Ipv4Address address() const { return cfg_.address; }
   uint8_t prefix_len() const { return cfg_.prefix_len; }
+  std::optional<config::Ipv6Address> address6() const { return cfg_.address6; }
   uint16_t mtu() const { return mtu_; }
   // 802.1Q VLAN ID of every frame (0: untagged) and the priority of the frames sent.
   uint16_t vlan() const { return cfg_.vlan; }
@@ -119,6 +120,7 @@ class Port {
 
  private:
   Port() = default;
+  void receive_ndp_groups();  // start(): the multicast groups IPv6 neighbour discovery needs
   void drain_tx_stage(uint16_t queue, uint64_t now);
   uint16_t device_rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n);
   uint16_t device_tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n);

@@ -26,6 +26,12 @@ struct Ipv4Address {
   bool operator==(const Ipv4Address&) const = default;
 };
 
+// IPv6 addresses are kept as their 16 bytes in network order (fd52::20 is fd 52 00 .. 00 20).
+struct Ipv6Address {
+  std::array<uint8_t, 16> bytes{};
+  bool operator==(const Ipv6Address&) const = default;
+};
+
 struct StaticNeighbour {
   Ipv4Address ip;
   MacAddress mac;
@@ -80,6 +86,9 @@ struct PortConfig {
   std::optional<MacAddress> mac;  // unset: keep the device's MAC
   Ipv4Address address;
   uint8_t prefix_len = 24;
+  // The port's IPv6 address (unset: no IPv6). The data path answers Neighbor Solicitations for
+  // it and ICMPv6 echo to it (RFC 4861, RFC 4443); the control thread resolves IPv6 neighbours.
+  std::optional<Ipv6Address> address6;
   uint16_t mtu = 1500;
   // 802.1Q: every frame of the port carries this VLAN ID (0: untagged) and, when sent, this
   // priority (PCP, the class a lossless RoCE fabric keeps for RDMA). A priority without a VLAN

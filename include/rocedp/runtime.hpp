@@ -56,6 +56,8 @@ struct PortInfo {
   std::array<uint8_t, 6> mac{};
   uint32_t ip = 0;  ///< IPv4, host order
   uint8_t prefix_len = 0;
+  std::array<uint8_t, 16> ip6{};  ///< IPv6 address (config ports[].ipv6), valid when has_ip6
+  bool has_ip6 = false;
   uint16_t mtu = 0;
 };
 
@@ -91,6 +93,14 @@ class AdapterRuntime {
   /// wait_until; false when the address did not answer, or `timeout` passed first.
   bool resolve_neighbour(uint32_t ip, std::array<uint8_t, 6>* mac,
                          std::chrono::milliseconds timeout);
+  /// The MAC of the IPv6 address `ip` (16 bytes, network order) on the adapter's port, which
+  /// needs an IPv6 address (config ports[].ipv6): a cached neighbour at once, otherwise by
+  /// Neighbor Solicitations to the address's solicited-node group (RFC 4861 7.2.2; retries as
+  /// for ARP, control.arp_retry_ms and arp_retries), answered by a Neighbor Advertisement. Waits
+  /// like wait_until; false when the port has no IPv6 address, the address cannot be a
+  /// neighbour (::, ::1, multicast, ours), it did not answer, or `timeout` passed first.
+  bool resolve_neighbour6(const std::array<uint8_t, 16>& ip, std::array<uint8_t, 6>* mac,
+                          std::chrono::milliseconds timeout);
 
   /// One named counter: of a polling core's RC engine, or of the frames dropped before it.
   struct EngineCounter {

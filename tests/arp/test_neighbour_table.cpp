@@ -293,6 +293,179 @@ TEST(NeighbourTableOptionsTest, FromConfig) {
   EXPECT_EQ(o.expiry, 60s);
   EXPECT_EQ(o.local_ip, kLocal);
   EXPECT_EQ(o.prefix_len, 16);
+  EXPECT_FALSE(o.local_ip6.has_value());
+  p.address6 = config::Ipv6Address{{0xfd, 0x52, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x20}};
+  EXPECT_EQ(NeighbourTableOptions::from_config(c, p).local_ip6, p.address6);
+}
+
+// ---- IPv6 (RFC 4861) ----
+
+using config::Ipv6Address;
+const Ipv6Address kLocal6{{0xfd, 0x52, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x20}};
+const Ipv6Address kPeer6{{0xfd, 0x52, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10}};
+const Ipv6Address kPeer6b{{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10}};
+
+class NeighbourTable6Test : public NeighbourTableTest {
+ protected:
+  std::vector<std::pair<Ipv6Address, NeighbourTime>> sent6;  // solicitations
+  struct Change6 {
+    Ipv6Address ip;
+    MacAddress mac;
+    bool removed;
+  };
+  std::vector<Change6> changes6;
+
+  NeighbourTableOptions options6(uint32_t retries = 3) {
+    NeighbourTableOptions o = options(retries);
+    o.local_ip6 = kLocal6;
+    return o;
+  }
+  NeighbourTableHooks hooks6() {
+    NeighbourTableHooks h = hooks();
+    h.send_request6 = [this](const Ipv6Address& ip) { sent6.emplace_back(ip, clock); };
+    h.on_change6 = [this](const Ipv6Address& ip, const MacAddress& mac, bool removed) {
+      changes6.push_back({ip, mac, removed});
+    };
+    return h;
+  }
+};
+
+struct Recorder6 {
+  std::vector<ResolveResult6> calls;
+  ResolveCallback6 cb() {
+    return [this](const ResolveResult6& r) { calls.push_back(r); };
+  }
+};
+
+TEST_F(NeighbourTable6Test, SolicitsAtTheArpIntervalThenUnreachable) {
+  NeighbourTable t(options6(3), {}, hooks6());
+  Recorder6 r;
+  EXPECT_EQ(t.resolve6(kPeer6, t0, r.cb()), NeighbourTable::ResolveStatus::kPending);
+  ASSERT_EQ(sent6.size(), 1u) << "the first solicitation goes out at once";
+  EXPECT_EQ(sent6[0].first, kPeer6);
+  EXPECT_TRUE(sent.empty()) << "no ARP for an IPv6 address";
+  tick(t, t0 + 199ms);
+  EXPECT_EQ(sent6.size(), 1u);
+  tick(t, t0 + 200ms);
+  tick(t, t0 + 400ms);
+  ASSERT_EQ(sent6.size(), 3u);
+  EXPECT_EQ(sent6[2].second, t0 + 400ms);
+  EXPECT_EQ(t.next_deadline(), t0 + 600ms);
+  tick(t, t0 + 599ms);
+  EXPECT_TRUE(r.calls.empty());
+  tick(t, t0 + 600ms);
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_FALSE(r.calls[0].reachable);
+  EXPECT_EQ(r.calls[0].ip, kPeer6);
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(t.stats().requests_sent, 3u);
+  EXPECT_EQ(t.stats().unreachable, 1u);
+}
+
+TEST_F(NeighbourTable6Test, AdvertisementResolvesEveryWaiterOnceAndIsThenCached) {
+  NeighbourTable t(options6(), {}, hooks6());
+  Recorder6 r;
+  t.resolve6(kPeer6, t0, r.cb());
+  t.resolve6(kPeer6, t0 + 10ms, r.cb());
+  EXPECT_EQ(sent6.size(), 1u) << "one resolution for both callers";
+  // An NA completes a resolution even in kUpdateOnly mode (RFC 4861 7.2.5).
+  EXPECT_EQ(t.learn6(kPeer6, kMacA, t0 + 50ms, LearnMode::kUpdateOnly), LearnResult::kResolved);
+  ASSERT_EQ(r.calls.size(), 2u);
+  for (const auto& c : r.calls) {
+    EXPECT_TRUE(c.reachable);
+    EXPECT_EQ(c.mac, kMacA);
+  }
+  ASSERT_EQ(changes6.size(), 1u);
+  EXPECT_FALSE(changes6[0].removed);
+  EXPECT_TRUE(changes.empty()) << "IPv6 changes never reach the IPv4 cores' caches";
+  MacAddress mac;
+  ASSERT_TRUE(t.lookup6(kPeer6, t0 + 1s, &mac));
+  EXPECT_EQ(mac, kMacA);
+  EXPECT_EQ(t.resolve6(kPeer6, t0 + 1s, r.cb()), NeighbourTable::ResolveStatus::kCompleted);
+  EXPECT_EQ(r.calls.size(), 3u);
+  EXPECT_EQ(sent6.size(), 1u);
+  tick(t, t0 + 2s);
+  EXPECT_EQ(sent6.size(), 1u) << "a reachable entry is not solicited again";
+}
+
+TEST_F(NeighbourTable6Test, SolicitorsCreateAdvertisementsOnlyUpdateAndEntriesExpire) {
+  NeighbourTable t(options6(), {}, hooks6());
+  EXPECT_EQ(t.learn6(kPeer6, kMacA, t0, LearnMode::kUpdateOnly), LearnResult::kIgnored)
+      << "an unsolicited NA creates nothing (7.2.5)";
+  EXPECT_EQ(t.learn6(kPeer6, kMacA, t0, LearnMode::kCreate), LearnResult::kCreated)
+      << "the solicitor of an NS we answered is created (7.2.3)";
+  EXPECT_EQ(t.learn6(kPeer6, kMacA, t0 + 100s, LearnMode::kUpdateOnly), LearnResult::kRefreshed);
+  EXPECT_EQ(t.learn6(kPeer6, kMacB, t0 + 200s, LearnMode::kUpdateOnly), LearnResult::kChanged);
+  ASSERT_EQ(changes6.size(), 2u);
+  EXPECT_EQ(changes6[1].mac, kMacB);
+  EXPECT_EQ(t.next_deadline(), t0 + 500s);
+  MacAddress mac;
+  EXPECT_FALSE(t.lookup6(kPeer6, t0 + 500s, &mac)) << "expired, even before the timer ran";
+  tick(t, t0 + 499s);
+  EXPECT_EQ(t.size(), 1u);
+  tick(t, t0 + 500s);
+  EXPECT_EQ(t.size(), 0u);
+  ASSERT_EQ(changes6.size(), 3u);
+  EXPECT_TRUE(changes6[2].removed);
+  EXPECT_EQ(t.stats().expired, 1u);
+  // After expiry a resolution starts afresh with a solicitation.
+  Recorder6 r;
+  EXPECT_EQ(t.resolve6(kPeer6, t0 + 501s, r.cb()), NeighbourTable::ResolveStatus::kPending);
+  EXPECT_EQ(sent6.size(), 1u);
+}
+
+TEST_F(NeighbourTable6Test, UnresolvableAddressesAndPortsWithoutIpv6FailInline) {
+  NeighbourTable t(options6(), {}, hooks6());
+  Recorder6 r;
+  const Ipv6Address loopback{{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}};
+  const Ipv6Address group{{0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}};
+  for (const Ipv6Address& ip : {Ipv6Address{}, loopback, group, kLocal6}) {
+    EXPECT_EQ(t.resolve6(ip, t0, r.cb()), NeighbourTable::ResolveStatus::kCompleted);
+    EXPECT_EQ(t.learn6(ip, kMacA, t0, LearnMode::kCreate), LearnResult::kIgnored);
+  }
+  ASSERT_EQ(r.calls.size(), 4u);
+  for (const auto& c : r.calls) EXPECT_FALSE(c.reachable);
+  EXPECT_EQ(t.learn6(kPeer6, MacAddress{}, t0, LearnMode::kCreate), LearnResult::kIgnored);
+  EXPECT_EQ(t.learn6(kPeer6, MacAddress{{0x33, 0x33, 0, 0, 0, 1}}, t0, LearnMode::kCreate),
+            LearnResult::kIgnored)
+      << "a group MAC is no neighbour";
+  EXPECT_TRUE(sent6.empty());
+
+  NeighbourTable v4only(options(), {}, hooks6());
+  EXPECT_EQ(v4only.resolve6(kPeer6, t0, r.cb()), NeighbourTable::ResolveStatus::kCompleted);
+  EXPECT_FALSE(r.calls.back().reachable);
+  EXPECT_EQ(v4only.learn6(kPeer6, kMacA, t0, LearnMode::kCreate), LearnResult::kIgnored);
+  EXPECT_TRUE(sent6.empty());
+}
+
+TEST_F(NeighbourTable6Test, CapacityIsSharedWithIpv4AndSnapshotListsByAddress) {
+  NeighbourTableOptions o = options6();
+  o.max_entries = 2;
+  NeighbourTable t(o, {}, hooks6());
+  EXPECT_EQ(t.learn(kPeer, kMacA, t0), LearnResult::kCreated);
+  EXPECT_EQ(t.learn6(kPeer6b, kMacB, t0, LearnMode::kCreate), LearnResult::kCreated);
+  EXPECT_EQ(t.learn6(kPeer6, kMacA, t0, LearnMode::kCreate), LearnResult::kIgnored);
+  EXPECT_EQ(t.stats().table_full, 1u);
+  EXPECT_EQ(t.size(), 2u);
+  Recorder6 r;
+  EXPECT_EQ(t.resolve6(kPeer6, t0, r.cb()), NeighbourTable::ResolveStatus::kCompleted);
+  EXPECT_FALSE(r.calls[0].reachable);
+
+  NeighbourTable u(options6(), {}, hooks6());
+  u.learn6(kPeer6b, kMacB, t0, LearnMode::kCreate);
+  u.resolve6(kPeer6, t0, r.cb());
+  const auto rows = u.snapshot6(t0 + 100ms);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].ip, kPeer6) << "fd52::10 sorts before fe80::10";
+  EXPECT_EQ(rows[0].state, NeighbourState::kResolving);
+  EXPECT_EQ(rows[0].expires_in_ms, 100);
+  EXPECT_EQ(rows[0].requests_sent, 1u);
+  EXPECT_EQ(rows[0].waiters, 1u);
+  EXPECT_EQ(rows[1].ip, kPeer6b);
+  EXPECT_EQ(rows[1].mac, kMacB);
+  EXPECT_EQ(rows[1].state, NeighbourState::kReachable);
+  EXPECT_EQ(rows[1].expires_in_ms, 299'900);
+  EXPECT_TRUE(u.snapshot(t0).empty()) << "IPv4 rows stay IPv4";
 }
 
 }  // namespace

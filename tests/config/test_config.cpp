@@ -384,6 +384,26 @@ TEST(ConfigFormat, MacAndIpv4RoundTrip) {
   EXPECT_EQ(to_string(LoggingConfig::Level::kWarning), "warning");
 }
 
+TEST(ConfigParse, Ipv6AddressIsReadBackAndOptional) {
+  const Config none = parse(kOnePort, kSource);
+  EXPECT_FALSE(none.ports[0].address6.has_value());
+  const Config c = parse(kOnePort + "    ipv6: \"fd52::20\"\n", kSource);
+  ASSERT_TRUE(c.ports[0].address6.has_value());
+  Ipv6Address want;
+  want.bytes[0] = 0xfd;
+  want.bytes[1] = 0x52;
+  want.bytes[15] = 0x20;
+  EXPECT_EQ(*c.ports[0].address6, want);
+  EXPECT_EQ(format_ipv6(want), "fd52::20");
+  // Link-local and global forms are unicast too; unquoted YAML works as well.
+  const Config ll = parse(kOnePort + "    ipv6: fe80::52:1\n", kSource);
+  ASSERT_TRUE(ll.ports[0].address6.has_value());
+  EXPECT_EQ(format_ipv6(*ll.ports[0].address6), "fe80::52:1");
+  EXPECT_EQ(parse_ipv6("2001:db8::1:0:0:1"), parse_ipv6("2001:0db8:0:0:1::1"));
+  for (const char* bad : {"", "fd52", "fd52:::1", "1.2.3.4", "fd52::20/64", "g::1", " fd52::1"})
+    EXPECT_FALSE(parse_ipv6(bad).has_value()) << bad;
+}
+
 // --- rejection classes ----------------------------------------------------------------------
 
 TEST(ConfigReject, YamlSyntaxError) {
@@ -467,7 +487,7 @@ TEST(ConfigReject, UnknownKeys) {
                "logging, limits");
   expect_error("ports:\n  - name: p0\n    devargs: net_tap0\n    adress: 198.18.0.1/24\n", 4, 5,
                "ports[0].adress",
-               "unknown key 'adress'; allowed keys: name, devargs, mac, address, mtu, vlan, "
+               "unknown key 'adress'; allowed keys: name, devargs, mac, address, ipv6, mtu, vlan, "
                "vlan_priority, dscp, ecn, cnp_dscp, dcqcn, neighbours, fault");
   expect_error(kOnePort + "    dcqcn: {g: 5}\n", 5, 13, "ports[0].dcqcn.g",
                "unknown key 'g'; allowed keys: cnp_interval_us, rate_reduce_period_us, "
@@ -652,6 +672,28 @@ TEST(ConfigReject, MalformedAddresses) {
                "expected an IPv4 address such as 198.18.0.1, got '198.18.0.300'");
   expect_error(port + "    neighbours:\n      - {ip: 198.18.0.2, mac: \"02:00:00:00:00:0z\"}\n", 6,
                31, "ports[0].neighbours[0].mac", "expected a MAC address");
+}
+
+TEST(ConfigReject, Ipv6AddressesThatAPortCannotOwn) {
+  expect_error(kOnePort + "    ipv6: fd52::zz\n", 5, 11, "ports[0].ipv6",
+               "expected an IPv6 address such as fd52::20, got 'fd52::zz'");
+  expect_error(kOnePort + "    ipv6: \"fd52::1/64\"\n", 5, 11, "ports[0].ipv6",
+               "expected an IPv6 address such as fd52::20, got 'fd52::1/64'");
+  expect_error(kOnePort + "    ipv6: 5\n", 5, 11, "ports[0].ipv6",
+               "expected an IPv6 address such as fd52::20, got '5'");
+  expect_error(kOnePort + "    ipv6: \"ff02::1:ff00:20\"\n", 5, 11, "ports[0].ipv6",
+               "expected a unicast IPv6 address, got ff02::1:ff00:20 (multicast;");
+  expect_error(kOnePort + "    ipv6: \"::\"\n", 5, 11, "ports[0].ipv6",
+               "got :: (the unspecified address;");
+  expect_error(kOnePort + "    ipv6: \"::1\"\n", 5, 11, "ports[0].ipv6",
+               "got ::1 (the loopback address;");
+  expect_error(kOnePort + "    ipv6: \"::ffff:198.18.0.1\"\n", 5, 11, "ports[0].ipv6",
+               "got ::ffff:198.18.0.1 (IPv4-mapped;");
+  expect_error(kOnePort + "    ipv6: [fd52::1]\n", 5, 11, "ports[0].ipv6", "expected a string");
+  expect_error(kOnePort + "    ipv6: fd52::20\n" +
+                   "  - name: p1\n    devargs: net_tap1\n    address: 198.18.1.1/24\n" +
+                   "    ipv6: \"fd52:0::20\"\n",
+               9, 11, "ports[1].ipv6", "duplicate port IPv6 address fd52::20 (also ports[0])");
 }
 
 TEST(ConfigReject, MissingRequiredKeys) {

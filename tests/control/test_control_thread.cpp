@@ -20,6 +20,7 @@
 #include <future>
 #include <thread>
 
+#include "dataplane/ndp.hpp"
 #include "pmd/rx_dispatch.hpp"
 
 namespace rocedp::control {
@@ -37,6 +38,8 @@ constexpr int kMaxWaits = 5000;
 
 const config::Ipv4Address kStaticIp{0xC6120009};  // 198.18.0.9
 const config::MacAddress kStaticMac{{0x02, 0x00, 0x00, 0x00, 0x00, 0x09}};
+const config::Ipv6Address kOurIp6{{0xfd, 0x52, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x20}};
+const config::Ipv6Address kPeerIp6{{0xfd, 0x52, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10}};
 
 class ControlThreadTest : public ::testing::Test {
  protected:
@@ -47,6 +50,7 @@ class ControlThreadTest : public ::testing::Test {
     cfg_.telemetry.stats_interval_ms = stats_interval_ms_;
     auto us_cfg = test::port_config("us", kOurMac, kOurIp);
     us_cfg.neighbours.push_back({kStaticIp, kStaticMac});
+    us_cfg.address6 = kOurIp6;
     cfg_.ports.push_back(us_cfg);
     std::string error;
     ASSERT_TRUE(pmd::open_ring_pair("ct" + std::to_string(serial++),
@@ -168,6 +172,7 @@ TEST_F(ControlThreadTest, StartPortsAttachesTheQueueAndAnnouncesUs) {
   ASSERT_EQ(s->ports.size(), 1u);
   EXPECT_EQ(s->ports[0].name, "us");
   EXPECT_TRUE(s->ports[0].started);
+  EXPECT_EQ(s->ports[0].address6, kOurIp6);
   ASSERT_EQ(s->neighbours.size(), 1u);
   EXPECT_EQ(s->neighbours[0].entry.ip, kStaticIp);
   EXPECT_EQ(s->neighbours[0].entry.state, NeighbourState::kStatic);
@@ -264,6 +269,55 @@ TEST_F(ControlThreadTest, RequesterOfAnAnsweredArpRequestIsLearned) {
         row.entry.state == NeighbourState::kReachable)
       found = true;
   EXPECT_TRUE(found) << "RFC 826: the target of a request adds its sender";
+}
+
+// IPv6: resolve6 sends an NS through core 0, the peer's NA (answered by the peer's side of
+// dataplane/ndp) comes back through the core to control and completes it; the solicitor of an NS
+// the core answered is learned from the next snapshot round.
+TEST_F(ControlThreadTest, Ipv6NeighbourIsResolvedByNsAndNaAndSolicitorsAreLearned) {
+  std::string error;
+  ASSERT_TRUE(control_->start_ports(&error)) << error;
+  peer_wait(1);  // the gratuitous ARP
+  std::promise<ResolveResult6> resolved;
+  control_->post([&resolved](ControlThread& ct) {
+    ct.neighbour_table_st(0).resolve6(
+        kPeerIp6, NeighbourClock::now(),
+        [&resolved](const ResolveResult6& r) { resolved.set_value(r); });
+  });
+  auto frames = peer_wait(1);
+  ASSERT_EQ(frames.size(), 1u) << "one Neighbor Solicitation";
+  ASSERT_EQ(frames[0].size(), 86u);
+  EXPECT_EQ(frames[0][54], 135);
+  rte_mbuf* ns = test::to_mbuf(frames[0]);
+  ASSERT_TRUE(dataplane::answer_ndp(ns, {kPeerMac, kPeerIp6}, nullptr, nullptr));
+  ASSERT_EQ(peer()->tx_burst(0, &ns, 1), 1);
+  const ResolveResult6 r = resolved.get_future().get();
+  EXPECT_TRUE(r.reachable);
+  EXPECT_EQ(r.mac, kPeerMac);
+
+  // A second peer address solicits ours: answered by the core, learned by control.
+  const config::Ipv6Address other{{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10}};
+  rte_mbuf* sol =
+      dataplane::build_neighbor_solicitation(test::pool().get(), {kPeerMac, other}, kOurIp6);
+  ASSERT_NE(sol, nullptr);
+  ASSERT_EQ(peer()->tx_burst(0, &sol, 1), 1);
+  auto na = peer_wait(1);
+  ASSERT_EQ(na.size(), 1u);
+  EXPECT_EQ(na[0][54], 136);
+  std::shared_ptr<const Snapshot> s;
+  bool learned = false;
+  for (int i = 0; i < kMaxWaits && !learned; ++i) {
+    s = fresh();
+    for (const auto& row : s->neighbours)
+      learned |= row.ip6 == other && row.entry.mac == kPeerMac &&
+                 row.entry.state == NeighbourState::kReachable;
+  }
+  EXPECT_TRUE(learned) << "RFC 4861 7.2.3: the solicitor is learned";
+  EXPECT_EQ(s->control.ndp_frames, 1u) << "the NA";
+  size_t v6_rows = 0;
+  for (const auto& row : s->neighbours) v6_rows += row.ip6.has_value();
+  EXPECT_EQ(v6_rows, 2u);
+  EXPECT_EQ(s->cores[0].neighbours, 1u) << "the cores' caches stay IPv4-only";
 }
 
 TEST_F(ControlThreadTest, StopPortDetachesThenStops) {

@@ -40,6 +40,7 @@ std::string yaml(const std::string& prefix) {
          "    devargs: net_ring0\n"
          "    mac: \"02:00:00:00:33:01\"\n"
          "    address: 198.18.33.1/24\n"
+         "    ipv6: \"fd52::33:1\"\n"
          "    neighbours: [{ip: 198.18.33.2, mac: \"02:00:00:00:33:02\"}]\n"
          "    fault: {direction: rx, drop_pct: 100}\n"
          "dataplane: {lcores: [1], mbuf_count: 4095}\n"
@@ -93,6 +94,19 @@ TEST(OpenAdapter, RuntimeReportsLinkResolvesNeighboursAndCountsItsEngine) {
   ASSERT_TRUE(rt->resolve_neighbour(0xC6122102, &mac, std::chrono::seconds(5)));
   EXPECT_EQ(mac, (std::array<uint8_t, 6>{0x02, 0x00, 0x00, 0x00, 0x33, 0x02}));
   EXPECT_FALSE(rt->resolve_neighbour(0xC6122109, &mac, std::chrono::seconds(5)));
+
+  // IPv6: the port's address in PortInfo; a neighbour nobody answers for (every frame the ring
+  // loops back is dropped) is unreachable after the retries, ours and a group never resolve.
+  const PortInfo info = rt->port();
+  ASSERT_TRUE(info.has_ip6);
+  const std::array<uint8_t, 16> ours{0xfd, 0x52, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x33, 0, 1};
+  EXPECT_EQ(info.ip6, ours);
+  std::array<uint8_t, 16> absent = ours;
+  absent[15] = 9;
+  EXPECT_FALSE(rt->resolve_neighbour6(absent, &mac, std::chrono::seconds(5)));
+  EXPECT_FALSE(rt->resolve_neighbour6(ours, &mac, std::chrono::seconds(5)));
+  const std::array<uint8_t, 16> all_nodes{0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  EXPECT_FALSE(rt->resolve_neighbour6(all_nodes, &mac, std::chrono::seconds(5)));
 
   // Inline mode: the engine's counters by name, tx_no_room last; none for a core that is not.
   const auto counters = rt->engine_counters(0);
