@@ -67,7 +67,7 @@ uint64_t timer_wait(uint64_t own, uint64_t full, uint64_t path_rto_ns) {
 // here, once (RcEngine::destroy_qp gives it back).
 PathEstimate& path_of(QueuePair& qp, RcContext& ctx) {
   if (qp.comp.path == PathTable::kUnassigned) [[unlikely]]
-    qp.comp.path = ctx.paths->acquire(qp.remote_ip());
+    qp.comp.path = ctx.paths->acquire(qp.path_key());
   return ctx.paths->at(qp.comp.path);
 }
 

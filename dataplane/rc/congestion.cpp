@@ -83,7 +83,10 @@ bool congestion_send_cnp_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
     std::memset(pl, 0, wire::kCnpReservedLen);
     uint8_t* bth = pl - wire::kBthLen;
     bth[wire::bth_off::kResv8a] |= wire::bth_bits::kBecn;
-    wire::set_ipv4_tos(bth - wire::kUdpHdrLen - wire::kIpv4MinHdrLen, qp.conn().cnp_tos);
+    if (qp.ipv6())
+      wire::set_ipv6_traffic_class(bth - wire::kUdpHdrLen - wire::kIpv6HdrLen, qp.conn().cnp_tos);
+    else
+      wire::set_ipv4_tos(bth - wire::kUdpHdrLen - wire::kIpv4MinHdrLen, qp.conn().cnp_tos);
   });
   if (!sent) return false;
   qp.cc.last_cnp_ns = now_ns;

@@ -10,6 +10,7 @@
 #include "dataplane/wire/builder.hpp"
 #include "dataplane/wire/ipv4.hpp"
 #include "dataplane/wire/psn.hpp"
+#include "dataplane/wire/rc_rx.hpp"
 #include "dataplane/wire/udp.hpp"
 #include "dataplane/wire/udp_sport.hpp"
 
@@ -75,14 +76,24 @@ NTSTATUS QueuePair::modify_to_rtr(const QpConnectParams& p) {
   const uint32_t irl = p.inbound_read_limit == 0 ? 1 : p.inbound_read_limit;
   resources_.reset(new (std::nothrow) ReadResource[irl]);
   if (!resources_) return STATUS_INSUFFICIENT_RESOURCES;
+  if (p.ipv6) {
+    ip6_.reset(new (std::nothrow) Ipv6Path);
+    if (!ip6_) return STATUS_INSUFFICIENT_RESOURCES;
+    ip6_->local = p.local_ip6;
+    ip6_->remote = p.remote_ip6;
+    ip6_->fold = wire::ipv6_fold(p.remote_ip6.data());
+  } else {
+    ip6_.reset();
+  }
+  ipv6_ = p.ipv6;
   irl_capacity_ = irl;
   resources_pending = 0;
   conn_ = p;
   conn_.rq_psn &= wire::kPsnMask;
   conn_.sq_psn &= wire::kPsnMask;
   path_mtu_ = p.path_mtu;
-  local_ip_ = p.local_ip;
-  remote_ip_ = p.remote_ip;
+  local_ip_ = p.ipv6 ? wire::kIpv6DstTag : p.local_ip;
+  remote_ip_ = p.ipv6 ? 0 : p.remote_ip;
   local_ack_timeout_ = p.local_ack_timeout;
   retry_count_ = p.retry_count;
   rnr_retry_ = p.rnr_retry;
@@ -93,12 +104,21 @@ NTSTATUS QueuePair::modify_to_rtr(const QpConnectParams& p) {
   t = wire::PacketFields{};
   t.eth.src = p.local_mac;
   t.eth.dst = p.remote_mac;
-  t.eth.ethertype = wire::kEtherTypeIpv4;
-  t.ip.tos = p.tos;
-  t.ip.ttl = p.ttl;
-  t.ip.flags_frag = wire::kIpv4FlagDf;
-  t.ip.src = p.local_ip;
-  t.ip.dst = p.remote_ip;
+  if (p.ipv6) {
+    t.eth.ethertype = wire::kEtherTypeIpv6;
+    t.ip6.traffic_class = p.tos;
+    t.ip6.flow_label = p.flow_label & 0xFFFFF;
+    t.ip6.hop_limit = p.ttl;
+    t.ip6.src = p.local_ip6;
+    t.ip6.dst = p.remote_ip6;
+  } else {
+    t.eth.ethertype = wire::kEtherTypeIpv4;
+    t.ip.tos = p.tos;
+    t.ip.ttl = p.ttl;
+    t.ip.flags_frag = wire::kIpv4FlagDf;
+    t.ip.src = p.local_ip;
+    t.ip.dst = p.remote_ip;
+  }
   t.udp.src_port =
       p.udp_sport != 0 ? p.udp_sport : wire::udp_sport(p.flow_label, qpn_, p.remote_qpn);
   t.udp.dst_port = wire::kRoceV2UdpPort;
@@ -126,16 +146,25 @@ void QueuePair::build_header_template() {
   // and no IP options).
   wire::PacketFields f = tmpl_;
   f.bth.opcode = wire::opcode::kRcSendOnly;  // BTH only
-  assert(wire::header_len(f) == kHeaderTemplateLen);
   wire::BuildOptions o;
   o.fill_lengths = false;
   o.fill_ip_checksum = false;
+  if (ipv6_) {  // lengths to patch per packet, no header checksum
+    assert(wire::header_len(f) == kHeaderTemplateLen6);
+    const wire::HeaderSpan hs =
+        wire::write_headers(wire::MutBytes(ip6_->hdr, kHeaderTemplateLen6), f, 0, o);
+    assert(!hs.headers.empty() && hs.l3_offset == hdr_l3());
+    (void)hs;
+    hdr_ip_sum_ = 0;
+    return;
+  }
+  assert(wire::header_len(f) == kHeaderTemplateLen);
   const wire::HeaderSpan hs =
       wire::write_headers(wire::MutBytes(hdr_bytes_, kHeaderTemplateLen), f, 0, o);
-  assert(!hs.headers.empty());
-  hdr_l3_ = static_cast<uint8_t>(hs.l3_offset);
+  assert(!hs.headers.empty() && hs.l3_offset == hdr_l3());
+  (void)hs;
   // Sum of the 16-bit words of the IP header with total length, id and checksum at 0.
-  const uint8_t* ip = hdr_bytes_ + hdr_l3_;
+  const uint8_t* ip = hdr_bytes_ + hdr_l3();
   uint32_t sum = 0;
   for (size_t i = 0; i < wire::kIpv4MinHdrLen; i += 2) sum += wire::load_be16(ip + i);
   hdr_ip_sum_ = sum;

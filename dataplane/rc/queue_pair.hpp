@@ -309,8 +309,13 @@ struct QpConnectParams {
   uint32_t line_rate_mbps = 0;        ///< congestion recovery ends here (0 at RTR: a default)
   /// DCQCN's parameters (the port's; they outlive the QP). Null at RTR: the defaults.
   const config::DcqcnConfig* dcqcn = nullptr;
-  uint8_t ttl = 64;
+  uint8_t ttl = 64;  ///< IPv4 TTL or IPv6 hop limit
   uint16_t pkey = wire::kDefaultPkey;
+  /// RoCEv2 over IPv6: the QP's frames carry these addresses (local_ip and remote_ip unused);
+  /// `tos` is the traffic class and `flow_label` the IPv6 flow label as well.
+  bool ipv6 = false;
+  wire::Ipv6Addr local_ip6{};
+  wire::Ipv6Addr remote_ip6{};
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -501,6 +506,17 @@ struct CongestionState {
 /// Bytes of the prebuilt Ethernet+IPv4+UDP+BTH prefix of a QP's frames (no VLAN, no IP options:
 /// 14 + 20 + 8 + 12); extension headers follow it.
 inline constexpr size_t kHeaderTemplateLen = 54;
+/// The same prefix of an IPv6 QP's frames (14 + 40 + 8 + 12).
+inline constexpr size_t kHeaderTemplateLen6 = 74;
+
+/// What an IPv6 QP has beyond the IPv4 ones (cold, allocated at RTR for IPv6 QPs only): its
+/// frame template and addresses.
+struct Ipv6Path {
+  uint8_t hdr[kHeaderTemplateLen6]{};
+  wire::Ipv6Addr local{};
+  wire::Ipv6Addr remote{};
+  uint32_t fold = 0;  ///< wire::ipv6_fold(remote): the path table's key for the peer
+};
 
 // ---------------------------------------------------------------------------------------------
 
@@ -525,8 +541,19 @@ class alignas(64) QueuePair {
   const QpCreateParams& params() const { return params_; }
   /// conn()'s fields that packets read, kept in the hot lines (set at RTR).
   uint32_t path_mtu() const { return path_mtu_; }
+  /// IPv4 addresses (host order); an IPv6 QP has wire::kIpv6DstTag and 0, as its packets parse.
   uint32_t local_ip() const { return local_ip_; }
   uint32_t remote_ip() const { return remote_ip_; }
+  /// RoCEv2 over IPv6 (set at RTR): the frames come from ipv6_path().
+  bool ipv6() const { return ipv6_; }
+  const Ipv6Path& ipv6_path() const { return *ip6_; }
+  /// Whether the IPv6 header at `ip6` is from this QP's peer to this QP (an IPv6 QP only).
+  bool ipv6_matches(const uint8_t* ip6) const {
+    return std::memcmp(ip6 + wire::ipv6_off::kSrc, ip6_->remote.data(), 16) == 0 &&
+           std::memcmp(ip6 + wire::ipv6_off::kDst, ip6_->local.data(), 16) == 0;
+  }
+  /// The peer, as the engine's path table knows it (IPv4 address, or an IPv6 address folded).
+  uint32_t path_key() const { return ipv6_ ? ip6_->fold : remote_ip_; }
   uint8_t local_ack_timeout() const { return local_ack_timeout_; }
   uint8_t retry_count() const { return retry_count_; }
   uint8_t rnr_retry() const { return rnr_retry_; }
@@ -551,7 +578,8 @@ class alignas(64) QueuePair {
   /// The same template as bytes (CONVENTIONS.md 11: the per-packet header build is a copy plus
   /// a few stores): Ethernet..BTH with lengths, IP id, checksum, opcode, flags and PSN to patch.
   const uint8_t* hdr_bytes() const { return hdr_bytes_; }
-  uint32_t hdr_l3() const { return hdr_l3_; }
+  /// Where the IP header begins: the template is never tagged (a port's VLAN is its own stage).
+  static constexpr uint32_t hdr_l3() { return wire::kEthHdrLen; }
   /// IPv4 header checksum partial sum of the template (total length, id, checksum = 0).
   uint32_t hdr_ip_sum() const { return hdr_ip_sum_; }
   void set_state(QpState s) { state_ = s; }
@@ -566,7 +594,7 @@ class alignas(64) QueuePair {
  private:
   uint32_t qpn_;
   QpState state_ = QpState::kReset;
-  uint8_t hdr_l3_ = 0;
+  bool ipv6_ = false;  // conn_.ipv6
 
  public:
   bool flush_requested = false;  ///< Flush() arrived; the next poll moves the QP to ERROR
@@ -619,6 +647,7 @@ class alignas(64) QueuePair {
 
   QpConnectParams conn_{};
   std::unique_ptr<ReadResource[]> resources_;  // allocated at RTR, sized by the negotiated IRL
+  std::unique_ptr<Ipv6Path> ip6_;              // allocated at RTR for an IPv6 QP
   wire::PacketFields tmpl_{};
 
  public:

@@ -89,7 +89,7 @@ NTSTATUS RcEngine::connect_qp(uint32_t qpn, const QpConnectParams& params) {
   QueuePair* qp = find_qp(qpn);
   if (qp == nullptr) return STATUS_INVALID_PARAMETER;
   const NTSTATUS s = qp->connect(params);
-  if (s == STATUS_SUCCESS) qp->comp.path = paths_.acquire(qp->remote_ip());
+  if (s == STATUS_SUCCESS) qp->comp.path = paths_.acquire(qp->path_key());
   return s;
 }
 

@@ -109,7 +109,7 @@ class RcEngine {
   /// The round trip estimate of the path to `qp`'s peer.
   const PathEstimate& path_of(const QueuePair& qp) const {
     return paths_.at(qp.comp.path != PathTable::kUnassigned ? qp.comp.path
-                                                            : paths_.find(qp.remote_ip()));
+                                                            : paths_.find(qp.path_key()));
   }
   /// The RTO of the path to `qp`'s peer, the floor of the QP's retransmission timer (0: no
   /// sample yet).

@@ -48,14 +48,23 @@ inline RxParse receive_parse_st(wire::Bytes frame, wire::RcRxPacket& out, RcCoun
   return RxParse::kNotRc;
 }
 
+/// Whether `pkt` comes from `qp`'s peer to `qp`'s address: IPv4 addresses compared as words (an
+/// IPv6 QP and an IPv6 frame have the same stand-ins there, wire::kIpv6DstTag), then an IPv6
+/// QP's whole addresses.
+[[gnu::always_inline]] inline bool receive_from_peer(const QueuePair& qp,
+                                                     const wire::RcRxPacket& pkt) {
+  if (pkt.src_ip != qp.remote_ip() || pkt.dst_ip != qp.local_ip()) [[unlikely]]
+    return false;
+  if (pkt.dst_ip == wire::kIpv6DstTag) [[unlikely]]
+    return pkt.ipv6 != 0 && qp.ipv6() && qp.ipv6_matches(pkt.ip6);
+  return true;
+}
+
 /// A CNP for `qp` (null: unknown QPN): the reaction point's, if it comes from the QP's peer
 /// while the QP sends.
 inline void receive_cnp_st(QueuePair* qp, RcContext& ctx, const wire::RcRxPacket& pkt,
                            uint64_t now_ns) {
-  if (qp == nullptr || qp->state() != QpState::kRts || pkt.src_ip != qp->remote_ip() ||
-      pkt.dst_ip != qp->local_ip()) {
-    return;
-  }
+  if (qp == nullptr || qp->state() != QpState::kRts || !receive_from_peer(*qp, pkt)) return;
   congestion_on_cnp_st(*qp, ctx, now_ns);
 }
 
@@ -74,7 +83,7 @@ inline void receive_dispatch_st(QueuePair* qp, RcContext& ctx, const wire::RcRxP
   }
   // RC has no source QPN on the wire: the peer is identified by its address (rxe_recv.c
   // check_addr).
-  if (pkt.src_ip != qp->remote_ip() || pkt.dst_ip != qp->local_ip()) [[unlikely]] {
+  if (!receive_from_peer(*qp, pkt)) [[unlikely]] {
     ctx.counters->add(RcCounter::kRxDropSource);
     return;
   }

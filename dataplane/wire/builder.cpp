@@ -9,7 +9,7 @@ namespace rocedp::wire {
 std::size_t header_len(const PacketFields& f) {
   const OpcodeInfo* op = opcode_info(f.bth.opcode);
   if (op == nullptr) return 0;
-  return f.eth.header_len() + f.ip.header_len() + kUdpHdrLen + op->length;
+  return f.eth.header_len() + f.ip_header_len() + kUdpHdrLen + op->length;
 }
 
 std::size_t frame_len(const PacketFields& f, std::size_t payload_len) {
@@ -21,23 +21,27 @@ HeaderSpan write_headers(MutBytes headroom, const PacketFields& f, std::size_t p
                          const BuildOptions& opts) {
   const OpcodeInfo* op = opcode_info(f.bth.opcode);
   const std::size_t hlen = header_len(f);
-  if (op == nullptr || hlen > headroom.size() || f.ip.ihl < 5) return {};
+  if (op == nullptr || hlen > headroom.size() || (!f.ipv6() && f.ip.ihl < 5)) return {};
   std::uint8_t* p = headroom.data() + headroom.size() - hlen;
   const std::size_t l3 = f.eth.header_len();
-  const std::size_t ip_len = f.ip.header_len();
+  const std::size_t ip_len = f.ip_header_len();
   const std::size_t l4 = l3 + ip_len;
 
   encode_eth(p, f.eth);
-  Ipv4Fields ip = f.ip;
   UdpFields udp = f.udp;
-  if (opts.fill_lengths) {
-    const std::size_t l4_len = kUdpHdrLen + op->length + payload_len + f.bth.pad + kIcrcLen;
-    udp.length = static_cast<std::uint16_t>(l4_len);
-    ip.total_len = static_cast<std::uint16_t>(ip_len + l4_len);
+  const std::size_t l4_len = kUdpHdrLen + op->length + payload_len + f.bth.pad + kIcrcLen;
+  if (opts.fill_lengths) udp.length = static_cast<std::uint16_t>(l4_len);
+  if (f.ipv6()) {
+    Ipv6Fields ip = f.ip6;
+    if (opts.fill_lengths) ip.payload_len = static_cast<std::uint16_t>(l4_len);
+    encode_ipv6(p + l3, ip);  // no header checksum in IPv6
+  } else {
+    Ipv4Fields ip = f.ip;
+    if (opts.fill_lengths) ip.total_len = static_cast<std::uint16_t>(ip_len + l4_len);
+    encode_ipv4(p + l3, ip);
+    if (opts.fill_ip_checksum)
+      Ipv4View<std::uint8_t>(p + l3).set_checksum(ipv4_header_checksum(p + l3, ip_len));
   }
-  encode_ipv4(p + l3, ip);
-  if (opts.fill_ip_checksum)
-    Ipv4View<std::uint8_t>(p + l3).set_checksum(ipv4_header_checksum(p + l3, ip_len));
   encode_udp(p + l4, udp);
   std::uint8_t* bth = p + l4 + kUdpHdrLen;
   encode_bth(bth, f.bth);

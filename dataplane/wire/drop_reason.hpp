@@ -13,25 +13,25 @@
 namespace rocedp::wire {
 
 // X(enumerator, "name", "human description")
-#define ROCEDP_WIRE_DROP_REASONS(X)                                                        \
-  X(kNone, "none", "parsed, no drop")                                                      \
-  X(kNotRoce, "not_roce", "not IPv4/UDP to port 4791 (handed elsewhere, not an error)")    \
-  X(kEthTooShort, "eth_short", "frame shorter than the Ethernet (+802.1Q) header")         \
-  X(kIpTooShort, "ip_short", "frame shorter than the IPv4 header")                         \
-  X(kIpBadHeader, "ip_bad_header", "IPv4 version/IHL invalid or options past the frame")   \
-  X(kIpBadLength, "ip_bad_length", "IPv4 total length inconsistent with header or frame")  \
-  X(kIpBadChecksum, "ip_bad_checksum", "IPv4 header checksum wrong")                       \
-  X(kIpFragment, "ip_fragment", "IPv4 fragment (RoCEv2 is never fragmented)")              \
-  X(kUdpTooShort, "udp_short", "IP payload shorter than the UDP header")                   \
-  X(kUdpBadLength, "udp_bad_length", "UDP length inconsistent with the IP length")         \
-  X(kBthTooShort, "bth_short", "UDP payload shorter than BTH + ICRC")                      \
-  X(kBadTver, "bad_tver", "BTH transport version is not 0")                                \
-  X(kUnknownOpcode, "unknown_opcode", "BTH opcode not in the opcode table")                \
-  X(kHeadersTooShort, "headers_short", "packet shorter than the opcode's headers + ICRC")  \
-  X(kPadTooLarge, "pad_too_large", "BTH pad count larger than the payload")                \
-  X(kPayloadNotAllowed, "payload_not_allowed", "payload on an opcode that carries none")   \
-  X(kPayloadMissing, "payload_missing", "no payload on an opcode that requires one")       \
-  X(kBadPayloadLength, "bad_payload_length", "payload length not the opcode's fixed size") \
+#define ROCEDP_WIRE_DROP_REASONS(X)                                                             \
+  X(kNone, "none", "parsed, no drop")                                                           \
+  X(kNotRoce, "not_roce", "not IPv4 or IPv6 UDP to port 4791 (handed elsewhere, not an error)") \
+  X(kEthTooShort, "eth_short", "frame shorter than the Ethernet (+802.1Q) header")              \
+  X(kIpTooShort, "ip_short", "frame shorter than the IPv4 header")                              \
+  X(kIpBadHeader, "ip_bad_header", "IPv4 version/IHL invalid or options past the frame")        \
+  X(kIpBadLength, "ip_bad_length", "IPv4 total length inconsistent with header or frame")       \
+  X(kIpBadChecksum, "ip_bad_checksum", "IPv4 header checksum wrong")                            \
+  X(kIpFragment, "ip_fragment", "IPv4 fragment (RoCEv2 is never fragmented)")                   \
+  X(kUdpTooShort, "udp_short", "IP payload shorter than the UDP header")                        \
+  X(kUdpBadLength, "udp_bad_length", "UDP length inconsistent with the IP length")              \
+  X(kBthTooShort, "bth_short", "UDP payload shorter than BTH + ICRC")                           \
+  X(kBadTver, "bad_tver", "BTH transport version is not 0")                                     \
+  X(kUnknownOpcode, "unknown_opcode", "BTH opcode not in the opcode table")                     \
+  X(kHeadersTooShort, "headers_short", "packet shorter than the opcode's headers + ICRC")       \
+  X(kPadTooLarge, "pad_too_large", "BTH pad count larger than the payload")                     \
+  X(kPayloadNotAllowed, "payload_not_allowed", "payload on an opcode that carries none")        \
+  X(kPayloadMissing, "payload_missing", "no payload on an opcode that requires one")            \
+  X(kBadPayloadLength, "bad_payload_length", "payload length not the opcode's fixed size")      \
   X(kBadIcrc, "bad_icrc", "invariant CRC mismatch")
 
 enum class DropReason : std::uint8_t {

@@ -11,6 +11,7 @@
 
 #include "dataplane/wire/bth.hpp"
 #include "dataplane/wire/ipv4.hpp"
+#include "dataplane/wire/ipv6.hpp"
 #include "dataplane/wire/udp.hpp"
 
 namespace rocedp::wire {

@@ -1,6 +1,5 @@
 #pragma once
-// IPv4 header (RFC 791). IPv6 (RFC 8200) comes later: the parser dispatches on
-// the EtherType and the ICRC already masks IPv6 fields, so it slots in beside.
+// IPv4 header (RFC 791). IPv6 is beside it (ipv6.hpp): the parser dispatches on the EtherType.
 
 #include <array>
 #include <cstddef>
@@ -13,7 +12,6 @@ namespace rocedp::wire {
 
 inline constexpr std::size_t kIpv4MinHdrLen = 20;
 inline constexpr std::size_t kIpv4MaxHdrLen = 60;
-inline constexpr std::size_t kIpv6HdrLen = 40;
 inline constexpr std::uint8_t kIpProtoUdp = 17;
 inline constexpr std::uint16_t kIpv4FlagDf = 0x4000;
 inline constexpr std::uint16_t kIpv4FlagMf = 0x2000;

@@ -15,6 +15,7 @@
 #include "dataplane/wire/eth.hpp"
 #include "dataplane/wire/ext_headers.hpp"
 #include "dataplane/wire/ipv4.hpp"
+#include "dataplane/wire/ipv6.hpp"
 #include "dataplane/wire/opcode.hpp"
 #include "dataplane/wire/udp.hpp"
 
@@ -22,7 +23,8 @@ namespace rocedp::wire {
 
 struct PacketFields {
   EthFields eth;
-  Ipv4Fields ip;
+  Ipv4Fields ip;   // when eth.ethertype is IPv4
+  Ipv6Fields ip6;  // when eth.ethertype is IPv6
   UdpFields udp;
   BthFields bth;
   // Extension headers: meaningful only when the opcode carries them.
@@ -33,6 +35,11 @@ struct PacketFields {
   AtomicAckEthFields atomic_ack_eth;
   std::uint32_t imm = 0;        // ImmDt, as the 32-bit big-endian value on the wire
   std::uint32_t ieth_rkey = 0;  // IETH
+
+  bool ipv6() const { return eth.ethertype == kEtherTypeIpv6; }
+  std::size_t ip_header_len() const { return ipv6() ? kIpv6HdrLen : ip.header_len(); }
+  /// The IP header's DSCP and ECN bits (IPv4 ToS, IPv6 traffic class).
+  std::uint8_t tos() const { return ipv6() ? ip6.traffic_class : ip.tos; }
 
   friend bool operator==(const PacketFields&, const PacketFields&) = default;
 };

@@ -119,6 +119,35 @@ DropReason parse_plain_ipv4(Bytes frame, ParsedPacket& out, const ParseOptions& 
   return parse_tail(frame, out, opts, l3, bth, udp_payload);
 }
 
+// IPv6 (RFC 8200) without extension headers, from `l3` on: RoCEv2 over IPv6 (IBTA A17.4.5.1).
+// The same checks as IPv4 where they apply; IPv6 has no header checksum and no fragments without
+// a Fragment header, which is not UDP and so not ours.
+DropReason parse_ipv6(Bytes frame, ParsedPacket& out, const ParseOptions& opts, std::size_t l3) {
+  const std::uint8_t* p = frame.data();
+  const std::size_t n = frame.size();
+  PacketFields& f = out.f;
+  if (n < l3 + kIpv6HdrLen) return DropReason::kIpTooShort;
+  if ((p[l3] >> 4) != 6) return DropReason::kIpBadHeader;
+  decode_ipv6_into(p + l3, f.ip6);
+  if (f.ip6.next_header != kIpProtoUdp) return DropReason::kNotRoce;
+  const std::size_t total = kIpv6HdrLen + f.ip6.payload_len;
+  if (l3 + total > n) return DropReason::kIpBadLength;
+  if (total < kIpv6HdrLen + kUdpHdrLen) return DropReason::kUdpTooShort;
+  const std::size_t l4 = l3 + kIpv6HdrLen;
+  f.udp = decode_udp(p + l4);
+  if (f.udp.dst_port != kRoceV2UdpPort) return DropReason::kNotRoce;
+  if (f.udp.length != f.ip6.payload_len) return DropReason::kUdpBadLength;
+  out.l3_offset = static_cast<std::uint16_t>(l3);
+  out.l4_offset = static_cast<std::uint16_t>(l4);
+  out.l3_end = static_cast<std::uint32_t>(l3 + total);
+  const std::size_t udp_payload = f.udp.length - kUdpHdrLen;
+  if (udp_payload < kBthLen + kIcrcLen) return DropReason::kBthTooShort;
+  const std::size_t bth = l4 + kUdpHdrLen;
+  out.bth_offset = static_cast<std::uint16_t>(bth);
+  decode_bth_into(p + bth, f.bth);
+  return parse_tail(frame, out, opts, l3, bth, udp_payload);
+}
+
 }  // namespace
 
 DropReason parse(Bytes frame, ParsedPacket& out, const ParseOptions& opts) {
@@ -149,7 +178,7 @@ DropReason parse(Bytes frame, ParsedPacket& out, const ParseOptions& opts) {
     f.eth.ethertype = eth.inner_type();
     l3 += kVlanTagLen;
   }
-  // RoCEv2 over IPv6 is not supported: such a frame is not ours.
+  if (f.eth.ethertype == kEtherTypeIpv6) return parse_ipv6(frame, out, opts, l3);
   if (f.eth.ethertype != kEtherTypeIpv4) return DropReason::kNotRoce;
 
   // IPv4 (RFC 791).

@@ -13,7 +13,7 @@ struct ParseOptions {
 };
 
 // Returns DropReason::kNone and fills `out` for a valid RoCEv2 packet;
-// kNotRoce for frames that are not IPv4/UDP to port 4791 (ARP, ICMP, other
+// kNotRoce for frames that are not IPv4 or IPv6 UDP to port 4791 (ARP, ICMP, other
 // UDP); otherwise the first reason the packet is malformed. `out` is partly
 // filled on failure (whatever was decoded before the check that failed).
 DropReason parse(Bytes frame, ParsedPacket& out, const ParseOptions& opts = {});

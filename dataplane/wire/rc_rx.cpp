@@ -14,9 +14,17 @@ DropReason parse_rc_general(Bytes frame, RcRxPacket& out) {
   out.payload_len = p.payload_len;
   out.psn = p.f.bth.psn;
   out.dqpn = p.f.bth.dqpn;
-  out.src_ip = p.f.ip.src;
-  out.dst_ip = p.f.ip.dst;
-  out.ecn = p.f.ip.tos & kEcnMask;
+  if (p.f.ipv6()) {
+    out.src_ip = 0;
+    out.dst_ip = kIpv6DstTag;
+    out.ipv6 = 1;
+    out.ip6 = frame.data() + p.l3_offset;
+  } else {
+    out.src_ip = p.f.ip.src;
+    out.dst_ip = p.f.ip.dst;
+    out.ipv6 = 0;
+  }
+  out.ecn = p.f.tos() & kEcnMask;
   return DropReason::kNone;
 }
 
@@ -78,6 +86,7 @@ DropReason parse_rc_ordered(Bytes frame, RcRxPacket& out) {
   out.src_ip = load_be32(ip + ipv4_off::kSrc);
   out.dst_ip = load_be32(ip + ipv4_off::kDst);
   out.ecn = ip[ipv4_off::kTos] & kEcnMask;
+  out.ipv6 = 0;
   return DropReason::kNone;
 }
 

@@ -3,7 +3,8 @@
 // UDP and BTH fills a compact RcRxPacket with what the RC roles read (opcode, PSN, QPN, the
 // addresses, where the extension headers and the payload are), and the extension headers are
 // read from the frame only when a role asks for them. The general parser (parser.hpp) decodes
-// every field of every header; the data path reads a handful of them.
+// every field of every header; the data path reads a handful of them. RoCEv2 over IPv6 goes
+// through it (parse_rc_general).
 //
 // parse_rc returns exactly the DropReason parse() returns for the same bytes (the same checks;
 // a frame that fails one is checked again in parse()'s order to name it. tests/wire/
@@ -25,15 +26,22 @@
 
 namespace rocedp::wire {
 
+/// RcRxPacket::dst_ip of an IPv6 frame, and local_ip of an IPv6 QP: 255.255.255.255, which no
+/// RoCEv2 packet that reaches a QP has as its IPv4 destination (the port's unicast address). A QP
+/// with it compares whole IPv6 addresses after the words.
+inline constexpr std::uint32_t kIpv6DstTag = 0xFFFFFFFFu;
+
 struct RcRxPacket {
   const std::uint8_t* bth = nullptr;  // the BTH inside the frame (the frame must outlive this)
   const OpcodeInfo* op = nullptr;     // never null after a successful parse
   std::uint32_t payload_len = 0;      // without pad
   std::uint32_t psn = 0;
   std::uint32_t dqpn = 0;
-  std::uint32_t src_ip = 0;  // host order
+  std::uint32_t src_ip = 0;  // IPv4, host order; in an IPv6 frame 0 and kIpv6DstTag
   std::uint32_t dst_ip = 0;
-  std::uint8_t ecn = 0;  // the IPv4 ToS's ECN bits (kEcnCe: congestion experienced)
+  std::uint8_t ecn = 0;   // the IPv4 ToS's (IPv6 traffic class's) ECN bits (kEcnCe: congested)
+  std::uint8_t ipv6 = 0;  // 1: an IPv6 frame, whose header `ip6` points at
+  const std::uint8_t* ip6 = nullptr;  // set only in an IPv6 frame
 
   // BTH fields read where they are used (fewer stores per frame in the burst's parse pass).
   std::uint8_t opcode() const { return bth[bth_off::kOpcode]; }
@@ -144,6 +152,7 @@ inline DropReason parse_rc(Bytes frame, RcRxPacket& out) {
   out.src_ip = load_be32(ip + ipv4_off::kSrc);
   out.dst_ip = load_be32(ip + ipv4_off::kDst);
   out.ecn = ip[ipv4_off::kTos] & kEcnMask;
+  out.ipv6 = 0;
   // ICRC (IBTA Annex A17.3.3), little-endian after the pad: the last check in parse()'s order.
   const std::size_t icrc_at = total - kIcrcLen;
   if (icrc_plain_ipv4(ip, icrc_at) != load_le32(ip + icrc_at)) return DropReason::kBadIcrc;

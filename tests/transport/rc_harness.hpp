@@ -143,7 +143,17 @@ struct ConnectOptions {
   uint8_t cnp_tos = 0;
   uint32_t line_rate_mbps = 0;
   const config::DcqcnConfig* dcqcn = nullptr;  // both sides' DCQCN parameters (null: defaults)
+  bool ipv6 = false;  // RoCEv2 over IPv6: each host at host_ipv6(its IPv4 address)
 };
+
+/// The IPv6 address of a test host: fd52::/96 with its IPv4 address last.
+inline wire::Ipv6Addr host_ipv6(uint32_t ip) {
+  wire::Ipv6Addr a{};
+  a[0] = 0xFD;
+  a[1] = 0x52;
+  wire::store_be32(a.data() + 12, ip);
+  return a;
+}
 
 inline QpConnectParams params_for(Host& self, Qp& me, Host& peer, Qp& other, uint32_t my_psn,
                                   uint32_t peer_psn, const ConnectOptions& o) {
@@ -165,6 +175,11 @@ inline QpConnectParams params_for(Host& self, Qp& me, Host& peer, Qp& other, uin
   p.cnp_tos = o.cnp_tos;
   p.line_rate_mbps = o.line_rate_mbps;
   p.dcqcn = o.dcqcn;
+  p.ipv6 = o.ipv6;
+  if (o.ipv6) {
+    p.local_ip6 = host_ipv6(self.ip);
+    p.remote_ip6 = host_ipv6(peer.ip);
+  }
   (void)me;
   return p;
 }
@@ -199,7 +214,7 @@ struct Wire {
   std::vector<Frame> parked_ab, parked_ba;
   uint64_t dropped = 0;
   // A congested switch: a frame for which `mark_ce_if` answers true (it sees the direction, true:
-  // A to B) arrives with ECN = CE, its IPv4 checksum updated.
+  // A to B) arrives with ECN = CE, its IPv4 checksum updated (IPv6: its traffic class).
   std::function<bool(bool)> mark_ce_if;
   uint64_t marked = 0;
 
@@ -207,7 +222,10 @@ struct Wire {
     for (Frame& f : in) {
       if (!mark_ce_if(ab)) continue;
       uint8_t* ip = f.data() + wire::kEthHdrLen;
-      wire::set_ipv4_tos(ip, ip[wire::ipv4_off::kTos] | wire::kEcnCe);
+      if (wire::load_be16(f.data() + 12) == wire::kEtherTypeIpv6)
+        wire::set_ipv6_traffic_class(ip, wire::ipv6_traffic_class(ip) | wire::kEcnCe);
+      else
+        wire::set_ipv4_tos(ip, ip[wire::ipv4_off::kTos] | wire::kEcnCe);
       ++marked;
     }
   }

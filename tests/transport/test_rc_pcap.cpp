@@ -2,7 +2,7 @@
 // FIRST/MIDDLE/LAST/ONLY with and without immediate/invalidate, WRITE FIRST..LAST_IMM, READ
 // request/responses, atomics and atomic ACKs, ACK, RNR NAK, sequence NAK, remote access NAK)
 // go to $ROCEDP_ARTIFACT_DIR/rc-engine-traffic.pcap, and ../shared/tools/roce-check must accept
-// them.
+// them. The same run over IPv6 goes to rc-engine-traffic-ipv6.pcap.
 
 #include <sys/wait.h>
 
@@ -17,7 +17,7 @@
 namespace rocedp::rc::test {
 namespace {
 
-TEST(RcPcap, TrafficOfEveryOpcodePassesRoceCheck) {
+void every_opcode_passes_roce_check(bool ipv6, const std::string& name) {
   const char* art = std::getenv("ROCEDP_ARTIFACT_DIR");
   const char* shared = std::getenv("ROCEDP_SHARED_DIR");
   ASSERT_NE(art, nullptr);
@@ -27,7 +27,9 @@ TEST(RcPcap, TrafficOfEveryOpcodePassesRoceCheck) {
   Wire w{a, b};
   Qp& qa = a.qp();
   Qp& qb = b.qp();
-  connect(a, qa, b, qb);
+  ConnectOptions o;
+  o.ipv6 = ipv6;
+  connect(a, qa, b, qb, o);
   Buffer& src = a.buffer(8192);
   Buffer& dst = b.buffer(8192);
   Buffer& res = a.buffer(64);
@@ -90,11 +92,12 @@ TEST(RcPcap, TrafficOfEveryOpcodePassesRoceCheck) {
   std::set<uint8_t> opcodes;
   std::set<uint8_t> syndromes;
   wire::PcapWriter writer;
-  const std::string path = std::string(art) + "/rc-engine-traffic.pcap";
+  const std::string path = std::string(art) + "/" + name;
   ASSERT_TRUE(writer.open(path)) << writer.error();
   for (Host* h : {&a, &b}) {
     for (const Frame& f : h->log) {
       const wire::ParsedPacket p = parse_frame(f);
+      EXPECT_EQ(p.f.ipv6(), ipv6);
       opcodes.insert(p.f.bth.opcode);
       if (p.f.bth.opcode == wire::opcode::kRcAck)
         syndromes.insert(p.f.aeth.syndrome & 0xE0 ? p.f.aeth.syndrome : 0);
@@ -113,8 +116,17 @@ TEST(RcPcap, TrafficOfEveryOpcodePassesRoceCheck) {
   EXPECT_TRUE(syndromes.count(wire::kAethNakRemoteAccess));
   EXPECT_TRUE(syndromes.count(wire::kAethRnrNak | 1));
 
-  const rocedp::test::RunResult r = rocedp::test::roce_check(path);
+  const rocedp::test::RunResult r =
+      ipv6 ? rocedp::test::roce_check_ipv6(path) : rocedp::test::roce_check(path);
   EXPECT_EQ(r.status, 0) << r.output;
+}
+
+TEST(RcPcap, TrafficOfEveryOpcodePassesRoceCheck) {
+  every_opcode_passes_roce_check(false, "rc-engine-traffic.pcap");
+}
+
+TEST(RcPcap, TrafficOfEveryOpcodeOverIpv6PassesRoceCheck) {
+  every_opcode_passes_roce_check(true, "rc-engine-traffic-ipv6.pcap");
 }
 
 }  // namespace

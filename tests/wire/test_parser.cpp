@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string>
 
 #include "tests/wire/wire_test_util.hpp"
 
@@ -80,10 +81,120 @@ TEST(Parser, NotRoceIsNotAFailure) {
   tcp[kEthHdrLen + 9] = 6;
   reseal(tcp);
   EXPECT_EQ(parse_exact(tcp), DropReason::kNotRoce);
-  auto v6 = fr;
+  auto v6 = fr;  // an IPv4 header under the IPv6 EtherType
   store_be16(v6.data() + 12, kEtherTypeIpv6);
-  EXPECT_EQ(parse_exact(v6), DropReason::kNotRoce);
+  EXPECT_EQ(parse_exact(v6), DropReason::kIpBadHeader);
   EXPECT_FALSE(is_failure(DropReason::kNotRoce));
+}
+
+// RoCEv2 over IPv6 (IBTA A17.4.5.1): untagged and tagged frames round-trip field by field, the
+// ICRC covers the IPv6 header with its variant fields masked, and each malformation of the IPv6
+// or UDP header is named as for IPv4.
+std::vector<std::uint8_t> frame6_of(std::uint8_t opcode, std::size_t payload_len, bool vlan,
+                                    PacketFields* fields = nullptr) {
+  std::mt19937 rng(11);
+  PacketFields f = test::sample_fields(opcode, rng);
+  f.eth.ethertype = kEtherTypeIpv6;
+  f.eth.has_vlan = vlan;
+  f.eth.vlan_tci = vlan ? 0x6005 : 0;
+  f.ip6.traffic_class = 0x6A;
+  f.ip6.flow_label = 0x12345;
+  f.ip6.hop_limit = 63;
+  for (std::size_t i = 0; i < 16; ++i) {
+    f.ip6.src[i] = static_cast<std::uint8_t>(0xF0 + i);
+    f.ip6.dst[i] = static_cast<std::uint8_t>(0x20 + i);
+  }
+  payload_len = test::legal_payload_len(*opcode_info(opcode), payload_len);
+  f.bth.pad = pad_for(payload_len);
+  if (fields != nullptr) *fields = f;
+  return build(f, test::make_payload(payload_len, 3));
+}
+
+TEST(Parser, Ipv6FramesRoundTripEveryField) {
+  for (bool vlan : {false, true}) {
+    for (std::uint8_t op : {opcode::kRcSendOnly, opcode::kRcWriteOnlyImm, opcode::kRcReadRequest,
+                            opcode::kRcAck, opcode::kRcCompareSwap, opcode::kCnp}) {
+      SCOPED_TRACE(std::string(opcode_name(op)) + (vlan ? " tagged" : ""));
+      PacketFields f;
+      const auto fr = frame6_of(op, 13, vlan, &f);
+      ParsedPacket p;
+      ASSERT_EQ(parse_exact(fr, &p), DropReason::kNone);
+      EXPECT_TRUE(p.f.ipv6());
+      EXPECT_EQ(p.l3_offset, kEthHdrLen + (vlan ? kVlanTagLen : 0));
+      EXPECT_EQ(p.l4_offset, p.l3_offset + kIpv6HdrLen);
+      EXPECT_EQ(p.f.ip6.payload_len, fr.size() - p.l4_offset);
+      EXPECT_EQ(p.f.ip6.traffic_class, 0x6A);
+      EXPECT_EQ(p.f.ip6.flow_label, 0x12345u);
+      EXPECT_EQ(p.f.ip6.hop_limit, 63);
+      EXPECT_EQ(p.f.ip6.src, f.ip6.src);
+      EXPECT_EQ(p.f.ip6.dst, f.ip6.dst);
+      EXPECT_EQ(p.f.bth, f.bth);
+      // Built again from what was parsed: the same bytes.
+      EXPECT_EQ(build(p.f, std::vector<std::uint8_t>(p.payload().begin(), p.payload().end())), fr);
+      // The variant fields are outside the ICRC: another class, flow label or hop limit keeps it.
+      auto varied = fr;
+      std::uint8_t* ip = varied.data() + p.l3_offset;
+      set_ipv6_traffic_class(ip, 0x03);
+      ip[3] ^= 0x5A;
+      ip[ipv6_off::kHopLimit] = 1;
+      EXPECT_EQ(parse_exact(varied), DropReason::kNone);
+      // An address is inside it.
+      auto moved = fr;
+      moved[p.l3_offset + ipv6_off::kSrc + 15] ^= 1;
+      EXPECT_EQ(parse_exact(moved), DropReason::kBadIcrc);
+    }
+  }
+}
+
+TEST(Parser, Ipv6MalformationsAreNamed) {
+  const auto fr = frame6_of(opcode::kRcSendOnly, 8, false);
+  ASSERT_EQ(parse_exact(fr), DropReason::kNone);
+  constexpr std::size_t ip = kEthHdrLen, udp = ip + kIpv6HdrLen;
+  auto version = fr;
+  version[ip] = static_cast<std::uint8_t>((version[ip] & 0x0F) | 0x50);
+  EXPECT_EQ(parse_exact(version), DropReason::kIpBadHeader);
+  auto tcp = fr;
+  tcp[ip + ipv6_off::kNextHeader] = 6;
+  EXPECT_EQ(parse_exact(tcp), DropReason::kNotRoce);
+  auto hop_by_hop = fr;  // an extension header: not the shape RoCEv2 sends
+  hop_by_hop[ip + ipv6_off::kNextHeader] = 0;
+  EXPECT_EQ(parse_exact(hop_by_hop), DropReason::kNotRoce);
+  auto long_payload = fr;
+  store_be16(long_payload.data() + ip + ipv6_off::kPayloadLen,
+             static_cast<std::uint16_t>(fr.size() - udp + 1));
+  EXPECT_EQ(parse_exact(long_payload), DropReason::kIpBadLength);
+  auto no_udp = fr;
+  store_be16(no_udp.data() + ip + ipv6_off::kPayloadLen, 7);
+  EXPECT_EQ(parse_exact(no_udp), DropReason::kUdpTooShort);
+  auto other_port = fr;
+  UdpView<std::uint8_t>(other_port.data() + udp).set_dst_port(4790);
+  EXPECT_EQ(parse_exact(other_port), DropReason::kNotRoce);
+  auto udp_len = fr;
+  store_be16(udp_len.data() + udp + udp_off::kLen, static_cast<std::uint16_t>(fr.size() - udp - 4));
+  EXPECT_EQ(parse_exact(udp_len), DropReason::kUdpBadLength);
+  auto icrc = fr;
+  icrc[fr.size() - 6] ^= 0x40;  // payload
+  EXPECT_EQ(parse_exact(icrc), DropReason::kBadIcrc);
+  // Ethernet trailer after the IPv6 packet: kept outside it.
+  auto padded = fr;
+  padded.insert(padded.end(), 6, 0);
+  ParsedPacket p;
+  ASSERT_EQ(parse_exact(padded, &p), DropReason::kNone);
+  EXPECT_EQ(p.trailer_len(), 6u);
+}
+
+TEST(Parser, Ipv6FramesCutAtEveryByteFailWithoutReadingPastThem) {
+  const auto fr = frame6_of(opcode::kRcWriteOnly, 20, false);
+  ASSERT_EQ(parse_exact(fr), DropReason::kNone);
+  for (std::size_t cut = 0; cut < fr.size(); ++cut) {
+    const DropReason r = parse_exact(Bytes(fr).first(cut));
+    EXPECT_TRUE(is_failure(r)) << cut << " -> " << drop_reason_name(r);
+    if (cut >= kEthHdrLen && cut < kEthHdrLen + kIpv6HdrLen) {
+      EXPECT_EQ(r, DropReason::kIpTooShort) << cut;
+    } else if (cut >= kEthHdrLen + kIpv6HdrLen) {
+      EXPECT_EQ(r, DropReason::kIpBadLength) << cut;
+    }
+  }
 }
 
 TEST(Parser, ShortFramesAtEveryLayer) {
