@@ -9,6 +9,7 @@
 #include "dataplane/rc/completion_queue.hpp"
 #include "dataplane/rc/work_queue.hpp"
 #include "dataplane/wire/ipv4.hpp"
+#include "dataplane/wire/ipv6.hpp"
 #include "pmd/port.hpp"
 
 namespace rocedp {
@@ -771,13 +772,27 @@ NTSTATUS Qp::connect(const NdkQpConnectParams& params, NdkRequestCompletion comp
       params.outbound_read_limit > im.setup.limits.max_read_limit) {
     return STATUS_INVALID_PARAMETER;
   }
+  // The peer: an IPv4 address, or an IPv6 one (from the port's IPv6 address), or IPv4-mapped.
+  wire::Ipv6Addr remote6{};
+  std::memcpy(remote6.data(), params.remote_ip6, 16);
+  uint32_t remote_ip = params.remote_ip;
+  std::optional<config::Ipv6Address> local6;
+  if (remote_ip == 0 && remote6 != wire::Ipv6Addr{} && !wire::is_ipv4_mapped(remote6, &remote_ip)) {
+    local6 = im.setup.port->address6();
+    if (!local6) return STATUS_INVALID_PARAMETER;
+  }
   RequestOp* op = new_request_op(completion, context);
   if (op == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
   op->object = this;
   rc::QpConnectParams& c = op->connect;
   c.remote_qpn = params.remote_qpn;
   c.local_ip = im.setup.port->address().value;
-  c.remote_ip = params.remote_ip;
+  c.remote_ip = remote_ip;
+  if (local6) {
+    c.ipv6 = true;
+    c.local_ip6 = local6->bytes;
+    std::memcpy(c.remote_ip6.data(), params.remote_ip6, 16);
+  }
   const config::MacAddress mac = im.setup.port->mac();
   std::memcpy(c.local_mac.data(), mac.bytes.data(), 6);
   std::memcpy(c.remote_mac.data(), params.remote_mac, 6);

@@ -263,6 +263,7 @@ uint16_t PollingCore::classify_other_st(rte_mbuf* m) {
     stats_.drops[drop_index(CoreDrop::kNotForUs)]++;
     return pmd::RxDispatch::kDrop;
   }
+  if (ether_type == RTE_ETHER_TYPE_IPV6) return classify_ipv6_st(m, ap);
   if (ether_type != RTE_ETHER_TYPE_IPV4) {
     stats_.drops[drop_index(CoreDrop::kUnsupported)]++;
     return pmd::RxDispatch::kDrop;
@@ -305,6 +306,47 @@ uint16_t PollingCore::classify_other_st(rte_mbuf* m) {
   }
   stats_.drops[drop_index(CoreDrop::kUnsupported)]++;
   return pmd::RxDispatch::kDrop;
+}
+
+// RoCEv2 over IPv6 (no extension headers) to this port's IPv6 address: the core of its data QP.
+// The IB CM over IPv6 (QP1) is not supported yet: such frames are dropped as unsupported.
+uint16_t PollingCore::classify_ipv6_st(rte_mbuf* m, const AttachedPort& ap) {
+  constexpr size_t kIp = sizeof(rte_ether_hdr);
+  constexpr size_t kUdp = kIp + wire::kIpv6HdrLen;
+  constexpr size_t kBth = kUdp + sizeof(rte_udp_hdr);
+  const uint32_t len = rte_pktmbuf_data_len(m);
+  const uint8_t* p = rte_pktmbuf_mtod(m, const uint8_t*);
+  if (len < kUdp) {
+    stats_.drops[drop_index(wire::DropReason::kIpTooShort)]++;
+    return pmd::RxDispatch::kDrop;
+  }
+  if (!ap.has_ip6 ||
+      std::memcmp(p + kIp + wire::ipv6_off::kDst, ap.local6.ip.bytes.data(), 16) != 0) {
+    stats_.drops[drop_index(CoreDrop::kNotForUs)]++;
+    return pmd::RxDispatch::kDrop;
+  }
+  const auto* udp = reinterpret_cast<const rte_udp_hdr*>(p + kUdp);
+  if (p[kIp + wire::ipv6_off::kNextHeader] != IPPROTO_UDP || len < kBth ||
+      rte_be_to_cpu_16(udp->dst_port) != wire::kRoceV2UdpPort) {
+    stats_.drops[drop_index(CoreDrop::kUnsupported)]++;
+    return pmd::RxDispatch::kDrop;
+  }
+  if (len < kBth + wire::kBthLen) {
+    stats_.drops[drop_index(wire::DropReason::kBthTooShort)]++;
+    return pmd::RxDispatch::kDrop;
+  }
+  const uint32_t qpn = wire::load_be32(p + kBth + 4) & wire::kQpnMask;  // resv8a, DestQP
+  if (qpn_is_control(qpn)) {
+    stats_.drops[drop_index(CoreDrop::kUnsupported)]++;
+    return pmd::RxDispatch::kDrop;
+  }
+  const uint32_t core = qpn_core(qpn);
+  if (core >= n_cores_) {
+    stats_.drops[drop_index(CoreDrop::kQpnCoreOutOfRange)]++;
+    return pmd::RxDispatch::kDrop;
+  }
+  set_kind(m, FrameKind::kRoce);
+  return static_cast<uint16_t>(core);
 }
 
 void PollingCore::handle_local_st(rte_mbuf** pkts, uint16_t n, uint64_t tsc) {

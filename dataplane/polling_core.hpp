@@ -219,6 +219,7 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   static uint16_t classify(void* ctx, rte_mbuf* m);
   uint16_t classify_st(rte_mbuf* m);
   [[gnu::noinline]] uint16_t classify_other_st(rte_mbuf* m);
+  uint16_t classify_ipv6_st(rte_mbuf* m, const AttachedPort& ap);
   void handle_local_st(rte_mbuf** pkts, uint16_t n, uint64_t tsc);
   /// Hands rx_frames_[0, n) (the frames of `roce`) to the RoceHandler, then frees the mbufs.
   void deliver_roce_st(rte_mbuf** roce, uint16_t n, uint64_t tsc);

@@ -41,6 +41,14 @@ bool build_config(const EndpointOptions& e, config::Config* out, std::string* er
       return false;
     }
     p.address.value = *ip;
+    if (!e.ip6.empty()) {
+      const auto ip6 = parse_ipv6(e.ip6);
+      if (!ip6) {
+        *err = "bad --ip6 " + e.ip6;
+        return false;
+      }
+      p.address6 = config::Ipv6Address{*ip6};
+    }
     p.prefix_len = slash == std::string::npos
                        ? 24
                        : static_cast<uint8_t>(std::atoi(e.ip_cidr.c_str() + slash + 1));
@@ -386,11 +394,21 @@ std::vector<NTSTATUS> disconnect_and_close(AdapterRuntime& rt, const std::vector
 }
 
 bool connect_out_of_band(AdapterRuntime& rt, Qp* qp, NdkQpConnectParams p, std::string* err) {
-  if (p.remote_ip == 0)
-    return (*err = "the peer's GID is not an IPv4-mapped address (RoCEv2 over IPv4 only)"), false;
   std::array<uint8_t, 6> mac{};
-  if (!rt.resolve_neighbour(p.remote_ip, &mac, std::chrono::seconds(10)))
-    return (*err = "ARP: " + format_ipv4(p.remote_ip) + " did not answer"), false;
+  if (p.remote_ip != 0) {
+    if (!rt.resolve_neighbour(p.remote_ip, &mac, std::chrono::seconds(10)))
+      return (*err = "ARP: " + format_ipv4(p.remote_ip) + " did not answer"), false;
+  } else {
+    // RoCEv2 over IPv6: the port needs an IPv6 address (--ip6, ports[].ipv6).
+    std::array<uint8_t, 16> ip6{};
+    std::memcpy(ip6.data(), p.remote_ip6, 16);
+    if (!rt.port().has_ip6)
+      return (*err = "the peer's GID " + format_gid(ip6.data()) +
+                     " is IPv6: give this port an IPv6 address (--ip6)"),
+             false;
+    if (!rt.resolve_neighbour6(ip6, &mac, std::chrono::seconds(10)))
+      return (*err = "NDP: " + format_gid(ip6.data()) + " did not answer"), false;
+  }
   std::memcpy(p.remote_mac, mac.data(), 6);
   Pending pd;
   const NTSTATUS st = call_and_wait(rt, pd, [&] { return qp->connect(p, &on_request, &pd); });

@@ -41,6 +41,10 @@ void add_endpoint_options(CLI::App& app, EndpointOptions* e, bool native) {
   app.add_option("--port-devargs", e->devargs, "the port: a vdev, e.g. net_memif0,role=server,...")
       ->group(g);
   app.add_option("--ip", e->ip_cidr, "the port's address A.B.C.D/NN")->group(g);
+  app.add_option("--ip6", e->ip6,
+                 "the port's IPv6 address (RoCEv2 over IPv6: --perftest and --rc-pingpong give it "
+                 "as their GID)")
+      ->group(g);
   app.add_option("--mac", e->mac, "the port's MAC (default: the device's)")->group(g);
   app.add_option("--mtu", e->mtu, "the port's MTU (default 1500)")->group(g);
   app.add_option("--vlan", e->vlan, "802.1Q VLAN ID of the port's frames (default: untagged)")

@@ -24,6 +24,7 @@ struct EndpointOptions {
   std::string config_file;
   std::string devargs;
   std::string ip_cidr;
+  std::string ip6;  ///< the port's IPv6 address (ports[].ipv6); empty: none
   std::string mac;
   uint16_t mtu = 1500;
   uint16_t vlan = 0;  ///< 802.1Q VLAN ID of the port's frames (0: untagged)

@@ -35,6 +35,20 @@ inline std::string format_ipv4(uint32_t ip) {
          std::to_string((ip >> 8) & 0xFF) + "." + std::to_string(ip & 0xFF);
 }
 
+/// An IPv6 address (inet_pton's text) in network order.
+inline std::optional<std::array<uint8_t, 16>> parse_ipv6(const std::string& text) {
+  std::array<uint8_t, 16> a{};
+  if (inet_pton(AF_INET6, text.c_str(), a.data()) != 1) return std::nullopt;
+  return a;
+}
+
+/// A GID as text: "::ffff:a.b.c.d" for an IPv4-mapped one, inet_ntop's IPv6 text otherwise.
+inline std::string format_gid(const uint8_t gid[16]) {
+  char text[INET6_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET6, gid, text, sizeof(text));
+  return text;
+}
+
 /// Six colon-separated pairs of hex digits.
 inline std::optional<std::array<uint8_t, 6>> parse_mac(const std::string& text) {
   std::array<uint8_t, 6> mac{};

@@ -186,6 +186,7 @@ void fill_keys(Session& s) {
     k.rkey = s.mr->get_remote_token();
     k.vaddr = reinterpret_cast<uint64_t>(s.buf.data() + s.half);
     k.set_ipv4(ip);
+    if (s.rt->port().has_ip6) std::memcpy(k.gid, s.rt->port().ip6.data(), 16);  // --ip6
     k.gid_index = 1;
   }
 }
@@ -215,13 +216,14 @@ bool sync_keys(Session& s, bool every_qp, std::string* err) {
 }
 
 // TCP exchange: the QPs go to RTR/RTS with the peer's QPN and PSN (perftest: our sq_psn is the PSN
-// we sent, the peer's is our rq_psn), to the MAC ARP finds for the peer GID's IPv4 address.
+// we sent, the peer's is our rq_psn), to the MAC ARP (IPv4-mapped GID) or NDP (IPv6 GID) finds.
 bool connect_qps_oob(Session& s) {
   const uint32_t limit = s.rt->config().limits.max_read_limit;
   for (uint32_t i = 0; i < s.o.qps; ++i) {
     NdkQpConnectParams p;
     p.remote_qpn = s.peer[i].qpn;
     p.remote_ip = s.peer[i].ipv4();
+    if (p.remote_ip == 0) std::memcpy(p.remote_ip6, s.peer[i].gid, 16);  // RoCEv2 over IPv6
     p.path_mtu = s.path_mtu;
     p.local_psn = s.mine[i].psn;
     p.remote_psn = s.peer[i].psn;

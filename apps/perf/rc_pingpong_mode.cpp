@@ -84,17 +84,18 @@ NTSTATUS post_send(Session& s) {
 }
 
 void print_address(const char* which, const PerftestKey& k) {
-  std::printf("  %s LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID ::ffff:%s\n", which, k.lid, k.qpn,
-              k.psn, format_ipv4(k.ipv4()).c_str());
+  std::printf("  %s LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", which, k.lid, k.qpn, k.psn,
+              format_gid(k.gid).c_str());
   std::fflush(stdout);
 }
 
 // RTR/RTS with the peer's QPN and PSN, as the example sets them (one READ each way, RNR timer 12,
-// ACK timeout 14, 7 retries), to the MAC ARP finds for the peer GID's IPv4 address.
+// ACK timeout 14, 7 retries), to the MAC ARP (IPv4-mapped GID) or NDP (IPv6 GID) finds.
 bool connect_qp(Session& s) {
   NdkQpConnectParams p;
   p.remote_qpn = s.peer.qpn;
   p.remote_ip = s.peer.ipv4();
+  if (p.remote_ip == 0) std::memcpy(p.remote_ip6, s.peer.gid, 16);  // RoCEv2 over IPv6
   p.path_mtu = s.path_mtu;
   p.local_psn = s.mine.psn;
   p.remote_psn = s.peer.psn;
@@ -104,10 +105,6 @@ bool connect_qp(Session& s) {
   p.min_rnr_timer = 12;
   p.inbound_read_limit = 1;
   p.outbound_read_limit = 1;
-  if (p.remote_ip == 0)
-    return fail(
-        "the peer's GID is not an IPv4-mapped address: give ibv_rc_pingpong -g with "
-        "the index of its RoCEv2 IPv4 GID");
   std::string err;
   return connect_out_of_band(*s.rt, s.qp, p, &err) || fail(err);
 }
@@ -211,6 +208,7 @@ bool run_session(Session& s) {
   s.mine.psn = static_cast<uint32_t>(
       (clock::now() * 2654435761u + s.mine.qpn + static_cast<uint32_t>(getpid())) & 0xFFFFFF);
   s.mine.set_ipv4(s.rt->port().ip);
+  if (s.rt->port().has_ip6) std::memcpy(s.mine.gid, s.rt->port().ip6.data(), 16);  // --ip6
   print_address("local address: ", s.mine);
   return exchange_and_connect(s) && ping_pong(s);
 }

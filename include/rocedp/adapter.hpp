@@ -385,6 +385,10 @@ class Srq : public NdkObjectBase {
 struct NdkQpConnectParams {
   uint32_t remote_qpn = 0;
   uint32_t remote_ip = 0;  ///< IPv4, host order
+  /// RoCEv2 over IPv6: the peer's IPv6 address (network order), when remote_ip is 0. The QP then
+  /// sends from the port's `ipv6` address (none: STATUS_INVALID_PARAMETER). An IPv4-mapped
+  /// address (::ffff:a.b.c.d, a RoCEv2 GID of an IPv4 address) means that IPv4 address.
+  uint8_t remote_ip6[16] = {};
   uint8_t remote_mac[6] = {};
   uint32_t path_mtu = 1024;           ///< 256, 512, 1024, 2048 or 4096 (<= what the port carries)
   uint32_t local_psn = 0;             ///< first PSN this QP sends (24 bits)

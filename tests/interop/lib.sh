@@ -10,6 +10,7 @@
 #   iop_start NAME CMD...    CMD in the rig netns, in the background, log $IOP_WORK/NAME.log
 #   iop_guest NAME IP MTU SCRIPT   boot a Linux peer running SCRIPT (busy-box sh), in the
 #                            background; its console goes to $IOP_WORK/NAME.console
+#                            (IOP_GUEST_IPV6=1: with IPv6 on its eth0)
 #   iop_wait FILE REGEX SECONDS    wait until a line of FILE matches (false on timeout)
 #   iop_capture_start CASE FILTER  / iop_capture_stop CASE: tcpdump on the bridge into
 #                            $IOP_ARTIFACTS/interop-$IOP_PREFIX-CASE.pcap
@@ -32,6 +33,9 @@ IOP_ROOT=$(cd "$iop_here/../.." && pwd)
 IOP_BIN=${ROCEDP_BIN_DIR:-$IOP_ROOT/build/bin}
 IOP_RIG=${ROCEDP_RIG_DIR:-$(cd "$IOP_ROOT/../shared/rig" 2>/dev/null && pwd)}
 IOP_CHECK=${ROCEDP_SHARED_DIR:-$IOP_ROOT/../shared}/tools/roce-check
+# RoCEv2 over IPv6 captures: roce-check less tshark's zero-UDP-checksum finding (the script says
+# why); a test sets IOP_CHECK to it.
+IOP_CHECK_IPV6=$IOP_ROOT/tests/common/roce-check-ipv6
 IOP_ARTIFACTS=${ROCEDP_ARTIFACT_DIR:-$IOP_ROOT/build/test-artifacts}
 IOP_FAILED=0
 IOP_PREFIX=${IOP_PREFIX:-}  # artifact names: interop-$IOP_PREFIX$case.pcap
@@ -221,7 +225,9 @@ iop_share_modules() {
 iop_guest() {
   local name=$1 ip=$2 mtu=$3 script=$4
   mkdir -p "$IOP_WORK/share"
-  RIG_MTU=$mtu "$IOP_RIG/peer.sh" --quiet --timeout "${IOP_GUEST_TIMEOUT:-240}" --mtu "$mtu" --log "$IOP_WORK/$name.console" \
+  local v6=()
+  [ "${IOP_GUEST_IPV6:-0}" = 1 ] && v6=(--ipv6)  # keep IPv6 on the guest's eth0
+  RIG_MTU=$mtu "$IOP_RIG/peer.sh" --quiet "${v6[@]}" --timeout "${IOP_GUEST_TIMEOUT:-240}" --mtu "$mtu" --log "$IOP_WORK/$name.console" \
     --share "$IOP_WORK/share" --script "$script" "$name" "$ip" >"$IOP_WORK/$name.peer.log" 2>&1 &
   iop_pids+=($!)
   IOP_LAST_PID=$!

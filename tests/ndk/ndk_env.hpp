@@ -52,6 +52,7 @@ struct Host {
   Adapter* adapter = nullptr;
   config::MacAddress mac;
   uint32_t ip = 0;
+  config::Ipv6Address ip6;  // the port's IPv6 address (TwoAdapters::ipv6_ports)
   uint32_t held_cores = 0;  // bit c set: the fixture's loops skip core c (a descheduled lcore)
   bool held(size_t core) const { return (held_cores >> core & 1u) != 0; }
 };
@@ -85,6 +86,7 @@ class TwoAdapters : public ::testing::Test {
   virtual config::FaultConfig fault_b() const { return {}; }
   virtual uint8_t dscp_a() const { return 0; }  // the ports' DSCP (ports[].dscp)
   virtual uint8_t dscp_b() const { return 0; }
+  virtual bool ipv6_ports() const { return true; }  // the ports have fd52::1 and fd52::2
   virtual config::LimitsConfig adapter_limits() const { return limits(); }
 
   void SetUp() override {
@@ -95,14 +97,19 @@ class TwoAdapters : public ::testing::Test {
     b_.mac = config::MacAddress{{0x02, 0x00, 0x00, 0x00, 0x0B, 0x01}};
     a_.ip = 0xC6120001;  // 198.18.0.1
     b_.ip = 0xC6120002;
+    a_.ip6.bytes = {0xFD, 0x52, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    b_.ip6.bytes = {0xFD, 0x52, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+    config::PortConfig pa = port_config("a", a_.mac, a_.ip, fault_a(), dscp_a());
+    config::PortConfig pb = port_config("b", b_.mac, b_.ip, fault_b(), dscp_b());
+    if (ipv6_ports()) {
+      pa.address6 = a_.ip6;
+      pb.address6 = b_.ip6;
+    }
     config::DataplaneConfig dp;
     dp.rx_ring_size = 1024;
     dp.tx_ring_size = 1024;
     std::string error;
-    ASSERT_TRUE(pmd::open_ring_pair(link, port_config("a", a_.mac, a_.ip, fault_a(), dscp_a()),
-                                    port_config("b", b_.mac, b_.ip, fault_b(), dscp_b()), kCores,
-                                    pool(), dp, &pair_, &error))
-        << error;
+    ASSERT_TRUE(pmd::open_ring_pair(link, pa, pb, kCores, pool(), dp, &pair_, &error)) << error;
     a_.port = pair_.a.get();
     b_.port = pair_.b.get();
     ASSERT_TRUE(a_.port->start(&error)) << error;

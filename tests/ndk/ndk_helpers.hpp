@@ -74,6 +74,8 @@ struct Endpoint {
 
 class NdkFixture : public TwoAdapters {
  protected:
+  bool ipv6_qps_ = false;  // params_to connects QPs over IPv6
+
   Cq* make_cq(Host& h, uint32_t depth, uint32_t core, Notes* notes = nullptr) {
     Created c;
     Cq* out = reinterpret_cast<Cq*>(1);
@@ -118,7 +120,11 @@ class NdkFixture : public TwoAdapters {
   NdkQpConnectParams params_to(Host& peer, Qp* peer_qp, uint32_t my_psn, uint32_t peer_psn) {
     NdkQpConnectParams p;
     p.remote_qpn = peer_qp->qpn();
-    p.remote_ip = peer.ip;
+    if (ipv6_qps_) {  // RoCEv2 over IPv6: the peer by its IPv6 address alone
+      std::memcpy(p.remote_ip6, peer.ip6.bytes.data(), 16);
+    } else {
+      p.remote_ip = peer.ip;
+    }
     std::memcpy(p.remote_mac, peer.mac.bytes.data(), 6);
     p.path_mtu = 1024;
     p.local_psn = my_psn;

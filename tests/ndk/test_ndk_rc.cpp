@@ -1,6 +1,7 @@
 // RC data path through the NDK API: two adapters over a ring pair, QPs on different cores,
 // every operation at sizes from 0 B to 16 MiB around the MTU, verified byte for byte; immediate
-// data, invalidation, solicited events and CQ notifications (on the owning core).
+// data, invalidation, solicited events and CQ notifications (on the owning core). The same
+// operations over IPv6 (NdkQpConnectParams::remote_ip6), through the polling cores' IPv6 path.
 
 #include <gtest/gtest.h>
 
@@ -223,6 +224,95 @@ TEST_F(NdkRc, SendAndInvalidateInvalidatesThePeersToken) {
   ASSERT_EQ(xc.size(), 1u);
   EXPECT_EQ(xc[0].status, STATUS_ACCESS_VIOLATION);
   close_mr(fr);
+}
+
+// QPs connected by IPv6 address alone (remote_ip 0): an IPv4 frame would go to 0.0.0.0, which
+// the peer's core drops, so a completion means the frames were IPv6 end to end.
+class NdkRcIpv6 : public NdkRc {
+ protected:
+  void SetUp() override {
+    ipv6_qps_ = true;
+    NdkRc::SetUp();
+  }
+};
+
+TEST_F(NdkRcIpv6, SendWriteAndReadAtEverySizeByteExact) {
+  for (uint32_t n : kSizes) {
+    SCOPED_TRACE(n);
+    fill_random(src_->data, n + 5);
+    std::fill(dst_->data.begin(), dst_->data.end(), 0);
+    const NdkSge rs = dst_->sge(0, n);
+    const NdkSge ss = src_->sge(0, n);
+    ASSERT_EQ(y_.qp->receive(nullptr, &rs, 1), STATUS_SUCCESS);
+    ASSERT_EQ(x_.qp->send(nullptr, &ss, 1, 0), STATUS_SUCCESS);
+    auto sc = wait_results(x_.cq, 1);
+    auto rc = wait_results(y_.cq, 1);
+    ASSERT_EQ(sc.size(), 1u);
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(sc[0].status, STATUS_SUCCESS) << status_name(sc[0].status);
+    EXPECT_EQ(rc[0].bytes_transferred, n);
+    EXPECT_TRUE(same_bytes(src_->ptr(), dst_->ptr(), n));
+
+    fill_random(src_->data, n + 6);
+    ASSERT_EQ(x_.qp->write(nullptr, &ss, 1, dst_->va(), dst_->mr->get_remote_token(), 0),
+              STATUS_SUCCESS);
+    sc = wait_results(x_.cq, 1);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, STATUS_SUCCESS);
+    EXPECT_TRUE(same_bytes(src_->ptr(), dst_->ptr(), n));
+
+    fill_random(dst_->data, n + 7);
+    ASSERT_EQ(x_.qp->read(nullptr, &ss, 1, dst_->va(), dst_->mr->get_remote_token(), 0),
+              STATUS_SUCCESS);
+    sc = wait_results(x_.cq, 1);
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, STATUS_SUCCESS);
+    EXPECT_TRUE(same_bytes(src_->ptr(), dst_->ptr(), n));
+  }
+}
+
+// A port without an IPv6 address cannot connect a QP to an IPv6 peer; an IPv4-mapped address is
+// the IPv4 peer it maps.
+class NdkIpv4OnlyPorts : public NdkFixture {
+ protected:
+  bool ipv6_ports() const override { return false; }
+};
+
+TEST_F(NdkIpv4OnlyPorts, AnIpv6PeerIsInvalidAndAnIpv4MappedOneConnects) {
+  Endpoint x, y;
+  x.host = &a_;
+  y.host = &b_;
+  for (Endpoint* e : {&x, &y}) {
+    e->pd = make_pd(*e->host);
+    e->cq = make_cq(*e->host, 256, 0, &e->notes);
+    e->qp = make_qp(e->pd, e->cq, e->cq, e, 64);
+  }
+  NdkQpConnectParams p = params_to(b_, y.qp, 100, 7000);
+  p.remote_ip = 0;
+  std::memcpy(p.remote_ip6, b_.ip6.bytes.data(), 16);
+  Requested r;
+  EXPECT_EQ(x.qp->connect(p, &Requested::cb, &r), STATUS_INVALID_PARAMETER);
+  EXPECT_FALSE(r.done);
+  // ::ffff:198.18.0.2 and ::ffff:198.18.0.1: both QPs connect over IPv4 and a SEND arrives.
+  const uint8_t mapped_b[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 198, 18, 0, 2};
+  const uint8_t mapped_a[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 198, 18, 0, 1};
+  std::memcpy(p.remote_ip6, mapped_b, 16);
+  NdkQpConnectParams q = params_to(a_, x.qp, 7000, 100);
+  q.remote_ip = 0;
+  std::memcpy(q.remote_ip6, mapped_a, 16);
+  connect(x, y, &p, &q);
+  auto src = buffer(x.pd, 64);
+  auto dst = buffer(y.pd, 64);
+  fill_random(src->data, 1);
+  const NdkSge rs = dst->sge(0, 64);
+  const NdkSge ss = src->sge(0, 64);
+  ASSERT_EQ(y.qp->receive(nullptr, &rs, 1), STATUS_SUCCESS);
+  ASSERT_EQ(x.qp->send(nullptr, &ss, 1, 0), STATUS_SUCCESS);
+  const auto rc = wait_results(y.cq, 1);
+  ASSERT_EQ(rc.size(), 1u);
+  EXPECT_EQ(rc[0].status, STATUS_SUCCESS);
+  EXPECT_TRUE(same_bytes(src->ptr(), dst->ptr(), 64));
+  close_pair(x, y, std::move(src), std::move(dst));
 }
 
 }  // namespace

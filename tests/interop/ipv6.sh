@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# RoCEv2 over IPv6 against Linux: the rig's Soft-RoCE guest with IPv6 on (fd52::33/64, its own
+# RoCEv2 GID for it) and rocedp-perf on a port with an IPv6 address (fd52::41). Cases, in one
+# guest boot:
+#   ping6            first, the guest's kernel pings rocedp's IPv6 address while the first case's
+#                    rocedp-perf runs: rocedp answers its neighbour solicitation and the echo
+#                    requests (3 of 3 replies)
+#   pingpong         ibv_rc_pingpong -g <the fd52 GID> against rocedp-perf --rc-pingpong --verify,
+#                    both roles: 20 SEND ping-pongs of 4 KiB, every message checked
+#   write_bw, read_bw, send_bw  ib_{write,read,send}_bw -x <the fd52 GID> against rocedp-perf
+#                    --perftest, both roles, 64 KiB messages (64 packets at MTU 1024)
+# The exchanges (perftest's, ibv_rc_pingpong's) run over IPv4 TCP as in perftest.sh; the RDMA
+# traffic is IPv6 only. Each case's capture (ip6 host fd52::33) must hold IPv6 RoCEv2 frames from
+# both sides and no IPv4 ones, pass tests/common/roce-check-ipv6, and both sides must exit 0; the
+# guest's rxe counters must show no sequence error and no exhausted retry.
+#
+#   ipv6.sh BUILD_DIR [FILTER]   (FILTER: a grep -E on the case names)
+set -uo pipefail
+BUILD=$(cd "${1:?build dir}" && pwd)
+FILTER=${2:-.}
+export ROCEDP_BIN_DIR=${ROCEDP_BIN_DIR:-$BUILD/bin}
+export ROCEDP_ARTIFACT_DIR=${ROCEDP_ARTIFACT_DIR:-$BUILD/test-artifacts}
+IOP_PREFIX=ipv6-
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+iop_init ipv6
+IOP_CHECK=$IOP_CHECK_IPV6
+guest=198.18.0.34 rocedp=198.18.0.42
+guest6=fd52::34 rocedp6=fd52::42
+bridge=198.18.0.1  # the exchanges reach rocedp-perf's TCP socket at the bridge's address
+iters_bw=10 size=65536 iters_pingpong=20
+
+cases=()
+for c in pingpong-rocedp_server pingpong-rocedp_client write_bw-rocedp_server \
+  write_bw-rocedp_client read_bw-rocedp_server read_bw-rocedp_client send_bw-rocedp_server \
+  send_bw-rocedp_client; do
+  grep -Eq "$FILTER" <<<"$c" && cases+=("$c")
+done
+[ ${#cases[@]} -gt 0 ] || { echo "no case matches $FILTER" >&2; exit 2; }
+
+# The guest's side, in case order: its address, the index of the RoCEv2 GID that carries it, then
+# each case (a client retries until rocedp-perf listens).
+{
+  echo "ip -6 addr add $guest6/64 dev eth0 nodad"
+  echo 'G6=; n=0; while [ -z "$G6" ] && [ $n -lt 50 ]; do'
+  echo '  i=0; while [ -e /sys/class/infiniband/rxe0/ports/1/gids/$i ]; do'
+  echo '    read -r g < /sys/class/infiniband/rxe0/ports/1/gids/$i'
+  echo '    case $g in fd52:*) read -r t < /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/$i'
+  echo '      [ "$t" = "RoCE v2" ] && G6=$i ;; esac; i=$((i+1)); done'
+  echo '  [ -z "$G6" ] && sleep 0.2; n=$((n+1)); done; echo "GID6 index ${G6:-none}"'
+  echo 'run() { name=$1; shift; i=0; while :; do "$@" > /tmp/out 2>&1; rc=$?; cat /tmp/out'
+  echo '  grep -q "Couldn.t connect\|Unable to init the socket\|100% packet loss" /tmp/out || break'
+  echo '  i=$((i+1)); [ $i -ge 120 ] && break; sleep 0.5; done; echo "V6CASE $name rc=$rc"; }'
+  echo "run ping6 ping -6 -c 3 -W 2 $rocedp6"
+  for c in "${cases[@]}"; do
+    test=${c%-*} role=${c#*-}
+    host=""; [ "$role" = rocedp_server ] && host=$bridge
+    case $test in
+      pingpong) echo "run $c ibv_rc_pingpong -d rxe0 -g \$G6 -n $iters_pingpong -s 4096 $host" ;;
+      *) echo "run $c ib_$test -d rxe0 -x \$G6 -n $iters_bw -s $size -F $host" ;;
+    esac
+  done
+  echo 'ip -6 neigh show dev eth0'
+  echo 'sleep 1; for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "HWC ${f##*/} $(cat $f)"; done'
+} >"$IOP_WORK/guest.sh"
+
+iop_net 1500 dpdkv6
+t0=$(date +%s)
+IOP_GUEST_IPV6=1 IOP_GUEST_TIMEOUT=300 iop_guest v6g "$guest" 1500 "$IOP_WORK/guest.sh"
+gpid=$IOP_LAST_PID
+glog=$IOP_WORK/v6g.console
+
+ep=(--port-devargs "$(iop_devargs 0 dpdkv6 1500)" --ip "$rocedp/24" --ip6 "$rocedp6" --file-prefix "rdp-iop-v6-$$" --memory-mb 256 --timeout 90)
+# Frames of a case's capture: IPv6 RoCEv2 ones from SRC, and IPv4 RoCEv2 ones at all.
+count6() { tshark -r "$IOP_ARTIFACTS/interop-ipv6-$1.pcap" -Y "ipv6.src == $2 && udp.dstport == 4791" 2>/dev/null | wc -l; }
+count4() { tshark -r "$IOP_ARTIFACTS/interop-ipv6-$1.pcap" -Y "ip && udp.dstport == 4791" 2>/dev/null | wc -l; }
+for c in "${cases[@]}"; do
+  kill -0 "$gpid" 2>/dev/null || { iop_fail "the guest is gone: $(tail -3 "$IOP_WORK/v6g.peer.log")"; break; }
+  test=${c%-*} role=${c#*-}
+  log=$IOP_ARTIFACTS/interop-ipv6-$c.log
+  iop_capture_start "$c" "ip6 host $guest6 or host $guest"
+  case $test in
+    pingpong)
+      args=(-n "$iters_pingpong" -s 4096 --verify)
+      [ "$role" = rocedp_client ] && args=("$guest" "${args[@]}")
+      ip netns exec rig "$IOP_BIN/rocedp-perf" --rc-pingpong "${ep[@]}" "${args[@]}" >"$log" 2>&1
+      rc=$?
+      ;;
+    *)
+      args=("${test%_*}" bw -n "$iters_bw" -s "$size" -F)
+      [ "$role" = rocedp_client ] && args=("$guest" "${args[@]}")
+      ip netns exec rig "$IOP_BIN/rocedp-perf" --perftest "${ep[@]}" "${args[@]}" >"$log" 2>&1
+      rc=$?
+      ;;
+  esac
+  iop_capture_stop "$c"
+  from_rocedp=$(count6 "$c" "$rocedp6") from_guest=$(count6 "$c" "$guest6") v4=$(count4 "$c")
+  if [ $rc != 0 ]; then
+    iop_fail "$c: rocedp-perf exit $rc ($(tail -1 "$log"))"
+  elif [ "$test" = pingpong ] && ! grep -q "verify: $iters_pingpong messages of 4096 bytes checked byte for byte" "$log"; then
+    iop_fail "$c: not every message verified"
+  elif [ "$from_rocedp" -eq 0 ] || [ "$from_guest" -eq 0 ] || [ "$v4" -ne 0 ]; then
+    iop_fail "$c: RoCEv2 frames: $from_rocedp IPv6 from rocedp, $from_guest IPv6 from Linux, $v4 IPv4"
+  else
+    echo "ok   $c: $from_rocedp IPv6 RoCEv2 frames from rocedp, $from_guest from Linux, none IPv4"
+  fi
+done
+
+wait "$gpid"
+grc=$?
+t1=$(date +%s)
+iop_check_captures
+cp "$glog" "$IOP_ARTIFACTS/interop-ipv6-guest.log" 2>/dev/null
+tr -d '\r' <"$glog" | grep -q "GID6 index [0-9]" || iop_fail "the guest has no RoCEv2 GID for $guest6"
+if tr -d '\r' <"$glog" | grep -q "3 packets transmitted, 3 packets received"; then
+  echo "ok   ping6: 3 of 3 echo replies from $rocedp6"
+else
+  iop_fail "ping6: the guest's ping -6 did not get 3 replies"
+fi
+for c in "${cases[@]}"; do
+  tr -d '\r' <"$glog" | grep "V6CASE $c rc=0" >/dev/null ||
+    iop_fail "$c: the Linux side did not succeed ($(tr -d '\r' <"$glog" | grep "V6CASE $c"))"
+done
+tr -d '\r' <"$glog" | grep -qi "$rocedp6 .*lladdr" || iop_fail "the guest's neighbour table has no entry for $rocedp6"
+for k in rcvd_seq_err retry_exceeded_err retry_rnr_exceeded_err; do
+  v=$(tr -d '\r' <"$glog" | awk -v k="$k" '$1 == "HWC" && $2 == k {print $3}')
+  [ "$v" = 0 ] || iop_fail "guest hw_counters: $k = ${v:-missing}"
+done
+echo "guest exit $grc; ${#cases[@]} cases in $((t1 - t0)) s"
+[ $IOP_FAILED = 0 ] && echo "PASS: IPv6 interop"
