@@ -240,11 +240,19 @@ struct Side {
   }
 };
 
-QpConnectParams connect_params(const Side& self, const Side& peer, uint32_t i) {
+// `ipv6`: RoCEv2 over IPv6, each side at fd52:: with its IPv4 address last.
+QpConnectParams connect_params(const Side& self, const Side& peer, uint32_t i, bool ipv6) {
   QpConnectParams c;
   c.remote_qpn = peer.qps[i]->qpn();
   c.local_ip = self.ip;
   c.remote_ip = peer.ip;
+  if (ipv6) {
+    c.ipv6 = true;
+    c.local_ip6 = wire::Ipv6Addr{0xFD, 0x52};
+    c.remote_ip6 = wire::Ipv6Addr{0xFD, 0x52};
+    wire::store_be32(c.local_ip6.data() + 12, self.ip);
+    wire::store_be32(c.remote_ip6.data() + 12, peer.ip);
+  }
   c.local_mac = self.mac;
   c.remote_mac = peer.mac;
   c.path_mtu = kMtu;
@@ -261,15 +269,15 @@ struct World {
   uint64_t now = 1'000'000;
   uint32_t next_qp = 0;
 
-  explicit World(uint32_t n) : nqps(n) {
+  explicit World(uint32_t n, bool ipv6 = false) : nqps(n) {
     const uint32_t sq_depth = n == 1 ? 2 * kBatch : 4;
     const uint32_t rq_depth = n == 1 ? 2 * kBatch : 1;
     a.add_qps(n, sq_depth, rq_depth);
     b.add_qps(n, sq_depth, rq_depth);
     for (uint32_t i = 0; i < n; ++i) {
-      if (a.eng->connect_qp(a.qps[i]->qpn(), connect_params(a, b, i)) != STATUS_SUCCESS)
+      if (a.eng->connect_qp(a.qps[i]->qpn(), connect_params(a, b, i, ipv6)) != STATUS_SUCCESS)
         std::abort();
-      if (b.eng->connect_qp(b.qps[i]->qpn(), connect_params(b, a, i)) != STATUS_SUCCESS)
+      if (b.eng->connect_qp(b.qps[i]->qpn(), connect_params(b, a, i, ipv6)) != STATUS_SUCCESS)
         std::abort();
     }
   }
@@ -511,7 +519,8 @@ BENCHMARK(BM_QpMemory)
     ->Unit(benchmark::kMillisecond);
 
 // Fixed-count mode for instruction counting (DESIGN.md §8: count what does not depend on the
-// clock): ROCEDP_RC_FIXED_OPS="<write|send|read|raw>,<size>,<qps>,<batches>" builds the world,
+// clock): ROCEDP_RC_FIXED_OPS="<write|send|read|raw>,<size>,<qps>,<batches>" builds the world
+// (write6, send6, read6: the same over IPv6),
 // warms it, then runs exactly <batches> batches inside measured_batches(), so
 //   valgrind --tool=callgrind --toggle-collect='*measured_batches*' bench_rc_engine
 // counts the instructions of exactly batches x 32 messages, and '*requester_side*' or
@@ -533,11 +542,13 @@ namespace {
 int fixed_ops(const char* spec) {
   char kind[16] = {};
   unsigned size = 0, qps = 0, batches = 0;
-  if (std::sscanf(spec, "%15[a-z],%u,%u,%u", kind, &size, &qps, &batches) != 4) {
+  if (std::sscanf(spec, "%15[a-z0-9],%u,%u,%u", kind, &size, &qps, &batches) != 4) {
     std::fprintf(stderr, "ROCEDP_RC_FIXED_OPS: want kind,size,qps,batches\n");
     return 2;
   }
-  const std::string k = kind;
+  std::string k = kind;
+  const bool ipv6 = !k.empty() && k.back() == '6';
+  if (ipv6) k.pop_back();
   const SendOpcode op =
       k == "send" ? SendOpcode::kSend : (k == "read" ? SendOpcode::kRead : SendOpcode::kWrite);
   std::unique_ptr<World> w;
@@ -546,7 +557,7 @@ int fixed_ops(const char* spec) {
     raw = std::make_unique<RawWire>(size);
     for (int i = 0; i < 4; ++i) raw->batch();
   } else {
-    w = std::make_unique<World>(qps);
+    w = std::make_unique<World>(qps, ipv6);
     for (int i = 0; i < 4; ++i) w->batch(op, size);
   }
   const uint64_t before = g_allocs;

@@ -84,10 +84,11 @@ inline void patch_bth(uint8_t* bth, const TxBth& h, uint32_t pad) {
 }
 
 // transmit_frame for an IPv6 QP: its own template (Ipv6Path), the payload length patched (no
-// header checksum, no ID), the ICRC by the general method. Out of line: IPv4 is the usual frame.
+// header checksum, no ID), the ICRC by the general method.
 template <class Fill>
-[[gnu::noinline]] bool transmit_frame_ipv6(QueuePair& qp, RcContext& ctx, const TxBth& h,
-                                           uint32_t payload_len, Fill& fill) {
+[[gnu::always_inline]] inline bool transmit_frame_ipv6_inline(QueuePair& qp, RcContext& ctx,
+                                                              const TxBth& h, uint32_t payload_len,
+                                                              Fill& fill) {
   const uint32_t pad = wire::pad_for(payload_len);
   const size_t hlen = kHeaderTemplateLen6 + h.ext_len;
   const size_t total = hlen + payload_len + pad + wire::kIcrcLen;
@@ -115,6 +116,12 @@ template <class Fill>
   frame_done(ctx, handle, total);
   return true;
 }
+// The same out of line: a caller that does not know the QP's IP version keeps IPv4 inline.
+template <class Fill>
+[[gnu::noinline]] bool transmit_frame_ipv6(QueuePair& qp, RcContext& ctx, const TxBth& h,
+                                           uint32_t payload_len, Fill& fill) {
+  return transmit_frame_ipv6_inline(qp, ctx, h, payload_len, fill);
+}
 
 }  // namespace transmit_detail
 
@@ -124,18 +131,24 @@ template <class Fill>
 /// if the sink refused a buffer: the caller restores its saved state (item 10). The requester's
 /// one-packet WRITE and SEND write their RETH and payload straight into the frame through it;
 /// every other packet comes through `transmit`.
-/// kIpv4Only: the caller knows the QP is not IPv6 (the requester's one-packet path, transmit()).
-/// Testing here costs the caller: its lambda's captures must live in memory for the IPv6 call
-/// (callgrind: 6 instructions per 64-byte WRITE in the requester's loop).
-template <bool kIpv4Only = false, class Fill>
+/// Which frames a caller of transmit_frame sends: any QP's (tested per frame), or it knows the
+/// QP's IP version (the requester's one-packet path, per visit; transmit()). Testing here costs
+/// the caller: its lambda's captures must live in memory for the IPv6 call (callgrind: 6
+/// instructions per 64-byte WRITE in the requester's loop).
+enum class TxIp : uint8_t { kAny, kV4, kV6 };
+template <TxIp kIp = TxIp::kAny, class Fill>
 inline bool transmit_frame(QueuePair& qp, RcContext& ctx, const TxBth& h, uint32_t payload_len,
                            Fill&& fill) {
   const uint32_t ext_len = h.ext_len;
   // The role writes exactly the extension headers its opcode carries (debug builds check).
   assert(wire::opcode_info(h.opcode) != nullptr &&
          wire::opcode_info(h.opcode)->length == wire::kBthLen + ext_len);
-  if (!kIpv4Only && qp.ipv6()) [[unlikely]]
-    return transmit_detail::transmit_frame_ipv6(qp, ctx, h, payload_len, fill);
+  if constexpr (kIp == TxIp::kV6) {
+    return transmit_detail::transmit_frame_ipv6_inline(qp, ctx, h, payload_len, fill);
+  } else if constexpr (kIp == TxIp::kAny) {
+    if (qp.ipv6()) [[unlikely]]
+      return transmit_detail::transmit_frame_ipv6(qp, ctx, h, payload_len, fill);
+  }
   const uint32_t pad = wire::pad_for(payload_len);
   const size_t hlen = kHeaderTemplateLen + ext_len;
   // frame_bytes(ext_len, payload_len), with the pad this frame needs anyway: calling it here cost
@@ -191,7 +204,7 @@ namespace transmit_detail {
 inline bool transmit(QueuePair& qp, RcContext& ctx, const TxPacket& pkt, const TxPayload& payload) {
   if (qp.ipv6()) [[unlikely]]
     return transmit_detail::transmit_ipv6(qp, ctx, pkt, payload);
-  return transmit_frame<true>(qp, ctx, pkt, payload.length, [&](uint8_t* ext, uint8_t* pl) {
+  return transmit_frame<TxIp::kV4>(qp, ctx, pkt, payload.length, [&](uint8_t* ext, uint8_t* pl) {
     transmit_detail::copy_ext(ext, pkt);
     transmit_detail::copy_payload(pl, payload);
   });

@@ -238,6 +238,39 @@ inline std::uint32_t ipv4_correction_any(const std::uint8_t* l3, std::size_t ip_
   return ipv4_correction(l3, ip_len, total);
 }
 
+// The same tables for IPv6 (no extension headers): its 60-byte prefix (IP 40 + UDP 8 + BTH 12)
+// masks the low nibble of IP byte 0 (the version stays), IP bytes 1-3 (traffic class and flow
+// label), IP 7 (hop limit), UDP 6, 7 and BTH 4.
+constexpr std::size_t kPrefix6 = kIpv6HdrLen + kUdpHdrLen + kBthLen;
+constexpr std::size_t kPos6[8] = {0,
+                                  1,
+                                  2,
+                                  3,
+                                  ipv6_off::kHopLimit,
+                                  kIpv6HdrLen + udp_off::kChecksum,
+                                  kIpv6HdrLen + udp_off::kChecksum + 1,
+                                  kIpv6HdrLen + kUdpHdrLen + bth_off::kResv8a};
+constexpr std::uint8_t kByteMask6[8] = {0x0F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+constexpr std::array<std::array<std::uint32_t, 256>, 8> make_masked6_tables() {
+  std::array<std::array<std::uint32_t, 256>, 8> t{};
+  for (std::size_t j = 0; j < 8; ++j)
+    for (std::uint32_t b = 0; b < 256; ++b)
+      t[j][b] = mulmod_bitwise(b, kPow.lo[kPrefix6 - kPos6[j]]);
+  return t;
+}
+constexpr auto kMasked6 = make_masked6_tables();
+
+__attribute__((target("pclmul,sse4.1"))) std::uint32_t ipv6_correction_clmul(const std::uint8_t* l3,
+                                                                             std::size_t total) {
+  std::uint32_t d = 0;
+  for (std::size_t j = 0; j < 8; ++j)
+    d ^= kMasked6[j][static_cast<std::uint8_t>(~l3[kPos6[j]] & kByteMask6[j])];
+  const std::size_t k = total - kPrefix6;
+  const std::uint32_t shift =
+      k < kPowStep ? kPow.lo[k] : mulmod_clmul(kPow.hi[k / kPowStep], kPow.lo[k % kPowStep]);
+  return mulmod_clmul(d, shift);
+}
+
 // ---- The RC data path's own CRC: PCLMULQDQ folding with the masking done in registers. ----
 // Why not only ISA-L here: most data-path frames are one buffer of ~50-170 bytes, where ISA-L's
 // crc32_gzip_refl costs ~100 instructions a frame and the receive side adds the masking
@@ -526,6 +559,15 @@ std::uint32_t icrc_compute(Bytes l3, std::span<const Bytes> more) {
   std::size_t total = l3.size();
   for (const Bytes& seg : more) total += seg.size();
 
+  if (ipv6 && total < kPowMaxBytes && kHavePclmul) {
+    // IPv6: the same one pass over the bytes as they are, and its own correction.
+    const std::uint32_t correction = ipv6_correction_clmul(l3.data(), total);
+    std::uint32_t crc = isal_crc(kIcrcSeed, l3.data(), l3.size());
+    for (const Bytes& seg : more) {
+      if (!seg.empty()) crc = isal_crc(crc, seg.data(), seg.size());
+    }
+    return crc ^ correction;
+  }
   if (!ipv6 && total < kPowMaxBytes) {
     // The masking correction first (independent of the long CRC, so the CPU
     // overlaps the two), then one pass over the bytes as they are.
@@ -537,7 +579,8 @@ std::uint32_t icrc_compute(Bytes l3, std::span<const Bytes> more) {
     return crc ^ correction;
   }
 
-  // General path (IPv6, jumbo): CRC a masked copy of the prefix, then the rest in place.
+  // General path (jumbo; IPv6 without PCLMULQDQ): CRC a masked copy of the prefix, then the rest
+  // in place.
   std::uint8_t tmp[kMaxPrefix];
   std::memcpy(tmp, l3.data(), prefix);
   mask_prefix(tmp, ip_len, ipv6);

@@ -28,12 +28,67 @@ DropReason parse_rc_general(Bytes frame, RcRxPacket& out) {
   return DropReason::kNone;
 }
 
+namespace {
+// The checks of parse() (parse_ipv6, then parse_tail) in the same order, for untagged Ethernet +
+// IPv6 + UDP (the caller checked the version and the next header), decoding only what
+// RcRxPacket holds.
+DropReason parse_rc_ipv6(Bytes frame, RcRxPacket& out) {
+  const std::uint8_t* p = frame.data();
+  const std::size_t n = frame.size();
+  constexpr std::size_t l3 = kEthHdrLen;
+  constexpr std::size_t l4 = l3 + kIpv6HdrLen;
+  const std::uint8_t* ip = p + l3;
+  const std::size_t total = kIpv6HdrLen + load_be16(ip + ipv6_off::kPayloadLen);
+  if (l3 + total > n) return DropReason::kIpBadLength;
+  if (total < kIpv6HdrLen + kUdpHdrLen) return DropReason::kUdpTooShort;
+  const std::uint8_t* udp = p + l4;
+  if (load_be16(udp + udp_off::kDst) != kRoceV2UdpPort) return DropReason::kNotRoce;
+  const std::size_t udp_len = load_be16(udp + udp_off::kLen);
+  if (udp_len != total - kIpv6HdrLen) return DropReason::kUdpBadLength;
+  const std::size_t udp_payload = udp_len - kUdpHdrLen;
+  if (udp_payload < kBthLen + kIcrcLen) return DropReason::kBthTooShort;
+
+  constexpr std::size_t bth = l4 + kUdpHdrLen;
+  const std::uint32_t w0 = load_be32(p + bth);  // opcode, flags, P_Key
+  const auto flags = static_cast<std::uint8_t>(w0 >> 16);
+  if ((flags & bth_bits::kTverMask) != 0) return DropReason::kBadTver;
+  const OpcodeInfo* op = opcode_info(static_cast<std::uint8_t>(w0 >> 24));
+  if (op == nullptr) return DropReason::kUnknownOpcode;
+  if (udp_payload < op->length + kIcrcLen) return DropReason::kHeadersTooShort;
+  const std::size_t pad = (flags & bth_bits::kPadMask) >> bth_bits::kPadShift;
+  const std::size_t with_pad = udp_payload - op->length - kIcrcLen;
+  if (pad > with_pad) return DropReason::kPadTooLarge;
+  const auto payload_len = static_cast<std::uint32_t>(with_pad - pad);
+  if (const DropReason r = payload_rule(*op, with_pad, payload_len); r != DropReason::kNone)
+    return r;
+  const std::size_t icrc_at = total - kIcrcLen;
+  if (icrc_compute(Bytes(ip, icrc_at)) != load_le32(ip + icrc_at)) return DropReason::kBadIcrc;
+
+  out.bth = p + bth;
+  out.op = op;
+  out.payload_len = payload_len;
+  out.psn = load_be32(p + bth + 8) & kPsnMask;   // AckReq, PSN
+  out.dqpn = load_be32(p + bth + 4) & kQpnMask;  // resv8a, DestQP
+  out.src_ip = 0;
+  out.dst_ip = kIpv6DstTag;
+  out.ipv6 = 1;
+  out.ip6 = ip;
+  out.ecn = ipv6_traffic_class(ip) & kEcnMask;
+  return DropReason::kNone;
+}
+}  // namespace
+
 // The checks of parse() (parse_plain_ipv4, then parse_tail) in the same order, for untagged
-// Ethernet + IPv4 without options + UDP, decoding only what RcRxPacket holds.
+// Ethernet + IPv4 without options + UDP, decoding only what RcRxPacket holds; untagged IPv6 + UDP
+// in parse_rc_ipv6.
 DropReason parse_rc_ordered(Bytes frame, RcRxPacket& out) {
   const std::uint8_t* p = frame.data();
   const std::size_t n = frame.size();
   constexpr std::size_t l3 = kEthHdrLen;
+  if (n >= kEthHdrLen + kIpv6HdrLen && load_be16(p + 12) == kEtherTypeIpv6 && (p[l3] >> 4) == 6 &&
+      p[l3 + ipv6_off::kNextHeader] == kIpProtoUdp) {
+    return parse_rc_ipv6(frame, out);
+  }
   if (n < kEthHdrLen + kIpv4MinHdrLen || load_be16(p + 12) != kEtherTypeIpv4 || p[l3] != 0x45 ||
       p[l3 + ipv4_off::kProto] != kIpProtoUdp) {
     return parse_rc_general(frame, out);

@@ -31,6 +31,67 @@ std::uint32_t zlib_icrc(Bytes l3) {
   return static_cast<std::uint32_t>(crc32(0L, b.data(), static_cast<uInt>(b.size())));
 }
 
+// The same model for IPv6 (no extension headers): traffic class (the low nibble of byte 0 and the
+// high one of byte 1), flow label (the rest of bytes 1-3) and hop limit (byte 7) forced to 1s.
+std::uint32_t zlib_icrc6(Bytes l3) {
+  std::vector<std::uint8_t> b(8, 0xFF);
+  b.insert(b.end(), l3.begin(), l3.end());
+  std::uint8_t* ip = b.data() + 8;
+  ip[0] |= 0x0F;
+  ip[1] = ip[2] = ip[3] = 0xFF;
+  ip[7] = 0xFF;
+  ip[40 + 6] = ip[40 + 7] = 0xFF;
+  ip[40 + 8 + 4] = 0xFF;
+  return static_cast<std::uint32_t>(crc32(0L, b.data(), static_cast<uInt>(b.size())));
+}
+
+// RoCEv2 over IPv6: every opcode, random variant fields and payloads up to 4 KiB, against zlib,
+// through icrc_compute (one pass plus a correction) and the reference (a masked copy); and a flip
+// of any byte changes it unless the byte is a variant field.
+TEST(Icrc, Ipv6MatchesZlibForEveryOpcodeAndIgnoresOnlyVariantFields) {
+  std::mt19937 rng(17);
+  for (const OpcodeInfo& op : kOpcodeTable) {
+    if (!op.valid()) continue;
+    const auto code = static_cast<std::uint8_t>(&op - kOpcodeTable.data());
+    for (int i = 0; i < 20; ++i) {
+      PacketFields f = test::sample_fields(code, rng);
+      f.eth.ethertype = kEtherTypeIpv6;
+      f.ip6.traffic_class = static_cast<std::uint8_t>(rng());
+      f.ip6.flow_label = rng() & 0xFFFFF;
+      f.ip6.hop_limit = static_cast<std::uint8_t>(rng());
+      for (auto& x : f.ip6.src) x = static_cast<std::uint8_t>(rng());
+      for (auto& x : f.ip6.dst) x = static_cast<std::uint8_t>(rng());
+      f.udp.checksum = static_cast<std::uint16_t>(rng());
+      f.bth.becn = rng() & 1;
+      const std::size_t len = test::legal_payload_len(op, rng() % 4097);
+      f.bth.pad = pad_for(len);
+      const auto fr = test::build(f, test::make_payload(len, static_cast<std::uint8_t>(i)));
+      ASSERT_FALSE(fr.empty());
+      const std::size_t l3_at = f.eth.header_len();
+      const Bytes l3 = Bytes(fr).subspan(l3_at, fr.size() - l3_at - kIcrcLen);
+      const std::uint32_t want = zlib_icrc6(l3);
+      EXPECT_EQ(icrc_compute(l3), want) << op.name << " len " << len;
+      EXPECT_EQ(icrc_reference(l3), want);
+      EXPECT_TRUE(icrc_verify(Bytes(fr).subspan(l3_at)));
+    }
+  }
+  PacketFields f = test::sample_fields(opcode::kRcWriteOnly, rng);
+  f.eth.ethertype = kEtherTypeIpv6;
+  f.bth.pad = pad_for(21);
+  auto fr = test::build(f, test::make_payload(21, 2));
+  const Bytes l3 = Bytes(fr).subspan(kEthHdrLen);
+  ASSERT_TRUE(icrc_verify(l3));
+  for (std::size_t i = 0; i + 4 < l3.size(); ++i) {
+    for (std::uint8_t bit = 1; bit != 0; bit = static_cast<std::uint8_t>(bit << 1)) {
+      fr[kEthHdrLen + i] ^= bit;
+      const bool variant = (i == 0 && bit < 0x10) || (i >= 1 && i <= 3) || i == 7 || i == 40 + 6 ||
+                           i == 40 + 7 || i == 40 + 8 + 4;
+      EXPECT_EQ(icrc_verify(l3), variant) << "byte " << i << " bit " << int(bit);
+      fr[kEthHdrLen + i] ^= bit;
+    }
+  }
+}
+
 TEST(Icrc, SeedIsCrcOfEightOnes) {
   const std::uint8_t ff[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
   EXPECT_EQ(kIcrcSeed, static_cast<std::uint32_t>(crc32(0L, ff, 8)));

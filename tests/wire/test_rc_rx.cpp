@@ -33,9 +33,16 @@ DropReason check_same(Bytes frame) {
   EXPECT_EQ(r.payload_len, p.payload_len);
   EXPECT_EQ(r.psn, p.f.bth.psn);
   EXPECT_EQ(r.dqpn, p.f.bth.dqpn);
-  EXPECT_EQ(r.src_ip, p.f.ip.src);
-  EXPECT_EQ(r.dst_ip, p.f.ip.dst);
-  EXPECT_EQ(r.ecn, p.f.ip.tos & kEcnMask);
+  EXPECT_EQ(r.ipv6 != 0, p.f.ipv6());
+  if (p.f.ipv6()) {  // the whole addresses through ip6; the IPv4 words are the stand-ins
+    EXPECT_EQ(r.ip6, base + p.l3_offset);
+    EXPECT_EQ(r.src_ip, 0u);
+    EXPECT_EQ(r.dst_ip, kIpv6DstTag);
+  } else {
+    EXPECT_EQ(r.src_ip, p.f.ip.src);
+    EXPECT_EQ(r.dst_ip, p.f.ip.dst);
+  }
+  EXPECT_EQ(r.ecn, p.f.tos() & kEcnMask);
   EXPECT_EQ(r.opcode(), p.f.bth.opcode);
   EXPECT_EQ(r.ack_req(), p.f.bth.ack_req);
   EXPECT_EQ(r.se(), p.f.bth.se);
@@ -62,10 +69,17 @@ DropReason check_same(Bytes frame) {
 }
 
 std::vector<std::uint8_t> sample(std::uint8_t opcode, std::size_t payload, std::mt19937& rng,
-                                 bool vlan = false) {
+                                 bool vlan = false, bool ipv6 = false) {
   PacketFields f = test::sample_fields(opcode, rng);
   f.eth.has_vlan = vlan;
   f.eth.vlan_tci = vlan ? 0x0123 : 0;
+  if (ipv6) {
+    f.eth.ethertype = kEtherTypeIpv6;
+    f.ip6.traffic_class = static_cast<std::uint8_t>(rng());
+    f.ip6.flow_label = rng() & 0xFFFFF;
+    for (auto& x : f.ip6.src) x = static_cast<std::uint8_t>(rng());
+    for (auto& x : f.ip6.dst) x = static_cast<std::uint8_t>(rng());
+  }
   payload = test::legal_payload_len(*opcode_info(opcode), payload);
   f.bth.pad = pad_for(payload);
   return test::build(f, test::make_payload(payload, static_cast<std::uint8_t>(opcode)));
@@ -78,10 +92,12 @@ TEST(RcRx, EveryOpcodeParsesLikeTheGeneralParser) {
     if (opcode_info(static_cast<std::uint8_t>(code)) == nullptr) continue;
     for (std::size_t len : {0, 1, 3, 4, 64, 1024}) {
       for (bool vlan : {false, true}) {
-        EXPECT_EQ(check_same(sample(static_cast<std::uint8_t>(code), len, rng, vlan)),
-                  DropReason::kNone)
-            << opcode_name(static_cast<std::uint8_t>(code)) << " payload " << len;
-        ++n;
+        for (bool ipv6 : {false, true}) {
+          EXPECT_EQ(check_same(sample(static_cast<std::uint8_t>(code), len, rng, vlan, ipv6)),
+                    DropReason::kNone)
+              << opcode_name(static_cast<std::uint8_t>(code)) << " payload " << len;
+          ++n;
+        }
       }
     }
   }
@@ -121,6 +137,39 @@ TEST(RcRx, MalformedFramesGetTheGeneralParsersReason) {
   forge(fr.size() - 2, 0x00, false);         // ICRC
   forge(fr.size() - 20, 0x00, false);        // payload byte: ICRC
   for (const auto& b : bad) check_same(b);
+  // IPv6: each malformation of its header and UDP's (the ICRC resealed where the check after it
+  // is the one meant).
+  auto fr6 = sample(opcode::kRcWriteOnly, 64, rng, false, true);
+  EXPECT_EQ(check_same(fr6), DropReason::kNone);
+  const std::size_t udp6 = ip + kIpv6HdrLen, bth6 = udp6 + kUdpHdrLen;
+  auto reseal6 = [](std::vector<std::uint8_t>& b) {
+    const std::size_t end = kEthHdrLen + kIpv6HdrLen + load_be16(b.data() + kEthHdrLen + 4);
+    if (end > b.size() || end < kEthHdrLen + kIpv6HdrLen + kUdpHdrLen + kBthLen + kIcrcLen) return;
+    const Bytes l3(b.data() + kEthHdrLen, end - kEthHdrLen - kIcrcLen);
+    store_le32(b.data() + end - kIcrcLen, icrc_compute(l3));
+  };
+  std::vector<std::vector<std::uint8_t>> bad6;
+  for (std::size_t cut = 0; cut < fr6.size(); cut += 3)
+    bad6.emplace_back(fr6.begin(), fr6.begin() + cut);
+  auto forge6 = [&](std::size_t at, std::uint8_t v, bool reseal) {
+    auto b = fr6;
+    b[at] = v;
+    if (reseal) reseal6(b);
+    bad6.push_back(b);
+  };
+  forge6(ip, 0x50, false);                     // version 5
+  forge6(ip + 6, 6, false);                    // TCP
+  forge6(ip + 6, 0, false);                    // a hop-by-hop header
+  forge6(ip + 4, 0xFF, false);                 // payload length past the frame
+  forge6(ip + 5, 4, false);                    // payload length below UDP's
+  forge6(udp6 + 3, 0xB6, true);                // UDP port 4790
+  forge6(udp6 + 5, 0x01, true);                // UDP length
+  forge6(bth6, 0x1C, true);                    // FLUSH
+  forge6(bth6 + 1, 0x01, true);                // TVer 1
+  forge6(bth6, opcode::kRcCompareSwap, true);  // AtomicETH longer than the rest
+  forge6(ip + 8, 0x00, false);                 // source address: ICRC
+  forge6(fr6.size() - 20, 0x00, false);        // payload byte: ICRC
+  for (const auto& b : bad6) check_same(b);
   // ARP and a short Ethernet frame.
   const std::uint8_t arp[42] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 1, 0x08, 0x06};
   EXPECT_EQ(check_same(Bytes(arp)), DropReason::kNotRoce);
@@ -134,7 +183,7 @@ TEST(RcRx, RandomMutationsGetTheGeneralParsersReason) {
       opcode::kRcAck,      opcode::kRcAtomicAck,  opcode::kRcFetchAdd,    opcode::kRcSendOnlyImm,
       opcode::kUdSendOnly, opcode::kCnp};
   for (int i = 0; i < 20000; ++i) {
-    auto fr = sample(ops[rng() % std::size(ops)], rng() % 200, rng, rng() % 8 == 0);
+    auto fr = sample(ops[rng() % std::size(ops)], rng() % 200, rng, rng() % 8 == 0, rng() % 4 == 0);
     const int flips = 1 + static_cast<int>(rng() % 3);
     for (int k = 0; k < flips; ++k)
       fr[rng() % fr.size()] ^= static_cast<std::uint8_t>(1 + rng() % 255);
