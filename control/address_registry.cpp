@@ -7,10 +7,11 @@ namespace rocedp::control {
 AddressRegistry::AddressRegistry(AddressRegistryConfig cfg) : cfg_(cfg) {}
 
 std::size_t AddressRegistry::TupleHashCompare::hash(const FourTuple& t) {
-  // splitmix64 finaliser over the 96 bits: shared endpoints put many tuples on
+  // splitmix64 finaliser over the addresses and ports: shared endpoints put many tuples on
   // one local half, so the remote half must spread well.
-  std::uint64_t x = (std::uint64_t{t.local_ip} << 32) ^ (std::uint64_t{t.remote_ip}) ^
-                    (std::uint64_t{t.local_port} << 48) ^ (std::uint64_t{t.remote_port} << 16);
+  std::uint64_t x = (std::uint64_t{t.local_ip.hash()} * 0x9E3779B97F4A7C15ull) ^
+                    t.remote_ip.hash() ^ (std::uint64_t{t.local_port} << 48) ^
+                    (std::uint64_t{t.remote_port} << 16);
   x ^= x >> 30;
   x *= 0xbf58476d1ce4e5b9ull;
   x ^= x >> 27;
@@ -19,23 +20,24 @@ std::size_t AddressRegistry::TupleHashCompare::hash(const FourTuple& t) {
   return static_cast<std::size_t>(x);
 }
 
-void AddressRegistry::set_local_addresses(std::span<const std::uint32_t> ips) {
+void AddressRegistry::set_local_addresses(std::span<const IpAddress> ips) {
   local_ips_.clear();
-  for (std::uint32_t ip : ips) local_ips_.insert({ip, true});
+  for (const IpAddress& ip : ips) local_ips_.insert({ip, true});
 }
 
-bool AddressRegistry::is_local_address(std::uint32_t ip) const {
+bool AddressRegistry::is_local_address(const IpAddress& ip) const {
   AddrSet::const_accessor a;
   return local_ips_.find(a, ip);
 }
 
-NTSTATUS AddressRegistry::try_bind_port(std::uint32_t ip, std::uint16_t port, BindingOwner owner) {
+NTSTATUS AddressRegistry::try_bind_port(const IpAddress& ip, std::uint16_t port,
+                                        BindingOwner owner) {
   PortMap::accessor a;  // holds the port's write lock: check and insert are one step
   ports_.insert(a, port);
   PortEntry& e = a->second;
   for (std::uint8_t i = 0; i < e.n; ++i) {
     // Same IP, or either side is the wildcard: the address is taken.
-    if (e.ips[i] == ip || e.ips[i] == 0 || ip == 0) return STATUS_SHARING_VIOLATION;
+    if (e.ips[i] == ip || e.ips[i].is_any() || ip.is_any()) return STATUS_SHARING_VIOLATION;
   }
   if (e.n == PortEntry::kMaxIps) return STATUS_SHARING_VIOLATION;
   // The object limit is checked under the port lock so two racing binds
@@ -53,9 +55,9 @@ NTSTATUS AddressRegistry::try_bind_port(std::uint32_t ip, std::uint16_t port, Bi
   return STATUS_SUCCESS;
 }
 
-NTSTATUS AddressRegistry::bind(std::uint32_t ip, std::uint16_t port, BindingOwner owner,
+NTSTATUS AddressRegistry::bind(const IpAddress& ip, std::uint16_t port, BindingOwner owner,
                                std::uint16_t* bound_port) {
-  if (ip != 0 && !is_local_address(ip)) return STATUS_INVALID_ADDRESS;
+  if (!ip.is_any() && !is_local_address(ip)) return STATUS_INVALID_ADDRESS;
   if (bindings_.load(std::memory_order_relaxed) >= cfg_.max_bindings)
     return STATUS_INSUFFICIENT_RESOURCES;
   if (port != 0) {
@@ -82,7 +84,7 @@ NTSTATUS AddressRegistry::bind(std::uint32_t ip, std::uint16_t port, BindingOwne
   return STATUS_TOO_MANY_ADDRESSES;
 }
 
-bool AddressRegistry::unbind(std::uint32_t ip, std::uint16_t port) {
+bool AddressRegistry::unbind(const IpAddress& ip, std::uint16_t port) {
   PortMap::accessor a;
   if (!ports_.find(a, port)) return false;
   PortEntry& e = a->second;

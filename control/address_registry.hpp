@@ -1,11 +1,12 @@
 #pragma once
-// The adapter's table of local (IPv4, ND port) bindings and of connection
+// The adapter's table of local (IP, ND port) bindings and of connection
 // 4-tuples in use, with the NDK status codes each conflict maps to
 // (NdkListen, NdkCreateSharedEndpoint, NdkConnect pages; DESIGN.md §3).
 //
 // * A binding is one local address owned by a listener, a shared endpoint or a
-//   connector that connected without one. An IP of 0 is the wildcard: it
-//   conflicts with every binding of the same port, and they with it.
+//   connector that connected without one. Addresses are wire::IpAddress (IPv4 as
+//   IPv4-mapped). 0.0.0.0 and :: are the wildcard: it conflicts with every binding
+//   of the same port, and they with it.
 // * Port 0 asks for an ephemeral port from 49152-65535 (the IANA dynamic
 //   range NDK names), STATUS_TOO_MANY_ADDRESSES when none is free for the IP.
 // * A 4-tuple (local ip:port, remote ip:port) identifies one connection; a
@@ -24,9 +25,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <tuple>
 
 #include <oneapi/tbb/concurrent_hash_map.h>
 
+#include "dataplane/wire/ip_address.hpp"
 #include "rocedp/status.hpp"
 
 namespace rocedp::control {
@@ -44,31 +47,37 @@ struct AddressRegistryConfig {
   std::uint64_t timewait_ns = 1'000'000'000;  ///< hold time of a released 4-tuple / QPN
 };
 
-/// One connection's addresses, IPs in host order.
+using wire::IpAddress;
+
+/// One connection's addresses.
 struct FourTuple {
-  std::uint32_t local_ip = 0;
+  IpAddress local_ip;
   std::uint16_t local_port = 0;
-  std::uint32_t remote_ip = 0;
+  IpAddress remote_ip;
   std::uint16_t remote_port = 0;
   friend bool operator==(const FourTuple&, const FourTuple&) = default;
+  friend bool operator<(const FourTuple& a, const FourTuple& b) {
+    return std::tie(a.local_ip, a.local_port, a.remote_ip, a.remote_port) <
+           std::tie(b.local_ip, b.local_port, b.remote_ip, b.remote_port);
+  }
 };
 
 class AddressRegistry {
  public:
   explicit AddressRegistry(AddressRegistryConfig cfg = {});
 
-  /// Replaces the adapter's IPv4 addresses (host order) that bind() accepts.
-  void set_local_addresses(std::span<const std::uint32_t> ips);
-  bool is_local_address(std::uint32_t ip) const;
+  /// Replaces the adapter's addresses that bind() accepts.
+  void set_local_addresses(std::span<const IpAddress> ips);
+  bool is_local_address(const IpAddress& ip) const;
 
   /// Binds (ip, port); port 0 picks an ephemeral port, written to *bound_port.
   /// STATUS_SUCCESS, STATUS_INVALID_ADDRESS (ip is neither 0 nor the adapter's),
   /// STATUS_SHARING_VIOLATION (taken), STATUS_TOO_MANY_ADDRESSES (port 0, none
   /// free), STATUS_INSUFFICIENT_RESOURCES (max_bindings reached).
-  NTSTATUS bind(std::uint32_t ip, std::uint16_t port, BindingOwner owner,
+  NTSTATUS bind(const IpAddress& ip, std::uint16_t port, BindingOwner owner,
                 std::uint16_t* bound_port);
   /// Releases a binding made by bind(); false if there was none.
-  bool unbind(std::uint32_t ip, std::uint16_t port);
+  bool unbind(const IpAddress& ip, std::uint16_t port);
   std::size_t binding_count() const { return bindings_.load(std::memory_order_relaxed); }
 
   /// Claims a 4-tuple for a connection. STATUS_SUCCESS, or
@@ -89,7 +98,7 @@ class AddressRegistry {
   // A port holds at most a handful of IPs (one per adapter address or the wildcard).
   struct PortEntry {
     static constexpr std::size_t kMaxIps = 8;
-    std::uint32_t ips[kMaxIps] = {};
+    IpAddress ips[kMaxIps] = {};
     BindingOwner owner[kMaxIps] = {};
     std::uint8_t n = 0;
   };
@@ -104,9 +113,13 @@ class AddressRegistry {
   using PortMap = tbb::concurrent_hash_map<std::uint16_t, PortEntry>;
   using TupleMap = tbb::concurrent_hash_map<FourTuple, TupleEntry, TupleHashCompare>;
   using QpnMap = tbb::concurrent_hash_map<std::uint32_t, std::uint64_t>;
-  using AddrSet = tbb::concurrent_hash_map<std::uint32_t, bool>;
+  struct AddrHashCompare {
+    static std::size_t hash(const IpAddress& a) { return a.hash(); }
+    static bool equal(const IpAddress& a, const IpAddress& b) { return a == b; }
+  };
+  using AddrSet = tbb::concurrent_hash_map<IpAddress, bool, AddrHashCompare>;
 
-  NTSTATUS try_bind_port(std::uint32_t ip, std::uint16_t port, BindingOwner owner);
+  NTSTATUS try_bind_port(const IpAddress& ip, std::uint16_t port, BindingOwner owner);
 
   AddressRegistryConfig cfg_;
   AddrSet local_ips_;

@@ -111,8 +111,9 @@ CmAgent::CmAgent(Adapter& adapter, const ConnectionManagerSetup& setup)
   tos_ = static_cast<uint8_t>(im.setup.port->dscp() << 2);
   port_id_ = im.setup.port->id();
   ca_guid_ = wire::ca_guid_from_mac(mac_);
-  const uint32_t ips[1] = {ip_};
-  registry_.set_local_addresses(ips);
+  if (const auto a6 = im.setup.port->address6()) ip6_ = wire::IpAddress::v6(a6->bytes);
+  const wire::IpAddress ips[2] = {ip_, ip6_};
+  registry_.set_local_addresses(std::span<const wire::IpAddress>(ips, has_ip6() ? 2 : 1));
   cm_cfg_.tid_hi = static_cast<uint32_t>(ca_guid_);
   cm_cfg_.timewait_ns = setup.timewait_ns;
   qp1_psn_ = static_cast<uint32_t>(ca_guid_ & 0xFFFFFF);
@@ -210,25 +211,35 @@ void CmAgent::release(ConnEntry* e) {
   counters.connections = conns_.size();
 }
 
-bool CmAgent::resolve(uint32_t ip, std::function<void(bool, const wire::MacAddr&)> cb) {
+bool CmAgent::resolve(const wire::IpAddress& ip,
+                      std::function<void(bool, const wire::MacAddr&)> cb) {
+  auto done = [cb = std::move(cb)](bool reachable, const uint8_t* mac) {
+    wire::MacAddr m{};
+    if (reachable && mac != nullptr) std::memcpy(m.data(), mac, 6);
+    cb(reachable, m);
+  };
+  if (!ip.is_v4()) {
+    // IPv6: the owner's table (rocedpd: the control thread's) solicits the peer.
+    if (!setup_.resolve6 || !has_ip6()) {
+      done(false, nullptr);
+      return true;
+    }
+    return setup_.resolve6(ip.bytes, std::move(done));
+  }
   if (setup_.resolve) {
     // The owner's table (rocedpd: the control thread's), one source of truth.
-    return setup_.resolve(ip, [cb = std::move(cb)](bool reachable, const uint8_t* mac) {
-      wire::MacAddr m{};
-      if (reachable && mac != nullptr) std::memcpy(m.data(), mac, 6);
-      cb(reachable, m);
-    });
+    return setup_.resolve(ip.v4(), std::move(done));
   }
   config::Ipv4Address a;
-  a.value = ip;
-  const auto st =
-      neighbours_->resolve(a, to_neighbour_time(now_ns()),
-                           [cb](const ResolveResult& r) { cb(r.reachable, mac_of(r.mac)); });
+  a.value = ip.v4();
+  const auto st = neighbours_->resolve(
+      a, to_neighbour_time(now_ns()),
+      [done](const ResolveResult& r) { done(r.reachable, r.mac.bytes.data()); });
   return st == NeighbourTable::ResolveStatus::kCompleted;
 }
 
-void CmAgent::send_mad(uint32_t dst_ip, const wire::MacAddr& dst_mac, const wire::CmMad& mad,
-                       uint8_t tos) {
+void CmAgent::send_mad(const wire::IpAddress& dst_ip, const wire::MacAddr& dst_mac,
+                       const wire::CmMad& mad, uint8_t tos) {
   timers_dirty_ = true;  // every send may arm a response timeout
   Adapter::Impl& im = impl_of(adapter_);
   rte_mbuf* m = rte_pktmbuf_alloc(im.setup.pool->get());
@@ -236,7 +247,8 @@ void CmAgent::send_mad(uint32_t dst_ip, const wire::MacAddr& dst_mac, const wire
     ++counters.cm_tx_failed;
     return;
   }
-  auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, wire::kCmFrameLen));
+  const size_t len = dst_ip.is_v4() ? wire::kCmFrameLen : wire::kCmFrameLen6;
+  auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, static_cast<uint16_t>(len)));
   if (p == nullptr) {
     rte_pktmbuf_free(m);
     ++counters.cm_tx_failed;
@@ -245,14 +257,14 @@ void CmAgent::send_mad(uint32_t dst_ip, const wire::MacAddr& dst_mac, const wire
   wire::CmFrameAddr a;
   a.src_mac = mac_;
   a.dst_mac = dst_mac;
-  a.src_ip = ip_;
+  a.src_ip = local_ip_for(dst_ip);
   a.dst_ip = dst_ip;
   a.udp_src_port = 0xC000;
   a.psn = qp1_psn_;
   qp1_psn_ = (qp1_psn_ + 1) & 0xFFFFFF;
   a.ip_id = ip_id_++;
   a.tos = tos;
-  const size_t n = wire::build_cm_frame(wire::MutBytes(p, wire::kCmFrameLen), a, mad);
+  const size_t n = wire::build_cm_frame(wire::MutBytes(p, len), a, mad);
   if (n == 0) {
     rte_pktmbuf_free(m);
     ++counters.cm_tx_failed;
@@ -269,7 +281,7 @@ void CmAgent::send_mad(uint32_t dst_ip, const wire::MacAddr& dst_mac, const wire
 }
 
 void CmAgent::send_raw_rej(const wire::CmMad& incoming, wire::CmRejReason reason,
-                           const wire::MacAddr& mac, uint32_t ip) {
+                           const wire::MacAddr& mac, const wire::IpAddress& ip) {
   const auto* req = std::get_if<wire::CmReq>(&incoming.body);
   send_mad(ip, mac, CmConnection::rej_for(incoming, reason),
            mad_tos(req != nullptr ? req->primary.traffic_class : 0));
@@ -324,10 +336,11 @@ Connector* CmAgent::connector(uint64_t id) const {
   return it == connectors_.end() ? nullptr : it->second;
 }
 
-Listener* CmAgent::listener_for(uint32_t dst_ip, uint16_t port) const {
+Listener* CmAgent::listener_for(const wire::IpAddress& dst_ip, uint16_t port) const {
   for (Listener* l : listeners_) {
     const auto& s = *Access::state(*l);
-    if (s.listening && s.local.port == port && (s.local.ip == 0 || s.local.ip == dst_ip)) return l;
+    const wire::IpAddress local = ip_of(s.local);
+    if (s.listening && s.local.port == port && (local.is_any() || local == dst_ip)) return l;
   }
   return nullptr;
 }
@@ -373,13 +386,17 @@ bool CmAgent::receive_frame(const uint8_t* frame, size_t len) {
   }
   if (setup_.cm_tap != nullptr) setup_.cm_tap(setup_.cm_tap_context, frame, len, false);
   ++counters.cm_rx;
-  route(mad, p.f.eth.src, p.f.ip.src, p.f.ip.dst);
+  if (p.f.ipv6()) {
+    route(mad, p.f.eth.src, wire::IpAddress::v6(p.f.ip6.src), wire::IpAddress::v6(p.f.ip6.dst));
+  } else {
+    route(mad, p.f.eth.src, p.f.ip.src, p.f.ip.dst);
+  }
   run_deferred();
   return true;
 }
 
-void CmAgent::route(const wire::CmMad& m, const wire::MacAddr& src_mac, uint32_t src_ip,
-                    uint32_t dst_ip) {
+void CmAgent::route(const wire::CmMad& m, const wire::MacAddr& src_mac,
+                    const wire::IpAddress& src_ip, const wire::IpAddress& dst_ip) {
   const uint64_t now = now_ns();
   timers_dirty_ = true;  // a received message moves deadlines (DREP: TimeWait starts)
   if (const auto* req = std::get_if<wire::CmReq>(&m.body)) {

@@ -28,6 +28,7 @@
 #include "control/cm_connection.hpp"
 #include "control/connection_manager_setup.hpp"
 #include "control/neighbour_table.hpp"
+#include "control/sock_addr.hpp"
 #include "dataplane/wire/cm_messages.hpp"
 #include "dataplane/wire/ipv4.hpp"
 #include "rocedp/connection_manager.hpp"
@@ -49,7 +50,7 @@ struct ConnEntry final : public CmSink {
   CmConnection cm;
   Connector* owner = nullptr;  ///< null once the consumer closed its connector
   uint32_t local_comm_id = 0;
-  uint32_t remote_ip = 0;
+  wire::IpAddress remote_ip;
   wire::MacAddr remote_mac{};
   uint64_t remote_guid = 0;  ///< keys of the agent's duplicate / stale tables (0 = none)
   uint32_t remote_comm_id = 0;
@@ -150,7 +151,12 @@ class CmAgent {
   Adapter& adapter() { return adapter_; }
   const ConnectionManagerSetup& setup() const { return setup_; }
   AddressRegistry& registry() { return registry_; }
-  uint32_t local_ip() const { return ip_; }
+  /// The port's address of `peer`'s family (an IPv6 peer of a port without IPv6: ::, which no
+  /// bind accepts but the wildcard's).
+  wire::IpAddress local_ip_for(const wire::IpAddress& peer) const {
+    return peer.is_v4() ? wire::IpAddress(ip_) : ip6_;
+  }
+  bool has_ip6() const { return !ip6_.is_any(); }
   /// The port's DSCP << 2 (0: unmarked).
   uint8_t local_tos() const { return tos_; }
   /// The ToS of the MADs of a connection whose REQ asked for `peer_traffic_class` (0: none, or
@@ -171,11 +177,14 @@ class CmAgent {
   /// kReleased: the entry leaves the tables; freed on the next poll.
   void release(ConnEntry* e);
 
-  /// Resolve the peer's MAC (static / ARP). The callback runs on the control thread, inline
-  /// when the answer is known (return true) or later from poll().
-  bool resolve(uint32_t ip, std::function<void(bool reachable, const wire::MacAddr& mac)> cb);
-  /// One MAD to `dst_ip` with IPv4 ToS `tos` (ConnEntry::cm_send picks a connection's).
-  void send_mad(uint32_t dst_ip, const wire::MacAddr& dst_mac, const wire::CmMad& mad, uint8_t tos);
+  /// Resolve the peer's MAC (static / ARP; IPv6: neighbour discovery). The callback runs on the
+  /// control thread, inline when the answer is known (return true) or later from poll().
+  bool resolve(const wire::IpAddress& ip,
+               std::function<void(bool reachable, const wire::MacAddr& mac)> cb);
+  /// One MAD to `dst_ip` with ToS (traffic class) `tos` (ConnEntry::cm_send picks a
+  /// connection's), from the port's address of `dst_ip`'s family.
+  void send_mad(const wire::IpAddress& dst_ip, const wire::MacAddr& dst_mac, const wire::CmMad& mad,
+                uint8_t tos);
 
   /// Queue a consumer callback; runs after the current CM step, if `connector_id` (0 = none)
   /// is still open. `request` marks a RequestCompletion: it is owed to the consumer even if the
@@ -201,36 +210,34 @@ class CmAgent {
   uint32_t open_listeners = 0, open_endpoints = 0, open_connectors = 0;
   /// 4-tuples of Connects still resolving the peer's MAC (not yet reserved in the registry),
   /// so a second Connect on the same tuple fails ADDRESS_ALREADY_EXISTS inline.
-  static std::pair<uint64_t, uint64_t> tuple_key(const FourTuple& t) {
-    return {(uint64_t{t.local_ip} << 16) | t.local_port,
-            (uint64_t{t.remote_ip} << 16) | t.remote_port};
-  }
-  std::set<std::pair<uint64_t, uint64_t>> resolving_tuples;
+  std::set<FourTuple> resolving_tuples;
 
   /// The connection event of an entry that still has an owner.
   void on_connection_event(Connector* c, const CmEvent& ev);
   /// A REQ for a listening port: make the passive connector and deliver (or hold) it.
   void on_request(Listener* l, const wire::CmMad& req, const wire::MacAddr& src_mac,
-                  uint32_t src_ip);
+                  const wire::IpAddress& src_ip);
   void deliver(Listener* l, Connector* c);
 
   ConnectionManagerCounters counters{};
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);
 
  private:
-  void route(const wire::CmMad& m, const wire::MacAddr& src_mac, uint32_t src_ip, uint32_t dst_ip);
+  void route(const wire::CmMad& m, const wire::MacAddr& src_mac, const wire::IpAddress& src_ip,
+             const wire::IpAddress& dst_ip);
   void send_raw_rej(const wire::CmMad& incoming, wire::CmRejReason reason, const wire::MacAddr& mac,
-                    uint32_t ip);
+                    const wire::IpAddress& ip);
   void run_timers(uint64_t now);
   void probe_qps(uint64_t now);
-  Listener* listener_for(uint32_t dst_ip, uint16_t port) const;
+  Listener* listener_for(const wire::IpAddress& dst_ip, uint16_t port) const;
 
   Adapter& adapter_;
   ConnectionManagerSetup setup_;
   CmConfig cm_cfg_;
   AddressRegistry registry_;
   std::unique_ptr<NeighbourTable> neighbours_;
-  uint32_t ip_ = 0;
+  uint32_t ip_ = 0;                                ///< the port's IPv4 address
+  wire::IpAddress ip6_ = wire::IpAddress::v6({});  ///< its IPv6 address (:: when none)
   uint8_t tos_ = 0;  ///< the port's DSCP << 2: the ToS of our MADs and REQs' traffic class
   wire::MacAddr mac_{};
   uint16_t port_id_ = 0;

@@ -243,12 +243,13 @@ NTSTATUS CmConnection::connect(const CmConnectParams& p, std::uint64_t now_ns) {
   r.path_mtu = p.path_mtu;
   r.rnr_retry_count = p.rnr_retry_count;
   r.max_cm_retries = p.max_cm_retries;
-  r.primary.local_gid = gid_from_ipv4(p.src_ip);
-  r.primary.remote_gid = gid_from_ipv4(p.dst_ip);
+  // RoCEv2 GIDs are the IP addresses (IPv4-mapped for IPv4).
+  r.primary.local_gid = p.src_ip.bytes;
+  r.primary.remote_gid = p.dst_ip.bytes;
   r.primary.traffic_class = p.traffic_class;
   r.primary.hop_limit = p.hop_limit;
   r.primary.local_ack_timeout = p.local_ack_timeout;
-  encode_cma_header(r.private_data.data(), {0, 4, p.src_port, p.src_ip, p.dst_ip});
+  encode_cma_header(r.private_data.data(), {0, p.src_port, p.src_ip, p.dst_ip});
   copy_pd(std::span<std::uint8_t>(r.private_data).subspan(kCmaHdrLen), p.private_data);
   path_mtu_ = p.path_mtu;
   max_retries_ = p.max_cm_retries;

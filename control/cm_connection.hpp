@@ -101,7 +101,7 @@ struct CmConnectParams {
   std::uint64_t local_ca_guid = 0;
   std::uint32_t local_qpn = 0;
   std::uint32_t starting_psn = 0;
-  std::uint32_t src_ip = 0, dst_ip = 0;  ///< host order
+  wire::IpAddress src_ip, dst_ip;  ///< both IPv4 or both IPv6
   std::uint16_t src_port = 0, dst_port = 0;
   std::uint8_t responder_resources = 0;  ///< InboundReadLimit
   std::uint8_t initiator_depth = 0;      ///< OutboundReadLimit

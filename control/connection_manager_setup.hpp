@@ -3,6 +3,7 @@
 // rocedp/connection_manager.hpp. control::Runtime (so rocedp::open_adapter) and the CM tests
 // use it; consumers get a connection manager from open_adapter.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -36,6 +37,8 @@ struct ConnectionManagerSetup {
   /// `reachable`. When set, arp_retry_ms / arp_retries / neighbours above are not used.
   using ResolveDone = std::function<void(bool reachable, const uint8_t* mac)>;
   std::function<bool(uint32_t ip, ResolveDone done)> resolve;
+  /// The same for IPv6 peers (neighbour discovery); unset: IPv6 peers are unreachable.
+  std::function<bool(const std::array<uint8_t, 16>& ip, ResolveDone done)> resolve6;
   uint64_t timewait_ns = 1'000'000'000;  ///< IBTA §12.9.8.4 TimeWait of a QPN / 4-tuple
   uint8_t cm_response_timeout = 20;      ///< 4.096 µs × 2^t per CM attempt (rdma_cm's 20)
   uint8_t max_cm_retries = 15;           ///< CM retransmissions (rdma_cm's 15)

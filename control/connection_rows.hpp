@@ -8,12 +8,13 @@
 
 #include "dataplane/engine_row.hpp"
 #include "dataplane/qp_row.hpp"
+#include "dataplane/wire/ip_address.hpp"
 
 namespace rocedp::control {
 
 /// One connector of the adapter's connection manager.
 struct ConnectionRow {
-  uint32_t local_ip = 0, remote_ip = 0;  // host order; 0 = not known yet
+  wire::IpAddress local_ip, remote_ip;  // 0.0.0.0 = not known yet
   uint16_t local_port = 0, remote_port = 0;
   std::string state;    // ConnPhase name: idle, resolving, connecting, ..., established, ...
   bool active = false;  // we sent the REQ

@@ -145,9 +145,9 @@ std::vector<ConnectionRow> connection_rows(
   for (const auto& [id, c] : agent->connectors()) {
     const Connector::State& s = *Access::state(*c);
     ConnectionRow r;
-    r.local_ip = s.have_local ? s.local.ip : 0;
+    r.local_ip = s.have_local ? control::ip_of(s.local) : wire::IpAddress();
     r.local_port = s.have_local ? s.local.port : 0;
-    r.remote_ip = s.peer.ip;
+    r.remote_ip = control::ip_of(s.peer);
     r.remote_port = s.peer.port;
     r.state = phase_name(s.phase);
     r.active = s.active;

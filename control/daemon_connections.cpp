@@ -28,6 +28,15 @@ std::unique_ptr<DaemonConnections> DaemonConnections::attach_st(Adapter& adapter
                             done(r.reachable, r.mac.bytes.data());
                           }) == NeighbourTable::ResolveStatus::kCompleted;
   };
+  setup.resolve6 = [table](const std::array<uint8_t, 16>& ip,
+                           ConnectionManagerSetup::ResolveDone done) {
+    config::Ipv6Address a;
+    a.bytes = ip;
+    return table->resolve6(a, NeighbourClock::now(),
+                           [done = std::move(done)](const ResolveResult6& r) {
+                             done(r.reachable, r.mac.bytes.data());
+                           }) == NeighbourTable::ResolveStatus::kCompleted;
+  };
   NTSTATUS st = attach_connection_manager(adapter, setup);
   if (st != STATUS_SUCCESS) {
     *error = "connection manager: " + std::string(status_name(st));

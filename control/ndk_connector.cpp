@@ -20,6 +20,9 @@ using control::CmEvent;
 using control::CmEventType;
 using control::ConnEntry;
 using control::ConnPhase;
+using control::FourTuple;
+using control::ip_of;
+using control::sockaddr_of;
 
 namespace {
 
@@ -88,7 +91,11 @@ uint32_t effective_orl(const Connector::State& s, uint32_t max) {
 NdkQpConnectParams qp_params(const Connector::State& s, CmAgent& a) {
   NdkQpConnectParams p;
   p.remote_qpn = s.remote_qpn;
-  p.remote_ip = s.peer.ip;
+  if (s.peer.ipv6) {
+    std::memcpy(p.remote_ip6, s.peer.ip6.data(), 16);  // RoCEv2 over IPv6
+  } else {
+    p.remote_ip = s.peer.ip;
+  }
   std::memcpy(p.remote_mac, s.remote_mac.data(), 6);
   p.path_mtu = std::min(control::mtu_bytes(s.path_mtu_code), a.max_path_mtu());
   p.local_psn = s.sq_psn;   // the peer's Starting PSN: what its receive queue expects first
@@ -142,13 +149,13 @@ NTSTATUS start_req(Connector* c, const wire::MacAddr& mac) {
   auto& s = *Access::state(*c);
   CmAgent& a = *s.agent;
   const uint64_t now = a.now_ns();
-  control::FourTuple t{s.local.ip, s.local.port, s.peer.ip, s.peer.port};
-  a.resolving_tuples.erase(CmAgent::tuple_key(t));
+  control::FourTuple t{ip_of(s.local), s.local.port, ip_of(s.peer), s.peer.port};
+  a.resolving_tuples.erase(t);
   const NTSTATUS r = a.registry().reserve_tuple(t, now);
   if (r != STATUS_SUCCESS) return r;
   ConnEntry* e = a.new_connection();
   e->owner = c;
-  e->remote_ip = s.peer.ip;
+  e->remote_ip = ip_of(s.peer);
   e->remote_mac = mac;
   e->tuple = t;
   e->tuple_reserved = true;
@@ -161,8 +168,8 @@ NTSTATUS start_req(Connector* c, const wire::MacAddr& mac) {
   p.local_ca_guid = a.ca_guid();
   p.local_qpn = s.qpn;
   p.starting_psn = s.rq_psn;
-  p.src_ip = s.local.ip;
-  p.dst_ip = s.peer.ip;
+  p.src_ip = ip_of(s.local);
+  p.dst_ip = ip_of(s.peer);
   p.src_port = s.local.port;
   p.dst_port = s.peer.port;
   p.responder_resources = static_cast<uint8_t>(s.irl);
@@ -198,26 +205,30 @@ NTSTATUS connect_common(Connector* c, Qp* qp, NdkSockAddr src, SharedEndpoint* s
     return STATUS_INVALID_PARAMETER;
   }
   if (s.phase != ConnPhase::kIdle) return STATUS_CONNECTION_ACTIVE;
-  if (src.ip == 0) src.ip = a.local_ip();
+  const wire::IpAddress dst_ip = ip_of(dst);
+  // The source is of the destination's family: the port's address of it for the wildcard (none
+  // for IPv6 on a port without an IPv6 address: INVALID_ADDRESS).
+  if (ip_of(src).is_any()) src = sockaddr_of(a.local_ip_for(dst_ip), src.port);
+  const wire::IpAddress src_ip = ip_of(src);
+  if (src_ip.is_v4() != dst_ip.is_v4() || src_ip.is_any()) return STATUS_INVALID_ADDRESS;
   bool own = false;
   if (sep == nullptr) {
     uint16_t port = 0;
     const NTSTATUS st =
-        a.registry().bind(src.ip, src.port, control::BindingOwner::kConnector, &port);
+        a.registry().bind(src_ip, src.port, control::BindingOwner::kConnector, &port);
     if (st != STATUS_SUCCESS) return st;
     src.port = port;
     own = true;
   }
   auto undo = [&] {
-    if (own) a.registry().unbind(src.ip, src.port);
+    if (own) a.registry().unbind(src_ip, src.port);
   };
-  const control::FourTuple t{src.ip, src.port, dst.ip, dst.port};
-  if (a.registry().tuple_in_use(t, a.now_ns()) ||
-      a.resolving_tuples.count(CmAgent::tuple_key(t)) != 0) {
+  const control::FourTuple t{src_ip, src.port, dst_ip, dst.port};
+  if (a.registry().tuple_in_use(t, a.now_ns()) || a.resolving_tuples.count(t) != 0) {
     undo();
     return STATUS_ADDRESS_ALREADY_EXISTS;
   }
-  a.resolving_tuples.insert(CmAgent::tuple_key(t));
+  a.resolving_tuples.insert(t);
   s.active = true;
   s.local = src;
   s.peer = dst;
@@ -243,7 +254,7 @@ NTSTATUS connect_common(Connector* c, Qp* qp, NdkSockAddr src, SharedEndpoint* s
   std::shared_ptr<bool> alive = a.alive;
   const uint64_t id = s.id;
   CmAgent* ap = &a;
-  const bool done = a.resolve(dst.ip, [il, alive, ap, id](bool ok, const wire::MacAddr& mac) {
+  const bool done = a.resolve(dst_ip, [il, alive, ap, id](bool ok, const wire::MacAddr& mac) {
     if (il->in_call) {
       il->reachable = ok;
       il->mac = mac;
@@ -255,7 +266,7 @@ NTSTATUS connect_common(Connector* c, Qp* qp, NdkSockAddr src, SharedEndpoint* s
     // ARP gave up: NdkConnect's STATUS_HOST_UNREACHABLE, asynchronously.
     auto& cs = *Access::state(*cc);
     ap->resolving_tuples.erase(
-        CmAgent::tuple_key({cs.local.ip, cs.local.port, cs.peer.ip, cs.peer.port}));
+        FourTuple{ip_of(cs.local), cs.local.port, ip_of(cs.peer), cs.peer.port});
     const NTSTATUS st = ok ? start_req(cc, mac) : STATUS_HOST_UNREACHABLE;
     if (st != STATUS_PENDING) {
       Access::state(*cc)->phase = ConnPhase::kFailed;
@@ -269,7 +280,7 @@ NTSTATUS connect_common(Connector* c, Qp* qp, NdkSockAddr src, SharedEndpoint* s
   const NTSTATUS st = il->reachable ? start_req(c, il->mac) : STATUS_HOST_UNREACHABLE;
   if (st != STATUS_PENDING) {
     // Inline failure: no callback, and the connector may be used again.
-    a.resolving_tuples.erase(CmAgent::tuple_key(t));
+    a.resolving_tuples.erase(t);
     s.request = nullptr;
     s.request_context = nullptr;
     s.phase = ConnPhase::kIdle;
@@ -638,8 +649,7 @@ NTSTATUS Connector::close(NdkCloseCompletion completion, void* context) {
   s.request_context = nullptr;
   const bool owed = a.take_owed(s.id);
   if (was == ConnPhase::kResolving)
-    a.resolving_tuples.erase(
-        CmAgent::tuple_key({s.local.ip, s.local.port, s.peer.ip, s.peer.port}));
+    a.resolving_tuples.erase(FourTuple{ip_of(s.local), s.local.port, ip_of(s.peer), s.peer.port});
   detach_conn(this, a.now_ns());
   if (was == ConnPhase::kEstablished || was == ConnPhase::kAccepting ||
       was == ConnPhase::kCompleting || was == ConnPhase::kDisconnecting)
@@ -648,7 +658,7 @@ NTSTATUS Connector::close(NdkCloseCompletion completion, void* context) {
     auto& ls = *Access::state(*s.listener);
     ls.spawned.erase(std::remove(ls.spawned.begin(), ls.spawned.end(), this), ls.spawned.end());
   }
-  if (s.own_binding) a.registry().unbind(s.local.ip, s.local.port);
+  if (s.own_binding) a.registry().unbind(ip_of(s.local), s.local.port);
   SharedEndpoint* sep = s.endpoint;
   a.remove_connector(this);
   Adapter* ad = adapter;
@@ -741,7 +751,7 @@ void CmAgent::on_connection_event(Connector* c, const CmEvent& ev) {
 }
 
 void CmAgent::on_request(Listener* l, const wire::CmMad& m, const wire::MacAddr& src_mac,
-                         uint32_t src_ip) {
+                         const wire::IpAddress& src_ip) {
   const auto& req = std::get<wire::CmReq>(m.body);
   if (open_connectors >= impl_of(adapter_).setup.limits.max_connectors ||
       Access::closing(adapter_)) {
@@ -772,8 +782,8 @@ void CmAgent::on_request(Listener* l, const wire::CmMad& m, const wire::MacAddr&
   s.listener = l;
   s.phase = ConnPhase::kRequest;
   const wire::CmaHeader& h = e->cm.peer_addresses();
-  s.local = NdkSockAddr{h.dst_ip, wire::rdma_cm_port(req.service_id)};
-  s.peer = NdkSockAddr{h.src_ip != 0 ? h.src_ip : src_ip, h.src_port};
+  s.local = sockaddr_of(h.dst_ip, wire::rdma_cm_port(req.service_id));
+  s.peer = sockaddr_of(h.src_ip.is_any() ? src_ip : h.src_ip, h.src_port);
   s.have_local = true;
   s.remote_mac = src_mac;
   snapshot_peer(s, e->cm);

@@ -48,10 +48,11 @@ NTSTATUS Listener::listen(const NdkSockAddr& address, NdkRequestCompletion, void
   auto& s = *state_;
   if (closing || s.listening) return STATUS_INVALID_DEVICE_STATE;
   uint16_t port = 0;
-  const NTSTATUS st =
-      s.agent->registry().bind(address.ip, address.port, control::BindingOwner::kListener, &port);
+  const NTSTATUS st = s.agent->registry().bind(control::ip_of(address), address.port,
+                                               control::BindingOwner::kListener, &port);
   if (st != STATUS_SUCCESS) return st;
-  s.local = NdkSockAddr{address.ip, port};
+  s.local = address;
+  s.local.port = port;
   s.listening = true;
   return STATUS_SUCCESS;
 }
@@ -81,7 +82,7 @@ NTSTATUS Listener::close(NdkCloseCompletion, void*) {
   closing = true;
   auto& s = *state_;
   CmAgent* a = s.agent;
-  if (s.listening) a->registry().unbind(s.local.ip, s.local.port);
+  if (s.listening) a->registry().unbind(control::ip_of(s.local), s.local.port);
   s.listening = false;
   // Connections still being established are abandoned (their peer sees a REJ, a pending Accept
   // completes CONNECTION_ABORTED); requests not yet handed out are rejected.

@@ -23,18 +23,19 @@ NTSTATUS create_shared_endpoint(Adapter& adapter, const NdkSockAddr& address, Nd
     return STATUS_INSUFFICIENT_RESOURCES;
   // A shared endpoint is a concrete local address (seed 003: "not a valid address for the
   // adapter"): the wildcard is for listeners only.
-  if (address.ip == 0) return STATUS_INVALID_ADDRESS;
+  if (control::ip_of(address).is_any()) return STATUS_INVALID_ADDRESS;
   uint16_t port = 0;
-  const NTSTATUS st =
-      a->registry().bind(address.ip, address.port, control::BindingOwner::kSharedEndpoint, &port);
+  const NTSTATUS st = a->registry().bind(control::ip_of(address), address.port,
+                                         control::BindingOwner::kSharedEndpoint, &port);
   if (st != STATUS_SUCCESS) return st;
   auto* sep = new (std::nothrow) SharedEndpoint();
   if (sep == nullptr) {
-    a->registry().unbind(address.ip, port);
+    a->registry().unbind(control::ip_of(address), port);
     return STATUS_INSUFFICIENT_RESOURCES;
   }
   ndk_detail::init_header(*sep, SharedEndpoint::kType, &adapter);
-  Access::address(*sep) = NdkSockAddr{address.ip, port};
+  Access::address(*sep) = address;
+  Access::address(*sep).port = port;
   ++a->open_endpoints;
   ++Access::children(adapter);
   *out = sep;
@@ -58,7 +59,7 @@ void shared_endpoint_maybe_free(SharedEndpoint* sep) {
   if (!Access::closing(*sep) || Access::users(*sep) != 0) return;
   Adapter* ad = Access::adapter(*sep);
   if (CmAgent* a = agent_of(*ad)) {
-    a->registry().unbind(Access::address(*sep).ip, Access::address(*sep).port);
+    a->registry().unbind(control::ip_of(Access::address(*sep)), Access::address(*sep).port);
     --a->open_endpoints;
   }
   delete sep;

@@ -2,6 +2,7 @@
 // thread; the echo data path in the CQ notification, on the connection's polling core.
 
 #include "control/services.hpp"
+#include "control/sock_addr.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -286,8 +287,7 @@ void Services::on_accepted(void* context, NTSTATUS status) {
   c->connector->get_peer_address(&peer, &size);
   pmd::log(LogLevel::kInfo, "service_connected",
            {{"service", std::string(config::to_string(c->svc->cfg.service))},
-            {"peer",
-             config::format_ipv4(config::Ipv4Address{peer.ip}) + ":" + std::to_string(peer.port)},
+            {"peer", wire::to_string(control::ip_of(peer)) + ":" + std::to_string(peer.port)},
             {"qpn", std::to_string(c->qp->qpn())},
             {"core", std::to_string(c->core)}});
 }

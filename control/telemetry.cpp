@@ -424,13 +424,9 @@ int telemetry_format_connections(const Snapshot& s, rte_tel_data* d) {
   const auto& rows = s.connections;
   rte_tel_data_start_dict(d);
   rte_tel_data_add_dict_u64(d, "count", rows.size());
-  add_string_column(d, "local_ip", rows, [](const R& r) {
-    return config::format_ipv4(config::Ipv4Address{r.local_ip});
-  });
+  add_string_column(d, "local_ip", rows, [](const R& r) { return wire::to_string(r.local_ip); });
   add_u64_column(d, "local_port", rows, [](const R& r) -> uint64_t { return r.local_port; });
-  add_string_column(d, "remote_ip", rows, [](const R& r) {
-    return config::format_ipv4(config::Ipv4Address{r.remote_ip});
-  });
+  add_string_column(d, "remote_ip", rows, [](const R& r) { return wire::to_string(r.remote_ip); });
   add_u64_column(d, "remote_port", rows, [](const R& r) -> uint64_t { return r.remote_port; });
   add_string_column(d, "state", rows, [](const R& r) { return r.state; });
   add_string_column(d, "role", rows,

@@ -308,8 +308,8 @@ uint16_t PollingCore::classify_other_st(rte_mbuf* m) {
   return pmd::RxDispatch::kDrop;
 }
 
-// RoCEv2 over IPv6 (no extension headers) to this port's IPv6 address: the core of its data QP.
-// The IB CM over IPv6 (QP1) is not supported yet: such frames are dropped as unsupported.
+// RoCEv2 over IPv6 (no extension headers) to this port's IPv6 address: the core of its data QP,
+// or the control thread for QP1 (the IB CM).
 uint16_t PollingCore::classify_ipv6_st(rte_mbuf* m, const AttachedPort& ap) {
   constexpr size_t kIp = sizeof(rte_ether_hdr);
   constexpr size_t kUdp = kIp + wire::kIpv6HdrLen;
@@ -337,8 +337,9 @@ uint16_t PollingCore::classify_ipv6_st(rte_mbuf* m, const AttachedPort& ap) {
   }
   const uint32_t qpn = wire::load_be32(p + kBth + 4) & wire::kQpnMask;  // resv8a, DestQP
   if (qpn_is_control(qpn)) {
-    stats_.drops[drop_index(CoreDrop::kUnsupported)]++;
-    return pmd::RxDispatch::kDrop;
+    set_kind(m, FrameKind::kCm);
+    stats_.to_control++;
+    return n_cores_;
   }
   const uint32_t core = qpn_core(qpn);
   if (core >= n_cores_) {

@@ -19,6 +19,13 @@
 namespace rocedp::perf {
 namespace {
 
+// The server the client connects to: -a ADDR, -p PORT.
+NdkSockAddr peer_of(const CmCheckOptions& o) {
+  NdkSockAddr a = o.addr;
+  a.port = o.port;
+  return a;
+}
+
 constexpr const char* kMe = "rocedp-perf --cm-check";
 constexpr char kAsks[] = "rocedp-asks";
 constexpr char kRejects[] = "rocedp-rejects";
@@ -110,9 +117,8 @@ bool start_connect(Session& s) {
   s.rt->run_on_control([&] {
     st = create_connector(s.rt->adapter(), nullptr, nullptr, &s.link.conn);
     if (st == STATUS_SUCCESS)
-      st = s.link.conn->connect(s.qp, NdkSockAddr{0, 0}, NdkSockAddr{s.o.addr, s.o.port},
-                                s.read_limit(), s.read_limit(), kAsks, sizeof kAsks - 1,
-                                &on_request, &s.connected);
+      st = s.link.conn->connect(s.qp, NdkSockAddr{0, 0}, peer_of(s.o), s.read_limit(),
+                                s.read_limit(), kAsks, sizeof kAsks - 1, &on_request, &s.connected);
   });
   return st == STATUS_PENDING || fail("connect: " + name(st) + " inline, expected PENDING");
 }
@@ -134,7 +140,7 @@ bool not_listening_yet(Session& s) {
 bool run_client(Session& s) {
   const CmCheckOptions& o = s.o;
   NTSTATUS st = STATUS_PENDING;
-  const std::string to = format_ipv4(o.addr) + ":" + std::to_string(o.port);
+  const std::string to = format_sockaddr(peer_of(o));
   const auto started = std::chrono::steady_clock::now();
   if (!start_connect(s)) return false;
   if (o.expect != CmCheckOptions::Expect::kCancelled) {

@@ -328,8 +328,8 @@ int run_client(AdapterRuntime& rt, const Options& o) {
   hello.addr = reinterpret_cast<uint64_t>(run.ep.buf.data());
   hello.rkey = run.ep.mr->get_remote_token();
   const uint32_t limit = rt.config().limits.max_read_limit;
-  const NdkSockAddr dst{o.connect_ip, o.connect_port};
-  const std::string target = format_ipv4(o.connect_ip) + ":" + std::to_string(o.connect_port);
+  const NdkSockAddr dst = o.connect_to;
+  const std::string target = format_sockaddr(dst);
   std::vector<Pending> completed(nq);
   std::unique_ptr<EchoState> es;
   bool ok = connect_links(rt, run.ep, links, hello, dst, limit, &err);

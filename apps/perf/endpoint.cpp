@@ -341,14 +341,13 @@ bool cm_accept_one(AdapterRuntime& rt, CmLink& link, uint16_t port, Qp* qp, uint
   return false;
 }
 
-bool cm_connect(AdapterRuntime& rt, CmLink& link, Qp* qp, uint32_t addr, uint16_t port,
+bool cm_connect(AdapterRuntime& rt, CmLink& link, Qp* qp, NdkSockAddr addr, uint16_t port,
                 std::string* err) {
-  const NTSTATUS st =
-      connect_retrying(rt, qp, NdkSockAddr{addr, port}, rt.config().limits.max_read_limit,
-                       &cm_on_disconnect, &link, &link.conn);
+  addr.port = port;
+  const NTSTATUS st = connect_retrying(rt, qp, addr, rt.config().limits.max_read_limit,
+                                       &cm_on_disconnect, &link, &link.conn);
   if (st == STATUS_SUCCESS) return true;
-  *err = "connect to " + format_ipv4(addr) + ":" + std::to_string(port) + ": " +
-         std::string(status_name(st));
+  *err = "connect to " + format_sockaddr(addr) + ": " + std::string(status_name(st));
   return false;
 }
 

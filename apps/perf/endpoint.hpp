@@ -115,8 +115,8 @@ bool cm_next_request(AdapterRuntime& rt, CmLink& link, uint32_t timeout_s, std::
 /// cm_await_request, then accepts the request onto `qp`. False with *err.
 bool cm_accept_one(AdapterRuntime& rt, CmLink& link, uint16_t port, Qp* qp, uint32_t timeout_s,
                    const char* who, std::string* err);
-/// The client: connect_retrying to addr:port (host order). False with *err.
-bool cm_connect(AdapterRuntime& rt, CmLink& link, Qp* qp, uint32_t addr, uint16_t port,
+/// The client: connect_retrying to addr (IPv4 or IPv6), port `port`. False with *err.
+bool cm_connect(AdapterRuntime& rt, CmLink& link, Qp* qp, NdkSockAddr addr, uint16_t port,
                 std::string* err);
 /// How long a disconnect may wait for the peer's DREP before the connector is closed anyway: long
 /// enough for the CM to send a lost DREQ twice more (every 4.3 s). A process that closed sooner

@@ -284,15 +284,20 @@ int parse_options(int argc, char** argv, Options* out) {
   tx_depth_set = app.count("--tx-depth") != 0;
   if (app.count("--verify-seed") != 0) o.test.verify = true;
   if (!connect.empty()) {
+    // A.B.C.D:PORT, or [IPv6]:PORT.
     const auto colon = connect.rfind(':');
-    const auto ip = parse_ipv4(connect.substr(0, colon));
+    std::string host = colon == std::string::npos ? connect : connect.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+      host = host.substr(1, host.size() - 2);
+    const auto ip = parse_address(host);
     uint64_t port = 0;
     if (colon == std::string::npos || !ip || !parse_u64(connect.c_str() + colon + 1, &port) ||
         port == 0 || port > 65535)
-      return bad(me, "--connect wants IP:PORT, got " + connect);
+      return bad(me, "--connect wants IP:PORT or [IPv6]:PORT, got " + connect);
     o.connect = true;
-    o.connect_ip = *ip;
-    o.connect_port = static_cast<uint16_t>(port);
+    o.connect_to = *ip;
+    o.connect_to.port = static_cast<uint16_t>(port);
+    o.connect_port = o.connect_to.port;
   }
   for (const auto& w : words) {
     if (w == "write")
@@ -453,8 +458,8 @@ int parse_rping_options(int argc, char** argv, RpingOptions* out) {
   o.server = server;
   if (const int status = endpoint_ready(o.endpoint, me, "rocedp-rping"); status >= 0) return status;
   if (client) {
-    const auto ip = parse_ipv4(addr);
-    if (!ip) return bad(me, "-c needs -a ADDR, an IPv4 address, got '" + addr + "'");
+    const auto ip = parse_address(addr);
+    if (!ip) return bad(me, "-c needs -a ADDR, an IPv4 or IPv6 address, got '" + addr + "'");
     o.addr = *ip;
   }
   // rping's own bounds: room for "rdma-ping-%d: " with any count, below its 64 KiB buffer.
@@ -552,8 +557,8 @@ int parse_ops_check_options(int argc, char** argv, OpsCheckOptions* out) {
   if (const int status = endpoint_ready(o.endpoint, me, "rocedp-ops-check"); status >= 0)
     return status;
   if (client) {
-    const auto ip = parse_ipv4(addr);
-    if (!ip) return bad(me, "-c needs -a ADDR, an IPv4 address, got '" + addr + "'");
+    const auto ip = parse_address(addr);
+    if (!ip) return bad(me, "-c needs -a ADDR, an IPv4 or IPv6 address, got '" + addr + "'");
     o.addr = *ip;
     if (o.fast_register) return bad(me, "--fast-register is the server's choice (-s)");
   }
@@ -614,8 +619,8 @@ int parse_cm_check_options(int argc, char** argv, CmCheckOptions* out) {
   if (const int status = endpoint_ready(o.endpoint, me, "rocedp-cm-check"); status >= 0)
     return status;
   if (client) {
-    const auto ip = parse_ipv4(addr);
-    if (!ip) return bad(me, "-c needs -a ADDR, an IPv4 address, got '" + addr + "'");
+    const auto ip = parse_address(addr);
+    if (!ip) return bad(me, "-c needs -a ADDR, an IPv4 or IPv6 address, got '" + addr + "'");
     o.addr = *ip;
     if (!answer.empty()) return bad(me, "--answer is the server's (-s)");
     if (o.requests != 1) return bad(me, "--requests is the server's (-s)");

@@ -11,6 +11,7 @@
 
 #include "apps/perf/perftest_exchange.hpp"
 #include "rocedp/config.hpp"
+#include "rocedp/connection_manager.hpp"
 
 namespace rocedp::perf {
 
@@ -66,7 +67,7 @@ struct Test {
 struct Options {
   bool server = false, client = false;
   bool connect = false, listen = false;  ///< through the IB CM instead of the exchange
-  uint32_t connect_ip = 0;
+  NdkSockAddr connect_to{};              ///< --connect: address and port
   uint16_t connect_port = 0, listen_port = 0;
   std::string host = "127.0.0.1";
   uint16_t oob_port = 18515;
@@ -107,7 +108,7 @@ struct PerftestOptions {
 
 struct RpingOptions {
   bool server = false;    ///< -s (else -c)
-  uint32_t addr = 0;      ///< -a: the client's server address (host order); the server ignores it
+  NdkSockAddr addr{};     ///< -a: the client's server address (IPv4 or IPv6); the server ignores it
   uint16_t port = 7174;   ///< -p
   uint32_t count = 0;     ///< -C: pings (the client; 0: until --timeout ends the run)
   uint32_t size = 64;     ///< -S: ping data size, as rping: 25 .. 65535
@@ -119,7 +120,7 @@ struct RpingOptions {
 
 struct OpsCheckOptions {
   bool server = false;         ///< -s (else -c)
-  uint32_t addr = 0;           ///< -a: the client's server address (host order)
+  NdkSockAddr addr{};          ///< -a: the client's server address (IPv4 or IPv6)
   uint16_t port = 7475;        ///< -p
   bool fast_register = false;  ///< --fast-register (server): the window is a fast-registered region
   /// --lossy: the client's refused WRITE may end in a retry timeout, the server's second go-ahead
@@ -133,7 +134,7 @@ struct CmCheckOptions {
   enum class Expect { kRefused, kAborted, kCancelled, kConnected };  ///< --expect (client)
   enum class Answer { kReject, kAbandon, kSilent, kLate };           ///< --answer (server)
   bool server = false;                                               ///< -s (else -c)
-  uint32_t addr = 0;     ///< -a: the client's server address (host order)
+  NdkSockAddr addr{};    ///< -a: the client's server address (IPv4 or IPv6)
   uint16_t port = 7476;  ///< -p
   Expect expect = Expect::kRefused;
   Answer answer = Answer::kReject;

@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 
+#include "rocedp/connection_manager.hpp"
+
 namespace rocedp::perf {
 
 /// A whole unsigned number (decimal, 0x hex or 0 octal), nothing after it. False otherwise.
@@ -47,6 +49,34 @@ inline std::string format_gid(const uint8_t gid[16]) {
   char text[INET6_ADDRSTRLEN] = {};
   inet_ntop(AF_INET6, gid, text, sizeof(text));
   return text;
+}
+
+/// An IPv4 or IPv6 address as a socket address (port 0).
+inline std::optional<NdkSockAddr> parse_address(const std::string& text) {
+  NdkSockAddr a;
+  if (const auto v4 = parse_ipv4(text)) {
+    a.ip = *v4;
+    return a;
+  }
+  if (const auto v6 = parse_ipv6(text)) {
+    a.ipv6 = true;
+    a.ip6 = *v6;
+    return a;
+  }
+  return std::nullopt;
+}
+
+/// "a.b.c.d:port" or "[v6]:port".
+inline std::string format_sockaddr(const NdkSockAddr& a) {
+  // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on a chain of operator+.
+  std::string out;
+  if (a.ipv6) {
+    out.append("[").append(format_gid(a.ip6.data())).append("]");
+  } else {
+    out.append(format_ipv4(a.ip));
+  }
+  out.append(":").append(std::to_string(a.port));
+  return out;
 }
 
 /// Six colon-separated pairs of hex digits.

@@ -380,29 +380,50 @@ void encode_cm_mad(std::uint8_t* out, const CmMad& m) {
 void encode_cma_header(std::uint8_t* p, const CmaHeader& h) {
   std::memset(p, 0, kCmaHdrLen);
   p[0] = h.cma_version;
-  p[1] = static_cast<std::uint8_t>(h.ip_version << 4);
+  const std::uint8_t version = h.ip_version();
+  p[1] = static_cast<std::uint8_t>(version << 4);
   store_be16(p + 2, h.src_port);
-  store_be32(p + 4 + 12, h.src_ip);
-  store_be32(p + 20 + 12, h.dst_ip);
+  if (version == 4) {
+    store_be32(p + 4 + 12, h.src_ip.v4());
+    store_be32(p + 20 + 12, h.dst_ip.v4());
+  } else {
+    std::memcpy(p + 4, h.src_ip.bytes.data(), 16);
+    std::memcpy(p + 20, h.dst_ip.bytes.data(), 16);
+  }
 }
 
 bool decode_cma_header(const std::uint8_t* p, CmaHeader& out) {
   out.cma_version = p[0];
-  out.ip_version = p[1] >> 4;
+  const std::uint8_t version = p[1] >> 4;
   out.src_port = load_be16(p + 2);
-  out.src_ip = load_be32(p + 16);
-  out.dst_ip = load_be32(p + 32);
-  return out.cma_version == 0 && out.ip_version == 4;
+  if (version == 6) {
+    Ipv6Addr s{}, d{};
+    std::memcpy(s.data(), p + 4, 16);
+    std::memcpy(d.data(), p + 20, 16);
+    out.src_ip = IpAddress::v6(s);
+    out.dst_ip = IpAddress::v6(d);
+  } else {
+    out.src_ip = load_be32(p + 16);
+    out.dst_ip = load_be32(p + 32);
+  }
+  return out.cma_version == 0 && (version == 4 || version == 6);
 }
 
 std::size_t build_cm_frame(MutBytes out, const CmFrameAddr& a, const CmMad& m) {
   PacketFields f;
   f.eth.src = a.src_mac;
   f.eth.dst = a.dst_mac;
-  f.ip.src = a.src_ip;
-  f.ip.dst = a.dst_ip;
-  f.ip.tos = a.tos;
-  f.ip.id = a.ip_id;
+  if (a.src_ip.is_v4() && a.dst_ip.is_v4()) {
+    f.ip.src = a.src_ip.v4();
+    f.ip.dst = a.dst_ip.v4();
+    f.ip.tos = a.tos;
+    f.ip.id = a.ip_id;
+  } else {  // as rxe sends over IPv6: flow label 0, hop limit 64 (tests/transport/data)
+    f.eth.ethertype = kEtherTypeIpv6;
+    f.ip6.src = a.src_ip.bytes;
+    f.ip6.dst = a.dst_ip.bytes;
+    f.ip6.traffic_class = a.tos;
+  }
   f.udp.src_port = a.udp_src_port;
   f.bth.opcode = opcode::kUdSendOnly;
   f.bth.dqpn = kGsiQpn;

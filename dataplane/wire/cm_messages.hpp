@@ -20,6 +20,7 @@
 
 #include "dataplane/wire/bytes.hpp"
 #include "dataplane/wire/eth.hpp"
+#include "dataplane/wire/ip_address.hpp"
 #include "dataplane/wire/mad.hpp"
 
 namespace rocedp::wire {
@@ -259,17 +260,18 @@ inline std::array<std::uint8_t, kMadLen> encode_cm_mad(const CmMad& m) {
 
 // rdma_cm's header at the start of REQ private data (cma.c struct cma_hdr):
 // version 0, ip_version<<4, source port, source IP[16], destination IP[16]
-// with an IPv4 address in the last 4 bytes of each 16 (the first 12 zero).
+// with an IPv4 address in the last 4 bytes of each 16 (the first 12 zero), an IPv6 one in all 16.
+// The IP version follows the addresses (4 when both are IPv4).
 struct CmaHeader {
   std::uint8_t cma_version = 0;
-  std::uint8_t ip_version = 4;  // the high nibble of byte 1
   std::uint16_t src_port = 0;
-  std::uint32_t src_ip = 0;  // IPv4, host order
-  std::uint32_t dst_ip = 0;
+  IpAddress src_ip;
+  IpAddress dst_ip;
+  std::uint8_t ip_version() const { return src_ip.is_v4() && dst_ip.is_v4() ? 4 : 6; }
   friend bool operator==(const CmaHeader&, const CmaHeader&) = default;
 };
 void encode_cma_header(std::uint8_t* p, const CmaHeader& h);
-// False if not an IPv4 cma header (version 0, ip_version 4).
+// False if not a cma header (version 0, ip_version 4 or 6).
 bool decode_cma_header(const std::uint8_t* p, CmaHeader& out);
 
 // 4.096 µs × 2^t in ns: CM response timeouts, MRA service timeout, local ACK
@@ -278,21 +280,24 @@ constexpr std::uint64_t ib_time_ns(std::uint8_t t) {
   return 4096ull << (t & 31);
 }
 
-// Addressing of a QP1 frame (the control plane fills it from the neighbour table).
+// Addressing of a QP1 frame (the control plane fills it from the neighbour table): IPv4 when
+// both addresses are, IPv6 otherwise.
 struct CmFrameAddr {
   MacAddr src_mac{};
   MacAddr dst_mac{};
-  std::uint32_t src_ip = 0;  // host order
-  std::uint32_t dst_ip = 0;
+  IpAddress src_ip;
+  IpAddress dst_ip;
   std::uint16_t udp_src_port = 0xC000;
   std::uint32_t psn = 0;  // QP1's send PSN
   std::uint8_t tos = 0;
   std::uint16_t ip_id = 0;
 };
 
-// A whole Ethernet/IPv4/UDP/BTH(UD SEND_ONLY, dest QP1)/DETH(Q_Key 0x80010000,
-// src QP1)/MAD/ICRC frame. Returns its length (kCmFrameLen) or 0 if `out` is too small.
+// A whole Ethernet/IP/UDP/BTH(UD SEND_ONLY, dest QP1)/DETH(Q_Key 0x80010000,
+// src QP1)/MAD/ICRC frame. Returns its length (kCmFrameLen, IPv6: kCmFrameLen6) or 0 if `out` is
+// too small.
 inline constexpr std::size_t kCmFrameLen = 14 + 20 + 8 + 12 + 8 + kMadLen + 4;  // 322
+inline constexpr std::size_t kCmFrameLen6 = kCmFrameLen + 20;                   // 342
 std::size_t build_cm_frame(MutBytes out, const CmFrameAddr& addr, const CmMad& m);
 
 }  // namespace rocedp::wire

@@ -15,6 +15,7 @@
 // consumer may close any of these objects from inside its own callbacks, and nothing of an object
 // fires after its close completed.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -23,11 +24,15 @@
 
 namespace rocedp {
 
-/// An IPv4 socket address (NDK's SOCKADDR_IN): IP and ND port, both in host order. IP 0 is the
-/// wildcard for Listen; port 0 asks for an ephemeral port (49152-65535).
+/// A socket address (NDK's SOCKADDR_IN, or SOCKADDR_IN6 with `ipv6`): IP and ND port. IPv4 and
+/// the port in host order, IPv6 in network order. The address 0 (0.0.0.0 or ::) is the wildcard
+/// for Listen and CreateSharedEndpoint, and for Connect's source (the port's address of the
+/// destination's family); port 0 asks for an ephemeral port (49152-65535).
 struct NdkSockAddr {
-  uint32_t ip = 0;
+  uint32_t ip = 0;  ///< IPv4 (when !ipv6)
   uint16_t port = 0;
+  bool ipv6 = false;
+  std::array<uint8_t, 16> ip6{};  ///< IPv6 (when ipv6)
   friend bool operator==(const NdkSockAddr&, const NdkSockAddr&) = default;
 };
 

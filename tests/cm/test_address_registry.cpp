@@ -22,7 +22,7 @@ constexpr std::uint64_t kSec = 1'000'000'000;
 // A registry on an adapter with addresses A and B.
 struct Registry : AddressRegistry {
   explicit Registry(AddressRegistryConfig cfg = {}) : AddressRegistry(cfg) {
-    const std::array<std::uint32_t, 2> ips = {kIpA, kIpB};
+    const std::array<IpAddress, 2> ips = {kIpA, kIpB};
     set_local_addresses(ips);
   }
 };
@@ -59,7 +59,7 @@ TEST(AddressRegistry, AnAddressThatIsNotTheAdaptersIsInvalid) {
   EXPECT_EQ(r.bind(kForeign, 445, BindingOwner::kListener, &port), STATUS_INVALID_ADDRESS);
   EXPECT_EQ(r.bind(kForeign, 0, BindingOwner::kSharedEndpoint, &port), STATUS_INVALID_ADDRESS);
   EXPECT_EQ(r.binding_count(), 0u);
-  const std::array<std::uint32_t, 1> now_ours = {kForeign};
+  const std::array<IpAddress, 1> now_ours = {kForeign};
   r.set_local_addresses(now_ours);
   EXPECT_EQ(r.bind(kForeign, 445, BindingOwner::kListener, &port), STATUS_SUCCESS);
   EXPECT_EQ(r.bind(kIpA, 446, BindingOwner::kListener, &port), STATUS_INVALID_ADDRESS)

@@ -171,7 +171,7 @@ std::vector<CmMad> every_message_type() {
   req.primary.remote_gid = gid_from_ipv4(0x0A000002);
   req.primary.hop_limit = 64;
   req.primary.local_ack_timeout = 19;
-  encode_cma_header(req.private_data.data(), {0, 4, 49152, 0x0A000001, 0x0A000002});
+  encode_cma_header(req.private_data.data(), {0, 49152, 0x0A000001, 0x0A000002});
   for (std::size_t i = kCmaHdrLen; i < req.private_data.size(); ++i)
     req.private_data[i] = static_cast<std::uint8_t>(i);
   CmRep rep;

@@ -716,8 +716,12 @@ TEST(CmConnection, PassiveRequestMustCarryTheRdmaCmHeader) {
   CmReq req;
   req.local_comm_id = 5;
   EXPECT_EQ(c.on_request(make_cm_mad(1, CmRtu{}), 1, 1, 0), STATUS_INVALID_PARAMETER);
-  req.private_data[1] = 0x60;  // IPv6 header: not yet
+  req.private_data[1] = 0x50;  // neither IPv4 nor IPv6
   EXPECT_EQ(c.on_request(make_cm_mad(1, req), 1, 1, 0), STATUS_INVALID_PARAMETER);
+  req.private_data[0] = 1;  // cma version 1
+  req.private_data[1] = 0x40;
+  EXPECT_EQ(c.on_request(make_cm_mad(1, req), 1, 1, 0), STATUS_INVALID_PARAMETER);
+  req.private_data[0] = 0;
   req.private_data[1] = 0x40;
   req.transport_service_type = 1;  // UC
   EXPECT_EQ(c.on_request(make_cm_mad(1, req), 1, 1, 0), STATUS_INVALID_PARAMETER);

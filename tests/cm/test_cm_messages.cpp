@@ -288,9 +288,21 @@ TEST(CmMessages, RdmaCmServiceIdAndHeader) {
   out.fill(0xEE);
   encode_cma_header(out.data(), h);
   EXPECT_EQ(out, wire);
+  // IPv6 (ip_version 6): all 16 bytes of each address; it encodes back the same.
   auto v6 = wire;
   v6[1] = 0x60;
-  EXPECT_FALSE(decode_cma_header(v6.data(), h)) << "only IPv4 for now";
+  for (std::size_t i = 4; i < 36; ++i) v6[i] = static_cast<std::uint8_t>(0xF0 + i);
+  ASSERT_TRUE(decode_cma_header(v6.data(), h));
+  EXPECT_FALSE(h.src_ip.is_v4());
+  EXPECT_EQ(h.ip_version(), 6);
+  EXPECT_EQ(h.src_ip.bytes[0], 0xF4);
+  EXPECT_EQ(h.dst_ip.bytes[15], static_cast<std::uint8_t>(0xF0 + 35));
+  out.fill(0xEE);
+  encode_cma_header(out.data(), h);
+  EXPECT_EQ(out, v6);
+  auto v5 = wire;
+  v5[1] = 0x50;
+  EXPECT_FALSE(decode_cma_header(v5.data(), h)) << "neither IPv4 nor IPv6";
 }
 
 TEST(CmMessages, GidGuidAndTimeHelpers) {

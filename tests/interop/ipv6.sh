@@ -9,7 +9,15 @@
 #                    both roles: 20 SEND ping-pongs of 4 KiB, every message checked
 #   write_bw, read_bw, send_bw  ib_{write,read,send}_bw -x <the fd52 GID> against rocedp-perf
 #                    --perftest, both roles, 64 KiB messages (64 packets at MTU 1024)
-# The exchanges (perftest's, ibv_rc_pingpong's) run over IPv4 TCP as in perftest.sh; the RDMA
+#   echo             librdmacm's rdma_client -s <rocedpd's IPv6 address> against rocedpd's echo
+#                    service (its listener on 0.0.0.0 takes the IPv6 request): connect, SEND, the
+#                    echo back, disconnect, the CM exchange over IPv6
+#   rping            librdmacm's rping over IPv6 addresses, through the IB CM (REQ, REP, RTU,
+#                    DREQ, DREP over IPv6; the rdma_cm header of IP version 6): Linux rping -c
+#                    against rocedp-perf --rping -s, and rocedp-perf --rping -c against Linux
+#                    rping -s; 10 validated pings of 3000 bytes (a SEND, a READ, a SEND, a WRITE
+#                    each)
+# The exchanges of perftest and ibv_rc_pingpong run over IPv4 TCP as in perftest.sh; the RDMA
 # traffic is IPv6 only. Each case's capture (ip6 host fd52::33) must hold IPv6 RoCEv2 frames from
 # both sides and no IPv4 ones, pass tests/common/roce-check-ipv6, and both sides must exit 0; the
 # guest's rxe counters must show no sequence error and no exhausted retry.
@@ -26,13 +34,14 @@ iop_init ipv6
 IOP_CHECK=$IOP_CHECK_IPV6
 guest=198.18.0.34 rocedp=198.18.0.42
 guest6=fd52::34 rocedp6=fd52::42
+daemon=198.18.0.43 daemon6=fd52::43  # rocedpd, on a veth of its own
 bridge=198.18.0.1  # the exchanges reach rocedp-perf's TCP socket at the bridge's address
-iters_bw=10 size=65536 iters_pingpong=20
+iters_bw=10 size=65536 iters_pingpong=20 pings=10
 
 cases=()
 for c in pingpong-rocedp_server pingpong-rocedp_client write_bw-rocedp_server \
   write_bw-rocedp_client read_bw-rocedp_server read_bw-rocedp_client send_bw-rocedp_server \
-  send_bw-rocedp_client; do
+  send_bw-rocedp_client rping-rocedp_server rping-rocedp_client echo-rocedpd_server; do
   grep -Eq "$FILTER" <<<"$c" && cases+=("$c")
 done
 [ ${#cases[@]} -gt 0 ] || { echo "no case matches $FILTER" >&2; exit 2; }
@@ -48,7 +57,7 @@ done
   echo '      [ "$t" = "RoCE v2" ] && G6=$i ;; esac; i=$((i+1)); done'
   echo '  [ -z "$G6" ] && sleep 0.2; n=$((n+1)); done; echo "GID6 index ${G6:-none}"'
   echo 'run() { name=$1; shift; i=0; while :; do "$@" > /tmp/out 2>&1; rc=$?; cat /tmp/out'
-  echo '  grep -q "Couldn.t connect\|Unable to init the socket\|100% packet loss" /tmp/out || break'
+  echo '  grep -q "Couldn.t connect\|Unable to init the socket\|100% packet loss\|REJECTED\|ADDR_ERROR\|UNREACHABLE" /tmp/out || break'
   echo '  i=$((i+1)); [ $i -ge 120 ] && break; sleep 0.5; done; echo "V6CASE $name rc=$rc"; }'
   echo "run ping6 ping -6 -c 3 -W 2 $rocedp6"
   for c in "${cases[@]}"; do
@@ -56,6 +65,17 @@ done
     host=""; [ "$role" = rocedp_server ] && host=$bridge
     case $test in
       pingpong) echo "run $c ibv_rc_pingpong -d rxe0 -g \$G6 -n $iters_pingpong -s 4096 $host" ;;
+      echo)  # once the host's capture runs (the share's go-CASE)
+        echo "n=0; while [ ! -e /mnt/share/go-$c ] && [ \$n -lt 600 ]; do sleep 0.1; n=\$((n+1)); done"
+        echo "run $c rdma_client -s $daemon6 -p 7471"
+        ;;
+      rping)
+        if [ "$role" = rocedp_server ]; then
+          echo "run $c rping -c -a $rocedp6 -C $pings -S 3000 -V"
+        else
+          echo "run $c rping -s -a $guest6 -C $pings -S 3000"
+        fi
+        ;;
       *) echo "run $c ib_$test -d rxe0 -x \$G6 -n $iters_bw -s $size -F $host" ;;
     esac
   done
@@ -63,7 +83,11 @@ done
   echo 'sleep 1; for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "HWC ${f##*/} $(cat $f)"; done'
 } >"$IOP_WORK/guest.sh"
 
-iop_net 1500 dpdkv6
+iop_net 1500 dpdkv6 dpdkv6d
+if printf '%s\n' "${cases[@]}" | grep -q '^echo-'; then
+  IOP_ROCEDPD_IPV6=$daemon6 iop_rocedpd 1500 "$(iop_devargs 1 dpdkv6d 1500)" "$daemon" \
+    "{port: rig0, nd_port: 7471, service: echo}" || { iop_fail "rocedpd did not start"; exit 1; }
+fi
 t0=$(date +%s)
 IOP_GUEST_IPV6=1 IOP_GUEST_TIMEOUT=300 iop_guest v6g "$guest" 1500 "$IOP_WORK/guest.sh"
 gpid=$IOP_LAST_PID
@@ -73,12 +97,38 @@ ep=(--port-devargs "$(iop_devargs 0 dpdkv6 1500)" --ip "$rocedp/24" --ip6 "$roce
 # Frames of a case's capture: IPv6 RoCEv2 ones from SRC, and IPv4 RoCEv2 ones at all.
 count6() { tshark -r "$IOP_ARTIFACTS/interop-ipv6-$1.pcap" -Y "ipv6.src == $2 && udp.dstport == 4791" 2>/dev/null | wc -l; }
 count4() { tshark -r "$IOP_ARTIFACTS/interop-ipv6-$1.pcap" -Y "ip && udp.dstport == 4791" 2>/dev/null | wc -l; }
+# The CM messages of a case, "SOURCE:ATTRIBUTE" per MAD (REQ 0x0010, REP 0x0013, RTU 0x0014,
+# DREQ 0x0015, DREP 0x0016), and whether the whole exchange is there (cm_ok CASE OURS: OURS is our
+# address in it): the active side's REQ, the passive side's REP, an RTU, a DREQ and a DREP.
+cm_seen() {
+  tshark -r "$IOP_ARTIFACTS/interop-ipv6-$1.pcap" -d udp.port==4791,infiniband -Y "infiniband.mad.attributeid" \
+    -T fields -e ipv6.src -e infiniband.mad.attributeid 2>/dev/null | sort -u | tr '\t\n' ': '
+}
+cm_ok() {
+  local seen active passive
+  seen=$(cm_seen "$1")
+  cmtxt=$seen
+  if [[ $1 == *rocedp_client ]]; then active=$2 passive=$guest6; else active=$guest6 passive=$2; fi
+  grep -q "$active:0x0010" <<<"$seen" && grep -q "$passive:0x0013" <<<"$seen" &&
+    grep -q "$active:0x0014" <<<"$seen" && grep -q ":0x0015" <<<"$seen" && grep -q ":0x0016" <<<"$seen"
+}
 for c in "${cases[@]}"; do
   kill -0 "$gpid" 2>/dev/null || { iop_fail "the guest is gone: $(tail -3 "$IOP_WORK/v6g.peer.log")"; break; }
   test=${c%-*} role=${c#*-}
   log=$IOP_ARTIFACTS/interop-ipv6-$c.log
   iop_capture_start "$c" "ip6 host $guest6 or host $guest"
   case $test in
+    echo)  # the guest's client against rocedpd, which runs already
+      touch "$IOP_WORK/share/go-$c"
+      iop_wait "$glog" "V6CASE $c rc=" 60 || iop_fail "$c: the guest's rdma_client did not end"
+      rc=0
+      ;;
+    rping)
+      args=(-s)
+      [ "$role" = rocedp_client ] && args=(-c -V -a "$guest6" -C "$pings")
+      ip netns exec rig "$IOP_BIN/rocedp-perf" --rping "${args[@]}" -S 3000 "${ep[@]}" >"$log" 2>&1
+      rc=$?
+      ;;
     pingpong)
       args=(-n "$iters_pingpong" -s 4096 --verify)
       [ "$role" = rocedp_client ] && args=("$guest" "${args[@]}")
@@ -93,15 +143,19 @@ for c in "${cases[@]}"; do
       ;;
   esac
   iop_capture_stop "$c"
-  from_rocedp=$(count6 "$c" "$rocedp6") from_guest=$(count6 "$c" "$guest6") v4=$(count4 "$c")
+  ours=$rocedp6
+  [ "$test" = echo ] && ours=$daemon6
+  from_rocedp=$(count6 "$c" "$ours") from_guest=$(count6 "$c" "$guest6") v4=$(count4 "$c")
   if [ $rc != 0 ]; then
     iop_fail "$c: rocedp-perf exit $rc ($(tail -1 "$log"))"
   elif [ "$test" = pingpong ] && ! grep -q "verify: $iters_pingpong messages of 4096 bytes checked byte for byte" "$log"; then
     iop_fail "$c: not every message verified"
   elif [ "$from_rocedp" -eq 0 ] || [ "$from_guest" -eq 0 ] || [ "$v4" -ne 0 ]; then
     iop_fail "$c: RoCEv2 frames: $from_rocedp IPv6 from rocedp, $from_guest IPv6 from Linux, $v4 IPv4"
+  elif [[ $test == @(rping|echo) ]] && ! cm_ok "$c" "$ours"; then
+    iop_fail "$c: the CM exchange over IPv6 is not all there: $(cm_seen "$c")"
   else
-    echo "ok   $c: $from_rocedp IPv6 RoCEv2 frames from rocedp, $from_guest from Linux, none IPv4"
+    echo "ok   $c: $from_rocedp IPv6 RoCEv2 frames from rocedp, $from_guest from Linux, none IPv4${cmtxt:+; CM $cmtxt}"
   fi
 done
 

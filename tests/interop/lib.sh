@@ -125,6 +125,7 @@ iop_devargs() {
 # Starts rocedpd (EAL file prefix rdp-iop-d-PID) on the rig port DEVARGS with ADDR/24 and MTU,
 # port name rig0, its polling core on CPU 1, and the listeners given (YAML flow maps, one an
 # argument, e.g. "{port: rig0, nd_port: 7471, service: echo}"); false unless it runs within 30 s.
+# IOP_ROCEDPD_IPV6=ADDR gives the port that IPv6 address too.
 iop_rocedpd() {
   local mtu=$1 dev=$2 addr=$3 l
   shift 3
@@ -138,7 +139,7 @@ eal:
   file_prefix: rdp-iop-d-$$
   extra_args: ["--no-pci", "--log-level=lib.eal:notice"]
 ports:
-  - {name: rig0, devargs: "$dev", mac: "02:00:00:00:00:14", address: $addr/24, mtu: $mtu}
+  - {name: rig0, devargs: "$dev", mac: "02:00:00:00:00:14", address: $addr/24, mtu: $mtu${IOP_ROCEDPD_IPV6:+, ipv6: "$IOP_ROCEDPD_IPV6"}}
 dataplane:
   lcores: [1]
   idle_sleep_us: 50

@@ -134,8 +134,18 @@ TEST(PerfOptions, ConnectAndListen) {
             &c),
       -1);
   EXPECT_TRUE(c.connect);
-  EXPECT_EQ(c.connect_ip, 0xC6120101u);
+  EXPECT_FALSE(c.connect_to.ipv6);
+  EXPECT_EQ(c.connect_to.ip, 0xC6120101u);
   EXPECT_EQ(c.connect_port, 7000);
+  // IPv6: [address]:port.
+  Options c6;
+  ASSERT_EQ(parse({"--config", "c.yaml", "--connect", "[fd52::34]:7001", "send", "lat"}, &c6), -1);
+  EXPECT_TRUE(c6.connect_to.ipv6);
+  EXPECT_EQ(c6.connect_to.ip6[0], 0xFD);
+  EXPECT_EQ(c6.connect_to.ip6[15], 0x34);
+  EXPECT_EQ(c6.connect_to.port, 7001);
+  Options bad6;
+  EXPECT_EQ(parse({"--config", "c.yaml", "--connect", "[fd52::zz]:7001", "send", "lat"}, &bad6), 2);
   EXPECT_EQ(c.recv_delay_ms, 3000u);
   EXPECT_TRUE(c.peer_echoes);
   EXPECT_EQ(c.test.tx_depth, 64u);  // the echo service's queue depth unless -t says otherwise
@@ -237,8 +247,12 @@ TEST(PerfOptions, RpingGrammarAsRpingsOwnFlags) {
                         &c),
             -1);
   EXPECT_FALSE(c.server);
-  EXPECT_EQ(c.addr, 0xC6120033u);  // 198.18.0.51
+  EXPECT_EQ(c.addr.ip, 0xC6120033u);  // 198.18.0.51
   EXPECT_EQ(c.count, 10u);
+  RpingOptions c6;
+  ASSERT_EQ(parse_rping(with_endpoint({"--rping", "-c", "-a", "fd52::34"}), &c6), -1);
+  EXPECT_TRUE(c6.addr.ipv6);
+  EXPECT_EQ(c6.addr.ip6[15], 0x34);
   EXPECT_EQ(c.size, 3000u);
   EXPECT_TRUE(c.validate);
   EXPECT_EQ(c.port, 7000);
@@ -317,7 +331,7 @@ TEST(PerfOptions, OpsCheckGrammarNamesItsSideAndTheServersAddress) {
                             &c),
             -1);
   EXPECT_FALSE(c.server);
-  EXPECT_EQ(c.addr, 0xC6120033u);  // 198.18.0.51
+  EXPECT_EQ(c.addr.ip, 0xC6120033u);  // 198.18.0.51
   EXPECT_EQ(c.port, 7000);
   EXPECT_EQ(c.timeout_s, 20u);
   OpsCheckOptions s;
@@ -359,7 +373,7 @@ TEST(PerfOptions, CmCheckGrammarTakesTheClientsExpectationAndTheServersAnswer) {
                            &c),
             -1);
   EXPECT_FALSE(c.server);
-  EXPECT_EQ(c.addr, 0xC6120033u);  // 198.18.0.51
+  EXPECT_EQ(c.addr.ip, 0xC6120033u);  // 198.18.0.51
   EXPECT_EQ(c.port, 7478);
   EXPECT_EQ(c.expect, CmCheckOptions::Expect::kCancelled);
   EXPECT_EQ(c.wait_ms, 1000u);

@@ -77,8 +77,19 @@ class CmFixture : public NdkFixture {
     l.max_shared_endpoints = 4;
     return l;
   }
+  /// The CM's addresses are the ports' IPv6 ones (addr_a, addr_b); the peer's MAC is known.
+  virtual bool cm_ipv6() const { return false; }
   virtual ConnectionManagerSetup cm_setup(Host& h) {
     ConnectionManagerSetup s;
+    if (cm_ipv6()) {
+      const Host* peer = &h == &a_ ? &b_ : &a_;
+      s.resolve6 = [peer](const std::array<uint8_t, 16>& ip,
+                          const ConnectionManagerSetup::ResolveDone& done) {
+        const bool known = ip == peer->ip6.bytes;
+        done(known, known ? peer->mac.bytes.data() : nullptr);
+        return true;
+      };
+    }
     s.dispatch = h.dispatch.get();
     s.tx_core = 0;
     s.arp_retry_ms = 200;
@@ -147,8 +158,17 @@ class CmFixture : public NdkFixture {
     }
   }
 
-  NdkSockAddr addr_a(uint16_t port) const { return NdkSockAddr{a_.ip, port}; }
-  NdkSockAddr addr_b(uint16_t port) const { return NdkSockAddr{b_.ip, port}; }
+  NdkSockAddr addr_a(uint16_t port) const { return addr_of(a_, port); }
+  NdkSockAddr addr_b(uint16_t port) const { return addr_of(b_, port); }
+  NdkSockAddr addr_of(const Host& h, uint16_t port) const {
+    NdkSockAddr a{h.ip, port};
+    if (cm_ipv6()) {
+      a.ip = 0;
+      a.ipv6 = true;
+      a.ip6 = h.ip6.bytes;
+    }
+    return a;
+  }
 
   Listener* listen_b(uint16_t port, Events* ev) {
     Listener* l = nullptr;

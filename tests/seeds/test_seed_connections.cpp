@@ -9,6 +9,7 @@
 #include <string>
 
 #include "dataplane/wire/cm_messages.hpp"
+#include "dataplane/wire/parser.hpp"
 #include "dataplane/wire/pcap_io.hpp"
 #include "tests/seeds/cm_env.hpp"
 
@@ -24,6 +25,111 @@ struct BufferInfo {
 };
 
 // ---- the whole cycle ---------------------------------------------------------------------------
+
+// The same cycle over IPv6: the CM's REQ carries the ports' IPv6 addresses as GIDs and an
+// rdma_cm header of IP version 6, every CM frame is IPv6, the addresses come back as IPv6 socket
+// addresses, and the QPs run RoCEv2 over IPv6.
+class SeedConnectionsIpv6 : public CmFixture {
+ protected:
+  bool cm_ipv6() const override { return true; }
+};
+
+TEST_F(SeedConnectionsIpv6, ConnectSendWriteReadDisconnectThroughTheCmOverIpv6) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  auto xb = buffer(x.pd, 4096, kMrAll, 0xA5);
+  auto yb = buffer(y.pd, 4096, kMrAll, 0x00);
+  Link k;
+  establish(k, x, y, 5792);
+  NdkSockAddr peer, local;
+  uint32_t asz = sizeof(peer);
+  ASSERT_EQ(k.cb->get_peer_address(&peer, &asz), STATUS_SUCCESS);
+  ASSERT_EQ(k.cb->get_local_address(&local, &asz), STATUS_SUCCESS);
+  EXPECT_TRUE(peer.ipv6);
+  EXPECT_EQ(peer.ip6, a_.ip6.bytes);
+  EXPECT_GE(peer.port, 49152);
+  EXPECT_EQ(local, addr_b(5792));
+  ASSERT_EQ(k.ca->get_local_address(&local, &asz), STATUS_SUCCESS);
+  EXPECT_TRUE(local.ipv6);
+  EXPECT_EQ(local.ip6, a_.ip6.bytes) << "the wildcard source became the port's IPv6 address";
+
+  // SEND, WRITE and READ over the connection's QPs.
+  std::memcpy(xb->ptr(), "payload-bytes", 13);
+  NdkSge rs = yb->sge(1024, 64);
+  ASSERT_EQ(y.qp->receive(&y, &rs, 1), STATUS_SUCCESS);
+  NdkSge ss = xb->sge(0, 13);
+  ASSERT_EQ(x.qp->send(&x, &ss, 1, 0), STATUS_SUCCESS);
+  auto rb = wait_results(y.cq, 1);
+  ASSERT_EQ(rb.size(), 1u);
+  EXPECT_EQ(rb[0].status, STATUS_SUCCESS);
+  EXPECT_EQ(std::memcmp(yb->ptr() + 1024, "payload-bytes", 13), 0);
+  NdkSge ws = xb->sge(0, 512);
+  ASSERT_EQ(x.qp->write(&x, &ws, 1, yb->va(), yb->mr->get_remote_token(), 0), STATUS_SUCCESS);
+  NdkSge rd = xb->sge(2048, 512);
+  ASSERT_EQ(x.qp->read(&x, &rd, 1, yb->va(), yb->mr->get_remote_token(), 0), STATUS_SUCCESS);
+  auto ra = wait_results(x.cq, 3);
+  ASSERT_EQ(ra.size(), 3u);
+  for (auto& r : ra) EXPECT_EQ(r.status, STATUS_SUCCESS);
+  EXPECT_EQ(std::memcmp(yb->ptr(), xb->ptr(), 512), 0);
+  EXPECT_EQ(std::memcmp(xb->ptr() + 2048, xb->ptr(), 512), 0);
+
+  Req disc;
+  ASSERT_EQ(k.ca->disconnect(&Req::cb, &disc), STATUS_PENDING);
+  ASSERT_TRUE(pump_until([&] { return disc.done() && k.disc_b.done(); }));
+  EXPECT_EQ(disc.status, STATUS_SUCCESS);
+  release(k);
+  std::vector<std::unique_ptr<Buffer>> bufs;
+  bufs.push_back(std::move(xb));
+  bufs.push_back(std::move(yb));
+  close_endpoint(x, &bufs);
+  close_endpoint(y, &bufs);
+
+  // Every CM frame IPv6 between the two addresses; the REQ's GIDs and rdma_cm header say so.
+  ASSERT_GE(tap_a_.size() + tap_b_.size(), 5u) << "REQ, REP, RTU, DREQ, DREP at least";
+  bool saw_req = false;
+  for (auto* v : {&tap_a_, &tap_b_}) {
+    for (auto& f : *v) {
+      wire::ParsedPacket p;
+      ASSERT_EQ(wire::parse(wire::Bytes(f.bytes.data(), f.bytes.size()), p),
+                wire::DropReason::kNone);
+      ASSERT_TRUE(p.f.ipv6());
+      const bool from_a = v == &tap_a_;
+      EXPECT_EQ(p.f.ip6.src, (from_a ? a_ : b_).ip6.bytes);
+      EXPECT_EQ(p.f.ip6.dst, (from_a ? b_ : a_).ip6.bytes);
+      wire::CmMad m;
+      ASSERT_EQ(wire::decode_cm_mad(p.payload().first(wire::kMadLen), m),
+                wire::CmDecodeStatus::kOk);
+      if (const auto* req = std::get_if<wire::CmReq>(&m.body)) {
+        saw_req = true;
+        EXPECT_EQ(req->primary.local_gid, a_.ip6.bytes);
+        EXPECT_EQ(req->primary.remote_gid, b_.ip6.bytes);
+        wire::CmaHeader h;
+        ASSERT_TRUE(wire::decode_cma_header(req->private_data.data(), h));
+        EXPECT_EQ(h.ip_version(), 6);
+        EXPECT_EQ(h.src_ip.bytes, a_.ip6.bytes);
+        EXPECT_EQ(h.dst_ip.bytes, b_.ip6.bytes);
+      }
+    }
+  }
+  EXPECT_TRUE(saw_req);
+}
+
+// An IPv6 destination from an IPv4 source, or the reverse: STATUS_INVALID_ADDRESS, inline.
+TEST_F(SeedConnectionsIpv6, ConnectAcrossFamiliesIsAnInvalidAddress) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  Connector* c = connector(a_);
+  Req r;
+  EXPECT_EQ(c->connect(x.qp, NdkSockAddr{a_.ip, 0}, addr_b(5793), 4, 4, nullptr, 0, &Req::cb, &r),
+            STATUS_INVALID_ADDRESS);
+  EXPECT_EQ(c->connect(x.qp, addr_a(0), NdkSockAddr{b_.ip, 5793}, 4, 4, nullptr, 0, &Req::cb, &r),
+            STATUS_INVALID_ADDRESS);
+  EXPECT_FALSE(r.done());
+  close_connector(c);
+  std::vector<std::unique_ptr<Buffer>> bufs;
+  close_endpoint(x, &bufs);
+  close_endpoint(y, &bufs);
+}
 
 TEST_F(SeedConnections, ConnectSendWriteReadDisconnectThroughTheCm) {
   Endpoint x, y;
