@@ -62,8 +62,12 @@ bool AdapterRuntime::link_up() const {
   return runtime_->port_count() != 0 && runtime_->port(0).link().up;
 }
 
-bool AdapterRuntime::resolve_neighbour(uint32_t ip, std::array<uint8_t, 6>* mac,
-                                       std::chrono::milliseconds timeout) {
+namespace {
+// A resolution on the control thread's table of port 0 (`start(table, done)` starts it, `done`
+// takes the table's result), waited for like wait_until; the MAC when it answered reachable.
+template <class Start>
+bool resolve_on_control(control::Runtime& rt, Start start, std::array<uint8_t, 6>* mac,
+                        std::chrono::milliseconds timeout) {
   // Shared with the callback: it may still run after a timeout here.
   struct Answer {
     std::atomic<int> done{0};
@@ -71,50 +75,41 @@ bool AdapterRuntime::resolve_neighbour(uint32_t ip, std::array<uint8_t, 6>* mac,
     std::array<uint8_t, 6> mac{};
   };
   auto answer = std::make_shared<Answer>();
-  control::ControlThread* ct = runtime_->control();
-  if (ct == nullptr || !runtime_->run_on_control([&] {
-        ct->neighbour_table_st(0).resolve(config::Ipv4Address{ip}, control::NeighbourClock::now(),
-                                          [answer](const control::ResolveResult& r) {
-                                            answer->reachable = r.reachable;
-                                            answer->mac = r.mac.bytes;
-                                            answer->done.store(1, std::memory_order_release);
-                                          });
-      }))
+  control::ControlThread* ct = rt.control();
+  auto done = [answer](const auto& r) {
+    answer->reachable = r.reachable;
+    answer->mac = r.mac.bytes;
+    answer->done.store(1, std::memory_order_release);
+  };
+  if (ct == nullptr || !rt.run_on_control([&] { start(ct->neighbour_table_st(0), done); }))
     return false;
-  if (!runtime_->wait_until([&] { return answer->done.load(std::memory_order_acquire) != 0; },
-                            timeout) ||
+  if (!rt.wait_until([&] { return answer->done.load(std::memory_order_acquire) != 0; }, timeout) ||
       !answer->reachable)
     return false;
   *mac = answer->mac;
   return true;
 }
+}  // namespace
+
+bool AdapterRuntime::resolve_neighbour(uint32_t ip, std::array<uint8_t, 6>* mac,
+                                       std::chrono::milliseconds timeout) {
+  return resolve_on_control(
+      *runtime_,
+      [ip](control::NeighbourTable& t, const auto& done) {
+        t.resolve(config::Ipv4Address{ip}, control::NeighbourClock::now(), done);
+      },
+      mac, timeout);
+}
 
 bool AdapterRuntime::resolve_neighbour6(const std::array<uint8_t, 16>& ip,
                                         std::array<uint8_t, 6>* mac,
                                         std::chrono::milliseconds timeout) {
-  // Shared with the callback: it may still run after a timeout here.
-  struct Answer {
-    std::atomic<int> done{0};
-    bool reachable = false;
-    std::array<uint8_t, 6> mac{};
-  };
-  auto answer = std::make_shared<Answer>();
-  control::ControlThread* ct = runtime_->control();
-  if (ct == nullptr || !runtime_->run_on_control([&] {
-        ct->neighbour_table_st(0).resolve6(config::Ipv6Address{ip}, control::NeighbourClock::now(),
-                                           [answer](const control::ResolveResult6& r) {
-                                             answer->reachable = r.reachable;
-                                             answer->mac = r.mac.bytes;
-                                             answer->done.store(1, std::memory_order_release);
-                                           });
-      }))
-    return false;
-  if (!runtime_->wait_until([&] { return answer->done.load(std::memory_order_acquire) != 0; },
-                            timeout) ||
-      !answer->reachable)
-    return false;
-  *mac = answer->mac;
-  return true;
+  return resolve_on_control(
+      *runtime_,
+      [&ip](control::NeighbourTable& t, const auto& done) {
+        t.resolve6(config::Ipv6Address{ip}, control::NeighbourClock::now(), done);
+      },
+      mac, timeout);
 }
 
 std::vector<AdapterRuntime::EngineCounter> AdapterRuntime::engine_counters(size_t core) {

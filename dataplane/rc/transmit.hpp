@@ -83,22 +83,29 @@ inline void patch_bth(uint8_t* bth, const TxBth& h, uint32_t pad) {
                    (h.ack_req ? 0x80000000u : 0u) | (h.psn & wire::kPsnMask));
 }
 
+// The sink's buffer for a frame of `total` bytes; null (counted, the QP marked stalled) if it has
+// none.
+inline uint8_t* alloc_frame(QueuePair& qp, RcContext& ctx, size_t total, void** handle) {
+  uint8_t* buf = ctx.sink.alloc(ctx.sink.ctx, total, handle);
+  if (buf == nullptr) [[unlikely]] {
+    ctx.counters->add(RcCounter::kTxNoBuffer);
+    qp.sched.tx_stalled = true;
+  }
+  return buf;
+}
+
 // transmit_frame for an IPv6 QP: its own template (Ipv6Path), the payload length patched (no
-// header checksum, no ID), the ICRC by the general method.
+// header checksum, no ID), the ICRC by the general method. Out of line: IPv4 is the usual frame.
 template <class Fill>
-[[gnu::always_inline]] inline bool transmit_frame_ipv6_inline(QueuePair& qp, RcContext& ctx,
-                                                              const TxBth& h, uint32_t payload_len,
-                                                              Fill& fill) {
+[[gnu::noinline]] bool transmit_frame_ipv6(QueuePair& qp, RcContext& ctx, const TxBth& h,
+                                           uint32_t payload_len, Fill& fill) {
   const uint32_t pad = wire::pad_for(payload_len);
   const size_t hlen = kHeaderTemplateLen6 + h.ext_len;
   const size_t total = hlen + payload_len + pad + wire::kIcrcLen;
   void* handle = nullptr;
-  uint8_t* buf = ctx.sink.alloc(ctx.sink.ctx, total, &handle);
-  if (buf == nullptr) [[unlikely]] {
-    ctx.counters->add(RcCounter::kTxNoBuffer);
-    qp.sched.tx_stalled = true;
+  uint8_t* buf = alloc_frame(qp, ctx, total, &handle);
+  if (buf == nullptr) [[unlikely]]
     return false;
-  }
   std::memcpy(buf, qp.ipv6_path().hdr, kHeaderTemplateLen6);
   uint8_t* ip = buf + qp.hdr_l3();
   const size_t ip_total = total - qp.hdr_l3();
@@ -116,12 +123,6 @@ template <class Fill>
   frame_done(ctx, handle, total);
   return true;
 }
-// The same out of line: a caller that does not know the QP's IP version keeps IPv4 inline.
-template <class Fill>
-[[gnu::noinline]] bool transmit_frame_ipv6(QueuePair& qp, RcContext& ctx, const TxBth& h,
-                                           uint32_t payload_len, Fill& fill) {
-  return transmit_frame_ipv6_inline(qp, ctx, h, payload_len, fill);
-}
 
 }  // namespace transmit_detail
 
@@ -131,11 +132,11 @@ template <class Fill>
 /// if the sink refused a buffer: the caller restores its saved state (item 10). The requester's
 /// one-packet WRITE and SEND write their RETH and payload straight into the frame through it;
 /// every other packet comes through `transmit`.
-/// Which frames a caller of transmit_frame sends: any QP's (tested per frame), or it knows the
-/// QP's IP version (the requester's one-packet path, per visit; transmit()). Testing here costs
-/// the caller: its lambda's captures must live in memory for the IPv6 call (callgrind: 6
-/// instructions per 64-byte WRITE in the requester's loop).
-enum class TxIp : uint8_t { kAny, kV4, kV6 };
+/// Which frames a caller of transmit_frame sends: any QP's (tested per frame), or IPv4 only (the
+/// caller knows: the requester's one-packet path, per visit; transmit()). Testing here costs the
+/// caller: its lambda's captures must live in memory for the IPv6 call (callgrind: 6 instructions
+/// per 64-byte WRITE in the requester's loop).
+enum class TxIp : uint8_t { kAny, kV4 };
 template <TxIp kIp = TxIp::kAny, class Fill>
 inline bool transmit_frame(QueuePair& qp, RcContext& ctx, const TxBth& h, uint32_t payload_len,
                            Fill&& fill) {
@@ -143,9 +144,7 @@ inline bool transmit_frame(QueuePair& qp, RcContext& ctx, const TxBth& h, uint32
   // The role writes exactly the extension headers its opcode carries (debug builds check).
   assert(wire::opcode_info(h.opcode) != nullptr &&
          wire::opcode_info(h.opcode)->length == wire::kBthLen + ext_len);
-  if constexpr (kIp == TxIp::kV6) {
-    return transmit_detail::transmit_frame_ipv6_inline(qp, ctx, h, payload_len, fill);
-  } else if constexpr (kIp == TxIp::kAny) {
+  if constexpr (kIp == TxIp::kAny) {
     if (qp.ipv6()) [[unlikely]]
       return transmit_detail::transmit_frame_ipv6(qp, ctx, h, payload_len, fill);
   }
@@ -155,12 +154,9 @@ inline bool transmit_frame(QueuePair& qp, RcContext& ctx, const TxBth& h, uint32
   // the requester's loop 8 instructions per 64-byte WRITE (callgrind).
   const size_t total = hlen + payload_len + pad + wire::kIcrcLen;
   void* handle = nullptr;
-  uint8_t* buf = ctx.sink.alloc(ctx.sink.ctx, total, &handle);
-  if (buf == nullptr) [[unlikely]] {
-    ctx.counters->add(RcCounter::kTxNoBuffer);
-    qp.sched.tx_stalled = true;
+  uint8_t* buf = transmit_detail::alloc_frame(qp, ctx, total, &handle);
+  if (buf == nullptr) [[unlikely]]
     return false;
-  }
   // Headers: the QP's prebuilt bytes, then the per-packet fields patched in place.
   std::memcpy(buf, qp.hdr_bytes(), kHeaderTemplateLen);
   const size_t l3 = qp.hdr_l3();

@@ -29,6 +29,37 @@ DropReason parse_rc_general(Bytes frame, RcRxPacket& out) {
 }
 
 namespace {
+// parse_tail's checks in its order, from the BTH at `bth` (UDP payload `udp_payload` bytes, the
+// IP packet `ip` of `ip_total` bytes whose ICRC `icrc` computes), then the view's BTH fields. The
+// caller fills the addresses.
+template <class Icrc>
+DropReason rc_tail(const std::uint8_t* ip, std::size_t ip_total, const std::uint8_t* bth,
+                   std::size_t udp_payload, Icrc icrc, RcRxPacket& out) {
+  if (udp_payload < kBthLen + kIcrcLen) return DropReason::kBthTooShort;
+  const std::uint32_t w0 = load_be32(bth);  // opcode, flags, P_Key
+  const auto flags = static_cast<std::uint8_t>(w0 >> 16);
+  if ((flags & bth_bits::kTverMask) != 0) return DropReason::kBadTver;
+  const OpcodeInfo* op = opcode_info(static_cast<std::uint8_t>(w0 >> 24));
+  if (op == nullptr) return DropReason::kUnknownOpcode;
+  if (udp_payload < op->length + kIcrcLen) return DropReason::kHeadersTooShort;
+  // Payload and pad (IBTA §9.2.1.4: pad count is the bytes after the payload).
+  const std::size_t pad = (flags & bth_bits::kPadMask) >> bth_bits::kPadShift;
+  const std::size_t with_pad = udp_payload - op->length - kIcrcLen;
+  if (pad > with_pad) return DropReason::kPadTooLarge;
+  const auto payload_len = static_cast<std::uint32_t>(with_pad - pad);
+  if (const DropReason r = payload_rule(*op, with_pad, payload_len); r != DropReason::kNone)
+    return r;
+  // ICRC (IBTA Annex A17.3.3), little-endian after the pad.
+  const std::size_t icrc_at = ip_total - kIcrcLen;
+  if (icrc(ip, icrc_at) != load_le32(ip + icrc_at)) return DropReason::kBadIcrc;
+  out.bth = bth;
+  out.op = op;
+  out.payload_len = payload_len;
+  out.psn = load_be32(bth + 8) & kPsnMask;   // AckReq, PSN
+  out.dqpn = load_be32(bth + 4) & kQpnMask;  // resv8a, DestQP
+  return DropReason::kNone;
+}
+
 // The checks of parse() (parse_ipv6, then parse_tail) in the same order, for untagged Ethernet +
 // IPv6 + UDP (the caller checked the version and the next header), decoding only what
 // RcRxPacket holds.
@@ -45,30 +76,10 @@ DropReason parse_rc_ipv6(Bytes frame, RcRxPacket& out) {
   if (load_be16(udp + udp_off::kDst) != kRoceV2UdpPort) return DropReason::kNotRoce;
   const std::size_t udp_len = load_be16(udp + udp_off::kLen);
   if (udp_len != total - kIpv6HdrLen) return DropReason::kUdpBadLength;
-  const std::size_t udp_payload = udp_len - kUdpHdrLen;
-  if (udp_payload < kBthLen + kIcrcLen) return DropReason::kBthTooShort;
-
-  constexpr std::size_t bth = l4 + kUdpHdrLen;
-  const std::uint32_t w0 = load_be32(p + bth);  // opcode, flags, P_Key
-  const auto flags = static_cast<std::uint8_t>(w0 >> 16);
-  if ((flags & bth_bits::kTverMask) != 0) return DropReason::kBadTver;
-  const OpcodeInfo* op = opcode_info(static_cast<std::uint8_t>(w0 >> 24));
-  if (op == nullptr) return DropReason::kUnknownOpcode;
-  if (udp_payload < op->length + kIcrcLen) return DropReason::kHeadersTooShort;
-  const std::size_t pad = (flags & bth_bits::kPadMask) >> bth_bits::kPadShift;
-  const std::size_t with_pad = udp_payload - op->length - kIcrcLen;
-  if (pad > with_pad) return DropReason::kPadTooLarge;
-  const auto payload_len = static_cast<std::uint32_t>(with_pad - pad);
-  if (const DropReason r = payload_rule(*op, with_pad, payload_len); r != DropReason::kNone)
-    return r;
-  const std::size_t icrc_at = total - kIcrcLen;
-  if (icrc_compute(Bytes(ip, icrc_at)) != load_le32(ip + icrc_at)) return DropReason::kBadIcrc;
-
-  out.bth = p + bth;
-  out.op = op;
-  out.payload_len = payload_len;
-  out.psn = load_be32(p + bth + 8) & kPsnMask;   // AckReq, PSN
-  out.dqpn = load_be32(p + bth + 4) & kQpnMask;  // resv8a, DestQP
+  const DropReason r = rc_tail(
+      ip, total, udp + kUdpHdrLen, udp_len - kUdpHdrLen,
+      [](const std::uint8_t* at, std::size_t len) { return icrc_compute(Bytes(at, len)); }, out);
+  if (r != DropReason::kNone) return r;
   out.src_ip = 0;
   out.dst_ip = kIpv6DstTag;
   out.ipv6 = 1;
@@ -107,37 +118,9 @@ DropReason parse_rc_ordered(Bytes frame, RcRxPacket& out) {
     return DropReason::kIpBadChecksum;
   const std::size_t udp_len = load_be16(udp + udp_off::kLen);
   if (udp_len != total - kIpv4MinHdrLen) return DropReason::kUdpBadLength;
-  const std::size_t udp_payload = udp_len - kUdpHdrLen;
-  if (udp_payload < kBthLen + kIcrcLen) return DropReason::kBthTooShort;
-
-  constexpr std::size_t bth = l4 + kUdpHdrLen;
-  const std::uint32_t w0 = load_be32(p + bth);  // opcode, flags, P_Key
-  const auto flags = static_cast<std::uint8_t>(w0 >> 16);
-  if ((flags & bth_bits::kTverMask) != 0) return DropReason::kBadTver;
-  const auto opcode = static_cast<std::uint8_t>(w0 >> 24);
-  const OpcodeInfo* op = opcode_info(opcode);
-  if (op == nullptr) return DropReason::kUnknownOpcode;
-  if (udp_payload < op->length + kIcrcLen) return DropReason::kHeadersTooShort;
-
-  // Payload and pad (IBTA §9.2.1.4: pad count is the bytes after the payload).
-  const std::size_t pad = (flags & bth_bits::kPadMask) >> bth_bits::kPadShift;
-  const std::size_t with_pad = udp_payload - op->length - kIcrcLen;
-  if (pad > with_pad) return DropReason::kPadTooLarge;
-  const auto payload_len = static_cast<std::uint32_t>(with_pad - pad);
-  if (const DropReason r = payload_rule(*op, with_pad, payload_len); r != DropReason::kNone)
-    return r;
-
-  // ICRC (IBTA Annex A17.3.3), little-endian after the pad.
-  const std::size_t icrc_at = l3 + total - kIcrcLen;
-  if (icrc_plain_ipv4(ip, icrc_at - l3) != load_le32(p + icrc_at)) return DropReason::kBadIcrc;
-
-  const std::uint32_t w1 = load_be32(p + bth + 4);  // resv8a, DestQP
-  const std::uint32_t w2 = load_be32(p + bth + 8);  // AckReq, PSN
-  out.bth = p + bth;
-  out.op = op;
-  out.payload_len = payload_len;
-  out.psn = w2 & kPsnMask;
-  out.dqpn = w1 & kQpnMask;
+  const DropReason r =
+      rc_tail(ip, total, udp + kUdpHdrLen, udp_len - kUdpHdrLen, icrc_plain_ipv4, out);
+  if (r != DropReason::kNone) return r;
   out.src_ip = load_be32(ip + ipv4_off::kSrc);
   out.dst_ip = load_be32(ip + ipv4_off::kDst);
   out.ecn = ip[ipv4_off::kTos] & kEcnMask;

@@ -260,6 +260,32 @@ class CmFixture : public NdkFixture {
     close_listener(k.listener);
   }
 
+  /// Over a connection x(A) -> y(B): a SEND of 13 bytes into yb at 1024, a WRITE of xb's first 512
+  /// bytes to B's region (va, token: yb's start), then a READ of it back into xb at 2048; each
+  /// completes once, byte-exact.
+  void send_write_read(Endpoint& x, Endpoint& y, Buffer& xb, Buffer& yb, uint64_t va,
+                       uint32_t token) {
+    std::memcpy(xb.ptr(), "payload-bytes", 13);
+    NdkSge rs = yb.sge(1024, 64);
+    ASSERT_EQ(y.qp->receive(&y, &rs, 1), STATUS_SUCCESS);
+    NdkSge ss = xb.sge(0, 13);
+    ASSERT_EQ(x.qp->send(&x, &ss, 1, 0), STATUS_SUCCESS);
+    auto rb = wait_results(y.cq, 1);
+    ASSERT_EQ(rb.size(), 1u);
+    EXPECT_EQ(rb[0].status, STATUS_SUCCESS);
+    EXPECT_EQ(rb[0].bytes_transferred, 13u);
+    EXPECT_EQ(std::memcmp(yb.ptr() + 1024, "payload-bytes", 13), 0);
+    NdkSge ws = xb.sge(0, 512);
+    ASSERT_EQ(x.qp->write(&x, &ws, 1, va, token, 0), STATUS_SUCCESS);
+    NdkSge rd = xb.sge(2048, 512);
+    ASSERT_EQ(x.qp->read(&x, &rd, 1, va, token, 0), STATUS_SUCCESS);
+    auto ra = wait_results(x.cq, 3);
+    ASSERT_EQ(ra.size(), 3u);
+    for (auto& r : ra) EXPECT_EQ(r.status, STATUS_SUCCESS);
+    EXPECT_EQ(std::memcmp(yb.ptr(), xb.ptr(), 512), 0);
+    EXPECT_EQ(std::memcmp(xb.ptr() + 2048, xb.ptr(), 512), 0);
+  }
+
   uint64_t clock_ns_ = kSecond;
   bool dead_b_ = false;
   bool silent_a_ = false;

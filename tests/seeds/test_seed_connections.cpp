@@ -54,24 +54,8 @@ TEST_F(SeedConnectionsIpv6, ConnectSendWriteReadDisconnectThroughTheCmOverIpv6) 
   EXPECT_EQ(local.ip6, a_.ip6.bytes) << "the wildcard source became the port's IPv6 address";
 
   // SEND, WRITE and READ over the connection's QPs.
-  std::memcpy(xb->ptr(), "payload-bytes", 13);
-  NdkSge rs = yb->sge(1024, 64);
-  ASSERT_EQ(y.qp->receive(&y, &rs, 1), STATUS_SUCCESS);
-  NdkSge ss = xb->sge(0, 13);
-  ASSERT_EQ(x.qp->send(&x, &ss, 1, 0), STATUS_SUCCESS);
-  auto rb = wait_results(y.cq, 1);
-  ASSERT_EQ(rb.size(), 1u);
-  EXPECT_EQ(rb[0].status, STATUS_SUCCESS);
-  EXPECT_EQ(std::memcmp(yb->ptr() + 1024, "payload-bytes", 13), 0);
-  NdkSge ws = xb->sge(0, 512);
-  ASSERT_EQ(x.qp->write(&x, &ws, 1, yb->va(), yb->mr->get_remote_token(), 0), STATUS_SUCCESS);
-  NdkSge rd = xb->sge(2048, 512);
-  ASSERT_EQ(x.qp->read(&x, &rd, 1, yb->va(), yb->mr->get_remote_token(), 0), STATUS_SUCCESS);
-  auto ra = wait_results(x.cq, 3);
-  ASSERT_EQ(ra.size(), 3u);
-  for (auto& r : ra) EXPECT_EQ(r.status, STATUS_SUCCESS);
-  EXPECT_EQ(std::memcmp(yb->ptr(), xb->ptr(), 512), 0);
-  EXPECT_EQ(std::memcmp(xb->ptr() + 2048, xb->ptr(), 512), 0);
+  send_write_read(x, y, *xb, *yb, yb->va(), yb->mr->get_remote_token());
+  if (HasFatalFailure()) return;
 
   Req disc;
   ASSERT_EQ(k.ca->disconnect(&Req::cb, &disc), STATUS_PENDING);
@@ -196,27 +180,9 @@ TEST_F(SeedConnections, ConnectSendWriteReadDisconnectThroughTheCm) {
             STATUS_CONNECTION_INVALID)
       << "already connected";
 
-  // SEND A -> B.
-  std::memcpy(xb->ptr(), "payload-bytes", 13);
-  NdkSge rs = yb->sge(1024, 64);
-  ASSERT_EQ(y.qp->receive(&y, &rs, 1), STATUS_SUCCESS);
-  NdkSge ss = xb->sge(0, 13);
-  ASSERT_EQ(x.qp->send(&x, &ss, 1, 0), STATUS_SUCCESS);
-  auto rb = wait_results(y.cq, 1);
-  ASSERT_EQ(rb.size(), 1u);
-  EXPECT_EQ(rb[0].status, STATUS_SUCCESS);
-  EXPECT_EQ(rb[0].bytes_transferred, 13u);
-  EXPECT_EQ(std::memcmp(yb->ptr() + 1024, "payload-bytes", 13), 0);
-  // WRITE A -> B's announced region, READ it back into A.
-  NdkSge ws = xb->sge(0, 512);
-  ASSERT_EQ(x.qp->write(&x, &ws, 1, got.va, got.token, 0), STATUS_SUCCESS);
-  NdkSge rd = xb->sge(2048, 512);
-  ASSERT_EQ(x.qp->read(&x, &rd, 1, got.va, got.token, 0), STATUS_SUCCESS);
-  auto ra = wait_results(x.cq, 3);
-  ASSERT_EQ(ra.size(), 3u);
-  for (auto& r : ra) EXPECT_EQ(r.status, STATUS_SUCCESS);
-  EXPECT_EQ(std::memcmp(yb->ptr(), xb->ptr(), 512), 0);
-  EXPECT_EQ(std::memcmp(xb->ptr() + 2048, xb->ptr(), 512), 0);
+  // SEND A -> B, WRITE A -> B's announced region, READ it back into A.
+  send_write_read(x, y, *xb, *yb, got.va, got.token);
+  if (HasFatalFailure()) return;
 
   // B has a receive outstanding; A disconnects: B's disconnect callback fires (reason
   // STATUS_SUCCESS: a normal peer disconnect) and B's QP is NOT flushed (NDK: the provider does
