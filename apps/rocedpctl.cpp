@@ -414,7 +414,7 @@ int main(int argc, char** argv) {
     return run_view(
         o, {"/rocedp/ports",
             "ports",
-            {"name", "id", "mac", "ip", "mtu", "vlan", "link_up", "rx_packets", "tx_packets",
+            {"name", "id", "mac", "ip", "ipv6", "mtu", "vlan", "link_up", "rx_packets", "tx_packets",
              "rx_bytes", "tx_bytes", "rx_missed", "rx_errors", "tx_errors", "rx_nombuf"}});
   });
   daemon_command("cores", "polling cores: lcore, busy/idle cycles, packets, hand-offs, drops", [&] {

@@ -51,27 +51,79 @@ NeighbourTable::NeighbourTable(NeighbourTableOptions options,
   }
 }
 
-bool NeighbourTable::resolvable(config::Ipv4Address ip) const {
-  const uint32_t mask = options_.prefix_len == 0 ? 0 : ~uint32_t{0} << (32 - options_.prefix_len);
-  const uint32_t net = options_.local_ip.value & mask;
-  return ip.value != 0 && (ip.value >> 28) < 0xE  // not multicast / class E / 255.255.255.255
-         && ip != options_.local_ip && (ip.value & mask) == net  // on-link, not ours
-         && ip.value != (net | ~mask);                           // not the subnet broadcast
-}
+// ---- The per-family pieces ----
 
-void NeighbourTable::notify(config::Ipv4Address ip, const config::MacAddress& mac,
-                            bool removed) const {
-  if (hooks_.on_change) hooks_.on_change(NeighbourChange{ip, mac, removed});
-}
+namespace {
 
-NeighbourTable::ResolveStatus NeighbourTable::resolve(config::Ipv4Address ip, NeighbourTime now,
-                                                      ResolveCallback callback) {
-  auto it = entries_.find(ip.value);
-  if (it != entries_.end()) {
-    Entry& e = it->second;
+// What the two families declare alike: the address, result, callback and snapshot types, and the
+// member holding the entries.
+template <class IpT, class ResultT, class SnapshotT, auto kEntries>
+struct FamilyTypes {
+  using Ip = IpT;
+  using Result = ResultT;
+  using Callback = std::function<void(const ResultT&)>;
+  using Snapshot = SnapshotT;
+  static auto& map(NeighbourTable& t) { return t.*kEntries; }
+  static const auto& map(const NeighbourTable& t) { return t.*kEntries; }
+};
+
+}  // namespace
+
+// IPv4 (RFC 826): keyed by the host-order value, static entries from the configuration, changes
+// reported through on_change (the cores' caches).
+struct NeighbourTable::Family4 : FamilyTypes<config::Ipv4Address, ResolveResult,
+                                             NeighbourSnapshotEntry, &NeighbourTable::entries_> {
+  static uint32_t key(Ip ip) { return ip.value; }
+
+  static bool resolvable(const NeighbourTable& t, Ip ip) {
+    const uint8_t prefix_len = t.options_.prefix_len;
+    const uint32_t mask = prefix_len == 0 ? 0 : ~uint32_t{0} << (32 - prefix_len);
+    const uint32_t net = t.options_.local_ip.value & mask;
+    return ip.value != 0 && (ip.value >> 28) < 0xE  // not multicast / class E / 255.255.255.255
+           && ip != t.options_.local_ip && (ip.value & mask) == net  // on-link, not ours
+           && ip.value != (net | ~mask);                             // not the subnet broadcast
+  }
+  static void send_request(const NeighbourTable& t, Ip ip) {
+    if (t.hooks_.send_request) t.hooks_.send_request(ip);
+  }
+  static void notify(const NeighbourTable& t, Ip ip, const config::MacAddress& mac, bool removed) {
+    if (t.hooks_.on_change) t.hooks_.on_change(NeighbourChange{ip, mac, removed});
+  }
+};
+
+// IPv6 (RFC 4861): keyed by the 16 bytes, no static entries, changes reported through on_change6.
+struct NeighbourTable::Family6 : FamilyTypes<config::Ipv6Address, ResolveResult6,
+                                             NeighbourSnapshotEntry6, &NeighbourTable::entries6_> {
+  static const Key6& key(const Ip& ip) { return ip.bytes; }
+
+  static bool resolvable(const NeighbourTable& t, const Ip& ip) {
+    config::Ipv6Address loopback;
+    loopback.bytes[15] = 1;
+    return t.options_.local_ip6 && ip != *t.options_.local_ip6 && ip != config::Ipv6Address{} &&
+           ip != loopback && ip.bytes[0] != 0xff;  // not multicast
+  }
+  static void send_request(const NeighbourTable& t, const Ip& ip) {
+    if (t.hooks_.send_request6) t.hooks_.send_request6(ip);
+  }
+  static void notify(const NeighbourTable& t, const Ip& ip, const config::MacAddress& mac,
+                     bool removed) {
+    if (t.hooks_.on_change6) t.hooks_.on_change6(ip, mac, removed);
+  }
+};
+
+// ---- One implementation for both ----
+
+template <class F>
+NeighbourTable::ResolveStatus NeighbourTable::resolve_in(const typename F::Ip& ip,
+                                                         NeighbourTime now,
+                                                         typename F::Callback callback) {
+  auto& entries = F::map(*this);
+  auto it = entries.find(F::key(ip));
+  if (it != entries.end()) {
+    auto& e = it->second;
     if (e.state == NeighbourState::kStatic ||
         (e.state == NeighbourState::kReachable && now < e.deadline)) {
-      if (callback) callback(ResolveResult{ip, true, e.mac});
+      if (callback) callback(typename F::Result{ip, true, e.mac});
       return ResolveStatus::kCompleted;
     }
     if (e.state == NeighbourState::kResolving) {
@@ -80,31 +132,34 @@ NeighbourTable::ResolveStatus NeighbourTable::resolve(config::Ipv4Address ip, Ne
     }
     // Expired, and on_timer has not run yet: it is gone; resolve afresh below.
     const config::MacAddress old = e.mac;
-    entries_.erase(it);
+    entries.erase(it);
     ++stats_.expired;
-    notify(ip, old, true);
+    F::notify(*this, ip, old, true);
   }
-  if (!resolvable(ip) || size() >= options_.max_entries) {
-    if (resolvable(ip)) ++stats_.table_full;
+  const bool resolvable = F::resolvable(*this, ip);
+  if (!resolvable || size() >= options_.max_entries) {
+    if (resolvable) ++stats_.table_full;
     ++stats_.unreachable;
-    if (callback) callback(ResolveResult{ip, false, {}});
+    if (callback) callback(typename F::Result{ip, false, {}});
     return ResolveStatus::kCompleted;
   }
-  Entry& e = entries_[ip.value];
+  auto& e = entries[F::key(ip)];
   e.state = NeighbourState::kResolving;
   e.requests_sent = 1;
   e.deadline = now + options_.retry_interval;
   e.waiters.push_back(std::move(callback));
   ++stats_.requests_sent;
-  if (hooks_.send_request) hooks_.send_request(ip);
+  F::send_request(*this, ip);
   return ResolveStatus::kPending;
 }
 
-bool NeighbourTable::lookup(config::Ipv4Address ip, NeighbourTime now,
-                            config::MacAddress* mac) const {
-  auto it = entries_.find(ip.value);
-  if (it == entries_.end()) return false;
-  const Entry& e = it->second;
+template <class F>
+bool NeighbourTable::lookup_in(const typename F::Ip& ip, NeighbourTime now,
+                               config::MacAddress* mac) const {
+  const auto& entries = F::map(*this);
+  auto it = entries.find(F::key(ip));
+  if (it == entries.end()) return false;
+  const auto& e = it->second;
   if (e.state == NeighbourState::kStatic ||
       (e.state == NeighbourState::kReachable && now < e.deadline)) {
     *mac = e.mac;
@@ -113,25 +168,27 @@ bool NeighbourTable::lookup(config::Ipv4Address ip, NeighbourTime now,
   return false;
 }
 
-LearnResult NeighbourTable::learn(config::Ipv4Address ip, const config::MacAddress& mac,
-                                  NeighbourTime now, LearnMode mode) {
-  if (!resolvable(ip) || !usable_mac(mac)) return LearnResult::kIgnored;
-  auto it = entries_.find(ip.value);
-  if (it == entries_.end()) {
+template <class F>
+LearnResult NeighbourTable::learn_in(const typename F::Ip& ip, const config::MacAddress& mac,
+                                     NeighbourTime now, LearnMode mode) {
+  if (!F::resolvable(*this, ip) || !usable_mac(mac)) return LearnResult::kIgnored;
+  auto& entries = F::map(*this);
+  auto it = entries.find(F::key(ip));
+  if (it == entries.end()) {
     if (mode == LearnMode::kUpdateOnly) return LearnResult::kIgnored;
     if (size() >= options_.max_entries) {
       ++stats_.table_full;
       return LearnResult::kIgnored;
     }
-    Entry& e = entries_[ip.value];
+    auto& e = entries[F::key(ip)];
     e.state = NeighbourState::kReachable;
     e.mac = mac;
     e.deadline = now + options_.expiry;
     ++stats_.learned;
-    notify(ip, mac, false);
+    F::notify(*this, ip, mac, false);
     return LearnResult::kCreated;
   }
-  Entry& e = it->second;
+  auto& e = it->second;
   switch (e.state) {
     case NeighbourState::kStatic:
       return LearnResult::kIgnored;  // configuration wins over the wire
@@ -139,13 +196,13 @@ LearnResult NeighbourTable::learn(config::Ipv4Address ip, const config::MacAddre
       e.state = NeighbourState::kReachable;
       e.mac = mac;
       e.deadline = now + options_.expiry;
-      std::vector<ResolveCallback> waiters = std::move(e.waiters);
+      std::vector<typename F::Callback> waiters = std::move(e.waiters);
       e.waiters.clear();
       ++stats_.resolved;
       ++stats_.learned;
-      notify(ip, mac, false);
-      const ResolveResult result{ip, true, mac};
-      for (ResolveCallback& cb : waiters) {
+      F::notify(*this, ip, mac, false);
+      const typename F::Result result{ip, true, mac};
+      for (typename F::Callback& cb : waiters) {
         if (cb) cb(result);
       }
       return LearnResult::kResolved;
@@ -155,170 +212,23 @@ LearnResult NeighbourTable::learn(config::Ipv4Address ip, const config::MacAddre
       if (e.mac == mac) return LearnResult::kRefreshed;
       e.mac = mac;
       ++stats_.learned;
-      notify(ip, mac, false);
+      F::notify(*this, ip, mac, false);
       return LearnResult::kChanged;
   }
   return LearnResult::kIgnored;
 }
 
-// ---- IPv6 (RFC 4861) ----
-
-bool NeighbourTable::resolvable6(const config::Ipv6Address& ip) const {
-  config::Ipv6Address loopback;
-  loopback.bytes[15] = 1;
-  return options_.local_ip6 && ip != *options_.local_ip6 && ip != config::Ipv6Address{} &&
-         ip != loopback && ip.bytes[0] != 0xff;  // not multicast
-}
-
-void NeighbourTable::notify6(const config::Ipv6Address& ip, const config::MacAddress& mac,
-                             bool removed) const {
-  if (hooks_.on_change6) hooks_.on_change6(ip, mac, removed);
-}
-
-NeighbourTable::ResolveStatus NeighbourTable::resolve6(const config::Ipv6Address& ip,
-                                                       NeighbourTime now,
-                                                       ResolveCallback6 callback) {
-  auto it = entries6_.find(ip.bytes);
-  if (it != entries6_.end()) {
-    Entry6& e = it->second;
-    if (e.state == NeighbourState::kReachable && now < e.deadline) {
-      if (callback) callback(ResolveResult6{ip, true, e.mac});
-      return ResolveStatus::kCompleted;
-    }
-    if (e.state == NeighbourState::kResolving) {
-      e.waiters.push_back(std::move(callback));
-      return ResolveStatus::kPending;
-    }
-    const config::MacAddress old = e.mac;  // expired, on_timer has not run yet
-    entries6_.erase(it);
-    ++stats_.expired;
-    notify6(ip, old, true);
-  }
-  if (!resolvable6(ip) || size() >= options_.max_entries) {
-    if (resolvable6(ip)) ++stats_.table_full;
-    ++stats_.unreachable;
-    if (callback) callback(ResolveResult6{ip, false, {}});
-    return ResolveStatus::kCompleted;
-  }
-  Entry6& e = entries6_[ip.bytes];
-  e.state = NeighbourState::kResolving;
-  e.requests_sent = 1;
-  e.deadline = now + options_.retry_interval;
-  e.waiters.push_back(std::move(callback));
-  ++stats_.requests_sent;
-  if (hooks_.send_request6) hooks_.send_request6(ip);
-  return ResolveStatus::kPending;
-}
-
-bool NeighbourTable::lookup6(const config::Ipv6Address& ip, NeighbourTime now,
-                             config::MacAddress* mac) const {
-  auto it = entries6_.find(ip.bytes);
-  if (it == entries6_.end() || it->second.state != NeighbourState::kReachable ||
-      now >= it->second.deadline)
-    return false;
-  *mac = it->second.mac;
-  return true;
-}
-
-LearnResult NeighbourTable::learn6(const config::Ipv6Address& ip, const config::MacAddress& mac,
-                                   NeighbourTime now, LearnMode mode) {
-  if (!resolvable6(ip) || !usable_mac(mac)) return LearnResult::kIgnored;
-  auto it = entries6_.find(ip.bytes);
-  if (it == entries6_.end()) {
-    if (mode == LearnMode::kUpdateOnly) return LearnResult::kIgnored;
-    if (size() >= options_.max_entries) {
-      ++stats_.table_full;
-      return LearnResult::kIgnored;
-    }
-    Entry6& e = entries6_[ip.bytes];
-    e.state = NeighbourState::kReachable;
-    e.mac = mac;
-    e.deadline = now + options_.expiry;
-    ++stats_.learned;
-    notify6(ip, mac, false);
-    return LearnResult::kCreated;
-  }
-  Entry6& e = it->second;
-  if (e.state == NeighbourState::kResolving) {
-    e.state = NeighbourState::kReachable;
-    e.mac = mac;
-    e.deadline = now + options_.expiry;
-    std::vector<ResolveCallback6> waiters = std::move(e.waiters);
-    e.waiters.clear();
-    ++stats_.resolved;
-    ++stats_.learned;
-    notify6(ip, mac, false);
-    const ResolveResult6 result{ip, true, mac};
-    for (ResolveCallback6& cb : waiters) {
-      if (cb) cb(result);
-    }
-    return LearnResult::kResolved;
-  }
-  e.deadline = now + options_.expiry;
-  if (e.mac == mac) return LearnResult::kRefreshed;
-  e.mac = mac;
-  ++stats_.learned;
-  notify6(ip, mac, false);
-  return LearnResult::kChanged;
-}
-
-void NeighbourTable::on_timer6(NeighbourTime now) {
+template <class F>
+void NeighbourTable::on_timer_in(NeighbourTime now) {
+  using Ip = typename F::Ip;
   // Collect first, act after: hooks and callbacks may re-enter the table.
-  std::vector<config::Ipv6Address> to_send;
-  std::vector<std::pair<config::Ipv6Address, config::MacAddress>> removed;
-  std::vector<std::pair<ResolveCallback6, config::Ipv6Address>> failed;
-  for (auto it = entries6_.begin(); it != entries6_.end();) {
-    Entry6& e = it->second;
-    const config::Ipv6Address ip{it->first};
-    if (e.state == NeighbourState::kResolving && now >= e.deadline) {
-      if (e.requests_sent < options_.retries) {
-        ++e.requests_sent;
-        e.deadline = now + options_.retry_interval;
-        to_send.push_back(ip);
-      } else {
-        ++stats_.unreachable;
-        for (ResolveCallback6& cb : e.waiters) failed.emplace_back(std::move(cb), ip);
-        it = entries6_.erase(it);
-        continue;
-      }
-    } else if (e.state == NeighbourState::kReachable && now >= e.deadline) {
-      ++stats_.expired;
-      removed.emplace_back(ip, e.mac);
-      it = entries6_.erase(it);
-      continue;
-    }
-    ++it;
-  }
-  for (const config::Ipv6Address& ip : to_send) {
-    ++stats_.requests_sent;
-    if (hooks_.send_request6) hooks_.send_request6(ip);
-  }
-  for (const auto& [ip, mac] : removed) notify6(ip, mac, true);
-  for (auto& [cb, ip] : failed) {
-    if (cb) cb(ResolveResult6{ip, false, {}});
-  }
-}
-
-std::vector<NeighbourSnapshotEntry6> NeighbourTable::snapshot6(NeighbourTime now) const {
-  std::vector<NeighbourSnapshotEntry6> out;
-  out.reserve(entries6_.size());
-  for (const auto& [key, e] : entries6_) {
-    out.push_back(NeighbourSnapshotEntry6{
-        config::Ipv6Address{key}, e.mac, e.state,
-        std::chrono::duration_cast<std::chrono::milliseconds>(e.deadline - now).count(),
-        e.requests_sent, e.waiters.size()});
-  }
-  return out;
-}
-
-void NeighbourTable::on_timer(NeighbourTime now) {
-  // Collect first, act after: hooks and callbacks may re-enter the table.
-  std::vector<config::Ipv4Address> to_send;
-  std::vector<NeighbourChange> removed;
-  std::vector<std::pair<ResolveCallback, config::Ipv4Address>> failed;
-  for (auto it = entries_.begin(); it != entries_.end();) {
-    Entry& e = it->second;
-    const config::Ipv4Address ip{it->first};
+  std::vector<Ip> to_send;
+  std::vector<std::pair<Ip, config::MacAddress>> removed;
+  std::vector<std::pair<typename F::Callback, Ip>> failed;
+  auto& entries = F::map(*this);
+  for (auto it = entries.begin(); it != entries.end();) {
+    auto& e = it->second;
+    const Ip ip{it->first};
     if (e.state == NeighbourState::kResolving && now >= e.deadline) {
       if (e.requests_sent < options_.retries) {
         ++e.requests_sent;
@@ -327,27 +237,80 @@ void NeighbourTable::on_timer(NeighbourTime now) {
       } else {
         // One full interval passed after the last request without an answer.
         ++stats_.unreachable;
-        for (ResolveCallback& cb : e.waiters) failed.emplace_back(std::move(cb), ip);
-        it = entries_.erase(it);
+        for (typename F::Callback& cb : e.waiters) failed.emplace_back(std::move(cb), ip);
+        it = entries.erase(it);
         continue;
       }
     } else if (e.state == NeighbourState::kReachable && now >= e.deadline) {
       ++stats_.expired;
-      removed.push_back(NeighbourChange{ip, e.mac, true});
-      it = entries_.erase(it);
+      removed.emplace_back(ip, e.mac);
+      it = entries.erase(it);
       continue;
     }
     ++it;
   }
-  for (const config::Ipv4Address& ip : to_send) {
+  for (const Ip& ip : to_send) {
     ++stats_.requests_sent;
-    if (hooks_.send_request) hooks_.send_request(ip);
+    F::send_request(*this, ip);
   }
-  for (const NeighbourChange& c : removed) notify(c.ip, c.mac, true);
+  for (const auto& [ip, mac] : removed) F::notify(*this, ip, mac, true);
   for (auto& [cb, ip] : failed) {
-    if (cb) cb(ResolveResult{ip, false, {}});
+    if (cb) cb(typename F::Result{ip, false, {}});
   }
-  on_timer6(now);
+}
+
+template <class F>
+std::vector<typename F::Snapshot> NeighbourTable::snapshot_in(NeighbourTime now) const {
+  const auto& entries = F::map(*this);
+  std::vector<typename F::Snapshot> out;
+  out.reserve(entries.size());
+  for (const auto& [key, e] : entries) {
+    const int64_t expires_in_ms =
+        e.state == NeighbourState::kStatic
+            ? -1
+            : std::chrono::duration_cast<std::chrono::milliseconds>(e.deadline - now).count();
+    out.push_back(typename F::Snapshot{typename F::Ip{key}, e.mac, e.state, expires_in_ms,
+                                       e.requests_sent, e.waiters.size()});
+  }
+  return out;
+}
+
+// ---- The public interface ----
+
+NeighbourTable::ResolveStatus NeighbourTable::resolve(config::Ipv4Address ip, NeighbourTime now,
+                                                      ResolveCallback callback) {
+  return resolve_in<Family4>(ip, now, std::move(callback));
+}
+
+NeighbourTable::ResolveStatus NeighbourTable::resolve6(const config::Ipv6Address& ip,
+                                                       NeighbourTime now,
+                                                       ResolveCallback6 callback) {
+  return resolve_in<Family6>(ip, now, std::move(callback));
+}
+
+bool NeighbourTable::lookup(config::Ipv4Address ip, NeighbourTime now,
+                            config::MacAddress* mac) const {
+  return lookup_in<Family4>(ip, now, mac);
+}
+
+bool NeighbourTable::lookup6(const config::Ipv6Address& ip, NeighbourTime now,
+                             config::MacAddress* mac) const {
+  return lookup_in<Family6>(ip, now, mac);
+}
+
+LearnResult NeighbourTable::learn(config::Ipv4Address ip, const config::MacAddress& mac,
+                                  NeighbourTime now, LearnMode mode) {
+  return learn_in<Family4>(ip, mac, now, mode);
+}
+
+LearnResult NeighbourTable::learn6(const config::Ipv6Address& ip, const config::MacAddress& mac,
+                                   NeighbourTime now, LearnMode mode) {
+  return learn_in<Family6>(ip, mac, now, mode);
+}
+
+void NeighbourTable::on_timer(NeighbourTime now) {
+  on_timer_in<Family4>(now);
+  on_timer_in<Family6>(now);
 }
 
 NeighbourTime NeighbourTable::next_deadline() const {
@@ -361,29 +324,21 @@ NeighbourTime NeighbourTable::next_deadline() const {
 
 void NeighbourTable::publish_all() const {
   for (const auto& [ip, e] : entries_) {
-    if (e.state != NeighbourState::kResolving) notify(config::Ipv4Address{ip}, e.mac, false);
+    if (e.state != NeighbourState::kResolving) {
+      Family4::notify(*this, config::Ipv4Address{ip}, e.mac, false);
+    }
   }
 }
 
 std::vector<NeighbourSnapshotEntry> NeighbourTable::snapshot(NeighbourTime now) const {
-  std::vector<NeighbourSnapshotEntry> out;
-  out.reserve(entries_.size());
-  for (const auto& [ip, e] : entries_) {
-    NeighbourSnapshotEntry s;
-    s.ip = config::Ipv4Address{ip};
-    s.mac = e.mac;
-    s.state = e.state;
-    s.expires_in_ms =
-        e.state == NeighbourState::kStatic
-            ? -1
-            : std::chrono::duration_cast<std::chrono::milliseconds>(e.deadline - now).count();
-    s.requests_sent = e.requests_sent;
-    s.waiters = e.waiters.size();
-    out.push_back(s);
-  }
+  std::vector<NeighbourSnapshotEntry> out = snapshot_in<Family4>(now);
   std::sort(out.begin(), out.end(),
             [](const auto& a, const auto& b) { return a.ip.value < b.ip.value; });
   return out;
+}
+
+std::vector<NeighbourSnapshotEntry6> NeighbourTable::snapshot6(NeighbourTime now) const {
+  return snapshot_in<Family6>(now);  // entries6_ is ordered by address already
 }
 
 }  // namespace rocedp::control

@@ -185,28 +185,35 @@ class NeighbourTable {
   const NeighbourTableOptions& options() const { return options_; }
 
  private:
-  struct Entry {
+  template <class Callback>
+  struct BasicEntry {
     NeighbourState state = NeighbourState::kResolving;
     config::MacAddress mac;
     NeighbourTime deadline;  // reachable: expiry; resolving: next request or verdict
     uint32_t requests_sent = 0;
-    std::vector<ResolveCallback> waiters;
+    std::vector<Callback> waiters;
   };
-
-  struct Entry6 {
-    NeighbourState state = NeighbourState::kResolving;
-    config::MacAddress mac;
-    NeighbourTime deadline;
-    uint32_t requests_sent = 0;
-    std::vector<ResolveCallback6> waiters;
-  };
+  using Entry = BasicEntry<ResolveCallback>;
+  using Entry6 = BasicEntry<ResolveCallback6>;
   using Key6 = std::array<uint8_t, 16>;
 
-  bool resolvable(config::Ipv4Address ip) const;
-  bool resolvable6(const config::Ipv6Address& ip) const;
-  void notify(config::Ipv4Address ip, const config::MacAddress& mac, bool removed) const;
-  void notify6(const config::Ipv6Address& ip, const config::MacAddress& mac, bool removed) const;
-  void on_timer6(NeighbourTime now);
+  // One implementation of the table's logic serves both families; Family4 and Family6 (defined in
+  // neighbour_table.cpp) supply the map, the key, the result and snapshot types, which addresses
+  // are resolvable, and the send and change hooks.
+  struct Family4;
+  struct Family6;
+  template <class F>
+  ResolveStatus resolve_in(const typename F::Ip& ip, NeighbourTime now,
+                           typename F::Callback callback);
+  template <class F>
+  bool lookup_in(const typename F::Ip& ip, NeighbourTime now, config::MacAddress* mac) const;
+  template <class F>
+  LearnResult learn_in(const typename F::Ip& ip, const config::MacAddress& mac, NeighbourTime now,
+                       LearnMode mode);
+  template <class F>
+  void on_timer_in(NeighbourTime now);
+  template <class F>
+  std::vector<typename F::Snapshot> snapshot_in(NeighbourTime now) const;
 
   NeighbourTableOptions options_;
   NeighbourTableHooks hooks_;

@@ -15,19 +15,17 @@
 #include <string>
 #include <vector>
 
+#include "tests/arp/frame_util.hpp"
 #include "tests/common/eal_session.hpp"
 
 namespace rocedp::dataplane {
 namespace {
 
-using Bytes = std::vector<uint8_t>;
+using namespace test::frames;  // Bytes, put16/get16 ..., inet_checksum, Mbuf, pool()
 
 constexpr unsigned kPoolSize = 255;
 const auto* const g_env = ::testing::AddGlobalTestEnvironment(new test::EalSession(
     {.tag = "arp-test", .memory_mb = 64, .mbufs = kPoolSize, .log_level = pmd::LogLevel::kError}));
-rte_mempool* pool() {
-  return test::session_pool()->get();
-}
 
 // ---- our address and a peer ----
 const config::MacAddress kOurMac{{0x02, 0x00, 0x00, 0x00, 0x00, 0x01}};
@@ -36,49 +34,12 @@ constexpr uint32_t kOurIp = 0xC6120001;   // 198.18.0.1
 constexpr uint32_t kPeerIp = 0xC6120002;  // 198.18.0.2
 const LocalAddress kLocal{kOurMac, config::Ipv4Address{kOurIp}, 24};
 
-// ---- byte helpers, deliberately independent of the code under test ----
-void put16(Bytes& b, uint16_t v) {
-  b.push_back(uint8_t(v >> 8));
-  b.push_back(uint8_t(v));
-}
-void put32(Bytes& b, uint32_t v) {
-  put16(b, uint16_t(v >> 16));
-  put16(b, uint16_t(v));
-}
-void put_mac(Bytes& b, const config::MacAddress& m) {
-  b.insert(b.end(), m.bytes.begin(), m.bytes.end());
-}
-uint16_t get16(const Bytes& b, size_t off) {
-  return uint16_t(b[off] << 8 | b[off + 1]);
-}
-uint32_t get32(const Bytes& b, size_t off) {
-  return uint32_t(get16(b, off)) << 16 | get16(b, off + 2);
-}
-config::MacAddress get_mac(const Bytes& b, size_t off) {
-  config::MacAddress m;
-  std::memcpy(m.bytes.data(), &b[off], 6);
-  return m;
-}
-
-// RFC 1071 Internet checksum over big-endian words; 0 when a block with its checksum is valid.
-uint16_t inet_checksum(const Bytes& b, size_t off, size_t len) {
-  uint32_t sum = 0;
-  for (size_t i = 0; i < len; i += 2) {
-    sum += uint32_t(b[off + i]) << 8;
-    if (i + 1 < len) sum += b[off + i + 1];
-  }
-  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
-  return uint16_t(~sum);
-}
-
 const config::MacAddress kBroadcast{{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}};
 
 Bytes arp_frame(uint16_t op, const config::MacAddress& eth_dst, const config::MacAddress& sha,
                 uint32_t sip, const config::MacAddress& tha, uint32_t tip) {
   Bytes b;
-  put_mac(b, eth_dst);
-  put_mac(b, sha);
-  put16(b, 0x0806);
+  put_eth(b, eth_dst, sha, 0x0806);
   put16(b, 1);
   put16(b, 0x0800);
   b.push_back(6);
@@ -105,9 +66,7 @@ struct EchoSpec {
 
 Bytes echo_frame(const EchoSpec& s) {
   Bytes b;
-  put_mac(b, s.eth_dst);
-  put_mac(b, s.eth_src);
-  put16(b, 0x0800);
+  put_eth(b, s.eth_dst, s.eth_src, 0x0800);
   const size_t ihl = 20 + s.options.size();
   const size_t total = ihl + 8 + s.payload;
   b.push_back(uint8_t(0x40 | (ihl / 4)));
@@ -137,32 +96,6 @@ Bytes echo_frame(const EchoSpec& s) {
   while (b.size() < s.pad_to) b.push_back(0);
   return b;
 }
-
-// An mbuf owning a copy of `b`, optionally split into two segments after `split` bytes.
-struct Mbuf {
-  rte_mbuf* m = nullptr;
-  explicit Mbuf(const Bytes& b, size_t split = 0) {
-    m = rte_pktmbuf_alloc(pool());
-    const size_t first = split == 0 ? b.size() : split;
-    std::memcpy(rte_pktmbuf_append(m, uint16_t(first)), b.data(), first);
-    if (split != 0) {
-      rte_mbuf* tail = rte_pktmbuf_alloc(pool());
-      std::memcpy(rte_pktmbuf_append(tail, uint16_t(b.size() - split)), b.data() + split,
-                  b.size() - split);
-      EXPECT_EQ(rte_pktmbuf_chain(m, tail), 0);
-    }
-  }
-  explicit Mbuf(rte_mbuf* built) : m(built) {}
-  ~Mbuf() { rte_pktmbuf_free(m); }
-  Mbuf(const Mbuf&) = delete;
-  Mbuf& operator=(const Mbuf&) = delete;
-  Bytes bytes() const {
-    Bytes b(rte_pktmbuf_pkt_len(m));
-    const void* p = rte_pktmbuf_read(m, 0, uint32_t(b.size()), b.data());
-    if (p != b.data()) std::memcpy(b.data(), p, b.size());
-    return b;
-  }
-};
 
 // ---- ARP ----
 
