@@ -574,8 +574,14 @@ CmState CmConnection::step_rep_sent(const CmMad* m, std::uint64_t now_ns) {
     return CmState::kTimeWait;
   }
   if (const auto* mra = std::get_if<CmMra>(&m->body)) {
-    if (mra->message_mraed == CmMsgResponse::kRep)
-      arm(now_ns, ib_time_ns(mra->service_timeout) + retry_timeout_ns_);
+    // The peer has the REP and asks for time: Linux's rdma_cm MRAs every REP it receives, for
+    // 2^24 × 4.096 µs (69 s), then sends its RTU when its consumer answers. That RTU may be lost,
+    // and only a REP sent again brings another: so the REP goes again after the usual wait at the
+    // most (a peer still busy answers it with another MRA), within the same retries.
+    if (mra->message_mraed == CmMsgResponse::kRep) {
+      arm(now_ns,
+          ib_time_ns(std::min(mra->service_timeout, kMaxPassiveTimeoutCode)) + retry_timeout_ns_);
+    }
     return state_;
   }
   return state_;

@@ -411,6 +411,40 @@ TEST(CmConnection, RtuNeverArrivesAcceptTimesOutAndTheActiveSideIsDisconnected) 
   EXPECT_EQ(p.a.state(), CmState::kTimeWait);
 }
 
+// Linux's rdma_cm answers every REP with an MRA (2^24 × 4.096 µs: 69 s) before its RTU. When
+// that RTU is lost, the passive side does not wait the 69 s: it sends the REP again after at most
+// 2 × 4.3 s, the active side (established) answers with the RTU again, and the accept completes.
+TEST(CmConnection, AnMraForTheRepDoesNotHoldTheRepPastTheUsualWaitWhenTheRtuIsLost) {
+  Pair p;
+  int rtus = 0;
+  p.drop = [&rtus](const CmMad& m, bool a_to_b) {
+    return a_to_b && is(m, cm_attr::kRtu) && rtus++ == 0;
+  };
+  ASSERT_EQ(p.a.connect(p.connect_params(), p.now), STATUS_PENDING);
+  p.pump();
+  ASSERT_EQ(p.b.accept(p.accept_params(), p.now), STATUS_PENDING);
+  p.pump();
+  ASSERT_EQ(p.a.state(), CmState::kRepRcvd);
+  // A's consumer is slow: A's CM MRAs the REP, as rdma_cm does, then completes (its RTU lost).
+  const CmRep& rep = std::get<CmRep>(p.sb.sent.back().body);
+  p.sa.cm_send(
+      make_cm_mad(p.sb.sent.back().hdr.tid,
+                  CmMra{rep.remote_comm_id, rep.local_comm_id, CmMsgResponse::kRep, 24, {}}));
+  p.pump();
+  const std::uint64_t mra_at = p.now;
+  ASSERT_EQ(p.a.complete_connect(p.now), STATUS_SUCCESS);
+  p.pump();
+  ASSERT_EQ(rtus, 1);
+  ASSERT_EQ(p.b.state(), CmState::kRepSent);
+  while (p.b.state() == CmState::kRepSent) ASSERT_TRUE(p.tick());
+  EXPECT_EQ(p.b.state(), CmState::kEstablished);
+  EXPECT_EQ(p.sb.count_sent(cm_attr::kRep), 2u) << "one REP sent again";
+  EXPECT_LE(p.now - mra_at, 2 * (4096ull << 20)) << "not the MRA's 69 s";
+  const CmEvent* e = p.sb.last(CmEventType::kAcceptComplete);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->status, STATUS_SUCCESS);
+}
+
 // A REQ asks for the longest response time (2^31 × 4.096 µs) and 15 retries: the passive side
 // still gives up on a missing RTU after 4 REPs at most 4.3 s apart, so a storm of requests that
 // never complete cannot hold a listener's connections for days.

@@ -103,14 +103,15 @@ bw_avg() { grep -o '"bw_avg_MBps":[0-9.]*' "$work/client$n.log" | head -1 | cut 
 # ECN runs (DCQCN) of one second each, NP the side whose port marks what it receives, RP the
 # data's sender. ecn_unmarked NP RP: the unmarked run made no CNP and no cut; its bandwidth is
 # $free_bw. ecn_marked NP RP WHAT: the NP counted the marked frames and sent CNPs, the RP got them
-# (no more than were sent) and cut its rate, and the bandwidth fell below a quarter of $free_bw.
+# (no more than were sent) and cut its rate, and the bandwidth ($marked_bw) fell below a quarter
+# of $free_bw.
 ecn_unmarked() {
   free_bw=$(bw_avg)
   [ "$(counter "$2" rate_cuts)" = 0 ] && [ "$(counter "$1" tx_cnp)" = 0 ] || fail "CNPs or cuts without CE marks"
 }
 ecn_marked() {
-  local np=$1 rp=$2 what=$3 marked_bw cnps got cuts
-  marked_bw=$(bw_avg)
+  local np=$1 rp=$2 what=$3 cnps got cuts
+  marked_bw=$(bw_avg)  # kept for the floor's check
   [ "$(counter "$np" rx_ce)" -ge 400 ] || fail "$np rx_ce $(counter "$np" rx_ce): the $what did not arrive marked"
   cnps=$(counter "$np" tx_cnp) got=$(counter "$rp" rx_cnp) cuts=$(counter "$rp" rate_cuts)
   [ "$cnps" -ge 1 ] && [ "$got" -ge 1 ] && [ "$got" -le "$cnps" ] && [ "$cuts" -ge 1 ] && [ "$cuts" -le "$got" ] ||
@@ -173,12 +174,15 @@ case $group in
     pair 0 "--fault-ce 100 --json" write bw -s 4096 -D 1 --ecn --json
     ecn_marked server client WRITEs
     # The port's DCQCN parameters reach its QPs: with a floor of 2,000 Mbit/s (--dcqcn
-    # min_rate_mbps=2000, ports[].dcqcn) the same marks leave the client at about 250 MB/s.
+    # min_rate_mbps=2000, ports[].dcqcn) the same marks leave the client at about 250 MB/s: above
+    # the floor's own 250 MB/s never (400 allows for the clock's bursts), and far above the marked
+    # run without it (at least 4 times: on an idle machine 20 to 40 times; a machine loaded by
+    # other work has given 63 MB/s, the processes short of CPU, against 9.5 without the floor).
     pair 0 "--fault-ce 100 --json" write bw -s 4096 -D 1 --ecn --dcqcn min_rate_mbps=2000 --json
     floor_bw=$(bw_avg)
     [ "$(counter client rate_cuts)" -ge 1 ] || fail "no rate cut with a floor"
-    awk "BEGIN { exit !($floor_bw > 100 && $floor_bw < 400) }" ||
-      fail "with a 2,000 Mbit/s floor: $floor_bw MB/s, not about 250"
+    awk "BEGIN { exit !($floor_bw > 4 * $marked_bw && $floor_bw < 400) }" ||
+      fail "with a 2,000 Mbit/s floor: $floor_bw MB/s, not 4 times the $marked_bw MB/s without it, or not below 400"
     echo "ecn: every frame marked, a 2,000 Mbit/s floor: $floor_bw MB/s"
     pair 0 "--fault-ce 100" write bw -s 4096 -n 400 --verify --ecn
     expect_row 4096 400
