@@ -18,6 +18,7 @@
 #   loss       goodput and latency under random loss, and bench/results/loss.svg
 #   ecn        goodput of an ECN-capable sender (DCQCN) under CE marking, WRITE and READ
 #              (scripts/bench_ecn.py)
+#   ipv6       WRITE 64 B message rate and 4 KiB goodput over IPv6 vs IPv4 (scripts/bench_ipv6.py)
 # (wire, tcp, daemon, cores, sizes: scripts/bench_baselines.py, which says how each is measured.)
 #
 # Environment: BUILD_DIR (default build/), BENCH_ROUNDS (5), BENCH_GROUPS, BENCH_CORES (2),
@@ -28,7 +29,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
 rounds=${BENCH_ROUNDS:-5}
-groups=${BENCH_GROUPS:-micro,dataplane,wire,tcp,daemon,cores,sizes,loss,ecn}
+groups=${BENCH_GROUPS:-micro,dataplane,wire,tcp,daemon,cores,sizes,loss,ecn,ipv6}
 cores=${BENCH_CORES:-2}
 duration=${BENCH_DURATION:-3}
 core=${BENCH_CORE:-$(( $(nproc) - 1 ))}
@@ -82,4 +83,8 @@ fi
 # share of what it receives, each marked run alternated with an unmarked one (>= 3 rounds).
 if has ecn; then
   python3 "$root/scripts/bench_ecn.py" --bin-dir "$build/bin" --out "$out" --rounds "$(( rounds < 3 ? 3 : rounds ))"
+fi
+# The same WRITEs with the QPs over IPv6 and over IPv4, alternated (>= 3 rounds).
+if has ipv6; then
+  python3 "$root/scripts/bench_ipv6.py" --bin-dir "$build/bin" --out "$out" --rounds "$(( rounds < 3 ? 3 : rounds ))"
 fi

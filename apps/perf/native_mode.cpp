@@ -70,6 +70,10 @@ uint64_t buffer_len(const Test& t, uint64_t max_size, std::string* err) {
 QpInfo port_info(const PortInfo& p) {
   QpInfo q;
   q.ip = p.ip;
+  if (p.has_ip6) {
+    std::memcpy(q.ip6, p.ip6.data(), 16);
+    q.has_ip6 = 1;
+  }
   std::memcpy(q.mac, p.mac.data(), 6);
   q.mtu = p.mtu;
   return q;
@@ -90,18 +94,24 @@ std::vector<QpInfo> local_info(AdapterRuntime& rt, const Endpoint& ep) {
   return out;
 }
 
-// Every QP to RTR/RTS with its peer's QPN, PSN, MAC and IP (out of band, as ibv_rc_pingpong).
+// Every QP to RTR/RTS with its peer's QPN, PSN, MAC and IP (out of band, as ibv_rc_pingpong): over
+// IPv6 when both ports have an IPv6 address (--ip6).
 bool connect_all(Run& run, std::string* err) {
   AdapterRuntime& rt = *run.rt;
   std::vector<Pending> pend(run.ep.qps.size());
   const uint32_t pmtu = std::min(path_mtu_for(rt.port().mtu), path_mtu_for(run.peer.at(0).mtu));
   const uint32_t read_limit = rt.config().limits.max_read_limit;
+  const bool ip6 = rt.port().has_ip6;
   return batched(
       rt, run.ep.qps.size(), pend,
       [&](size_t i) {
         NdkQpConnectParams p;
         p.remote_qpn = run.peer[i].qpn;
-        p.remote_ip = run.peer[i].ip;
+        if (run.peer[i].has_ip6 != 0 && ip6) {
+          std::memcpy(p.remote_ip6, run.peer[i].ip6, 16);  // RoCEv2 over IPv6
+        } else {
+          p.remote_ip = run.peer[i].ip;
+        }
         std::memcpy(p.remote_mac, run.peer[i].mac, 6);
         p.path_mtu = pmtu;
         p.local_psn = run.mine[i].psn;

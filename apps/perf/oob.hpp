@@ -45,6 +45,8 @@ struct QpInfo {  // per QP, as perftest exchanges it
   uint8_t mac[6] = {};
   uint16_t mtu = 0;
   uint64_t addr = 0, len = 0;
+  uint8_t ip6[16] = {};  ///< the port's IPv6 address (--ip6), when has_ip6
+  uint8_t has_ip6 = 0;
 };
 
 struct SizeMsg {
