@@ -411,11 +411,11 @@ int main(int argc, char** argv) {
       "the daemon: version, pid, uptime, state, config, ports, cores, listeners, connections",
       [&] { return cmd_status(o); });
   daemon_command("ports", "ports: address, link, packet and error counters", [&] {
-    return run_view(
-        o, {"/rocedp/ports",
-            "ports",
-            {"name", "id", "mac", "ip", "ipv6", "mtu", "vlan", "link_up", "rx_packets", "tx_packets",
-             "rx_bytes", "tx_bytes", "rx_missed", "rx_errors", "tx_errors", "rx_nombuf"}});
+    return run_view(o, {"/rocedp/ports",
+                        "ports",
+                        {"name", "id", "mac", "ip", "ipv6", "mtu", "vlan", "link_up", "rx_packets",
+                         "tx_packets", "rx_bytes", "tx_bytes", "rx_missed", "rx_errors",
+                         "tx_errors", "rx_nombuf"}});
   });
   daemon_command("cores", "polling cores: lcore, busy/idle cycles, packets, hand-offs, drops", [&] {
     return run_view(
