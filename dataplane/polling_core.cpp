@@ -201,6 +201,24 @@ uint16_t PollingCore::classify_st(rte_mbuf* m) {
   return classify_other_st(m);
 }
 
+// What a local classifier (dataplane/arp_icmp, dataplane/ndp) decided for `m`, as the dispatch's
+// target: kAnswerLocally stays on this core, kToControl goes to the control thread, kDrop is
+// counted by the classifier by reason; -1: not theirs.
+template <class Class>
+int PollingCore::route_local_st(rte_mbuf* m, Class c, FrameKind answer, FrameKind to_control) {
+  if (c == Class::kAnswerLocally) {
+    set_kind(m, answer);
+    return index_;
+  }
+  if (c == Class::kToControl) {
+    set_kind(m, to_control);
+    stats_.to_control++;
+    return n_cores_;
+  }
+  if (c == Class::kDrop) return pmd::RxDispatch::kDrop;
+  return -1;
+}
+
 uint16_t PollingCore::classify_other_st(rte_mbuf* m) {
   const int slot = m->port < RTE_MAX_ETHPORTS ? slot_of_port_[m->port] : -1;
   const uint32_t len = rte_pktmbuf_data_len(m);
@@ -226,36 +244,16 @@ uint16_t PollingCore::classify_other_st(rte_mbuf* m) {
       ether_type == RTE_ETHER_TYPE_IPV4 && len >= sizeof(rte_ether_hdr) + sizeof(rte_ipv4_hdr) &&
       reinterpret_cast<const rte_ipv4_hdr*>(eth + 1)->next_proto_id == IPPROTO_UDP;
   if (!ipv4_udp) {
-    switch (classify_arp_icmp(m, ap.local, &stats_.arp_icmp)) {
-      case ArpIcmpClass::kAnswerLocally:
-        set_kind(m, FrameKind::kAnswerLocally);
-        return index_;
-      case ArpIcmpClass::kToControl:
-        set_kind(m, FrameKind::kArpToControl);
-        stats_.to_control++;
-        return n_cores_;
-      case ArpIcmpClass::kDrop:  // counted in stats_.arp_icmp by reason
-        return pmd::RxDispatch::kDrop;
-      case ArpIcmpClass::kNotArpIcmp:
-        break;
-    }
+    const int target = route_local_st(m, classify_arp_icmp(m, ap.local, &stats_.arp_icmp),
+                                      FrameKind::kAnswerLocally, FrameKind::kArpToControl);
+    if (target >= 0) return static_cast<uint16_t>(target);
   }
   // ICMPv6 (neighbour discovery, echo) of a port with an IPv6 address: dataplane/ndp decides.
   // Any other IPv6 frame (UDP among them) is left to the classifiers below.
   if (ether_type == RTE_ETHER_TYPE_IPV6 && ap.has_ip6) {
-    switch (classify_ndp(m, ap.local6, &stats_.ndp)) {
-      case NdpClass::kAnswerLocally:
-        set_kind(m, FrameKind::kNdpAnswerLocally);
-        return index_;
-      case NdpClass::kToControl:
-        set_kind(m, FrameKind::kNdpToControl);
-        stats_.to_control++;
-        return n_cores_;
-      case NdpClass::kDrop:  // counted in stats_.ndp by reason
-        return pmd::RxDispatch::kDrop;
-      case NdpClass::kNotNdp:
-        break;
-    }
+    const int target = route_local_st(m, classify_ndp(m, ap.local6, &stats_.ndp),
+                                      FrameKind::kNdpAnswerLocally, FrameKind::kNdpToControl);
+    if (target >= 0) return static_cast<uint16_t>(target);
   }
 
   if (!rte_is_same_ether_addr(&eth->dst_addr, &ap.mac) &&
@@ -287,21 +285,7 @@ uint16_t PollingCore::classify_other_st(rte_mbuf* m) {
         stats_.drops[drop_index(wire::DropReason::kBthTooShort)]++;
         return pmd::RxDispatch::kDrop;
       }
-      const uint8_t* bth = reinterpret_cast<const uint8_t*>(udp + 1);
-      // BTH bytes 5..7: DestQP (IBTA 9.2, Table 10).
-      const uint32_t qpn = (uint32_t{bth[5]} << 16) | (uint32_t{bth[6]} << 8) | bth[7];
-      if (qpn_is_control(qpn)) {
-        set_kind(m, FrameKind::kCm);
-        stats_.to_control++;
-        return n_cores_;
-      }
-      const uint32_t core = qpn_core(qpn);
-      if (core >= n_cores_) {
-        stats_.drops[drop_index(CoreDrop::kQpnCoreOutOfRange)]++;
-        return pmd::RxDispatch::kDrop;
-      }
-      set_kind(m, FrameKind::kRoce);
-      return static_cast<uint16_t>(core);
+      return route_bth_st(m, reinterpret_cast<const uint8_t*>(udp + 1));
     }
   }
   stats_.drops[drop_index(CoreDrop::kUnsupported)]++;
@@ -335,7 +319,13 @@ uint16_t PollingCore::classify_ipv6_st(rte_mbuf* m, const AttachedPort& ap) {
     stats_.drops[drop_index(wire::DropReason::kBthTooShort)]++;
     return pmd::RxDispatch::kDrop;
   }
-  const uint32_t qpn = wire::load_be32(p + kBth + 4) & wire::kQpnMask;  // resv8a, DestQP
+  return route_bth_st(m, p + kBth);
+}
+
+// A RoCEv2 frame (IPv4 or IPv6) by the DestQP of its BTH at `bth` (the caller checked it is in
+// the frame): QP1 to the control thread, a data QP to the core that owns it.
+uint16_t PollingCore::route_bth_st(rte_mbuf* m, const uint8_t* bth) {
+  const uint32_t qpn = wire::load_be32(bth + 4) & wire::kQpnMask;  // resv8a, DestQP
   if (qpn_is_control(qpn)) {
     set_kind(m, FrameKind::kCm);
     stats_.to_control++;

@@ -220,6 +220,11 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   uint16_t classify_st(rte_mbuf* m);
   [[gnu::noinline]] uint16_t classify_other_st(rte_mbuf* m);
   uint16_t classify_ipv6_st(rte_mbuf* m, const AttachedPort& ap);
+  uint16_t route_bth_st(rte_mbuf* m, const uint8_t* bth);
+  // What a local classifier (dataplane/arp_icmp, dataplane/ndp: kAnswerLocally, kToControl,
+  // kDrop, else not theirs) decided for `m`, as the dispatch's target; -1: not theirs.
+  template <class Class>
+  int route_local_st(rte_mbuf* m, Class c, FrameKind answer, FrameKind to_control);
   void handle_local_st(rte_mbuf** pkts, uint16_t n, uint64_t tsc);
   /// Hands rx_frames_[0, n) (the frames of `roce`) to the RoceHandler, then frees the mbufs.
   void deliver_roce_st(rte_mbuf** roce, uint16_t n, uint64_t tsc);

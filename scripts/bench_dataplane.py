@@ -120,26 +120,47 @@ def pair_row(binary, args, tag, both=(), server=()):
     return row, (cnt[0] if cnt else {})
 
 
-def sweep_parser(rates):
-    """The options of a script that sweeps a fault share (scripts/bench_loss.py, bench_ecn.py): the
-    build's binaries, the results file, the alternated rounds, the run length and the shares."""
+def rounds_parser():
+    """The options of a script that alternates two runs of a pair per round (scripts/bench_ipv6.py,
+    and the sweeps below): the build's binaries, the results file, the rounds, the run length."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin-dir", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=int, default=2, help="-D seconds of each bandwidth run")
+    return ap
+
+
+def rounds_setup(ap, name):
+    """Parses those options; exits below 3 alternating rounds. Returns the options, the rocedp-perf
+    binary and the CPU-pair probe."""
+    args = ap.parse_args()
+    if args.rounds < 3:
+        sys.exit(f"{name}: at least 3 alternating rounds")
+    return args, os.path.join(args.bin_dir, "rocedp-perf"), os.path.join(args.bin_dir, "cpu_pair_rtt")
+
+
+def sweep_parser(rates):
+    """rounds_parser for a script that sweeps a fault share (scripts/bench_loss.py, bench_ecn.py),
+    with the shares."""
+    ap = rounds_parser()
     ap.add_argument("--rates", default=",".join(str(r) for r in rates))
     return ap
 
 
 def sweep_setup(ap, name):
-    """Parses the sweep's options; exits below 3 alternating rounds. Returns the options, the
-    rocedp-perf binary, the CPU-pair probe and the shares."""
-    args = ap.parse_args()
-    if args.rounds < 3:
-        sys.exit(f"{name}: at least 3 alternating rounds")
-    return (args, os.path.join(args.bin_dir, "rocedp-perf"), os.path.join(args.bin_dir, "cpu_pair_rtt"),
-            [float(r) for r in args.rates.split(",")])
+    """rounds_setup, and the shares."""
+    args, binary, probe = rounds_setup(ap, name)
+    return args, binary, probe, [float(r) for r in args.rates.split(",")]
+
+
+def print_ratio_table(results, value_head, baseline_head):
+    """The rows' Markdown table: value, baseline value, ratio (median, min-max)."""
+    print(f"| benchmark | {value_head} | {baseline_head} | ratio (median, min–max) |")
+    print("|---|---|---|---|")
+    for r in results:
+        print(f"| {r['name']} | {r['value']} {r['unit']} | {r['baseline_value']} {r['unit']} | "
+              f"{r['ratio']:.3f} ({r['ratio_min']:.3f}–{r['ratio_max']:.3f}) |")
 
 
 def ratio_row(subj, base, probes, digits=3):

@@ -12,7 +12,6 @@ instructions behind it are counted by scripts/rc_instructions.sh (write6, send6,
 
 Rows are merged into bench/results/latest.json (same rule as bench_dataplane.py).
 """
-import argparse
 import os
 import sys
 
@@ -35,16 +34,7 @@ def one(binary, args, duration, tag, ipv6):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin-dir", required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--duration", type=int, default=2, help="-D seconds of each run")
-    args = ap.parse_args()
-    if args.rounds < 3:
-        sys.exit("bench_ipv6: at least 3 alternating rounds")
-    binary = os.path.join(args.bin_dir, "rocedp-perf")
-    probe = os.path.join(args.bin_dir, "cpu_pair_rtt")
+    args, binary, probe = bench_dataplane.rounds_setup(bench_dataplane.rounds_parser(), "bench_ipv6")
     results = []
     for name, client, field, unit in WORKLOADS:
         v4, v6, probes = [], [], []
@@ -63,11 +53,7 @@ def main():
             "baseline_name": f"rocedp-perf:{' '.join(client)} (IPv4)",
             **bench_dataplane.ratio_row(v6, v4, probes)})
     bench_dataplane.merge_rows(args.out, results)
-    print("| benchmark | IPv6 | IPv4 | ratio (median, min–max) |")
-    print("|---|---|---|---|")
-    for r in results:
-        print(f"| {r['name']} | {r['value']} {r['unit']} | {r['baseline_value']} {r['unit']} | "
-              f"{r['ratio']:.3f} ({r['ratio_min']:.3f}–{r['ratio_max']:.3f}) |")
+    bench_dataplane.print_ratio_table(results, "IPv6", "IPv4")
 
 
 if __name__ == "__main__":

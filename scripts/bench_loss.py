@@ -79,11 +79,7 @@ def main():
                 "baseline_name": "rocedp-perf:" + " ".join(lat_args) + " (no loss)",
                 **bench_dataplane.ratio_row(ls[key], cl[key], probes)})
     bench_dataplane.merge_rows(args.out, results)
-    print("| benchmark | value | clean | ratio (median, min–max) |")
-    print("|---|---|---|---|")
-    for r in results:
-        print(f"| {r['name']} | {r['value']} {r['unit']} | {r['baseline_value']} {r['unit']} | "
-              f"{r['ratio']:.3f} ({r['ratio_min']:.3f}–{r['ratio_max']:.3f}) |")
+    bench_dataplane.print_ratio_table(results, "value", "clean")
 
 
 if __name__ == "__main__":

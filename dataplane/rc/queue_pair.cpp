@@ -79,8 +79,6 @@ NTSTATUS QueuePair::modify_to_rtr(const QpConnectParams& p) {
   if (p.ipv6) {
     ip6_.reset(new (std::nothrow) Ipv6Path);
     if (!ip6_) return STATUS_INSUFFICIENT_RESOURCES;
-    ip6_->local = p.local_ip6;
-    ip6_->remote = p.remote_ip6;
     ip6_->fold = wire::ipv6_fold(p.remote_ip6.data());
   } else {
     ip6_.reset();

@@ -510,12 +510,10 @@ inline constexpr size_t kHeaderTemplateLen = 54;
 inline constexpr size_t kHeaderTemplateLen6 = 74;
 
 /// What an IPv6 QP has beyond the IPv4 ones (cold, allocated at RTR for IPv6 QPs only): its
-/// frame template and addresses.
+/// frame template, whose IPv6 header holds its addresses (source ours, destination the peer's).
 struct Ipv6Path {
   uint8_t hdr[kHeaderTemplateLen6]{};
-  wire::Ipv6Addr local{};
-  wire::Ipv6Addr remote{};
-  uint32_t fold = 0;  ///< wire::ipv6_fold(remote): the path table's key for the peer
+  uint32_t fold = 0;  ///< wire::ipv6_fold of the peer's address: the path table's key for it
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -549,8 +547,9 @@ class alignas(64) QueuePair {
   const Ipv6Path& ipv6_path() const { return *ip6_; }
   /// Whether the IPv6 header at `ip6` is from this QP's peer to this QP (an IPv6 QP only).
   bool ipv6_matches(const uint8_t* ip6) const {
-    return std::memcmp(ip6 + wire::ipv6_off::kSrc, ip6_->remote.data(), 16) == 0 &&
-           std::memcmp(ip6 + wire::ipv6_off::kDst, ip6_->local.data(), 16) == 0;
+    const uint8_t* ours = ip6_->hdr + hdr_l3();  // the template's header: from us to the peer
+    return std::memcmp(ip6 + wire::ipv6_off::kSrc, ours + wire::ipv6_off::kDst, 16) == 0 &&
+           std::memcmp(ip6 + wire::ipv6_off::kDst, ours + wire::ipv6_off::kSrc, 16) == 0;
   }
   /// The peer, as the engine's path table knows it (IPv4 address, or an IPv6 address folded).
   uint32_t path_key() const { return ipv6_ ? ip6_->fold : remote_ip_; }

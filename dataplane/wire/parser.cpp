@@ -37,6 +37,21 @@ DropReason parse_tail(Bytes frame, ParsedPacket& out, const ParseOptions& opts, 
   return DropReason::kNone;
 }
 
+// From a UDP header checked by the IP version's own rules on: the offsets, the BTH (`total`: the IP
+// packet's bytes, `l4`: the UDP header's offset), then parse_tail.
+DropReason parse_from_udp(Bytes frame, ParsedPacket& out, const ParseOptions& opts, std::size_t l3,
+                          std::size_t l4, std::size_t total) {
+  out.l3_offset = static_cast<std::uint16_t>(l3);
+  out.l4_offset = static_cast<std::uint16_t>(l4);
+  out.l3_end = static_cast<std::uint32_t>(l3 + total);
+  const std::size_t udp_payload = out.f.udp.length - kUdpHdrLen;
+  if (udp_payload < kBthLen + kIcrcLen) return DropReason::kBthTooShort;
+  const std::size_t bth = l4 + kUdpHdrLen;
+  out.bth_offset = static_cast<std::uint16_t>(bth);
+  decode_bth_into(frame.data() + bth, out.f.bth);
+  return parse_tail(frame, out, opts, l3, bth, udp_payload);
+}
+
 // The shape of nearly every frame: untagged Ethernet, IPv4 without options, UDP. The same checks
 // in the same order as the general path below, and the same fields filled, with wide loads and
 // without first resetting the whole ParsedPacket (every field is written here).
@@ -137,15 +152,7 @@ DropReason parse_ipv6(Bytes frame, ParsedPacket& out, const ParseOptions& opts, 
   f.udp = decode_udp(p + l4);
   if (f.udp.dst_port != kRoceV2UdpPort) return DropReason::kNotRoce;
   if (f.udp.length != f.ip6.payload_len) return DropReason::kUdpBadLength;
-  out.l3_offset = static_cast<std::uint16_t>(l3);
-  out.l4_offset = static_cast<std::uint16_t>(l4);
-  out.l3_end = static_cast<std::uint32_t>(l3 + total);
-  const std::size_t udp_payload = f.udp.length - kUdpHdrLen;
-  if (udp_payload < kBthLen + kIcrcLen) return DropReason::kBthTooShort;
-  const std::size_t bth = l4 + kUdpHdrLen;
-  out.bth_offset = static_cast<std::uint16_t>(bth);
-  decode_bth_into(p + bth, f.bth);
-  return parse_tail(frame, out, opts, l3, bth, udp_payload);
+  return parse_from_udp(frame, out, opts, l3, l4, total);
 }
 
 }  // namespace
@@ -204,17 +211,7 @@ DropReason parse(Bytes frame, ParsedPacket& out, const ParseOptions& opts) {
   if (opts.verify_ip_checksum && ipv4_header_checksum(p + l3, ip_len) != ip.checksum())
     return DropReason::kIpBadChecksum;
   if (f.udp.length != total - ip_len) return DropReason::kUdpBadLength;
-  out.l3_offset = static_cast<std::uint16_t>(l3);
-  out.l4_offset = static_cast<std::uint16_t>(l4);
-  out.l3_end = static_cast<std::uint32_t>(l3 + total);
-
-  // BTH (IBTA §9.2).
-  const std::size_t udp_payload = f.udp.length - kUdpHdrLen;
-  if (udp_payload < kBthLen + kIcrcLen) return DropReason::kBthTooShort;
-  const std::size_t bth = l4 + kUdpHdrLen;
-  out.bth_offset = static_cast<std::uint16_t>(bth);
-  decode_bth_into(p + bth, f.bth);
-  return parse_tail(frame, out, opts, l3, bth, udp_payload);
+  return parse_from_udp(frame, out, opts, l3, l4, total);  // BTH (IBTA §9.2) on
 }
 
 }  // namespace rocedp::wire

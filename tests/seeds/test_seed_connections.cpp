@@ -62,11 +62,7 @@ TEST_F(SeedConnectionsIpv6, ConnectSendWriteReadDisconnectThroughTheCmOverIpv6) 
   ASSERT_TRUE(pump_until([&] { return disc.done() && k.disc_b.done(); }));
   EXPECT_EQ(disc.status, STATUS_SUCCESS);
   release(k);
-  std::vector<std::unique_ptr<Buffer>> bufs;
-  bufs.push_back(std::move(xb));
-  bufs.push_back(std::move(yb));
-  close_endpoint(x, &bufs);
-  close_endpoint(y, &bufs);
+  close_pair(x, y, std::move(xb), std::move(yb));
 
   // Every CM frame IPv6 between the two addresses; the REQ's GIDs and rdma_cm header say so.
   ASSERT_GE(tap_a_.size() + tap_b_.size(), 5u) << "REQ, REP, RTU, DREQ, DREP at least";
@@ -211,11 +207,7 @@ TEST_F(SeedConnections, ConnectSendWriteReadDisconnectThroughTheCm) {
   EXPECT_FALSE(disc_y.done()) << "inline SUCCESS: no callback";
 
   release(k);
-  std::vector<std::unique_ptr<Buffer>> bufs;
-  bufs.push_back(std::move(xb));
-  bufs.push_back(std::move(yb));
-  close_endpoint(x, &bufs);
-  close_endpoint(y, &bufs);
+  close_pair(x, y, std::move(xb), std::move(yb));
 
   // The CM traffic of both sides, checked by the conformance tool.
   const char* dir = std::getenv("ROCEDP_ARTIFACT_DIR");
@@ -1250,11 +1242,7 @@ TEST_F(SeedConnections, EachSidesStartingPsnIsTheFirstPsnItReceives) {
   ASSERT_EQ(k.ca->disconnect(&Req::cb, &disc), STATUS_PENDING);
   ASSERT_TRUE(pump_until([&] { return disc.done(); }));
   release(k);
-  std::vector<std::unique_ptr<Buffer>> bufs;
-  bufs.push_back(std::move(xb));
-  bufs.push_back(std::move(yb));
-  close_endpoint(x, &bufs);
-  close_endpoint(y, &bufs);
+  close_pair(x, y, std::move(xb), std::move(yb));
 }
 
 // NDK_FN_DISCONNECT_EX(Abortive = TRUE): the connection ends at once, inline; our QP is flushed;
