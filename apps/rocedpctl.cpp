@@ -285,7 +285,7 @@ int cmd_qps(const DaemonOptions& o) {
   static const View v{
       "/rocedp/qps",
       "qps",
-      {"qpn", "core", "state", "peer_qpn", "path_mtu", "sq_depth", "sq_in_use", "rq_depth",
+      {"qpn", "port", "core", "state", "peer_qpn", "path_mtu", "sq_depth", "sq_in_use", "rq_depth",
        "rq_in_use", "next_psn", "unacked_psn", "expected_psn", "retries_used", "rnr_retries_used"}};
   if (o.qpn.empty()) return run_view(o, v);
   char* end = nullptr;
@@ -447,7 +447,7 @@ int main(int argc, char** argv) {
             o,
             {"/rocedp/rdma",
              "engines",
-             {"core", "rx_packets", "tx_packets", "acks_sent", "naks_sent", "acks_received",
+             {"port", "core", "rx_packets", "tx_packets", "acks_sent", "naks_sent", "acks_received",
               "naks_received", "tx_retransmit", "ack_timeouts", "spurious_timeouts", "rx_duplicate",
               "rx_out_of_sequence", "rx_drop_no_qp", "rx_drop_qp_state", "rx_drop_source"}},
             o.core);

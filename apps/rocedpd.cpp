@@ -189,8 +189,8 @@ int main(int argc, char** argv) {
   std::string error;
   rocedp::control::RuntimeOptions options;
   options.program = "rocedpd";
-  // Listeners need the NDK adapter of the first port and its connection manager; without
-  // listeners the daemon stays a plain data plane.
+  // Listeners need the NDK adapters of the ports and their connection managers (one per port);
+  // without listeners the daemon stays a plain data plane.
   options.open_adapter = options.connection_manager = !cfg.listeners.empty();
   auto rt = rocedp::control::Runtime::start(std::move(cfg), options, &error);
   if (!rt) {

@@ -1157,11 +1157,6 @@ void Reader::validate(const Config& c) const {
       report(where({port_key}), port_key, "no port named '" + l.port + "' in ports");
       continue;
     }
-    // The runtime opens the NDK adapter (and its connection manager) on the first port.
-    if (it != c.ports.begin())
-      report(where({port_key}), port_key,
-             "listeners are served on the first port only ('" + c.ports.front().name + "'), not '" +
-                 l.port + "'");
     for (size_t j = 0; j < i; ++j)
       if (c.listeners[j].port == l.port && c.listeners[j].nd_port == l.nd_port)
         report(where({base + ".nd_port"}), base + ".nd_port",

@@ -186,9 +186,8 @@ constexpr KeySpec kKeys[] = {
      "shared endpoints before INSUFFICIENT_RESOURCES"},
     {"limits", "max_connectors", K::kUint, "int", "`131072`", 1, k24, "", "connectors"},
     // ---- listeners
-    {"listeners", "port", K::kString, "string", "required", 0, 0,
-     "a configured port; only the first port is served (the NDK adapter lives there)",
-     "where to listen"},
+    {"listeners", "port", K::kString, "string", "required", 0, 0, "a configured port",
+     "where to listen: the port's adapter serves it, on the port's addresses"},
     {"listeners", "nd_port", K::kUint, "int", "required", 1, 65535, "unique per port",
      "the ND / rdma_cm port (service ID `0x0106 << 16 \\| nd_port`)"},
     {"listeners", "service", K::kChoice, "`echo`/`memory`", "required", 0, 0, "",

@@ -21,6 +21,7 @@ struct ConnectionRow {
   uint32_t qpn = 0, peer_qpn = 0;
   uint32_t core = 0;    // the core of its QP
   std::string service;  // echo / memory for the daemon's listeners; "" for others
+  std::string port;     // the port of its adapter (config ports[].name)
 };
 
 /// One RC queue pair, read on its owning core (dataplane/qp_row.hpp).

@@ -531,9 +531,10 @@ unsigned ControlThread::poll_frames_st() {
       case dataplane::FrameKind::kCm: {
         counters_.cm_frames++;
         const int idx = port_index_of(m->port);
-        if (cm_handler_ && idx >= 0 && m->nb_segs == 1)
-          cm_handler_(static_cast<size_t>(idx), rte_pktmbuf_mtod(m, const uint8_t*),
-                      rte_pktmbuf_data_len(m));
+        if (idx >= 0 && static_cast<size_t>(idx) < cm_handlers_.size() && cm_handlers_[idx] &&
+            m->nb_segs == 1)
+          cm_handlers_[idx](static_cast<size_t>(idx), rte_pktmbuf_mtod(m, const uint8_t*),
+                            rte_pktmbuf_data_len(m));
         break;
       }
       default:

@@ -3,7 +3,7 @@
 //
 // It owns the per-port neighbour tables (control/neighbour_table.hpp), receives the frames the
 // cores classified for the control path (ARP replies/announcements -> neighbour table -> updates
-// pushed to every core's NeighbourCache; QP1/CM MADs to the CM handler set with
+// pushed to every core's NeighbourCache; QP1/CM MADs to the CM handler of their port, set with
 // set_cm_handler_st, counted and dropped when none is set), asks every
 // core for a stats snapshot each telemetry.stats_interval_ms and publishes the latest one for
 // telemetry, sends a gratuitous ARP per port once it is up, and runs port start/stop and the
@@ -156,11 +156,15 @@ class ControlThread {
   /// Control thread only; may be called from inside a hook (it stops being called at once).
   void remove_poll_hook_st(uint64_t id);
 
-  /// Control thread only: QP1/CM frames the cores handed to the control path go to `handler`
-  /// (port index, whole frame) instead of being counted and dropped. This thread stays the one
-  /// reader of the dispatch's control target, and ARP stays with its neighbour tables.
+  /// Control thread only: QP1/CM frames the cores handed to the control path from port
+  /// `port_index` go to `handler` (port index, whole frame) instead of being counted and dropped
+  /// (null removes it). This thread stays the one reader of the dispatch's control target, and
+  /// ARP stays with its neighbour tables.
   using FrameHandler = std::function<void(size_t port_index, const uint8_t* frame, size_t len)>;
-  void set_cm_handler_st(FrameHandler handler) { cm_handler_ = std::move(handler); }
+  void set_cm_handler_st(size_t port_index, FrameHandler handler) {
+    if (cm_handlers_.size() <= port_index) cm_handlers_.resize(port_index + 1);
+    cm_handlers_[port_index] = std::move(handler);
+  }
   /// Control thread only: the neighbour table of port `index` (the CM resolves through it).
   NeighbourTable& neighbour_table_st(size_t index) { return *tables_.at(index); }
   /// Control thread only: more content for every snapshot round. `collect(done)` starts
@@ -213,7 +217,7 @@ class ControlThread {
   std::vector<std::pair<uint64_t, PollHook>> hooks_;        // control thread; id 0 = removed
   std::vector<std::pair<uint64_t, PollHook>> added_hooks_;  // joins hooks_ after a loop pass
   uint64_t next_hook_id_ = 1;
-  FrameHandler cm_handler_;
+  std::vector<FrameHandler> cm_handlers_;  // by port index
   std::vector<std::pair<uint64_t, SnapshotPart>> parts_;
 
   tbb::concurrent_queue<Task> inbox_;

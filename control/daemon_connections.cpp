@@ -14,12 +14,14 @@ using pmd::LogLevel;
 std::unique_ptr<DaemonConnections> DaemonConnections::attach_st(Adapter& adapter,
                                                                 ControlThread& control,
                                                                 const config::Config& cfg,
+                                                                size_t port_index,
                                                                 std::string* error) {
-  std::unique_ptr<DaemonConnections> d(new DaemonConnections(adapter, control));
+  std::unique_ptr<DaemonConnections> d(new DaemonConnections(adapter, control, port_index));
+  const std::string port_name = cfg.ports.at(port_index).name;
   ConnectionManagerSetup setup;
   setup.dispatch = nullptr;  // the control thread reads the control target and hands CM frames over
   setup.tx_core = 0;         // core 0 owns TX queue 0, where control-built frames leave
-  NeighbourTable* table = &control.neighbour_table_st(0);
+  NeighbourTable* table = &control.neighbour_table_st(port_index);
   setup.resolve = [table](uint32_t ip, ConnectionManagerSetup::ResolveDone done) {
     config::Ipv4Address a;
     a.value = ip;
@@ -44,11 +46,14 @@ std::unique_ptr<DaemonConnections> DaemonConnections::attach_st(Adapter& adapter
   }
   d->attached_ = true;
   Adapter* a = &adapter;
-  control.set_cm_handler_st([a](size_t port_index, const uint8_t* frame, size_t len) {
-    if (port_index == 0) cm_receive_frame(*a, frame, len);
+  control.set_cm_handler_st(port_index, [a](size_t, const uint8_t* frame, size_t len) {
+    cm_receive_frame(*a, frame, len);
   });
-  if (!cfg.listeners.empty()) {
-    st = Services::start(adapter, cfg.listeners, &d->services_, error);
+  std::vector<config::ListenerConfig> listeners;
+  for (const config::ListenerConfig& l : cfg.listeners)
+    if (l.port == port_name) listeners.push_back(l);
+  if (!listeners.empty()) {
+    st = Services::start(adapter, listeners, &d->services_, error);
     if (st != STATUS_SUCCESS) {
       d->detach_st();
       return nullptr;
@@ -59,29 +64,35 @@ std::unique_ptr<DaemonConnections> DaemonConnections::attach_st(Adapter& adapter
   ControlThread::SnapshotPart part;
   auto rows = d->rows_;
   DaemonConnections* self = d.get();
-  part.collect = [a, self, rows](std::function<void(bool)> done) {
+  part.collect = [a, self, rows, port_name](std::function<void(bool)> done) {
     Services* svc = self->services_.get();
     collect_connection_snapshot(
         *a,
         [svc](const Connector* c) { return svc != nullptr ? svc->service_of(c) : std::string(); },
-        [rows, done = std::move(done)](bool ok, ConnectionSnapshot snap) {
-          if (ok) *rows = std::move(snap);
+        [rows, port_name, done = std::move(done)](bool ok, ConnectionSnapshot snap) {
+          if (ok) {
+            for (auto& r : snap.connections) r.port = port_name;
+            for (auto& r : snap.qps) r.port = port_name;
+            for (auto& r : snap.engines) r.port = port_name;
+            *rows = std::move(snap);
+          }
           done(ok);
         });
   };
+  // Each port's adapter adds its rows (the snapshot starts empty every round).
   part.fill = [rows](Snapshot& s) {
-    s.connections = rows->connections;
-    s.qps = rows->qps;
-    s.engines = rows->engines;
+    s.connections.insert(s.connections.end(), rows->connections.begin(), rows->connections.end());
+    s.qps.insert(s.qps.end(), rows->qps.begin(), rows->qps.end());
+    s.engines.insert(s.engines.end(), rows->engines.begin(), rows->engines.end());
   };
   d->snapshot_part_ = control.add_snapshot_part_st(std::move(part));
   pmd::log(LogLevel::kInfo, "connection_manager_attached",
-           {{"listeners", std::to_string(cfg.listeners.size())}});
+           {{"port", port_name}, {"listeners", std::to_string(listeners.size())}});
   return d;
 }
 
-DaemonConnections::DaemonConnections(Adapter& adapter, ControlThread& control)
-    : adapter_(adapter), control_(control) {}
+DaemonConnections::DaemonConnections(Adapter& adapter, ControlThread& control, size_t port_index)
+    : adapter_(adapter), control_(control), port_index_(port_index) {}
 
 DaemonConnections::~DaemonConnections() {
   if (attached_) detach_st();
@@ -104,7 +115,7 @@ bool DaemonConnections::stopped() const {
 bool DaemonConnections::detach_st() {
   if (snapshot_part_ != 0) control_.remove_snapshot_part_st(snapshot_part_);
   snapshot_part_ = 0;
-  control_.set_cm_handler_st(nullptr);
+  control_.set_cm_handler_st(port_index_, nullptr);
   if (!attached_) return true;
   if (services_ && !services_->stopped()) {
     pmd::log(LogLevel::kWarning, "services_not_stopped",

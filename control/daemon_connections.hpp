@@ -1,7 +1,7 @@
 #pragma once
-// Connection management inside a runtime (rocedpd): the adapter's connection manager wired to
-// the control thread, the built-in services of config `listeners`, and the connection and QP
-// rows of every telemetry snapshot.
+// Connection management inside a runtime (rocedpd), one per port: the connection manager of the
+// port's adapter wired to the control thread, the built-in services of the config `listeners` on
+// that port, and the port's connection, QP and engine rows in every telemetry snapshot.
 //
 //  * Frames: the control thread stays the one reader of the RX dispatch's control target. It
 //    hands QP1/CM frames to cm_receive_frame (ConnectionManagerSetup::dispatch is null), and
@@ -16,6 +16,7 @@
 //
 // Threads: every method on the control thread, except stopped().
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,11 +35,11 @@ class Services;
 
 class DaemonConnections {
  public:
-  /// Attaches the connection manager to `adapter` (opened on `control`'s port 0), installs the
-  /// CM frame handler and the snapshot part, and starts the services of cfg.listeners. Null
-  /// and *error on failure (nothing left attached).
+  /// Attaches the connection manager to `adapter` (opened on `control`'s port `port_index`),
+  /// installs the port's CM frame handler and the snapshot part, and starts the services of the
+  /// cfg.listeners on that port. Null and *error on failure (nothing left attached).
   static std::unique_ptr<DaemonConnections> attach_st(Adapter& adapter, ControlThread& control,
-                                                      const config::Config& cfg,
+                                                      const config::Config& cfg, size_t port_index,
                                                       std::string* error);
   ~DaemonConnections();
 
@@ -53,9 +54,10 @@ class DaemonConnections {
   bool detach_st();
 
  private:
-  DaemonConnections(Adapter& adapter, ControlThread& control);
+  DaemonConnections(Adapter& adapter, ControlThread& control, size_t port_index);
   Adapter& adapter_;
   ControlThread& control_;
+  const size_t port_index_;
   std::unique_ptr<Services> services_;
   uint64_t snapshot_part_ = 0;
   bool attached_ = false;

@@ -25,8 +25,11 @@ AdapterRuntime::~AdapterRuntime() {
   stop();
 }
 
-Adapter& AdapterRuntime::adapter() {
-  return *runtime_->adapter();
+Adapter& AdapterRuntime::adapter(size_t port) {
+  return *runtime_->adapter(port);
+}
+size_t AdapterRuntime::port_count() const {
+  return runtime_->port_count();
 }
 const config::Config& AdapterRuntime::config() const {
   return runtime_->config();
@@ -54,19 +57,20 @@ bool AdapterRuntime::stop() {
   return runtime_->stop();
 }
 
-PortInfo AdapterRuntime::port() const {
-  return control::port_info(*runtime_);
+PortInfo AdapterRuntime::port(size_t i) const {
+  return control::port_info(*runtime_, i);
 }
 
-bool AdapterRuntime::link_up() const {
-  return runtime_->port_count() != 0 && runtime_->port(0).link().up;
+bool AdapterRuntime::link_up(size_t port) const {
+  return port < runtime_->port_count() && runtime_->port(port).link().up;
 }
 
 namespace {
-// A resolution on the control thread's table of port 0 (`start(table, done)` starts it, `done`
-// takes the table's result), waited for like wait_until; the MAC when it answered reachable.
+// A resolution on the control thread's table of port `port` (`start(table, done)` starts it,
+// `done` takes the table's result), waited for like wait_until; the MAC when it answered
+// reachable.
 template <class Start>
-bool resolve_on_control(control::Runtime& rt, Start start, std::array<uint8_t, 6>* mac,
+bool resolve_on_control(control::Runtime& rt, size_t port, Start start, std::array<uint8_t, 6>* mac,
                         std::chrono::milliseconds timeout) {
   // Shared with the callback: it may still run after a timeout here.
   struct Answer {
@@ -81,7 +85,8 @@ bool resolve_on_control(control::Runtime& rt, Start start, std::array<uint8_t, 6
     answer->mac = r.mac.bytes;
     answer->done.store(1, std::memory_order_release);
   };
-  if (ct == nullptr || !rt.run_on_control([&] { start(ct->neighbour_table_st(0), done); }))
+  if (ct == nullptr || port >= rt.port_count() ||
+      !rt.run_on_control([&] { start(ct->neighbour_table_st(port), done); }))
     return false;
   if (!rt.wait_until([&] { return answer->done.load(std::memory_order_acquire) != 0; }, timeout) ||
       !answer->reachable)
@@ -92,9 +97,9 @@ bool resolve_on_control(control::Runtime& rt, Start start, std::array<uint8_t, 6
 }  // namespace
 
 bool AdapterRuntime::resolve_neighbour(uint32_t ip, std::array<uint8_t, 6>* mac,
-                                       std::chrono::milliseconds timeout) {
+                                       std::chrono::milliseconds timeout, size_t port) {
   return resolve_on_control(
-      *runtime_,
+      *runtime_, port,
       [ip](control::NeighbourTable& t, const auto& done) {
         t.resolve(config::Ipv4Address{ip}, control::NeighbourClock::now(), done);
       },
@@ -103,18 +108,19 @@ bool AdapterRuntime::resolve_neighbour(uint32_t ip, std::array<uint8_t, 6>* mac,
 
 bool AdapterRuntime::resolve_neighbour6(const std::array<uint8_t, 16>& ip,
                                         std::array<uint8_t, 6>* mac,
-                                        std::chrono::milliseconds timeout) {
+                                        std::chrono::milliseconds timeout, size_t port) {
   return resolve_on_control(
-      *runtime_,
+      *runtime_, port,
       [&ip](control::NeighbourTable& t, const auto& done) {
         t.resolve6(config::Ipv6Address{ip}, control::NeighbourClock::now(), done);
       },
       mac, timeout);
 }
 
-std::vector<AdapterRuntime::EngineCounter> AdapterRuntime::engine_counters(size_t core) {
+std::vector<AdapterRuntime::EngineCounter> AdapterRuntime::engine_counters(size_t core,
+                                                                           size_t port) {
   std::vector<EngineCounter> out;
-  if (core >= runtime_->core_count() || runtime_->adapter() == nullptr) return out;
+  if (core >= runtime_->core_count() || runtime_->adapter(port) == nullptr) return out;
   // Each core reads its own engine at the control thread's request (inline cores answer while
   // wait_until polls them). Shared with the callback, which may still run after a timeout here.
   struct Answer {
@@ -124,7 +130,7 @@ std::vector<AdapterRuntime::EngineCounter> AdapterRuntime::engine_counters(size_
   };
   auto answer = std::make_shared<Answer>();
   if (!runtime_->run_on_control([&] {
-        control::collect_engine_rows(*runtime_->adapter(),
+        control::collect_engine_rows(*runtime_->adapter(port),
                                      [answer](bool ok, std::vector<dataplane::EngineRow> rows) {
                                        answer->ok = ok;
                                        answer->rows = std::move(rows);

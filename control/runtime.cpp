@@ -159,94 +159,132 @@ bool Runtime::open_adapter(std::string* error) {
     *error = "adapter: no port";
     return false;
   }
-  AdapterSetup setup;
-  setup.limits = cfg_.limits;
-  setup.port = ports_[0].get();
-  setup.pool = pool_.get();
-  for (auto& c : cores_) setup.cores.push_back(c.get());
-  for (auto& c : channels_) setup.channels.push_back(c.get());
-  setup.control_wake = &control_->wake();
-  NTSTATUS st = STATUS_PENDING;
+  adapters_.assign(ports_.size(), nullptr);
+  connections_.resize(ports_.size());
   // Adapter::open and every later adapter call belong to the control thread (adapter.hpp), and so
-  // does poll_control(): it becomes a poll hook of the control loop.
-  std::string cm_error;
+  // does poll_control(): one poll hook of the control loop drives every port's adapter.
+  for (size_t i = 0; i < ports_.size(); ++i) {
+    AdapterSetup setup;
+    setup.limits = cfg_.limits;
+    setup.port = ports_[i].get();
+    setup.pool = pool_.get();
+    for (auto& c : cores_) setup.cores.push_back(c.get());
+    for (auto& c : channels_) setup.channels.push_back(c.get());
+    setup.control_wake = &control_->wake();
+    NTSTATUS st = STATUS_PENDING;
+    std::string cm_error;
+    run_on_control([&] {
+      st = open_adapter_on(setup, &adapters_[i]);
+      if (st == STATUS_SUCCESS && options_.connection_manager)
+        connections_[i] =
+            DaemonConnections::attach_st(*adapters_[i], *control_, cfg_, i, &cm_error);
+    });
+    if (st != STATUS_SUCCESS) {
+      adapters_[i] = nullptr;
+      *error = "adapter of port " + ports_[i]->name() + ": " + std::string(status_name(st));
+      return false;
+    }
+    if (options_.connection_manager && !connections_[i]) {
+      *error = cm_error;  // stop() closes the adapters
+      return false;
+    }
+    log(LogLevel::kInfo, "adapter_opened",
+        {{"port", ports_[i]->name()}, {"cores", std::to_string(cores_.size())}});
+  }
   run_on_control([&] {
-    st = open_adapter_on(setup, &adapter_);
-    if (st != STATUS_SUCCESS) return;
-    if (options_.connection_manager)
-      connections_ = DaemonConnections::attach_st(*adapter_, *control_, cfg_, &cm_error);
     adapter_hook_ = control_->add_poll_hook_st([this] {
-      if (adapter_ == nullptr) return 0u;
-      return adapter_->poll_control() + (connections_ ? connections_->poll_st() : 0u);
+      unsigned n = 0;
+      for (size_t i = 0; i < adapters_.size(); ++i) {
+        if (adapters_[i] == nullptr) continue;
+        n += adapters_[i]->poll_control();
+        if (connections_[i]) n += connections_[i]->poll_st();
+      }
+      return n;
     });
   });
-  if (st != STATUS_SUCCESS) {
-    adapter_ = nullptr;
-    *error = "adapter open: " + std::string(status_name(st));
-    return false;
-  }
-  if (options_.connection_manager && !connections_) {
-    *error = cm_error;  // stop() closes the adapter
-    return false;
-  }
-  log(LogLevel::kInfo, "adapter_opened",
-      {{"port", ports_[0]->name()}, {"cores", std::to_string(cores_.size())}});
   return true;
 }
 
-// Stop accepting, end the services' connections (DREQ), close their objects, detach the CM.
+// Stop accepting, end the services' connections (DREQ), close their objects, detach the CMs.
 bool Runtime::stop_connections() {
-  if (!connections_) return true;
+  bool any = false;
+  for (auto& c : connections_) any |= c != nullptr;
+  if (!any) return true;
   if (!control_ || !control_->running()) {
-    (void)connections_.release();  // its objects belong to the control thread that is gone
+    for (auto& c : connections_) (void)c.release();  // their objects belong to the control thread
     return false;
   }
-  run_on_control([&] { connections_->begin_stop_st(); });
-  const bool stopped = wait_until([&] { return connections_->stopped(); }, std::chrono::seconds(2));
-  if (!stopped) log(LogLevel::kWarning, "services_stop_timeout");
-  bool detached = false;
   run_on_control([&] {
-    detached = connections_->detach_st();
-    connections_.reset();
+    for (auto& c : connections_)
+      if (c) c->begin_stop_st();
+  });
+  const bool stopped = wait_until(
+      [&] {
+        for (auto& c : connections_)
+          if (c && !c->stopped()) return false;
+        return true;
+      },
+      std::chrono::seconds(2));
+  if (!stopped) log(LogLevel::kWarning, "services_stop_timeout");
+  bool detached = true;
+  run_on_control([&] {
+    for (auto& c : connections_) {
+      if (c) detached &= c->detach_st();
+      c.reset();
+    }
   });
   return stopped && detached;
 }
 
 bool Runtime::close_adapter() {
-  if (adapter_ == nullptr || !control_ || !control_->running()) return true;
-  std::atomic<bool> closed{false};
-  NTSTATUS st = STATUS_PENDING;
+  size_t open = 0;
+  for (Adapter* a : adapters_) open += a != nullptr ? 1 : 0;
+  if (open == 0 || !control_ || !control_->running()) return true;
+  std::atomic<size_t> closed{0};
+  bool ok = true;
+  struct CloseContext {
+    Adapter** slot;
+    std::atomic<size_t>* closed;
+  };
   run_on_control([&] {
-    st = adapter_->close(
-        [](void* c) {
-          auto* self = static_cast<std::pair<Runtime*, std::atomic<bool>*>*>(c);
-          self->first->adapter_ = nullptr;  // freed right after this callback (adapter.hpp)
-          self->second->store(true, std::memory_order_release);
-        },
-        new std::pair<Runtime*, std::atomic<bool>*>(this, &closed));
+    for (Adapter*& a : adapters_) {
+      if (a == nullptr) continue;
+      auto* ctx = new CloseContext{&a, &closed};
+      const NTSTATUS st = a->close(
+          [](void* c) {
+            auto* self = static_cast<CloseContext*>(c);
+            *self->slot = nullptr;  // freed right after this callback (adapter.hpp)
+            self->closed->fetch_add(1, std::memory_order_release);
+            delete self;
+          },
+          ctx);
+      if (st != STATUS_PENDING && st != STATUS_SUCCESS) {
+        delete ctx;
+        log(LogLevel::kWarning, "adapter_close_failed", {{"status", std::string(status_name(st))}});
+        ok = false;
+        closed.fetch_add(1, std::memory_order_release);  // nothing to wait for
+      }
+    }
   });
-  if (st != STATUS_PENDING && st != STATUS_SUCCESS) {
-    log(LogLevel::kWarning, "adapter_close_failed", {{"status", std::string(status_name(st))}});
-    return false;
-  }
-  // The pair leaks if the close never completes (objects left open); the process is ending then.
+  // A context leaks if its close never completes (objects left open); the process is ending then.
   // Closing children may still wait on a core's answer or a DREP: on a loaded machine that takes
   // seconds, so the bound is generous (it only matters when something was left open).
-  const bool ok = wait_until([&] { return closed.load(std::memory_order_acquire); },
-                             std::chrono::seconds(kCloseWaitS));
-  if (!ok) {
+  const bool all = wait_until([&] { return closed.load(std::memory_order_acquire) == open; },
+                              std::chrono::seconds(kCloseWaitS));
+  run_on_control([&] { control_->remove_poll_hook_st(adapter_hook_); });
+  if (!all) {
     uint32_t open_children = 0;
-    run_on_control(
-        [&] { open_children = adapter_ != nullptr ? ndk_detail::Access::children(*adapter_) : 0; });
+    run_on_control([&] {
+      for (Adapter* a : adapters_)
+        open_children += a != nullptr ? ndk_detail::Access::children(*a) : 0;
+    });
     log(LogLevel::kWarning, "adapter_close_timeout",
         {{"open_children", std::to_string(open_children)},
          {"note", "objects left open; shutting down anyway"}});
-    run_on_control([&] { control_->remove_poll_hook_st(adapter_hook_); });
     return false;
   }
-  run_on_control([&] { control_->remove_poll_hook_st(adapter_hook_); });
-  log(LogLevel::kInfo, "adapter_closed");
-  return true;
+  log(LogLevel::kInfo, "adapter_closed", {{"adapters", std::to_string(open)}});
+  return ok;
 }
 
 bool Runtime::detach_ports() {

@@ -1,8 +1,8 @@
 #pragma once
 // One process's data plane, assembled in one place (rocedp::open_adapter, rocedp/runtime.hpp, is
 // its public face): EAL -> packet pool -> ports -> RX dispatch
-// and core channels -> polling cores -> control thread -> ports started -> (optionally) the NDK
-// adapter of port 0, whose poll_control() runs as a control-thread poll hook. rocedpd and tests
+// and core channels -> polling cores -> control thread -> ports started -> (optionally) an NDK
+// adapter on every port, whose poll_control() runs in a control-thread poll hook. rocedpd and tests
 // use it instead of repeating the sequence (rocedp-perf through open_adapter and, for --raw,
 // control/raw_port.hpp); stop() tears it down in the reverse order, also after a partial start.
 //
@@ -51,9 +51,9 @@ struct RuntimeOptions {
   /// false: inline cores driven by poll() on the calling thread (dataplane.lcores is then only
   /// the number of cores; they run on the main lcore).
   bool launch_cores = true;
-  bool open_adapter = false;  ///< open the NDK adapter of port 0 (limits from cfg.limits)
-  /// With open_adapter: attach a connection manager to the adapter (CM frames and ARP through
-  /// the control thread, one neighbour table) and serve cfg.listeners
+  bool open_adapter = false;  ///< open an NDK adapter on every port (limits from cfg.limits)
+  /// With open_adapter: attach a connection manager to each adapter (CM frames and ARP through
+  /// the control thread, the port's neighbour table) and serve cfg.listeners on their ports
   /// (control/daemon_connections.hpp).
   bool connection_manager = false;
   bool telemetry = true;  ///< install the DPDK telemetry commands when cfg.telemetry.enabled
@@ -102,8 +102,9 @@ class Runtime {
   size_t core_count() const { return cores_.size(); }
   dataplane::PollingCore& core(size_t i) { return *cores_.at(i); }
   ControlThread* control() { return control_.get(); }
-  /// The adapter (null unless options.open_adapter, and after stop()). Control thread only.
-  Adapter* adapter() { return adapter_; }
+  /// The adapter of port i (null unless options.open_adapter, and after stop()). Control thread
+  /// only.
+  Adapter* adapter(size_t port = 0) { return port < adapters_.size() ? adapters_[port] : nullptr; }
 
  private:
   Runtime(config::Config cfg, const RuntimeOptions& options);
@@ -127,9 +128,9 @@ class Runtime {
   std::vector<std::unique_ptr<dataplane::PollingCore>> cores_;
   std::vector<bool> launched_;
   std::unique_ptr<ControlThread> control_;
-  Adapter* adapter_ = nullptr;  // control thread
+  std::vector<Adapter*> adapters_;  // by port index; control thread
   uint64_t adapter_hook_ = 0;
-  std::unique_ptr<DaemonConnections> connections_;  // control thread
+  std::vector<std::unique_ptr<DaemonConnections>> connections_;  // by port index; control thread
   bool telemetry_ = false;
 };
 

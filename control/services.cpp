@@ -111,7 +111,8 @@ NTSTATUS Services::start(Adapter& adapter, const std::vector<config::ListenerCon
       return st;
     }
     pmd::log(LogLevel::kInfo, "service_listening",
-             {{"service", std::string(config::to_string(cfg.service))},
+             {{"port", cfg.port},
+              {"service", std::string(config::to_string(cfg.service))},
               {"nd_port", std::to_string(cfg.nd_port)},
               {"bytes", std::to_string(l->echo() ? cfg.message_bytes : cfg.memory_bytes)}});
     s->listening_.push_back(std::move(l));

@@ -351,6 +351,7 @@ int telemetry_format_cores(const Snapshot& s, const char* params, rte_tel_data* 
 int telemetry_format_rdma(const Snapshot& s, const char* params, rte_tel_data* d) {
   rte_tel_data_start_dict(d);
   const auto one = [d](const EngineRow& e) {
+    rte_tel_data_add_dict_string(d, "port", e.port.c_str());
     rte_tel_data_add_dict_u64(d, "core", e.core);
     for (size_t i = 0; i < rc::kRcCounterCount; ++i)
       rte_tel_data_add_dict_u64(d, std::string(rc::kRcCounterNames[i]).c_str(), e.counters[i]);
@@ -365,6 +366,7 @@ int telemetry_format_rdma(const Snapshot& s, const char* params, rte_tel_data* d
     }
     return -EINVAL;
   }
+  add_string_column(d, "port", s.engines, [](const EngineRow& e) { return e.port; });
   add_u64_column(d, "core", s.engines, [](const EngineRow& e) -> uint64_t { return e.core; });
   for (size_t i = 0; i < rc::kRcCounterCount; ++i)
     add_u64_column(d, std::string(rc::kRcCounterNames[i]).c_str(), s.engines,
@@ -435,11 +437,12 @@ int telemetry_format_connections(const Snapshot& s, rte_tel_data* d) {
   add_u64_column(d, "peer_qpn", rows, [](const R& r) -> uint64_t { return r.peer_qpn; });
   add_u64_column(d, "core", rows, [](const R& r) -> uint64_t { return r.core; });
   add_string_column(d, "service", rows, [](const R& r) { return r.service; });
+  add_string_column(d, "port", rows, [](const R& r) { return r.port; });
   // The state of each connection's QP as its core read it in this same snapshot ("-" when the
   // connection has no QP yet or it is gone), so one query shows a connection and its QP.
   add_string_column(d, "qp_state", rows, [&s](const R& r) {
     for (const auto& q : s.qps)
-      if (q.qpn == r.qpn && r.qpn != 0) return q.state;
+      if (q.qpn == r.qpn && q.port == r.port && r.qpn != 0) return q.state;
     return std::string("-");
   });
   return 0;
@@ -456,8 +459,10 @@ int telemetry_format_qps(const Snapshot& s, const char* params, rte_tel_data* d)
       if (r.qpn != qpn) continue;
       for (const auto& f : kQpFields) {
         rte_tel_data_add_dict_u64(d, f.name, f.get(r));
-        if (std::string_view(f.name) == "core")
+        if (std::string_view(f.name) == "core") {
+          rte_tel_data_add_dict_string(d, "port", r.port.c_str());
           rte_tel_data_add_dict_string(d, "state", r.state.c_str());
+        }
       }
       return 0;
     }
@@ -466,8 +471,10 @@ int telemetry_format_qps(const Snapshot& s, const char* params, rte_tel_data* d)
   rte_tel_data_add_dict_u64(d, "count", rows.size());
   for (const auto& f : kQpFields) {
     add_u64_column(d, f.name, rows, f.get);
-    if (std::string_view(f.name) == "core")
+    if (std::string_view(f.name) == "core") {
+      add_string_column(d, "port", rows, [](const QpRow& r) { return r.port; });
       add_string_column(d, "state", rows, [](const QpRow& r) { return r.state; });
+    }
   }
   return 0;
 }
@@ -485,7 +492,8 @@ int telemetry_format_listeners(const Snapshot& s, const DaemonInfo& info, rte_te
                  [](const L& l) -> uint64_t { return l.max_connections; });
   add_u64_column(d, "connections", info.listeners, [&s](const L& l) -> uint64_t {
     uint64_t n = 0;
-    for (const auto& c : s.connections) n += !c.active && c.local_port == l.nd_port ? 1 : 0;
+    for (const auto& c : s.connections)
+      n += !c.active && c.local_port == l.nd_port && c.port == l.port ? 1 : 0;
     return n;
   });
   return 0;

@@ -114,13 +114,15 @@ void CoreRdma::sink_tap(void* ctx, void* handle, size_t len) {
 // ---- request handlers ----
 
 void CoreRdma::on_install(const RdmaTarget& req, CoreResult& result, void* core) {
-  static_cast<PollingCore*>(core)->set_roce_handler_st(req.rdma);
-  result.status = STATUS_SUCCESS;
+  result.status = static_cast<PollingCore*>(core)->set_roce_handler_st(req.rdma->port_id_, req.rdma)
+                      ? STATUS_SUCCESS
+                      : STATUS_INSUFFICIENT_RESOURCES;
 }
 
 void CoreRdma::on_uninstall(const RdmaTarget& req, CoreResult& result, void* core) {
   auto* pc = static_cast<PollingCore*>(core);
-  if (pc->roce_handler_st() == req.rdma) pc->set_roce_handler_st(nullptr);
+  if (pc->roce_handler_st(req.rdma->port_id_) == req.rdma)
+    pc->set_roce_handler_st(req.rdma->port_id_, nullptr);
   result.status = STATUS_SUCCESS;
 }
 

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 
 #include "dataplane/rc/queue_pair.hpp"
 
@@ -16,6 +17,7 @@ struct EngineRow {
   std::array<uint64_t, rc::kRcCounterCount> counters{};  // named by rc::kRcCounterNames
   uint64_t tx_no_mbuf = 0;  // frames not built: the packet pool had no mbuf (resent later)
   uint64_t tx_no_room = 0;  // frames held back: the core's TX buffer was full or had no queue
+  std::string port;  // the port of its adapter (config ports[].name), set by the control thread
 };
 
 }  // namespace rocedp::dataplane

@@ -1,5 +1,7 @@
 #include "dataplane/polling_core.hpp"
 
+#include <algorithm>
+
 #include <rte_arp.h>
 #include <rte_byteorder.h>
 #include <rte_cycles.h>
@@ -125,7 +127,7 @@ bool PollingCore::poll_at_st(uint64_t tsc) {
     // (so a burst's frames reach the engine in their order).
     rte_mbuf* roce[kMaxBurst];
     wire::Bytes* frames = rx_frames_.data();
-    const bool engine = roce_ != nullptr;
+    RoceHandler* const handler = ap.roce;
     uint64_t bytes = 0;
     uint16_t i = 0;
     for (; i < n; ++i) {
@@ -134,11 +136,11 @@ bool PollingCore::poll_at_st(uint64_t tsc) {
       // Not every PMD stamps the port (net_ring leaves the sender's); classification and the
       // answer path rely on it, so the RX poller does.
       m->port = ap.port_id;
-      if (!engine || m->nb_segs != 1 || roce_core(ap, m) != index_) break;
+      if (handler == nullptr || m->nb_segs != 1 || roce_core(ap, m) != index_) break;
       roce[i] = m;
       frames[i] = wire::Bytes(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m));
     }
-    if (i != 0) deliver_roce_st(roce, i, tsc);
+    if (i != 0) deliver_roce_st(handler, roce, i, tsc);
     if (i != n) [[unlikely]] {
       for (uint16_t k = i + 1; k < n; ++k) {
         bytes += rte_pktmbuf_pkt_len(pkts[k]);
@@ -167,7 +169,8 @@ bool PollingCore::poll_at_st(uint64_t tsc) {
   }
 
   // 3b. RDMA objects: engine timers/transmit/completions and CQ upkeep (dataplane/core_rdma).
-  if (roce_ != nullptr && roce_->poll_st(tsc)) work = true;
+  for (unsigned h = 0; h < n_handlers_; ++h)
+    if (handlers_[h]->poll_st(tsc)) work = true;
 
   // 4. One TX burst per port for everything the pollers above produced.
   if (flush_tx_st()) work = true;
@@ -341,10 +344,12 @@ uint16_t PollingCore::route_bth_st(rte_mbuf* m, const uint8_t* bth) {
 }
 
 void PollingCore::handle_local_st(rte_mbuf** pkts, uint16_t n, uint64_t tsc) {
-  // RoCEv2 frames are collected and handed to the RDMA objects as one burst after the loop.
+  // RoCEv2 frames are collected and handed to the RDMA objects of their port as one burst: after
+  // the loop, or before a frame of another port (so each port's frames keep their order).
   rte_mbuf* roce[kMaxBurst];
   wire::Bytes* frames = rx_frames_.data();
   uint16_t n_roce = 0;
+  RoceHandler* batch = nullptr;  // the handler of roce[0, n_roce)
   for (uint16_t i = 0; i < n; ++i) {
     if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
     rte_mbuf* m = pkts[i];
@@ -373,9 +378,15 @@ void PollingCore::handle_local_st(rte_mbuf** pkts, uint16_t n, uint64_t tsc) {
         }
         break;
       }
-      case FrameKind::kRoce:
+      case FrameKind::kRoce: {
         // Every PMD we use delivers a frame that fits one segment in one segment.
-        if (roce_ != nullptr && m->nb_segs == 1) [[likely]] {
+        RoceHandler* const handler = roce_of_port_[m->port];
+        if (handler != nullptr && m->nb_segs == 1) [[likely]] {
+          if (handler != batch) {
+            if (n_roce != 0) deliver_roce_st(batch, roce, n_roce, tsc);
+            n_roce = 0;
+            batch = handler;
+          }
           roce[n_roce] = m;
           frames[n_roce++] =
               wire::Bytes(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m));
@@ -383,19 +394,20 @@ void PollingCore::handle_local_st(rte_mbuf** pkts, uint16_t n, uint64_t tsc) {
           drop_roce_st(m);
         }
         break;
+      }
       default:
         drop_st(m, drop_index(CoreDrop::kUnsupported));
         break;
     }
   }
-  if (n_roce != 0) deliver_roce_st(roce, n_roce, tsc);
+  if (n_roce != 0) deliver_roce_st(batch, roce, n_roce, tsc);
 }
 
 // The engine checks every frame (lengths, opcode, pad, ICRC) before any QP sees it, counts each
 // one (accepted or by reason) and keeps none of them.
-void PollingCore::deliver_roce_st(rte_mbuf** roce, uint16_t n, uint64_t tsc) {
+void PollingCore::deliver_roce_st(RoceHandler* handler, rte_mbuf** roce, uint16_t n, uint64_t tsc) {
   stats_.roce_to_engine +=
-      roce_->rx_burst_st(std::span<const wire::Bytes>(rx_frames_.data(), n), tsc);
+      handler->rx_burst_st(std::span<const wire::Bytes>(rx_frames_.data(), n), tsc);
   free_received(roce, n);
 }
 
@@ -516,6 +528,28 @@ void PollingCore::detach_slot_st(unsigned slot) {
   stats_.attached_queues = n_attached_;
 }
 
+bool PollingCore::set_roce_handler_st(uint16_t port_id, RoceHandler* handler) {
+  if (port_id >= RTE_MAX_ETHPORTS) return false;
+  RoceHandler*& entry = roce_of_port_[port_id];
+  if (entry != nullptr) {  // the port's handler leaves the poll list (kept dense)
+    auto* end = handlers_.begin() + n_handlers_;
+    auto* it = std::find(handlers_.begin(), end, entry);
+    if (it != end) {
+      *it = handlers_[--n_handlers_];
+      handlers_[n_handlers_] = nullptr;
+    }
+    entry = nullptr;
+  }
+  if (handler != nullptr) {
+    if (n_handlers_ == kMaxPorts) return false;
+    handlers_[n_handlers_++] = handler;
+    entry = handler;
+  }
+  const int slot = slot_of_port_[port_id];
+  if (slot >= 0) ports_[slot].roce = entry;
+  return true;
+}
+
 unsigned PollingCore::drain_after_stop() {
   unsigned freed = 0;
   rte_mbuf* pkts[kMaxBurst];
@@ -558,6 +592,7 @@ void PollingCore::on_attach_port(const PortAttach& req, CoreResult& result, void
     ap.local6 = LocalAddress6{mac, *ip6};
   }
   ap.rx_pool = port->rx_pool();
+  ap.roce = core.roce_of_port_[ap.port_id];
   core.slot_of_port_[ap.port_id] = static_cast<int8_t>(slot);
   core.n_attached_++;
   core.stats_.attached_queues = core.n_attached_;

@@ -176,11 +176,15 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   const CoreStats& stats_st() const { return stats_; }
   const NeighbourCache& neighbour_cache_st() const { return neighbours_; }
 
-  // ---- RDMA objects: the RoceHandler gets this core's RoCEv2 frames, one call per burst, and
-  // one turn per poll. Set only on the owning lcore (a request handler) or before the core runs;
-  // null = none, and RoCEv2 frames are then checked and dropped as kUnknownQpn.
-  void set_roce_handler_st(RoceHandler* handler) { roce_ = handler; }
-  RoceHandler* roce_handler_st() const { return roce_; }
+  // ---- RDMA objects: one RoceHandler per port (the RDMA objects of that port's adapter on this
+  // core) gets the core's RoCEv2 frames that arrived on the port, one call per burst, and every
+  // handler one turn per poll. Set only on the owning lcore (a request handler) or before the
+  // core runs; null removes the port's handler, and its RoCEv2 frames are then checked and
+  // dropped as kUnknownQpn. False (nothing changed) when kMaxPorts other ports have handlers.
+  bool set_roce_handler_st(uint16_t port_id, RoceHandler* handler);
+  RoceHandler* roce_handler_st(uint16_t port_id) const {
+    return port_id < RTE_MAX_ETHPORTS ? roce_of_port_[port_id] : nullptr;
+  }
 
   // ---- request handlers (CoreCall::RunFn), run on the lcore from its channel; `core` is the
   // PollingCore. Every status is an NTSTATUS.
@@ -208,6 +212,7 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
     bool has_ip6 = false;            // the port has an IPv6 address (config ports[].ipv6)
     LocalAddress6 local6;            // it and our MAC, as dataplane/ndp wants them
     rte_mempool* rx_pool = nullptr;  // the pool the queue receives into (rx_pool_empty)
+    RoceHandler* roce = nullptr;     // roce_of_port_[port_id], read once per RX burst
     uint16_t tx_count = 0;
     rte_mbuf* tx[kMaxBurst];
   };
@@ -226,8 +231,8 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   template <class Class>
   int route_local_st(rte_mbuf* m, Class c, FrameKind answer, FrameKind to_control);
   void handle_local_st(rte_mbuf** pkts, uint16_t n, uint64_t tsc);
-  /// Hands rx_frames_[0, n) (the frames of `roce`) to the RoceHandler, then frees the mbufs.
-  void deliver_roce_st(rte_mbuf** roce, uint16_t n, uint64_t tsc);
+  /// Hands rx_frames_[0, n) (the frames of `roce`) to `handler`, then frees the mbufs.
+  void deliver_roce_st(RoceHandler* handler, rte_mbuf** roce, uint16_t n, uint64_t tsc);
   static void free_received(rte_mbuf** m, uint16_t n);
   void drop_roce_st(rte_mbuf* m);
   void note_peer_st(const ArpPeer& peer);
@@ -250,7 +255,9 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   std::array<int8_t, RTE_MAX_ETHPORTS> slot_of_port_;
   std::array<AttachedPort, kMaxPorts> ports_;
   NeighbourCache neighbours_;
-  RoceHandler* roce_ = nullptr;
+  std::array<RoceHandler*, RTE_MAX_ETHPORTS> roce_of_port_{};
+  std::array<RoceHandler*, kMaxPorts> handlers_{};  // the non-null entries of roce_of_port_
+  unsigned n_handlers_ = 0;
   // One burst's RoCEv2 frames for the engine (handle_local_st): a member, as a local array of
   // spans would be zeroed on every burst.
   std::array<wire::Bytes, kMaxBurst> rx_frames_{};

@@ -29,6 +29,7 @@ struct QpRow {
   // Congestion control (rc::CongestionState): the send rate a CNP set (0: unlimited), packets
   // that arrived marked CE, CNPs sent and received, rate cuts.
   uint64_t rate_mbps = 0, ce_received = 0, cnps_sent = 0, cnps_received = 0, rate_cuts = 0;
+  std::string port;  // the port of its adapter (config ports[].name), set by the control thread
 };
 
 }  // namespace rocedp::dataplane

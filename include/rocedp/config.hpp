@@ -179,7 +179,7 @@ struct LimitsConfig {
 // IP and `nd_port` (rdma_cm service ID 0x0106 << 16 | nd_port).
 struct ListenerConfig {
   enum class Service { kEcho, kMemory };
-  std::string port;      // name of a configured port (rocedpd serves the first port)
+  std::string port;      // name of a configured port: its adapter serves the listener
   uint16_t nd_port = 0;  // 1..65535
   Service service = Service::kEcho;
   uint64_t memory_bytes = 1u << 20;  // memory: the exported region (4096 .. 1 GiB)

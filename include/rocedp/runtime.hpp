@@ -1,10 +1,10 @@
 #pragma once
 // Opening an adapter: the one call a consumer makes before the NDK-shaped API
 // (rocedp/adapter.hpp and the connection objects). open_adapter brings up, in order, DPDK's EAL,
-// the packet pool, the ports of the configuration, the polling cores, the control thread and
-// the NDK adapter of the first port with its connection manager; AdapterRuntime::stop() (or the
-// destructor) tears them down in reverse order. One AdapterRuntime per process: EAL does not
-// start twice.
+// the packet pool, the ports of the configuration, the polling cores, the control thread and an
+// NDK adapter on every port, each with its connection manager (as an RDMA NIC has one device per
+// port); AdapterRuntime::stop() (or the destructor) tears them down in reverse order. One
+// AdapterRuntime per process: EAL does not start twice.
 //
 // Two ways to run the polling cores (OpenOptions::launch_cores):
 //  * launched (default): each core polls on its own EAL worker lcore (config dataplane.lcores).
@@ -68,15 +68,18 @@ class AdapterRuntime {
   AdapterRuntime(const AdapterRuntime&) = delete;
   AdapterRuntime& operator=(const AdapterRuntime&) = delete;
 
-  /// The NDK adapter of the first port (valid until stop()).
-  Adapter& adapter();
+  /// The NDK adapter of port `port` (0 = the first; below port_count(); valid until stop()). Each
+  /// port's adapter has its own objects, QPN space and connection manager: its QPs send and
+  /// receive on that port alone, and its listeners and connectors use that port's addresses.
+  Adapter& adapter(size_t port = 0);
   /// The configuration it runs with (after validation).
   const config::Config& config() const;
-  /// The adapter's port.
-  PortInfo port() const;
-  /// Whether the adapter's port has link now (a memif port has it once its peer connected);
-  /// false after stop().
-  bool link_up() const;
+  /// Port `i` (config ports[i]), the port of adapter(i).
+  PortInfo port(size_t i = 0) const;
+  size_t port_count() const;
+  /// Whether port `port` has link now (a memif port has it once its peer connected); false after
+  /// stop().
+  bool link_up(size_t port = 0) const;
   size_t core_count() const;
   bool inline_cores() const;
 
@@ -87,45 +90,46 @@ class AdapterRuntime {
   bool run_on_control(std::function<void()> fn);
   /// Polls (inline) or naps until pred() holds or `timeout` passed; returns pred().
   bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
-  /// The MAC of the IPv4 address `ip` (host order) on the adapter's port: a static or cached
+  /// The MAC of the IPv4 address `ip` (host order) on port `port`: a static or cached
   /// neighbour at once, otherwise by ARP (config control.arp_retry_ms and arp_retries). For a
   /// consumer that connects a QP out of band (Qp::connect wants the peer's MAC). Waits like
   /// wait_until; false when the address did not answer, or `timeout` passed first.
   bool resolve_neighbour(uint32_t ip, std::array<uint8_t, 6>* mac,
-                         std::chrono::milliseconds timeout);
-  /// The MAC of the IPv6 address `ip` (16 bytes, network order) on the adapter's port, which
+                         std::chrono::milliseconds timeout, size_t port = 0);
+  /// The MAC of the IPv6 address `ip` (16 bytes, network order) on port `port`, which
   /// needs an IPv6 address (config ports[].ipv6): a cached neighbour at once, otherwise by
   /// Neighbor Solicitations to the address's solicited-node group (RFC 4861 7.2.2; retries as
   /// for ARP, control.arp_retry_ms and arp_retries), answered by a Neighbor Advertisement. Waits
   /// like wait_until; false when the port has no IPv6 address, the address cannot be a
   /// neighbour (::, ::1, multicast, ours), it did not answer, or `timeout` passed first.
   bool resolve_neighbour6(const std::array<uint8_t, 16>& ip, std::array<uint8_t, 6>* mac,
-                          std::chrono::milliseconds timeout);
+                          std::chrono::milliseconds timeout, size_t port = 0);
 
   /// One named counter: of a polling core's RC engine, or of the frames dropped before it.
   struct EngineCounter {
     std::string name;  ///< as README "RC transport engine" names it; last: "tx_no_room"
     uint64_t value = 0;
   };
-  /// The RC engine counters of polling core `core` (loss recovery, retransmissions, drops by
-  /// reason), then the frames it could not send for want of TX room. The core reads them at the
-  /// control thread's request (inline cores while this call polls them; waits up to 2 s). Empty
-  /// for a core that does not exist, or one that did not answer.
-  std::vector<EngineCounter> engine_counters(size_t core);
+  /// The RC engine counters of polling core `core` for the adapter of port `port` (loss
+  /// recovery, retransmissions, drops by reason), then the frames it could not send for want of
+  /// TX room. The core reads them at the control thread's request (inline cores while this call
+  /// polls them; waits up to 2 s). Empty for a core or port that does not exist, or a core that
+  /// did not answer.
+  std::vector<EngineCounter> engine_counters(size_t core, size_t port = 0);
 
   /// What became of frames that never reached an engine, from a fresh snapshot (waits up to the
   /// control thread's answer): the frames every core dropped, by reason, zeros included (the
   /// names and order of /rocedp/drops: bad_icrc, unknown_qpn, ...), then what the fault stage of
-  /// the adapter's port did (fault_dropped, fault_duplicated, fault_corrupted, fault_reordered,
+  /// the first port did (fault_dropped, fault_duplicated, fault_corrupted, fault_reordered,
   /// fault_delayed; as /rocedp/ports). Empty if no snapshot could be taken.
   std::vector<EngineCounter> drop_counters();
 
   /// Every core stops polling the ports (they stay up). For links whose PMD must not be polled
   /// while the peer goes away (DPDK 22.11 memif). False if a core did not answer within 2 s.
   bool detach_ports();
-  /// Closes the adapter (close your objects first: it waits up to 10 s for its CloseCompletion),
-  /// stops the control thread and the cores, closes the ports and cleans up EAL. Idempotent.
-  /// False if a step failed (logged).
+  /// Closes the adapters (close your objects first: it waits up to 10 s for their
+  /// CloseCompletions), stops the control thread and the cores, closes the ports and cleans up EAL.
+  /// Idempotent. False if a step failed (logged).
   bool stop();
 
  private:

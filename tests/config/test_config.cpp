@@ -855,6 +855,30 @@ TEST(ConfigListeners, EchoAndMemoryWithDefaultsAndEveryKey) {
   EXPECT_TRUE(parse(kOnePort, kSource).listeners.empty());
 }
 
+// Every port has its adapter: a listener may name any port, and the same ND port may serve on
+// two ports (each port's adapter has its own address registry).
+TEST(ConfigListeners, AnyPortAndTheSameNdPortOnTwoPorts) {
+  Config c = parse(kOnePort +
+                       "  - name: p1\n"
+                       "    devargs: net_tap1\n"
+                       "    address: 198.18.2.1/24\n"
+                       "listeners:\n"
+                       "  - {port: p1, nd_port: 7000, service: echo}\n"
+                       "  - {port: p0, nd_port: 7000, service: memory}\n",
+                   kSource);
+  ASSERT_EQ(c.listeners.size(), 2u);
+  EXPECT_EQ(c.listeners[0].port, "p1");
+  EXPECT_EQ(c.listeners[1].port, "p0");
+  expect_error(kOnePort +
+                   "  - name: p1\n"
+                   "    devargs: net_tap1\n"
+                   "    address: 198.18.2.1/24\n"
+                   "listeners:\n"
+                   "  - {port: p1, nd_port: 7000, service: echo}\n"
+                   "  - {port: p1, nd_port: 7000, service: memory}\n",
+               10, 25, "listeners[1].nd_port", "already used by listeners[0]");
+}
+
 TEST(ConfigListeners, RejectedWithFileLineColumnKeyAndReason) {
   expect_error(kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: ftp}\n", 6, 40,
                "listeners[0].service", "expected one of echo, memory");
@@ -883,13 +907,6 @@ TEST(ConfigListeners, RejectedWithFileLineColumnKeyAndReason) {
       kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: memory, memory_bytes: 100}\n",
       6, 62, "listeners[0].memory_bytes", "");
   expect_error(kOnePort + "listeners: {port: p0}\n", 5, 12, "listeners", "expected a sequence");
-  // A second port exists but rocedpd serves connections on the first one only.
-  expect_error(kOnePort +
-                   "  - name: p1\n"
-                   "    devargs: net_tap1\n"
-                   "    address: 198.18.2.1/24\n"
-                   "listeners:\n  - {port: p1, nd_port: 7000, service: echo}\n",
-               9, 12, "listeners[0].port", "first port only");
 }
 
 // --- every error of a file, the key table -----------------------------------------------------

@@ -412,7 +412,8 @@ TEST_F(LongNapTest, AFrameForControlEndsTheNap) {
   std::atomic<int64_t> arrived{0};
   std::promise<void> installed;
   control_->post([&](ControlThread& ct) {
-    ct.set_cm_handler_st([&arrived](size_t, const uint8_t*, size_t) { arrived.store(now_ns()); });
+    ct.set_cm_handler_st(0,
+                         [&arrived](size_t, const uint8_t*, size_t) { arrived.store(now_ns()); });
     installed.set_value();
   });
   installed.get_future().get();
@@ -428,7 +429,7 @@ TEST_F(LongNapTest, AFrameForControlEndsTheNap) {
   EXPECT_GT(control_->wake().woken(), woken) << "the core's wake ended the nap";
   std::promise<void> removed;
   control_->post([&](ControlThread& ct) {
-    ct.set_cm_handler_st(nullptr);
+    ct.set_cm_handler_st(0, nullptr);
     removed.set_value();
   });
   removed.get_future().get();

@@ -1,7 +1,8 @@
 // The public runtime calls beyond open_adapter itself (include/rocedp/runtime.hpp):
 // load_config_file, configure_logging, and an open AdapterRuntime's link_up, resolve_neighbour
-// and engine_counters, drop_counters. One runtime (EAL starts once per process) on a net_ring port,
-// whose one ring carries what the port sends back to itself; the polling core runs inline, driven
+// and engine_counters, drop_counters, each for either of its two ports (an adapter each). One
+// runtime (EAL starts once per process) on two net_ring ports, whose one ring each carries what
+// the port sends back to itself; the polling core runs inline, driven
 // by the calls' own waits. EAL --no-huge, label eal.
 
 #include <gtest/gtest.h>
@@ -43,6 +44,12 @@ std::string yaml(const std::string& prefix) {
          "    ipv6: \"fd52::33:1\"\n"
          "    neighbours: [{ip: 198.18.33.2, mac: \"02:00:00:00:33:02\"}]\n"
          "    fault: {direction: rx, drop_pct: 100}\n"
+         "  - name: loop1\n"
+         "    devargs: net_ring1\n"
+         "    mac: \"02:00:00:00:34:01\"\n"
+         "    address: 198.18.34.1/24\n"
+         "    neighbours: [{ip: 198.18.34.2, mac: \"02:00:00:00:34:02\"}]\n"
+         "    fault: {direction: rx, drop_pct: 100}\n"
          "dataplane: {lcores: [1], mbuf_count: 4095}\n"
          "control: {arp_retry_ms: 20, arp_retries: 2}\n"
          "telemetry: {enabled: false}\n";
@@ -53,7 +60,7 @@ TEST(OpenAdapter, LoadConfigFileReadsAFileOrSaysWhereItIsWrong) {
   config::Config cfg;
   std::string error;
   ASSERT_TRUE(load_config_file(dir.write("good.yaml", yaml("x")), &cfg, &error)) << error;
-  ASSERT_EQ(cfg.ports.size(), 1u);
+  ASSERT_EQ(cfg.ports.size(), 2u);
   EXPECT_EQ(cfg.ports[0].devargs, "net_ring0");
   EXPECT_EQ(cfg.control.arp_retry_ms, 20u);
 
@@ -116,6 +123,25 @@ TEST(OpenAdapter, RuntimeReportsLinkResolvesNeighboursAndCountsItsEngine) {
   for (const auto& c : counters) named &= !c.name.empty();
   EXPECT_TRUE(named);
   EXPECT_TRUE(rt->engine_counters(1).empty());
+
+  // The second port: its own adapter, its own neighbours (port 0's static entry is not its), the
+  // same counters for its engine on the core; nothing past the last port.
+  ASSERT_EQ(rt->port_count(), 2u);
+  EXPECT_EQ(rt->port(1).name, "loop1");
+  EXPECT_EQ(rt->port(1).ip, 0xC6122201u);
+  EXPECT_NE(&rt->adapter(1), &rt->adapter(0));
+  EXPECT_EQ(&rt->adapter(), &rt->adapter(0));
+  EXPECT_TRUE(rt->wait_until([&] { return rt->link_up(1); }, std::chrono::seconds(5)));
+  EXPECT_FALSE(rt->link_up(2));
+  ASSERT_TRUE(rt->resolve_neighbour(0xC6122202, &mac, std::chrono::seconds(5), 1));
+  EXPECT_EQ(mac, (std::array<uint8_t, 6>{0x02, 0x00, 0x00, 0x00, 0x34, 0x02}));
+  EXPECT_FALSE(rt->resolve_neighbour(0xC6122102, &mac, std::chrono::seconds(5), 1));
+  EXPECT_FALSE(rt->resolve_neighbour(0xC6122202, &mac, std::chrono::seconds(5), 2));
+  NdkAdapterInfo info1{};
+  size_t size1 = sizeof(info1);
+  EXPECT_EQ(rt->adapter(1).query_adapter_info(&info1, &size1), STATUS_SUCCESS);
+  EXPECT_EQ(rt->engine_counters(0, 1).size(), counters.size());
+  EXPECT_TRUE(rt->engine_counters(0, 2).empty());
 
   // What never reached the engine: every drop reason by name, then the port's fault stage, which
   // dropped everything the ring looped back (the unanswered ARP requests above among it).

@@ -245,16 +245,85 @@ class RecordingHandler : public RoceHandler {
     calls.push_back(qpns);
     return static_cast<uint32_t>(frames.size());
   }
-  bool poll_st(uint64_t /*tsc*/) override { return false; }
+  bool poll_st(uint64_t /*tsc*/) override {
+    ++polls;
+    return false;
+  }
   std::vector<std::vector<uint32_t>> calls;
+  int polls = 0;
 };
+
+// One handler per port (each port's adapter): a port's RoCEv2 frames reach its handler alone, on
+// the RX core and through a hand-off alike; a port without one drops them as unknown even when
+// another port has a handler; every installed handler gets its turn per poll.
+TEST_F(PollingCoreTest, EachPortsFramesReachThatPortsHandlerAndEveryHandlerIsPolled) {
+  RecordingHandler ours, other, ours1, other1;
+  const uint16_t other_port = peer()->id();  // a port of the process not attached to core 0
+  ASSERT_TRUE(core(0).set_roce_handler_st(other_port, &other));
+  peer_send(test::roce_frame(make_qpn(0, 5)));
+  EXPECT_TRUE(core(0).poll_once());
+  EXPECT_TRUE(other.calls.empty()) << "the frame came in on another port";
+  EXPECT_EQ(drops(0, drop_index(CoreDrop::kUnknownQpn)), 1u);
+  EXPECT_EQ(other.polls, 1);
+
+  ASSERT_TRUE(core(0).set_roce_handler_st(us()->id(), &ours));
+  EXPECT_EQ(core(0).roce_handler_st(us()->id()), &ours);
+  EXPECT_EQ(core(0).roce_handler_st(other_port), &other);
+  peer_send(test::roce_frame(make_qpn(0, 6)));
+  EXPECT_TRUE(core(0).poll_once());
+  ASSERT_EQ(ours.calls.size(), 1u);
+  EXPECT_EQ(ours.calls[0], (std::vector<uint32_t>{make_qpn(0, 6)}));
+  EXPECT_TRUE(other.calls.empty());
+  EXPECT_EQ(ours.polls, 1);
+  EXPECT_EQ(other.polls, 2);
+
+  // Core 1 takes frames of "us" handed over by core 0: by the port each frame came in on.
+  ASSERT_TRUE(core(1).set_roce_handler_st(other_port, &other1));
+  peer_send(test::roce_frame(make_qpn(1, 7)));
+  EXPECT_TRUE(core(0).poll_once());
+  EXPECT_TRUE(core(1).poll_once());
+  EXPECT_TRUE(other1.calls.empty());
+  EXPECT_EQ(drops(1, drop_index(CoreDrop::kUnknownQpn)), 1u);
+  ASSERT_TRUE(core(1).set_roce_handler_st(us()->id(), &ours1));
+  peer_send(test::roce_frame(make_qpn(1, 8)));
+  peer_send(test::roce_frame(make_qpn(1, 9)));
+  EXPECT_TRUE(core(0).poll_once());
+  EXPECT_TRUE(core(1).poll_once());
+  ASSERT_EQ(ours1.calls.size(), 1u);
+  EXPECT_EQ(ours1.calls[0], (std::vector<uint32_t>{make_qpn(1, 8), make_qpn(1, 9)}));
+
+  // Removed: its frames are unknown again and it is no longer polled.
+  ASSERT_TRUE(core(0).set_roce_handler_st(us()->id(), nullptr));
+  peer_send(test::roce_frame(make_qpn(0, 10)));
+  const int polls_before = ours.polls;
+  EXPECT_TRUE(core(0).poll_once());
+  EXPECT_EQ(ours.calls.size(), 1u);
+  EXPECT_EQ(ours.polls, polls_before);
+  EXPECT_EQ(drops(0, drop_index(CoreDrop::kUnknownQpn)), 2u);
+
+  // At most kMaxPorts handlers; replacing one is always possible.
+  std::vector<RecordingHandler> more(PollingCore::kMaxPorts);
+  unsigned installed = 1;  // `other`
+  for (uint16_t p = 20; installed < PollingCore::kMaxPorts; ++p, ++installed)
+    ASSERT_TRUE(core(0).set_roce_handler_st(p, &more[installed]));
+  EXPECT_FALSE(core(0).set_roce_handler_st(us()->id(), &ours));
+  EXPECT_EQ(core(0).roce_handler_st(us()->id()), nullptr);
+  EXPECT_TRUE(core(0).set_roce_handler_st(other_port, &ours));
+  EXPECT_FALSE(core(0).set_roce_handler_st(RTE_MAX_ETHPORTS, &ours));
+  for (unsigned p = 20; p < 20 + PollingCore::kMaxPorts - 1; ++p)
+    core(0).set_roce_handler_st(static_cast<uint16_t>(p), nullptr);
+  for (uint16_t port : {other_port, us()->id()}) {
+    core(0).set_roce_handler_st(port, nullptr);
+    core(1).set_roce_handler_st(port, nullptr);
+  }
+}
 
 // A burst of RoCEv2 frames for the core's own QPs goes to its handler in one call; from the first
 // other frame on (an ICMP echo, a frame for core 1) the rest of the burst takes the dispatcher,
 // and the core's own frames after it follow in a second call: the handler sees them in order.
 TEST_F(PollingCoreTest, OwnRoceFramesReachTheHandlerInOrderAroundOtherFrames) {
   RecordingHandler handler;
-  core(0).set_roce_handler_st(&handler);
+  core(0).set_roce_handler_st(us()->id(), &handler);
   const std::vector<Bytes> burst = {
       test::roce_frame(make_qpn(0, 5)), test::roce_frame(make_qpn(0, 6)), test::icmp_echo(7, 1),
       test::roce_frame(make_qpn(1, 8)), test::roce_frame(make_qpn(0, 9))};
@@ -275,7 +344,7 @@ TEST_F(PollingCoreTest, OwnRoceFramesReachTheHandlerInOrderAroundOtherFrames) {
   EXPECT_EQ(dispatch_->forwarded(0), 1u) << "core 1's frame";
   EXPECT_EQ(core(0).stats_st().total_drops(), 0u);
   EXPECT_EQ(peer_receive().size(), 1u) << "the echo reply";
-  core(0).set_roce_handler_st(nullptr);
+  core(0).set_roce_handler_st(us()->id(), nullptr);
   EXPECT_TRUE(core(1).poll_once());
   EXPECT_EQ(core(1).stats_st().handoff_in, 1u);
 }
@@ -284,7 +353,7 @@ TEST_F(PollingCoreTest, OwnRoceFramesReachTheHandlerInOrderAroundOtherFrames) {
 // someone else still references (as a capture would) loses the core's reference and stays out.
 TEST_F(PollingCoreTest, ARoceFrameStillReferencedElsewhereIsNotReturnedToThePool) {
   RecordingHandler handler;
-  core(0).set_roce_handler_st(&handler);
+  core(0).set_roce_handler_st(us()->id(), &handler);
   peer_send(test::roce_frame(make_qpn(0, 5)));
   rte_mbuf* held = test::to_mbuf(test::roce_frame(make_qpn(0, 6)));
   ASSERT_NE(held, nullptr);
@@ -297,7 +366,7 @@ TEST_F(PollingCoreTest, ARoceFrameStillReferencedElsewhereIsNotReturnedToThePool
   EXPECT_EQ(rte_mbuf_refcnt_read(held), 1);
   EXPECT_EQ(test::pool().available(), free_before + 1) << "only the first frame is back";
   rte_pktmbuf_free(held);
-  core(0).set_roce_handler_st(nullptr);
+  core(0).set_roce_handler_st(us()->id(), nullptr);
 }
 
 TEST_F(PollingCoreTest, OwningCoreChecksTheIcrc) {

@@ -125,7 +125,8 @@ iop_devargs() {
 # Starts rocedpd (EAL file prefix rdp-iop-d-PID) on the rig port DEVARGS with ADDR/24 and MTU,
 # port name rig0, its polling core on CPU 1, and the listeners given (YAML flow maps, one an
 # argument, e.g. "{port: rig0, nd_port: 7471, service: echo}"); false unless it runs within 30 s.
-# IOP_ROCEDPD_IPV6=ADDR gives the port that IPv6 address too.
+# IOP_ROCEDPD_IPV6=ADDR gives the port that IPv6 address too; IOP_ROCEDPD_PORT2="DEVARGS ADDR"
+# adds a second port, rig1 (MAC 02:00:00:00:00:16, ADDR/24), with an adapter of its own.
 iop_rocedpd() {
   local mtu=$1 dev=$2 addr=$3 l
   shift 3
@@ -140,6 +141,13 @@ eal:
   extra_args: ["--no-pci", "--log-level=lib.eal:notice"]
 ports:
   - {name: rig0, devargs: "$dev", mac: "02:00:00:00:00:14", address: $addr/24, mtu: $mtu${IOP_ROCEDPD_IPV6:+, ipv6: "$IOP_ROCEDPD_IPV6"}}
+EOF
+    if [ -n "${IOP_ROCEDPD_PORT2:-}" ]; then
+      local dev2 addr2
+      read -r dev2 addr2 <<<"$IOP_ROCEDPD_PORT2"
+      echo "  - {name: rig1, devargs: \"$dev2\", mac: \"02:00:00:00:00:16\", address: $addr2/24, mtu: $mtu}"
+    fi
+    cat <<EOF
 dataplane:
   lcores: [1]
   idle_sleep_us: 50

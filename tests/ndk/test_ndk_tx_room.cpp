@@ -41,7 +41,7 @@ TEST_F(NdkTxRoom, FullTxRingHoldsFramesInsteadOfDroppingThem) {
     for (size_t k = 0; k < srcs.back()->data.size(); ++k)
       srcs.back()->data[k] = static_cast<uint8_t>(k * 7 + i);
   }
-  auto* rdma = dynamic_cast<dataplane::CoreRdma*>(a_.cores[0]->roce_handler_st());
+  auto* rdma = dynamic_cast<dataplane::CoreRdma*>(a_.cores[0]->roce_handler_st(a_.port->id()));
   ASSERT_NE(rdma, nullptr);
   const rc::RcCounters before = rdma->engine_st().counters();
   const auto no_room = dataplane::drop_index(dataplane::CoreDrop::kNoTxRoom);
@@ -102,7 +102,7 @@ class NdkTxHold : public NdkFixture {
     src_ = buffer(x_.pd, kMsgs * kMsgBytes);
     dst_ = buffer(y_.pd, kMsgs * kMsgBytes);
     for (size_t k = 0; k < src_->data.size(); ++k) src_->data[k] = static_cast<uint8_t>(k * 13 + 1);
-    rdma_ = dynamic_cast<dataplane::CoreRdma*>(a_.cores[0]->roce_handler_st());
+    rdma_ = dynamic_cast<dataplane::CoreRdma*>(a_.cores[0]->roce_handler_st(a_.port->id()));
     ASSERT_NE(rdma_, nullptr);
   }
   void TearDown() override {

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# rocedpd with two ports (memif servers on two sockets, one subnet each) and an echo and a memory
+# listener on each, the same ND ports on both: every port has its own adapter. Two svc_client
+# processes, one on each link, connect through the IB CM to the services of their link's port at
+# the same time and check the bytes (echo byte-exact; WRITE then READ back through the region).
+# While both hold their connections the daemon's telemetry shows four connections and four RTS
+# QPs, two on each port, and one RC engine row per port that counted its port's traffic alone.
+# After both clients disconnected and exited 0, SIGTERM ends the daemon with status 0.
+#   daemon_two_ports.sh PATH/TO/svc_client
+source "$(dirname "$0")/lib.sh"
+need_root
+client=${1:?usage: daemon_two_ports.sh SVC_CLIENT}
+pids=()
+names=()
+
+stop_clients() {
+  local i p
+  for i in "${!pids[@]}"; do
+    p=${pids[$i]}
+    if kill -0 "$p" 2>/dev/null; then
+      kill -TERM "$p" 2>/dev/null || true
+      for _ in $(seq 30); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+      kill -KILL "$p" 2>/dev/null || true
+    fi
+    wait "$p" 2>/dev/null || true
+    rm -rf "/var/run/dpdk/$prefix-${names[$i]}"
+  done
+  pids=()
+}
+on_exit() {
+  local rc=$? n
+  stop_clients
+  if [ $rc -ne 0 ]; then
+    for n in a b; do
+      [ -f "$work/client-$n.log" ] || continue
+      echo "---- client $n log ----" >&2
+      tail -n 30 "$work/client-$n.log" >&2
+    done
+  fi
+  (exit $rc)
+  cleanup
+}
+trap on_exit EXIT INT TERM
+
+cat > "$work/server.yaml" <<YAML
+eal: {lcores: [0, 1], main_lcore: 0, memory_mb: 256, file_prefix: $prefix, extra_args: ["--no-pci"]}
+ports:
+  - name: left
+    devargs: net_memif0,role=server,socket=$work/a.sock,socket-abstract=no
+    mac: "02:00:00:00:0a:01"
+    address: 198.18.10.1/24
+    neighbours: [{ip: 198.18.10.2, mac: "02:00:00:00:0a:02"}]
+  - name: right
+    devargs: net_memif1,role=server,socket=$work/b.sock,socket-abstract=no
+    mac: "02:00:00:00:0b:01"
+    address: 198.18.11.1/24
+    neighbours: [{ip: 198.18.11.2, mac: "02:00:00:00:0b:02"}]
+dataplane: {lcores: [1], mbuf_count: 8191}
+telemetry: {stats_interval_ms: 20}
+listeners:
+  - {port: left, nd_port: 7000, service: echo, message_bytes: 4096, queue_depth: 16}
+  - {port: left, nd_port: 7001, service: memory, memory_bytes: 1048576}
+  - {port: right, nd_port: 7000, service: echo, message_bytes: 4096, queue_depth: 8}
+  - {port: right, nd_port: 7001, service: memory, memory_bytes: 1048576}
+YAML
+# client_config NAME SOCKET OCTET: a memif client at 198.18.OCTET.2 polling on lcore 0.
+client_config() {
+  local mac=0$1
+  [ "$1" = a ] && mac=0a || mac=0b
+  cat > "$work/client-$1.yaml" <<YAML
+eal: {lcores: [0, 1], main_lcore: 1, memory_mb: 256, file_prefix: $prefix-$1, extra_args: ["--no-pci"]}
+ports:
+  - name: memif0
+    devargs: net_memif0,role=client,socket=$2,socket-abstract=no
+    mac: "02:00:00:00:$mac:02"
+    address: 198.18.$3.2/24
+    neighbours: [{ip: 198.18.$3.1, mac: "02:00:00:00:$mac:01"}]
+dataplane: {lcores: [0], mbuf_count: 8191, idle_sleep_us: 20}
+telemetry: {enabled: false}
+YAML
+}
+client_config a "$work/a.sock" 10
+client_config b "$work/b.sock" 11
+
+start_daemon "$work/server.yaml"
+for p in left right; do
+  for n in 7000 7001; do
+    grep -q "event=service_listening port=$p service=[a-z]* nd_port=$n" "$work/daemon.log" ||
+      fail "listener $p:$n not logged"
+  done
+done
+[ "$(grep -c "event=adapter_opened" "$work/daemon.log")" -eq 2 ] || fail "not one adapter per port"
+
+# run_client NAME OCTET: svc_client on its link, holding its connections until $work/release.
+run_client() {
+  "$client" --config "$work/client-$1.yaml" --server "198.18.$2.1" --echo-port 7000 --memory-port 7001 \
+    --hold "$work/release" > "$work/client-$1.log" 2>&1 &
+  pids+=($!)
+  names+=("$1")
+}
+run_client a 10
+run_client b 11
+for i in 0 1; do
+  n=${names[$i]}
+  for _ in $(seq 600); do
+    grep -q READY "$work/client-$n.log" 2>/dev/null && break
+    kill -0 "${pids[$i]}" 2>/dev/null || fail "svc_client $n exited before READY"
+    sleep 0.1
+  done
+  grep -q READY "$work/client-$n.log" || fail "svc_client $n never got READY"
+  grep -q "echo 4096 bytes: ok" "$work/client-$n.log" || fail "client $n: echo checks"
+  grep -q "memory write+read 65536 bytes: ok" "$work/client-$n.log" || fail "client $n: memory checks"
+done
+
+# Four connections, two per port, each from that port's client; four RTS QPs, two per port; the
+# connections' QPs are the QPs of their own port (QPNs may repeat across ports: each adapter
+# numbers its own). The echo QP of each port keeps its own queue depth (16 left, 8 right).
+wait_for /rocedp/connections "d['count'] == 4 and d['state'] == ['established'] * 4"
+wait_for /rocedp/qps "d['count'] == 4 and d['state'] == ['RTS'] * 4"
+[ "$(python3 - "$tel" "$prefix" <<'PY'
+import json, subprocess, sys
+q = lambda c: json.loads(subprocess.check_output([sys.executable, sys.argv[1], sys.argv[2], c]))
+conns, qps, rdma = q("/rocedp/connections"), q("/rocedp/qps"), q("/rocedp/rdma")
+ok = True
+for port, peer, local in (("left", "198.18.10.2", "198.18.10.1"), ("right", "198.18.11.2", "198.18.11.1")):
+    rows = [i for i, p in enumerate(conns["port"]) if p == port]
+    ok = ok and len(rows) == 2
+    ok = ok and all(conns["remote_ip"][i] == peer and conns["local_ip"][i] == local for i in rows)
+    ok = ok and sorted(conns["service"][i] for i in rows) == ["echo", "memory"]
+    ok = ok and sorted(conns["local_port"][i] for i in rows) == [7000, 7001]
+    ok = ok and all(conns["qp_state"][i] == "RTS" for i in rows)
+    qrows = [i for i, p in enumerate(qps["port"]) if p == port]
+    ok = ok and sorted(qps["qpn"][i] for i in qrows) == sorted(conns["qpn"][i] for i in rows)
+    echo = [i for i in rows if conns["service"][i] == "echo"][0]
+    eq = [i for i in qrows if qps["qpn"][i] == conns["qpn"][echo]][0]
+    ok = ok and qps["rq_depth"][eq] == (16 if port == "left" else 8)
+    # One engine row per port on the one core, each with its own port's traffic.
+    e = [i for i, p in enumerate(rdma["port"]) if p == port]
+    ok = ok and len(e) == 1 and rdma["rx_packets"][e[0]] > 0 and rdma["tx_packets"][e[0]] > 0
+print(ok)
+PY
+)" = True ] || fail "telemetry: $(python3 "$tel" "$prefix" /rocedp/connections) $(python3 "$tel" "$prefix" /rocedp/qps)"
+[ "$(tel_get /rocedp/listeners "d['count'] == 4 and d['connections'] == [1, 1, 1, 1]")" = True ] ||
+  fail "/rocedp/listeners: $(python3 "$tel" "$prefix" /rocedp/listeners)"
+
+# Both clients disconnect and finish; the services close their side on both ports.
+touch "$work/release"
+for i in 0 1; do
+  st=0
+  wait "${pids[$i]}" || st=$?
+  [ "$st" -eq 0 ] || fail "svc_client ${names[$i]} exit status $st"
+  grep -q "^PASS" "$work/client-${names[$i]}.log" || fail "svc_client ${names[$i]} did not pass"
+done
+pids=()
+wait_for /rocedp/connections "d['count'] == 0"
+wait_for /rocedp/qps "d['count'] == 0"
+
+stop_daemon TERM
+[ "$daemon_status" -eq 0 ] || fail "exit status $daemon_status after SIGTERM"
+[ "$(grep -c "event=connection_manager_detached" "$work/daemon.log")" -eq 2 ] ||
+  fail "the two connection managers were not detached at shutdown"
+echo PASS
