@@ -790,7 +790,11 @@ PortConfig Reader::port(const Field& f) {
           Mapping n = mapping(item, "ports.neighbours");
           const Field& ip = require(n, "ip");
           StaticNeighbour neighbour;
-          neighbour.ip = host_address(ip, string(ip));
+          // An IPv6 neighbour is written as IPv6 addresses are, with colons.
+          if (string(ip).find(':') != std::string::npos)
+            neighbour.ip6 = unicast_ipv6(ip);
+          else
+            neighbour.ip = host_address(ip, string(ip));
           neighbour.mac = unicast_mac(require(n, "mac"));
           c.neighbours.push_back(neighbour);
         });
@@ -1129,6 +1133,20 @@ void Reader::validate(const Config& c) const {
       const StaticNeighbour& n = p.neighbours[k];
       const std::string path = index_path(base + ".neighbours", k) + ".ip";
       const Pos at = where({path});
+      if (n.ip6) {  // IPv6 has no subnet here (ports[].ipv6 is an address alone)
+        if (rejected(base + ".ipv6")) continue;
+        const std::string ip6 = format_ipv6(*n.ip6);
+        if (!p.address6)
+          fail(at, path, "IPv6 neighbour " + ip6 + " on a port without an ipv6 address");
+        else if (*n.ip6 == *p.address6)
+          fail(at, path, ip6 + " is the port's own address");
+        for (size_t l = 0; l < k; ++l)
+          if (p.neighbours[l].ip6 == n.ip6)
+            fail(at, path,
+                 "duplicate neighbour " + ip6 + " (also " + index_path(base + ".neighbours", l) +
+                     ")");
+        continue;
+      }
       const std::string ip = format_ipv4(n.ip);
       const std::string subnet =
           format_ipv4(Ipv4Address{p.address.value & mask}) + "/" + std::to_string(p.prefix_len);
@@ -1140,7 +1158,7 @@ void Reader::validate(const Config& c) const {
         fail(at, path,
              ip + " is the " + (host == 0 ? "network" : "broadcast") + " address of " + subnet);
       for (size_t l = 0; l < k; ++l)
-        if (p.neighbours[l].ip == n.ip)
+        if (!p.neighbours[l].ip6 && p.neighbours[l].ip == n.ip)
           fail(at, path,
                "duplicate neighbour " + ip + " (also " + index_path(base + ".neighbours", l) + ")");
     }

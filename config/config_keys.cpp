@@ -94,9 +94,11 @@ constexpr KeySpec kKeys[] = {
     {"ports.dcqcn", "first_cnp_rate_mbps", K::kUint, "int", "`0`", 0, 1'000'000, "",
      "the rate the first CNP of an episode cuts from, Mbit/s (0: the line rate)"},
     {"ports", "neighbours", K::kList, "list of `{ip, mac}`", "`[]`", 0, 0, "",
-     "static ARP entries"},
+     "static neighbours: ARP entries, and IPv6 neighbour entries"},
     {"ports.neighbours", "ip", K::kString, "string", "required", 0, 0,
-     "inside the port's subnet, not the port's own, no duplicates", "the neighbour's IPv4 address"},
+     "IPv4: inside the port's subnet; IPv6 (with colons): unicast, the port has `ipv6`; not the "
+     "port's own, no duplicates",
+     "the neighbour's IPv4 or IPv6 address"},
     {"ports.neighbours", "mac", K::kString, "string", "required", 0, 0, "unicast", "its MAC"},
     {"ports", "fault", K::kMapping, "mapping", "off", 0, 0, "",
      "impairments of this port's traffic"},

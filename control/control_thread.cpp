@@ -316,6 +316,11 @@ void ControlThread::start_ports_st(Done done) {
       // RFC 5227 §2.3 announcement, so peers replace a stale MAC for our address at once.
       send_frame_st(i, dataplane::build_gratuitous_arp(setup_.pool->get(), local_of(i)),
                     "gratuitous_arp");
+      // RFC 4861 7.2.6, the same for IPv6.
+      if (port->address6())
+        send_frame_st(i,
+                      dataplane::build_unsolicited_advertisement(setup_.pool->get(), local6_of(i)),
+                      "unsolicited_na");
       tables_[i]->publish_all();
     }
     done(true, {});

@@ -44,6 +44,13 @@ NeighbourTable::NeighbourTable(NeighbourTableOptions options,
   // At least one request per resolution, whatever the configuration says.
   options_.retries = std::max<uint32_t>(options_.retries, 1);
   for (const config::StaticNeighbour& s : statics) {
+    if (s.ip6) {  // only a port with an IPv6 address has IPv6 neighbours
+      if (!options_.local_ip6) continue;
+      Entry6& e = entries6_[s.ip6->bytes];
+      e.state = NeighbourState::kStatic;
+      e.mac = s.mac;
+      continue;
+    }
     if (s.ip.value == 0) continue;
     Entry& e = entries_[s.ip.value];
     e.state = NeighbourState::kStatic;
@@ -318,7 +325,9 @@ NeighbourTime NeighbourTable::next_deadline() const {
   for (const auto& [ip, e] : entries_) {
     if (e.state != NeighbourState::kStatic) next = std::min(next, e.deadline);
   }
-  for (const auto& [ip, e] : entries6_) next = std::min(next, e.deadline);
+  for (const auto& [ip, e] : entries6_) {
+    if (e.state != NeighbourState::kStatic) next = std::min(next, e.deadline);
+  }
   return next;
 }
 

@@ -13,8 +13,8 @@
 // - IPv6 neighbours (RFC 4861) live in a map of their own, keyed by the 16 bytes: learn6() from
 //   Neighbor Advertisements and from the solicitors of NS we answered, resolve6() by Neighbor
 //   Solicitations (send_request6) with the same retries, expiry and capacity (shared with IPv4).
-//   No static IPv6 entries; the cores' caches stay IPv4-only, so IPv6 changes only reach the
-//   optional on_change6 hook.
+//   Static IPv6 entries come from the same configuration list (an `ip` with colons). The cores'
+//   caches stay IPv4-only, so IPv6 changes only reach the optional on_change6 hook.
 //
 // Threading: single-threaded. Every method, and every hook and callback it invokes, runs on the
 // control thread. Time is passed in (`now`), never read, so tests are deterministic.

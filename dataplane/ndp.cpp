@@ -355,41 +355,58 @@ bool extract_ndp_peer(const rte_mbuf* m, const LocalAddress6& local, NdpPeer* pe
   return true;
 }
 
-rte_mbuf* build_neighbor_solicitation(rte_mempool* pool, const LocalAddress6& local,
-                                      const config::Ipv6Address& target) {
+namespace {
+// An NS or NA of ours with one link-layer option carrying our MAC (RFC 4861 4.3, 4.4, 4.6.1),
+// hop limit 255, checksum computed; null if the pool is empty.
+rte_mbuf* build_nd(rte_mempool* pool, const LocalAddress6& local, const config::Ipv6Address& dst,
+                   const config::MacAddress& dst_mac, uint8_t type, uint8_t flags,
+                   const config::Ipv6Address& target, uint8_t option) {
   rte_mbuf* m = rte_pktmbuf_alloc(pool);
   if (m == nullptr) return nullptr;
-  constexpr uint32_t kNsLen = kNdMsgLen + kLinkOptLen;
-  auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, kIcmpAt + kNsLen));
+  constexpr uint32_t kLen = kNdMsgLen + kLinkOptLen;
+  auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, kIcmpAt + kLen));
   if (p == nullptr) {
     rte_pktmbuf_free(m);
     return nullptr;
   }
-  std::memset(p, 0, kIcmpAt + kNsLen);
-  const config::Ipv6Address group = solicited_node_group(target);
-  const config::MacAddress group_mac_addr = ipv6_multicast_mac(group);
-  std::memcpy(p, group_mac_addr.bytes.data(), RTE_ETHER_ADDR_LEN);
+  std::memset(p, 0, kIcmpAt + kLen);
+  std::memcpy(p, dst_mac.bytes.data(), RTE_ETHER_ADDR_LEN);
   std::memcpy(p + RTE_ETHER_ADDR_LEN, local.mac.bytes.data(), RTE_ETHER_ADDR_LEN);
   const uint16_t ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6);
   std::memcpy(p + 12, &ether_type, 2);
   auto* ip = reinterpret_cast<rte_ipv6_hdr*>(p + kEthLen);
   ip->vtc_flow = rte_cpu_to_be_32(kIp6VersionFlow);
-  ip->payload_len = rte_cpu_to_be_16(kNsLen);
+  ip->payload_len = rte_cpu_to_be_16(kLen);
   ip->proto = kProtoIcmp6;
   ip->hop_limits = kNdHopLimit;
   std::memcpy(ip->src_addr, local.ip.bytes.data(), 16);
-  std::memcpy(ip->dst_addr, group.bytes.data(), 16);
-  uint8_t* ns = p + kIcmpAt;
-  ns[0] = kNeighborSolicitation;
-  std::memcpy(ns + 8, target.bytes.data(), 16);
-  ns[kNdMsgLen] = kOptSourceLinkAddress;
-  ns[kNdMsgLen + 1] = 1;
-  std::memcpy(ns + kNdMsgLen + 2, local.mac.bytes.data(), RTE_ETHER_ADDR_LEN);
+  std::memcpy(ip->dst_addr, dst.bytes.data(), 16);
+  uint8_t* nd = p + kIcmpAt;
+  nd[0] = type;
+  nd[4] = flags;
+  std::memcpy(nd + 8, target.bytes.data(), 16);
+  nd[kNdMsgLen] = option;
+  nd[kNdMsgLen + 1] = 1;  // in units of 8 bytes
+  std::memcpy(nd + kNdMsgLen + 2, local.mac.bytes.data(), RTE_ETHER_ADDR_LEN);
   const uint16_t sum =
-      add_sums(pseudo_header_sum(ip->src_addr, ip->dst_addr, kNsLen), rte_raw_cksum(ns, kNsLen));
+      add_sums(pseudo_header_sum(ip->src_addr, ip->dst_addr, kLen), rte_raw_cksum(nd, kLen));
   const uint16_t cksum = static_cast<uint16_t>(~sum);
-  std::memcpy(ns + 2, &cksum, 2);
+  std::memcpy(nd + 2, &cksum, 2);
   return m;
+}
+}  // namespace
+
+rte_mbuf* build_neighbor_solicitation(rte_mempool* pool, const LocalAddress6& local,
+                                      const config::Ipv6Address& target) {
+  const config::Ipv6Address group = solicited_node_group(target);
+  return build_nd(pool, local, group, ipv6_multicast_mac(group), kNeighborSolicitation, 0, target,
+                  kOptSourceLinkAddress);
+}
+
+rte_mbuf* build_unsolicited_advertisement(rte_mempool* pool, const LocalAddress6& local) {
+  const config::Ipv6Address all_nodes{kAllNodes};
+  return build_nd(pool, local, all_nodes, ipv6_multicast_mac(all_nodes), kNeighborAdvertisement,
+                  kNaOverride, local.ip, kOptTargetLinkAddress);
 }
 
 }  // namespace rocedp::dataplane

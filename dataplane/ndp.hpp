@@ -134,6 +134,13 @@ bool extract_ndp_peer(const rte_mbuf* m, const LocalAddress6& local, NdpPeer* pe
 rte_mbuf* build_neighbor_solicitation(rte_mempool* pool, const LocalAddress6& local,
                                       const config::Ipv6Address& target);
 
+// Builds an unsolicited Neighbor Advertisement of our address (RFC 4861 7.2.6, the counterpart
+// of a gratuitous ARP): to all nodes (ff02::1, 33:33:00:00:00:01), flags Override alone (not
+// Solicited, not Router), target our address with a target link-layer address option carrying our
+// MAC, hop limit 255, so neighbours that cached another MAC for it take ours at once. Returns null
+// if the pool is empty. Control path (allocates).
+rte_mbuf* build_unsolicited_advertisement(rte_mempool* pool, const LocalAddress6& local);
+
 // ff02::1:ffXX:XXXX, the solicited-node group of `ip` (RFC 4291 2.7.1).
 config::Ipv6Address solicited_node_group(const config::Ipv6Address& ip);
 // 33:33 and the last four bytes of the IPv6 multicast address `group` (RFC 2464 7).

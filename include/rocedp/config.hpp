@@ -33,8 +33,9 @@ struct Ipv6Address {
 };
 
 struct StaticNeighbour {
-  Ipv4Address ip;
+  Ipv4Address ip;  // IPv4 neighbour (when ip6 is unset)
   MacAddress mac;
+  std::optional<Ipv6Address> ip6;  // an IPv6 neighbour instead (the port needs an ipv6 address)
 };
 
 // Impairments applied by pmd/ to one port's traffic (tests, chaos runs). All off by default.

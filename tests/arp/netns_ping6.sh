@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # End to end, IPv6: rocedpd on the host end of a veth pair (net_af_packet) with an IPv6 address.
 # The Linux kernel in a network namespace is the peer:
+#   0. the namespace holds a stale entry for rocedpd's address with another MAC; the unsolicited
+#      NA rocedpd sends as its port starts (RFC 4861 7.2.6: all nodes, Override) replaces it with
+#      rocedpd's MAC before any traffic needs it;
 #   1. it resolves rocedpd's address by neighbour discovery (its NS, our NA) and pings it
 #      (ping -6 -c 3): every echo must come back, and `ip -6 neigh` must hold our MAC;
 #   2. rocedpd learned the namespace's address from the solicitation it answered (telemetry);
 #   3. the kernel's duplicate address detection for rocedpd's address, run in the namespace, is
 #      answered (our NA to all-nodes), so the kernel marks that address "dadfailed";
 #   4. after rocedpd stopped, resolve6_probe (AdapterRuntime::resolve_neighbour6 over the same
-#      port) resolves the namespace's address from the kernel's NA, and an address nobody has is
-#      reported unreachable.
+#      port) resolves the namespace's address from the kernel's NA, an address nobody has is
+#      reported unreachable, and a static IPv6 neighbour of the configuration (ports[].neighbours,
+#      an `ip` with colons) resolves at once.
 # A wrong NA or echo reply (checksum, flags, option, hop limit) is dropped by the kernel, so each
 # step fails. Traffic goes only to the namespace and veth this script creates; everything it
 # creates is removed by the EXIT trap, also on failure; processes are stopped by PID.
@@ -28,6 +32,8 @@ DAEMON_IP=198.18.6.1
 DAEMON_IP6=fd52::20
 NS_IP6=fd52::10
 ABSENT_IP6=fd52::99
+STATIC_IP6=fd52::77 STATIC_MAC=02:52:44:50:06:77
+STALE_MAC=02:52:44:50:06:99  # the namespace's wrong entry for rocedpd's address
 DAEMON_MAC=02:52:44:50:06:01
 PROBE_PID=""
 FAIL_LOGS+=("$TMP/probe.log")
@@ -49,15 +55,24 @@ netns_veth_up
 # ---- configuration ----
 config=(port.ipv6="\"$DAEMON_IP6\"" control.arp_retries=3 telemetry.stats_interval_ms=100)
 netns_write_config "$TMP/rocedpd.yaml" "$PREFIX" "${config[@]}"
-netns_write_config "$TMP/probe.yaml" "$PREFIX-probe" "${config[@]}"
+netns_write_config "$TMP/probe.yaml" "$PREFIX-probe" "${config[@]}" \
+  port.neighbours="[{ip: \"$STATIC_IP6\", mac: \"$STATIC_MAC\"}]"
 
 [ -z "$(ns_neigh6)" ] || fail "namespace already has an entry for $DAEMON_IP6: $(ns_neigh6)"
+ip -n "$NS" -6 neigh add "$DAEMON_IP6" lladdr "$STALE_MAC" dev "$VN" nud stale ||
+  fail "neigh add $DAEMON_IP6 (stale)"
 
 # ---- start the daemon; wait until its port is attached ----
 netns_start_daemon "$TMP/rocedpd.yaml"
 netns_poll 150 0.1 grep -q "port_ready" "$LOG" || fail "rocedpd's port did not come up"
 grep -q "port_ndp_groups.*mode=" "$LOG" || fail "the port did not open its multicast groups"
 echo "ok: $(grep -o 'port_ndp_groups.*' "$LOG" | head -1)"
+
+# 0. The unsolicited NA: the stale entry now holds rocedpd's MAC, with no traffic in between.
+took_our_mac() { ns_neigh6 | grep -qi "lladdr $DAEMON_MAC"; }
+netns_poll 50 0.1 took_our_mac || fail "the unsolicited NA did not replace $STALE_MAC: '$(ns_neigh6)'"
+echo "ok: unsolicited NA: $(ns_neigh6)"
+ip -n "$NS" -6 neigh del "$DAEMON_IP6" dev "$VN" || fail "neigh del $DAEMON_IP6"  # step 1 solicits
 
 # 1. Ping: the kernel resolves fd52::20 by neighbour discovery and gets three echo replies.
 netns_ping "ping -6 $DAEMON_IP6" -6 "$DAEMON_IP6"
@@ -138,4 +153,9 @@ run_probe "$ABSENT_IP6"
 [ "$rc" -eq 1 ] && [ "$out" = "unreachable" ] ||
   fail "resolve6_probe $ABSENT_IP6: exit $rc, '$out' (expected unreachable)"
 echo "ok: resolve_neighbour6($ABSENT_IP6) unreachable after the retries"
+
+run_probe "$STATIC_IP6"
+[ "$rc" -eq 0 ] && [ "$out" = "mac $STATIC_MAC" ] ||
+  fail "resolve6_probe $STATIC_IP6: exit $rc, '$out' (expected the static $STATIC_MAC)"
+echo "ok: resolve_neighbour6($STATIC_IP6) = $STATIC_MAC, the static entry"
 echo "PASS"

@@ -506,6 +506,22 @@ TEST(NdpTest, SolicitationBytesAndThePeerAnswersIt) {
   EXPECT_EQ(learned.mac, kPeerMac);
 }
 
+// The announcement a port sends when it starts (RFC 4861 7.2.6): to all nodes, Override alone,
+// our address and MAC; a peer's side of this module takes it to control and learns us from it.
+TEST(NdpTest, UnsolicitedAdvertisementBytesAndThePeerLearnsUs) {
+  Mbuf f(build_unsolicited_advertisement(pool(), kLocal));
+  ASSERT_NE(f.m, nullptr);
+  expect_na(f.bytes(), kAllNodesMac, kAllNodes, 0x20);
+  const LocalAddress6 peer{kPeerMac, kPeerIp};
+  NdpCounters pc;
+  ASSERT_EQ(classify_ndp(f.m, peer, &pc), NdpClass::kToControl);
+  EXPECT_EQ(pc.total_drops(), 0u);
+  NdpPeer learned;
+  ASSERT_TRUE(extract_ndp_peer(f.m, peer, &learned));
+  EXPECT_EQ(learned.ip, kOurIp);
+  EXPECT_EQ(learned.mac, kOurMac);
+}
+
 TEST(NdpTest, TruncatedFramesNeverAnswer) {
   for (const Bytes& full : {frame(ns()), frame(echo(40)), frame(solicited_na())}) {
     for (size_t len = 14; len < full.size(); ++len) {

@@ -414,6 +414,39 @@ TEST_F(NeighbourTable6Test, SolicitorsCreateAdvertisementsOnlyUpdateAndEntriesEx
   EXPECT_EQ(sent6.size(), 1u);
 }
 
+// A static IPv6 neighbour (an `ip` with colons in ports[].neighbours): resolved at once without a
+// solicitation, never expired, never overwritten by an advertisement, listed as static; the
+// table's next deadline ignores it. A port without an IPv6 address keeps none.
+TEST_F(NeighbourTable6Test, StaticEntriesNeverExpireAndWinOverAdvertisements) {
+  config::StaticNeighbour v6{{}, kMacA, kPeer6};
+  const config::StaticNeighbour statics[] = {{kPeer, kMacB}, v6};
+  NeighbourTable t(options6(), statics, hooks6());
+  tick(t, t0 + 24h * 365);
+  Recorder6 r;
+  EXPECT_EQ(t.resolve6(kPeer6, t0 + 24h * 365, r.cb()), NeighbourTable::ResolveStatus::kCompleted);
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_TRUE(r.calls[0].reachable);
+  EXPECT_EQ(r.calls[0].mac, kMacA);
+  EXPECT_EQ(t.learn6(kPeer6, kMacB, t0, LearnMode::kUpdateOnly), LearnResult::kIgnored);
+  MacAddress mac;
+  EXPECT_TRUE(t.lookup6(kPeer6, t0 + 24h * 365, &mac));
+  EXPECT_EQ(mac, kMacA);
+  EXPECT_TRUE(t.lookup(kPeer, t0, &mac));
+  EXPECT_EQ(mac, kMacB) << "the IPv4 static entry beside it";
+  EXPECT_TRUE(sent6.empty());
+  EXPECT_TRUE(changes6.empty());
+  const auto snap = t.snapshot6(t0);
+  ASSERT_EQ(snap.size(), 1u);
+  EXPECT_EQ(snap[0].state, NeighbourState::kStatic);
+  EXPECT_EQ(snap[0].expires_in_ms, -1);
+  EXPECT_EQ(t.snapshot(t0).size(), 1u);
+  EXPECT_EQ(t.next_deadline(), NeighbourTime::max()) << "statics never need the timer";
+
+  NeighbourTable v4only(options(), statics, hooks6());
+  EXPECT_FALSE(v4only.lookup6(kPeer6, t0, &mac));
+  EXPECT_TRUE(v4only.snapshot6(t0).empty());
+}
+
 TEST_F(NeighbourTable6Test, UnresolvableAddressesAndPortsWithoutIpv6FailInline) {
   NeighbourTable t(options6(), {}, hooks6());
   Recorder6 r;

@@ -696,6 +696,39 @@ TEST(ConfigReject, Ipv6AddressesThatAPortCannotOwn) {
                9, 11, "ports[1].ipv6", "duplicate port IPv6 address fd52::20 (also ports[0])");
 }
 
+// Static neighbours may be IPv6 (an `ip` with colons) on a port with an IPv6 address, beside the
+// IPv4 ones; each IPv6 rule names the entry.
+TEST(ConfigPorts, StaticIpv6NeighboursBesideIpv4Ones) {
+  Config c = parse(kOnePort +
+                       "    ipv6: fd52::20\n"
+                       "    neighbours:\n"
+                       "      - {ip: 198.18.0.2, mac: \"02:00:00:00:00:02\"}\n"
+                       "      - {ip: \"fd52::10\", mac: \"02:00:00:00:00:10\"}\n",
+                   kSource);
+  const auto& n = c.ports[0].neighbours;
+  ASSERT_EQ(n.size(), 2u);
+  EXPECT_FALSE(n[0].ip6.has_value());
+  EXPECT_EQ(n[0].ip.value, 0xc6120002u);
+  ASSERT_TRUE(n[1].ip6.has_value());
+  EXPECT_EQ(format_ipv6(*n[1].ip6), "fd52::10");
+  EXPECT_EQ(format_mac(n[1].mac), "02:00:00:00:00:10");
+
+  const std::string v6 = kOnePort + "    ipv6: fd52::20\n    neighbours:\n";
+  expect_error(
+      kOnePort + "    neighbours:\n      - {ip: \"fd52::10\", mac: \"02:00:00:00:00:10\"}\n", 6, 14,
+      "ports[0].neighbours[0].ip", "IPv6 neighbour fd52::10 on a port without an ipv6 address");
+  expect_error(v6 + "      - {ip: \"fd52::20\", mac: \"02:00:00:00:00:10\"}\n", 7, 14,
+               "ports[0].neighbours[0].ip", "fd52::20 is the port's own address");
+  expect_error(v6 + "      - {ip: \"fd52::10\", mac: \"02:00:00:00:00:10\"}\n" +
+                   "      - {ip: \"fd52:0::10\", mac: \"02:00:00:00:00:11\"}\n",
+               8, 14, "ports[0].neighbours[1].ip",
+               "duplicate neighbour fd52::10 (also ports[0].neighbours[0])");
+  expect_error(v6 + "      - {ip: \"ff02::1\", mac: \"02:00:00:00:00:10\"}\n", 7, 14,
+               "ports[0].neighbours[0].ip", "expected a unicast IPv6 address, got ff02::1");
+  expect_error(v6 + "      - {ip: \"fd52::zz\", mac: \"02:00:00:00:00:10\"}\n", 7, 14,
+               "ports[0].neighbours[0].ip", "expected an IPv6 address such as fd52::20");
+}
+
 TEST(ConfigReject, MissingRequiredKeys) {
   expect_error("ports:\n  - name: p0\n    address: 198.18.0.1/24\n", 2, 5, "ports[0].devargs",
                "missing required key 'devargs'");

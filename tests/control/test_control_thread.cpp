@@ -154,20 +154,32 @@ TEST_F(ControlThreadTest, StartPortsAttachesTheQueueAndAnnouncesUs) {
   ASSERT_TRUE(control_->start_ports(&error)) << error;
   EXPECT_TRUE(us()->started());
 
-  auto frames = peer_wait(1);
-  ASSERT_EQ(frames.size(), 1u) << "a gratuitous ARP at start";
+  // A gratuitous ARP, and for the port's IPv6 address an unsolicited NA to all nodes (its bytes
+  // are test_ndp's).
+  auto frames = peer_wait(2);
+  ASSERT_EQ(frames.size(), 2u) << "a gratuitous ARP and an unsolicited NA at start";
   const Bytes& g = frames[0];
   ASSERT_GE(g.size(), 42u);
   EXPECT_EQ(g[12], 0x08);
   EXPECT_EQ(g[13], 0x06);
   EXPECT_TRUE(std::equal(kOurMac.bytes.begin(), kOurMac.bytes.end(), g.begin() + 22));
+  const Bytes& na = frames[1];
+  ASSERT_EQ(na.size(), 86u);
+  EXPECT_EQ(na[0], 0x33) << "to all nodes, 33:33:00:00:00:01";
+  EXPECT_EQ(na[5], 0x01);
+  EXPECT_EQ(na[12], 0x86);
+  EXPECT_EQ(na[13], 0xDD);
+  EXPECT_EQ(na[54], 136) << "Neighbor Advertisement";
+  EXPECT_EQ(na[58], 0x20) << "Override alone";
+  EXPECT_TRUE(std::equal(kOurIp6.bytes.begin(), kOurIp6.bytes.end(), na.begin() + 62))
+      << "its target is our address";
 
   auto s = fresh();
   ASSERT_TRUE(s);
   ASSERT_EQ(s->cores.size(), 1u);
   EXPECT_EQ(s->cores[0].lcore_id, kCoreLcore);
   EXPECT_EQ(s->cores[0].attached_queues, 1u);
-  EXPECT_EQ(s->cores[0].tx_packets, 1u);
+  EXPECT_EQ(s->cores[0].tx_packets, 2u);
   EXPECT_EQ(s->cores[0].neighbours, 1u) << "the static neighbour was pushed to the core";
   ASSERT_EQ(s->ports.size(), 1u);
   EXPECT_EQ(s->ports[0].name, "us");
@@ -181,7 +193,7 @@ TEST_F(ControlThreadTest, StartPortsAttachesTheQueueAndAnnouncesUs) {
 TEST_F(ControlThreadTest, SnapshotCountersMoveThroughTheRings) {
   std::string error;
   ASSERT_TRUE(control_->start_ports(&error)) << error;
-  peer_wait(1);
+  peer_wait(2);  // the gratuitous ARP and the unsolicited NA
   auto before = fresh();
   ASSERT_TRUE(before);
   for (uint16_t i = 0; i < 3; ++i) peer_send(test::icmp_echo(9, i));
@@ -234,7 +246,7 @@ TEST_F(ControlThreadTest, RoundWithAnIncompletePartIsNotPublished) {
 TEST_F(ControlThreadTest, ArpReplyIsLearnedAndPushedToTheCores) {
   std::string error;
   ASSERT_TRUE(control_->start_ports(&error)) << error;
-  peer_wait(1);
+  peer_wait(2);  // the gratuitous ARP and the unsolicited NA
   peer_send(test::arp_frame(2, kOurMac, kOurIp));  // "198.18.0.2 is at 02:..:02", aimed at us
   std::shared_ptr<const Snapshot> s;
   bool learned = false;
@@ -258,7 +270,7 @@ TEST_F(ControlThreadTest, ArpReplyIsLearnedAndPushedToTheCores) {
 TEST_F(ControlThreadTest, RequesterOfAnAnsweredArpRequestIsLearned) {
   std::string error;
   ASSERT_TRUE(control_->start_ports(&error)) << error;
-  peer_wait(1);
+  peer_wait(2);  // the gratuitous ARP and the unsolicited NA
   peer_send(test::arp_frame(1, {}, kOurIp));  // "who has 198.18.0.1? tell 198.18.0.2"
   ASSERT_EQ(peer_wait(1).size(), 1u) << "the core answers the request itself";
   auto s = fresh();  // the requester rides on this snapshot round to control
@@ -277,7 +289,7 @@ TEST_F(ControlThreadTest, RequesterOfAnAnsweredArpRequestIsLearned) {
 TEST_F(ControlThreadTest, Ipv6NeighbourIsResolvedByNsAndNaAndSolicitorsAreLearned) {
   std::string error;
   ASSERT_TRUE(control_->start_ports(&error)) << error;
-  peer_wait(1);  // the gratuitous ARP
+  peer_wait(2);  // the gratuitous ARP and the unsolicited NA
   std::promise<ResolveResult6> resolved;
   control_->post([&resolved](ControlThread& ct) {
     ct.neighbour_table_st(0).resolve6(
@@ -408,7 +420,7 @@ TEST_F(LongNapTest, ACoreCompletionEndsTheNap) {
 TEST_F(LongNapTest, AFrameForControlEndsTheNap) {
   std::string error;
   ASSERT_TRUE(control_->start_ports(&error)) << error;
-  peer_wait(1);
+  peer_wait(2);  // the gratuitous ARP and the unsolicited NA
   std::atomic<int64_t> arrived{0};
   std::promise<void> installed;
   control_->post([&](ControlThread& ct) {

@@ -12,6 +12,9 @@
 #   echo             librdmacm's rdma_client -s <rocedpd's IPv6 address> against rocedpd's echo
 #                    service (its listener on 0.0.0.0 takes the IPv6 request): connect, SEND, the
 #                    echo back, disconnect, the CM exchange over IPv6
+#   mem              ops_check_peer -M (tests/interop/ops_check_peer.c, Linux verbs) against
+#                    rocedpd's memory service over IPv6: the region from the REP's private data,
+#                    WRITE and READ at its start and end, a WRITE past the end refused
 #   rping            librdmacm's rping over IPv6 addresses, through the IB CM (REQ, REP, RTU,
 #                    DREQ, DREP over IPv6; the rdma_cm header of IP version 6): Linux rping -c
 #                    against rocedp-perf --rping -s, and rocedp-perf --rping -c against Linux
@@ -41,7 +44,8 @@ iters_bw=10 size=65536 iters_pingpong=20 pings=10
 cases=()
 for c in pingpong-rocedp_server pingpong-rocedp_client write_bw-rocedp_server \
   write_bw-rocedp_client read_bw-rocedp_server read_bw-rocedp_client send_bw-rocedp_server \
-  send_bw-rocedp_client rping-rocedp_server rping-rocedp_client echo-rocedpd_server; do
+  send_bw-rocedp_client rping-rocedp_server rping-rocedp_client echo-rocedpd_server \
+  mem-rocedpd_server; do
   grep -Eq "$FILTER" <<<"$c" && cases+=("$c")
 done
 [ ${#cases[@]} -gt 0 ] || { echo "no case matches $FILTER" >&2; exit 2; }
@@ -69,6 +73,10 @@ done
         echo "n=0; while [ ! -e /mnt/share/go-$c ] && [ \$n -lt 600 ]; do sleep 0.1; n=\$((n+1)); done"
         echo "run $c rdma_client -s $daemon6 -p 7471"
         ;;
+      mem)
+        echo "n=0; while [ ! -e /mnt/share/go-$c ] && [ \$n -lt 600 ]; do sleep 0.1; n=\$((n+1)); done"
+        echo "run $c /mnt/share/ops_check_peer -M -a $daemon6 -p 7474"
+        ;;
       rping)
         if [ "$role" = rocedp_server ]; then
           echo "run $c rping -c -a $rocedp6 -C $pings -S 3000 -V"
@@ -84,9 +92,11 @@ done
 } >"$IOP_WORK/guest.sh"
 
 iop_net 1500 dpdkv6 dpdkv6d
-if printf '%s\n' "${cases[@]}" | grep -q '^echo-'; then
+if printf '%s\n' "${cases[@]}" | grep -q '^echo-\|^mem-'; then
+  iop_share_check_peers
   IOP_ROCEDPD_IPV6=$daemon6 iop_rocedpd 1500 "$(iop_devargs 1 dpdkv6d 1500)" "$daemon" \
-    "{port: rig0, nd_port: 7471, service: echo}" || { iop_fail "rocedpd did not start"; exit 1; }
+    "{port: rig0, nd_port: 7471, service: echo}" \
+    "{port: rig0, nd_port: 7474, service: memory, memory_bytes: 65536}" || { iop_fail "rocedpd did not start"; exit 1; }
 fi
 t0=$(date +%s)
 IOP_GUEST_IPV6=1 IOP_GUEST_TIMEOUT=300 iop_guest v6g "$guest" 1500 "$IOP_WORK/guest.sh"
@@ -118,7 +128,7 @@ for c in "${cases[@]}"; do
   log=$IOP_ARTIFACTS/interop-ipv6-$c.log
   iop_capture_start "$c" "ip6 host $guest6 or host $guest"
   case $test in
-    echo)  # the guest's client against rocedpd, which runs already
+    echo | mem)  # the guest's client against rocedpd, which runs already
       touch "$IOP_WORK/share/go-$c"
       iop_wait "$glog" "V6CASE $c rc=" 60 || iop_fail "$c: the guest's rdma_client did not end"
       rc=0
@@ -144,7 +154,7 @@ for c in "${cases[@]}"; do
   esac
   iop_capture_stop "$c"
   ours=$rocedp6
-  [ "$test" = echo ] && ours=$daemon6
+  [[ $test == @(echo|mem) ]] && ours=$daemon6
   from_rocedp=$(count6 "$c" "$ours") from_guest=$(count6 "$c" "$guest6") v4=$(count4 "$c")
   if [ $rc != 0 ]; then
     iop_fail "$c: rocedp-perf exit $rc ($(tail -1 "$log"))"
@@ -152,7 +162,7 @@ for c in "${cases[@]}"; do
     iop_fail "$c: not every message verified"
   elif [ "$from_rocedp" -eq 0 ] || [ "$from_guest" -eq 0 ] || [ "$v4" -ne 0 ]; then
     iop_fail "$c: RoCEv2 frames: $from_rocedp IPv6 from rocedp, $from_guest IPv6 from Linux, $v4 IPv4"
-  elif [[ $test == @(rping|echo) ]] && ! cm_ok "$c" "$ours"; then
+  elif [[ $test == @(rping|echo|mem) ]] && ! cm_ok "$c" "$ours"; then
     iop_fail "$c: the CM exchange over IPv6 is not all there: $(cm_seen "$c")"
   else
     echo "ok   $c: $from_rocedp IPv6 RoCEv2 frames from rocedp, $from_guest from Linux, none IPv4${cmtxt:+; CM $cmtxt}"

@@ -29,6 +29,7 @@
 //   ops_check_peer -c -a ADDR [-p PORT] [-l]   (-l: a lossy link, see g_lossy)
 //   ops_check_peer -M -a ADDR -p PORT          a client of rocedpd's memory service instead
 //                                              (run_memory_client)
+// A client's ADDR may be IPv4 or IPv6.
 // Exit status 0: every check held; 1: one failed (printed); 2: usage.
 
 #include <arpa/inet.h>
@@ -391,11 +392,22 @@ static int post_client_receives(struct Peer* p) {
 // The server may not listen yet: a refused connection is tried again with a new id.
 static int connect_to(struct Peer* p, const char* addr, uint16_t port, unsigned recvs,
                       int (*post)(struct Peer*)) {
-  struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
-  if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1) return fail("-a needs an IPv4 address");
+  // IPv4 or IPv6 (rdma_cm then connects over the port's IPv6 GID).
+  struct sockaddr_storage dst = {0};
+  struct sockaddr_in* sin = (struct sockaddr_in*)&dst;
+  struct sockaddr_in6* sin6 = (struct sockaddr_in6*)&dst;
+  if (inet_pton(AF_INET, addr, &sin->sin_addr) == 1) {
+    sin->sin_family = AF_INET;
+    sin->sin_port = htons(port);
+  } else if (inet_pton(AF_INET6, addr, &sin6->sin6_addr) == 1) {
+    sin6->sin6_family = AF_INET6;
+    sin6->sin6_port = htons(port);
+  } else {
+    return fail("-a needs an IPv4 or IPv6 address");
+  }
   for (int attempt = 0;; ++attempt) {
     if (rdma_create_id(p->ec, &p->id, NULL, RDMA_PS_TCP) != 0) return fail("rdma_create_id");
-    if (rdma_resolve_addr(p->id, NULL, (struct sockaddr*)&sin, 2000) != 0 ||
+    if (rdma_resolve_addr(p->id, NULL, (struct sockaddr*)&dst, 2000) != 0 ||
         !wait_event(p, RDMA_CM_EVENT_ADDR_RESOLVED, NULL) || rdma_resolve_route(p->id, 2000) != 0 ||
         !wait_event(p, RDMA_CM_EVENT_ROUTE_RESOLVED, NULL))
       return fail("resolve");
