@@ -1034,6 +1034,9 @@ void Reader::read_document(std::string_view yaml, Config& c) {
     const Field& ports = require(m, "ports");
     const std::vector<Field> items = sequence(ports);
     if (items.empty()) fail(ports, "no ports: list at least one");
+    if (items.size() > kMaxPorts)
+      fail(ports, std::to_string(items.size()) + " ports: at most " + std::to_string(kMaxPorts) +
+                      " (a polling core serves every port)");
     for (const Field& item : items) {
       // Keys that failed keep their defaults, and validate() skips the rules over them. A port
       // that is not there at all, or has no name, would make the listener rules misread.

@@ -218,7 +218,7 @@ struct Section {
 };
 constexpr Section kSections[] = {
     {"eal", "eal"},
-    {"ports", "ports (list, at least one)"},
+    {"ports", "ports (list, 1 to 8; each gets its own NDK adapter)"},
     {"dataplane", "dataplane"},
     {"control", "control"},
     {"telemetry", "telemetry"},

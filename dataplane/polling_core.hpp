@@ -110,6 +110,7 @@ inline FrameKind frame_kind(const rte_mbuf* m) {
 class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
  public:
   static constexpr unsigned kMaxPorts = 8;
+  static_assert(kMaxPorts == config::kMaxPorts, "the configuration's bound on ports");
   static constexpr uint16_t kMaxBurst = 64;      // dataplane.burst_size's bound (config_keys.cpp)
   static constexpr unsigned kRequestBatch = 16;  // control messages per poll at most
 

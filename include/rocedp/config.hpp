@@ -7,6 +7,7 @@
 // standard library.
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -31,6 +32,10 @@ struct Ipv6Address {
   std::array<uint8_t, 16> bytes{};
   bool operator==(const Ipv6Address&) const = default;
 };
+
+/// Ports one configuration may list: every polling core serves every port, and a core holds one
+/// queue and one RC engine per port (dataplane::PollingCore::kMaxPorts).
+inline constexpr std::size_t kMaxPorts = 8;
 
 struct StaticNeighbour {
   Ipv4Address ip;  // IPv4 neighbour (when ip6 is unset)

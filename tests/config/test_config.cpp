@@ -729,6 +729,17 @@ TEST(ConfigPorts, StaticIpv6NeighboursBesideIpv4Ones) {
                "ports[0].neighbours[0].ip", "expected an IPv6 address such as fd52::20");
 }
 
+// Eight ports at most: every polling core holds a queue and an RC engine per port.
+TEST(ConfigReject, MoreThanEightPorts) {
+  std::string eight = "ports:\n";
+  for (int i = 0; i < 8; ++i)
+    eight += "  - {name: p" + std::to_string(i) + ", devargs: net_tap" + std::to_string(i) +
+             ", address: 198.18." + std::to_string(i) + ".1/24}\n";
+  EXPECT_EQ(parse(eight, kSource).ports.size(), 8u);
+  expect_error(eight + "  - {name: p8, devargs: net_tap8, address: 198.18.8.1/24}\n", 2, 3, "ports",
+               "9 ports: at most 8 (a polling core serves every port)");
+}
+
 TEST(ConfigReject, MissingRequiredKeys) {
   expect_error("ports:\n  - name: p0\n    address: 198.18.0.1/24\n", 2, 5, "ports[0].devargs",
                "missing required key 'devargs'");
