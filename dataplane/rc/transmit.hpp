@@ -119,7 +119,7 @@ template <class Fill>
   fill(bth + wire::kBthLen, pl);
   uint8_t* tail = pl + payload_len;
   if (pad != 0) std::memset(tail, 0, pad);
-  wire::store_le32(tail + pad, wire::icrc_compute(wire::Bytes(ip, ip_total - wire::kIcrcLen)));
+  wire::store_le32(tail + pad, wire::icrc_plain_ipv6(ip, ip_total - wire::kIcrcLen));
   frame_done(ctx, handle, total);
   return true;
 }

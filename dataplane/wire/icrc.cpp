@@ -278,9 +278,10 @@ __attribute__((target("pclmul,sse4.1"))) std::uint32_t ipv6_correction_clmul(con
 // 8x0xFF prefix and the seven masked bytes ORed into the first three blocks in registers needs
 // neither a correction nor a masked copy, and the transmit side no longer writes 1s into the
 // frame and back. A long frame gets the masked prefix folded here and the rest from ISA-L (its
-// eight accumulators beat one chain of multiplies beyond a few blocks). ISA-L stays the ICRC of
-// everything else (icrc_compute: the codec, chained payload segments, IPv6). Tested against zlib
-// for every length 0..300 and random buffers and against the Soft-RoCE capture
+// eight accumulators beat one chain of multiplies beyond a few blocks). IPv6 frames of the RC
+// data path get the same fold with their own masked prefix (four blocks, icrc_plain_ipv6). ISA-L
+// stays the ICRC of everything else (icrc_compute: the codec, chained payload segments). Tested
+// against zlib for every length 0..300 and random buffers and against the Soft-RoCE capture
 // (tests/wire/test_icrc.cpp, test_rc_rx.cpp).
 //
 // Representation: a 16-byte block loaded little-endian holds bit k of the stream at bit k of the
@@ -404,33 +405,18 @@ constexpr std::size_t kOwnFoldMax = 128;
 // packet with TOS (1), TTL (8), checksum (10, 11), UDP checksum (26, 27) and BTH byte 4 (32) at
 // 1s, all in its first 48 bytes, so in the first three blocks. Inlined into its two encodings
 // below.
-[[gnu::always_inline]] ROCEDP_CLMUL inline std::uint32_t icrc_ipv4_fold(const std::uint8_t* l3,
-                                                                        std::size_t len) {
-  std::uint64_t w;
-  std::memcpy(&w, l3, 8);
+// The bytes after a masked prefix folded as two chains: `y` and `x` hold the prefix's blocks, x
+// the one whose last block is the prefix's last and y the one just before it; `p` the n bytes
+// after the prefix. One chain of folds is bound by the multiplier's latency (a block per ~7
+// cycles); two halve it: y takes the even blocks from here, x the odd ones, each folded forward by
+// two blocks; then the one whose last block comes first joins the other.
+[[gnu::always_inline]] ROCEDP_CLMUL inline std::uint32_t fold_two_chains(__m128i x, __m128i y,
+                                                                         const std::uint8_t* p,
+                                                                         std::size_t n) {
   const __m128i k = fold_constants();
-  // Block 0: the 8 bytes of 0xFF (the first 4 XORed with the initial register ~0, so 0), then
-  // IP bytes 0-7 with the TOS masked.
-  const __m128i s0 = _mm_set_epi64x(static_cast<long long>(w | 0xFF00u),
-                                    static_cast<long long>(0xFFFFFFFF00000000ull));
-  // Blocks 1 and 2: IP bytes 8-23 and 24-39 with their masked bytes at 1s.
-  const __m128i s1 = _mm_or_si128(load128(l3 + 8), _mm_set_epi64x(0, 0xFFFF00FF));
-  const __m128i s2 = _mm_or_si128(load128(l3 + 24), _mm_set_epi64x(0xFF, 0xFFFF0000));
-  __m128i a;
-  // One chain of folds is bound by the multiplier's latency (a block per ~7 cycles); ISA-L keeps
-  // eight in flight. So past a few blocks the rest goes to ISA-L, chained on the masked prefix.
-  if (len - 40 > kOwnFoldMax) [[unlikely]] {
-    a = _mm_xor_si128(fold128(_mm_xor_si128(fold128(s0, k), s1), k), s2);
-    return isal_crc(~reduce128(a), l3 + 40, len - 40);
-  }
-  // Two chains halve that latency: x takes the even blocks, y the odd ones, each folded forward
-  // by two blocks; then the one whose last block comes first joins the other.
   const __m128i k2 =
       _mm_set_epi64x(static_cast<long long>(kFold2Second), static_cast<long long>(kFold2First));
-  __m128i y = s1;
-  __m128i x = _mm_xor_si128(fold128(s0, k2), s2);
-  const std::uint8_t* p = l3 + 40;
-  std::size_t n = len - 40;
+  __m128i a;
   for (; n >= 32; p += 32, n -= 32) {
     y = _mm_xor_si128(fold128(y, k2), load128(p));
     x = _mm_xor_si128(fold128(x, k2), load128(p + 16));
@@ -444,6 +430,69 @@ constexpr std::size_t kOwnFoldMax = 128;
     a = _mm_xor_si128(fold128(y, k), x);
   }
   return ~reduce128(fold_rest(a, p, n));
+}
+
+// ICRC of an IPv4 packet without options, len >= 40: the stream is 8 bytes of 0xFF, then the
+// packet with TOS (1), TTL (8), checksum (10, 11), UDP checksum (26, 27) and BTH byte 4 (32) at
+// 1s, all in its first 48 bytes, so in the first three blocks. Inlined into its two encodings
+// below.
+[[gnu::always_inline]] ROCEDP_CLMUL inline std::uint32_t icrc_ipv4_fold(const std::uint8_t* l3,
+                                                                        std::size_t len) {
+  std::uint64_t w;
+  std::memcpy(&w, l3, 8);
+  const __m128i k = fold_constants();
+  // Block 0: the 8 bytes of 0xFF (the first 4 XORed with the initial register ~0, so 0), then
+  // IP bytes 0-7 with the TOS masked.
+  const __m128i s0 = _mm_set_epi64x(static_cast<long long>(w | 0xFF00u),
+                                    static_cast<long long>(0xFFFFFFFF00000000ull));
+  // Blocks 1 and 2: IP bytes 8-23 and 24-39 with their masked bytes at 1s.
+  const __m128i s1 = _mm_or_si128(load128(l3 + 8), _mm_set_epi64x(0, 0xFFFF00FF));
+  const __m128i s2 = _mm_or_si128(load128(l3 + 24), _mm_set_epi64x(0xFF, 0xFFFF0000));
+  // Past a few blocks the rest goes to ISA-L (eight chains in flight), chained on the masked
+  // prefix.
+  if (len - 40 > kOwnFoldMax) [[unlikely]] {
+    const __m128i a = _mm_xor_si128(fold128(_mm_xor_si128(fold128(s0, k), s1), k), s2);
+    return isal_crc(~reduce128(a), l3 + 40, len - 40);
+  }
+  const __m128i k2 =
+      _mm_set_epi64x(static_cast<long long>(kFold2Second), static_cast<long long>(kFold2First));
+  return fold_two_chains(_mm_xor_si128(fold128(s0, k2), s2), s1, l3 + 40, len - 40);
+}
+
+// ICRC of an IPv6 packet without extension headers (next header UDP), len >= 60: 8 bytes of 0xFF,
+// then the packet with traffic class and flow label (the low nibble of byte 0, bytes 1-3), hop
+// limit (7), UDP checksum (46, 47) and BTH byte 4 (52) at 1s, all in the first four blocks.
+[[gnu::always_inline]] ROCEDP_CLMUL inline std::uint32_t icrc_ipv6_fold(const std::uint8_t* l3,
+                                                                        std::size_t len) {
+  std::uint64_t w;
+  std::memcpy(&w, l3, 8);
+  const __m128i k = fold_constants();
+  // Block 0: the 0xFF bytes as for IPv4, then IPv6 bytes 0-7 with their variant bits at 1s.
+  const __m128i s0 = _mm_set_epi64x(static_cast<long long>(w | 0xFF000000FFFFFF0Full),
+                                    static_cast<long long>(0xFFFFFFFF00000000ull));
+  const __m128i s1 = load128(l3 + 8);   // the source address
+  const __m128i s2 = load128(l3 + 24);  // the destination address
+  // Block 3: the UDP header with its checksum at 1s, BTH bytes 0-7 with byte 4 at 1s.
+  const __m128i s3 =
+      _mm_or_si128(load128(l3 + 40),
+                   _mm_set_epi64x(0xFF00000000ll, static_cast<long long>(0xFFFF000000000000ull)));
+  if (len - 56 > kOwnFoldMax) [[unlikely]] {
+    const __m128i a = _mm_xor_si128(
+        fold128(_mm_xor_si128(fold128(_mm_xor_si128(fold128(s0, k), s1), k), s2), k), s3);
+    return isal_crc(~reduce128(a), l3 + 56, len - 56);
+  }
+  const __m128i k2 =
+      _mm_set_epi64x(static_cast<long long>(kFold2Second), static_cast<long long>(kFold2First));
+  return fold_two_chains(_mm_xor_si128(fold128(s1, k2), s3), _mm_xor_si128(fold128(s0, k2), s2),
+                         l3 + 56, len - 56);
+}
+
+ROCEDP_CLMUL std::uint32_t icrc_ipv6_clmul(const std::uint8_t* l3, std::size_t len) {
+  return icrc_ipv6_fold(l3, len);
+}
+__attribute__((target("avx,pclmul,ssse3,sse4.1"))) std::uint32_t icrc_ipv6_clmul_vex(
+    const std::uint8_t* l3, std::size_t len) {
+  return icrc_ipv6_fold(l3, len);
 }
 
 // The fold in SSE encoding, for CPUs without AVX.
@@ -633,6 +682,12 @@ std::uint32_t icrc_plain_ipv4(const std::uint8_t* l3, std::size_t len) {
   return g_plain.load(std::memory_order_relaxed)(l3, len);
 }
 
+std::uint32_t icrc_plain_ipv6(const std::uint8_t* l3, std::size_t len) {
+  if (kHavePclmul) [[likely]]
+    return kHaveAvx ? icrc_ipv6_clmul_vex(l3, len) : icrc_ipv6_clmul(l3, len);
+  return icrc_compute(Bytes(l3, len));
+}
+
 namespace detail {
 bool icrc_wide_available() {
   return kHaveVpclmul512;
@@ -645,6 +700,9 @@ std::uint32_t icrc_plain_ipv4_sse(const std::uint8_t* l3, std::size_t len) {
 }
 std::uint32_t icrc_plain_ipv4_wide(const std::uint8_t* l3, std::size_t len) {
   return plain_wide(l3, len);
+}
+std::uint32_t icrc_plain_ipv6_sse(const std::uint8_t* l3, std::size_t len) {
+  return kHavePclmul ? icrc_ipv6_clmul(l3, len) : icrc_compute(Bytes(l3, len));
 }
 }  // namespace detail
 

@@ -66,7 +66,13 @@ inline std::uint32_t icrc_compute(Bytes l3, std::initializer_list<Bytes> more) {
 // and on transmit. Folds with PCLMULQDQ and masks in registers (icrc.cpp says why not ISA-L
 // here); without PCLMULQDQ, icrc_compute.
 std::uint32_t icrc_plain_ipv4(const std::uint8_t* l3, std::size_t len);
+// The same for an IPv6 packet without extension headers (next header UDP) of `len` bytes (>= IP +
+// UDP + BTH = 60): traffic class, flow label, hop limit, UDP checksum and BTH byte 4 masked in
+// registers. The RC data path's IPv6 frames.
+std::uint32_t icrc_plain_ipv6(const std::uint8_t* l3, std::size_t len);
 namespace detail {
+// icrc_plain_ipv6 in SSE encoding, for tests (icrc_plain_ipv6 runs the VEX one on CPUs with AVX).
+std::uint32_t icrc_plain_ipv6_sse(const std::uint8_t* l3, std::size_t len);
 // icrc_plain_ipv4's SIMD paths, for tests: the 512-bit one (icrc_wide_available() tells
 // whether this CPU has it: AVX-512BW/VL and VPCLMULQDQ), the 128-bit one as this CPU runs it
 // (VEX-encoded with AVX) and the same in SSE encoding.

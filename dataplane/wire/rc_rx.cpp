@@ -78,7 +78,7 @@ DropReason parse_rc_ipv6(Bytes frame, RcRxPacket& out) {
   if (udp_len != total - kIpv6HdrLen) return DropReason::kUdpBadLength;
   const DropReason r = rc_tail(
       ip, total, udp + kUdpHdrLen, udp_len - kUdpHdrLen,
-      [](const std::uint8_t* at, std::size_t len) { return icrc_compute(Bytes(at, len)); }, out);
+      [](const std::uint8_t* at, std::size_t len) { return icrc_plain_ipv6(at, len); }, out);
   if (r != DropReason::kNone) return r;
   out.src_ip = 0;
   out.dst_ip = kIpv6DstTag;

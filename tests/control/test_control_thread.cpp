@@ -246,7 +246,7 @@ TEST_F(ControlThreadTest, RoundWithAnIncompletePartIsNotPublished) {
 TEST_F(ControlThreadTest, ArpReplyIsLearnedAndPushedToTheCores) {
   std::string error;
   ASSERT_TRUE(control_->start_ports(&error)) << error;
-  peer_wait(2);  // the gratuitous ARP and the unsolicited NA
+  peer_wait(2);                                    // the gratuitous ARP and the unsolicited NA
   peer_send(test::arp_frame(2, kOurMac, kOurIp));  // "198.18.0.2 is at 02:..:02", aimed at us
   std::shared_ptr<const Snapshot> s;
   bool learned = false;
@@ -270,7 +270,7 @@ TEST_F(ControlThreadTest, ArpReplyIsLearnedAndPushedToTheCores) {
 TEST_F(ControlThreadTest, RequesterOfAnAnsweredArpRequestIsLearned) {
   std::string error;
   ASSERT_TRUE(control_->start_ports(&error)) << error;
-  peer_wait(2);  // the gratuitous ARP and the unsolicited NA
+  peer_wait(2);                               // the gratuitous ARP and the unsolicited NA
   peer_send(test::arp_frame(1, {}, kOurIp));  // "who has 198.18.0.1? tell 198.18.0.2"
   ASSERT_EQ(peer_wait(1).size(), 1u) << "the core answers the request itself";
   auto s = fresh();  // the requester rides on this snapshot round to control

@@ -263,6 +263,39 @@ TEST(Icrc, PlainIpv4BothPathsMatchZlibAtPageEdges) {
   munmap(map, 4 * psize);
 }
 
+// icrc_plain_ipv6 (the RC data path's IPv6 frames) masks in registers: against zlib over the
+// masked copy for every length from 60 (IPv6 + UDP + BTH) past its own fold's limit, random bytes
+// everywhere, both encodings, and long frames that hand the rest to ISA-L. The packet sits
+// against an unmapped page on either side, so a load outside it would fault.
+TEST(Icrc, PlainIpv6IcrcMatchesZlibForEveryLengthAndRandomBytes) {
+  const long page = sysconf(_SC_PAGESIZE);
+  ASSERT_GT(page, 0);
+  const auto psize = static_cast<std::size_t>(page);
+  void* map = mmap(nullptr, 5 * psize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(map, MAP_FAILED);
+  auto* area = static_cast<std::uint8_t*>(map);
+  ASSERT_EQ(mprotect(area, psize, PROT_NONE), 0);
+  ASSERT_EQ(mprotect(area + 4 * psize, psize, PROT_NONE), 0);
+  std::uint8_t* first = area + psize;
+  std::uint8_t* end = area + 4 * psize;
+  std::mt19937 rng(24);
+  for (std::size_t len = 60; len <= 400; ++len) {
+    for (std::uint8_t* l3 : {first, end - len, first + 5, end - len - 11}) {
+      for (std::size_t i = 0; i < len; ++i) l3[i] = static_cast<std::uint8_t>(rng());
+      const std::uint32_t want = zlib_icrc6(Bytes(l3, len));
+      ASSERT_EQ(icrc_plain_ipv6(l3, len), want) << "length " << len;
+      ASSERT_EQ(detail::icrc_plain_ipv6_sse(l3, len), want) << "length " << len;
+    }
+  }
+  for (int i = 0; i < 300; ++i) {
+    const std::size_t len = 60 + rng() % (3 * psize - 60);
+    std::uint8_t* l3 = end - len;
+    for (std::size_t b = 0; b < len; ++b) l3[b] = static_cast<std::uint8_t>(rng());
+    ASSERT_EQ(icrc_plain_ipv6(l3, len), zlib_icrc6(Bytes(l3, len))) << "length " << len;
+  }
+  munmap(map, 5 * psize);
+}
+
 TEST(Icrc, RejectsTooShortInput) {
   const std::uint8_t small[10] = {0x45};
   EXPECT_EQ(icrc_masked_prefix_len(Bytes(small)), 0u);
