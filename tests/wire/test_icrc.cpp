@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "tests/wire/wire_test_util.hpp"
@@ -228,22 +229,40 @@ TEST(Icrc, PlainIpv4IcrcMatchesZlibForEveryLengthAndRandomBytes) {
   }
 }
 
+// `pages` readable pages between two unmapped ones: a load past either end faults. Unmapped
+// again when it goes out of scope, also when an assertion fails.
+class GuardedPages {
+ public:
+  explicit GuardedPages(std::size_t pages)
+      : page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))) {
+    size_ = (pages + 2) * page_;
+    void* map = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) throw std::runtime_error("mmap failed");
+    area_ = static_cast<std::uint8_t*>(map);
+    if (mprotect(area_, page_, PROT_NONE) != 0 ||
+        mprotect(area_ + size_ - page_, page_, PROT_NONE) != 0)
+      throw std::runtime_error("mprotect failed");
+  }
+  ~GuardedPages() { munmap(area_, size_); }
+  GuardedPages(const GuardedPages&) = delete;
+  GuardedPages& operator=(const GuardedPages&) = delete;
+  std::uint8_t* first() const { return area_ + page_; }
+  std::uint8_t* end() const { return area_ + size_ - page_; }
+
+ private:
+  std::size_t page_;
+  std::size_t size_ = 0;
+  std::uint8_t* area_ = nullptr;
+};
+
 // Both SIMD paths of icrc_plain_ipv4 against zlib: every length from 40 to past the 512-bit
 // path's limit, random bytes everywhere. The packet sits against an unmapped page on either side,
 // so a load that reached outside it (the 512-bit path reads whole 64-byte chunks, masked) would
 // fault here.
 TEST(Icrc, PlainIpv4BothPathsMatchZlibAtPageEdges) {
-  const long page = sysconf(_SC_PAGESIZE);
-  ASSERT_GT(page, 0);
-  const auto psize = static_cast<std::size_t>(page);
-  // guard | two data pages | guard
-  void* map = mmap(nullptr, 4 * psize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(map, MAP_FAILED);
-  auto* area = static_cast<std::uint8_t*>(map);
-  ASSERT_EQ(mprotect(area, psize, PROT_NONE), 0);
-  ASSERT_EQ(mprotect(area + 3 * psize, psize, PROT_NONE), 0);
-  std::uint8_t* first = area + psize;
-  std::uint8_t* end = area + 3 * psize;
+  const GuardedPages pages(2);
+  std::uint8_t* first = pages.first();
+  std::uint8_t* end = pages.end();
   std::mt19937 rng(23);
   const bool wide = detail::icrc_wide_available();
   if (!wide) std::printf("this CPU has no AVX-512 VPCLMULQDQ: only the 128-bit path runs\n");
@@ -260,7 +279,6 @@ TEST(Icrc, PlainIpv4BothPathsMatchZlibAtPageEdges) {
       ASSERT_EQ(icrc_plain_ipv4(l3, len), want) << "length " << len;
     }
   }
-  munmap(map, 4 * psize);
 }
 
 // icrc_plain_ipv6 (the RC data path's IPv6 frames) masks in registers: against zlib over the
@@ -268,16 +286,9 @@ TEST(Icrc, PlainIpv4BothPathsMatchZlibAtPageEdges) {
 // everywhere, both encodings, and long frames that hand the rest to ISA-L. The packet sits
 // against an unmapped page on either side, so a load outside it would fault.
 TEST(Icrc, PlainIpv6IcrcMatchesZlibForEveryLengthAndRandomBytes) {
-  const long page = sysconf(_SC_PAGESIZE);
-  ASSERT_GT(page, 0);
-  const auto psize = static_cast<std::size_t>(page);
-  void* map = mmap(nullptr, 5 * psize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(map, MAP_FAILED);
-  auto* area = static_cast<std::uint8_t*>(map);
-  ASSERT_EQ(mprotect(area, psize, PROT_NONE), 0);
-  ASSERT_EQ(mprotect(area + 4 * psize, psize, PROT_NONE), 0);
-  std::uint8_t* first = area + psize;
-  std::uint8_t* end = area + 4 * psize;
+  const GuardedPages pages(3);
+  std::uint8_t* first = pages.first();
+  std::uint8_t* end = pages.end();
   std::mt19937 rng(24);
   for (std::size_t len = 60; len <= 400; ++len) {
     for (std::uint8_t* l3 : {first, end - len, first + 5, end - len - 11}) {
@@ -288,12 +299,11 @@ TEST(Icrc, PlainIpv6IcrcMatchesZlibForEveryLengthAndRandomBytes) {
     }
   }
   for (int i = 0; i < 300; ++i) {
-    const std::size_t len = 60 + rng() % (3 * psize - 60);
+    const std::size_t len = 60 + rng() % (static_cast<std::size_t>(end - first) - 60);
     std::uint8_t* l3 = end - len;
     for (std::size_t b = 0; b < len; ++b) l3[b] = static_cast<std::uint8_t>(rng());
     ASSERT_EQ(icrc_plain_ipv6(l3, len), zlib_icrc6(Bytes(l3, len))) << "length " << len;
   }
-  munmap(map, 5 * psize);
 }
 
 TEST(Icrc, RejectsTooShortInput) {
