@@ -162,7 +162,19 @@ bool Runtime::open_adapter(std::string* error) {
   adapters_.assign(ports_.size(), nullptr);
   connections_.resize(ports_.size());
   // Adapter::open and every later adapter call belong to the control thread (adapter.hpp), and so
-  // does poll_control(): one poll hook of the control loop drives every port's adapter.
+  // does poll_control(): one poll hook of the control loop drives every port's adapter. It is in
+  // place before the first opens, so an adapter opened before a later one failed still closes.
+  run_on_control([&] {
+    adapter_hook_ = control_->add_poll_hook_st([this] {
+      unsigned n = 0;
+      for (size_t i = 0; i < adapters_.size(); ++i) {
+        if (adapters_[i] == nullptr) continue;
+        n += adapters_[i]->poll_control();
+        if (connections_[i]) n += connections_[i]->poll_st();
+      }
+      return n;
+    });
+  });
   for (size_t i = 0; i < ports_.size(); ++i) {
     AdapterSetup setup;
     setup.limits = cfg_.limits;
@@ -191,17 +203,6 @@ bool Runtime::open_adapter(std::string* error) {
     log(LogLevel::kInfo, "adapter_opened",
         {{"port", ports_[i]->name()}, {"cores", std::to_string(cores_.size())}});
   }
-  run_on_control([&] {
-    adapter_hook_ = control_->add_poll_hook_st([this] {
-      unsigned n = 0;
-      for (size_t i = 0; i < adapters_.size(); ++i) {
-        if (adapters_[i] == nullptr) continue;
-        n += adapters_[i]->poll_control();
-        if (connections_[i]) n += connections_[i]->poll_st();
-      }
-      return n;
-    });
-  });
   return true;
 }
 
@@ -239,7 +240,12 @@ bool Runtime::stop_connections() {
 bool Runtime::close_adapter() {
   size_t open = 0;
   for (Adapter* a : adapters_) open += a != nullptr ? 1 : 0;
-  if (open == 0 || !control_ || !control_->running()) return true;
+  if (!control_ || !control_->running()) return true;
+  if (open == 0) {
+    if (adapter_hook_ != 0) run_on_control([&] { control_->remove_poll_hook_st(adapter_hook_); });
+    adapter_hook_ = 0;
+    return true;
+  }
   std::atomic<size_t> closed{0};
   bool ok = true;
   struct CloseContext {
