@@ -246,16 +246,18 @@ bool Runtime::close_adapter() {
     adapter_hook_ = 0;
     return true;
   }
-  std::atomic<size_t> closed{0};
+  // Shared with the callbacks: a close that completes after the wait below gave up (during the
+  // control thread's shutdown) still finds its counter.
+  auto closed = std::make_shared<std::atomic<size_t>>(0);
   bool ok = true;
   struct CloseContext {
     Adapter** slot;
-    std::atomic<size_t>* closed;
+    std::shared_ptr<std::atomic<size_t>> closed;
   };
   run_on_control([&] {
     for (Adapter*& a : adapters_) {
       if (a == nullptr) continue;
-      auto* ctx = new CloseContext{&a, &closed};
+      auto* ctx = new CloseContext{&a, closed};
       const NTSTATUS st = a->close(
           [](void* c) {
             auto* self = static_cast<CloseContext*>(c);
@@ -268,14 +270,14 @@ bool Runtime::close_adapter() {
         delete ctx;
         log(LogLevel::kWarning, "adapter_close_failed", {{"status", std::string(status_name(st))}});
         ok = false;
-        closed.fetch_add(1, std::memory_order_release);  // nothing to wait for
+        closed->fetch_add(1, std::memory_order_release);  // nothing to wait for
       }
     }
   });
   // A context leaks if its close never completes (objects left open); the process is ending then.
   // Closing children may still wait on a core's answer or a DREP: on a loaded machine that takes
   // seconds, so the bound is generous (it only matters when something was left open).
-  const bool all = wait_until([&] { return closed.load(std::memory_order_acquire) == open; },
+  const bool all = wait_until([&] { return closed->load(std::memory_order_acquire) == open; },
                               std::chrono::seconds(kCloseWaitS));
   run_on_control([&] { control_->remove_poll_hook_st(adapter_hook_); });
   if (!all) {
