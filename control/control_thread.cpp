@@ -538,8 +538,7 @@ unsigned ControlThread::poll_frames_st() {
         const int idx = port_index_of(m->port);
         if (idx >= 0 && static_cast<size_t>(idx) < cm_handlers_.size() && cm_handlers_[idx] &&
             m->nb_segs == 1)
-          cm_handlers_[idx](static_cast<size_t>(idx), rte_pktmbuf_mtod(m, const uint8_t*),
-                            rte_pktmbuf_data_len(m));
+          cm_handlers_[idx](rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m));
         break;
       }
       default:

@@ -157,10 +157,10 @@ class ControlThread {
   void remove_poll_hook_st(uint64_t id);
 
   /// Control thread only: QP1/CM frames the cores handed to the control path from port
-  /// `port_index` go to `handler` (port index, whole frame) instead of being counted and dropped
-  /// (null removes it). This thread stays the one reader of the dispatch's control target, and
-  /// ARP stays with its neighbour tables.
-  using FrameHandler = std::function<void(size_t port_index, const uint8_t* frame, size_t len)>;
+  /// `port_index` go to `handler` (the whole frame) instead of being counted and dropped (null
+  /// removes it). This thread stays the one reader of the dispatch's control target, and ARP
+  /// stays with its neighbour tables.
+  using FrameHandler = std::function<void(const uint8_t* frame, size_t len)>;
   void set_cm_handler_st(size_t port_index, FrameHandler handler) {
     if (cm_handlers_.size() <= port_index) cm_handlers_.resize(port_index + 1);
     cm_handlers_[port_index] = std::move(handler);

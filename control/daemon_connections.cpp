@@ -46,9 +46,8 @@ std::unique_ptr<DaemonConnections> DaemonConnections::attach_st(Adapter& adapter
   }
   d->attached_ = true;
   Adapter* a = &adapter;
-  control.set_cm_handler_st(port_index, [a](size_t, const uint8_t* frame, size_t len) {
-    cm_receive_frame(*a, frame, len);
-  });
+  control.set_cm_handler_st(
+      port_index, [a](const uint8_t* frame, size_t len) { cm_receive_frame(*a, frame, len); });
   std::vector<config::ListenerConfig> listeners;
   for (const config::ListenerConfig& l : cfg.listeners)
     if (l.port == port_name) listeners.push_back(l);

@@ -340,6 +340,10 @@ ROCEDP_CLMUL inline __m128i load128(const std::uint8_t* p) {
 ROCEDP_CLMUL inline __m128i fold_constants() {
   return _mm_set_epi64x(static_cast<long long>(kFoldSecond), static_cast<long long>(kFoldFirst));
 }
+// The same for folding forward by 256 bits (a block of one of two interleaved chains).
+ROCEDP_CLMUL inline __m128i fold2_constants() {
+  return _mm_set_epi64x(static_cast<long long>(kFold2Second), static_cast<long long>(kFold2First));
+}
 // The block `a` moved forward by 128 bits (mod P), still 128 bits.
 ROCEDP_CLMUL inline __m128i fold128(__m128i a, __m128i k) {
   return _mm_xor_si128(_mm_clmulepi64_si128(a, k, 0x00), _mm_clmulepi64_si128(a, k, 0x11));
@@ -414,8 +418,7 @@ constexpr std::size_t kOwnFoldMax = 128;
                                                                          const std::uint8_t* p,
                                                                          std::size_t n) {
   const __m128i k = fold_constants();
-  const __m128i k2 =
-      _mm_set_epi64x(static_cast<long long>(kFold2Second), static_cast<long long>(kFold2First));
+  const __m128i k2 = fold2_constants();
   __m128i a;
   for (; n >= 32; p += 32, n -= 32) {
     y = _mm_xor_si128(fold128(y, k2), load128(p));
@@ -454,8 +457,7 @@ constexpr std::size_t kOwnFoldMax = 128;
     const __m128i a = _mm_xor_si128(fold128(_mm_xor_si128(fold128(s0, k), s1), k), s2);
     return isal_crc(~reduce128(a), l3 + 40, len - 40);
   }
-  const __m128i k2 =
-      _mm_set_epi64x(static_cast<long long>(kFold2Second), static_cast<long long>(kFold2First));
+  const __m128i k2 = fold2_constants();
   return fold_two_chains(_mm_xor_si128(fold128(s0, k2), s2), s1, l3 + 40, len - 40);
 }
 
@@ -481,8 +483,7 @@ constexpr std::size_t kOwnFoldMax = 128;
         fold128(_mm_xor_si128(fold128(_mm_xor_si128(fold128(s0, k), s1), k), s2), k), s3);
     return isal_crc(~reduce128(a), l3 + 56, len - 56);
   }
-  const __m128i k2 =
-      _mm_set_epi64x(static_cast<long long>(kFold2Second), static_cast<long long>(kFold2First));
+  const __m128i k2 = fold2_constants();
   return fold_two_chains(_mm_xor_si128(fold128(s1, k2), s3), _mm_xor_si128(fold128(s0, k2), s2),
                          l3 + 56, len - 56);
 }

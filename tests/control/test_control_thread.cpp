@@ -424,8 +424,7 @@ TEST_F(LongNapTest, AFrameForControlEndsTheNap) {
   std::atomic<int64_t> arrived{0};
   std::promise<void> installed;
   control_->post([&](ControlThread& ct) {
-    ct.set_cm_handler_st(0,
-                         [&arrived](size_t, const uint8_t*, size_t) { arrived.store(now_ns()); });
+    ct.set_cm_handler_st(0, [&arrived](const uint8_t*, size_t) { arrived.store(now_ns()); });
     installed.set_value();
   });
   installed.get_future().get();
