@@ -23,13 +23,14 @@ stop_clients() {
       kill -KILL "$p" 2>/dev/null || true
     fi
     wait "$p" 2>/dev/null || true
-    rm -rf "/var/run/dpdk/$prefix-${names[$i]}"
   done
   pids=()
 }
 on_exit() {
   local rc=$? n
   stop_clients
+  # The clients' EAL runtime directories, also after a run that passed (pids is empty then).
+  for n in "${names[@]}"; do rm -rf "/var/run/dpdk/$prefix-$n"; done
   if [ $rc -ne 0 ]; then
     for n in a b; do
       [ -f "$work/client-$n.log" ] || continue
