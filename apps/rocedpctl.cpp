@@ -196,7 +196,13 @@ struct DaemonOptions {
   bool json = false;
   std::string qpn;   // qps --qpn
   std::string core;  // rdma --core
+  std::string port;  // with --qpn / --core: whose QP or engine (QPNs repeat across ports)
 };
+
+// The telemetry parameter of one row: "ID" or "ID,PORT".
+std::string row_param(const DaemonOptions& o, const std::string& id) {
+  return o.port.empty() ? id : id + "," + o.port;
+}
 
 struct View {
   const char* command;               // telemetry command
@@ -299,9 +305,10 @@ int cmd_qps(const DaemonOptions& o) {
   TelemetryClient t;
   std::string error;
   if (!t.connect(o.prefix, &error)) return report_error(error);
-  auto value = t.query("/rocedp/qps," + std::to_string(qpn), &error);
+  auto value = t.query("/rocedp/qps," + row_param(o, std::to_string(qpn)), &error);
   if (!value) return report_error(error);
-  if (value->is_null()) return report_error("no QP " + o.qpn);
+  if (value->is_null())
+    return report_error("no QP " + o.qpn + (o.port.empty() ? "" : " on port " + o.port));
   if (value->contains("error")) return report_error((*value)["error"].get<std::string>());
   if (o.json)
     std::cout << value->dump(2) << '\n';
@@ -437,7 +444,8 @@ int main(int argc, char** argv) {
   CLI::App* qps =
       daemon_command("qps", "RC queue pairs: QPN, owning core, state, queues, PSNs, retries",
                      [&] { return cmd_qps(o); });
-  qps->add_option("--qpn", o.qpn, "one QP (decimal or 0x hex): its fields");
+  CLI::Option* qpn = qps->add_option("--qpn", o.qpn, "one QP (decimal or 0x hex): its fields");
+  qps->add_option("--port", o.port, "with --qpn: the QP of this port (name or id)")->needs(qpn);
 
   CLI::App* rdma = daemon_command(
       "rdma",
@@ -450,10 +458,12 @@ int main(int argc, char** argv) {
              {"port", "core", "rx_packets", "tx_packets", "acks_sent", "naks_sent", "acks_received",
               "naks_received", "tx_retransmit", "ack_timeouts", "spurious_timeouts", "rx_duplicate",
               "rx_out_of_sequence", "rx_drop_no_qp", "rx_drop_qp_state", "rx_drop_source"}},
-            o.core);
+            o.core.empty() ? o.core : row_param(o, o.core));
       });
-  rdma->add_option("--core", o.core, "one core (its index): every counter")
-      ->check(CLI::NonNegativeNumber);
+  CLI::Option* core = rdma->add_option("--core", o.core, "one core (its index): every counter")
+                          ->check(CLI::NonNegativeNumber);
+  rdma->add_option("--port", o.port, "with --core: that core's engine of this port (name or id)")
+      ->needs(core);
 
   CaptureOptions cap;
   CLI::App* capture =

@@ -156,15 +156,22 @@ std::vector<AdapterRuntime::EngineCounter> AdapterRuntime::drop_counters() {
   if (!s) return out;
   for (const auto& [name, v] : control::drops_by_reason(s->cores))
     out.push_back({std::string(name), v});
-  if (!s->ports.empty()) {
-    const pmd::FaultStats& f = s->ports[0].stats.fault;
-    out.push_back({"fault_dropped", f.dropped});
-    out.push_back({"fault_duplicated", f.duplicated});
-    out.push_back({"fault_corrupted", f.corrupted});
-    out.push_back({"fault_ce_marked", f.ce_marked});
-    out.push_back({"fault_reordered", f.reordered});
-    out.push_back({"fault_delayed", f.delayed});
+  // Each port has its own fault stage; a user asks what the configured faults did, over all.
+  pmd::FaultStats f;
+  for (const auto& p : s->ports) {
+    f.dropped += p.stats.fault.dropped;
+    f.duplicated += p.stats.fault.duplicated;
+    f.corrupted += p.stats.fault.corrupted;
+    f.ce_marked += p.stats.fault.ce_marked;
+    f.reordered += p.stats.fault.reordered;
+    f.delayed += p.stats.fault.delayed;
   }
+  out.push_back({"fault_dropped", f.dropped});
+  out.push_back({"fault_duplicated", f.duplicated});
+  out.push_back({"fault_corrupted", f.corrupted});
+  out.push_back({"fault_ce_marked", f.ce_marked});
+  out.push_back({"fault_reordered", f.reordered});
+  out.push_back({"fault_delayed", f.delayed});
   return out;
 }
 

@@ -260,6 +260,25 @@ bool match(const char* params, const std::string& name, uint64_t id) {
   return name == params;
 }
 
+// "ID[,PORT]" of /rocedp/qps and /rocedp/rdma: the QPN or core, then optionally the port (name or
+// id) whose row it is. Each port has its own adapter, so QPNs and engine rows repeat across ports.
+struct RowSelector {
+  std::string id;
+  std::string port;  // empty: the first port that has the row
+};
+RowSelector split_selector(const char* params) {
+  const std::string_view all(params);
+  const size_t comma = all.find(',');
+  if (comma == std::string_view::npos) return {std::string(all), {}};
+  return {std::string(all.substr(0, comma)), std::string(all.substr(comma + 1))};
+}
+bool on_port(const Snapshot& s, const RowSelector& sel, const std::string& row_port) {
+  if (sel.port.empty()) return true;
+  for (const auto& p : s.ports)
+    if (p.name == row_port) return match(sel.port.c_str(), p.name, p.id);
+  return false;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string_view, uint64_t>> drops_by_reason(
@@ -359,8 +378,9 @@ int telemetry_format_rdma(const Snapshot& s, const char* params, rte_tel_data* d
     rte_tel_data_add_dict_u64(d, "tx_no_room", e.tx_no_room);
   };
   if (params != nullptr && *params != '\0') {
+    const RowSelector sel = split_selector(params);
     for (const auto& e : s.engines) {
-      if (!match(params, "", e.core)) continue;
+      if (!match(sel.id.c_str(), "", e.core) || !on_port(s, sel, e.port)) continue;
       one(e);
       return 0;
     }
@@ -452,11 +472,12 @@ int telemetry_format_qps(const Snapshot& s, const char* params, rte_tel_data* d)
   const auto& rows = s.qps;
   rte_tel_data_start_dict(d);
   if (params != nullptr && *params != '\0') {
+    const RowSelector sel = split_selector(params);
     char* end = nullptr;
-    const unsigned long qpn = std::strtoul(params, &end, 0);
-    if (end == params || *end != '\0') return -EINVAL;
+    const unsigned long qpn = std::strtoul(sel.id.c_str(), &end, 0);
+    if (end == sel.id.c_str() || *end != '\0') return -EINVAL;
     for (const auto& r : rows) {
-      if (r.qpn != qpn) continue;
+      if (r.qpn != qpn || !on_port(s, sel, r.port)) continue;
       for (const auto& f : kQpFields) {
         rte_tel_data_add_dict_u64(d, f.name, f.get(r));
         if (std::string_view(f.name) == "core") {
@@ -526,15 +547,15 @@ bool telemetry_install(SnapshotSource source, std::string* error) {
        "Polling cores: lcore, busy/idle cycles, rx/tx, drops. Parameter: core index"},
       {"/rocedp/drops", cmd_drops, "Drop totals over all cores, by reason"},
       {"/rocedp/rdma", cmd_rdma,
-       "RC engine of each core: packets, ACKs, NAKs, retransmissions, timeouts, drops by reason. "
-       "Parameter: core index"},
+       "RC engine of each core and port: packets, ACKs, NAKs, resends, timeouts, drops. "
+       "Parameter: core[,port]"},
       {"/rocedp/neighbours", cmd_neighbours, "Neighbour tables: port, ip, mac, state, expiry"},
       {"/rocedp/control", cmd_control, "Control thread counters and snapshot age"},
       {"/rocedp/connections", cmd_connections,
        "Connections: local/remote ip and port, state, role, QPN, peer QPN, core, service"},
       {"/rocedp/qps", cmd_qps,
        "Queue pairs: QPN, core, state, peer QPN, SQ/RQ depth in use, PSNs, retries. Parameter: "
-       "QPN"},
+       "QPN[,port]"},
       {"/rocedp/listeners", cmd_listeners,
        "Listeners: port, ND port, service, max and open connections"},
       {"/rocedp/status", cmd_status,

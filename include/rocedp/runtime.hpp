@@ -119,9 +119,10 @@ class AdapterRuntime {
 
   /// What became of frames that never reached an engine, from a fresh snapshot (waits up to the
   /// control thread's answer): the frames every core dropped, by reason, zeros included (the
-  /// names and order of /rocedp/drops: bad_icrc, unknown_qpn, ...), then what the fault stage of
-  /// the first port did (fault_dropped, fault_duplicated, fault_corrupted, fault_reordered,
-  /// fault_delayed; as /rocedp/ports). Empty if no snapshot could be taken.
+  /// names and order of /rocedp/drops: bad_icrc, unknown_qpn, ...), then what the fault stages of
+  /// the ports did, summed over the ports (fault_dropped, fault_duplicated, fault_corrupted,
+  /// fault_ce_marked, fault_reordered, fault_delayed; per port in /rocedp/ports). Empty if no
+  /// snapshot could be taken.
   std::vector<EngineCounter> drop_counters();
 
   /// Every core stops polling the ports (they stay up). For links whose PMD must not be polled

@@ -49,7 +49,7 @@ std::string yaml(const std::string& prefix) {
          "    mac: \"02:00:00:00:34:01\"\n"
          "    address: 198.18.34.1/24\n"
          "    neighbours: [{ip: 198.18.34.2, mac: \"02:00:00:00:34:02\"}]\n"
-         "    fault: {direction: rx, drop_pct: 100}\n"
+         "    fault: {direction: rx, delay_us: 10}\n"
          "dataplane: {lcores: [1], mbuf_count: 4095}\n"
          "control: {arp_retry_ms: 20, arp_retries: 2}\n"
          "telemetry: {enabled: false}\n";
@@ -143,8 +143,9 @@ TEST(OpenAdapter, RuntimeReportsLinkResolvesNeighboursAndCountsItsEngine) {
   EXPECT_EQ(rt->engine_counters(0, 1).size(), counters.size());
   EXPECT_TRUE(rt->engine_counters(0, 2).empty());
 
-  // What never reached the engine: every drop reason by name, then the port's fault stage, which
-  // dropped everything the ring looped back (the unanswered ARP requests above among it).
+  // What never reached the engine: every drop reason by name, then the ports' fault stages,
+  // summed: the first dropped everything its ring looped back (the unanswered ARP requests above
+  // among it), the second delayed what its ring looped back (its gratuitous ARP at least).
   const auto drops = rt->drop_counters();
   auto value = [&](const std::string& name) -> int64_t {
     for (const auto& c : drops)
@@ -155,6 +156,7 @@ TEST(OpenAdapter, RuntimeReportsLinkResolvesNeighboursAndCountsItsEngine) {
   EXPECT_EQ(value("unknown_qpn"), 0);
   EXPECT_GE(value("fault_dropped"), 3);
   EXPECT_EQ(value("fault_duplicated"), 0);
+  EXPECT_GE(value("fault_delayed"), 1);
   EXPECT_EQ(drops.back().name, "fault_delayed");
 
   EXPECT_TRUE(rt->stop());

@@ -5,7 +5,8 @@
 # the same time and check the bytes (echo byte-exact; WRITE then READ back through the region).
 # While both hold their connections the daemon's telemetry shows four connections and four RTS
 # QPs, two on each port, and one RC engine row per port that counted its port's traffic alone.
-# After both clients disconnected and exited 0, SIGTERM ends the daemon with status 0.
+# rocedpctl picks one QP or engine row by port. After both clients disconnected and exited 0,
+# SIGTERM ends the daemon with status 0.
 #   daemon_two_ports.sh PATH/TO/svc_client
 source "$(dirname "$0")/lib.sh"
 need_root
@@ -143,6 +144,30 @@ PY
 )" = True ] || fail "telemetry: $(python3 "$tel" "$prefix" /rocedp/connections) $(python3 "$tel" "$prefix" /rocedp/qps)"
 [ "$(tel_get /rocedp/listeners "d['count'] == 4 and d['connections'] == [1, 1, 1, 1]")" = True ] ||
   fail "/rocedp/listeners: $(python3 "$tel" "$prefix" /rocedp/listeners)"
+
+# One QP or engine row by port (QPNs and core indexes repeat across ports): rocedpctl qps --qpn
+# and rdma --core with --port, by name and by port id, return that port's row; a port with no such
+# QP, or no such port, is an error; --port alone is a usage error.
+ctl=$bin_dir/rocedpctl
+field() { python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
+for p in left right; do
+  id=0
+  [ "$p" = right ] && id=1
+  for q in $(python3 "$tel" "$prefix" /rocedp/qps |
+    python3 -c 'import json, sys; d = json.load(sys.stdin); print(*[q for q, p in zip(d["qpn"], d["port"]) if p == sys.argv[1]])' "$p"); do
+    for sel in "$p" "$id"; do
+      [ "$("$ctl" qps --qpn "$q" --port "$sel" --json --prefix "$prefix" | field port)" = "$p" ] ||
+        fail "rocedpctl qps --qpn $q --port $sel: not port $p"
+    done
+  done
+  [ "$("$ctl" rdma --core 0 --port "$p" --json --prefix "$prefix" | field port)" = "$p" ] ||
+    fail "rocedpctl rdma --core 0 --port $p: not port $p"
+done
+if "$ctl" qps --qpn 99999 --port right --prefix "$prefix" > /dev/null 2>&1; then fail "qps: QPN 99999 found"; fi
+if "$ctl" rdma --core 0 --port nosuch --prefix "$prefix" > /dev/null 2>&1; then fail "rdma: port nosuch found"; fi
+st=0
+"$ctl" qps --port right --prefix "$prefix" > /dev/null 2>&1 || st=$?
+[ "$st" -eq 2 ] || fail "rocedpctl qps --port without --qpn: exit $st, expected 2 (usage)"
 
 # Both clients disconnect and finish; the services close their side on both ports.
 touch "$work/release"
