@@ -28,7 +28,8 @@ on_exit() {
     echo "---- client log ----" >&2
     tail -n 40 "$work/client.log" >&2
   fi
-  (exit $rc)
+  # cleanup's status; (exit $rc) here would end the trap under set -e with the daemon running.
+  exit_status=$rc
   cleanup
 }
 trap on_exit EXIT INT TERM

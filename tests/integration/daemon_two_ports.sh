@@ -39,7 +39,8 @@ on_exit() {
       tail -n 30 "$work/client-$n.log" >&2
     done
   fi
-  (exit $rc)
+  # cleanup's status; (exit $rc) here would end the trap under set -e with the daemon running.
+  exit_status=$rc
   cleanup
 }
 trap on_exit EXIT INT TERM

@@ -17,7 +17,8 @@ peer_pid=
 on_exit() {
   local rc=$?
   if [ -n "$peer_pid" ]; then kill -KILL "$peer_pid" 2>/dev/null || true; wait "$peer_pid" 2>/dev/null || true; fi
-  (exit $rc)
+  # cleanup's status; (exit $rc) here would end the trap under set -e with the daemon running.
+  exit_status=$rc
   cleanup
 }
 trap on_exit EXIT INT TERM
