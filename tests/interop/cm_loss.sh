@@ -12,12 +12,18 @@
 #     rtu-from-linux    Linux's RTU: Linux's first SEND establishes the connection (IBTA: any
 #                       packet on the QP stands for the RTU)
 #     dreq-from-linux   Linux's DREQ (rdma_client disconnects): Linux sends it again
+#     rep-rocedp-and-rtu-linux  two messages of one exchange: rocedpd's REP, then Linux's RTU
+#                       after the REP sent again: Linux's REQ again, answered with the REP, and
+#                       Linux's first SEND stands for its lost RTU
 #   rdma_server in the guest; rocedp-perf (198.18.0.21) --connect ... --peer-echoes:
 #     req-from-rocedp   rocedp's REQ: sent again after 4.3 s
 #     req-from-rocedp-twice  rocedp's REQ lost twice: sent at 4.3 s and again at 8.6 s
 #     rep-from-linux    Linux's REP: rocedp's REQ comes again, Linux sends its REP again
 #     rtu-from-rocedp   rocedp's RTU: Linux (no packet stands for the RTU in rdma_rxe) sends its
 #                       REP again; rocedp, connected, answers it with the RTU again
+#     req-rocedp-and-rep-linux  two messages of one exchange: rocedp's REQ, then Linux's REP to
+#                       the REQ sent again: the REQ or Linux's REP comes once more, and rocedp
+#                       connects on the REP
 #   rping -s in the guest; rocedp-perf --rping -c (one validated ping) disconnects when done:
 #     dreq-from-rocedp  rocedp's DREQ: sent again after 4.3 s (rocedp-perf waits up to 10 s for the
 #                       DREP before it exits, kDisconnectWait)
@@ -40,7 +46,7 @@
 #                       window: it ended rocedp's QP, so Linux's WRITE sent again meets silence
 #                       and must end in a retry timeout, which both ends accept as the refusal
 # Every case: both sides succeed (each checks what its consumer got); the bridge dropped exactly
-# one frame (two in a -twice case); the capture (on the bridge device, where the dropped frame shows too) holds the
+# one frame (two in a -twice case and where two messages are lost); the capture (on the bridge device, where the dropped frame shows too) holds the
 # message that makes up for the lost one: the lost message itself at least twice, rocedp's DREQ
 # twice for Linux's DREP, the client's REQ twice for a REJ, Linux's RTU once (its SEND stands for
 # it). At the end rocedpd holds no connection and no QP, and Linux exhausted its retries once
@@ -58,19 +64,22 @@ dev_d=$(iop_devargs 0 dpdk-d "$mtu") dev_p=$(iop_devargs 1 dpdk-p "$mtu")
 iop_rocedpd "$mtu" "$dev_d" "$daemon" "{port: rig0, nd_port: 7471, service: echo}" || { iop_fail "rocedpd did not start"; exit 1; }
 
 # CASE SOURCE ATTRIBUTE SEEN TIMES GUEST-COMMAND, in the order the guest runs them: the bridge
-# drops the first message ATTRIBUTE from SOURCE (the first two for a CASE ending in -twice), and
-# the capture must hold the message SEEN (SOURCE:ATTRIBUTE, what proves the lost one was made up
-# for) TIMES or more.
+# drops the first message ATTRIBUTE from SOURCE (the first two for a CASE ending in -twice; with
+# comma lists SOURCE1,SOURCE2 and ATTRIBUTE1,ATTRIBUTE2 the first of each), and the capture must
+# hold the message SEEN (SOURCE:ATTRIBUTE, what proves the lost one was made up for) TIMES or more.
 cases=(
   "req-from-linux $linux 0x0010 $linux:0x0010 2 rdma_client -s $daemon -p 7471"
   "rep-from-rocedp $daemon 0x0013 $daemon:0x0013 2 rdma_client -s $daemon -p 7471"
   "rep-from-rocedp-twice $daemon 0x0013 $daemon:0x0013 3 rdma_client -s $daemon -p 7471"
   "rtu-from-linux $linux 0x0014 $linux:0x0014 1 rdma_client -s $daemon -p 7471"
   "dreq-from-linux $linux 0x0015 $linux:0x0015 2 rdma_client -s $daemon -p 7471"
+  "rep-rocedp-and-rtu-linux $daemon,$linux 0x0013,0x0014 $daemon:0x0013 2 rdma_client -s $daemon -p 7471"
   "req-from-rocedp $perf 0x0010 $perf:0x0010 2 rdma_server -p 7471"
   "req-from-rocedp-twice $perf 0x0010 $perf:0x0010 3 rdma_server -p 7471"
   "rep-from-linux $linux 0x0013 $linux:0x0013 2 rdma_server -p 7471"
   "rtu-from-rocedp $perf 0x0014 $perf:0x0014 2 rdma_server -p 7471"
+  "req-rocedp-and-rep-linux $perf,$linux 0x0010,0x0013 $linux:0x0013 2 rdma_server -p 7471"
+  "req-rocedp-and-rep-linux-twice $perf,$linux 0x0010,0x0013 $linux:0x0013 3 rdma_server -p 7471"
   "dreq-from-rocedp $perf 0x0015 $perf:0x0015 2 rping -s -a $linux -S 3000"
   "drep-from-linux $linux 0x0016 $perf:0x0015 2 rping -s -a $linux -S 3000"
   "rej-from-rocedp $perf 0x0012 $linux:0x0010 2 await cm-listening && /mnt/share/cm_check_peer -c -a $perf -p 7476 -e 28 -d rocedp-rejects"
@@ -92,11 +101,18 @@ cases=(
 # (the rule of the case before is read and replaced).
 declare -A dropped=()
 armed=""
-losses() { [[ $1 == *-twice ]] && echo 2 || echo 1; }
+losses() {
+  local n=1
+  [[ $1 == *-twice ]] && n=2
+  [[ $1 == *-and-* ]] && n=$((n * 2))
+  echo $n
+}
 arm() {
   [ -z "$armed" ] || dropped[$armed]=$(iop_bridge_drop_first count)
   armed=$1
-  iop_bridge_drop_first "$2" "$3" "$(losses "$1")" || iop_fail "$1: no drop rule on the bridge"
+  local n=1
+  [[ $1 == *-twice ]] && n=2
+  iop_bridge_drop_first "$2" "$3" "$n" || iop_fail "$1: no drop rule on the bridge"
 }
 for c in "${cases[@]}"; do
   read -r name src attr _ <<<"$c"
@@ -118,6 +134,8 @@ on_begin_req_from_rocedp() { run_perf req-from-rocedp; }
 on_begin_req_from_rocedp_twice() { run_perf req-from-rocedp-twice; }
 on_begin_rep_from_linux() { run_perf rep-from-linux; }
 on_begin_rtu_from_rocedp() { run_perf rtu-from-rocedp; }
+on_begin_req_rocedp_and_rep_linux() { run_perf req-rocedp-and-rep-linux; }
+on_begin_req_rocedp_and_rep_linux_twice() { run_perf req-rocedp-and-rep-linux-twice; }
 # The rping cases: rocedp-perf --rping -c (one validated ping) disconnects when done, so the DREQ is
 # rocedp's. It tries again while the guest's server does not listen yet.
 run_rping() {
@@ -213,5 +231,5 @@ grep -q "^ops_check_peer: RDMA WRITE through the invalidated window: transport r
   iop_fail "nak-from-rocedp: Linux's refused WRITE did not end in a retry timeout"
 retry_exc=$(iop_hw "$IOP_WORK/linux.console" end retry_exceeded_err)
 [ "${retry_exc:-0}" = 1 ] || iop_fail "Linux exhausted its retries ${retry_exc:-0} times, expected once (nak-from-rocedp)"
-[ $IOP_FAILED = 0 ] && echo "PASS: ${#cases[@]} messages lost once each (twice in the -twice cases): every connection came about, carried its data and ended, every refusal reached its client"
+[ $IOP_FAILED = 0 ] && echo "PASS: ${#cases[@]} cases, a message lost once each (twice in the -twice cases, two messages in the -and- cases): every connection came about, carried its data and ended, every refusal reached its client"
 exit $IOP_FAILED

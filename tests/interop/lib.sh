@@ -358,6 +358,8 @@ EOF
 # that IPv4 SRC sends through the rig's bridge, and only those (nftables, bridge family, forward hook; in the UDP payload: MAD management class 7 at byte
 # 21 and the attribute at byte 36, or the opcode at byte 0 and the syndrome at byte 12;
 # `numgen inc` counts only the frames that got that far in the rule).
+# SRC and WHAT may be comma lists of one length (SRC1,SRC2 WHAT1,WHAT2): two messages of one
+# exchange lost, one rule each, each dropping the first N of its own kind.
 # `off` removes it; `iop_bridge_drop_first count` prints how many it dropped.
 iop_bridge_drop_first() {
   case $1 in
@@ -370,8 +372,18 @@ iop_bridge_drop_first() {
       return 0
       ;;
   esac
-  local match="@ih,168,8 0x07 @ih,288,16 $2" n=${3:-1}
-  [ "$2" = nak-access ] && match="@ih,0,8 0x11 @ih,96,8 0x62"
+  local n=${3:-1} rules="" i src what match
+  local -a srcs whats
+  IFS=, read -ra srcs <<<"$1"
+  IFS=, read -ra whats <<<"$2"
+  [ ${#srcs[@]} -eq ${#whats[@]} ] || return 1
+  for i in "${!srcs[@]}"; do
+    src=${srcs[$i]} what=${whats[$i]}
+    match="@ih,168,8 0x07 @ih,288,16 $what"
+    [ "$what" = nak-access ] && match="@ih,0,8 0x11 @ih,96,8 0x62"
+    # numgen keeps a count per rule: each rule drops the first N of its own kind.
+    rules+="    ip saddr $src udp dport 4791 $match numgen inc mod 1000000 < $n counter name dropped drop"$'\n'
+  done
   ip netns exec rig nft delete table bridge rocedp_cm_drop 2>/dev/null
   iop_bridge_drop_on=1
   ip netns exec rig nft -f - <<EOF
@@ -379,8 +391,7 @@ table bridge rocedp_cm_drop {
   counter dropped {}
   chain forward {
     type filter hook forward priority 0; policy accept;
-    ip saddr $1 udp dport 4791 $match numgen inc mod 1000000 < $n counter name dropped drop
-  }
+$rules  }
 }
 EOF
 }
