@@ -6,7 +6,9 @@ ratio the median of the per-round ratios subject/baseline, with min-max.
 Groups (--groups, comma-separated):
   wire    rocedp-perf over net_memif vs dpdk-testpmd (txonly -> rxonly) over the same memif link
           with frames of the same size: WRITE 64 B message rate (target >= 0.8), WRITE 4 KiB
-          bandwidth (target >= 0.9), SEND 64 B message rate, WRITE 64 B at 64 QPs.
+          bandwidth (target >= 0.9), SEND 64 B message rate, WRITE 64 B at 64 QPs; and WRITE 64 B
+          ping-pong against the same frames bounced by testpmd's macswap (rocedp-perf --raw
+          --reflector times them).
   tcp     rocedp-perf SEND 64 B vs sockperf over kernel TCP on loopback: throughput (`sockperf tp
           --tcp -m 64`, target >= 15x) and ping-pong half round trip (`sockperf pp --tcp -m 64`,
           p50 target <= 0.1x; p99 shown).
@@ -140,6 +142,43 @@ def testpmd_rate(frame, duration, tag):
                            f"receiver: {text[-300:]} sender: {tx_text[:1200]} ... {tx_text[-300:]}")
     full = pps[live[0] + 1:live[-1]]  # drop the first and the last period with traffic (partial)
     return statistics.median(full), full
+
+
+def testpmd_bounce(perf, args, tag):
+    """The wire's round trip with testpmd as the far end: rocedp-perf --raw --reflector (CLIENT_CPU,
+    the memif server: it times each message's frames until they are back) against dpdk-testpmd
+    --forward-mode=macswap (SERVER_CPU, the memif client), which swaps the MACs of every frame and
+    sends it back. Returns rocedp-perf's JSON row (half the round trip, as perftest)."""
+    with tempfile.TemporaryDirectory(prefix="rdp-tpmb-") as d:
+        sock = os.path.join(d, "memif.sock")
+        pre = f"rdp-tpmb-{os.getpid()}-{tag}"
+        mac = "02:00:00:00:0b:01"
+        cli = subprocess.Popen(["taskset", "-c", str(CLIENT_CPU), perf, "--raw", "--reflector", mac, "--port-devargs",
+                                f"net_memif0,role=server,socket={sock},socket-abstract=no", "--ip", "198.18.11.2/24",
+                                "--mac", "02:00:00:00:0b:02", "--lcore", str(CLIENT_CPU), "--file-prefix", pre + "c",
+                                "--timeout", "60", "--json"] + args,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        tp = None
+        try:
+            for _ in range(300):
+                if os.path.exists(sock) or cli.poll() is not None:
+                    break
+                time.sleep(0.1)
+            tp = subprocess.Popen(testpmd_cmd(SERVER_CPU, pre + "s",
+                                              f"net_memif0,role=client,socket={sock},socket-abstract=no,mac={mac}",
+                                              "macswap", []),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+            out, err = cli.communicate(timeout=120)
+        finally:
+            if cli.poll() is None:
+                stop(cli)
+            if tp is not None:
+                stop(tp)
+            for p in (pre + "s", pre + "c"):
+                subprocess.run(["rm", "-rf", f"/var/run/dpdk/{p}"])
+        if cli.returncode != 0:
+            raise RuntimeError(f"rocedp-perf --raw --reflector {' '.join(args)}: exit {cli.returncode}: {err[-800:]}")
+        return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
 # ---- sockperf -------------------------------------------------------------------------------------
@@ -447,6 +486,27 @@ def group_wire(a, bins):
         finish(rows, name, alternate(a, name, one), "Mmsg/s" if size == 64 else "Gb/s", target,
                "rocedp-perf:" + " ".join(args), f"dpdk-testpmd txonly->rxonly --txpkts={frame}", how, a,
                probes=probes, frame_bytes=frame, frames_per_msg=nf)
+    # The round trip against testpmd as the far end: rocedp's WRITE ping-pong between two
+    # rocedp-perf against the same 138-byte frames bounced by testpmd's macswap.
+    names = [f"WRITE 64 B ping-pong, half round trip {p}, vs testpmd macswap bounce (138-byte frames)" for p in ("p50", "p99")]
+    if any(a.filter in n for n in names):
+        # -D: steady state (20,000 round trips take 20 ms, and their p99 is the first ones').
+        args = ["write", "lat", "-s", "64", "-D", str(D)]
+        probes = []
+
+        def one(k):
+            b, s = probed(bins["cpu_pair_rtt"], probes, k,
+                          lambda: mode_row(retry(testpmd_bounce, bins["rocedp-perf"], args, f"b{k}")),
+                          lambda: mode_row(retry(run_pair, bins["rocedp-perf"], args, f"bs{k}")), a.near_ns)
+            return s, b
+        res = alternate(a, names[0], one)
+        how = (f"rocedp-perf --server (CPU 0) / --client (CPU 1) write lat -s 64 -D {D} over net_memif, half the round "
+               f"trip as perftest; rocedp-perf --raw --reflector (CPU 1) write lat -s 64 -D {D} timing the same frames "
+               "bounced by dpdk-testpmd --forward-mode=macswap (CPU 0) over net_memif")
+        for n, key, target in ((names[0], "t_typical_usec", None), (names[1], "p99_usec", None)):
+            finish(rows, n, res, "us", target, "rocedp-perf:" + " ".join(args),
+                   "dpdk-testpmd macswap <- rocedp-perf --raw --reflector " + " ".join(args), how, a,
+                   pick=(lambda x, key=key: x[key], lambda x, key=key: x[key]), probes=probes)
     return rows
 
 

@@ -358,8 +358,8 @@ ReportMsg server_size(Run& run, uint64_t size, uint64_t iters) {
   bool have_done = false;
   std::vector<uint8_t> payload;
   uint32_t type = 0;
-  uint64_t polls = 0;
-  for (uint64_t i = 0;; ++polls) {
+  clock::Ticker oob_check(clock::hz() / 1000);
+  for (uint64_t i = 0;;) {
     drain();
     if (op == Op::kSend && !lat) {
       for (uint32_t q = 0; q < nq; ++q)
@@ -392,7 +392,7 @@ ReportMsg server_size(Run& run, uint64_t size, uint64_t iters) {
         continue;
       }
     }
-    if ((polls & 0x3FF) == 0) {
+    if (oob_check.due()) {
       if (!have_done && run.oob->try_recv(&type, &payload)) {
         if (type != kDone || payload.size() != sizeof(DoneMsg)) {
           rep.errors++;

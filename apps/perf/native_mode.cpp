@@ -357,9 +357,47 @@ int run_and_close(Native& n, R& rt, const config::Config& cfg) {
   return status;
 }
 
+// --raw --reflector: the peer only bounces frames (dpdk-testpmd --forward-mode=macswap), so there
+// is no out-of-band exchange: the frames carry our own IP both ways and the reflector's MAC, which
+// the swap turns back into ours.
+int run_reflected(const Options& o) {
+  config::Config cfg;
+  std::string err;
+  if (!build_config(o.endpoint, &cfg, &err)) return say(err, 2);
+  wait_memif_socket(cfg, std::min(o.timeout_s, kStartupWaitS));
+  auto raw = RawBaseline::open(cfg, &err);
+  if (!raw) return say("start: " + err, 1);
+  clock::deadline().arm(o.timeout_s);
+  int status = 0;
+  if (!raw->wait_until([&] { return raw->link_up(); }, std::chrono::seconds(kStartupWaitS))) {
+    status = say("link of port " + raw->port().name + " did not come up in " +
+                     std::to_string(kStartupWaitS) + " s",
+                 1);
+  } else {
+    Report report;
+    report.test = o.test;
+    report.json = o.json;
+    report.notes.push_back("Peer            : a frame reflector at " + format_mac(*o.reflector));
+    QpInfo peer = port_info(raw->port());
+    std::memcpy(peer.mac, o.reflector->data(), 6);
+    print_header(report);
+    for (uint64_t size : size_list(o)) {
+      const Row r = raw->reflected(o.test, peer, size, iters_for(o.test, size));
+      if (!r.ok) {
+        status = say("size " + std::to_string(size) + ": " + r.error, failed());
+        break;
+      }
+      print_row(report, r);
+    }
+  }
+  if (!raw->stop() && status == 0) status = 1;
+  return status;
+}
+
 }  // namespace
 
 int run_native(const Options& o) {
+  if (o.reflector) return run_reflected(o);
   Native n(o);
   std::string err;
   const int oob_timeout_ms = static_cast<int>(std::min<uint32_t>(o.timeout_s, 30) * 1000);

@@ -264,6 +264,12 @@ int parse_options(int argc, char** argv, Options* out) {
   app.add_flag("--report_gbits", o.report_gbits, "bandwidth in Gb/s")->group(t);
   app.add_flag("--raw", o.test.raw, "baseline: the same frames over the same port, no RDMA")
       ->group(t);
+  std::string reflector;
+  app.add_option("--reflector", reflector,
+                 "--raw lat against a frame reflector at MAC (dpdk-testpmd macswap), no peer "
+                 "rocedp-perf")
+      ->type_name("MAC")
+      ->group(t);
   app.add_flag("--verify", o.test.verify, "check every byte of every message")->group(t);
   app.add_option("--verify-seed", o.verify_seed,
                  "--verify with this process's pattern changed (must fail)")
@@ -312,6 +318,15 @@ int parse_options(int argc, char** argv, Options* out) {
       o.test.kind = Kind::kLat;
     else
       return bad(me, "unknown test word '" + w + "' (write|read|send and bw|lat)");
+  }
+  if (!reflector.empty()) {
+    o.reflector = parse_mac(reflector);
+    if (!o.reflector) return bad(me, "--reflector wants a MAC address, got " + reflector);
+    if (!o.test.raw || o.test.kind != Kind::kLat)
+      return bad(me, "--reflector is a --raw lat test (the reflector only bounces frames)");
+    if (o.server || o.connect || o.listen)
+      return bad(me, "--reflector is the only peer: no --server, --listen or --connect");
+    o.client = true;  // the timing side; no out-of-band peer
   }
   if (int{o.server} + int{o.client} + int{o.connect} + int{o.listen} != 1)
     return bad(me, "give one of --server, --client, --listen and --connect");

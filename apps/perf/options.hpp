@@ -6,7 +6,9 @@
 // Both return, instead of exiting, so main decides the exit status: 0 after --help or --version,
 // 2 for a bad command line (with a message on stderr).
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "apps/perf/perftest_exchange.hpp"
@@ -83,6 +85,9 @@ struct Options {
   // and may end the connection itself after the last one.
   bool peer_echoes = false;
   uint32_t recv_delay_ms = 0;  ///< SEND lat: post each reply's receive this long after our SEND
+  /// --raw --reflector MAC: the peer is a plain frame reflector (dpdk-testpmd
+  /// --forward-mode=macswap), not rocedp-perf: no out-of-band exchange; lat only.
+  std::optional<std::array<uint8_t, 6>> reflector;
 };
 
 struct PerftestOptions {

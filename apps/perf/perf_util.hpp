@@ -91,6 +91,14 @@ inline std::optional<std::array<uint8_t, 6>> parse_mac(const std::string& text) 
   return mac;
 }
 
+/// parse_mac's text: "02:00:00:00:00:01".
+inline std::string format_mac(const std::array<uint8_t, 6>& mac) {
+  char text[18];
+  std::snprintf(text, sizeof(text), "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3],
+                mac[4], mac[5]);
+  return text;
+}
+
 /// The largest IB MTU whose RoCEv2 packet (IPv4, UDP, BTH, RETH, ICRC) fits an Ethernet MTU:
 /// 1024 on 1500, as Linux picks.
 inline uint32_t path_mtu_for(uint16_t port_mtu) {

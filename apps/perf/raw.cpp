@@ -117,6 +117,25 @@ uint64_t frames_per_message(const Test& t, const PortInfo& me, const QpInfo& pee
   return n;
 }
 
+// Latency: one message's frames out, then wait until as many frames came back (bounced by a
+// rocedp-perf server or a reflector); the round trip of each. Fewer rows than asked when the time
+// limit passed.
+void bounce_loop(RawPort& port, const Test& t, const Header& h, const std::vector<uint16_t>& sizes,
+                 uint64_t iters, Row* r) {
+  const uint64_t fpm = sizes.size();
+  const uint64_t stop = t.duration_s ? clock::now() + t.duration_s * clock::hz() : UINT64_MAX;
+  r->lat_us.reserve(t.duration_s ? 1 << 16 : iters);
+  for (uint64_t i = 0; t.duration_s ? clock::now() < stop : i < iters; ++i) {
+    const uint64_t t0 = clock::now();
+    if (!send_frames(port, h, sizes, 0, fpm)) break;
+    uint64_t back = 0;
+    while (back < fpm && !past_deadline()) back += port.receive(nullptr, nullptr);
+    if (back < fpm) break;
+    r->lat_us.push_back(clock::to_ns(clock::now() - t0) / 1e3);
+  }
+  r->iterations = r->lat_us.size();
+}
+
 }  // namespace
 
 RawBaseline::RawBaseline(std::unique_ptr<RawPort> port) : port_(std::move(port)) {}
@@ -171,17 +190,8 @@ Row RawBaseline::client(const Test& t, const QpInfo& peer, uint64_t size, uint64
     }
     r.iterations = msgs;
   } else {
-    r.lat_us.reserve(iters);
-    for (uint64_t i = 0; t.duration_s ? clock::now() < stop : i < iters; ++i) {
-      const uint64_t t0 = clock::now();
-      if (!send_frames(*port_, h, sizes, 0, fpm)) break;
-      uint64_t back = 0;
-      while (back < fpm && !past_deadline()) back += port_->receive(nullptr, nullptr);
-      if (back < fpm) break;
-      r.lat_us.push_back(clock::to_ns(clock::now() - t0) / 1e3);
-    }
-    msgs = r.lat_us.size();
-    r.iterations = msgs;
+    bounce_loop(*port_, t, h, sizes, iters, &r);
+    msgs = r.iterations;
   }
   if (std::getenv("ROCEDP_PERF_DEBUG") != nullptr)
     std::fprintf(stderr, "raw: no_mbuf %lu tx_full %lu\n",
@@ -210,13 +220,45 @@ Row RawBaseline::client(const Test& t, const QpInfo& peer, uint64_t size, uint64
   return r;
 }
 
+Row RawBaseline::reflected(const Test& t, const QpInfo& peer, uint64_t size, uint64_t iters) {
+  Row r;
+  r.size = size;
+  std::vector<uint16_t> sizes;
+  r.frames_per_msg = static_cast<uint32_t>(frames_per_message(t, port(), peer, size, &sizes));
+  const Header h = header_for(port(), peer);
+  // A reflector drops what comes before it forwards (testpmd starts forwarding after its link is
+  // up, and so after ours): one message at a time until one comes back whole (100 ms each), then
+  // whatever else comes back late is drained, so the timed bounces start on an empty link.
+  for (bool back = false; !back;) {
+    if (past_deadline() || !send_frames(*port_, h, sizes, 0, sizes.size())) {
+      r.ok = false;
+      r.error = "time limit reached: nothing came back from the reflector";
+      return r;
+    }
+    uint64_t got = 0;
+    const uint64_t until = clock::now() + clock::hz() / 10;
+    while (got < sizes.size() && clock::now() < until) got += port_->receive(nullptr, nullptr);
+    back = got >= sizes.size();
+  }
+  for (const uint64_t until = clock::now() + clock::hz() / 100; clock::now() < until;)
+    port_->receive(nullptr, nullptr);
+  bounce_loop(*port_, t, h, sizes, iters, &r);
+  if (r.iterations == 0 || (t.duration_s == 0 && r.iterations < iters)) {
+    r.ok = false;
+    r.error = past_deadline() ? "time limit reached: the reflector did not return every frame"
+                              : "the port did not take the frames";
+  }
+  return r;
+}
+
 ReportMsg RawBaseline::server_size(const Test& t, const QpInfo& peer, uint64_t size, Oob& oob) {
   ReportMsg rep;
   const bool lat = !t.bw();
   const PortInfo me = port();
   const uint64_t fpm = frames_per_message(t, me, peer, size);
   oob.send(kSizeReady, nullptr, 0);
-  uint64_t first = 0, last = 0, polls = 0, last_progress = clock::now();
+  uint64_t first = 0, last = 0, last_progress = clock::now();
+  clock::Ticker oob_check(clock::hz() / 1000);
   PeakMeter peak;
   DoneMsg done{};
   bool have_done = false;
@@ -225,7 +267,7 @@ ReportMsg RawBaseline::server_size(const Test& t, const QpInfo& peer, uint64_t s
   const Header credit_header = header_for(me, peer);
   const uint64_t every = credit_every(window_frames(t, fpm));
   uint64_t credited = 0;
-  for (;; ++polls) {
+  for (;;) {
     const unsigned n = port_->receive(nullptr, nullptr, /*bounce=*/lat);
     if (n > 0) {
       const uint64_t now = clock::now();
@@ -246,7 +288,7 @@ ReportMsg RawBaseline::server_size(const Test& t, const QpInfo& peer, uint64_t s
     // waiting for it at the end of a window).
     if (!lat && rep.received != credited && send_credit(*port_, credit_header, rep.received))
       credited = rep.received;
-    if ((polls & 0xFF) == 0) {
+    if (oob_check.due()) {
       if (!have_done && oob.try_recv(&type, &payload) && type == kDone &&
           payload.size() == sizeof(DoneMsg)) {
         std::memcpy(&done, payload.data(), sizeof(done));

@@ -39,6 +39,9 @@ class RawBaseline {
   /// message's frames, then waits for them to come back), DONE, then the server's REPORT.
   Row client(const Test& t, const QpInfo& peer, uint64_t size, uint64_t iters, Oob& oob,
              ReportMsg* rep, std::string* err);
+  /// --reflector: one size of a latency test against a frame reflector at peer.mac that returns
+  /// every frame (dpdk-testpmd macswap): the client's bounce without the out-of-band peer.
+  Row reflected(const Test& t, const QpInfo& peer, uint64_t size, uint64_t iters);
   /// The server's side of one size: counts (bw, returning credits) or bounces (lat) frames until
   /// the client's DONE.
   ReportMsg server_size(const Test& t, const QpInfo& peer, uint64_t size, Oob& oob);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Two rocedp-perf processes (server and client) over a net_memif link with their own socket file,
-# EAL file prefixes and out-of-band TCP port. Runs the cases of one group and checks each pair's
+# EAL file prefixes and out-of-band TCP port (the raw group also puts rocedp-perf --raw
+# --reflector against dpdk-testpmd). Runs the cases of one group and checks each pair's
 # exit status and output. Both processes are stopped by PID and every file removed on any exit.
 #   perf_memif.sh write|read|send|raw|pingpong
 set -euo pipefail
@@ -88,6 +89,35 @@ pingpong_pair() {
   wait "$server_pid" || src=$?
   server_pid=
   echo "case $n: --rc-pingpong server $sargs -> $src, client $cargs -> $crc"
+}
+
+# reflector_pair MODE EXPECT ARGS...: rocedp-perf --raw --reflector (memif server) against
+# dpdk-testpmd --forward-mode=MODE (memif client) as the far end: macswap returns every frame,
+# rxonly none. EXPECT is rocedp-perf's exit status. testpmd (which with --stats-period runs until
+# a signal instead of waiting for Enter) is stopped by PID afterwards.
+reflector_pair() {
+  local mode=$1 expect=$2; shift 2
+  n=$((n + 1))
+  local sock=$work/memif$n.sock mac=02:00:00:00:09:01
+  "$bin" --raw --reflector $mac --port-devargs "net_memif0,role=server,socket=$sock,socket-abstract=no" \
+    --ip 198.18.9.2/24 --mac 02:00:00:00:09:02 --lcore 1 --file-prefix rdp-perf-$$-c$n --memory-mb 256 "$@" \
+    > "$work/client$n.log" 2>&1 &
+  client_pid=$!
+  for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+  dpdk-testpmd --lcores 0@0,1@0 --no-huge -m 256 --file-prefix rdp-perf-$$-s$n --no-pci --no-telemetry \
+    --vdev "net_memif0,role=client,socket=$sock,socket-abstract=no,mac=$mac" -- --forward-mode="$mode" \
+    --port-topology=loop --nb-cores=1 --total-num-mbufs=8192 --stats-period 1 < /dev/null > "$work/server$n.log" 2>&1 &
+  server_pid=$!
+  local crc=0
+  wait "$client_pid" || crc=$?
+  client_pid=
+  kill -INT "$server_pid" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$server_pid" 2>/dev/null || true
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=
+  echo "case $n: --reflector against testpmd $mode: $* -> $crc"
+  [ "$crc" = "$expect" ] || fail "rocedp-perf --raw --reflector exit $crc, expected $expect: $*"
 }
 
 # The row of the client's table: size and iteration count as asked.
@@ -220,6 +250,14 @@ case $group in
     grep -q '"mode":"raw","size":4096,"iterations":2000.*"frames_per_msg":4' "$work/client$n.log" || fail "raw json row"
     pair 0 "" write lat -s 64 -n 300 --raw
     expect_row 64 300
+    # An independent far end: testpmd's macswap bounces the frames (a 4 KiB WRITE: 4 frames each
+    # way per round trip); a testpmd that returns nothing (rxonly) ends in the time limit (3).
+    command -v dpdk-testpmd > /dev/null || fail "dpdk-testpmd is not installed (scripts/setup.sh)"
+    reflector_pair macswap 0 write lat -s 4096 -n 300 --timeout 40
+    expect_row 4096 300
+    grep -q "Peer *: a frame reflector at 02:00:00:00:09:01" "$work/client$n.log" || fail "no reflector line"
+    reflector_pair rxonly 3 write lat -s 64 -n 300 --timeout 6
+    grep -q "nothing came back from the reflector" "$work/client$n.log" || fail "no message for a silent reflector"
     # The check must be able to fail: the client fills its messages with another pattern.
     pair 1 "" write bw -s 1000 -n 50 --verify-seed 7
     grep -q "bytes differ on the server" "$work/client$n.log" || fail "mismatch not reported"

@@ -117,6 +117,16 @@ TEST(PerfOptions, ServerAndRawAndJsonAndVerifySeed) {
             -1);
   EXPECT_TRUE(r.test.raw);
   EXPECT_TRUE(r.json);
+  // --reflector: a --raw lat client whose far end only bounces frames (no --client HOST).
+  Options f;
+  ASSERT_EQ(
+      parse(with_endpoint({"--raw", "--reflector", "02:00:00:00:0b:01", "write", "lat", "-D", "2"}),
+            &f),
+      -1);
+  ASSERT_TRUE(f.reflector.has_value());
+  EXPECT_EQ((*f.reflector)[5], 0x01);
+  EXPECT_TRUE(f.client);
+  EXPECT_FALSE(f.server);
   Options v;
   ASSERT_EQ(parse(with_endpoint({"--client", "write", "bw", "--verify-seed", "7"}), &v), -1);
   EXPECT_TRUE(v.test.verify);
@@ -185,6 +195,11 @@ TEST(PerfOptions, HelpAndVersionExitZeroAndBadLinesExitTwo) {
                {"--client", "write", "bw", "--verify", "-s", "4096", "-n", "1000000", "-q", "4"}),
            with_endpoint({"--listen", "0"}),
            with_endpoint({"--listen", "9000", "--raw"}),
+           // --reflector: a MAC, --raw, lat, and no other peer
+           with_endpoint({"--raw", "--reflector", "02:00:00:00:0b", "write", "lat"}),
+           with_endpoint({"--reflector", "02:00:00:00:0b:01", "write", "lat"}),
+           with_endpoint({"--raw", "--reflector", "02:00:00:00:0b:01", "write", "bw"}),
+           with_endpoint({"--server", "--raw", "--reflector", "02:00:00:00:0b:01", "write", "lat"}),
            with_endpoint({"--connect", "198.18.1.1"}),
            with_endpoint({"--connect", "198.18.1:7000"}),
            with_endpoint({"--server", "--fault-drop", "101"}),
