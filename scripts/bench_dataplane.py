@@ -4,8 +4,9 @@ side, where rocedp-perf's own --raw mode is a stable baseline (DESIGN.md section
 median of the pairwise ratios with min-max):
 
   * round trips (WRITE, READ, SEND 64 B, p50 and p99) against the --raw frame bounce: the same
-    frames bounced back with no RDMA processing. The bounce is steady run to run; testpmd has no
-    round-trip timing, so this stays rocedp-perf's own baseline.
+    frames bounced back with no RDMA processing. The bounce is steady run to run and matches
+    testpmd's: the wire group (scripts/bench_baselines.py) times the same frames bounced by
+    dpdk-testpmd's macswap (rocedp-perf --raw --reflector) against the WRITE ping-pong.
   * WRITE 64 B at 1,000 and 100,000 QPs (depth 4) against 1 QP at depth 4, and 100,000 QPs against
     1 QP with its full window (target: >= 0.5).
 
