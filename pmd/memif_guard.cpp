@@ -9,9 +9,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -38,6 +39,11 @@ constexpr std::size_t kPrivFlags = 0x08;          //                       flags
 constexpr std::size_t kPrivCc = 0x30;             //                       cc (control channel)
 constexpr std::size_t kPrivCcLock = 0x38;         //                       cc_lock
 constexpr std::size_t kProcRegionsNum = 0x800;    // struct pmd_process_private: regions_num
+// pmd_process_private.regions (256 pointers before regions_num); struct memif_region: addr, then
+// region_size (uint32_t).
+constexpr std::size_t kRegionAddr = 0x00;
+constexpr std::size_t kRegionSize = 0x08;
+constexpr uint16_t kMaxRegions = kProcRegionsNum / sizeof(void*);
 constexpr uint32_t kKnownFlags = 0x1F;  // connecting, connected, zero-copy, disabled, abstract
 
 // How often the watcher looks at a link. Every look wakes a thread that, in a pinned process (a
@@ -59,34 +65,6 @@ constexpr uint32_t kKnownFlags = 0x1F;  // connecting, connected, zero-copy, dis
 constexpr auto kWatchPeriod = std::chrono::microseconds(100);
 constexpr auto kSettledPeriod = std::chrono::milliseconds(1);
 constexpr auto kBurstingPeriod = std::chrono::milliseconds(100);
-
-// memif maps the shared memory (the memfd "memif_region_N" the client creates) without populating
-// it, so each page costs a fault the first time a burst touches it. A ping-pong's first pass over
-// its rings (1,024 round trips, two 2 KiB buffers a page) paid a fault every other round trip, a
-// few microseconds each in a VM: the p99 of a 20,000-round-trip run was that pass (5 to 8 us,
-// against 0.8 us once the pass was over). So once the link is up, and while the lock keeps the
-// regions mapped, every page of every memif region of the process is mapped ahead of the bursts:
-// MADV_POPULATE_READ (Linux 5.14), or a read of a byte a page where the kernel lacks it.
-void populate_memif_regions() {
-  std::FILE* maps = std::fopen("/proc/self/maps", "re");
-  if (maps == nullptr) return;
-  char line[512];
-  while (std::fgets(line, sizeof(line), maps) != nullptr) {
-    if (std::strstr(line, "/memfd:memif_region_") == nullptr) continue;
-    unsigned long start = 0, end = 0;
-    if (std::sscanf(line, "%lx-%lx", &start, &end) != 2 || end <= start) continue;
-    auto* p = reinterpret_cast<char*>(start);
-    const std::size_t len = end - start;
-#ifndef MADV_POPULATE_READ
-    constexpr int MADV_POPULATE_READ = 22;
-#endif
-    if (madvise(p, len, MADV_POPULATE_READ) == 0) continue;
-    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    for (std::size_t off = 0; off < len; off += page)
-      (void)*static_cast<volatile const char*>(p + off);
-  }
-  std::fclose(maps);
-}
 
 template <typename T>
 T read_at(const void* base, std::size_t off) {
@@ -216,6 +194,7 @@ std::unique_ptr<MemifGuard> MemifGuard::attach(uint16_t port_id, uint16_t queues
   g->cc_ = reinterpret_cast<void* volatile*>(static_cast<uint8_t*>(priv) + kPrivCc);
   g->regions_num_ =
       reinterpret_cast<volatile uint16_t*>(static_cast<uint8_t*>(proc) + kProcRegionsNum);
+  g->regions_ = static_cast<void* const volatile*>(proc);
   const size_t size = rte_rcu_qsbr_get_memsize(queues);
   g->qsbr_ = static_cast<rte_rcu_qsbr*>(rte_zmalloc("memif_guard", size, RTE_CACHE_LINE_SIZE));
   if (g->qsbr_ == nullptr || rte_rcu_qsbr_init(g->qsbr_, queues) != 0) {
@@ -297,6 +276,31 @@ bool MemifGuard::disconnected() const {
          __atomic_load_n(regions_num_, __ATOMIC_ACQUIRE) == 0;
 }
 
+// memif maps the shared memory (the client's memfd "memif_region_N", about 4 MB with the default
+// rings) without populating it, so each page costs a fault the first time a burst touches it. A
+// ping-pong's first pass over its rings (1,024 round trips, two 2 KiB buffers a page) paid a fault
+// every other round trip, a few microseconds each in a VM: the p99 of a run of 20,000 round trips
+// was that pass. Called with the lock held while connected (the regions stay mapped), before the
+// bursts are let in: MADV_POPULATE_READ (Linux 5.14), or a read a page where the kernel lacks it.
+void MemifGuard::populate_regions() const {
+#ifndef MADV_POPULATE_READ
+  constexpr int MADV_POPULATE_READ = 22;
+#endif
+  const uint16_t num = *regions_num_;
+  const uint16_t n = std::min(num, kMaxRegions);
+  for (uint16_t i = 0; i < n; ++i) {
+    const void* region = regions_[i];
+    if (region == nullptr) continue;
+    auto* addr = read_at<char*>(region, kRegionAddr);
+    const auto len = read_at<uint32_t>(region, kRegionSize);
+    if (addr == nullptr || len == 0) continue;
+    if (madvise(addr, len, MADV_POPULATE_READ) == 0 || errno != EINVAL) continue;
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    for (std::size_t off = 0; off < len; off += page)
+      (void)*static_cast<volatile const char*>(addr + off);
+  }
+}
+
 std::chrono::microseconds MemifGuard::step() {
   std::lock_guard lock(step_mutex_);
   looks_.fetch_add(1, std::memory_order_relaxed);
@@ -316,7 +320,7 @@ std::chrono::microseconds MemifGuard::step() {
     }
     locked_ = true;
     draining_ = false;
-    populate_memif_regions();
+    populate_regions();
     bursts_token_ = rte_rcu_qsbr_start(qsbr_);  // the first look asks for bursts since now
     leaving_seen_.store(false, std::memory_order_relaxed);  // before bursts may see polling_
     polling_.store(true, std::memory_order_release);

@@ -76,6 +76,8 @@ class MemifGuard {
   MemifGuard() = default;
   void go_online(uint16_t q);
   [[gnu::cold]] void peer_leaving();
+  // Watcher, lock held while connected: maps every page of the port's shared memory regions.
+  void populate_regions() const;
   // Watcher thread: one look at the link; takes or lets go of the lock as needed. Returns how
   // soon the link wants the next look (memif_guard.cpp, kWatchPeriod).
   std::chrono::microseconds step();
@@ -95,6 +97,7 @@ class MemifGuard {
   volatile int* cc_lock_ = nullptr;           // pmd_internals.cc_lock (rte_spinlock_t)
   void* volatile* cc_ = nullptr;              // pmd_internals.cc
   volatile uint16_t* regions_num_ = nullptr;  // pmd_process_private.regions_num
+  void* const volatile* regions_ = nullptr;   // pmd_process_private.regions
   rte_rcu_qsbr* qsbr_ = nullptr;
   std::unique_ptr<bool[]> online_;  // per queue, written by its owner only
   std::atomic<bool> polling_{false};
