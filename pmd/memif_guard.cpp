@@ -9,7 +9,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -43,7 +42,6 @@ constexpr std::size_t kProcRegionsNum = 0x800;    // struct pmd_process_private:
 // region_size (uint32_t).
 constexpr std::size_t kRegionAddr = 0x00;
 constexpr std::size_t kRegionSize = 0x08;
-constexpr uint16_t kMaxRegions = kProcRegionsNum / sizeof(void*);
 constexpr uint32_t kKnownFlags = 0x1F;  // connecting, connected, zero-copy, disabled, abstract
 
 // How often the watcher looks at a link. Every look wakes a thread that, in a pinned process (a
@@ -280,25 +278,22 @@ bool MemifGuard::disconnected() const {
 // rings) without populating it, so each page costs a fault the first time a burst touches it. A
 // ping-pong's first pass over its rings (1,024 round trips, two 2 KiB buffers a page) paid a fault
 // every other round trip, a few microseconds each in a VM: the p99 of a run of 20,000 round trips
-// was that pass. Called with the lock held while connected (the regions stay mapped), before the
+// was that pass. Called with the lock held while connected (the region stays mapped), before the
 // bursts are let in: MADV_POPULATE_READ (Linux 5.14), or a read a page where the kernel lacks it.
+// Region 0 only: it holds the rings, and in copy mode the packet buffers; in zero-copy mode the
+// other regions are the client's whole EAL memory, which is not memif's to fault in.
 void MemifGuard::populate_regions() const {
 #ifndef MADV_POPULATE_READ
   constexpr int MADV_POPULATE_READ = 22;
 #endif
-  const uint16_t num = *regions_num_;
-  const uint16_t n = std::min(num, kMaxRegions);
-  for (uint16_t i = 0; i < n; ++i) {
-    const void* region = regions_[i];
-    if (region == nullptr) continue;
-    auto* addr = read_at<char*>(region, kRegionAddr);
-    const auto len = read_at<uint32_t>(region, kRegionSize);
-    if (addr == nullptr || len == 0) continue;
-    if (madvise(addr, len, MADV_POPULATE_READ) == 0 || errno != EINVAL) continue;
-    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    for (std::size_t off = 0; off < len; off += page)
-      (void)*static_cast<volatile const char*>(addr + off);
-  }
+  if (*regions_num_ == 0 || regions_[0] == nullptr) return;
+  auto* addr = read_at<char*>(regions_[0], kRegionAddr);
+  const auto len = read_at<uint32_t>(regions_[0], kRegionSize);
+  if (addr == nullptr || len == 0) return;
+  if (madvise(addr, len, MADV_POPULATE_READ) == 0 || errno != EINVAL) return;
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  for (std::size_t off = 0; off < len; off += page)
+    (void)*static_cast<volatile const char*>(addr + off);
 }
 
 std::chrono::microseconds MemifGuard::step() {

@@ -76,7 +76,7 @@ class MemifGuard {
   MemifGuard() = default;
   void go_online(uint16_t q);
   [[gnu::cold]] void peer_leaving();
-  // Watcher, lock held while connected: maps every page of the port's shared memory regions.
+  // Watcher, lock held while connected: maps every page of the port's region 0 (rings, buffers).
   void populate_regions() const;
   // Watcher thread: one look at the link; takes or lets go of the lock as needed. Returns how
   // soon the link wants the next look (memif_guard.cpp, kWatchPeriod).
