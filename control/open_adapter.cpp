@@ -157,21 +157,18 @@ std::vector<AdapterRuntime::EngineCounter> AdapterRuntime::drop_counters() {
   for (const auto& [name, v] : control::drops_by_reason(s->cores))
     out.push_back({std::string(name), v});
   // Each port has its own fault stage; a user asks what the configured faults did, over all.
-  pmd::FaultStats f;
-  for (const auto& p : s->ports) {
-    f.dropped += p.stats.fault.dropped;
-    f.duplicated += p.stats.fault.duplicated;
-    f.corrupted += p.stats.fault.corrupted;
-    f.ce_marked += p.stats.fault.ce_marked;
-    f.reordered += p.stats.fault.reordered;
-    f.delayed += p.stats.fault.delayed;
+  static constexpr std::pair<const char*, uint64_t pmd::FaultStats::*> kFaults[] = {
+      {"fault_dropped", &pmd::FaultStats::dropped},
+      {"fault_duplicated", &pmd::FaultStats::duplicated},
+      {"fault_corrupted", &pmd::FaultStats::corrupted},
+      {"fault_ce_marked", &pmd::FaultStats::ce_marked},
+      {"fault_reordered", &pmd::FaultStats::reordered},
+      {"fault_delayed", &pmd::FaultStats::delayed}};
+  for (const auto& [name, member] : kFaults) {
+    uint64_t sum = 0;
+    for (const auto& p : s->ports) sum += p.stats.fault.*member;
+    out.push_back({name, sum});
   }
-  out.push_back({"fault_dropped", f.dropped});
-  out.push_back({"fault_duplicated", f.duplicated});
-  out.push_back({"fault_corrupted", f.corrupted});
-  out.push_back({"fault_ce_marked", f.ce_marked});
-  out.push_back({"fault_reordered", f.reordered});
-  out.push_back({"fault_delayed", f.delayed});
   return out;
 }
 

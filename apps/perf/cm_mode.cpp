@@ -779,9 +779,8 @@ int run_cm(const Options& o) {
   clock::deadline().arm(o.timeout_s);
   if (o.listen) {
     status = run_listener(*rt, o);
-  } else if (!rt->wait_until([&] { return rt->link_up(); }, std::chrono::seconds(kStartupWaitS))) {
-    std::fprintf(stderr, "rocedp-perf: link of port %s did not come up in %u s\n",
-                 rt->port().name.c_str(), kStartupWaitS);
+  } else if (const std::string link = wait_link(*rt); !link.empty()) {
+    std::fprintf(stderr, "rocedp-perf: %s\n", link.c_str());
     status = 1;
   } else {
     status = run_client(*rt, o);

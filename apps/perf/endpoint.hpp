@@ -25,6 +25,15 @@ namespace rocedp::perf {
 /// EALs run, so the wait is generous (the run's own --timeout still bounds everything).
 constexpr uint32_t kStartupWaitS = 30;
 
+/// Waits (kStartupWaitS at most) for the port's link: empty once it is up, else what to report.
+/// For the AdapterRuntime and the --raw RawBaseline alike (the same two calls).
+template <typename R>
+std::string wait_link(R& rt) {
+  if (rt.wait_until([&] { return rt.link_up(); }, std::chrono::seconds(kStartupWaitS))) return {};
+  return "link of port " + rt.port().name + " did not come up in " + std::to_string(kStartupWaitS) +
+         " s";
+}
+
 /// This endpoint's configuration: the --config file, or one port from the command line. Either
 /// way one polling core (inline on the main lcore, or on --lcore-mode's worker), no listeners
 /// (a daemon's services in a shared file are not ours), no telemetry, the fault stage of

@@ -323,9 +323,7 @@ template <typename R>
 int run_and_close(Native& n, R& rt, const config::Config& cfg) {
   clock::deadline().arm(n.o.timeout_s);
   int status = 0;
-  if (!rt.wait_until([&] { return rt.link_up(); }, std::chrono::seconds(kStartupWaitS))) {
-    const std::string err = "link of port " + rt.port().name + " did not come up in " +
-                            std::to_string(kStartupWaitS) + " s";
+  if (const std::string err = wait_link(rt); !err.empty()) {
     n.oob.send_fail(err);
     status = say(err, 1);
   } else {
@@ -369,10 +367,8 @@ int run_reflected(const Options& o) {
   if (!raw) return say("start: " + err, 1);
   clock::deadline().arm(o.timeout_s);
   int status = 0;
-  if (!raw->wait_until([&] { return raw->link_up(); }, std::chrono::seconds(kStartupWaitS))) {
-    status = say("link of port " + raw->port().name + " did not come up in " +
-                     std::to_string(kStartupWaitS) + " s",
-                 1);
+  if (const std::string link = wait_link(*raw); !link.empty()) {
+    status = say(link, 1);
   } else {
     Report report;
     report.test = o.test;

@@ -101,18 +101,13 @@ cases=(
 # (the rule of the case before is read and replaced).
 declare -A dropped=()
 armed=""
-losses() {
-  local n=1
-  [[ $1 == *-twice ]] && n=2
-  [[ $1 == *-and-* ]] && n=$((n * 2))
-  echo $n
-}
+# Drops of each lost message (2 in a -twice case), and of the case (two messages in an -and- case).
+each() { [[ $1 == *-twice ]] && echo 2 || echo 1; }
+losses() { [[ $1 == *-and-* ]] && echo $(($(each "$1") * 2)) || each "$1"; }
 arm() {
   [ -z "$armed" ] || dropped[$armed]=$(iop_bridge_drop_first count)
   armed=$1
-  local n=1
-  [[ $1 == *-twice ]] && n=2
-  iop_bridge_drop_first "$2" "$3" "$n" || iop_fail "$1: no drop rule on the bridge"
+  iop_bridge_drop_first "$2" "$3" "$(each "$1")" || iop_fail "$1: no drop rule on the bridge"
 }
 for c in "${cases[@]}"; do
   read -r name src attr _ <<<"$c"

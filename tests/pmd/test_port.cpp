@@ -379,8 +379,10 @@ TEST(Port, PortsWithoutFaultsAddNoFaultCounters) {
 // ---------------------------------------------------------------------------------------------
 // net_memif: server and client vdevs in this process on a socket file under /tmp.
 
+// A file the test creates: a stale one from an earlier run goes first, and the file goes at exit.
 struct RemoveOnExit {
   std::string path;
+  explicit RemoveOnExit(std::string p) : path(std::move(p)) { ::unlink(path.c_str()); }
   ~RemoveOnExit() { ::unlink(path.c_str()); }
 };
 
@@ -406,7 +408,6 @@ void open_memif_pair(MemifPair& p, const std::string& sock, int n, int id, uint1
 TEST(Port, MemifServerAndClientExchangeFramesByteExact) {
   PoolLeakCheck leaks;
   RemoveOnExit sock{"/tmp/rocedp-pmd-test-" + kTag + ".sock"};
-  ::unlink(sock.path.c_str());
   {
     MemifPair pair;
     ASSERT_NO_FATAL_FAILURE(open_memif_pair(pair, sock.path, 0, 7, 2));
@@ -460,7 +461,6 @@ TEST(Port, MemifServerAndClientExchangeFramesByteExact) {
 TEST(Port, MemifWatcherSleepsWhileTheQueuesAreBurstingAndLooksOftenWhileNot) {
   PoolLeakCheck leaks;
   RemoveOnExit sock{"/tmp/rocedp-pmd-test-watch-" + kTag + ".sock"};
-  ::unlink(sock.path.c_str());
   {
     MemifPair pair;
     ASSERT_NO_FATAL_FAILURE(open_memif_pair(pair, sock.path, 2, 8, 1));
@@ -513,7 +513,6 @@ TEST(Port, MemifWatcherSleepsWhileTheQueuesAreBurstingAndLooksOftenWhileNot) {
 TEST(Port, MemifRegionsAreResidentBeforeTheFirstBurst) {
   PoolLeakCheck leaks;
   RemoveOnExit sock{"/tmp/rocedp-pmd-test-populate-" + kTag + ".sock"};
-  ::unlink(sock.path.c_str());
   {
     MemifPair pair;
     ASSERT_NO_FATAL_FAILURE(open_memif_pair(pair, sock.path, 4, 9, 1));
