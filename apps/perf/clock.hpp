@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdint>
 
+#include "apps/perf/watchdog.hpp"
+
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
@@ -58,7 +60,12 @@ class Ticker {
 /// stopped (3) from a failure (1).
 class Deadline {
  public:
-  void arm(uint32_t seconds) { at_ = now() + static_cast<uint64_t>(seconds) * hz(); }
+  /// Also arms the watchdog, which ends a process still alive well past the limit.
+  void arm(uint32_t seconds) {
+    at_ = now() + static_cast<uint64_t>(seconds) * hz();
+    watchdog::arm(seconds);
+    watchdog::phase("running the test");
+  }
   /// True once the limit passed (and from then on).
   bool passed() {
     if (!timed_out_ && now() > at_) timed_out_ = true;

@@ -30,6 +30,7 @@
 #include "apps/perf/perf_util.hpp"
 #include "apps/perf/report.hpp"
 #include "apps/perf/verify.hpp"
+#include "apps/perf/watchdog.hpp"
 #include "rocedp/connection_manager.hpp"
 #include "rocedp/connector.hpp"
 #include "rocedp/listener.hpp"
@@ -140,6 +141,7 @@ std::vector<uint8_t> connection_data(Connector* conn) {
 // Disconnects (DREQ) every link still connected, waits for the DREPs (bounded), closes the
 // connectors. Returns false if a disconnect failed.
 bool disconnect_all(AdapterRuntime& rt, Links& links) {
+  watchdog::phase("disconnecting");
   std::vector<Connector*> conns;
   std::vector<bool> asked;
   std::vector<size_t> index;
@@ -788,6 +790,7 @@ int run_cm(const Options& o) {
   rt->detach_ports();
   if (o.listen && rt->wait_until([&] { return !rt->link_up(); }, std::chrono::seconds(5)))
     usleep(200000);
+  watchdog::phase("stopping the runtime");
   if (!rt->stop() && status == 0) status = 1;
   return status;
 }

@@ -16,6 +16,7 @@
 #include "apps/perf/clock.hpp"
 #include "apps/perf/perf_util.hpp"
 #include "apps/perf/report.hpp"
+#include "apps/perf/watchdog.hpp"
 
 namespace rocedp::perf {
 
@@ -172,6 +173,7 @@ int run_endpoint(const EndpointOptions& e, uint32_t timeout_s, const char* who,
     }
   }
   rt->detach_ports();
+  watchdog::phase("stopping the runtime");
   if (!rt->stop() && status == 0) status = 1;
   return status;
 }

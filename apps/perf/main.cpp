@@ -12,6 +12,10 @@
 // Exit status: 0 success, 1 failure (a completion error, a verify mismatch, lost frames),
 // 2 usage, 3 time limit (--timeout) reached.
 
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include "apps/perf/clock.hpp"
 #include "apps/perf/cm_check_mode.hpp"
 #include "apps/perf/cm_mode.hpp"
@@ -22,9 +26,19 @@
 #include "apps/perf/rc_pingpong_mode.hpp"
 #include "apps/perf/rping_mode.hpp"
 #include "apps/perf/verify.hpp"
+#include "apps/perf/watchdog.hpp"
 #include "rocedp/runtime.hpp"
 
 namespace {
+
+// A mode's exit status once the process is past its run: the watchdog's last phase.
+int finish(int status) {
+  rocedp::perf::watchdog::phase("exiting");
+  // Test hook (tests/perf/perf_watchdog.sh): stay here as a process stuck on its way out would.
+  if (std::getenv("ROCEDP_PERF_TEST_HANG_AT_EXIT") != nullptr && rocedp::perf::watchdog::armed())
+    for (;;) pause();
+  return status;
+}
 
 void set_log_level(rocedp::config::LoggingConfig::Level level) {
   rocedp::config::LoggingConfig logging;
@@ -41,35 +55,35 @@ int main(int argc, char** argv) {
     PerftestOptions o;
     if (const int status = parse_perftest_options(argc, argv, &o); status >= 0) return status;
     set_log_level(o.endpoint.log_level);
-    return run_perftest(o);
+    return finish(run_perftest(o));
   }
   if (wants_rping(argc, argv)) {
     RpingOptions o;
     if (const int status = parse_rping_options(argc, argv, &o); status >= 0) return status;
     set_log_level(o.endpoint.log_level);
-    return run_rping(o);
+    return finish(run_rping(o));
   }
   if (wants_rc_pingpong(argc, argv)) {
     RcPingpongOptions o;
     if (const int status = parse_rc_pingpong_options(argc, argv, &o); status >= 0) return status;
     set_log_level(o.endpoint.log_level);
-    return run_rc_pingpong(o);
+    return finish(run_rc_pingpong(o));
   }
   if (wants_ops_check(argc, argv)) {
     OpsCheckOptions o;
     if (const int status = parse_ops_check_options(argc, argv, &o); status >= 0) return status;
     set_log_level(o.endpoint.log_level);
-    return run_ops_check(o);
+    return finish(run_ops_check(o));
   }
   if (wants_cm_check(argc, argv)) {
     CmCheckOptions o;
     if (const int status = parse_cm_check_options(argc, argv, &o); status >= 0) return status;
     set_log_level(o.endpoint.log_level);
-    return run_cm_check(o);
+    return finish(run_cm_check(o));
   }
   Options o;
   if (const int status = parse_options(argc, argv, &o); status >= 0) return status;
   set_log_level(o.endpoint.log_level);
   g_pattern_seed = o.verify_seed;
-  return o.connect || o.listen ? run_cm(o) : run_native(o);
+  return finish(o.connect || o.listen ? run_cm(o) : run_native(o));
 }

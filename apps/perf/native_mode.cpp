@@ -17,6 +17,7 @@
 #include "apps/perf/raw.hpp"
 #include "apps/perf/report.hpp"
 #include "apps/perf/verify.hpp"
+#include "apps/perf/watchdog.hpp"
 
 namespace rocedp::perf {
 namespace {
@@ -351,6 +352,7 @@ int run_and_close(Native& n, R& rt, const config::Config& cfg) {
   }
   n.rt = nullptr;
   n.raw = nullptr;
+  watchdog::phase("stopping the runtime");
   if (!rt.stop() && status == 0) status = 1;
   return status;
 }
