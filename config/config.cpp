@@ -1183,6 +1183,14 @@ void Reader::validate(const Config& c) const {
         report(where({base + ".nd_port"}), base + ".nd_port",
                "port " + l.port + " nd_port " + std::to_string(l.nd_port) + " is already used by " +
                    index_path("listeners", j));
+    // The memory service's region is one registration: refused at start-up otherwise, after the
+    // ports and the adapters before it had opened.
+    if (l.service == ListenerConfig::Service::kMemory &&
+        l.memory_bytes > c.limits.max_registration_size)
+      report(where({base + ".memory_bytes", base + ".service"}), base + ".memory_bytes",
+             std::to_string(l.memory_bytes) + " bytes is more than limits.max_registration_size (" +
+                 std::to_string(c.limits.max_registration_size) +
+                 "): the region is one registration");
   }
 }
 

@@ -197,7 +197,7 @@ constexpr KeySpec kKeys[] = {
     {"listeners", "message_bytes", K::kUint, "int", "`4096`", 1, 1u << 24, "echo only",
      "the largest SEND taken (receive buffer size)"},
     {"listeners", "memory_bytes", K::kUint, "int", "`1048576`", 4096, uint64_t{1} << 30,
-     "memory only", "size of the exported region"},
+     "memory only; at most `limits.max_registration_size`", "size of the exported region"},
     {"listeners", "queue_depth", K::kUint, "int", "`64`", 1, 4096, "",
      "receives posted / send-queue depth per connection"},
     {"listeners", "max_connections", K::kUint, "int", "`64`", 1, 65536, "",

@@ -52,11 +52,10 @@ std::unique_ptr<DaemonConnections> DaemonConnections::attach_st(Adapter& adapter
   for (const config::ListenerConfig& l : cfg.listeners)
     if (l.port == port_name) listeners.push_back(l);
   if (!listeners.empty()) {
+    // A service that fails leaves the others stopping: the caller stops this object as at
+    // shutdown (begin_stop_st, stopped(), detach_st()), which waits for their closes.
     st = Services::start(adapter, listeners, &d->services_, error);
-    if (st != STATUS_SUCCESS) {
-      d->detach_st();
-      return nullptr;
-    }
+    if (st != STATUS_SUCCESS) return d;
   }
   // Connections and QPs come from one collect_connection_snapshot, so they agree with each
   // other; a round that could not reach every core is not published.

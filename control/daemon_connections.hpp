@@ -37,7 +37,9 @@ class DaemonConnections {
  public:
   /// Attaches the connection manager to `adapter` (opened on `control`'s port `port_index`),
   /// installs the port's CM frame handler and the snapshot part, and starts the services of the
-  /// cfg.listeners on that port. Null and *error on failure (nothing left attached).
+  /// cfg.listeners on that port. Null and *error if the manager could not attach (nothing left
+  /// attached). A service that could not start sets *error and returns the object with its
+  /// services stopping: the caller stops it as at shutdown (begin_stop_st, stopped(), detach_st).
   static std::unique_ptr<DaemonConnections> attach_st(Adapter& adapter, ControlThread& control,
                                                       const config::Config& cfg, size_t port_index,
                                                       std::string* error);

@@ -76,10 +76,7 @@ bool Runtime::start_all(std::string* error) {
 
   for (const auto& pc : cfg_.ports) {
     auto port = pmd::Port::open(pc, n_cores, *pool_, cfg_.dataplane, error);
-    if (!port) {
-      *error = "port " + pc.name + ": " + *error;
-      return false;
-    }
+    if (!port) return false;  // *error names the port and its devargs
     log(LogLevel::kInfo, "port_opened",
         {{"port", port->name()},
          {"id", std::to_string(port->id())},
@@ -196,8 +193,9 @@ bool Runtime::open_adapter(std::string* error) {
       *error = "adapter of port " + ports_[i]->name() + ": " + std::string(status_name(st));
       return false;
     }
-    if (options_.connection_manager && !connections_[i]) {
-      *error = cm_error;  // stop() closes the adapters
+    if (options_.connection_manager && (!connections_[i] || !cm_error.empty())) {
+      // stop() stops what attached (services half started included) and closes the adapters.
+      *error = "port " + ports_[i]->name() + ": " + cm_error;
       return false;
     }
     log(LogLevel::kInfo, "adapter_opened",

@@ -69,6 +69,17 @@ void bump(std::atomic<uint64_t>& counter, uint64_t by) {
 }
 }  // namespace
 
+// start()'s failure: `failed` joins what was created, everything stops, and the caller gets the
+// stopping services (freed before their regions' closes complete, they would be written after
+// their end).
+NTSTATUS Services::fail_start(std::unique_ptr<Services> s, std::unique_ptr<Listening> failed,
+                              std::unique_ptr<Services>* out, NTSTATUS st) {
+  s->listening_.push_back(std::move(failed));
+  s->stop();
+  *out = std::move(s);
+  return st;
+}
+
 NTSTATUS Services::start(Adapter& adapter, const std::vector<config::ListenerConfig>& listeners,
                          std::unique_ptr<Services>* out, std::string* error) {
   std::unique_ptr<Services> s(new Services(adapter));
@@ -95,9 +106,7 @@ NTSTATUS Services::start(Adapter& adapter, const std::vector<config::ListenerCon
       if (st != STATUS_SUCCESS) {
         *error = what + ": region of " + std::to_string(cfg.memory_bytes) +
                  " bytes: " + std::string(status_name(st));
-        s->listening_.push_back(std::move(l));
-        s->stop();
-        return st;
+        return fail_start(std::move(s), std::move(l), out, st);
       }
     }
     st = create_listener(adapter, &Services::on_connect_event, l.get(), nullptr, nullptr,
@@ -106,9 +115,7 @@ NTSTATUS Services::start(Adapter& adapter, const std::vector<config::ListenerCon
       st = l->listener->listen(NdkSockAddr{0, cfg.nd_port}, nullptr, nullptr);
     if (st != STATUS_SUCCESS) {
       *error = what + ": " + std::string(status_name(st));
-      s->listening_.push_back(std::move(l));
-      s->stop();
-      return st;
+      return fail_start(std::move(s), std::move(l), out, st);
     }
     pmd::log(LogLevel::kInfo, "service_listening",
              {{"port", cfg.port},

@@ -60,8 +60,10 @@ class Services {
  public:
   /// Control thread: a PD and one listening Listener per entry (IP wildcard, ND port
   /// `nd_port`) on `adapter`, whose connection manager is attached. Memory regions are
-  /// allocated and registered here. STATUS_SUCCESS; otherwise the failing call's status and
-  /// *error says which listener (what was created is closed again).
+  /// allocated and registered here. STATUS_SUCCESS; otherwise the failing call's status,
+  /// *error says which listener, and *out holds the services already stopping: what was created
+  /// closes asynchronously (a region's close completes on the cores), so the caller keeps them
+  /// until stopped(), as at shutdown.
   static NTSTATUS start(Adapter& adapter, const std::vector<config::ListenerConfig>& listeners,
                         std::unique_ptr<Services>* out, std::string* error);
   ~Services();
@@ -89,6 +91,8 @@ class Services {
 
  private:
   explicit Services(Adapter& adapter);
+  static NTSTATUS fail_start(std::unique_ptr<Services> s, std::unique_ptr<Listening> failed,
+                             std::unique_ptr<Services>* out, NTSTATUS st);
   static void on_connect_event(void* context, NdkConnector* connector);
   static void on_cq_created(void* context, NTSTATUS status, NdkObjectHeader* object);
   static void on_qp_created(void* context, NTSTATUS status, NdkObjectHeader* object);

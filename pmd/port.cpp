@@ -100,11 +100,11 @@ std::unique_ptr<Port> Port::open(const config::PortConfig& cfg, uint16_t wanted_
 
   if (is_ring_pair_devargs(cfg.devargs)) {
     RingPairDevargs rp;
-    if (!parse_ring_pair_devargs(cfg.devargs, &rp, error)) {
-      fail(nullptr, cfg, "devargs", error ? *error : "malformed ring_pair devargs");
+    std::string why;
+    if (!parse_ring_pair_devargs(cfg.devargs, &rp, &why)) {
+      fail(error, cfg, "devargs", why);
       return nullptr;
     }
-    std::string why;
     int rc = ring_pair_attach(rp, static_cast<int>(rte_socket_id()), &why);
     if (rc < 0) {
       fail(error, cfg, "ring_pair_attach", why);

@@ -951,6 +951,21 @@ TEST(ConfigListeners, RejectedWithFileLineColumnKeyAndReason) {
       kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: memory, memory_bytes: 100}\n",
       6, 62, "listeners[0].memory_bytes", "");
   expect_error(kOnePort + "listeners: {port: p0}\n", 5, 12, "listeners", "expected a sequence");
+  // The memory service's region must fit one registration, given or by default (1 MiB).
+  expect_error(
+      kOnePort +
+          "limits: {max_registration_size: 65536}\n"
+          "listeners:\n  - {port: p0, nd_port: 7001, service: memory, memory_bytes: 65537}\n",
+      7, 62, "listeners[0].memory_bytes",
+      "65537 bytes is more than limits.max_registration_size (65536)");
+  expect_error(kOnePort +
+                   "limits: {max_registration_size: 65536}\n"
+                   "listeners:\n  - {port: p0, nd_port: 7001, service: memory}\n",
+               7, 40, "listeners[0].memory_bytes", "1048576 bytes is more than");
+  EXPECT_NO_THROW(parse(kOnePort + "limits: {max_registration_size: 65536}\n"
+                                   "listeners:\n  - {port: p0, nd_port: 7001, service: memory, "
+                                   "memory_bytes: 65536}\n",
+                        kSource));
 }
 
 // --- every error of a file, the key table -----------------------------------------------------

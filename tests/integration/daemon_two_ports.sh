@@ -6,7 +6,9 @@
 # While both hold their connections the daemon's telemetry shows four connections and four RTS
 # QPs, two on each port, and one RC engine row per port that counted its port's traffic alone.
 # rocedpctl picks one QP or engine row by port. After both clients disconnected and exited 0,
-# SIGTERM ends the daemon with status 0.
+# SIGTERM ends the daemon with status 0. First, the same daemon with a right port whose adapter
+# cannot open (more listeners than it may hold) must fail to start, naming the port, and close all
+# it opened.
 #   daemon_two_ports.sh PATH/TO/svc_client
 source "$(dirname "$0")/lib.sh"
 need_root
@@ -84,6 +86,26 @@ YAML
 }
 client_config a "$work/a.sock" 10
 client_config b "$work/b.sock" 11
+
+# A later port that cannot open: the right port's adapter takes one listener (limits.max_listeners)
+# and is given two. rocedpd must refuse to start (exit 1) with an error that names the port and
+# the listener, after opening the left port's adapter and its listener, and close everything it
+# opened on the way out: both adapters, both ports, every mbuf back in the pool, the memif socket
+# files removed.
+sed -e 's/^telemetry: .*/limits: {max_listeners: 1}/' \
+    -e '/port: left, nd_port: 7001/d' "$work/server.yaml" > "$work/bad.yaml"
+bad_status=0
+"$rocedpd" --config "$work/bad.yaml" > "$work/bad.log" 2>&1 || bad_status=$?
+rm -rf "/var/run/dpdk/$prefix"
+[ "$bad_status" -eq 1 ] || { cat "$work/bad.log" >&2; fail "rocedpd with a port that cannot open: exit $bad_status, expected 1"; }
+grep -q 'event=adapter_opened port=left' "$work/bad.log" || fail "the left port's adapter was not opened first"
+grep -q 'event=adapter_opened port=right' "$work/bad.log" && fail "the right port's adapter claims it opened"
+grep -q 'event=start_failed error="port right: memory listener on nd_port 7001: STATUS_INSUFFICIENT_RESOURCES"' "$work/bad.log" ||
+  { tail -n 5 "$work/bad.log" >&2; fail "the start-up error does not name the port and its listener"; }
+grep -q 'event=adapter_closed adapters=2' "$work/bad.log" || fail "not both adapters closed"
+for p in left right; do grep -q "event=port_closed port=$p" "$work/bad.log" || fail "port $p not closed"; done
+grep -qE 'event=mempool_freed mbufs=([0-9]+) were_free=\1( |$)' "$work/bad.log" || fail "mbufs missing from the pool at exit"
+for f in a.sock b.sock; do [ ! -e "$work/$f" ] || fail "memif socket $f left behind"; done
 
 start_daemon "$work/server.yaml"
 for p in left right; do
