@@ -24,6 +24,18 @@ bool build_config(const EndpointOptions& e, config::Config* out, std::string* er
   config::Config cfg;
   if (!e.config_file.empty()) {
     if (!load_config_file(e.config_file, &cfg, err)) return false;
+    // One endpoint, one port: the one named (or the first); the others stay closed, so their
+    // devices remain free for whoever else uses the file (a daemon on the other ports).
+    const std::string want = e.config_port.empty() ? cfg.ports.front().name : e.config_port;
+    const auto it = std::find_if(cfg.ports.begin(), cfg.ports.end(),
+                                 [&](const config::PortConfig& p) { return p.name == want; });
+    if (it == cfg.ports.end()) {
+      std::string names;
+      for (const auto& p : cfg.ports) names += (names.empty() ? "" : ", ") + p.name;
+      *err = e.config_file + ": no port named '" + want + "' (its ports: " + names + ")";
+      return false;
+    }
+    cfg.ports = {*it};
     // Only virtual devices (net_memif, net_af_packet, ...): keep EAL's PCI scan off the
     // machine's own NICs, as the command-line endpoint does.
     bool vdevs_only = true;

@@ -36,7 +36,11 @@ void prepare(CLI::App& app) {
 void add_endpoint_options(CLI::App& app, EndpointOptions* e, bool native) {
   const std::string g = "Endpoint";
   app.add_option("--config", e->config_file,
-                 "YAML configuration (its first port; polls on eal.main_lcore unless --lcore-mode)")
+                 "YAML configuration (one port of it; polls on eal.main_lcore unless --lcore-mode)")
+      ->group(g);
+  app.add_option(
+         "--config-port", e->config_port,
+         "the port of --config to use, by name (default: its first; the others stay closed)")
       ->group(g);
   app.add_option("--port-devargs", e->devargs, "the port: a vdev, e.g. net_memif0,role=server,...")
       ->group(g);
@@ -140,6 +144,8 @@ int bad(const char* who, const std::string& why) {
 int endpoint_ready(EndpointOptions& e, const char* me, const char* prefix) {
   if (!endpoint_complete(e))
     return bad(me, "the endpoint needs --config FILE, or --port-devargs and --ip");
+  if (!e.config_port.empty() && e.config_file.empty())
+    return bad(me, "--config-port names a port of --config FILE");
   if (e.file_prefix.empty()) e.file_prefix = std::string(prefix) + "-" + std::to_string(getpid());
   return -1;
 }

@@ -25,6 +25,7 @@ const char* op_name(Op op);  // "write", "read", "send", "atomic"
 /// The endpoint: one port and one polling core, from a configuration file or the command line.
 struct EndpointOptions {
   std::string config_file;
+  std::string config_port;  ///< --config-port: which of the file's ports (empty: its first)
   std::string devargs;
   std::string ip_cidr;
   std::string ip6;  ///< the port's IPv6 address (ports[].ipv6); empty: none

@@ -8,7 +8,7 @@
 # rocedpctl picks one QP or engine row by port. After both clients disconnected and exited 0,
 # SIGTERM ends the daemon with status 0. First, the same daemon with a right port whose adapter
 # cannot open (more listeners than it may hold) must fail to start, naming the port, and close all
-# it opened.
+# it opened. Last, rocedp-perf with a file of both links runs on the one --config-port names.
 #   daemon_two_ports.sh PATH/TO/svc_client
 source "$(dirname "$0")/lib.sh"
 need_root
@@ -34,6 +34,7 @@ on_exit() {
   stop_clients
   # The clients' EAL runtime directories, also after a run that passed (pids is empty then).
   for n in "${names[@]}"; do rm -rf "/var/run/dpdk/$prefix-$n"; done
+  rm -rf "/var/run/dpdk/rdp-2p-perf-$$"  # rocedp-perf's (its prefix: 32 characters at most)
   if [ $rc -ne 0 ]; then
     for n in a b; do
       [ -f "$work/client-$n.log" ] || continue
@@ -203,6 +204,40 @@ done
 pids=()
 wait_for /rocedp/connections "d['count'] == 0"
 wait_for /rocedp/qps "d['count'] == 0"
+
+# rocedp-perf with one file for both links: --config-port picks the right one (the other port stays
+# closed); a name the file does not have is a usage error that lists the file's ports.
+cat > "$work/both.yaml" <<YAML
+eal: {lcores: [0, 1], main_lcore: 1, memory_mb: 256, file_prefix: rdp-2p-perf-$$, extra_args: ["--no-pci"]}
+ports:
+  - name: a
+    devargs: net_memif0,role=client,socket=$work/a.sock,socket-abstract=no
+    mac: "02:00:00:00:0a:02"
+    address: 198.18.10.2/24
+    neighbours: [{ip: 198.18.10.1, mac: "02:00:00:00:0a:01"}]
+  - name: b
+    devargs: net_memif1,role=client,socket=$work/b.sock,socket-abstract=no
+    mac: "02:00:00:00:0b:02"
+    address: 198.18.11.2/24
+    neighbours: [{ip: 198.18.11.1, mac: "02:00:00:00:0b:01"}]
+dataplane: {lcores: [0], mbuf_count: 8191}
+YAML
+perf=$bin_dir/rocedp-perf
+st=0
+"$perf" --config "$work/both.yaml" --config-port b --connect 198.18.11.1:7001 --timeout 40 \
+  write bw -s 4096 -n 64 --verify > "$work/perf.log" 2>&1 || st=$?
+[ "$st" -eq 0 ] || { cat "$work/perf.log" >&2; fail "rocedp-perf --config-port b: exit $st"; }
+grep -q "Connections     : 1 through the IB CM to 198.18.11.1:7001 (rocedpd memory service)" "$work/perf.log" ||
+  fail "rocedp-perf --config-port b: not through the right port's memory service"
+grep -q "verify: 64 messages of 4096 bytes checked byte for byte" "$work/perf.log" || fail "rocedp-perf --config-port b: verify"
+# Each port it opens warns once that its MAC is set in software (memif has none of its own).
+grep -q "event=port_mac_in_software port=b " "$work/perf.log" || fail "rocedp-perf --config-port b: port b not opened"
+grep -q "event=port_mac_in_software port=a " "$work/perf.log" && fail "rocedp-perf --config-port b opened port a too"
+st=0
+"$perf" --config "$work/both.yaml" --config-port c --connect 198.18.11.1:7001 write bw > "$work/perf-bad.log" 2>&1 || st=$?
+[ "$st" -eq 2 ] || fail "rocedp-perf --config-port c: exit $st, expected 2"
+grep -q "no port named 'c' (its ports: a, b)" "$work/perf-bad.log" || fail "rocedp-perf --config-port c: $(cat "$work/perf-bad.log")"
+wait_for /rocedp/connections "d['count'] == 0"
 
 stop_daemon TERM
 [ "$daemon_status" -eq 0 ] || fail "exit status $daemon_status after SIGTERM"

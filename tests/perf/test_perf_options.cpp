@@ -172,6 +172,18 @@ TEST(PerfOptions, ConnectAndListen) {
   ASSERT_EQ(parse(with_endpoint({"--listen", "9000"}), &l), -1);
   EXPECT_TRUE(l.listen);
   EXPECT_EQ(l.listen_port, 9000);
+  // One port of a file of several; a port name needs the file.
+  Options p;
+  ASSERT_EQ(parse({"--config", "both.yaml", "--config-port", "right", "--connect",
+                   "198.18.1.1:7000", "send", "lat"},
+                  &p),
+            -1);
+  EXPECT_EQ(p.endpoint.config_port, "right");
+  Options np;
+  EXPECT_EQ(parse({"--port-devargs", "net_ring0", "--ip", "198.18.0.1/24", "--config-port", "right",
+                   "--connect", "198.18.1.1:7000", "send", "lat"},
+                  &np),
+            2);
 }
 
 TEST(PerfOptions, HelpAndVersionExitZeroAndBadLinesExitTwo) {
