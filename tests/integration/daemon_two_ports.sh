@@ -69,21 +69,28 @@ listeners:
   - {port: right, nd_port: 7000, service: echo, message_bytes: 4096, queue_depth: 8}
   - {port: right, nd_port: 7001, service: memory, memory_bytes: 1048576}
 YAML
-# client_config NAME SOCKET OCTET: a memif client at 198.18.OCTET.2 polling on lcore 0.
-client_config() {
-  local mac=0$1
-  [ "$1" = a ] && mac=0a || mac=0b
-  cat > "$work/client-$1.yaml" <<YAML
-eal: {lcores: [0, 1], main_lcore: 1, memory_mb: 256, file_prefix: $prefix-$1, extra_args: ["--no-pci"]}
-ports:
-  - name: memif0
-    devargs: net_memif0,role=client,socket=$2,socket-abstract=no
+# client_port NAME DEVICE SOCKET OCTET: a memif client port at 198.18.OCTET.2 (OCTET 10: the left
+# link, 11: the right one).
+client_port() {
+  local mac=0a
+  [ "$4" = 11 ] && mac=0b
+  cat <<YAML
+  - name: $1
+    devargs: $2,role=client,socket=$3,socket-abstract=no
     mac: "02:00:00:00:$mac:02"
-    address: 198.18.$3.2/24
-    neighbours: [{ip: 198.18.$3.1, mac: "02:00:00:00:$mac:01"}]
-dataplane: {lcores: [0], mbuf_count: 8191, idle_sleep_us: 20}
-telemetry: {enabled: false}
+    address: 198.18.$4.2/24
+    neighbours: [{ip: 198.18.$4.1, mac: "02:00:00:00:$mac:01"}]
 YAML
+}
+# client_config NAME SOCKET OCTET: svc_client's configuration, polling on lcore 0.
+client_config() {
+  {
+    echo "eal: {lcores: [0, 1], main_lcore: 1, memory_mb: 256, file_prefix: $prefix-$1, extra_args: [\"--no-pci\"]}"
+    echo "ports:"
+    client_port memif0 net_memif0 "$2" "$3"
+    echo "dataplane: {lcores: [0], mbuf_count: 8191, idle_sleep_us: 20}"
+    echo "telemetry: {enabled: false}"
+  } > "$work/client-$1.yaml"
 }
 client_config a "$work/a.sock" 10
 client_config b "$work/b.sock" 11
@@ -207,21 +214,13 @@ wait_for /rocedp/qps "d['count'] == 0"
 
 # rocedp-perf with one file for both links: --config-port picks the right one (the other port stays
 # closed); a name the file does not have is a usage error that lists the file's ports.
-cat > "$work/both.yaml" <<YAML
-eal: {lcores: [0, 1], main_lcore: 1, memory_mb: 256, file_prefix: rdp-2p-perf-$$, extra_args: ["--no-pci"]}
-ports:
-  - name: a
-    devargs: net_memif0,role=client,socket=$work/a.sock,socket-abstract=no
-    mac: "02:00:00:00:0a:02"
-    address: 198.18.10.2/24
-    neighbours: [{ip: 198.18.10.1, mac: "02:00:00:00:0a:01"}]
-  - name: b
-    devargs: net_memif1,role=client,socket=$work/b.sock,socket-abstract=no
-    mac: "02:00:00:00:0b:02"
-    address: 198.18.11.2/24
-    neighbours: [{ip: 198.18.11.1, mac: "02:00:00:00:0b:01"}]
-dataplane: {lcores: [0], mbuf_count: 8191}
-YAML
+{
+  echo "eal: {lcores: [0, 1], main_lcore: 1, memory_mb: 256, file_prefix: rdp-2p-perf-$$, extra_args: [\"--no-pci\"]}"
+  echo "ports:"
+  client_port a net_memif0 "$work/a.sock" 10
+  client_port b net_memif1 "$work/b.sock" 11
+  echo "dataplane: {lcores: [0], mbuf_count: 8191}"
+} > "$work/both.yaml"
 perf=$bin_dir/rocedp-perf
 st=0
 "$perf" --config "$work/both.yaml" --config-port b --connect 198.18.11.1:7001 --timeout 40 \
