@@ -99,7 +99,7 @@ DropReason parse_plain_ipv4(Bytes frame, ParsedPacket& out, const ParseOptions& 
   f.udp = decode_udp(p + l4);
   if (f.udp.dst_port != kRoceV2UdpPort) return DropReason::kNotRoce;
   if (f.ip.flags_frag & kIpv4FlagMf) return DropReason::kIpFragment;
-  if (opts.verify_ip_checksum && ipv4_header_checksum(ip, kIpv4MinHdrLen) != f.ip.checksum)
+  if (opts.verify_ip_checksum && !ipv4_checksum_valid(ip, kIpv4MinHdrLen))
     return DropReason::kIpBadChecksum;
   if (f.udp.length != total - kIpv4MinHdrLen) return DropReason::kUdpBadLength;
   out.l3_offset = l3;
@@ -208,7 +208,7 @@ DropReason parse(Bytes frame, ParsedPacket& out, const ParseOptions& opts) {
   f.udp = decode_udp(p + l4);
   if (f.udp.dst_port != kRoceV2UdpPort) return DropReason::kNotRoce;
   if (ip.flags_frag() & kIpv4FlagMf) return DropReason::kIpFragment;
-  if (opts.verify_ip_checksum && ipv4_header_checksum(p + l3, ip_len) != ip.checksum())
+  if (opts.verify_ip_checksum && !ipv4_checksum_valid(p + l3, ip_len))
     return DropReason::kIpBadChecksum;
   if (f.udp.length != total - ip_len) return DropReason::kUdpBadLength;
   return parse_from_udp(frame, out, opts, l3, l4, total);  // BTH (IBTA §9.2) on

@@ -114,8 +114,7 @@ DropReason parse_rc_ordered(Bytes frame, RcRxPacket& out) {
   const std::uint8_t* udp = p + l4;
   if (load_be16(udp + udp_off::kDst) != kRoceV2UdpPort) return DropReason::kNotRoce;
   if (flags_frag & kIpv4FlagMf) return DropReason::kIpFragment;
-  if (ipv4_header_checksum(ip, kIpv4MinHdrLen) != load_be16(ip + ipv4_off::kChecksum))
-    return DropReason::kIpBadChecksum;
+  if (!ipv4_checksum_valid(ip, kIpv4MinHdrLen)) return DropReason::kIpBadChecksum;
   const std::size_t udp_len = load_be16(udp + udp_off::kLen);
   if (udp_len != total - kIpv4MinHdrLen) return DropReason::kUdpBadLength;
   const DropReason r =

@@ -92,15 +92,15 @@ inline constexpr std::array<FastOp, 256> kFastOps = [] {
   return t;
 }();
 
-// The IPv4 header (no options) carries the checksum parse() computes: the one's-complement sum
-// of all ten 16-bit words, checksum included, is 0xFFFF, i.e. the plain sum is a non-zero
-// multiple of 0xFFFF (never zero: the version byte is not), and the field is not 0xFFFF (parse()
-// computes ~sum, which is never 0xFFFF then). Words are summed as host-order 32-bit loads: a
-// byte swap multiplies the sum by 256 modulo 0xFFFF, which keeps it a multiple.
+// The IPv4 header (no options) passes RFC 1071's check (ipv4_checksum_valid, as parse() applies
+// it): the one's-complement sum of all ten 16-bit words, checksum included, is 0xFFFF, i.e. the
+// plain sum is a non-zero multiple of 0xFFFF (never zero: the version byte is not). A field of
+// 0xFFFF for a computed 0x0000 passes, as it must. Words are summed as host-order 32-bit loads:
+// a byte swap multiplies the sum by 256 modulo 0xFFFF, which keeps it a multiple.
 inline bool ipv4_checksum_ok(const std::uint8_t* ip) {
   const std::uint64_t sum = std::uint64_t{load_le32(ip)} + load_le32(ip + 4) + load_le32(ip + 8) +
                             load_le32(ip + 12) + load_le32(ip + 16);
-  return sum % 0xFFFF == 0 && load_be16(ip + ipv4_off::kChecksum) != 0xFFFF;
+  return sum % 0xFFFF == 0;
 }
 }  // namespace rc_rx_detail
 

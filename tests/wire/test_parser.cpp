@@ -263,6 +263,12 @@ TEST(Parser, IpHeaderDefects) {
   auto csum = good;
   csum[kEthHdrLen + 10] ^= 0x40;
   EXPECT_EQ(parse_exact(csum), DropReason::kIpBadChecksum);
+  // A checksum that computes to 0x0000 may arrive as 0xFFFF (-0: RFC 1071's sum is the same), as
+  // Linux's nftables writes it after rewriting the ToS; 0x0001 is wrong.
+  ASSERT_EQ(ipv4_header_checksum(test::with_zero_checksum(good, 0).data() + kEthHdrLen, 20), 0);
+  EXPECT_EQ(parse_exact(test::with_zero_checksum(good, 0x0000)), DropReason::kNone);
+  EXPECT_EQ(parse_exact(test::with_zero_checksum(good, 0xFFFF)), DropReason::kNone);
+  EXPECT_EQ(parse_exact(test::with_zero_checksum(good, 0x0001)), DropReason::kIpBadChecksum);
   ParsedPacket p;
   ParseOptions no_csum;
   no_csum.verify_ip_checksum = false;

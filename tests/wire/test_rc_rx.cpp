@@ -137,6 +137,10 @@ TEST(RcRx, MalformedFramesGetTheGeneralParsersReason) {
   forge(fr.size() - 2, 0x00, false);         // ICRC
   forge(fr.size() - 20, 0x00, false);        // payload byte: ICRC
   for (const auto& b : bad) check_same(b);
+  // An IPv4 checksum of 0x0000 written as 0xFFFF (-0) is valid for both parsers; 0xFFFE is not.
+  EXPECT_EQ(check_same(test::with_zero_checksum(fr, 0xFFFF)), DropReason::kNone);
+  EXPECT_EQ(check_same(test::with_zero_checksum(fr, 0x0000)), DropReason::kNone);
+  EXPECT_EQ(check_same(test::with_zero_checksum(fr, 0xFFFE)), DropReason::kIpBadChecksum);
   // IPv6: each malformation of its header and UDP's (the ICRC resealed where the check after it
   // is the one meant).
   auto fr6 = sample(opcode::kRcWriteOnly, 64, rng, false, true);

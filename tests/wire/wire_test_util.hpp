@@ -100,4 +100,19 @@ inline void reseal(std::vector<std::uint8_t>& fr) {
   store_le32(fr.data() + l3_end - kIcrcLen, icrc_compute(l3));
 }
 
+// The frame again (untagged, no IP options) with the IP identification chosen so that its header
+// checksum computes to 0x0000, the ICRC resealed, and the field holding `field` (0xFFFF: the same
+// checksum as -0, as Linux's nftables writes it after `ip ecn set ce`).
+inline std::vector<std::uint8_t> with_zero_checksum(std::vector<std::uint8_t> fr,
+                                                    std::uint16_t field) {
+  std::uint8_t* ip = fr.data() + kEthHdrLen;
+  for (std::uint32_t id = 0; id <= 0xFFFF; ++id) {
+    store_be16(ip + ipv4_off::kId, static_cast<std::uint16_t>(id));
+    if (ipv4_header_checksum(ip, kIpv4MinHdrLen) == 0) break;
+  }
+  reseal(fr);  // the ICRC covers the identification (and masks the checksum)
+  store_be16(ip + ipv4_off::kChecksum, field);
+  return fr;
+}
+
 }  // namespace rocedp::wire::test
