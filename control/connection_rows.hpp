@@ -24,6 +24,18 @@ struct ConnectionRow {
   std::string port;     // the port of its adapter (config ports[].name)
 };
 
+/// One listening service of the daemon (control/services.hpp): its connections since it started,
+/// by outcome, and the echo's traffic (closed connections' and open ones').
+struct ServiceRow {
+  std::string port;  // config ports[].name
+  uint16_t nd_port = 0;
+  uint64_t accepted = 0;  // Accept completed
+  uint64_t rejected = 0;  // REJ sent: over max_connections, or the service stopping
+  uint64_t failed = 0;    // its CQ, QP, buffers or Accept could not be made, or its QP failed
+  uint64_t closed = 0;    // closed again, accepted or failed
+  uint64_t echo_messages = 0, echo_bytes = 0;
+};
+
 /// One RC queue pair, read on its owning core (dataplane/qp_row.hpp).
 using QpRow = dataplane::QpRow;
 /// One core's RC engine counters, read on that core (dataplane/engine_row.hpp).

@@ -98,7 +98,8 @@ struct Snapshot {
   uint32_t mbufs_available = 0;
   std::vector<ConnectionRow> connections;  // from snapshot parts (the runtime's adapter)
   std::vector<QpRow> qps;
-  std::vector<EngineRow> engines;  // the RC engine of each core (same snapshot part as qps)
+  std::vector<EngineRow> engines;    // the RC engine of each core (same snapshot part as qps)
+  std::vector<ServiceRow> services;  // the daemon's listening services (same part)
 };
 
 class ControlThread {

@@ -62,26 +62,32 @@ std::unique_ptr<DaemonConnections> DaemonConnections::attach_st(Adapter& adapter
   ControlThread::SnapshotPart part;
   auto rows = d->rows_;
   DaemonConnections* self = d.get();
-  part.collect = [a, self, rows, port_name](std::function<void(bool)> done) {
+  auto services = d->service_rows_;
+  part.collect = [a, self, rows, services, port_name](std::function<void(bool)> done) {
     Services* svc = self->services_.get();
+    // The services' counts now, on the control thread that owns them; published with the rows.
+    std::vector<ServiceRow> counts = svc != nullptr ? svc->rows() : std::vector<ServiceRow>{};
     collect_connection_snapshot(
         *a,
         [svc](const Connector* c) { return svc != nullptr ? svc->service_of(c) : std::string(); },
-        [rows, port_name, done = std::move(done)](bool ok, ConnectionSnapshot snap) {
+        [rows, services, counts = std::move(counts), port_name, done = std::move(done)](
+            bool ok, ConnectionSnapshot snap) mutable {
           if (ok) {
             for (auto& r : snap.connections) r.port = port_name;
             for (auto& r : snap.qps) r.port = port_name;
             for (auto& r : snap.engines) r.port = port_name;
             *rows = std::move(snap);
+            *services = std::move(counts);
           }
           done(ok);
         });
   };
   // Each port's adapter adds its rows (the snapshot starts empty every round).
-  part.fill = [rows](Snapshot& s) {
+  part.fill = [rows, services](Snapshot& s) {
     s.connections.insert(s.connections.end(), rows->connections.begin(), rows->connections.end());
     s.qps.insert(s.qps.end(), rows->qps.begin(), rows->qps.end());
     s.engines.insert(s.engines.end(), rows->engines.begin(), rows->engines.end());
+    s.services.insert(s.services.end(), services->begin(), services->end());
   };
   d->snapshot_part_ = control.add_snapshot_part_st(std::move(part));
   pmd::log(LogLevel::kInfo, "connection_manager_attached",

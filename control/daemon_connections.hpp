@@ -65,6 +65,9 @@ class DaemonConnections {
   bool attached_ = false;
   // The rows of the last complete collection (connection_telemetry.hpp).
   std::shared_ptr<ConnectionSnapshot> rows_ = std::make_shared<ConnectionSnapshot>();
+  // The services' counts of the same collection.
+  std::shared_ptr<std::vector<ServiceRow>> service_rows_ =
+      std::make_shared<std::vector<ServiceRow>>();
 };
 
 }  // namespace rocedp::control

@@ -31,6 +31,7 @@ struct Services::Listening {
   std::unique_ptr<uint8_t[]> region;  // memory service
   Mr* mr = nullptr;
   uint32_t connections = 0;
+  ServiceRow counts;  // port, nd_port and the outcomes of its connections (rows())
   bool echo() const { return cfg.service == config::ListenerConfig::Service::kEcho; }
 };
 
@@ -151,7 +152,7 @@ void Services::on_connect_event(void* context, NdkConnector* nc) {
     // NdkReject: REJ reason 28 (consumer defined); the connector is ours to close.
     connector->reject(nullptr, 0);
     connector->close(nullptr, nullptr);
-    ++self.counters_.connections_rejected;
+    ++l->counts.rejected;
     return;
   }
   auto owned = std::make_unique<Conn>();
@@ -166,6 +167,7 @@ void Services::on_connect_event(void* context, NdkConnector* nc) {
 
   const uint32_t depth = l->cfg.queue_depth;
   NTSTATUS st = STATUS_SUCCESS;
+  const char* step = "buffers";
   if (l->echo()) {
     const uint64_t bytes = uint64_t{depth} * l->cfg.message_bytes;
     c->buf.reset(new (std::nothrow) uint8_t[bytes]);
@@ -179,6 +181,7 @@ void Services::on_connect_event(void* context, NdkConnector* nc) {
     // Echo: room for every receive and every echo SEND; memory: remote operations produce no
     // completion here.
     const uint32_t cq_depth = l->echo() ? 2 * depth : 4;
+    step = "cq";
     c->creating = true;
     st = self.adapter_.create_cq(cq_depth, &Services::on_cq_notify, c, c->core,
                                  &Services::on_cq_created, c, &cq);
@@ -189,10 +192,18 @@ void Services::on_connect_event(void* context, NdkConnector* nc) {
     if (st == STATUS_PENDING) return;
     c->creating = false;
   }
+  self.fail_setup(c, step, st);
+}
+
+// A connection whose set-up failed at `step`: logged, counted, closed (the client gets a REJ).
+void Services::fail_setup(Conn* c, const char* step, NTSTATUS st) {
   pmd::log(LogLevel::kWarning, "service_setup_failed",
-           {{"step", "cq"}, {"status", std::string(status_name(st))}});
-  ++self.counters_.connections_failed;
-  self.teardown(c);
+           {{"service", std::string(config::to_string(c->svc->cfg.service))},
+            {"nd_port", std::to_string(c->svc->cfg.nd_port)},
+            {"step", step},
+            {"status", std::string(status_name(st))}});
+  ++c->svc->counts.failed;
+  teardown(c);
 }
 
 void Services::on_cq_created(void* context, NTSTATUS status, NdkObjectHeader* object) {
@@ -205,8 +216,7 @@ void Services::on_cq_created(void* context, NTSTATUS status, NdkObjectHeader* ob
     return;
   }
   if (status != STATUS_SUCCESS) {
-    ++self.counters_.connections_failed;
-    self.teardown(c);
+    self.fail_setup(c, "cq", status);
     return;
   }
   const bool echo = c->svc->echo();
@@ -219,8 +229,7 @@ void Services::on_cq_created(void* context, NTSTATUS status, NdkObjectHeader* ob
     on_qp_created(c, STATUS_SUCCESS, &qp->header);
   } else if (st != STATUS_PENDING) {
     c->creating = false;
-    ++self.counters_.connections_failed;
-    self.teardown(c);
+    self.fail_setup(c, "qp", st);
   }
 }
 
@@ -234,8 +243,7 @@ void Services::on_qp_created(void* context, NTSTATUS status, NdkObjectHeader* ob
     return;
   }
   if (status != STATUS_SUCCESS) {
-    ++self.counters_.connections_failed;
-    self.teardown(c);
+    self.fail_setup(c, "qp", status);
     return;
   }
   self.accept(c);
@@ -269,10 +277,7 @@ void Services::accept(Conn* c) {
     st = c->connector->accept_ex(c->qp, irl, 0, pd_len != 0 ? pd : nullptr, pd_len,
                                  &Services::on_disconnected, c, &Services::on_accepted, c);
   if (st != STATUS_PENDING && st != STATUS_SUCCESS) {
-    pmd::log(LogLevel::kWarning, "service_accept_failed",
-             {{"status", std::string(status_name(st))}});
-    ++counters_.connections_failed;
-    teardown(c);
+    fail_setup(c, "accept", st);
     return;
   }
   if (st == STATUS_SUCCESS) on_accepted(c, STATUS_SUCCESS);
@@ -282,14 +287,13 @@ void Services::on_accepted(void* context, NTSTATUS status) {
   auto* c = static_cast<Conn*>(context);
   Services& self = *c->owner;
   if (status != STATUS_SUCCESS) {
-    ++self.counters_.connections_failed;
-    self.teardown(c);
+    self.fail_setup(c, "accept", status);  // also a client that went away before the RTU
     return;
   }
   c->established = true;
   c->post_receives_at =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(c->svc->cfg.receive_delay_ms);
-  ++self.counters_.connections_accepted;
+  ++c->svc->counts.accepted;
   NdkSockAddr peer;
   uint32_t size = sizeof(peer);
   c->connector->get_peer_address(&peer, &size);
@@ -352,9 +356,9 @@ void Services::close_next(Conn* c) {
     c->closing_obj = false;
   }
   --c->svc->connections;
-  ++counters_.connections_closed;
-  counters_.echo_messages += c->echo_messages.load(std::memory_order_relaxed);
-  counters_.echo_bytes += c->echo_bytes.load(std::memory_order_relaxed);
+  ++c->svc->counts.closed;
+  c->svc->counts.echo_messages += c->echo_messages.load(std::memory_order_relaxed);
+  c->svc->counts.echo_bytes += c->echo_bytes.load(std::memory_order_relaxed);
   conns_.erase(c);  // frees c
   maybe_finish_stop();
 }
@@ -419,11 +423,19 @@ void Services::maybe_finish_stop() {
 
 // ---- echo data path ---------------------------------------------------------------------------
 
-ServiceCounters Services::counters() const {
-  ServiceCounters out = counters_;
+std::vector<ServiceRow> Services::rows() const {
+  std::vector<ServiceRow> out;
+  for (const auto& l : listening_) {
+    out.push_back(l->counts);
+    out.back().port = l->cfg.port;
+    out.back().nd_port = l->cfg.nd_port;
+  }
   for (const auto& [c, owned] : conns_) {
-    out.echo_messages += c->echo_messages.load(std::memory_order_relaxed);
-    out.echo_bytes += c->echo_bytes.load(std::memory_order_relaxed);
+    for (size_t i = 0; i < listening_.size(); ++i) {
+      if (listening_[i].get() != c->svc) continue;
+      out[i].echo_messages += c->echo_messages.load(std::memory_order_relaxed);
+      out[i].echo_bytes += c->echo_bytes.load(std::memory_order_relaxed);
+    }
   }
   return out;
 }
@@ -488,7 +500,7 @@ unsigned Services::poll() {
   for (Conn* c : failed) {
     pmd::log(LogLevel::kWarning, "service_connection_failed",
              {{"qpn", c->qp ? std::to_string(c->qp->qpn()) : "?"}});
-    ++counters_.connections_failed;
+    ++c->svc->counts.failed;
     teardown(c);
   }
   return work + static_cast<unsigned>(failed.size());

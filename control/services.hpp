@@ -41,20 +41,13 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "control/connection_rows.hpp"
 #include "rocedp/adapter.hpp"
 #include "rocedp/connector.hpp"
 #include "rocedp/memory_service.hpp"
 #include "rocedp/status.hpp"
 
 namespace rocedp::control {
-
-struct ServiceCounters {
-  uint64_t connections_accepted = 0;  ///< Accept completed SUCCESS
-  uint64_t connections_rejected = 0;  ///< over max_connections, stopping, or resources
-  uint64_t connections_failed = 0;    ///< setup or Accept failed
-  uint64_t connections_closed = 0;
-  uint64_t echo_messages = 0, echo_bytes = 0;
-};
 
 class Services {
  public:
@@ -81,9 +74,9 @@ class Services {
 
   /// Control thread: "echo" / "memory" for a connector a listener of ours handed out, else "".
   std::string service_of(const Connector* c) const;
-  /// Control thread. The echo counts include the open connections' (read from the cores'
-  /// relaxed counters).
-  ServiceCounters counters() const;
+  /// Control thread: one row per listening service, in configuration order (the echo counts
+  /// include the open connections', read from the cores' relaxed counters).
+  std::vector<ServiceRow> rows() const;
   size_t open_connections() const { return conns_.size(); }
 
   struct Listening;
@@ -104,6 +97,7 @@ class Services {
   static void on_cq_closed(void* context);
   void accept(Conn* c);
   void teardown(Conn* c);
+  void fail_setup(Conn* c, const char* step, NTSTATUS st);
   void close_next(Conn* c);
   void maybe_finish_stop();
   static void on_cq_notify(void* context, NTSTATUS status);
@@ -120,7 +114,6 @@ class Services {
   bool stopping_ = false;
   std::atomic<bool> stopped_{false};
   uint32_t regions_closing_ = 0;  ///< listener regions whose MR close is pending
-  ServiceCounters counters_;
 };
 
 }  // namespace rocedp::control

@@ -517,6 +517,20 @@ int telemetry_format_listeners(const Snapshot& s, const DaemonInfo& info, rte_te
       n += !c.active && c.local_port == l.nd_port && c.port == l.port ? 1 : 0;
     return n;
   });
+  // The outcomes of each service's connections since it started (0 before its first round).
+  auto count = [&s](uint64_t ServiceRow::*field) {
+    return [&s, field](const L& l) -> uint64_t {
+      for (const auto& r : s.services)
+        if (r.port == l.port && r.nd_port == l.nd_port) return r.*field;
+      return 0;
+    };
+  };
+  add_u64_column(d, "accepted", info.listeners, count(&ServiceRow::accepted));
+  add_u64_column(d, "rejected", info.listeners, count(&ServiceRow::rejected));
+  add_u64_column(d, "failed", info.listeners, count(&ServiceRow::failed));
+  add_u64_column(d, "closed", info.listeners, count(&ServiceRow::closed));
+  add_u64_column(d, "echo_messages", info.listeners, count(&ServiceRow::echo_messages));
+  add_u64_column(d, "echo_bytes", info.listeners, count(&ServiceRow::echo_bytes));
   return 0;
 }
 
@@ -557,7 +571,7 @@ bool telemetry_install(SnapshotSource source, std::string* error) {
        "Queue pairs: QPN, core, state, peer QPN, SQ/RQ depth in use, PSNs, retries. Parameter: "
        "QPN[,port]"},
       {"/rocedp/listeners", cmd_listeners,
-       "Listeners: port, ND port, service, max and open connections"},
+       "Listeners: port, ND port, service, max and open connections, outcomes, echo traffic"},
       {"/rocedp/status", cmd_status,
        "Daemon: program, version, pid, state, uptime, config, counts"},
   };

@@ -3,7 +3,9 @@
 # EAL and runtime) in a second process: the client connects through the IB CM to both services
 # and checks the bytes (echo byte-exact; WRITE then READ back through the memory region); while
 # it holds both connections the daemon's telemetry shows them (/rocedp/connections, /rocedp/qps);
-# after the client disconnected and exited 0, SIGTERM ends the daemon with status 0.
+# after the client disconnected and exited 0, /rocedp/listeners counts what happened to each
+# connection: accepted and closed, then rejected (over max_connections) and failed (no QP left:
+# limits.max_qps) for two rocedp-perf clients. SIGTERM ends the daemon with status 0.
 #   daemon_services.sh PATH/TO/svc_client
 source "$(dirname "$0")/lib.sh"
 need_root
@@ -45,8 +47,9 @@ ports:
     neighbours: [{ip: 198.18.1.2, mac: "02:00:00:00:01:02"}]
 dataplane: {lcores: [1], mbuf_count: 8191}
 telemetry: {stats_interval_ms: 20}
+limits: {max_qps: 2}
 listeners:
-  - {port: memif0, nd_port: 7000, service: echo, message_bytes: 4096, queue_depth: 16}
+  - {port: memif0, nd_port: 7000, service: echo, message_bytes: 4096, queue_depth: 16, max_connections: 1}
   - {port: memif0, nd_port: 7001, service: memory, memory_bytes: 1048576}
 YAML
 # The client polls on lcore 0 and runs main() on lcore 1, so the two processes' polling cores
@@ -112,6 +115,30 @@ client_pid=
 grep -q "^PASS" "$work/client.log" || fail "svc_client did not pass"
 wait_for /rocedp/connections "d['count'] == 0"
 wait_for /rocedp/qps "d['count'] == 0"
+wait_for /rocedp/listeners "d['accepted'] == [1, 1] and d['closed'] == [1, 1] and d['rejected'] == [0, 0] and d['failed'] == [0, 0] and d['echo_messages'][0] >= 1 and d['echo_bytes'][0] >= 4096 and d['echo_messages'][1] == 0"
+
+# Connections the services cannot take, as /rocedp/listeners counts them: a second echo
+# connection is over the listener's max_connections (1), so rejected; a third memory connection
+# finds no QP left (limits.max_qps: 2), so its set-up fails (logged with its step) and the client
+# gets a REJ. Each rocedp-perf client exits 1 (it connects its QPs together and closes the others
+# when one is refused, so their accepts may fail too); nothing stays open.
+perf=$bin_dir/rocedp-perf
+sed -e "s/file_prefix: $client_prefix/file_prefix: $client_prefix-p/" "$work/client.yaml" > "$work/perf.yaml"
+client_prefix=$client_prefix-p  # stop_client removes its runtime directory
+for t in "7000 send bw -s 64 -n 10 -q 2" "7001 write bw -s 4096 -n 10 -q 3"; do
+  # shellcheck disable=SC2086
+  set -- $t
+  port=$1
+  shift
+  st=0
+  "$perf" --config "$work/perf.yaml" --connect "198.18.1.1:$port" --timeout 30 "$@" > "$work/perf-$port.log" 2>&1 || st=$?
+  [ "$st" -eq 1 ] || { cat "$work/perf-$port.log" >&2; fail "rocedp-perf -> :$port $*: exit $st, expected 1"; }
+  rm -rf "/var/run/dpdk/$client_prefix"
+done
+wait_for /rocedp/connections "d['count'] == 0"
+wait_for /rocedp/listeners "d['connections'] == [0, 0] and d['rejected'][0] >= 1 and d['rejected'][1] == 0 and d['failed'][1] >= 1 and all(c >= a >= 1 for c, a in zip(d['closed'], d['accepted']))"
+grep -q "event=service_setup_failed service=memory nd_port=7001 step=qp status=STATUS_INSUFFICIENT_RESOURCES" "$work/daemon.log" ||
+  fail "the memory connection's failed set-up was not logged with its step"
 
 stop_daemon TERM
 [ "$daemon_status" -eq 0 ] || fail "exit status $daemon_status after SIGTERM"
