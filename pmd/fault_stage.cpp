@@ -95,7 +95,12 @@ void FaultStage::mark_ce(rte_mbuf* m) {
   sum += new_word;
   sum = (sum & 0xFFFF) + (sum >> 16);
   sum = (sum & 0xFFFF) + (sum >> 16);
-  ip->hdr_checksum = rte_cpu_to_be_16(static_cast<uint16_t>(~sum));
+  // A result of 0x0000 is written as 0xFFFF (-0), as Linux's nftables does when a switch sets CE
+  // (nft_payload.c: CSUM_MANGLED_0). Receivers must take it (RFC 1071's check), so every test
+  // that marks CE sends some, as a real path would.
+  uint16_t hc = static_cast<uint16_t>(~sum);
+  if (hc == 0) hc = 0xFFFF;
+  ip->hdr_checksum = rte_cpu_to_be_16(hc);
   bump(counters_.ce_marked);
 }
 

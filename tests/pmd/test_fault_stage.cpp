@@ -212,6 +212,39 @@ TEST(FaultStage, CeMarkingMarksOnlyEcnCapableIpv4FramesAndKeepsTheChecksumValid)
   rte_pktmbuf_free(held);
 }
 
+// Marking CE where the new checksum computes to 0x0000 writes 0xFFFF, as Linux's nftables does
+// (-0: the same sum, which receivers take; test_parser and test_rc_rx take it).
+TEST(FaultStage, CeMarkingWritesAZeroChecksumAsLinuxDoes) {
+  PoolLeakCheck leaks;
+  config::FaultConfig c;
+  c.ce_pct = 100;
+  FaultStage s = make_stage(c);
+  // ECT(0) with the identification chosen so that the checksum is 0x0001 before marking: CE adds
+  // 1 to the ToS word, so it computes to 0x0000 after.
+  std::vector<uint8_t> in;
+  for (uint32_t id = 0; id <= 0xFFFF; ++id) {
+    in = ipv4_frame(0x02);
+    in[18] = static_cast<uint8_t>(id >> 8);
+    in[19] = static_cast<uint8_t>(id);
+    uint32_t sum = 0;
+    for (size_t i = 14; i < 34; i += 2) sum += i == 24 ? 0 : (in[i] << 8) | in[i + 1];
+    sum = (sum & 0xFFFF) + (sum >> 16);
+    sum = (sum & 0xFFFF) + (sum >> 16);
+    if (static_cast<uint16_t>(~sum) == 0x0001) break;
+  }
+  in[24] = 0x00;
+  in[25] = 0x01;
+  ASSERT_TRUE(ipv4_checksum_ok(in));
+  rte_mbuf* m = to_mbuf(in);
+  s.push(&m, 1, 0);
+  auto out = pop_all(s, 0);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0][15], 0x03);
+  EXPECT_EQ(out[0][24], 0xFF);
+  EXPECT_EQ(out[0][25], 0xFF);
+  EXPECT_TRUE(ipv4_checksum_ok(out[0]));
+}
+
 TEST(FaultStage, ReorderPermutesWithinEachWindowOnly) {
   PoolLeakCheck leaks;
   config::FaultConfig c;
