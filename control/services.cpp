@@ -31,7 +31,7 @@ struct Services::Listening {
   std::unique_ptr<uint8_t[]> region;  // memory service
   Mr* mr = nullptr;
   uint32_t connections = 0;
-  ServiceRow counts;  // port, nd_port and the outcomes of its connections (rows())
+  ServiceRow counts;  // its port and nd_port, the outcomes of its connections (rows())
   bool echo() const { return cfg.service == config::ListenerConfig::Service::kEcho; }
 };
 
@@ -93,6 +93,8 @@ NTSTATUS Services::start(Adapter& adapter, const std::vector<config::ListenerCon
     auto l = std::make_unique<Listening>();
     l->owner = s.get();
     l->cfg = cfg;
+    l->counts.port = cfg.port;
+    l->counts.nd_port = cfg.nd_port;
     const std::string what = std::string(config::to_string(cfg.service)) + " listener on nd_port " +
                              std::to_string(cfg.nd_port);
     if (!l->echo()) {
@@ -425,17 +427,13 @@ void Services::maybe_finish_stop() {
 
 std::vector<ServiceRow> Services::rows() const {
   std::vector<ServiceRow> out;
-  for (const auto& l : listening_) {
-    out.push_back(l->counts);
-    out.back().port = l->cfg.port;
-    out.back().nd_port = l->cfg.nd_port;
-  }
+  for (const auto& l : listening_) out.push_back(l->counts);
   for (const auto& [c, owned] : conns_) {
-    for (size_t i = 0; i < listening_.size(); ++i) {
-      if (listening_[i].get() != c->svc) continue;
-      out[i].echo_messages += c->echo_messages.load(std::memory_order_relaxed);
-      out[i].echo_bytes += c->echo_bytes.load(std::memory_order_relaxed);
-    }
+    const auto at = std::find_if(listening_.begin(), listening_.end(),
+                                 [c = c](const auto& l) { return l.get() == c->svc; });
+    ServiceRow& r = out[static_cast<size_t>(at - listening_.begin())];
+    r.echo_messages += c->echo_messages.load(std::memory_order_relaxed);
+    r.echo_bytes += c->echo_bytes.load(std::memory_order_relaxed);
   }
   return out;
 }

@@ -91,14 +91,16 @@ inline std::uint16_t ipv4_header_checksum(const std::uint8_t* hdr, std::size_t l
 }
 
 /// RFC 1071's check of a received header: the one's-complement sum of all its words, checksum
-/// included, is 0xFFFF. So a field of 0xFFFF stands for a computed 0x0000 too (-0 for +0, RFC
-/// 1624): what an incremental update leaves when the checksum comes out zero. Linux's nftables
-/// writes it so on purpose (nft_csum_replace: CSUM_MANGLED_0), e.g. for `ip ecn set ce` on a
-/// switch, and Linux receives it; rejecting it drops one frame in 65,536 of such a path.
+/// included, is 0xFFFF (the sum of the others, ~ipv4_header_checksum, plus the field). So a field
+/// of 0xFFFF stands for a computed 0x0000 too (-0 for +0, RFC 1624): what an incremental update
+/// leaves when the checksum comes out zero. Linux's nftables writes it so on purpose
+/// (nft_csum_replace: CSUM_MANGLED_0), e.g. for `ip ecn set ce` on a switch, and Linux receives
+/// it; comparing the field with the computed value dropped one frame in 65,536 of such a path.
 inline bool ipv4_checksum_valid(const std::uint8_t* hdr, std::size_t len) {
-  const std::uint16_t want = ipv4_header_checksum(hdr, len);
-  const std::uint16_t field = load_be16(hdr + ipv4_off::kChecksum);
-  return field == want || (want == 0 && field == 0xFFFF);
+  std::uint32_t sum = std::uint32_t{static_cast<std::uint16_t>(~ipv4_header_checksum(hdr, len))} +
+                      load_be16(hdr + ipv4_off::kChecksum);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  return sum == 0xFFFF;
 }
 
 /// ECN codepoints (RFC 3168): the low two bits of the ToS.
