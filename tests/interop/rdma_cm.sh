@@ -351,8 +351,14 @@ if [ "$mtu" = 1500 ]; then
   # tos-lc: perftest's two connections, its control connection unmarked and its data connection
   # asked for ToS 96 (DSCP 24): rocedp's frames to each of Linux's QPs carry that QP's REQ's
   # traffic class, and Linux marks its data QP's frames.
-  reqs=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-tos-lc.pcap" -d udp.port==4791,infiniband -Y "infiniband.cm.req.localqpn" \
-    -T fields -E separator=: -e infiniband.cm.req.localqpn -e infiniband.cm.req.prim_tfcclass 2>/dev/null | sort -u)
+  # Only the REQs rocedp answered with a REP: the guest's loop tries again when its first REQ
+  # comes before rocedp-perf listens, and that one's REJ (no listener) leaves a QP with no data.
+  reqs=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-tos-lc.pcap" -d udp.port==4791,infiniband \
+    -Y "infiniband.mad.attributeid == 0x0010 || infiniband.mad.attributeid == 0x0012 || infiniband.mad.attributeid == 0x0013" \
+    -T fields -e ip.src -e infiniband.mad.attributeid -e infiniband.cm.req.localqpn -e infiniband.cm.req.prim_tfcclass 2>/dev/null |
+    awk -v perf="$perf" '$2 == "0x0010" {req = $3 ":" $4}
+      $1 == perf && $2 == "0x0013" && req != "" {print req; req = ""}
+      $1 == perf && $2 == "0x0012" {req = ""}' | sort -u)
   flows=$(dscp_of tos-lc qpn)
   grep -q ":0x60$" <<<"$reqs" || iop_fail "tos-lc: no REQ of Linux's with traffic class 96 ($reqs)"
   while IFS=: read -r qpn tc; do
