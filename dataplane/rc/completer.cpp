@@ -177,6 +177,10 @@ void window_on_loss(QueuePair& qp, uint32_t psn) {
     // resend the window for what may be late ACKs (F-RTO, RFC 5682, waits for the next ACK
     // in the same way): lost, it is answered at once; arrived, it is a duplicate.
     requester_go_back_st(qp, ctx, new_unacked);
+  } else if (psn_lt(new_unacked, qp.req.cur.psn)) {
+    // A READ probe's responses, still coming (a one-packet probe's answer reaches the cursor at
+    // once): its answer is the last one, which reaches the cursor.
+    return;
   } else {
     // The probe's answer. Sent after every outstanding packet, it was answered after them:
     // what it does not cover was lost (the responder dropped what followed the gap), so go
@@ -369,8 +373,14 @@ void handle_aeth(QueuePair& qp, RcContext& ctx, uint32_t psn, uint8_t syndrome, 
   }
 }
 
+// response_target's answer for a response past an unfinished READ/atomic, handled there.
+constexpr int kPastALostResponse = -2;
+
 // The READ/atomic WQE a response at `psn` belongs to; SEND/WRITEs before it are implicitly
-// acknowledged (IBTA §9.7.5.2.1). -1 if the response matches nothing.
+// acknowledged (IBTA §9.7.5.2.1). -1 if the response matches nothing; kPastALostResponse if it
+// belongs past the first unfinished READ/atomic, whose response was then lost (the responder
+// answers in PSN order): confirmed up to it and asked again at once, as an ACK past it is
+// (ack_through; rxe's check_psn retries too), not left to the timeout.
 int response_target(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns) {
   const uint32_t lim = started_limit(qp);
   uint32_t i = scan_start(qp, lim);
@@ -387,7 +397,14 @@ int response_target(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns
       }
       return -1;
     }
-    return psn_le(m.first_psn, psn) && psn_le(psn, m.last_psn) ? static_cast<int>(i) : -1;
+    if (psn_lt(m.last_psn, psn)) {
+      const uint32_t resume =
+          qp.sq_at(i).opcode == SendOpcode::kRead ? read_resume_psn(m, qp.path_mtu()) : m.first_psn;
+      advance(qp, ctx, resume, now_ns);
+      go_back(qp, ctx, resume);
+      return kPastALostResponse;
+    }
+    return psn_le(m.first_psn, psn) ? static_cast<int>(i) : -1;
   }
   scan_stopped_at(qp, i);
   return -1;
@@ -410,6 +427,7 @@ int response_target_fast(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t n
                                             const wire::RcRxPacket& pkt, uint64_t now_ns) {
   const uint32_t psn = pkt.psn;
   const int idx = response_target_fast(qp, ctx, psn, now_ns);
+  if (idx == kPastALostResponse) return;
   if (idx < 0 || qp.sq_at(static_cast<uint32_t>(idx)).opcode != SendOpcode::kRead) {
     ctx.counters->add(RcCounter::kRxGhostResponse);
     return;
@@ -456,6 +474,7 @@ int response_target_fast(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t n
                                          uint64_t now_ns) {
   const uint32_t psn = pkt.psn;
   const int idx = response_target(qp, ctx, psn, now_ns);
+  if (idx == kPastALostResponse) return;
   if (idx < 0) {
     ctx.counters->add(RcCounter::kRxGhostResponse);
     return;
@@ -529,9 +548,14 @@ void completer_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket&
     return;
   }
   const uint32_t psn = pkt.psn;
-  // A response for a PSN never sent is a ghost (IBTA §9.7.5.2.x: silently dropped).
+  // A response for a PSN never sent is a ghost (IBTA §9.7.5.2.x: silently dropped), and so is one
+  // far older than anything outstanding. What is outstanding is measured from the oldest
+  // unacknowledged PSN, not from the last one sent: one READ reserves a PSN per response packet,
+  // far more than the window (a 64 MiB READ at MTU 1024: 65,536).
+  const uint32_t outstanding = psn_forward(qp.comp.unacked_psn, qp.req.max_psn_sent);
   if (!psn_lt(psn, qp.req.max_psn_sent) ||
-      psn_forward(psn, qp.req.max_psn_sent) > qp.params().max_unacked_psns + (1u << 16)) {
+      psn_forward(psn, qp.req.max_psn_sent) >
+          outstanding + qp.params().max_unacked_psns + (1u << 16)) {
     ctx.counters->add(RcCounter::kRxGhostResponse);
     return;
   }

@@ -360,7 +360,10 @@ NTSTATUS MemoryRegionTable::check_slow(uint32_t token, uint32_t pd, uint64_t add
       f = MrFault::kBounds;
     } else if (meta_state(meta) == kMwValid) {
       // A window lends its region's memory: remote access only, and only while the region
-      // it is bound to is still the same live region.
+      // it is bound to is still the same live region, and still holds these bytes with these
+      // rights. A fast-registered region keeps its token when it is invalidated and registered
+      // again, perhaps over other memory: the window must not reach the memory it covered
+      // before (the bind's own checks, made again against the region as it is now).
       const uint32_t parent = v.parent;
       uint32_t pmeta = 0;
       MrView pv;
@@ -368,7 +371,9 @@ NTSTATUS MemoryRegionTable::check_slow(uint32_t token, uint32_t pd, uint64_t add
       if ((access & kRemoteBits) == 0) {
         f = MrFault::kAccess;
       } else if (pindex >= capacity_ || !snapshot(pindex, &pmeta, &pv) ||
-                 meta_gen(pmeta) != mr_token_generation(parent)) {
+                 meta_gen(pmeta) != mr_token_generation(parent) || (pv.access & access) != access ||
+                 address < pv.base || length > pv.length ||
+                 address - pv.base > pv.length - length) {
         f = MrFault::kNotValid;
       }
     }

@@ -72,7 +72,8 @@ NTSTATUS QueuePair::modify_to_rtr(const QpConnectParams& p) {
       p.remote_qpn > wire::kQpnMask || p.remote_qpn <= 1) {
     return STATUS_INVALID_PARAMETER;
   }
-  // At least one entry, so that resource(i) stays defined; with IRL 0 take_resource refuses.
+  // At least one entry, so that resource(i) stays defined; with IRL 0 the responder NAKs every
+  // READ and atomic (responder.cpp, refuse_rd_atomic).
   const uint32_t irl = p.inbound_read_limit == 0 ? 1 : p.inbound_read_limit;
   resources_.reset(new (std::nothrow) ReadResource[irl]);
   if (!resources_) return STATUS_INSUFFICIENT_RESOURCES;

@@ -261,6 +261,11 @@ inline constexpr uint32_t kMaxPathMtu = 4096;
 /// NDK_ADAPTER_INFO::MaxTransferLength of this engine (IBTA DMA length is 32 bits; 2^31 keeps
 /// every offset computation in range).
 inline constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 31;
+/// The most response packets one READ may ask for. A READ reserves a PSN per response, and every
+/// PSN a requester has outstanding must stay within half the 24-bit PSN space for the responses'
+/// order to be decidable (IBTA §9.7.1.1); a READ starts only inside the window, so the window
+/// plus one READ of 2^22 PSNs stay well inside it. At path MTU 256 this limits a READ to 1 GiB.
+inline constexpr uint32_t kMaxReadPackets = uint32_t{1} << 22;
 
 /// Default requester window in PSNs (QpCreateParams::max_unacked_psns): the most the
 /// loss-adaptive window (CompleterState::window) may open to.

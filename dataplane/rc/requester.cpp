@@ -80,7 +80,10 @@ Admit admit(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, WcError
       (w.flags & NDK_OP_FLAG_INLINE) != 0 && w.opcode != SendOpcode::kRead && !rd_atomic;
   const uint64_t len = inl ? w.inline_length : sge_bytes(w);
   *err = WcError::kSuccess;
-  if (len > kMaxMessageBytes) *err = WcError::kLocalLength;
+  if (len > kMaxMessageBytes ||
+      (w.opcode == SendOpcode::kRead && len > uint64_t{qp.path_mtu()} * kMaxReadPackets)) {
+    *err = WcError::kLocalLength;
+  }
   if (rd_atomic && c.outbound_read_limit == 0) *err = WcError::kLocalOp;
   if (w.opcode == SendOpcode::kCompareSwap || w.opcode == SendOpcode::kFetchAdd) {
     // IBTA §9.4.5: atomics operate on naturally aligned 8-byte words.
@@ -246,6 +249,7 @@ void sent_first(QueuePair& qp, uint32_t psn, uint32_t next_psn, uint64_t now_ns)
 }
 
 // send_single's READ: one request for the whole message, its response PSNs reserved.
+template <TxIp kIp>
 Single send_read(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, uint64_t now_ns,
                  uint32_t len) {
   const uint32_t psn = qp.req.cur.psn;
@@ -254,7 +258,7 @@ Single send_read(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, ui
   h.ack_req = true;
   h.ext_len = wire::kRethLen;
   h.psn = psn;
-  const bool sent = transmit_frame(qp, ctx, h, 0, [&](uint8_t* ext, uint8_t*) {
+  const bool sent = transmit_frame<kIp>(qp, ctx, h, 0, [&](uint8_t* ext, uint8_t*) {
     write_reth(ext, w.remote_address, w.remote_token, len);
   });
   if (!sent) return Single::kStop;
@@ -270,9 +274,10 @@ Single send_read(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, ui
 }
 
 // The common case in one pass: a WRITE or SEND of one packet, or a READ, reached for the first
-// time, with the checks admit() and send_one() make for it. IPv4 QPs only (requester_send_st).
+// time, with the checks admit() and send_one() make for it, for QPs of IP version kIp (kV4 or kV6).
 // kGeneral (nothing changed) for anything else, or for a check that fails, so that the general path
 // decides it and reports it.
+template <TxIp kIp>
 Single send_single(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, uint64_t now_ns) {
   const bool write = w.opcode == SendOpcode::kWrite;
   const bool read = w.opcode == SendOpcode::kRead;
@@ -283,7 +288,10 @@ Single send_single(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, 
   RequesterCursor& cur = qp.req.cur;
   const QpConnectParams& c = qp.conn();
   // A WQE not started yet follows everything sent, so this is never a retransmission.
-  if ((read ? len > kMaxMessageBytes : len > qp.path_mtu()) || cur.psn != qp.req.max_psn_sent)
+  // A READ of more than kMaxReadPackets packets, without a division.
+  if ((read ? len > kMaxMessageBytes || len > uint64_t{qp.path_mtu()} * kMaxReadPackets
+            : len > qp.path_mtu()) ||
+      cur.psn != qp.req.max_psn_sent)
     return Single::kGeneral;
   // The general path waits for the fence and the outbound READ limit, or fails a READ without one.
   const uint32_t outstanding = qp.req.rd_atomic_outstanding;
@@ -302,7 +310,7 @@ Single send_single(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, 
   if (psn::psn_forward(qp.comp.unacked_psn, psn) >= qp.comp.window) return Single::kStop;
   if (qp.comp.probing && psn != qp.comp.unacked_psn) [[unlikely]]
     return Single::kStop;
-  if (read) return send_read(qp, ctx, w, m, now_ns, len);
+  if (read) return send_read<kIp>(qp, ctx, w, m, now_ns, len);
   const bool imm = w.has_immediate;
   TxBth h;
   h.opcode = send_opcode(w, true, true);
@@ -312,7 +320,7 @@ Single send_single(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, 
   h.psn = psn;
   const uint8_t* src = inl ? w.inline_data : static_cast<const uint8_t*>(w.sge[0].virtual_address);
   // The RETH, the immediate and the payload go straight into the frame.
-  const bool sent = transmit_frame<TxIp::kV4>(qp, ctx, h, len, [&](uint8_t* ext, uint8_t* pl) {
+  const bool sent = transmit_frame<kIp>(qp, ctx, h, len, [&](uint8_t* ext, uint8_t* pl) {
     if (write) {
       write_reth(ext, w.remote_address, w.remote_token, len);
       ext += wire::kRethLen;
@@ -329,21 +337,28 @@ Single send_single(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, 
   return Single::kSent;
 }
 
+// An IPv6 QP's send_single, out of line: the IPv4 loop keeps its registers.
+[[gnu::noinline]] Single send_single_ipv6(QueuePair& qp, RcContext& ctx, const SendWqe& w,
+                                          WqeMeta& m, uint64_t now_ns) {
+  return send_single<TxIp::kV6>(qp, ctx, w, m, now_ns);
+}
+
 }  // namespace
 
 namespace {
 [[gnu::noinline]] uint32_t requester_send_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns,
                                              uint32_t budget, uint32_t avail) {
   uint32_t sent = 0;
-  // send_single builds IPv4 frames only (transmit_frame<TxIp::kV4>: testing for IPv6 there cost
-  // its loop 6 instructions per 64-byte WRITE, and an instance of this loop per IP version 8);
-  // an IPv6 QP's packets all take the general path.
-  const bool single = !qp.ipv6();
+  // send_single is instantiated per IP version (transmit_frame<TxIp::kV4>: testing for IPv6 per
+  // frame cost its loop 6 instructions per 64-byte WRITE, and an instance of this loop per IP
+  // version 8); the IPv6 one is a call out of line.
+  const bool v4 = !qp.ipv6();
   while (sent < budget && qp.req.cur.wqe < avail) {
     const SendWqe& w = qp.sq_at(qp.req.cur.wqe);
     WqeMeta& m = qp.meta_at(qp.req.cur.wqe);
     if (!m.started) {
-      const Single r = single ? send_single(qp, ctx, w, m, now_ns) : Single::kGeneral;
+      const Single r = v4 ? send_single<TxIp::kV4>(qp, ctx, w, m, now_ns)
+                          : send_single_ipv6(qp, ctx, w, m, now_ns);
       if (r == Single::kSent) {
         ++sent;
         continue;

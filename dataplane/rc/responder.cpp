@@ -127,6 +127,21 @@ ReadResource* take_resource(QueuePair& qp) {
 
 // ---- per-opcode execution (expected PSN) ----
 
+// IBTA §9.7.1 (and rxe's check_length): FIRST and MIDDLE carry exactly one path MTU, LAST and
+// ONLY at most one (a LAST of none the parser refuses). Anything else is an invalid request.
+bool payload_len_ok(const QueuePair& qp, Position pos, uint32_t len) {
+  const bool ends = pos == Position::kLast || pos == Position::kOnly;
+  return ends ? len <= qp.path_mtu() : len == qp.path_mtu();
+}
+
+// IBTA §9.7.5.1 (rxe: RESPST_ERR_TOO_MANY_RDMA_ATM_REQ): a responder that grants no READ or atomic
+// resources (IRL 0) answers such a request with NAK Invalid Request.
+bool refuse_rd_atomic(QueuePair& qp, uint32_t psn) {
+  if (qp.conn().inbound_read_limit != 0) return false;
+  nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
+  return true;
+}
+
 void exec_send(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
   ResponderState& r = qp.resp;
   const uint32_t psn = pkt.psn;
@@ -148,8 +163,7 @@ void exec_send(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
   }
   const uint32_t len = pkt.payload_len;
   const bool ends = pos == Position::kLast || pos == Position::kOnly;
-  // IBTA §9.7.1: FIRST and MIDDLE carry exactly one path MTU.
-  if ((!ends && len != qp.path_mtu()) || uint64_t{r.recv_offset} + len > sge_bytes(r.recv)) {
+  if (!payload_len_ok(qp, pos, len) || uint64_t{r.recv_offset} + len > sge_bytes(r.recv)) {
     complete_recv(qp, ctx, WcError::kRecvTooSmall, r.recv_offset, NdkOperationType::kReceive, 0,
                   false);
     nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
@@ -212,7 +226,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
     return;
   }
   const uint32_t len = pkt.payload_len;
-  if ((!ends && len != qp.path_mtu()) || len > r.write_remaining ||
+  if (!payload_len_ok(qp, pos, len) || len > r.write_remaining ||
       (ends && len != r.write_remaining)) {
     nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
     return;
@@ -234,6 +248,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
 
 [[gnu::noinline]] void exec_read(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
   const uint32_t psn = pkt.psn;
+  if (refuse_rd_atomic(qp, psn)) return;
   const wire::RethFields reth = pkt.reth();
   if (ctx.mrs->check_remote(qp.resp.remote_mr, reth.rkey, qp.params().pd, reth.va, reth.dma_len,
                             kMrAccessRemoteRead) != STATUS_SUCCESS) {
@@ -257,6 +272,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
 
 [[gnu::noinline]] void exec_atomic(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
   const uint32_t psn = pkt.psn;
+  if (refuse_rd_atomic(qp, psn)) return;
   const wire::AtomicEthFields a = pkt.atomic_eth();
   if ((a.va & 7) != 0) {  // IBTA §9.4.5: misaligned atomic is an invalid request
     nak_fatal(qp, wire::kAethNakInvalidRequest, psn);
@@ -295,17 +311,22 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
   const uint8_t op = pkt.opcode();
   if (op == kRcReadRequest || op == kRcCompareSwap || op == kRcFetchAdd) {
     const bool atomic = op != kRcReadRequest;
-    for (uint32_t i = 0; i < qp.irl_capacity(); ++i) {
-      ReadResource& r = qp.resource(i);
+    // Newest first: after the PSN space wraps, an old slot may hold the same PSNs as a new one.
+    const uint32_t cap = qp.irl_capacity();
+    for (uint32_t k = 1; k <= cap; ++k) {
+      ReadResource& r = qp.resource(qp.resp.res_next + cap - k);
       if (!r.valid || r.atomic != atomic) continue;
       if (!wire::psn_le(r.first_psn, psn) || !wire::psn_le(psn, r.last_psn)) continue;
       if (atomic) {
         set_pending(qp, r, psn == r.first_psn);  // replay the saved result, never re-apply
         return;
       }
-      // Re-execute with the duplicate's RETH: a retried READ may ask only for the tail.
+      // Re-execute with the duplicate's RETH: a retried READ may ask only for the tail, but for
+      // no more responses than the original's PSNs from here hold (rxe drops one that asks for
+      // more): its responses must not run into the PSNs of the requests after it.
       const wire::RethFields reth = pkt.reth();
-      if (ctx.mrs->check_remote(qp.resp.remote_mr, reth.rkey, qp.params().pd, reth.va, reth.dma_len,
+      if (packets_for(reth.dma_len, qp.path_mtu()) > wire::psn_forward(psn, r.last_psn) + 1 ||
+          ctx.mrs->check_remote(qp.resp.remote_mr, reth.rkey, qp.params().pd, reth.va, reth.dma_len,
                                 kMrAccessRemoteRead) != STATUS_SUCCESS) {
         return;
       }
@@ -314,6 +335,7 @@ void exec_write(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt) {
       r.tx_psn = psn;
       r.va = reth.va;
       r.remaining = reth.dma_len;
+      r.rkey = reth.rkey;  // the key just checked is the one its responses check again
       return;
     }
     return;  // too old: the requester no longer waits for it
@@ -390,7 +412,7 @@ bool send_only_in_place(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& p
   const RecvWqe& w = ring.at_st(0);
   const NdkSge& s = w.sge[0];
   const uint32_t len = pkt.payload_len;
-  if (w.sge_count != 1 || len > s.length) return false;
+  if (w.sge_count != 1 || len > s.length || len > qp.path_mtu()) return false;
   auto* dst = static_cast<uint8_t*>(s.virtual_address);
   if (s.length != 0 &&
       ctx.mrs->check_local(s.memory_region_token, qp.params().pd, reinterpret_cast<uint64_t>(dst),
@@ -413,9 +435,10 @@ void responder_receive_other_st(QueuePair& qp, RcContext& ctx, const wire::RcRxP
                                 uint64_t now_ns) {
   ResponderState& r = qp.resp;
   const uint32_t psn = pkt.psn;
-  // A SEND ONLY (no immediate, no invalidate) at the expected PSN, no message in progress, into
-  // a receive WQE whose buffers are valid and large enough: exec_send's steps for it, in its
-  // order. Anything else, a failing check included, goes to receive_request.
+  // A SEND ONLY (no immediate, no invalidate) of at most one path MTU at the expected PSN, no
+  // message in progress, into a receive WQE whose buffers are valid and large enough: exec_send's
+  // steps for it, in its order. Anything else, a failing check included, goes to receive_request.
+  // (The length checks are made where the length is read.)
   if (pkt.opcode() == kRcSendOnly && psn == r.psn && r.in_msg == InMessage::kNone &&
       !r.error_after_ctl) {
     if (!r.have_recv && qp.params().srq == nullptr) {
@@ -426,7 +449,8 @@ void responder_receive_other_st(QueuePair& qp, RcContext& ctx, const wire::RcRxP
     } else if (get_recv(qp) && recv_buffers_ok(qp, ctx)) {
       const uint32_t len = pkt.payload_len;
       const RecvWqe& w = r.recv;
-      if (w.sge_count == 1 && uint64_t{r.recv_offset} + len <= w.sge[0].length) [[likely]] {
+      if (w.sge_count == 1 && uint64_t{r.recv_offset} + len <= w.sge[0].length &&
+          len <= qp.path_mtu()) [[likely]] {
         r.nak_outstanding = false;
         wire::copy_payload_bytes(static_cast<uint8_t*>(w.sge[0].virtual_address) + r.recv_offset,
                                  pkt.payload(), len);

@@ -88,9 +88,9 @@ inline void responder_ack_timer_st(QueuePair& qp, uint64_t now_ns) {
 
 /// A request packet addressed to `qp` (RTR or RTS). Inline (the engine's burst loop runs it):
 /// the common case first, a WRITE ONLY at the expected PSN, no message in progress, its region
-/// allowing it and its length the RETH's. Exactly what the general path does for it (minus the
-/// WRITE state, which only a FIRST sets and MIDDLE/LAST read); anything else, a failing check
-/// included, goes to responder_receive_other_st.
+/// allowing it and its length the RETH's, at most one path MTU. Exactly what the general path does
+/// for it (minus the WRITE state, which only a FIRST sets and MIDDLE/LAST read); anything else, a
+/// failing check included, goes to responder_receive_other_st.
 inline void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRxPacket& pkt,
                                  uint64_t now_ns) {
   ResponderState& r = qp.resp;
@@ -99,7 +99,7 @@ inline void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRx
       !r.error_after_ctl) [[likely]] {
     const wire::RethFields reth = pkt.reth();
     const uint32_t len = pkt.payload_len;
-    if (len == reth.dma_len &&
+    if (len == reth.dma_len && len <= qp.path_mtu() &&
         ctx.mrs->check_remote(r.remote_mr, reth.rkey, qp.params().pd, reth.va, len,
                               kMrAccessRemoteWrite) == STATUS_SUCCESS) [[likely]] {
       r.nak_outstanding = false;

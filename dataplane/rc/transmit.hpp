@@ -132,11 +132,11 @@ template <class Fill>
 /// if the sink refused a buffer: the caller restores its saved state (item 10). The requester's
 /// one-packet WRITE and SEND write their RETH and payload straight into the frame through it;
 /// every other packet comes through `transmit`.
-/// Which frames a caller of transmit_frame sends: any QP's (tested per frame), or IPv4 only (the
-/// caller knows: the requester's one-packet path, per visit; transmit()). Testing here costs the
-/// caller: its lambda's captures must live in memory for the IPv6 call (callgrind: 6 instructions
-/// per 64-byte WRITE in the requester's loop).
-enum class TxIp : uint8_t { kAny, kV4 };
+/// Which frames a caller of transmit_frame sends: any QP's (tested per frame), or IPv4 or IPv6
+/// only (the caller knows: the requester's one-packet path, per visit; transmit()). Testing here
+/// costs the caller: its lambda's captures must live in memory for the IPv6 call (callgrind: 6
+/// instructions per 64-byte WRITE in the requester's loop).
+enum class TxIp : uint8_t { kAny, kV4, kV6 };
 template <TxIp kIp = TxIp::kAny, class Fill>
 inline bool transmit_frame(QueuePair& qp, RcContext& ctx, const TxBth& h, uint32_t payload_len,
                            Fill&& fill) {
@@ -144,7 +144,9 @@ inline bool transmit_frame(QueuePair& qp, RcContext& ctx, const TxBth& h, uint32
   // The role writes exactly the extension headers its opcode carries (debug builds check).
   assert(wire::opcode_info(h.opcode) != nullptr &&
          wire::opcode_info(h.opcode)->length == wire::kBthLen + ext_len);
-  if constexpr (kIp == TxIp::kAny) {
+  if constexpr (kIp == TxIp::kV6) {
+    return transmit_detail::transmit_frame_ipv6(qp, ctx, h, payload_len, fill);
+  } else if constexpr (kIp == TxIp::kAny) {
     if (qp.ipv6()) [[unlikely]]
       return transmit_detail::transmit_frame_ipv6(qp, ctx, h, payload_len, fill);
   }

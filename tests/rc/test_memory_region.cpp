@@ -234,6 +234,50 @@ TEST(MemoryRegion, MemoizedChecksFollowEveryChangeOfTheEntry) {
   EXPECT_EQ(memo.token, reg.local);
 }
 
+// A window bound to a fast-registered region reaches only what that region holds now: the
+// region keeps its token through an invalidation and a registration over other memory, and the
+// window must not reach the memory it covered before (nor use rights the region dropped).
+TEST(MemoryRegion, AWindowFollowsItsFastRegisteredRegionWhenItIsRegisteredAgain) {
+  auto t = make_table();
+  std::vector<uint8_t> buf(4 * 4096);
+  const uint64_t base = addr(buf.data());
+  constexpr uint32_t kRemote = NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_REMOTE_WRITE;
+  MrTokens fr;
+  ASSERT_EQ(t->create_fast_register(kPd, 4, true, &fr), STATUS_SUCCESS);
+  ASSERT_EQ(t->fast_register(fr.local, base, 2 * 4096, kRemote), STATUS_SUCCESS);
+  uint32_t mw = 0;
+  ASSERT_EQ(t->create_window(kPd, &mw), STATUS_SUCCESS);
+  ASSERT_EQ(t->bind_window(mw, fr.local, kPd, base, 4096, kRemote), STATUS_SUCCESS);
+  EXPECT_EQ(t->check_remote(mw, kPd, base, 4096, kMrAccessRemoteWrite), STATUS_SUCCESS);
+  // Invalidated: the window is dead with it.
+  ASSERT_EQ(t->invalidate(fr.local), STATUS_SUCCESS);
+  MrFault fault = MrFault::kNone;
+  EXPECT_EQ(t->check_remote(mw, kPd, base, 4096, kMrAccessRemoteWrite, &fault),
+            STATUS_ACCESS_VIOLATION);
+  EXPECT_EQ(fault, MrFault::kNotValid);
+  // Registered again over the last two pages: the window's first page is not the region's now.
+  ASSERT_EQ(t->fast_register(fr.local, base + 2 * 4096, 2 * 4096, kRemote), STATUS_SUCCESS);
+  EXPECT_EQ(t->check_remote(mw, kPd, base, 4096, kMrAccessRemoteWrite, &fault),
+            STATUS_ACCESS_VIOLATION);
+  EXPECT_EQ(fault, MrFault::kNotValid);
+  EXPECT_EQ(t->check_remote(mw, kPd, base + 4095, 1, kMrAccessRemoteRead), STATUS_ACCESS_VIOLATION);
+  // Registered again over the window's page, but read-only: reads pass, writes do not.
+  ASSERT_EQ(t->invalidate(fr.local), STATUS_SUCCESS);
+  ASSERT_EQ(t->fast_register(fr.local, base, 4096, NDK_MR_FLAG_ALLOW_REMOTE_READ), STATUS_SUCCESS);
+  EXPECT_EQ(t->check_remote(mw, kPd, base, 4096, kMrAccessRemoteRead), STATUS_SUCCESS);
+  EXPECT_EQ(t->check_remote(mw, kPd, base, 4096, kMrAccessRemoteWrite), STATUS_ACCESS_VIOLATION);
+  // Registered again over exactly what it covered, with its rights: the window works again.
+  ASSERT_EQ(t->invalidate(fr.local), STATUS_SUCCESS);
+  ASSERT_EQ(t->fast_register(fr.local, base, 4096, kRemote), STATUS_SUCCESS);
+  EXPECT_EQ(t->check_remote(mw, kPd, base, 4096, kMrAccessRemoteWrite), STATUS_SUCCESS);
+  // Partly covered: the bytes past the region are refused.
+  ASSERT_EQ(t->invalidate(fr.local), STATUS_SUCCESS);
+  ASSERT_EQ(t->fast_register(fr.local, base, 2048, kRemote), STATUS_SUCCESS);
+  EXPECT_EQ(t->check_remote(mw, kPd, base, 2048, kMrAccessRemoteWrite), STATUS_SUCCESS);
+  EXPECT_EQ(t->check_remote(mw, kPd, base + 2047, 2, kMrAccessRemoteWrite),
+            STATUS_ACCESS_VIOLATION);
+}
+
 TEST(MemoryRegion, FastRegisterWithoutRemoteAccessRefusesRemoteRights) {
   auto t = make_table();
   std::vector<uint8_t> buf(4096);

@@ -362,6 +362,137 @@ TEST_F(Errors, InvalidOpcodeSequenceIsNakedInvalidRequest) {
   EXPECT_EQ(qb->qp->state(), QpState::kError);
 }
 
+// IBTA §9.7.1 (rxe's check_length): an ONLY or LAST packet carries at most one path MTU. A longer
+// one is NAKed Invalid Request and writes nothing, although its region could hold it: here a WRITE
+// ONLY (the responder's inline path), a SEND ONLY (its in-place path) and a WRITE LAST of 2,048
+// bytes at path MTU 1,024.
+TEST_F(Errors, PacketsLongerThanThePathMtuAreNakedInvalidRequest) {
+  struct Case {
+    const char* name;
+    uint8_t opcode;
+    uint32_t len;
+  };
+  for (const Case& c : {Case{"write only", wire::opcode::kRcWriteOnly, 2048},
+                        Case{"send only", wire::opcode::kRcSendOnly, 2048},
+                        Case{"write last", wire::opcode::kRcWriteLast, 2048}}) {
+    SCOPED_TRACE(c.name);
+    Host ha{0, 0xC6120001, 1};
+    Host hb{0, 0xC6120002, 2};
+    Qp& qa2 = ha.qp();
+    Qp& qb2 = hb.qp();
+    connect(ha, qa2, hb, qb2);
+    Buffer& dst = hb.buffer(8192, kMrAll, 0);
+    Buffer& rbuf = hb.buffer(8192, kMrAll, 0);
+    ASSERT_EQ(qb2.rq->post(recv_wqe(tag(9), {rbuf.sge(0, 8192)})), STATUS_SUCCESS);
+    std::vector<Frame> in;
+    uint32_t psn = 100;
+    const std::vector<uint8_t> payload(1024, 0x5A);
+    wire::PacketFields f = qa2.qp->tmpl();
+    if (c.opcode == wire::opcode::kRcWriteLast) {
+      // A WRITE FIRST of one MTU with the RETH for the whole message, then its LAST.
+      f.bth.opcode = wire::opcode::kRcWriteFirst;
+      f.bth.psn = psn++;
+      f.reth = {dst.va(), dst.tokens.remote, 1024 + c.len};
+      Frame first(2000);
+      first.resize(wire::build_frame(first, f, payload));
+      ASSERT_FALSE(first.empty());
+      in.push_back(first);
+      f = qa2.qp->tmpl();
+    }
+    f.bth.opcode = c.opcode;
+    f.bth.psn = psn;
+    f.bth.ack_req = true;
+    if (c.opcode == wire::opcode::kRcWriteOnly) f.reth = {dst.va(), dst.tokens.remote, c.len};
+    const std::vector<uint8_t> big(c.len, 0xA5);
+    Frame frame(4000);
+    frame.resize(wire::build_frame(frame, f, big));
+    ASSERT_FALSE(frame.empty());
+    in.push_back(frame);
+    Wire::deliver(hb, in, 1000);
+    hb.eng->poll_st(1000);
+    ASSERT_FALSE(hb.tx.empty());
+    const wire::ParsedPacket nak = parse_frame(hb.tx.back());
+    EXPECT_EQ(nak.f.aeth.syndrome, wire::kAethNakInvalidRequest);
+    EXPECT_EQ(nak.f.bth.psn, psn);
+    EXPECT_EQ(qb2.qp->state(), QpState::kError);
+    EXPECT_TRUE(std::all_of(dst.ptr() + 1024, dst.ptr() + 8192, [](uint8_t v) { return v == 0; }))
+        << "the long packet wrote nothing";
+    EXPECT_TRUE(std::all_of(rbuf.ptr(), rbuf.ptr() + 8192, [](uint8_t v) { return v == 0; }));
+  }
+}
+
+// A responder that grants no READ or atomic resources (inbound read limit 0) answers a READ and
+// an atomic with NAK Invalid Request, reads or changes nothing, and the requester's work request
+// fails with a remote invalid request error.
+TEST_F(Errors, ReadAndAtomicToAResponderWithoutReadResourcesAreNakedInvalidRequest) {
+  for (const SendOpcode op : {SendOpcode::kRead, SendOpcode::kFetchAdd}) {
+    SCOPED_TRACE(op == SendOpcode::kRead ? "read" : "fetch and add");
+    Host ha{0, 0xC6120001, 1};
+    Host hb{0, 0xC6120002, 2};
+    Wire w2{ha, hb};
+    Qp& qa2 = ha.qp();
+    Qp& qb2 = hb.qp();
+    const ConnectOptions o;
+    QpConnectParams pa = params_for(ha, qa2, hb, qb2, o.a_psn, o.b_psn, o);
+    QpConnectParams pb = params_for(hb, qb2, ha, qa2, o.b_psn, o.a_psn, o);
+    pb.inbound_read_limit = 0;  // B grants none; A was told otherwise
+    ASSERT_EQ(qa2.qp->connect(pa), STATUS_SUCCESS);
+    ASSERT_EQ(qb2.qp->connect(pb), STATUS_SUCCESS);
+    Buffer& remote = hb.buffer(64, kMrAll, 7);
+    Buffer& local = ha.buffer(64, kMrAll, 0);
+    SendWqe wr = send_wqe(op, tag(1), {local.sge(0, op == SendOpcode::kRead ? 64 : 8)});
+    wr.remote_address = remote.va();
+    wr.remote_token = remote.tokens.remote;
+    wr.swap_or_add = 1;
+    ASSERT_EQ(qa2.sq->post(wr), STATUS_SUCCESS);
+    w2.settle();
+    auto sc = qa2.send_cqes();
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, STATUS_REMOTE_ERROR);
+    EXPECT_EQ(sc[0].provider_error_code, 9u) << "remote invalid request";
+    EXPECT_EQ(qb2.qp->state(), QpState::kError);
+    EXPECT_TRUE(std::all_of(local.ptr(), local.ptr() + 64, [](uint8_t v) { return v == 0; }));
+    EXPECT_TRUE(std::all_of(remote.ptr(), remote.ptr() + 64, [](uint8_t v) { return v == 7; }));
+  }
+}
+
+// A duplicate READ request is answered again from the original's resource, for no more response
+// packets than the original's PSNs from the duplicate's on hold: one that asks for more would send
+// responses with the PSNs of the requests after it, and is dropped (as rxe drops it).
+TEST_F(Errors, ADuplicateReadAskingPastTheOriginalsPsnsIsDropped) {
+  make();
+  Buffer& remote = b.buffer(4096, kMrAll, 0);
+  fill_pattern(remote.ptr(), 4096, 3);
+  Buffer& local = a.buffer(4096, kMrAll, 0);
+  SendWqe rd = send_wqe(SendOpcode::kRead, tag(1), {local.sge(0, 2048)});
+  rd.remote_address = remote.va();
+  rd.remote_token = remote.tokens.remote;
+  ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
+  w.settle();
+  auto sc = qa->send_cqes();
+  ASSERT_EQ(sc.size(), 1u);
+  ASSERT_EQ(sc[0].status, STATUS_SUCCESS);  // PSNs 100 and 101 answered
+  auto duplicate = [&](uint32_t len) {
+    wire::PacketFields f = qa->qp->tmpl();
+    f.bth.opcode = wire::opcode::kRcReadRequest;
+    f.bth.psn = 101;
+    f.bth.ack_req = true;
+    f.reth = {remote.va() + 1024, remote.tokens.remote, len};
+    Frame frame(200);
+    frame.resize(wire::build_frame(frame, f, {}));
+    std::vector<Frame> in = {frame};
+    b.tx.clear();
+    Wire::deliver(b, in, w.now);
+    b.eng->poll_st(w.now);
+    std::vector<uint32_t> psns;
+    for (const Frame& out : b.tx) psns.push_back(parse_frame(out).f.bth.psn);
+    return psns;
+  };
+  EXPECT_EQ(duplicate(2048), std::vector<uint32_t>{}) << "PSN 102 is not this READ's";
+  EXPECT_EQ(duplicate(1024), std::vector<uint32_t>{101}) << "the last response, again";
+  EXPECT_EQ(qb->qp->state(), QpState::kRts);
+}
+
 TEST_F(Errors, OutOfSequenceGetsOneNakThenRecovers) {
   make();
   Buffer& src = a.buffer(4096);

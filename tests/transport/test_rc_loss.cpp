@@ -423,6 +423,125 @@ TEST_F(Loss, SmallReadResponsesLostDuplicatedAndStaleCompleteTheirOwnWqeOnce) {
   EXPECT_EQ(qb->qp->state(), QpState::kRts);
 }
 
+// One READ may ask for far more response packets than the window holds PSNs: at MTU 256 a
+// 17 MiB READ reserves 69,632 PSNs. Its early responses are far behind the last PSN sent and
+// must not be taken for stale ones (ghosts); the READ completes byte-exact without a resend.
+TEST_F(Loss, AReadOfMorePsnsThanTheWindowAndItsMarginCompletes) {
+  o.mtu = 256;
+  make();
+  constexpr uint32_t kLen = 17u << 20;
+  Buffer& rsrc = b.buffer(kLen, kMrAll, 0);
+  fill_pattern(rsrc.ptr(), kLen, 21);
+  Buffer& rdst = a.buffer(kLen, kMrAll, 0);
+  SendWqe rd = send_wqe(SendOpcode::kRead, tag(posted), {rdst.sge(0, kLen)});
+  rd.remote_address = rsrc.va();
+  rd.remote_token = rsrc.tokens.remote;
+  ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
+  ++posted;
+  a.log.clear();
+  b.log.clear();
+  ASSERT_TRUE(w.run_until([&] {
+    a.log.clear();  // 69,632 responses: keep the harness's copies small
+    b.log.clear();
+    return all_done();
+  }));
+  expect_in_order_success();
+  EXPECT_EQ(std::memcmp(rdst.ptr(), rsrc.ptr(), kLen), 0);
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kRxGhostResponse), 0u);
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kGoBackN), 0u);
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kAckTimeouts), 0u);
+}
+
+// A READ asking for more than 2^22 response packets (1 GiB at MTU 256) would put its PSNs past
+// half the PSN space: it fails locally (length error) and sends nothing.
+TEST_F(Loss, AReadOfMoreThanTwoToThe22PacketsFailsLocally) {
+  o.mtu = 256;
+  make();
+  Buffer& rdst = a.buffer(4096, kMrAll, 0);
+  SendWqe rd = send_wqe(SendOpcode::kRead, tag(posted), {rdst.sge(0, 4096)});
+  rd.sge[0].length = (1u << 30) + 1;  // never touched: the length is refused first
+  rd.remote_address = dst->va();
+  rd.remote_token = dst->tokens.remote;
+  ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
+  ++posted;
+  a.eng->poll_st(w.now);
+  EXPECT_TRUE(a.tx.empty()) << "nothing may be sent";
+  ASSERT_TRUE(all_done());
+  EXPECT_EQ(done[0].status, STATUS_DATA_OVERRUN);
+  EXPECT_EQ(done[0].provider_error_code, 1u) << "local length";
+}
+
+// A timeout whose probe is a READ: the probe's answer is its last response. The responses
+// before it (here four receive bursts of them) are progress, not the answer: the requester must
+// not ask again for the rest of the READ while they arrive.
+TEST_F(Loss, AReadProbesResponsesBeforeItsLastAskForNothingMore) {
+  make();
+  warm_up();
+  constexpr uint32_t kLen = 256 * 1024;  // 256 responses at MTU 1024: 4 polls of the responder
+  Buffer& rsrc = b.buffer(kLen, kMrAll, 0);
+  fill_pattern(rsrc.ptr(), kLen, 5);
+  Buffer& rdst = a.buffer(kLen, kMrAll, 0);
+  int requests = 0;
+  w.drop_if = [&](bool ab, const wire::ParsedPacket& p) {
+    if (!ab || p.f.bth.opcode != kRcReadRequest) return false;
+    return ++requests == 1;  // the first request is lost: the timer's probe sends it again
+  };
+  SendWqe rd = send_wqe(SendOpcode::kRead, tag(posted), {rdst.sge(0, kLen)});
+  rd.remote_address = rsrc.va();
+  rd.remote_token = rsrc.tokens.remote;
+  ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
+  ++posted;
+  const uint64_t timeouts0 = a.eng->counters().get(RcCounter::kAckTimeouts);
+  run_timed();
+  expect_in_order_success();
+  EXPECT_EQ(std::memcmp(rdst.ptr(), rsrc.ptr(), kLen), 0);
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kAckTimeouts), timeouts0 + 1);
+  EXPECT_EQ(requests, 2) << "the lost request and the probe, no request for the rest";
+  EXPECT_EQ(b.eng->counters().get(RcCounter::kRxDuplicate), 0u);
+}
+
+// A response past an unfinished atomic means the atomic's answer was lost (the responder answers
+// in PSN order): the requester asks again at once, as for an ACK past it, not after a timeout.
+TEST_F(Loss, AResponsePastALostAtomicAckAsksAgainAtOnce) {
+  make();
+  warm_up();
+  Buffer& word = b.buffer(8);
+  Buffer& orig = a.buffer(8);
+  Buffer& rsrc = b.buffer(64, kMrAll, 0);
+  fill_pattern(rsrc.ptr(), 64, 9);
+  Buffer& rdst = a.buffer(64, kMrAll, 0);
+  SendWqe add = send_wqe(SendOpcode::kFetchAdd, tag(posted), {orig.sge(0, 8)});
+  add.remote_address = word.va();
+  add.remote_token = word.tokens.remote;
+  add.swap_or_add = 5;
+  ASSERT_EQ(qa->sq->post(add), STATUS_SUCCESS);
+  ++posted;
+  SendWqe rd = send_wqe(SendOpcode::kRead, tag(posted), {rdst.sge(0, 64)});
+  rd.remote_address = rsrc.va();
+  rd.remote_token = rsrc.tokens.remote;
+  ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
+  ++posted;
+  int acks = 0;
+  w.drop_if = [&](bool ab, const wire::ParsedPacket& p) {
+    return !ab && p.f.bth.opcode == kRcAtomicAck && ++acks == 1;
+  };
+  const uint64_t timeouts0 = a.eng->counters().get(RcCounter::kAckTimeouts);
+  const uint64_t ghosts0 = a.eng->counters().get(RcCounter::kRxGhostResponse);
+  // No idle time jumps: everything must finish on the responses alone, before any timer.
+  for (int i = 0; i < 20 && !all_done(); ++i) w.step();
+  ASSERT_TRUE(all_done());
+  expect_in_order_success();
+  EXPECT_EQ(acks, 2) << "the lost ATOMIC ACK and the replayed one";
+  uint64_t v = 0;
+  std::memcpy(&v, word.ptr(), 8);
+  EXPECT_EQ(v, 5u) << "executed once";
+  EXPECT_EQ(done[done.size() - 2].type_specific_completion_output, 0u)
+      << "the original value, replayed";
+  EXPECT_EQ(std::memcmp(rdst.ptr(), rsrc.ptr(), 64), 0);
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kAckTimeouts), timeouts0);
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kRxGhostResponse), ghosts0);
+}
+
 // Sustained random loss (10% of frames, both directions) with a small retry count: each
 // recovery that makes progress restores the budget, and the adaptive timer's early expiries are
 // free, so thousands of loss events never exhaust three retries.
