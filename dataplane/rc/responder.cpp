@@ -501,7 +501,10 @@ namespace {
   // Where the scan for the first pending resource resumes: nothing here makes a resource pending,
   // so the slots before the one last found stay idle (a run of responses is not quadratic).
   uint32_t k = 0;
-  while (qp.resources_pending != 0 && sent < budget && !rs.error_after_ctl) {
+  // A fatal NAK waits for the responses owed to the requests before it (IBTA §9.7.5: in PSN
+  // order); nothing after it is answered.
+  bool nak_next = false;
+  while (qp.resources_pending != 0 && sent < budget) {
     // Oldest pending resource first: responses leave in PSN order. The ring from res_next (its
     // oldest slot) holds requests in PSN order, and a resource's next response (tx_psn, even
     // when a duplicate restarts it) stays within its own PSN range, before the next request's:
@@ -515,6 +518,10 @@ namespace {
       }
     }
     if (r == nullptr) break;
+    if (rs.error_after_ctl && !wire::psn_lt(r->tx_psn, rs.ctl_psn)) [[unlikely]] {
+      nak_next = true;
+      break;
+    }
     // A QP whose rate a CNP cut paces its responses as its requests (congestion.hpp): the
     // responder of READs is the data's sender, the one the receiver's CNPs must slow down.
     if (qp.cc_flags.paced && !congestion_may_send_st(qp, now_ns)) [[unlikely]]
@@ -544,6 +551,7 @@ namespace {
         // remote access error at the response it waits for.
         set_pending(qp, *r, false);
         nak_fatal(qp, wire::kAethNakRemoteAccess, r->tx_psn);
+        nak_next = true;
         break;
       }
       pkt.opcode = first ? (last ? kRcReadRespOnly : kRcReadRespFirst)
@@ -568,8 +576,9 @@ namespace {
     }
     ++sent;
   }
-  if (blocked || sent >= budget || !rs.ctl_pending) return sent;
-  if (qp.resources_pending != 0 && !rs.error_after_ctl) return sent;  // responses first
+  if (blocked || !rs.ctl_pending) return sent;
+  if (qp.resources_pending != 0 && !nak_next) return sent;  // responses first
+  if (sent >= budget) return sent;
   return sent + send_ctl(qp, ctx);
 }
 }  // namespace

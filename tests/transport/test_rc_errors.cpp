@@ -78,6 +78,45 @@ TEST_F(Errors, RemoteAccessErrorWritesNoByteAndFlushesTheRest) {
   EXPECT_EQ(qa->sq->post(wr), STATUS_CONNECTION_INVALID);
 }
 
+// A fatal NAK comes after the responses owed to the requests before it (responses in PSN order):
+// a READ of four packets and then, in the same receive burst, a WRITE its region refuses. The
+// READ completes with its bytes; the WRITE fails with the remote access error.
+TEST_F(Errors, AFatalNakWaitsForTheResponsesOwedBeforeIt) {
+  make();
+  Buffer& remote = b.buffer(4096, kMrAll, 0);
+  fill_pattern(remote.ptr(), 4096, 4);
+  Buffer& local = a.buffer(4096, kMrAll, 0);
+  Buffer& ro = b.buffer(64, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ, 0x77);
+  SendWqe rd = send_wqe(SendOpcode::kRead, tag(1), {local.sge(0, 4096)});
+  rd.remote_address = remote.va();
+  rd.remote_token = remote.tokens.remote;
+  ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
+  SendWqe wr = send_wqe(SendOpcode::kWrite, tag(2), {local.sge(0, 64)});
+  wr.remote_address = ro.va();
+  wr.remote_token = ro.tokens.remote;  // no remote write
+  ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
+  a.eng->poll_st(w.now);
+  ASSERT_EQ(a.tx.size(), 2u) << "both requests in one burst";
+  Wire::deliver(b, a.tx, w.now);
+  a.tx.clear();
+  b.eng->poll_st(w.now);
+  std::vector<uint8_t> opcodes;
+  for (const Frame& f : b.tx) opcodes.push_back(parse_frame(f).f.bth.opcode);
+  using namespace wire::opcode;
+  EXPECT_EQ(opcodes, (std::vector<uint8_t>{kRcReadRespFirst, kRcReadRespMiddle, kRcReadRespMiddle,
+                                           kRcReadRespLast, kRcAck}));
+  EXPECT_EQ(parse_frame(b.tx.back()).f.aeth.syndrome, wire::kAethNakRemoteAccess);
+  w.settle();
+  auto sc = qa->send_cqes();
+  ASSERT_EQ(sc.size(), 2u);
+  EXPECT_EQ(sc[0].status, STATUS_SUCCESS);
+  EXPECT_EQ(std::memcmp(local.ptr(), remote.ptr(), 4096), 0);
+  EXPECT_EQ(sc[1].status, STATUS_ACCESS_VIOLATION);
+  EXPECT_EQ(sc[1].provider_error_code, 10u);
+  EXPECT_EQ(qb->qp->state(), QpState::kError);
+  for (uint8_t byte : ro.data) ASSERT_EQ(byte, 0x77);
+}
+
 TEST_F(Errors, RemoteAccessOnReadBeyondTheRegion) {
   make();
   Buffer& remote = b.buffer(100);
