@@ -477,9 +477,14 @@ namespace {
   pkt.set_aeth(rs.ctl_syndrome, rs.msn);
   if (!transmit(qp, ctx, pkt, TxPayload{})) return 0;
   rs.ctl_pending = false;
-  rs.unacked_packets = 0;
-  rs.ack_due_ns = 0;
   const uint8_t type = rs.ctl_syndrome & wire::kAethTypeMask;
+  // An ACK covers up to its PSN. Packets executed after the one that asked for it (without
+  // AckReq, in the same burst) keep their count and their delayed-ACK deadline; a NAK covers
+  // everything before the PSN it names, which is the next one expected.
+  if (type != wire::kAethAck || rs.ctl_psn == wire::psn_sub(rs.psn, 1)) {
+    rs.unacked_packets = 0;
+    rs.ack_due_ns = 0;
+  }
   if (type == wire::kAethNak) ++qp.stats.naks_sent;
   ctx.counters->add(type == wire::kAethAck ? RcCounter::kAcksSent
                                            : (type == wire::kAethRnrNak ? RcCounter::kRnrNaksSent

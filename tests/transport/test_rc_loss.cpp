@@ -643,6 +643,38 @@ TEST(DelayedAck, PacketsWithoutAckReqAreAcknowledgedWithinTheDelay) {
   EXPECT_EQ(std::memcmp(src.ptr(), dst.ptr(), 4096), 0);
 }
 
+// Packets without AckReq that follow, in the same burst, one that asked for an ACK: that ACK
+// covers only its own PSN, and the ones after it still get their delayed ACK (a requester that
+// pauses mid-message must not time out on them).
+TEST(DelayedAck, PacketsAfterAnAcknowledgedOneInTheSameBurstStillGetTheirDelayedAck) {
+  Host a{0, 0xC6120001, 1};
+  Host b{0, 0xC6120002, 2};
+  Qp& qa = a.qp(64, 64, 8192);
+  Qp& qb = b.qp(64, 64, 8192);
+  connect(a, qa, b, qb, ConnectOptions{});
+  Buffer& src = a.buffer(8192);
+  Buffer& dst = b.buffer(8192, kMrAll, 0);
+  fill_pattern(src.ptr(), 8192, 3);
+  ASSERT_EQ(qa.sq->post(write_wqe(tag(1), src, dst, 0, 1024)), STATUS_SUCCESS);
+  ASSERT_EQ(qa.sq->post(write_wqe(tag(2), src, dst, 1024, 4096)), STATUS_SUCCESS);
+  uint64_t now = 1'000'000;
+  a.eng->poll_st(now);
+  ASSERT_EQ(a.tx.size(), 5u) << "ONLY, then FIRST, MIDDLE, MIDDLE, LAST at MTU 1024";
+  ASSERT_TRUE(parse_frame(a.tx[0]).f.bth.ack_req);
+  // The WRITE ONLY and the next message's first two packets arrive in one burst; the rest is late.
+  std::vector<wire::Bytes> in = {wire::Bytes(a.tx[0]), wire::Bytes(a.tx[1]), wire::Bytes(a.tx[2])};
+  ASSERT_EQ(b.eng->rx_burst_st(in, now), 3u);
+  b.eng->poll_st(now);
+  ASSERT_EQ(b.tx.size(), 1u);
+  EXPECT_EQ(parse_frame(b.tx[0]).f.bth.psn, parse_frame(a.tx[0]).f.bth.psn) << "asked for";
+  b.tx.clear();
+  b.eng->poll_st(now + kDelayedAckNs + 1);
+  ASSERT_EQ(b.tx.size(), 1u) << "the delayed ACK of the two after it is due";
+  const wire::ParsedPacket ack = parse_frame(b.tx[0]);
+  EXPECT_EQ(ack.f.bth.psn, parse_frame(a.tx[2]).f.bth.psn);
+  EXPECT_EQ(ack.f.aeth.syndrome & wire::kAethTypeMask, wire::kAethAck);
+}
+
 }  // namespace
 }  // namespace rocedp::rc::test
 
