@@ -35,6 +35,9 @@ struct RequestOp {
   NdkCreateCompletion create_completion = nullptr;
   NdkRequestCompletion request_completion = nullptr;
   void* context = nullptr;
+  /// The request counts as a child of `object` until it completes, so that the object, closed
+  /// meanwhile, outlives the core's work on it (an SRQ's modify).
+  bool holds_child = false;
   rc::QpCreateParams create{};
   rc::QpConnectParams connect{};
 };

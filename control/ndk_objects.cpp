@@ -34,7 +34,9 @@ void request_done(const CoreMessage& msg) {
   // core ring, so the object is alive here).
   if (o->object != nullptr && Access::closing(*o->object)) st = STATUS_CANCELLED;
   if (o->request_completion != nullptr) o->request_completion(o->context, st);
+  NdkObjectBase* child_of = o->holds_child ? o->object : nullptr;
   delete o;
+  release_child(child_of);  // a close that waited for this request finishes now
 }
 
 // Sends `op`'s request to `core`: `run(request)` on the core, then the consumer's
@@ -526,8 +528,15 @@ NTSTATUS Srq::modify(uint32_t depth, uint32_t notify_threshold, NdkRequestComple
   if (completion == nullptr || closing) return STATUS_INVALID_PARAMETER;
   RequestOp* op = new_request_op(completion, context);
   if (op == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
-  return post_request(impl_of(*adapter), core_, &CoreRdma::on_modify_srq,
-                      dataplane::SrqModify{srq_.get(), depth, notify_threshold}, op);
+  // The core works on the SRQ itself: a close meanwhile waits for it (CloseCompletion after this
+  // request's completion, which is then STATUS_CANCELLED).
+  op->object = this;
+  op->holds_child = true;
+  ++children;
+  const NTSTATUS st = post_request(impl_of(*adapter), core_, &CoreRdma::on_modify_srq,
+                                   dataplane::SrqModify{srq_.get(), depth, notify_threshold}, op);
+  if (st != STATUS_PENDING) --children;
+  return st;
 }
 
 NTSTATUS Srq::close(NdkCloseCompletion completion, void* context) {
@@ -546,6 +555,14 @@ NTSTATUS Srq::close(NdkCloseCompletion completion, void* context) {
 // QP: posts
 
 namespace {
+
+// A send-queue post refused before it reaches its queue: the requests deferred before it are
+// handed on all the same, as when the queue itself refuses one (NDK: an inline post failure
+// flushes earlier deferred requests).
+NTSTATUS refuse_post(rc::SendQueue& sq) {
+  sq.flush_deferred();
+  return STATUS_INVALID_PARAMETER;
+}
 
 // The fields every send-queue request shares. False for a bad scatter/gather list.
 bool init_send(rc::SendWqe& w, rc::SendOpcode opcode, void* request_context, const NdkSge* sgl,
@@ -566,7 +583,7 @@ template <typename Fill>
                                        void* request_context, const NdkSge* sgl, uint32_t n,
                                        uint32_t flags, Fill fill) {
   rc::SendWqe w;
-  if (!init_send(w, opcode, request_context, sgl, n, flags)) return STATUS_INVALID_PARAMETER;
+  if (!init_send(w, opcode, request_context, sgl, n, flags)) return refuse_post(sq);
   fill(w);
   return sq.post(w);
 }
@@ -578,7 +595,7 @@ NTSTATUS post_in_place(rc::SendQueue& sq, rc::SendOpcode opcode, void* request_c
                        const NdkSge* sgl, uint32_t n, uint32_t flags, Fill fill) {
   if ((flags & NDK_OP_FLAG_INLINE) != 0) [[unlikely]]
     return post_inline(sq, opcode, request_context, sgl, n, flags, fill);
-  if (!valid_sgl(sgl, n)) return STATUS_INVALID_PARAMETER;  // before a slot is claimed
+  if (!valid_sgl(sgl, n)) return refuse_post(sq);  // before a slot is claimed
   NTSTATUS status = STATUS_SUCCESS;
   rc::SendWqe* w = sq.claim_in_place(n, &status);
   if (w == nullptr) return status;
@@ -671,7 +688,7 @@ NTSTATUS Qp::write_with_immediate(void* request_context, const NdkSge* sgl, uint
 
 NTSTATUS Qp::read(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint64_t remote_address,
                   uint32_t remote_token, uint32_t flags) {
-  if ((flags & NDK_OP_FLAG_INLINE) != 0) return STATUS_INVALID_PARAMETER;
+  if ((flags & NDK_OP_FLAG_INLINE) != 0) return refuse_post(send_queue());
   return post_in_place(send_queue(), rc::SendOpcode::kRead, request_context, sgl, n_sge, flags,
                        [remote_address, remote_token](rc::SendWqe& w) {
                          w.remote_address = remote_address;
@@ -682,7 +699,7 @@ NTSTATUS Qp::read(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint
 NTSTATUS Qp::compare_swap(void* request_context, const NdkSge& result, uint64_t remote_address,
                           uint32_t remote_token, uint64_t compare, uint64_t swap, uint32_t flags) {
   rc::SendWqe w;
-  if (result.length != 8 || (flags & NDK_OP_FLAG_INLINE) != 0) return STATUS_INVALID_PARAMETER;
+  if (result.length != 8 || (flags & NDK_OP_FLAG_INLINE) != 0) return refuse_post(send_queue());
   init_send(w, rc::SendOpcode::kCompareSwap, request_context, &result, 1, flags);
   w.remote_address = remote_address;
   w.remote_token = remote_token;
@@ -694,7 +711,7 @@ NTSTATUS Qp::compare_swap(void* request_context, const NdkSge& result, uint64_t 
 NTSTATUS Qp::fetch_add(void* request_context, const NdkSge& result, uint64_t remote_address,
                        uint32_t remote_token, uint64_t add, uint32_t flags) {
   rc::SendWqe w;
-  if (result.length != 8 || (flags & NDK_OP_FLAG_INLINE) != 0) return STATUS_INVALID_PARAMETER;
+  if (result.length != 8 || (flags & NDK_OP_FLAG_INLINE) != 0) return refuse_post(send_queue());
   init_send(w, rc::SendOpcode::kFetchAdd, request_context, &result, 1, flags);
   w.remote_address = remote_address;
   w.remote_token = remote_token;
@@ -704,7 +721,7 @@ NTSTATUS Qp::fetch_add(void* request_context, const NdkSge& result, uint64_t rem
 
 NTSTATUS Qp::fast_register(void* request_context, Mr* mr, uint64_t address, uint64_t length,
                            uint32_t mr_flags, uint32_t flags) {
-  if (mr == nullptr) return STATUS_INVALID_PARAMETER;
+  if (mr == nullptr) return refuse_post(send_queue());
   rc::SendWqe w;
   w.request_context = request_context;
   w.flags = flags & ~NDK_OP_FLAG_INLINE;
@@ -717,7 +734,7 @@ NTSTATUS Qp::fast_register(void* request_context, Mr* mr, uint64_t address, uint
 }
 
 NTSTATUS Qp::invalidate(void* request_context, Mr* mr, uint32_t flags) {
-  if (mr == nullptr) return STATUS_INVALID_PARAMETER;
+  if (mr == nullptr) return refuse_post(send_queue());
   rc::SendWqe w;
   w.request_context = request_context;
   w.flags = flags & ~NDK_OP_FLAG_INLINE;
@@ -727,7 +744,7 @@ NTSTATUS Qp::invalidate(void* request_context, Mr* mr, uint32_t flags) {
 }
 
 NTSTATUS Qp::invalidate(void* request_context, Mw* mw, uint32_t flags) {
-  if (mw == nullptr) return STATUS_INVALID_PARAMETER;
+  if (mw == nullptr) return refuse_post(send_queue());
   rc::SendWqe w;
   w.request_context = request_context;
   w.flags = flags & ~NDK_OP_FLAG_INLINE;
@@ -738,7 +755,7 @@ NTSTATUS Qp::invalidate(void* request_context, Mw* mw, uint32_t flags) {
 
 NTSTATUS Qp::bind(void* request_context, Mr* mr, Mw* mw, const void* address, uint64_t length,
                   uint32_t mr_flags, uint32_t flags) {
-  if (mr == nullptr || mw == nullptr) return STATUS_INVALID_PARAMETER;
+  if (mr == nullptr || mw == nullptr) return refuse_post(send_queue());
   rc::SendWqe w;
   w.request_context = request_context;
   w.flags = flags & ~NDK_OP_FLAG_INLINE;

@@ -155,16 +155,15 @@ void CompletionQueue::arm(NdkCqNotifyType type) {
   // Dekker with produce_st: our arm store is ordered before these loads, the core's entry
   // store before its arm_ load. At least one side sees the other.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  const uint64_t head = head_.load(std::memory_order_relaxed);
-  bool due = false;
-  if (merged == kRankAny) {
-    due = tail_.load(std::memory_order_relaxed) > head;
-  } else if (merged == kRankSolicited) {
-    due = last_solicited_end_.load(std::memory_order_relaxed) > head;
-  } else {
-    due = last_error_end_.load(std::memory_order_relaxed) > head;
-  }
-  if (due) kick_.store(true, std::memory_order_release);
+  if (due(merged)) kick_.store(true, std::memory_order_release);
+}
+
+// Whether completions an arm of `rank` waits for are queued now.
+bool CompletionQueue::due(uint32_t rank) const {
+  const uint64_t head = head_.load(std::memory_order_acquire);
+  if (rank == kRankAny) return tail_.load(std::memory_order_relaxed) > head;
+  if (rank == kRankSolicited) return last_solicited_end_.load(std::memory_order_relaxed) > head;
+  return last_error_end_.load(std::memory_order_relaxed) > head;
 }
 
 // ---- owning core ----
@@ -240,7 +239,11 @@ bool CompletionQueue::reclaim_st() {
 bool CompletionQueue::poll_st() {
   bool busy = false;
   if (kick_.load(std::memory_order_relaxed) && kick_.exchange(false, std::memory_order_acquire)) {
-    busy = claim_and_notify(STATUS_SUCCESS);
+    // A kick says an arm found completions due when it was made. The arm may have been claimed
+    // since (a completion published meanwhile fired it) and a new one made from the callback,
+    // which no completion may match yet: the arm there now fires only if it is due itself.
+    const uint32_t rank = arm_.load(std::memory_order_acquire);
+    if (rank != 0 && due(rank)) busy = claim_and_notify(STATUS_SUCCESS);
   }
   if (retired_count_.load(std::memory_order_relaxed) != 0) [[unlikely]] {
     busy = reclaim_st() || busy;

@@ -213,6 +213,7 @@ class CompletionQueue {
   void free_ring(Ring* ring);
   Ring* protect_ring();
   bool claim_and_notify(NTSTATUS status);
+  bool due(uint32_t rank) const;
   bool reclaim_st();
   template <typename Out, typename Copy>
   uint32_t consume(Out* out, uint32_t n, Copy copy);

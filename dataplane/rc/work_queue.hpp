@@ -542,11 +542,13 @@ class SharedReceiveQueue : public ReceiveQueue {
     return q;
   }
 
-  /// NdkModifySrq on the owning core: new depth (within the capacity allocated at creation)
+  /// NdkModifySrq on the owning core: new depth (up to the depth given at creation, which the
+  /// adapter's MaxSrqDepth bounded; the ring's capacity is that rounded up to a power of two)
   /// and limit threshold (0 disarms). STATUS_SUCCESS, STATUS_INVALID_PARAMETER (depth below the
-  /// posted count or threshold > depth), STATUS_NOT_SUPPORTED (depth above the capacity).
+  /// posted count or threshold > depth), STATUS_NOT_SUPPORTED (depth above the creation depth).
   NTSTATUS modify_st(uint32_t depth, uint32_t notify_threshold) {
     if (notify_threshold > depth) return STATUS_INVALID_PARAMETER;
+    if (depth > created_depth_) return STATUS_NOT_SUPPORTED;
     const NTSTATUS status = ring_.set_depth_st(depth);
     if (status != STATUS_SUCCESS) return status;
     limit_ = notify_threshold;
@@ -574,10 +576,14 @@ class SharedReceiveQueue : public ReceiveQueue {
  private:
   SharedReceiveQueue(uint32_t depth, uint32_t max_sge, NdkSrqNotificationCallback notification,
                      void* context)
-      : ReceiveQueue(depth, max_sge), notification_(notification), context_(context) {}
+      : ReceiveQueue(depth, max_sge),
+        notification_(notification),
+        context_(context),
+        created_depth_(depth) {}
 
   NdkSrqNotificationCallback notification_;
   void* context_;
+  uint32_t created_depth_;
   uint32_t limit_ = 0;  // owning core only
   uint64_t limit_events_ = 0;
 };

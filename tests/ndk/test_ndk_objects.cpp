@@ -283,11 +283,48 @@ TEST_F(NdkObjects, SrqFeedsQpsOfItsCoreAndNotifiesAtTheLimit) {
   EXPECT_EQ(in[99], 0x5A);
   EXPECT_EQ(srq_notes.count, 1) << "limit event once";
   wait_results(ca, 2);
-  // SRQ close pends on its QP.
+  // A post refused before it reaches the send queue (INLINE READ; a null region) hands on the
+  // requests deferred before it, as one the queue refuses does: the deferred WRITE runs.
+  const NdkSge ws{mem.data(), 64, ma->get_local_token()};
+  const uint64_t target = reinterpret_cast<uintptr_t>(in.data()) + 2048;
+  ASSERT_EQ(x.qp->write(reinterpret_cast<void*>(uintptr_t{7}), &ws, 1, target,
+                        mb->get_remote_token(), NDK_OP_FLAG_DEFER),
+            STATUS_SUCCESS);
+  EXPECT_EQ(x.qp->read(nullptr, &ws, 1, target, mb->get_remote_token(), NDK_OP_FLAG_INLINE),
+            STATUS_INVALID_PARAMETER);
+  auto deferred = wait_results(ca, 1);
+  ASSERT_EQ(deferred.size(), 1u);
+  EXPECT_EQ(deferred[0].request_context, reinterpret_cast<void*>(uintptr_t{7}));
+  EXPECT_EQ(deferred[0].status, STATUS_SUCCESS);
+  EXPECT_EQ(in[2048 + 63], 0x5A);
+  ASSERT_EQ(x.qp->write(nullptr, &ws, 1, target, mb->get_remote_token(), NDK_OP_FLAG_DEFER),
+            STATUS_SUCCESS);
+  EXPECT_EQ(x.qp->invalidate(nullptr, static_cast<Mr*>(nullptr), 0), STATUS_INVALID_PARAMETER);
+  EXPECT_EQ(wait_results(ca, 1).size(), 1u);
+  // SRQ close pends on its QP, and on a ModifySrq still on the core: the modify completes first
+  // (cancelled: its object closed meanwhile), then the close, once the QP is gone too.
+  Requested late;
+  ASSERT_EQ(srq->modify(16, 0, &Requested::cb, &late), STATUS_PENDING);
   Closed sc;
   EXPECT_EQ(srq->close(&Closed::cb, &sc), STATUS_PENDING);
+  ASSERT_TRUE(poll_until([&] { return late.done; }));
+  EXPECT_EQ(late.status, STATUS_CANCELLED);
+  EXPECT_EQ(sc.count, 0);
   close_qp(y.qp);
   EXPECT_EQ(sc.count, 1);
+  // An SRQ without QPs closed while its ModifySrq is on the core: the close waits for it (it
+  // completed inline before, and the core then modified freed memory).
+  Srq* lone = nullptr;
+  Notes lone_notes;
+  ASSERT_EQ(pb->create_srq(8, 1, 0, &Notes::cb, &lone_notes, 1, nullptr, nullptr, &lone),
+            STATUS_SUCCESS);
+  Requested lone_mod;
+  ASSERT_EQ(lone->modify(4, 0, &Requested::cb, &lone_mod), STATUS_PENDING);
+  Closed lone_closed;
+  EXPECT_EQ(lone->close(&Closed::cb, &lone_closed), STATUS_PENDING);
+  ASSERT_TRUE(poll_until([&] { return lone_closed.count == 1; }));
+  EXPECT_TRUE(lone_mod.done);
+  EXPECT_EQ(lone_mod.status, STATUS_CANCELLED);
   close_qp(x.qp);
   close_cq(ca);
   close_cq(cb);

@@ -189,6 +189,44 @@ TEST(CompletionQueue, ArmOnNonEmptyCqFiresOnNextPoll) {
   EXPECT_EQ(notes.calls.size(), 2u);
 }
 
+// An arm that found a completion due leaves a kick for the core's next poll. If a completion
+// published before that poll fires the arm, and the consumer drains and arms for errors only in
+// the callback, the old kick must not fire the new arm: no error is queued.
+TEST(CompletionQueue, AKickLeftByAnArmAlreadyFiredDoesNotFireTheNextArm) {
+  Notes notes;
+  std::unique_ptr<CompletionQueue> cq;
+  struct Rearm {
+    CompletionQueue* cq = nullptr;
+    Notes* notes = nullptr;
+    static void callback(void* ctx, NTSTATUS status) {
+      auto* self = static_cast<Rearm*>(ctx);
+      self->notes->calls.push_back(status);
+      drain(*self->cq);
+      self->cq->arm(NdkCqNotifyType::kErrors);
+    }
+  };
+  CqConfig cfg;
+  cfg.depth = 16;
+  cfg.max_cq_depth = 1024;
+  Rearm rearm;
+  cfg.notification = &Rearm::callback;
+  cfg.notification_context = &rearm;
+  NTSTATUS status = STATUS_PENDING;
+  cq = CompletionQueue::create(cfg, &status);
+  ASSERT_EQ(status, STATUS_SUCCESS);
+  rearm.cq = cq.get();
+  rearm.notes = &notes;
+  cq->produce_st(entry(0));
+  cq->arm(NdkCqNotifyType::kAny);  // due: a kick for the next poll
+  cq->produce_st(entry(1));        // fires the arm first; the callback arms for errors
+  ASSERT_EQ(notes.calls.size(), 1u);
+  EXPECT_FALSE(cq->poll_st()) << "the kick was for the arm already fired";
+  EXPECT_EQ(notes.calls.size(), 1u);
+  // The error arm still fires on an error.
+  cq->produce_st(entry(2, STATUS_CANCELLED));
+  EXPECT_EQ(notes.calls.size(), 2u);
+}
+
 TEST(CompletionQueue, NotifyErrorsIgnoresSuccessfulCompletions) {
   Notes notes;
   auto cq = make_cq(16, &notes);

@@ -264,6 +264,13 @@ TEST(WorkQueue, SrqModifyStatuses) {
   EXPECT_EQ(srq->modify_st(16, 0), STATUS_NOT_SUPPORTED);     // above the allocated capacity
   ASSERT_EQ(srq->modify_st(5, 0), STATUS_SUCCESS);
   EXPECT_EQ(srq->post(r), STATUS_INSUFFICIENT_RESOURCES);  // new depth enforced on posts
+  // Up to the depth given at creation, not to the ring's capacity (a power of two above it).
+  auto odd = SharedReceiveQueue::create(6, 1, nullptr, nullptr, &status);
+  ASSERT_EQ(status, STATUS_SUCCESS);
+  EXPECT_EQ(odd->modify_st(7, 0), STATUS_NOT_SUPPORTED);
+  EXPECT_EQ(odd->modify_st(8, 0), STATUS_NOT_SUPPORTED);
+  EXPECT_EQ(odd->modify_st(3, 0), STATUS_SUCCESS);
+  EXPECT_EQ(odd->modify_st(6, 0), STATUS_SUCCESS);
 }
 
 }  // namespace
