@@ -127,38 +127,17 @@ bool AddressRegistry::tuple_in_use(const FourTuple& t, std::uint64_t now_ns) con
   return a->second.in_use || now_ns < a->second.expires_ns;
 }
 
-void AddressRegistry::hold_qpn(std::uint32_t qpn, std::uint64_t now_ns) {
-  QpnMap::accessor a;
-  qpns_.insert(a, qpn);
-  a->second = now_ns + cfg_.timewait_ns;
-}
-
-bool AddressRegistry::qpn_reusable(std::uint32_t qpn, std::uint64_t now_ns) const {
-  QpnMap::const_accessor a;
-  return !qpns_.find(a, qpn) || now_ns >= a->second;
-}
-
 std::size_t AddressRegistry::sweep(std::uint64_t now_ns) {
   // concurrent_hash_map iteration is not safe against concurrent erase, so
   // collect first, then erase each key under its own accessor (re-checked).
   std::vector<FourTuple> tuples;
   for (const auto& [k, v] : tuples_)
     if (!v.in_use && now_ns >= v.expires_ns) tuples.push_back(k);
-  std::vector<std::uint32_t> qpns;
-  for (const auto& [k, v] : qpns_)
-    if (now_ns >= v) qpns.push_back(k);
   std::size_t n = 0;
   for (const auto& k : tuples) {
     TupleMap::accessor a;
     if (tuples_.find(a, k) && !a->second.in_use && now_ns >= a->second.expires_ns) {
       tuples_.erase(a);
-      ++n;
-    }
-  }
-  for (std::uint32_t k : qpns) {
-    QpnMap::accessor a;
-    if (qpns_.find(a, k) && now_ns >= a->second) {
-      qpns_.erase(a);
       ++n;
     }
   }

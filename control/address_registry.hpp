@@ -12,9 +12,10 @@
 // * A 4-tuple (local ip:port, remote ip:port) identifies one connection; a
 //   shared endpoint's connections share the local half and must differ in the
 //   remote half (STATUS_ADDRESS_ALREADY_EXISTS otherwise).
-// * TimeWait (IBTA §12.9.8.4 for QPNs; TCP's 2MSL for tuples): a released
-//   4-tuple or QPN cannot be reused until `timewait_ns` after its release, so
-//   late packets of the old connection cannot reach the new one. Time is passed
+// * TimeWait (TCP's 2MSL): a released 4-tuple cannot be reused until
+//   `timewait_ns` after its release, so late packets of the old connection
+//   cannot reach the new one. (QPNs: the RC engine takes a freed number again
+//   only after every other free one, rc_engine.hpp.) Time is passed
 //   in (`now_ns`), never read: the control thread owns the clock and tests
 //   drive it.
 //
@@ -87,10 +88,6 @@ class AddressRegistry {
   bool release_tuple(const FourTuple& t, std::uint64_t now_ns);
   bool tuple_in_use(const FourTuple& t, std::uint64_t now_ns) const;
 
-  /// A QPN whose connection ended: not reusable until now_ns + timewait_ns.
-  void hold_qpn(std::uint32_t qpn, std::uint64_t now_ns);
-  bool qpn_reusable(std::uint32_t qpn, std::uint64_t now_ns) const;
-
   /// Forgets TimeWait entries that have expired; returns how many.
   std::size_t sweep(std::uint64_t now_ns);
 
@@ -112,7 +109,6 @@ class AddressRegistry {
   };
   using PortMap = tbb::concurrent_hash_map<std::uint16_t, PortEntry>;
   using TupleMap = tbb::concurrent_hash_map<FourTuple, TupleEntry, TupleHashCompare>;
-  using QpnMap = tbb::concurrent_hash_map<std::uint32_t, std::uint64_t>;
   struct AddrHashCompare {
     static std::size_t hash(const IpAddress& a) { return a.hash(); }
     static bool equal(const IpAddress& a, const IpAddress& b) { return a == b; }
@@ -125,7 +121,6 @@ class AddressRegistry {
   AddrSet local_ips_;
   PortMap ports_;
   TupleMap tuples_;
-  QpnMap qpns_;
   std::atomic<std::size_t> bindings_{0};
   std::atomic<std::uint32_t> ephemeral_cursor_{0};
 };

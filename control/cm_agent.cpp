@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include "control/ndk_internal.hpp"
@@ -115,6 +116,10 @@ CmAgent::CmAgent(Adapter& adapter, const ConnectionManagerSetup& setup)
   const wire::IpAddress ips[2] = {ip_, ip6_};
   registry_.set_local_addresses(std::span<const wire::IpAddress>(ips, has_ip6() ? 2 : 1));
   cm_cfg_.tid_hi = static_cast<uint32_t>(ca_guid_);
+  // Comm IDs start at random, as cm.c's (a random operand XORed into its allocator's IDs): our CA
+  // GUID is the port's MAC, the same after a restart, and a peer that still holds a connection
+  // of ours takes a REQ or REP with a (GUID, comm ID) it knows for a duplicate and drops it.
+  next_comm_id_ = static_cast<uint32_t>(std::random_device{}());
   cm_cfg_.timewait_ns = setup.timewait_ns;
   qp1_psn_ = static_cast<uint32_t>(ca_guid_ & 0xFFFFFF);
 
@@ -179,27 +184,34 @@ ConnEntry* CmAgent::new_connection() {
 }
 
 void CmAgent::index_remote(ConnEntry* e, uint64_t guid, uint32_t comm_id, uint32_t qpn) {
+  unindex_remote(e);
   e->remote_guid = guid;
   e->remote_comm_id = comm_id;
   e->remote_qpn = qpn;
+  e->remote_indexed = true;
   by_remote_comm_[{guid, comm_id}] = e;
   by_remote_qpn_[{guid, qpn}] = e;
+}
+
+// Whatever the peer's CA GUID (0 included): an entry freed while a table still named it would
+// be found by the peer's next REQ.
+void CmAgent::unindex_remote(ConnEntry* e) {
+  if (!e->remote_indexed) return;
+  e->remote_indexed = false;
+  auto a = by_remote_comm_.find({e->remote_guid, e->remote_comm_id});
+  if (a != by_remote_comm_.end() && a->second == e) by_remote_comm_.erase(a);
+  auto b = by_remote_qpn_.find({e->remote_guid, e->remote_qpn});
+  if (b != by_remote_qpn_.end() && b->second == e) by_remote_qpn_.erase(b);
 }
 
 void CmAgent::release(ConnEntry* e) {
   if (e->released) return;
   e->released = true;
   const uint64_t now = now_ns();
-  if (e->remote_guid != 0) {
-    auto a = by_remote_comm_.find({e->remote_guid, e->remote_comm_id});
-    if (a != by_remote_comm_.end() && a->second == e) by_remote_comm_.erase(a);
-    auto b = by_remote_qpn_.find({e->remote_guid, e->remote_qpn});
-    if (b != by_remote_qpn_.end() && b->second == e) by_remote_qpn_.erase(b);
-  }
+  unindex_remote(e);
   // TimeWait is over (or the connection never got established): the tuple enters the
-  // registry's own TimeWait, the QPN too (IBTA §12.9.8.4).
+  // registry's own TimeWait (the QPN's is the engine's: rc_engine.hpp).
   if (e->tuple_reserved) registry_.release_tuple(e->tuple, now);
-  if (e->local_qpn != 0) registry_.hold_qpn(e->local_qpn, now);
   if (e->owner != nullptr) Access::state(*e->owner)->conn = nullptr;
   e->owner = nullptr;
   auto it = conns_.find(e->local_comm_id);
@@ -452,12 +464,23 @@ void CmAgent::route(const wire::CmMad& m, const wire::MacAddr& src_mac,
     if (it != by_remote_comm_.end()) e = it->second;
   }
   if (e == nullptr) {
+    if (const auto* dreq = std::get_if<wire::CmDreq>(&m.body)) {
+      // A DREQ for a connection gone (its TimeWait over: our DREP was lost and the peer kept
+      // resending): answered all the same, as cm.c's cm_issue_drep, so the peer's disconnect
+      // ends now instead of after its retries.
+      wire::CmDrep drep;
+      drep.local_comm_id = dreq->remote_comm_id;
+      drep.remote_comm_id = dreq->local_comm_id;
+      ++counters.drep_sent_unknown;
+      send_mad(src_ip, src_mac, wire::make_cm_mad(m.hdr.tid, drep), tos_);
+      return;
+    }
     ++counters.cm_rx_dropped;
     return;
   }
   if (e->remote_mac == wire::MacAddr{}) e->remote_mac = src_mac;
   e->cm.on_message(m, now);
-  if (e->remote_guid == 0 && !e->released) {
+  if (!e->remote_indexed && !e->released) {
     // The REP told us who the peer is: index it for duplicates and stale detection.
     if (const auto* rep = std::get_if<wire::CmRep>(&m.body))
       index_remote(e, rep->local_ca_guid, rep->local_comm_id, rep->local_qpn);

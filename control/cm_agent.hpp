@@ -52,12 +52,12 @@ struct ConnEntry final : public CmSink {
   uint32_t local_comm_id = 0;
   wire::IpAddress remote_ip;
   wire::MacAddr remote_mac{};
-  uint64_t remote_guid = 0;  ///< keys of the agent's duplicate / stale tables (0 = none)
+  uint64_t remote_guid = 0;  ///< keys of the agent's duplicate / stale tables
   uint32_t remote_comm_id = 0;
   uint32_t remote_qpn = 0;
+  bool remote_indexed = false;  ///< in those tables (a peer's CA GUID may be 0)
   FourTuple tuple{};
   bool tuple_reserved = false;
-  uint32_t local_qpn = 0;
   bool released = false;
 };
 
@@ -174,6 +174,7 @@ class CmAgent {
   ConnEntry* new_connection();
   /// The peer's keys became known (REQ received / REP received): duplicate + stale routing.
   void index_remote(ConnEntry* e, uint64_t guid, uint32_t comm_id, uint32_t qpn);
+  void unindex_remote(ConnEntry* e);
   /// kReleased: the entry leaves the tables; freed on the next poll.
   void release(ConnEntry* e);
 
@@ -242,7 +243,7 @@ class CmAgent {
   wire::MacAddr mac_{};
   uint16_t port_id_ = 0;
   uint64_t ca_guid_ = 0;
-  uint32_t next_comm_id_ = 1;
+  uint32_t next_comm_id_ = 1;  ///< a random start (constructor)
   uint32_t qp1_psn_ = 0;
   uint16_t ip_id_ = 0;
   std::unordered_map<uint32_t, std::unique_ptr<ConnEntry>> conns_;  // by local comm ID

@@ -159,7 +159,6 @@ NTSTATUS start_req(Connector* c, const wire::MacAddr& mac) {
   e->remote_mac = mac;
   e->tuple = t;
   e->tuple_reserved = true;
-  e->local_qpn = s.qpn;
   s.conn = e;
   s.remote_mac = mac;
   s.rq_psn = initial_psn(e->local_comm_id, a.ca_guid(), now);
@@ -350,7 +349,6 @@ void accept_qp_done(void* context, NTSTATUS status) {
       p.initiator_depth = static_cast<uint8_t>(effective_orl(s, a.max_read_limit()));
       p.rnr_retry_count = a.setup().rnr_retry;
       p.private_data = s.connect_pd;
-      s.conn->local_qpn = s.qpn;
       st = s.conn->cm.accept(p, a.now_ns());  // sends the REP; the RTU completes the Accept
     }
   }

@@ -34,10 +34,10 @@ RcEngine::RcEngine(const RcEngineConfig& config, MemoryRegionTable* mrs, const F
   ctx_.ip_id = &ip_id_;
   ctx_.paths = &paths_;
   qps_.resize(config_.max_qps + kFirstLocalQpn);
-  // Lowest free number first, as before: a min-heap of free numbers.
-  free_.reserve(config_.max_qps);
-  for (uint32_t local = kFirstLocalQpn; local < qps_.size(); ++local) free_.push_back(local);
-  std::make_heap(free_.begin(), free_.end(), std::greater<>{});
+  // Every number free, lowest first; freed numbers go to the back.
+  free_.resize(config_.max_qps);
+  for (uint32_t i = 0; i < config_.max_qps; ++i) free_[i] = kFirstLocalQpn + i;
+  free_count_ = config_.max_qps;
   run_.reserve(config_.max_qps);
 }
 
@@ -46,15 +46,15 @@ RcEngine::RcEngine(const RcEngineConfig& config, MemoryRegionTable* mrs, const F
 RcEngine::~RcEngine() = default;
 
 QueuePair* RcEngine::create_qp(const QpCreateParams& params, NTSTATUS* status) {
-  if (free_.empty() || !doorbell_.ok() || !timers_.ok()) {
+  if (free_count_ == 0 || !doorbell_.ok() || !timers_.ok()) {
     *status = STATUS_INSUFFICIENT_RESOURCES;
     return nullptr;
   }
-  const uint32_t local = free_.front();
+  const uint32_t local = free_[free_head_];
   auto qp = QueuePair::create(dataplane::make_qpn(config_.core, local), params, status);
   if (!qp) return nullptr;
-  std::pop_heap(free_.begin(), free_.end(), std::greater<>{});
-  free_.pop_back();
+  free_head_ = free_head_ + 1 == free_.size() ? 0 : free_head_ + 1;
+  --free_count_;
   QueuePair* raw = qp.get();
   raw->sched.slot = local;
   qps_[local] = std::move(qp);
@@ -78,8 +78,8 @@ NTSTATUS RcEngine::destroy_qp(uint32_t qpn) {
   paths_.release(qp->comp.path);
   qps_[local].reset();
   --qp_count_;
-  free_.push_back(local);
-  std::push_heap(free_.begin(), free_.end(), std::greater<>{});
+  free_[(free_head_ + free_count_) % free_.size()] = local;
+  ++free_count_;
   return STATUS_SUCCESS;
 }
 

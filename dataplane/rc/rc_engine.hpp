@@ -126,7 +126,13 @@ class RcEngine {
   uint64_t* wire_drop_sink_ = wire_drops_.data();
   uint16_t ip_id_ = 0;
   std::vector<std::unique_ptr<QueuePair>> qps_;  // by per-core number
-  std::vector<uint32_t> free_;                   // per-core numbers not in use (stack)
+  // Per-core numbers not in use, a FIFO (ring of max_qps entries): a number freed is taken
+  // again only after every other free one, so a peer's late packets for a closed QP, or a peer
+  // that still holds the old connection (its DREQ lost), do not meet a new QP under that number
+  // at once (IBTA §12.9.8.4's QPN TimeWait; Linux rxe allocates QPNs cyclically too).
+  std::vector<uint32_t> free_;
+  uint32_t free_head_ = 0;   // next number to take
+  uint32_t free_count_ = 0;  // numbers in the ring
   size_t qp_count_ = 0;
   Doorbell doorbell_;            // slots = per-core numbers
   std::vector<QueuePair*> run_;  // the run list (capacity reserved: no allocation)

@@ -271,6 +271,84 @@ TEST_F(SeedConnections, ConnectRefusedWithoutListenerAndOnReject) {
   close_endpoint(y);
 }
 
+// A CM MAD as A would send it to B, handed to B's connection manager.
+void deliver_a_to_b(Host& a, Host& b, const wire::CmMad& m) {
+  wire::CmFrameAddr fa;
+  std::memcpy(fa.src_mac.data(), a.mac.bytes.data(), 6);
+  std::memcpy(fa.dst_mac.data(), b.mac.bytes.data(), 6);
+  fa.src_ip = a.ip;
+  fa.dst_ip = b.ip;
+  std::vector<uint8_t> frame(wire::kCmFrameLen);
+  ASSERT_EQ(wire::build_cm_frame(wire::MutBytes(frame.data(), frame.size()), fa, m),
+            wire::kCmFrameLen);
+  ASSERT_TRUE(cm_receive_frame(*b.adapter, frame.data(), frame.size()));
+}
+
+// A peer whose REQ carries CA GUID 0: its connection is forgotten by the same keys it was found
+// by. B's consumer rejects it; a new REQ from the same QP (another comm ID) is then a new request,
+// not a stale connection of the freed entry (which the tables still named).
+TEST_F(SeedConnections, APeerWithCaGuidZeroIsForgottenWhenItsConnectionEnds) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  Events ev;
+  Listener* l = listen_b(6102, &ev);
+  Connector* c = connector(a_);
+  Req r;
+  Connector* pc = request(c, x.qp, 6102, ev, r);
+  ASSERT_NE(pc, nullptr);
+  wire::CmMad req;
+  ASSERT_NE(find_cm(tap_a_, 0x10, &req), nullptr);
+  auto forged = [&](uint32_t comm_id) {
+    wire::CmMad m = req;
+    auto& q = std::get<wire::CmReq>(m.body);
+    q.local_ca_guid = 0;
+    q.local_comm_id = comm_id;
+    m.hdr.tid = comm_id;
+    deliver_a_to_b(a_, b_, m);
+  };
+  forged(0x1111);
+  ASSERT_TRUE(pump_until([&] { return ev.connectors.size() == 2; }));
+  ASSERT_EQ(ev.connectors[1]->reject(nullptr, 0), STATUS_SUCCESS);
+  pump(50);  // released, then freed
+  forged(0x2222);
+  ASSERT_TRUE(pump_until([&] { return ev.connectors.size() == 3; }))
+      << "a new request from the same QP";
+  EXPECT_EQ(connection_manager_counters(*b_.adapter).stale_rejected, 0u);
+  forged(0x2222);  // its duplicate: the live connection answers, no new event
+  pump(50);
+  EXPECT_EQ(ev.connectors.size(), 3u);
+  ASSERT_EQ(ev.connectors[2]->reject(nullptr, 0), STATUS_SUCCESS);
+  ASSERT_EQ(pc->reject(nullptr, 0), STATUS_SUCCESS);
+  ASSERT_TRUE(pump_until([&] { return r.done(); }));
+  EXPECT_EQ(r.status, STATUS_CONNECTION_REFUSED);
+  for (Connector* k : ev.connectors) close_connector(k);
+  close_connector(c);
+  close_listener(l);
+  close_endpoint(x);
+  close_endpoint(y);
+}
+
+// A DREQ for a connection B no longer has (its TimeWait over: B's DREP was lost and the peer kept
+// resending) is answered with a DREP all the same, as Linux's cm_issue_drep: the peer's
+// disconnect ends at once instead of after its retries.
+TEST_F(SeedConnections, ADreqForAConnectionGoneIsAnsweredWithADrep) {
+  const ConnectionManagerCounters before = connection_manager_counters(*b_.adapter);
+  const size_t sent0 = tap_b_.size();
+  deliver_a_to_b(a_, b_, wire::make_cm_mad(0x4242, wire::CmDreq{0xA1A2A3A4, 0xB1B2B3B4, 0x77, {}}));
+  ASSERT_TRUE(pump_until([&] { return tap_b_.size() > sent0; }));
+  const std::vector<CapturedFrame> after(tap_b_.begin() + static_cast<std::ptrdiff_t>(sent0),
+                                         tap_b_.end());
+  wire::CmMad drep;
+  ASSERT_NE(find_cm(after, 0x16, &drep), nullptr);
+  EXPECT_EQ(drep.hdr.tid, 0x4242u);
+  const auto& d = std::get<wire::CmDrep>(drep.body);
+  EXPECT_EQ(d.local_comm_id, 0xB1B2B3B4u) << "the comm ID the DREQ names as ours";
+  EXPECT_EQ(d.remote_comm_id, 0xA1A2A3A4u);
+  const ConnectionManagerCounters now = connection_manager_counters(*b_.adapter);
+  EXPECT_EQ(now.drep_sent_unknown, before.drep_sent_unknown + 1);
+  EXPECT_EQ(now.cm_rx_dropped, before.cm_rx_dropped);
+}
+
 TEST_F(SeedConnections, ConnectHostUnreachableInlineAndAsynchronously) {
   Endpoint x, y;
   make_endpoints(x, y);

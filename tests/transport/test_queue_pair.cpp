@@ -1,5 +1,7 @@
 // QueuePair: state machine, parameter checks, completion-status table, frame template.
 
+#include <algorithm>
+
 #include "dataplane/qpn_map.hpp"
 #include "dataplane/wire/udp_sport.hpp"
 #include "tests/transport/rc_harness.hpp"
@@ -88,6 +90,34 @@ TEST(QueuePair, QpnsEncodeTheOwningCore) {
   EXPECT_EQ(h.eng->destroy_qp(q1.qp->qpn()), STATUS_SUCCESS);
   EXPECT_EQ(h.eng->find_qp(dataplane::make_qpn(5, 2)), nullptr);
   EXPECT_EQ(h.eng->destroy_qp(dataplane::make_qpn(5, 2)), STATUS_INVALID_PARAMETER);
+}
+
+// A QPN freed is taken again only after every other free one (the QPN's TimeWait, IBTA
+// §12.9.8.4): a peer's late packets for the closed QP, or a peer that still holds its connection,
+// do not meet a new QP under that number. The host's engine has 64 numbers (2 to 65).
+TEST(QueuePair, AFreedQpnIsReusedOnlyAfterEveryOtherFreeOne) {
+  Host h{0, 0x0A000001, 1};
+  Qp& first = h.qp();
+  const uint32_t freed = first.qp->qpn();
+  ASSERT_EQ(freed, dataplane::make_qpn(0, 2));
+  ASSERT_EQ(h.eng->destroy_qp(freed), STATUS_SUCCESS);
+  std::vector<uint32_t> qpns(63);
+  for (uint32_t& q : qpns) q = h.qp().qp->qpn();
+  EXPECT_EQ(std::count(qpns.begin(), qpns.end(), freed), 0) << "63 others first";
+  EXPECT_EQ(qpns.back(), dataplane::make_qpn(0, 65));
+  EXPECT_EQ(h.qp().qp->qpn(), freed) << "then the freed one";
+  // All 64 in use: the next create fails; a number freed now is the next one taken.
+  NTSTATUS st = STATUS_SUCCESS;
+  SendQueue* sq = first.sq.get();
+  QpCreateParams p;
+  p.sq = sq;
+  p.rq = first.rq.get();
+  p.send_cq = first.scq.get();
+  p.recv_cq = first.rcq.get();
+  EXPECT_EQ(h.eng->create_qp(p, &st), nullptr);
+  EXPECT_EQ(st, STATUS_INSUFFICIENT_RESOURCES);
+  ASSERT_EQ(h.eng->destroy_qp(qpns[10]), STATUS_SUCCESS);
+  EXPECT_EQ(h.qp().qp->qpn(), qpns[10]);
 }
 
 }  // namespace
