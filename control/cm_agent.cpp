@@ -535,7 +535,9 @@ void probe_run(const dataplane::QpTarget& req, dataplane::CoreResult& result, vo
     result.status = STATUS_INVALID_PARAMETER;
     return;
   }
-  result.value = dataplane::QpHealth{qp->state() == rc::QpState::kError && !qp->flush_requested};
+  const rc::QpConnectParams& c = qp->conn();
+  result.value = dataplane::QpHealth{qp->state() == rc::QpState::kError && !qp->flush_requested,
+                                     qp->resp.psn != c.rq_psn || qp->comp.unacked_psn != c.sq_psn};
 }
 
 void probe_done(const dataplane::CoreMessage& msg) {
@@ -547,7 +549,19 @@ void probe_done(const dataplane::CoreMessage& msg) {
   auto& s = *Access::state(*c);
   s.probe_in_flight = false;
   const auto* health = msg.result.get<dataplane::QpHealth>();
-  if (health == nullptr || !health->transport_failed || s.phase != ConnPhase::kEstablished) return;
+  if (health == nullptr) return;
+  if (s.phase == ConnPhase::kAccepting) {
+    // Communication established (IBTA §12.9.7.1, Linux's IB_EVENT_COMM_EST): the peer sends on
+    // the connection, so it is in RTS and its RTU was lost. The Accept completes now, not on the
+    // RTU after the next REP (seconds later), nor fails when every RTU is lost.
+    if (health->heard_from_peer && s.conn != nullptr && s.conn->cm.state() == CmState::kRepSent) {
+      ++ref->agent->counters.established_by_data;
+      s.conn->cm.communication_established(ref->agent->now_ns());
+      ref->agent->run_deferred();
+    }
+    return;
+  }
+  if (!health->transport_failed || s.phase != ConnPhase::kEstablished) return;
   // The peer is dead as far as the transport can tell: the connection is over.
   ++ref->agent->counters.peer_deaths;
   CmEvent ev;
@@ -570,8 +584,12 @@ void CmAgent::probe_qps(uint64_t now) {
   std::vector<Connector*> due;
   for (auto& [id, c] : connectors_) {
     auto& s = *Access::state(*c);
-    if (s.phase == ConnPhase::kEstablished && !s.probe_in_flight && s.qp != nullptr &&
-        !Access::closing(*s.qp) && now >= s.next_probe_ns)
+    // Established QPs: did their transport give up? A passive QP whose REP is out: has the
+    // peer sent on it (its RTU lost)?
+    const bool accepting = s.phase == ConnPhase::kAccepting && s.conn != nullptr &&
+                           s.conn->cm.state() == CmState::kRepSent;
+    if ((s.phase == ConnPhase::kEstablished || accepting) && !s.probe_in_flight &&
+        s.qp != nullptr && !Access::closing(*s.qp) && now >= s.next_probe_ns)
       due.push_back(c);
   }
   for (Connector* c : due) {

@@ -124,6 +124,9 @@ struct QpCreated {
 /// without a flush having been asked for.
 struct QpHealth {
   bool transport_failed = false;
+  /// The peer's packets have reached the QP: its responder executed a request, or its requester
+  /// got an answer (a passive side whose RTU was lost takes that as the RTU, IBTA §12.9.7.1).
+  bool heard_from_peer = false;
 };
 
 /// What a core answers: a status and, for the requests that return something, a typed value.

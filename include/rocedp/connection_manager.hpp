@@ -44,6 +44,7 @@ struct ConnectionManagerCounters {
   uint64_t rej_sent_no_listener = 0;  ///< REJ invalid service ID
   uint64_t stale_rejected = 0;        ///< REJ stale connection
   uint64_t drep_sent_unknown = 0;     ///< DREP to a DREQ for a connection already gone
+  uint64_t established_by_data = 0;   ///< Accepts completed by the peer's packets (RTU lost)
   uint64_t arp_rx = 0;
   uint64_t arp_tx = 0;         ///< ARP requests handed to the core for resolving a peer
   uint64_t arp_tx_failed = 0;  ///< ARP requests not sent: no mbuf or the core's ring was full

@@ -349,6 +349,60 @@ TEST_F(SeedConnections, ADreqForAConnectionGoneIsAnsweredWithADrep) {
   EXPECT_EQ(now.cm_rx_dropped, before.cm_rx_dropped);
 }
 
+// The active side's RTU is lost and it starts sending: the passive side takes the first packet
+// on its QP as the RTU (IBTA §12.9.7.1, communication established; Linux's IB_EVENT_COMM_EST),
+// and its Accept completes at once, not on the RTU after the next REP (no clock advance here:
+// that REP never leaves).
+TEST_F(SeedConnections, ThePeersFirstPacketCompletesTheAcceptWhenItsRtuIsLost) {
+  Endpoint x, y;
+  make_endpoints(x, y);
+  auto xb = buffer(x.pd, 4096, kMrAll, 0x3C);
+  auto yb = buffer(y.pd, 4096, kMrAll, 0x00);
+  Link k;
+  k.listener = listen_b(6203, &k.events);
+  k.ca = connector(a_);
+  k.cb = request(k.ca, x.qp, 6203, k.events, k.connected);
+  ASSERT_NE(k.cb, nullptr);
+  ASSERT_EQ(k.cb->accept_ex(
+                y.qp, 4, 4, nullptr, 0, [](void* c, NTSTATUS s) { Req::cb(c, s); }, &k.disc_b,
+                &Req::cb, &k.accepted),
+            STATUS_PENDING);
+  ASSERT_TRUE(pump_until([&] { return k.connected.done(); }));
+  ASSERT_EQ(k.connected.status, STATUS_SUCCESS);
+  // A completes: its QP goes to RTS and its RTU leaves, but B's CM never reads it.
+  silent_b_ = true;
+  ASSERT_EQ(k.ca->complete_connect_ex([](void* c, NTSTATUS s) { Req::cb(c, s); }, &k.disc_a,
+                                      &Req::cb, &k.completed),
+            STATUS_PENDING);
+  ASSERT_TRUE(pump_until([&] { return k.completed.done(); }));
+  ASSERT_EQ(k.completed.status, STATUS_SUCCESS);
+  pump(20);
+  rte_mbuf* lost[32];
+  uint16_t n = 0;
+  while ((n = b_.dispatch->receive(b_.dispatch->control_target(), lost, 32)) != 0)
+    rte_pktmbuf_free_bulk(lost, n);
+  silent_b_ = false;
+  pump(20);
+  EXPECT_FALSE(k.accepted.done()) << "nothing from A yet: the Accept waits";
+  // A sends; B's QP (in RTS since its REP) receives it.
+  NdkSge rs = yb->sge(0, 64);
+  ASSERT_EQ(y.qp->receive(&y, &rs, 1), STATUS_SUCCESS);
+  NdkSge ss = xb->sge(0, 32);
+  ASSERT_EQ(x.qp->send(&x, &ss, 1, 0), STATUS_SUCCESS);
+  ASSERT_TRUE(pump_until([&] { return k.accepted.done(); })) << "communication established";
+  EXPECT_EQ(k.accepted.status, STATUS_SUCCESS);
+  EXPECT_EQ(connection_manager_counters(*b_.adapter).established_by_data, 1u);
+  auto got = wait_results(y.cq, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].bytes_transferred, 32u);
+  EXPECT_EQ(yb->ptr()[31], 0x3C);
+  Req disc;
+  ASSERT_EQ(k.ca->disconnect(&Req::cb, &disc), STATUS_PENDING);
+  ASSERT_TRUE(pump_until([&] { return disc.done() && k.disc_b.done(); }));
+  release(k);
+  close_pair(x, y, std::move(xb), std::move(yb));
+}
+
 TEST_F(SeedConnections, ConnectHostUnreachableInlineAndAsynchronously) {
   Endpoint x, y;
   make_endpoints(x, y);
