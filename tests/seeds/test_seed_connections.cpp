@@ -271,17 +271,18 @@ TEST_F(SeedConnections, ConnectRefusedWithoutListenerAndOnReject) {
   close_endpoint(y);
 }
 
-// A CM MAD as A would send it to B, handed to B's connection manager.
-void deliver_a_to_b(Host& a, Host& b, const wire::CmMad& m) {
+// A CM MAD as `from` would send it to `to`, handed to `to`'s connection manager (a peer stack's
+// message the test builds itself).
+void deliver_cm(const Host& from, Host& to, const wire::CmMad& m) {
   wire::CmFrameAddr fa;
-  std::memcpy(fa.src_mac.data(), a.mac.bytes.data(), 6);
-  std::memcpy(fa.dst_mac.data(), b.mac.bytes.data(), 6);
-  fa.src_ip = a.ip;
-  fa.dst_ip = b.ip;
+  std::memcpy(fa.src_mac.data(), from.mac.bytes.data(), 6);
+  std::memcpy(fa.dst_mac.data(), to.mac.bytes.data(), 6);
+  fa.src_ip = from.ip;
+  fa.dst_ip = to.ip;
   std::vector<uint8_t> frame(wire::kCmFrameLen);
   ASSERT_EQ(wire::build_cm_frame(wire::MutBytes(frame.data(), frame.size()), fa, m),
             wire::kCmFrameLen);
-  ASSERT_TRUE(cm_receive_frame(*b.adapter, frame.data(), frame.size()));
+  ASSERT_TRUE(cm_receive_frame(*to.adapter, frame.data(), frame.size()));
 }
 
 // A peer whose REQ carries CA GUID 0: its connection is forgotten by the same keys it was found
@@ -304,7 +305,7 @@ TEST_F(SeedConnections, APeerWithCaGuidZeroIsForgottenWhenItsConnectionEnds) {
     q.local_ca_guid = 0;
     q.local_comm_id = comm_id;
     m.hdr.tid = comm_id;
-    deliver_a_to_b(a_, b_, m);
+    deliver_cm(a_, b_, m);
   };
   forged(0x1111);
   ASSERT_TRUE(pump_until([&] { return ev.connectors.size() == 2; }));
@@ -334,7 +335,7 @@ TEST_F(SeedConnections, APeerWithCaGuidZeroIsForgottenWhenItsConnectionEnds) {
 TEST_F(SeedConnections, ADreqForAConnectionGoneIsAnsweredWithADrep) {
   const ConnectionManagerCounters before = connection_manager_counters(*b_.adapter);
   const size_t sent0 = tap_b_.size();
-  deliver_a_to_b(a_, b_, wire::make_cm_mad(0x4242, wire::CmDreq{0xA1A2A3A4, 0xB1B2B3B4, 0x77, {}}));
+  deliver_cm(a_, b_, wire::make_cm_mad(0x4242, wire::CmDreq{0xA1A2A3A4, 0xB1B2B3B4, 0x77, {}}));
   ASSERT_TRUE(pump_until([&] { return tap_b_.size() > sent0; }));
   const std::vector<CapturedFrame> after(tap_b_.begin() + static_cast<std::ptrdiff_t>(sent0),
                                          tap_b_.end());
@@ -662,17 +663,9 @@ TEST_F(SeedConnections, CompleteConnectExConnectionAbortedOnPeerDreqBeforeRtu) {
             wire::CmDecodeStatus::kOk);
   const auto* r = std::get_if<wire::CmRep>(&rep.body);
   ASSERT_NE(r, nullptr);
-  wire::CmFrameAddr fa;
-  std::memcpy(fa.src_mac.data(), b_.mac.bytes.data(), 6);
-  std::memcpy(fa.dst_mac.data(), a_.mac.bytes.data(), 6);
-  fa.src_ip = b_.ip;
-  fa.dst_ip = a_.ip;
-  std::vector<uint8_t> frame(wire::kCmFrameLen);
-  const auto dreq =
-      wire::make_cm_mad(0x77, wire::CmDreq{r->local_comm_id, r->remote_comm_id, x.qp->qpn(), {}});
-  ASSERT_EQ(wire::build_cm_frame(wire::MutBytes(frame.data(), frame.size()), fa, dreq),
-            wire::kCmFrameLen);
-  ASSERT_TRUE(cm_receive_frame(*a_.adapter, frame.data(), frame.size()));
+  deliver_cm(
+      b_, a_,
+      wire::make_cm_mad(0x77, wire::CmDreq{r->local_comm_id, r->remote_comm_id, x.qp->qpn(), {}}));
   EXPECT_EQ(c->complete_connect_ex(nullptr, nullptr, &Req::cb, &cc), STATUS_CONNECTION_ABORTED);
   close_connector(pc);
   close_connector(c);

@@ -344,6 +344,24 @@ inline SendWqe write_wqe(void* ctx, Buffer& src, Buffer& dst, uint32_t off, uint
   return w;
 }
 
+/// A READ of `len` bytes from the start of `remote` into the start of `local`.
+inline SendWqe read_wqe(void* ctx, Buffer& local, Buffer& remote, uint32_t len) {
+  SendWqe w = send_wqe(SendOpcode::kRead, ctx, {local.sge(0, len)});
+  w.remote_address = remote.va();
+  w.remote_token = remote.tokens.remote;
+  return w;
+}
+
+/// A fetch-and-add of `add` to the word at the start of `target`, its original value into
+/// `result`.
+inline SendWqe fetch_add_wqe(void* ctx, Buffer& result, Buffer& target, uint64_t add) {
+  SendWqe w = send_wqe(SendOpcode::kFetchAdd, ctx, {result.sge(0, 8)});
+  w.remote_address = target.va();
+  w.remote_token = target.tokens.remote;
+  w.swap_or_add = add;
+  return w;
+}
+
 inline RecvWqe recv_wqe(void* ctx, std::initializer_list<NdkSge> sges) {
   RecvWqe w;
   w.request_context = ctx;

@@ -87,10 +87,7 @@ TEST_F(Errors, AFatalNakWaitsForTheResponsesOwedBeforeIt) {
   fill_pattern(remote.ptr(), 4096, 4);
   Buffer& local = a.buffer(4096, kMrAll, 0);
   Buffer& ro = b.buffer(64, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ, 0x77);
-  SendWqe rd = send_wqe(SendOpcode::kRead, tag(1), {local.sge(0, 4096)});
-  rd.remote_address = remote.va();
-  rd.remote_token = remote.tokens.remote;
-  ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
+  ASSERT_EQ(qa->sq->post(read_wqe(tag(1), local, remote, 4096)), STATUS_SUCCESS);
   SendWqe wr = send_wqe(SendOpcode::kWrite, tag(2), {local.sge(0, 64)});
   wr.remote_address = ro.va();
   wr.remote_token = ro.tokens.remote;  // no remote write
@@ -121,10 +118,7 @@ TEST_F(Errors, RemoteAccessOnReadBeyondTheRegion) {
   make();
   Buffer& remote = b.buffer(100);
   Buffer& sink = a.buffer(200, kMrAll, 0x55);
-  SendWqe rd = send_wqe(SendOpcode::kRead, tag(1), {sink.sge(0, 200)});
-  rd.remote_address = remote.va();
-  rd.remote_token = remote.tokens.remote;
-  ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
+  ASSERT_EQ(qa->sq->post(read_wqe(tag(1), sink, remote, 200)), STATUS_SUCCESS);
   w.settle();
   auto sc = qa->send_cqes();
   ASSERT_EQ(sc.size(), 1u);
@@ -503,10 +497,7 @@ TEST_F(Errors, ADuplicateReadAskingPastTheOriginalsPsnsIsDropped) {
   Buffer& remote = b.buffer(4096, kMrAll, 0);
   fill_pattern(remote.ptr(), 4096, 3);
   Buffer& local = a.buffer(4096, kMrAll, 0);
-  SendWqe rd = send_wqe(SendOpcode::kRead, tag(1), {local.sge(0, 2048)});
-  rd.remote_address = remote.va();
-  rd.remote_token = remote.tokens.remote;
-  ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
+  ASSERT_EQ(qa->sq->post(read_wqe(tag(1), local, remote, 2048)), STATUS_SUCCESS);
   w.settle();
   auto sc = qa->send_cqes();
   ASSERT_EQ(sc.size(), 1u);

@@ -312,16 +312,9 @@ TEST_F(Loss, ReorderingBeyondTheWindowExecutesNothingTwice) {
   // and B's answers to a READ.
   std::memset(src->ptr(), 0x11, 1024);
   write(0, 1024);
-  SendWqe fa = send_wqe(SendOpcode::kFetchAdd, tag(posted), {result.sge(0, 8)});
-  fa.remote_address = counter.va();
-  fa.remote_token = counter.tokens.remote;
-  fa.swap_or_add = 5;
-  ASSERT_EQ(qa->sq->post(fa), STATUS_SUCCESS);
+  ASSERT_EQ(qa->sq->post(fetch_add_wqe(tag(posted), result, counter, 5)), STATUS_SUCCESS);
   ++posted;
-  SendWqe rd = send_wqe(SendOpcode::kRead, tag(posted), {rdst.sge(0, 4096)});
-  rd.remote_address = rsrc.va();
-  rd.remote_token = rsrc.tokens.remote;
-  ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
+  ASSERT_EQ(qa->sq->post(read_wqe(tag(posted), rdst, rsrc, 4096)), STATUS_SUCCESS);
   ++posted;
   int parked_req = 0, parked_resp = 0;
   w.park_if = [&](bool ab, const wire::ParsedPacket& p) {
@@ -433,10 +426,7 @@ TEST_F(Loss, AReadOfMorePsnsThanTheWindowAndItsMarginCompletes) {
   Buffer& rsrc = b.buffer(kLen, kMrAll, 0);
   fill_pattern(rsrc.ptr(), kLen, 21);
   Buffer& rdst = a.buffer(kLen, kMrAll, 0);
-  SendWqe rd = send_wqe(SendOpcode::kRead, tag(posted), {rdst.sge(0, kLen)});
-  rd.remote_address = rsrc.va();
-  rd.remote_token = rsrc.tokens.remote;
-  ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
+  ASSERT_EQ(qa->sq->post(read_wqe(tag(posted), rdst, rsrc, kLen)), STATUS_SUCCESS);
   ++posted;
   a.log.clear();
   b.log.clear();
@@ -486,10 +476,7 @@ TEST_F(Loss, AReadProbesResponsesBeforeItsLastAskForNothingMore) {
     if (!ab || p.f.bth.opcode != kRcReadRequest) return false;
     return ++requests == 1;  // the first request is lost: the timer's probe sends it again
   };
-  SendWqe rd = send_wqe(SendOpcode::kRead, tag(posted), {rdst.sge(0, kLen)});
-  rd.remote_address = rsrc.va();
-  rd.remote_token = rsrc.tokens.remote;
-  ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
+  ASSERT_EQ(qa->sq->post(read_wqe(tag(posted), rdst, rsrc, kLen)), STATUS_SUCCESS);
   ++posted;
   const uint64_t timeouts0 = a.eng->counters().get(RcCounter::kAckTimeouts);
   run_timed();
@@ -510,16 +497,9 @@ TEST_F(Loss, AResponsePastALostAtomicAckAsksAgainAtOnce) {
   Buffer& rsrc = b.buffer(64, kMrAll, 0);
   fill_pattern(rsrc.ptr(), 64, 9);
   Buffer& rdst = a.buffer(64, kMrAll, 0);
-  SendWqe add = send_wqe(SendOpcode::kFetchAdd, tag(posted), {orig.sge(0, 8)});
-  add.remote_address = word.va();
-  add.remote_token = word.tokens.remote;
-  add.swap_or_add = 5;
-  ASSERT_EQ(qa->sq->post(add), STATUS_SUCCESS);
+  ASSERT_EQ(qa->sq->post(fetch_add_wqe(tag(posted), orig, word, 5)), STATUS_SUCCESS);
   ++posted;
-  SendWqe rd = send_wqe(SendOpcode::kRead, tag(posted), {rdst.sge(0, 64)});
-  rd.remote_address = rsrc.va();
-  rd.remote_token = rsrc.tokens.remote;
-  ASSERT_EQ(qa->sq->post(rd), STATUS_SUCCESS);
+  ASSERT_EQ(qa->sq->post(read_wqe(tag(posted), rdst, rsrc, 64)), STATUS_SUCCESS);
   ++posted;
   int acks = 0;
   w.drop_if = [&](bool ab, const wire::ParsedPacket& p) {
@@ -600,15 +580,21 @@ namespace {
 // pause in mid-message (a busy host). The responder coalesces ACKs but does not hold them: the
 // packets it executed are acknowledged kDelayedAckNs after the first one, not when the
 // requester's ACK timer (tens of ms) runs out and it resends them.
-TEST(DelayedAck, PacketsWithoutAckReqAreAcknowledgedWithinTheDelay) {
+class DelayedAck : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    connect(a, qa, b, qb, ConnectOptions{});
+    fill_pattern(src.ptr(), 8192, 3);
+  }
   Host a{0, 0xC6120001, 1};
   Host b{0, 0xC6120002, 2};
   Qp& qa = a.qp(64, 64, 8192);
   Qp& qb = b.qp(64, 64, 8192);
-  connect(a, qa, b, qb, ConnectOptions{});
   Buffer& src = a.buffer(8192);
   Buffer& dst = b.buffer(8192, kMrAll, 0);
-  fill_pattern(src.ptr(), 8192, 3);
+};
+
+TEST_F(DelayedAck, PacketsWithoutAckReqAreAcknowledgedWithinTheDelay) {
   SendWqe wr = send_wqe(SendOpcode::kWrite, tag(1), {src.sge(0, 4096)});
   wr.remote_address = dst.va();
   wr.remote_token = dst.tokens.remote;
@@ -646,15 +632,7 @@ TEST(DelayedAck, PacketsWithoutAckReqAreAcknowledgedWithinTheDelay) {
 // Packets without AckReq that follow, in the same burst, one that asked for an ACK: that ACK
 // covers only its own PSN, and the ones after it still get their delayed ACK (a requester that
 // pauses mid-message must not time out on them).
-TEST(DelayedAck, PacketsAfterAnAcknowledgedOneInTheSameBurstStillGetTheirDelayedAck) {
-  Host a{0, 0xC6120001, 1};
-  Host b{0, 0xC6120002, 2};
-  Qp& qa = a.qp(64, 64, 8192);
-  Qp& qb = b.qp(64, 64, 8192);
-  connect(a, qa, b, qb, ConnectOptions{});
-  Buffer& src = a.buffer(8192);
-  Buffer& dst = b.buffer(8192, kMrAll, 0);
-  fill_pattern(src.ptr(), 8192, 3);
+TEST_F(DelayedAck, PacketsAfterAnAcknowledgedOneInTheSameBurstStillGetTheirDelayedAck) {
   ASSERT_EQ(qa.sq->post(write_wqe(tag(1), src, dst, 0, 1024)), STATUS_SUCCESS);
   ASSERT_EQ(qa.sq->post(write_wqe(tag(2), src, dst, 1024, 4096)), STATUS_SUCCESS);
   uint64_t now = 1'000'000;
