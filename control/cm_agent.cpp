@@ -540,6 +540,12 @@ void probe_run(const dataplane::QpTarget& req, dataplane::CoreResult& result, vo
                                      qp->resp.psn != c.rq_psn || qp->comp.unacked_psn != c.sq_psn};
 }
 
+// A passive connector whose QP is in RTS and whose REP is out: it waits for the RTU.
+bool awaiting_rtu(const Connector::State& s) {
+  return s.phase == ConnPhase::kAccepting && s.conn != nullptr &&
+         s.conn->cm.state() == CmState::kRepSent;
+}
+
 void probe_done(const dataplane::CoreMessage& msg) {
   auto* ref = static_cast<ProbeRef*>(msg.done_ctx);
   std::unique_ptr<ProbeRef> hold(ref);
@@ -554,7 +560,7 @@ void probe_done(const dataplane::CoreMessage& msg) {
     // Communication established (IBTA §12.9.7.1, Linux's IB_EVENT_COMM_EST): the peer sends on
     // the connection, so it is in RTS and its RTU was lost. The Accept completes now, not on the
     // RTU after the next REP (seconds later), nor fails when every RTU is lost.
-    if (health->heard_from_peer && s.conn != nullptr && s.conn->cm.state() == CmState::kRepSent) {
+    if (health->heard_from_peer && awaiting_rtu(s)) {
       ++ref->agent->counters.established_by_data;
       s.conn->cm.communication_established(ref->agent->now_ns());
       ref->agent->run_deferred();
@@ -586,9 +592,7 @@ void CmAgent::probe_qps(uint64_t now) {
     auto& s = *Access::state(*c);
     // Established QPs: did their transport give up? A passive QP whose REP is out: has the
     // peer sent on it (its RTU lost)?
-    const bool accepting = s.phase == ConnPhase::kAccepting && s.conn != nullptr &&
-                           s.conn->cm.state() == CmState::kRepSent;
-    if ((s.phase == ConnPhase::kEstablished || accepting) && !s.probe_in_flight &&
+    if ((s.phase == ConnPhase::kEstablished || awaiting_rtu(s)) && !s.probe_in_flight &&
         s.qp != nullptr && !Access::closing(*s.qp) && now >= s.next_probe_ns)
       due.push_back(c);
   }
