@@ -276,17 +276,6 @@ uint32_t read_resume_psn(const WqeMeta& m, uint32_t mtu) {
   return wire::psn_add(m.first_psn, m.read_bytes / mtu);
 }
 
-// An answer past the unfinished READ/atomic at `i` (its meta `m`) means its response was lost
-// (the responder answers in PSN order; IBTA §9.7.5.1.3, rxe's check_psn): confirm up to it and
-// ask again from there.
-void retry_lost_response(QueuePair& qp, RcContext& ctx, uint32_t i, const WqeMeta& m,
-                         uint64_t now_ns) {
-  const uint32_t resume =
-      qp.sq_at(i).opcode == SendOpcode::kRead ? read_resume_psn(m, qp.path_mtu()) : m.first_psn;
-  advance(qp, ctx, resume, now_ns);
-  go_back(qp, ctx, resume);
-}
-
 // Cumulative acknowledgement of every PSN up to and including `psn`.
 void ack_through(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns) {
   const uint32_t lim = started_limit(qp);
@@ -298,7 +287,13 @@ void ack_through(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns) {
     if (m.rd_atomic) {
       if (psn_le(m.first_psn, psn)) {
         scan_stopped_at(qp, i);
-        retry_lost_response(qp, ctx, i, m, now_ns);  // an ACK past it
+        // IBTA §9.7.5.1.3 / rxe: an ACK past a READ/atomic whose response is missing means the
+        // response was lost: confirm up to it and ask again.
+        const uint32_t resume = qp.sq_at(i).opcode == SendOpcode::kRead
+                                    ? read_resume_psn(m, qp.path_mtu())
+                                    : m.first_psn;
+        advance(qp, ctx, resume, now_ns);
+        go_back(qp, ctx, resume);
         return;
       }
       break;
@@ -403,7 +398,10 @@ int response_target(QueuePair& qp, RcContext& ctx, uint32_t psn, uint64_t now_ns
       return -1;
     }
     if (psn_lt(m.last_psn, psn)) {
-      retry_lost_response(qp, ctx, i, m, now_ns);  // a response past it
+      const uint32_t resume =
+          qp.sq_at(i).opcode == SendOpcode::kRead ? read_resume_psn(m, qp.path_mtu()) : m.first_psn;
+      advance(qp, ctx, resume, now_ns);
+      go_back(qp, ctx, resume);
       return kPastALostResponse;
     }
     return psn_le(m.first_psn, psn) ? static_cast<int>(i) : -1;

@@ -700,11 +700,4 @@ static_assert(packets_for(0, 1024) == 1 && packets_for(1, 1024) == 1 &&
               packets_for(1024, 1024) == 1 && packets_for(1025, 1024) == 2 &&
               packets_for(uint64_t{1} << 31, 256) == (1u << 23));
 
-/// The longest message a work request of this QP may carry: kMaxMessageBytes, and for a READ
-/// also kMaxReadPackets responses at the QP's path MTU.
-inline uint64_t max_message_bytes(uint32_t path_mtu, bool read) {
-  const uint64_t by_psns = uint64_t{path_mtu} * kMaxReadPackets;
-  return read && by_psns < kMaxMessageBytes ? by_psns : kMaxMessageBytes;
-}
-
 }  // namespace rocedp::rc

@@ -80,8 +80,10 @@ Admit admit(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, WcError
       (w.flags & NDK_OP_FLAG_INLINE) != 0 && w.opcode != SendOpcode::kRead && !rd_atomic;
   const uint64_t len = inl ? w.inline_length : sge_bytes(w);
   *err = WcError::kSuccess;
-  if (len > max_message_bytes(qp.path_mtu(), w.opcode == SendOpcode::kRead))
+  if (len > kMaxMessageBytes ||
+      (w.opcode == SendOpcode::kRead && len > uint64_t{qp.path_mtu()} * kMaxReadPackets)) {
     *err = WcError::kLocalLength;
+  }
   if (rd_atomic && c.outbound_read_limit == 0) *err = WcError::kLocalOp;
   if (w.opcode == SendOpcode::kCompareSwap || w.opcode == SendOpcode::kFetchAdd) {
     // IBTA §9.4.5: atomics operate on naturally aligned 8-byte words.
@@ -286,7 +288,9 @@ Single send_single(QueuePair& qp, RcContext& ctx, const SendWqe& w, WqeMeta& m, 
   RequesterCursor& cur = qp.req.cur;
   const QpConnectParams& c = qp.conn();
   // A WQE not started yet follows everything sent, so this is never a retransmission.
-  if ((read ? len > max_message_bytes(qp.path_mtu(), true) : len > qp.path_mtu()) ||
+  // A READ of more than kMaxReadPackets packets, without a division.
+  if ((read ? len > kMaxMessageBytes || len > uint64_t{qp.path_mtu()} * kMaxReadPackets
+            : len > qp.path_mtu()) ||
       cur.psn != qp.req.max_psn_sent)
     return Single::kGeneral;
   // The general path waits for the fence and the outbound READ limit, or fails a READ without one.
