@@ -4,14 +4,25 @@
 # run there) and the threaded tests under ThreadSanitizer. Each extra pass builds only its targets.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# Each phase's wall time goes to stderr ("== phase: N s"), so a CI log shows where its minutes go.
+phase_start=$(date +%s) phase_name=setup
+phase() {  # phase NAME: ends the running phase, starts NAME
+  echo "== $phase_name: $(($(date +%s) - phase_start)) s" >&2
+  phase_start=$(date +%s) phase_name=$1
+}
+trap 'phase end' EXIT
 "$root/scripts/setup.sh"
+phase build
 "$root/scripts/build.sh" "$root/build"
+phase rig
 # The interop tests' Linux peer: the rig builds its guest (apt-get download, qemu) once, here rather
 # than inside the first test's time limit.
 if [ -x "$root/../shared/rig/up.sh" ]; then
   "$root/../shared/rig/up.sh" >/tmp/rocedp-rig-up.log 2>&1 || { cat /tmp/rocedp-rig-up.log >&2; exit 1; }
 fi
+phase ctest
 (cd "$root/build" && ctest --output-on-failure --timeout 300)
+phase asan
 
 # Sanitizer pass: the `unit` tests (no EAL: DPDK's memory model and ASan do not mix). Only their
 # targets are built, so the pass costs a fraction of a full build.
@@ -24,11 +35,13 @@ cmake --build "$root/build-asan" -j "$(nproc)" --target $unit_tests
 
 # Lint (scripts/lint.sh): clang-format over every file (seconds); clang-tidy over the files changed
 # since main (the whole tree takes 15 min on 2 cores: `scripts/lint.sh` runs it).
+phase lint
 LINT_TIDY=0 "$root/scripts/lint.sh"
 LINT_FORMAT=0 "$root/scripts/lint.sh" --changed
 
 # Debug pass: the `eal` tests with assertions on, so every `_st` owner check and
 # assert() executes (the Release build compiles them out).
+phase debug
 eal_tests=$(cd "$root/build" && ctest -N -L eal | sed -n 's/^ *Test *#[0-9]*: *//p')
 cmake --preset debug -S "$root" >/dev/null
 # shellcheck disable=SC2086
@@ -38,4 +51,5 @@ cmake --build "$root/build-debug" -j "$(nproc)" --target $eal_tests
 # ThreadSanitizer pass over the tests whose threads share our data structures directly (DPDK's
 # own libraries are not instrumented, so EAL tests that hand frames between threads inside DPDK
 # would report its internals; test_ndk_threads keeps those hand-offs on one thread).
+phase tsan
 "$root/scripts/tsan.sh"
