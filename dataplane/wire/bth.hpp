@@ -16,6 +16,13 @@ namespace rocedp::wire {
 inline constexpr std::size_t kBthLen = 12;
 inline constexpr std::size_t kIcrcLen = 4;
 inline constexpr std::uint16_t kDefaultPkey = 0xFFFF;
+// The partition key without its membership bit (IBTA §10.9.3). The port holds only the default
+// partition, as a full member, so a packet's P_Key matches when its low 15 bits are all ones:
+// a full (0xFFFF) or limited (0x7FFF) member of it (Linux rxe's pkey_match does the same).
+inline constexpr std::uint16_t kPkeyBaseMask = 0x7FFF;
+constexpr bool pkey_matches_default(std::uint16_t pkey) {
+  return (pkey & kPkeyBaseMask) == kPkeyBaseMask;
+}
 inline constexpr std::uint32_t kQpnMask = 0xFFFFFF;
 
 namespace bth_off {
@@ -30,6 +37,12 @@ inline constexpr std::uint8_t kFecn = 0x80, kBecn = 0x40, kResv6Mask = 0x3F;
 inline constexpr std::uint8_t kAckReq = 0x80, kResv7Mask = 0x7F;
 inline constexpr int kPadShift = 4;
 }  // namespace bth_bits
+
+// The BTH's first 32-bit word (opcode, flags, P_Key; big-endian) masked by this equals
+// kPkeyBaseMask exactly when TVer is 0 and the P_Key is the default partition's: the receive
+// paths test both with one compare.
+inline constexpr std::uint32_t kBthWord0TverPkeyMask =
+    std::uint32_t{bth_bits::kTverMask} << 16 | kPkeyBaseMask;
 
 template <class B>
 class BthView {

@@ -32,7 +32,8 @@ namespace rocedp::wire {
   X(kPayloadNotAllowed, "payload_not_allowed", "payload on an opcode that carries none")        \
   X(kPayloadMissing, "payload_missing", "no payload on an opcode that requires one")            \
   X(kBadPayloadLength, "bad_payload_length", "payload length not the opcode's fixed size")      \
-  X(kBadIcrc, "bad_icrc", "invariant CRC mismatch")
+  X(kBadIcrc, "bad_icrc", "invariant CRC mismatch")                                             \
+  X(kBadPkey, "bad_pkey", "BTH P_Key not of the port's partition (the default, 0x7FFF/0xFFFF)")
 
 enum class DropReason : std::uint8_t {
 #define ROCEDP_X(e, n, d) e,

@@ -15,6 +15,7 @@ DropReason parse_tail(Bytes frame, ParsedPacket& out, const ParseOptions& opts, 
   const std::uint8_t* p = frame.data();
   PacketFields& f = out.f;
   if (f.bth.tver != 0) return DropReason::kBadTver;
+  if (!pkey_matches_default(f.bth.pkey)) return DropReason::kBadPkey;
   const OpcodeInfo* op = opcode_info(f.bth.opcode);
   if (op == nullptr) return DropReason::kUnknownOpcode;
   out.op = op;

@@ -38,7 +38,8 @@ DropReason rc_tail(const std::uint8_t* ip, std::size_t ip_total, const std::uint
   if (udp_payload < kBthLen + kIcrcLen) return DropReason::kBthTooShort;
   const std::uint32_t w0 = load_be32(bth);  // opcode, flags, P_Key
   const auto flags = static_cast<std::uint8_t>(w0 >> 16);
-  if ((flags & bth_bits::kTverMask) != 0) return DropReason::kBadTver;
+  if ((w0 & kBthWord0TverPkeyMask) != kPkeyBaseMask)  // which of the two failed: only on a drop
+    return (flags & bth_bits::kTverMask) != 0 ? DropReason::kBadTver : DropReason::kBadPkey;
   const OpcodeInfo* op = opcode_info(static_cast<std::uint8_t>(w0 >> 24));
   if (op == nullptr) return DropReason::kUnknownOpcode;
   if (udp_payload < op->length + kIcrcLen) return DropReason::kHeadersTooShort;

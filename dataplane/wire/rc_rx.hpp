@@ -139,7 +139,7 @@ inline DropReason parse_rc(Bytes frame, RcRxPacket& out) {
   if ((load_le32(p + 12) & 0x00FFFFFFu) != kEthIpv4 ||
       (load_le32(ip + ipv4_off::kFlagsFrag) & kFragMask) != kUdpNoFrag || l3 + total > n ||
       load_be16(udp + udp_off::kDst) != kRoceV2UdpPort || udp_len != total - kIpv4MinHdrLen ||
-      ((w0 >> 16) & bth_bits::kTverMask) != 0 || f.length == 0 || with_pad > f.max_with_pad ||
+      (w0 & kBthWord0TverPkeyMask) != kPkeyBaseMask || f.length == 0 || with_pad > f.max_with_pad ||
       pad + f.min_payload > with_pad || !rc_rx_detail::ipv4_checksum_ok(ip)) [[unlikely]] {
     return parse_rc_ordered(frame, out);
   }

@@ -9,6 +9,7 @@
 #include "dataplane/wire/builder.hpp"
 #include "dataplane/wire/pcap_io.hpp"
 #include "tests/transport/rc_harness.hpp"
+#include "tests/wire/wire_test_util.hpp"
 
 namespace rocedp::rc::test {
 namespace {
@@ -120,6 +121,15 @@ TEST(RcWire, CorruptFrameIsDroppedOnIcrc) {
   // A valid frame for a QPN this core does not have.
   in = {wire::Bytes(frames[5].data)};
   b.eng->rx_burst_st(in, 0);
+  EXPECT_EQ(b.eng->counters().get(RcCounter::kRxDropNoQp), 1u);
+  // The same frame in another partition (P_Key 0x1234, ICRC resealed): dropped as such before
+  // its QPN is looked at.
+  Frame other = frames[5].data;
+  wire::store_be16(other.data() + 42 + 2, 0x1234);
+  wire::test::reseal(other);
+  in = {wire::Bytes(other)};
+  EXPECT_EQ(b.eng->rx_burst_st(in, 0), 0u);
+  EXPECT_EQ(b.eng->wire_drops()[static_cast<size_t>(wire::DropReason::kBadPkey)], 1u);
   EXPECT_EQ(b.eng->counters().get(RcCounter::kRxDropNoQp), 1u);
 }
 

@@ -311,6 +311,20 @@ TEST(Parser, TransportDefects) {
   reseal(tver);
   EXPECT_EQ(parse_exact(tver), DropReason::kBadTver);
 
+  // The port holds the default partition only: its full (0xFFFF) and limited (0x7FFF) members
+  // pass; any other P_Key, 0x0000 and 0x8000 included, is another partition's.
+  for (std::uint16_t pkey : {0xFFFF, 0x7FFF, 0x0000, 0x8000, 0x1234, 0xFFFE, 0x7FFE}) {
+    auto fr = frame_of(opcode::kRcSendOnly, 4);
+    store_be16(fr.data() + 42 + 2, pkey);
+    reseal(fr);
+    const bool ours = pkey == 0xFFFF || pkey == 0x7FFF;
+    EXPECT_EQ(parse_exact(fr), ours ? DropReason::kNone : DropReason::kBadPkey) << pkey;
+  }
+  // TVer is checked first.
+  store_be16(tver.data() + 42 + 2, 0x1234);
+  reseal(tver);
+  EXPECT_EQ(parse_exact(tver), DropReason::kBadTver);
+
   for (std::uint8_t bad : {0x15, 0x18, 0x1C, 0x1D, 0x20, 0x66, 0x80, 0xFF}) {
     auto fr = frame_of(opcode::kRcSendOnly, 4);
     fr[42] = bad;

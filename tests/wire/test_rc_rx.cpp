@@ -132,6 +132,9 @@ TEST(RcRx, MalformedFramesGetTheGeneralParsersReason) {
   forge(bth, opcode::kRcAck, true);          // payload on an ACK
   forge(bth + 1, 0x01, true);                // TVer 1
   forge(bth + 1, 0x30, true);                // pad 3
+  forge(bth + 2, 0x12, true);                // P_Key 0x12FF: another partition
+  forge(bth + 3, 0xFE, true);                // P_Key 0xFFFE
+  forge(bth + 2, 0x7F, true);                // P_Key 0x7FFF: a limited member, accepted
   forge(bth, opcode::kRcSendMiddle, true);   // SEND_MIDDLE: no RETH, 16 more payload bytes
   forge(bth, opcode::kRcCompareSwap, true);  // AtomicETH longer than the rest
   forge(fr.size() - 2, 0x00, false);         // ICRC
@@ -170,6 +173,7 @@ TEST(RcRx, MalformedFramesGetTheGeneralParsersReason) {
   forge6(udp6 + 5, 0x01, true);                // UDP length
   forge6(bth6, 0x1C, true);                    // FLUSH
   forge6(bth6 + 1, 0x01, true);                // TVer 1
+  forge6(bth6 + 3, 0x00, true);                // P_Key 0xFF00
   forge6(bth6, opcode::kRcCompareSwap, true);  // AtomicETH longer than the rest
   forge6(ip + 8, 0x00, false);                 // source address: ICRC
   forge6(fr6.size() - 20, 0x00, false);        // payload byte: ICRC
