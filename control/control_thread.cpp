@@ -527,10 +527,12 @@ unsigned ControlThread::poll_frames_st() {
         const int idx = port_index_of(m->port);
         dataplane::NdpPeer peer;
         // RFC 4861 7.2.5: an advertisement updates an entry (or completes a resolution), never
-        // creates one.
+        // creates one; without the Override flag it does not change a known address.
         if (idx >= 0 && setup_.ports[idx]->address6() &&
             dataplane::extract_ndp_peer(m, local6_of(idx), &peer))
-          tables_[idx]->learn6(peer.ip, peer.mac, now, LearnMode::kUpdateOnly);
+          tables_[idx]->learn6(
+              peer.ip, peer.mac, now,
+              peer.override_flag ? LearnMode::kUpdateOnly : LearnMode::kUpdateNoOverride);
         break;
       }
       case dataplane::FrameKind::kCm: {

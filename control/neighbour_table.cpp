@@ -87,8 +87,10 @@ struct NeighbourTable::Family4 : FamilyTypes<config::Ipv4Address, ResolveResult,
     const uint32_t mask = prefix_len == 0 ? 0 : ~uint32_t{0} << (32 - prefix_len);
     const uint32_t net = t.options_.local_ip.value & mask;
     return ip.value != 0 && (ip.value >> 28) < 0xE  // not multicast / class E / 255.255.255.255
-           && ip != t.options_.local_ip && (ip.value & mask) == net  // on-link, not ours
-           && ip.value != (net | ~mask);                             // not the subnet broadcast
+           && ip != t.options_.local_ip &&
+           (ip.value & mask) == net  // on-link, not ours
+           // not the subnet broadcast, which a /31 or /32 does not have (RFC 3021 §2.2)
+           && (prefix_len > 30 || ip.value != (net | ~mask));
   }
   static void send_request(const NeighbourTable& t, Ip ip) {
     if (t.hooks_.send_request) t.hooks_.send_request(ip);
@@ -182,7 +184,7 @@ LearnResult NeighbourTable::learn_in(const typename F::Ip& ip, const config::Mac
   auto& entries = F::map(*this);
   auto it = entries.find(F::key(ip));
   if (it == entries.end()) {
-    if (mode == LearnMode::kUpdateOnly) return LearnResult::kIgnored;
+    if (mode != LearnMode::kCreate) return LearnResult::kIgnored;
     if (size() >= options_.max_entries) {
       ++stats_.table_full;
       return LearnResult::kIgnored;
@@ -215,6 +217,7 @@ LearnResult NeighbourTable::learn_in(const typename F::Ip& ip, const config::Mac
       return LearnResult::kResolved;
     }
     case NeighbourState::kReachable:
+      if (e.mac != mac && mode == LearnMode::kUpdateNoOverride) return LearnResult::kIgnored;
       e.deadline = now + options_.expiry;
       if (e.mac == mac) return LearnResult::kRefreshed;
       e.mac = mac;

@@ -100,6 +100,8 @@ struct NeighbourTableHooks {
 enum class LearnMode : uint8_t {
   kCreate,      // add the entry if absent (ARP aimed at us: request/reply to our address)
   kUpdateOnly,  // only refresh/complete an entry we already have (third-party or gratuitous ARP)
+  kUpdateNoOverride,  // as kUpdateOnly, but a reachable entry keeps its address when `mac`
+                      // differs (an NA with the Override flag clear, RFC 4861 7.2.5)
 };
 enum class LearnResult : uint8_t {
   kCreated,    // new reachable entry

@@ -42,10 +42,13 @@ inline config::MacAddress mac_of(const rte_ether_addr& a) {
   return m;
 }
 
-// A unicast station address we may talk to: not 0.0.0.0, not multicast/class E, not the limited
-// or our subnet's directed broadcast.
+// A unicast station address we may talk to: not in 0/8 ("this network") or 127/8 (loopback),
+// which RFC 1122 §3.2.1.3 forbids as a source on the wire, not multicast/class E, not the
+// limited or our subnet's directed broadcast.
 inline bool valid_peer_ip(uint32_t ip, const LocalAddress& local) {
-  return ip != 0 && (ip >> 28) < 0xE && ip != local.subnet_broadcast().value;
+  const uint32_t first_octet = ip >> 24;
+  return first_octet != 0 && first_octet != 127 && (ip >> 28) < 0xE &&
+         !local.is_subnet_broadcast(ip);
 }
 
 // What classify learned about an ARP frame.

@@ -41,10 +41,12 @@ struct LocalAddress {
     const uint32_t mask = prefix_len == 0 ? 0 : ~uint32_t{0} << (32 - prefix_len);
     return (peer.value & mask) == (ip.value & mask);
   }
-  // The directed broadcast address of our subnet (e.g. 198.18.0.255 for /24).
-  config::Ipv4Address subnet_broadcast() const {
+  // True if `addr` is our subnet's directed broadcast address (e.g. 198.18.0.255 for /24). A /31
+  // has none (RFC 3021 §2.2: both addresses are hosts), nor has a /32.
+  bool is_subnet_broadcast(uint32_t addr) const {
+    if (prefix_len > 30) return false;
     const uint32_t mask = prefix_len == 0 ? 0 : ~uint32_t{0} << (32 - prefix_len);
-    return config::Ipv4Address{(ip.value & mask) | ~mask};
+    return addr == ((ip.value & mask) | ~mask);
   }
 };
 

@@ -352,6 +352,8 @@ bool extract_ndp_peer(const rte_mbuf* m, const LocalAddress6& local, NdpPeer* pe
   std::memcpy(peer->ip.bytes.data(), rte_pktmbuf_mtod_offset(m, const uint8_t*, kIcmpAt + 8), 16);
   std::memcpy(peer->mac.bytes.data(), v.link, RTE_ETHER_ADDR_LEN);
   peer->port_id = m->port;
+  peer->override_flag =
+      (*rte_pktmbuf_mtod_offset(m, const uint8_t*, kIcmpAt + 4) & kNaOverride) != 0;
   return true;
 }
 

@@ -102,6 +102,9 @@ struct NdpPeer {
   config::Ipv6Address ip;  // all zeros: nothing to learn (a DAD probe, an NS without SLLA)
   config::MacAddress mac;
   uint16_t port_id = 0;  // the port it arrived on
+  // An NA's Override flag (RFC 4861 4.4): clear, it may complete a resolution but must not
+  // replace the address of an entry we have (7.2.5: anycast and proxy answers set it clear).
+  bool override_flag = true;
 };
 
 // Classifies a received frame arriving on the port whose IPv6 identity is `local`. Validates fully

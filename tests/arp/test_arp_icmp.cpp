@@ -199,6 +199,8 @@ TEST(ArpTest, FramesWeMustNotAnswerAreDroppedByReason) {
                    ArpIcmpDrop::kArpBadSender});
   cases.push_back({"reply from 0", arp_frame(2, kOurMac, kPeerMac, 0, kOurMac, kOurIp),
                    ArpIcmpDrop::kArpBadSender});
+  cases.push_back({"loopback sender ip", arp_frame(1, kBroadcast, kPeerMac, 0x7F000001, {}, kOurIp),
+                   ArpIcmpDrop::kArpBadSender});
   for (const auto& tc : cases) {
     SCOPED_TRACE(tc.name);
     Mbuf f(tc.frame);
@@ -213,6 +215,37 @@ TEST(ArpTest, FramesWeMustNotAnswerAreDroppedByReason) {
     ArpPeer p;
     EXPECT_FALSE(extract_arp_peer(f.m, kLocal, &p));
   }
+}
+
+// RFC 3021: a /31 has no broadcast address; its other address is the peer, whichever is even.
+TEST(ArpTest, OnAThirtyOneBitSubnetTheOtherAddressIsAPeer) {
+  for (const bool we_are_even : {true, false}) {
+    SCOPED_TRACE(we_are_even ? "we are 10.0.0.0/31" : "we are 10.0.0.1/31");
+    const uint32_t ours = we_are_even ? 0x0A000000 : 0x0A000001;
+    const uint32_t peer = ours ^ 1;
+    const LocalAddress local{kOurMac, config::Ipv4Address{ours}, 31};
+    Mbuf req(arp_frame(1, kBroadcast, kPeerMac, peer, config::MacAddress{}, ours));
+    ArpIcmpCounters c;
+    ASSERT_EQ(classify_arp_icmp(req.m, local, &c), ArpIcmpClass::kAnswerLocally);
+    ArpPeer p;
+    ASSERT_TRUE(answer_locally(req.m, local, &c, &p));
+    EXPECT_EQ(c.arp_replies, 1u);
+    EXPECT_EQ(p.ip.value, peer);
+    EchoSpec s;
+    s.src = peer;
+    s.dst = ours;
+    Mbuf ping(echo_frame(s));
+    ASSERT_EQ(classify_arp_icmp(ping.m, local, &c), ArpIcmpClass::kAnswerLocally);
+    EXPECT_TRUE(answer_locally(ping.m, local, &c, nullptr));
+    EXPECT_EQ(c.echo_replies, 1u);
+    EXPECT_EQ(c.total_drops(), 0u);
+  }
+  // A /30 keeps its broadcast address.
+  const LocalAddress thirty{kOurMac, config::Ipv4Address{0x0A000001}, 30};
+  Mbuf from_broadcast(arp_frame(1, kBroadcast, kPeerMac, 0x0A000003, {}, 0x0A000001));
+  ArpIcmpCounters c;
+  EXPECT_EQ(classify_arp_icmp(from_broadcast.m, thirty, &c), ArpIcmpClass::kDrop);
+  EXPECT_EQ(c.drop(ArpIcmpDrop::kArpBadSender), 1u);
 }
 
 TEST(ArpTest, GratuitousArpBytes) {
@@ -420,6 +453,12 @@ TEST(IcmpTest, MalformedOrForeignRequestsAreNotAnswered) {
     EchoSpec s;
     s.src = kOurIp;
     cases.push_back({"our own source", echo_frame(s), ArpIcmpDrop::kIpBadSource});
+  }
+  // RFC 1122 §3.2.1.3: 127/8 and 0/8 are never a source on the wire; a reply would go there.
+  for (uint32_t martian : {0x7F000001u, 0x7F123456u, 0x00010203u}) {
+    EchoSpec s;
+    s.src = martian;
+    cases.push_back({"martian source", echo_frame(s), ArpIcmpDrop::kIpBadSource});
   }
   {
     EchoSpec s;

@@ -310,7 +310,15 @@ TEST(NdpTest, AdvertisementsGoToControlWithTheirTarget) {
     EXPECT_EQ(peer.ip, kPeerIp) << "the target is what is learned, whatever the source";
     EXPECT_EQ(peer.mac, kPeerMac);
     EXPECT_EQ(peer.port_id, kRxPort);
+    EXPECT_TRUE(peer.override_flag);
   }
+  // Without the Override flag (an anycast or proxy answer): handed on, the flag with it.
+  Mbuf f(frame(addressed(na(0x00, kPeerIp, link_option(2, kPeerMac)), kAllNodesMac, kAllNodes)));
+  NdpCounters c;
+  ASSERT_EQ(classify_ndp(f.m, kLocal, &c), NdpClass::kToControl);
+  NdpPeer peer;
+  ASSERT_TRUE(extract_ndp_peer(f.m, kLocal, &peer));
+  EXPECT_FALSE(peer.override_flag);
 }
 
 TEST(NdpTest, ExtractRefusesWhatIsNotALearnableAdvertisement) {

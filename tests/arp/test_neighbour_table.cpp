@@ -226,6 +226,20 @@ TEST_F(NeighbourTableTest, UnresolvableAddressesFailInlineWithoutTraffic) {
   EXPECT_EQ(t.learn(kPeer, MacAddress{}, t0), LearnResult::kIgnored);
 }
 
+// RFC 3021: a /31 has no broadcast address; the other one is the peer, also when it is odd.
+TEST_F(NeighbourTableTest, OnAThirtyOneBitSubnetTheOtherAddressIsResolved) {
+  for (const uint32_t ours : {0x0A000000u, 0x0A000001u}) {
+    auto o = options();
+    o.local_ip = Ipv4Address{ours};
+    o.prefix_len = 31;
+    NeighbourTable t(o, {}, hooks());
+    const Ipv4Address peer{ours ^ 1};
+    EXPECT_EQ(t.learn(peer, kMacA, t0), LearnResult::kCreated) << ours;
+    MacAddress mac;
+    EXPECT_TRUE(t.lookup(peer, t0, &mac));
+  }
+}
+
 TEST_F(NeighbourTableTest, CapacityBoundsLearningAndResolution) {
   auto o = options();
   o.max_entries = 2;
@@ -368,8 +382,10 @@ TEST_F(NeighbourTable6Test, AdvertisementResolvesEveryWaiterOnceAndIsThenCached)
   t.resolve6(kPeer6, t0, r.cb());
   t.resolve6(kPeer6, t0 + 10ms, r.cb());
   EXPECT_EQ(sent6.size(), 1u) << "one resolution for both callers";
-  // An NA completes a resolution even in kUpdateOnly mode (RFC 4861 7.2.5).
-  EXPECT_EQ(t.learn6(kPeer6, kMacA, t0 + 50ms, LearnMode::kUpdateOnly), LearnResult::kResolved);
+  // An NA completes a resolution even in kUpdateOnly mode (RFC 4861 7.2.5), and without the
+  // Override flag.
+  EXPECT_EQ(t.learn6(kPeer6, kMacA, t0 + 50ms, LearnMode::kUpdateNoOverride),
+            LearnResult::kResolved);
   ASSERT_EQ(r.calls.size(), 2u);
   for (const auto& c : r.calls) {
     EXPECT_TRUE(c.reachable);
@@ -395,6 +411,13 @@ TEST_F(NeighbourTable6Test, SolicitorsCreateAdvertisementsOnlyUpdateAndEntriesEx
   EXPECT_EQ(t.learn6(kPeer6, kMacA, t0, LearnMode::kCreate), LearnResult::kCreated)
       << "the solicitor of an NS we answered is created (7.2.3)";
   EXPECT_EQ(t.learn6(kPeer6, kMacA, t0 + 100s, LearnMode::kUpdateOnly), LearnResult::kRefreshed);
+  // RFC 4861 7.2.5: an NA without the Override flag refreshes the same address but does not
+  // replace it with another.
+  EXPECT_EQ(t.learn6(kPeer6, kMacB, t0 + 150s, LearnMode::kUpdateNoOverride),
+            LearnResult::kIgnored);
+  EXPECT_EQ(t.learn6(kPeer6, kMacA, t0 + 150s, LearnMode::kUpdateNoOverride),
+            LearnResult::kRefreshed);
+  EXPECT_EQ(changes6.size(), 1u);
   EXPECT_EQ(t.learn6(kPeer6, kMacB, t0 + 200s, LearnMode::kUpdateOnly), LearnResult::kChanged);
   ASSERT_EQ(changes6.size(), 2u);
   EXPECT_EQ(changes6[1].mac, kMacB);
