@@ -88,20 +88,9 @@ void notify(const std::string& message) {
   close(fd);
 }
 
-// SIGHUP: re-read and validate; apply what can change live (logging), report the rest.
-std::string read_file(const std::string& path) {
-  std::string text;
-  if (FILE* f = std::fopen(path.c_str(), "rb")) {
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-    std::fclose(f);
-  }
-  return text;
-}
-
-void reload(const std::string& path, const std::string& started_text,
-            rocedp::config::Config& current) {
+// SIGHUP: re-read and validate; apply what can change live (logging, ours and DPDK's), report
+// the rest.
+void reload(const std::string& path, rocedp::config::Config& current) {
   notify("RELOADING=1\nSTATUS=reloading " + path);
   rocedp::control::telemetry_set_state("reloading");
   log(LogLevel::kInfo, "reload_begin", {{"config", path}});
@@ -110,9 +99,12 @@ void reload(const std::string& path, const std::string& started_text,
     rocedp::config::Config next = rocedp::config::load_file(path);
     rocedp::pmd::log_configure(rocedp::pmd::log_level_from_config(next.logging.level),
                                next.logging.file.value_or(""));
+    // Everything but logging is built into the running data plane: say so when any of it changed
+    // (compared as read, so comments and layout do not count).
+    rocedp::config::Config without_logging = next;
+    without_logging.logging = current.logging;
+    const bool same = without_logging == current;
     current.logging = next.logging;
-    // Everything but logging is built into the running data plane: say so when the file changed.
-    const bool same = read_file(path) == started_text;
     if (!same)
       log(LogLevel::kWarning, "reload_needs_restart",
           {{"note", "only logging applies without a restart"}});
@@ -156,7 +148,6 @@ int main(int argc, char** argv) {
   const std::string path = check_only ? check_path : run_path;
 
   rocedp::config::Config cfg;
-  const std::string started_text = read_file(path);
   try {
     cfg = rocedp::config::load_file(path);
   } catch (const rocedp::config::ConfigError& e) {
@@ -216,7 +207,7 @@ int main(int argc, char** argv) {
          " listener(s)\nMAINPID=" + std::to_string(getpid()));
 
   while (g_signal.load(std::memory_order_relaxed) == 0) {
-    if (g_reload.exchange(false, std::memory_order_relaxed)) reload(path, started_text, live);
+    if (g_reload.exchange(false, std::memory_order_relaxed)) reload(path, live);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   const int sig = g_signal.load();

@@ -506,13 +506,19 @@ uint64_t Reader::power_of_two_in(const Field& f, uint64_t lo, uint64_t hi) {
 std::vector<unsigned> Reader::lcore_list(const Field& f) {
   std::vector<unsigned> lcores;
   std::vector<Field> items = sequence(f);
-  for (size_t i = 0; i < items.size(); ++i) {
-    unsigned id = lcore(items[i]);
-    for (size_t j = 0; j < i; ++j)
-      if (lcores[j] == id)
-        fail(items[i],
-             "lcore " + std::to_string(id) + " is listed twice (first as " + items[j].path + ")");
-    lcores.push_back(id);
+  try {
+    for (size_t i = 0; i < items.size(); ++i) {
+      unsigned id = lcore(items[i]);
+      for (size_t j = 0; j < i; ++j)
+        if (lcores[j] == id)
+          fail(items[i],
+               "lcore " + std::to_string(id) + " is listed twice (first as " + items[j].path + ")");
+      lcores.push_back(id);
+    }
+  } catch (const KeyFailed&) {
+    // A bad element rejects the list: validate() must not check the default left in its place.
+    failed_paths_.insert(f.path);
+    throw;
   }
   return lcores;
 }
@@ -638,19 +644,20 @@ EalConfig Reader::eal(const Field& f) {
     if (const Field* v = m.find("extra_args")) {
       // Options we derive from the keys above would silently fight them.
       static constexpr std::pair<std::string_view, std::string_view> kOwned[] = {
-          {"-l", "eal.lcores"},
-          {"--lcores", "eal.lcores"},
-          {"-c", "eal.lcores"},
-          {"--main-lcore", "eal.main_lcore"},
-          {"-m", "eal.memory_mb"},
-          {"--no-huge", "eal.hugepages"},
-          {"--file-prefix", "eal.file_prefix"}};
+          {"-l", "eal.lcores"},           {"--lcores", "eal.lcores"},
+          {"-c", "eal.lcores"},           {"--main-lcore", "eal.main_lcore"},
+          {"-m", "eal.memory_mb"},        {"--socket-mem", "eal.memory_mb"},
+          {"--no-huge", "eal.hugepages"}, {"--file-prefix", "eal.file_prefix"}};
       for (const Field& item : sequence(*v)) {
         std::string arg = string(item);
+        // EAL parses long options with getopt_long, which takes any unambiguous abbreviation
+        // ("--file=x" is --file-prefix): a long option is ours when its name begins ours.
+        const std::string_view name = std::string_view(arg).substr(0, arg.find('='));
         for (auto [option, key] : kOwned) {
           bool is_long = option.size() > 2;
-          bool same = arg == option || (is_long ? arg.starts_with(std::string(option) + "=")
-                                                : arg.starts_with(option));
+          bool same = is_long
+                          ? name.size() > 2 && name.starts_with("--") && option.starts_with(name)
+                          : arg.starts_with(option);
           if (same)
             fail(item, "'" + std::string(option) + "' is set from " + std::string(key) +
                            "; use that key");
@@ -949,40 +956,49 @@ LimitsConfig Reader::limits(const Field& f) {
 ListenerConfig Reader::listener(const Field& f) {
   ListenerConfig c;
   Mapping m = mapping(f, "listeners");
-  c.port = string(require(m, "port"));
+  // Each key on its own, so one run names every bad key of the item; validate() skips the rules
+  // over the keys rejected here.
+  guard([&] { c.port = string(require(m, "port")); });
   // The ND port is the rdma_cm port (service ID 0x0106 << 16 | port); 0 would be ephemeral,
   // which no client could find.
-  c.nd_port = static_cast<uint16_t>(number(require(m, "nd_port"), "listeners", "nd_port"));
-  const Field& service = require(m, "service");
-  c.service = static_cast<ListenerConfig::Service>(choice(service, {"echo", "memory"}));
+  guard([&] {
+    c.nd_port = static_cast<uint16_t>(number(require(m, "nd_port"), "listeners", "nd_port"));
+  });
+  bool service_known = false;
+  guard([&] {
+    const Field& service = require(m, "service");
+    c.service = static_cast<ListenerConfig::Service>(choice(service, {"echo", "memory"}));
+    service_known = true;
+  });
   const bool memory = c.service == ListenerConfig::Service::kMemory;
+  // A key of the other service's is refused (only when the service is known).
+  auto of_service = [&](const Field& v, bool for_memory) {
+    if (service_known && memory != for_memory)
+      fail(v, for_memory ? "applies to service: memory only (this listener is 'echo')"
+                         : "applies to service: echo only (this listener is 'memory')");
+  };
   guard([&] {
     if (const Field* v = m.find("memory_bytes")) {
-      if (!memory) fail(*v, "applies to service: memory only (this listener is 'echo')");
+      of_service(*v, true);
       c.memory_bytes = number(*v, "listeners", "memory_bytes");
     }
   });
-  guard([&] {
-    if (const Field* v = m.find("message_bytes")) {
-      if (memory) fail(*v, "applies to service: echo only (this listener is 'memory')");
-      c.message_bytes = static_cast<uint32_t>(number(*v, "listeners", "message_bytes"));
-    }
-  });
-  guard([&] {
-    if (const Field* v = m.find("queue_depth"))
-      c.queue_depth = static_cast<uint32_t>(number(*v, "listeners", "queue_depth"));
-  });
+  for (const char* key : {"message_bytes", "queue_depth", "receive_delay_ms", "disconnect_after"})
+    guard([&] {
+      const Field* v = m.find(key);
+      if (v == nullptr) return;
+      of_service(*v, false);
+      const std::string_view k(key);
+      uint32_t& out = k == "message_bytes"      ? c.message_bytes
+                      : k == "queue_depth"      ? c.queue_depth
+                      : k == "receive_delay_ms" ? c.receive_delay_ms
+                                                : c.disconnect_after;
+      out = static_cast<uint32_t>(number(*v, "listeners", key));
+    });
   guard([&] {
     if (const Field* v = m.find("max_connections"))
       c.max_connections = static_cast<uint32_t>(number(*v, "listeners", "max_connections"));
   });
-  for (const char* key : {"receive_delay_ms", "disconnect_after"}) {
-    const Field* v = m.find(key);
-    if (v == nullptr) continue;
-    if (memory) fail(*v, "applies to service: echo only (this listener is 'memory')");
-    (std::string_view(key) == "receive_delay_ms" ? c.receive_delay_ms : c.disconnect_after) =
-        static_cast<uint32_t>(number(*v, "listeners", key));
-  }
   return c;
 }
 
@@ -1064,8 +1080,15 @@ void Reader::read_document(std::string_view yaml, Config& c) {
     if (const Field* v = m.find("limits")) c.limits = limits(*v);
   });
   guard([&] {
-    if (const Field* v = m.find("listeners"))
-      for (const Field& item : sequence(*v)) guard([&] { c.listeners.push_back(listener(item)); });
+    // "listeners:" with nothing under it: none, as an empty section takes its defaults.
+    if (const Field* v = m.find("listeners"); v != nullptr && !v->node.IsNull())
+      for (const Field& item : sequence(*v)) {
+        // Pushed even when a key failed (listener() keeps its default; validate() skips the
+        // rules over it), so listeners[i] stays the document's i-th item.
+        ListenerConfig l;
+        guard([&] { l = listener(item); });
+        c.listeners.push_back(std::move(l));
+      }
   });
   validate(c);
 }
@@ -1074,20 +1097,24 @@ void Reader::read_document(std::string_view yaml, Config& c) {
 // at its default it points at the key it conflicts with instead.
 void Reader::validate(const Config& c) const {
   const EalConfig& eal = c.eal;
-  if (!contains(eal.lcores, eal.main_lcore))
+  // A rejected list or lcore kept its default: rules over it would report values never written.
+  const bool eal_lcores_ok = !rejected("eal.lcores");
+  const bool main_ok = !rejected("eal.main_lcore");
+  if (eal_lcores_ok && main_ok && !contains(eal.lcores, eal.main_lcore))
     report(where({"eal.main_lcore", "eal.lcores"}), "eal.main_lcore",
            "lcore " + std::to_string(eal.main_lcore) + " is not in eal.lcores " +
                lcores_text(eal.lcores));
 
   const std::vector<unsigned>& polling = c.dataplane.lcores;
-  for (size_t i = 0; i < polling.size(); ++i) {
+  const bool polling_ok = !rejected("dataplane.lcores");
+  for (size_t i = 0; polling_ok && i < polling.size(); ++i) {
     std::string path = index_path("dataplane.lcores", i);
     // The main lcore runs main(); rte_eal_remote_launch only reaches worker lcores.
-    if (polling[i] == eal.main_lcore)
+    if (main_ok && polling[i] == eal.main_lcore)
       report(where({path, "eal.main_lcore"}), path,
              "lcore " + std::to_string(polling[i]) +
                  " is eal.main_lcore; polling lcores must be worker lcores");
-    if (!contains(eal.lcores, polling[i]))
+    if (eal_lcores_ok && !contains(eal.lcores, polling[i]))
       report(where({path, "eal.lcores"}), path,
              "lcore " + std::to_string(polling[i]) + " is not in eal.lcores " +
                  lcores_text(eal.lcores));
@@ -1095,10 +1122,10 @@ void Reader::validate(const Config& c) const {
 
   if (c.control.lcore) {
     unsigned id = *c.control.lcore;
-    if (!contains(eal.lcores, id))
+    if (eal_lcores_ok && !contains(eal.lcores, id))
       report(where({"control.lcore"}), "control.lcore",
              "lcore " + std::to_string(id) + " is not in eal.lcores " + lcores_text(eal.lcores));
-    for (size_t i = 0; i < polling.size(); ++i)
+    for (size_t i = 0; polling_ok && i < polling.size(); ++i)
       if (polling[i] == id)
         report(where({"control.lcore"}), "control.lcore",
                "lcore " + std::to_string(id) + " is a polling lcore (dataplane.lcores[" +
@@ -1140,58 +1167,94 @@ void Reader::validate(const Config& c) const {
         if (rejected(base + ".ipv6")) continue;
         const std::string ip6 = format_ipv6(*n.ip6);
         if (!p.address6)
-          fail(at, path, "IPv6 neighbour " + ip6 + " on a port without an ipv6 address");
+          report(at, path, "IPv6 neighbour " + ip6 + " on a port without an ipv6 address");
         else if (*n.ip6 == *p.address6)
-          fail(at, path, ip6 + " is the port's own address");
+          report(at, path, ip6 + " is the port's own address");
         for (size_t l = 0; l < k; ++l)
           if (p.neighbours[l].ip6 == n.ip6)
-            fail(at, path,
-                 "duplicate neighbour " + ip6 + " (also " + index_path(base + ".neighbours", l) +
-                     ")");
+            report(at, path,
+                   "duplicate neighbour " + ip6 + " (also " + index_path(base + ".neighbours", l) +
+                       ")");
         continue;
       }
       const std::string ip = format_ipv4(n.ip);
       const std::string subnet =
           format_ipv4(Ipv4Address{p.address.value & mask}) + "/" + std::to_string(p.prefix_len);
       if ((n.ip.value & mask) != (p.address.value & mask))
-        fail(at, path, ip + " is outside the port's subnet " + subnet);
-      if (n.ip == p.address) fail(at, path, ip + " is the port's own address");
+        report(at, path, ip + " is outside the port's subnet " + subnet);
+      if (n.ip == p.address) report(at, path, ip + " is the port's own address");
       uint32_t host = n.ip.value & ~mask;
       if (p.prefix_len <= 30 && (host == 0 || host == ~mask))
-        fail(at, path,
-             ip + " is the " + (host == 0 ? "network" : "broadcast") + " address of " + subnet);
+        report(at, path,
+               ip + " is the " + (host == 0 ? "network" : "broadcast") + " address of " + subnet);
       for (size_t l = 0; l < k; ++l)
         if (!p.neighbours[l].ip6 && p.neighbours[l].ip == n.ip)
-          fail(at, path,
-               "duplicate neighbour " + ip + " (also " + index_path(base + ".neighbours", l) + ")");
+          report(
+              at, path,
+              "duplicate neighbour " + ip + " (also " + index_path(base + ".neighbours", l) + ")");
     }
   }
 
+  // What a listener's connection creates must fit the adapter's limits: refused at start-up or
+  // at every connection otherwise, after the ports and the adapters had opened.
+  const LimitsConfig& lim = c.limits;
+  std::map<std::string, uint32_t> per_port;  // listeners on each port, for limits.max_listeners
   for (size_t i = 0; i < c.listeners.size(); ++i) {
     const ListenerConfig& l = c.listeners[i];
     const std::string base = index_path("listeners", i);
-    const std::string port_key = base + ".port";
-    auto it = std::find_if(c.ports.begin(), c.ports.end(),
-                           [&](const PortConfig& p) { return p.name == l.port; });
-    if (ports_failed_) continue;  // the port may be one of those rejected
-    if (it == c.ports.end()) {
+    if (rejected(base)) continue;  // not a mapping: nothing of it was read
+    const std::string port_key = base + ".port", nd_key = base + ".nd_port";
+    const bool port_ok = !rejected(port_key), nd_ok = !rejected(nd_key);
+    const bool service_ok = !rejected(base + ".service");
+    if (port_ok && !ports_failed_ &&  // else the port may be one of those rejected
+        std::none_of(c.ports.begin(), c.ports.end(),
+                     [&](const PortConfig& p) { return p.name == l.port; })) {
       report(where({port_key}), port_key, "no port named '" + l.port + "' in ports");
       continue;
     }
-    for (size_t j = 0; j < i; ++j)
-      if (c.listeners[j].port == l.port && c.listeners[j].nd_port == l.nd_port)
-        report(where({base + ".nd_port"}), base + ".nd_port",
+    for (size_t j = 0; port_ok && nd_ok && j < i; ++j) {
+      const std::string other = index_path("listeners", j);
+      if (c.listeners[j].port == l.port && c.listeners[j].nd_port == l.nd_port &&
+          !rejected(other + ".port") && !rejected(other + ".nd_port") && !rejected(other))
+        report(where({nd_key}), nd_key,
                "port " + l.port + " nd_port " + std::to_string(l.nd_port) + " is already used by " +
-                   index_path("listeners", j));
-    // The memory service's region is one registration: refused at start-up otherwise, after the
-    // ports and the adapters before it had opened.
-    if (l.service == ListenerConfig::Service::kMemory &&
-        l.memory_bytes > c.limits.max_registration_size)
-      report(where({base + ".memory_bytes", base + ".service"}), base + ".memory_bytes",
-             std::to_string(l.memory_bytes) + " bytes is more than limits.max_registration_size (" +
-                 std::to_string(c.limits.max_registration_size) +
-                 "): the region is one registration");
+                   other);
+    }
+    if (port_ok && ++per_port[l.port] > lim.max_listeners && !rejected("limits.max_listeners"))
+      report(where({base}), base,
+             "listener " + std::to_string(per_port[l.port]) + " on port " + l.port +
+                 ": more than limits.max_listeners (" + std::to_string(lim.max_listeners) + ")");
+    if (!service_ok) continue;
+    // `what` (needing `need`) is more than limits.`limit` (`have`): reported on `key`.
+    auto over = [&](const std::string& key, const std::string& what, uint64_t need,
+                    const char* limit, uint64_t have) {
+      if (need > have && !rejected(base + "." + key) && !rejected(std::string("limits.") + limit))
+        report(where({base + "." + key, base + ".service", base}), base + "." + key,
+               what + " is more than limits." + limit + " (" + std::to_string(have) + ")");
+    };
+    if (l.service == ListenerConfig::Service::kMemory) {
+      over("memory_bytes", std::to_string(l.memory_bytes) + " bytes (one registration)",
+           l.memory_bytes, "max_registration_size", lim.max_registration_size);
+      continue;
+    }
+    // Echo (control/services.cpp): a buffer of queue_depth x message_bytes registered at once, a
+    // QP of queue_depth each way, a CQ of twice that.
+    const uint64_t buffers = uint64_t{l.queue_depth} * l.message_bytes;
+    over("message_bytes",
+         "queue_depth x message_bytes = " + std::to_string(buffers) + " bytes (one registration)",
+         buffers, "max_registration_size", lim.max_registration_size);
+    over("queue_depth", "a QP of " + std::to_string(l.queue_depth), l.queue_depth, "max_qp_depth",
+         lim.max_qp_depth);
+    over("queue_depth", "a CQ of 2 x queue_depth = " + std::to_string(2 * uint64_t{l.queue_depth}),
+         2 * uint64_t{l.queue_depth}, "max_cq_depth", lim.max_cq_depth);
   }
+  // Each polling core serves a share of the QPN space, which a listener's adapter splits in at
+  // most 64 (control/ndk_adapter.cpp).
+  constexpr size_t kMaxCoresWithListeners = 64;
+  if (!c.listeners.empty() && polling_ok && polling.size() > kMaxCoresWithListeners)
+    report(where({"dataplane.lcores"}), "dataplane.lcores",
+           std::to_string(polling.size()) + " polling lcores: at most " +
+               std::to_string(kMaxCoresWithListeners) + " with listeners");
 }
 
 }  // namespace

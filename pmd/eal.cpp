@@ -18,20 +18,10 @@ namespace {
 // Set once a driver left callbacks on EAL's interrupt thread that point into freed memory.
 std::atomic<bool> g_keep_interrupt_sources{false};
 
-// DPDK's numeric log levels (rte_log.h: RTE_LOG_ERR = 4 ... RTE_LOG_DEBUG = 8). Numbers are
-// accepted by every EAL version, names changed spelling across releases.
-const char* dpdk_log_level(config::LoggingConfig::Level level) {
-  switch (level) {
-    case config::LoggingConfig::Level::kError:
-      return "4";  // RTE_LOG_ERR
-    case config::LoggingConfig::Level::kWarning:
-      return "5";  // RTE_LOG_WARNING
-    case config::LoggingConfig::Level::kInfo:
-      return "6";  // RTE_LOG_NOTICE: EAL's INFO is per-device noise
-    case config::LoggingConfig::Level::kDebug:
-      return "8";  // RTE_LOG_DEBUG
-  }
-  return "6";
+// DPDK's numeric log level: numbers are accepted by every EAL version, names changed spelling
+// across releases.
+std::string dpdk_log_level_arg(config::LoggingConfig::Level level) {
+  return std::to_string(dpdk_log_level(log_level_from_config(level)));
 }
 
 std::mutex g_mutex;
@@ -68,7 +58,7 @@ std::vector<std::string> eal_arguments(const config::Config& cfg, const std::str
   args.insert(args.end(), {"-m", std::to_string(cfg.eal.memory_mb)});
   if (!cfg.eal.hugepages) args.emplace_back("--no-huge");
   args.insert(args.end(), {"--file-prefix", cfg.eal.file_prefix});
-  args.insert(args.end(), {"--log-level", dpdk_log_level(cfg.logging.level)});
+  args.insert(args.end(), {"--log-level", dpdk_log_level_arg(cfg.logging.level)});
   args.insert(args.end(), cfg.eal.extra_args.begin(), cfg.eal.extra_args.end());
   return args;
 }

@@ -1,5 +1,7 @@
 #include "pmd/log.hpp"
 
+#include <rte_log.h>
+
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -79,10 +81,25 @@ void append_timestamp(std::string& line) {
 
 }  // namespace
 
+int dpdk_log_level(LogLevel level) {
+  switch (level) {
+    case LogLevel::kError:
+      return RTE_LOG_ERR;
+    case LogLevel::kWarning:
+      return RTE_LOG_WARNING;
+    case LogLevel::kInfo:
+      return RTE_LOG_NOTICE;
+    case LogLevel::kDebug:
+      return RTE_LOG_DEBUG;
+  }
+  return RTE_LOG_NOTICE;
+}
+
 void log_configure(LogLevel level, const std::string& file) {
   LogState& s = state();
   std::lock_guard lock(s.mutex);
   s.level = level;
+  rte_log_set_global_level(static_cast<uint32_t>(dpdk_log_level(level)));
   if (s.out != nullptr) {
     std::fclose(s.out);
     s.out = nullptr;

@@ -15,8 +15,13 @@ namespace rocedp::pmd {
 enum class LogLevel { kError, kWarning, kInfo, kDebug };
 
 // Sets the threshold and the destination. `file` empty = stderr; otherwise the file is opened for
-// appending (if it cannot be opened, logging falls back to stderr and says so once).
+// appending (if it cannot be opened, logging falls back to stderr and says so once). DPDK's own
+// messages take the same threshold (dpdk_log_level), also when called again at run time.
 void log_configure(LogLevel level, const std::string& file /* empty = stderr */);
+
+// DPDK's log threshold for `level` (rte_log.h: RTE_LOG_ERR = 4 ... RTE_LOG_DEBUG = 8); info is
+// RTE_LOG_NOTICE, since EAL's INFO is per-device noise.
+int dpdk_log_level(LogLevel level);
 
 // Maps the YAML `logging.level` onto LogLevel.
 LogLevel log_level_from_config(config::LoggingConfig::Level level);

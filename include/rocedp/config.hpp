@@ -41,6 +41,7 @@ struct StaticNeighbour {
   Ipv4Address ip;  // IPv4 neighbour (when ip6 is unset)
   MacAddress mac;
   std::optional<Ipv6Address> ip6;  // an IPv6 neighbour instead (the port needs an ipv6 address)
+  bool operator==(const StaticNeighbour&) const = default;
 };
 
 // Impairments applied by pmd/ to one port's traffic (tests, chaos runs). All off by default.
@@ -59,6 +60,7 @@ struct FaultConfig {
     return drop_pct > 0 || duplicate_pct > 0 || corrupt_pct > 0 || ce_pct > 0 ||
            reorder_window > 0 || delay_us > 0;
   }
+  bool operator==(const FaultConfig&) const = default;
 };
 
 // DCQCN's parameters (IBTA Annex A17.9; DCQCN, SIGCOMM 2015), per port: what the QPs of a port
@@ -112,6 +114,7 @@ struct PortConfig {
   DcqcnConfig dcqcn;
   std::vector<StaticNeighbour> neighbours;
   FaultConfig fault;
+  bool operator==(const PortConfig&) const = default;
 };
 
 struct EalConfig {
@@ -124,6 +127,7 @@ struct EalConfig {
   bool hugepages = false;  // false: --no-huge
   std::string file_prefix = "rocedp";
   std::vector<std::string> extra_args;
+  bool operator==(const EalConfig&) const = default;
 };
 
 struct DataplaneConfig {
@@ -138,6 +142,7 @@ struct DataplaneConfig {
   // found no work, a core sleeps N µs per idle poll, so a daemon sharing its CPUs (small VMs,
   // a test host running guests) does not starve them. Work resets the count.
   uint32_t idle_sleep_us = 0;
+  bool operator==(const DataplaneConfig&) const = default;
 };
 
 struct ControlConfig {
@@ -145,17 +150,20 @@ struct ControlConfig {
   uint32_t arp_retry_ms = 200;        // time between ARP requests for an unresolved peer
   uint32_t arp_retries = 5;           // requests before a peer is declared unreachable
   uint32_t neighbour_expiry_s = 300;  // learned entries expire after this long
+  bool operator==(const ControlConfig&) const = default;
 };
 
 struct TelemetryConfig {
   bool enabled = true;
   uint32_t stats_interval_ms = 100;  // how often control asks the cores for a stats snapshot
+  bool operator==(const TelemetryConfig&) const = default;
 };
 
 struct LoggingConfig {
   enum class Level { kError, kWarning, kInfo, kDebug };
   Level level = Level::kInfo;
   std::optional<std::string> file;  // unset: stderr
+  bool operator==(const LoggingConfig&) const = default;
 };
 
 // Adapter limits reported through QueryAdapterInfo (NDK_ADAPTER_INFO) and enforced at creation.
@@ -168,7 +176,7 @@ struct LimitsConfig {
   uint32_t max_cq_depth = 65536;   // NDK MaxCqDepth
   uint32_t max_qp_depth = 4096;    // MaxInitiatorQueueDepth and MaxReceiveQueueDepth
   uint32_t max_srq_depth = 16384;  // MaxSrqDepth
-  uint32_t max_sge = 16;  // MaxInitiatorRequestSge / MaxReceiveRequestSge / MaxReadRequestSge
+  uint32_t max_sge = 4;  // MaxInitiatorRequestSge / MaxReceiveRequestSge / MaxReadRequestSge
   uint32_t max_inline_data = 64;  // MaxInlineDataSize
   uint32_t max_read_limit = 16;   // MaxInboundReadLimit and MaxOutboundReadLimit
   uint64_t max_registration_size = 1ull << 32;
@@ -178,6 +186,7 @@ struct LimitsConfig {
       1024;  // CreateListener/CreateSharedEndpoint: INSUFFICIENT_RESOURCES beyond
   uint32_t max_shared_endpoints = 1024;
   uint32_t max_connectors = 131072;
+  bool operator==(const LimitsConfig&) const = default;
 };
 
 // A listener with a built-in service behind it, run by rocedpd on the control thread and the
@@ -197,6 +206,7 @@ struct ListenerConfig {
   uint32_t receive_delay_ms = 0;
   // echo: after this many echoes completed, the service disconnects (DREQ from our side). 0: off.
   uint32_t disconnect_after = 0;
+  bool operator==(const ListenerConfig&) const = default;
 };
 
 struct Config {
@@ -209,6 +219,7 @@ struct Config {
   LoggingConfig logging;
   LimitsConfig limits;
   std::vector<ListenerConfig> listeners;
+  bool operator==(const Config&) const = default;
 };
 
 }  // namespace rocedp::config

@@ -146,7 +146,7 @@ limits:
   max_cq_depth: 6
   max_qp_depth: 7
   max_srq_depth: 8
-  max_sge: 9
+  max_sge: 3
   max_inline_data: 0
   max_read_limit: 255
   max_registration_size: 1099511627776
@@ -241,7 +241,7 @@ limits:
   EXPECT_EQ(l.max_cq_depth, 6u);
   EXPECT_EQ(l.max_qp_depth, 7u);
   EXPECT_EQ(l.max_srq_depth, 8u);
-  EXPECT_EQ(l.max_sge, 9u);
+  EXPECT_EQ(l.max_sge, 3u);
   EXPECT_EQ(l.max_inline_data, 0u);
   EXPECT_EQ(l.max_read_limit, 255u);
   EXPECT_EQ(l.max_registration_size, 1099511627776ull);
@@ -579,7 +579,7 @@ TEST(ConfigReject, OutOfRangeValues) {
       {"limits", "frmr_page_count", "15", "limits.frmr_page_count", "must be in 16..65536, got 15"},
       {"limits", "max_transfer_length", "2147483649", "limits.max_transfer_length",
        "must be in 1..2147483648"},
-      {"limits", "max_sge", "65", "limits.max_sge", "must be in 1..64, got 65"},
+      {"limits", "max_sge", "5", "limits.max_sge", "must be in 1..4, got 5"},
       {"limits", "max_registration_size", "4095", "limits.max_registration_size",
        "must be in 4096..281474976710656, got 4095"},
       {"telemetry", "stats_interval_ms", "0", "telemetry.stats_interval_ms",
@@ -850,6 +850,21 @@ TEST(ConfigReject, ExtraArgsThatKeysAlreadySet) {
                "'--file-prefix' is set from eal.file_prefix");
   expect_error(kOnePort + "eal:\n  extra_args: [\"-m512\"]\n", 6, 16, "eal.extra_args[0]",
                "'-m' is set from eal.memory_mb");
+  // getopt_long takes an unambiguous abbreviation of a long option as the option.
+  expect_error(kOnePort + "eal:\n  extra_args: [\"--file=other\"]\n", 6, 16, "eal.extra_args[0]",
+               "'--file-prefix' is set from eal.file_prefix");
+  expect_error(kOnePort + "eal:\n  extra_args: [\"--main=3\"]\n", 6, 16, "eal.extra_args[0]",
+               "'--main-lcore' is set from eal.main_lcore");
+  expect_error(kOnePort + "eal:\n  extra_args: [\"--lcore\", \"0-1\"]\n", 6, 16,
+               "eal.extra_args[0]", "'--lcores' is set from eal.lcores");
+  expect_error(kOnePort + "eal:\n  extra_args: [\"--socket-mem=512\"]\n", 6, 16,
+               "eal.extra_args[0]", "'--socket-mem' is set from eal.memory_mb");
+  // Other options, also those that share a beginning with ours.
+  EXPECT_EQ(parse(kOnePort + "eal:\n  extra_args: [\"--no-pci\", \"--log-level=lib.eal:8\", "
+                             "\"--no-telemetry\"]\n",
+                  kSource)
+                .eal.extra_args.size(),
+            3u);
 }
 
 TEST(ConfigReject, BadNamesAndPrefixes) {
@@ -879,9 +894,9 @@ TEST(ConfigListeners, EchoAndMemoryWithDefaultsAndEveryKey) {
                        "    nd_port: 7001\n"
                        "    service: memory\n"
                        "    memory_bytes: 65536\n"
-                       "    queue_depth: 8\n"
                        "    max_connections: 2\n"
-                       "  - {port: p0, nd_port: 7002, service: echo, message_bytes: 100}\n",
+                       "  - {port: p0, nd_port: 7002, service: echo, message_bytes: 100, "
+                       "queue_depth: 8}\n",
                    kSource);
   ASSERT_EQ(c.listeners.size(), 3u);
   EXPECT_EQ(c.listeners[0].port, "p0");
@@ -892,9 +907,9 @@ TEST(ConfigListeners, EchoAndMemoryWithDefaultsAndEveryKey) {
   EXPECT_EQ(c.listeners[0].max_connections, 64u);
   EXPECT_EQ(c.listeners[1].service, ListenerConfig::Service::kMemory);
   EXPECT_EQ(c.listeners[1].memory_bytes, 65536u);
-  EXPECT_EQ(c.listeners[1].queue_depth, 8u);
   EXPECT_EQ(c.listeners[1].max_connections, 2u);
   EXPECT_EQ(c.listeners[2].message_bytes, 100u);
+  EXPECT_EQ(c.listeners[2].queue_depth, 8u);
   EXPECT_EQ(to_string(c.listeners[1].service), "memory");
   EXPECT_TRUE(parse(kOnePort, kSource).listeners.empty());
 }
@@ -948,6 +963,9 @@ TEST(ConfigListeners, RejectedWithFileLineColumnKeyAndReason) {
       kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: memory, message_bytes: 9}\n",
       6, 63, "listeners[0].message_bytes", "applies to service: echo only");
   expect_error(
+      kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: memory, queue_depth: 9}\n", 6,
+      61, "listeners[0].queue_depth", "applies to service: echo only");
+  expect_error(
       kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: memory, memory_bytes: 100}\n",
       6, 62, "listeners[0].memory_bytes", "");
   expect_error(kOnePort + "listeners: {port: p0}\n", 5, 12, "listeners", "expected a sequence");
@@ -957,15 +975,85 @@ TEST(ConfigListeners, RejectedWithFileLineColumnKeyAndReason) {
           "limits: {max_registration_size: 65536}\n"
           "listeners:\n  - {port: p0, nd_port: 7001, service: memory, memory_bytes: 65537}\n",
       7, 62, "listeners[0].memory_bytes",
-      "65537 bytes is more than limits.max_registration_size (65536)");
+      "65537 bytes (one registration) is more than limits.max_registration_size (65536)");
   expect_error(kOnePort +
                    "limits: {max_registration_size: 65536}\n"
                    "listeners:\n  - {port: p0, nd_port: 7001, service: memory}\n",
-               7, 40, "listeners[0].memory_bytes", "1048576 bytes is more than");
+               7, 40, "listeners[0].memory_bytes", "1048576 bytes (one registration) is more than");
   EXPECT_NO_THROW(parse(kOnePort + "limits: {max_registration_size: 65536}\n"
                                    "listeners:\n  - {port: p0, nd_port: 7001, service: memory, "
                                    "memory_bytes: 65536}\n",
                         kSource));
+  // An echo connection's buffers, QP and CQ must fit the adapter's limits too: refused at every
+  // connection otherwise. On the key that asks for too much; at the service when it is a default.
+  const std::string echo = "listeners:\n  - {port: p0, nd_port: 7001, service: echo";
+  expect_error(kOnePort + "limits: {max_registration_size: 65536}\n" + echo +
+                   ", message_bytes: 4096, queue_depth: 17}\n",
+               7, 61, "listeners[0].message_bytes",
+               "queue_depth x message_bytes = 69632 bytes (one registration) is more than "
+               "limits.max_registration_size (65536)");
+  expect_error(kOnePort + "limits: {max_registration_size: 65536}\n" + echo + "}\n", 7, 40,
+               "listeners[0].message_bytes", "= 262144 bytes");
+  expect_error(kOnePort + "limits: {max_qp_depth: 16}\n" + echo + "}\n", 7, 40,
+               "listeners[0].queue_depth", "a QP of 64 is more than limits.max_qp_depth (16)");
+  expect_error(kOnePort + "limits: {max_cq_depth: 100}\n" + echo + ", queue_depth: 51}\n", 7, 59,
+               "listeners[0].queue_depth",
+               "a CQ of 2 x queue_depth = 102 is more than limits.max_cq_depth (100)");
+  EXPECT_NO_THROW(parse(
+      kOnePort + "limits: {max_cq_depth: 100, max_qp_depth: 50}\n" + echo + ", queue_depth: 50}\n",
+      kSource));
+  // More listeners on one port than the adapter opens.
+  expect_error(kOnePort + "limits: {max_listeners: 1}\n" + echo +
+                   "}\n  - {port: p0, nd_port: 7002, service: memory}\n",
+               8, 5, "listeners[1]", "listener 2 on port p0: more than limits.max_listeners (1)");
+  // "listeners:" with nothing under it: none.
+  EXPECT_TRUE(parse(kOnePort + "listeners:\n", kSource).listeners.empty());
+}
+
+TEST(ConfigErrors, EveryBadKeyOfAListenerAndEveryNeighbourIsReported) {
+  // Each key of an item on its own; the cross-key rules go on past a bad neighbour.
+  const std::string yaml =
+      "ports:\n"
+      "  - name: p0\n"
+      "    devargs: net_tap0\n"
+      "    address: 198.18.0.1/24\n"
+      "    neighbours: [{ip: 10.0.0.1, mac: \"02:00:00:00:00:02\"},\n"
+      "                 {ip: 198.18.0.1, mac: \"02:00:00:00:00:03\"}]\n"
+      "listeners:\n"
+      "  - {port: p9, nd_port: 0, service: ftp, queue_depth: 0}\n"
+      "  - {port: p0, nd_port: 7000, service: echo}\n"
+      "  - {port: p0, nd_port: 7000, service: echo}\n";
+  try {
+    parse(yaml, kSource);
+    FAIL() << "accepted";
+  } catch (const ConfigError& e) {
+    std::vector<std::string> keys;
+    for (const ConfigProblem& p : e.problems()) keys.push_back(p.key);
+    EXPECT_EQ(keys, (std::vector<std::string>{"ports[0].neighbours[0].ip",
+                                              "ports[0].neighbours[1].ip", "listeners[0].port",
+                                              "listeners[0].nd_port", "listeners[0].service",
+                                              "listeners[0].queue_depth", "listeners[2].nd_port"}))
+        << e.what();
+  }
+}
+
+TEST(ConfigErrors, NoRuleChecksTheDefaultLeftForARejectedLcoreList) {
+  // The range error alone: not also "main_lcore 2 is not in eal.lcores [0, 1]" (the default).
+  try {
+    parse(kOnePort + "eal: {lcores: [2, 3, 200], main_lcore: 2}\ndataplane: {lcores: [3]}\n",
+          kSource);
+    FAIL() << "accepted";
+  } catch (const ConfigError& e) {
+    ASSERT_EQ(e.problems().size(), 1u) << e.what();
+    EXPECT_EQ(e.problems()[0].key, "eal.lcores[2]");
+  }
+  try {
+    parse(kOnePort + "eal: {lcores: [0, 2]}\ndataplane: {lcores: [2, 2]}\n", kSource);
+    FAIL() << "accepted";
+  } catch (const ConfigError& e) {
+    ASSERT_EQ(e.problems().size(), 1u) << e.what();
+    EXPECT_EQ(e.problems()[0].key, "dataplane.lcores[1]");
+  }
 }
 
 // --- every error of a file, the key table -----------------------------------------------------

@@ -6,7 +6,8 @@ usage: notify_check.py ROCEDPD CONFIG PREFIX WORKDIR
  1. nothing but STATUS= before READY=1; when READY=1 arrives the daemon's telemetry already shows
     every port started with link up and every listener (rocedpctl is not needed: the socket is read
     directly), i.e. READY=1 only after ports are up and listeners are listening;
- 2. SIGHUP -> RELOADING=1, then READY=1 again;
+ 2. SIGHUP -> RELOADING=1, then READY=1 again, with STATUS=running when the file is the same
+    but for comments and logging (applied live), and saying a restart is needed when more changed;
  3. SIGTERM -> STOPPING=1, then the process exits 0.
 Exit 0 on success, 1 with the received messages on failure."""
 import json
@@ -79,14 +80,28 @@ def main():
             return fail("something other than STATUS= before READY=1")
         if not ready.get("STATUS", "").startswith("running") or ready.get("MAINPID") != str(proc.pid):
             return fail(f"READY message: {ready}")
-        # Reload.
-        proc.send_signal(signal.SIGHUP)
-        reloading = until("RELOADING")
-        if reloading is None or reloading.get("RELOADING") != "1":
-            return fail("no RELOADING=1 after SIGHUP")
-        again = until("READY")
-        if again is None:
-            return fail("no READY=1 after the reload")
+        # Reloads: the file as it was, then with a comment and another logging level (applied
+        # live: STATUS=running), then with a listener more (needs a restart, and says so).
+        with open(config) as f:
+            original = f.read()
+        edits = [
+            (original, "running"),
+            ("# edited\n" + original.replace("eal:", "logging: {level: debug}\neal:", 1), "running"),
+            (original + "  - {port: memif0, nd_port: 7002, service: echo}\n",
+             "running; logging reloaded, other changes to the file apply on restart"),
+        ]
+        for text, status in edits:
+            with open(config, "w") as f:
+                f.write(text)
+            proc.send_signal(signal.SIGHUP)
+            reloading = until("RELOADING")
+            if reloading is None or reloading.get("RELOADING") != "1":
+                return fail("no RELOADING=1 after SIGHUP")
+            again = until("READY")
+            if again is None:
+                return fail("no READY=1 after the reload")
+            if again.get("STATUS") != status:
+                return fail(f"reload status {again.get('STATUS')!r}, expected {status!r}")
         # Stop.
         proc.send_signal(signal.SIGTERM)
         stopping = until("STOPPING")
