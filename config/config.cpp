@@ -1198,7 +1198,6 @@ void Reader::validate(const Config& c) const {
   // What a listener's connection creates must fit the adapter's limits: refused at start-up or
   // at every connection otherwise, after the ports and the adapters had opened.
   const LimitsConfig& lim = c.limits;
-  std::map<std::string, uint32_t> per_port;  // listeners on each port, for limits.max_listeners
   for (size_t i = 0; i < c.listeners.size(); ++i) {
     const ListenerConfig& l = c.listeners[i];
     const std::string base = index_path("listeners", i);
@@ -1220,10 +1219,6 @@ void Reader::validate(const Config& c) const {
                "port " + l.port + " nd_port " + std::to_string(l.nd_port) + " is already used by " +
                    other);
     }
-    if (port_ok && ++per_port[l.port] > lim.max_listeners && !rejected("limits.max_listeners"))
-      report(where({base}), base,
-             "listener " + std::to_string(per_port[l.port]) + " on port " + l.port +
-                 ": more than limits.max_listeners (" + std::to_string(lim.max_listeners) + ")");
     if (!service_ok) continue;
     // `what` (needing `need`) is more than limits.`limit` (`have`): reported on `key`.
     auto over = [&](const std::string& key, const std::string& what, uint64_t need,
