@@ -100,6 +100,7 @@ DaemonConnections::DaemonConnections(Adapter& adapter, ControlThread& control, s
 
 DaemonConnections::~DaemonConnections() {
   if (attached_) detach_st();
+  if (services_ && !services_->stopped()) (void)services_.release();  // as detach_st says
 }
 
 unsigned DaemonConnections::poll_st() {
@@ -132,7 +133,12 @@ bool DaemonConnections::detach_st() {
     return false;
   }
   attached_ = false;
-  services_.reset();
+  // Services whose closes are still pending stay allocated: their completions come later and
+  // reach them (a leak at shutdown, not a use after free).
+  if (services_ && !services_->stopped())
+    (void)services_.release();
+  else
+    services_.reset();
   pmd::log(LogLevel::kInfo, "connection_manager_detached");
   return true;
 }

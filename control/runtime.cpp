@@ -223,7 +223,7 @@ bool Runtime::stop_connections() {
           if (c && !c->stopped()) return false;
         return true;
       },
-      std::chrono::seconds(2));
+      std::chrono::seconds(kCloseWaitS));  // closes go through the cores: slow when loaded
   if (!stopped) log(LogLevel::kWarning, "services_stop_timeout");
   bool detached = true;
   run_on_control([&] {

@@ -172,7 +172,8 @@ void Services::on_connect_event(void* context, NdkConnector* nc) {
   const char* step = "buffers";
   if (l->echo()) {
     const uint64_t bytes = uint64_t{depth} * l->cfg.message_bytes;
-    c->buf.reset(new (std::nothrow) uint8_t[bytes]);
+    // Zeroed: an echo never sends bytes an earlier connection left in the heap.
+    c->buf.reset(new (std::nothrow) uint8_t[bytes]());
     st = c->buf ? self.pd_->create_mr(false, nullptr, nullptr, &c->mr)
                 : STATUS_INSUFFICIENT_RESOURCES;
     if (st == STATUS_SUCCESS)
@@ -525,6 +526,14 @@ void Services::on_cq_notify(void* context, NTSTATUS status) {
       const auto ctx = reinterpret_cast<uintptr_t>(r.request_context);
       const auto slot = static_cast<uint32_t>(ctx >> 1);
       uint8_t* data = c->buf.get() + uint64_t{slot} * msg;
+      if ((ctx & 1) == 0 && r.bytes_transferred > msg) [[unlikely]] {
+        // Only an RDMA WRITE with immediate completes a receive with more bytes than its buffer
+        // (what it wrote went to the peer's target, e.g. a memory service region in the same
+        // PD): nothing of it is here to echo. The buffer takes the next SEND.
+        NdkSge sge{data, msg, c->local_token};
+        c->core_qp->receive(slot_context(slot, false), &sge, 1);
+        continue;
+      }
       if ((ctx & 1) == 0) {
         // A SEND arrived: the same bytes go back from the same buffer.
         NdkSge sge{data, r.bytes_transferred, c->local_token};

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # rocedpd with an echo and a memory listener (memif server) and svc_client (memif client, its own
 # EAL and runtime) in a second process: the client connects through the IB CM to both services
-# and checks the bytes (echo byte-exact; WRITE then READ back through the memory region); while
+# and checks the bytes (echo byte-exact; WRITE then READ back through the memory region; a WRITE
+# with immediate on the echo connection gets no echo, and the SEND after it its own); while
 # it holds both connections the daemon's telemetry shows them (/rocedp/connections, /rocedp/qps);
 # after the client disconnected and exited 0, /rocedp/listeners counts what happened to each
 # connection: accepted and closed, then rejected (over max_connections) and failed (no QP left:
@@ -81,6 +82,8 @@ done
 grep -q READY "$work/client.log" || fail "svc_client never got READY"
 grep -q "echo 4096 bytes: ok" "$work/client.log" || fail "echo checks"
 grep -q "memory write+read 65536 bytes: ok" "$work/client.log" || fail "memory checks"
+grep -q "write with immediate on the echo connection: nothing echoed for it, ok" "$work/client.log" ||
+  fail "write with immediate on the echo connection"
 
 # Both connections, as the daemon's telemetry shows them: passive, established, one per service,
 # from the client's address, each on an RTS QP whose peer is the client's QP.

@@ -3,7 +3,11 @@
 // the IB CM to the daemon's echo and memory listeners and checks the bytes:
 //   echo:   SENDs of 1, 1000 and 4096 bytes come back byte-exact;
 //   memory: the Accept private data announces the region (MemoryServiceInfo); 64 KiB written
-//           into it with RDMA WRITE and read back with RDMA READ are the same.
+//           into it with RDMA WRITE and read back with RDMA READ are the same;
+//   then on the echo connection an RDMA WRITE with immediate of 8 KiB (twice the echo's buffer)
+//           into the memory region, which shares the echo's PD: it consumes an echo receive, and
+//           nothing comes back for it (its bytes are not in the echo's buffer); the next SEND
+//           is echoed as before.
 // Then it prints READY, waits until --hold FILE exists (the script looks at the daemon's
 // telemetry meanwhile), disconnects and exits 0 if every check passed.
 //
@@ -244,6 +248,35 @@ void memory_checks(Link& m, const std::vector<uint8_t>& pd) {
   std::printf("memory write+read %u bytes: ok\n", kLen);
 }
 
+void write_with_immediate_check(Link& e, const std::vector<uint8_t>& pd) {
+  rocedp::MemoryServiceInfo info;
+  if (!rocedp::MemoryServiceInfo::decode(pd.data(), pd.size(), &info)) return;
+  constexpr uint32_t kWrite = 8192;  // the echo's buffers hold 4096
+  NdkSge ws = e.sge(0, kWrite);
+  CHECK(e.qp->write_with_immediate(reinterpret_cast<void*>(uintptr_t{3}), &ws, 1, info.address,
+                                   info.token, 0x1234, 0) == STATUS_SUCCESS,
+        "write with immediate");
+  auto w = e.results(1);
+  CHECK(w.size() == 1 && w[0].status == STATUS_SUCCESS, "write with immediate completed");
+  // A receive for whatever comes back, then a SEND: only its echo may arrive.
+  NdkSge rs = e.sge(8192, 4096);
+  CHECK(e.qp->receive(reinterpret_cast<void*>(uintptr_t{2}), &rs, 1) == STATUS_SUCCESS, "receive");
+  std::memset(e.buf.data() + 8192, 0, 4096);
+  fill(e.buf.data(), 100, 9);
+  NdkSge ss = e.sge(0, 100);
+  CHECK(e.qp->send(reinterpret_cast<void*>(uintptr_t{1}), &ss, 1, 0) == STATUS_SUCCESS, "send");
+  auto r = e.results(2);
+  CHECK(r.size() == 2, "send after the write: %zu completions", r.size());
+  for (auto& x : r) {
+    CHECK(x.status == STATUS_SUCCESS, "completion status %s", status_name(x.status).data());
+    if (x.request_context == reinterpret_cast<void*>(uintptr_t{2}))
+      CHECK(x.bytes_transferred == 100, "echo of %u bytes, expected the SEND's 100",
+            x.bytes_transferred);
+  }
+  CHECK(std::memcmp(e.buf.data(), e.buf.data() + 8192, 100) == 0, "echo after the write differs");
+  std::printf("write with immediate on the echo connection: nothing echoed for it, ok\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -298,6 +331,7 @@ int main(int argc, char** argv) {
   if (up) {
     echo_checks(echo);
     memory_checks(memory, mem_pd);
+    write_with_immediate_check(echo, mem_pd);
     std::printf("READY\n");
     std::fflush(stdout);
     for (int i = 0; i < 300 && !hold.empty() && !std::filesystem::exists(hold); ++i)
