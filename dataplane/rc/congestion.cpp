@@ -69,6 +69,24 @@ void update_alpha(CS& c, const DcqcnConfig& d, uint64_t now_ns) {
 // many; beyond it the QP has been quiet long enough to be unlimited again.
 constexpr uint64_t kMaxCatchUp = 1024;
 
+// The timer's rate-increase steps due by `now_ns`: the hardware's timer runs whether the QP
+// sends or not, so they are applied when the QP next looks (a send, or a CNP before its cut).
+void timer_increases(QueuePair& qp, uint64_t now_ns) {
+  CS& c = qp.cc;
+  if (now_ns < c.increase_at_ns) return;
+  const uint64_t period = qp.conn().dcqcn->time_reset_us * kNsPerUs;
+  const uint64_t n = (now_ns - c.increase_at_ns) / period + 1;
+  c.increase_at_ns += n * period;
+  if (n > kMaxCatchUp) {
+    qp.cc_flags.paced = false;
+    c.rate_mbps = 0;
+  }
+  for (uint64_t i = 0; i < n && qp.cc_flags.paced; ++i) {
+    ++c.timer_steps;
+    increase(qp);
+  }
+}
+
 }  // namespace
 
 bool congestion_send_cnp_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
@@ -100,6 +118,9 @@ bool congestion_on_cnp_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
   ++c.cnps_received;
   if (!congestion_ecn_capable(qp)) return false;
   const DcqcnConfig& d = *qp.conn().dcqcn;
+  // The increases due since the QP last sent come first: a cut takes the rate they reached (or
+  // a QP they brought back to the line rate starts a new episode).
+  if (qp.cc_flags.paced) timer_increases(qp, now_ns);
   const bool cut =
       !qp.cc_flags.paced || now_ns - c.last_cut_ns >= d.rate_reduce_period_us * kNsPerUs;
   if (!qp.cc_flags.paced) {  // a new episode starts from the line rate (or the first-CNP rate)
@@ -116,6 +137,7 @@ bool congestion_on_cnp_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns) {
     const uint64_t keep = 2 * uint64_t{CS::kAlphaOne} - c.alpha;  // 1 - alpha/2, times 2·one
     set_rate(c, d, static_cast<uint32_t>(c.rate_mbps * keep / (2 * uint64_t{CS::kAlphaOne})));
     c.timer_steps = c.byte_steps = 0;
+    c.bytes = 0;  // the byte counter restarts with the timer (DCQCN resets both on a cut)
     c.last_cut_ns = now_ns;
     c.increase_at_ns = now_ns + d.time_reset_us * kNsPerUs;
     ++c.rate_cuts;
@@ -133,19 +155,7 @@ bool congestion_may_send_st(QueuePair& qp, uint64_t now_ns) {
   CS& c = qp.cc;
   const DcqcnConfig& d = *qp.conn().dcqcn;
   update_alpha(c, d, now_ns);
-  if (now_ns >= c.increase_at_ns) {
-    const uint64_t period = d.time_reset_us * kNsPerUs;
-    const uint64_t n = (now_ns - c.increase_at_ns) / period + 1;
-    c.increase_at_ns += n * period;
-    if (n > kMaxCatchUp) {
-      qp.cc_flags.paced = false;
-      c.rate_mbps = 0;
-    }
-    for (uint64_t i = 0; i < n && qp.cc_flags.paced; ++i) {
-      ++c.timer_steps;
-      increase(qp);
-    }
-  }
+  timer_increases(qp, now_ns);
   if (!qp.cc_flags.paced) return true;
   // A pause leaves at most kPaceSlackNs of credit.
   if (c.next_tx_ns + kPaceSlackNs < now_ns) c.next_tx_ns = now_ns - kPaceSlackNs;

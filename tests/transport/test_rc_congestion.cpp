@@ -192,7 +192,9 @@ TEST_F(Congestion, AnEctQpSlowsDownOnCnpsAndRecoversWhenMarkingStops) {
 
 // The reaction point's arithmetic, CNP by CNP: the first halves the line rate (alpha 1); one within
 // the rate-reduce period cuts nothing; after 1 ms without CNPs alpha has decayed (1019/1024 per
-// µs: to about 0.7%), so the next cut takes about 0.35%.
+// µs: to about 0.7%), so the next cut takes about 0.35%, of the rate the timer's three steps of
+// fast recovery (T = 300 µs) reached meanwhile, although the QP sent nothing; the cut restarts
+// the byte counter.
 TEST_F(Congestion, EachCnpCutsByHalfAlphaAndAlphaDecaysEveryMicrosecond) {
   make(wire::kEcnEct0);
   RcCounters counters;
@@ -207,10 +209,16 @@ TEST_F(Congestion, EachCnpCutsByHalfAlphaAndAlphaDecaysEveryMicrosecond) {
   EXPECT_FALSE(congestion_on_cnp_st(qp, ctx, t + 2'000)) << "within the rate-reduce period";
   EXPECT_EQ(qp.cc.rate_mbps, kLineMbps / 2);
   EXPECT_GT(qp.cc.alpha, CongestionState::kAlphaOne * 99 / 100);
+  congestion_charge_st(qp, 1000);
+  EXPECT_EQ(qp.cc.bytes, 1000u);
   EXPECT_TRUE(congestion_on_cnp_st(qp, ctx, t + 1'002'000));
-  EXPECT_EQ(qp.cc.target_mbps, kLineMbps / 2);
-  EXPECT_GE(qp.cc.rate_mbps, kLineMbps / 2 * 995 / 1000);
-  EXPECT_LT(qp.cc.rate_mbps, kLineMbps / 2);
+  uint32_t recovered = kLineMbps / 2;  // three steps towards the target, the line rate
+  for (int i = 0; i < 3; ++i) recovered = (kLineMbps + recovered + 1) / 2;
+  EXPECT_EQ(qp.cc.target_mbps, recovered);
+  EXPECT_GE(qp.cc.rate_mbps, recovered * 995 / 1000);
+  EXPECT_LT(qp.cc.rate_mbps, recovered);
+  EXPECT_EQ(qp.cc.timer_steps, 0u);
+  EXPECT_EQ(qp.cc.bytes, 0u);
   EXPECT_EQ(qp.cc.rate_cuts, 2u);
   EXPECT_EQ(qp.cc.cnps_received, 3u);
   EXPECT_EQ(counters.get(RcCounter::kRateCuts), 2u);
@@ -225,7 +233,7 @@ TEST_F(Congestion, ThePortsParametersReplaceTheDefaults) {
   d.rate_reduce_period_us = 50;
   d.first_cnp_rate_mbps = 8000;
   d.min_rate_mbps = 4000;
-  d.time_reset_us = 20;
+  d.time_reset_us = 30;
   make(wire::kEcnEct0, kDefaultMaxUnackedPsns, 0, &d);
   EXPECT_EQ(qa->qp->conn().dcqcn, &d);
 
@@ -253,10 +261,10 @@ TEST_F(Congestion, ThePortsParametersReplaceTheDefaults) {
   EXPECT_EQ(qp.cc.rate_mbps, 4000u);
   EXPECT_FALSE(congestion_on_cnp_st(qp, ctx, t + 10'000)) << "within the 50 µs period";
   EXPECT_EQ(qp.cc.rate_mbps, 4000u);
-  congestion_may_send_st(qp, t + 25'000);  // one step of T = 20 µs: fast recovery
+  congestion_may_send_st(qp, t + 35'000);  // one step of T = 30 µs: fast recovery
   EXPECT_EQ(qp.cc.timer_steps, 1u);
   EXPECT_EQ(qp.cc.rate_mbps, 6000u);
-  EXPECT_TRUE(congestion_on_cnp_st(qp, ctx, t + 60'000));
+  EXPECT_TRUE(congestion_on_cnp_st(qp, ctx, t + 55'000));  // the next step is due at 60 µs
   EXPECT_EQ(qp.cc.target_mbps, 6000u);
   EXPECT_EQ(qp.cc.rate_mbps, 4000u) << "the cut stops at the floor";
   EXPECT_EQ(qp.cc.rate_cuts, 2u);
