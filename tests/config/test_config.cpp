@@ -16,6 +16,7 @@
 #include <iterator>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace rocedp::config {
@@ -851,14 +852,13 @@ TEST(ConfigReject, ExtraArgsThatKeysAlreadySet) {
   expect_error(kOnePort + "eal:\n  extra_args: [\"-m512\"]\n", 6, 16, "eal.extra_args[0]",
                "'-m' is set from eal.memory_mb");
   // getopt_long takes an unambiguous abbreviation of a long option as the option.
-  expect_error(kOnePort + "eal:\n  extra_args: [\"--file=other\"]\n", 6, 16, "eal.extra_args[0]",
-               "'--file-prefix' is set from eal.file_prefix");
-  expect_error(kOnePort + "eal:\n  extra_args: [\"--main=3\"]\n", 6, 16, "eal.extra_args[0]",
-               "'--main-lcore' is set from eal.main_lcore");
-  expect_error(kOnePort + "eal:\n  extra_args: [\"--lcore\", \"0-1\"]\n", 6, 16,
-               "eal.extra_args[0]", "'--lcores' is set from eal.lcores");
-  expect_error(kOnePort + "eal:\n  extra_args: [\"--socket-mem=512\"]\n", 6, 16,
-               "eal.extra_args[0]", "'--socket-mem' is set from eal.memory_mb");
+  for (const auto& [arg, option, key] :
+       {std::tuple{"--file=other", "--file-prefix", "eal.file_prefix"},
+        {"--main=3", "--main-lcore", "eal.main_lcore"},
+        {"--lcore", "--lcores", "eal.lcores"},
+        {"--socket-mem=512", "--socket-mem", "eal.memory_mb"}})
+    expect_error(kOnePort + "eal:\n  extra_args: [\"" + arg + "\"]\n", 6, 16, "eal.extra_args[0]",
+                 "'" + std::string(option) + "' is set from " + key);
   // Other options, also those that share a beginning with ours.
   EXPECT_EQ(parse(kOnePort + "eal:\n  extra_args: [\"--no-pci\", \"--log-level=lib.eal:8\", "
                              "\"--no-telemetry\"]\n",
