@@ -100,7 +100,14 @@ DaemonConnections::DaemonConnections(Adapter& adapter, ControlThread& control, s
 
 DaemonConnections::~DaemonConnections() {
   if (attached_) detach_st();
-  if (services_ && !services_->stopped()) (void)services_.release();  // as detach_st says
+  drop_services();
+}
+
+void DaemonConnections::drop_services() {
+  if (services_ && !services_->stopped())
+    (void)services_.release();
+  else
+    services_.reset();
 }
 
 unsigned DaemonConnections::poll_st() {
@@ -133,12 +140,7 @@ bool DaemonConnections::detach_st() {
     return false;
   }
   attached_ = false;
-  // Services whose closes are still pending stay allocated: their completions come later and
-  // reach them (a leak at shutdown, not a use after free).
-  if (services_ && !services_->stopped())
-    (void)services_.release();
-  else
-    services_.reset();
+  drop_services();
   pmd::log(LogLevel::kInfo, "connection_manager_detached");
   return true;
 }

@@ -56,6 +56,9 @@ class DaemonConnections {
   bool detach_st();
 
  private:
+  // Frees the services, unless their closes are still pending: then they stay allocated, since
+  // the completions come later and reach them (a leak at shutdown, not a use after free).
+  void drop_services();
   DaemonConnections(Adapter& adapter, ControlThread& control, size_t port_index);
   Adapter& adapter_;
   ControlThread& control_;

@@ -526,15 +526,8 @@ void Services::on_cq_notify(void* context, NTSTATUS status) {
       const auto ctx = reinterpret_cast<uintptr_t>(r.request_context);
       const auto slot = static_cast<uint32_t>(ctx >> 1);
       uint8_t* data = c->buf.get() + uint64_t{slot} * msg;
-      if ((ctx & 1) == 0 && r.bytes_transferred > msg) [[unlikely]] {
-        // Only an RDMA WRITE with immediate completes a receive with more bytes than its buffer
-        // (what it wrote went to the peer's target, e.g. a memory service region in the same
-        // PD): nothing of it is here to echo. The buffer takes the next SEND.
-        NdkSge sge{data, msg, c->local_token};
-        c->core_qp->receive(slot_context(slot, false), &sge, 1);
-        continue;
-      }
-      if ((ctx & 1) == 0) {
+      const bool arrived = (ctx & 1) == 0;
+      if (arrived && r.bytes_transferred <= msg) {
         // A SEND arrived: the same bytes go back from the same buffer.
         NdkSge sge{data, r.bytes_transferred, c->local_token};
         const NTSTATUS st =
@@ -543,12 +536,15 @@ void Services::on_cq_notify(void* context, NTSTATUS status) {
           bump(c->echo_messages, 1);
           bump(c->echo_bytes, r.bytes_transferred);
         }
-      } else {
-        // The echo left: the buffer takes the next SEND.
-        bump(c->echoes_done, 1);
-        NdkSge sge{data, msg, c->local_token};
-        c->core_qp->receive(slot_context(slot, false), &sge, 1);
+        continue;
       }
+      // The echo left; or a receive completed with more bytes than its buffer, which only an
+      // RDMA WRITE with immediate does (its bytes went to the peer's target, e.g. a memory
+      // service region in the same PD): nothing of it is here to echo. Either way the buffer
+      // takes the next SEND.
+      if (!arrived) bump(c->echoes_done, 1);
+      NdkSge sge{data, msg, c->local_token};
+      c->core_qp->receive(slot_context(slot, false), &sge, 1);
     }
   }
   c->core_cq->arm(NdkCqNotifyType::kAny);
