@@ -564,6 +564,9 @@ bool open_channel(Session& s) {
     if (st != STATUS_SUCCESS)
       return fail("rdma_cm listen on port " + std::to_string(s.o.port) + ": " +
                   std::string(status_name(st)));
+    // A marker for scripts that start a peer's client only once this one can answer its REQ.
+    std::printf("rocedp-perf --perftest: listening on port %u\n", s.o.port);
+    std::fflush(stdout);
     if (!accept_one(s, 0, s.cqp)) return false;
   } else if (!connect_one(s, 0, s.cqp)) {
     return false;

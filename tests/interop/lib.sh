@@ -284,18 +284,43 @@ iop_capture_stop() {
   iop_checks+=("$case")
 }
 
-# roce-check on every capture taken so far (run it after the guest, not between cases). One run
-# over the merged captures (tshark's start-up dominates per file); where it finds a problem, each
-# capture is checked on its own to name the case. Report: interop-${IOP_PREFIX}roce-check.txt.
+# roce-check on every capture taken so far (run it after the guest, not between cases). The
+# captures go into one group per CPU (the largest first, each to the smallest group), each group
+# merged and checked by one roce-check run (tshark's start-up dominates per file; roce-check is
+# single-threaded). Where a group fails, each of its captures is checked on its own to name the
+# case. Report: interop-${IOP_PREFIX}roce-check.txt.
 iop_check_captures() {
-  local files=() case f report="$IOP_ARTIFACTS/interop-${IOP_PREFIX}roce-check.txt"
+  local report="$IOP_ARTIFACTS/interop-${IOP_PREFIX}roce-check.txt" case f g n size
+  local groups sizes=() files=() pids=() lists=() part=()
   for case in "${iop_checks[@]}"; do files+=("$IOP_ARTIFACTS/interop-$IOP_PREFIX$case.pcap"); done
   iop_checks=()
   [ ${#files[@]} -gt 0 ] || return 0
-  mergecap -F pcap -w "$IOP_WORK/all.pcap" "${files[@]}" &&
-    /usr/bin/python3 "$IOP_CHECK" "$IOP_WORK/all.pcap" >"$report" 2>&1 && return 0
-  for f in "${files[@]}"; do
-    /usr/bin/python3 "$IOP_CHECK" "$f" >>"$report" 2>&1 || iop_fail "roce-check finds problems in $f (see $report)"
+  groups=$(nproc)
+  [ "$groups" -gt ${#files[@]} ] && groups=${#files[@]}
+  for ((g = 0; g < groups; g++)); do sizes[g]=0 lists[g]=""; done
+  while read -r size f; do
+    n=0
+    for ((g = 1; g < groups; g++)); do [ "${sizes[g]}" -lt "${sizes[n]}" ] && n=$g; done
+    sizes[n]=$((sizes[n] + size)) lists[n]+="$f"$'\n'
+  done < <(for f in "${files[@]}"; do echo "$(stat -c %s "$f" 2>/dev/null || echo 0) $f"; done | sort -rn)
+  : >"$report"
+  for ((g = 0; g < groups; g++)); do
+    (
+      mapfile -t part <<<"${lists[g]%$'\n'}"
+      mergecap -F pcap -w "$IOP_WORK/all-$g.pcap" "${part[@]}" &&
+        /usr/bin/python3 "$IOP_CHECK" "$IOP_WORK/all-$g.pcap" >"$IOP_WORK/roce-check-$g.txt" 2>&1
+    ) &
+    pids[g]=$!
+  done
+  for ((g = 0; g < groups; g++)); do
+    if wait "${pids[g]}"; then
+      cat "$IOP_WORK/roce-check-$g.txt" >>"$report"
+      continue
+    fi
+    mapfile -t part <<<"${lists[g]%$'\n'}"
+    for f in "${part[@]}"; do
+      /usr/bin/python3 "$IOP_CHECK" "$f" >>"$report" 2>&1 || iop_fail "roce-check finds problems in $f (see $report)"
+    done
   done
 }
 

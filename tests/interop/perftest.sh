@@ -78,6 +78,9 @@ qp_options() { case $1 in *srq4) echo "-q 4 --use-srq" ;; *q4) echo "-q 4" ;; es
   echo 'run() { name=$1; shift; i=0; while :; do "$@" > /tmp/out 2>&1; rc=$?; cat /tmp/out'
   echo '  grep -q "Couldn.t connect\|Unable to perform rdma_client\|Unexpected CM event\|REJECTED\|Unable to init the socket" /tmp/out || break'
   echo '  i=$((i+1)); [ $i -ge 120 ] && break; sleep 0.5; done; echo "PTCASE $name rc=$rc"; }'
+  # An rdma_cm client waits for rocedp-perf's listener: a REQ sent before rocedp-perf's port is up
+  # is lost, and Linux's CM sends it again only after its response timeout (about 6 s).
+  echo 'await() { n=0; while [ ! -e /mnt/share/$1 ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n+1)); done; }'
   for c in "${cases[@]}"; do
     IFS=- read -r ex test role sz <<<"$c"
     if [ "$test" = pingpong ]; then
@@ -94,8 +97,9 @@ qp_options() { case $1 in *srq4) echo "-q 4 --use-srq" ;; *q4) echo "-q 4" ;; es
     fi
     if [ "$ex" = tcp ]; then opts="$opts -x \$GID"; else opts="$opts -R"; fi
     if [ "$role" = rocedp_server ]; then
-      host=$bridge; [ "$ex" = rdmacm ] && host=$rocedp
-      echo "run $c $tool $opts $host"
+      host=$bridge wait=""
+      [ "$ex" = rdmacm ] && host=$rocedp wait="await $c-listening; "
+      echo "${wait}run $c $tool $opts $host"
     else
       echo "run $c $tool $opts"
     fi
@@ -152,8 +156,18 @@ for c in "${cases[@]}"; do
   [ "$role" = rocedp_client ] && args=("$guest" "${args[@]}")
   log=$IOP_ARTIFACTS/interop-perftest-$c.log
   iop_capture_start "$c" "host $guest"
-  ip netns exec rig "$IOP_BIN/rocedp-perf" --perftest "${ep[@]}" "${args[@]}" >"$log" 2>&1
+  iop_start "perftest-$c" "$IOP_BIN/rocedp-perf" --perftest "${ep[@]}" "${args[@]}"
+  ppid=$IOP_LAST_PID
+  if [ "$ex" = rdmacm ] && [ "$role" = rocedp_server ]; then
+    for _ in $(seq 600); do
+      grep -q "listening on port" "$IOP_WORK/perftest-$c.log" 2>/dev/null || ! kill -0 "$ppid" 2>/dev/null && break
+      sleep 0.1
+    done
+    touch "$IOP_WORK/share/$c-listening"
+  fi
+  wait "$ppid"
   rc=$?
+  cp "$IOP_WORK/perftest-$c.log" "$log"
   iop_capture_stop "$c"
   row=$(grep -E "^ $sz +[0-9]" "$log" | head -1)
   if [ $rc != 0 ]; then

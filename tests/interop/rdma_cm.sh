@@ -116,9 +116,11 @@ rping -c -a $vperf -C 3 -S 3000 -V; end vlan-lc \$?
 begin vlan-ls; rping -s -a $vlinux -S 3000; end vlan-ls \$?
 begin prio-ls; ip link add link eth0 name eth0.0 type vlan id 0 && ip addr add $plinux/24 dev eth0.0 && ip link set eth0.0 up
 rping -s -a $plinux -S 3000; end prio-ls \$?
-begin tos-lc; n=0; until ib_write_bw -d rxe0 -R --tos 96 -n 5 -s 4096 -F $perf; do n=\$((n+1)); [ \$n -ge 60 ] && break; sleep 0.5; done
+begin tos-lc; n=0; while [ ! -e /mnt/share/tos-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
+n=0; until ib_write_bw -d rxe0 -R --tos 96 -n 5 -s 4096 -F $perf; do n=\$((n+1)); [ \$n -ge 60 ] && break; sleep 0.5; done
 end tos-lc \$((n >= 60))
-begin ecn-lc; n=0; until ib_write_bw -d rxe0 -R -n 200 -s 4096 -F $perf; do n=\$((n+1)); [ \$n -ge 60 ] && break; sleep 0.5; done
+begin ecn-lc; n=0; while [ ! -e /mnt/share/ecn-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
+n=0; until ib_write_bw -d rxe0 -R -n 200 -s 4096 -F $perf; do n=\$((n+1)); [ \$n -ge 60 ] && break; sleep 0.5; done
 end ecn-lc \$((n >= 60))
 begin cm-lc-reject; n=0; while [ ! -e /mnt/share/cm-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
 /mnt/share/cm_check_peer -c -a $perf -p 7476 -e 28 -d rocedp-rejects; end cm-lc-reject \$?
@@ -243,13 +245,20 @@ on_begin_vlan_ls() { rping_ls rping-vlan -a "$vlinux" -C 3 "${vlan_ep[@]}"; }
 on_begin_prio_ls() {
   rping_ls rping-prio -a "$plinux" -C 3 "${perf_port[@]}" --ip "$pperf/24" --timeout 60 -S 3000 --vlan-priority 3
 }
-# A perftest server on the unmarked port for Linux's marked client (its client retries until the
-# server listens).
+# perftest_listening NAME MARKER: once rocedp-perf NAME listens (or has ended), the guest's
+# client may start. A REQ sent before rocedp-perf's port is up is lost, and Linux's CM sends it
+# again only after its response timeout (about 6 s).
+perftest_listening() {
+  iop_wait "$IOP_WORK/$1.log" "listening on port" 30 || iop_fail "$1: rocedp-perf did not listen"
+  touch "$IOP_WORK/share/$2"
+}
+# A perftest server on the unmarked port for Linux's marked client.
 tos_srv="" tos_rc=none
 on_begin_tos_lc() {
   iop_start perftest-tos "$IOP_BIN/rocedp-perf" --perftest "${perf_port[@]}" --ip "$perf/24" --timeout 60 \
     --file-prefix "rdp-iop-pt-$$" write bw -n 5 -s 4096 -F -R
   tos_srv=$IOP_LAST_PID
+  perftest_listening perftest-tos tos-listening
 }
 # ECN: the bridge marks CE from before the guest's client starts until the next case; rocedp-perf
 # prints its engine's counters (--counters).
@@ -261,6 +270,7 @@ on_begin_ecn_lc() {
   iop_start perftest-ecn "$IOP_BIN/rocedp-perf" --perftest "${perf_port[@]}" --ip "$perf/24" --timeout 60 \
     --file-prefix "rdp-iop-pe-$$" --ecn --counters write bw -n 200 -s 4096 -F -R
   ecn_srv=$IOP_LAST_PID
+  perftest_listening perftest-ecn ecn-listening
 }
 on_ready_cm_lc_reject() {
   ecn_marked=$(iop_bridge_mark_ce count)
