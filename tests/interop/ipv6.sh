@@ -187,8 +187,11 @@ done
 # rocedp answered the guest's neighbour solicitation: its solicited NA is in the captures. (The
 # guest's table, printed at the end, shows the entry only while the guest has not probed it again:
 # its reachable time may run out after the last rocedp-perf exited, and nothing answers then.)
-na=$(tshark -r "$IOP_WORK/all.pcap" -Y "icmpv6.type == 136 && ipv6.src == $rocedp6 && icmpv6.nd.na.flag.s == 1 && icmpv6.nd.na.target_address == $rocedp6" \
-  -T fields -e icmpv6.opt.linkaddr 2>/dev/null | head -1)
+# (iop_check_captures merged the captures into one file per CPU, all-N.pcap.)
+na=$(for f in "$IOP_WORK"/all-*.pcap; do
+  tshark -r "$f" -Y "icmpv6.type == 136 && ipv6.src == $rocedp6 && icmpv6.nd.na.flag.s == 1 && icmpv6.nd.na.target_address == $rocedp6" \
+    -T fields -e icmpv6.opt.linkaddr 2>/dev/null
+done | head -1)
 if [ -n "$na" ]; then
   echo "ok   rocedp answered the guest's neighbour solicitation for $rocedp6 ($na)"
 else
