@@ -983,7 +983,14 @@ ListenerConfig Reader::listener(const Field& f) {
       c.memory_bytes = number(*v, "listeners", "memory_bytes");
     }
   });
-  for (const char* key : {"message_bytes", "queue_depth", "receive_delay_ms", "disconnect_after"})
+  guard([&] {
+    if (const Field* v = m.find("keepalive_ms")) {
+      of_service(*v, true);
+      c.keepalive_ms = static_cast<uint32_t>(number(*v, "listeners", "keepalive_ms"));
+    }
+  });
+  for (const char* key :
+       {"message_bytes", "queue_depth", "receive_delay_ms", "disconnect_after", "idle_timeout_ms"})
     guard([&] {
       const Field* v = m.find(key);
       if (v == nullptr) return;
@@ -992,6 +999,7 @@ ListenerConfig Reader::listener(const Field& f) {
       uint32_t& out = k == "message_bytes"      ? c.message_bytes
                       : k == "queue_depth"      ? c.queue_depth
                       : k == "receive_delay_ms" ? c.receive_delay_ms
+                      : k == "idle_timeout_ms"  ? c.idle_timeout_ms
                                                 : c.disconnect_after;
       out = static_cast<uint32_t>(number(*v, "listeners", key));
     });

@@ -214,6 +214,13 @@ constexpr KeySpec kKeys[] = {
      "after this many echoes completed the service disconnects (the DREQ comes from rocedpd); 0 = "
      "the "
      "peer ends the connection"},
+    {"listeners", "idle_timeout_ms", K::kUint, "int", "`300000`", 0, 86400000, "echo only",
+     "a connection that completes no echo for this long is disconnected (a peer gone without a "
+     "DREQ holds its slot until then); 0 = never"},
+    {"listeners", "keepalive_ms", K::kUint, "int", "`10000`", 0, 3600000, "memory only",
+     "a zero-length RDMA WRITE to the peer this often (it touches no memory); a peer that no "
+     "longer answers fails it after the QP's retries (local ACK timeout x (retry count + 1)) and "
+     "the connection is closed; 0 = never"},
 };
 
 struct Section {

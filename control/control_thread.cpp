@@ -99,6 +99,7 @@ ControlThread::ControlThread(Setup setup) : setup_(std::move(setup)) {
     };
     tables_.push_back(std::make_unique<NeighbourTable>(
         NeighbourTableOptions::from_config(cfg.control, *pc), pc->neighbours, std::move(hooks)));
+    last_defence_.emplace_back();
   }
 }
 
@@ -514,11 +515,14 @@ unsigned ControlThread::poll_frames_st() {
         counters_.arp_frames++;
         const int idx = port_index_of(m->port);
         dataplane::ArpPeer peer;
-        if (idx >= 0 && dataplane::extract_arp_peer(m, local_of(idx), &peer) &&
-            peer.ip.value != 0) {
-          // RFC 826: the target of an ARP frame adds its sender; third parties only refresh.
-          tables_[idx]->learn(peer.ip, peer.mac, now,
-                              peer.targets_us ? LearnMode::kCreate : LearnMode::kUpdateOnly);
+        if (idx >= 0 && dataplane::extract_arp_peer(m, local_of(idx), &peer)) {
+          if (peer.conflict) {
+            defend_address_st(static_cast<size_t>(idx), peer.mac, now);
+          } else if (peer.ip.value != 0) {
+            // RFC 826: the target of an ARP frame adds its sender; third parties only refresh.
+            tables_[idx]->learn(peer.ip, peer.mac, now,
+                                peer.targets_us ? LearnMode::kCreate : LearnMode::kUpdateOnly);
+          }
         }
         break;
       }
@@ -550,6 +554,29 @@ unsigned ControlThread::poll_frames_st() {
     rte_pktmbuf_free(m);
   }
   return n;
+}
+
+// RFC 5227 §2.4 (c): a configured address is kept and defended. Each conflict is logged; at most
+// one ARP announcement of ours per DEFEND_INTERVAL (10 s) answers them, so that hosts which took
+// the other station's MAC for our address take ours again, and two stations that both defend do
+// not flood the link.
+void ControlThread::defend_address_st(size_t port_index, const config::MacAddress& claimant,
+                                      std::chrono::steady_clock::time_point now) {
+  constexpr auto kDefendInterval = std::chrono::seconds(10);
+  auto& last = last_defence_[port_index];
+  const bool defend =
+      last == std::chrono::steady_clock::time_point{} || now - last >= kDefendInterval;
+  pmd::log(LogLevel::kWarning, "address_conflict",
+           {{"port", setup_.ports[port_index]->name()},
+            {"ip", config::format_ipv4(local_of(port_index).ip)},
+            {"claimed_by", config::format_mac(claimant)},
+            {"defended", defend ? "yes" : "no"}});  // no: one announcement per 10 s
+  if (!defend) return;
+  last = now;
+  ++counters_.address_defences;
+  send_frame_st(port_index,
+                dataplane::build_gratuitous_arp(setup_.pool->get(), local_of(port_index)),
+                "arp_defence");
 }
 
 namespace {

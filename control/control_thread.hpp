@@ -85,6 +85,7 @@ struct ControlCounters {
   uint64_t snapshots = 0;          // stats rounds completed
   uint64_t naps = 0;               // idle naps that blocked (pmd/control_wake.hpp)
   uint64_t naps_woken = 0;         // of them, ended by a wake (a core's hand-off, a post)
+  uint64_t address_defences = 0;   // ARP announcements sent against a station claiming our address
 };
 
 /// Everything telemetry prints, taken at one stats round. Immutable once published.
@@ -202,13 +203,16 @@ class ControlThread {
   void request_snapshot_st(std::function<void(bool, std::string)> done);
   unsigned poll_frames_st();
   void send_frame_st(size_t port_index, rte_mbuf* m, const char* what);
+  void defend_address_st(size_t port_index, const config::MacAddress& claimant,
+                         std::chrono::steady_clock::time_point now);
   void push_neighbour_st(const NeighbourChange& change);
   dataplane::LocalAddress local_of(size_t port_index) const;
   dataplane::LocalAddress6 local6_of(size_t port_index) const;  // the port has an IPv6 address
   int port_index_of(uint16_t port_id) const;
 
   Setup setup_;
-  std::vector<std::unique_ptr<NeighbourTable>> tables_;  // one per port
+  std::vector<std::unique_ptr<NeighbourTable>> tables_;              // one per port
+  std::vector<std::chrono::steady_clock::time_point> last_defence_;  // per port: RFC 5227 §2.4
   bool snapshot_in_flight_ = false;
   bool cores_stopped_ = false;
   uint64_t sequence_ = 0;

@@ -51,6 +51,13 @@ struct Services::Conn {
   bool receives_posted = false;  // echo: receive_delay_ms defers them past the Accept
   std::chrono::steady_clock::time_point post_receives_at{};
   bool disconnecting = false;
+  bool close_retry = false;  // an object's close found its core's ring full: poll() retries
+  // memory: the keepalive in flight, and when the next one is due (control thread).
+  bool probe_outstanding = false;
+  std::chrono::steady_clock::time_point next_probe{};
+  // echo: echoes_done when poll() last saw it change, and when (the idle timeout).
+  uint64_t idle_seen = 0;
+  std::chrono::steady_clock::time_point active_at{};
 
   // The echo on the polling core (on_cq_notify). Set before the CQ is first armed, then read
   // only: the control thread clears qp/cq/mr on teardown, the core keeps its own copies.
@@ -58,7 +65,9 @@ struct Services::Conn {
   Cq* core_cq = nullptr;
   uint32_t local_token = 0;
   std::atomic<bool> core_stop{false};    // control thread: teardown began, the core lets go
-  std::atomic<bool> core_failed{false};  // core: the CQ overran, the control thread ends it
+  std::atomic<bool> core_failed{false};  // core: the CQ overran or a request failed; the control
+                                         // thread ends the connection
+  std::atomic<NTSTATUS> core_error{STATUS_SUCCESS};  // why (stored before core_failed)
   // Written by the core only (a single writer: relaxed load + store), read by the control thread.
   std::atomic<uint64_t> echoes_done{0};  // echo SENDs completed (disconnect_after)
   std::atomic<uint64_t> echo_messages{0}, echo_bytes{0};
@@ -294,8 +303,10 @@ void Services::on_accepted(void* context, NTSTATUS status) {
     return;
   }
   c->established = true;
-  c->post_receives_at =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(c->svc->cfg.receive_delay_ms);
+  const auto now = std::chrono::steady_clock::now();
+  c->post_receives_at = now + std::chrono::milliseconds(c->svc->cfg.receive_delay_ms);
+  c->active_at = now;
+  c->next_probe = now + std::chrono::milliseconds(c->svc->cfg.keepalive_ms);
   ++c->svc->counts.accepted;
   NdkSockAddr peer;
   uint32_t size = sizeof(peer);
@@ -323,41 +334,38 @@ void Services::teardown(Conn* c) {
   close_next(c);
 }
 
+// One object's close: true once it is closed; false while it completes later (its callback calls
+// close_next again) or must be tried again (a core's request ring was full, nothing changed:
+// poll() retries, so neither the object nor the buffers it guards are lost).
+template <class T>
+bool Services::close_one(Conn* c, T*& obj, NdkCloseCompletion done) {
+  c->closing_obj = true;
+  const NTSTATUS st = obj->close(done, c);
+  if (st == STATUS_INSUFFICIENT_RESOURCES) {
+    c->closing_obj = false;
+    c->close_retry = true;
+    return false;
+  }
+  obj = nullptr;
+  if (st == STATUS_PENDING) return false;
+  c->closing_obj = false;
+  return true;
+}
+
 void Services::close_next(Conn* c) {
   if (c->creating || c->closing_obj) return;  // its completion calls again
+  c->close_retry = false;
+  // First: the connector stops probing and using the QP before the QP goes away. A pending
+  // Accept completes (CANCELLED) before the close does: the close waits for it, so that callback
+  // still finds this Conn.
   if (c->connector != nullptr) {
-    // First: the connector stops probing and using the QP before the QP goes away.
     by_connector_.erase(c->connector);
-    Connector* k = c->connector;
-    c->connector = nullptr;
-    // A pending Accept completes (CANCELLED) before the close does: wait for it, so that
-    // callback still finds this Conn.
-    c->closing_obj = true;
-    if (k->close(&Services::on_connector_closed, c) == STATUS_PENDING) return;
-    c->closing_obj = false;
+    if (!close_one(c, c->connector, &Services::on_connector_closed)) return;
   }
-  if (c->qp != nullptr) {
-    Qp* qp = c->qp;
-    c->qp = nullptr;
-    c->closing_obj = true;
-    if (qp->close(&Services::on_qp_closed, c) == STATUS_PENDING) return;
-    c->closing_obj = false;
-  }
-  if (c->cq != nullptr) {
-    Cq* cq = c->cq;
-    c->cq = nullptr;
-    c->closing_obj = true;
-    if (cq->close(&Services::on_cq_closed, c) == STATUS_PENDING) return;
-    c->closing_obj = false;
-  }
-  if (c->mr != nullptr) {
-    // The buffers are freed with the Conn: only once no core touches them (MR close barrier).
-    Mr* mr = c->mr;
-    c->mr = nullptr;
-    c->closing_obj = true;
-    if (mr->close(&Services::on_cq_closed, c) == STATUS_PENDING) return;
-    c->closing_obj = false;
-  }
+  if (c->qp != nullptr && !close_one(c, c->qp, &Services::on_qp_closed)) return;
+  if (c->cq != nullptr && !close_one(c, c->cq, &Services::on_cq_closed)) return;
+  // The buffers are freed with the Conn: only once no core touches them (MR close barrier).
+  if (c->mr != nullptr && !close_one(c, c->mr, &Services::on_cq_closed)) return;
   --c->svc->connections;
   ++c->svc->counts.closed;
   c->svc->counts.echo_messages += c->echo_messages.load(std::memory_order_relaxed);
@@ -407,15 +415,21 @@ void Services::stop() {
 
 void Services::maybe_finish_stop() {
   if (!stopping_ || !conns_.empty() || stopped_.load(std::memory_order_relaxed)) return;
+  bool retry = false;
   for (auto& l : listening_) {
     if (l->mr != nullptr) {
-      Mr* mr = l->mr;
+      // The region is freed with the service: stopped only once no core touches it. A full ring
+      // changes nothing: poll() tries again.
+      const NTSTATUS st = l->mr->close(&Services::on_region_closed, this);
+      if (st == STATUS_INSUFFICIENT_RESOURCES) {
+        retry = true;
+        continue;
+      }
       l->mr = nullptr;
-      // The region is freed with the service: stopped only once no core touches it.
-      if (mr->close(&Services::on_region_closed, this) == STATUS_PENDING) ++regions_closing_;
+      if (st == STATUS_PENDING) ++regions_closing_;
     }
   }
-  if (regions_closing_ != 0) return;
+  if (retry || regions_closing_ != 0) return;
   if (pd_ != nullptr) {
     // Every MR and QP of the PD is closed now: the close is inline.
     pd_->close(nullptr, nullptr);
@@ -467,42 +481,90 @@ void Services::on_disconnect_done(void* context, NTSTATUS status) {
   c->owner->teardown(c);
 }
 
+// memory: drains the keepalive's completion and sends the next one when it is due. Not
+// STATUS_SUCCESS once a keepalive failed: its retries ran out, the peer is gone. A flushed one
+// (STATUS_CANCELLED: the connection is ending anyway) sends no more.
+NTSTATUS Services::keepalive(Conn* c, std::chrono::steady_clock::time_point now) {
+  const uint32_t every = c->svc->cfg.keepalive_ms;
+  if (every == 0) return STATUS_SUCCESS;
+  NdkResultEx results[4];
+  uint32_t n;
+  while ((n = c->cq->get_results_ex(results, 4)) != 0) {
+    for (uint32_t i = 0; i < n; ++i) {
+      const NTSTATUS st = results[i].status;
+      if (st == STATUS_SUCCESS)
+        c->probe_outstanding = false;
+      else if (st != STATUS_CANCELLED)
+        return st;
+    }
+  }
+  if (c->probe_outstanding || now < c->next_probe) return STATUS_SUCCESS;
+  const NTSTATUS st = c->qp->write(nullptr, nullptr, 0, 0, 0, 0);
+  if (st != STATUS_SUCCESS) return st;
+  c->probe_outstanding = true;
+  c->next_probe = now + std::chrono::milliseconds(every);
+  return STATUS_SUCCESS;
+}
+
 unsigned Services::poll() {
   unsigned work = 0;
-  std::vector<Conn*> failed;
+  const auto now = std::chrono::steady_clock::now();
+  // teardown() and a disconnect that completes inline may free a Conn: not while iterating conns_.
+  std::vector<std::pair<Conn*, NTSTATUS>> failed;
+  std::vector<std::pair<Conn*, const char*>> disconnect;
+  std::vector<Conn*> close_again;
   for (auto& [c, owned] : conns_) {
+    if (c->close_retry) close_again.push_back(c);
     if (!c->established || c->closing || c->cq == nullptr) continue;
     if (c->core_failed.load(std::memory_order_acquire)) {
-      failed.push_back(c);
+      failed.emplace_back(c, c->core_error.load(std::memory_order_relaxed));
       continue;
     }
-    if (c->svc->echo() && !c->receives_posted &&
-        std::chrono::steady_clock::now() >= c->post_receives_at) {
-      if (post_receives(c) != STATUS_SUCCESS) {
-        failed.push_back(c);
+    const config::ListenerConfig& cfg = c->svc->cfg;
+    if (!c->svc->echo()) {
+      if (const NTSTATUS st = keepalive(c, now); st != STATUS_SUCCESS) failed.emplace_back(c, st);
+      continue;
+    }
+    if (!c->receives_posted && now >= c->post_receives_at) {
+      if (const NTSTATUS st = post_receives(c); st != STATUS_SUCCESS) {
+        failed.emplace_back(c, st);
         continue;
       }
       start_echo(c);
+      c->active_at = now;
       ++work;
     }
-    const uint32_t after = c->svc->cfg.disconnect_after;
-    if (after != 0 && !c->disconnecting &&
-        c->echoes_done.load(std::memory_order_relaxed) >= after) {
-      c->disconnecting = true;
-      const NTSTATUS st = c->connector->disconnect(&Services::on_disconnect_done, c);
-      if (st != STATUS_PENDING) on_disconnect_done(c, st);
-      ++work;
-      break;  // on_disconnect_done may have freed entries of conns_
+    if (c->disconnecting) continue;
+    const uint64_t done = c->echoes_done.load(std::memory_order_relaxed);
+    if (done != c->idle_seen) {
+      c->idle_seen = done;
+      c->active_at = now;
+    }
+    if (cfg.disconnect_after != 0 && done >= cfg.disconnect_after) {
+      disconnect.emplace_back(c, "disconnect_after");
+    } else if (cfg.idle_timeout_ms != 0 && c->receives_posted &&
+               now - c->active_at >= std::chrono::milliseconds(cfg.idle_timeout_ms)) {
+      disconnect.emplace_back(c, "idle_timeout");
     }
   }
-  // teardown() may free a Conn: not while iterating conns_.
-  for (Conn* c : failed) {
+  for (auto [c, why] : disconnect) {
+    pmd::log(LogLevel::kInfo, "service_disconnecting",
+             {{"service", "echo"}, {"qpn", std::to_string(c->qp->qpn())}, {"why", why}});
+    c->disconnecting = true;
+    const NTSTATUS st = c->connector->disconnect(&Services::on_disconnect_done, c);
+    if (st != STATUS_PENDING) on_disconnect_done(c, st);
+  }
+  for (auto [c, st] : failed) {
     pmd::log(LogLevel::kWarning, "service_connection_failed",
-             {{"qpn", c->qp ? std::to_string(c->qp->qpn()) : "?"}});
+             {{"service", std::string(config::to_string(c->svc->cfg.service))},
+              {"qpn", c->qp ? std::to_string(c->qp->qpn()) : "?"},
+              {"status", std::string(status_name(st))}});
     ++c->svc->counts.failed;
     teardown(c);
   }
-  return work + static_cast<unsigned>(failed.size());
+  for (Conn* c : close_again) close_next(c);
+  if (stopping_ && conns_.empty()) maybe_finish_stop();  // a region's close may wait for a retry
+  return work + static_cast<unsigned>(disconnect.size() + failed.size() + close_again.size());
 }
 
 // The CQ's notification, on the polling core that owns the CQ and the QP. Drains the CQ: each
@@ -513,6 +575,7 @@ void Services::on_cq_notify(void* context, NTSTATUS status) {
   if (c->core_stop.load(std::memory_order_acquire)) return;  // teardown: no more posts, no arm
   if (status != STATUS_SUCCESS) {
     // The CQ overran: it and the QP are dead; the control thread ends the connection.
+    c->core_error.store(status, std::memory_order_relaxed);
     c->core_failed.store(true, std::memory_order_release);
     return;
   }
@@ -522,7 +585,14 @@ void Services::on_cq_notify(void* context, NTSTATUS status) {
   while ((n = c->core_cq->get_results_ex(results, 32)) != 0) {
     for (uint32_t i = 0; i < n; ++i) {
       const NdkResultEx& r = results[i];
-      if (r.status != STATUS_SUCCESS) continue;  // flushed (CANCELLED) while the connection ends
+      if (r.status != STATUS_SUCCESS) {
+        if (r.status == STATUS_CANCELLED) continue;  // flushed: the connection is ending
+        // An echo or a receive failed (e.g. the SEND's retries ran out: the peer is gone). The
+        // QP is in error; the control thread ends the connection.
+        c->core_error.store(r.status, std::memory_order_relaxed);
+        c->core_failed.store(true, std::memory_order_release);
+        return;
+      }
       const auto ctx = reinterpret_cast<uintptr_t>(r.request_context);
       const auto slot = static_cast<uint32_t>(ctx >> 1);
       uint8_t* data = c->buf.get() + uint64_t{slot} * msg;

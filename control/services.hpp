@@ -15,24 +15,33 @@
 // connection is established (the peer meets RNR NAKs); disconnect_after N makes the service send
 // the DREQ after N echoes.
 //
+// Peers that vanish without a DREQ (a crashed host, a killed process) must not hold their slots
+// for ever. An echo that fails (its SEND's retries ran out) ends the connection; an echo
+// connection that completes no echo for idle_timeout_ms is disconnected. A memory connection
+// sees nothing of its peer's one-sided operations, so the service sends a zero-length RDMA WRITE
+// every keepalive_ms (no R_Key or memory is involved, IBTA C9-88; rxe and rocedp answer it with an
+// ACK); once one fails (its retries ran out) the connection ends.
+//
 // Connections beyond max_connections, and every request once stopping, are rejected (REJ reason
 // 28, consumer defined, no private data). A peer's disconnect, or the peer's death, closes the
 // connection's connector, QP and CQ.
 //
 // Threads: connection set-up and teardown run on the control thread (the NDK callbacks
 // ConnectEvent, Create/Close/Request completions, DisconnectEvent, and poll(), which posts
-// delayed receives and starts disconnect_after). The echo's data path runs on the polling core
-// that owns the connection's CQ: each CQ is armed, and its notification callback (NDK runs it on
-// the owning core) drains the CQ with GetCqResultsEx, posts the echoes and the receives, and
-// arms again. So an echo costs no hand-over to the control thread, which may nap. The control
-// thread posts the first receives and arms once; from then on only the core touches the QP's
-// queues and the CQ, so posts stay serialized per queue as NDK requires. Before teardown starts,
-// the control thread sets Conn::core_stop; a notification that sees it touches nothing (the close
-// requests reach the core after it, so no callback can use a closed QP).
+// delayed receives, starts disconnect_after and idle disconnects, and runs the memory
+// connections' keepalives: it is the only thread that posts to or reads their queues). The echo's
+// data path runs on the polling core that owns the connection's CQ: each CQ is armed, and its
+// notification callback (NDK runs it on the owning core) drains the CQ with GetCqResultsEx, posts
+// the echoes and the receives, and arms again. So an echo costs no hand-over to the control thread,
+// which may nap. The control thread posts the first receives and arms once; from then on only the
+// core touches the QP's queues and the CQ, so posts stay serialized per queue as NDK requires.
+// Before teardown starts, the control thread sets Conn::core_stop; a notification that sees it
+// touches nothing (the close requests reach the core after it, so no callback can use a closed QP).
 //
 // Services use only the public API in include/rocedp/.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -63,8 +72,10 @@ class Services {
   Services(const Services&) = delete;
   Services& operator=(const Services&) = delete;
 
-  /// Control thread, once per loop pass: posts delayed receives, starts disconnect_after,
-  /// ends connections whose CQ overran. Echoes run on the cores, not here. Returns work done.
+  /// Control thread, once per loop pass: posts delayed receives, starts disconnect_after and
+  /// idle disconnects, sends and checks the memory connections' keepalives, ends connections
+  /// whose CQ overran or whose peer stopped answering. Echoes run on the cores, not here.
+  /// Returns work done.
   unsigned poll();
   /// Control thread: stop accepting (listeners closed), end every connection (connector close:
   /// DREQ or REJ; QP and CQ closed), then close the regions and the PD. stopped() turns true
@@ -99,11 +110,14 @@ class Services {
   void teardown(Conn* c);
   void fail_setup(Conn* c, const char* step, NTSTATUS st);
   void close_next(Conn* c);
+  template <class T>
+  bool close_one(Conn* c, T*& obj, NdkCloseCompletion done);
   void maybe_finish_stop();
   static void on_cq_notify(void* context, NTSTATUS status);
   NTSTATUS post_receives(Conn* c);
   void start_echo(Conn* c);
   static void on_disconnect_done(void* context, NTSTATUS status);
+  NTSTATUS keepalive(Conn* c, std::chrono::steady_clock::time_point now);
 
   Adapter& adapter_;
   Pd* pd_ = nullptr;

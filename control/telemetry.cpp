@@ -438,6 +438,7 @@ int telemetry_format_control(const Snapshot& s, rte_tel_data* d) {
   rte_tel_data_add_dict_u64(d, "snapshots", s.control.snapshots);
   rte_tel_data_add_dict_u64(d, "naps", s.control.naps);
   rte_tel_data_add_dict_u64(d, "naps_woken", s.control.naps_woken);
+  rte_tel_data_add_dict_u64(d, "address_defences", s.control.address_defences);
   return 0;
 }
 

@@ -84,7 +84,9 @@ ArpVerdict check_arp(const rte_mbuf* m, const LocalAddress& local) {
   const uint32_t tip = rte_be_to_cpu_32(arp->arp_data.arp_tip);
   // sip 0 is an ARP Probe (RFC 5227 §2.1.1): allowed in a request, never learned.
   if (sip != 0 && !valid_peer_ip(sip, local)) return drop(ArpIcmpDrop::kArpBadSender);
-  if (sip == local.ip.value) return drop(ArpIcmpDrop::kArpAddressConflict);
+  // Another station claims our address: counted, and the control thread defends it (RFC 5227
+  // §2.4).
+  if (sip == local.ip.value) return {ArpIcmpClass::kToControl, ArpIcmpDrop::kArpAddressConflict};
   if (op == RTE_ARP_OP_REQUEST) {
     if (tip == local.ip.value) return {ArpIcmpClass::kAnswerLocally, ArpIcmpDrop::kCount};
     // A gratuitous request (sender == target, RFC 5227 §2.3 announcement) updates neighbours.
@@ -302,7 +304,7 @@ ArpIcmpClass classify_arp_icmp(const rte_mbuf* m, const LocalAddress& local, Arp
     cls = v.cls;
     reason = v.reason;
   }
-  if (cls == ArpIcmpClass::kDrop) count(c, reason);
+  if (reason != ArpIcmpDrop::kCount) count(c, reason);  // a drop, or a conflict to defend
   if (cls == ArpIcmpClass::kToControl && c != nullptr) ++c->to_control;
   return cls;
 }
@@ -328,6 +330,7 @@ bool extract_arp_peer(const rte_mbuf* m, const LocalAddress& local, ArpPeer* pee
   peer->ip = config::Ipv4Address{sip};
   peer->mac = mac_of(arp->arp_data.arp_sha);
   peer->targets_us = rte_be_to_cpu_32(arp->arp_data.arp_tip) == local.ip.value;
+  peer->conflict = v.reason == ArpIcmpDrop::kArpAddressConflict;
   return true;
 }
 

@@ -55,7 +55,8 @@ enum class ArpIcmpClass : uint8_t {
   kNotArpIcmp,     // neither ARP nor ICMP: other classifiers (RoCEv2, ...) decide
   kAnswerLocally,  // ARP request for our address, or valid ICMP echo request to us:
                    // answer_locally()
-  kToControl,      // ARP reply / gratuitous ARP we may learn from: to the control thread
+  kToControl,      // ARP reply / gratuitous ARP we may learn from, or one that claims our
+                   // address (counted arp_address_conflict, defended): to the control thread
   kDrop,           // ARP or ICMP we will not answer (malformed or not for us): counted, free it
 };
 
@@ -66,10 +67,11 @@ enum class ArpIcmpClass : uint8_t {
   X(kArpBadOpcode, "arp_bad_opcode") /* neither request nor reply */                              \
   X(kArpBadSender, "arp_bad_sender") /* sender MAC multicast/zero, sender IP invalid */           \
   X(kArpNotForUs, "arp_not_for_us")  /* request for another address, or another MAC */            \
-  X(kArpAddressConflict, "arp_address_conflict") /* another station claims our IPv4 address */    \
-  X(kLoopedBack, "looped_back")                  /* our own frame seen again on receive */        \
-  X(kIpBadHeader, "ip_bad_header")               /* version != 4 or IHL < 5 */                    \
-  X(kIpBadLength, "ip_bad_length")               /* total length vs IHL vs frame inconsistent */  \
+  X(kArpAddressConflict,                                                                          \
+    "arp_address_conflict") /* another station claims our IPv4 address (to control: defended) */  \
+  X(kLoopedBack, "looped_back")    /* our own frame seen again on receive */                      \
+  X(kIpBadHeader, "ip_bad_header") /* version != 4 or IHL < 5 */                                  \
+  X(kIpBadLength, "ip_bad_length") /* total length vs IHL vs frame inconsistent */                \
   X(kIpBadChecksum, "ip_bad_checksum")                                                            \
   X(kIpFragment, "ip_fragment") /* we do not reassemble ICMP */                                   \
   X(kIpBadSource,                                                                                 \
@@ -110,6 +112,7 @@ struct ArpPeer {
   config::Ipv4Address ip;  // 0 = nothing to learn (e.g. an ARP probe, RFC 5227)
   config::MacAddress mac;
   bool targets_us = false;  // the frame's target protocol address is ours: RFC 826 may add it
+  bool conflict = false;    // the sender claims our address (ip is ours): defend it, learn nothing
 };
 
 // Classifies a received frame arriving on the port whose address is `local`. Validates fully

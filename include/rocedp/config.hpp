@@ -206,6 +206,13 @@ struct ListenerConfig {
   uint32_t receive_delay_ms = 0;
   // echo: after this many echoes completed, the service disconnects (DREQ from our side). 0: off.
   uint32_t disconnect_after = 0;
+  // echo: a connection that completes no echo for this long is disconnected, so a peer that
+  // vanished without a DREQ does not hold its slot for ever. 0: never.
+  uint32_t idle_timeout_ms = 300000;
+  // memory: a zero-length RDMA WRITE to the peer this often (it touches no memory, IBTA C9-88);
+  // a peer that no longer answers fails it once the QP's retries run out, and the connection is
+  // closed. 0: never.
+  uint32_t keepalive_ms = 10000;
   bool operator==(const ListenerConfig&) const = default;
 };
 

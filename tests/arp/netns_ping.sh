@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End to end: rocedpd on the host end of a veth pair (net_af_packet) announces itself
-# with a gratuitous ARP, answers ARP and ICMP echo from a network namespace, and stops cleanly on
-# SIGTERM. Traffic goes only to the namespace and veth this script creates; everything it creates
+# with a gratuitous ARP, answers ARP and ICMP echo from a network namespace, defends its address
+# against a station that claims it (RFC 5227 §2.4, once per 10 s), and stops cleanly on SIGTERM. Traffic goes only to the namespace and veth this script creates; everything it creates
 # is removed by the EXIT trap, also on failure. Exit 77 (skip) only when not root.
 set -u
 
@@ -89,6 +89,47 @@ else
   fail "no telemetry socket at $SOCK"
 fi
 
-# 5. SIGTERM by PID: clean shutdown, exit status 0.
+# 5. Another station claims the daemon's address (RFC 5227 §2.4). The namespace first holds that
+# station's MAC for the address, then the claim (an ARP announcement, sent with scapy) reaches
+# the daemon: it logs the conflict and defends with one announcement of its own, which puts its
+# MAC back in the namespace's table. A second claim within 10 s is logged, not answered.
+CLAIMANT=02:66:66:66:66:66
+control_value() {
+  python3 - "$SOCK" "$1" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.recv(16384)
+s.send(b"/rocedp/control")
+print(json.loads(s.recv(1 << 20).decode())["/rocedp/control"][sys.argv[2]])
+PY
+}
+claim() {
+  ip -n "$NS" neigh replace "$DAEMON_IP" lladdr "$CLAIMANT" dev "$VN" nud stale || fail "neigh replace"
+  ip netns exec "$NS" /usr/bin/python3 - "$VN" "$NS_MAC" "$CLAIMANT" "$DAEMON_IP" <<'PY' || fail "scapy: the claim was not sent"
+import sys
+from scapy.all import ARP, Ether, sendp
+iface, src, claimant, ip = sys.argv[1:5]
+sendp(Ether(src=src, dst="ff:ff:ff:ff:ff:ff") / ARP(op=1, hwsrc=claimant, psrc=ip, pdst=ip),
+      iface=iface, verbose=False)
+PY
+}
+claim
+restored() { ns_neigh | grep -qi "lladdr $DAEMON_MAC"; }
+netns_poll 50 0.1 restored || fail "the daemon did not defend its address: namespace entry '$(ns_neigh)'"
+grep -q "event=address_conflict .*claimed_by=$CLAIMANT defended=yes" "$LOG" || fail "the conflict was not logged as defended"
+defended() { [ "$(control_value address_defences)" = 1 ]; }
+netns_poll 20 0.1 defended || fail "/rocedp/control address_defences: $(control_value address_defences), expected 1"
+echo "ok: conflict defended: $(ns_neigh)"
+claim
+logged_twice() { [ "$(grep -c "event=address_conflict" "$LOG")" = 2 ]; }
+netns_poll 50 0.1 logged_twice || fail "the second conflict was not logged"
+grep -q "event=address_conflict .*defended=no" "$LOG" || fail "the second conflict within 10 s was defended again"
+sleep 0.5
+ns_neigh | grep -qi "lladdr $CLAIMANT" || fail "a second announcement within 10 s: namespace entry '$(ns_neigh)'"
+[ "$(control_value address_defences)" = 1 ] || fail "address_defences $(control_value address_defences) after the second claim"
+echo "ok: the second conflict within 10 s logged, not answered"
+
+# 6. SIGTERM by PID: clean shutdown, exit status 0.
 netns_stop_daemon
 echo "PASS"

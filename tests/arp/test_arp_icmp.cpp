@@ -163,6 +163,37 @@ TEST(ArpTest, RepliesAndAnnouncementsGoToControl) {
   EXPECT_EQ(c.total_drops(), 0u);
 }
 
+// RFC 5227 §2.4: a station that claims our address (its request, announcement or reply) is
+// counted as a conflict and goes to the control thread, which defends the address; nothing of it
+// is learned, and it is never answered.
+TEST(ArpTest, AStationClaimingOurAddressIsCountedAndGoesToControlToBeDefended) {
+  const std::pair<const char*, Bytes> frames[] = {
+      {"announcement", arp_frame(1, kBroadcast, kPeerMac, kOurIp, {}, kOurIp)},
+      {"request", arp_frame(1, kBroadcast, kPeerMac, kOurIp, {}, kPeerIp)},
+      {"reply", arp_frame(2, kOurMac, kPeerMac, kOurIp, kOurMac, kPeerIp)},
+  };
+  for (const auto& [name, frame] : frames) {
+    SCOPED_TRACE(name);
+    Mbuf f(frame);
+    ArpIcmpCounters c;
+    EXPECT_EQ(classify_arp_icmp(f.m, kLocal, &c), ArpIcmpClass::kToControl);
+    EXPECT_EQ(c.drop(ArpIcmpDrop::kArpAddressConflict), 1u);
+    EXPECT_EQ(c.to_control, 1u);
+    ArpPeer p;
+    ASSERT_TRUE(extract_arp_peer(f.m, kLocal, &p));
+    EXPECT_TRUE(p.conflict);
+    EXPECT_EQ(p.ip.value, kOurIp);
+    EXPECT_EQ(p.mac, kPeerMac);
+    EXPECT_FALSE(answer_locally(f.m, kLocal, &c, nullptr));
+    EXPECT_EQ(f.bytes(), frame);
+  }
+  // An ordinary sender is no conflict.
+  Mbuf f(arp_frame(1, kBroadcast, kPeerMac, kPeerIp, {}, kOurIp));
+  ArpPeer p;
+  ASSERT_TRUE(extract_arp_peer(f.m, kLocal, &p));
+  EXPECT_FALSE(p.conflict);
+}
+
 struct ArpDropCase {
   const char* name;
   Bytes frame;
@@ -188,8 +219,6 @@ TEST(ArpTest, FramesWeMustNotAnswerAreDroppedByReason) {
                    ArpIcmpDrop::kArpNotForUs});
   cases.push_back(
       {"other mac", arp_frame(1, other, kPeerMac, kPeerIp, {}, kOurIp), ArpIcmpDrop::kArpNotForUs});
-  cases.push_back({"conflict", arp_frame(1, kBroadcast, kPeerMac, kOurIp, {}, kOurIp),
-                   ArpIcmpDrop::kArpAddressConflict});
   cases.push_back(
       {"own", arp_frame(1, kBroadcast, kOurMac, kOurIp, {}, kOurIp), ArpIcmpDrop::kLoopedBack});
   cases.push_back({"multicast sender", arp_frame(1, kBroadcast, kBroadcast, kPeerIp, {}, kOurIp),

@@ -907,8 +907,9 @@ TEST(ConfigListeners, EchoAndMemoryWithDefaultsAndEveryKey) {
                        "    service: memory\n"
                        "    memory_bytes: 65536\n"
                        "    max_connections: 2\n"
+                       "    keepalive_ms: 250\n"
                        "  - {port: p0, nd_port: 7002, service: echo, message_bytes: 100, "
-                       "queue_depth: 8}\n",
+                       "queue_depth: 8, idle_timeout_ms: 0}\n",
                    kSource);
   ASSERT_EQ(c.listeners.size(), 3u);
   EXPECT_EQ(c.listeners[0].port, "p0");
@@ -917,11 +918,15 @@ TEST(ConfigListeners, EchoAndMemoryWithDefaultsAndEveryKey) {
   EXPECT_EQ(c.listeners[0].message_bytes, 4096u);
   EXPECT_EQ(c.listeners[0].queue_depth, 64u);
   EXPECT_EQ(c.listeners[0].max_connections, 64u);
+  EXPECT_EQ(c.listeners[0].idle_timeout_ms, 300000u);  // dead peers give their slots back
+  EXPECT_EQ(c.listeners[0].keepalive_ms, 10000u);
   EXPECT_EQ(c.listeners[1].service, ListenerConfig::Service::kMemory);
   EXPECT_EQ(c.listeners[1].memory_bytes, 65536u);
   EXPECT_EQ(c.listeners[1].max_connections, 2u);
+  EXPECT_EQ(c.listeners[1].keepalive_ms, 250u);
   EXPECT_EQ(c.listeners[2].message_bytes, 100u);
   EXPECT_EQ(c.listeners[2].queue_depth, 8u);
+  EXPECT_EQ(c.listeners[2].idle_timeout_ms, 0u);
   EXPECT_EQ(to_string(c.listeners[1].service), "memory");
   EXPECT_TRUE(parse(kOnePort, kSource).listeners.empty());
 }
@@ -980,6 +985,17 @@ TEST(ConfigListeners, RejectedWithFileLineColumnKeyAndReason) {
   expect_error(
       kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: memory, memory_bytes: 100}\n",
       6, 62, "listeners[0].memory_bytes", "");
+  // The keepalive is the memory service's, the idle timeout the echo's.
+  expect_error(
+      kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: echo, keepalive_ms: 5}\n", 6,
+      60, "listeners[0].keepalive_ms", "applies to service: memory only");
+  expect_error(
+      kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: memory, idle_timeout_ms: 5}\n",
+      6, 65, "listeners[0].idle_timeout_ms", "applies to service: echo only");
+  expect_error(
+      kOnePort +
+          "listeners:\n  - {port: p0, nd_port: 7000, service: memory, keepalive_ms: 3600001}\n",
+      6, 62, "listeners[0].keepalive_ms", "");
   expect_error(kOnePort + "listeners: {port: p0}\n", 5, 12, "listeners", "expected a sequence");
   // The memory service's region must fit one registration, given or by default (1 MiB).
   expect_error(

@@ -27,8 +27,9 @@
 // Pattern k, byte i: (k * 37 + i * 13 + (i >> 8)) & 0xff.
 //   ops_check_peer -s [-p PORT] [-l]   (-l: the second go-ahead may end flushed, see run_server)
 //   ops_check_peer -c -a ADDR [-p PORT] [-l]   (-l: a lossy link, see g_lossy)
-//   ops_check_peer -M -a ADDR -p PORT          a client of rocedpd's memory service instead
-//                                              (run_memory_client)
+//   ops_check_peer -M -a ADDR -p PORT [-w MS]  a client of rocedpd's memory service instead
+//                                              (run_memory_client; -w: idle MS before its last
+//                                              step, while the service's keepalives arrive)
 // A client's ADDR may be IPv4 or IPv6.
 // Exit status 0: every check held; 1: one failed (printed); 2: usage.
 
@@ -66,6 +67,7 @@ static const uint32_t kImm1 = 0x5EED0001u, kImm2 = 0x5EED0002u;
 // -l, on a lossy link: the server's NAK ends its QP, so a lost NAK is never sent again and the
 // refused WRITE may run out of retries instead.
 static int g_lossy;
+static int g_hold_ms;  // -M: idle this long before the last step
 
 static uint8_t pattern(unsigned k, unsigned i) {
   return (uint8_t)(k * 37 + i * 13 + (i >> 8));
@@ -464,7 +466,15 @@ static int run_memory_client(struct Peer* p, const char* addr, uint16_t port) {
       {"RDMA WRITE one byte past the end", IBV_WR_RDMA_WRITE, 9, kSmallLen,
        base + length - kSmallLen + 1, IBV_WC_REM_ACCESS_ERR},
   };
-  for (unsigned k = 0; k < sizeof steps / sizeof steps[0]; ++k) {
+  const unsigned nsteps = sizeof steps / sizeof steps[0];
+  for (unsigned k = 0; k < nsteps; ++k) {
+    if (k == nsteps - 1 && g_hold_ms > 0) {
+      // Idle: the connection must outlive the service's keepalives (zero-length RDMA WRITEs,
+      // which rxe answers in the kernel); the last step then still reaches the daemon.
+      printf("ops_check_peer: memory: idle for %d ms\n", g_hold_ms);
+      fflush(stdout);
+      usleep((useconds_t)g_hold_ms * 1000);
+    }
     const int read = stage_source(src, steps[k].op, steps[k].pattern, steps[k].len);
     sge.length = steps[k].len;
     struct ibv_send_wr wr = {
@@ -515,7 +525,15 @@ static int run_client(struct Peer* p, const char* addr, uint16_t port) {
       {"RDMA WRITE through the invalidated window", IBV_WR_RDMA_WRITE, 5, kSmallLen, window,
        window_rkey, 0, IBV_WC_REM_ACCESS_ERR, 0},
   };
-  for (unsigned k = 0; k < sizeof steps / sizeof steps[0]; ++k) {
+  const unsigned nsteps = sizeof steps / sizeof steps[0];
+  for (unsigned k = 0; k < nsteps; ++k) {
+    if (k == nsteps - 1 && g_hold_ms > 0) {
+      // Idle: the connection must outlive the service's keepalives (zero-length RDMA WRITEs,
+      // which rxe answers in the kernel); the last step then still reaches the daemon.
+      printf("ops_check_peer: memory: idle for %d ms\n", g_hold_ms);
+      fflush(stdout);
+      usleep((useconds_t)g_hold_ms * 1000);
+    }
     const int read = stage_source(src, steps[k].op, steps[k].pattern, steps[k].len);
     sge.length = steps[k].len;
     struct ibv_send_wr wr = {
@@ -552,7 +570,7 @@ static int usage(void) {
   fprintf(
       stderr,
       "usage: ops_check_peer -s [-p PORT] [-t SECONDS] [-l] | -c -a ADDR [-p PORT] [-t SECONDS] "
-      "[-l] | -M -a ADDR -p PORT [-t SECONDS]\n");
+      "[-l] | -M -a ADDR -p PORT [-t SECONDS] [-w MS]\n");
   return 2;
 }
 
@@ -560,7 +578,7 @@ int main(int argc, char** argv) {
   int server = 0, client = 0, memory = 0, opt;
   const char* addr = NULL;
   uint16_t port = 7475;
-  while ((opt = getopt(argc, argv, "scMa:p:t:l")) != -1) {
+  while ((opt = getopt(argc, argv, "scMa:p:t:lw:")) != -1) {
     switch (opt) {
       case 's':
         server = 1;
@@ -582,6 +600,9 @@ int main(int argc, char** argv) {
         break;
       case 't':
         g_timeout_s = atoi(optarg);
+        break;
+      case 'w':
+        g_hold_ms = atoi(optarg);
         break;
       default:
         return usage();

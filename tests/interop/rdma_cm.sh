@@ -24,7 +24,9 @@
 #     ops-ls             rocedp-perf --ops-check -c against ops_check_peer -s
 #   rocedpd's memory service (listener 7474, 64 KiB), a Linux verbs client (ops_check_peer -M):
 #     mem-lc             the region from the REP's private data; WRITE and READ 3000 bytes at its
-#                        start and at its end, then a WRITE one byte past the end: refused
+#                        start and at its end, then 1.5 s idle while the service's keepalives
+#                        (keepalive_ms: 100, zero-length RDMA WRITEs) arrive, each ACKed by Linux,
+#                        then a WRITE one byte past the end: refused
 #   802.1Q and DSCP (MTU 1500 only): the guest's rping on VLAN 7 (eth0.7, 198.18.7.51; 8021q
 #   loaded from the share), rocedp-perf --rping with --vlan 7 --vlan-priority 3 --dscp 26
 #   (198.18.7.21), 3 pings each:
@@ -85,7 +87,7 @@ dev_d=$(iop_devargs 0 dpdk-d "$mtu") dev_p=$(iop_devargs 1 dpdk-p "$mtu")
 iop_rocedpd "$mtu" "$dev_d" "$daemon" "{port: rig0, nd_port: 7471, service: echo}" \
   "{port: rig0, nd_port: 7472, service: echo, receive_delay_ms: 300}" \
   "{port: rig0, nd_port: 7473, service: echo, disconnect_after: 1}" \
-  "{port: rig0, nd_port: 7474, service: memory, memory_bytes: 65536}" || { iop_fail "rocedpd did not start"; exit 1; }
+  "{port: rig0, nd_port: 7474, service: memory, memory_bytes: 65536, keepalive_ms: 100}" || { iop_fail "rocedpd did not start"; exit 1; }
 
 {
   iop_case_lines
@@ -106,7 +108,7 @@ begin ops-lc; n=0; while [ ! -e /mnt/share/ops-listening ] && [ \$n -lt 300 ]; d
 begin ops-lc-fr; n=0; while [ ! -e /mnt/share/ops-fr-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
 /mnt/share/ops_check_peer -c -a $perf -t 60; end ops-lc-fr \$?
 begin ops-ls; /mnt/share/ops_check_peer -s -t 60; end ops-ls \$?
-begin mem-lc; /mnt/share/ops_check_peer -M -a $daemon -p 7474; end mem-lc \$?
+begin mem-lc; /mnt/share/ops_check_peer -M -a $daemon -p 7474 -w 1500; end mem-lc \$?
 EOF
   [ "$mtu" = 1500 ] && cat <<EOF
 begin vlan-lc; sh /mnt/share/modules/load.sh
@@ -573,6 +575,20 @@ done
 naks=$(naks_from mem-lc "$daemon")
 [ "$naks" -ge 1 ] || iop_fail "mem-lc: rocedpd sent no NAK remote access error for the WRITE past the region"
 echo "mem-lc: Linux sent opcodes$ops; rocedpd sent $naks NAK remote access error"
+# rocedpd's keepalives while Linux's client idled: zero-length RDMA WRITE ONLYs (opcode 10), each
+# answered by an ACK of Linux's at its PSN; the connection lived on (the last step reached rocedpd).
+psns_of() {  # psns_of CASE SOURCE FILTER
+  tshark -r "$IOP_ARTIFACTS/interop-$mtu-$1.pcap" -d udp.port==4791,infiniband \
+    -Y "ip.src == $2 && $3" -T fields -e infiniband.bth.psn 2>/dev/null | sort -u
+}
+ka=$(psns_of mem-lc "$daemon" "infiniband.bth.opcode == 10 && infiniband.reth.dmalen == 0")
+acked=$(psns_of mem-lc "$linux" "infiniband.bth.opcode == 17 && infiniband.aeth.syndrome < 0x20")
+unacked=$(comm -23 <(echo "$ka") <(echo "$acked") | grep -c .)
+[ "$(grep -c . <<<"$ka")" -ge 5 ] || iop_fail "mem-lc: rocedpd sent $(grep -c . <<<"$ka") keepalives in Linux's 1.5 s idle, not 5 or more"
+[ "$unacked" = 0 ] || iop_fail "mem-lc: Linux ACKed no PSN of $unacked of rocedpd's keepalives"
+grep "event=service_connection_failed" "$IOP_WORK/rocedpd.log" | grep -q "service=memory" &&
+  iop_fail "mem-lc: rocedpd ended the memory connection as failed: $(grep service_connection_failed "$IOP_WORK/rocedpd.log")"
+echo "mem-lc: $(grep -c . <<<"$ka") keepalives from rocedpd, each ACKed by Linux"
 
 # Who disconnected, read off the wire.
 dreq_of() { iop_cm_sources "$1" 0x0015 | sort -u | tr '\n' ' '; }
