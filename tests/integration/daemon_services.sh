@@ -37,34 +37,11 @@ on_exit() {
 }
 trap on_exit EXIT INT TERM
 
-sock=$work/memif.sock
-cat > "$work/server.yaml" <<YAML
-eal: {lcores: [0, 1], main_lcore: 0, memory_mb: 256, file_prefix: $prefix, extra_args: ["--no-pci"]}
-ports:
-  - name: memif0
-    devargs: net_memif0,role=server,socket=$sock
-    mac: "02:00:00:00:01:01"
-    address: 198.18.1.1/24
-    neighbours: [{ip: 198.18.1.2, mac: "02:00:00:00:01:02"}]
-dataplane: {lcores: [1], mbuf_count: 8191}
-telemetry: {stats_interval_ms: 20}
+write_svc_configs 1 "$client_prefix" <<YAML
 limits: {max_qps: 2}
 listeners:
   - {port: memif0, nd_port: 7000, service: echo, message_bytes: 4096, queue_depth: 16, max_connections: 1}
   - {port: memif0, nd_port: 7001, service: memory, memory_bytes: 1048576}
-YAML
-# The client polls on lcore 0 and runs main() on lcore 1, so the two processes' polling cores
-# do not share a CPU.
-cat > "$work/client.yaml" <<YAML
-eal: {lcores: [0, 1], main_lcore: 1, memory_mb: 256, file_prefix: $client_prefix, extra_args: ["--no-pci"]}
-ports:
-  - name: memif0
-    devargs: net_memif0,role=client,socket=$sock
-    mac: "02:00:00:00:01:02"
-    address: 198.18.1.2/24
-    neighbours: [{ip: 198.18.1.1, mac: "02:00:00:00:01:01"}]
-dataplane: {lcores: [0], mbuf_count: 8191}
-telemetry: {enabled: false}
 YAML
 
 start_daemon "$work/server.yaml"
@@ -74,12 +51,7 @@ wait_for /rocedp/connections "d['count'] == 0"
 "$client" --config "$work/client.yaml" --server 198.18.1.1 --echo-port 7000 --memory-port 7001 \
   --hold "$work/release" > "$work/client.log" 2>&1 &
 client_pid=$!
-for _ in $(seq 300); do
-  grep -q READY "$work/client.log" 2>/dev/null && break
-  kill -0 "$client_pid" 2>/dev/null || fail "svc_client exited before READY"
-  sleep 0.1
-done
-grep -q READY "$work/client.log" || fail "svc_client never got READY"
+svc_client_ready "$client_pid" "$work/client.log"
 grep -q "echo 4096 bytes: ok" "$work/client.log" || fail "echo checks"
 grep -q "memory write+read 65536 bytes: ok" "$work/client.log" || fail "memory checks"
 grep -q "write with immediate on the echo connection: nothing echoed for it, ok" "$work/client.log" ||

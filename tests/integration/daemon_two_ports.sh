@@ -135,12 +135,7 @@ run_client a 10
 run_client b 11
 for i in 0 1; do
   n=${names[$i]}
-  for _ in $(seq 600); do
-    grep -q READY "$work/client-$n.log" 2>/dev/null && break
-    kill -0 "${pids[$i]}" 2>/dev/null || fail "svc_client $n exited before READY"
-    sleep 0.1
-  done
-  grep -q READY "$work/client-$n.log" || fail "svc_client $n never got READY"
+  svc_client_ready "${pids[$i]}" "$work/client-$n.log"
   grep -q "echo 4096 bytes: ok" "$work/client-$n.log" || fail "client $n: echo checks"
   grep -q "memory write+read 65536 bytes: ok" "$work/client-$n.log" || fail "client $n: memory checks"
 done

@@ -125,6 +125,51 @@ stop_daemon() {
   daemon_pid=
 }
 
+# write_svc_configs OCTET CLIENT_PREFIX < SERVER_TAIL: $work/server.yaml, rocedpd as memif server
+# 198.18.OCTET.1 (its polling core on lcore 1), its further sections (limits, listeners) from
+# stdin; and $work/client.yaml, a memif client 198.18.OCTET.2 for svc_client (EAL prefix
+# CLIENT_PREFIX), which polls on lcore 0 and runs main() on lcore 1, so the two processes' polling
+# cores do not share a CPU. Joined by the socket $work/memif.sock.
+write_svc_configs() {
+  local o=$1 sock=$work/memif.sock
+  {
+    cat <<YAML
+eal: {lcores: [0, 1], main_lcore: 0, memory_mb: 256, file_prefix: $prefix, extra_args: ["--no-pci"]}
+ports:
+  - name: memif0
+    devargs: net_memif0,role=server,socket=$sock
+    mac: "02:00:00:00:0$o:01"
+    address: 198.18.$o.1/24
+    neighbours: [{ip: 198.18.$o.2, mac: "02:00:00:00:0$o:02"}]
+dataplane: {lcores: [1], mbuf_count: 8191}
+telemetry: {stats_interval_ms: 20}
+YAML
+    cat
+  } > "$work/server.yaml"
+  cat > "$work/client.yaml" <<YAML
+eal: {lcores: [0, 1], main_lcore: 1, memory_mb: 256, file_prefix: $2, extra_args: ["--no-pci"]}
+ports:
+  - name: memif0
+    devargs: net_memif0,role=client,socket=$sock
+    mac: "02:00:00:00:0$o:02"
+    address: 198.18.$o.2/24
+    neighbours: [{ip: 198.18.$o.1, mac: "02:00:00:00:0$o:01"}]
+dataplane: {lcores: [0], mbuf_count: 8191}
+telemetry: {enabled: false}
+YAML
+}
+
+# svc_client_ready PID LOG: waits (up to 60 s) until the svc_client process PID printed READY in
+# LOG, its connections made and checked; fails if it exits first.
+svc_client_ready() {
+  for _ in $(seq 600); do
+    grep -q READY "$2" 2>/dev/null && return 0
+    kill -0 "$1" 2>/dev/null || fail "svc_client ($2) exited before READY"
+    sleep 0.1
+  done
+  fail "svc_client ($2) never got READY"
+}
+
 # tel_get COMMAND EXPR: evaluates EXPR over the command's JSON value `d`.
 tel_get() { python3 "$tel" "$prefix" "$1" "$2"; }
 

@@ -525,15 +525,7 @@ static int run_client(struct Peer* p, const char* addr, uint16_t port) {
       {"RDMA WRITE through the invalidated window", IBV_WR_RDMA_WRITE, 5, kSmallLen, window,
        window_rkey, 0, IBV_WC_REM_ACCESS_ERR, 0},
   };
-  const unsigned nsteps = sizeof steps / sizeof steps[0];
-  for (unsigned k = 0; k < nsteps; ++k) {
-    if (k == nsteps - 1 && g_hold_ms > 0) {
-      // Idle: the connection must outlive the service's keepalives (zero-length RDMA WRITEs,
-      // which rxe answers in the kernel); the last step then still reaches the daemon.
-      printf("ops_check_peer: memory: idle for %d ms\n", g_hold_ms);
-      fflush(stdout);
-      usleep((useconds_t)g_hold_ms * 1000);
-    }
+  for (unsigned k = 0; k < sizeof steps / sizeof steps[0]; ++k) {
     const int read = stage_source(src, steps[k].op, steps[k].pattern, steps[k].len);
     sge.length = steps[k].len;
     struct ibv_send_wr wr = {
