@@ -517,7 +517,7 @@ unsigned ControlThread::poll_frames_st() {
         dataplane::ArpPeer peer;
         if (idx >= 0 && dataplane::extract_arp_peer(m, local_of(idx), &peer)) {
           if (peer.conflict) {
-            defend_address_st(static_cast<size_t>(idx), peer.mac, now);
+            defend_address_st(static_cast<size_t>(idx), false, peer.mac, now);
           } else if (peer.ip.value != 0) {
             // RFC 826: the target of an ARP frame adds its sender; third parties only refresh.
             tables_[idx]->learn(peer.ip, peer.mac, now,
@@ -533,10 +533,14 @@ unsigned ControlThread::poll_frames_st() {
         // RFC 4861 7.2.5: an advertisement updates an entry (or completes a resolution), never
         // creates one; without the Override flag it does not change a known address.
         if (idx >= 0 && setup_.ports[idx]->address6() &&
-            dataplane::extract_ndp_peer(m, local6_of(idx), &peer))
-          tables_[idx]->learn6(
-              peer.ip, peer.mac, now,
-              peer.override_flag ? LearnMode::kUpdateOnly : LearnMode::kUpdateNoOverride);
+            dataplane::extract_ndp_peer(m, local6_of(idx), &peer)) {
+          if (peer.conflict)
+            defend_address_st(static_cast<size_t>(idx), true, peer.mac, now);
+          else
+            tables_[idx]->learn6(
+                peer.ip, peer.mac, now,
+                peer.override_flag ? LearnMode::kUpdateOnly : LearnMode::kUpdateNoOverride);
+        }
         break;
       }
       case dataplane::FrameKind::kCm: {
@@ -556,27 +560,36 @@ unsigned ControlThread::poll_frames_st() {
   return n;
 }
 
-// RFC 5227 §2.4 (c): a configured address is kept and defended. Each conflict is logged; at most
-// one ARP announcement of ours per DEFEND_INTERVAL (10 s) answers them, so that hosts which took
-// the other station's MAC for our address take ours again, and two stations that both defend do
-// not flood the link.
-void ControlThread::defend_address_st(size_t port_index, const config::MacAddress& claimant,
+// RFC 5227 §2.4 (c) for IPv4, RFC 4862 5.4.4 for IPv6: a configured address is kept and defended.
+// Each conflict is logged; at most one announcement of ours per family per DEFEND_INTERVAL (10 s)
+// answers them (an ARP announcement; an unsolicited NA with Override), so that hosts which took
+// the claimant's MAC for our address take ours again, and two nodes that both defend do not flood
+// the link.
+void ControlThread::defend_address_st(size_t port_index, bool ipv6,
+                                      const config::MacAddress& claimant,
                                       std::chrono::steady_clock::time_point now) {
   constexpr auto kDefendInterval = std::chrono::seconds(10);
-  auto& last = last_defence_[port_index];
+  auto& last = last_defence_[port_index][ipv6 ? 1 : 0];
   const bool defend =
       last == std::chrono::steady_clock::time_point{} || now - last >= kDefendInterval;
   pmd::log(LogLevel::kWarning, "address_conflict",
            {{"port", setup_.ports[port_index]->name()},
-            {"ip", config::format_ipv4(local_of(port_index).ip)},
+            {"ip", ipv6 ? config::format_ipv6(local6_of(port_index).ip)
+                        : config::format_ipv4(local_of(port_index).ip)},
             {"claimed_by", config::format_mac(claimant)},
             {"defended", defend ? "yes" : "no"}});  // no: one announcement per 10 s
   if (!defend) return;
   last = now;
   ++counters_.address_defences;
-  send_frame_st(port_index,
-                dataplane::build_gratuitous_arp(setup_.pool->get(), local_of(port_index)),
-                "arp_defence");
+  if (ipv6)
+    send_frame_st(
+        port_index,
+        dataplane::build_unsolicited_advertisement(setup_.pool->get(), local6_of(port_index)),
+        "na_defence");
+  else
+    send_frame_st(port_index,
+                  dataplane::build_gratuitous_arp(setup_.pool->get(), local_of(port_index)),
+                  "arp_defence");
 }
 
 namespace {

@@ -19,6 +19,7 @@
 
 #include <tbb/concurrent_queue.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -85,7 +86,7 @@ struct ControlCounters {
   uint64_t snapshots = 0;          // stats rounds completed
   uint64_t naps = 0;               // idle naps that blocked (pmd/control_wake.hpp)
   uint64_t naps_woken = 0;         // of them, ended by a wake (a core's hand-off, a post)
-  uint64_t address_defences = 0;   // ARP announcements sent against a station claiming our address
+  uint64_t address_defences = 0;   // announcements (ARP, NA) against a node claiming our address
 };
 
 /// Everything telemetry prints, taken at one stats round. Immutable once published.
@@ -203,7 +204,7 @@ class ControlThread {
   void request_snapshot_st(std::function<void(bool, std::string)> done);
   unsigned poll_frames_st();
   void send_frame_st(size_t port_index, rte_mbuf* m, const char* what);
-  void defend_address_st(size_t port_index, const config::MacAddress& claimant,
+  void defend_address_st(size_t port_index, bool ipv6, const config::MacAddress& claimant,
                          std::chrono::steady_clock::time_point now);
   void push_neighbour_st(const NeighbourChange& change);
   dataplane::LocalAddress local_of(size_t port_index) const;
@@ -211,8 +212,9 @@ class ControlThread {
   int port_index_of(uint16_t port_id) const;
 
   Setup setup_;
-  std::vector<std::unique_ptr<NeighbourTable>> tables_;              // one per port
-  std::vector<std::chrono::steady_clock::time_point> last_defence_;  // per port: RFC 5227 §2.4
+  std::vector<std::unique_ptr<NeighbourTable>> tables_;  // one per port
+  // Per port, IPv4 and IPv6: the last announcement against a conflict (defend_address_st).
+  std::vector<std::array<std::chrono::steady_clock::time_point, 2>> last_defence_;
   bool snapshot_in_flight_ = false;
   bool cores_stopped_ = false;
   uint64_t sequence_ = 0;

@@ -126,8 +126,10 @@ Verdict check(const rte_mbuf* m, const LocalAddress6& local) {
   if (mac_equal(src_mac, local.mac)) return drop(NdpDrop::kLoopedBack);
   const uint8_t* src = ip->src_addr;
   const uint8_t* dst = ip->dst_addr;
-  if (src[0] == 0xff || addr_loopback(src) || addr_equal(src, local.ip.bytes) || group_mac(src_mac))
+  if (src[0] == 0xff || addr_loopback(src) || group_mac(src_mac))
     return drop(NdpDrop::kIp6BadSource);
+  // From our address: only an NA claiming it (a host that holds it too) is looked at further.
+  const bool src_ours = addr_equal(src, local.ip.bytes);
 
   // Our destinations: our address at our MAC, our solicited-node group and all-nodes at theirs.
   const config::Ipv6Address sn = solicited_node_group(local.ip);
@@ -140,6 +142,7 @@ Verdict check(const rte_mbuf* m, const LocalAddress6& local) {
   const uint8_t code = p[kIcmpAt + 1];
   if (type != kEchoRequest && type != kNeighborSolicitation && type != kNeighborAdvertisement)
     return drop(NdpDrop::kIcmp6Unsupported);
+  if (src_ours && type != kNeighborAdvertisement) return drop(NdpDrop::kIp6BadSource);
   uint16_t body = 0;
   if (!mbuf_ones_sum(m, kIcmpAt, plen, &body)) return drop(NdpDrop::kIp6BadLength);
   if (add_sums(pseudo_header_sum(src, dst, plen), body) != 0xFFFF)
@@ -179,7 +182,11 @@ Verdict check(const rte_mbuf* m, const LocalAddress6& local) {
   if (addr_unspecified(src)) return drop(NdpDrop::kIp6BadSource);
   if (to_sn) return drop(NdpDrop::kIcmp6NotForUs);
   if (to_all && (msg[4] & kNaSolicited) != 0) return drop(NdpDrop::kNdpBadFormat);
-  if (addr_equal(target, local.ip.bytes)) return drop(NdpDrop::kNdpAddressConflict);
+  // Another node advertises our address (RFC 4862 5.4.4: a duplicate): counted, and the control
+  // thread defends it.
+  if (addr_equal(target, local.ip.bytes))
+    return {NdpClass::kToControl, NdpDrop::kNdpAddressConflict, type, plen, link};
+  if (src_ours) return drop(NdpDrop::kIp6BadSource);
   if (link == nullptr) return drop(NdpDrop::kNdpNoLinkAddress);
   return {NdpClass::kToControl, NdpDrop::kCount, type, plen, link};
 }
@@ -322,7 +329,7 @@ NdpClass classify_ndp(const rte_mbuf* m, const LocalAddress6& local, NdpCounters
                                                rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6))
     return NdpClass::kNotNdp;
   const Verdict v = check(m, local);
-  if (v.cls == NdpClass::kDrop) count(c, v.reason);
+  if (v.reason != NdpDrop::kCount) count(c, v.reason);  // a drop, or a conflict to defend
   if (v.cls == NdpClass::kToControl && c != nullptr) ++c->to_control;
   return v.cls;
 }
@@ -348,9 +355,13 @@ bool extract_ndp_peer(const rte_mbuf* m, const LocalAddress6& local, NdpPeer* pe
                                                rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6))
     return false;
   const Verdict v = check(m, local);
-  if (v.cls != NdpClass::kToControl || v.link == nullptr) return false;
+  if (v.cls != NdpClass::kToControl) return false;
+  // A conflict's claimant is its target link-layer address, or else the frame's source MAC.
+  peer->conflict = v.reason == NdpDrop::kNdpAddressConflict;
+  const uint8_t* mac =
+      v.link != nullptr ? v.link : rte_pktmbuf_mtod_offset(m, const uint8_t*, RTE_ETHER_ADDR_LEN);
   std::memcpy(peer->ip.bytes.data(), rte_pktmbuf_mtod_offset(m, const uint8_t*, kIcmpAt + 8), 16);
-  std::memcpy(peer->mac.bytes.data(), v.link, RTE_ETHER_ADDR_LEN);
+  std::memcpy(peer->mac.bytes.data(), mac, RTE_ETHER_ADDR_LEN);
   peer->port_id = m->port;
   peer->override_flag =
       (*rte_pktmbuf_mtod_offset(m, const uint8_t*, kIcmpAt + 4) & kNaOverride) != 0;

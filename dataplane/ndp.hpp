@@ -43,7 +43,8 @@ struct LocalAddress6 {
 enum class NdpClass : uint8_t {
   kNotNdp,         // not ICMPv6 (or not IPv6): other classifiers (RoCEv2, ...) decide
   kAnswerLocally,  // NS for our address, or Echo Request to it: answer_ndp()
-  kToControl,      // Neighbor Advertisement with a target link-layer address: control learns it
+  kToControl,      // Neighbor Advertisement with a target link-layer address: control learns it;
+                   // or one for our address (counted ndp_address_conflict): control defends it
   kDrop,           // ICMPv6 we do not take (malformed, not for us, unsupported): counted, free it
 };
 
@@ -66,7 +67,7 @@ enum class NdpClass : uint8_t {
                                                     (RFC 4861 7.1.1/7.1.2) invalid */             \
   X(kNdpBadLinkAddress, "ndp_bad_link_address")  /* link-layer option: group or zero MAC */       \
   X(kNdpNotForUs, "ndp_not_for_us")              /* NS for another target */                      \
-  X(kNdpAddressConflict, "ndp_address_conflict") /* an NA claims our address */                   \
+  X(kNdpAddressConflict, "ndp_address_conflict") /* an NA claims our address (defended) */        \
   X(kNdpNoLinkAddress, "ndp_no_link_address")    /* NA without target link-layer address */       \
   X(kReplyFailed, "ndp_reply_failed")            /* mbuf layout did not allow the in-place reply */
 
@@ -105,6 +106,7 @@ struct NdpPeer {
   // An NA's Override flag (RFC 4861 4.4): clear, it may complete a resolution but must not
   // replace the address of an entry we have (7.2.5: anycast and proxy answers set it clear).
   bool override_flag = true;
+  bool conflict = false;  // an NA for our own address (ip is ours): defend it, learn nothing
 };
 
 // Classifies a received frame arriving on the port whose IPv6 identity is `local`. Validates fully

@@ -171,6 +171,43 @@ netns_expect_neigh() {
   echo "ok: namespace neighbour: $2"
 }
 
+# netns_control KEY: KEY of the running daemon's /rocedp/control (telemetry).
+netns_control() {
+  python3 - "/var/run/dpdk/$PREFIX/dpdk_telemetry.v2" "$1" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.recv(16384)
+s.send(b"/rocedp/control")
+print(json.loads(s.recv(1 << 20).decode())["/rocedp/control"][sys.argv[2]])
+PY
+}
+
+# netns_check_defence NEIGH CLAIM: another node claims the daemon's address. CLAIM points the
+# namespace's entry for the address (printed by NEIGH) at $CLAIMANT and sends the claim with that
+# MAC; the daemon must log the conflict and defend with one announcement of its own, which puts
+# its MAC back in the entry, and count it (address_defences). A second claim within 10 s is
+# logged, not answered: the entry keeps $CLAIMANT.
+netns_check_defence() {
+  local neigh=$1 claim=$2 before
+  before=$(netns_control address_defences) || fail "telemetry /rocedp/control"
+  "$claim"
+  restored() { "$neigh" | grep -qi "lladdr $DAEMON_MAC"; }
+  netns_poll 50 0.1 restored || fail "the daemon did not defend its address: entry '$("$neigh")'"
+  grep -q "event=address_conflict .*claimed_by=$CLAIMANT defended=yes" "$LOG" ||
+    fail "the conflict was not logged as defended"
+  defended() { [ "$(netns_control address_defences)" = $((before + 1)) ]; }
+  netns_poll 20 0.1 defended || fail "address_defences $(netns_control address_defences), not $((before + 1))"
+  echo "ok: conflict defended: $("$neigh")"
+  "$claim"
+  refused() { grep -q "event=address_conflict .*claimed_by=$CLAIMANT defended=no" "$LOG"; }
+  netns_poll 50 0.1 refused || fail "the second conflict within 10 s was not logged as not defended"
+  sleep 0.5
+  "$neigh" | grep -qi "lladdr $CLAIMANT" || fail "a second announcement within 10 s: entry '$("$neigh")'"
+  [ "$(netns_control address_defences)" = $((before + 1)) ] || fail "address_defences moved on the second claim"
+  echo "ok: the second conflict within 10 s logged, not answered"
+}
+
 netns_stop_daemon() {
   kill -TERM "$PID"
   local status=""

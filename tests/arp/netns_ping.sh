@@ -94,16 +94,6 @@ fi
 # the daemon: it logs the conflict and defends with one announcement of its own, which puts its
 # MAC back in the namespace's table. A second claim within 10 s is logged, not answered.
 CLAIMANT=02:66:66:66:66:66
-control_value() {
-  python3 - "$SOCK" "$1" <<'PY'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.connect(sys.argv[1])
-s.recv(16384)
-s.send(b"/rocedp/control")
-print(json.loads(s.recv(1 << 20).decode())["/rocedp/control"][sys.argv[2]])
-PY
-}
 claim() {
   ip -n "$NS" neigh replace "$DAEMON_IP" lladdr "$CLAIMANT" dev "$VN" nud stale || fail "neigh replace"
   ip netns exec "$NS" /usr/bin/python3 - "$VN" "$NS_MAC" "$CLAIMANT" "$DAEMON_IP" <<'PY' || fail "scapy: the claim was not sent"
@@ -114,21 +104,7 @@ sendp(Ether(src=src, dst="ff:ff:ff:ff:ff:ff") / ARP(op=1, hwsrc=claimant, psrc=i
       iface=iface, verbose=False)
 PY
 }
-claim
-restored() { ns_neigh | grep -qi "lladdr $DAEMON_MAC"; }
-netns_poll 50 0.1 restored || fail "the daemon did not defend its address: namespace entry '$(ns_neigh)'"
-grep -q "event=address_conflict .*claimed_by=$CLAIMANT defended=yes" "$LOG" || fail "the conflict was not logged as defended"
-defended() { [ "$(control_value address_defences)" = 1 ]; }
-netns_poll 20 0.1 defended || fail "/rocedp/control address_defences: $(control_value address_defences), expected 1"
-echo "ok: conflict defended: $(ns_neigh)"
-claim
-logged_twice() { [ "$(grep -c "event=address_conflict" "$LOG")" = 2 ]; }
-netns_poll 50 0.1 logged_twice || fail "the second conflict was not logged"
-grep -q "event=address_conflict .*defended=no" "$LOG" || fail "the second conflict within 10 s was defended again"
-sleep 0.5
-ns_neigh | grep -qi "lladdr $CLAIMANT" || fail "a second announcement within 10 s: namespace entry '$(ns_neigh)'"
-[ "$(control_value address_defences)" = 1 ] || fail "address_defences $(control_value address_defences) after the second claim"
-echo "ok: the second conflict within 10 s logged, not answered"
+netns_check_defence ns_neigh claim
 
 # 6. SIGTERM by PID: clean shutdown, exit status 0.
 netns_stop_daemon

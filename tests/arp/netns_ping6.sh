@@ -8,7 +8,9 @@
 #      (ping -6 -c 3): every echo must come back, and `ip -6 neigh` must hold our MAC;
 #   2. rocedpd learned the namespace's address from the solicitation it answered (telemetry);
 #   3. the kernel's duplicate address detection for rocedpd's address, run in the namespace, is
-#      answered (our NA to all-nodes), so the kernel marks that address "dadfailed";
+#      answered (our NA to all-nodes), so the kernel marks that address "dadfailed"; a node that
+#      advertises rocedpd's address (an unsolicited NA) is answered by one of ours in defence, a
+#      second within 10 s is not;
 #   4. after rocedpd stopped, resolve6_probe (AdapterRuntime::resolve_neighbour6 over the same
 #      port) resolves the namespace's address from the kernel's NA, an address nobody has is
 #      reported unreachable, and a static IPv6 neighbour of the configuration (ports[].neighbours,
@@ -128,6 +130,25 @@ state=$(ip -n "$NS" -6 addr show dev "$VN" | grep "$DAEMON_IP6/64")
 ip -n "$NS" addr del "$DAEMON_IP6/64" dev "$VN" 2>/dev/null
 [ "$dad" -eq 0 ] || fail "the kernel's DAD did not see our NA: '$state'"
 echo "ok: DAD answered: $state"
+
+# 3b. A node claims rocedpd's address with an unsolicited NA (RFC 4862 5.4.4: from the address,
+# to all-nodes, Override, its MAC in the target link-layer option; sent with scapy). The
+# namespace first holds that node's MAC for the address; rocedpd's unsolicited NA in defence puts
+# its own back. A second claim within 10 s is logged, not answered.
+CLAIMANT=02:66:66:66:66:66
+claim6() {
+  ip -n "$NS" -6 neigh replace "$DAEMON_IP6" lladdr "$CLAIMANT" dev "$VN" nud stale ||
+    fail "neigh replace $DAEMON_IP6"
+  ip netns exec "$NS" /usr/bin/python3 - "$VN" "$NS_MAC" "$CLAIMANT" "$DAEMON_IP6" <<'PY' || fail "scapy: the claim was not sent"
+import sys
+from scapy.all import Ether, ICMPv6ND_NA, ICMPv6NDOptDstLLAddr, IPv6, sendp
+iface, src, claimant, ip = sys.argv[1:5]
+sendp(Ether(src=src, dst="33:33:00:00:00:01") / IPv6(src=ip, dst="ff02::1", hlim=255) /
+      ICMPv6ND_NA(tgt=ip, R=0, S=0, O=1) / ICMPv6NDOptDstLLAddr(lladdr=claimant),
+      iface=iface, verbose=False)
+PY
+}
+netns_check_defence ns_neigh6 claim6
 
 # ---- stop the daemon by PID: clean shutdown, exit status 0 ----
 netns_stop_daemon

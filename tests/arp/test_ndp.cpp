@@ -321,6 +321,44 @@ TEST(NdpTest, AdvertisementsGoToControlWithTheirTarget) {
   EXPECT_FALSE(peer.override_flag);
 }
 
+// RFC 4862 5.4.4: an NA for our own address is a duplicate. Counted and handed to the control
+// thread, which defends the address (nothing is learned), whether it comes from another address or
+// from ours (a node that holds it too), with or without a target link-layer address (the claimant
+// is then the frame's source MAC).
+TEST(NdpTest, AnAdvertisementOfOurAddressIsCountedAndGoesToControlToBeDefended) {
+  const config::MacAddress claimant{{0x02, 0x66, 0x66, 0x66, 0x66, 0x66}};
+  const Spec to_all =
+      addressed(na(0x20, kOurIp, link_option(2, claimant)), kAllNodesMac, kAllNodes);
+  struct Case {
+    const char* what;
+    Spec s;
+    config::MacAddress mac;
+  };
+  for (const Case& k :
+       {Case{"from another address", to_all, claimant},
+        Case{"from our address", with(to_all, &Spec::src, kOurIp), claimant},
+        Case{"to our address", na(0x20, kOurIp, link_option(2, claimant)), claimant},
+        Case{"without a TLLA", addressed(na(0x20, kOurIp, {}), kAllNodesMac, kAllNodes),
+             kPeerMac}}) {
+    SCOPED_TRACE(k.what);
+    Mbuf f(frame(k.s));
+    NdpCounters c;
+    ASSERT_EQ(classify_ndp(f.m, kLocal, &c), NdpClass::kToControl);
+    EXPECT_EQ(c.drop(NdpDrop::kNdpAddressConflict), 1u);
+    EXPECT_EQ(c.to_control, 1u);
+    NdpPeer peer;
+    ASSERT_TRUE(extract_ndp_peer(f.m, kLocal, &peer));
+    EXPECT_TRUE(peer.conflict);
+    EXPECT_EQ(peer.ip, kOurIp);
+    EXPECT_EQ(peer.mac, k.mac);
+    EXPECT_FALSE(answer_ndp(f.m, kLocal, &c, &peer));
+  }
+  Mbuf f(frame(solicited_na()));
+  NdpPeer peer;
+  ASSERT_TRUE(extract_ndp_peer(f.m, kLocal, &peer));
+  EXPECT_FALSE(peer.conflict);
+}
+
 TEST(NdpTest, ExtractRefusesWhatIsNotALearnableAdvertisement) {
   NdpPeer peer;
   Mbuf f(frame(ns()));
@@ -394,8 +432,7 @@ TEST(NdpTest, FramesWeMustNotAnswerAreDroppedByReason) {
        D::kNdpBadLinkAddress},
       {"TLLA zero", na(0x60, kPeerIp, link_option(2, config::MacAddress{})), D::kNdpBadLinkAddress},
       {"NS for another target", ns(kPeerIp), D::kNdpNotForUs},
-      {"NA claiming our address", na(0x20, kOurIp, link_option(2, kPeerMac)),
-       D::kNdpAddressConflict},
+      {"solicited NA from our address", with(solicited_na(), &Spec::src, kOurIp), D::kIp6BadSource},
       {"NA without TLLA", na(0x60, kPeerIp, {}), D::kNdpNoLinkAddress},
       {"NS cut inside the message", ns(), D::kIp6BadLength, 70},
   };
