@@ -422,6 +422,12 @@ void CmConnection::stale(std::uint64_t now_ns) {
     send_dreq();
     arm(now_ns, retry_timeout_ns_);
     enter(CmState::kDreqSent, now_ns);
+  } else if (state_ == CmState::kDreqSent) {
+    // Already ending, its DREQ unanswered (the peer died): the restarted peer answers a DREQ for
+    // the old connection (a DREP for an unknown one), so ask again now rather than at the next
+    // retry, and the peer's new REQ meets TimeWait's end instead of our retries.
+    send_dreq();
+    arm(now_ns, retry_timeout_ns_);
   } else if (state_ == CmState::kRepSent) {
     send_rej(conn_tid_, CmRejReason::kStaleConn);
     emit(CmEventType::kAcceptComplete, STATUS_CONNECTION_ABORTED,

@@ -685,6 +685,28 @@ TEST(CmConnection, StaleEstablishedConnectionIsTornDown) {
   EXPECT_EQ(std::get<CmRej>(rej.body).message_rejected, CmMsgResponse::kReq);
 }
 
+// A connection already ending (our DREQ unanswered: the peer died) when its peer's QP sends a new
+// REQ: the DREQ goes again at once, and the answer ends it in TimeWait.
+TEST(CmConnection, StaleConnectionAlreadyDisconnectingAsksAgainAtOnce) {
+  Pair p;
+  p.establish();
+  p.drop = [](const CmMad&, bool) { return true; };  // the peer is gone
+  ASSERT_EQ(p.b.disconnect(p.now), STATUS_PENDING);
+  p.pump();
+  ASSERT_EQ(p.b.state(), CmState::kDreqSent);
+  auto dreqs = [&] {
+    return std::count_if(p.sb.sent.begin(), p.sb.sent.end(),
+                         [](const CmMad& m) { return is(m, cm_attr::kDreq); });
+  };
+  const auto before = dreqs();
+  p.drop = [](const CmMad&, bool) { return false; };  // the peer is back
+  p.b.stale(p.now);
+  EXPECT_EQ(dreqs(), before + 1) << "a DREQ at once, not at the next retry";
+  EXPECT_EQ(p.b.state(), CmState::kDreqSent);
+  p.pump();
+  EXPECT_EQ(p.b.state(), CmState::kTimeWait);
+}
+
 TEST(CmConnection, CommunicationEstablishedStandsInForALostRtu) {
   Pair p;
   p.drop = [](const CmMad& m, bool) { return is(m, cm_attr::kRtu); };
