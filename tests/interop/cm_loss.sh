@@ -89,7 +89,6 @@ cases=(
 )
 {
   iop_case_lines
-  echo 'await() { n=0; while [ ! -e /mnt/share/$1 ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n+1)); done; }'
   for c in "${cases[@]}"; do
     read -r name _ _ _ _ cmd <<<"$c"
     echo "begin $name; $cmd; end $name \$?"

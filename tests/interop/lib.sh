@@ -258,6 +258,8 @@ hw() { for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "HW $1
 # A case starts when the host says so (its capture runs): /mnt/share is the host's 9p share.
 begin() { echo "BEGIN $1"; n=0; while [ ! -e /mnt/share/go-$1 ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n+1)); done; }
 end() { echo "END $1 rc=$2"; sleep 0.5; }
+# await MARKER: until the host created MARKER in the share (a rocedp server listens), 30 s at most.
+await() { n=0; while [ ! -e /mnt/share/$1 ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n+1)); done; }
 EOF
 }
 

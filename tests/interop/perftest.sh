@@ -75,12 +75,10 @@ qp_options() { case $1 in *srq4) echo "-q 4 --use-srq" ;; *q4) echo "-q 4" ;; es
 
 # The guest's side, in case order: a client retries until rocedp-perf listens.
 {
+  iop_case_lines  # await: an rdma_cm client waits for rocedp-perf's listener (below)
   echo 'run() { name=$1; shift; i=0; while :; do "$@" > /tmp/out 2>&1; rc=$?; cat /tmp/out'
   echo '  grep -q "Couldn.t connect\|Unable to perform rdma_client\|Unexpected CM event\|REJECTED\|Unable to init the socket" /tmp/out || break'
   echo '  i=$((i+1)); [ $i -ge 120 ] && break; sleep 0.5; done; echo "PTCASE $name rc=$rc"; }'
-  # An rdma_cm client waits for rocedp-perf's listener: a REQ sent before rocedp-perf's port is up
-  # is lost, and Linux's CM sends it again only after its response timeout (about 6 s).
-  echo 'await() { n=0; while [ ! -e /mnt/share/$1 ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n+1)); done; }'
   for c in "${cases[@]}"; do
     IFS=- read -r ex test role sz <<<"$c"
     if [ "$test" = pingpong ]; then
@@ -97,6 +95,8 @@ qp_options() { case $1 in *srq4) echo "-q 4 --use-srq" ;; *q4) echo "-q 4" ;; es
     fi
     if [ "$ex" = tcp ]; then opts="$opts -x \$GID"; else opts="$opts -R"; fi
     if [ "$role" = rocedp_server ]; then
+      # An rdma_cm client waits for rocedp-perf's listener: a REQ sent before rocedp-perf's port is
+      # up is lost, and Linux's CM sends it again only after its response timeout (about 6 s).
       host=$bridge wait=""
       [ "$ex" = rdmacm ] && host=$rocedp wait="await $c-listening; "
       echo "${wait}run $c $tool $opts $host"
@@ -156,16 +156,12 @@ for c in "${cases[@]}"; do
   [ "$role" = rocedp_client ] && args=("$guest" "${args[@]}")
   log=$IOP_ARTIFACTS/interop-perftest-$c.log
   iop_capture_start "$c" "host $guest"
-  iop_start "perftest-$c" "$IOP_BIN/rocedp-perf" --perftest "${ep[@]}" "${args[@]}"
-  ppid=$IOP_LAST_PID
   if [ "$ex" = rdmacm ] && [ "$role" = rocedp_server ]; then
-    for _ in $(seq 600); do
-      grep -q "listening on port" "$IOP_WORK/perftest-$c.log" 2>/dev/null || ! kill -0 "$ppid" 2>/dev/null && break
-      sleep 0.1
-    done
-    touch "$IOP_WORK/share/$c-listening"
+    iop_serve_guest "perftest-$c" "$c-listening" --perftest "${ep[@]}" "${args[@]}"
+  else
+    iop_start "perftest-$c" "$IOP_BIN/rocedp-perf" --perftest "${ep[@]}" "${args[@]}"
   fi
-  wait "$ppid"
+  wait "$IOP_LAST_PID"
   rc=$?
   cp "$IOP_WORK/perftest-$c.log" "$log"
   iop_capture_stop "$c"

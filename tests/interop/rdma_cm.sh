@@ -100,12 +100,12 @@ hw after-rnr
 begin server-echo; rdma_server -p 7471; end server-echo \$?
 hw before-server-rnr
 begin server-rnr; rdma_server -p 7471; end server-rnr \$?
-begin rping-lc; n=0; while [ ! -e /mnt/share/rping-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
+begin rping-lc; await rping-listening
 rping -c -a $perf -C 10 -S 3000 -V -v; end rping-lc \$?
 begin rping-ls; rping -s -a $linux -S 3000 -v; end rping-ls \$?
-begin ops-lc; n=0; while [ ! -e /mnt/share/ops-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
+begin ops-lc; await ops-listening
 /mnt/share/ops_check_peer -c -a $perf -t 60; end ops-lc \$?
-begin ops-lc-fr; n=0; while [ ! -e /mnt/share/ops-fr-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
+begin ops-lc-fr; await ops-fr-listening
 /mnt/share/ops_check_peer -c -a $perf -t 60; end ops-lc-fr \$?
 begin ops-ls; /mnt/share/ops_check_peer -s -t 60; end ops-ls \$?
 begin mem-lc; /mnt/share/ops_check_peer -M -a $daemon -p 7474 -w 1500; end mem-lc \$?
@@ -113,18 +113,18 @@ EOF
   [ "$mtu" = 1500 ] && cat <<EOF
 begin vlan-lc; sh /mnt/share/modules/load.sh
 ip link add link eth0 name eth0.7 type vlan id 7 && ip addr add $vlinux/24 dev eth0.7 && ip link set eth0.7 up
-n=0; while [ ! -e /mnt/share/rping-vlan-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
+await rping-vlan-listening
 rping -c -a $vperf -C 3 -S 3000 -V; end vlan-lc \$?
 begin vlan-ls; rping -s -a $vlinux -S 3000; end vlan-ls \$?
 begin prio-ls; ip link add link eth0 name eth0.0 type vlan id 0 && ip addr add $plinux/24 dev eth0.0 && ip link set eth0.0 up
 rping -s -a $plinux -S 3000; end prio-ls \$?
-begin tos-lc; n=0; while [ ! -e /mnt/share/tos-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
+begin tos-lc; await tos-listening
 n=0; until ib_write_bw -d rxe0 -R --tos 96 -n 5 -s 4096 -F $perf; do n=\$((n+1)); [ \$n -ge 60 ] && break; sleep 0.5; done
 end tos-lc \$((n >= 60))
-begin ecn-lc; n=0; while [ ! -e /mnt/share/ecn-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
+begin ecn-lc; await ecn-listening
 n=0; until ib_write_bw -d rxe0 -R -n 200 -s 4096 -F $perf; do n=\$((n+1)); [ \$n -ge 60 ] && break; sleep 0.5; done
 end ecn-lc \$((n >= 60))
-begin cm-lc-reject; n=0; while [ ! -e /mnt/share/cm-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
+begin cm-lc-reject; await cm-listening
 /mnt/share/cm_check_peer -c -a $perf -p 7476 -e 28 -d rocedp-rejects; end cm-lc-reject \$?
 begin cm-lc-refused; /mnt/share/cm_check_peer -c -a $daemon -p 7479 -e 8; end cm-lc-refused \$?
 begin cm-churn; ok=0; for i in \$(seq 20); do rdma_client -s $daemon -p 7471 >/dev/null 2>&1 && ok=\$((ok+1)); done
@@ -135,7 +135,7 @@ begin cm-ls-reject; /mnt/share/cm_check_peer -s reject -p 7476 -d rocedp-asks; e
 begin cm-ls-abandon; /mnt/share/cm_check_peer -s abandon -p 7477; end cm-ls-abandon \$?
 begin cm-ls-give-up; /mnt/share/cm_check_peer -s silent -p 7478; end cm-ls-give-up \$?
 begin cm-ls-late; /mnt/share/cm_check_peer -s late -p 7477; end cm-ls-late \$?
-begin cm-lc-late; n=0; while [ ! -e /mnt/share/cm-late-listening ] && [ \$n -lt 300 ]; do sleep 0.1; n=\$((n+1)); done
+begin cm-lc-late; await cm-late-listening
 /mnt/share/cm_check_peer -c -a $perf -p 7476 -k -t 40; end cm-lc-late \$?
 EOF
   echo "hw end"
@@ -247,20 +247,14 @@ on_begin_vlan_ls() { rping_ls rping-vlan -a "$vlinux" -C 3 "${vlan_ep[@]}"; }
 on_begin_prio_ls() {
   rping_ls rping-prio -a "$plinux" -C 3 "${perf_port[@]}" --ip "$pperf/24" --timeout 60 -S 3000 --vlan-priority 3
 }
-# perftest_listening NAME MARKER: once rocedp-perf NAME listens (or has ended), the guest's
-# client may start. A REQ sent before rocedp-perf's port is up is lost, and Linux's CM sends it
-# again only after its response timeout (about 6 s).
-perftest_listening() {
-  iop_wait "$IOP_WORK/$1.log" "listening on port" 30 || iop_fail "$1: rocedp-perf did not listen"
-  touch "$IOP_WORK/share/$2"
-}
-# A perftest server on the unmarked port for Linux's marked client.
+# A perftest server on the unmarked port for Linux's marked client, which starts once it listens (a
+# REQ sent before rocedp-perf's port is up is lost, and Linux's CM sends it again only after its
+# response timeout, about 6 s).
 tos_srv="" tos_rc=none
 on_begin_tos_lc() {
-  iop_start perftest-tos "$IOP_BIN/rocedp-perf" --perftest "${perf_port[@]}" --ip "$perf/24" --timeout 60 \
+  iop_serve_guest perftest-tos tos-listening --perftest "${perf_port[@]}" --ip "$perf/24" --timeout 60 \
     --file-prefix "rdp-iop-pt-$$" write bw -n 5 -s 4096 -F -R
   tos_srv=$IOP_LAST_PID
-  perftest_listening perftest-tos tos-listening
 }
 # ECN: the bridge marks CE from before the guest's client starts until the next case; rocedp-perf
 # prints its engine's counters (--counters).
@@ -269,10 +263,9 @@ on_ready_ecn_lc() { iop_bridge_mark_ce "$linux" "$perf"; }
 on_begin_ecn_lc() {
   reap "$tos_srv"  # the same port
   tos_rc=$REAPED tos_srv=""
-  iop_start perftest-ecn "$IOP_BIN/rocedp-perf" --perftest "${perf_port[@]}" --ip "$perf/24" --timeout 60 \
+  iop_serve_guest perftest-ecn ecn-listening --perftest "${perf_port[@]}" --ip "$perf/24" --timeout 60 \
     --file-prefix "rdp-iop-pe-$$" --ecn --counters write bw -n 200 -s 4096 -F -R
   ecn_srv=$IOP_LAST_PID
-  perftest_listening perftest-ecn ecn-listening
 }
 on_ready_cm_lc_reject() {
   ecn_marked=$(iop_bridge_mark_ce count)
