@@ -14,15 +14,6 @@ trap 'phase end' EXIT
 "$root/scripts/setup.sh"
 phase build
 "$root/scripts/build.sh" "$root/build"
-# The sanitizer and Debug trees build in the background, at the lowest priority, while the main
-# tests run: most of the ctest phase waits on the Linux guests' timers, and a compiler at nice 19
-# takes the CPU only when the tests leave it idle. Their tests still run after ctest, in the
-# foreground, one pass at a time.
-checks_log=$root/build/build-checks.log
-setsid nice -n 19 "$root/scripts/build_checks.sh" "$root/build" >"$checks_log" 2>&1 &
-checks_pid=$!
-# A failing phase ends the script: the background build goes with it.
-trap 'kill -- "-$checks_pid" 2>/dev/null; phase end' EXIT
 phase rig
 # The interop tests' Linux peer: the rig builds its guest (apt-get download, qemu) once, here rather
 # than inside the first test's time limit.
@@ -31,15 +22,12 @@ if [ -x "$root/../shared/rig/up.sh" ]; then
 fi
 phase ctest
 (cd "$root/build" && ctest --output-on-failure --timeout 300)
-phase checks-build
-# What the background build has not finished yet (its log, if it failed).
-wait "$checks_pid" || { cat "$checks_log" >&2; exit 1; }
 phase asan
-unit_tests=$(cd "$root/build" && ctest -N -L unit | sed -n 's/^ *Test *#[0-9]*: *//p')
-eal_tests=$(cd "$root/build" && ctest -N -L eal | sed -n 's/^ *Test *#[0-9]*: *//p')
 
 # Sanitizer pass: the `unit` tests (no EAL: DPDK's memory model and ASan do not mix). Only their
-# targets are built (scripts/build_checks.sh did it; this is a check that nothing is left).
+# targets are built, so the pass costs a fraction of a full build.
+unit_tests=$(cd "$root/build" && ctest -N -L unit | sed -n 's/^ *Test *#[0-9]*: *//p')
+cmake -S "$root" -B "$root/build-asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DROCEDP_SANITIZE=ON >/dev/null
 # shellcheck disable=SC2086
 cmake --build "$root/build-asan" -j "$(nproc)" --target $unit_tests
 (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -54,6 +42,8 @@ LINT_FORMAT=0 "$root/scripts/lint.sh" --changed
 # Debug pass: the `eal` tests with assertions on, so every `_st` owner check and
 # assert() executes (the Release build compiles them out).
 phase debug
+eal_tests=$(cd "$root/build" && ctest -N -L eal | sed -n 's/^ *Test *#[0-9]*: *//p')
+cmake --preset debug -S "$root" >/dev/null
 # shellcheck disable=SC2086
 cmake --build "$root/build-debug" -j "$(nproc)" --target $eal_tests
 (cd "$root/build-debug" && ctest --output-on-failure --timeout 300 -L eal)
