@@ -84,6 +84,8 @@ class CoreRdma final : public RoceHandler {
 
  private:
   static uint8_t* sink_alloc(void* ctx, size_t len, void** handle);
+  [[gnu::noinline]] static uint8_t* sink_alloc_slow(void* ctx, size_t len, void** handle);
+  uint8_t* take_tx_mbuf_st(rte_mbuf* m, size_t len, void** handle);
   static void sink_tap(void* ctx, void* handle, size_t len);
   [[gnu::noinline]] bool refill_tx_stash_st();
   uint64_t ns_of(uint64_t tsc) const;

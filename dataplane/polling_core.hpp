@@ -169,6 +169,19 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
     ap.tx[ap.tx_count++] = m;
     return true;
   }
+  /// queue_tx_st without the flush: false when the TX buffer is full too (nothing queued; the
+  /// caller may then take queue_tx_st's way). Calls nothing, so a caller that inlines it needs no
+  /// registers saved for a call.
+  bool try_queue_tx_st(uint16_t port_id, rte_mbuf* m) {
+    const int slot = port_id < RTE_MAX_ETHPORTS ? slot_of_port_[port_id] : -1;
+    if (slot < 0) [[unlikely]]
+      return false;
+    AttachedPort& ap = ports_[slot];
+    if (ap.tx_count == kMaxBurst) [[unlikely]]
+      return false;
+    ap.tx[ap.tx_count++] = m;
+    return true;
+  }
   void count_drop_st(std::size_t drop_index) { stats_.drops[drop_index]++; }
   /// The wire-reason part of the drop table (indexed by wire::DropReason): the RC engine counts
   /// the frames its codec refuses there. The table lives as long as the core.
