@@ -109,6 +109,7 @@ uint8_t* CoreRdma::sink_alloc_slow(void* ctx, size_t len, void** handle) {
   return self.take_tx_mbuf_st(m, len, handle);
 }
 
+// A burst from the pool at once (rte_mempool_get_bulk takes all or none), else the last few.
 bool CoreRdma::refill_tx_stash_st() {
   void** objs = reinterpret_cast<void**>(tx_stash_.data());
   if (rte_mempool_get_bulk(pool_, objs, kTxStash) == 0) {

@@ -484,9 +484,12 @@ void PollingCore::drop_unqueued_st(uint16_t port_id, rte_mbuf* m) {
   drop_st(m, drop_index(queue ? CoreDrop::kNoTxRoom : CoreDrop::kNoTxQueue));
 }
 
-bool PollingCore::room_after_flush_st(int slot) {
+// queue_tx_st once try_queue_tx_st refused: with a TX queue on the port, its buffer was full, so
+// one flush, then the frame if that made room.
+bool PollingCore::queue_tx_after_flush_st(uint16_t port_id, rte_mbuf* m) {
+  if (port_id >= RTE_MAX_ETHPORTS || slot_of_port_[port_id] < 0) return false;
   flush_tx_st();
-  return ports_[slot].tx_count < kMaxBurst;
+  return try_queue_tx_st(port_id, m);
 }
 
 bool PollingCore::flush_tx_st() {

@@ -160,14 +160,9 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   /// For senders that can take a frame back (the RC engine: it restores its saved state, rxe's
   /// rollback_state), so nothing they counted as sent is ever dropped here.
   bool queue_tx_st(uint16_t port_id, rte_mbuf* m) {
-    const int slot = port_id < RTE_MAX_ETHPORTS ? slot_of_port_[port_id] : -1;
-    if (slot < 0) [[unlikely]]
-      return false;
-    AttachedPort& ap = ports_[slot];
-    if (ap.tx_count == kMaxBurst && !room_after_flush_st(slot)) [[unlikely]]
-      return false;
-    ap.tx[ap.tx_count++] = m;
-    return true;
+    if (try_queue_tx_st(port_id, m)) [[likely]]
+      return true;
+    return queue_tx_after_flush_st(port_id, m);
   }
   /// queue_tx_st without the flush: false when the TX buffer is full too (nothing queued; the
   /// caller may then take queue_tx_st's way). Calls nothing, so a caller that inlines it needs no
@@ -232,7 +227,7 @@ class alignas(RTE_CACHE_LINE_SIZE) PollingCore {
   };
 
   [[gnu::noinline, gnu::cold]] void drop_unqueued_st(uint16_t port_id, rte_mbuf* m);
-  [[gnu::noinline]] bool room_after_flush_st(int slot);
+  [[gnu::noinline]] bool queue_tx_after_flush_st(uint16_t port_id, rte_mbuf* m);
   static constexpr uint32_t kNotFastRoce = UINT32_MAX;
   static uint32_t roce_core(const AttachedPort& ap, const rte_mbuf* m);
   static uint16_t classify(void* ctx, rte_mbuf* m);

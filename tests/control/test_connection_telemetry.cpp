@@ -95,9 +95,7 @@ TEST_F(ConnectionTelemetry, FullRingMakesTheRoundIncomplete) {
   Endpoint x, y;
   make_endpoints(x, y, /*core_a=*/1, /*core_b=*/0);
   dataplane::CoreChannel& ch = *a_.channels[1];
-  auto noop = [](const dataplane::NoArgs&, dataplane::CoreResult&, void*) {};
-  uint32_t filled = 0;
-  while (ch.call<dataplane::NoArgs>(noop, {}, nullptr, nullptr)) ++filled;
+  const uint32_t filled = fill_request_ring(ch);
   EXPECT_GT(filled, 0u);
   EXPECT_EQ(ch.in_flight(), ch.capacity());
 

@@ -68,14 +68,12 @@ class ServicesTest : public CmFixture {
     }
   }
 
-  /// Holds B's core `core` and fills its request ring with requests that do nothing, as a core
-  /// that is not scheduled would leave them; returns how many the ring took.
+  /// Holds B's core `core` with its request ring full (fill_request_ring); returns how many
+  /// requests the ring took.
   uint32_t fill_b_ring(uint32_t core) {
     b_.held_cores |= 1u << core;
-    auto noop = [](const dataplane::NoArgs&, dataplane::CoreResult&, void*) {};
     dataplane::CoreChannel& ch = *b_.channels[core];
-    uint32_t n = 0;
-    while (ch.call<dataplane::NoArgs>(noop, {}, nullptr, nullptr)) ++n;
+    const uint32_t n = fill_request_ring(ch);
     EXPECT_EQ(ch.in_flight(), ch.capacity());
     return n;
   }

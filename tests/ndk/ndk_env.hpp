@@ -57,6 +57,15 @@ struct Host {
   bool held(size_t core) const { return (held_cores >> core & 1u) != 0; }
 };
 
+/// Fills a core's request ring with requests that do nothing, as a core that is not scheduled
+/// would leave it (hold the core so it stays full); returns how many it took.
+inline uint32_t fill_request_ring(dataplane::CoreChannel& ch) {
+  auto noop = [](const dataplane::NoArgs&, dataplane::CoreResult&, void*) {};
+  uint32_t n = 0;
+  while (ch.call<dataplane::NoArgs>(noop, {}, nullptr, nullptr)) ++n;
+  return n;
+}
+
 inline void record_result(const dataplane::CoreMessage& msg) {
   *static_cast<NTSTATUS*>(msg.done_ctx) = msg.result.status;
 }
