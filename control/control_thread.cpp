@@ -248,7 +248,7 @@ void ControlThread::loop() {
     if (now >= next_stats_) {
       next_stats_ = now + interval;
       // Rounds run even with telemetry off: they also carry learned ARP requesters to control.
-      if (!cores_stopped_ && !snapshot_in_flight_) request_snapshot_st(nullptr);
+      if (!cores_stopping_ && !snapshot_in_flight_) request_snapshot_st(nullptr);
     }
     for (auto& t : tables_) t->on_timer(now);
     if (work) {
@@ -295,6 +295,10 @@ void ControlThread::start_ports_st(Done done) {
   }
   // Queue c of every port belongs to core c. Attach only after rte_eth_dev_start: in DPDK 22.11 a
   // stopped port's burst functions are stubs that log an error on every call.
+  if (cores_stopping_) {
+    done(false, "cores are stopped");
+    return;
+  }
   auto* p = new Pending;
   p->self = this;
   p->then = [this, done = std::move(done)](Pending& pd) {
@@ -354,7 +358,7 @@ void ControlThread::stop_port_st(size_t index, Done done) {
              {{"port", port->name()}, {"detach_failures", std::to_string(pd.failures)}});
     done(pd.failures == 0, pd.failures == 0 ? std::string() : "detach failed on some cores");
   };
-  if (!cores_stopped_) {
+  if (!cores_stopping_) {
     const uint16_t queues =
         std::min<uint16_t>(port->queue_count(), static_cast<uint16_t>(setup_.channels.size()));
     for (uint16_t c = 0; c < queues; ++c) {
@@ -368,11 +372,17 @@ void ControlThread::stop_port_st(size_t index, Done done) {
 }
 
 void ControlThread::shutdown_st(Done done) {
+  if (cores_stopping_) {
+    done(false, "already shutting down");
+    return;
+  }
   pmd::log(LogLevel::kInfo, "shutdown_begin", {{"cores", std::to_string(setup_.channels.size())}});
+  // From here nothing more goes to the cores: a core answers nothing queued behind its stop, so a
+  // request posted now (a stats round, a port's detach) would wait for ever.
+  cores_stopping_ = true;
   auto* p = new Pending;
   p->self = this;
   p->then = [this, done = std::move(done)](Pending& pd) {
-    cores_stopped_ = true;
     pmd::log(LogLevel::kInfo, "cores_stopped", {{"failures", std::to_string(pd.failures)}});
     for (auto* port : setup_.ports) {
       port->stop();
@@ -393,7 +403,7 @@ void ControlThread::shutdown_st(Done done) {
 }
 
 void ControlThread::request_snapshot_st(Done done) {
-  if (cores_stopped_) {
+  if (cores_stopping_) {
     if (done) done(false, "cores are stopped");
     return;
   }
@@ -615,7 +625,7 @@ void ControlThread::send_frame_st(size_t port_index, rte_mbuf* m, const char* wh
     return;
   }
   // Core 0 owns TX queue 0 of every port; frames control builds leave there.
-  if (setup_.channels.empty() || cores_stopped_ ||
+  if (setup_.channels.empty() || cores_stopping_ ||
       !dataplane::core_requests::transmit(*setup_.channels[0], port->id(), m, &on_tx_done,
                                           &counters_.send_failures)) {
     rte_pktmbuf_free(m);

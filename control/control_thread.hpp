@@ -216,7 +216,7 @@ class ControlThread {
   // Per port, IPv4 and IPv6: the last announcement against a conflict (defend_address_st).
   std::vector<std::array<std::chrono::steady_clock::time_point, 2>> last_defence_;
   bool snapshot_in_flight_ = false;
-  bool cores_stopped_ = false;
+  bool cores_stopping_ = false;  // shutdown posted the cores' stop requests: post nothing more
   uint64_t sequence_ = 0;
   ControlCounters counters_;
   std::chrono::steady_clock::time_point next_stats_;
