@@ -21,6 +21,8 @@ packages=(
   libibverbs-dev librdmacm-dev            # the Linux side of interop_rdma_cm's ops-check cases
   sockperf                                # kernel TCP baseline of scripts/bench.sh
   python3-matplotlib                      # message rate vs size plot (scripts/plot_rate.py)
+  clang libclang-rt-dev                   # the sanitizer trees (build-asan, build-tsan)
+  clang-format clang-tidy                 # scripts/lint.sh
 )
 
 missing=()

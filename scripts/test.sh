@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs, builds and runs the whole test suite; then the lint (clang-format, clang-tidy), the
-# unit tests again under ASan+UBSan, the EAL tests in a Debug build (the owner-thread assertions
-# run there) and the threaded tests under ThreadSanitizer. Each extra pass builds only its targets.
+# Installs, builds and runs the whole test suite; then the unit and EAL tests again in a clang
+# Debug build under ASan+UBSan (the owner-thread assertions run there), the lint (clang-format,
+# clang-tidy) and the threaded tests under ThreadSanitizer. Each extra pass builds only its targets.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # Each phase's wall time goes to stderr ("== phase: N s"), so a CI log shows where its minutes go.
@@ -24,29 +24,21 @@ phase ctest
 (cd "$root/build" && ctest --output-on-failure --timeout 300)
 phase asan
 
-# Sanitizer pass: the `unit` tests (no EAL: DPDK's memory model and ASan do not mix). Only their
-# targets are built, so the pass costs a fraction of a full build.
-unit_tests=$(cd "$root/build" && ctest -N -L unit | sed -n 's/^ *Test *#[0-9]*: *//p')
-cmake -S "$root" -B "$root/build-asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DROCEDP_SANITIZE=ON >/dev/null
+# Check pass (build-asan/, preset asan: clang, Debug at -O1, ASan+UBSan): the `unit` and the `eal`
+# tests with assert() and every `_st` owner check on (the Release build compiles them out), under
+# AddressSanitizer with leak detection and UndefinedBehaviorSanitizer. Only their targets are built.
+check_tests=$(cd "$root/build" && ctest -N -L '^(unit|eal)$' | sed -n 's/^ *Test *#[0-9]*: *//p')
+cmake --preset asan -S "$root" >/dev/null
 # shellcheck disable=SC2086
-cmake --build "$root/build-asan" -j "$(nproc)" --target $unit_tests
+cmake --build "$root/build-asan" -j "$(nproc)" --target $check_tests
 (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --output-on-failure --timeout 300 -L unit)
+  ctest --output-on-failure --timeout 300 -L '^(unit|eal)$')
 
 # Lint (scripts/lint.sh): clang-format over every file (seconds); clang-tidy over the files changed
 # since main (the whole tree takes 15 min on 2 cores: `scripts/lint.sh` runs it).
 phase lint
 LINT_TIDY=0 "$root/scripts/lint.sh"
 LINT_FORMAT=0 "$root/scripts/lint.sh" --changed
-
-# Debug pass: the `eal` tests with assertions on, so every `_st` owner check and
-# assert() executes (the Release build compiles them out).
-phase debug
-eal_tests=$(cd "$root/build" && ctest -N -L eal | sed -n 's/^ *Test *#[0-9]*: *//p')
-cmake --preset debug -S "$root" >/dev/null
-# shellcheck disable=SC2086
-cmake --build "$root/build-debug" -j "$(nproc)" --target $eal_tests
-(cd "$root/build-debug" && ctest --output-on-failure --timeout 300 -L eal)
 
 # ThreadSanitizer pass over the tests whose threads share our data structures directly (DPDK's
 # own libraries are not instrumented, so EAL tests that hand frames between threads inside DPDK
