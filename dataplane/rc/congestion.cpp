@@ -14,9 +14,12 @@ using config::DcqcnConfig;
 
 constexpr uint64_t kNsPerUs = 1000;
 
+// What a frame takes of the line beyond frame_bytes(): its FCS (4), the preamble and start
+// delimiter (8) and the inter-frame gap (12). Rc is a line rate, so the clock charges them too.
+constexpr uint64_t kWireOverheadBytes = 24;
+
 void set_rate(CS& c, const DcqcnConfig& d, uint32_t mbps) {
   c.rate_mbps = std::max(mbps, d.min_rate_mbps);
-  c.ps_per_byte = 8'000'000 / c.rate_mbps;  // 8 bits at rate·10^6 bit/s, in picoseconds
 }
 
 // One rate-increase step (the timer's or the byte counter's): fast recovery towards the target
@@ -166,7 +169,11 @@ bool congestion_may_send_st(QueuePair& qp, uint64_t now_ns) {
 
 void congestion_charge_st(QueuePair& qp, uint32_t bytes) {
   CS& c = qp.cc;
-  c.next_tx_ns += uint64_t{bytes} * c.ps_per_byte / 1000;
+  // 8 bits at Rc·10^6 bit/s, in picoseconds; what is left of a nanosecond carries to the next
+  // frame (whole nanoseconds alone sped a paced QP up by up to one a frame).
+  const uint64_t ps = (bytes + kWireOverheadBytes) * 8'000'000 / c.rate_mbps + c.pace_remainder_ps;
+  c.next_tx_ns += ps / 1000;
+  c.pace_remainder_ps = static_cast<uint32_t>(ps % 1000);
   c.bytes += bytes;
   // A step per byte_reset bytes (a frame may hold several when B is small).
   const uint32_t step = qp.conn().dcqcn->byte_reset;

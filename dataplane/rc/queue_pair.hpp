@@ -492,11 +492,11 @@ struct CongestionState {
   uint32_t rate_mbps = 0;                          ///< Rc, the current rate (cc_flags.paced)
   uint32_t target_mbps = 0;                        ///< Rt, where fast recovery converges
   uint32_t alpha = kAlphaOne;
-  uint32_t ps_per_byte = 0;  ///< the pacing clock's charge per byte at Rc
-  uint32_t timer_steps = 0;  ///< rate increases by the timer since the last cut
-  uint32_t byte_steps = 0;   ///< rate increases by the byte counter since the last cut
-  uint32_t bytes = 0;        ///< sent towards the next byte step
-  uint64_t next_tx_ns = 0;   ///< the pacing clock: when the next frame may leave
+  uint32_t pace_remainder_ps = 0;  ///< the pacing clock's part of a nanosecond still to charge
+  uint32_t timer_steps = 0;        ///< rate increases by the timer since the last cut
+  uint32_t byte_steps = 0;         ///< rate increases by the byte counter since the last cut
+  uint32_t bytes = 0;              ///< sent towards the next byte step
+  uint64_t next_tx_ns = 0;         ///< the pacing clock: when the next frame may leave
   uint64_t last_cut_ns = 0;
   uint64_t alpha_at_ns = 0;     ///< next alpha decay
   uint64_t increase_at_ns = 0;  ///< next timer increase

@@ -224,6 +224,35 @@ TEST_F(Congestion, EachCnpCutsByHalfAlphaAndAlphaDecaysEveryMicrosecond) {
   EXPECT_EQ(counters.get(RcCounter::kRateCuts), 2u);
 }
 
+// The pacing clock charges each frame with what it takes of the line: its bytes plus the Ethernet
+// overhead the frame does not hold (FCS, preamble and delimiter, inter-frame gap: 24 bytes), to
+// the picosecond. At Rc = 3,500 Mbit/s, 10,000 frames of a 64 B WRITE (138 bytes, 162 on the line)
+// take 3,702,857 ns of the clock (charging 138 bytes in whole nanoseconds gave 3,150,000: 17%
+// fast).
+TEST_F(Congestion, ThePacingClockChargesEachFrameWithItsTimeOnTheLine) {
+  config::DcqcnConfig d;
+  d.first_cnp_rate_mbps = 7000;     // the cut (alpha 1) halves it: Rc = 3,500 Mbit/s
+  d.byte_reset = 1u << 31;          // no increase by bytes while the frames are charged
+  d.time_reset_us = 1'000'000'000;  // nor by the timer
+  make(wire::kEcnEct0, kDefaultMaxUnackedPsns, 0, &d);
+  QueuePair& qp = *qa->qp;
+  RcCounters counters;
+  RcContext ctx;
+  ctx.counters = &counters;
+  const uint64_t t = w.now + 1'000'000;
+  ASSERT_TRUE(congestion_on_cnp_st(qp, ctx, t));
+  ASSERT_EQ(qp.cc.rate_mbps, 3500u);
+  ASSERT_TRUE(congestion_may_send_st(qp, t));
+  const uint64_t start = qp.cc.next_tx_ns;
+  constexpr uint32_t kFrames = 10'000;
+  constexpr uint32_t kFrameBytes = 138;
+  for (uint32_t i = 0; i < kFrames; ++i) congestion_charge_st(qp, kFrameBytes);
+  const double line_ns = kFrames * (kFrameBytes + 24) * 8.0 * 1000 / 3500;
+  EXPECT_NEAR(static_cast<double>(qp.cc.next_tx_ns - start), line_ns, 10.0);
+  EXPECT_EQ(qp.cc.rate_mbps, 3500u);
+  EXPECT_FALSE(congestion_may_send_st(qp, t + 1'000)) << "the clock is ahead: the QP waits";
+}
+
 // The port's DCQCN parameters (ports[].dcqcn) replace the defaults on both roles: the CNP interval
 // at the notification point; the first-CNP rate, the rate-reduce period, T and the rate floor at
 // the reaction point. Each expectation below differs from what the defaults give.
