@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs, builds and runs the whole test suite; then the unit and EAL tests again in a clang
-# Debug build under ASan+UBSan (the owner-thread assertions run there), the lint (clang-format,
-# clang-tidy) and the threaded tests under ThreadSanitizer. Each extra pass builds only its targets.
+# Installs, builds and runs the whole test suite: every label but `unit` and `eal` in the Release
+# tree (build/), then the `unit` and `eal` tests in a clang Debug tree under ASan+UBSan (the
+# owner-thread assertions run there); then the lint (clang-format, clang-tidy) and the threaded
+# tests under ThreadSanitizer. Each tree builds only the targets of its tests. (`scripts/build.sh`
+# and `ctest` in build/ alone build and run everything.)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # Each phase's wall time goes to stderr ("== phase: N s"), so a CI log shows where its minutes go.
@@ -13,7 +15,7 @@ phase() {  # phase NAME: ends the running phase, starts NAME
 trap 'phase end' EXIT
 "$root/scripts/setup.sh"
 phase build
-"$root/scripts/build.sh" "$root/build"
+ROCEDP_SKIP_TEST_LABELS="unit;eal" "$root/scripts/build.sh" "$root/build"
 phase rig
 # The interop tests' Linux peer: the rig builds its guest (apt-get download, qemu) once, here rather
 # than inside the first test's time limit.
@@ -24,11 +26,11 @@ phase ctest
 (cd "$root/build" && ctest --output-on-failure --timeout 300)
 phase asan
 
-# Check pass (build-asan/, preset asan: clang, Debug at -O1, ASan+UBSan): the `unit` and the `eal`
-# tests with assert() and every `_st` owner check on (the Release build compiles them out), under
+# The `unit` and the `eal` tests (build-asan/, preset asan: clang, Debug at -O1, ASan+UBSan), with
+# assert() and every `_st` owner check on (the Release build compiles them out), under
 # AddressSanitizer with leak detection and UndefinedBehaviorSanitizer. Only their targets are built.
-check_tests=$(cd "$root/build" && ctest -N -L '^(unit|eal)$' | sed -n 's/^ *Test *#[0-9]*: *//p')
 cmake --preset asan -S "$root" >/dev/null
+check_tests=$(cd "$root/build-asan" && ctest -N -L '^(unit|eal)$' | sed -n 's/^ *Test *#[0-9]*: *//p')
 # shellcheck disable=SC2086
 cmake --build "$root/build-asan" -j "$(nproc)" --target $check_tests
 (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -38,7 +40,7 @@ cmake --build "$root/build-asan" -j "$(nproc)" --target $check_tests
 # since main (the whole tree takes 15 min on 2 cores: `scripts/lint.sh` runs it).
 phase lint
 LINT_TIDY=0 "$root/scripts/lint.sh"
-LINT_FORMAT=0 "$root/scripts/lint.sh" --changed
+LINT_FORMAT=0 LINT_BUILD=build-asan "$root/scripts/lint.sh" --changed  # it compiles every test
 
 # ThreadSanitizer pass over the tests whose threads share our data structures directly (DPDK's
 # own libraries are not instrumented, so EAL tests that hand frames between threads inside DPDK
