@@ -282,6 +282,10 @@ std::chrono::microseconds ControlThread::nap_length_st(
 }
 
 void ControlThread::start_ports_st(Done done) {
+  if (cores_stopping_) {
+    done(false, "cores are stopped");
+    return;
+  }
   for (auto* port : setup_.ports) {
     if (port->started()) continue;
     std::string err;
@@ -295,10 +299,6 @@ void ControlThread::start_ports_st(Done done) {
   }
   // Queue c of every port belongs to core c. Attach only after rte_eth_dev_start: in DPDK 22.11 a
   // stopped port's burst functions are stubs that log an error on every call.
-  if (cores_stopping_) {
-    done(false, "cores are stopped");
-    return;
-  }
   auto* p = new Pending;
   p->self = this;
   p->then = [this, done = std::move(done)](Pending& pd) {

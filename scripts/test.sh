@@ -40,7 +40,7 @@ cmake --build "$root/build-asan" -j "$(nproc)" --target $check_tests
 # since main (the whole tree takes 15 min on 2 cores: `scripts/lint.sh` runs it).
 phase lint
 LINT_TIDY=0 "$root/scripts/lint.sh"
-LINT_FORMAT=0 LINT_BUILD=build-asan "$root/scripts/lint.sh" --changed  # it compiles every test
+LINT_FORMAT=0 LINT_BUILD=build-asan "$root/scripts/lint.sh" --changed  # its compile commands hold every test
 
 # ThreadSanitizer pass over the tests whose threads share our data structures directly (DPDK's
 # own libraries are not instrumented, so EAL tests that hand frames between threads inside DPDK
