@@ -27,8 +27,9 @@ class Congestion : public ::testing::Test {
   std::vector<NdkResultEx> done;
 
   void make(uint8_t a_tos, uint32_t window = kDefaultMaxUnackedPsns, uint8_t b_tos = 0,
-            const config::DcqcnConfig* dcqcn = nullptr) {
+            const config::DcqcnConfig* dcqcn = nullptr, bool ipv6 = false) {
     ConnectOptions o;
+    o.ipv6 = ipv6;
     o.a_tos = a_tos;
     o.b_tos = b_tos;
     o.dcqcn = dcqcn;
@@ -228,14 +229,20 @@ TEST_F(Congestion, EachCnpCutsByHalfAlphaAndAlphaDecaysEveryMicrosecond) {
 // overhead the frame does not hold (FCS, preamble and delimiter, inter-frame gap: 24 bytes), to
 // the picosecond. At Rc = 3,500 Mbit/s, 10,000 frames of a 64 B WRITE (138 bytes, 162 on the line)
 // take 3,702,857 ns of the clock (charging 138 bytes in whole nanoseconds gave 3,150,000: 17%
-// fast).
-TEST_F(Congestion, ThePacingClockChargesEachFrameWithItsTimeOnTheLine) {
+// fast). Over IPv6 the frame is 20 bytes longer.
+class PacingClock : public Congestion, public ::testing::WithParamInterface<bool> {};
+INSTANTIATE_TEST_SUITE_P(Ip, PacingClock, ::testing::Values(false, true),
+                         [](const auto& p) { return p.param ? "Ipv6" : "Ipv4"; });
+
+TEST_P(PacingClock, ChargesEachFrameWithItsTimeOnTheLine) {
+  const bool ipv6 = GetParam();
   config::DcqcnConfig d;
   d.first_cnp_rate_mbps = 7000;     // the cut (alpha 1) halves it: Rc = 3,500 Mbit/s
   d.byte_reset = 1u << 31;          // no increase by bytes while the frames are charged
   d.time_reset_us = 1'000'000'000;  // nor by the timer
-  make(wire::kEcnEct0, kDefaultMaxUnackedPsns, 0, &d);
+  make(wire::kEcnEct0, kDefaultMaxUnackedPsns, 0, &d, ipv6);
   QueuePair& qp = *qa->qp;
+  ASSERT_EQ(qp.ipv6(), ipv6);
   RcCounters counters;
   RcContext ctx;
   ctx.counters = &counters;
@@ -247,7 +254,8 @@ TEST_F(Congestion, ThePacingClockChargesEachFrameWithItsTimeOnTheLine) {
   constexpr uint32_t kFrames = 10'000;
   constexpr uint32_t kFrameBytes = 138;
   for (uint32_t i = 0; i < kFrames; ++i) congestion_charge_st(qp, kFrameBytes);
-  const double line_ns = kFrames * (kFrameBytes + 24) * 8.0 * 1000 / 3500;
+  const uint32_t on_line = kFrameBytes + 24 + (ipv6 ? 20 : 0);
+  const double line_ns = kFrames * on_line * 8.0 * 1000 / 3500;
   EXPECT_NEAR(static_cast<double>(qp.cc.next_tx_ns - start), line_ns, 10.0);
   EXPECT_EQ(qp.cc.rate_mbps, 3500u);
   EXPECT_FALSE(congestion_may_send_st(qp, t + 1'000)) << "the clock is ahead: the QP waits";
