@@ -64,7 +64,8 @@ bool congestion_on_cnp_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns);
 /// clock (cc_flags.pace_wait: RcEngine::sync_timer wakes it then).
 bool congestion_may_send_st(QueuePair& qp, uint64_t now_ns);
 
-/// RP: `bytes` of a limited QP's frame left (the pacing clock and the byte counter).
+/// RP: a limited QP's frame of `bytes` left (frame_bytes(): the pacing clock adds what the line
+/// takes beyond it; the byte counter).
 void congestion_charge_st(QueuePair& qp, uint32_t bytes);
 
 }  // namespace rocedp::rc

@@ -390,13 +390,13 @@ namespace {
 // The bytes the packet at the requester's cursor puts on the wire (about: a RETH's worth of
 // extension headers whatever the opcode).
 uint32_t next_packet_bytes(QueuePair& qp) {
-  constexpr uint32_t kHeaders = kHeaderTemplateLen + wire::kRethLen + wire::kIcrcLen;
+  const uint32_t headers = header_template_len(qp) + wire::kRethLen + wire::kIcrcLen;
   const SendWqe& w = qp.sq_at(qp.req.cur.wqe);
-  if (is_rd_atomic(w.opcode) || is_local(w.opcode)) return kHeaders;
+  if (is_rd_atomic(w.opcode) || is_local(w.opcode)) return headers;
   const uint64_t len = (w.flags & NDK_OP_FLAG_INLINE) != 0 ? w.inline_length : sge_bytes(w);
   const uint64_t offset = qp.meta_at(qp.req.cur.wqe).started ? qp.req.cur.offset : 0;
   const uint64_t left = len > offset ? len - offset : 0;
-  return kHeaders + static_cast<uint32_t>(left < qp.path_mtu() ? left : qp.path_mtu());
+  return headers + static_cast<uint32_t>(left < qp.path_mtu() ? left : qp.path_mtu());
 }
 
 // A QP whose rate a CNP cut (congestion.hpp): one packet at a time while its pacing clock allows,

@@ -544,7 +544,7 @@ namespace {
       }
       set_pending(qp, *r, false);
       if (qp.cc_flags.paced) [[unlikely]]
-        congestion_charge_st(qp, frame_bytes(pkt.ext_len, 0));
+        congestion_charge_st(qp, frame_bytes(qp, pkt.ext_len, 0));
     } else {
       const bool first = r->tx_psn == r->exec_psn;
       const bool last = r->remaining <= mtu;
@@ -572,7 +572,7 @@ namespace {
         break;
       }
       if (qp.cc_flags.paced) [[unlikely]]
-        congestion_charge_st(qp, frame_bytes(pkt.ext_len, seg));
+        congestion_charge_st(qp, frame_bytes(qp, pkt.ext_len, seg));
       r->va += seg;
       r->remaining -= seg;
       r->tx_psn = wire::psn_next(r->tx_psn);

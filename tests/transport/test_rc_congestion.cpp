@@ -4,6 +4,7 @@
 // the bytes delivered exactly once throughout.
 
 #include "dataplane/rc/congestion.hpp"
+#include "dataplane/rc/transmit.hpp"
 #include "tests/transport/rc_harness.hpp"
 
 namespace rocedp::rc::test {
@@ -229,7 +230,7 @@ TEST_F(Congestion, EachCnpCutsByHalfAlphaAndAlphaDecaysEveryMicrosecond) {
 // overhead the frame does not hold (FCS, preamble and delimiter, inter-frame gap: 24 bytes), to
 // the picosecond. At Rc = 3,500 Mbit/s, 10,000 frames of a 64 B WRITE (138 bytes, 162 on the line)
 // take 3,702,857 ns of the clock (charging 138 bytes in whole nanoseconds gave 3,150,000: 17%
-// fast). Over IPv6 the frame is 20 bytes longer.
+// fast). Over IPv6 the frame (frame_bytes()) is 20 bytes longer.
 class PacingClock : public Congestion, public ::testing::WithParamInterface<bool> {};
 INSTANTIATE_TEST_SUITE_P(Ip, PacingClock, ::testing::Values(false, true),
                          [](const auto& p) { return p.param ? "Ipv6" : "Ipv4"; });
@@ -252,8 +253,10 @@ TEST_P(PacingClock, ChargesEachFrameWithItsTimeOnTheLine) {
   ASSERT_TRUE(congestion_may_send_st(qp, t));
   const uint64_t start = qp.cc.next_tx_ns;
   constexpr uint32_t kFrames = 10'000;
-  constexpr uint32_t kFrameBytes = 138;
-  for (uint32_t i = 0; i < kFrames; ++i) congestion_charge_st(qp, kFrameBytes);
+  constexpr uint32_t kFrameBytes = 138;  // over IPv4
+  // What the requester and the responder charge for a 64 B WRITE ONLY of this QP.
+  const uint32_t frame = frame_bytes(qp, wire::kRethLen, 64);
+  for (uint32_t i = 0; i < kFrames; ++i) congestion_charge_st(qp, frame);
   const uint32_t on_line = kFrameBytes + 24 + (ipv6 ? 20 : 0);
   const double line_ns = kFrames * on_line * 8.0 * 1000 / 3500;
   EXPECT_NEAR(static_cast<double>(qp.cc.next_tx_ns - start), line_ns, 10.0);
