@@ -30,11 +30,10 @@ phase asan
 # assert() and every `_st` owner check on (the Release build compiles them out), under
 # AddressSanitizer with leak detection and UndefinedBehaviorSanitizer. Only their targets are built.
 cmake --preset asan -S "$root" >/dev/null
-check_tests=$(cd "$root/build-asan" && ctest -N -L '^(unit|eal)$' | sed -n 's/^ *Test *#[0-9]*: *//p')
+check_tests=$(cd "$root" && ctest --preset asan -N | sed -n 's/^ *Test *#[0-9]*: *//p')
 # shellcheck disable=SC2086
 cmake --build "$root/build-asan" -j "$(nproc)" --target $check_tests
-(cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --output-on-failure --timeout 300 -L '^(unit|eal)$')
+(cd "$root" && ctest --preset asan)  # its labels, ASAN_OPTIONS and UBSAN_OPTIONS
 
 # Lint (scripts/lint.sh): clang-format over every file (seconds); clang-tidy over the files changed
 # since main (the whole tree takes 15 min on 2 cores: `scripts/lint.sh` runs it).
