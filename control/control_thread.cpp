@@ -121,6 +121,10 @@ bool ControlThread::start(std::string* error) {
     return false;
   }
   if (!wake_.open(error)) return false;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mutex_);
+    inbox_closed_ = false;
+  }
   running_.store(true, std::memory_order_release);
   next_stats_ = std::chrono::steady_clock::now();
   wire_wake(&wake_);
@@ -159,9 +163,14 @@ bool ControlThread::start(std::string* error) {
   return true;
 }
 
-void ControlThread::post(Task task) {
-  inbox_.push(std::move(task));
+bool ControlThread::post(Task task) {
+  {
+    std::lock_guard<std::mutex> lock(inbox_mutex_);
+    if (inbox_closed_) return false;
+    inbox_.push(std::move(task));
+  }
   wake_.wake();
+  return true;
 }
 
 uint64_t ControlThread::add_poll_hook_st(PollHook hook) {
@@ -197,9 +206,13 @@ bool ControlThread::run_sync(std::function<void(Done)> op, std::string* error) {
   }
   auto promise = std::make_shared<std::promise<std::pair<bool, std::string>>>();
   auto future = promise->get_future();
-  post([op = std::move(op), promise](ControlThread&) {
+  const bool posted = post([op = std::move(op), promise](ControlThread&) {
     op([promise](bool ok, std::string why) { promise->set_value({ok, std::move(why)}); });
   });
+  if (!posted) {
+    if (error) *error = "control thread is not running";
+    return false;
+  }
   auto [ok, why] = future.get();
   if (!ok && error) *error = why;
   return ok;
@@ -264,6 +277,14 @@ void ControlThread::loop() {
       armed = false;
     }
   }
+  // The tasks posted before the inbox closed still run: their callers wait for an answer. No core
+  // is polled any more, so nothing more goes to the cores and requests that need one fail.
+  {
+    std::lock_guard<std::mutex> lock(inbox_mutex_);
+    inbox_closed_ = true;
+  }
+  cores_stopping_ = true;
+  for (Task task; inbox_.try_pop(task);) task(*this);
   // Whatever the cores still handed us goes back to the pool before the pool is freed.
   while (poll_frames_st() > 0) {
   }

@@ -10,12 +10,12 @@
 // shutdown sequence over the cores' CoreChannels.
 //
 // Threads: the control thread alone touches its state. Other threads (main, signal side,
-// telemetry) reach it only through post() — a oneTBB concurrent_queue inbox — or through the
-// blocking helpers below, which post and wait. When idle it naps (pmd/control_wake.hpp): post(),
-// a core's completions and a core's frames for control end the nap at once. latest() is the one
-// read path for other threads: a shared_ptr to an immutable snapshot, swapped under a mutex that
-// the polling cores never take. Every CoreMessage completion callback issued here runs on the
-// control thread.
+// telemetry) reach it only through post() — a oneTBB concurrent_queue inbox, closed when the loop
+// ends — or through the blocking helpers below, which post and wait. When idle it naps
+// (pmd/control_wake.hpp): post(), a core's completions and a core's frames for control end the nap
+// at once. latest() is the one read path for other threads: a shared_ptr to an immutable snapshot,
+// swapped under a mutex that the polling cores never take. Every CoreMessage completion callback
+// issued here runs on the control thread.
 
 #include <tbb/concurrent_queue.h>
 
@@ -130,8 +130,11 @@ class ControlThread {
   /// wake (an eventfd) or the thread cannot be created, or the thread cannot be pinned.
   bool start(std::string* error);
 
-  /// Any thread: runs `task` on the control thread (FIFO). Never blocks.
-  void post(Task task);
+  /// Any thread: runs `task` on the control thread (FIFO). False, and the task dropped, once the
+  /// loop has ended; a task accepted before that runs, the last ones after the loop's final pass
+  /// with nothing more going to the cores (their requests fail at once). Waits only for another
+  /// post or the loop's end, never for the control thread's work.
+  bool post(Task task);
   /// Any thread, after it left something for a poll hook (e.g. the adapter's inbox): ends the
   /// control thread's nap. No system call while the control thread is awake.
   /// Its naps() and woken() count the idle naps taken and those a wake ended.
@@ -228,7 +231,11 @@ class ControlThread {
   std::vector<std::pair<uint64_t, SnapshotPart>> parts_;
 
   tbb::concurrent_queue<Task> inbox_;
-  pmd::ControlWake wake_;  // the idle nap (control_thread.cpp, nap_length_st) and its end
+  // Taken by post() and by the loop's end, so no task lands in the inbox after the loop emptied
+  // it for the last time (its caller would wait for ever).
+  std::mutex inbox_mutex_;
+  bool inbox_closed_ = false;  // under inbox_mutex_
+  pmd::ControlWake wake_;      // the idle nap (control_thread.cpp, nap_length_st) and its end
   std::atomic<bool> exit_{false};
   std::atomic<bool> running_{false};
   std::thread thread_;

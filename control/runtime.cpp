@@ -341,10 +341,11 @@ bool Runtime::blocking(const std::function<bool()>& op) {
 bool Runtime::run_on_control(std::function<void()> fn) {
   if (!control_ || !control_->running()) return false;
   std::atomic<bool> done{false};
-  control_->post([&](ControlThread&) {
+  const bool posted = control_->post([&](ControlThread&) {
     fn();
     done.store(true, std::memory_order_release);
   });
+  if (!posted) return false;  // the control loop ended since the check above
   while (!done.load(std::memory_order_acquire)) {
     if (!poll()) rte_pause();
   }

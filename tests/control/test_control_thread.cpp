@@ -378,6 +378,34 @@ TEST_F(ControlThreadTest, NoStatsRoundQueuesBehindTheShutdown) {
   EXPECT_FALSE(control_->shutdown(&error)) << "a second shutdown has nothing to do";
 }
 
+// A task posted while the loop makes its last pass still runs (its caller waits for an answer),
+// and a post after the end is refused. A poll hook posts a task on every pass, the final one (the
+// pass that sees the cores stopped) included: without the inbox's close that last task stayed
+// in the inbox unrun.
+TEST_F(ControlThreadTest, EveryTaskPostedBeforeTheEndRuns) {
+  std::string error;
+  ASSERT_TRUE(control_->start_ports(&error)) << error;
+  std::atomic<uint64_t> posted{0};
+  std::atomic<uint64_t> ran{0};
+  std::promise<void> hooked;
+  ASSERT_TRUE(control_->post([&](ControlThread& ct) {
+    ct.add_poll_hook_st([&ct, &posted, &ran] {
+      if (ct.post([&ran](ControlThread&) { ran.fetch_add(1); })) posted.fetch_add(1);
+      return 0U;
+    });
+    hooked.set_value();
+  }));
+  hooked.get_future().get();
+  ASSERT_TRUE(control_->shutdown(&error)) << error;
+  EXPECT_EQ(rte_eal_wait_lcore(kCoreLcore), 0);
+  launched_ = false;
+  EXPECT_GT(posted.load(), 0U);
+  EXPECT_EQ(ran.load(), posted.load()) << "a task accepted before the loop ended never ran";
+  EXPECT_FALSE(control_->post([&ran](ControlThread&) { ran.fetch_add(1); }))
+      << "the ended loop refuses tasks";
+  EXPECT_FALSE(control_->refresh(&error));
+}
+
 // ---- the idle nap ----
 
 using Clock = std::chrono::steady_clock;
