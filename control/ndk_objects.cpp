@@ -8,6 +8,7 @@
 #include "control/ndk_internal.hpp"
 #include "dataplane/rc/completion_queue.hpp"
 #include "dataplane/rc/work_queue.hpp"
+#include "dataplane/wire/eth.hpp"
 #include "dataplane/wire/ipv4.hpp"
 #include "dataplane/wire/ipv6.hpp"
 #include "pmd/port.hpp"
@@ -828,6 +829,7 @@ NTSTATUS Qp::connect(const NdkQpConnectParams& params, NdkRequestCompletion comp
   if (port.ecn() && (c.tos & wire::kEcnMask) == 0) c.tos |= wire::kEcnEct0;
   c.cnp_tos = static_cast<uint8_t>(port.cnp_dscp() << 2);
   c.line_rate_mbps = port.link().speed_mbps;
+  if (port.tags_frames()) c.vlan_tag_bytes = wire::kVlanTagLen;
   c.dcqcn = &port.dcqcn();
   return post_request(im, core_, &CoreRdma::on_connect_qp,
                       dataplane::QpConnect{im.rdma_on(core_), qpn_, &op->connect}, op);

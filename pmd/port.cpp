@@ -311,7 +311,7 @@ std::unique_ptr<Port> Port::open(const config::PortConfig& cfg, uint16_t wanted_
          {"seed", std::to_string(f.seed)}});
   }
 
-  if (cfg.vlan != 0 || cfg.vlan_priority != 0) {
+  if (p->tags_frames()) {
     p->vlan_tci_ = vlan_tci(cfg.vlan, cfg.vlan_priority);
     for (uint16_t q = 0; q < queues; ++q)
       p->vlan_counters_.push_back(std::make_unique<VlanCounters>());

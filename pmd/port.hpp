@@ -88,6 +88,8 @@ class Port {
   // 802.1Q VLAN ID of every frame (0: untagged) and the priority of the frames sent.
   uint16_t vlan() const { return cfg_.vlan; }
   uint8_t vlan_priority() const { return cfg_.vlan_priority; }
+  // Every frame sent carries an 802.1Q tag (a VLAN, or a priority alone).
+  bool tags_frames() const { return cfg_.vlan != 0 || cfg_.vlan_priority != 0; }
   // DSCP of the port's RoCEv2 frames (0: unmarked); the port itself does not touch IP headers.
   uint8_t dscp() const { return cfg_.dscp; }
   // ECN-capable QPs (ECT(0), DCQCN) and the DSCP of the port's CNPs.

@@ -171,7 +171,8 @@ void congestion_charge_st(QueuePair& qp, uint32_t bytes) {
   CS& c = qp.cc;
   // 8 bits at Rc·10^6 bit/s, in picoseconds; what is left of a nanosecond carries to the next
   // frame (whole nanoseconds alone sped a paced QP up by up to one a frame).
-  const uint64_t ps = (bytes + kWireOverheadBytes) * 8'000'000 / c.rate_mbps + c.pace_remainder_ps;
+  const uint64_t line_bytes = bytes + kWireOverheadBytes + qp.conn().vlan_tag_bytes;
+  const uint64_t ps = line_bytes * 8'000'000 / c.rate_mbps + c.pace_remainder_ps;
   c.next_tx_ns += ps / 1000;
   c.pace_remainder_ps = static_cast<uint32_t>(ps % 1000);
   c.bytes += bytes;

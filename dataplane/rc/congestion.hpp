@@ -65,7 +65,7 @@ bool congestion_on_cnp_st(QueuePair& qp, RcContext& ctx, uint64_t now_ns);
 bool congestion_may_send_st(QueuePair& qp, uint64_t now_ns);
 
 /// RP: a limited QP's frame of `bytes` left (frame_bytes(): the pacing clock adds what the line
-/// takes beyond it; the byte counter).
+/// takes beyond it, the port's VLAN tag included; the byte counter).
 void congestion_charge_st(QueuePair& qp, uint32_t bytes);
 
 }  // namespace rocedp::rc

@@ -312,6 +312,7 @@ struct QpConnectParams {
   uint8_t tos = 0;                    ///< IPv4 DSCP/ECN (rxe sends 0); ECT: reacts to CNPs
   uint8_t cnp_tos = 0;                ///< IPv4 ToS of the QP's CNPs (RTR clears its ECN bits)
   uint32_t line_rate_mbps = 0;        ///< congestion recovery ends here (0 at RTR: a default)
+  uint8_t vlan_tag_bytes = 0;         ///< 4 when the port tags the QP's frames: paced, not built
   /// DCQCN's parameters (the port's; they outlive the QP). Null at RTR: the defaults.
   const config::DcqcnConfig* dcqcn = nullptr;
   uint8_t ttl = 64;  ///< IPv4 TTL or IPv6 hop limit

@@ -143,7 +143,8 @@ struct ConnectOptions {
   uint8_t cnp_tos = 0;
   uint32_t line_rate_mbps = 0;
   const config::DcqcnConfig* dcqcn = nullptr;  // both sides' DCQCN parameters (null: defaults)
-  bool ipv6 = false;  // RoCEv2 over IPv6: each host at host_ipv6(its IPv4 address)
+  bool ipv6 = false;           // RoCEv2 over IPv6: each host at host_ipv6(its IPv4 address)
+  uint8_t vlan_tag_bytes = 0;  // as on a port that tags its frames (4)
 };
 
 /// The IPv6 address of a test host: fd52::/96 with its IPv4 address last.
@@ -175,6 +176,7 @@ inline QpConnectParams params_for(Host& self, Qp& me, Host& peer, Qp& other, uin
   p.cnp_tos = o.cnp_tos;
   p.line_rate_mbps = o.line_rate_mbps;
   p.dcqcn = o.dcqcn;
+  p.vlan_tag_bytes = o.vlan_tag_bytes;
   p.ipv6 = o.ipv6;
   if (o.ipv6) {
     p.local_ip6 = host_ipv6(self.ip);

@@ -28,9 +28,10 @@ class Congestion : public ::testing::Test {
   std::vector<NdkResultEx> done;
 
   void make(uint8_t a_tos, uint32_t window = kDefaultMaxUnackedPsns, uint8_t b_tos = 0,
-            const config::DcqcnConfig* dcqcn = nullptr, bool ipv6 = false) {
+            const config::DcqcnConfig* dcqcn = nullptr, bool ipv6 = false, bool vlan = false) {
     ConnectOptions o;
     o.ipv6 = ipv6;
+    o.vlan_tag_bytes = vlan ? static_cast<uint8_t>(wire::kVlanTagLen) : 0;
     o.a_tos = a_tos;
     o.b_tos = b_tos;
     o.dcqcn = dcqcn;
@@ -230,18 +231,29 @@ TEST_F(Congestion, EachCnpCutsByHalfAlphaAndAlphaDecaysEveryMicrosecond) {
 // overhead the frame does not hold (FCS, preamble and delimiter, inter-frame gap: 24 bytes), to
 // the picosecond. At Rc = 3,500 Mbit/s, 10,000 frames of a 64 B WRITE (138 bytes, 162 on the line)
 // take 3,702,857 ns of the clock (charging 138 bytes in whole nanoseconds gave 3,150,000: 17%
-// fast). Over IPv6 the frame (frame_bytes()) is 20 bytes longer.
-class PacingClock : public Congestion, public ::testing::WithParamInterface<bool> {};
-INSTANTIATE_TEST_SUITE_P(Ip, PacingClock, ::testing::Values(false, true),
-                         [](const auto& p) { return p.param ? "Ipv6" : "Ipv4"; });
+// fast). Over IPv6 the frame (frame_bytes()) is 20 bytes longer; on a port that tags its frames
+// (802.1Q) the line carries 4 bytes more than the engine built.
+struct PacingCase {
+  bool ipv6;
+  bool vlan;
+};
+class PacingClock : public Congestion, public ::testing::WithParamInterface<PacingCase> {};
+INSTANTIATE_TEST_SUITE_P(Frames, PacingClock,
+                         ::testing::Values(PacingCase{false, false}, PacingCase{true, false},
+                                           PacingCase{false, true}),
+                         [](const auto& p) {
+                           return std::string(p.param.ipv6 ? "Ipv6" : "Ipv4") +
+                                  (p.param.vlan ? "Vlan" : "");
+                         });
 
 TEST_P(PacingClock, ChargesEachFrameWithItsTimeOnTheLine) {
-  const bool ipv6 = GetParam();
+  const bool ipv6 = GetParam().ipv6;
+  const bool vlan = GetParam().vlan;
   config::DcqcnConfig d;
   d.first_cnp_rate_mbps = 7000;     // the cut (alpha 1) halves it: Rc = 3,500 Mbit/s
   d.byte_reset = 1u << 31;          // no increase by bytes while the frames are charged
   d.time_reset_us = 1'000'000'000;  // nor by the timer
-  make(wire::kEcnEct0, kDefaultMaxUnackedPsns, 0, &d, ipv6);
+  make(wire::kEcnEct0, kDefaultMaxUnackedPsns, 0, &d, ipv6, vlan);
   QueuePair& qp = *qa->qp;
   ASSERT_EQ(qp.ipv6(), ipv6);
   RcCounters counters;
@@ -257,7 +269,7 @@ TEST_P(PacingClock, ChargesEachFrameWithItsTimeOnTheLine) {
   // What the requester and the responder charge for a 64 B WRITE ONLY of this QP.
   const uint32_t frame = frame_bytes(qp, wire::kRethLen, 64);
   for (uint32_t i = 0; i < kFrames; ++i) congestion_charge_st(qp, frame);
-  const uint32_t on_line = kFrameBytes + 24 + (ipv6 ? 20 : 0);
+  const uint32_t on_line = kFrameBytes + 24 + (ipv6 ? 20 : 0) + (vlan ? 4 : 0);
   const double line_ns = kFrames * on_line * 8.0 * 1000 / 3500;
   EXPECT_NEAR(static_cast<double>(qp.cc.next_tx_ns - start), line_ns, 10.0);
   EXPECT_EQ(qp.cc.rate_mbps, 3500u);
