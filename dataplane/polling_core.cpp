@@ -497,20 +497,16 @@ bool PollingCore::flush_tx_st() {
   for (unsigned s = 0; s < n_attached_; ++s) {
     AttachedPort& ap = ports_[s];
     if (ap.tx_count == 0) continue;
-    uint64_t bytes = 0;
-    for (uint16_t i = 0; i < ap.tx_count; ++i) bytes += rte_pktmbuf_pkt_len(ap.tx[i]);
-    const uint16_t sent = ap.port->tx_burst(ap.queue, ap.tx, ap.tx_count);
+    pmd::Port::TxTally tally;
+    const uint16_t taken = ap.port->tx_burst(ap.queue, ap.tx, ap.tx_count, &tally);
     // What the queue did not take stays, in order, for the next flush (a full TX ring is
     // back-pressure, not loss: the RC engine counted these frames as sent).
-    const uint16_t left = static_cast<uint16_t>(ap.tx_count - sent);
-    for (uint16_t i = 0; i < left; ++i) {
-      bytes -= rte_pktmbuf_pkt_len(ap.tx[sent + i]);
-      ap.tx[i] = ap.tx[sent + i];
-    }
-    stats_.tx_packets += sent;
-    stats_.tx_bytes += bytes;
+    const uint16_t left = static_cast<uint16_t>(ap.tx_count - taken);
+    for (uint16_t i = 0; i < left; ++i) ap.tx[i] = ap.tx[taken + i];
+    stats_.tx_packets += tally.sent;
+    stats_.tx_bytes += tally.bytes;
     ap.tx_count = left;
-    sent_any |= sent != 0 || left != 0;  // frames held: not idle (an idle core may sleep)
+    sent_any |= taken != 0 || left != 0;  // frames held: not idle (an idle core may sleep)
   }
   return sent_any;
 }

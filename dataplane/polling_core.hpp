@@ -52,7 +52,7 @@ struct CoreStats {
   uint16_t core_index = 0;
   unsigned lcore_id = 0;
   uint64_t rx_packets = 0, rx_bytes = 0;  // received from this core's own RX queues
-  uint64_t tx_packets = 0, tx_bytes = 0;  // accepted by this core's TX queues
+  uint64_t tx_packets = 0, tx_bytes = 0;  // taken by this core's TX queues (Port::TxTally)
   uint64_t handoff_out = 0;               // sent to another core or to control (RxDispatch)
   uint64_t handoff_in = 0;                // received from other cores
   uint64_t to_control = 0;                // frames classified for the control path

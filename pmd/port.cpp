@@ -518,15 +518,28 @@ uint16_t Port::rx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n) {
   return vlan_receive(pkts, got, cfg_.vlan, *vlan_counters_[queue]);
 }
 
-uint16_t Port::tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n) {
+uint16_t Port::tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n, TxTally* tally) {
   // Frames that could not take the tag were freed: they count as taken, ahead of the rest.
   const uint16_t freed =
       vlan_counters_.empty() ? 0 : vlan_send(pkts, n, vlan_tci_, *vlan_counters_[queue]);
   pkts += freed;
   n = static_cast<uint16_t>(n - freed);
-  if (guard_ == nullptr) return static_cast<uint16_t>(freed + device_tx_burst(queue, pkts, n));
-  const uint16_t sent = guard_->enter(queue) ? device_tx_burst(queue, pkts, n) : 0;
-  guard_->leave(queue);
+  // Counted before the device may free them, tagged; what it leaves is taken off after.
+  uint64_t bytes = 0;
+  if (tally != nullptr)
+    for (uint16_t i = 0; i < n; ++i) bytes += rte_pktmbuf_pkt_len(pkts[i]);
+  uint16_t sent = 0;
+  if (guard_ == nullptr) {
+    sent = device_tx_burst(queue, pkts, n);
+  } else {
+    sent = guard_->enter(queue) ? device_tx_burst(queue, pkts, n) : 0;
+    guard_->leave(queue);
+  }
+  if (tally != nullptr) {
+    for (uint16_t i = sent; i < n; ++i) bytes -= rte_pktmbuf_pkt_len(pkts[i]);
+    tally->sent = sent;
+    tally->bytes = bytes;
+  }
   return static_cast<uint16_t>(freed + sent);
 }
 

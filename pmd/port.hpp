@@ -118,7 +118,13 @@ class Port {
   // not sent stay the caller's (a frame that could not take the tag was freed and counts as sent).
   // With a TX fault stage the stage takes the frames it has room for (they count as sent) and hands
   // them to the device as their time comes.
-  uint16_t tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n);
+  // With `tally`: the frames of this call the device (or the fault stage) took and their bytes as
+  // sent, the tag included; the return value counts the freed frames as well.
+  struct TxTally {
+    uint16_t sent = 0;
+    uint64_t bytes = 0;
+  };
+  uint16_t tx_burst(uint16_t queue, rte_mbuf** pkts, uint16_t n, TxTally* tally = nullptr);
 
  private:
   Port() = default;

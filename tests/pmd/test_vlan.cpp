@@ -106,6 +106,47 @@ TEST(Vlan, APortWithAVlanTagsEveryFrameItSendsOnce) {
   EXPECT_EQ(pair.a->stats().tx_vlan_dropped, 0u);
 }
 
+// The tally of a tagging port counts the frames the device took, with their tag: not a frame it
+// freed (it could not take the tag), not one the full ring left with the caller; a frame left and
+// offered again counts its one tag once, when it goes.
+TEST(Vlan, TheTallyCountsWhatTheDeviceTookWithItsTag) {
+  PoolLeakCheck leaks;
+  RingPair pair;
+  ASSERT_NO_FATAL_FAILURE(open_started("vtally", port_cfg("a", 7), port_cfg("b", 0), &pair));
+  constexpr uint32_t kLen = 100;
+  constexpr uint16_t kBurst = 32;
+  rte_mbuf* pkts[kBurst];
+  for (auto*& m : pkts) ASSERT_NE(m = to_mbuf(make_frame(0, kLen)), nullptr);
+  rte_mbuf_refcnt_update(pkts[3], 1);  // held elsewhere: freed, not tagged
+  rte_mbuf* shared = pkts[3];
+  Port::TxTally tally;
+  ASSERT_EQ(pair.a->tx_burst(0, pkts, kBurst, &tally), kBurst);
+  EXPECT_EQ(tally.sent, kBurst - 1);
+  EXPECT_EQ(tally.bytes, (kBurst - 1) * uint64_t{kLen + 4});
+  rte_pktmbuf_free(shared);
+  // Fill the ring until it leaves frames with the caller.
+  uint64_t sent = tally.sent;
+  uint16_t left = 0;
+  while (left == 0) {
+    for (auto*& m : pkts) ASSERT_NE(m = to_mbuf(make_frame(1, kLen)), nullptr);
+    const uint16_t taken = pair.a->tx_burst(0, pkts, kBurst, &tally);
+    EXPECT_EQ(tally.sent, taken);
+    EXPECT_EQ(tally.bytes, taken * uint64_t{kLen + 4});
+    sent += taken;
+    left = static_cast<uint16_t>(kBurst - taken);
+    ASSERT_LT(sent, 4096u) << "the ring never filled";
+  }
+  EXPECT_EQ(receive_all(*pair.b).size(), sent);
+  // The frames left were tagged; offered again they go with that one tag.
+  const uint16_t offset = static_cast<uint16_t>(kBurst - left);
+  ASSERT_EQ(pair.a->tx_burst(0, pkts + offset, left, &tally), left);
+  EXPECT_EQ(tally.sent, left);
+  EXPECT_EQ(tally.bytes, left * uint64_t{kLen + 4});
+  const auto again = receive_all(*pair.b);
+  ASSERT_EQ(again.size(), left);
+  EXPECT_EQ(again[0].bytes, tagged(make_frame(1, kLen), vlan_tci(7, 0)));
+}
+
 TEST(Vlan, APortWithAVlanReceivesItsVlanUntaggedAndDropsEveryOtherFrame) {
   PoolLeakCheck leaks;
   RingPair pair;
