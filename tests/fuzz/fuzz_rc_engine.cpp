@@ -14,7 +14,7 @@
 //   0x04 the QPN as given (else the receiver's QP)
 //   0x08 a RETH or AtomicETH addressed into the receiver's region (VA modulo its size, its rkey)
 //   0x10 the wire runs one step after it (both engines poll and exchange what they sent)
-// Seeds: tests/fuzz/seeds/rc_engine/, written by tests/fuzz/rc_engine_seeds.py.
+// Seeds: tests/fuzz/seeds/rc_engine/, written by tests/fuzz/make_seeds.py.
 #include <cstring>
 #include <set>
 #include <vector>
@@ -48,7 +48,7 @@ struct World {
   World() {
     qa = &a.qp(64, 64, 256);
     qb = &b.qp(64, 64, 256);
-    ConnectOptions o;  // A's PSNs from 100, as rc_engine_seeds.py has them
+    ConnectOptions o;  // A's PSNs from 100, as make_seeds.py has them
     o.rnr_retry = 3;   // not infinite: fuzzed SENDs may take B's receives for good
     connect(a, *qa, b, *qb, o);
     a_src = &a.buffer(kRegion, kMrAll, 0x11);

@@ -1,8 +1,11 @@
 #!/usr/bin/python3
-"""Writes the seed conversations of fuzz_rc_engine (tests/fuzz/fuzz_rc_engine.cpp explains the
-record format) into tests/fuzz/seeds/rc_engine/: each opcode family the RC roles handle, as
-requests to B and as answers to A, with the PSN and QPN the receiver expects
-(A's answers keep the PSNs of its requests: fuzz_rc_engine.cpp's World posts them from PSN 100)."""
+"""Writes the seeds of the fuzz targets that take structured inputs, into tests/fuzz/seeds/:
+  rc_engine/      conversations for fuzz_rc_engine (its source explains the record format): each
+                  opcode family the RC roles handle, as requests to B and as answers to A, with the
+                  PSN and QPN the receiver expects (A's answers keep the PSNs of its requests:
+                  fuzz_rc_engine.cpp's World posts them from PSN 100)
+  cm_connection/  scripts for fuzz_cm_connection (operation bytes, its source lists them): the
+                  exchanges of an establishment, its failures and its endings"""
 import os
 import struct
 import sys
@@ -64,9 +67,37 @@ seeds = {
     + record(B, bth(0x0C, True) + reth(512, 256)) + record(TO_A | STEP, bth(0x11) + aeth(0x60)),
 }
 
-out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "seeds", "rc_engine")
-os.makedirs(out, exist_ok=True)
-for name, data in seeds.items():
-    with open(os.path.join(out, name), "wb") as f:
-        f.write(data)
-print(f"{len(seeds)} seeds in {out}")
+# fuzz_cm_connection's operations (byte % 19): 0 A connects, 1 deliver A->B, 2 deliver B->A,
+# 3 B accepts, 4 B rejects, 5 B sends an MRA, 6 A completes, 7 A disconnects, 8 B disconnects,
+# 9 A closes, 10 B closes, 11 next timer, 12 T: T ms pass, 13 D P X: the next message of
+# direction D with byte P xor X, 14 D: lost, 15 D: duplicated, 16 B sees traffic (comm
+# established), 17 S: A (S odd) or B is stale, 18 D + 256 bytes: a MAD of the peer's making.
+OPEN = [0, 1, 3, 2, 6, 1]  # REQ, REP, RTU: both established
+scripts = {
+    "establish_a_disconnects": OPEN + [7, 1, 2, 11, 11],
+    "establish_b_disconnects": OPEN + [8, 2, 1, 11, 11],
+    "crossing_dreqs": OPEN + [7, 8, 1, 2, 1, 2, 11],
+    "rejected": [0, 1, 4, 2],
+    "mra_then_accept": [0, 1, 5, 2, 11, 3, 2, 6, 1],
+    "lost_req_retried": [0, 14, 1, 11, 1, 3, 2, 6, 1],
+    "lost_rep_retried": [0, 1, 3, 14, 0, 11, 2, 6, 1],
+    "lost_rtu_traffic_seen": [0, 1, 3, 2, 6, 14, 1, 16],
+    "lost_dreq_timeout": OPEN + [7, 14, 1, 11, 11, 11, 11, 11],
+    "duplicate_req": [0, 15, 1, 1, 1, 2, 3, 2, 6, 1],
+    "close_before_accept": [0, 1, 10, 2],
+    "close_after_rep": [0, 1, 3, 2, 9, 1],
+    "close_established": OPEN + [9, 10, 1, 2, 11],
+    "stale_peer": OPEN + [17, 1, 1, 2],
+    "altered_rep": [0, 1, 3, 13, 0, 40, 0xFF, 6],
+    "silent_peer": [0, 11, 11, 11, 11, 11, 12, 200],
+    "peer_mad": [0, 18, 1] + list(bytes(256)),
+}
+
+root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "seeds")
+for folder, items in (("rc_engine", seeds), ("cm_connection", {k: bytes(v) for k, v in scripts.items()})):
+    out = os.path.join(root, folder)
+    os.makedirs(out, exist_ok=True)
+    for name, data in items.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+    print(f"{len(items)} seeds in {out}")
