@@ -12,6 +12,8 @@
 #include <functional>
 #include <vector>
 
+#include "tests/cm/cm_pair_params.hpp"
+
 namespace rocedp::control {
 namespace {
 
@@ -58,23 +60,7 @@ struct Pair {
   std::function<bool(const CmMad&, bool a_to_b)> drop = [](const CmMad&, bool) { return false; };
   std::vector<std::uint8_t> caller_pd = std::vector<std::uint8_t>(kMaxCallerData, 0xC1);
 
-  CmConnectParams connect_params() const {
-    CmConnectParams p;
-    p.local_comm_id = 0xA0000001;
-    p.local_ca_guid = ca_guid_from_mac({0x02, 0, 0, 0, 0, 1});
-    p.local_qpn = 0x11;
-    p.starting_psn = 0xAAAAAA;
-    p.src_ip = 0x0A000001;
-    p.dst_ip = 0x0A000002;
-    p.src_port = 50000;
-    p.dst_port = 445;
-    p.responder_resources = 4;
-    p.initiator_depth = 8;
-    p.cm_response_timeout = 20;
-    p.max_cm_retries = 15;
-    p.private_data = caller_pd;
-    return p;
-  }
+  CmConnectParams connect_params() const { return test::pair_connect_params(caller_pd); }
 
   // Delivers queued messages both ways until the pipe is quiet. B's owner
   // routes a REQ to a new passive connection when B is idle and listening,
@@ -87,7 +73,7 @@ struct Pair {
         if (drop(m, true)) continue;
         if (std::holds_alternative<CmReq>(m.body) && b.state() == CmState::kIdle) {
           if (listening) {
-            EXPECT_EQ(b.on_request(m, 0xB0000002, ca_guid_from_mac({0x02, 0, 0, 0, 0, 2}), now),
+            EXPECT_EQ(b.on_request(m, test::kPassiveCommId, test::passive_ca_guid(), now),
                       STATUS_SUCCESS);
           } else {
             sb.cm_send(CmConnection::rej_for(m, CmRejReason::kInvalidServiceId));
@@ -130,15 +116,7 @@ struct Pair {
   }
 
   std::vector<std::uint8_t> callee_pd = std::vector<std::uint8_t>(kMaxCalleeData, 0xB2);
-  CmAcceptParams accept_params() const {
-    CmAcceptParams p;
-    p.local_qpn = 0x22;
-    p.starting_psn = 0xBBBBBB;
-    p.responder_resources = 2;
-    p.initiator_depth = 3;
-    p.private_data = callee_pd;
-    return p;
-  }
+  CmAcceptParams accept_params() const { return test::pair_accept_params(callee_pd); }
 };
 
 bool is(const CmMad& m, std::uint16_t attr) {

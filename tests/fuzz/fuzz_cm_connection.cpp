@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "control/cm_connection.hpp"
+#include "tests/cm/cm_pair_params.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 
 namespace {
@@ -69,32 +70,16 @@ struct World {
   std::vector<std::uint8_t> pd = std::vector<std::uint8_t>(kMaxCallerData, 0xC1);
 
   CmConnectParams connect_params() const {
-    CmConnectParams p;
-    p.local_comm_id = 0xA0000001;
-    p.local_ca_guid = ca_guid_from_mac({0x02, 0, 0, 0, 0, 1});
-    p.local_qpn = 0x11;
-    p.starting_psn = 0xAAAAAA;
-    p.src_ip = 0x0A000001;
-    p.dst_ip = 0x0A000002;
-    p.src_port = 50000;
-    p.dst_port = 445;
+    CmConnectParams p = test::pair_connect_params(pd);
     p.cm_response_timeout = 14;  // 67 ms a try
     p.max_cm_retries = 3;
-    p.private_data = pd;
-    return p;
-  }
-  CmAcceptParams accept_params() const {
-    CmAcceptParams p;
-    p.local_qpn = 0x22;
-    p.starting_psn = 0xBBBBBB;
-    p.private_data = pd;
     return p;
   }
 
   // What B's owner does: a REQ while B is idle starts the passive side; the rest is B's.
   void to_b(const CmMad& m) {
     if (b.state() == CmState::kIdle && std::holds_alternative<CmReq>(m.body)) {
-      (void)b.on_request(m, 0xB0000002, ca_guid_from_mac({0x02, 0, 0, 0, 0, 2}), now);
+      (void)b.on_request(m, test::kPassiveCommId, test::passive_ca_guid(), now);
       return;
     }
     b.on_message(m, now);
@@ -144,7 +129,7 @@ struct World {
         if (pop(false, m)) deliver(false, m);
         break;
       case 3:
-        (void)b.accept(accept_params(), now);
+        (void)b.accept(test::pair_accept_params(pd), now);
         break;
       case 4:
         (void)b.reject(pd, now);
