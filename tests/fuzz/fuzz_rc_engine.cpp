@@ -14,12 +14,15 @@
 //   0x04 the QPN as given (else the receiver's QP)
 //   0x08 a RETH or AtomicETH addressed into the receiver's region (VA modulo its size, its rkey)
 //   0x10 the wire runs one step after it (both engines poll and exchange what they sent)
+//   0x40 in the first record only: the QPs speak RoCEv2 over IPv6 (the frames then have an IPv6
+//        header, whose payload length and the ICRC are made valid as well)
 // Seeds: tests/fuzz/seeds/rc_engine/, written by tests/fuzz/make_seeds.py.
 #include <cstring>
 #include <set>
 #include <vector>
 
 #include "dataplane/wire/icrc.hpp"
+#include "dataplane/wire/ipv6.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 #include "tests/transport/rc_harness.hpp"
 
@@ -29,7 +32,6 @@ using namespace rocedp;
 using namespace rocedp::rc;
 using namespace rocedp::rc::test;
 
-constexpr size_t kL2L3L4 = wire::kEthHdrLen + wire::kIpv4MinHdrLen + wire::kUdpHdrLen;
 constexpr uint32_t kRegion = 4096;
 constexpr int kRequests = 9;
 
@@ -43,13 +45,20 @@ struct World {
   Buffer* a_dst = nullptr;
   Buffer* b_region = nullptr;
   Buffer* b_recv = nullptr;
-  Frame to_a, to_b;  // Ethernet/IPv4/UDP of a frame each way, from the engines' own
+  Frame to_a, to_b;  // Ethernet/IP/UDP of a frame each way, from the engines' own
+  bool ipv6;
+  size_t ip_hdr;  // the IP header's length
+  size_t hdrs;    // up to the BTH
 
-  World() {
+  explicit World(bool v6)
+      : ipv6(v6),
+        ip_hdr(v6 ? wire::kIpv6HdrLen : wire::kIpv4MinHdrLen),
+        hdrs(wire::kEthHdrLen + ip_hdr + wire::kUdpHdrLen) {
     qa = &a.qp(64, 64, 256);
     qb = &b.qp(64, 64, 256);
     ConnectOptions o;  // A's PSNs from 100, as make_seeds.py has them
     o.rnr_retry = 3;   // not infinite: fuzzed SENDs may take B's receives for good
+    o.ipv6 = ipv6;
     connect(a, *qa, b, *qb, o);
     a_src = &a.buffer(kRegion, kMrAll, 0x11);
     a_dst = &a.buffer(kRegion, kMrAll, 0x22);
@@ -70,12 +79,16 @@ struct World {
     (void)qa->sq->post(send_wqe(SendOpcode::kSend, tag(t++), {a_src->sge(0, 1500)}));
     a.eng->poll_st(w.now);
     FUZZ_CHECK(!a.tx.empty());
-    to_b.assign(a.tx.front().begin(), a.tx.front().begin() + kL2L3L4);
+    to_b.assign(a.tx.front().begin(), a.tx.front().begin() + static_cast<long>(hdrs));
     to_a = to_b;
     std::memcpy(to_a.data(), to_b.data() + 6, 6);  // the MACs swapped
     std::memcpy(to_a.data() + 6, to_b.data(), 6);
-    std::memcpy(to_a.data() + 26, to_b.data() + 30, 4);  // the IPv4 addresses swapped
-    std::memcpy(to_a.data() + 30, to_b.data() + 26, 4);
+    // The addresses swapped.
+    const size_t src = wire::kEthHdrLen + (ipv6 ? wire::ipv6_off::kSrc : wire::ipv4_off::kSrc);
+    const size_t dst = wire::kEthHdrLen + (ipv6 ? wire::ipv6_off::kDst : wire::ipv4_off::kDst);
+    const size_t n = ipv6 ? 16 : 4;
+    std::memcpy(to_a.data() + src, to_b.data() + dst, n);
+    std::memcpy(to_a.data() + dst, to_b.data() + src, n);
     a.tx.clear();
   }
 
@@ -85,7 +98,7 @@ struct World {
     Frame f = for_a ? to_a : to_b;
     f.insert(f.end(), t, t + len);
     f.resize(f.size() + wire::kIcrcLen);
-    uint8_t* bth = f.data() + kL2L3L4;
+    uint8_t* bth = f.data() + hdrs;
     QueuePair& rx = *(for_a ? qa : qb)->qp;
     if (len >= wire::kBthLen) {
       if ((ctl & 0x04) == 0) {
@@ -110,14 +123,19 @@ struct World {
     }
     uint8_t* ip = f.data() + wire::kEthHdrLen;
     const size_t ip_len = f.size() - wire::kEthHdrLen;
+    const auto udp_len = static_cast<uint16_t>(ip_len - ip_hdr);
+    wire::store_be16(ip + ip_hdr + wire::udp_off::kLen, udp_len);
+    uint8_t* icrc = f.data() + f.size() - wire::kIcrcLen;
+    if (ipv6) {
+      wire::store_be16(ip + wire::ipv6_off::kPayloadLen, udp_len);
+      wire::store_le32(icrc, wire::icrc_plain_ipv6(ip, ip_len - wire::kIcrcLen));
+      return f;
+    }
     wire::store_be16(ip + wire::ipv4_off::kTotalLen, static_cast<uint16_t>(ip_len));
-    wire::store_be16(ip + wire::kIpv4MinHdrLen + wire::udp_off::kLen,
-                     static_cast<uint16_t>(ip_len - wire::kIpv4MinHdrLen));
     wire::store_be16(ip + wire::ipv4_off::kChecksum, 0);
     wire::store_be16(ip + wire::ipv4_off::kChecksum,
                      wire::ipv4_header_checksum(ip, wire::kIpv4MinHdrLen));
-    wire::store_le32(f.data() + f.size() - wire::kIcrcLen,
-                     wire::icrc_plain_ipv4(ip, ip_len - wire::kIcrcLen));
+    wire::store_le32(icrc, wire::icrc_plain_ipv4(ip, ip_len - wire::kIcrcLen));
     return f;
   }
 };
@@ -135,7 +153,7 @@ void collect(Qp& q, std::set<uintptr_t>& done, int& failed) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  World world;
+  World world(size > 0 && (data[0] & 0x40) != 0);
   std::set<uintptr_t> done;
   int failed = 0;
   size_t at = 0;

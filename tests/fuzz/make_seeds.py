@@ -10,7 +10,7 @@ import os
 import struct
 import sys
 
-TO_A, KEEP_PSN, KEEP_QPN, AIM, STEP = 0x01, 0x02, 0x04, 0x08, 0x10
+TO_A, KEEP_PSN, KEEP_QPN, AIM, STEP, IPV6 = 0x01, 0x02, 0x04, 0x08, 0x10, 0x40
 
 
 def bth(opcode, ack_req=False, psn=0):
@@ -66,6 +66,11 @@ seeds = {
     "mixed": record(B, bth(0x04, True) + PAY) + record(A, bth(0x11) + aeth(0x1F))
     + record(B, bth(0x0C, True) + reth(512, 256)) + record(TO_A | STEP, bth(0x11) + aeth(0x60)),
 }
+
+# The same conversations between QPs that speak RoCEv2 over IPv6 (the first record's IPV6 bit).
+for name in ("write_only", "send_only", "read_request", "fetch_add", "ack", "read_response_only",
+             "write_region_end", "mixed"):
+    seeds[name + "_ipv6"] = bytes([seeds[name][0] | IPV6]) + seeds[name][1:]
 
 # fuzz_cm_connection's operations (byte % 19): 0 A connects, 1 deliver A->B, 2 deliver B->A,
 # 3 B accepts, 4 B rejects, 5 B sends an MRA, 6 A completes, 7 A disconnects, 8 B disconnects,
