@@ -14,6 +14,7 @@
 //   0x04 the QPN as given (else the receiver's QP)
 //   0x08 a RETH or AtomicETH addressed into the receiver's region (VA modulo its size, its rkey)
 //   0x10 the wire runs one step after it (both engines poll and exchange what they sent)
+//   0x20 in the first record only: B's QP takes its receives from a shared receive queue
 //   0x40 in the first record only: the QPs speak RoCEv2 over IPv6 (the frames then have an IPv6
 //        header, whose payload length and the ICRC are made valid as well)
 // Seeds: tests/fuzz/seeds/rc_engine/, written by tests/fuzz/make_seeds.py.
@@ -49,13 +50,15 @@ struct World {
   bool ipv6;
   size_t ip_hdr;  // the IP header's length
   size_t hdrs;    // up to the BTH
+  Qp b_srq_qp;    // B's QP when it receives from srq
+  std::unique_ptr<SharedReceiveQueue> srq;
 
-  explicit World(bool v6)
+  World(bool v6, bool shared)
       : ipv6(v6),
         ip_hdr(v6 ? wire::kIpv6HdrLen : wire::kIpv4MinHdrLen),
         hdrs(wire::kEthHdrLen + ip_hdr + wire::kUdpHdrLen) {
     qa = &a.qp(64, 64, 256);
-    qb = &b.qp(64, 64, 256);
+    qb = shared ? srq_qp() : &b.qp(64, 64, 256);
     ConnectOptions o;  // A's PSNs from 100, as make_seeds.py has them
     o.rnr_retry = 3;   // not infinite: fuzzed SENDs may take B's receives for good
     o.ipv6 = ipv6;
@@ -64,8 +67,10 @@ struct World {
     a_dst = &a.buffer(kRegion, kMrAll, 0x22);
     b_region = &b.buffer(kRegion, kMrAll, 0x33);
     b_recv = &b.buffer(8 * 2048, kMrAll, 0x44);
-    for (uint32_t i = 0; i < 8; ++i)
-      (void)qb->rq->post(recv_wqe(tag(100 + i), {b_recv->sge(i * 2048, 2048)}));
+    for (uint32_t i = 0; i < 8; ++i) {
+      const RecvWqe r = recv_wqe(tag(100 + i), {b_recv->sge(i * 2048, 2048)});
+      (void)(srq ? srq->post(r) : qb->rq->post(r));
+    }
     // A's requests: on the wire once A polls, then lost (never delivered) so they wait for
     // answers, which the fuzzed frames and A's retries provide.
     uintptr_t t = 1;
@@ -90,6 +95,24 @@ struct World {
     std::memcpy(to_a.data() + src, to_b.data() + dst, n);
     std::memcpy(to_a.data() + dst, to_b.data() + src, n);
     a.tx.clear();
+  }
+
+  // B's QP with a shared receive queue (Host::qp gives each QP its own).
+  Qp* srq_qp() {
+    NTSTATUS st;
+    srq = SharedReceiveQueue::create(64, 4, nullptr, nullptr, &st);
+    b_srq_qp.sq = SendQueue::create(64, 4, 64, &st);
+    b_srq_qp.scq = CompletionQueue::create(CqConfig{256, 1u << 20}, &st);
+    b_srq_qp.rcq = CompletionQueue::create(CqConfig{256, 1u << 20}, &st);
+    QpCreateParams p;
+    p.pd = 1;
+    p.sq = b_srq_qp.sq.get();
+    p.srq = srq.get();
+    p.send_cq = b_srq_qp.scq.get();
+    p.recv_cq = b_srq_qp.rcq.get();
+    b_srq_qp.qp = b.eng->create_qp(p, &st);
+    FUZZ_CHECK(st == STATUS_SUCCESS);
+    return &b_srq_qp;
   }
 
   // The record's frame for its receiver, headers and checks made valid.
@@ -153,7 +176,7 @@ void collect(Qp& q, std::set<uintptr_t>& done, int& failed) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  World world(size > 0 && (data[0] & 0x40) != 0);
+  World world(size > 0 && (data[0] & 0x40) != 0, size > 0 && (data[0] & 0x20) != 0);
   std::set<uintptr_t> done;
   int failed = 0;
   size_t at = 0;

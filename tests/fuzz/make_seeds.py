@@ -10,7 +10,7 @@ import os
 import struct
 import sys
 
-TO_A, KEEP_PSN, KEEP_QPN, AIM, STEP, IPV6 = 0x01, 0x02, 0x04, 0x08, 0x10, 0x40
+TO_A, KEEP_PSN, KEEP_QPN, AIM, STEP, SRQ, IPV6 = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40
 
 
 def bth(opcode, ack_req=False, psn=0):
@@ -71,6 +71,9 @@ seeds = {
 for name in ("write_only", "send_only", "read_request", "fetch_add", "ack", "read_response_only",
              "write_region_end", "mixed"):
     seeds[name + "_ipv6"] = bytes([seeds[name][0] | IPV6]) + seeds[name][1:]
+# B receiving from a shared receive queue (the first record's SRQ bit).
+for name in ("send_only", "send_only_imm", "send_first_last", "send_invalidate", "mixed"):
+    seeds[name + "_srq"] = bytes([seeds[name][0] | SRQ]) + seeds[name][1:]
 
 # fuzz_cm_connection's operations (byte % 19): 0 A connects, 1 deliver A->B, 2 deliver B->A,
 # 3 B accepts, 4 B rejects, 5 B sends an MRA, 6 A completes, 7 A disconnects, 8 B disconnects,
