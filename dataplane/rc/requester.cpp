@@ -387,16 +387,20 @@ namespace {
   return sent;
 }
 
-// The bytes the packet at the requester's cursor puts on the wire (about: a RETH's worth of
-// extension headers whatever the opcode).
+// The frame the packet at the requester's cursor puts on the wire (frame_bytes(): its opcode's
+// extension headers, its payload and pad); 0 for a local operation, which sends none.
 uint32_t next_packet_bytes(QueuePair& qp) {
-  const uint32_t headers = header_template_len(qp) + wire::kRethLen + wire::kIcrcLen;
   const SendWqe& w = qp.sq_at(qp.req.cur.wqe);
-  if (is_rd_atomic(w.opcode) || is_local(w.opcode)) return headers;
+  if (is_local(w.opcode)) return 0;
+  if (w.opcode == SendOpcode::kRead) return frame_bytes(qp, wire::kRethLen, 0);
+  if (is_rd_atomic(w.opcode)) return frame_bytes(qp, wire::kAtomicEthLen, 0);
   const uint64_t len = (w.flags & NDK_OP_FLAG_INLINE) != 0 ? w.inline_length : sge_bytes(w);
   const uint64_t offset = qp.meta_at(qp.req.cur.wqe).started ? qp.req.cur.offset : 0;
   const uint64_t left = len > offset ? len - offset : 0;
-  return headers + static_cast<uint32_t>(left < qp.path_mtu() ? left : qp.path_mtu());
+  const uint32_t mtu = qp.path_mtu();
+  const uint8_t op = send_opcode(w, offset == 0, left <= mtu);
+  return frame_bytes(qp, wire::kOpcodeTable[op].length - wire::kBthLen,
+                     static_cast<uint32_t>(left < mtu ? left : mtu));
 }
 
 // A QP whose rate a CNP cut (congestion.hpp): one packet at a time while its pacing clock allows,
@@ -411,7 +415,7 @@ uint32_t next_packet_bytes(QueuePair& qp) {
     const uint32_t bytes = next_packet_bytes(qp);
     const uint32_t n = requester_send_st(qp, ctx, now_ns, 1, avail);
     if (n == 0) break;
-    if (qp.cc_flags.paced) congestion_charge_st(qp, bytes);
+    if (qp.cc_flags.paced && bytes != 0) congestion_charge_st(qp, bytes);
     sent += n;
   }
   return sent;

@@ -276,6 +276,45 @@ TEST_P(PacingClock, ChargesEachFrameWithItsTimeOnTheLine) {
   EXPECT_FALSE(congestion_may_send_st(qp, t + 1'000)) << "the clock is ahead: the QP waits";
 }
 
+// A paced requester charges each frame it sends as it is on the wire: a RETH only on a WRITE's
+// first packet, an AtomicETH (28 bytes) on an atomic. 40 WRITEs of two packets and 10
+// fetch-and-adds at Rc = 3,500 Mbit/s, the wire stepping 1 µs at a time: each frame takes longer
+// than a step on the line, so the QP always waits for its clock and the clock advances by exactly
+// the frames' time (no pause to forgive).
+TEST_F(Congestion, APacedRequesterChargesEachFrameAsSent) {
+  config::DcqcnConfig d;
+  d.first_cnp_rate_mbps = 7000;
+  d.byte_reset = 1u << 31;
+  d.time_reset_us = 1'000'000'000;
+  make(wire::kEcnEct0, kDefaultMaxUnackedPsns, 0, &d);
+  QueuePair& qp = *qa->qp;
+  RcCounters counters;
+  RcContext ctx;
+  ctx.counters = &counters;
+  ASSERT_TRUE(congestion_on_cnp_st(qp, ctx, w.now));
+  ASSERT_EQ(qp.cc.rate_mbps, 3500u);
+  ASSERT_TRUE(congestion_may_send_st(qp, w.now));
+  const uint64_t start = qp.cc.next_tx_ns;
+  constexpr uint32_t kWrites = 40, kAtomics = 10;
+  for (uint32_t i = 0; i < kWrites; ++i)
+    ASSERT_EQ(qa->sq->post(write_wqe(tag(i), *src, *dst, i * 2 * kMsg, 2 * kMsg)), STATUS_SUCCESS);
+  for (uint32_t i = 0; i < kAtomics; ++i)
+    ASSERT_EQ(qa->sq->post(fetch_add_wqe(tag(kWrites + i), *src, *dst, 1)), STATUS_SUCCESS);
+  for (int i = 0; i < 20'000 && done.size() < kWrites + kAtomics; ++i) {
+    w.step();
+    collect();
+  }
+  ASSERT_EQ(done.size(), kWrites + kAtomics);
+  for (const NdkResultEx& r : done) ASSERT_EQ(r.status, STATUS_SUCCESS);
+  ASSERT_TRUE(qp.cc_flags.paced);
+  ASSERT_EQ(qp.cc.rate_mbps, 3500u);
+  // IPv4: 42 bytes of Ethernet, IPv4 and UDP, the BTH, the ICRC; 24 more on the line.
+  constexpr uint64_t kFirst = 42 + 12 + 16 + kMsg + 4 + 24, kLast = 42 + 12 + kMsg + 4 + 24,
+                     kAtomic = 42 + 12 + 28 + 4 + 24;
+  const uint64_t bytes = kWrites * (kFirst + kLast) + kAtomics * kAtomic;
+  EXPECT_NEAR(static_cast<double>(qp.cc.next_tx_ns - start), bytes * 8.0 * 1000 / 3500, 2.0);
+}
+
 // The port's DCQCN parameters (ports[].dcqcn) replace the defaults on both roles: the CNP interval
 // at the notification point; the first-CNP rate, the rate-reduce period, T and the rate floor at
 // the reaction point. Each expectation below differs from what the defaults give.
