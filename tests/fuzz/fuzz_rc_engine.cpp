@@ -48,17 +48,21 @@ struct World {
   Buffer* b_recv = nullptr;
   Frame to_a, to_b;  // Ethernet/IP/UDP of a frame each way, from the engines' own
   bool ipv6;
-  size_t ip_hdr;  // the IP header's length
-  size_t hdrs;    // up to the BTH
-  Qp b_srq_qp;    // B's QP when it receives from srq
-  std::unique_ptr<SharedReceiveQueue> srq;
+  size_t ip_hdr;                            // the IP header's length
+  size_t hdrs;                              // up to the BTH
+  std::unique_ptr<SharedReceiveQueue> srq;  // B's receives, when its QP has a shared queue
 
   World(bool v6, bool shared)
       : ipv6(v6),
         ip_hdr(v6 ? wire::kIpv6HdrLen : wire::kIpv4MinHdrLen),
         hdrs(wire::kEthHdrLen + ip_hdr + wire::kUdpHdrLen) {
     qa = &a.qp(64, 64, 256);
-    qb = shared ? srq_qp() : &b.qp(64, 64, 256);
+    if (shared) {
+      NTSTATUS st;
+      srq = SharedReceiveQueue::create(64, 4, nullptr, nullptr, &st);
+      FUZZ_CHECK(st == STATUS_SUCCESS);
+    }
+    qb = &b.qp(64, 64, 256, kDefaultMaxUnackedPsns, srq.get());
     ConnectOptions o;  // A's PSNs from 100, as make_seeds.py has them
     o.rnr_retry = 3;   // not infinite: fuzzed SENDs may take B's receives for good
     o.ipv6 = ipv6;
@@ -95,24 +99,6 @@ struct World {
     std::memcpy(to_a.data() + src, to_b.data() + dst, n);
     std::memcpy(to_a.data() + dst, to_b.data() + src, n);
     a.tx.clear();
-  }
-
-  // B's QP with a shared receive queue (Host::qp gives each QP its own).
-  Qp* srq_qp() {
-    NTSTATUS st;
-    srq = SharedReceiveQueue::create(64, 4, nullptr, nullptr, &st);
-    b_srq_qp.sq = SendQueue::create(64, 4, 64, &st);
-    b_srq_qp.scq = CompletionQueue::create(CqConfig{256, 1u << 20}, &st);
-    b_srq_qp.rcq = CompletionQueue::create(CqConfig{256, 1u << 20}, &st);
-    QpCreateParams p;
-    p.pd = 1;
-    p.sq = b_srq_qp.sq.get();
-    p.srq = srq.get();
-    p.send_cq = b_srq_qp.scq.get();
-    p.recv_cq = b_srq_qp.rcq.get();
-    b_srq_qp.qp = b.eng->create_qp(p, &st);
-    FUZZ_CHECK(st == STATUS_SUCCESS);
-    return &b_srq_qp;
   }
 
   // The record's frame for its receiver, headers and checks made valid.

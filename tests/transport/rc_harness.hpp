@@ -106,12 +106,13 @@ struct Host {
     return *buffers.back();
   }
 
+  // A QP with its own queues and CQs; with `srq`, its receives come from that shared queue.
   Qp& qp(uint32_t sq_depth = 256, uint32_t rq_depth = 256, uint32_t cq_depth = 4096,
-         uint32_t max_unacked_psns = kDefaultMaxUnackedPsns) {
+         uint32_t max_unacked_psns = kDefaultMaxUnackedPsns, SharedReceiveQueue* srq = nullptr) {
     auto q = std::make_unique<Qp>();
     NTSTATUS st;
     q->sq = SendQueue::create(sq_depth, 4, 64, &st);
-    q->rq = ReceiveQueue::create(rq_depth, 4, &st);
+    if (srq == nullptr) q->rq = ReceiveQueue::create(rq_depth, 4, &st);
     const CqConfig cq{cq_depth, 1u << 20, cq_notify, cq_notify_context};
     q->scq = CompletionQueue::create(cq, &st);
     q->rcq = CompletionQueue::create(cq, &st);
@@ -120,6 +121,7 @@ struct Host {
     p.qp_context = q.get();
     p.sq = q->sq.get();
     p.rq = q->rq.get();
+    p.srq = srq;
     p.send_cq = q->scq.get();
     p.recv_cq = q->rcq.get();
     p.max_unacked_psns = max_unacked_psns;

@@ -440,20 +440,10 @@ TEST(RcEngineSrq, ReceivesComeFromTheSharedQueueAndRnrWhenEmpty) {
   Wire w{a, b};
   Qp& qa = a.qp();
   // B's QP takes its receives from an SRQ.
-  Qp qb;
   NTSTATUS st;
-  qb.sq = SendQueue::create(16, 4, 64, &st);
   auto srq = SharedReceiveQueue::create(16, 4, nullptr, nullptr, &st);
-  qb.scq = CompletionQueue::create(CqConfig{64, 1024}, &st);
-  qb.rcq = CompletionQueue::create(CqConfig{64, 1024}, &st);
-  QpCreateParams p;
-  p.pd = 1;
-  p.sq = qb.sq.get();
-  p.srq = srq.get();
-  p.send_cq = qb.scq.get();
-  p.recv_cq = qb.rcq.get();
-  qb.qp = b.eng->create_qp(p, &st);
   ASSERT_EQ(st, STATUS_SUCCESS);
+  Qp& qb = b.qp(16, 16, 64, kDefaultMaxUnackedPsns, srq.get());
   connect(a, qa, b, qb);
   Buffer& src = a.buffer(100);
   Buffer& dst = b.buffer(200);
