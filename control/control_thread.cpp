@@ -121,10 +121,6 @@ bool ControlThread::start(std::string* error) {
     return false;
   }
   if (!wake_.open(error)) return false;
-  {
-    std::lock_guard<std::mutex> lock(inbox_mutex_);
-    inbox_closed_ = false;
-  }
   running_.store(true, std::memory_order_release);
   next_stats_ = std::chrono::steady_clock::now();
   wire_wake(&wake_);

@@ -22,10 +22,10 @@
 #include <set>
 #include <vector>
 
-#include "dataplane/wire/icrc.hpp"
 #include "dataplane/wire/ipv6.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 #include "tests/transport/rc_harness.hpp"
+#include "tests/wire/wire_test_util.hpp"
 
 namespace {
 
@@ -130,21 +130,16 @@ struct World {
         }
       }
     }
+    // The lengths for the new size, then the checksum and the ICRC.
     uint8_t* ip = f.data() + wire::kEthHdrLen;
     const size_t ip_len = f.size() - wire::kEthHdrLen;
     const auto udp_len = static_cast<uint16_t>(ip_len - ip_hdr);
     wire::store_be16(ip + ip_hdr + wire::udp_off::kLen, udp_len);
-    uint8_t* icrc = f.data() + f.size() - wire::kIcrcLen;
-    if (ipv6) {
+    if (ipv6)
       wire::store_be16(ip + wire::ipv6_off::kPayloadLen, udp_len);
-      wire::store_le32(icrc, wire::icrc_plain_ipv6(ip, ip_len - wire::kIcrcLen));
-      return f;
-    }
-    wire::store_be16(ip + wire::ipv4_off::kTotalLen, static_cast<uint16_t>(ip_len));
-    wire::store_be16(ip + wire::ipv4_off::kChecksum, 0);
-    wire::store_be16(ip + wire::ipv4_off::kChecksum,
-                     wire::ipv4_header_checksum(ip, wire::kIpv4MinHdrLen));
-    wire::store_le32(icrc, wire::icrc_plain_ipv4(ip, ip_len - wire::kIcrcLen));
+    else
+      wire::store_be16(ip + wire::ipv4_off::kTotalLen, static_cast<uint16_t>(ip_len));
+    wire::test::reseal(f);
     return f;
   }
 };

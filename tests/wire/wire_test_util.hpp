@@ -11,6 +11,7 @@
 
 #include "dataplane/wire/builder.hpp"
 #include "dataplane/wire/icrc.hpp"
+#include "dataplane/wire/ipv6.hpp"
 #include "dataplane/wire/packet.hpp"
 
 namespace rocedp::wire::test {
@@ -88,14 +89,18 @@ struct ExactBuffer {
   std::unique_ptr<std::uint8_t[]> data;
 };
 
-// Recomputes the IPv4 header checksum and the ICRC of an untagged frame
-// whose IP total length is still right for the frame.
+// Recomputes the IPv4 header checksum and the ICRC of an untagged frame whose IP length (IPv4
+// total length, IPv6 payload length) is still right for the frame.
 inline void reseal(std::vector<std::uint8_t>& fr) {
   std::uint8_t* ip = fr.data() + kEthHdrLen;
-  const std::size_t ihl = std::size_t{ip[0] & 0x0Fu} * 4;
-  Ipv4View<std::uint8_t>(ip).set_checksum(ipv4_header_checksum(ip, ihl));
-  const std::size_t l3_end = kEthHdrLen + load_be16(ip + 2);
-  if (l3_end > fr.size() || l3_end < kEthHdrLen + ihl + kUdpHdrLen + kBthLen + kIcrcLen) return;
+  std::size_t ip_hdr = kIpv6HdrLen;
+  std::size_t l3_end = kEthHdrLen + kIpv6HdrLen + load_be16(ip + ipv6_off::kPayloadLen);
+  if (load_be16(fr.data() + eth_off::kType) != kEtherTypeIpv6) {
+    ip_hdr = std::size_t{ip[0] & 0x0Fu} * 4;
+    Ipv4View<std::uint8_t>(ip).set_checksum(ipv4_header_checksum(ip, ip_hdr));
+    l3_end = kEthHdrLen + load_be16(ip + ipv4_off::kTotalLen);
+  }
+  if (l3_end > fr.size() || l3_end < kEthHdrLen + ip_hdr + kUdpHdrLen + kBthLen + kIcrcLen) return;
   const Bytes l3(fr.data() + kEthHdrLen, l3_end - kEthHdrLen - kIcrcLen);
   store_le32(fr.data() + l3_end - kIcrcLen, icrc_compute(l3));
 }
