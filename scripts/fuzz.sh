@@ -10,7 +10,8 @@ secs=${1:-60}
 command -v clang++ >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang >/dev/null; }
 dir=$root/build-fuzz
 CC=clang CXX=clang++ cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROCEDP_FUZZ=ON >/dev/null
-cmake --build "$dir" -j "$(nproc)" --target fuzz_wire_parser fuzz_cm_messages fuzz_config fuzz_rc_engine fuzz_cm_connection
+cmake --build "$dir" -j "$(nproc)" --target fuzz_wire_parser fuzz_cm_messages fuzz_config fuzz_rc_engine fuzz_cm_connection \
+  fuzz_cm_agent
 shared=$root/../shared
 seed_frames() {  # frames of the captures (optionally a slice of each) as seed files
   python3 - "$1" "$2" "${@:3}" <<'PY'
@@ -46,3 +47,4 @@ run fuzz_cm_messages "$seeds/mads"
 run fuzz_config "$root/config/examples"
 run fuzz_rc_engine "$root/tests/fuzz/seeds/rc_engine"
 run fuzz_cm_connection "$root/tests/fuzz/seeds/cm_connection"
+run fuzz_cm_agent "$root/tests/fuzz/seeds/cm_agent"

@@ -5,7 +5,9 @@
                   PSN and QPN the receiver expects (A's answers keep the PSNs of its requests:
                   fuzz_rc_engine.cpp's World posts them from PSN 100)
   cm_connection/  scripts for fuzz_cm_connection (operation bytes, its source lists them): the
-                  exchanges of an establishment, its failures and its endings"""
+                  exchanges of an establishment, its failures and its endings
+  cm_agent/       scripts for fuzz_cm_agent (operation and argument bytes, listed below): the same
+                  with the whole connection manager, and MADs a side receives again or altered"""
 import os
 import struct
 import sys
@@ -101,8 +103,45 @@ scripts = {
     "peer_mad": [0, 18, 1] + list(bytes(256)),
 }
 
+# fuzz_cm_agent's operations (an operation byte % 13 and an argument byte): 0 A connects, 1 N: B
+# accepts its Nth connector, 2 N: B rejects it, 3 N: A completes its Nth, 4 S: a side (S odd: B,
+# its S >> 1 th) disconnects, 5 S: the same, abortively, 6 S: closes it, 7 _ K H [at value]...:
+# B receives again A's most recent CM message of kind K (REQ ... DREP below), H & 3 of its MAD's
+# bytes changed (H & 0x80: from another source address), 8: the same from B to A, 9 T: T x 50 ms pass, 10 R: R + 1 polling
+# rounds, 11: B's listener closes or listens again, 12 S: a side's CM stops or resumes reading.
+PUMP = [10, 8]
+MAD_COMM_ID = 24 + 3  # the low byte of the body's first field: the sender's comm ID
+MAD_REMOTE_COMM_ID = 28 + 3
+MAD_ATTR = 17  # the low byte of the attribute ID (0x10 REQ ... 0x16 DREP)
+REQ, MRA, REJ, REP, RTU, DREQ, DREP = range(7)  # K: 0x10 + K
+CONNECTED = [0, 0] + PUMP + [1, 0] + PUMP + [3, 0] + PUMP  # REQ, REP, RTU
+agent_scripts = {
+    "established_a_disconnects": CONNECTED + [4, 0] + PUMP,
+    "established_b_disconnects": CONNECTED + [4, 1] + PUMP,
+    "abortive": CONNECTED + [5, 1] + PUMP + [9, 30],
+    "both_close": CONNECTED + [6, 0, 6, 1] + PUMP,
+    "rejected": [0, 0] + PUMP + [2, 0] + PUMP,
+    "two_connections": [0, 0, 0, 0] + PUMP + [1, 0, 1, 1] + PUMP + [3, 0, 3, 1] + PUMP + [4, 2] + PUMP,
+    "request_unanswered": [0, 0] + PUMP + [9, 50, 9, 50, 9, 50],
+    "listener_closes_on_request": [0, 0] + PUMP + [11, 0] + PUMP + [11, 0, 0, 0] + PUMP,
+    "b_deaf": [12, 1, 0, 0] + PUMP + [9, 20, 12, 1] + PUMP + [1, 0] + PUMP + [3, 0] + PUMP,
+    "a_deaf_after_rep": [0, 0] + PUMP + [12, 0, 1, 0] + PUMP + [9, 20, 12, 0] + PUMP,
+    "duplicate_req": [0, 0] + PUMP + [7, 0, REQ, 0] + PUMP + [1, 0] + PUMP + [7, 0, REQ, 0] + PUMP,
+    "duplicate_req_when_connected": CONNECTED + [7, 0, REQ, 0, 7, 0, RTU, 0] + PUMP,
+    "duplicate_rep": CONNECTED + [8, 0, REP, 0] + PUMP,
+    "stale_req": CONNECTED + [7, 0, REQ, 1, MAD_COMM_ID, 0x5A] + PUMP,
+    "req_from_elsewhere": [0, 0] + PUMP + [7, 0, REQ, 0x80] + PUMP + [1, 0] + PUMP,
+    "dreq_after_close": CONNECTED + [4, 0] + PUMP + [9, 30, 7, 0, DREQ, 0] + PUMP,
+    "dreq_unknown": CONNECTED + [4, 0] + PUMP + [7, 0, DREQ, 1, MAD_REMOTE_COMM_ID, 0x33] + PUMP,
+    "rtu_as_rep": CONNECTED + [7, 0, RTU, 1, MAD_ATTR, 0x13] + PUMP,
+    "scrambled_req": [0, 0] + PUMP + [7, 0, REQ, 3, 40, 0xFF, 60, 0, 100, 0x80] + PUMP + [1, 0] + PUMP,
+    "duplicate_drep": CONNECTED + [4, 1] + PUMP + [8, 0, DREP, 0, 7, 0, DREQ, 0] + PUMP,
+    "mra_again": [0, 0] + PUMP + [9, 40] + [8, 0, MRA, 0] + PUMP + [1, 0] + PUMP,
+}
+
 root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "seeds")
-for folder, items in (("rc_engine", seeds), ("cm_connection", {k: bytes(v) for k, v in scripts.items()})):
+for folder, items in (("rc_engine", seeds), ("cm_connection", {k: bytes(v) for k, v in scripts.items()}),
+                      ("cm_agent", {k: bytes(v) for k, v in agent_scripts.items()})):
     out = os.path.join(root, folder)
     os.makedirs(out, exist_ok=True)
     for name, data in items.items():

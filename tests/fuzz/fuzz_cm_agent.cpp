@@ -1,0 +1,322 @@
+// Fuzzes the connection manager as a whole (control/cm_agent.cpp: routing MADs to connections by
+// comm ID and QPN, duplicates, stale requests, MADs for no connection; the NDK connector and
+// listener objects over it) with scripts: two adapters with connection managers over a ring pair
+// (tests/seeds/cm_env.hpp, the CM on a virtual clock), A's consumer connecting to B's listener,
+// and the input deciding, step by step, which consumer call runs (connect, accept, reject,
+// complete, disconnect, abortive disconnect, close, the listener closed and opened again), when
+// time jumps, when a side's CM stops reading, and which MADs a side receives besides its peer's
+// own: a MAD its peer sent earlier, again (a duplicate or a stale copy), with bytes altered, or
+// from another address.
+// Properties: no memory error or undefined behaviour (ASan+UBSan); every consumer callback at
+// most once (each request's completion, each connection's disconnect event, each close's
+// completion); once the consumers close everything and time runs on, every request that pended
+// has completed, both connection managers hold no connection and every mbuf is back in the pool;
+// and the connection manager still works: a new connection through the same listener port
+// connects and carries a SEND.
+//
+// Each script byte is an operation (byte % kOps, below); some read argument bytes after it.
+// Seeds: tests/fuzz/seeds/cm_agent/, written by tests/fuzz/make_seeds.py.
+#include <cstdlib>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "tests/fuzz/fuzz_target.hpp"
+#include "tests/seeds/cm_env.hpp"
+#include "tests/wire/wire_test_util.hpp"
+
+namespace {
+
+using namespace rocedp;
+using namespace rocedp::test;
+
+constexpr uint16_t kPort = 6100;
+constexpr size_t kMaxConns = 4;  // per side: connectors, each with its own QP
+constexpr size_t kMadAt = 14 + 20 + 8 + 12 + 8;
+
+// A callback that must run at most once; `pended`: the call that owes it returned PENDING, so it
+// must have run by the end.
+struct Once {
+  int count = 0;
+  NTSTATUS status = STATUS_PENDING;
+  bool pended = false;
+  static void cb(void* c, NTSTATUS s) {
+    auto* o = static_cast<Once*>(c);
+    FUZZ_CHECK(++o->count == 1);
+    o->status = s;
+  }
+  static void close_cb(void* c) { cb(c, STATUS_SUCCESS); }
+};
+
+struct Script {
+  const uint8_t* p;
+  size_t n;
+  bool more() const { return n > 0; }
+  uint8_t next() {
+    if (n == 0) return 0;
+    --n;
+    return *p++;
+  }
+};
+
+class World : public CmFixture {
+ public:
+  void TestBody() override {}
+
+  struct Conn {
+    Connector* c = nullptr;  // null once closed
+    Qp* qp = nullptr;
+    Once* established = nullptr;  // the completion of Accept or CompleteConnect
+    Once* disconnect_event = nullptr;
+  };
+
+  // Opens both adapters, endpoints' PD and CQ on each side, and B's listener.
+  bool open() {
+    SetUp();
+    if (HasFailure()) return false;
+    for (Endpoint* e : {&x_, &y_}) {
+      e->host = e == &x_ ? &a_ : &b_;
+      e->pd = make_pd(*e->host);
+      e->cq = make_cq(*e->host, 1024, e == &x_ ? 0 : 1);
+    }
+    listener_ = listen_b(kPort, &events_);
+    return !HasFailure();
+  }
+
+  Once* once() { return &calls_.emplace_back(); }
+  void pended(Once* o, NTSTATUS st) { o->pended = st == STATUS_PENDING; }
+
+  // B's consumer sees each connect event's connector as one of its connections.
+  void adopt_events() {
+    for (; adopted_ < events_.connectors.size(); ++adopted_)
+      b_conns_.push_back(Conn{events_.connectors[adopted_], nullptr, nullptr});
+  }
+  Conn* pick(std::vector<Conn>& v, uint8_t arg) {
+    if (v.empty()) return nullptr;
+    Conn& k = v[arg % v.size()];
+    return k.c != nullptr ? &k : nullptr;
+  }
+  Qp* new_qp(Endpoint& e) { return make_qp(e.pd, e.cq, e.cq, &e, 16); }
+
+  // A frame `from` sent earlier, as `to` receives it: optionally from another address, with up to
+  // three of its MAD's bytes changed, resealed (IPv4 checksum, ICRC) so that only the MAD's
+  // content decides what the connection manager does with it.
+  void inject(Script& s, bool a_to_b) {
+    const auto& tap = a_to_b ? tap_a_ : tap_b_;
+    const uint8_t pick = s.next();
+    const uint8_t how = s.next();
+    if (tap.empty()) return;
+    // The most recent frame of the kind `pick` names (0x10 + pick % 7: REQ, MRA, REJ, REP, RTU,
+    // DREQ, DREP), else the most recent.
+    size_t chosen = tap.size() - 1;
+    for (size_t j = tap.size(); j-- > 0;) {
+      const auto& f = tap[j].bytes;
+      if (f.size() >= kMadAt + wire::kMadLen && f[kMadAt + 17] == 0x10 + pick % 7) {
+        chosen = j;
+        break;
+      }
+    }
+    std::vector<uint8_t> fr = tap[chosen].bytes;
+    if (fr.size() < kMadAt + wire::kMadLen) return;
+    if ((how & 0x83) != 0) disturbed_ = true;
+    if (how & 0x80) fr[14 + 12 + 3] ^= 0x40;  // IPv4 source 198.18.0.x -> another host's
+    for (int i = 0; i < (how & 3); ++i) {
+      const uint8_t at = s.next();
+      fr[kMadAt + at] = s.next();
+    }
+    wire::test::reseal(fr);
+    cm_receive_frame(*(a_to_b ? b_ : a_).adapter, fr.data(), fr.size());
+  }
+
+  void step(Script& s) {
+    adopt_events();
+    const uint8_t op = s.next();
+    const uint8_t arg = s.next();
+    switch (op % 13) {
+      case 0: {  // A connects to B's port
+        if (a_conns_.size() >= kMaxConns) break;
+        Conn k{connector(a_), new_qp(x_), nullptr};
+        if (k.c == nullptr || k.qp == nullptr) break;
+        Once* o = once();
+        pended(o, k.c->connect(k.qp, addr_a(0), addr_b(kPort), 4, 4, "fz", 2, &Once::cb, o));
+        a_conns_.push_back(k);
+        break;
+      }
+      case 1: {  // B accepts
+        Conn* k = pick(b_conns_, arg);
+        if (k == nullptr || k->qp != nullptr) break;
+        k->qp = new_qp(y_);
+        k->disconnect_event = once();
+        k->established = once();
+        pended(k->established, k->c->accept_ex(k->qp, 4, 4, nullptr, 0, &Once::cb,
+                                               k->disconnect_event, &Once::cb, k->established));
+        break;
+      }
+      case 2:  // B rejects
+        if (Conn* k = pick(b_conns_, arg)) {
+          (void)k->c->reject("no", 2);
+          disturbed_ = true;
+        }
+        break;
+      case 3: {  // A completes the connection
+        Conn* k = pick(a_conns_, arg);
+        if (k == nullptr || k->disconnect_event != nullptr) break;
+        k->disconnect_event = once();
+        k->established = once();
+        pended(k->established, k->c->complete_connect_ex(&Once::cb, k->disconnect_event, &Once::cb,
+                                                         k->established));
+        break;
+      }
+      case 4:
+      case 5: {  // a side disconnects, gracefully or abortively
+        Conn* k = pick(arg & 1 ? b_conns_ : a_conns_, arg >> 1);
+        if (k == nullptr) break;
+        Once* o = once();
+        pended(o, k->c->disconnect_ex(op % 13 == 5, &Once::cb, o));
+        disturbed_ = true;
+        break;
+      }
+      case 6:  // a side's consumer closes a connector
+        if (Conn* k = pick(arg & 1 ? b_conns_ : a_conns_, arg >> 1)) {
+          close_conn(*k);
+          disturbed_ = true;
+        }
+        break;
+      case 7:
+        inject(s, true);
+        break;
+      case 8:
+        inject(s, false);
+        break;
+      case 9:  // time runs on, up to 2.5 s
+        advance(static_cast<uint64_t>(arg % 51) * 50'000'000);
+        break;
+      case 10:
+        pump(arg % 16 + 1);
+        break;
+      case 11:  // B's listener closes, or listens again
+        if (listener_ != nullptr) {
+          close_listener(listener_);  // abandons the Accepts still waiting for their RTU
+          disturbed_ = true;
+        } else if (create_listener(*b_.adapter, &Events::cb, &events_, nullptr, nullptr,
+                                   &listener_) == STATUS_SUCCESS &&
+                   listener_->listen(addr_b(kPort), nullptr, nullptr) != STATUS_SUCCESS) {
+          close_listener(listener_);  // the port may still be taken: not a failure here
+        }
+        break;
+      case 12:  // a side's connection manager stops reading frames for a while, or reads again
+        (arg & 1 ? silent_b_ : silent_a_) = !(arg & 1 ? silent_b_ : silent_a_);
+        disturbed_ = true;
+        break;
+    }
+  }
+
+  void close_conn(Conn& k) {
+    Once* o = once();
+    pended(o, k.c->close(&Once::close_cb, o));
+    k.c = nullptr;
+  }
+
+  // The consumers close everything and time runs on: every pending request completed, no
+  // connection left on either side. Then a new connection through the same port must work.
+  void finish() {
+    // Messages received again unchanged (the network's duplicates, a peer's retries) end no
+    // connection: with no consumer ending one, no other MAD and no side deaf for a while, every
+    // connection established is still up.
+    adopt_events();
+    if (!disturbed_) {
+      for (auto* v : {&a_conns_, &b_conns_}) {
+        for (const Conn& k : *v) {
+          if (k.established != nullptr && k.established->status == STATUS_SUCCESS)
+            FUZZ_CHECK(k.disconnect_event->count == 0);
+        }
+      }
+    }
+    silent_a_ = silent_b_ = false;
+    for (auto* v : {&a_conns_, &b_conns_}) {
+      for (Conn& k : *v) {
+        if (k.c != nullptr) close_conn(k);
+      }
+    }
+    close_listener(listener_);
+    pump(8);
+    advance(30'000'000'000ull, 500'000'000);
+    pump(8);
+    FUZZ_CHECK(events_.connectors.size() == adopted_);  // no connect event after the close
+    for (const Once& o : calls_) FUZZ_CHECK(!o.pended || o.count == 1);
+    FUZZ_CHECK(connection_manager_counters(*a_.adapter).connections == 0);
+    FUZZ_CHECK(connection_manager_counters(*b_.adapter).connections == 0);
+
+    Endpoint x, y;
+    make_endpoints(x, y);
+    auto xb = buffer(x.pd, 64, kMrAll, 0xA5);
+    auto yb = buffer(y.pd, 64, kMrAll, 0x00);
+    Link k;
+    establish(k, x, y, kPort);
+    FUZZ_CHECK(!HasFailure());
+    NdkSge rs = yb->sge(0, 64);
+    FUZZ_CHECK(y.qp->receive(&y, &rs, 1) == STATUS_SUCCESS);
+    NdkSge ss = xb->sge(0, 13);
+    FUZZ_CHECK(x.qp->send(&x, &ss, 1, 0) == STATUS_SUCCESS);
+    const auto got = wait_results(y.cq, 1);
+    FUZZ_CHECK(got.size() == 1 && got[0].status == STATUS_SUCCESS &&
+               got[0].bytes_transferred == 13 && yb->ptr()[12] == 0xA5);
+    (void)wait_results(x.cq, 1);
+    release(k);
+    std::vector<std::unique_ptr<Buffer>> bx, by;
+    bx.push_back(std::move(xb));
+    by.push_back(std::move(yb));
+    close_endpoint(x, &bx);
+    close_endpoint(y, &by);
+  }
+
+  // Every QP, CQ and PD, then the adapters (TearDown checks that the adapters close).
+  void close_all() {
+    for (auto* v : {&a_conns_, &b_conns_}) {
+      for (Conn& k : *v) {
+        if (k.qp != nullptr) close_qp(k.qp);
+      }
+    }
+    close_endpoint(x_);
+    close_endpoint(y_);
+    TearDown();
+    FUZZ_CHECK(!HasFailure());
+  }
+
+ private:
+  Endpoint x_, y_;  // their PD and CQ serve every connection's QP
+  Listener* listener_ = nullptr;
+  Events events_;
+  size_t adopted_ = 0;
+  std::vector<Conn> a_conns_, b_conns_;
+  bool disturbed_ = false;  // a consumer ended a connection, a side went deaf, a MAD was altered
+  std::deque<Once> calls_;  // stable addresses: callbacks hold them
+};
+
+constexpr uint32_t kMbufs = 4095;
+
+void start_eal() {
+  static EalSession* eal = [] {
+    auto* s = new EalSession({.tag = "fuzz-cm-agent", .memory_mb = 256, .mbufs = kMbufs});
+    s->SetUp();
+    FUZZ_CHECK(!::testing::Test::HasFailure());
+    std::atexit([] { eal->TearDown(); });
+    return s;
+  }();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  start_eal();
+  {
+    World w;
+    FUZZ_CHECK(w.open());
+    Script s{data, size};
+    for (int steps = 0; s.more() && steps < 64; ++steps) w.step(s);
+    w.finish();
+    w.close_all();
+  }
+  FUZZ_CHECK(session_pool()->available() == kMbufs);  // every mbuf back
+  return 0;
+}
