@@ -1,8 +1,9 @@
 // Fuzzes the connection manager as a whole (control/cm_agent.cpp: routing MADs to connections by
-// comm ID and QPN, duplicates, stale requests, MADs for no connection; the NDK connector and
-// listener objects over it) with scripts: two adapters with connection managers over a ring pair
-// (tests/seeds/cm_env.hpp, the CM on a virtual clock), A's consumer connecting to B's listener,
-// and the input deciding, step by step, which consumer call runs (connect, accept, reject,
+// comm ID and QPN, duplicates, stale requests, MADs for no connection; the NDK connector,
+// listener and shared endpoint objects over it) with scripts: two adapters with connection
+// managers over a ring pair (tests/seeds/cm_env.hpp, the CM on a virtual clock), IPv4 or IPv6,
+// A's consumer connecting to B's listener, and the input deciding, step by step, which consumer
+// call runs (connect, from a port of its own or through a shared endpoint, accept, reject,
 // complete, disconnect, abortive disconnect, close, the listener closed and opened again), when
 // time jumps, when a side's CM stops reading, and which MADs a side receives besides its peer's
 // own: a MAD its peer sent earlier, again (a duplicate or a stale copy), with bytes altered, or
@@ -14,7 +15,8 @@
 // and the connection manager still works: a new connection through the same listener port
 // connects and carries a SEND.
 //
-// Each script byte is an operation (byte % kOps, below); some read argument bytes after it.
+// The first byte chooses IPv4 or IPv6 (bit 0); then each pair of bytes is an operation (% 13,
+// below) and its argument, and some operations read more bytes after them.
 // Seeds: tests/fuzz/seeds/cm_agent/, written by tests/fuzz/make_seeds.py.
 #include <cstdlib>
 #include <deque>
@@ -31,8 +33,8 @@ using namespace rocedp;
 using namespace rocedp::test;
 
 constexpr uint16_t kPort = 6100;
-constexpr size_t kMaxConns = 4;  // per side: connectors, each with its own QP
-constexpr size_t kMadAt = 14 + 20 + 8 + 12 + 8;
+constexpr size_t kMaxConns = 4;           // per side: connectors, each with its own QP
+constexpr uint16_t kEndpointPort = 6200;  // A's shared endpoint
 
 // A callback that must run at most once; `pended`: the call that owes it returned PENDING, so it
 // must have run by the end.
@@ -61,7 +63,9 @@ struct Script {
 
 class World : public CmFixture {
  public:
+  explicit World(bool ipv6) : ipv6_(ipv6), mad_at_(14 + (ipv6 ? 40 : 20) + 8 + 12 + 8) {}
   void TestBody() override {}
+  bool cm_ipv6() const override { return ipv6_; }
 
   struct Conn {
     Connector* c = nullptr;  // null once closed
@@ -80,6 +84,8 @@ class World : public CmFixture {
       e->cq = make_cq(*e->host, 1024, e == &x_ ? 0 : 1);
     }
     listener_ = listen_b(kPort, &events_);
+    FUZZ_CHECK(create_shared_endpoint(*a_.adapter, addr_a(kEndpointPort), nullptr, nullptr,
+                                      &endpoint_) == STATUS_SUCCESS);
     return !HasFailure();
   }
 
@@ -111,18 +117,19 @@ class World : public CmFixture {
     size_t chosen = tap.size() - 1;
     for (size_t j = tap.size(); j-- > 0;) {
       const auto& f = tap[j].bytes;
-      if (f.size() >= kMadAt + wire::kMadLen && f[kMadAt + 17] == 0x10 + pick % 7) {
+      if (f.size() >= mad_at_ + wire::kMadLen && f[mad_at_ + 17] == 0x10 + pick % 7) {
         chosen = j;
         break;
       }
     }
     std::vector<uint8_t> fr = tap[chosen].bytes;
-    if (fr.size() < kMadAt + wire::kMadLen) return;
+    if (fr.size() < mad_at_ + wire::kMadLen) return;
     if ((how & 0x83) != 0) disturbed_ = true;
-    if (how & 0x80) fr[14 + 12 + 3] ^= 0x40;  // IPv4 source 198.18.0.x -> another host's
+    // The source address's last byte: 198.18.0.x or fd52::x -> another host's.
+    if (how & 0x80) fr[ipv6_ ? 14 + 8 + 15 : 14 + 12 + 3] ^= 0x40;
     for (int i = 0; i < (how & 3); ++i) {
       const uint8_t at = s.next();
-      fr[kMadAt + at] = s.next();
+      fr[mad_at_ + at] = s.next();
     }
     wire::test::reseal(fr);
     cm_receive_frame(*(a_to_b ? b_ : a_).adapter, fr.data(), fr.size());
@@ -133,12 +140,15 @@ class World : public CmFixture {
     const uint8_t op = s.next();
     const uint8_t arg = s.next();
     switch (op % 13) {
-      case 0: {  // A connects to B's port
+      case 0: {  // A connects to B's port, from a port of its own or (odd) its shared endpoint's
         if (a_conns_.size() >= kMaxConns) break;
         Conn k{connector(a_), new_qp(x_), nullptr};
         if (k.c == nullptr || k.qp == nullptr) break;
         Once* o = once();
-        pended(o, k.c->connect(k.qp, addr_a(0), addr_b(kPort), 4, 4, "fz", 2, &Once::cb, o));
+        pended(o, arg & 1
+                      ? k.c->connect_with_shared_endpoint(k.qp, endpoint_, addr_b(kPort), 4, 4,
+                                                          "fz", 2, &Once::cb, o)
+                      : k.c->connect(k.qp, addr_a(0), addr_b(kPort), 4, 4, "fz", 2, &Once::cb, o));
         a_conns_.push_back(k);
         break;
       }
@@ -239,6 +249,7 @@ class World : public CmFixture {
       }
     }
     close_listener(listener_);
+    FUZZ_CHECK(endpoint_->close(nullptr, nullptr) == STATUS_SUCCESS);
     pump(8);
     advance(30'000'000'000ull, 500'000'000);
     pump(8);
@@ -285,7 +296,10 @@ class World : public CmFixture {
 
  private:
   Endpoint x_, y_;  // their PD and CQ serve every connection's QP
+  const bool ipv6_;
+  const size_t mad_at_;  // where a CM frame's MAD starts
   Listener* listener_ = nullptr;
+  SharedEndpoint* endpoint_ = nullptr;
   Events events_;
   size_t adopted_ = 0;
   std::vector<Conn> a_conns_, b_conns_;
@@ -310,9 +324,10 @@ void start_eal() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   start_eal();
   {
-    World w;
+    // The first byte: bit 0 makes the ports' CM speak IPv6 (fd52::1, fd52::2).
+    World w(size > 0 && (data[0] & 1) != 0);
     FUZZ_CHECK(w.open());
-    Script s{data, size};
+    Script s{data + (size > 0 ? 1 : 0), size > 0 ? size - 1 : 0};
     for (int steps = 0; s.more() && steps < 64; ++steps) w.step(s);
     w.finish();
     w.close_all();

@@ -103,7 +103,8 @@ scripts = {
     "peer_mad": [0, 18, 1] + list(bytes(256)),
 }
 
-# fuzz_cm_agent's operations (an operation byte % 13 and an argument byte): 0 A connects, 1 N: B
+# fuzz_cm_agent's scripts: a flags byte (bit 0: IPv6), then operations (an operation byte % 13
+# and an argument byte): 0 C: A connects (C odd: through its shared endpoint), 1 N: B
 # accepts its Nth connector, 2 N: B rejects it, 3 N: A completes its Nth, 4 S: a side (S odd: B,
 # its S >> 1 th) disconnects, 5 S: the same, abortively, 6 S: closes it, 7 _ K H [at value]...:
 # B receives again A's most recent CM message of kind K (REQ ... DREP below), H & 3 of its MAD's
@@ -138,10 +139,19 @@ agent_scripts = {
     "duplicate_drep": CONNECTED + [4, 1] + PUMP + [8, 0, DREP, 0, 7, 0, DREQ, 0] + PUMP,
     "mra_again": [0, 0] + PUMP + [9, 40] + [8, 0, MRA, 0] + PUMP + [1, 0] + PUMP,
 }
+agent_scripts.update({
+    "endpoint_connections": [0, 1] + PUMP + [1, 0] + PUMP + [3, 0] + PUMP + [0, 1] + PUMP + [6, 0]
+    + PUMP + [9, 50, 9, 50, 0, 1] + PUMP + [1, 1] + PUMP + [3, 2] + PUMP,
+    "endpoint_duplicate_req": [0, 1] + PUMP + [7, 0, REQ, 0] + PUMP + [1, 0] + PUMP + [3, 0] + PUMP,
+})
+agent_seeds = {k: bytes([0] + v) for k, v in agent_scripts.items()}
+for name in ("established_a_disconnects", "two_connections", "duplicate_req_when_connected", "stale_req",
+             "req_from_elsewhere", "endpoint_connections", "scrambled_req"):
+    agent_seeds[name + "_ipv6"] = bytes([1] + agent_scripts[name])
 
 root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "seeds")
 for folder, items in (("rc_engine", seeds), ("cm_connection", {k: bytes(v) for k, v in scripts.items()}),
-                      ("cm_agent", {k: bytes(v) for k, v in agent_scripts.items()})):
+                      ("cm_agent", agent_seeds)):
     out = os.path.join(root, folder)
     os.makedirs(out, exist_ok=True)
     for name, data in items.items():
