@@ -4,7 +4,8 @@
 // managers over a ring pair (tests/seeds/cm_env.hpp, the CM on a virtual clock), IPv4 or IPv6,
 // A's consumer connecting to B's listener, and the input deciding, step by step, which consumer
 // call runs (connect, from a port of its own or through a shared endpoint, accept, reject,
-// complete, disconnect, abortive disconnect, close, the listener closed and opened again), when
+// complete, disconnect, abortive disconnect, close, the listener paused, resumed, closed and
+// opened again), when
 // time jumps, when a side's CM stops reading, and which MADs a side receives besides its peer's
 // own: a MAD its peer sent earlier, again (a duplicate or a stale copy), with bytes altered, or
 // from another address.
@@ -204,14 +205,20 @@ class World : public CmFixture {
       case 10:
         pump(arg % 16 + 1);
         break;
-      case 11:  // B's listener closes, or listens again
-        if (listener_ != nullptr) {
+      case 11:  // B's listener pauses its connect events or resumes them (odd), closes, or
+                // listens again
+        if (arg & 1) {
+          paused_ = !paused_;
+          if (listener_ != nullptr) listener_->control_connect_events(paused_);
+        } else if (listener_ != nullptr) {
           close_listener(listener_);  // abandons the Accepts still waiting for their RTU
           disturbed_ = true;
         } else if (create_listener(*b_.adapter, &Events::cb, &events_, nullptr, nullptr,
                                    &listener_) == STATUS_SUCCESS &&
                    listener_->listen(addr_b(kPort), nullptr, nullptr) != STATUS_SUCCESS) {
           close_listener(listener_);  // the port may still be taken: not a failure here
+        } else if (listener_ != nullptr) {
+          listener_->control_connect_events(paused_);
         }
         break;
       case 12:  // a side's connection manager stops reading frames for a while, or reads again
@@ -300,6 +307,7 @@ class World : public CmFixture {
   const size_t mad_at_;  // where a CM frame's MAD starts
   Listener* listener_ = nullptr;
   SharedEndpoint* endpoint_ = nullptr;
+  bool paused_ = false;  // B's consumer paused its listener's connect events
   Events events_;
   size_t adopted_ = 0;
   std::vector<Conn> a_conns_, b_conns_;

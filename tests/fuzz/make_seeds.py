@@ -108,8 +108,9 @@ scripts = {
 # accepts its Nth connector, 2 N: B rejects it, 3 N: A completes its Nth, 4 S: a side (S odd: B,
 # its S >> 1 th) disconnects, 5 S: the same, abortively, 6 S: closes it, 7 _ K H [at value]...:
 # B receives again A's most recent CM message of kind K (REQ ... DREP below), H & 3 of its MAD's
-# bytes changed (H & 0x80: from another source address), 8: the same from B to A, 9 T: T x 50 ms pass, 10 R: R + 1 polling
-# rounds, 11: B's listener closes or listens again, 12 S: a side's CM stops or resumes reading.
+# bytes changed (H & 0x80: from another source address), 8: the same from B to A, 9 T: T x 50 ms
+# pass, 10 R: R + 1 polling rounds, 11 P: B's listener pauses or resumes its connect events (P
+# odd), or closes or listens again, 12 S: a side's CM stops or resumes reading.
 PUMP = [10, 8]
 MAD_COMM_ID = 24 + 3  # the low byte of the body's first field: the sender's comm ID
 MAD_REMOTE_COMM_ID = 28 + 3
@@ -142,6 +143,9 @@ agent_scripts = {
 agent_scripts.update({
     "endpoint_connections": [0, 1] + PUMP + [1, 0] + PUMP + [3, 0] + PUMP + [0, 1] + PUMP + [6, 0]
     + PUMP + [9, 50, 9, 50, 0, 1] + PUMP + [1, 1] + PUMP + [3, 2] + PUMP,
+    "paused_listener": [11, 1, 0, 0] + PUMP + [9, 30, 11, 1, 0, 0] + PUMP + [1, 0] + PUMP + [3, 1]
+    + PUMP,
+    "paused_when_connected": CONNECTED + [11, 1, 7, 0, REQ, 0, 0, 0] + PUMP + [11, 1] + PUMP,
     "endpoint_duplicate_req": [0, 1] + PUMP + [7, 0, REQ, 0] + PUMP + [1, 0] + PUMP + [3, 0] + PUMP,
 })
 agent_seeds = {k: bytes([0] + v) for k, v in agent_scripts.items()}
