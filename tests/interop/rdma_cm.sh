@@ -52,9 +52,10 @@
 #     cm-lc-reject       Linux connects with private data; rocedp's consumer rejects with its own
 #                        (NdkReject): Linux gets REJECTED, status 28, and rocedp's data
 #     cm-lc-refused      Linux connects to a port of rocedpd without a listener: REJECTED, status 8
-#     cm-churn           20 rdma_client runs against rocedpd's echo, then 10 more killed (SIGKILL)
-#                        0.1 to 0.5 s into theirs (their kernel ends each connection); every echo
-#                        must succeed, and at the end rocedpd must hold no connection and no QP
+#     cm-churn           20 rdma_client runs against rocedpd's echo, then 16 started at once (16
+#                        requests in flight together), then 10 more killed (SIGKILL) 0.1 to 0.5 s
+#                        into theirs (their kernel ends each connection); every echo must
+#                        succeed, and at the end rocedpd must hold no connection and no QP
 #     cm-ls-refused      rocedp connects to a port without a Linux listener: CONNECTION_REFUSED
 #     cm-ls-reject       Linux's consumer rejects rocedp's request (rdma_reject with private data):
 #                        CONNECTION_REFUSED, Linux's data through NdkGetConnectionData
@@ -128,6 +129,8 @@ begin cm-lc-reject; await cm-listening
 /mnt/share/cm_check_peer -c -a $perf -p 7476 -e 28 -d rocedp-rejects; end cm-lc-reject \$?
 begin cm-lc-refused; /mnt/share/cm_check_peer -c -a $daemon -p 7479 -e 8; end cm-lc-refused \$?
 begin cm-churn; ok=0; for i in \$(seq 20); do rdma_client -s $daemon -p 7471 >/dev/null 2>&1 && ok=\$((ok+1)); done
+pids=; for i in \$(seq 16); do rdma_client -s $daemon -p 7471 >/dev/null 2>&1 & pids="\$pids \$!"; done
+burst=0; for p in \$pids; do wait \$p && burst=\$((burst+1)); done; echo "BURST \$burst"
 for i in \$(seq 10); do rdma_client -s $daemon -p 7472 >/dev/null 2>&1 & p=\$!; sleep 0.\$((i % 5 + 1)); kill -9 \$p; wait \$p; done
 echo "CHURN \$ok"; end cm-churn 0
 begin cm-ls-refused; n=0; while [ ! -e /mnt/share/cm-ls-refused-done ] && [ \$n -lt 600 ]; do sleep 0.1; n=\$((n+1)); done; end cm-ls-refused 0
@@ -488,6 +491,16 @@ rejs_of() {
 if [ "$mtu" = 1500 ]; then
   churn=$(tr -d '\r' <"$con" | sed -n 's/^CHURN //p')
   [ "$churn" = 20 ] || iop_fail "cm-churn: ${churn:-no} of 20 echoes through rocedpd succeeded"
+  burst=$(tr -d '\r' <"$con" | sed -n 's/^BURST //p')
+  [ "$burst" = 16 ] || iop_fail "cm-churn: ${burst:-no} of 16 clients started at once had their echo through rocedpd"
+  # The burst's requests overlapped: the longest run of Linux's REQs without a DREQ of its between
+  # them (1 for clients one after the other).
+  peak=$(tshark -r "$IOP_ARTIFACTS/interop-$mtu-cm-churn.pcap" -d udp.port==4791,infiniband \
+    -Y "ip.src == $linux && (infiniband.mad.attributeid == 0x0010 || infiniband.mad.attributeid == 0x0015)" \
+    -T fields -e infiniband.mad.attributeid 2>/dev/null |
+    awk '$1 == "0x0010" { if (++n > m) m = n; next } { n = 0 } END { print m + 0 }')
+  echo "cm-churn: up to $peak of Linux's requests in a row before one of its DREQs"
+  [ "$peak" -ge 2 ] || iop_fail "cm-churn: the 16 clients' requests did not overlap (at most $peak in a row)"
   [ "$cm_srv_rc" = 0 ] || iop_fail "cm-lc-reject: rocedp-perf --cm-check -s ended with rc=$cm_srv_rc ($(grep FAIL "$IOP_WORK/cm-srv.log" 2>/dev/null | tail -1))"
   grep -q "server: a connection request, private data 'linux-asks'" "$IOP_WORK/cm-srv.log" 2>/dev/null ||
     iop_fail "cm-lc-reject: rocedp did not read Linux's private data 'linux-asks' from the request"
