@@ -32,7 +32,7 @@ struct ServiceRow {
   uint64_t accepted = 0;  // Accept completed
   uint64_t rejected = 0;  // REJ sent: over max_connections, or the service stopping
   uint64_t failed = 0;    // its CQ, QP, buffers or Accept could not be made, or its QP failed
-  uint64_t closed = 0;    // closed again, accepted or failed
+  uint64_t closed = 0;    // closed again: accepted, failed, or its Accept cancelled by a stop
   uint64_t echo_messages = 0, echo_bytes = 0;
 };
 

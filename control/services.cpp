@@ -299,6 +299,12 @@ void Services::on_accepted(void* context, NTSTATUS status) {
   auto* c = static_cast<Conn*>(context);
   Services& self = *c->owner;
   if (status != STATUS_SUCCESS) {
+    // Ended by the service itself: its stop (closing the listener abandons the Accepts still
+    // waiting for their RTU) or its teardown. Closed, not failed.
+    if (c->closing || self.stopping_) {
+      self.teardown(c);
+      return;
+    }
     self.fail_setup(c, "accept", status);  // also a client that went away before the RTU
     return;
   }

@@ -184,6 +184,40 @@ TEST_F(ServicesTest, EchoCloseOnAFullCoreRingIsTriedAgainAndLeavesNothing) {
   close_client(c);
 }
 
+// A stop while an Accept waits for the client's RTU cancels it: the connection counts as closed,
+// neither accepted nor failed (a stop is no failure of the service's), and the client's
+// establishment ends.
+TEST_F(ServicesTest, AStopDuringAnAcceptCountsItClosedNotFailed) {
+  start(config::ListenerConfig::Service::kEcho);
+  Client c;
+  c.ep.host = &a_;
+  c.ep.pd = make_pd(a_);
+  c.ep.cq = make_cq(a_, 256, 0, &c.ep.notes);
+  c.ep.qp = make_qp(c.ep.pd, c.ep.cq, c.ep.cq, &c.ep, 16);
+  c.buf = buffer(c.ep.pd, 4096);
+  c.conn = connector(a_);
+  ASSERT_EQ(
+      c.conn->connect(c.ep.qp, addr_a(0), addr_b(kPort), 4, 4, nullptr, 0, &Req::cb, &c.connected),
+      STATUS_PENDING);
+  // The service accepted (its REP came); no CompleteConnect, so no RTU.
+  ASSERT_TRUE(serve_until([&] { return c.connected.done(); }));
+  ASSERT_EQ(c.connected.status, STATUS_SUCCESS);
+  ASSERT_EQ(svc_->open_connections(), 1u);
+  svc_->stop();
+  ASSERT_TRUE(serve_until([&] { return svc_->stopped(); }));
+  const auto rows = svc_->rows();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].accepted, 0u);
+  EXPECT_EQ(rows[0].failed, 0u) << "the service's own stop counted as a failed connection";
+  EXPECT_EQ(rows[0].closed, 1u);
+  // The client's establishment ends: the service's REJ came before any CompleteConnect.
+  EXPECT_EQ(c.conn->complete_connect_ex([](void* x, NTSTATUS s) { Req::cb(x, s); }, &c.disconnected,
+                                        &Req::cb, &c.completed),
+            STATUS_CONNECTION_ABORTED);
+  svc_.reset();
+  close_client(c);
+}
+
 // The memory service's region closes at stop, on every core (no core may still touch it). With
 // the cores' rings full that close cannot start: stop waits and tries again, instead of calling
 // itself stopped with the region still registered.
