@@ -51,17 +51,6 @@ struct Once {
   static void close_cb(void* c) { cb(c, STATUS_SUCCESS); }
 };
 
-struct Script {
-  const uint8_t* p;
-  size_t n;
-  bool more() const { return n > 0; }
-  uint8_t next() {
-    if (n == 0) return 0;
-    --n;
-    return *p++;
-  }
-};
-
 class World : public CmFixture {
  public:
   explicit World(bool ipv6) : ipv6_(ipv6), mad_at_(14 + (ipv6 ? 40 : 20) + 8 + 12 + 8) {}
@@ -238,8 +227,8 @@ class World : public CmFixture {
   // connection left on either side. Then a new connection through the same port must work.
   void finish() {
     // Messages received again unchanged (the network's duplicates, a peer's retries) end no
-    // connection: with no consumer ending one, no other MAD and no side deaf for a while, every
-    // connection established is still up.
+    // connection: with no consumer ending one, no listener closed, no other MAD and no side deaf
+    // for a while, every connection established is still up.
     adopt_events();
     if (!disturbed_) {
       for (auto* v : {&a_conns_, &b_conns_}) {
@@ -311,7 +300,8 @@ class World : public CmFixture {
   Events events_;
   size_t adopted_ = 0;
   std::vector<Conn> a_conns_, b_conns_;
-  bool disturbed_ = false;  // a consumer ended a connection, a side went deaf, a MAD was altered
+  // A consumer ended a connection, the listener closed, a side went deaf or a MAD was altered.
+  bool disturbed_ = false;
   std::deque<Once> calls_;  // stable addresses: callbacks hold them
 };
 

@@ -48,17 +48,6 @@ struct Side : CmSink {
   }
 };
 
-struct Script {
-  const std::uint8_t* p;
-  std::size_t n;
-  bool more() const { return n > 0; }
-  std::uint8_t next() {
-    if (n == 0) return 0;
-    --n;
-    return *p++;
-  }
-};
-
 struct World {
   CmConfig cfg_a{.tid_hi = 7, .mra_service_timeout = 16, .timewait_ns = 500 * kMs};
   CmConfig cfg_b{.tid_hi = 9, .mra_service_timeout = 16, .timewait_ns = 500 * kMs};

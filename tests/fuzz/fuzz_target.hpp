@@ -10,6 +10,18 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
+// A script input read byte by byte; 0 once it is used up.
+struct Script {
+  const uint8_t* p;
+  size_t n;
+  bool more() const { return n > 0; }
+  uint8_t next() {
+    if (n == 0) return 0;
+    --n;
+    return *p++;
+  }
+};
+
 // A property a target checks failed: stop loudly so the fuzzer records the input.
 #define FUZZ_CHECK(cond)  \
   do {                    \
