@@ -86,6 +86,7 @@ touch "$work/release"
 client_status=0
 wait "$client_pid" || client_status=$?
 client_pid=
+rm -rf "/var/run/dpdk/$client_prefix"  # its runtime directory: EAL leaves it behind
 [ "$client_status" -eq 0 ] || fail "svc_client exit status $client_status"
 grep -q "^PASS" "$work/client.log" || fail "svc_client did not pass"
 wait_for /rocedp/connections "d['count'] == 0"
