@@ -5,25 +5,32 @@
 // A's consumer connecting to B's listener, and the input deciding, step by step, which consumer
 // call runs (connect, from a port of its own or through a shared endpoint, accept, reject,
 // complete, disconnect, abortive disconnect, close, the listener paused, resumed, closed and
-// opened again), when
-// time jumps, when a side's CM stops reading, and which MADs a side receives besides its peer's
-// own: a MAD its peer sent earlier, again (a duplicate or a stale copy), with bytes altered, or
-// from another address.
+// opened again), when time jumps, when a side's CM stops reading, and which MADs a side receives
+// besides its peer's own: a MAD its peer sent earlier, again (a duplicate or a stale copy), with
+// bytes altered, or from another address.
+// In services mode B is not a consumer of the test's but rocedpd's echo and memory services
+// (control/services.cpp, at most 3 connections each), A's connections go to either, and A sends on
+// its echo connections: the daemon's own code under a hostile client.
 // Properties: no memory error or undefined behaviour (ASan+UBSan); every consumer callback at
 // most once (each request's completion, each connection's disconnect event, each close's
 // completion); once the consumers close everything and time runs on, every request that pended
 // has completed, both connection managers hold no connection and every mbuf is back in the pool;
 // and the connection manager still works: a new connection through the same listener port
-// connects and carries a SEND.
+// connects and carries a SEND. In services mode the services hold no connection by then, a new
+// client's SEND comes back from the echo byte for byte, and the services stop holding nothing.
 //
-// The first byte chooses IPv4 or IPv6 (bit 0); then each pair of bytes is an operation (% 13,
-// below) and its argument, and some operations read more bytes after them.
+// The first byte chooses IPv4 or IPv6 (bit 0) and services mode (bit 1); then each pair of
+// bytes is an operation (% 14, below) and its argument, and some operations read more bytes.
 // Seeds: tests/fuzz/seeds/cm_agent/, written by tests/fuzz/make_seeds.py.
 #include <cstdlib>
+#include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "control/services.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 #include "tests/seeds/cm_env.hpp"
 #include "tests/wire/wire_test_util.hpp"
@@ -36,6 +43,7 @@ using namespace rocedp::test;
 constexpr uint16_t kPort = 6100;
 constexpr size_t kMaxConns = 4;           // per side: connectors, each with its own QP
 constexpr uint16_t kEndpointPort = 6200;  // A's shared endpoint
+constexpr uint32_t kEchoBytes = 256;      // services mode: the echo's receive buffers
 
 // A callback that must run at most once; `pended`: the call that owes it returned PENDING, so it
 // must have run by the end.
@@ -53,7 +61,8 @@ struct Once {
 
 class World : public CmFixture {
  public:
-  explicit World(bool ipv6) : ipv6_(ipv6), mad_at_(14 + (ipv6 ? 40 : 20) + 8 + 12 + 8) {}
+  World(bool ipv6, bool services)
+      : ipv6_(ipv6), mad_at_(14 + (ipv6 ? 40 : 20) + 8 + 12 + 8), services_(services) {}
   void TestBody() override {}
   bool cm_ipv6() const override { return ipv6_; }
 
@@ -62,9 +71,12 @@ class World : public CmFixture {
     Qp* qp = nullptr;
     Once* established = nullptr;  // the completion of Accept or CompleteConnect
     Once* disconnect_event = nullptr;
+    uint16_t port = kPort;  // A's: the port it connected to
   };
 
-  // Opens both adapters, endpoints' PD and CQ on each side, and B's listener.
+  // Opens both adapters, endpoints' PD and CQ on each side, and B's listener; in services mode
+  // rocedpd's echo (kPort) and memory (kPort + 1) services on B instead, serving at most 3
+  // connections each and ending none on their own (no idle timeout, no keepalive).
   bool open() {
     SetUp();
     if (HasFailure()) return false;
@@ -73,7 +85,26 @@ class World : public CmFixture {
       e->pd = make_pd(*e->host);
       e->cq = make_cq(*e->host, 1024, e == &x_ ? 0 : 1);
     }
-    listener_ = listen_b(kPort, &events_);
+    a_buf_ = buffer(x_.pd, 2 * kEchoBytes);
+    if (services_) {
+      std::vector<config::ListenerConfig> ls(2);
+      for (size_t i = 0; i < ls.size(); ++i) {
+        ls[i].port = "b";
+        ls[i].nd_port = static_cast<uint16_t>(kPort + i);
+        ls[i].service = i == 0 ? config::ListenerConfig::Service::kEcho
+                               : config::ListenerConfig::Service::kMemory;
+        ls[i].message_bytes = kEchoBytes;
+        ls[i].queue_depth = 8;
+        ls[i].memory_bytes = 65536;
+        ls[i].max_connections = 3;
+        ls[i].idle_timeout_ms = 0;
+        ls[i].keepalive_ms = 0;
+      }
+      std::string error;
+      FUZZ_CHECK(control::Services::start(*b_.adapter, ls, &svc_, &error) == STATUS_SUCCESS);
+    } else {
+      listener_ = listen_b(kPort, &events_);
+    }
     FUZZ_CHECK(create_shared_endpoint(*a_.adapter, addr_a(kEndpointPort), nullptr, nullptr,
                                       &endpoint_) == STATUS_SUCCESS);
     return !HasFailure();
@@ -129,16 +160,18 @@ class World : public CmFixture {
     adopt_events();
     const uint8_t op = s.next();
     const uint8_t arg = s.next();
-    switch (op % 13) {
+    drain(x_.cq);
+    switch (op % 14) {
       case 0: {  // A connects to B's port, from a port of its own or (odd) its shared endpoint's
         if (a_conns_.size() >= kMaxConns) break;
         Conn k{connector(a_), new_qp(x_), nullptr};
         if (k.c == nullptr || k.qp == nullptr) break;
+        if (services_) k.port = static_cast<uint16_t>(kPort + (arg >> 1 & 1));  // echo, memory
         Once* o = once();
         pended(o, arg & 1
-                      ? k.c->connect_with_shared_endpoint(k.qp, endpoint_, addr_b(kPort), 4, 4,
+                      ? k.c->connect_with_shared_endpoint(k.qp, endpoint_, addr_b(k.port), 4, 4,
                                                           "fz", 2, &Once::cb, o)
-                      : k.c->connect(k.qp, addr_a(0), addr_b(kPort), 4, 4, "fz", 2, &Once::cb, o));
+                      : k.c->connect(k.qp, addr_a(0), addr_b(k.port), 4, 4, "fz", 2, &Once::cb, o));
         a_conns_.push_back(k);
         break;
       }
@@ -172,7 +205,7 @@ class World : public CmFixture {
         Conn* k = pick(arg & 1 ? b_conns_ : a_conns_, arg >> 1);
         if (k == nullptr) break;
         Once* o = once();
-        pended(o, k->c->disconnect_ex(op % 13 == 5, &Once::cb, o));
+        pended(o, k->c->disconnect_ex(op % 14 == 5, &Once::cb, o));
         disturbed_ = true;
         break;
       }
@@ -189,13 +222,14 @@ class World : public CmFixture {
         inject(s, false);
         break;
       case 9:  // time runs on, up to 2.5 s
-        advance(static_cast<uint64_t>(arg % 51) * 50'000'000);
+        run_for(static_cast<uint64_t>(arg % 51) * 50'000'000);
         break;
       case 10:
-        pump(arg % 16 + 1);
+        rounds(arg % 16 + 1);
         break;
       case 11:  // B's listener pauses its connect events or resumes them (odd), closes, or
-                // listens again
+                // listens again (the services keep theirs)
+        if (services_) break;
         if (arg & 1) {
           paused_ = !paused_;
           if (listener_ != nullptr) listener_->control_connect_events(paused_);
@@ -214,6 +248,41 @@ class World : public CmFixture {
         (arg & 1 ? silent_b_ : silent_a_) = !(arg & 1 ? silent_b_ : silent_a_);
         disturbed_ = true;
         break;
+      case 13:  // A sends on an echo connection it completed, its receive for the echo posted
+        if (Conn* k = pick(a_conns_, arg); k != nullptr && services_ && k->port == kPort &&
+                                           k->established != nullptr &&
+                                           k->established->status == STATUS_SUCCESS) {
+          NdkSge r = a_buf_->sge(kEchoBytes, kEchoBytes);
+          NdkSge t = a_buf_->sge(0, arg % kEchoBytes + 1);
+          if (k->qp->receive(nullptr, &r, 1) == STATUS_SUCCESS)
+            (void)k->qp->send(nullptr, &t, 1, 0);
+        }
+        break;
+    }
+  }
+
+  // Polling rounds: the cores, both CMs and, in services mode, the services' own poll (the
+  // daemon's control loop).
+  void rounds(int n) {
+    for (int i = 0; i < n; ++i) {
+      pump(1);
+      if (svc_) svc_->poll();
+    }
+  }
+  bool rounds_until(const std::function<bool()>& pred, int max = 200'000) {
+    for (int i = 0; i < max && !pred(); ++i) rounds(1);
+    return pred();
+  }
+  // The CM's clock runs `total` ns on, in steps of `step`, a few rounds each.
+  void run_for(uint64_t total, uint64_t step = 50'000'000) {
+    for (uint64_t t = 0; t < total; t += step) {
+      clock_ns_ += step;
+      rounds(4);
+    }
+  }
+  static void drain(Cq* cq) {
+    NdkResultEx r[16];
+    while (cq->get_results_ex(r, 16) != 0) {
     }
   }
 
@@ -246,13 +315,18 @@ class World : public CmFixture {
     }
     close_listener(listener_);
     FUZZ_CHECK(endpoint_->close(nullptr, nullptr) == STATUS_SUCCESS);
-    pump(8);
-    advance(30'000'000'000ull, 500'000'000);
-    pump(8);
+    rounds(8);
+    run_for(30'000'000'000ull, 500'000'000);
+    rounds(8);
     FUZZ_CHECK(events_.connectors.size() == adopted_);  // no connect event after the close
     for (const Once& o : calls_) FUZZ_CHECK(!o.pended || o.count == 1);
     FUZZ_CHECK(connection_manager_counters(*a_.adapter).connections == 0);
     FUZZ_CHECK(connection_manager_counters(*b_.adapter).connections == 0);
+    if (services_) {
+      FUZZ_CHECK(svc_->open_connections() == 0);
+      echo_then_stop();
+      return;
+    }
 
     Endpoint x, y;
     make_endpoints(x, y);
@@ -277,6 +351,51 @@ class World : public CmFixture {
     close_endpoint(y, &by);
   }
 
+  // Services mode: a new client of the echo service gets its SEND back byte for byte; then the
+  // services stop and hold nothing.
+  void echo_then_stop() {
+    Conn k{connector(a_), new_qp(x_), once(), once()};
+    a_conns_.push_back(k);
+    Once connected;
+    FUZZ_CHECK(k.c->connect(k.qp, addr_a(0), addr_b(kPort), 4, 4, nullptr, 0, &Once::cb,
+                            &connected) == STATUS_PENDING);
+    FUZZ_CHECK(rounds_until([&] { return connected.count != 0; }));
+    FUZZ_CHECK(connected.status == STATUS_SUCCESS);
+    FUZZ_CHECK(k.c->complete_connect_ex(&Once::cb, k.disconnect_event, &Once::cb, k.established) ==
+               STATUS_PENDING);
+    FUZZ_CHECK(rounds_until([&] { return k.established->count != 0; }));
+    FUZZ_CHECK(k.established->status == STATUS_SUCCESS);
+    drain(x_.cq);
+    for (uint32_t i = 0; i < kEchoBytes; ++i) {
+      a_buf_->data[i] = static_cast<uint8_t>(i * 3 + 1);
+      a_buf_->data[kEchoBytes + i] = 0;
+    }
+    NdkSge r = a_buf_->sge(kEchoBytes, kEchoBytes);
+    NdkSge t = a_buf_->sge(0, 100);
+    FUZZ_CHECK(k.qp->receive(nullptr, &r, 1) == STATUS_SUCCESS);
+    FUZZ_CHECK(k.qp->send(nullptr, &t, 1, 0) == STATUS_SUCCESS);
+    uint32_t echoed = 0;
+    FUZZ_CHECK(rounds_until([&] {
+      NdkResultEx res[4];
+      for (uint32_t n; (n = x_.cq->get_results_ex(res, 4)) != 0;) {
+        for (uint32_t i = 0; i < n; ++i) {
+          FUZZ_CHECK(res[i].status == STATUS_SUCCESS);
+          if (res[i].type == NdkOperationType::kReceive) echoed = res[i].bytes_transferred;
+        }
+      }
+      return echoed != 0;
+    }));
+    FUZZ_CHECK(echoed == 100 &&
+               std::memcmp(a_buf_->ptr() + kEchoBytes, a_buf_->ptr(), echoed) == 0);
+    svc_->stop();
+    FUZZ_CHECK(rounds_until([&] { return svc_->stopped(); }));
+    FUZZ_CHECK(svc_->open_connections() == 0);
+    FUZZ_CHECK(rounds_until([&] { return k.disconnect_event->count != 0; }));  // the service's DREQ
+    close_conn(a_conns_.back());
+    rounds(8);
+    svc_.reset();
+  }
+
   // Every QP, CQ and PD, then the adapters (TearDown checks that the adapters close).
   void close_all() {
     for (auto* v : {&a_conns_, &b_conns_}) {
@@ -284,7 +403,9 @@ class World : public CmFixture {
         if (k.qp != nullptr) close_qp(k.qp);
       }
     }
-    close_endpoint(x_);
+    std::vector<std::unique_ptr<Buffer>> bufs;
+    bufs.push_back(std::move(a_buf_));
+    close_endpoint(x_, &bufs);
     close_endpoint(y_);
     TearDown();
     FUZZ_CHECK(!HasFailure());
@@ -294,6 +415,9 @@ class World : public CmFixture {
   Endpoint x_, y_;  // their PD and CQ serve every connection's QP
   const bool ipv6_;
   const size_t mad_at_;  // where a CM frame's MAD starts
+  const bool services_;  // B is rocedpd's echo and memory services
+  std::unique_ptr<control::Services> svc_;
+  std::unique_ptr<Buffer> a_buf_;  // A's sends and echoes (services mode)
   Listener* listener_ = nullptr;
   SharedEndpoint* endpoint_ = nullptr;
   bool paused_ = false;  // B's consumer paused its listener's connect events
@@ -322,8 +446,9 @@ void start_eal() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   start_eal();
   {
-    // The first byte: bit 0 makes the ports' CM speak IPv6 (fd52::1, fd52::2).
-    World w(size > 0 && (data[0] & 1) != 0);
+    // The first byte: bit 0 makes the ports' CM speak IPv6 (fd52::1, fd52::2); bit 1 puts
+    // rocedpd's echo and memory services on B in place of its consumer.
+    World w(size > 0 && (data[0] & 1) != 0, size > 0 && (data[0] & 2) != 0);
     FUZZ_CHECK(w.open());
     Script s{data + (size > 0 ? 1 : 0), size > 0 ? size - 1 : 0};
     for (int steps = 0; s.more() && steps < 64; ++steps) w.step(s);

@@ -103,7 +103,7 @@ scripts = {
     "peer_mad": [0, 18, 1] + list(bytes(256)),
 }
 
-# fuzz_cm_agent's scripts: a flags byte (bit 0: IPv6), then operations (an operation byte % 13
+# fuzz_cm_agent's scripts: a flags byte (bit 0: IPv6; bit 1: services mode, below), then operations (an operation byte % 13
 # and an argument byte): 0 C: A connects (C odd: through its shared endpoint), 1 N: B
 # accepts its Nth connector, 2 N: B rejects it, 3 N: A completes its Nth, 4 S: a side (S odd: B,
 # its S >> 1 th) disconnects, 5 S: the same, abortively, 6 S: closes it, 7 _ K H [at value]...:
@@ -149,6 +149,25 @@ agent_scripts.update({
     "endpoint_duplicate_req": [0, 1] + PUMP + [7, 0, REQ, 0] + PUMP + [1, 0] + PUMP + [3, 0] + PUMP,
 })
 agent_seeds = {k: bytes([0] + v) for k, v in agent_scripts.items()}
+# Services mode (flags bit 1): B is rocedpd's echo (connect's argument bit 1 clear) and memory
+# (set) services, 3 connections each at most; 13 N: A sends on its Nth connection, an echo one it
+# completed, its receive for the echo posted.
+ECHO, MEMORY = 0, 2
+SERVED = [0, ECHO] + PUMP + [3, 0] + PUMP
+services_scripts = {
+    "services_echo": SERVED + [13, 0] + PUMP + [13, 77] + PUMP + [4, 0] + PUMP,
+    "services_memory": [0, MEMORY] + PUMP + [3, 0] + PUMP + [13, 0] + PUMP + [4, 0] + PUMP,
+    "services_over_limit": [0, ECHO] * 4 + PUMP + [3, 0, 3, 1, 3, 2, 3, 3] + PUMP + [13, 1] + PUMP,
+    "services_abandoned_accept": [0, ECHO, 0, MEMORY] + PUMP + [6, 0, 6, 2] + PUMP + [9, 40],
+    "services_duplicates": SERVED + [7, 0, REQ, 0, 7, 0, RTU, 0, 8, 0, REP, 0] + PUMP + [13, 0] + PUMP,
+    "services_stale_req": SERVED + [13, 0] + PUMP + [7, 0, REQ, 1, MAD_COMM_ID, 0x5A] + PUMP + [9, 30],
+    "services_deaf": [12, 1, 0, ECHO] + PUMP + [9, 20, 12, 1] + PUMP + [3, 0] + PUMP + [13, 0] + PUMP,
+    "services_endpoint": [0, ECHO | 1] + PUMP + [3, 0] + PUMP + [13, 0] + PUMP + [5, 0] + PUMP,
+}
+for name, v in services_scripts.items():
+    agent_seeds[name] = bytes([2] + v)
+agent_seeds["services_echo_ipv6"] = bytes([3] + services_scripts["services_echo"])
+agent_seeds["services_memory_ipv6"] = bytes([3] + services_scripts["services_memory"])
 for name in ("established_a_disconnects", "two_connections", "duplicate_req_when_connected", "stale_req",
              "req_from_elsewhere", "endpoint_connections", "scrambled_req"):
     agent_seeds[name + "_ipv6"] = bytes([1] + agent_scripts[name])
