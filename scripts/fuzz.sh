@@ -33,11 +33,16 @@ for f in files:
 PY
 }
 run() {  # target seed-dir
-  local out=$dir/fuzz-out/$1
+  local out=$dir/fuzz-out/$1 pid rc=0
   mkdir -p "$out/corpus" "$out/crashes"
   echo "==> $1 for ${secs}s"
   "$dir/tests/$1" -max_total_time="$secs" -print_final_stats=1 -artifact_prefix="$out/crashes/" \
-    "$out/corpus" "$2"
+    "$out/corpus" "$2" &
+  pid=$!
+  wait "$pid" || rc=$?
+  # A target that starts EAL (fuzz_cm_agent) leaves its runtime folder when libFuzzer ends it.
+  rm -rf "/var/run/dpdk/rdp-${1//_/-}-$pid"
+  return "$rc"
 }
 seeds=$dir/fuzz-seeds
 seed_frames "$seeds/frames" "" "$shared"/captures/*.pcap
