@@ -30,7 +30,7 @@ class ServicesTest : public CmFixture {
     if (svc_ != nullptr) {
       b_.held_cores = 0;
       svc_->stop();
-      EXPECT_TRUE(serve_until([&] { return svc_->stopped(); }));
+      EXPECT_TRUE(pump_until([&] { return svc_->stopped(); }));
       svc_.reset();
     }
     CmFixture::TearDown();
@@ -47,25 +47,9 @@ class ServicesTest : public CmFixture {
     l.keepalive_ms = 0;
     std::string error;
     ASSERT_EQ(control::Services::start(*b_.adapter, {l}, &svc_, &error), STATUS_SUCCESS) << error;
-  }
-
-  /// pump_until with the services' own poll() in every round (the daemon's control loop).
-  bool serve_until(const std::function<bool()>& pred, uint64_t max_rounds = 200'000) {
-    return pump_until(
-        [&] {
-          svc_->poll();
-          return pred();
-        },
-        max_rounds);
-  }
-
-  /// advance() with the services' poll(): the CM's virtual clock moves `total` ns.
-  void run_for(uint64_t total) {
-    for (uint64_t t = 0; t < total; t += kSecond / 20) {
-      clock_ns_ += kSecond / 20;
-      pump(4);
-      svc_->poll();
-    }
+    on_round_ = [this] {  // every pump round runs the services' poll(), as the daemon's loop does
+      if (svc_) svc_->poll();
+    };
   }
 
   /// Holds B's core `core` with its request ring full (fill_request_ring); returns how many
@@ -88,7 +72,7 @@ class ServicesTest : public CmFixture {
                                            done = true;
                                            rows = std::move(s.qps);
                                          });
-    EXPECT_TRUE(serve_until([&] { return done; }));
+    EXPECT_TRUE(pump_until([&] { return done; }));
     return rows;
   }
   size_t b_qps() { return b_qp_rows().size(); }
@@ -117,7 +101,7 @@ class ServicesTest : public CmFixture {
     ASSERT_EQ(c.conn->connect(c.ep.qp, addr_a(0), addr_b(kPort), 4, 4, nullptr, 0, &Req::cb,
                               &c.connected),
               STATUS_PENDING);
-    ASSERT_TRUE(serve_until([&] { return c.connected.done(); }));
+    ASSERT_TRUE(pump_until([&] { return c.connected.done(); }));
     ASSERT_EQ(c.connected.status, STATUS_SUCCESS);
   }
   void connect_client(Client& c) {
@@ -126,7 +110,7 @@ class ServicesTest : public CmFixture {
     ASSERT_EQ(c.conn->complete_connect_ex([](void* x, NTSTATUS s) { Req::cb(x, s); },
                                           &c.disconnected, &Req::cb, &c.completed),
               STATUS_PENDING);
-    ASSERT_TRUE(serve_until([&] { return c.completed.done(); }));
+    ASSERT_TRUE(pump_until([&] { return c.completed.done(); }));
     ASSERT_EQ(c.completed.status, STATUS_SUCCESS);
   }
   void close_client(Client& c) {
@@ -158,7 +142,7 @@ TEST_F(ServicesTest, EchoCloseOnAFullCoreRingIsTriedAgainAndLeavesNothing) {
   NdkSge ss = c.buf->sge(0, 200);
   ASSERT_EQ(c.ep.qp->send(nullptr, &ss, 1, 0), STATUS_SUCCESS);
   std::vector<NdkResultEx> got;
-  ASSERT_TRUE(serve_until([&] {
+  ASSERT_TRUE(pump_until([&] {
     NdkResultEx r[4];
     for (uint32_t k; (k = c.ep.cq->get_results_ex(r, 4)) != 0;) got.insert(got.end(), r, r + k);
     return got.size() >= 2;
@@ -176,13 +160,13 @@ TEST_F(ServicesTest, EchoCloseOnAFullCoreRingIsTriedAgainAndLeavesNothing) {
   const uint32_t other = 1 - b_qp_core();
   const uint32_t filled = fill_b_ring(other);
   svc_->stop();
-  run_for(3 * kSecond);
+  advance(3 * kSecond);
   EXPECT_FALSE(svc_->stopped()) << "stopped with core " << other << "'s ring full (" << filled
                                 << " requests)";
   EXPECT_EQ(svc_->open_connections(), 1u) << "the connection was dropped before its region closed";
 
   b_.held_cores = 0;
-  ASSERT_TRUE(serve_until([&] { return svc_->stopped(); }));
+  ASSERT_TRUE(pump_until([&] { return svc_->stopped(); }));
   EXPECT_EQ(svc_->open_connections(), 0u);
   EXPECT_EQ(b_qps(), 0u) << "the service's QP outlived the service";
   EXPECT_TRUE(c.disconnected.done()) << "the service's DREQ did not reach the client";
@@ -199,7 +183,7 @@ TEST_F(ServicesTest, AStopDuringAnAcceptCountsItClosedNotFailed) {
   request_client(c);  // the service's Accept waits for the RTU
   ASSERT_EQ(svc_->open_connections(), 1u);
   svc_->stop();
-  ASSERT_TRUE(serve_until([&] { return svc_->stopped(); }));
+  ASSERT_TRUE(pump_until([&] { return svc_->stopped(); }));
   const auto rows = svc_->rows();
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].accepted, 0u);
@@ -220,10 +204,10 @@ TEST_F(ServicesTest, MemoryRegionCloseOnAFullCoreRingIsTriedAgain) {
   start(config::ListenerConfig::Service::kMemory);
   fill_b_ring(1);
   svc_->stop();
-  run_for(kSecond);
+  advance(kSecond);
   EXPECT_FALSE(svc_->stopped()) << "stopped while its region's close could not be asked for";
   b_.held_cores = 0;
-  ASSERT_TRUE(serve_until([&] { return svc_->stopped(); }));
+  ASSERT_TRUE(pump_until([&] { return svc_->stopped(); }));
   svc_.reset();
   // TearDown: B's adapter closes only with nothing of the service left open (its PD included).
 }

@@ -31,6 +31,9 @@
 #include <vector>
 
 #include "control/services.hpp"
+#include "dataplane/wire/ipv4.hpp"
+#include "dataplane/wire/ipv6.hpp"
+#include "dataplane/wire/mad.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 #include "tests/seeds/cm_env.hpp"
 #include "tests/wire/wire_test_util.hpp"
@@ -45,32 +48,17 @@ constexpr size_t kMaxConns = 4;           // per side: connectors, each with its
 constexpr uint16_t kEndpointPort = 6200;  // A's shared endpoint
 constexpr uint32_t kEchoBytes = 256;      // services mode: the echo's receive buffers
 
-// A callback that must run at most once; `pended`: the call that owes it returned PENDING, so it
-// must have run by the end.
-struct Once {
-  int count = 0;
-  NTSTATUS status = STATUS_PENDING;
-  bool pended = false;
-  static void cb(void* c, NTSTATUS s) {
-    auto* o = static_cast<Once*>(c);
-    FUZZ_CHECK(++o->count == 1);
-    o->status = s;
-  }
-  static void close_cb(void* c) { cb(c, STATUS_SUCCESS); }
-};
-
 class World : public CmFixture {
  public:
-  World(bool ipv6, bool services)
-      : ipv6_(ipv6), mad_at_(14 + (ipv6 ? 40 : 20) + 8 + 12 + 8), services_(services) {}
+  World(bool ipv6, bool services) : ipv6_(ipv6), mad_at_(cm_mad_at(ipv6)), services_(services) {}
   void TestBody() override {}
   bool cm_ipv6() const override { return ipv6_; }
 
   struct Conn {
     Connector* c = nullptr;  // null once closed
     Qp* qp = nullptr;
-    Once* established = nullptr;  // the completion of Accept or CompleteConnect
-    Once* disconnect_event = nullptr;
+    Req* established = nullptr;  // the completion of Accept or CompleteConnect
+    Req* disconnect_event = nullptr;
     uint16_t port = kPort;  // A's: the port it connected to
   };
 
@@ -102,6 +90,9 @@ class World : public CmFixture {
       }
       std::string error;
       FUZZ_CHECK(control::Services::start(*b_.adapter, ls, &svc_, &error) == STATUS_SUCCESS);
+      on_round_ = [this] {  // every pump round runs the services' poll(), as the daemon's loop does
+        if (svc_) svc_->poll();
+      };
     } else {
       listener_ = listen_b(kPort, &events_);
     }
@@ -110,8 +101,12 @@ class World : public CmFixture {
     return !HasFailure();
   }
 
-  Once* once() { return &calls_.emplace_back(); }
-  void pended(Once* o, NTSTATUS st) { o->pended = st == STATUS_PENDING; }
+  // A callback recorder (Req: a second call fails the run, which every step checks).
+  Req* once() { return &calls_.emplace_back(); }
+  // The call that owes `o` returned PENDING: its callback must have run by the end.
+  void pended(Req* o, NTSTATUS st) {
+    if (st == STATUS_PENDING) pended_.push_back(o);
+  }
 
   // B's consumer sees each connect event's connector as one of its connections.
   void adopt_events() {
@@ -138,7 +133,9 @@ class World : public CmFixture {
     size_t chosen = tap.size() - 1;
     for (size_t j = tap.size(); j-- > 0;) {
       const auto& f = tap[j].bytes;
-      if (f.size() >= mad_at_ + wire::kMadLen && f[mad_at_ + 17] == 0x10 + pick % 7) {
+      if (f.size() >= mad_at_ + wire::kMadLen &&
+          wire::load_be16(f.data() + mad_at_ + wire::mad_off::kAttrId) ==
+              wire::cm_attr::kReq + pick % 7) {
         chosen = j;
         break;
       }
@@ -147,7 +144,8 @@ class World : public CmFixture {
     if (fr.size() < mad_at_ + wire::kMadLen) return;
     if ((how & 0x83) != 0) disturbed_ = true;
     // The source address's last byte: 198.18.0.x or fd52::x -> another host's.
-    if (how & 0x80) fr[ipv6_ ? 14 + 8 + 15 : 14 + 12 + 3] ^= 0x40;
+    if (how & 0x80)
+      fr[wire::kEthHdrLen + (ipv6_ ? wire::ipv6_off::kSrc + 15 : wire::ipv4_off::kSrc + 3)] ^= 0x40;
     for (int i = 0; i < (how & 3); ++i) {
       const uint8_t at = s.next();
       fr[mad_at_ + at] = s.next();
@@ -167,11 +165,11 @@ class World : public CmFixture {
         Conn k{connector(a_), new_qp(x_), nullptr};
         if (k.c == nullptr || k.qp == nullptr) break;
         if (services_) k.port = static_cast<uint16_t>(kPort + (arg >> 1 & 1));  // echo, memory
-        Once* o = once();
+        Req* o = once();
         pended(o, arg & 1
                       ? k.c->connect_with_shared_endpoint(k.qp, endpoint_, addr_b(k.port), 4, 4,
-                                                          "fz", 2, &Once::cb, o)
-                      : k.c->connect(k.qp, addr_a(0), addr_b(k.port), 4, 4, "fz", 2, &Once::cb, o));
+                                                          "fz", 2, &Req::cb, o)
+                      : k.c->connect(k.qp, addr_a(0), addr_b(k.port), 4, 4, "fz", 2, &Req::cb, o));
         a_conns_.push_back(k);
         break;
       }
@@ -181,8 +179,8 @@ class World : public CmFixture {
         k->qp = new_qp(y_);
         k->disconnect_event = once();
         k->established = once();
-        pended(k->established, k->c->accept_ex(k->qp, 4, 4, nullptr, 0, &Once::cb,
-                                               k->disconnect_event, &Once::cb, k->established));
+        pended(k->established, k->c->accept_ex(k->qp, 4, 4, nullptr, 0, &Req::cb,
+                                               k->disconnect_event, &Req::cb, k->established));
         break;
       }
       case 2:  // B rejects
@@ -196,16 +194,16 @@ class World : public CmFixture {
         if (k == nullptr || k->disconnect_event != nullptr) break;
         k->disconnect_event = once();
         k->established = once();
-        pended(k->established, k->c->complete_connect_ex(&Once::cb, k->disconnect_event, &Once::cb,
-                                                         k->established));
+        pended(k->established,
+               k->c->complete_connect_ex(&Req::cb, k->disconnect_event, &Req::cb, k->established));
         break;
       }
       case 4:
       case 5: {  // a side disconnects, gracefully or abortively
         Conn* k = pick(arg & 1 ? b_conns_ : a_conns_, arg >> 1);
         if (k == nullptr) break;
-        Once* o = once();
-        pended(o, k->c->disconnect_ex(op % 14 == 5, &Once::cb, o));
+        Req* o = once();
+        pended(o, k->c->disconnect_ex(op % 14 == 5, &Req::cb, o));
         disturbed_ = true;
         break;
       }
@@ -222,10 +220,10 @@ class World : public CmFixture {
         inject(s, false);
         break;
       case 9:  // time runs on, up to 2.5 s
-        run_for(static_cast<uint64_t>(arg % 51) * 50'000'000);
+        advance(static_cast<uint64_t>(arg % 51) * 50'000'000);
         break;
       case 10:
-        rounds(arg % 16 + 1);
+        pump(arg % 16 + 1);
         break;
       case 11:  // B's listener pauses its connect events or resumes them (odd), closes, or
                 // listens again (the services keep theirs)
@@ -261,25 +259,6 @@ class World : public CmFixture {
     }
   }
 
-  // Polling rounds: the cores, both CMs and, in services mode, the services' own poll (the
-  // daemon's control loop).
-  void rounds(int n) {
-    for (int i = 0; i < n; ++i) {
-      pump(1);
-      if (svc_) svc_->poll();
-    }
-  }
-  bool rounds_until(const std::function<bool()>& pred, int max = 200'000) {
-    for (int i = 0; i < max && !pred(); ++i) rounds(1);
-    return pred();
-  }
-  // The CM's clock runs `total` ns on, in steps of `step`, a few rounds each.
-  void run_for(uint64_t total, uint64_t step = 50'000'000) {
-    for (uint64_t t = 0; t < total; t += step) {
-      clock_ns_ += step;
-      rounds(4);
-    }
-  }
   static void drain(Cq* cq) {
     NdkResultEx r[16];
     while (cq->get_results_ex(r, 16) != 0) {
@@ -287,8 +266,8 @@ class World : public CmFixture {
   }
 
   void close_conn(Conn& k) {
-    Once* o = once();
-    pended(o, k.c->close(&Once::close_cb, o));
+    Req* o = once();
+    pended(o, k.c->close(&Req::plain, o));
     k.c = nullptr;
   }
 
@@ -315,11 +294,11 @@ class World : public CmFixture {
     }
     close_listener(listener_);
     FUZZ_CHECK(endpoint_->close(nullptr, nullptr) == STATUS_SUCCESS);
-    rounds(8);
-    run_for(30'000'000'000ull, 500'000'000);
-    rounds(8);
+    pump(8);
+    advance(30'000'000'000ull, 500'000'000);
+    pump(8);
     FUZZ_CHECK(events_.connectors.size() == adopted_);  // no connect event after the close
-    for (const Once& o : calls_) FUZZ_CHECK(!o.pended || o.count == 1);
+    for (const Req* o : pended_) FUZZ_CHECK(o->count == 1);
     FUZZ_CHECK(connection_manager_counters(*a_.adapter).connections == 0);
     FUZZ_CHECK(connection_manager_counters(*b_.adapter).connections == 0);
     if (services_) {
@@ -356,14 +335,14 @@ class World : public CmFixture {
   void echo_then_stop() {
     Conn k{connector(a_), new_qp(x_), once(), once()};
     a_conns_.push_back(k);
-    Once connected;
-    FUZZ_CHECK(k.c->connect(k.qp, addr_a(0), addr_b(kPort), 4, 4, nullptr, 0, &Once::cb,
+    Req connected;
+    FUZZ_CHECK(k.c->connect(k.qp, addr_a(0), addr_b(kPort), 4, 4, nullptr, 0, &Req::cb,
                             &connected) == STATUS_PENDING);
-    FUZZ_CHECK(rounds_until([&] { return connected.count != 0; }));
+    FUZZ_CHECK(pump_until([&] { return connected.count != 0; }));
     FUZZ_CHECK(connected.status == STATUS_SUCCESS);
-    FUZZ_CHECK(k.c->complete_connect_ex(&Once::cb, k.disconnect_event, &Once::cb, k.established) ==
+    FUZZ_CHECK(k.c->complete_connect_ex(&Req::cb, k.disconnect_event, &Req::cb, k.established) ==
                STATUS_PENDING);
-    FUZZ_CHECK(rounds_until([&] { return k.established->count != 0; }));
+    FUZZ_CHECK(pump_until([&] { return k.established->count != 0; }));
     FUZZ_CHECK(k.established->status == STATUS_SUCCESS);
     drain(x_.cq);
     for (uint32_t i = 0; i < kEchoBytes; ++i) {
@@ -375,7 +354,7 @@ class World : public CmFixture {
     FUZZ_CHECK(k.qp->receive(nullptr, &r, 1) == STATUS_SUCCESS);
     FUZZ_CHECK(k.qp->send(nullptr, &t, 1, 0) == STATUS_SUCCESS);
     uint32_t echoed = 0;
-    FUZZ_CHECK(rounds_until([&] {
+    FUZZ_CHECK(pump_until([&] {
       NdkResultEx res[4];
       for (uint32_t n; (n = x_.cq->get_results_ex(res, 4)) != 0;) {
         for (uint32_t i = 0; i < n; ++i) {
@@ -388,11 +367,11 @@ class World : public CmFixture {
     FUZZ_CHECK(echoed == 100 &&
                std::memcmp(a_buf_->ptr() + kEchoBytes, a_buf_->ptr(), echoed) == 0);
     svc_->stop();
-    FUZZ_CHECK(rounds_until([&] { return svc_->stopped(); }));
+    FUZZ_CHECK(pump_until([&] { return svc_->stopped(); }));
     FUZZ_CHECK(svc_->open_connections() == 0);
-    FUZZ_CHECK(rounds_until([&] { return k.disconnect_event->count != 0; }));  // the service's DREQ
+    FUZZ_CHECK(pump_until([&] { return k.disconnect_event->count != 0; }));  // the service's DREQ
     close_conn(a_conns_.back());
-    rounds(8);
+    pump(8);
     svc_.reset();
   }
 
@@ -426,7 +405,8 @@ class World : public CmFixture {
   std::vector<Conn> a_conns_, b_conns_;
   // A consumer ended a connection, the listener closed, a side went deaf or a MAD was altered.
   bool disturbed_ = false;
-  std::deque<Once> calls_;  // stable addresses: callbacks hold them
+  std::deque<Req> calls_;  // stable addresses: callbacks hold them
+  std::vector<const Req*> pended_;
 };
 
 constexpr uint32_t kMbufs = 4095;
@@ -451,7 +431,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     World w(size > 0 && (data[0] & 1) != 0, size > 0 && (data[0] & 2) != 0);
     FUZZ_CHECK(w.open());
     Script s{data + (size > 0 ? 1 : 0), size > 0 ? size - 1 : 0};
-    for (int steps = 0; s.more() && steps < 64; ++steps) w.step(s);
+    for (int steps = 0; s.more() && steps < 64; ++steps) {
+      w.step(s);
+      FUZZ_CHECK(!::testing::Test::HasFailure());  // e.g. a callback that ran twice
+    }
     w.finish();
     w.close_all();
   }

@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 
 #include "control/connection_manager_setup.hpp"
+#include "dataplane/wire/bth.hpp"
 #include "dataplane/wire/cm_messages.hpp"
 #include "rocedp/connection_manager.hpp"
 #include "rocedp/connector.hpp"
@@ -52,11 +54,16 @@ struct CapturedFrame {
   std::vector<uint8_t> bytes;
 };
 
+/// Where the MAD starts in a CM frame (Ethernet, IP, UDP, BTH, DETH) of IPv4 or IPv6.
+constexpr size_t cm_mad_at(bool ipv6) {
+  return (ipv6 ? wire::kCmFrameLen6 : wire::kCmFrameLen) - wire::kMadLen - wire::kIcrcLen;
+}
+
 /// The first CM MAD of attribute `attr` (0x10 REQ, 0x13 REP, ...) among `tap`'s frames, decoded
 /// into `out`; its frame, or null.
 inline const CapturedFrame* find_cm(const std::vector<CapturedFrame>& tap, uint16_t attr,
                                     wire::CmMad* out) {
-  constexpr size_t kMadAt = 14 + 20 + 8 + 12 + 8;  // Ethernet, IPv4, UDP, BTH, DETH
+  constexpr size_t kMadAt = cm_mad_at(false);
   for (const auto& f : tap) {
     if (f.bytes.size() < kMadAt + wire::kMadLen) continue;
     if (wire::decode_cm_mad(wire::Bytes(f.bytes.data() + kMadAt, wire::kMadLen), *out) !=
@@ -141,6 +148,7 @@ class CmFixture : public NdkFixture {
       if (!silent_b_ && !dead_b_) poll_connections(*b_.adapter);
       a_.adapter->poll_control();
       if (!dead_b_) b_.adapter->poll_control();
+      if (on_round_) on_round_();
     }
   }
   bool pump_until(const std::function<bool()>& pred, uint64_t max_rounds = 200'000) {
@@ -287,6 +295,9 @@ class CmFixture : public NdkFixture {
   }
 
   uint64_t clock_ns_ = kSecond;
+  /// Runs at the end of every pump() round: more of the daemon's control loop (the services'
+  /// poll()) for the tests that have it.
+  std::function<void()> on_round_;
   bool dead_b_ = false;
   bool silent_a_ = false;
   bool silent_b_ = false;
