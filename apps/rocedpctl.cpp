@@ -439,7 +439,7 @@ int main(int argc, char** argv) {
     return run_view(o, {"/rocedp/connections", "connections", {}});
   });
   daemon_command("listeners",
-                 "listeners: port, ND port, service, open connections, outcomes, echo traffic",
+                 "listeners: port, ND port, service, open connections, outcomes, echo and perftest traffic",
                  [&] {
                    return run_view(o, {"/rocedp/listeners", "listeners", {}});
                  });

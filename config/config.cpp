@@ -229,6 +229,8 @@ std::string_view to_string(ListenerConfig::Service service) {
       return "echo";
     case ListenerConfig::Service::kMemory:
       return "memory";
+    case ListenerConfig::Service::kPerftest:
+      return "perftest";
   }
   return "?";
 }
@@ -967,26 +969,33 @@ ListenerConfig Reader::listener(const Field& f) {
   bool service_known = false;
   guard([&] {
     const Field& service = require(m, "service");
-    c.service = static_cast<ListenerConfig::Service>(choice(service, {"echo", "memory"}));
+    c.service =
+        static_cast<ListenerConfig::Service>(choice(service, {"echo", "memory", "perftest"}));
     service_known = true;
   });
-  const bool memory = c.service == ListenerConfig::Service::kMemory;
-  // A key of the other service's is refused (only when the service is known).
-  auto of_service = [&](const Field& v, bool for_memory) {
-    if (service_known && memory != for_memory)
-      fail(v, for_memory ? "applies to service: memory only (this listener is 'echo')"
-                         : "applies to service: echo only (this listener is 'memory')");
+  using S = ListenerConfig::Service;
+  // A key of another service's is refused (only when the service is known).
+  auto of_service = [&](const Field& v, std::initializer_list<S> services, const char* which) {
+    if (service_known && std::find(services.begin(), services.end(), c.service) == services.end())
+      fail(v, std::string("applies to service: ") + which + " (this listener is '" +
+                  std::string(to_string(c.service)) + "')");
   };
   guard([&] {
     if (const Field* v = m.find("memory_bytes")) {
-      of_service(*v, true);
+      of_service(*v, {S::kMemory, S::kPerftest}, "memory and perftest only");
       c.memory_bytes = number(*v, "listeners", "memory_bytes");
     }
   });
   guard([&] {
     if (const Field* v = m.find("keepalive_ms")) {
-      of_service(*v, true);
+      of_service(*v, {S::kMemory, S::kPerftest}, "memory and perftest only");
       c.keepalive_ms = static_cast<uint32_t>(number(*v, "listeners", "keepalive_ms"));
+    }
+  });
+  guard([&] {
+    if (const Field* v = m.find("sends")) {
+      of_service(*v, {S::kPerftest}, "perftest only");
+      c.sends = static_cast<ListenerConfig::Sends>(choice(*v, {"sink", "echo"}));
     }
   });
   for (const char* key :
@@ -994,7 +1003,11 @@ ListenerConfig Reader::listener(const Field& f) {
     guard([&] {
       const Field* v = m.find(key);
       if (v == nullptr) return;
-      of_service(*v, false);
+      const std::string_view name(key);
+      if (name == "message_bytes" || name == "queue_depth")
+        of_service(*v, {S::kEcho, S::kPerftest}, "echo and perftest only");
+      else
+        of_service(*v, {S::kEcho}, "echo only");
       const std::string_view k(key);
       uint32_t& out = k == "message_bytes"      ? c.message_bytes
                       : k == "queue_depth"      ? c.queue_depth
@@ -1235,13 +1248,12 @@ void Reader::validate(const Config& c) const {
         report(where({base + "." + key, base + ".service", base}), base + "." + key,
                what + " is more than limits." + limit + " (" + std::to_string(have) + ")");
     };
-    if (l.service == ListenerConfig::Service::kMemory) {
+    if (l.service != ListenerConfig::Service::kEcho)
       over("memory_bytes", std::to_string(l.memory_bytes) + " bytes (one registration)",
            l.memory_bytes, "max_registration_size", lim.max_registration_size);
-      continue;
-    }
-    // Echo (control/services.cpp): a buffer of queue_depth x message_bytes registered at once, a
-    // QP of queue_depth each way, a CQ of twice that.
+    if (l.service == ListenerConfig::Service::kMemory) continue;
+    // Echo and perftest's data connections (control/services.cpp): a buffer of queue_depth x
+    // message_bytes registered at once, a QP of queue_depth each way, a CQ of twice that.
     const uint64_t buffers = uint64_t{l.queue_depth} * l.message_bytes;
     over("message_bytes",
          "queue_depth x message_bytes = " + std::to_string(buffers) + " bytes (one registration)",

@@ -78,6 +78,6 @@ std::span<const DcqcnField> dcqcn_fields();
 // The YAML spellings: "rx" / "tx" / "both"; "error" / "warning" / "info" / "debug".
 std::string_view to_string(FaultConfig::Direction direction);
 std::string_view to_string(LoggingConfig::Level level);
-std::string_view to_string(ListenerConfig::Service service);  // "echo" / "memory"
+std::string_view to_string(ListenerConfig::Service service);  // "echo" / "memory" / "perftest"
 
 }  // namespace rocedp::config

@@ -194,15 +194,21 @@ constexpr KeySpec kKeys[] = {
      "where to listen: the port's adapter serves it, on the port's addresses"},
     {"listeners", "nd_port", K::kUint, "int", "required", 1, 65535, "unique per port",
      "the ND / rdma_cm port (service ID `0x0106 << 16 \\| nd_port`)"},
-    {"listeners", "service", K::kChoice, "`echo`/`memory`", "required", 0, 0, "",
+    {"listeners", "service", K::kChoice, "`echo`/`memory`/`perftest`", "required", 0, 0, "",
      "what the listener serves"},
     {"listeners", "message_bytes", K::kUint, "int", "`4096`", 1, 1u << 24,
-     "echo only; `queue_depth` x `message_bytes` at most `limits.max_registration_size`",
+     "echo and perftest only; `queue_depth` x `message_bytes` at most "
+     "`limits.max_registration_size`",
      "the largest SEND taken (receive buffer size)"},
     {"listeners", "memory_bytes", K::kUint, "int", "`1048576`", 4096, uint64_t{1} << 30,
-     "memory only; at most `limits.max_registration_size`", "size of the exported region"},
+     "memory and perftest only; at most `limits.max_registration_size`",
+     "size of the exported region (perftest: at least the largest message and 4 KiB)"},
+    {"listeners", "sends", K::kChoice, "`sink`/`echo`", "`sink`", 0, 0, "perftest only",
+     "what a data connection does with a SEND: takes it (`ib_send_bw`) or answers it with the "
+     "same bytes (`ib_send_lat`)"},
     {"listeners", "queue_depth", K::kUint, "int", "`64`", 1, 4096,
-     "echo only; at most `limits.max_qp_depth`, twice it at most `limits.max_cq_depth`",
+     "echo and perftest only; at most `limits.max_qp_depth`, twice it at most "
+     "`limits.max_cq_depth`",
      "receives posted / send-queue depth per connection"},
     {"listeners", "max_connections", K::kUint, "int", "`64`", 1, 65536, "",
      "further requests are rejected (REJ, consumer reason 28)"},
@@ -217,7 +223,8 @@ constexpr KeySpec kKeys[] = {
     {"listeners", "idle_timeout_ms", K::kUint, "int", "`300000`", 0, 86400000, "echo only",
      "a connection that completes no echo for this long is disconnected (a peer gone without a "
      "DREQ holds its slot until then); 0 = never"},
-    {"listeners", "keepalive_ms", K::kUint, "int", "`10000`", 0, 3600000, "memory only",
+    {"listeners", "keepalive_ms", K::kUint, "int", "`10000`", 0, 3600000,
+     "memory and perftest (its control connection) only",
      "a zero-length RDMA WRITE to the peer this often (it touches no memory); a peer that no "
      "longer answers fails it after the QP's retries (local ACK timeout x (retry count + 1)) and "
      "the connection is closed; 0 = never"},

@@ -25,7 +25,7 @@ struct ConnectionRow {
 };
 
 /// One listening service of the daemon (control/services.hpp): its connections since it started,
-/// by outcome, and the echo's traffic (closed connections' and open ones').
+/// by outcome, and the echo's and perftest's traffic (closed connections' and open ones').
 struct ServiceRow {
   std::string port;  // config ports[].name
   uint16_t nd_port = 0;
@@ -34,6 +34,8 @@ struct ServiceRow {
   uint64_t failed = 0;    // its CQ, QP, buffers or Accept could not be made, or its QP failed
   uint64_t closed = 0;    // closed again: accepted, failed, or its Accept cancelled by a stop
   uint64_t echo_messages = 0, echo_bytes = 0;
+  uint64_t received_messages = 0, received_bytes = 0;  // SENDs perftest's sink took
+  uint64_t sessions = 0, reports = 0;  // perftest: clients' sessions; bandwidth reports received
 };
 
 /// One RC queue pair, read on its owning core (dataplane/qp_row.hpp).

@@ -1,7 +1,10 @@
-// rocedpd's echo and memory services (control/services.hpp). Set-up and teardown on the control
-// thread; the echo data path in the CQ notification, on the connection's polling core.
+// rocedpd's echo, memory and perftest services (control/services.hpp): set-up and teardown on the
+// control thread; the echo data path in the CQ notification, on the connection's polling core.
+// perftest's sessions are in perftest_service.cpp.
 
 #include "control/services.hpp"
+
+#include "control/service_state.hpp"
 #include "control/sock_addr.hpp"
 
 #include <algorithm>
@@ -14,70 +17,6 @@
 namespace rocedp::control {
 
 using pmd::LogLevel;
-
-namespace {
-
-// Receive request contexts carry the buffer slot; send contexts the slot with bit 0 set.
-void* slot_context(uint32_t slot, bool send) {
-  return reinterpret_cast<void*>((uintptr_t{slot} << 1) | (send ? 1u : 0u));
-}
-
-}  // namespace
-
-struct Services::Listening {
-  Services* owner = nullptr;
-  config::ListenerConfig cfg;
-  Listener* listener = nullptr;
-  std::unique_ptr<uint8_t[]> region;  // memory service
-  Mr* mr = nullptr;
-  uint32_t connections = 0;
-  ServiceRow counts;  // its port and nd_port, the outcomes of its connections (rows())
-  bool echo() const { return cfg.service == config::ListenerConfig::Service::kEcho; }
-};
-
-struct Services::Conn {
-  Services* owner = nullptr;
-  Listening* svc = nullptr;
-  Connector* connector = nullptr;
-  Cq* cq = nullptr;
-  Qp* qp = nullptr;
-  Mr* mr = nullptr;  // echo: the receive/send buffers
-  std::unique_ptr<uint8_t[]> buf;
-  uint32_t core = 0;
-  bool creating = false;     // a create completion is outstanding
-  bool closing_obj = false;  // a close completion is outstanding
-  bool closing = false;
-  bool established = false;
-  bool receives_posted = false;  // echo: receive_delay_ms defers them past the Accept
-  std::chrono::steady_clock::time_point post_receives_at{};
-  bool disconnecting = false;
-  bool close_retry = false;  // an object's close found its core's ring full: poll() retries
-  // memory: the keepalive in flight, and when the next one is due (control thread).
-  bool probe_outstanding = false;
-  std::chrono::steady_clock::time_point next_probe{};
-  // echo: echoes_done when poll() last saw it change, and when (the idle timeout).
-  uint64_t idle_seen = 0;
-  std::chrono::steady_clock::time_point active_at{};
-
-  // The echo on the polling core (on_cq_notify). Set before the CQ is first armed, then read
-  // only: the control thread clears qp/cq/mr on teardown, the core keeps its own copies.
-  Qp* core_qp = nullptr;
-  Cq* core_cq = nullptr;
-  uint32_t local_token = 0;
-  std::atomic<bool> core_stop{false};    // control thread: teardown began, the core lets go
-  std::atomic<bool> core_failed{false};  // core: the CQ overran or a request failed; the control
-                                         // thread ends the connection
-  std::atomic<NTSTATUS> core_error{STATUS_SUCCESS};  // why (stored before core_failed)
-  // Written by the core only (a single writer: relaxed load + store), read by the control thread.
-  std::atomic<uint64_t> echoes_done{0};  // echo SENDs completed (disconnect_after)
-  std::atomic<uint64_t> echo_messages{0}, echo_bytes{0};
-};
-
-namespace {
-void bump(std::atomic<uint64_t>& counter, uint64_t by) {
-  counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
-}
-}  // namespace
 
 // start()'s failure: `failed` joins what was created, everything stops, and the caller gets the
 // stopping services (freed before their regions' closes complete, they would be written after
@@ -175,12 +114,19 @@ void Services::on_connect_event(void* context, NdkConnector* nc) {
   self.conns_[c] = std::move(owned);
   self.by_connector_[connector] = l;
   ++l->connections;
+  if (l->perftest()) {
+    NdkSockAddr peer;
+    uint32_t size = sizeof(peer);
+    connector->get_peer_address(&peer, &size);
+    self.join_session(c, peer);
+  }
 
   const uint32_t depth = l->cfg.queue_depth;
   NTSTATUS st = STATUS_SUCCESS;
   const char* step = "buffers";
-  if (l->echo()) {
-    const uint64_t bytes = uint64_t{depth} * l->cfg.message_bytes;
+  if (l->echo() || l->perftest()) {
+    const uint64_t bytes = c->control ? uint64_t{control_slots::kAll} * control_slots::kBytes
+                                      : uint64_t{depth} * l->cfg.message_bytes;
     // Zeroed: an echo never sends bytes an earlier connection left in the heap.
     c->buf.reset(new (std::nothrow) uint8_t[bytes]());
     st = c->buf ? self.pd_->create_mr(false, nullptr, nullptr, &c->mr)
@@ -190,9 +136,10 @@ void Services::on_connect_event(void* context, NdkConnector* nc) {
   }
   Cq* cq = nullptr;
   if (st == STATUS_SUCCESS) {
-    // Echo: room for every receive and every echo SEND; memory: remote operations produce no
-    // completion here.
-    const uint32_t cq_depth = l->echo() ? 2 * depth : 4;
+    // Echo and perftest's data: room for every receive and every echo SEND; perftest's control:
+    // its receives, replies and keepalive; memory: remote operations produce no completion here
+    // (a keepalive's does).
+    const uint32_t cq_depth = c->control ? 2 * control_slots::kAll : l->memory() ? 4 : 2 * depth;
     step = "cq";
     c->creating = true;
     st = self.adapter_.create_cq(cq_depth, &Services::on_cq_notify, c, c->core,
@@ -231,8 +178,9 @@ void Services::on_cq_created(void* context, NTSTATUS status, NdkObjectHeader* ob
     self.fail_setup(c, "cq", status);
     return;
   }
-  const bool echo = c->svc->echo();
-  const uint32_t depth = echo ? c->svc->cfg.queue_depth : 1;
+  const uint32_t depth = c->control         ? control_slots::kAll
+                         : c->svc->memory() ? 1
+                                            : c->svc->cfg.queue_depth;
   Qp* qp = nullptr;
   c->creating = true;
   const NTSTATUS st =
@@ -266,21 +214,21 @@ void Services::accept(Conn* c) {
   NTSTATUS st = STATUS_SUCCESS;
   uint8_t pd[MemoryServiceInfo::kWireSize];
   uint32_t pd_len = 0;
-  if (l.echo()) {
-    if (l.cfg.receive_delay_ms == 0) {
-      st = post_receives(c);
-      if (st == STATUS_SUCCESS) start_echo(c);
-    }
-  } else {
+  if (c->control) {
+    st = post_control_receives(c);  // polled by the control thread (poll_control), never armed
+  } else if (l.memory()) {
     MemoryServiceInfo info;
     info.address = reinterpret_cast<uint64_t>(l.region.get());
     info.length = l.cfg.memory_bytes;
     info.token = l.mr->get_remote_token();
     info.encode(pd);
     pd_len = sizeof(pd);
+  } else if (l.perftest() || l.cfg.receive_delay_ms == 0) {
+    st = post_receives(c);
+    if (st == STATUS_SUCCESS) start_echo(c);
   }
-  // Inbound reads: as many as the adapter allows (the memory service is read by its clients);
-  // we issue none.
+  // Inbound reads: as many as the adapter allows (the memory and perftest services are read by
+  // their clients); we issue none.
   NdkAdapterInfo info{};
   size_t info_size = sizeof(info);
   (void)adapter_.query_adapter_info(&info, &info_size);
@@ -337,6 +285,12 @@ void Services::teardown(Conn* c) {
   c->closing = true;
   // Before any close request goes to the core: a notification after this touches nothing.
   c->core_stop.store(true, std::memory_order_release);
+  // perftest: the control connection's end is the session's (a data connection closing inline
+  // leaves the session, so not while iterating its list).
+  if (c->control && c->session != nullptr) {
+    const std::vector<Conn*> data = c->session->data;
+    for (Conn* d : data) teardown(d);
+  }
   close_next(c);
 }
 
@@ -376,6 +330,9 @@ void Services::close_next(Conn* c) {
   ++c->svc->counts.closed;
   c->svc->counts.echo_messages += c->echo_messages.load(std::memory_order_relaxed);
   c->svc->counts.echo_bytes += c->echo_bytes.load(std::memory_order_relaxed);
+  c->svc->counts.received_messages += c->received_messages.load(std::memory_order_relaxed);
+  c->svc->counts.received_bytes += c->received_bytes.load(std::memory_order_relaxed);
+  leave_session(c);
   conns_.erase(c);  // frees c
   maybe_finish_stop();
 }
@@ -455,6 +412,8 @@ std::vector<ServiceRow> Services::rows() const {
     ServiceRow& r = out[static_cast<size_t>(at - listening_.begin())];
     r.echo_messages += c->echo_messages.load(std::memory_order_relaxed);
     r.echo_bytes += c->echo_bytes.load(std::memory_order_relaxed);
+    r.received_messages += c->received_messages.load(std::memory_order_relaxed);
+    r.received_bytes += c->received_bytes.load(std::memory_order_relaxed);
   }
   return out;
 }
@@ -490,9 +449,8 @@ void Services::on_disconnect_done(void* context, NTSTATUS status) {
 // memory: drains the keepalive's completion and sends the next one when it is due. Not
 // STATUS_SUCCESS once a keepalive failed: its retries ran out, the peer is gone. A flushed one
 // (STATUS_CANCELLED: the connection is ending anyway) sends no more.
-NTSTATUS Services::keepalive(Conn* c, std::chrono::steady_clock::time_point now) {
-  const uint32_t every = c->svc->cfg.keepalive_ms;
-  if (every == 0) return STATUS_SUCCESS;
+NTSTATUS Services::poll_memory(Conn* c, std::chrono::steady_clock::time_point now) {
+  if (c->svc->cfg.keepalive_ms == 0) return STATUS_SUCCESS;
   NdkResultEx results[4];
   uint32_t n;
   while ((n = c->cq->get_results_ex(results, 4)) != 0) {
@@ -504,7 +462,13 @@ NTSTATUS Services::keepalive(Conn* c, std::chrono::steady_clock::time_point now)
         return st;
     }
   }
-  if (c->probe_outstanding || now < c->next_probe) return STATUS_SUCCESS;
+  return keepalive(c, now);
+}
+
+// memory, perftest's control: a zero-length RDMA WRITE (request context null) when one is due.
+NTSTATUS Services::keepalive(Conn* c, std::chrono::steady_clock::time_point now) {
+  const uint32_t every = c->svc->cfg.keepalive_ms;
+  if (every == 0 || c->probe_outstanding || now < c->next_probe) return STATUS_SUCCESS;
   const NTSTATUS st = c->qp->write(nullptr, nullptr, 0, 0, 0, 0);
   if (st != STATUS_SUCCESS) return st;
   c->probe_outstanding = true;
@@ -527,10 +491,12 @@ unsigned Services::poll() {
       continue;
     }
     const config::ListenerConfig& cfg = c->svc->cfg;
-    if (!c->svc->echo()) {
-      if (const NTSTATUS st = keepalive(c, now); st != STATUS_SUCCESS) failed.emplace_back(c, st);
+    if (c->svc->memory() || c->control) {
+      const NTSTATUS st = c->control ? poll_control(c, now) : poll_memory(c, now);
+      if (st != STATUS_SUCCESS) failed.emplace_back(c, st);
       continue;
     }
+    if (c->svc->perftest()) continue;  // a data connection: its core does the work
     if (!c->receives_posted && now >= c->post_receives_at) {
       if (const NTSTATUS st = post_receives(c); st != STATUS_SUCCESS) {
         failed.emplace_back(c, st);
@@ -586,6 +552,8 @@ void Services::on_cq_notify(void* context, NTSTATUS status) {
     return;
   }
   const uint32_t msg = c->svc->cfg.message_bytes;
+  const bool answer =
+      !c->svc->perftest() || c->svc->cfg.sends == config::ListenerConfig::Sends::kEcho;
   NdkResultEx results[32];
   uint32_t n;
   while ((n = c->core_cq->get_results_ex(results, 32)) != 0) {
@@ -603,7 +571,13 @@ void Services::on_cq_notify(void* context, NTSTATUS status) {
       const auto slot = static_cast<uint32_t>(ctx >> 1);
       uint8_t* data = c->buf.get() + uint64_t{slot} * msg;
       const bool arrived = (ctx & 1) == 0;
-      if (arrived && r.bytes_transferred <= msg) {
+      if (arrived && !answer) {
+        // perftest's sink: counted, and the buffer takes the next SEND.
+        if (r.bytes_transferred <= msg) {
+          bump(c->received_messages, 1);
+          bump(c->received_bytes, r.bytes_transferred);
+        }
+      } else if (arrived && r.bytes_transferred <= msg) {
         // A SEND arrived: the same bytes go back from the same buffer.
         NdkSge sge{data, r.bytes_transferred, c->local_token};
         const NTSTATUS st =
@@ -616,8 +590,8 @@ void Services::on_cq_notify(void* context, NTSTATUS status) {
       }
       // The echo left; or a receive completed with more bytes than its buffer, which only an
       // RDMA WRITE with immediate does (its bytes went to the peer's target, e.g. a memory
-      // service region in the same PD): nothing of it is here to echo. Either way the buffer
-      // takes the next SEND.
+      // service region in the same PD): nothing of it is here to echo; or perftest's sink took
+      // a SEND. Either way the buffer takes the next SEND.
       if (!arrived) bump(c->echoes_done, 1);
       NdkSge sge{data, msg, c->local_token};
       c->core_qp->receive(slot_context(slot, false), &sge, 1);

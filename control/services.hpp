@@ -11,6 +11,19 @@
 //            (public: rocedp/memory_service.hpp), so the client can WRITE and READ it right after
 //            CompleteConnect.
 //
+//  * perftest: answers Linux perftest's rdma_cm clients (ib_{write,read,send,atomic}_bw -R,
+//            ib_{read,send,atomic}_lat -R; perftest_service.cpp). A client's first connection is
+//            its control connection: the service answers each of its set-up messages
+//            (rocedp/perftest.hpp) as perftest's server does, and takes the client's data
+//            connections (those from the same address between the two 56-byte zero messages).
+//            Every data connection's key names the listener's region (memory_bytes), which the
+//            client's WRITEs, READs and atomics use; each has queue_depth receives of
+//            message_bytes, whose SENDs it takes (sends: sink) or answers with the same bytes
+//            (sends: echo) on its core, as the echo does. The control connection ends the session:
+//            its end (the client's DREQ, a failed keepalive, a message perftest never sends)
+//            ends the data connections too. WRITE latency is not served: perftest's server
+//            writes first, with a size its client never tells.
+//
 // Echo knobs for peers' tests: receive_delay_ms posts the receives only that long after the
 // connection is established (the peer meets RNR NAKs); disconnect_after N makes the service send
 // the DREQ after N echoes.
@@ -83,7 +96,8 @@ class Services {
   void stop();
   bool stopped() const { return stopped_.load(std::memory_order_acquire); }
 
-  /// Control thread: "echo" / "memory" for a connector a listener of ours handed out, else "".
+  /// Control thread: "echo" / "memory" / "perftest" for a connector a listener of ours handed
+  /// out, else "".
   std::string service_of(const Connector* c) const;
   /// Control thread: one row per listening service, in configuration order (the echo counts
   /// include the open connections', read from the cores' relaxed counters).
@@ -92,6 +106,7 @@ class Services {
 
   struct Listening;
   struct Conn;
+  struct Session;
 
  private:
   explicit Services(Adapter& adapter);
@@ -117,13 +132,21 @@ class Services {
   NTSTATUS post_receives(Conn* c);
   void start_echo(Conn* c);
   static void on_disconnect_done(void* context, NTSTATUS status);
+  NTSTATUS poll_memory(Conn* c, std::chrono::steady_clock::time_point now);
   NTSTATUS keepalive(Conn* c, std::chrono::steady_clock::time_point now);
+  // perftest (perftest_service.cpp)
+  void join_session(Conn* c, const NdkSockAddr& peer);
+  void leave_session(Conn* c);
+  NTSTATUS post_control_receives(Conn* c);
+  NTSTATUS poll_control(Conn* c, std::chrono::steady_clock::time_point now);
+  NTSTATUS answer(Conn* c, uint32_t slot, uint32_t len);
 
   Adapter& adapter_;
   Pd* pd_ = nullptr;
   std::vector<std::unique_ptr<Listening>> listening_;
   std::unordered_map<Conn*, std::unique_ptr<Conn>> conns_;
   std::unordered_map<const Connector*, const Listening*> by_connector_;
+  std::vector<std::unique_ptr<Session>> sessions_;  // perftest clients
   uint32_t next_core_ = 0;
   bool stopping_ = false;
   std::atomic<bool> stopped_{false};

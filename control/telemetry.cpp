@@ -532,6 +532,10 @@ int telemetry_format_listeners(const Snapshot& s, const DaemonInfo& info, rte_te
   add_u64_column(d, "closed", info.listeners, count(&ServiceRow::closed));
   add_u64_column(d, "echo_messages", info.listeners, count(&ServiceRow::echo_messages));
   add_u64_column(d, "echo_bytes", info.listeners, count(&ServiceRow::echo_bytes));
+  add_u64_column(d, "received_messages", info.listeners, count(&ServiceRow::received_messages));
+  add_u64_column(d, "received_bytes", info.listeners, count(&ServiceRow::received_bytes));
+  add_u64_column(d, "sessions", info.listeners, count(&ServiceRow::sessions));
+  add_u64_column(d, "reports", info.listeners, count(&ServiceRow::reports));
   return 0;
 }
 

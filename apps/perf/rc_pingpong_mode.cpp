@@ -18,7 +18,7 @@
 #include "apps/perf/endpoint.hpp"
 #include "apps/perf/perf_util.hpp"
 #include "apps/perf/perftest_channel.hpp"
-#include "apps/perf/perftest_exchange.hpp"
+#include "rocedp/perftest.hpp"
 
 namespace rocedp::perf {
 namespace {

@@ -193,12 +193,16 @@ struct LimitsConfig {
 // adapter's polling cores (control/services.hpp). Clients reach it through the IB CM at the port's
 // IP and `nd_port` (rdma_cm service ID 0x0106 << 16 | nd_port).
 struct ListenerConfig {
-  enum class Service { kEcho, kMemory };
+  enum class Service { kEcho, kMemory, kPerftest };
+  // perftest: what a data connection does with each SEND it receives (ib_send_bw wants a sink,
+  // ib_send_lat an answer of the same size).
+  enum class Sends { kSink, kEcho };
   std::string port;      // name of a configured port: its adapter serves the listener
   uint16_t nd_port = 0;  // 1..65535
   Service service = Service::kEcho;
-  uint64_t memory_bytes = 1u << 20;  // memory: the exported region (4096 .. 1 GiB)
-  uint32_t message_bytes = 4096;     // echo: the largest SEND it takes (receive buffer size)
+  uint64_t memory_bytes = 1u << 20;  // memory, perftest: the exported region (4096 .. 1 GiB)
+  uint32_t message_bytes = 4096;     // echo, perftest: the largest SEND it takes (receive buffer)
+  Sends sends = Sends::kSink;        // perftest
   uint32_t queue_depth = 64;         // per connection: receives posted / send queue depth
   uint32_t max_connections = 64;     // more are rejected (REJ, consumer reason)
   // echo: post the receives this long after the connection is established instead of before
@@ -209,9 +213,9 @@ struct ListenerConfig {
   // echo: a connection that completes no echo for this long is disconnected, so a peer that
   // vanished without a DREQ does not hold its slot for ever. 0: never.
   uint32_t idle_timeout_ms = 300000;
-  // memory: a zero-length RDMA WRITE to the peer this often (it touches no memory, IBTA C9-88);
-  // a peer that no longer answers fails it once the QP's retries run out, and the connection is
-  // closed. 0: never.
+  // memory, perftest (its control connection): a zero-length RDMA WRITE to the peer this often (it
+  // touches no memory, IBTA C9-88); a peer that no longer answers fails it once the QP's retries
+  // run out, and the connection is closed. 0: never.
   uint32_t keepalive_ms = 10000;
   bool operator==(const ListenerConfig&) const = default;
 };

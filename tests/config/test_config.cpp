@@ -931,6 +931,28 @@ TEST(ConfigListeners, EchoAndMemoryWithDefaultsAndEveryKey) {
   EXPECT_TRUE(parse(kOnePort, kSource).listeners.empty());
 }
 
+// perftest: a region (memory_bytes), receives (message_bytes, queue_depth), what its SENDs get
+// (sends: sink by default) and its control connection's keepalive.
+TEST(ConfigListeners, PerftestWithDefaultsAndEveryKey) {
+  Config c = parse(kOnePort +
+                       "listeners:\n"
+                       "  - {port: p0, nd_port: 18515, service: perftest}\n"
+                       "  - {port: p0, nd_port: 18516, service: perftest, sends: echo, "
+                       "memory_bytes: 8192, message_bytes: 64, queue_depth: 4, keepalive_ms: 0}\n",
+                   kSource);
+  ASSERT_EQ(c.listeners.size(), 2u);
+  EXPECT_EQ(c.listeners[0].service, ListenerConfig::Service::kPerftest);
+  EXPECT_EQ(to_string(c.listeners[0].service), "perftest");
+  EXPECT_EQ(c.listeners[0].sends, ListenerConfig::Sends::kSink);
+  EXPECT_EQ(c.listeners[0].memory_bytes, 1u << 20);
+  EXPECT_EQ(c.listeners[0].message_bytes, 4096u);
+  EXPECT_EQ(c.listeners[1].sends, ListenerConfig::Sends::kEcho);
+  EXPECT_EQ(c.listeners[1].memory_bytes, 8192u);
+  EXPECT_EQ(c.listeners[1].message_bytes, 64u);
+  EXPECT_EQ(c.listeners[1].queue_depth, 4u);
+  EXPECT_EQ(c.listeners[1].keepalive_ms, 0u);
+}
+
 // Every port has its adapter: a listener may name any port, and the same ND port may serve on
 // two ports (each port's adapter has its own address registry).
 TEST(ConfigListeners, AnyPortAndTheSameNdPortOnTwoPorts) {
@@ -975,20 +997,34 @@ TEST(ConfigListeners, RejectedWithFileLineColumnKeyAndReason) {
                7, 25, "listeners[1].nd_port", "already used by listeners[0]");
   expect_error(
       kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: echo, memory_bytes: 4096}\n",
-      6, 60, "listeners[0].memory_bytes", "applies to service: memory only");
+      6, 60, "listeners[0].memory_bytes",
+      "applies to service: memory and perftest only (this listener is 'echo')");
   expect_error(
       kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: memory, message_bytes: 9}\n",
-      6, 63, "listeners[0].message_bytes", "applies to service: echo only");
+      6, 63, "listeners[0].message_bytes",
+      "applies to service: echo and perftest only (this listener is 'memory')");
   expect_error(
       kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: memory, queue_depth: 9}\n", 6,
-      61, "listeners[0].queue_depth", "applies to service: echo only");
+      61, "listeners[0].queue_depth", "applies to service: echo and perftest only");
   expect_error(
       kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: memory, memory_bytes: 100}\n",
       6, 62, "listeners[0].memory_bytes", "");
   // The keepalive is the memory service's, the idle timeout the echo's.
   expect_error(
       kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: echo, keepalive_ms: 5}\n", 6,
-      60, "listeners[0].keepalive_ms", "applies to service: memory only");
+      60, "listeners[0].keepalive_ms", "applies to service: memory and perftest only");
+  // perftest's keys: `sends` is its own; the echo's knobs are not its.
+  expect_error(kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: echo, sends: echo}\n",
+               6, 53, "listeners[0].sends",
+               "applies to service: perftest only (this listener is 'echo')");
+  expect_error(
+      kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: perftest, sends: both}\n", 6,
+      57, "listeners[0].sends", "expected one of sink, echo; got 'both'");
+  expect_error(
+      kOnePort +
+          "listeners:\n  - {port: p0, nd_port: 7000, service: perftest, disconnect_after: 1}\n",
+      6, 68, "listeners[0].disconnect_after",
+      "applies to service: echo only (this listener is 'perftest')");
   expect_error(
       kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: memory, idle_timeout_ms: 5}\n",
       6, 65, "listeners[0].idle_timeout_ms", "applies to service: echo only");

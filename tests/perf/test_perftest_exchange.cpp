@@ -1,7 +1,7 @@
 // The texts and structs of perftest's and ibv_rc_pingpong's exchanges
-// (apps/perf/perftest_exchange.cpp), against bytes as the Linux tools write them.
+// (control/perftest.cpp), against bytes as the Linux tools write them.
 
-#include "apps/perf/perftest_exchange.hpp"
+#include "rocedp/perftest.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,209 @@
+// rocedpd's perftest service (control/services.hpp): a perftest client's session, its control
+// connection's messages answered as perftest's server answers them (rocedp/perftest.hpp has the
+// messages). Control thread only; the data connections run as the echo's do (services.cpp).
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "control/service_state.hpp"
+#include "control/services.hpp"
+#include "control/sock_addr.hpp"
+#include "pmd/log.hpp"
+#include "rocedp/perftest.hpp"
+
+namespace rocedp::control {
+
+using pmd::LogLevel;
+namespace slots = control_slots;
+
+// A connection from a client whose session is between its two zero messages is one of its data
+// connections; any other starts a session as its control connection (perftest connects that one
+// first). Two clients of one address setting up at the same time would mix: perftest's server
+// takes one client at a time.
+void Services::join_session(Conn* c, const NdkSockAddr& peer) {
+  const wire::IpAddress client = ip_of(peer);
+  for (const auto& s : sessions_) {
+    if (s->svc == c->svc && s->client == client && s->phase == Session::Phase::kConnecting &&
+        s->control != nullptr && !s->control->closing) {
+      c->session = s.get();
+      s->data.push_back(c);
+      return;
+    }
+  }
+  auto s = std::make_unique<Session>();
+  s->svc = c->svc;
+  s->client = client;
+  s->control = c;
+  c->session = s.get();
+  c->control = true;
+  sessions_.push_back(std::move(s));
+  ++c->svc->counts.sessions;
+}
+
+// A connection closed: its session forgets it, and ends once none of its connections is left.
+void Services::leave_session(Conn* c) {
+  Session* s = c->session;
+  if (s == nullptr) return;
+  c->session = nullptr;
+  if (c->control)
+    s->control = nullptr;
+  else
+    s->data.erase(std::remove(s->data.begin(), s->data.end(), c), s->data.end());
+  if (s->control != nullptr || !s->data.empty()) return;
+  sessions_.erase(std::find_if(sessions_.begin(), sessions_.end(),
+                               [s](const auto& owned) { return owned.get() == s; }));
+}
+
+NTSTATUS Services::post_control_receives(Conn* c) {
+  NTSTATUS st = STATUS_SUCCESS;
+  for (uint32_t slot = slots::kFirstReceive; slot < slots::kFirstReceive + slots::kReceives;
+       ++slot) {
+    NdkSge sge{c->buf.get() + slot * slots::kBytes, slots::kBytes, c->mr->get_local_token()};
+    st = c->qp->receive(slot_context(slot, false), &sge, 1);
+    if (st != STATUS_SUCCESS) break;
+  }
+  c->receives_posted = st == STATUS_SUCCESS;
+  return st;
+}
+
+// The control connection's completions: each message that arrived is answered; the keepalive's
+// completion clears it. Not STATUS_SUCCESS once the connection must end: a request failed (the
+// client is gone), or the client sent what perftest never sends.
+NTSTATUS Services::poll_control(Conn* c, std::chrono::steady_clock::time_point now) {
+  NdkResultEx results[8];
+  uint32_t n;
+  while ((n = c->cq->get_results_ex(results, 8)) != 0) {
+    for (uint32_t i = 0; i < n; ++i) {
+      const NdkResultEx& r = results[i];
+      if (r.status == STATUS_CANCELLED) continue;  // flushed: the connection is ending
+      if (r.status != STATUS_SUCCESS) return r.status;
+      const auto ctx = reinterpret_cast<uintptr_t>(r.request_context);
+      if (ctx == 0) {
+        c->probe_outstanding = false;  // the keepalive
+        continue;
+      }
+      if ((ctx & 1) != 0) continue;  // a reply left
+      if (const NTSTATUS st = answer(c, static_cast<uint32_t>(ctx >> 1), r.bytes_transferred);
+          st != STATUS_SUCCESS)
+        return st;
+    }
+  }
+  return keepalive(c, now);
+}
+
+namespace {
+
+std::string peer_text(const Connector* connector) {
+  NdkSockAddr peer;
+  uint32_t size = sizeof(peer);
+  if (connector == nullptr || connector->get_peer_address(&peer, &size) != STATUS_SUCCESS)
+    return "?";
+  return wire::to_string(ip_of(peer)) + ":" + std::to_string(peer.port);
+}
+
+// As perftest prints them: bandwidth with 2 decimals, the message rate with 6.
+std::string number(double v, int decimals) {
+  char text[48];
+  std::snprintf(text, sizeof(text), "%.*f", decimals, v);
+  return text;
+}
+
+}  // namespace
+
+// One message of the client's (in receive slot `slot`, `len` bytes), answered as perftest's
+// server answers it: the client writes first in every exchange, so each message gets one reply
+// of the same size.
+NTSTATUS Services::answer(Conn* c, uint32_t slot, uint32_t len) {
+  using perf::kKeyStructSize;
+  using perf::kReportFieldSize;
+  using perf::kVersionSize;
+  Session& s = *c->session;
+  const uint8_t* in = c->buf.get() + slot * slots::kBytes;
+  uint8_t out[slots::kBytes] = {};
+  std::string refused;
+  if (len == kVersionSize) {
+    std::string version;
+    if (!perf::version_compatible(in, &version))
+      refused = "perftest version " + version + " (older than 5.70)";
+    perf::encode_version(out);
+  } else if (len == 4) {
+    // System data: the cycle buffer (a page), then the cache line.
+    perf::put_be32(out, s.system_messages++ == 0 ? 4096 : 64);
+  } else if (len == 2) {
+    // The MTU: the client's own. The data connections' path MTU is the CM's (REQ and REP).
+    std::memcpy(out, in, 2);
+  } else if (len == kKeyStructSize && std::all_of(in, in + len, [](uint8_t b) { return b == 0; })) {
+    // The zero messages around the data connections.
+    if (s.phase == Session::Phase::kPreamble)
+      s.phase = Session::Phase::kConnecting;
+    else if (s.phase == Session::Phase::kConnecting && !s.data.empty())
+      s.phase = Session::Phase::kRunning;
+    else
+      refused = s.phase == Session::Phase::kConnecting
+                    ? "no data connection between the zero messages"
+                    : "a third zero message";
+  } else if (len == kKeyStructSize) {
+    // A key (the keys, the syncs): the i-th of a round gets data connection i's. Every key names
+    // the listener's region; with rdma_cm the QPN and PSN come from the CM.
+    if (s.phase != Session::Phase::kRunning) {
+      refused = "a key before its data connections";
+    } else if (s.data.empty()) {
+      refused = "a key after its data connections ended";
+    } else {
+      const Conn* d = s.data[s.keys++ % s.data.size()];
+      NdkAdapterInfo info{};
+      size_t info_size = sizeof(info);
+      (void)adapter_.query_adapter_info(&info, &info_size);
+      perf::PerftestKey key;
+      key.out_reads = info.max_inbound_read_limit;
+      key.qpn = d->qp != nullptr ? d->qp->qpn() : 0;
+      key.rkey = s.svc->mr->get_remote_token();
+      key.vaddr = reinterpret_cast<uint64_t>(s.svc->region.get());
+      NdkSockAddr local;
+      uint32_t size = sizeof(local);
+      if (c->connector->get_local_address(&local, &size) == STATUS_SUCCESS) {
+        if (local.ipv6)
+          std::memcpy(key.gid, local.ip6.data(), sizeof(key.gid));
+        else
+          key.set_ipv4(local.ip);
+      }
+      perf::encode_key_struct(key, out);
+    }
+  } else if (len == kReportFieldSize) {
+    // The client's bandwidth report (WRITE and READ bandwidth), a field at a time; ours is zeros
+    // (perftest's server prints the client's).
+    std::memcpy(s.report[s.report_fields++], in, kReportFieldSize);
+    if (s.report_fields == 5) {
+      s.report_fields = 0;
+      ++s.svc->counts.reports;
+      pmd::log(LogLevel::kInfo, "perftest_report",
+               {{"peer", peer_text(c->connector)},
+                {"size", std::to_string(perf::get_be64(s.report[0]))},
+                {"iterations", std::to_string(perf::get_be64(s.report[1]))},
+                {"bw_peak", number(perf::get_be_double(s.report[2]), 2)},
+                {"bw_average", number(perf::get_be_double(s.report[3]), 2)},
+                {"mpps", number(perf::get_be_double(s.report[4]), 6)}});
+    }
+  } else {
+    refused = "a message of " + std::to_string(len) + " bytes";
+  }
+  if (!refused.empty()) {
+    pmd::log(LogLevel::kWarning, "perftest_refused",
+             {{"peer", peer_text(c->connector)}, {"why", refused}});
+    return STATUS_INVALID_DEVICE_REQUEST;
+  }
+  NdkSge again{c->buf.get() + slot * slots::kBytes, slots::kBytes, c->mr->get_local_token()};
+  NTSTATUS st = c->qp->receive(slot_context(slot, false), &again, 1);
+  if (st != STATUS_SUCCESS) return st;
+  // Replies rotate over their slots: one still retransmitting keeps its bytes.
+  const uint32_t reply = slots::kFirstSend + c->next_send++ % slots::kSends;
+  uint8_t* at = c->buf.get() + reply * slots::kBytes;
+  std::memcpy(at, out, len);
+  NdkSge sge{at, len, c->mr->get_local_token()};
+  st = c->qp->send(slot_context(reply, true), &sge, 1, 0);
+  return st;
+}
+
+}  // namespace rocedp::control

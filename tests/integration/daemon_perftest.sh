@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# rocedpd's perftest service (memif server) against rocedp-perf --perftest -R clients in a second
+# process (memif client), perftest's rdma_cm exchange and every test the service serves: WRITE,
+# READ and atomic bandwidth (the client's report reaches the daemon's log), SEND bandwidth into
+# the sink (its messages counted), READ and atomic latency, and SEND latency against the
+# listener with `sends: echo`; with one QP and with several. Then a client that breaks perftest's
+# exchange is refused and its session ends. /rocedp/listeners counts the sessions, the reports,
+# the SENDs taken, and every connection closed. SIGTERM ends the daemon with status 0.
+# (The live test against Linux's perftest is tests/interop/perftest.sh's `daemon` case.)
+source "$(dirname "$0")/lib.sh"
+need_root
+client_prefix=rdp-it-perftest-client-$$
+perf=$bin_dir/rocedp-perf
+perf_pid=
+
+on_exit() {
+  local rc=$?
+  if [ -n "$perf_pid" ] && kill -0 "$perf_pid" 2>/dev/null; then
+    kill -TERM "$perf_pid" 2>/dev/null || true
+    wait "$perf_pid" 2>/dev/null || true
+  fi
+  rm -rf "/var/run/dpdk/$client_prefix"
+  exit_status=$rc
+  cleanup
+}
+trap on_exit EXIT INT TERM
+
+write_svc_configs 1 "$client_prefix" <<YAML
+listeners:
+  - {port: memif0, nd_port: 7002, service: perftest, memory_bytes: 1048576, message_bytes: 65536, queue_depth: 64}
+  - {port: memif0, nd_port: 7003, service: perftest, sends: echo, message_bytes: 4096, queue_depth: 16}
+YAML
+
+start_daemon "$work/server.yaml"
+grep -q "event=service_listening.*service=perftest nd_port=7002" "$work/daemon.log" || fail "perftest listener not logged"
+
+# run_client NAME PERFTEST_ARGS...: one rocedp-perf --perftest -R client; must exit 0.
+run_client() {
+  local name=$1 st=0
+  shift
+  "$perf" --perftest 198.18.1.1 --config "$work/client.yaml" --timeout 60 -R "$@" > "$work/$name.log" 2>&1 &
+  perf_pid=$!
+  wait "$perf_pid" || st=$?
+  perf_pid=
+  rm -rf "/var/run/dpdk/$client_prefix"
+  [ "$st" -eq 0 ] || { cat "$work/$name.log" >&2; fail "$name: rocedp-perf exit $st"; }
+}
+# row_count NAME: the rows of results a client printed (perftest's table: lines of numbers).
+row_count() { grep -cE '^ +[0-9]+ +[0-9]+ +[0-9.]+' "$work/$1.log" || true; }
+
+run_client write_bw -p 7002 write bw -s 4096 -n 2000
+run_client write_bw_q4 -p 7002 write bw -s 65536 -n 200 -q 4
+run_client read_bw -p 7002 read bw -s 8192 -n 1000 -q 2
+run_client atomic_bw -p 7002 atomic bw -n 1000
+run_client send_bw -p 7002 send bw -s 1024 -n 3000 -q 2
+run_client read_lat -p 7002 read lat -s 64 -n 500
+run_client atomic_lat -p 7002 atomic lat -n 500
+run_client send_lat -p 7003 send lat -s 256 -n 500
+for t in write_bw write_bw_q4 read_bw atomic_bw send_bw read_lat atomic_lat send_lat; do
+  [ "$(row_count "$t")" -ge 1 ] || { cat "$work/$t.log" >&2; fail "$t: no result row"; }
+done
+
+# The WRITE/READ/atomic bandwidth clients' reports, as the daemon logged them.
+[ "$(grep -c "event=perftest_report" "$work/daemon.log")" -eq 4 ] || fail "perftest reports: $(grep perftest_report "$work/daemon.log")"
+grep -q "event=perftest_report .*size=4096 iterations=2000" "$work/daemon.log" || fail "the 4096-byte WRITE report"
+# Every session and connection closed; SEND bandwidth: 3000 x 2 QPs of 1024 bytes taken.
+wait_for /rocedp/connections "d['count'] == 0"
+wait_for /rocedp/listeners "d['sessions'] == [7, 1] and d['reports'] == [4, 0] and d['received_messages'] == [6000, 0] and d['received_bytes'] == [6144000, 0] and d['echo_messages'] == [0, 500] and d['failed'] == [0, 0] and d['connections'] == [0, 0] and all(a == c for a, c in zip(d['accepted'], d['closed']))"
+# 7 sessions on 7002: 1 + 4 + 2 + 1 + 2 + 1 + 1 data connections and a control each.
+[ "$(tel_get /rocedp/listeners "d['accepted']")" = "[19, 2]" ] || fail "accepted: $(tel_get /rocedp/listeners "d['accepted']")"
+
+# A client that skips perftest's exchange (rocedp-perf's own WRITE test through the CM: its first
+# message to a perftest control connection is not one of perftest's) is refused: the session ends
+# and the client fails.
+st=0
+"$perf" --config "$work/client.yaml" --connect 198.18.1.1:7003 --timeout 20 send bw -s 40 -n 10 > "$work/other.log" 2>&1 || st=$?
+rm -rf "/var/run/dpdk/$client_prefix"
+[ "$st" -ne 0 ] || fail "a client outside perftest's exchange succeeded"
+grep -q 'event=perftest_refused .*why="a message of 40 bytes"' "$work/daemon.log" || fail "the refusal was not logged"
+wait_for /rocedp/connections "d['count'] == 0"
+wait_for /rocedp/listeners "d['connections'] == [0, 0] and d['sessions'][1] == 2"
+
+stop_daemon TERM
+[ "$daemon_status" -eq 0 ] || fail "exit status $daemon_status after SIGTERM"
+echo PASS

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# rocedpd's perftest service against Linux perftest 4.5's rdma_cm clients (-R) in the rig's
+# Soft-RoCE guest: rocedpd (198.18.0.50) listens with `service: perftest` on 18515 (SENDs taken:
+# `sends: sink`) and on 18516 (`sends: echo`), and the guest (198.18.0.38) runs, one boot, one
+# case after another:
+#   write_bw     ib_write_bw -R -s 65536 -n 20     (64 packets a message at MTU 1024)
+#   write_bw_q4  ib_write_bw -R -s 65536 -n 20 -q 4  (4 data connections in one session)
+#   read_bw      ib_read_bw -R -s 65536 -n 20
+#   atomic_bw    ib_atomic_bw -R -A FETCH_AND_ADD -n 300
+#   send_bw      ib_send_bw -R -s 4096 -n 200     (into the sink)
+#   read_lat     ib_read_lat -R -s 64 -n 20
+#   atomic_lat   ib_atomic_lat -R -n 20
+#   send_lat     ib_send_lat -R -s 64 -n 20 -p 18516   (answered by the echo)
+# Each Linux client must exit 0 and print its result row; the daemon must log the WRITE, READ and
+# atomic bandwidth clients' own reports (their size and iterations, as Linux wrote them), count
+# the sink's 200 SENDs of 4096 bytes and the echo's 20 answers, one session per case, and hold no
+# connection or QP after the last. Every case's capture passes roce-check; the atomic case's goes
+# through tests/interop/atomic_check.py (each FETCH_AND_ADD executed once, in order, each answer
+# the word's value before it). Linux's rxe counters: no sequence error, no exhausted retry.
+#   daemon_perftest.sh
+set -uo pipefail
+IOP_PREFIX=daemon-perftest-
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+iop_init daemon-perftest
+linux=198.18.0.38 rocedp=198.18.0.50
+cases=(write_bw write_bw_q4 read_bw atomic_bw send_bw read_lat atomic_lat send_lat)
+
+iop_net 1500 dpdkdp
+iop_rocedpd 1500 "$(iop_devargs 0 dpdkdp 1500)" "$rocedp" \
+  "{port: rig0, nd_port: 18515, service: perftest, memory_bytes: 1048576, message_bytes: 65536, queue_depth: 64}" \
+  "{port: rig0, nd_port: 18516, service: perftest, sends: echo, message_bytes: 4096, queue_depth: 16}" ||
+  { iop_fail "rocedpd did not start"; exit 1; }
+
+# The Linux command of a case.
+command_of() {
+  case $1 in
+    write_bw) echo "ib_write_bw -d rxe0 -R -F -s 65536 -n 20 $rocedp" ;;
+    write_bw_q4) echo "ib_write_bw -d rxe0 -R -F -s 65536 -n 20 -q 4 $rocedp" ;;
+    read_bw) echo "ib_read_bw -d rxe0 -R -F -s 65536 -n 20 $rocedp" ;;
+    atomic_bw) echo "ib_atomic_bw -d rxe0 -R -F -A FETCH_AND_ADD -n 300 $rocedp" ;;
+    send_bw) echo "ib_send_bw -d rxe0 -R -F -s 4096 -n 200 $rocedp" ;;
+    read_lat) echo "ib_read_lat -d rxe0 -R -F -s 64 -n 20 $rocedp" ;;
+    atomic_lat) echo "ib_atomic_lat -d rxe0 -R -F -n 20 $rocedp" ;;
+    send_lat) echo "ib_send_lat -d rxe0 -R -F -s 64 -n 20 -p 18516 $rocedp" ;;
+  esac
+}
+{
+  iop_case_lines
+  for c in "${cases[@]}"; do echo "begin $c; $(command_of "$c"); end $c \$?"; done
+  echo "hw end"
+} >"$IOP_WORK/guest.sh"
+
+t0=$(date +%s)
+IOP_GUEST_TIMEOUT=300 iop_guest linux "$linux" 1500 "$IOP_WORK/guest.sh"
+gpid=$IOP_LAST_PID
+con=$IOP_WORK/linux.console
+for c in "${cases[@]}"; do
+  iop_wait "$con" "BEGIN $c" 150 || { iop_fail "$c: the guest never began it"; break; }
+  iop_capture_start "$c" "host $linux"
+  touch "$IOP_WORK/share/go-$c"
+  iop_wait "$con" "END $c rc=" 120 || iop_fail "$c: the guest did not end it"
+  iop_capture_stop "$c"
+done
+wait "$gpid"
+grc=$?
+t1=$(date +%s)
+iop_check_captures
+cp "$con" "$IOP_ARTIFACTS/interop-daemon-perftest-guest.log" 2>/dev/null
+cp "$IOP_WORK/rocedpd.log" "$IOP_ARTIFACTS/interop-daemon-perftest-rocedpd.log" 2>/dev/null
+
+# A case's lines of the console, BEGIN to END.
+case_lines() { tr -d '\r' <"$con" | sed -n "/^BEGIN $1\$/,/^END $1 rc=/p"; }
+for c in "${cases[@]}"; do
+  lines=$(case_lines "$c")
+  grep -q "^END $c rc=0" <<<"$lines" || { iop_fail "$c: Linux's client failed ($(grep -E "^END|ERR|rror|Couldn" <<<"$lines" | head -3 | tr '\n' ' '))"; continue; }
+  # perftest's result row: bytes, iterations, then figures.
+  row=$(grep -E '^ +[0-9]+ +[0-9]+ +[0-9.]+' <<<"$lines" | head -1)
+  [ -n "$row" ] || { iop_fail "$c: no result row"; continue; }
+  echo "ok   $c: $(tr -s ' ' <<<"$row")"
+done
+
+# The bandwidth clients' reports, as rocedpd logged them: size and iterations as Linux sent them.
+log=$IOP_WORK/rocedpd.log
+for want in "size=65536 iterations=20" "size=65536 iterations=20" "size=65536 iterations=20" "size=8 iterations=300"; do
+  grep -q "event=perftest_report .*$want " "$log" || iop_fail "no perftest_report with $want"
+done
+[ "$(grep -c "event=perftest_report" "$log")" = 4 ] || iop_fail "perftest reports: $(grep -c "event=perftest_report" "$log"), expected 4"
+grep -q "event=perftest_refused" "$log" && iop_fail "rocedpd refused a Linux client: $(grep perftest_refused "$log")"
+
+# The atomics, each executed once in order, each answer the word's value before it.
+if out=$(/usr/bin/python3 "$iop_here/atomic_check.py" "$IOP_ARTIFACTS/interop-daemon-perftest-atomic_bw.pcap" "$linux" 2>&1); then
+  echo "     atomic_bw: $(tail -1 <<<"$out")"
+else
+  iop_fail "atomic_bw: atomic_check: $(tail -4 <<<"$out" | tr '\n' ' ')"
+fi
+
+# /rocedp/listeners: a session per case, the sink's SENDs and the echo's answers; nothing held.
+held=$(iop_daemon_holds "rdp-iop-d-$$")
+[ "$held" = "0 0 " ] || iop_fail "rocedpd still holds connections and QPs: $held"
+listeners=$("$IOP_BIN/rocedpctl" listeners --json --prefix "rdp-iop-d-$$" 2>&1)
+check=$(python3 -c '
+import json, sys
+rows = json.loads(sys.argv[1])["listeners"]
+d = {k: [r.get(k) for r in rows] for k in rows[0]}
+want = {"sessions": [7, 1], "reports": [4, 0], "received_messages": [200, 0], "received_bytes": [819200, 0],
+        "echo_messages": [0, 20], "failed": [0, 0]}
+bad = [f"{k}={d.get(k)} (want {v})" for k, v in want.items() if d.get(k) != v]
+if d.get("accepted") != d.get("closed"):
+    bad.append("accepted %s closed %s" % (d.get("accepted"), d.get("closed")))
+print(" ".join(bad) or "ok")' "$listeners" 2>&1)
+[ "$check" = ok ] && echo "ok   /rocedp/listeners: $(python3 -c 'import json, sys; rows = json.loads(sys.argv[1])["listeners"]; print({k: [r[k] for r in rows] for k in ("sessions", "reports", "accepted", "received_messages", "echo_messages")})' "$listeners")" ||
+  iop_fail "/rocedp/listeners: $check"
+
+for k in rcvd_seq_err retry_exceeded_err retry_rnr_exceeded_err; do
+  v=$(tr -d '\r' <"$con" | sed -n "s/^HW end $k=//p")
+  [ "$v" = 0 ] || iop_fail "guest hw_counters: $k = ${v:-missing}"
+done
+echo "guest exit $grc; ${#cases[@]} cases in $((t1 - t0)) s"
+[ $IOP_FAILED = 0 ] && echo "PASS: rocedpd's perftest service against Linux perftest"
