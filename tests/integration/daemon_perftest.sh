@@ -4,8 +4,10 @@
 # READ and atomic bandwidth (the client's report reaches the daemon's log), SEND bandwidth into
 # the sink (its messages counted), READ and atomic latency, and SEND latency against the
 # listener with `sends: echo`; with one QP and with several. Then a client that breaks perftest's
-# exchange is refused and its session ends. /rocedp/listeners counts the sessions, the reports,
-# the SENDs taken, and every connection closed. SIGTERM ends the daemon with status 0.
+# exchange is refused and its session ends, and a client killed (SIGKILL) in the middle of its run
+# is found by the control connection's keepalive, which ends its data connections with it.
+# /rocedp/listeners counts the sessions, the reports, the SENDs taken, and every connection
+# closed. SIGTERM ends the daemon with status 0.
 # (The live test against Linux's perftest is tests/interop/perftest.sh's `daemon` case.)
 source "$(dirname "$0")/lib.sh"
 need_root
@@ -27,7 +29,7 @@ trap on_exit EXIT INT TERM
 
 write_svc_configs 1 "$client_prefix" <<YAML
 listeners:
-  - {port: memif0, nd_port: 7002, service: perftest, memory_bytes: 1048576, message_bytes: 65536, queue_depth: 64}
+  - {port: memif0, nd_port: 7002, service: perftest, memory_bytes: 1048576, message_bytes: 65536, queue_depth: 64, keepalive_ms: 200}
   - {port: memif0, nd_port: 7003, service: perftest, sends: echo, message_bytes: 4096, queue_depth: 16}
 YAML
 
@@ -79,6 +81,27 @@ rm -rf "/var/run/dpdk/$client_prefix"
 grep -q 'event=perftest_refused .*why="a message of 40 bytes"' "$work/daemon.log" || fail "the refusal was not logged"
 wait_for /rocedp/connections "d['count'] == 0"
 wait_for /rocedp/listeners "d['connections'] == [0, 0] and d['sessions'][1] == 2"
+
+# A client killed during its run (WRITE bandwidth for 30 s, 2 QPs): nothing tells the service but
+# its control connection's keepalive (every 200 ms), whose retries run out; the session's two data
+# connections end with it. Counted: the control connection failed, the data connections closed.
+"$perf" --perftest 198.18.1.1 --config "$work/client.yaml" --timeout 60 -R -p 7002 write bw -s 4096 -D 30 -q 2 > "$work/killed.log" 2>&1 &
+perf_pid=$!
+wait_for /rocedp/connections "d['count'] == 3 and d['state'] == ['established'] * 3"
+sleep 1
+kill -KILL "$perf_pid"
+wait "$perf_pid" 2>/dev/null || true
+perf_pid=
+rm -rf "/var/run/dpdk/$client_prefix"
+for _ in $(seq 300); do  # the keepalive's retries: a few seconds
+  [ "$(tel_get /rocedp/connections "d['count']")" = 0 ] && break
+  sleep 0.1
+done
+wait_for /rocedp/connections "d['count'] == 0"
+wait_for /rocedp/qps "d['count'] == 0"
+wait_for /rocedp/listeners "d['connections'] == [0, 0] and d['sessions'][0] == 8 and d['failed'][0] == 1 and d['accepted'][0] == 22 and d['closed'][0] == 22"
+grep -q "event=service_connection_failed service=perftest .*status=STATUS_IO_TIMEOUT" "$work/daemon.log" ||
+  fail "the killed client's control connection did not fail on its keepalive"
 
 stop_daemon TERM
 [ "$daemon_status" -eq 0 ] || fail "exit status $daemon_status after SIGTERM"
