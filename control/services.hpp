@@ -41,11 +41,12 @@
 //
 // Threads: connection set-up and teardown run on the control thread (the NDK callbacks
 // ConnectEvent, Create/Close/Request completions, DisconnectEvent, and poll(), which posts
-// delayed receives, starts disconnect_after and idle disconnects, and runs the memory
-// connections' keepalives: it is the only thread that posts to or reads their queues). The echo's
-// data path runs on the polling core that owns the connection's CQ: each CQ is armed, and its
-// notification callback (NDK runs it on the owning core) drains the CQ with GetCqResultsEx, posts
-// the echoes and the receives, and arms again. So an echo costs no hand-over to the control thread,
+// delayed receives, starts disconnect_after and idle disconnects, runs the memory connections'
+// keepalives and answers perftest's control connections: it is the only thread that posts to or
+// reads their queues). The echo's data path (and perftest's data connections') runs on the
+// polling core that owns the connection's CQ: each CQ is armed, and its notification callback
+// (NDK runs it on the owning core) drains the CQ with GetCqResultsEx, posts the echoes and the
+// receives, and arms again. So an echo costs no hand-over to the control thread,
 // which may nap. The control thread posts the first receives and arms once; from then on only the
 // core touches the QP's queues and the CQ, so posts stay serialized per queue as NDK requires.
 // Before teardown starts, the control thread sets Conn::core_stop; a notification that sees it

@@ -50,20 +50,8 @@ command_of() {
   echo "hw end"
 } >"$IOP_WORK/guest.sh"
 
-t0=$(date +%s)
-IOP_GUEST_TIMEOUT=300 iop_guest linux "$linux" 1500 "$IOP_WORK/guest.sh"
-gpid=$IOP_LAST_PID
+IOP_GUEST_TIMEOUT=300 iop_guest_cases linux "$linux" 1500 "${cases[@]}"
 con=$IOP_WORK/linux.console
-for c in "${cases[@]}"; do
-  iop_wait "$con" "BEGIN $c" 150 || { iop_fail "$c: the guest never began it"; break; }
-  iop_capture_start "$c" "host $linux"
-  touch "$IOP_WORK/share/go-$c"
-  iop_wait "$con" "END $c rc=" 120 || iop_fail "$c: the guest did not end it"
-  iop_capture_stop "$c"
-done
-wait "$gpid"
-grc=$?
-t1=$(date +%s)
 iop_check_captures
 cp "$con" "$IOP_ARTIFACTS/interop-daemon-perftest-guest.log" 2>/dev/null
 cp "$IOP_WORK/rocedpd.log" "$IOP_ARTIFACTS/interop-daemon-perftest-rocedpd.log" 2>/dev/null
@@ -115,5 +103,5 @@ for k in rcvd_seq_err retry_exceeded_err retry_rnr_exceeded_err; do
   v=$(tr -d '\r' <"$con" | sed -n "s/^HW end $k=//p")
   [ "$v" = 0 ] || iop_fail "guest hw_counters: $k = ${v:-missing}"
 done
-echo "guest exit $grc; ${#cases[@]} cases in $((t1 - t0)) s"
+echo "guest exit $IOP_GUEST_RC; ${#cases[@]} cases in $IOP_GUEST_SECS s"
 [ $IOP_FAILED = 0 ] && echo "PASS: rocedpd's perftest service against Linux perftest"

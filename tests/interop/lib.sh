@@ -242,6 +242,28 @@ iop_guest() {
   IOP_LAST_PID=$!
 }
 
+# iop_guest_cases NAME IP MTU CASE...: boots the guest NAME at IP with $IOP_WORK/guest.sh, whose
+# cases begin and end (iop_case_lines) in the order given; each case's capture (the guest's
+# traffic) runs from its BEGIN to its END. Waits for the guest: its exit status in IOP_GUEST_RC,
+# the seconds from boot to power-off in IOP_GUEST_SECS, its console in $IOP_WORK/NAME.console.
+iop_guest_cases() {
+  local name=$1 ip=$2 mtu=$3 c t0 gpid
+  shift 3
+  t0=$(date +%s)
+  iop_guest "$name" "$ip" "$mtu" "$IOP_WORK/guest.sh"
+  gpid=$IOP_LAST_PID
+  for c in "$@"; do
+    iop_wait "$IOP_WORK/$name.console" "BEGIN $c" 150 || { iop_fail "$c: the guest never began it"; break; }
+    iop_capture_start "$c" "host $ip"
+    touch "$IOP_WORK/share/go-$c"
+    iop_wait "$IOP_WORK/$name.console" "END $c rc=" 120 || iop_fail "$c: the guest did not end it"
+    iop_capture_stop "$c"
+  done
+  wait "$gpid"
+  IOP_GUEST_RC=$?
+  IOP_GUEST_SECS=$(($(date +%s) - t0))
+}
+
 iop_wait() {
   local file=$1 regex=$2 secs=$3
   for _ in $(seq $((secs * 10))); do
