@@ -438,11 +438,12 @@ int main(int argc, char** argv) {
   daemon_command("connections", "connections of the connection manager", [&] {
     return run_view(o, {"/rocedp/connections", "connections", {}});
   });
-  daemon_command("listeners",
-                 "listeners: port, ND port, service, open connections, outcomes, echo and perftest traffic",
-                 [&] {
-                   return run_view(o, {"/rocedp/listeners", "listeners", {}});
-                 });
+  daemon_command(
+      "listeners",
+      "listeners: port, ND port, service, open connections, outcomes, echo and perftest traffic",
+      [&] {
+        return run_view(o, {"/rocedp/listeners", "listeners", {}});
+      });
   CLI::App* qps =
       daemon_command("qps", "RC queue pairs: QPN, owning core, state, queues, PSNs, retries",
                      [&] { return cmd_qps(o); });
