@@ -104,6 +104,7 @@ class Services {
   /// include the open connections', read from the cores' relaxed counters).
   std::vector<ServiceRow> rows() const;
   size_t open_connections() const { return conns_.size(); }
+  size_t open_sessions() const { return sessions_.size(); }  ///< perftest clients' sessions
 
   struct Listening;
   struct Conn;

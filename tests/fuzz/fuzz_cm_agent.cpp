@@ -8,16 +8,19 @@
 // opened again), when time jumps, when a side's CM stops reading, and which MADs a side receives
 // besides its peer's own: a MAD its peer sent earlier, again (a duplicate or a stale copy), with
 // bytes altered, or from another address.
-// In services mode B is not a consumer of the test's but rocedpd's echo and memory services
-// (control/services.cpp, at most 3 connections each), A's connections go to either, and A sends on
-// its echo connections: the daemon's own code under a hostile client.
+// In services mode B is not a consumer of the test's but rocedpd's echo, memory and perftest
+// services (control/services.cpp, perftest_service.cpp; at most 3 connections each, perftest 4),
+// A's connections go to any of them, A sends on its echo connections, and on its perftest
+// connections perftest's set-up messages (rocedp/perftest.hpp's kinds, in any order, or bytes
+// perftest never sends): the daemon's own code under a hostile client.
 // Properties: no memory error or undefined behaviour (ASan+UBSan); every consumer callback at
 // most once (each request's completion, each connection's disconnect event, each close's
 // completion); once the consumers close everything and time runs on, every request that pended
 // has completed, both connection managers hold no connection and every mbuf is back in the pool;
 // and the connection manager still works: a new connection through the same listener port
 // connects and carries a SEND. In services mode the services hold no connection by then, a new
-// client's SEND comes back from the echo byte for byte, and the services stop holding nothing.
+// client's SEND comes back from the echo byte for byte, and the services stop holding nothing
+// (no connection, no perftest session).
 //
 // The first byte chooses IPv4 or IPv6 (bit 0) and services mode (bit 1); then each pair of
 // bytes is an operation (% 14, below) and its argument, and some operations read more bytes.
@@ -34,6 +37,7 @@
 #include "dataplane/wire/ipv4.hpp"
 #include "dataplane/wire/ipv6.hpp"
 #include "dataplane/wire/mad.hpp"
+#include "rocedp/perftest.hpp"
 #include "tests/fuzz/fuzz_target.hpp"
 #include "tests/seeds/cm_env.hpp"
 #include "tests/wire/wire_test_util.hpp"
@@ -63,8 +67,9 @@ class World : public CmFixture {
   };
 
   // Opens both adapters, endpoints' PD and CQ on each side, and B's listener; in services mode
-  // rocedpd's echo (kPort) and memory (kPort + 1) services on B instead, serving at most 3
-  // connections each and ending none on their own (no idle timeout, no keepalive).
+  // rocedpd's echo (kPort), memory (kPort + 1) and perftest (kPort + 2, its SENDs echoed) services
+  // on B instead, serving at most 3 connections each (perftest 4) and ending none on their own (no
+  // idle timeout, no keepalive).
   bool open() {
     SetUp();
     if (HasFailure()) return false;
@@ -75,16 +80,17 @@ class World : public CmFixture {
     }
     a_buf_ = buffer(x_.pd, 2 * kEchoBytes);
     if (services_) {
-      std::vector<config::ListenerConfig> ls(2);
+      using S = config::ListenerConfig::Service;
+      std::vector<config::ListenerConfig> ls(3);
       for (size_t i = 0; i < ls.size(); ++i) {
         ls[i].port = "b";
         ls[i].nd_port = static_cast<uint16_t>(kPort + i);
-        ls[i].service = i == 0 ? config::ListenerConfig::Service::kEcho
-                               : config::ListenerConfig::Service::kMemory;
+        ls[i].service = i == 0 ? S::kEcho : i == 1 ? S::kMemory : S::kPerftest;
+        ls[i].sends = config::ListenerConfig::Sends::kEcho;
         ls[i].message_bytes = kEchoBytes;
         ls[i].queue_depth = 8;
         ls[i].memory_bytes = 65536;
-        ls[i].max_connections = 3;
+        ls[i].max_connections = i == 2 ? 4 : 3;
         ls[i].idle_timeout_ms = 0;
         ls[i].keepalive_ms = 0;
       }
@@ -164,7 +170,8 @@ class World : public CmFixture {
         if (a_conns_.size() >= kMaxConns) break;
         Conn k{connector(a_), new_qp(x_), nullptr};
         if (k.c == nullptr || k.qp == nullptr) break;
-        if (services_) k.port = static_cast<uint16_t>(kPort + (arg >> 1 & 1));  // echo, memory
+        if (services_)
+          k.port = static_cast<uint16_t>(kPort + (arg >> 1) % 3);  // echo, memory, perftest
         Req* o = once();
         pended(o, arg & 1
                       ? k.c->connect_with_shared_endpoint(k.qp, endpoint_, addr_b(k.port), 4, 4,
@@ -246,16 +253,60 @@ class World : public CmFixture {
         (arg & 1 ? silent_b_ : silent_a_) = !(arg & 1 ? silent_b_ : silent_a_);
         disturbed_ = true;
         break;
-      case 13:  // A sends on an echo connection it completed, its receive for the echo posted
-        if (Conn* k = pick(a_conns_, arg); k != nullptr && services_ && k->port == kPort &&
+      case 13:  // A sends on an echo or perftest connection it completed, its receive for the
+                // answer posted: on an echo one arg % 256 + 1 bytes, on a perftest one a message
+                // of the kind arg >> 4 (perftest_message)
+        if (Conn* k = pick(a_conns_, arg); k != nullptr && services_ && k->port != kPort + 1 &&
                                            k->established != nullptr &&
                                            k->established->status == STATUS_SUCCESS) {
           NdkSge r = a_buf_->sge(kEchoBytes, kEchoBytes);
-          NdkSge t = a_buf_->sge(0, arg % kEchoBytes + 1);
+          const bool echo = k->port == kPort;
+          const uint32_t len = echo ? arg % kEchoBytes + 1 : perftest_message(arg >> 4);
+          disturbed_ |= !echo;  // the perftest service ends a session that breaks its exchange
+          NdkSge t = a_buf_->sge(0, len);
           if (k->qp->receive(nullptr, &r, 1) == STATUS_SUCCESS)
             (void)k->qp->send(nullptr, &t, 1, 0);
         }
         break;
+    }
+  }
+
+  // Writes one of perftest's set-up messages (rocedp/perftest.hpp) of kind `kind` at the start of
+  // A's buffer and returns its length: 0 version 6.06, 1 version 5.00 (too old), 2 system data,
+  // 3 MTU, 4 the zero message, 5 a key, 6 a report field, 7 .. 15 bytes perftest never sends
+  // (lengths no message has, some longer than the service's receive).
+  uint32_t perftest_message(uint8_t kind) {
+    uint8_t* m = a_buf_->ptr();
+    std::memset(m, 0, perf::kKeyStructSize);
+    switch (kind) {
+      case 0:
+      case 1:
+        perf::encode_version(m);
+        if (kind == 1) std::memcpy(m, "5.00", 4);
+        return perf::kVersionSize;
+      case 2:
+        perf::put_be32(m, 4096);
+        return 4;
+      case 3:
+        perf::encode_mtu(1024, m);
+        return 2;
+      case 4:
+        return perf::kKeyStructSize;
+      case 5: {
+        perf::PerftestKey key;
+        key.qpn = 0x1234;
+        key.rkey = 0x5678;
+        key.vaddr = 0x1000;
+        key.set_ipv4(0xC6120002);
+        perf::encode_key_struct(key, m);
+        return perf::kKeyStructSize;
+      }
+      case 6:
+        perf::put_be64(m, 65536);
+        return perf::kReportFieldSize;
+      default:
+        std::memset(m, 0x5A, kEchoBytes);
+        return kind == 7 ? 1 : kind == 8 ? 40 : kind == 9 ? 64 : kind == 10 ? 65 : kind * 9u;
     }
   }
 
@@ -302,7 +353,7 @@ class World : public CmFixture {
     FUZZ_CHECK(connection_manager_counters(*a_.adapter).connections == 0);
     FUZZ_CHECK(connection_manager_counters(*b_.adapter).connections == 0);
     if (services_) {
-      FUZZ_CHECK(svc_->open_connections() == 0);
+      FUZZ_CHECK(svc_->open_connections() == 0 && svc_->open_sessions() == 0);
       echo_then_stop();
       return;
     }

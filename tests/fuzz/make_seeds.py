@@ -149,10 +149,21 @@ agent_scripts.update({
     "endpoint_duplicate_req": [0, 1] + PUMP + [7, 0, REQ, 0] + PUMP + [1, 0] + PUMP + [3, 0] + PUMP,
 })
 agent_seeds = {k: bytes([0] + v) for k, v in agent_scripts.items()}
-# Services mode (flags bit 1): B is rocedpd's echo (connect's argument bit 1 clear) and memory
-# (set) services, 3 connections each at most; 13 N: A sends on its Nth connection, an echo one it
-# completed, its receive for the echo posted.
-ECHO, MEMORY = 0, 2
+# Services mode (flags bit 1): B is rocedpd's echo, memory and perftest services (connect's
+# argument >> 1, mod 3), 3 connections each at most (perftest 4); 13 N: A sends on its Nth
+# connection (N mod its connections), an echo or perftest one it completed, its receive for the
+# answer posted; on a perftest one the message of kind N >> 4 (fuzz_cm_agent.cpp's
+# perftest_message: 0 version, 1 too old a version, 2 system data, 3 MTU, 4 zeros, 5 key, 6 report
+# field, 7.. lengths perftest never sends, 10 longer than the service's receive).
+ECHO, MEMORY, PERFTEST = 0, 2, 4
+
+
+def pt(kind, conn=0):
+    return [13, (kind << 4) | conn] + PUMP
+
+
+PT_PREAMBLE = [0, PERFTEST] + PUMP + [3, 0] + PUMP + pt(0) + pt(2) + pt(2) + pt(3) + pt(4)
+PT_SESSION = PT_PREAMBLE + [0, PERFTEST] + PUMP + [3, 1] + PUMP + pt(4) + pt(5) + pt(5)
 SERVED = [0, ECHO] + PUMP + [3, 0] + PUMP
 services_scripts = {
     "services_echo": SERVED + [13, 0] + PUMP + [13, 77] + PUMP + [4, 0] + PUMP,
@@ -163,11 +174,20 @@ services_scripts = {
     "services_stale_req": SERVED + [13, 0] + PUMP + [7, 0, REQ, 1, MAD_COMM_ID, 0x5A] + PUMP + [9, 30],
     "services_deaf": [12, 1, 0, ECHO] + PUMP + [9, 20, 12, 1] + PUMP + [3, 0] + PUMP + [13, 0] + PUMP,
     "services_endpoint": [0, ECHO | 1] + PUMP + [3, 0] + PUMP + [13, 0] + PUMP + [5, 0] + PUMP,
+    # perftest: a whole session (control, a data connection, keys, the report, the closing key),
+    # ended by the client's control disconnect; and the service's refusals.
+    "services_perftest": PT_SESSION + pt(6) * 5 + pt(5) + [4, 0] + PUMP + [9, 20],
+    "services_perftest_data_disconnects": PT_SESSION + [4, 2] + PUMP + pt(5) + PUMP,
+    "services_perftest_refused": PT_PREAMBLE + pt(8) + [9, 20],
+    "services_perftest_old_version": [0, PERFTEST] + PUMP + [3, 0] + PUMP + pt(1) + [9, 20],
+    "services_perftest_overflow": PT_PREAMBLE + pt(10) + [9, 20],
+    "services_perftest_key_early": [0, PERFTEST] + PUMP + [3, 0] + PUMP + pt(0) + pt(5) + [9, 20],
 }
 for name, v in services_scripts.items():
     agent_seeds[name] = bytes([2] + v)
 agent_seeds["services_echo_ipv6"] = bytes([3] + services_scripts["services_echo"])
 agent_seeds["services_memory_ipv6"] = bytes([3] + services_scripts["services_memory"])
+agent_seeds["services_perftest_ipv6"] = bytes([3] + services_scripts["services_perftest"])
 for name in ("established_a_disconnects", "two_connections", "duplicate_req_when_connected", "stale_req",
              "req_from_elsewhere", "endpoint_connections", "scrambled_req"):
     agent_seeds[name + "_ipv6"] = bytes([1] + agent_scripts[name])

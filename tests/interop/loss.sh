@@ -183,15 +183,30 @@ for c in rocedp-writes rocedp-reads rocedp-atomics; do
   [ "$n" -gt 0 ] || iop_fail "$c: rocedp retransmitted nothing at $loss% loss"
   echo "$c: rocedp resent $n packets"
 done
-/usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/region_check.py" "$(pcap linux-writes)" "$guest" write \
-  "$IOP_WORK/linux-writes.bin" || iop_fail "linux-writes: rocedp's region differs from what Linux sent"
-/usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/region_check.py" "$(pcap rocedp-reads)" "$guest" read \
-  "$IOP_WORK/rocedp-reads.bin" || iop_fail "rocedp-reads: rocedp's buffer differs from what Linux sent"
+# capture_check CASE WHAT COMMAND...: a check of CASE's capture; its failure fails the test unless
+# the kernel dropped frames of that capture (tcpdump says so; QEMU and rocedp keep both CPUs busy):
+# then the capture lacks frames the wire carried (an atomic's answer, a WRITE's packet) and the
+# replay cannot decide, which is shown, not failed.
+capture_check() {
+  local c=$1 what=$2
+  shift 2
+  "$@" && return 0
+  if iop_capture_dropped "$c"; then
+    echo "note $c: the capture dropped frames ($(grep "dropped by kernel" "$IOP_WORK/tcpdump-$c.log")), so its replay cannot decide: $what"
+  else
+    iop_fail "$c: $what"
+  fi
+}
+checks=$(dirname "${BASH_SOURCE[0]}")
+capture_check linux-writes "rocedp's region differs from what Linux sent" \
+  /usr/bin/python3 "$checks/region_check.py" "$(pcap linux-writes)" "$guest" write "$IOP_WORK/linux-writes.bin"
+capture_check rocedp-reads "rocedp's buffer differs from what Linux sent" \
+  /usr/bin/python3 "$checks/region_check.py" "$(pcap rocedp-reads)" "$guest" read "$IOP_WORK/rocedp-reads.bin"
 base=$(iop_local_vaddr "$(artifact linux-atomics).log")
-/usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/atomic_check.py" "$(pcap linux-atomics)" "$guest" \
-  "$IOP_WORK/linux-atomics.bin" "$base" || iop_fail "linux-atomics: the atomics or rocedp's region differ from the replay"
-/usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/atomic_check.py" "$(pcap rocedp-atomics)" "$rocedp" ||
-  iop_fail "rocedp-atomics: the atomics differ from the replay"
+capture_check linux-atomics "the atomics or rocedp's region differ from the replay" \
+  /usr/bin/python3 "$checks/atomic_check.py" "$(pcap linux-atomics)" "$guest" "$IOP_WORK/linux-atomics.bin" "$base"
+capture_check rocedp-atomics "the atomics differ from the replay" \
+  /usr/bin/python3 "$checks/atomic_check.py" "$(pcap rocedp-atomics)" "$rocedp"
 for k in retry_exceeded_err retry_rnr_exceeded_err; do
   v=$(tr -d '\r' <"$glog" | awk -v k="$k" '$1 == "HWC" && $2 == k {print $3}')
   [ "$v" = 0 ] || iop_fail "guest hw_counters: $k = ${v:-missing}"
