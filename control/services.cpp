@@ -527,6 +527,9 @@ unsigned Services::poll() {
     if (st != STATUS_PENDING) on_disconnect_done(c, st);
   }
   for (auto [c, st] : failed) {
+    // A perftest session's failed control connection took its data connections down with it: one
+    // of them later in the list is ending already (or gone).
+    if (!conns_.contains(c) || c->closing) continue;
     pmd::log(LogLevel::kWarning, "service_connection_failed",
              {{"service", std::string(config::to_string(c->svc->cfg.service))},
               {"qpn", c->qp ? std::to_string(c->qp->qpn()) : "?"},
