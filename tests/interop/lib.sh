@@ -523,6 +523,16 @@ iop_hw() {
   sed -n "s/^HW $2 $3=\([0-9]*\).*/\1/p" "$1" | tail -1
 }
 
+# iop_clean_link CONSOLE: the guest's rxe counters of `hw end` must show no sequence error and
+# no exhausted retry (a clean link).
+iop_clean_link() {
+  local k v
+  for k in rcvd_seq_err retry_exceeded_err retry_rnr_exceeded_err; do
+    v=$(iop_hw "$1" end $k)
+    [ "${v:-x}" = 0 ] || iop_fail "Linux $k=${v:-missing} at the end"
+  done
+}
+
 # Follows a guest's console until it prints RIG-EXIT (false after SECS): each case is captured
 # between its BEGIN and END lines with tcpdump FILTER; at BEGIN, a function named on_ready_CASE
 # (dashes as underscores) runs if the test defines one, before the guest may start the case, then
