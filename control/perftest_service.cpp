@@ -37,7 +37,6 @@ void Services::join_session(Conn* c, const NdkSockAddr& peer) {
   s->client = client;
   s->control = c;
   c->session = s.get();
-  c->control = true;
   sessions_.push_back(std::move(s));
   ++c->svc->counts.sessions;
 }
@@ -46,11 +45,11 @@ void Services::join_session(Conn* c, const NdkSockAddr& peer) {
 void Services::leave_session(Conn* c) {
   Session* s = c->session;
   if (s == nullptr) return;
-  c->session = nullptr;
-  if (c->control)
+  if (s->control == c)
     s->control = nullptr;
   else
     s->data.erase(std::remove(s->data.begin(), s->data.end(), c), s->data.end());
+  c->session = nullptr;
   if (s->control != nullptr || !s->data.empty()) return;
   sessions_.erase(std::find_if(sessions_.begin(), sessions_.end(),
                                [s](const auto& owned) { return owned.get() == s; }));
@@ -153,11 +152,8 @@ NTSTATUS Services::answer(Conn* c, uint32_t slot, uint32_t len) {
       refused = "a key after its data connections ended";
     } else {
       const Conn* d = s.data[s.keys++ % s.data.size()];
-      NdkAdapterInfo info{};
-      size_t info_size = sizeof(info);
-      (void)adapter_.query_adapter_info(&info, &info_size);
       perf::PerftestKey key;
-      key.out_reads = info.max_inbound_read_limit;
+      key.out_reads = max_inbound_reads();
       key.qpn = d->qp != nullptr ? d->qp->qpn() : 0;
       key.rkey = s.svc->mr->get_remote_token();
       key.vaddr = reinterpret_cast<uint64_t>(s.svc->region.get());

@@ -75,9 +75,9 @@ struct Services::Conn {
   std::chrono::steady_clock::time_point post_receives_at{};
   bool disconnecting = false;
   bool close_retry = false;  // an object's close found its core's ring full: poll() retries
-  // perftest: its client's session, and whether this is the session's control connection.
+  // perftest: its client's session (the session's control connection, or one of its data ones).
   Session* session = nullptr;
-  bool control = false;
+  bool is_control() const;
   uint32_t next_send = 0;  // control: the reply slot after the last one used
   // memory, perftest's control: the keepalive in flight, and when the next one is due.
   bool probe_outstanding = false;
@@ -100,6 +100,10 @@ struct Services::Conn {
   std::atomic<uint64_t> echo_messages{0}, echo_bytes{0};
   std::atomic<uint64_t> received_messages{0}, received_bytes{0};  // perftest's sink
 };
+
+inline bool Services::Conn::is_control() const {
+  return session != nullptr && session->control == this;
+}
 
 inline void bump(std::atomic<uint64_t>& counter, uint64_t by) {
   counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);

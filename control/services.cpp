@@ -125,8 +125,8 @@ void Services::on_connect_event(void* context, NdkConnector* nc) {
   NTSTATUS st = STATUS_SUCCESS;
   const char* step = "buffers";
   if (l->echo() || l->perftest()) {
-    const uint64_t bytes = c->control ? uint64_t{control_slots::kAll} * control_slots::kBytes
-                                      : uint64_t{depth} * l->cfg.message_bytes;
+    const uint64_t bytes = c->is_control() ? uint64_t{control_slots::kAll} * control_slots::kBytes
+                                           : uint64_t{depth} * l->cfg.message_bytes;
     // Zeroed: an echo never sends bytes an earlier connection left in the heap.
     c->buf.reset(new (std::nothrow) uint8_t[bytes]());
     st = c->buf ? self.pd_->create_mr(false, nullptr, nullptr, &c->mr)
@@ -139,7 +139,9 @@ void Services::on_connect_event(void* context, NdkConnector* nc) {
     // Echo and perftest's data: room for every receive and every echo SEND; perftest's control:
     // its receives, replies and keepalive; memory: remote operations produce no completion here
     // (a keepalive's does).
-    const uint32_t cq_depth = c->control ? 2 * control_slots::kAll : l->memory() ? 4 : 2 * depth;
+    const uint32_t cq_depth = c->is_control() ? 2 * control_slots::kAll
+                              : l->memory()   ? 4
+                                              : 2 * depth;
     step = "cq";
     c->creating = true;
     st = self.adapter_.create_cq(cq_depth, &Services::on_cq_notify, c, c->core,
@@ -178,7 +180,7 @@ void Services::on_cq_created(void* context, NTSTATUS status, NdkObjectHeader* ob
     self.fail_setup(c, "cq", status);
     return;
   }
-  const uint32_t depth = c->control         ? control_slots::kAll
+  const uint32_t depth = c->is_control()    ? control_slots::kAll
                          : c->svc->memory() ? 1
                                             : c->svc->cfg.queue_depth;
   Qp* qp = nullptr;
@@ -214,7 +216,7 @@ void Services::accept(Conn* c) {
   NTSTATUS st = STATUS_SUCCESS;
   uint8_t pd[MemoryServiceInfo::kWireSize];
   uint32_t pd_len = 0;
-  if (c->control) {
+  if (c->is_control()) {
     st = post_control_receives(c);  // polled by the control thread (poll_control), never armed
   } else if (l.memory()) {
     MemoryServiceInfo info;
@@ -229,18 +231,21 @@ void Services::accept(Conn* c) {
   }
   // Inbound reads: as many as the adapter allows (the memory and perftest services are read by
   // their clients); we issue none.
-  NdkAdapterInfo info{};
-  size_t info_size = sizeof(info);
-  (void)adapter_.query_adapter_info(&info, &info_size);
-  const uint32_t irl = info.max_inbound_read_limit;
   if (st == STATUS_SUCCESS)
-    st = c->connector->accept_ex(c->qp, irl, 0, pd_len != 0 ? pd : nullptr, pd_len,
+    st = c->connector->accept_ex(c->qp, max_inbound_reads(), 0, pd_len != 0 ? pd : nullptr, pd_len,
                                  &Services::on_disconnected, c, &Services::on_accepted, c);
   if (st != STATUS_PENDING && st != STATUS_SUCCESS) {
     fail_setup(c, "accept", st);
     return;
   }
   if (st == STATUS_SUCCESS) on_accepted(c, STATUS_SUCCESS);
+}
+
+uint32_t Services::max_inbound_reads() const {
+  NdkAdapterInfo info{};
+  size_t info_size = sizeof(info);
+  (void)adapter_.query_adapter_info(&info, &info_size);
+  return info.max_inbound_read_limit;
 }
 
 void Services::on_accepted(void* context, NTSTATUS status) {
@@ -287,7 +292,7 @@ void Services::teardown(Conn* c) {
   c->core_stop.store(true, std::memory_order_release);
   // perftest: the control connection's end is the session's (a data connection closing inline
   // leaves the session, so not while iterating its list).
-  if (c->control && c->session != nullptr) {
+  if (c->is_control()) {
     const std::vector<Conn*> data = c->session->data;
     for (Conn* d : data) teardown(d);
   }
@@ -491,8 +496,8 @@ unsigned Services::poll() {
       continue;
     }
     const config::ListenerConfig& cfg = c->svc->cfg;
-    if (c->svc->memory() || c->control) {
-      const NTSTATUS st = c->control ? poll_control(c, now) : poll_memory(c, now);
+    if (c->svc->memory() || c->is_control()) {
+      const NTSTATUS st = c->is_control() ? poll_control(c, now) : poll_memory(c, now);
       if (st != STATUS_SUCCESS) failed.emplace_back(c, st);
       continue;
     }

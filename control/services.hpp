@@ -124,6 +124,7 @@ class Services {
   static void on_qp_closed(void* context);
   static void on_cq_closed(void* context);
   void accept(Conn* c);
+  uint32_t max_inbound_reads() const;  ///< the adapter's inbound read limit (NdkQueryAdapterInfo)
   void teardown(Conn* c);
   void fail_setup(Conn* c, const char* step, NTSTATUS st);
   void close_next(Conn* c);
