@@ -11,7 +11,7 @@
 #              vs 1 QP (scripts/bench_dataplane.py)
 #   wire       rocedp-perf vs dpdk-testpmd txonly->rxonly, same frames, same memif link and CPUs
 #   tcp        rocedp-perf SEND vs sockperf over kernel TCP (throughput and ping-pong)
-#   daemon     rocedpd's echo and memory services vs two rocedp-perf processes
+#   daemon     rocedpd's echo, memory and perftest services vs two rocedp-perf processes
 #   cores      one rocedpd with --cores polling lcores vs 1 (--cores N for a bigger host)
 #   sizes      WRITE message rate vs size, 64 B to 64 KiB, rocedp vs testpmd, and the plot
 #              bench/results/rate_vs_size.svg (scripts/plot_rate.py)

@@ -14,7 +14,9 @@ Groups (--groups, comma-separated):
           p50 target <= 0.1x; p99 shown).
   daemon  rocedpd's services vs the same operation between two rocedp-perf processes through the
           IB CM: SEND 64 B ping-pong through the echo service (target <= 1.5x the pair's half
-          round trip) and WRITE 64 KiB bandwidth into the memory service (target >= 0.8x).
+          round trip) and WRITE 64 KiB bandwidth into the memory service (target >= 0.8x); and
+          the perftest service against rocedp-perf's own perftest server, the same `rocedp-perf
+          --perftest -R` client for both: WRITE 64 KiB and SEND 4 KiB bandwidth (target >= 0.8x).
   cores   one rocedpd with N polling lcores (--cores) vs the same daemon with 1: WRITE 64 B
           message rate into the memory service from N rocedp-perf clients, one per daemon core.
   sizes   WRITE message rate against message size, 64 B to 64 KiB, rocedp-perf vs testpmd with
@@ -53,6 +55,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_dataplane import NEAR_NS, by_placement, free_port, merge_rows, probed, run_pair  # noqa: E402
 
 SERVER_CPU, CLIENT_CPU = 0, 1
+PERFTEST_MSG = 4096  # the perftest listener's receive size: the SEND row's message size
 PMTU = 1024  # rocedp-perf's path MTU on its default 1500-byte port MTU
 HDR = 14 + 20 + 8 + 12 + 4  # Ethernet, IPv4, UDP, BTH, ICRC
 RETH = 16
@@ -231,8 +234,8 @@ def _wait_for(path, needle, proc, what, timeout=60):
 
 def daemon_yaml(d, prefix, cores, clients, netns=None):
     """rocedpd: polling lcores 0..cores-1 (CPU = lcore), main lcore `cores` on CPU 0 (it sleeps:
-    eal.main_lcore_cpu), an echo (ND
-    port 7000) and a memory (7001) listener. Over memif: one memif server port (one client).
+    eal.main_lcore_cpu), an echo (ND port 7000), a memory (7001) and a perftest (7002, its SENDs
+    counted and dropped) listener. Over memif: one memif server port (one client).
     With `netns`: one net_af_packet port on veth d0 of that namespace with `cores` queue pairs
     (the kernel spreads flows over them by hash), its clients on the same bridge."""
     lines = [f"eal: {{lcores: [{', '.join(str(i) for i in range(cores + 1))}], main_lcore: {cores}, main_lcore_cpu: 0, memory_mb: 512, "
@@ -253,17 +256,20 @@ def daemon_yaml(d, prefix, cores, clients, netns=None):
     lines += [f"dataplane: {{lcores: [{', '.join(str(i) for i in range(cores))}], mbuf_count: 16383}}",
               "telemetry: {enabled: false}", "listeners:",
               f"  - {{port: {'memif0' if netns is None else 'veth0'}, nd_port: 7000, service: echo, message_bytes: 4096, queue_depth: 64}}",
-              f"  - {{port: {'memif0' if netns is None else 'veth0'}, nd_port: 7001, service: memory, memory_bytes: 16777216}}"]
+              f"  - {{port: {'memif0' if netns is None else 'veth0'}, nd_port: 7001, service: memory, memory_bytes: 16777216}}",
+              f"  - {{port: {'memif0' if netns is None else 'veth0'}, nd_port: 7002, service: perftest, memory_bytes: 1048576, "
+              f"message_bytes: {PERFTEST_MSG}, queue_depth: 256}}"]
     path = os.path.join(d, "daemon.yaml")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
     return path
 
 
-def client_cmd(binary, d, k, cpu, prefix, target, args, netns=None):
-    """rocedp-perf --connect, polling inline on its main lcore on CPU `cpu`, with the server's MAC
-    as a static neighbour (no ARP to lose on a loaded machine): over memif (the memif0 socket in
-    `d`) or, with `netns`, over net_af_packet on veth c<k> of that namespace."""
+def client_cmd(binary, d, k, cpu, prefix, target, args, netns=None, perftest=False):
+    """rocedp-perf --connect (with `perftest`: --perftest -R, perftest's client), polling inline on
+    its main lcore on CPU `cpu`, with the server's MAC as a static neighbour (no ARP to lose on a
+    loaded machine): over memif (the memif0 socket in `d`) or, with `netns`, over net_af_packet on
+    veth c<k> of that namespace."""
     cfg = os.path.join(d, f"client{k}.yaml")
     if netns is None:
         port = (f"    devargs: net_memif0,role=client,socket={d}/memif0.sock,socket-abstract=no\n"
@@ -280,11 +286,23 @@ def client_cmd(binary, d, k, cpu, prefix, target, args, netns=None):
                 f"extra_args: [\"--no-pci\"]}}\nports:\n  - name: port0\n" + port +
                 f"dataplane: {{lcores: [{cpu + 1}], mbuf_count: 16383}}\ntelemetry: {{enabled: false}}\n")
     ns = ["ip", "netns", "exec", netns] if netns else []
-    return ns + ["taskset", "-c", str(cpu), binary, "--config", cfg, "--connect", target, "--timeout", "120", "--json"] + args
+    host, port = target.split(":")
+    mode = ["--perftest", host, "-R", "-p", port] if perftest else ["--connect", target, "--json"]
+    return ns + ["taskset", "-c", str(cpu), binary, "--config", cfg, "--timeout", "120"] + mode + args
 
 
-def run_clients(cmds, what):
-    """Starts every client at once; returns their JSON rows (one list per client)."""
+def perftest_bw(text):
+    """The BW average column of `rocedp-perf --perftest`'s bandwidth table (perftest's own
+    layout: #bytes, #iterations, BW peak, BW average, MsgRate), one row."""
+    rows = [ln.split() for ln in text.splitlines() if re.match(r"^\s*\d+\s+\d+(\s+[\d.]+){3}\s*$", ln)]
+    if len(rows) != 1:
+        raise RuntimeError(f"expected one perftest bandwidth row, got {len(rows)}: {text[-400:]}")
+    return float(rows[0][3])
+
+
+def run_clients(cmds, what, parse=None):
+    """Starts every client at once; returns their JSON rows (one list per client), or what
+    `parse` makes of each client's output."""
     procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in cmds]
     outs = []
     for p in procs:
@@ -295,7 +313,7 @@ def run_clients(cmds, what):
             o, e = p.communicate()
         if p.returncode != 0:
             raise RuntimeError(f"{what}: client exit {p.returncode}: {e[-800:]} {o[-800:]}")
-        outs.append(_json_rows(o))
+        outs.append(parse(o) if parse else _json_rows(o))
     return outs
 
 
@@ -315,10 +333,11 @@ def make_bridge(netns, clients):
         sh("ip", "link", "set", name, "up")
 
 
-def daemon_run(bins, args, tag, nd_port, cores=1, clients=1, afpacket=False):
-    """rocedpd (polling lcores on CPUs 0..cores-1) and `clients` rocedp-perf --connect clients,
-    client k on CPU cores+k (CLIENT_CPU when the host has no more CPUs: shared then). Over one
-    memif link (one client), or with `afpacket` over veths on a bridge in a namespace of ours."""
+def daemon_run(bins, args, tag, nd_port, cores=1, clients=1, afpacket=False, perftest=False):
+    """rocedpd (polling lcores on CPUs 0..cores-1) and `clients` rocedp-perf --connect clients
+    (with `perftest`: --perftest -R clients, each returning its bandwidth), client k on CPU
+    cores+k (CLIENT_CPU when the host has no more CPUs: shared then). Over one memif link (one
+    client), or with `afpacket` over veths on a bridge in a namespace of ours."""
     with tempfile.TemporaryDirectory(prefix="rdp-bd-") as d:
         pre = f"rdp-bd-{os.getpid()}-{tag}"
         netns = f"rdp-cores-{os.getpid()}-{tag}" if afpacket else None
@@ -336,9 +355,9 @@ def daemon_run(bins, args, tag, nd_port, cores=1, clients=1, afpacket=False):
             ip = "198.18.20.1" if netns else "198.18.10.1"
             # CPUs 0..cores-1 poll for the daemon (its main lcore sleeps on CPU 0); clients after them.
             cmds = [client_cmd(bins["rocedp-perf"], d, k, cores + k if cores + k < ncpu else CLIENT_CPU,
-                               f"{pre}c{k}", f"{ip}:{nd_port}", args, netns) for k in range(clients)]
+                               f"{pre}c{k}", f"{ip}:{nd_port}", args, netns, perftest) for k in range(clients)]
             try:
-                return run_clients(cmds, f"rocedpd {' '.join(args)}")
+                return run_clients(cmds, f"rocedpd {' '.join(args)}", perftest_bw if perftest else None)
             except RuntimeError as e:
                 with open(dlog) as f:
                     raise RuntimeError(f"{e}; rocedpd log tail: {f.read()[-800:]}") from None
@@ -366,6 +385,40 @@ def listen_run(bins, args, tag):
             _wait_for(slog, "listening on", srv, "rocedp-perf --listen")
             out = run_clients([client_cmd(binary, d, 0, CLIENT_CPU, pre + "c", "198.18.10.1:9000", args)],
                               f"rocedp-perf --listen {' '.join(args)}")[0]
+            try:
+                srv.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+            return out
+        finally:
+            stop(srv, signal.SIGTERM, 10)
+            subprocess.run(["rm", "-rf", f"/var/run/dpdk/{pre}s", f"/var/run/dpdk/{pre}c"])
+
+
+def perftest_pair_run(bins, args, tag):
+    """rocedp-perf --perftest's server (memif server, CPU 0) and its -R client (CPU 1): the
+    client's bandwidth."""
+    binary = bins["rocedp-perf"]
+    with tempfile.TemporaryDirectory(prefix="rdp-bp-") as d:
+        pre = f"rdp-bp-{os.getpid()}-{tag}"
+        slog = os.path.join(d, "server.log")
+        with open(slog, "w") as lf:
+            srv = subprocess.Popen(["taskset", "-c", str(SERVER_CPU), binary, "--perftest", "--port-devargs",
+                                    f"net_memif0,role=server,socket={d}/memif0.sock,socket-abstract=no",
+                                    "--ip", "198.18.10.1/24", "--mac", "02:00:00:00:10:01", "--lcore", str(SERVER_CPU),
+                                    "--file-prefix", pre + "s", "--timeout", "120", "--memory-mb", "512",
+                                    "-R", "-p", "7002"] + args, stdout=lf, stderr=subprocess.STDOUT)
+        try:
+            # It listens once its link is up, i.e. once the client is on the memif link: start the
+            # client when the socket is there (its connect retries until the server listens).
+            sock = os.path.join(d, "memif0.sock")
+            deadline = time.time() + 60
+            while not os.path.exists(sock):
+                if srv.poll() is not None or time.time() > deadline:
+                    raise RuntimeError(f"rocedp-perf --perftest server did not start: {open(slog).read()[-800:]}")
+                time.sleep(0.1)
+            out = run_clients([client_cmd(binary, d, 0, CLIENT_CPU, pre + "c", "198.18.10.1:7002", args, perftest=True)],
+                              f"rocedp-perf --perftest {' '.join(args)}", perftest_bw)[0]
             try:
                 srv.wait(timeout=30)
             except subprocess.TimeoutExpired:
@@ -580,6 +633,24 @@ def group_daemon(a, bins):
                "rocedp-perf --listen <- rocedp-perf --connect " + " ".join(args),
                "rocedp-perf --connect (CPU 1) through the IB CM into rocedpd's memory region (polling lcore on CPU 0) "
                "and into rocedp-perf --listen's passive region (CPU 0)", a, probes=probes)
+    for op, size in (("write", 65536), ("send", PERFTEST_MSG)):
+        name = (f"{op.upper()} {size // 1024} KiB bandwidth through rocedpd's perftest service vs "
+                "rocedp-perf's perftest server")
+        if a.filter not in name:
+            continue
+        args = [op, "bw", "-s", str(size), "-D", str(D), "--report_gbits"]
+        probes = []
+
+        def one(k, args=args, op=op):
+            b, s = probed(bins["cpu_pair_rtt"], probes, k, lambda: retry(perftest_pair_run, bins, args, f"p{op[0]}l{k}"),
+                          lambda: retry(daemon_run, bins, args, f"p{op[0]}d{k}", 7002, 1, 1, False, True)[0], a.near_ns)
+            return s, b
+        finish(rows, name, alternate(a, name, one), "Gb/s", ">= 0.8",
+               "rocedpd perftest <- rocedp-perf --perftest -R " + " ".join(args),
+               "rocedp-perf --perftest -R (server) <- rocedp-perf --perftest -R " + " ".join(args),
+               "the same rocedp-perf --perftest -R client (CPU 1), perftest's rdma_cm exchange, against rocedpd's "
+               "perftest listener (polling lcore on CPU 0; SENDs counted and dropped, `sends: sink`) and against "
+               "rocedp-perf --perftest's server (CPU 0); the client's BW average", a, probes=probes)
     return rows
 
 
