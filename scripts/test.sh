@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# Installs, builds and runs the whole test suite: every label but `unit` and `eal` in the Release
-# tree (build/), then the `unit` and `eal` tests in a clang Debug tree under ASan+UBSan (the
+# Installs, builds and runs the whole test suite: every label in the Release tree (build/, gcc
+# -O3), then the `unit` and `eal` tests again in a clang Debug tree under ASan+UBSan (the
 # owner-thread assertions run there); then the lint (clang-format, clang-tidy) and the threaded
-# tests under ThreadSanitizer. Each tree builds only the targets of its tests. (`scripts/build.sh`
-# and `ctest` in build/ alone build and run everything.)
+# tests under ThreadSanitizer. The sanitizer trees build only the targets of their tests.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # Each phase's wall time goes to stderr ("== phase: N s"), so a CI log shows where its minutes go.
@@ -15,7 +14,7 @@ phase() {  # phase NAME: ends the running phase, starts NAME
 trap 'phase end' EXIT
 "$root/scripts/setup.sh"
 phase build
-ROCEDP_SKIP_TEST_LABELS="unit;eal" "$root/scripts/build.sh" "$root/build"
+"$root/scripts/build.sh" "$root/build"
 phase rig
 # The interop tests' Linux peer: the rig builds its guest (apt-get download, qemu) once, here rather
 # than inside the first test's time limit.
