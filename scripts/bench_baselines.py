@@ -369,56 +369,37 @@ def daemon_run(bins, args, tag, nd_port, cores=1, clients=1, afpacket=False, per
             subprocess.run(["rm", "-rf", f"/var/run/dpdk/{pre}d"] + [f"/var/run/dpdk/{pre}c{k}" for k in range(clients)])
 
 
-def listen_run(bins, args, tag):
-    """rocedp-perf --listen (memif server, CPU 0) and rocedp-perf --connect (client, CPU 1)."""
+def listen_run(bins, args, tag, perftest=False):
+    """rocedp-perf --listen (memif server, CPU 0) and rocedp-perf --connect (client, CPU 1): the
+    client's JSON rows. With `perftest`: rocedp-perf --perftest's server and its -R client, the
+    client's bandwidth."""
     binary = bins["rocedp-perf"]
     with tempfile.TemporaryDirectory(prefix="rdp-bl-") as d:
         pre = f"rdp-bl-{os.getpid()}-{tag}"
         slog = os.path.join(d, "listen.log")
+        sock = os.path.join(d, "memif0.sock")
+        mode = ["--perftest"] + args + ["-R", "-p", "7002"] if perftest else ["--listen", "9000"]
         with open(slog, "w") as lf:
-            srv = subprocess.Popen(["taskset", "-c", str(SERVER_CPU), binary, "--listen", "9000", "--port-devargs",
-                                    f"net_memif0,role=server,socket={d}/memif0.sock,socket-abstract=no",
+            srv = subprocess.Popen(["taskset", "-c", str(SERVER_CPU), binary] + mode + ["--port-devargs",
+                                    f"net_memif0,role=server,socket={sock},socket-abstract=no",
                                     "--ip", "198.18.10.1/24", "--mac", "02:00:00:00:10:01", "--lcore", str(SERVER_CPU),
                                     "--file-prefix", pre + "s", "--timeout", "120", "--memory-mb", "512"],
                                    stdout=lf, stderr=subprocess.STDOUT)
         try:
-            _wait_for(slog, "listening on", srv, "rocedp-perf --listen")
-            out = run_clients([client_cmd(binary, d, 0, CLIENT_CPU, pre + "c", "198.18.10.1:9000", args)],
-                              f"rocedp-perf --listen {' '.join(args)}")[0]
-            try:
-                srv.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                pass
-            return out
-        finally:
-            stop(srv, signal.SIGTERM, 10)
-            subprocess.run(["rm", "-rf", f"/var/run/dpdk/{pre}s", f"/var/run/dpdk/{pre}c"])
-
-
-def perftest_pair_run(bins, args, tag):
-    """rocedp-perf --perftest's server (memif server, CPU 0) and its -R client (CPU 1): the
-    client's bandwidth."""
-    binary = bins["rocedp-perf"]
-    with tempfile.TemporaryDirectory(prefix="rdp-bp-") as d:
-        pre = f"rdp-bp-{os.getpid()}-{tag}"
-        slog = os.path.join(d, "server.log")
-        with open(slog, "w") as lf:
-            srv = subprocess.Popen(["taskset", "-c", str(SERVER_CPU), binary, "--perftest", "--port-devargs",
-                                    f"net_memif0,role=server,socket={d}/memif0.sock,socket-abstract=no",
-                                    "--ip", "198.18.10.1/24", "--mac", "02:00:00:00:10:01", "--lcore", str(SERVER_CPU),
-                                    "--file-prefix", pre + "s", "--timeout", "120", "--memory-mb", "512",
-                                    "-R", "-p", "7002"] + args, stdout=lf, stderr=subprocess.STDOUT)
-        try:
-            # It listens once its link is up, i.e. once the client is on the memif link: start the
-            # client when the socket is there (its connect retries until the server listens).
-            sock = os.path.join(d, "memif0.sock")
-            deadline = time.time() + 60
-            while not os.path.exists(sock):
-                if srv.poll() is not None or time.time() > deadline:
-                    raise RuntimeError(f"rocedp-perf --perftest server did not start: {open(slog).read()[-800:]}")
-                time.sleep(0.1)
-            out = run_clients([client_cmd(binary, d, 0, CLIENT_CPU, pre + "c", "198.18.10.1:7002", args, perftest=True)],
-                              f"rocedp-perf --perftest {' '.join(args)}", perftest_bw)[0]
+            if perftest:
+                # It listens once its link is up, i.e. once the client is on the memif link: the
+                # client starts when the socket is there (its connect retries until the server
+                # listens).
+                deadline = time.time() + 60
+                while not os.path.exists(sock):
+                    if srv.poll() is not None or time.time() > deadline:
+                        raise RuntimeError(f"rocedp-perf --perftest server did not start: {open(slog).read()[-800:]}")
+                    time.sleep(0.1)
+            else:
+                _wait_for(slog, "listening on", srv, "rocedp-perf --listen")
+            target = "198.18.10.1:7002" if perftest else "198.18.10.1:9000"
+            out = run_clients([client_cmd(binary, d, 0, CLIENT_CPU, pre + "c", target, args, perftest=perftest)],
+                              f"rocedp-perf {mode[0]} {' '.join(args)}", perftest_bw if perftest else None)[0]
             try:
                 srv.wait(timeout=30)
             except subprocess.TimeoutExpired:
@@ -435,12 +416,12 @@ def mode_row(rows):
 
 # ---- rows -----------------------------------------------------------------------------------------
 
-def retry(fn, *a, attempts=3):
+def retry(fn, *a, attempts=3, **kw):
     """A run that fails on a shared machine (a peer starved past a time limit, a memif peer not
     listening yet) runs again, up to `attempts` times in all; every retry is printed."""
     for k in range(attempts):
         try:
-            return fn(*a)
+            return fn(*a, **kw)
         except (RuntimeError, subprocess.TimeoutExpired, IndexError) as e:
             if k + 1 == attempts:
                 raise
@@ -642,8 +623,8 @@ def group_daemon(a, bins):
         probes = []
 
         def one(k, args=args, op=op):
-            b, s = probed(bins["cpu_pair_rtt"], probes, k, lambda: retry(perftest_pair_run, bins, args, f"p{op[0]}l{k}"),
-                          lambda: retry(daemon_run, bins, args, f"p{op[0]}d{k}", 7002, 1, 1, False, True)[0], a.near_ns)
+            b, s = probed(bins["cpu_pair_rtt"], probes, k, lambda: retry(listen_run, bins, args, f"p{op[0]}l{k}", perftest=True),
+                          lambda: retry(daemon_run, bins, args, f"p{op[0]}d{k}", 7002, perftest=True)[0], a.near_ns)
             return s, b
         finish(rows, name, alternate(a, name, one), "Gb/s", ">= 0.8",
                "rocedpd perftest <- rocedp-perf --perftest -R " + " ".join(args),
