@@ -4,7 +4,9 @@
 // other. Properties: no memory error or undefined behaviour (ASan+UBSan), no request completed
 // twice or from nowhere, and once the fuzzed frames stop and the wire runs clean every request of
 // A completes (answered, or flushed when a fuzzed frame broke the connection); without fuzzed
-// frames every one succeeds.
+// frames every one succeeds. With a second pair (the first record's 0x80), A's two QPs share
+// their completion queues, and so do B's (and B's shared receive queue, when it has one): each
+// completion must name the QP whose request it is.
 //
 // A record is [ctl][len_hi][len_lo] then len bytes of transport (BTH, extension headers,
 // payload), wrapped here in the receiver's Ethernet/IPv4/UDP header with a valid IPv4 checksum
@@ -17,6 +19,9 @@
 //   0x20 in the first record only: B's QP takes its receives from a shared receive queue
 //   0x40 in the first record only: the QPs speak RoCEv2 over IPv6 (the frames then have an IPv6
 //        header, whose payload length and the ICRC are made valid as well)
+//   0x80 in the first record: a second pair of QPs (A2 with requests of its own, B2 with its
+//        receives), on the CQs of the first; in every record: the frame goes to A2 or B2
+//        (its QPN, PSN and region as above)
 // Seeds: tests/fuzz/seeds/rc_engine/, written by tests/fuzz/make_seeds.py.
 #include <cstring>
 #include <set>
@@ -34,9 +39,20 @@ using namespace rocedp::rc;
 using namespace rocedp::rc::test;
 
 constexpr uint32_t kRegion = 4096;
-constexpr int kRequests = 9;
+constexpr int kRequests = 9;   // A's, tags 1..9
+constexpr int kRequests2 = 4;  // A2's, tags 11..14
+
+// A QP of a second pair: its own work queues, the CQs (and shared receive queue) of `first`.
+struct SharingQp {
+  std::unique_ptr<SendQueue> sq;
+  std::unique_ptr<ReceiveQueue> rq;
+  QueuePair* qp = nullptr;
+};
 
 struct World {
+  // The second pair's queues (its QPs null without one), declared first: they outlive the
+  // engines, whose QPs point at them.
+  SharingQp a2, b2;
   Host a{0, 0x0A000001, 1};
   Host b{1, 0x0A000002, 2};
   Wire w{a, b};
@@ -52,7 +68,7 @@ struct World {
   size_t hdrs;                              // up to the BTH
   std::unique_ptr<SharedReceiveQueue> srq;  // B's receives, when its QP has a shared queue
 
-  World(bool v6, bool shared)
+  World(bool v6, bool shared, bool two)
       : ipv6(v6),
         ip_hdr(v6 ? wire::kIpv6HdrLen : wire::kIpv4MinHdrLen),
         hdrs(wire::kEthHdrLen + ip_hdr + wire::kUdpHdrLen) {
@@ -67,6 +83,16 @@ struct World {
     o.rnr_retry = 3;   // not infinite: fuzzed SENDs may take B's receives for good
     o.ipv6 = ipv6;
     connect(a, *qa, b, *qb, o);
+    if (two) {
+      share(a, *qa, a2, nullptr);
+      share(b, *qb, b2, srq.get());
+      Qp wa{nullptr, nullptr, nullptr, nullptr, a2.qp},
+          wb{nullptr, nullptr, nullptr, nullptr, b2.qp};
+      ConnectOptions o2 = o;
+      o2.a_psn = 7000;
+      o2.b_psn = 9000;
+      connect(a, wa, b, wb, o2);
+    }
     a_src = &a.buffer(kRegion, kMrAll, 0x11);
     a_dst = &a.buffer(kRegion, kMrAll, 0x22);
     b_region = &b.buffer(kRegion, kMrAll, 0x33);
@@ -74,6 +100,8 @@ struct World {
     for (uint32_t i = 0; i < 8; ++i) {
       const RecvWqe r = recv_wqe(tag(100 + i), {b_recv->sge(i * 2048, 2048)});
       (void)(srq ? srq->post(r) : qb->rq->post(r));
+      if (b2.qp != nullptr && !srq)
+        (void)b2.rq->post(recv_wqe(tag(200 + i), {b_recv->sge(i * 2048, 2048)}));
     }
     // A's requests: on the wire once A polls, then lost (never delivered) so they wait for
     // answers, which the fuzzed frames and A's retries provide.
@@ -86,6 +114,13 @@ struct World {
     (void)qa->sq->post(fetch_add_wqe(tag(t++), *a_dst, *b_region, 5));
     (void)qa->sq->post(read_wqe(tag(t++), *a_dst, *b_region, 3000));
     (void)qa->sq->post(send_wqe(SendOpcode::kSend, tag(t++), {a_src->sge(0, 1500)}));
+    if (a2.qp != nullptr) {
+      t = 11;
+      (void)a2.sq->post(write_wqe(tag(t++), *a_src, *b_region, 2048, 64));
+      (void)a2.sq->post(read_wqe(tag(t++), *a_dst, *b_region, 256));
+      (void)a2.sq->post(send_wqe(SendOpcode::kSend, tag(t++), {a_src->sge(0, 64)}));
+      (void)a2.sq->post(fetch_add_wqe(tag(t++), *a_dst, *b_region, 7));
+    }
     a.eng->poll_st(w.now);
     FUZZ_CHECK(!a.tx.empty());
     to_b.assign(a.tx.front().begin(), a.tx.front().begin() + static_cast<long>(hdrs));
@@ -101,6 +136,23 @@ struct World {
     a.tx.clear();
   }
 
+  // A QP of `host`'s on the CQs of `first` (and on `shared`, a shared receive queue, if any).
+  static void share(Host& host, Qp& first, SharingQp& q, SharedReceiveQueue* shared) {
+    NTSTATUS st;
+    q.sq = SendQueue::create(64, 4, 64, &st);
+    if (shared == nullptr) q.rq = ReceiveQueue::create(64, 4, &st);
+    QpCreateParams p;
+    p.pd = 1;
+    p.qp_context = &q;
+    p.sq = q.sq.get();
+    p.rq = q.rq.get();
+    p.srq = shared;
+    p.send_cq = first.scq.get();
+    p.recv_cq = first.rcq.get();
+    q.qp = host.eng->create_qp(p, &st);
+    FUZZ_CHECK(st == STATUS_SUCCESS && q.qp != nullptr);
+  }
+
   // The record's frame for its receiver, headers and checks made valid.
   Frame frame(uint8_t ctl, const uint8_t* t, size_t len) {
     const bool for_a = (ctl & 0x01) != 0;
@@ -108,7 +160,8 @@ struct World {
     f.insert(f.end(), t, t + len);
     f.resize(f.size() + wire::kIcrcLen);
     uint8_t* bth = f.data() + hdrs;
-    QueuePair& rx = *(for_a ? qa : qb)->qp;
+    const bool second = (ctl & 0x80) != 0 && a2.qp != nullptr;
+    QueuePair& rx = second ? *(for_a ? a2.qp : b2.qp) : *(for_a ? qa : qb)->qp;
     if (len >= wire::kBthLen) {
       if ((ctl & 0x04) == 0) {
         const uint32_t word = wire::load_be32(bth + 4);
@@ -144,45 +197,67 @@ struct World {
   }
 };
 
-// A's completions: each request at most once, and only the ones it posted.
-void collect(Qp& q, std::set<uintptr_t>& done, int& failed) {
-  for (const NdkResultEx& r : q.send_cqes()) {
+// A's completions (A's and A2's, from their shared CQ): each request at most once, only the ones
+// posted, each named with the QP that posted it.
+void collect(World& w, std::set<uintptr_t>& done, int& failed) {
+  for (const NdkResultEx& r : w.qa->send_cqes()) {
     const auto t = reinterpret_cast<uintptr_t>(r.request_context);
-    FUZZ_CHECK(t >= 1 && t <= kRequests);
+    if (r.qp_context == &w.a2) {
+      FUZZ_CHECK(w.a2.qp != nullptr && t >= 11 && t < 11 + kRequests2);
+    } else {
+      FUZZ_CHECK(r.qp_context == w.qa && t >= 1 && t <= kRequests);
+    }
     FUZZ_CHECK(done.insert(t).second);
     failed += r.status != STATUS_SUCCESS ? 1 : 0;
+  }
+}
+
+// B's receive completions (B's and B2's): each names its QP, and a receive B2 completes from its
+// own queue is one of B2's.
+void collect_receives(World& w) {
+  for (const NdkResultEx& r : w.qb->recv_cqes()) {
+    const auto t = reinterpret_cast<uintptr_t>(r.request_context);
+    FUZZ_CHECK(r.qp_context == w.qb || (w.b2.qp != nullptr && r.qp_context == &w.b2));
+    if (!w.srq) FUZZ_CHECK((t >= 200) == (r.qp_context == &w.b2));
   }
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  World world(size > 0 && (data[0] & 0x40) != 0, size > 0 && (data[0] & 0x20) != 0);
+  World world(size > 0 && (data[0] & 0x40) != 0, size > 0 && (data[0] & 0x20) != 0,
+              size > 0 && (data[0] & 0x80) != 0);
+  const size_t requests = kRequests + (world.a2.qp != nullptr ? kRequests2 : 0);
   std::set<uintptr_t> done;
   int failed = 0;
+  bool transport = false;  // a record with a BTH's worth of bytes (shorter ones are dropped runts)
   size_t at = 0;
   for (int records = 0; at + 3 <= size && records < 64; ++records) {
     const uint8_t ctl = data[at];
     const size_t len = std::min<size_t>((size_t{data[at + 1]} << 8) | data[at + 2], size - at - 3);
+    transport |= len >= wire::kBthLen;
     Frame f = world.frame(ctl, data + at + 3, std::min<size_t>(len, 4200));
     at += 3 + len;
     std::vector<Frame> one{std::move(f)};
     Wire::deliver((ctl & 0x01) != 0 ? world.a : world.b, one, world.w.now);
     if ((ctl & 0x10) != 0) world.w.step();
-    collect(*world.qa, done, failed);
-    (void)world.qb->recv_cqes();
+    collect(world, done, failed);
+    collect_receives(world);
   }
   // The fuzzed frames stop; the wire runs clean until A's requests are all answered.
   QueuePair& qa = *world.qa->qp;
   const bool rested = world.w.run_until(
       [&] {
-        collect(*world.qa, done, failed);
-        (void)world.qb->recv_cqes();
-        return done.size() == kRequests;
+        collect(world, done, failed);
+        collect_receives(world);
+        return done.size() == requests;
       },
       20000);
   FUZZ_CHECK(rested);
-  // Without fuzzed frames every request completes, and successfully.
-  if (size == 0) FUZZ_CHECK(failed == 0 && qa.state() == QpState::kRts);
+  // Without fuzzed frames (none, or runts only) every request completes, and successfully.
+  if (!transport) {
+    FUZZ_CHECK(failed == 0 && qa.state() == QpState::kRts);
+    FUZZ_CHECK(world.a2.qp == nullptr || world.a2.qp->state() == QpState::kRts);
+  }
   return 0;
 }

@@ -12,7 +12,7 @@ import os
 import struct
 import sys
 
-TO_A, KEEP_PSN, KEEP_QPN, AIM, STEP, SRQ, IPV6 = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40
+TO_A, KEEP_PSN, KEEP_QPN, AIM, STEP, SRQ, IPV6, TWO = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80
 
 
 def bth(opcode, ack_req=False, psn=0):
@@ -76,6 +76,21 @@ for name in ("write_only", "send_only", "read_request", "fetch_add", "ack", "rea
 # B receiving from a shared receive queue (the first record's SRQ bit).
 for name in ("send_only", "send_only_imm", "send_first_last", "send_invalidate", "mixed"):
     seeds[name + "_srq"] = bytes([seeds[name][0] | SRQ]) + seeds[name][1:]
+# Two pairs on shared CQs (the first record's TWO bit; TWO in a record: the frame is for A2 or B2,
+# whose requests are a WRITE, a READ of 256 bytes, a SEND and a fetch-add from PSN 7000).
+seeds.update({
+    "two_clean": record(TWO | STEP, b""),  # a runt, then the clean wire: all 13 succeed
+    "two_write_send": record(B | TWO, bth(0x0A, True) + reth(0, 64) + PAY)
+    + record(B, bth(0x04, True) + PAY) + record(B | TWO, bth(0x04, True) + PAY),
+    "two_send_srq": record(B | TWO | SRQ, bth(0x04, True) + PAY) + record(B, bth(0x04, True) + PAY)
+    + record(B | TWO, bth(0x00) + bytes(1024)) + record(B | TWO, bth(0x02, True) + PAY),
+    "two_answers": record(A | TWO | KEEP_PSN, bth(0x10, psn=7001) + aeth(0x1F) + bytes(256))
+    + record(A | TWO | KEEP_PSN, bth(0x12, psn=7003) + aeth(0x1F) + struct.pack(">Q", 42))
+    + record(A | KEEP_PSN, bth(0x10, psn=105) + aeth(0x1F) + bytes(128)),
+    "two_nak_one": record(A | TWO, bth(0x11) + aeth(0x62)) + record(A, bth(0x11) + aeth(0x1F)),
+    "two_read_request": record(B | TWO, bth(0x0C, True) + reth(256, 128))
+    + record(B, bth(0x0C, True) + reth(512, 64)),
+})
 
 # fuzz_cm_connection's operations (byte % 19): 0 A connects, 1 deliver A->B, 2 deliver B->A,
 # 3 B accepts, 4 B rejects, 5 B sends an MRA, 6 A completes, 7 A disconnects, 8 B disconnects,
