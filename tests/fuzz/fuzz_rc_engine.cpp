@@ -6,7 +6,9 @@
 // A completes (answered, or flushed when a fuzzed frame broke the connection); without fuzzed
 // frames every one succeeds. With a second pair (the first record's 0x80), A's two QPs share
 // their completion queues, and so do B's (and B's shared receive queue, when it has one): each
-// completion must name the QP whose request it is.
+// completion must name the QP whose request it is. B also has a fast-register region (made
+// valid before the conversation): once a SEND with invalidate of it completes, no byte of it may
+// change again.
 //
 // A record is [ctl][len_hi][len_lo] then len bytes of transport (BTH, extension headers,
 // payload), wrapped here in the receiver's Ethernet/IPv4/UDP header with a valid IPv4 checksum
@@ -14,7 +16,9 @@
 //   0x01 the frame goes to A (else to B)
 //   0x02 the PSN as given (else the receiver's expected PSN: B's next request, A's oldest unacked)
 //   0x04 the QPN as given (else the receiver's QP)
-//   0x08 a RETH or AtomicETH addressed into the receiver's region (VA modulo its size, its rkey)
+//   0x08 a RETH or AtomicETH addressed into the receiver's region (VA modulo its size, its rkey;
+//        to B with the rkey field's bit 0 set: into B's fast-register region instead), and an
+//        IETH with its bit 0 set naming B's fast-register region (a SEND with invalidate of it)
 //   0x10 the wire runs one step after it (both engines poll and exchange what they sent)
 //   0x20 in the first record only: B's QP takes its receives from a shared receive queue
 //   0x40 in the first record only: the QPs speak RoCEv2 over IPv6 (the frames then have an IPv6
@@ -67,6 +71,10 @@ struct World {
   size_t ip_hdr;                            // the IP header's length
   size_t hdrs;                              // up to the BTH
   std::unique_ptr<SharedReceiveQueue> srq;  // B's receives, when its QP has a shared queue
+  Buffer* b_fr = nullptr;                   // the memory of B's fast-register region
+  MrTokens fr{};                            // its tokens
+  std::vector<uint8_t> fr_after;            // its bytes when its invalidation completed
+  bool fr_invalidated = false;
 
   World(bool v6, bool shared, bool two)
       : ipv6(v6),
@@ -97,6 +105,18 @@ struct World {
     a_dst = &a.buffer(kRegion, kMrAll, 0x22);
     b_region = &b.buffer(kRegion, kMrAll, 0x33);
     b_recv = &b.buffer(8 * 2048, kMrAll, 0x44);
+    // B's fast-register region over b_fr, made valid by a FastRegister on B's send queue.
+    b_fr = &b.buffer(kRegion, kMrAll, 0x55);
+    FUZZ_CHECK(b.mrs->create_fast_register(1, 1, true, &fr) == STATUS_SUCCESS);
+    SendWqe reg = send_wqe(SendOpcode::kFastRegister, tag(50), {});
+    reg.local_token = fr.local;
+    reg.fr_address = b_fr->va();
+    reg.fr_length = kRegion;
+    reg.fr_access = kMrAll;
+    FUZZ_CHECK(qb->sq->post(reg) == STATUS_SUCCESS);
+    b.eng->poll_st(w.now);
+    const std::vector<NdkResultEx> regd = qb->send_cqes();
+    FUZZ_CHECK(regd.size() == 1 && regd[0].status == STATUS_SUCCESS);
     for (uint32_t i = 0; i < 8; ++i) {
       const RecvWqe r = recv_wqe(tag(100 + i), {b_recv->sge(i * 2048, 2048)});
       (void)(srq ? srq->post(r) : qb->rq->post(r));
@@ -174,12 +194,17 @@ struct World {
       }
       const wire::OpcodeInfo* op = wire::opcode_info(bth[0]);
       if ((ctl & 0x08) != 0 && op != nullptr) {
-        Buffer& region = for_a ? *a_dst : *b_region;
         for (wire::Hdr h : {wire::Hdr::kReth, wire::Hdr::kAtomicEth}) {
           if (!op->has(h) || op->offset_of(h) + 12 > len) continue;
           uint8_t* x = bth + op->offset_of(h);
+          const bool to_fr = !for_a && (wire::load_be32(x + 8) & 1) != 0;
+          const Buffer& region = for_a ? *a_dst : to_fr ? *b_fr : *b_region;
           wire::store_be64(x, region.va() + wire::load_be64(x) % kRegion);
-          wire::store_be32(x + 8, region.tokens.remote);
+          wire::store_be32(x + 8, to_fr ? fr.remote : region.tokens.remote);
+        }
+        if (op->has(wire::Hdr::kIeth) && op->offset_of(wire::Hdr::kIeth) + 4 <= len) {
+          uint8_t* x = bth + op->offset_of(wire::Hdr::kIeth);
+          if ((wire::load_be32(x) & 1) != 0) wire::store_be32(x, fr.remote);
         }
       }
     }
@@ -219,7 +244,14 @@ void collect_receives(World& w) {
     const auto t = reinterpret_cast<uintptr_t>(r.request_context);
     FUZZ_CHECK(r.qp_context == w.qb || (w.b2.qp != nullptr && r.qp_context == &w.b2));
     if (!w.srq) FUZZ_CHECK((t >= 200) == (r.qp_context == &w.b2));
+    if (r.status == STATUS_SUCCESS && r.type == NdkOperationType::kReceiveAndInvalidate &&
+        r.type_specific_completion_output == w.fr.remote && !w.fr_invalidated) {
+      w.fr_invalidated = true;
+      w.fr_after = w.b_fr->data;
+    }
   }
+  // The region invalidated, nothing writes into it any more (every packet's key is checked).
+  if (w.fr_invalidated) FUZZ_CHECK(w.b_fr->data == w.fr_after);
 }
 
 }  // namespace

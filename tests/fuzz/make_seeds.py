@@ -25,6 +25,11 @@ def reth(va, length):
     return struct.pack(">QII", va, 0, length)
 
 
+def reth_fr(va, length):
+    # rkey bit 0: an aimed record (AIM) addresses B's fast-register region instead of its region
+    return struct.pack(">QII", va, 1, length)
+
+
 def aeth(syndrome, msn=0):
     return struct.pack(">I", (syndrome << 24) | msn)
 
@@ -90,6 +95,14 @@ seeds.update({
     "two_nak_one": record(A | TWO, bth(0x11) + aeth(0x62)) + record(A, bth(0x11) + aeth(0x1F)),
     "two_read_request": record(B | TWO, bth(0x0C, True) + reth(256, 128))
     + record(B, bth(0x0C, True) + reth(512, 64)),
+    # B's fast-register region: written, invalidated by a SEND with invalidate (IETH bit 0), then
+    # written again (NAKed: the region is gone); and a WRITE of B2's across the invalidation.
+    "fr_invalidate": record(B, bth(0x0A, True) + reth_fr(0, 64) + PAY)
+    + record(B, bth(0x17, True) + b"\x00\x00\x00\x01" + PAY)
+    + record(B, bth(0x0A, True) + reth_fr(64, 64) + PAY),
+    "two_fr_invalidate_mid_write": record(B | TWO, bth(0x06) + reth_fr(0, 1024 + 64) + bytes(1024))
+    + record(B, bth(0x17, True) + b"\x00\x00\x00\x01" + PAY)
+    + record(B | TWO, bth(0x08, True) + PAY),
 })
 
 # fuzz_cm_connection's operations (byte % 19): 0 A connects, 1 deliver A->B, 2 deliver B->A,
