@@ -220,14 +220,15 @@ def _json_rows(text):
     return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
 
 
-def _wait_for(path, needle, proc, what, timeout=60):
+def _wait_for(path, needle, proc, what, timeout=60, ready=None):
+    """Until `needle` is in the log at `path` (or `ready()` holds), while `proc` runs."""
+    ready = ready or (lambda: needle in open(path).read())
     deadline = time.time() + timeout
     while time.time() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"{what} exited during start-up: {open(path).read()[-800:]}")
-        with open(path) as f:
-            if needle in f.read():
-                return
+        if ready():
+            return
         time.sleep(0.1)
     raise RuntimeError(f"{what} did not come up: {open(path).read()[-800:]}")
 
@@ -378,7 +379,8 @@ def listen_run(bins, args, tag, perftest=False):
         pre = f"rdp-bl-{os.getpid()}-{tag}"
         slog = os.path.join(d, "listen.log")
         sock = os.path.join(d, "memif0.sock")
-        mode = ["--perftest"] + args + ["-R", "-p", "7002"] if perftest else ["--listen", "9000"]
+        port = "7002" if perftest else "9000"
+        mode = ["--perftest"] + args + ["-R", "-p", port] if perftest else ["--listen", port]
         with open(slog, "w") as lf:
             srv = subprocess.Popen(["taskset", "-c", str(SERVER_CPU), binary] + mode + ["--port-devargs",
                                     f"net_memif0,role=server,socket={sock},socket-abstract=no",
@@ -386,19 +388,12 @@ def listen_run(bins, args, tag, perftest=False):
                                     "--file-prefix", pre + "s", "--timeout", "120", "--memory-mb", "512"],
                                    stdout=lf, stderr=subprocess.STDOUT)
         try:
-            if perftest:
-                # It listens once its link is up, i.e. once the client is on the memif link: the
-                # client starts when the socket is there (its connect retries until the server
-                # listens).
-                deadline = time.time() + 60
-                while not os.path.exists(sock):
-                    if srv.poll() is not None or time.time() > deadline:
-                        raise RuntimeError(f"rocedp-perf --perftest server did not start: {open(slog).read()[-800:]}")
-                    time.sleep(0.1)
-            else:
-                _wait_for(slog, "listening on", srv, "rocedp-perf --listen")
-            target = "198.18.10.1:7002" if perftest else "198.18.10.1:9000"
-            out = run_clients([client_cmd(binary, d, 0, CLIENT_CPU, pre + "c", target, args, perftest=perftest)],
+            # The perftest server listens once its link is up, i.e. once the client is on the memif
+            # link: its client starts when the socket is there (and retries until it listens).
+            _wait_for(slog, "listening on", srv, f"rocedp-perf {mode[0]}",
+                      ready=(lambda: os.path.exists(sock)) if perftest else None)
+            out = run_clients([client_cmd(binary, d, 0, CLIENT_CPU, pre + "c", f"198.18.10.1:{port}", args,
+                                          perftest=perftest)],
                               f"rocedp-perf {mode[0]} {' '.join(args)}", perftest_bw if perftest else None)[0]
             try:
                 srv.wait(timeout=30)

@@ -46,22 +46,14 @@ constexpr uint32_t kRegion = 4096;
 constexpr int kRequests = 9;   // A's, tags 1..9
 constexpr int kRequests2 = 4;  // A2's, tags 11..14
 
-// A QP of a second pair: its own work queues, the CQs (and shared receive queue) of `first`.
-struct SharingQp {
-  std::unique_ptr<SendQueue> sq;
-  std::unique_ptr<ReceiveQueue> rq;
-  QueuePair* qp = nullptr;
-};
-
 struct World {
-  // The second pair's queues (its QPs null without one), declared first: they outlive the
-  // engines, whose QPs point at them.
-  SharingQp a2, b2;
   Host a{0, 0x0A000001, 1};
   Host b{1, 0x0A000002, 2};
   Wire w{a, b};
   Qp* qa = nullptr;
   Qp* qb = nullptr;
+  Qp* a2 = nullptr;  // the second pair, on the first pair's CQs (null without one)
+  Qp* b2 = nullptr;
   Buffer* a_src = nullptr;
   Buffer* a_dst = nullptr;
   Buffer* b_region = nullptr;
@@ -92,14 +84,12 @@ struct World {
     o.ipv6 = ipv6;
     connect(a, *qa, b, *qb, o);
     if (two) {
-      share(a, *qa, a2, nullptr);
-      share(b, *qb, b2, srq.get());
-      Qp wa{nullptr, nullptr, nullptr, nullptr, a2.qp},
-          wb{nullptr, nullptr, nullptr, nullptr, b2.qp};
+      a2 = &a.qp(64, 64, 256, kDefaultMaxUnackedPsns, nullptr, qa);
+      b2 = &b.qp(64, 64, 256, kDefaultMaxUnackedPsns, srq.get(), qb);
       ConnectOptions o2 = o;
       o2.a_psn = 7000;
       o2.b_psn = 9000;
-      connect(a, wa, b, wb, o2);
+      connect(a, *a2, b, *b2, o2);
     }
     a_src = &a.buffer(kRegion, kMrAll, 0x11);
     a_dst = &a.buffer(kRegion, kMrAll, 0x22);
@@ -120,8 +110,8 @@ struct World {
     for (uint32_t i = 0; i < 8; ++i) {
       const RecvWqe r = recv_wqe(tag(100 + i), {b_recv->sge(i * 2048, 2048)});
       (void)(srq ? srq->post(r) : qb->rq->post(r));
-      if (b2.qp != nullptr && !srq)
-        (void)b2.rq->post(recv_wqe(tag(200 + i), {b_recv->sge(i * 2048, 2048)}));
+      if (b2 != nullptr && !srq)
+        (void)b2->rq->post(recv_wqe(tag(200 + i), {b_recv->sge(i * 2048, 2048)}));
     }
     // A's requests: on the wire once A polls, then lost (never delivered) so they wait for
     // answers, which the fuzzed frames and A's retries provide.
@@ -134,12 +124,12 @@ struct World {
     (void)qa->sq->post(fetch_add_wqe(tag(t++), *a_dst, *b_region, 5));
     (void)qa->sq->post(read_wqe(tag(t++), *a_dst, *b_region, 3000));
     (void)qa->sq->post(send_wqe(SendOpcode::kSend, tag(t++), {a_src->sge(0, 1500)}));
-    if (a2.qp != nullptr) {
+    if (a2 != nullptr) {
       t = 11;
-      (void)a2.sq->post(write_wqe(tag(t++), *a_src, *b_region, 2048, 64));
-      (void)a2.sq->post(read_wqe(tag(t++), *a_dst, *b_region, 256));
-      (void)a2.sq->post(send_wqe(SendOpcode::kSend, tag(t++), {a_src->sge(0, 64)}));
-      (void)a2.sq->post(fetch_add_wqe(tag(t++), *a_dst, *b_region, 7));
+      (void)a2->sq->post(write_wqe(tag(t++), *a_src, *b_region, 2048, 64));
+      (void)a2->sq->post(read_wqe(tag(t++), *a_dst, *b_region, 256));
+      (void)a2->sq->post(send_wqe(SendOpcode::kSend, tag(t++), {a_src->sge(0, 64)}));
+      (void)a2->sq->post(fetch_add_wqe(tag(t++), *a_dst, *b_region, 7));
     }
     a.eng->poll_st(w.now);
     FUZZ_CHECK(!a.tx.empty());
@@ -156,23 +146,6 @@ struct World {
     a.tx.clear();
   }
 
-  // A QP of `host`'s on the CQs of `first` (and on `shared`, a shared receive queue, if any).
-  static void share(Host& host, Qp& first, SharingQp& q, SharedReceiveQueue* shared) {
-    NTSTATUS st;
-    q.sq = SendQueue::create(64, 4, 64, &st);
-    if (shared == nullptr) q.rq = ReceiveQueue::create(64, 4, &st);
-    QpCreateParams p;
-    p.pd = 1;
-    p.qp_context = &q;
-    p.sq = q.sq.get();
-    p.rq = q.rq.get();
-    p.srq = shared;
-    p.send_cq = first.scq.get();
-    p.recv_cq = first.rcq.get();
-    q.qp = host.eng->create_qp(p, &st);
-    FUZZ_CHECK(st == STATUS_SUCCESS && q.qp != nullptr);
-  }
-
   // The record's frame for its receiver, headers and checks made valid.
   Frame frame(uint8_t ctl, const uint8_t* t, size_t len) {
     const bool for_a = (ctl & 0x01) != 0;
@@ -180,8 +153,8 @@ struct World {
     f.insert(f.end(), t, t + len);
     f.resize(f.size() + wire::kIcrcLen);
     uint8_t* bth = f.data() + hdrs;
-    const bool second = (ctl & 0x80) != 0 && a2.qp != nullptr;
-    QueuePair& rx = second ? *(for_a ? a2.qp : b2.qp) : *(for_a ? qa : qb)->qp;
+    const bool second = (ctl & 0x80) != 0 && a2 != nullptr;
+    QueuePair& rx = *(second ? (for_a ? a2 : b2) : (for_a ? qa : qb))->qp;
     if (len >= wire::kBthLen) {
       if ((ctl & 0x04) == 0) {
         const uint32_t word = wire::load_be32(bth + 4);
@@ -227,8 +200,8 @@ struct World {
 void collect(World& w, std::set<uintptr_t>& done, int& failed) {
   for (const NdkResultEx& r : w.qa->send_cqes()) {
     const auto t = reinterpret_cast<uintptr_t>(r.request_context);
-    if (r.qp_context == &w.a2) {
-      FUZZ_CHECK(w.a2.qp != nullptr && t >= 11 && t < 11 + kRequests2);
+    if (w.a2 != nullptr && r.qp_context == w.a2) {
+      FUZZ_CHECK(t >= 11 && t < 11 + kRequests2);
     } else {
       FUZZ_CHECK(r.qp_context == w.qa && t >= 1 && t <= kRequests);
     }
@@ -242,8 +215,8 @@ void collect(World& w, std::set<uintptr_t>& done, int& failed) {
 void collect_receives(World& w) {
   for (const NdkResultEx& r : w.qb->recv_cqes()) {
     const auto t = reinterpret_cast<uintptr_t>(r.request_context);
-    FUZZ_CHECK(r.qp_context == w.qb || (w.b2.qp != nullptr && r.qp_context == &w.b2));
-    if (!w.srq) FUZZ_CHECK((t >= 200) == (r.qp_context == &w.b2));
+    FUZZ_CHECK(r.qp_context == w.qb || (w.b2 != nullptr && r.qp_context == w.b2));
+    if (!w.srq) FUZZ_CHECK((t >= 200) == (r.qp_context == w.b2));
     if (r.status == STATUS_SUCCESS && r.type == NdkOperationType::kReceiveAndInvalidate &&
         r.type_specific_completion_output == w.fr.remote && !w.fr_invalidated) {
       w.fr_invalidated = true;
@@ -259,7 +232,7 @@ void collect_receives(World& w) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   World world(size > 0 && (data[0] & 0x40) != 0, size > 0 && (data[0] & 0x20) != 0,
               size > 0 && (data[0] & 0x80) != 0);
-  const size_t requests = kRequests + (world.a2.qp != nullptr ? kRequests2 : 0);
+  const size_t requests = kRequests + (world.a2 != nullptr ? kRequests2 : 0);
   std::set<uintptr_t> done;
   int failed = 0;
   bool transport = false;  // a record with a BTH's worth of bytes (shorter ones are dropped runts)
@@ -289,7 +262,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Without fuzzed frames (none, or runts only) every request completes, and successfully.
   if (!transport) {
     FUZZ_CHECK(failed == 0 && qa.state() == QpState::kRts);
-    FUZZ_CHECK(world.a2.qp == nullptr || world.a2.qp->state() == QpState::kRts);
+    FUZZ_CHECK(world.a2 == nullptr || world.a2->qp->state() == QpState::kRts);
   }
   return 0;
 }

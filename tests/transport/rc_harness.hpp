@@ -41,7 +41,7 @@ struct Buffer {
 struct Qp {
   std::unique_ptr<SendQueue> sq;
   std::unique_ptr<ReceiveQueue> rq;
-  std::unique_ptr<CompletionQueue> scq, rcq;
+  std::shared_ptr<CompletionQueue> scq, rcq;  // shared by the QPs made with qp(..., cqs_of)
   QueuePair* qp = nullptr;
   int context_tag = 0;
 
@@ -107,15 +107,18 @@ struct Host {
   }
 
   // A QP with its own queues and CQs; with `srq`, its receives come from that shared queue.
+  /// A QP with its own work queues (or the shared receive queue `srq`) and its own CQs of
+  /// `cq_depth`, or with `cqs_of`'s CQs (several QPs completing into one CQ, as NDK allows).
   Qp& qp(uint32_t sq_depth = 256, uint32_t rq_depth = 256, uint32_t cq_depth = 4096,
-         uint32_t max_unacked_psns = kDefaultMaxUnackedPsns, SharedReceiveQueue* srq = nullptr) {
+         uint32_t max_unacked_psns = kDefaultMaxUnackedPsns, SharedReceiveQueue* srq = nullptr,
+         const Qp* cqs_of = nullptr) {
     auto q = std::make_unique<Qp>();
     NTSTATUS st;
     q->sq = SendQueue::create(sq_depth, 4, 64, &st);
     if (srq == nullptr) q->rq = ReceiveQueue::create(rq_depth, 4, &st);
     const CqConfig cq{cq_depth, 1u << 20, cq_notify, cq_notify_context};
-    q->scq = CompletionQueue::create(cq, &st);
-    q->rcq = CompletionQueue::create(cq, &st);
+    q->scq = cqs_of != nullptr ? cqs_of->scq : CompletionQueue::create(cq, &st);
+    q->rcq = cqs_of != nullptr ? cqs_of->rcq : CompletionQueue::create(cq, &st);
     QpCreateParams p;
     p.pd = 1;
     p.qp_context = q.get();
