@@ -632,6 +632,7 @@ namespace {
 [[gnu::noinline]] uint32_t retire_st(QueuePair& qp, RcContext& ctx, uint32_t avail) {
   SendRing& ring = qp.sq_ring();
   CompletionQueue& cq = *qp.params().send_cq;
+  stage_on_st(ctx, &cq);  // the poll publishes its visits' completions at once (poll_st)
   uint32_t n = 0;
   // admit() fills the rest of a slot's meta when its next WQE starts; what is read before that
   // (the flush path, the go-back-N scans) is `started`, `error` and, in a flushed CQE, the
@@ -669,7 +670,6 @@ namespace {
   if (static_cast<int32_t>(qp.comp.scan_from - static_cast<uint32_t>(qp.comp.sq_head)) < 0)
     qp.comp.scan_from = static_cast<uint32_t>(qp.comp.sq_head);
   qp.req.cur.wqe -= std::min(qp.req.cur.wqe, n);
-  cq.publish_st();  // the run's completions at once: one release store, one fence
   ring.release_to_st(qp.comp.sq_head);  // once for the whole run: one release store
   return n;
 }

@@ -187,20 +187,28 @@ struct RcContext {
   uint64_t completions = 0;  // CQEs produced (RcCounter::kCompletions)
   uint64_t rx_packets = 0;   // RC packets accepted by receive (RcCounter::kRxPackets)
   uint32_t cnps_due = 0;     // QPs that owe a CNP (CongestionFlags::cnp_due), all on the run list
-  // The receive CQ whose completions are staged and not yet published: the receive
-  // completions of one RX burst go out together (publish_staged_recv_st).
-  CompletionQueue* staged_recv_cq = nullptr;
+  // The CQ whose completions are staged and not yet published: the receive completions of one
+  // RX burst go out together, and the send completions of one poll's visits (publish_staged_st).
+  CompletionQueue* staged_cq = nullptr;
   // The round trip of each peer's path (the QPs to it share the port, the wire and the peer's
   // queues): a QP's retransmission timer never runs shorter than its path's RTO (completer.cpp).
   PathTable* paths = nullptr;
 };
 
-/// Publishes the staged receive completions (one release store, one fence, one look at the arm).
+/// Publishes the staged completions (one release store, one fence, one look at the arm).
 /// Whoever ran the code that staged them calls it before returning to the poll loop.
-inline void publish_staged_recv_st(RcContext& ctx) {
-  if (ctx.staged_recv_cq == nullptr) return;
-  ctx.staged_recv_cq->publish_st();
-  ctx.staged_recv_cq = nullptr;
+inline void publish_staged_st(RcContext& ctx) {
+  if (ctx.staged_cq == nullptr) return;
+  ctx.staged_cq->publish_st();
+  ctx.staged_cq = nullptr;
+}
+/// Completions are about to be staged on `cq`: those staged on another CQ are published first,
+/// so that each CQ's entries become visible in the order they were staged.
+inline void stage_on_st(RcContext& ctx, CompletionQueue* cq) {
+  if (ctx.staged_cq == cq) [[likely]]
+    return;
+  publish_staged_st(ctx);
+  ctx.staged_cq = cq;
 }
 
 /// A RETH at `p` (16 bytes).

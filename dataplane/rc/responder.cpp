@@ -79,10 +79,7 @@ void stage_recv_cqe(QueuePair& qp, RcContext& ctx, void* request_context, WcErro
                     uint32_t bytes, NdkOperationType type, uintptr_t output, bool solicited) {
   ++ctx.completions;
   CompletionQueue* cq = qp.params().recv_cq;
-  if (ctx.staged_recv_cq != cq) [[unlikely]] {
-    publish_staged_recv_st(ctx);  // another CQ's, in order
-    ctx.staged_recv_cq = cq;
-  }
+  stage_on_st(ctx, cq);
   NdkResultEx* res = cq->claim_st();
   if (res == nullptr) [[unlikely]] {
     enter_error(qp, ctx, WcError::kFlushed);
@@ -617,7 +614,7 @@ uint32_t responder_flush_st(QueuePair& qp, RcContext& ctx) {
       ++n;
     }
   }
-  publish_staged_recv_st(ctx);
+  publish_staged_st(ctx);
   return n;
 }
 
