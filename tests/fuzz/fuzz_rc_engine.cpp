@@ -8,7 +8,9 @@
 // their completion queues, and so do B's (and B's shared receive queue, when it has one): each
 // completion must name the QP whose request it is. B also has a fast-register region (made
 // valid before the conversation): once a SEND with invalidate of it completes, no byte of it may
-// change again.
+// change again. And B lends a memory window over the middle half of a region of its own (bound
+// before the conversation): unless a fuzzed frame named that region's own key, no byte outside
+// the window ever changes, and none at all once a SEND with invalidate of the window completed.
 //
 // A record is [ctl][len_hi][len_lo] then len bytes of transport (BTH, extension headers,
 // payload), wrapped here in the receiver's Ethernet/IPv4/UDP header with a valid IPv4 checksum
@@ -17,8 +19,10 @@
 //   0x02 the PSN as given (else the receiver's expected PSN: B's next request, A's oldest unacked)
 //   0x04 the QPN as given (else the receiver's QP)
 //   0x08 a RETH or AtomicETH addressed into the receiver's region (VA modulo its size, its rkey;
-//        to B with the rkey field's bit 0 set: into B's fast-register region instead), and an
-//        IETH with its bit 0 set naming B's fast-register region (a SEND with invalidate of it)
+//        to B with the rkey field's bit 0 set: into B's fast-register region instead; with bit
+//        1 set and bit 0 clear: into the region under B's window, with the window's key), and an
+//        IETH with its bit 0 set naming B's fast-register region (a SEND with invalidate of it),
+//        with bit 1 set and bit 0 clear naming B's window
 //   0x10 the wire runs one step after it (both engines poll and exchange what they sent)
 //   0x20 in the first record only: B's QP takes its receives from a shared receive queue
 //   0x40 in the first record only: the QPs speak RoCEv2 over IPv6 (the frames then have an IPv6
@@ -67,6 +71,14 @@ struct World {
   MrTokens fr{};                            // its tokens
   std::vector<uint8_t> fr_after;            // its bytes when its invalidation completed
   bool fr_invalidated = false;
+  // B's memory window: [kWindowOffset, +kWindowLength) of b_mw, remote read, write and atomics.
+  static constexpr uint32_t kWindowOffset = 1024, kWindowLength = 2048;
+  Buffer* b_mw = nullptr;          // the region under the window
+  uint32_t mw = 0;                 // the window's token
+  std::vector<uint8_t> mw_before;  // b_mw's bytes at the start
+  std::vector<uint8_t> mw_after;   // its bytes when the window's invalidation completed
+  bool mw_invalidated = false;
+  bool mw_region_key_named = false;  // a fuzzed frame carried b_mw's own key: no property
 
   World(bool v6, bool shared, bool two)
       : ipv6(v6),
@@ -105,8 +117,21 @@ struct World {
     reg.fr_access = kMrAll;
     FUZZ_CHECK(qb->sq->post(reg) == STATUS_SUCCESS);
     b.eng->poll_st(w.now);
+    // B's window, bound by a Bind on B's send queue.
+    b_mw = &b.buffer(kRegion, kMrAll, 0x66);
+    mw_before = b_mw->data;
+    FUZZ_CHECK(b.mrs->create_window(1, &mw) == STATUS_SUCCESS);
+    SendWqe bind = send_wqe(SendOpcode::kBind, tag(51), {});
+    bind.local_token = mw;
+    bind.bind_mr_token = b_mw->tokens.local;
+    bind.fr_address = b_mw->va() + kWindowOffset;
+    bind.fr_length = kWindowLength;
+    bind.fr_access = kMrAll;
+    FUZZ_CHECK(qb->sq->post(bind) == STATUS_SUCCESS);
+    b.eng->poll_st(w.now);
     const std::vector<NdkResultEx> regd = qb->send_cqes();
-    FUZZ_CHECK(regd.size() == 1 && regd[0].status == STATUS_SUCCESS);
+    FUZZ_CHECK(regd.size() == 2 && regd[0].status == STATUS_SUCCESS &&
+               regd[1].status == STATUS_SUCCESS);
     for (uint32_t i = 0; i < 8; ++i) {
       const RecvWqe r = recv_wqe(tag(100 + i), {b_recv->sge(i * 2048, 2048)});
       (void)(srq ? srq->post(r) : qb->rq->post(r));
@@ -170,14 +195,25 @@ struct World {
         for (wire::Hdr h : {wire::Hdr::kReth, wire::Hdr::kAtomicEth}) {
           if (!op->has(h) || op->offset_of(h) + 12 > len) continue;
           uint8_t* x = bth + op->offset_of(h);
-          const bool to_fr = !for_a && (wire::load_be32(x + 8) & 1) != 0;
-          const Buffer& region = for_a ? *a_dst : to_fr ? *b_fr : *b_region;
+          const uint32_t aim = for_a ? 0 : wire::load_be32(x + 8) & 3;
+          const bool to_fr = (aim & 1) != 0, to_mw = aim == 2;
+          const Buffer& region = for_a ? *a_dst : to_fr ? *b_fr : to_mw ? *b_mw : *b_region;
           wire::store_be64(x, region.va() + wire::load_be64(x) % kRegion);
-          wire::store_be32(x + 8, to_fr ? fr.remote : region.tokens.remote);
+          wire::store_be32(x + 8, to_fr ? fr.remote : to_mw ? mw : region.tokens.remote);
         }
         if (op->has(wire::Hdr::kIeth) && op->offset_of(wire::Hdr::kIeth) + 4 <= len) {
           uint8_t* x = bth + op->offset_of(wire::Hdr::kIeth);
-          if ((wire::load_be32(x) & 1) != 0) wire::store_be32(x, fr.remote);
+          const uint32_t aim = wire::load_be32(x) & 3;
+          if (aim != 0) wire::store_be32(x, (aim & 1) != 0 ? fr.remote : mw);
+        }
+      }
+      // The window's properties hold only while no frame reached its region by the region's
+      // own key (the fuzzer may find it; a WRITE's later packets use its first one's key).
+      if (!for_a && op != nullptr) {
+        for (wire::Hdr h : {wire::Hdr::kReth, wire::Hdr::kAtomicEth}) {
+          if (op->has(h) && op->offset_of(h) + 12 <= len &&
+              wire::load_be32(bth + op->offset_of(h) + 8) == b_mw->tokens.remote)
+            mw_region_key_named = true;
         }
       }
     }
@@ -222,9 +258,23 @@ void collect_receives(World& w) {
       w.fr_invalidated = true;
       w.fr_after = w.b_fr->data;
     }
+    if (r.status == STATUS_SUCCESS && r.type == NdkOperationType::kReceiveAndInvalidate &&
+        r.type_specific_completion_output == w.mw && !w.mw_invalidated) {
+      w.mw_invalidated = true;
+      w.mw_after = w.b_mw->data;
+    }
   }
   // The region invalidated, nothing writes into it any more (every packet's key is checked).
   if (w.fr_invalidated) FUZZ_CHECK(w.b_fr->data == w.fr_after);
+  // The window lends its range only, and only until its invalidation.
+  if (!w.mw_region_key_named) {
+    const auto* now = w.b_mw->data.data();
+    const auto* before = w.mw_before.data();
+    const uint32_t end = World::kWindowOffset + World::kWindowLength;
+    FUZZ_CHECK(std::memcmp(now, before, World::kWindowOffset) == 0);
+    FUZZ_CHECK(std::memcmp(now + end, before + end, kRegion - end) == 0);
+    if (w.mw_invalidated) FUZZ_CHECK(w.b_mw->data == w.mw_after);
+  }
 }
 
 }  // namespace

@@ -30,6 +30,12 @@ def reth_fr(va, length):
     return struct.pack(">QII", va, 1, length)
 
 
+def reth_mw(va, length):
+    # rkey bits 1..0 = 2: an aimed record addresses the region under B's window, with the window's
+    # key (the window lends [1024, 3072) of it)
+    return struct.pack(">QII", va, 2, length)
+
+
 def aeth(syndrome, msn=0):
     return struct.pack(">I", (syndrome << 24) | msn)
 
@@ -103,6 +109,15 @@ seeds.update({
     "two_fr_invalidate_mid_write": record(B | TWO, bth(0x06) + reth_fr(0, 1024 + 64) + bytes(1024))
     + record(B, bth(0x17, True) + b"\x00\x00\x00\x01" + PAY)
     + record(B | TWO, bth(0x08, True) + PAY),
+    # B's memory window: a WRITE into it, a SEND with invalidate of it (IETH bits 1..0 = 2), a
+    # WRITE of other bytes to the same place (NAKed: the window is gone); WRITEs outside it and
+    # across its end (NAKed).
+    "mw_invalidate": record(B, bth(0x0A, True) + reth_mw(1024, 64) + PAY)
+    + record(B, bth(0x17, True) + b"\x00\x00\x00\x02" + PAY)
+    + record(B, bth(0x0A, True) + reth_mw(1024, 64) + bytes(range(64, 128))),
+    "mw_outside": record(B, bth(0x0A, True) + reth_mw(0, 64) + PAY)
+    + record(B | STEP, bth(0x0A, True) + reth_mw(3072 - 32, 64) + PAY)
+    + record(B, bth(0x0A, True) + reth_mw(2048, 64) + PAY),
 })
 
 # fuzz_cm_connection's operations (byte % 19): 0 A connects, 1 deliver A->B, 2 deliver B->A,
