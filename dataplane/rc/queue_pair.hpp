@@ -465,7 +465,6 @@ struct ResponderState {
 /// earliest timer entry fires, and what kept it busy. Only the owning core touches it.
 struct QpSchedule {
   uint32_t slot = 0;             ///< per-core number (doorbell slot, index in the engine's table)
-  bool scheduled = false;        ///< on the run list of the next poll
   bool tx_stalled = false;       ///< the sink refused a buffer: try again on the next poll
   bool rq_armed = false;         ///< in ERROR: receive posts ring the doorbell
   bool overrun_seen = false;     ///< a CQ of this QP overran and the engine swept the others

@@ -34,6 +34,7 @@ RcEngine::RcEngine(const RcEngineConfig& config, MemoryRegionTable* mrs, const F
   ctx_.ip_id = &ip_id_;
   ctx_.paths = &paths_;
   qps_.resize(config_.max_qps + kFirstLocalQpn);
+  scheduled_.resize(qps_.size(), 0);
   // Every number free, lowest first; freed numbers go to the back.
   free_.resize(config_.max_qps);
   for (uint32_t i = 0; i < config_.max_qps; ++i) free_[i] = kFirstLocalQpn + i;
@@ -71,10 +72,11 @@ NTSTATUS RcEngine::destroy_qp(uint32_t qpn) {
   qp->params().sq->set_connected(false);
   qp->params().sq->attach_doorbell_st(nullptr, 0);
   if (qp->params().rq != nullptr) qp->params().rq->attach_doorbell_st(nullptr, 0);
-  if (qp->sched.scheduled) run_.erase(std::find(run_.begin(), run_.end(), qp));
+  const uint32_t local = qp->sched.slot;
+  if (scheduled_[local]) run_.erase(std::find(run_.begin(), run_.end(), qp));
+  scheduled_[local] = 0;
   // A doorbell entry or timer entry of this slot may still be queued: both look the slot up
   // again when they fire, so they find nothing (or a later QP, which merely gets a visit).
-  const uint32_t local = qp->sched.slot;
   paths_.release(qp->comp.path);
   qps_[local].reset();
   --qp_count_;
@@ -134,32 +136,23 @@ uint32_t RcEngine::rx_burst_st(std::span<const wire::Bytes> frames, uint64_t now
   return accepted;
 }
 
-// In runs of kDrainRun: the walk takes the stack's slots and starts the loads of their table
-// entries, a second pass starts the loads of the QPs' first lines, and a third schedules them
-// (which reads that line). At many QPs every one of those lines is a cold miss; taken one QP after
-// the other they were two misses in a row per QP, here they overlap across the run.
+// The drain reads no QP object: whether a slot is on the run list is a byte of a dense table,
+// and the QP's pointer is another (at many QPs a QP's lines are cold misses; read here, one after
+// the other, the drain waited for each). Only the QP's first line is prefetched, for the visit.
 void RcEngine::drain_doorbell() {
   uint32_t slot = doorbell_.take_all_st();
   if (slot == Doorbell::kEmpty) return;
-  constexpr uint32_t kDrainRun = 16;
-  uint32_t run[kDrainRun];
-  QueuePair* qps[kDrainRun];
   while (slot != Doorbell::kEmpty) {
-    uint32_t n = 0;
-    for (; n < kDrainRun && slot != Doorbell::kEmpty; ++n) {
-      run[n] = slot;
-      __builtin_prefetch(&qps_[slot]);
-      const uint32_t next = doorbell_.next_st(slot);
-      doorbell_.clear_st(slot);
-      slot = next;
+    const uint32_t next = doorbell_.next_st(slot);
+    doorbell_.clear_st(slot);
+    if (!scheduled_[slot]) {
+      if (QueuePair* qp = qps_[slot].get()) {
+        __builtin_prefetch(qp);
+        scheduled_[slot] = 1;
+        run_.push_back(qp);
+      }
     }
-    for (uint32_t i = 0; i < n; ++i) {
-      qps[i] = qps_[run[i]].get();
-      if (qps[i] != nullptr) __builtin_prefetch(&qps[i]->sched);
-    }
-    for (uint32_t i = 0; i < n; ++i) {
-      if (qps[i] != nullptr) schedule(qps[i]);
-    }
+    slot = next;
   }
   Doorbell::cleared_st();  // before any queue is read (see Doorbell)
 }
@@ -311,7 +304,7 @@ bool RcEngine::poll_st(uint64_t now_ns) {
     if (run_qp(*qp, now_ns)) {
       run_[kept++] = qp;
     } else {
-      qp->sched.scheduled = false;
+      scheduled_[qp->sched.slot] = 0;
     }
   }
   for (size_t i = n; i < run_.size(); ++i) run_[kept++] = run_[i];  // scheduled meanwhile

@@ -126,6 +126,9 @@ class RcEngine {
   uint64_t* wire_drop_sink_ = wire_drops_.data();
   uint16_t ip_id_ = 0;
   std::vector<std::unique_ptr<QueuePair>> qps_;  // by per-core number
+  // By per-core number: 1 while the QP is on the run list (dense: the doorbell's drain reads
+  // this, not the QP).
+  std::vector<uint8_t> scheduled_;
   // Per-core numbers not in use, a FIFO (ring of max_qps entries): a number freed is taken
   // again only after every other free one, so a peer's late packets for a closed QP, or a peer
   // that still holds the old connection (its DREQ lost), do not meet a new QP under that number
@@ -152,8 +155,9 @@ class RcEngine {
   std::array<QueuePair*, kRxChunk> rx_qps_{};
 
   void schedule(QueuePair* qp) {
-    if (qp->sched.scheduled) return;
-    qp->sched.scheduled = true;
+    uint8_t& on = scheduled_[qp->sched.slot];
+    if (on) return;
+    on = 1;
     run_.push_back(qp);
   }
   bool run_qp(QueuePair& qp, uint64_t now_ns);

@@ -282,7 +282,7 @@ TEST(RcScale, DoorbellFromAnotherThreadNeverLosesAPost) {
     QueuePair& qp = *a.qps[q];
     EXPECT_EQ(a.sqs[q]->ring().readable_st(), 0u)
         << "QP " << q << " kept posted work nobody visited: state " << qp_state_name(qp.state())
-        << " scheduled " << qp.sched.scheduled << " cur.wqe " << qp.req.cur.wqe << " cur.psn "
+        << " slot " << qp.sched.slot << " cur.wqe " << qp.req.cur.wqe << " cur.psn "
         << qp.req.cur.psn << " max_psn_sent " << qp.req.max_psn_sent << " unacked "
         << qp.comp.unacked_psn << " peer psn " << b.qps[q]->resp.psn << " peer ctl "
         << b.qps[q]->resp.ctl_pending << " run list " << a.eng->scheduled_qps() << " tx "
