@@ -319,17 +319,14 @@ struct World {
   // The consumer of A posts the batch.
   [[gnu::noinline]] void requester_side_post(SendOpcode op, uint32_t q, uint32_t size) {
     const bool read = op == SendOpcode::kRead;
-    // As the NDK layer posts: written in place (SendQueue::claim_in_place).
+    // As the NDK layer posts a request of one SGE: one line (SendQueue::post_head).
     for (uint32_t k = 0; k < kBatch; ++k, q = q + 1 == nqps ? 0 : q + 1) {
-      NTSTATUS st = STATUS_SUCCESS;
-      SendWqe* w = a.sqs[q]->claim_in_place(1, &st);
-      if (w == nullptr) std::abort();
-      w->opcode = op;
-      w->sge_count = 1;
-      w->sge[0] = NdkSge{a.buf.data() + (read ? size_t{k} * 4096 : 0), size, a.tokens.local};
-      w->remote_address = reinterpret_cast<uint64_t>(b.buf.data()) + (read ? 0 : size_t{k} * 4096);
-      w->remote_token = b.tokens.remote;
-      a.sqs[q]->commit_in_place(0);
+      SendWqeHead h;
+      h.opcode = op;
+      h.remote_address = reinterpret_cast<uint64_t>(b.buf.data()) + (read ? 0 : size_t{k} * 4096);
+      h.remote_token = b.tokens.remote;
+      const NdkSge sge{a.buf.data() + (read ? size_t{k} * 4096 : 0), size, a.tokens.local};
+      if (a.sqs[q]->post_head(h, &sge, 1) != STATUS_SUCCESS) std::abort();
     }
   }
   [[gnu::noinline]] void requester_side_poll() { a.eng->poll_st(now); }

@@ -589,14 +589,24 @@ template <typename Fill>
   return sq.post(w);
 }
 
-// A send-queue request written straight into its ring slot (SendQueue::claim_in_place); INLINE
-// requests go through post_inline. `fill` writes the opcode's own fields.
+// A send-queue request written straight into its ring slot: with at most one SGE built in
+// registers and stored as one line (SendQueue::post_head), otherwise field by field
+// (SendQueue::claim_in_place); INLINE requests go through post_inline. `fill` writes the
+// opcode's own fields (into a SendWqeHead or a SendWqe).
 template <typename Fill>
 NTSTATUS post_in_place(rc::SendQueue& sq, rc::SendOpcode opcode, void* request_context,
                        const NdkSge* sgl, uint32_t n, uint32_t flags, Fill fill) {
   if ((flags & NDK_OP_FLAG_INLINE) != 0) [[unlikely]]
     return post_inline(sq, opcode, request_context, sgl, n, flags, fill);
   if (!valid_sgl(sgl, n)) return refuse_post(sq);  // before a slot is claimed
+  if (n <= 1) [[likely]] {
+    rc::SendWqeHead h;
+    h.request_context = request_context;
+    h.flags = flags;
+    h.opcode = opcode;
+    fill(h);
+    return sq.post_head(h, sgl, n);
+  }
   NTSTATUS status = STATUS_SUCCESS;
   rc::SendWqe* w = sq.claim_in_place(n, &status);
   if (w == nullptr) return status;
@@ -640,13 +650,13 @@ NTSTATUS Qp::post_send(const void* wqe) {
 
 NTSTATUS Qp::send(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint32_t flags) {
   return post_in_place(send_queue(), rc::SendOpcode::kSend, request_context, sgl, n_sge, flags,
-                       [](rc::SendWqe&) {});
+                       [](auto&) {});
 }
 
 NTSTATUS Qp::send_with_immediate(void* request_context, const NdkSge* sgl, uint32_t n_sge,
                                  uint32_t immediate, uint32_t flags) {
   return post_in_place(send_queue(), rc::SendOpcode::kSend, request_context, sgl, n_sge, flags,
-                       [immediate](rc::SendWqe& w) {
+                       [immediate](auto& w) {
                          w.has_immediate = true;
                          w.immediate = immediate;
                        });
@@ -656,7 +666,7 @@ NTSTATUS Qp::send_and_invalidate(void* request_context, const NdkSge* sgl, uint3
                                  uint32_t remote_token, uint32_t flags) {
   return post_in_place(send_queue(), rc::SendOpcode::kSendAndInvalidate, request_context, sgl,
                        n_sge, flags,
-                       [remote_token](rc::SendWqe& w) { w.invalidate_token = remote_token; });
+                       [remote_token](auto& w) { w.invalidate_token = remote_token; });
 }
 
 NTSTATUS Qp::receive(void* request_context, const NdkSge* sgl, uint32_t n_sge) {
@@ -669,7 +679,7 @@ NTSTATUS Qp::receive(void* request_context, const NdkSge* sgl, uint32_t n_sge) {
 NTSTATUS Qp::write(void* request_context, const NdkSge* sgl, uint32_t n_sge,
                    uint64_t remote_address, uint32_t remote_token, uint32_t flags) {
   return post_in_place(send_queue(), rc::SendOpcode::kWrite, request_context, sgl, n_sge, flags,
-                       [remote_address, remote_token](rc::SendWqe& w) {
+                       [remote_address, remote_token](auto& w) {
                          w.remote_address = remote_address;
                          w.remote_token = remote_token;
                        });
@@ -679,7 +689,7 @@ NTSTATUS Qp::write_with_immediate(void* request_context, const NdkSge* sgl, uint
                                   uint64_t remote_address, uint32_t remote_token,
                                   uint32_t immediate, uint32_t flags) {
   return post_in_place(send_queue(), rc::SendOpcode::kWrite, request_context, sgl, n_sge, flags,
-                       [remote_address, remote_token, immediate](rc::SendWqe& w) {
+                       [remote_address, remote_token, immediate](auto& w) {
                          w.remote_address = remote_address;
                          w.remote_token = remote_token;
                          w.has_immediate = true;
@@ -691,7 +701,7 @@ NTSTATUS Qp::read(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint
                   uint32_t remote_token, uint32_t flags) {
   if ((flags & NDK_OP_FLAG_INLINE) != 0) return refuse_post(send_queue());
   return post_in_place(send_queue(), rc::SendOpcode::kRead, request_context, sgl, n_sge, flags,
-                       [remote_address, remote_token](rc::SendWqe& w) {
+                       [remote_address, remote_token](auto& w) {
                          w.remote_address = remote_address;
                          w.remote_token = remote_token;
                        });

@@ -20,6 +20,8 @@
 // publishes first. A consumer that ends a batch with DEFER must call flush_deferred() (or make
 // one more post) for those requests to run.
 
+#include <emmintrin.h>
+
 #include <atomic>
 #include <bit>
 #include <cassert>
@@ -94,6 +96,24 @@ struct alignas(64) SendWqe {
   };
 };
 static_assert(sizeof(SendWqe) == 128, "a send-queue slot is two cache lines");
+
+/// A send-queue request's fields but its SGEs: what a post of at most one SGE builds in registers
+/// and SendQueue::post_head writes into its slot's first line (the fields a Bind or a fast
+/// register uses go through SendQueue::post).
+struct SendWqeHead {
+  void* request_context = nullptr;
+  uint64_t remote_address = 0;
+  uint64_t compare = 0;
+  uint64_t swap_or_add = 0;
+  uint32_t remote_token = 0;
+  union {
+    uint32_t immediate = 0;
+    uint32_t invalidate_token;
+  };
+  uint32_t flags = 0;
+  SendOpcode opcode = SendOpcode::kSend;
+  bool has_immediate = false;
+};
 static_assert(offsetof(SendWqe, sge) + sizeof(NdkSge) <= 64, "fields and the first SGE: one line");
 static_assert(sizeof(NdkSge) * kMaxWqeSge == kMaxInlineData, "inline data shares the SGE bytes");
 
@@ -386,6 +406,50 @@ class SendQueue {
     return STATUS_SUCCESS;
   }
 
+  /// post() for a request of at most one SGE (`n`: 0 or 1) without NDK_OP_FLAG_INLINE, with no
+  /// staging copy: its slot's first line, the fields and the SGE, built in registers and written
+  /// with four 16-byte stores (the second line holds only further SGEs). Same statuses as post().
+  NTSTATUS post_head(const SendWqeHead& h, const NdkSge* sge, uint32_t n) {
+    assert(n <= 1 && (h.flags & NDK_OP_FLAG_INLINE) == 0);
+    NTSTATUS status = STATUS_SUCCESS;
+    SendWqe* slot = claim_slot(n, &status);
+    if (slot == nullptr) return status;
+    static_assert(
+        offsetof(SendWqe, request_context) == 0 && offsetof(SendWqe, remote_address) == 8 &&
+            offsetof(SendWqe, compare) == 16 && offsetof(SendWqe, swap_or_add) == 24 &&
+            offsetof(SendWqe, remote_token) == 32 && offsetof(SendWqe, immediate) == 36 &&
+            offsetof(SendWqe, flags) == 40 && offsetof(SendWqe, opcode) == 44 &&
+            offsetof(SendWqe, sge_count) == 45 && offsetof(SendWqe, has_immediate) == 46 &&
+            offsetof(SendWqe, inline_length) == 47 && offsetof(SendWqe, sge) == 48 &&
+            alignof(SendWqe) >= 16 && std::endian::native == std::endian::little,
+        "post_head writes SendWqe's first line as four 16-byte lanes");
+    // opcode, sge_count, has_immediate, inline_length (0): bytes 44..47.
+    const uint32_t tail =
+        static_cast<uint32_t>(h.opcode) | n << 8 | static_cast<uint32_t>(h.has_immediate) << 16;
+    auto* line = reinterpret_cast<__m128i*>(slot);
+    _mm_store_si128(
+        line, _mm_set_epi64x(static_cast<int64_t>(h.remote_address),
+                             static_cast<int64_t>(reinterpret_cast<uintptr_t>(h.request_context))));
+    _mm_store_si128(line + 1, _mm_set_epi64x(static_cast<int64_t>(h.swap_or_add),
+                                             static_cast<int64_t>(h.compare)));
+    _mm_store_si128(
+        line + 2,
+        _mm_set_epi32(static_cast<int32_t>(tail), static_cast<int32_t>(h.flags),
+                      static_cast<int32_t>(h.immediate), static_cast<int32_t>(h.remote_token)));
+    // The SGE field by field: a caller builds it with narrow stores just before, and one 16-byte
+    // load over them cannot be forwarded from the store buffer, so it would wait until every
+    // older store, at many QPs the previous posts' cold slot lines, reached the cache.
+    _mm_store_si128(
+        line + 3,
+        n != 0 ? _mm_set_epi32(static_cast<int32_t>(sge->memory_region_token),
+                               static_cast<int32_t>(sge->length), 0, 0) |
+                     _mm_set_epi64x(
+                         0, static_cast<int64_t>(reinterpret_cast<uintptr_t>(sge->virtual_address)))
+               : _mm_setzero_si128());
+    commit_in_place(h.flags);
+    return STATUS_SUCCESS;
+  }
+
   /// post() without a staging copy, for a request without NDK_OP_FLAG_INLINE: the slot of the
   /// next request with every field but the SGEs reset to SendWqe's defaults, or null with
   /// *status what post() returns for such a request (nothing posted; earlier deferred posts
@@ -393,15 +457,8 @@ class SendQueue {
   /// Why: a request built on the stack and copied whole is read back in 16-byte loads over the
   /// narrower stores that built it, which the CPU cannot forward: a stall on every post.
   SendWqe* claim_in_place(uint32_t sge_count, NTSTATUS* status) {
-    const SendQueueFront& f = ring_.front();
-    *status = f.connected.load(std::memory_order_acquire) ? detail::check_sges(sge_count, f.max_sge)
-                                                          : STATUS_CONNECTION_INVALID;
-    SendWqe* slot = *status == STATUS_SUCCESS ? ring_.claim() : nullptr;
-    if (slot == nullptr) {
-      if (*status == STATUS_SUCCESS) *status = STATUS_INSUFFICIENT_RESOURCES;
-      flush_deferred();
-      return nullptr;
-    }
+    SendWqe* slot = claim_slot(sge_count, status);
+    if (slot == nullptr) return nullptr;
     static constexpr SendWqe kReset{};
     std::memcpy(static_cast<void*>(slot), &kReset, offsetof(SendWqe, sge));
     return slot;
@@ -437,6 +494,21 @@ class SendQueue {
   SendRing& ring() { return ring_; }
 
  private:
+  // The next slot for a request of `sge_count` SGEs as it was left (claim_in_place's checks),
+  // or null with *status (earlier deferred posts then published).
+  SendWqe* claim_slot(uint32_t sge_count, NTSTATUS* status) {
+    const SendQueueFront& f = ring_.front();
+    *status = f.connected.load(std::memory_order_acquire) ? detail::check_sges(sge_count, f.max_sge)
+                                                          : STATUS_CONNECTION_INVALID;
+    SendWqe* slot = *status == STATUS_SUCCESS ? ring_.claim() : nullptr;
+    if (slot == nullptr) {
+      if (*status == STATUS_SUCCESS) *status = STATUS_INSUFFICIENT_RESOURCES;
+      flush_deferred();
+      return nullptr;
+    }
+    return slot;
+  }
+
   SendQueue(uint32_t depth, uint32_t max_sge, uint32_t max_inline) : ring_(depth) {
     ring_.front().max_sge = static_cast<uint16_t>(max_sge);        // <= kMaxWqeSge (create_at)
     ring_.front().max_inline = static_cast<uint16_t>(max_inline);  // <= kMaxInlineData

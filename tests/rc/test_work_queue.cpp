@@ -188,6 +188,80 @@ TEST(WorkQueue, InPlacePostsResetTheSlotAndFailLikePost) {
   EXPECT_EQ(sq2->ring().readable_st(), 1u);
 }
 
+// A post of one line (post_head): every field of the slot's first line is the request's, whatever
+// the slot held before, bit for bit as post() would have left it; no SGE leaves a zero one; the
+// statuses and the deferred publication are post()'s.
+TEST(WorkQueue, OneLinePostsWriteEveryFieldAndFailLikePost) {
+  auto sq = make_sq(1);  // capacity 1: every post reuses the same slot
+  SendWqe old = write_wqe(7, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+  old.has_immediate = true;
+  old.immediate = 0xABCD;
+  old.compare = 99;
+  old.swap_or_add = 98;
+  ASSERT_EQ(sq->post(old), STATUS_SUCCESS);
+  SendWqeHead h;
+  h.request_context = ctx_of(8);
+  h.remote_address = 0x1122334455667788ull;
+  h.remote_token = 0x9ABC;
+  h.invalidate_token = 0xDEF0;
+  h.flags = NDK_OP_FLAG_DEFER;
+  h.opcode = SendOpcode::kSendAndInvalidate;
+  char buf[32];
+  const NdkSge sge{buf, sizeof(buf), 0x77};
+  EXPECT_EQ(sq->post_head(h, &sge, 1), STATUS_INSUFFICIENT_RESOURCES);  // full
+  sq->ring().release_st(1);
+  ASSERT_EQ(sq->post_head(h, &sge, 1), STATUS_SUCCESS);
+  EXPECT_EQ(sq->ring().readable_st(), 0u);  // deferred
+  sq->flush_deferred();
+  ASSERT_EQ(sq->ring().readable_st(), 1u);
+  const SendWqe& w = sq->ring().at_st(0);
+  EXPECT_EQ(w.request_context, ctx_of(8));
+  EXPECT_EQ(w.remote_address, 0x1122334455667788ull);
+  EXPECT_EQ(w.compare, 0u);
+  EXPECT_EQ(w.swap_or_add, 0u);
+  EXPECT_EQ(w.remote_token, 0x9ABCu);
+  EXPECT_EQ(w.invalidate_token, 0xDEF0u);
+  EXPECT_EQ(w.flags, NDK_OP_FLAG_DEFER);
+  EXPECT_EQ(w.opcode, SendOpcode::kSendAndInvalidate);
+  EXPECT_EQ(w.sge_count, 1u);
+  EXPECT_FALSE(w.has_immediate);
+  EXPECT_EQ(w.inline_length, 0u);
+  EXPECT_EQ(w.sge[0].virtual_address, buf);
+  EXPECT_EQ(w.sge[0].length, sizeof(buf));
+  EXPECT_EQ(w.sge[0].memory_region_token, 0x77u);
+  // No SGE, an immediate and atomic operands.
+  sq->ring().release_st(1);
+  SendWqeHead z;
+  z.opcode = SendOpcode::kWrite;
+  z.has_immediate = true;
+  z.immediate = 5;
+  z.compare = 3;
+  z.swap_or_add = 4;
+  ASSERT_EQ(sq->post_head(z, nullptr, 0), STATUS_SUCCESS);
+  const SendWqe& y = sq->ring().at_st(0);
+  EXPECT_EQ(y.sge_count, 0u);
+  EXPECT_TRUE(y.has_immediate);
+  EXPECT_EQ(y.immediate, 5u);
+  EXPECT_EQ(y.compare, 3u);
+  EXPECT_EQ(y.swap_or_add, 4u);
+  EXPECT_EQ(y.request_context, nullptr);
+  EXPECT_EQ(y.sge[0].virtual_address, nullptr);
+  EXPECT_EQ(y.sge[0].length, 0u);
+  // More SGEs than the queue takes; not connected, publishing what was deferred.
+  NTSTATUS status = STATUS_PENDING;
+  auto sq2 = SendQueue::create(4, 0, 0, &status);  // no SGE per request
+  ASSERT_EQ(status, STATUS_SUCCESS);
+  sq2->set_connected(true);
+  EXPECT_EQ(sq2->post_head(h, &sge, 1), STATUS_INVALID_PARAMETER);
+  EXPECT_EQ(sq2->post_head(z, nullptr, 0), STATUS_SUCCESS);
+  auto sq3 = make_sq(4);
+  ASSERT_EQ(sq3->post_head(h, &sge, 1), STATUS_SUCCESS);
+  EXPECT_EQ(sq3->ring().readable_st(), 0u);
+  sq3->set_connected(false);
+  EXPECT_EQ(sq3->post_head(h, &sge, 1), STATUS_CONNECTION_INVALID);
+  EXPECT_EQ(sq3->ring().readable_st(), 1u);
+}
+
 TEST(WorkQueue, ReceiveQueueAcceptsPostsBeforeConnect) {
   NTSTATUS status = STATUS_PENDING;
   auto rq = ReceiveQueue::create(2, 1, &status);
