@@ -145,15 +145,23 @@ TEST(WorkQueue, FailedPostFlushesEarlierDeferredRequests) {
   EXPECT_EQ(sq2->ring().readable_st(), 1u);
 }
 
-// Posting in place: the same statuses as post(), and a reused slot keeps nothing of the request
-// it held before (an immediate, tokens, inline length) except what the caller writes.
-TEST(WorkQueue, InPlacePostsResetTheSlotAndFailLikePost) {
-  auto sq = make_sq(1);  // capacity 1: every post reuses the same slot
+// A queue of capacity 1 (every post reuses the same slot) whose slot holds a request with an
+// immediate and atomic operands, not yet released.
+std::unique_ptr<SendQueue> sq_with_a_used_slot() {
+  auto sq = make_sq(1);
   SendWqe old = write_wqe(7, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
   old.has_immediate = true;
   old.immediate = 0xABCD;
   old.compare = 99;
-  ASSERT_EQ(sq->post(old), STATUS_SUCCESS);
+  old.swap_or_add = 98;
+  EXPECT_EQ(sq->post(old), STATUS_SUCCESS);
+  return sq;
+}
+
+// Posting in place: the same statuses as post(), and a reused slot keeps nothing of the request
+// it held before (an immediate, tokens, inline length) except what the caller writes.
+TEST(WorkQueue, InPlacePostsResetTheSlotAndFailLikePost) {
+  auto sq = sq_with_a_used_slot();
   NTSTATUS status = STATUS_PENDING;
   EXPECT_EQ(sq->claim_in_place(1, &status), nullptr);
   EXPECT_EQ(status, STATUS_INSUFFICIENT_RESOURCES);
@@ -192,13 +200,7 @@ TEST(WorkQueue, InPlacePostsResetTheSlotAndFailLikePost) {
 // the slot held before, bit for bit as post() would have left it; no SGE leaves a zero one; the
 // statuses and the deferred publication are post()'s.
 TEST(WorkQueue, OneLinePostsWriteEveryFieldAndFailLikePost) {
-  auto sq = make_sq(1);  // capacity 1: every post reuses the same slot
-  SendWqe old = write_wqe(7, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
-  old.has_immediate = true;
-  old.immediate = 0xABCD;
-  old.compare = 99;
-  old.swap_or_add = 98;
-  ASSERT_EQ(sq->post(old), STATUS_SUCCESS);
+  auto sq = sq_with_a_used_slot();
   SendWqeHead h;
   h.request_context = ctx_of(8);
   h.remote_address = 0x1122334455667788ull;
