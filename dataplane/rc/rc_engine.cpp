@@ -145,13 +145,8 @@ void RcEngine::drain_doorbell() {
   while (slot != Doorbell::kEmpty) {
     const uint32_t next = doorbell_.next_st(slot);
     doorbell_.clear_st(slot);
-    if (!scheduled_[slot]) {
-      if (QueuePair* qp = qps_[slot].get()) {
-        __builtin_prefetch(qp);
-        scheduled_[slot] = 1;
-        run_.push_back(qp);
-      }
-    }
+    QueuePair* qp = qps_[slot].get();
+    if (qp != nullptr && schedule_at(slot, qp)) __builtin_prefetch(qp);
     slot = next;
   }
   Doorbell::cleared_st();  // before any queue is read (see Doorbell)

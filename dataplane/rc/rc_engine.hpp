@@ -154,11 +154,13 @@ class RcEngine {
   std::array<wire::RcRxPacket, kRxChunk> rx_pkts_;
   std::array<QueuePair*, kRxChunk> rx_qps_{};
 
-  void schedule(QueuePair* qp) {
-    uint8_t& on = scheduled_[qp->sched.slot];
-    if (on) return;
-    on = 1;
+  void schedule(QueuePair* qp) { schedule_at(qp->sched.slot, qp); }
+  /// The QP of per-core number `slot` on the run list; false if it was on it already.
+  bool schedule_at(uint32_t slot, QueuePair* qp) {
+    if (scheduled_[slot]) return false;
+    scheduled_[slot] = 1;
     run_.push_back(qp);
+    return true;
   }
   bool run_qp(QueuePair& qp, uint64_t now_ns);
   void sync_timer(QueuePair& qp);

@@ -96,6 +96,8 @@ struct alignas(64) SendWqe {
   };
 };
 static_assert(sizeof(SendWqe) == 128, "a send-queue slot is two cache lines");
+static_assert(offsetof(SendWqe, sge) + sizeof(NdkSge) <= 64, "fields and the first SGE: one line");
+static_assert(sizeof(NdkSge) * kMaxWqeSge == kMaxInlineData, "inline data shares the SGE bytes");
 
 /// A send-queue request's fields but its SGEs: what a post of at most one SGE builds in registers
 /// and SendQueue::post_head writes into its slot's first line (the fields a Bind or a fast
@@ -114,8 +116,6 @@ struct SendWqeHead {
   SendOpcode opcode = SendOpcode::kSend;
   bool has_immediate = false;
 };
-static_assert(offsetof(SendWqe, sge) + sizeof(NdkSge) <= 64, "fields and the first SGE: one line");
-static_assert(sizeof(NdkSge) * kMaxWqeSge == kMaxInlineData, "inline data shares the SGE bytes");
 
 /// A receive-queue or SRQ work request.
 struct RecvWqe {
@@ -441,10 +441,9 @@ class SendQueue {
     // older store, at many QPs the previous posts' cold slot lines, reached the cache.
     _mm_store_si128(
         line + 3,
-        n != 0 ? _mm_set_epi32(static_cast<int32_t>(sge->memory_region_token),
-                               static_cast<int32_t>(sge->length), 0, 0) |
-                     _mm_set_epi64x(
-                         0, static_cast<int64_t>(reinterpret_cast<uintptr_t>(sge->virtual_address)))
+        n != 0 ? _mm_set_epi64x(
+                     static_cast<int64_t>(uint64_t{sge->memory_region_token} << 32 | sge->length),
+                     static_cast<int64_t>(reinterpret_cast<uintptr_t>(sge->virtual_address)))
                : _mm_setzero_si128());
     commit_in_place(h.flags);
     return STATUS_SUCCESS;

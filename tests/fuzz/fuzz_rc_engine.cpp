@@ -50,6 +50,26 @@ constexpr uint32_t kRegion = 4096;
 constexpr int kRequests = 9;   // A's, tags 1..9
 constexpr int kRequests2 = 4;  // A2's, tags 11..14
 
+// Memory B lends by a key that a peer's SEND with invalidate can take back (a fast-register
+// region, a memory window): once that invalidation completed, no byte of it may change (every
+// packet's key is checked).
+struct Lent {
+  Buffer* buf = nullptr;
+  uint32_t key = 0;
+  std::vector<uint8_t> after;  // its bytes when the invalidation completed
+  bool invalidated = false;
+
+  void note(const NdkResultEx& r) {
+    if (invalidated || r.status != STATUS_SUCCESS ||
+        r.type != NdkOperationType::kReceiveAndInvalidate ||
+        r.type_specific_completion_output != key)
+      return;
+    invalidated = true;
+    after = buf->data;
+  }
+  bool intact() const { return !invalidated || buf->data == after; }
+};
+
 struct World {
   Host a{0, 0x0A000001, 1};
   Host b{1, 0x0A000002, 2};
@@ -67,18 +87,13 @@ struct World {
   size_t ip_hdr;                            // the IP header's length
   size_t hdrs;                              // up to the BTH
   std::unique_ptr<SharedReceiveQueue> srq;  // B's receives, when its QP has a shared queue
-  Buffer* b_fr = nullptr;                   // the memory of B's fast-register region
-  MrTokens fr{};                            // its tokens
-  std::vector<uint8_t> fr_after;            // its bytes when its invalidation completed
-  bool fr_invalidated = false;
-  // B's memory window: [kWindowOffset, +kWindowLength) of b_mw, remote read, write and atomics.
+  Lent fr;  // B's fast-register region (its key: the region's remote token)
+  // B's memory window: [kWindowOffset, +kWindowLength) of its buffer (the region under it),
+  // remote read, write and atomics.
   static constexpr uint32_t kWindowOffset = 1024, kWindowLength = 2048;
-  Buffer* b_mw = nullptr;          // the region under the window
-  uint32_t mw = 0;                 // the window's token
-  std::vector<uint8_t> mw_before;  // b_mw's bytes at the start
-  std::vector<uint8_t> mw_after;   // its bytes when the window's invalidation completed
-  bool mw_invalidated = false;
-  bool mw_region_key_named = false;  // a fuzzed frame carried b_mw's own key: no property
+  Lent mw;
+  std::vector<uint8_t> mw_before;    // the region's bytes at the start
+  bool mw_region_key_named = false;  // a fuzzed frame carried the region's own key: no property
 
   World(bool v6, bool shared, bool two)
       : ipv6(v6),
@@ -107,27 +122,27 @@ struct World {
     a_dst = &a.buffer(kRegion, kMrAll, 0x22);
     b_region = &b.buffer(kRegion, kMrAll, 0x33);
     b_recv = &b.buffer(8 * 2048, kMrAll, 0x44);
-    // B's fast-register region over b_fr, made valid by a FastRegister on B's send queue.
-    b_fr = &b.buffer(kRegion, kMrAll, 0x55);
-    FUZZ_CHECK(b.mrs->create_fast_register(1, 1, true, &fr) == STATUS_SUCCESS);
+    // B's fast-register region, made valid by a FastRegister on B's send queue, and B's window,
+    // bound by a Bind there.
+    fr.buf = &b.buffer(kRegion, kMrAll, 0x55);
+    MrTokens fr_tokens{};
+    FUZZ_CHECK(b.mrs->create_fast_register(1, 1, true, &fr_tokens) == STATUS_SUCCESS);
+    fr.key = fr_tokens.remote;
     SendWqe reg = send_wqe(SendOpcode::kFastRegister, tag(50), {});
-    reg.local_token = fr.local;
-    reg.fr_address = b_fr->va();
+    reg.local_token = fr_tokens.local;
+    reg.fr_address = fr.buf->va();
     reg.fr_length = kRegion;
     reg.fr_access = kMrAll;
-    FUZZ_CHECK(qb->sq->post(reg) == STATUS_SUCCESS);
-    b.eng->poll_st(w.now);
-    // B's window, bound by a Bind on B's send queue.
-    b_mw = &b.buffer(kRegion, kMrAll, 0x66);
-    mw_before = b_mw->data;
-    FUZZ_CHECK(b.mrs->create_window(1, &mw) == STATUS_SUCCESS);
+    mw.buf = &b.buffer(kRegion, kMrAll, 0x66);
+    mw_before = mw.buf->data;
+    FUZZ_CHECK(b.mrs->create_window(1, &mw.key) == STATUS_SUCCESS);
     SendWqe bind = send_wqe(SendOpcode::kBind, tag(51), {});
-    bind.local_token = mw;
-    bind.bind_mr_token = b_mw->tokens.local;
-    bind.fr_address = b_mw->va() + kWindowOffset;
+    bind.local_token = mw.key;
+    bind.bind_mr_token = mw.buf->tokens.local;
+    bind.fr_address = mw.buf->va() + kWindowOffset;
     bind.fr_length = kWindowLength;
     bind.fr_access = kMrAll;
-    FUZZ_CHECK(qb->sq->post(bind) == STATUS_SUCCESS);
+    FUZZ_CHECK(qb->sq->post(reg) == STATUS_SUCCESS && qb->sq->post(bind) == STATUS_SUCCESS);
     b.eng->poll_st(w.now);
     const std::vector<NdkResultEx> regd = qb->send_cqes();
     FUZZ_CHECK(regd.size() == 2 && regd[0].status == STATUS_SUCCESS &&
@@ -192,29 +207,25 @@ struct World {
       }
       const wire::OpcodeInfo* op = wire::opcode_info(bth[0]);
       if ((ctl & 0x08) != 0 && op != nullptr) {
-        for (wire::Hdr h : {wire::Hdr::kReth, wire::Hdr::kAtomicEth}) {
-          if (!op->has(h) || op->offset_of(h) + 12 > len) continue;
-          uint8_t* x = bth + op->offset_of(h);
-          const uint32_t aim = for_a ? 0 : wire::load_be32(x + 8) & 3;
-          const bool to_fr = (aim & 1) != 0, to_mw = aim == 2;
-          const Buffer& region = for_a ? *a_dst : to_fr ? *b_fr : to_mw ? *b_mw : *b_region;
-          wire::store_be64(x, region.va() + wire::load_be64(x) % kRegion);
-          wire::store_be32(x + 8, to_fr ? fr.remote : to_mw ? mw : region.tokens.remote);
-        }
         if (op->has(wire::Hdr::kIeth) && op->offset_of(wire::Hdr::kIeth) + 4 <= len) {
           uint8_t* x = bth + op->offset_of(wire::Hdr::kIeth);
           const uint32_t aim = wire::load_be32(x) & 3;
-          if (aim != 0) wire::store_be32(x, (aim & 1) != 0 ? fr.remote : mw);
+          if (aim != 0) wire::store_be32(x, (aim & 1) != 0 ? fr.key : mw.key);
         }
       }
-      // The window's properties hold only while no frame reached its region by the region's
-      // own key (the fuzzer may find it; a WRITE's later packets use its first one's key).
-      if (!for_a && op != nullptr) {
-        for (wire::Hdr h : {wire::Hdr::kReth, wire::Hdr::kAtomicEth}) {
-          if (op->has(h) && op->offset_of(h) + 12 <= len &&
-              wire::load_be32(bth + op->offset_of(h) + 8) == b_mw->tokens.remote)
-            mw_region_key_named = true;
+      for (wire::Hdr h : {wire::Hdr::kReth, wire::Hdr::kAtomicEth}) {
+        if (op == nullptr || !op->has(h) || op->offset_of(h) + 12 > len) continue;
+        uint8_t* x = bth + op->offset_of(h);
+        if ((ctl & 0x08) != 0) {
+          const uint32_t aim = for_a ? 0 : wire::load_be32(x + 8) & 3;
+          const bool to_fr = (aim & 1) != 0, to_mw = aim == 2;
+          const Buffer& region = for_a ? *a_dst : to_fr ? *fr.buf : to_mw ? *mw.buf : *b_region;
+          wire::store_be64(x, region.va() + wire::load_be64(x) % kRegion);
+          wire::store_be32(x + 8, to_fr ? fr.key : to_mw ? mw.key : region.tokens.remote);
         }
+        // The window's properties hold only while no frame reached its region by the region's
+        // own key (the fuzzer may find it; a WRITE's later packets use its first one's key).
+        if (!for_a && wire::load_be32(x + 8) == mw.buf->tokens.remote) mw_region_key_named = true;
       }
     }
     // The lengths for the new size, then the checksum and the ICRC.
@@ -253,27 +264,18 @@ void collect_receives(World& w) {
     const auto t = reinterpret_cast<uintptr_t>(r.request_context);
     FUZZ_CHECK(r.qp_context == w.qb || (w.b2 != nullptr && r.qp_context == w.b2));
     if (!w.srq) FUZZ_CHECK((t >= 200) == (r.qp_context == w.b2));
-    if (r.status == STATUS_SUCCESS && r.type == NdkOperationType::kReceiveAndInvalidate &&
-        r.type_specific_completion_output == w.fr.remote && !w.fr_invalidated) {
-      w.fr_invalidated = true;
-      w.fr_after = w.b_fr->data;
-    }
-    if (r.status == STATUS_SUCCESS && r.type == NdkOperationType::kReceiveAndInvalidate &&
-        r.type_specific_completion_output == w.mw && !w.mw_invalidated) {
-      w.mw_invalidated = true;
-      w.mw_after = w.b_mw->data;
-    }
+    w.fr.note(r);
+    w.mw.note(r);
   }
-  // The region invalidated, nothing writes into it any more (every packet's key is checked).
-  if (w.fr_invalidated) FUZZ_CHECK(w.b_fr->data == w.fr_after);
+  FUZZ_CHECK(w.fr.intact());
   // The window lends its range only, and only until its invalidation.
   if (!w.mw_region_key_named) {
-    const auto* now = w.b_mw->data.data();
+    const auto* now = w.mw.buf->data.data();
     const auto* before = w.mw_before.data();
     const uint32_t end = World::kWindowOffset + World::kWindowLength;
     FUZZ_CHECK(std::memcmp(now, before, World::kWindowOffset) == 0);
     FUZZ_CHECK(std::memcmp(now + end, before + end, kRegion - end) == 0);
-    if (w.mw_invalidated) FUZZ_CHECK(w.b_mw->data == w.mw_after);
+    FUZZ_CHECK(w.mw.intact());
   }
 }
 

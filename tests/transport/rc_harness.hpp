@@ -106,7 +106,6 @@ struct Host {
     return *buffers.back();
   }
 
-  // A QP with its own queues and CQs; with `srq`, its receives come from that shared queue.
   /// A QP with its own work queues (or the shared receive queue `srq`) and its own CQs of
   /// `cq_depth`, or with `cqs_of`'s CQs (several QPs completing into one CQ, as NDK allows).
   Qp& qp(uint32_t sq_depth = 256, uint32_t rq_depth = 256, uint32_t cq_depth = 4096,
