@@ -158,23 +158,20 @@ struct Link {
     q.reserve(kPoolFrames);
     spans.reserve(kPoolFrames);
   }
+  // As the polling core's sink: the buffer is queued when it is handed out (no `send`), so the
+  // engine writes the ICRCs at the end of its call, as in production.
   static uint8_t* alloc(void* c, size_t len, void** handle) {
     Link* l = static_cast<Link*>(c);
     if (len > kFrameBytes || l->pool->free.empty()) return nullptr;
     const uint32_t i = l->pool->free.back();
     l->pool->free.pop_back();
-    *handle = reinterpret_cast<void*>(uintptr_t{i});
+    *handle = nullptr;
+    l->q.push_back(TxFrame{i, static_cast<uint32_t>(len)});
     return l->pool->at(i);
-  }
-  static void send(void* c, void* handle, size_t len) {
-    Link* l = static_cast<Link*>(c);
-    l->q.push_back(TxFrame{static_cast<uint32_t>(reinterpret_cast<uintptr_t>(handle)),
-                           static_cast<uint32_t>(len)});
   }
   FrameSink sink() {
     FrameSink s;
     s.alloc = &Link::alloc;
-    s.send = &Link::send;
     s.ctx = this;
     return s;
   }
@@ -410,7 +407,7 @@ struct RawWire {
     src.assign(size, 0x5A);
     dst.assign(4096, 0);
   }
-  // kBatch messages: build (template copy + PSN), copy the payload, hand over; the receiver
+  // kBatch messages: build (template copy + PSN), copy the payload (alloc queued it); the receiver
   // looks at each frame, copies its payload out and gives the buffer back.
   void batch() {
     for (uint32_t k = 0; k < kBatch; ++k) {
@@ -421,7 +418,6 @@ struct RawWire {
         std::memcpy(buf, tmpl, hlen);
         wire::store_be24(buf + 42 + 9, ++psn);
         std::memcpy(buf + hlen, src.data() + p * kMtu, seg);
-        Link::send(&link, h, hlen + seg + 4);
       }
     }
     for (const TxFrame& t : link.q) {

@@ -101,7 +101,9 @@ uint8_t* CoreRdma::sink_alloc_slow(void* ctx, size_t len, void** handle) {
   }
   // No room in the core's TX buffer (the TX ring is full), or no TX queue: refuse before the
   // engine commits the packet, so it rolls back (rxe save_state/rollback_state) instead of
-  // losing a frame it counted.
+  // losing a frame it counted. queue_tx_st may transmit the buffer first: the frames in it get
+  // the ICRCs the engine still owes them.
+  self.engine_->finish_frames_st();
   if (!self.core_.queue_tx_st(self.port_id_, m)) {
     ++self.tx_no_room_;  // the mbuf stays in the stash
     return nullptr;

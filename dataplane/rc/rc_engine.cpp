@@ -9,6 +9,7 @@
 #include "dataplane/rc/receive.hpp"
 #include "dataplane/rc/requester.hpp"
 #include "dataplane/rc/responder.hpp"
+#include "dataplane/rc/transmit.hpp"
 
 namespace rocedp::rc {
 
@@ -29,6 +30,7 @@ RcEngine::RcEngine(const RcEngineConfig& config, MemoryRegionTable* mrs, const F
       timers_(2 * clamp_max_qps(config.max_qps) + 64) {
   config_.max_qps = clamp_max_qps(config_.max_qps);
   ctx_.sink = sink;
+  ctx_.defer_icrc = sink.send == nullptr;
   ctx_.mrs = mrs;
   ctx_.counters = &counters_;
   ctx_.ip_id = &ip_id_;
@@ -132,6 +134,7 @@ uint32_t RcEngine::rx_burst_st(std::span<const wire::Bytes> frames, uint64_t now
     accepted += n;
   }
   publish_staged_st(ctx_);  // the burst's receive completions at once
+  rc::finish_frames_st(ctx_);
   flush_counters();
   return accepted;
 }
@@ -261,6 +264,10 @@ void RcEngine::send_cnps(uint64_t now_ns) {
   }
 }
 
+void RcEngine::finish_frames_st() {
+  rc::finish_frames_st(ctx_);
+}
+
 void RcEngine::flush_counters() {
   counters_.add(RcCounter::kTxPackets, ctx_.tx_packets);
   counters_.add(RcCounter::kCompletions, ctx_.completions);
@@ -307,6 +314,7 @@ bool RcEngine::poll_st(uint64_t now_ns) {
   // The visits' send completions at once: one release store and one fence per poll, not per
   // QP (a fence waits for the stores before it, at many QPs each a cold line).
   publish_staged_st(ctx_);
+  rc::finish_frames_st(ctx_);
   flush_counters();
   return busy_;
 }

@@ -91,8 +91,14 @@ class RcEngine {
   void count_wire_drops_in(uint64_t* counters) { wire_drop_sink_ = counters; }
   /// Owning core, between polls: replaces the sink's `send` (FrameSink; null: none).
   void set_sink_send_st(void (*send)(void* ctx, void* handle, size_t len)) {
+    finish_frames_st();
     ctx_.sink.send = send;
+    ctx_.defer_icrc = send == nullptr;
   }
+  /// Owning core: writes the ICRCs the engine still owes the frames of its call. The sink calls
+  /// it before it transmits in the middle of one (a full TX buffer); every call of the engine
+  /// does at its end.
+  void finish_frames_st();
   /// Timers, transmit and completions. True if anything happened.
   bool poll_st(uint64_t now_ns);
 

@@ -42,7 +42,34 @@ inline uint32_t frame_bytes(const QueuePair& qp, uint32_t ext_len, uint32_t payl
          wire::kIcrcLen;
 }
 
+/// Writes the ICRC of every frame the context deferred it for. Whoever calls the role code with
+/// `defer_icrc` set calls it before a frame can leave: at the end of its call, and before its
+/// sink transmits in the middle of one (RcEngine::finish_frames_st).
+inline void finish_frames_st(RcContext& ctx) {
+  for (uint32_t i = 0; i < ctx.pending_icrcs; ++i) {
+    const RcContext::PendingIcrc& f = ctx.pending_icrc[i];
+    const uint32_t crc =
+        f.ipv6 ? wire::icrc_plain_ipv6(f.l3, f.len) : wire::icrc_plain_ipv4(f.l3, f.len);
+    wire::store_le32(f.l3 + f.len, crc);
+  }
+  ctx.pending_icrcs = 0;
+}
+
 namespace transmit_detail {
+
+// The ICRC of a frame whose bytes from `l3` on are written, `len` of them before the ICRC: now,
+// or among the deferred.
+template <bool kIpv6>
+inline void finish_icrc(RcContext& ctx, uint8_t* l3, uint32_t len) {
+  if (!ctx.defer_icrc) {
+    wire::store_le32(l3 + len,
+                     kIpv6 ? wire::icrc_plain_ipv6(l3, len) : wire::icrc_plain_ipv4(l3, len));
+    return;
+  }
+  if (ctx.pending_icrcs == RcContext::kMaxPendingIcrc) [[unlikely]]
+    finish_frames_st(ctx);
+  ctx.pending_icrc[ctx.pending_icrcs++] = {l3, len, kIpv6};
+}
 
 // A frame the sink's buffer now holds whole: handed over (a sink whose alloc queued it already
 // has no send) and counted.
@@ -125,7 +152,7 @@ template <class Fill>
   fill(bth + wire::kBthLen, pl);
   uint8_t* tail = pl + payload_len;
   if (pad != 0) std::memset(tail, 0, pad);
-  wire::store_le32(tail + pad, wire::icrc_plain_ipv6(ip, ip_total - wire::kIcrcLen));
+  finish_icrc<true>(ctx, ip, static_cast<uint32_t>(ip_total - wire::kIcrcLen));
   frame_done(ctx, handle, total);
   return true;
 }
@@ -186,7 +213,7 @@ inline bool transmit_frame(QueuePair& qp, RcContext& ctx, const TxBth& h, uint32
   uint8_t* tail = pl + payload_len;
   if (pad != 0) std::memset(tail, 0, pad);
   // ICRC (IBTA A17.3.3) over the finished frame: the masking happens inside the CRC.
-  wire::store_le32(tail + pad, wire::icrc_plain_ipv4(ip, ip_len - wire::kIcrcLen));
+  transmit_detail::finish_icrc<false>(ctx, ip, ip_len - wire::kIcrcLen);
   transmit_detail::frame_done(ctx, handle, total);
   return true;
 }

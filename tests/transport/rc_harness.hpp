@@ -64,6 +64,9 @@ struct Host {
   std::vector<Frame> log;  // every frame ever sent (pcap)
   Frame staging;
   int fail_allocs = 0;  // the next N sink allocations fail
+  // queue_frames_on_alloc(): the polling core's kind of sink (no `send`).
+  bool queue_on_alloc = false;
+  std::function<void()> on_alloc;  // called by each allocation in that mode, before it queues
   std::vector<std::unique_ptr<Buffer>> buffers;
   std::vector<std::unique_ptr<Qp>> qps;
   // Notification callback of the CQs qp() creates (none by default).
@@ -81,6 +84,12 @@ struct Host {
         --h->fail_allocs;
         return nullptr;
       }
+      if (h->queue_on_alloc) {
+        if (h->on_alloc) h->on_alloc();
+        h->tx.emplace_back(len, 0xEE);
+        *handle = nullptr;
+        return h->tx.back().data();
+      }
       h->staging.assign(len, 0xEE);
       *handle = h;
       return h->staging.data();
@@ -95,6 +104,14 @@ struct Host {
     cfg.core = core;
     cfg.max_qps = 64;
     eng = std::make_unique<RcEngine>(cfg, mrs.get(), sink);
+  }
+
+  /// From now on the sink queues each frame in `tx` when it hands out its buffer and has no
+  /// `send`, as a polling core's does: the engine finishes the frames (their ICRC) by the end of
+  /// each of its calls, or when asked (RcEngine::finish_frames_st). `log` stays empty.
+  void queue_frames_on_alloc() {
+    queue_on_alloc = true;
+    eng->set_sink_send_st(nullptr);
   }
 
   Buffer& buffer(size_t len, uint32_t flags = kMrAll, uint8_t fill = 0) {

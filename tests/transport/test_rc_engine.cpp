@@ -401,6 +401,51 @@ TEST_F(Pair, RollbackWhenTheSinkHasNoBuffer) {
   EXPECT_EQ(std::memcmp(src.ptr(), dst.ptr(), 3 * kMtu), 0);
 }
 
+// A polling core's sink queues a frame when it hands out the buffer: the engine owes the frames
+// their ICRC until its call returns, or until the sink asks (before it transmits in the middle of
+// a call, its TX buffer full). One poll here builds more frames than the engine keeps owed (32).
+TEST_F(Pair, FramesHaveTheirIcrcWhenTheCallReturnsAndWhenTheSinkAsks) {
+  a.queue_frames_on_alloc();
+  b.queue_frames_on_alloc();
+  const auto icrc_ok = [](const Frame& f) {
+    wire::ParsedPacket p;
+    return wire::parse(wire::Bytes(f.data(), f.size()), p) == wire::DropReason::kNone;
+  };
+  size_t asked = 0, bad_when_asked = 0;
+  a.on_alloc = [&] {
+    if (a.tx.size() % 10 != 7) return;
+    ++asked;
+    a.eng->finish_frames_st();
+    for (const Frame& f : a.tx) bad_when_asked += !icrc_ok(f);
+  };
+  Buffer& src = a.buffer(20 * 64 + 40 * kMtu);
+  Buffer& dst = b.buffer(20 * 64 + 40 * kMtu);
+  fill_pattern(src.ptr(), src.data.size(), 3);
+  for (uint32_t i = 0; i < 20; ++i) {
+    SendWqe wr = send_wqe(SendOpcode::kWrite, tag(i), {src.sge(64 * i, 64)});
+    wr.remote_address = dst.va() + 64 * i;
+    wr.remote_token = dst.tokens.remote;
+    ASSERT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
+  }
+  ASSERT_EQ(qb->rq->post(recv_wqe(tag(50), {dst.sge(20 * 64, 40 * kMtu)})), STATUS_SUCCESS);
+  ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(51), {src.sge(20 * 64, 40 * kMtu)})),
+            STATUS_SUCCESS);
+  a.eng->poll_st(w.now);
+  ASSERT_EQ(a.tx.size(), 60u) << "20 WRITEs and a SEND of 40 packets in one poll";
+  EXPECT_EQ(asked, 6u);
+  EXPECT_EQ(bad_when_asked, 0u) << "a frame the sink could transmit had no ICRC yet";
+  for (size_t i = 0; i < a.tx.size(); ++i) EXPECT_TRUE(icrc_ok(a.tx[i])) << "frame " << i;
+  a.on_alloc = nullptr;
+  w.settle();
+  EXPECT_EQ(qa->send_cqes().size(), 21u);
+  ASSERT_EQ(qb->recv_cqes().size(), 1u);
+  EXPECT_EQ(std::memcmp(src.ptr(), dst.ptr(), dst.data.size()), 0);
+  EXPECT_EQ(b.eng->wire_drops()[static_cast<size_t>(wire::DropReason::kBadIcrc)], 0u);
+  EXPECT_EQ(a.eng->wire_drops()[static_cast<size_t>(wire::DropReason::kBadIcrc)], 0u)
+      << "B's ACKs were finished too";
+  EXPECT_EQ(a.eng->counters().get(RcCounter::kTxRetransmit), 0u);
+}
+
 TEST_F(Pair, AckIsCoalescedPerPoll) {
   Buffer& src = a.buffer(64);
   Buffer& dst = b.buffer(64 * 10);
