@@ -36,6 +36,9 @@ struct ServiceRow {
   uint64_t echo_messages = 0, echo_bytes = 0;
   uint64_t received_messages = 0, received_bytes = 0;  // SENDs perftest's sink took
   uint64_t sessions = 0, reports = 0;  // perftest: clients' sessions; bandwidth reports received
+  // perftest: data connections a key moved to its own client's session from another session of
+  // the same address (two clients of one address setting up at once)
+  uint64_t data_moved = 0;
 };
 
 /// One RC queue pair, read on its owning core (dataplane/qp_row.hpp).

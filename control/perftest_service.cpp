@@ -7,6 +7,8 @@
 #include <cstring>
 #include <string>
 
+#include "control/cm_agent.hpp"
+#include "control/ndk_internal.hpp"
 #include "control/service_state.hpp"
 #include "control/services.hpp"
 #include "control/sock_addr.hpp"
@@ -20,10 +22,13 @@ namespace slots = control_slots;
 
 // A connection from a client whose session is between its two zero messages is one of its data
 // connections; any other starts a session as its control connection (perftest connects that one
-// first). Two clients of one address setting up at the same time would mix: perftest's server
-// takes one client at a time.
+// first). Two clients of one address setting up at the same time cannot be told apart here: the
+// first such session takes the connection, and a key, which names its client's QP, moves it to
+// its own session (data_for_key).
 void Services::join_session(Conn* c, const NdkSockAddr& peer) {
   const wire::IpAddress client = ip_of(peer);
+  if (const Connector::State* st = ndk_detail::Access::state(*c->connector))
+    c->peer_qpn = st->remote_qpn;
   for (const auto& s : sessions_) {
     if (s->svc == c->svc && s->client == client && s->phase == Session::Phase::kConnecting &&
         s->control != nullptr && !s->control->closing) {
@@ -53,6 +58,38 @@ void Services::leave_session(Conn* c) {
   if (s->control != nullptr || !s->data.empty()) return;
   sessions_.erase(std::find_if(sessions_.begin(), sessions_.end(),
                                [s](const auto& owned) { return owned.get() == s; }));
+}
+
+// The sessions of `s`'s client (the same listener and address) setting up or running, `s` too.
+template <class Fn>
+void Services::for_client_sessions(const Session& s, Fn&& fn) {
+  for (const auto& other : sessions_) {
+    if (other->svc == s.svc && other->client == s.client &&
+        other->phase != Session::Phase::kPreamble)
+      fn(*other);
+  }
+}
+
+// The data connection of `s` whose client QP is `qpn`, the QP its key names: in `s`, or in a
+// session of the same client that took it while both set up (then it moves to `s`). Null when no
+// data connection of that client has it.
+Services::Conn* Services::data_for_key(Session& s, uint32_t qpn) {
+  Conn* found = nullptr;
+  for_client_sessions(s, [&](Session& other) {
+    if (found != nullptr) return;
+    for (Conn* d : other.data) {
+      if (d->peer_qpn != qpn) continue;
+      found = d;
+      if (&other != &s) {
+        other.data.erase(std::find(other.data.begin(), other.data.end(), d));
+        s.data.push_back(d);
+        d->session = &s;
+        ++s.svc->counts.data_moved;
+      }
+      return;
+    }
+  });
+  return found;
 }
 
 NTSTATUS Services::post_control_receives(Conn* c) {
@@ -134,24 +171,35 @@ NTSTATUS Services::answer(Conn* c, uint32_t slot, uint32_t len) {
     // The MTU: the client's own. The data connections' path MTU is the CM's (REQ and REP).
     std::memcpy(out, in, 2);
   } else if (len == kKeyStructSize && std::all_of(in, in + len, [](uint8_t b) { return b == 0; })) {
-    // The zero messages around the data connections.
+    // The zero messages around the data connections (which another session of the client's
+    // address may hold until the keys sort them).
+    size_t client_data = 0;
+    if (s.phase == Session::Phase::kConnecting)
+      for_client_sessions(s, [&](Session& other) { client_data += other.data.size(); });
     if (s.phase == Session::Phase::kPreamble)
       s.phase = Session::Phase::kConnecting;
-    else if (s.phase == Session::Phase::kConnecting && !s.data.empty())
+    else if (s.phase == Session::Phase::kConnecting && client_data != 0)
       s.phase = Session::Phase::kRunning;
     else
       refused = s.phase == Session::Phase::kConnecting
                     ? "no data connection between the zero messages"
                     : "a third zero message";
   } else if (len == kKeyStructSize) {
-    // A key (the keys, the syncs): the i-th of a round gets data connection i's. Every key names
-    // the listener's region; with rdma_cm the QPN and PSN come from the CM.
+    // A key (the keys, the syncs): answered with the key of the data connection whose client
+    // QP it names (the i-th of a round if none does). Every key names the listener's region;
+    // with rdma_cm the QPN and PSN come from the CM.
+    perf::PerftestKey theirs;
+    const Conn* named =
+        s.phase == Session::Phase::kRunning && perf::decode_key_struct(in, len, &theirs)
+            ? data_for_key(s, theirs.qpn)
+            : nullptr;
     if (s.phase != Session::Phase::kRunning) {
       refused = "a key before its data connections";
     } else if (s.data.empty()) {
       refused = "a key after its data connections ended";
     } else {
-      const Conn* d = s.data[s.keys++ % s.data.size()];
+      const Conn* d = named != nullptr ? named : s.data[s.keys % s.data.size()];
+      ++s.keys;
       perf::PerftestKey key;
       key.out_reads = max_inbound_reads();
       key.qpn = d->qp != nullptr ? d->qp->qpn() : 0;

@@ -53,7 +53,7 @@ struct Services::Session {
   std::vector<Conn*> data;  // open ones
   Phase phase = Phase::kPreamble;
   uint32_t system_messages = 0;  // the cycle buffer's answer first, then the cache line's
-  uint32_t keys = 0;             // keys answered (QP i's key answers the i-th of a round)
+  uint32_t keys = 0;             // keys answered
   uint32_t report_fields = 0;
   uint8_t report[5][8] = {};  // the client's bandwidth report (size, iterations, peak, avg, rate)
 };
@@ -77,6 +77,7 @@ struct Services::Conn {
   bool close_retry = false;  // an object's close found its core's ring full: poll() retries
   // perftest: its client's session (the session's control connection, or one of its data ones).
   Session* session = nullptr;
+  uint32_t peer_qpn = 0;  // perftest: the client's QPN (its CM REQ's), which its key names
   bool is_control() const;
   uint32_t next_send = 0;  // control: the reply slot after the last one used
   // memory, perftest's control: the keepalive in flight, and when the next one is due.

@@ -536,6 +536,7 @@ int telemetry_format_listeners(const Snapshot& s, const DaemonInfo& info, rte_te
   add_u64_column(d, "received_bytes", info.listeners, count(&ServiceRow::received_bytes));
   add_u64_column(d, "sessions", info.listeners, count(&ServiceRow::sessions));
   add_u64_column(d, "reports", info.listeners, count(&ServiceRow::reports));
+  add_u64_column(d, "data_moved", info.listeners, count(&ServiceRow::data_moved));
   return 0;
 }
 

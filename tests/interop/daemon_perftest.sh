@@ -5,6 +5,8 @@
 # case after another:
 #   write_bw     ib_write_bw -R -s 65536 -n 20     (64 packets a message at MTU 1024)
 #   write_bw_q4  ib_write_bw -R -s 65536 -n 20 -q 4  (4 data connections in one session)
+#   write_bw_two two such clients with -q 2 at once, from the one guest address (two sessions
+#                setting up together: each data connection must be its own client's)
 #   read_bw      ib_read_bw -R -s 65536 -n 20
 #   atomic_bw    ib_atomic_bw -R -A FETCH_AND_ADD -n 300
 #   send_bw      ib_send_bw -R -s 4096 -n 200     (into the sink)
@@ -13,7 +15,7 @@
 #   send_lat     ib_send_lat -R -s 64 -n 20 -p 18516   (answered by the echo)
 # Each Linux client must exit 0 and print its result row; the daemon must log the WRITE, READ and
 # atomic bandwidth clients' own reports (their size and iterations, as Linux wrote them), count
-# the sink's 200 SENDs of 4096 bytes and the echo's 20 answers, one session per case, and hold no
+# the sink's 200 SENDs of 4096 bytes and the echo's 20 answers, one session per client, and hold no
 # connection or QP after the last. Every case's capture passes roce-check; the atomic case's goes
 # through tests/interop/atomic_check.py (each FETCH_AND_ADD executed once, in order, each answer
 # the word's value before it). Linux's rxe counters: no sequence error, no exhausted retry.
@@ -23,7 +25,7 @@ IOP_PREFIX=daemon-perftest-
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 iop_init daemon-perftest
 linux=198.18.0.38 rocedp=198.18.0.50
-cases=(write_bw write_bw_q4 read_bw atomic_bw send_bw read_lat atomic_lat send_lat)
+cases=(write_bw write_bw_q4 write_bw_two read_bw atomic_bw send_bw read_lat atomic_lat send_lat)
 
 iop_net 1500 dpdkdp
 iop_rocedpd 1500 "$(iop_devargs 0 dpdkdp 1500)" "$rocedp" \
@@ -36,6 +38,10 @@ command_of() {
   case $1 in
     write_bw) echo "ib_write_bw -d rxe0 -R -F -s 65536 -n 20 $rocedp" ;;
     write_bw_q4) echo "ib_write_bw -d rxe0 -R -F -s 65536 -n 20 -q 4 $rocedp" ;;
+    write_bw_two)
+      local one="ib_write_bw -d rxe0 -R -F -s 65536 -n 20 -q 2 $rocedp"
+      echo "($one >/tmp/two-a 2>&1 & a=\$!; $one >/tmp/two-b 2>&1 & b=\$!;" \
+        "wait \$a; ra=\$?; wait \$b; rb=\$?; cat /tmp/two-a /tmp/two-b; [ \$ra = 0 ] && [ \$rb = 0 ])" ;;
     read_bw) echo "ib_read_bw -d rxe0 -R -F -s 65536 -n 20 $rocedp" ;;
     atomic_bw) echo "ib_atomic_bw -d rxe0 -R -F -A FETCH_AND_ADD -n 300 $rocedp" ;;
     send_bw) echo "ib_send_bw -d rxe0 -R -F -s 4096 -n 200 $rocedp" ;;
@@ -61,18 +67,21 @@ case_lines() { tr -d '\r' <"$con" | sed -n "/^BEGIN $1\$/,/^END $1 rc=/p"; }
 for c in "${cases[@]}"; do
   lines=$(case_lines "$c")
   grep -q "^END $c rc=0" <<<"$lines" || { iop_fail "$c: Linux's client failed ($(grep -E "^END|ERR|rror|Couldn" <<<"$lines" | head -3 | tr '\n' ' '))"; continue; }
-  # perftest's result row: bytes, iterations, then figures.
+  # perftest's result row: bytes, iterations, then figures (one per client).
   row=$(grep -E '^ +[0-9]+ +[0-9]+ +[0-9.]+' <<<"$lines" | head -1)
   [ -n "$row" ] || { iop_fail "$c: no result row"; continue; }
+  [ "$c" != write_bw_two ] || [ "$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9.]+' <<<"$lines")" = 2 ] ||
+    { iop_fail "$c: not two result rows"; continue; }
   echo "ok   $c: $(tr -s ' ' <<<"$row")"
 done
 
 # The bandwidth clients' reports, as rocedpd logged them: size and iterations as Linux sent them.
 log=$IOP_WORK/rocedpd.log
-for want in "size=65536 iterations=20" "size=65536 iterations=20" "size=65536 iterations=20" "size=8 iterations=300"; do
+for want in "size=65536 iterations=20" "size=65536 iterations=80" "size=65536 iterations=40" "size=8 iterations=300"; do
   grep -q "event=perftest_report .*$want " "$log" || iop_fail "no perftest_report with $want"
 done
-[ "$(grep -c "event=perftest_report" "$log")" = 4 ] || iop_fail "perftest reports: $(grep -c "event=perftest_report" "$log"), expected 4"
+[ "$(grep -c "event=perftest_report .*size=65536 iterations=40 " "$log")" = 2 ] || iop_fail "write_bw_two: not two reports"
+[ "$(grep -c "event=perftest_report" "$log")" = 6 ] || iop_fail "perftest reports: $(grep -c "event=perftest_report" "$log"), expected 6"
 grep -q "event=perftest_refused" "$log" && iop_fail "rocedpd refused a Linux client: $(grep perftest_refused "$log")"
 
 # The atomics, each executed once in order, each answer the word's value before it.
@@ -90,13 +99,13 @@ check=$(python3 -c '
 import json, sys
 rows = json.loads(sys.argv[1])["listeners"]
 d = {k: [r.get(k) for r in rows] for k in rows[0]}
-want = {"sessions": [7, 1], "reports": [4, 0], "received_messages": [200, 0], "received_bytes": [819200, 0],
+want = {"sessions": [9, 1], "reports": [6, 0], "received_messages": [200, 0], "received_bytes": [819200, 0],
         "echo_messages": [0, 20], "failed": [0, 0]}
 bad = [f"{k}={d.get(k)} (want {v})" for k, v in want.items() if d.get(k) != v]
 if d.get("accepted") != d.get("closed"):
     bad.append("accepted %s closed %s" % (d.get("accepted"), d.get("closed")))
 print(" ".join(bad) or "ok")' "$listeners" 2>&1)
-[ "$check" = ok ] && echo "ok   /rocedp/listeners: $(python3 -c 'import json, sys; rows = json.loads(sys.argv[1])["listeners"]; print({k: [r[k] for r in rows] for k in ("sessions", "reports", "accepted", "received_messages", "echo_messages")})' "$listeners")" ||
+[ "$check" = ok ] && echo "ok   /rocedp/listeners: $(python3 -c 'import json, sys; rows = json.loads(sys.argv[1])["listeners"]; print({k: [r[k] for r in rows] for k in ("sessions", "reports", "data_moved", "accepted", "received_messages", "echo_messages")})' "$listeners")" ||
   iop_fail "/rocedp/listeners: $check"
 
 iop_clean_link "$con"
