@@ -60,36 +60,34 @@ void Services::leave_session(Conn* c) {
                                [s](const auto& owned) { return owned.get() == s; }));
 }
 
-// The sessions of `s`'s client (the same listener and address) setting up or running, `s` too.
-template <class Fn>
-void Services::for_client_sessions(const Session& s, Fn&& fn) {
-  for (const auto& other : sessions_) {
-    if (other->svc == s.svc && other->client == s.client &&
-        other->phase != Session::Phase::kPreamble)
-      fn(*other);
-  }
+namespace {
+// Whether `other` is a session of `s`'s client (the same listener and address) past its preamble,
+// so one whose data connections may be `s`'s.
+bool same_client(const Services::Session& s, const Services::Session& other) {
+  return other.svc == s.svc && other.client == s.client &&
+         other.phase != Services::Session::Phase::kPreamble;
 }
+}  // namespace
 
 // The data connection of `s` whose client QP is `qpn`, the QP its key names: in `s`, or in a
 // session of the same client that took it while both set up (then it moves to `s`). Null when no
 // data connection of that client has it.
 Services::Conn* Services::data_for_key(Session& s, uint32_t qpn) {
-  Conn* found = nullptr;
-  for_client_sessions(s, [&](Session& other) {
-    if (found != nullptr) return;
-    for (Conn* d : other.data) {
-      if (d->peer_qpn != qpn) continue;
-      found = d;
-      if (&other != &s) {
-        other.data.erase(std::find(other.data.begin(), other.data.end(), d));
-        s.data.push_back(d);
-        d->session = &s;
-        ++s.svc->counts.data_moved;
-      }
-      return;
+  for (const auto& other : sessions_) {
+    if (!same_client(s, *other)) continue;
+    const auto it = std::find_if(other->data.begin(), other->data.end(),
+                                 [qpn](const Conn* d) { return d->peer_qpn == qpn; });
+    if (it == other->data.end()) continue;
+    Conn* d = *it;
+    if (other.get() != &s) {
+      other->data.erase(it);
+      s.data.push_back(d);
+      d->session = &s;
+      ++s.svc->counts.data_moved;
     }
-  });
-  return found;
+    return d;
+  }
+  return nullptr;
 }
 
 NTSTATUS Services::post_control_receives(Conn* c) {
@@ -174,8 +172,8 @@ NTSTATUS Services::answer(Conn* c, uint32_t slot, uint32_t len) {
     // The zero messages around the data connections (which another session of the client's
     // address may hold until the keys sort them).
     size_t client_data = 0;
-    if (s.phase == Session::Phase::kConnecting)
-      for_client_sessions(s, [&](Session& other) { client_data += other.data.size(); });
+    for (const auto& other : sessions_)
+      client_data += same_client(s, *other) ? other->data.size() : 0;
     if (s.phase == Session::Phase::kPreamble)
       s.phase = Session::Phase::kConnecting;
     else if (s.phase == Session::Phase::kConnecting && client_data != 0)

@@ -77,7 +77,9 @@ struct Services::Conn {
   bool close_retry = false;  // an object's close found its core's ring full: poll() retries
   // perftest: its client's session (the session's control connection, or one of its data ones).
   Session* session = nullptr;
-  uint32_t peer_qpn = 0;  // perftest: the client's QPN (its CM REQ's), which its key names
+  // perftest: the client's QPN (its CM REQ's), which its key names; kept, because the connector
+  // is closed before the session lets the connection go
+  uint32_t peer_qpn = 0;
   bool is_control() const;
   uint32_t next_send = 0;  // control: the reply slot after the last one used
   // memory, perftest's control: the keepalive in flight, and when the next one is due.

@@ -143,8 +143,6 @@ class Services {
   NTSTATUS post_control_receives(Conn* c);
   NTSTATUS poll_control(Conn* c, std::chrono::steady_clock::time_point now);
   NTSTATUS answer(Conn* c, uint32_t slot, uint32_t len);
-  template <class Fn>
-  void for_client_sessions(const Session& s, Fn&& fn);
   Conn* data_for_key(Session& s, uint32_t qpn);
 
   Adapter& adapter_;

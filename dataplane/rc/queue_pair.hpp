@@ -193,18 +193,16 @@ struct RcContext {
   // The round trip of each peer's path (the QPs to it share the port, the wire and the peer's
   // queues): a QP's retransmission timer never runs shorter than its path's RTO (completer.cpp).
   PathTable* paths = nullptr;
-  // Frames built and not yet given their ICRC (finish_frames_st). Only while
-  // `defer_icrc`, which the engine sets when its sink has no `send` (the frames leave after the
-  // engine's call): the CRC of a frame read just after it was written waited for the frame's
-  // stores (its loads span several), and each CRC's chain ran alone; a run of them at the end
-  // reads committed lines and overlaps.
+  // Frames built and not yet given their ICRC (finish_frames_st), when the sink has no `send`
+  // (its frames leave after the engine's call): the CRC of a frame read just after it was
+  // written waited for the frame's stores (its loads span several), and each CRC's chain ran
+  // alone; a run of them at the end reads committed lines and overlaps.
   struct PendingIcrc {
     uint8_t* l3;
     uint32_t len;  // IP header to the ICRC
     bool ipv6;
   };
   static constexpr uint32_t kMaxPendingIcrc = 32;
-  bool defer_icrc = false;
   uint32_t pending_icrcs = 0;
   PendingIcrc pending_icrc[kMaxPendingIcrc];
 };

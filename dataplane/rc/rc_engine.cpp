@@ -30,7 +30,6 @@ RcEngine::RcEngine(const RcEngineConfig& config, MemoryRegionTable* mrs, const F
       timers_(2 * clamp_max_qps(config.max_qps) + 64) {
   config_.max_qps = clamp_max_qps(config_.max_qps);
   ctx_.sink = sink;
-  ctx_.defer_icrc = sink.send == nullptr;
   ctx_.mrs = mrs;
   ctx_.counters = &counters_;
   ctx_.ip_id = &ip_id_;
@@ -133,9 +132,7 @@ uint32_t RcEngine::rx_burst_st(std::span<const wire::Bytes> frames, uint64_t now
     }
     accepted += n;
   }
-  publish_staged_st(ctx_);  // the burst's receive completions at once
-  rc::finish_frames_st(ctx_);
-  flush_counters();
+  end_call_st();  // the burst's receive completions at once
   return accepted;
 }
 
@@ -268,6 +265,14 @@ void RcEngine::finish_frames_st() {
   rc::finish_frames_st(ctx_);
 }
 
+// How every call of the engine that ran the roles ends: the completions it staged published, its
+// frames' ICRCs written, its counters added.
+void RcEngine::end_call_st() {
+  publish_staged_st(ctx_);
+  rc::finish_frames_st(ctx_);
+  flush_counters();
+}
+
 void RcEngine::flush_counters() {
   counters_.add(RcCounter::kTxPackets, ctx_.tx_packets);
   counters_.add(RcCounter::kCompletions, ctx_.completions);
@@ -313,9 +318,7 @@ bool RcEngine::poll_st(uint64_t now_ns) {
   run_.resize(kept);
   // The visits' send completions at once: one release store and one fence per poll, not per
   // QP (a fence waits for the stores before it, at many QPs each a cold line).
-  publish_staged_st(ctx_);
-  rc::finish_frames_st(ctx_);
-  flush_counters();
+  end_call_st();
   return busy_;
 }
 

@@ -93,7 +93,6 @@ class RcEngine {
   void set_sink_send_st(void (*send)(void* ctx, void* handle, size_t len)) {
     finish_frames_st();
     ctx_.sink.send = send;
-    ctx_.defer_icrc = send == nullptr;
   }
   /// Owning core: writes the ICRCs the engine still owes the frames of its call. The sink calls
   /// it before it transmits in the middle of one (a full TX buffer); every call of the engine
@@ -174,6 +173,7 @@ class RcEngine {
   void fire_timers(uint64_t now_ns);
   void add_timer(uint64_t deadline, uint32_t slot);
   void flush_counters();
+  void end_call_st();
   void send_cnps(uint64_t now_ns);
 };
 

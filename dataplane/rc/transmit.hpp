@@ -42,8 +42,8 @@ inline uint32_t frame_bytes(const QueuePair& qp, uint32_t ext_len, uint32_t payl
          wire::kIcrcLen;
 }
 
-/// Writes the ICRC of every frame the context deferred it for. Whoever calls the role code with
-/// `defer_icrc` set calls it before a frame can leave: at the end of its call, and before its
+/// Writes the ICRC of every frame the context deferred it for. Whoever calls the role code with a
+/// sink without `send` calls it before a frame can leave: at the end of its call, and before its
 /// sink transmits in the middle of one (RcEngine::finish_frames_st).
 inline void finish_frames_st(RcContext& ctx) {
   for (uint32_t i = 0; i < ctx.pending_icrcs; ++i) {
@@ -57,11 +57,11 @@ inline void finish_frames_st(RcContext& ctx) {
 
 namespace transmit_detail {
 
-// The ICRC of a frame whose bytes from `l3` on are written, `len` of them before the ICRC: now,
-// or among the deferred.
+// The ICRC of a frame whose bytes from `l3` on are written, `len` of them before the ICRC: now
+// for a sink that is handed each frame (`send`), else among the deferred.
 template <bool kIpv6>
 inline void finish_icrc(RcContext& ctx, uint8_t* l3, uint32_t len) {
-  if (!ctx.defer_icrc) {
+  if (ctx.sink.send != nullptr) {
     wire::store_le32(l3 + len,
                      kIpv6 ? wire::icrc_plain_ipv6(l3, len) : wire::icrc_plain_ipv4(l3, len));
     return;
