@@ -75,6 +75,10 @@ TEST_F(NdkRc, WriteAtEverySize) {
     fill_random(src_->data, n + 7);
     std::fill(dst_->data.begin(), dst_->data.end(), 0);
     const NdkSge ss = src_->sge(0, n);
+    // The post hints, also for more posts than the queue holds, change nothing (rocedp-perf
+    // calls them before its posts over many QPs; test_work_queue checks the ring).
+    x_.qp->prefetch_post(0);
+    x_.qp->prefetch_post(1u << 20);
     ASSERT_EQ(x_.qp->write(nullptr, &ss, 1, dst_->va(), dst_->mr->get_remote_token(), 0),
               STATUS_SUCCESS);
     auto sc = wait_results(x_.cq, 1);

@@ -131,6 +131,35 @@ TEST(WorkQueue, DeferPublishesWithTheNextPlainPost) {
   EXPECT_EQ(sq->ring().readable_st(), 4u);
 }
 
+// The post hints (Qp::prefetch_post) only fetch lines: they publish nothing, ring nothing and
+// leave DEFERred posts deferred, also with more posts than slots, a full queue, a doorbell
+// slot past the doorbell's end, or no doorbell at all.
+TEST(WorkQueue, PostHintsChangeNothing) {
+  auto sq = make_sq(3);  // capacity 4
+  sq->prefetch_front();
+  sq->prefetch_post(1000);  // no doorbell attached
+  Doorbell bell(2);
+  ASSERT_TRUE(bell.ok());
+  sq->attach_doorbell_st(&bell, 1);
+  ASSERT_EQ(sq->post(write_wqe(0, NDK_OP_FLAG_DEFER)), STATUS_SUCCESS);
+  sq->prefetch_front();
+  sq->prefetch_post(3);
+  EXPECT_EQ(sq->ring().readable_st(), 0u);
+  EXPECT_EQ(sq->ring().deferred(), 1u);
+  EXPECT_EQ(bell.take_all_st(), Doorbell::kEmpty);
+  ASSERT_EQ(sq->post(write_wqe(1)), STATUS_SUCCESS);
+  ASSERT_EQ(sq->post(write_wqe(2)), STATUS_SUCCESS);
+  sq->prefetch_post(5);  // full: depth 3 outstanding
+  EXPECT_EQ(sq->post(write_wqe(3)), STATUS_INSUFFICIENT_RESOURCES);
+  EXPECT_EQ(bell.take_all_st(), 1u);  // the plain posts rang, once
+  bell.clear_st(1);
+  sq->attach_doorbell_st(&bell, 7);  // past the doorbell's two slots: hint and ring ignore it
+  sq->prefetch_post(1);
+  EXPECT_EQ(bell.take_all_st(), Doorbell::kEmpty);
+  ASSERT_EQ(sq->ring().readable_st(), 3u);
+  for (uint32_t i = 0; i < 3; ++i) EXPECT_EQ(sq->ring().at_st(i).request_context, ctx_of(i));
+}
+
 TEST(WorkQueue, FailedPostFlushesEarlierDeferredRequests) {
   auto sq = make_sq(2);
   ASSERT_EQ(sq->post(write_wqe(0, NDK_OP_FLAG_DEFER)), STATUS_SUCCESS);
