@@ -101,7 +101,7 @@ iop_cleanup() {
 iop_net() {
   local mtu=$1
   shift
-  ip netns list | awk '{print $1}' | grep -qx rig || iop_own_netns=1
+  grep -qx rig <(ip netns list | awk '{print $1}') || iop_own_netns=1
   RIG_MTU=$mtu "$IOP_RIG/net.sh" up >/dev/null
   for v in "$@"; do
     RIG_MTU=$mtu "$IOP_RIG/net.sh" veth "$v" >/dev/null

@@ -168,7 +168,7 @@ resent() {
 }
 for c in "${cases[@]}" "${ops_cases[@]}"; do
   # No grep -q: under pipefail its early exit can fail the pipeline with tr's SIGPIPE.
-  tr -d '\r' <"$glog" | grep "LSCASE $c rc=0" >/dev/null || iop_fail "$c: the Linux side did not succeed"
+  grep -q "LSCASE $c rc=0" <(tr -d '\r' <"$glog") || iop_fail "$c: the Linux side did not succeed"
 done
 for c in "${ops_cases[@]}"; do
   echo "$c: rocedp resent $(resent "$c" "$rocedp") packets, Linux $(resent "$c" "$guest")"
