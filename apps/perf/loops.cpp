@@ -194,8 +194,9 @@ Row client_bw(Run& run, uint64_t size, uint64_t iters) {
         cursor = cursor + 1 == nq ? 0 : cursor + 1;
         if (prefetch) {
           // Over many QPs each visit's posts write cold lines (the queue's, the slots, the
-          // doorbell's entry), and the doorbell's locked exchange waits for them: fetch the queue
-          // of a QP 12 visits ahead, and with it read, the lines of the posts 4 visits ahead.
+          // doorbell's entry), and the doorbell's locked exchange waits for them: fetch the
+          // queue's line of the QP 12 visits ahead, and the lines its posts write (found in
+          // that line) of the QP 4 visits ahead.
           run.ep.qps[q + 12 < nq ? q + 12 : q + 12 - nq]->prefetch_post(0);
           run.ep.qps[q + 4 < nq ? q + 4 : q + 4 - nq]->prefetch_post(prefetch_posts);
         }
