@@ -648,12 +648,8 @@ NTSTATUS Qp::post_send(const void* wqe) {
   return send_queue().post(*static_cast<const rc::SendWqe*>(wqe));
 }
 
-void Qp::prefetch_post(uint32_t n) const {
-  if (n == 0) {
-    send_queue().prefetch_front();
-  } else {
-    send_queue().prefetch_post(n);
-  }
+void Qp::prefetch_post(uint32_t n) {
+  send_queue().prefetch_post(n);
 }
 
 NTSTATUS Qp::send(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint32_t flags) {

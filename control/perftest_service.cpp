@@ -172,8 +172,10 @@ NTSTATUS Services::answer(Conn* c, uint32_t slot, uint32_t len) {
     // The zero messages around the data connections (which another session of the client's
     // address may hold until the keys sort them).
     size_t client_data = 0;
-    for (const auto& other : sessions_)
-      client_data += same_client(s, *other) ? other->data.size() : 0;
+    if (s.phase == Session::Phase::kConnecting) {
+      for (const auto& other : sessions_)
+        client_data += same_client(s, *other) ? other->data.size() : 0;
+    }
     if (s.phase == Session::Phase::kPreamble)
       s.phase = Session::Phase::kConnecting;
     else if (s.phase == Session::Phase::kConnecting && client_data != 0)

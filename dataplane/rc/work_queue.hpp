@@ -485,12 +485,15 @@ class SendQueue {
     if (!defer) ring_.front().hook.ring();  // after the tail is published (see Doorbell)
   }
 
-  /// Hints before posts (Qp::prefetch_post). The queue's first line, which every post reads
-  /// and writes, fetched for writing without reading it:
-  void prefetch_front() const { __builtin_prefetch(&ring_, 1); }
-  /// and the lines the next `n` posts write, the slots and the doorbell's entry, whose addresses
-  /// come from that line (read here).
+  /// A hint before posts (Qp::prefetch_post). `n` = 0: the queue's first line, which every post
+  /// reads and writes, fetched for writing without reading it; `n` > 0: the lines the next `n`
+  /// posts write, the slots and the doorbell's entry, whose addresses come from that line (read
+  /// here).
   void prefetch_post(uint32_t n) const {
+    if (n == 0) {
+      __builtin_prefetch(&ring_, 1);
+      return;
+    }
     ring_.prefetch_claim(n);
     ring_.front().hook.prefetch();
   }

@@ -474,7 +474,7 @@ class Qp : public NdkObjectBase {
   /// doorbell's entry and fetches them. A consumer posting round-robin over many QPs calls
   /// prefetch_post(0) some QPs ahead and prefetch_post(n) fewer QPs ahead (rocedp-perf: 12 and
   /// 4). Changes nothing; the thread that posts to the QP.
-  void prefetch_post(uint32_t n) const;
+  void prefetch_post(uint32_t n);
 
   /// NdkFlush: every pending request completes with STATUS_CANCELLED and the QP moves to
   /// error. Control thread (the request travels on the owning core's ring).
@@ -508,9 +508,6 @@ class Qp : public NdkObjectBase {
   };
   void* send_queue_storage();
   rc::SendQueue& send_queue() { return *static_cast<rc::SendQueue*>(send_queue_storage()); }
-  const rc::SendQueue& send_queue() const {
-    return *static_cast<const rc::SendQueue*>(const_cast<Qp*>(this)->send_queue_storage());
-  }
 
   Pd* pd_ = nullptr;
   Cq* receive_cq_ = nullptr;

@@ -221,7 +221,7 @@ done
 
 # nak-from-rocedp: Linux's WRITE through the invalidated window, sent again, ended in a retry
 # timeout (once: nothing else may exhaust Linux's retries), and both ends held every other check.
-grep -q "^ops_check_peer: RDMA WRITE through the invalidated window: transport retry counter exceeded" <(tr -d '\r' <"$IOP_WORK/linux.console") ||
+iop_console_has "$IOP_WORK/linux.console" "^ops_check_peer: RDMA WRITE through the invalidated window: transport retry counter exceeded" ||
   iop_fail "nak-from-rocedp: Linux's refused WRITE did not end in a retry timeout"
 retry_exc=$(iop_hw "$IOP_WORK/linux.console" end retry_exceeded_err)
 [ "${retry_exc:-0}" = 1 ] || iop_fail "Linux exhausted its retries ${retry_exc:-0} times, expected once (nak-from-rocedp)"

@@ -174,16 +174,14 @@ grc=$?
 t1=$(date +%s)
 iop_check_captures
 cp "$glog" "$IOP_ARTIFACTS/interop-ipv6-guest.log" 2>/dev/null
-# The console goes to grep through a process substitution: under pipefail `tr | grep -q` fails
-# whenever grep's early exit kills tr with SIGPIPE (the console is larger than one write).
-grep -q "GID6 index [0-9]" <(tr -d '\r' <"$glog") || iop_fail "the guest has no RoCEv2 GID for $guest6"
-if grep -q "3 packets transmitted, 3 packets received" <(tr -d '\r' <"$glog"); then
+iop_console_has "$glog" "GID6 index [0-9]" || iop_fail "the guest has no RoCEv2 GID for $guest6"
+if iop_console_has "$glog" "3 packets transmitted, 3 packets received"; then
   echo "ok   ping6: 3 of 3 echo replies from $rocedp6"
 else
   iop_fail "ping6: the guest's ping -6 did not get 3 replies"
 fi
 for c in "${cases[@]}"; do
-  grep -q "V6CASE $c rc=0" <(tr -d '\r' <"$glog") ||
+  iop_console_has "$glog" "V6CASE $c rc=0" ||
     iop_fail "$c: the Linux side did not succeed ($(tr -d '\r' <"$glog" | grep "V6CASE $c"))"
 done
 # rocedp answered the guest's neighbour solicitation: its solicited NA is in the captures. (The

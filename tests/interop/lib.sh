@@ -264,6 +264,11 @@ iop_guest_cases() {
   IOP_GUEST_SECS=$(($(date +%s) - t0))
 }
 
+# iop_console_has FILE REGEX: the guest console FILE (CRs dropped) has a line matching the
+# extended REGEX. grep reads through a process substitution: under pipefail `tr | grep -q` fails
+# whenever grep's early exit kills tr with SIGPIPE (a console is larger than one write).
+iop_console_has() { grep -qE -- "$2" <(tr -d '\r' <"$1"); }
+
 iop_wait() {
   local file=$1 regex=$2 secs=$3
   for _ in $(seq $((secs * 10))); do

@@ -167,8 +167,7 @@ resent() {
     -T fields -e infiniband.bth.opcode -e infiniband.bth.psn 2>/dev/null | sort | uniq -d | wc -l
 }
 for c in "${cases[@]}" "${ops_cases[@]}"; do
-  # No grep -q: under pipefail its early exit can fail the pipeline with tr's SIGPIPE.
-  grep -q "LSCASE $c rc=0" <(tr -d '\r' <"$glog") || iop_fail "$c: the Linux side did not succeed"
+  iop_console_has "$glog" "LSCASE $c rc=0" || iop_fail "$c: the Linux side did not succeed"
 done
 for c in "${ops_cases[@]}"; do
   echo "$c: rocedp resent $(resent "$c" "$rocedp") packets, Linux $(resent "$c" "$guest")"

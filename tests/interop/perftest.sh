@@ -208,9 +208,7 @@ t1=$(date +%s)
 iop_check_captures
 cp "$glog" "$IOP_ARTIFACTS/interop-perftest-guest.log" 2>/dev/null
 for c in "${cases[@]}"; do
-  # grep reads to the end (no -q): under pipefail an early exit would fail the pipeline with tr's
-  # SIGPIPE when the line is near the start of a long console log.
-  grep -q "PTCASE $c rc=0" <(tr -d '\r' <"$glog") ||
+  iop_console_has "$glog" "PTCASE $c rc=0" ||
     iop_fail "$c: the Linux side did not succeed ($(tr -d '\r' <"$glog" | grep "PTCASE $c"))"
 done
 # With -R, rocedp ends the connections: as the active side too (rdma_client-style peers end

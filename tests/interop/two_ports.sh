@@ -60,7 +60,7 @@ cm_from() {
     -Y "infiniband.mad.attributeid == $2" -T fields -e ip.src 2>/dev/null | sort -u | tr '\n' ' '
 }
 for c in "${cases[@]}"; do
-  grep -q "END $c rc=0" <(tr -d '\r' <"$con") || iop_fail "$c: the Linux side failed ($(tr -d '\r' <"$con" | grep "END $c"))"
+  iop_console_has "$con" "END $c rc=0" || iop_fail "$c: the Linux side failed ($(tr -d '\r' <"$con" | grep "END $c"))"
   if [[ $c == *rig0 ]]; then addr=$rig0 mac=$mac0 other=$rig1; else addr=$rig1 mac=$mac1 other=$rig0; fi
   got=$(macs_from "$c" "$addr") stray=$(macs_from "$c" "$other")
   [ "$got" = "$mac " ] || iop_fail "$c: RoCEv2 frames from $addr left from '$got', expected $mac"
@@ -70,9 +70,9 @@ for c in "${cases[@]}"; do
   [ "$(cm_from "$c" "$attr")" = "$addr " ] || iop_fail "$c: CM $attr from '$(cm_from "$c" "$attr")', expected $addr"
   echo "ok   $c: frames from $addr all from $mac; CM $attr from $addr"
 done
-grep -q "^ops_check_peer: memory: every check held" <(tr -d '\r' <"$con") || iop_fail "mem-rig1: Linux's memory client did not hold every check"
+iop_console_has "$con" "^ops_check_peer: memory: every check held" || iop_fail "mem-rig1: Linux's memory client did not hold every check"
 for a in "$rig0 .*$mac0" "$rig1 .*$mac1"; do
-  grep -Eq "^$a" <(tr -d '\r' <"$con") || iop_fail "the guest's neighbour table lacks '$a'"
+  iop_console_has "$con" "^$a" || iop_fail "the guest's neighbour table lacks '$a'"
 done
 iop_clean_link "$con"
 echo "guest exit $IOP_GUEST_RC; ${#cases[@]} cases in $IOP_GUEST_SECS s"

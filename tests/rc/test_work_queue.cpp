@@ -136,13 +136,13 @@ TEST(WorkQueue, DeferPublishesWithTheNextPlainPost) {
 // slot past the doorbell's end, or no doorbell at all.
 TEST(WorkQueue, PostHintsChangeNothing) {
   auto sq = make_sq(3);  // capacity 4
-  sq->prefetch_front();
+  sq->prefetch_post(0);
   sq->prefetch_post(1000);  // no doorbell attached
   Doorbell bell(2);
   ASSERT_TRUE(bell.ok());
   sq->attach_doorbell_st(&bell, 1);
   ASSERT_EQ(sq->post(write_wqe(0, NDK_OP_FLAG_DEFER)), STATUS_SUCCESS);
-  sq->prefetch_front();
+  sq->prefetch_post(0);
   sq->prefetch_post(3);
   EXPECT_EQ(sq->ring().readable_st(), 0u);
   EXPECT_EQ(sq->ring().deferred(), 1u);
