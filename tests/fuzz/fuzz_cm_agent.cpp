@@ -25,6 +25,7 @@
 // The first byte chooses IPv4 or IPv6 (bit 0) and services mode (bit 1); then each pair of
 // bytes is an operation (% 14, below) and its argument, and some operations read more bytes.
 // Seeds: tests/fuzz/seeds/cm_agent/, written by tests/fuzz/make_seeds.py.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -282,7 +283,7 @@ class World : public CmFixture {
       case 0:
       case 1:
         perf::encode_version(m);
-        if (kind == 1) std::memcpy(m, "5.00", 4);
+        if (kind == 1) std::copy_n("5.00", 4, m);  // the version text, its NUL kept
         return perf::kVersionSize;
       case 2:
         perf::put_be32(m, 4096);
