@@ -139,6 +139,11 @@ int bad(const char* who, const std::string& why) {
   return 2;
 }
 
+// An InfiniBand path MTU (what -m of the Linux tools takes).
+bool is_ib_mtu(uint32_t m) {
+  return m == 256 || m == 512 || m == 1024 || m == 2048 || m == 4096;
+}
+
 // What every grammar asks of the endpoint: a configuration, or a port and its address (exit
 // status 2 if not), and an EAL file prefix of its own (default PREFIX-PID). -1 when ready.
 int endpoint_ready(EndpointOptions& e, const char* me, const char* prefix) {
@@ -395,9 +400,18 @@ int parse_perftest_options(int argc, char** argv, PerftestOptions* out) {
   app.add_flag("--report_gbits", o.report_gbits, "bandwidth in Gb/s")->group(p);
   app.add_flag("--use-srq", o.use_srq, "SEND tests: receive through one shared receive queue")
       ->group(p);
+  // -m only: --mtu is the endpoint's port MTU.
+  app.add_option("-m", o.mtu,
+                 "path MTU at most: 256, 512, 1024, 2048 or 4096 (the port's); without -R the "
+                 "QPs' path MTU, with -R only what the exchange reports (rdma_cm sets the QPs')")
+      ->group(p);
+  std::string connection = "RC";
+  app.add_option("-c,--connection", connection, "connection type: RC (the only one rocedp has)")
+      ->group(p);
   app.add_flag("-F", ignored_flag, "accepted, not needed (CPU frequency check)")->group(p);
-  for (const char* name : {"-d,--ib-dev", "-x,--gid-index", "-i", "-m", "-c"})
-    app.add_option(name, ignored, "accepted, not needed")->group(p);
+  for (const char* name : {"-d,--ib-dev", "-x,--gid-index", "-i,--ib-port"})
+    app.add_option(name, ignored, "accepted, not needed (the endpoint's port and address)")
+        ->group(p);
   app.add_option("--timeout", o.timeout_s, "whole run, SECONDS (default 120)")->group(r);
   app.add_option("--dump-recv", o.dump_file, "write the received region to FILE after the run")
       ->group(r);
@@ -423,6 +437,14 @@ int parse_perftest_options(int argc, char** argv, PerftestOptions* out) {
     }
   }
   if (!have_op || !have_kind) return bad(me, "name the test: write|read|send|atomic and bw|lat");
+  if (connection != "RC") {
+    for (const char* known : {"UC", "UD", "XRC", "DC", "SRD"})
+      if (connection == known)
+        return bad(me, "-c " + connection + ": rocedp has RC connections only");
+    return bad(me, "-c must be RC, UC, UD, XRC, DC or SRD (rocedp has RC only), got " + connection);
+  }
+  if (app.count("-m") != 0 && !is_ib_mtu(o.mtu))
+    return bad(me, "-m must be 256, 512, 1024, 2048 or 4096");
   if (const int status = endpoint_ready(o.endpoint, me, "rocedp-perftest"); status >= 0)
     return status;
   if (!o.server && !parse_ipv4(o.host))
@@ -531,8 +553,7 @@ int parse_rc_pingpong_options(int argc, char** argv, RcPingpongOptions* out) {
   }
   if (const int status = endpoint_ready(o.endpoint, me, "rocedp-rc-pingpong"); status >= 0)
     return status;
-  if (o.mtu != 256 && o.mtu != 512 && o.mtu != 1024 && o.mtu != 2048 && o.mtu != 4096)
-    return bad(me, "-m must be 256, 512, 1024, 2048 or 4096");
+  if (!is_ib_mtu(o.mtu)) return bad(me, "-m must be 256, 512, 1024, 2048 or 4096");
   if (o.size == 0 || o.size > (1u << 24)) return bad(me, "-s must be 1 .. 16777216 bytes");
   if (o.rx_depth < 2) return bad(me, "-r must be at least 2");
   if (o.iters == 0) return bad(me, "-n must be at least 1");

@@ -107,6 +107,7 @@ struct PerftestOptions {
   bool use_srq = false;   ///< --use-srq: SEND tests receive through one SRQ shared by the QPs
   bool report_gbits = false;
   bool all_sizes = false;
+  uint32_t mtu = 0;  ///< -m: the path MTU to offer at most (0: the port's), as perftest's -m
   uint32_t timeout_s = 120;
   std::string dump_file;  ///< rocedp extension: the received region after the run
   EndpointOptions endpoint;

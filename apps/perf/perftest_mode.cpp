@@ -593,7 +593,10 @@ bool exchange_preamble(Session& s) {
   if (!exchange(*s.ch, s.client, sys_mine, sys_peer, 4, &err))
     return fail("system data exchange: " + err);
   uint8_t mtu_mine[2], mtu_peer[2];
+  // perftest's -m: what this side offers, at most the port's (perftest falls back to the port's
+  // active MTU the same way); the exchange then takes the smaller of the two sides'.
   s.path_mtu = path_mtu_for(s.rt->port().mtu);
+  if (s.o.mtu != 0) s.path_mtu = std::min(s.path_mtu, s.o.mtu);
   encode_mtu(s.path_mtu, mtu_mine);
   if (!exchange(*s.ch, s.client, mtu_mine, mtu_peer, 2, &err)) return fail("MTU exchange: " + err);
   if (const uint32_t pm = decode_mtu(mtu_peer); pm != 0) s.path_mtu = std::min(s.path_mtu, pm);

@@ -12,6 +12,9 @@
 # each answer the word's value before it); as the server rocedp also dumps its region, which must
 # end as the capture's replay. Several QPs: write bw with 4 QPs ("q4": 4 data connections with -R),
 # and send bw with 4 QPs receiving through one shared receive queue (--use-srq on both ends, "srq4").
+# perftest's -m: write bw with the TCP exchange where rocedp-perf alone is given -m 512 ("mtu512"):
+# it offers 512 in the exchange, and every RDMA WRITE MIDDLE of the writer (Linux, when rocedp
+# serves; rocedp, when it is the client) carries 512 bytes, where the port's MTU would give 1024.
 # And libibverbs' ibv_rc_pingpong ("pingpong": its own TCP exchange, 20 SEND ping-pongs of 4 KiB)
 # against rocedp-perf --rc-pingpong --verify, both roles: every message checked, a SEND LAST per
 # message each way in the capture.
@@ -53,7 +56,7 @@ for op in write read send; do
   done
 done
 for c in tcp-atomic_bw tcp-atomic_lat tcp-cswap_bw rdmacm-atomic_bw tcpq4-write_bw-$size rdmacmq4-write_bw-$size \
-  tcpsrq4-send_bw-$size; do
+  tcpsrq4-send_bw-$size tcpmtu512-write_bw-$size; do
   case $c in *-$size) c=${c%-"$size"} sz=$size ;; *) sz=8 ;; esac
   for role in server client; do
     grep -Eq "$FILTER" <<<"$c-rocedp_$role-$sz" && cases+=("$c-rocedp_$role-$sz")
@@ -69,9 +72,13 @@ done
 
 # A case's test: the Linux tool (ib_OP_KIND) and its extra options; size 8 is an atomic case.
 atomic_type() { [ "$1" = cswap ] && echo CMP_AND_SWAP || echo FETCH_AND_ADD; }
-# The exchange (tcp, rdmacm) and the QP options of the case's first word (q4, srq4).
-exchange_of() { echo "${1%%[qs]*}"; }
+# The exchange (tcp, rdmacm) and the QP options of the case's first word (q4, srq4), and what
+# only rocedp-perf is given (mtu512).
+exchange_of() { case $1 in rdmacm*) echo rdmacm ;; *) echo tcp ;; esac; }
 qp_options() { case $1 in *srq4) echo "-q 4 --use-srq" ;; *q4) echo "-q 4" ;; esac; }
+rocedp_options() { case $1 in *mtu512) echo "-m 512" ;; esac; }
+# The frame of an RDMA WRITE MIDDLE with PMTU bytes: Ethernet, IPv4, UDP, BTH, payload, ICRC.
+middle_frame() { echo $((14 + 20 + 8 + 12 + $1 + 4)); }
 
 # The guest's side, in case order: a client retries until rocedp-perf listens.
 {
@@ -144,8 +151,8 @@ for c in "${cases[@]}"; do
   op=${test%_*} kind=${test#*_}
   n=$iters_bw; [ "$kind" = lat ] && n=$iters_lat
   # shellcheck disable=SC2207
-  args=("$op" "$kind" -n "$n" -s "$sz" -F $(qp_options "$ex"))
-  ex=$(exchange_of "$ex")
+  args=("$op" "$kind" -n "$n" -s "$sz" -F $(qp_options "$ex") $(rocedp_options "$ex"))
+  mtu_case=$ex ex=$(exchange_of "$ex")
   dump=$IOP_WORK/region-$c.bin
   if [ "$sz" = 8 ]; then
     n=$iters_atomic_bw; [ "$kind" = lat ] && n=$iters_atomic_lat
@@ -184,6 +191,17 @@ for c in "${cases[@]}"; do
     fi
   else
     echo "ok   $c${row:+: $row}"
+  fi
+  if [[ $mtu_case == *mtu512 ]] && [ $rc = 0 ]; then
+    writer=$rocedp; [ "$role" = rocedp_server ] && writer=$guest
+    lens=$(tshark -r "$IOP_ARTIFACTS/interop-perftest-$c.pcap" -d udp.port==4791,infiniband \
+      -Y "ip.src == $writer && infiniband.bth.opcode == 7" -T fields -e frame.len 2>/dev/null)
+    seen=$(sort <<<"$lens" | uniq -c | awk '{printf "%s%s x %s B", (NR > 1 ? ", " : ""), $1, $2}')
+    if [ "$(sort -u <<<"$lens")" != "$(middle_frame 512)" ]; then
+      iop_fail "$c: the WRITE MIDDLEs from $writer are not all $(middle_frame 512)-byte frames (512 B of payload): ${seen:-none}"
+    else
+      echo "     $c: WRITE MIDDLEs from $writer: $seen (512 B of payload each)"
+    fi
   fi
   if [ "$sz" = 8 ] && [ $rc = 0 ]; then
     pcap=$IOP_ARTIFACTS/interop-perftest-$c.pcap

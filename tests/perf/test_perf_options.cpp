@@ -250,6 +250,8 @@ TEST(PerfOptions, PerftestGrammarAsTheInteropTestsRunIt) {
   EXPECT_EQ(c.kind, Kind::kLat);
   EXPECT_EQ(c.size, 2u);
   EXPECT_EQ(c.tx_depth, 1u);
+  EXPECT_EQ(c.mtu, 1024u);
+  EXPECT_EQ(s.mtu, 0u);  // no -m: the port's
   PerftestOptions b;
   EXPECT_EQ(parse_perftest(with_endpoint({"--perftest", "write"}), &b), 2);  // no bw|lat
   EXPECT_EQ(parse_perftest(with_endpoint({"--perftest", "h", "write", "bw"}), &b), 2);
@@ -257,6 +259,40 @@ TEST(PerfOptions, PerftestGrammarAsTheInteropTestsRunIt) {
             2);
   EXPECT_EQ(parse_perftest(with_endpoint({"--perftest", "send", "bw", "-a"}), &b), 2);
   EXPECT_EQ(parse_perftest({"--perftest", "--help"}, &b), 0);
+}
+
+// perftest's -c and -m are not ignored: -c names RC or the line is refused, naming what rocedp
+// has; -m is an InfiniBand MTU (what perftest_mode.cpp offers in the MTU exchange).
+TEST(PerfOptions, PerftestConnectionTypeIsRcAndMtuIsAnIbMtu) {
+  PerftestOptions o;
+  ASSERT_EQ(
+      parse_perftest(
+          with_endpoint({"--perftest", "write", "bw", "--connection", "RC", "-m", "512"}), &o),
+      -1);
+  EXPECT_EQ(o.mtu, 512u);
+  const auto refused = [](std::vector<std::string> words) {
+    PerftestOptions r;
+    testing::internal::CaptureStderr();
+    const int status = parse_perftest(with_endpoint(std::move(words)), &r);
+    const std::string err = testing::internal::GetCapturedStderr();
+    return std::make_pair(status, err);
+  };
+  for (const char* type : {"UC", "UD", "XRC", "DC", "SRD"}) {
+    const auto [status, err] = refused({"--perftest", "send", "bw", "-c", type});
+    EXPECT_EQ(status, 2) << type;
+    EXPECT_NE(err.find(std::string("-c ") + type + ": rocedp has RC connections only"),
+              std::string::npos)
+        << err;
+  }
+  const auto [bad_type, bad_type_err] = refused({"--perftest", "send", "bw", "-c", "rc"});
+  EXPECT_EQ(bad_type, 2);
+  EXPECT_NE(bad_type_err.find("-c must be RC, UC, UD, XRC, DC or SRD"), std::string::npos)
+      << bad_type_err;
+  for (const char* mtu : {"0", "1500", "8192", "300"}) {
+    const auto [status, err] = refused({"--perftest", "write", "bw", "-m", mtu});
+    EXPECT_EQ(status, 2) << mtu;
+    EXPECT_NE(err.find("-m must be 256, 512, 1024, 2048 or 4096"), std::string::npos) << err;
+  }
 }
 
 int parse_rping(std::vector<std::string> words, RpingOptions* o) {
