@@ -52,7 +52,8 @@ constexpr KeySpec kKeys[] = {
     {"ports", "address", K::kString, "string", "required", 0, 0,
      "`a.b.c.d/len`, len 1..32, a unicast host address, unique", "port IPv4 address and prefix"},
     {"ports", "ipv6", K::kString, "string", "unset", 0, 0,
-     "an IPv6 address (`fd52::20`), unicast: not multicast, `::`, `::1` or IPv4-mapped; unique",
+     "an IPv6 address (`fd52::20`), unicast (link-local `fe80::` too): not multicast, `::`, `::1` "
+     "or IPv4-mapped; unique",
      "port IPv6 address: the port answers Neighbor Solicitations and ICMPv6 echo for it and "
      "resolves IPv6 neighbours (RFC 4861)"},
     {"ports", "mtu", K::kUint, "int", "`1500`", 576, 9000, "", "IP MTU"},

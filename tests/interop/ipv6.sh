@@ -9,6 +9,11 @@
 #                    both roles: 20 SEND ping-pongs of 4 KiB, every message checked
 #   write_bw, read_bw, send_bw  ib_{write,read,send}_bw -x <the fd52 GID> against rocedp-perf
 #                    --perftest, both roles, 64 KiB messages (64 packets at MTU 1024)
+#   write_bw_ll      the same WRITEs with Linux's link-local GID (fe80::, its GID 0: what perftest
+#                    takes without -x): Linux sends from its link-local address, rocedp from its
+#                    port's (fd52::42) to Linux's
+#   write_bw_llboth  the same with rocedp-perf's port given a link-local address too (--ip6
+#                    fe80::42): link-local at both ends, as between hosts with no IPv6 prefix
 #   echo             librdmacm's rdma_client -s <rocedpd's IPv6 address> against rocedpd's echo
 #                    service (its listener on 0.0.0.0 takes the IPv6 request): connect, SEND, the
 #                    echo back, disconnect, the CM exchange over IPv6
@@ -43,7 +48,8 @@ iters_bw=10 size=65536 iters_pingpong=20 pings=10
 
 cases=()
 for c in pingpong-rocedp_server pingpong-rocedp_client write_bw-rocedp_server \
-  write_bw-rocedp_client read_bw-rocedp_server read_bw-rocedp_client send_bw-rocedp_server \
+  write_bw-rocedp_client write_bw_ll-rocedp_server write_bw_ll-rocedp_client \
+  write_bw_llboth-rocedp_server write_bw_llboth-rocedp_client read_bw-rocedp_server read_bw-rocedp_client send_bw-rocedp_server \
   send_bw-rocedp_client rping-rocedp_server rping-rocedp_client echo-rocedpd_server \
   mem-rocedpd_server; do
   grep -Eq "$FILTER" <<<"$c" && cases+=("$c")
@@ -60,6 +66,11 @@ done
   echo '    case $g in fd52:*) read -r t < /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/$i'
   echo '      [ "$t" = "RoCE v2" ] && G6=$i ;; esac; i=$((i+1)); done'
   echo '  [ -z "$G6" ] && sleep 0.2; n=$((n+1)); done; echo "GID6 index ${G6:-none}"'
+  echo 'GLL=; i=0; while [ -e /sys/class/infiniband/rxe0/ports/1/gids/$i ]; do'
+  echo '  read -r g < /sys/class/infiniband/rxe0/ports/1/gids/$i'
+  echo '  case $g in fe80:*) read -r t < /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/$i'
+  echo '    [ "$t" = "RoCE v2" ] && [ -z "$GLL" ] && GLL=$i ;; esac; i=$((i+1)); done'
+  echo 'echo "GIDLL index ${GLL:-none} $(cat /sys/class/infiniband/rxe0/ports/1/gids/${GLL:-0})"'
   echo 'run() { name=$1; shift; i=0; while :; do "$@" > /tmp/out 2>&1; rc=$?; cat /tmp/out'
   echo '  grep -q "Couldn.t connect\|Unable to init the socket\|100% packet loss\|REJECTED\|ADDR_ERROR\|UNREACHABLE" /tmp/out || break'
   echo '  i=$((i+1)); [ $i -ge 120 ] && break; sleep 0.5; done; echo "V6CASE $name rc=$rc"; }'
@@ -84,6 +95,7 @@ done
           echo "run $c rping -s -a $guest6 -C $pings -S 3000"
         fi
         ;;
+      write_bw_ll*) echo "run $c ib_write_bw -d rxe0 -x \$GLL -n $iters_bw -s $size -F $host" ;;
       *) echo "run $c ib_$test -d rxe0 -x \$G6 -n $iters_bw -s $size -F $host" ;;
     esac
   done
@@ -104,8 +116,12 @@ gpid=$IOP_LAST_PID
 glog=$IOP_WORK/v6g.console
 
 ep=(--port-devargs "$(iop_devargs 0 dpdkv6 1500)" --ip "$rocedp/24" --ip6 "$rocedp6" --file-prefix "rdp-iop-v6-$$" --memory-mb 256 --timeout 90)
-# Frames of a case's capture: IPv6 RoCEv2 ones from SRC, and IPv4 RoCEv2 ones at all.
-count6() { tshark -r "$IOP_ARTIFACTS/interop-ipv6-$1.pcap" -Y "ipv6.src == $2 && udp.dstport == 4791" 2>/dev/null | wc -l; }
+# Frames of a case's capture: IPv6 RoCEv2 ones from SRC (an address or a prefix), with a DST
+# (default: any), and IPv4 RoCEv2 ones at all.
+count6() {
+  tshark -r "$IOP_ARTIFACTS/interop-ipv6-$1.pcap" -Y "ipv6.src == $2 && ipv6.dst == ${3:-::/0} && udp.dstport == 4791" 2>/dev/null | wc -l
+}
+rocedp_ll=fe80::42  # write_bw_llboth: rocedp-perf's port address
 count4() { tshark -r "$IOP_ARTIFACTS/interop-ipv6-$1.pcap" -Y "ip && udp.dstport == 4791" 2>/dev/null | wc -l; }
 # The CM messages of a case, "SOURCE:ATTRIBUTE" per MAD (REQ 0x0010, REP 0x0013, RTU 0x0014,
 # DREQ 0x0015, DREP 0x0016), and whether the whole exchange is there (cm_ok CASE OURS: OURS is our
@@ -126,7 +142,7 @@ for c in "${cases[@]}"; do
   kill -0 "$gpid" 2>/dev/null || { iop_fail "the guest is gone: $(tail -3 "$IOP_WORK/v6g.peer.log")"; break; }
   test=${c%-*} role=${c#*-}
   log=$IOP_ARTIFACTS/interop-ipv6-$c.log
-  iop_capture_start "$c" "ip6 host $guest6 or host $guest"
+  iop_capture_start "$c" "ip6 host $guest6 or host $guest or ip6 net fe80::/10"
   case $test in
     echo | mem)  # the guest's client against rocedpd, which runs already
       touch "$IOP_WORK/share/go-$c"
@@ -146,26 +162,36 @@ for c in "${cases[@]}"; do
       rc=$?
       ;;
     *)
-      args=("${test%_*}" bw -n "$iters_bw" -s "$size" -F)
+      args=("${test%%_*}" bw -n "$iters_bw" -s "$size" -F)
       [ "$role" = rocedp_client ] && args=("$guest" "${args[@]}")
-      ip netns exec rig "$IOP_BIN/rocedp-perf" --perftest "${ep[@]}" "${args[@]}" >"$log" 2>&1
+      epc=("${ep[@]}")
+      [ "$test" = write_bw_llboth ] && epc=("${ep[@]/#$rocedp6/$rocedp_ll}")
+      ip netns exec rig "$IOP_BIN/rocedp-perf" --perftest "${epc[@]}" "${args[@]}" >"$log" 2>&1
       rc=$?
       ;;
   esac
   iop_capture_stop "$c"
   ours=$rocedp6
   [[ $test == @(echo|mem) ]] && ours=$daemon6
-  from_rocedp=$(count6 "$c" "$ours") from_guest=$(count6 "$c" "$guest6") v4=$(count4 "$c")
+  theirs=$guest6
+  if [[ $test == write_bw_ll* ]]; then
+    # Linux's link-local GID, as its console printed it (before its first case).
+    theirs=$(tr -d '\r' <"$glog" | awk '$1 == "GIDLL" {print $4; exit}')
+    [ "$test" = write_bw_llboth ] && ours=$rocedp_ll
+  fi
+  from_rocedp=$(count6 "$c" "$ours" "$theirs") from_guest=$(count6 "$c" "$theirs" "$ours") v4=$(count4 "$c")
   if [ $rc != 0 ]; then
     iop_fail "$c: rocedp-perf exit $rc ($(tail -1 "$log"))"
   elif [ "$test" = pingpong ] && ! grep -q "verify: $iters_pingpong messages of 4096 bytes checked byte for byte" "$log"; then
     iop_fail "$c: not every message verified"
   elif [ "$from_rocedp" -eq 0 ] || [ "$from_guest" -eq 0 ] || [ "$v4" -ne 0 ]; then
-    iop_fail "$c: RoCEv2 frames: $from_rocedp IPv6 from rocedp, $from_guest IPv6 from Linux, $v4 IPv4"
+    iop_fail "$c: RoCEv2 frames: $from_rocedp IPv6 from rocedp to $theirs, $from_guest IPv6 from $theirs to rocedp, $v4 IPv4"
+  elif [ "$(count6 "$c" "$ours")" != "$from_rocedp" ] || [ "$(count6 "$c" "$theirs")" != "$from_guest" ]; then
+    iop_fail "$c: RoCEv2 frames between other addresses than $ours and $theirs"
   elif [[ $test == @(rping|echo|mem) ]] && ! cm_ok "$c" "$ours"; then
     iop_fail "$c: the CM exchange over IPv6 is not all there: $(cm_seen "$c")"
   else
-    echo "ok   $c: $from_rocedp IPv6 RoCEv2 frames from rocedp, $from_guest from Linux, none IPv4${cmtxt:+; CM $cmtxt}"
+    echo "ok   $c: $from_rocedp IPv6 RoCEv2 frames from rocedp ($ours) to $theirs, $from_guest from $theirs, none IPv4${cmtxt:+; CM $cmtxt}"
   fi
 done
 
@@ -175,6 +201,9 @@ t1=$(date +%s)
 iop_check_captures
 cp "$glog" "$IOP_ARTIFACTS/interop-ipv6-guest.log" 2>/dev/null
 iop_console_has "$glog" "GID6 index [0-9]" || iop_fail "the guest has no RoCEv2 GID for $guest6"
+if printf '%s\n' "${cases[@]}" | grep -q '_ll-'; then
+  iop_console_has "$glog" "GIDLL index [0-9]" || iop_fail "the guest has no link-local RoCEv2 GID"
+fi
 if iop_console_has "$glog" "3 packets transmitted, 3 packets received"; then
   echo "ok   ping6: 3 of 3 echo replies from $rocedp6"
 else
