@@ -99,6 +99,8 @@ NTSTATUS RcEngine::connect_qp(uint32_t qpn, const QpConnectParams& params) {
 NTSTATUS RcEngine::flush_qp(uint32_t qpn) {
   QueuePair* qp = find_qp(qpn);
   if (qp == nullptr) return STATUS_INVALID_PARAMETER;
+  // The ACK it owes leaves first (responder_settle_st), finished at once as a call's frames are.
+  if (responder_settle_st(*qp, ctx_) != 0) end_call_st();
   enter_error(*qp, ctx_, WcError::kFlushed);
   schedule(qp);
   return STATUS_SUCCESS;

@@ -77,7 +77,7 @@ class RcEngine {
   /// path. STATUS_INVALID_PARAMETER if unknown, else QueuePair::connect's status.
   NTSTATUS connect_qp(uint32_t qpn, const QpConnectParams& params);
   /// NdkFlush: the QP moves to ERROR and every pending request completes with STATUS_CANCELLED
-  /// on the next poll_st.
+  /// on the next poll_st. The ACK its responder owes is sent first (responder_settle_st).
   NTSTATUS flush_qp(uint32_t qpn);
 
   // ---- data path ----

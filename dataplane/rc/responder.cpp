@@ -596,6 +596,15 @@ uint32_t responder_tx_st(QueuePair& qp, RcContext& ctx, uint32_t budget, uint64_
   return responder_send_st(qp, ctx, budget, now_ns);
 }
 
+uint32_t responder_settle_st(QueuePair& qp, RcContext& ctx) {
+  if (qp.state() != QpState::kRtr && qp.state() != QpState::kRts) return 0;
+  ResponderState& r = qp.resp;
+  if (!r.ctl_pending && r.unacked_packets != 0)
+    responder_detail::set_ctl(r, wire::kAethAck | wire::kAethAckUnlimitedCredits,
+                              wire::psn_sub(r.psn, 1));
+  return r.ctl_pending ? send_ctl(qp, ctx) : 0;
+}
+
 uint32_t responder_flush_st(QueuePair& qp, RcContext& ctx) {
   if (qp.state() != QpState::kError) return 0;
   uint32_t n = 0;

@@ -117,6 +117,12 @@ inline void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRx
 /// then the pending ACK/NAK. Returns packets sent.
 uint32_t responder_tx_st(QueuePair& qp, RcContext& ctx, uint32_t budget, uint64_t now_ns);
 
+/// A QP about to be flushed (NdkFlush, a disconnect, a close) sends the ACK/NAK it owes now: one
+/// a visit holds for the consumer's answer, or the delayed ACK of packets no AckReq asked about.
+/// The peer's requests executed here, whose effects the consumer may have seen already, then
+/// complete at the peer instead of timing out. Returns packets sent (0 or 1).
+uint32_t responder_settle_st(QueuePair& qp, RcContext& ctx);
+
 /// ERROR: completes the held and every posted receive with STATUS_CANCELLED (RQ only; an SRQ is
 /// shared and keeps its receives). Returns CQEs produced.
 uint32_t responder_flush_st(QueuePair& qp, RcContext& ctx);

@@ -325,6 +325,63 @@ TEST_F(Errors, FlushCancelsEverythingPending) {
   EXPECT_EQ(rc[0].status, STATUS_CANCELLED);
 }
 
+// A responder flushed while it owes an ACK sends it first: the peer's WRITE, whose bytes B's
+// consumer may already have seen (write_pingpong's last echo, then its disconnect), completes
+// successfully at A instead of waiting for a timeout (here: the ACK a ping-pong visit holds for
+// the consumer's answer; the next test: the delayed ACK of packets without AckReq).
+TEST_F(Errors, FlushSendsTheAckTheResponderOwesFirst) {
+  make();
+  Buffer& src = a.buffer(64);
+  Buffer& dst = b.buffer(64);
+  fill_pattern(src.ptr(), 64, 7);
+  ASSERT_EQ(qa->sq->post(write64(tag(1), src, dst)), STATUS_SUCCESS);
+  a.eng->poll_st(w.now);
+  ASSERT_EQ(a.tx.size(), 1u);
+  Wire::deliver(b, a.tx, w.now);
+  a.tx.clear();
+  b.eng->poll_st(w.now);
+  ASSERT_TRUE(b.tx.empty()) << "a receive burst of one frame: its ACK waits one poll";
+  EXPECT_EQ(std::memcmp(dst.ptr(), src.ptr(), 64), 0) << "the bytes are there already";
+  ASSERT_EQ(b.eng->flush_qp(qb->qp->qpn()), STATUS_SUCCESS);
+  ASSERT_EQ(b.tx.size(), 1u) << "the held ACK leaves with the flush";
+  const wire::ParsedPacket ack = parse_frame(b.tx[0]);
+  EXPECT_EQ(ack.f.bth.opcode, wire::opcode::kRcAck);
+  EXPECT_EQ(ack.f.bth.psn, qa->qp->conn().sq_psn);
+  Wire::deliver(a, b.tx, w.now);
+  b.tx.clear();
+  a.eng->poll_st(w.now);
+  auto sc = qa->send_cqes();
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, STATUS_SUCCESS);
+  EXPECT_EQ(sc[0].request_context, tag(1));
+  b.eng->poll_st(w.now);
+  EXPECT_TRUE(b.tx.empty()) << "nothing more from the flushed QP";
+  EXPECT_EQ(b.eng->counters().get(RcCounter::kAcksSent), 1u);
+}
+
+// The same for packets no AckReq asked about (the FIRST and MIDDLE of a 3-packet WRITE whose LAST
+// is lost): the flush acknowledges them at once instead of never.
+TEST_F(Errors, FlushSendsTheDelayedAckOfPacketsWithoutAckReq) {
+  make();
+  Buffer& src = a.buffer(3000);
+  Buffer& dst = b.buffer(3000);
+  ASSERT_EQ(qa->sq->post(write_wqe(tag(1), src, dst, 0, 3000)), STATUS_SUCCESS);
+  a.eng->poll_st(w.now);
+  ASSERT_EQ(a.tx.size(), 3u);
+  ASSERT_FALSE(parse_frame(a.tx[0]).f.bth.ack_req);
+  ASSERT_FALSE(parse_frame(a.tx[1]).f.bth.ack_req);
+  a.tx.pop_back();  // the LAST is lost
+  Wire::deliver(b, a.tx, w.now);
+  a.tx.clear();
+  b.eng->poll_st(w.now);
+  ASSERT_TRUE(b.tx.empty()) << "no AckReq: the ACK is delayed";
+  ASSERT_EQ(b.eng->flush_qp(qb->qp->qpn()), STATUS_SUCCESS);
+  ASSERT_EQ(b.tx.size(), 1u);
+  const wire::ParsedPacket ack = parse_frame(b.tx[0]);
+  EXPECT_EQ(ack.f.bth.opcode, wire::opcode::kRcAck);
+  EXPECT_EQ(ack.f.bth.psn, qa->qp->conn().sq_psn + 1) << "both packets B executed";
+}
+
 TEST_F(Errors, ReceiveTooSmall) {
   make();
   Buffer& src = a.buffer(2000);
