@@ -45,16 +45,7 @@ pid=""
 pid2=""       # rocedpd over memif
 perf_pid=""   # rocedp-perf running in the background
 created_ns=0
-stop_pid() {
-  local p=$1
-  [ -n "$p" ] || return 0
-  if kill -0 "$p" 2>/dev/null; then
-    kill -TERM "$p" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null || true
-  fi
-  wait "$p" 2>/dev/null || true
-}
+source "$root/scripts/lib/stop_pid.sh"
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM

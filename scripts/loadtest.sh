@@ -75,14 +75,7 @@ rnr_pid=
 client_pid=
 D_MAC=02:00:00:00:14:01 C_MAC=02:00:00:00:14:02 G_MAC=02:00:00:00:14:03 R_MAC=02:00:00:00:14:04
 
-stop_pid() {  # stop_pid PID: TERM, then KILL, then reap
-  local p=$1
-  [ -n "$p" ] || return 0
-  kill -TERM "$p" 2> /dev/null || true
-  for _ in $(seq 50); do kill -0 "$p" 2> /dev/null || break; sleep 0.1; done
-  kill -KILL "$p" 2> /dev/null || true
-  wait "$p" 2> /dev/null || true
-}
+source "$here/scripts/lib/stop_pid.sh"
 cleanup() {
   local rc=$?
   stop_pid "$client_pid"; stop_pid "$rnr_pid"; stop_pid "$gen_pid"; stop_pid "$daemon_pid"

@@ -15,12 +15,7 @@ client_pid=
 client_prefix=rdp-it-svc-client-$$
 
 stop_client() {
-  if [ -n "$client_pid" ] && kill -0 "$client_pid" 2>/dev/null; then
-    kill -TERM "$client_pid" 2>/dev/null || true
-    for _ in $(seq 30); do kill -0 "$client_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$client_pid" 2>/dev/null || true
-  fi
-  [ -n "$client_pid" ] && wait "$client_pid" 2>/dev/null || true
+  stop_pid "$client_pid" 30
   client_pid=
   rm -rf "/var/run/dpdk/$client_prefix"
 }

@@ -19,13 +19,7 @@ names=()
 stop_clients() {
   local i p
   for i in "${!pids[@]}"; do
-    p=${pids[$i]}
-    if kill -0 "$p" 2>/dev/null; then
-      kill -TERM "$p" 2>/dev/null || true
-      for _ in $(seq 30); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-      kill -KILL "$p" 2>/dev/null || true
-    fi
-    wait "$p" 2>/dev/null || true
+    stop_pid "${pids[$i]}" 30
   done
   pids=()
 }

@@ -4,6 +4,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/../../scripts/lib/stop_pid.sh"
 bin_dir=${ROCEDP_BIN_DIR:-$here/../../build/bin}
 shared_dir=${ROCEDP_SHARED_DIR:-$here/../../../shared}
 rocedpd=$bin_dir/rocedpd
@@ -15,12 +16,7 @@ daemon_pid=
 
 cleanup() {
   local rc=${exit_status:-$?}
-  if [ -n "$daemon_pid" ] && kill -0 "$daemon_pid" 2>/dev/null; then
-    kill -TERM "$daemon_pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$daemon_pid" 2>/dev/null || true
-    wait "$daemon_pid" 2>/dev/null || true
-  fi
+  stop_pid "$daemon_pid"
   if [ $rc -ne 0 ] && [ -f "$work/daemon.log" ]; then
     echo "---- daemon log ----" >&2
     tail -n 60 "$work/daemon.log" >&2
@@ -63,12 +59,7 @@ YAML
 perf_pid=
 stop_perf() {
   exit_status=${exit_status:-$?}
-  if [ -n "$perf_pid" ] && kill -0 "$perf_pid" 2>/dev/null; then
-    kill -TERM "$perf_pid" 2>/dev/null || true
-    for _ in $(seq 30); do kill -0 "$perf_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$perf_pid" 2>/dev/null || true
-  fi
-  [ -z "$perf_pid" ] || wait "$perf_pid" 2>/dev/null || true
+  stop_pid "$perf_pid" 30
   rm -rf "/var/run/dpdk/$prefix-c"
   return 0
 }

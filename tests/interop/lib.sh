@@ -65,14 +65,8 @@ iop_init() {
   "$IOP_RIG/up.sh" >"$IOP_WORK/up.log" 2>&1 || { cat "$IOP_WORK/up.log" >&2; echo "FAIL: rig/up.sh" >&2; exit 1; }
 }
 
-iop_stop() {
-  local pid=$1
-  kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-}
+source "$iop_here/../../scripts/lib/stop_pid.sh"
+iop_stop() { stop_pid "$1"; }
 
 iop_cleanup() {
   local rc=$?

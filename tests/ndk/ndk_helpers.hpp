@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "tests/ndk/ndk_env.hpp"
@@ -38,6 +39,29 @@ struct Requested {
 struct Closed {
   int count = 0;
   static void cb(void* c) { ++static_cast<Closed*>(c)->count; }
+};
+
+/// Request and close completions in the order they ran (each Tag names one and counts its calls):
+/// for the object-lifetime tests, where a close must complete pending requests first.
+struct Order {
+  std::vector<std::string> events;
+  struct Tag {
+    Order* order;
+    const char* name;
+    int count = 0;
+    NTSTATUS status = STATUS_PENDING;
+  };
+  static void request(void* c, NTSTATUS s) {
+    auto* t = static_cast<Tag*>(c);
+    ++t->count;
+    t->status = s;
+    t->order->events.push_back(t->name);
+  }
+  static void closed(void* c) {
+    auto* t = static_cast<Tag*>(c);
+    ++t->count;
+    t->order->events.push_back(t->name);
+  }
 };
 
 /// A CQ notification recorder: which statuses arrived, and on which lcore.

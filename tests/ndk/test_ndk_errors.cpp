@@ -253,28 +253,6 @@ TEST_F(NdkErrors, ResizeWithoutMemoryIsInsufficientResources) {
 
 // ---- Close with a request pending (NDKPI object lifetime) -----------------------------------
 
-/// Callbacks in the order they ran, with counts and statuses.
-struct Order {
-  std::vector<std::string> events;
-  struct Tag {
-    Order* order;
-    const char* name;
-    int count = 0;
-    NTSTATUS status = STATUS_PENDING;
-  };
-  static void request(void* c, NTSTATUS s) {
-    auto* t = static_cast<Tag*>(c);
-    ++t->count;
-    t->status = s;
-    t->order->events.push_back(t->name);
-  }
-  static void closed(void* c) {
-    auto* t = static_cast<Tag*>(c);
-    ++t->count;
-    t->order->events.push_back(t->name);
-  }
-};
-
 TEST_F(NdkErrors, CqCloseCompletesAPendingResizeCancelledFirst) {
   Cq* cq = make_cq(a_, 16, 0);
   Order order;

@@ -21,6 +21,7 @@
 set -euo pipefail
 group=${1:?group}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/../../scripts/lib/stop_pid.sh"
 bin_dir=${ROCEDP_BIN_DIR:-$here/../../build/bin}
 perf=$bin_dir/rocedp-perf
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (EAL runtime directory)"; exit 77; }
@@ -32,14 +33,7 @@ pids=()
 n=0
 cleanup() {
   local rc=$?
-  for pid in "${pids[@]}"; do
-    if kill -0 "$pid" 2>/dev/null; then
-      kill -TERM "$pid" 2>/dev/null || true
-      for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-    wait "$pid" 2>/dev/null || true
-  done
+  for pid in "${pids[@]}"; do stop_pid "$pid" 30; done
   if [ $rc -ne 0 ]; then
     for f in "$work"/*.log; do [ -f "$f" ] && { echo "---- $f"; tail -n 30 "$f"; } >&2; done
   fi

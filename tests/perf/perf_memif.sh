@@ -7,6 +7,7 @@
 set -euo pipefail
 group=${1:?group}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/../../scripts/lib/stop_pid.sh"
 bin=${ROCEDP_BIN_DIR:-$here/../../build/bin}/rocedp-perf
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (EAL runtime directory)"; exit 77; }
 [ -x "$bin" ] || { echo "FAIL: $bin not built" >&2; exit 1; }
@@ -16,13 +17,7 @@ server_pid= client_pid=
 n=0
 cleanup() {
   local rc=$?
-  for pid in $client_pid $server_pid; do
-    if kill -0 "$pid" 2>/dev/null; then
-      kill -TERM "$pid" 2>/dev/null || true
-      for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-  done
+  for pid in $client_pid $server_pid; do stop_pid "$pid" 30; done
   if [ $rc -ne 0 ]; then
     for f in "$work"/*.log; do [ -f "$f" ] && { echo "---- $f"; tail -n 30 "$f"; } >&2; done
   fi

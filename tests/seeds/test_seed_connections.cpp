@@ -962,28 +962,6 @@ TEST_F(SeedConnections, ControlConnectEventsPauseRefusesAsIfNoListener) {
 
 // ---- Close with requests pending (NDKPI object lifetime) ----------------------------------------
 
-/// Records callbacks in order (request completions and close completions of one test).
-struct Order {
-  std::vector<std::string> events;
-  struct Tag {
-    Order* order;
-    const char* name;
-    int count = 0;
-    NTSTATUS status = STATUS_PENDING;
-  };
-  static void request(void* c, NTSTATUS s) {
-    auto* t = static_cast<Tag*>(c);
-    ++t->count;
-    t->status = s;
-    t->order->events.push_back(t->name);
-  }
-  static void closed(void* c) {
-    auto* t = static_cast<Tag*>(c);
-    ++t->count;
-    t->order->events.push_back(t->name);
-  }
-};
-
 // Close pends while a Connect / Accept / CompleteConnectEx / Disconnect is pending: the request
 // completes STATUS_CANCELLED exactly once, then the CloseCompletion runs, never inside close().
 TEST_F(SeedConnections, ConnectorCloseCompletesEachPendingRequestCancelledThenCloses) {
