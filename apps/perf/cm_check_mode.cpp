@@ -155,8 +155,21 @@ bool run_client(Session& s) {
   }
 
   if (o.expect == CmCheckOptions::Expect::kCancelled) {
-    // No answer may come: closing the connector ends the Connect (the peer gets our REJ).
-    if (!close_while_pending(s, s.connected, o.wait_ms, "the connect to " + to, &st)) return false;
+    // No answer may come: closing the connector ends the Connect (the peer gets our REJ). A
+    // server not listening yet refuses at once (its CM's REJ, no private data): connect again,
+    // and wait the whole time again.
+    for (int attempt = 1;; ++attempt) {
+      s.wait_ms(o.wait_ms);
+      if (attempt >= 20 || s.connected.done.load() == 0 ||
+          s.connected.status.load() != STATUS_CONNECTION_REFUSED || !peer_data(s).empty() ||
+          clock::deadline().passed())
+        break;
+      s.rt->run_on_control([&] { s.link.conn->close(nullptr, nullptr); });
+      s.link.conn = nullptr;
+      s.wait_ms(200);
+      if (!start_connect(s)) return false;
+    }
+    if (!close_while_pending(s, s.connected, 0, "the connect to " + to, &st)) return false;
     std::printf("%s: client: connect to %s: no answer in %u ms; closed: %s\n", kMe, to.c_str(),
                 o.wait_ms, name(st).c_str());
     return st == STATUS_CANCELLED ||

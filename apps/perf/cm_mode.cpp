@@ -111,6 +111,7 @@ struct CmLink {
   Connector* conn = nullptr;
   std::atomic<int> disconnected{0};  // the peer disconnected (or died)
   std::atomic<NTSTATUS> reason{STATUS_SUCCESS};
+  std::atomic<int>* gone = nullptr;   // client: the run's count of links the peer ended (Run)
   std::vector<uint8_t> private_data;  // the peer's (REQ or REP)
   CmHello hello;                      // listener: this connection's REQ
 };
@@ -120,6 +121,7 @@ void on_cm_disconnect(void* ctx, NTSTATUS reason) {
   auto* l = static_cast<CmLink*>(ctx);
   l->reason.store(reason);
   l->disconnected.store(1, std::memory_order_release);
+  if (l->gone != nullptr) l->gone->fetch_add(1, std::memory_order_release);
 }
 
 bool all_disconnected(const Links& links) {
@@ -317,7 +319,12 @@ int run_client(AdapterRuntime& rt, const Options& o) {
 
   // Connect every QP (REQ carries the test), then complete each connection (RTU).
   Links links;
-  for (uint32_t i = 0; i < nq; ++i) links.push_back(std::make_unique<CmLink>());
+  std::atomic<int> peer_gone{0};  // the loops stop waiting once the target ends a connection
+  run.peer_gone = &peer_gone;
+  for (uint32_t i = 0; i < nq; ++i) {
+    links.push_back(std::make_unique<CmLink>());
+    links.back()->gone = &peer_gone;
+  }
   CmHello hello;
   hello.op = static_cast<uint8_t>(t.op);
   hello.kind = static_cast<uint8_t>(t.kind);

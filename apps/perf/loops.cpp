@@ -13,6 +13,21 @@ bool past_deadline() {
   return clock::deadline().passed();
 }
 
+// The run stops waiting: its time limit passed, or a peer ended its connection (Run::peer_gone)
+// 50 ms ago, time for the completions already on their way (an answer and then the peer's DREQ).
+bool must_stop(Run& run) {
+  if (past_deadline()) return true;
+  if (run.peer_gone == nullptr || run.peer_gone->load(std::memory_order_acquire) == 0) return false;
+  const uint64_t now = clock::now();
+  if (run.peer_gone_seen == 0) run.peer_gone_seen = now;
+  return now - run.peer_gone_seen >= clock::hz() / 20;
+}
+
+// Why must_stop ended a run.
+std::string stop_reason(const Run& run) {
+  return run.peer_gone_seen != 0 ? "the peer disconnected" : "time limit reached";
+}
+
 // Completions drained so far, and the first error.
 struct CqDrain {
   uint64_t sends = 0, recvs = 0, errors = 0;
@@ -81,7 +96,7 @@ bool wait_byte(Run& run, const uint8_t* p, uint8_t want) {
   uint32_t n = 0;
   while (__atomic_load_n(p, __ATOMIC_ACQUIRE) != want) {
     run.rt->poll();
-    if ((++n & 0xFFF) == 0 && past_deadline()) return false;
+    if ((++n & 0xFFF) == 0 && must_stop(run)) return false;
   }
   return true;
 }
@@ -231,9 +246,9 @@ Row client_bw(Run& run, uint64_t size, uint64_t iters) {
       if (t.duration_s ? clock::now() >= stop : total_posted == iters * nq) posting = false;
     }
     if (!posting && d.sends == total_posted) break;
-    if (past_deadline()) {
+    if (must_stop(run)) {
       r.ok = false;
-      r.error = "time limit reached with " + std::to_string(total_posted - d.sends) +
+      r.error = stop_reason(run) + " with " + std::to_string(total_posted - d.sends) +
                 " requests outstanding";
       return r;
     }
@@ -263,7 +278,7 @@ Row client_lat(Run& run, uint64_t size, uint64_t iters) {
   };
   // Until `done` holds, a completion error or the deadline.
   auto drain_until = [&](auto done) {
-    while (!done() && d.errors == 0 && !past_deadline()) drain();
+    while (!done() && d.errors == 0 && !must_stop(run)) drain();
   };
   auto post_reply_receive = [&] {  // into the second half of the buffer
     NdkSge sge{local + size, static_cast<uint32_t>(run.recv_len ? run.recv_len : size),
@@ -305,7 +320,7 @@ Row client_lat(Run& run, uint64_t size, uint64_t iters) {
       drain_until([&] { return recvd[0] >= i + 1; });
     }
     const uint64_t t1 = clock::now();
-    if (d.errors > 0 || past_deadline()) break;
+    if (d.errors > 0 || must_stop(run)) break;
     r.lat_us.push_back(clock::to_ns(t1 - t0) / 1e3);
     if (t.verify) {
       // READ: our buffer now holds the server's slot-0 pattern; SEND/WRITE: the echo of ours.
@@ -321,9 +336,9 @@ Row client_lat(Run& run, uint64_t size, uint64_t iters) {
   if (d.errors > 0) {
     r.ok = false;
     r.error = "completion error " + std::string(status_name(d.first_error));
-  } else if (past_deadline()) {
+  } else if (must_stop(run)) {
     r.ok = false;
-    r.error = "time limit reached";
+    r.error = stop_reason(run);
   } else if (bad > 0) {
     r.ok = false;
     r.error = "verify: " + std::to_string(bad) + " bytes differ";
@@ -502,9 +517,9 @@ Row send_bw_echo(Run& run, EchoState& es, uint64_t size, uint64_t iters) {
       }
     }
     if (!posting && total_sends == total_posted && total_echoed == total_posted) break;
-    if (past_deadline()) {
+    if (must_stop(run)) {
       r.ok = false;
-      r.error = "time limit reached with " + std::to_string(total_posted - total_echoed) +
+      r.error = stop_reason(run) + " with " + std::to_string(total_posted - total_echoed) +
                 " echoes missing";
       return r;
     }

@@ -8,6 +8,7 @@
 //   * against rocedpd's echo service: SENDs that come back (apps/perf/cm_mode.cpp).
 // With --verify every message has its own slot (apps/perf/verify.hpp) and is checked.
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,6 +30,10 @@ struct Run {
   bool passive = false;   ///< --connect to a memory service: nobody writes back (WRITE latency)
   uint64_t recv_len = 0;  ///< SEND latency: receive length (0: the message size)
   uint32_t recv_delay_ms = 0;  ///< SEND latency: post each reply's receive this much later
+  /// CM client: non-zero once a peer ended its connection (its DisconnectEvent). What the run
+  /// still waits for may never come then: the loops stop, after a grace for what is in flight.
+  const std::atomic<int>* peer_gone = nullptr;
+  uint64_t peer_gone_seen = 0;  ///< clock::now() when a loop first saw it (0: not yet)
 };
 
 /// A peak-rate meter over 10 ms windows (perftest's "BW peak").
