@@ -131,6 +131,7 @@ bool not_listening_yet(Session& s) {
   if (s.o.expect == CmCheckOptions::Expect::kAborted ||
       s.o.expect == CmCheckOptions::Expect::kConnected)
     return true;
+  if (s.o.expect == CmCheckOptions::Expect::kCancelled) return peer_data(s).empty();
   return s.o.expect == CmCheckOptions::Expect::kRefused && !s.o.peer_data.empty() &&
          peer_data(s).empty();
 }
@@ -142,33 +143,24 @@ bool run_client(Session& s) {
   NTSTATUS st = STATUS_PENDING;
   const std::string to = format_sockaddr(peer_of(o));
   const auto started = std::chrono::steady_clock::now();
+  // `cancelled`: no answer may come, so each attempt waits the whole time instead of for the
+  // Connect's completion (which a refusal gives at once).
+  const bool cancelled = o.expect == CmCheckOptions::Expect::kCancelled;
   if (!start_connect(s)) return false;
-  if (o.expect != CmCheckOptions::Expect::kCancelled) {
-    for (int attempt = 1;; ++attempt) {
-      if (!s.wait_done(s.connected)) return fail("connect to " + to + ": no completion");
-      if (attempt >= 20 || !not_listening_yet(s) || clock::deadline().passed()) break;
-      s.rt->run_on_control([&] { s.link.conn->close(nullptr, nullptr); });
-      s.link.conn = nullptr;
-      s.wait_ms(200);
-      if (!start_connect(s)) return false;
-    }
+  for (int attempt = 1;; ++attempt) {
+    if (cancelled)
+      s.wait_ms(o.wait_ms);
+    else if (!s.wait_done(s.connected))
+      return fail("connect to " + to + ": no completion");
+    if (attempt >= 20 || !not_listening_yet(s) || clock::deadline().passed()) break;
+    s.rt->run_on_control([&] { s.link.conn->close(nullptr, nullptr); });
+    s.link.conn = nullptr;
+    s.wait_ms(200);
+    if (!start_connect(s)) return false;
   }
 
-  if (o.expect == CmCheckOptions::Expect::kCancelled) {
-    // No answer may come: closing the connector ends the Connect (the peer gets our REJ). A
-    // server not listening yet refuses at once (its CM's REJ, no private data): connect again,
-    // and wait the whole time again.
-    for (int attempt = 1;; ++attempt) {
-      s.wait_ms(o.wait_ms);
-      if (attempt >= 20 || s.connected.done.load() == 0 ||
-          s.connected.status.load() != STATUS_CONNECTION_REFUSED || !peer_data(s).empty() ||
-          clock::deadline().passed())
-        break;
-      s.rt->run_on_control([&] { s.link.conn->close(nullptr, nullptr); });
-      s.link.conn = nullptr;
-      s.wait_ms(200);
-      if (!start_connect(s)) return false;
-    }
+  if (cancelled) {
+    // Closing the connector ends the pending Connect (the peer gets our REJ).
     if (!close_while_pending(s, s.connected, 0, "the connect to " + to, &st)) return false;
     std::printf("%s: client: connect to %s: no answer in %u ms; closed: %s\n", kMe, to.c_str(),
                 o.wait_ms, name(st).c_str());

@@ -49,8 +49,8 @@ iters_bw=10 size=65536 iters_pingpong=20 pings=10
 cases=()
 for c in pingpong-rocedp_server pingpong-rocedp_client write_bw-rocedp_server \
   write_bw-rocedp_client write_bw_ll-rocedp_server write_bw_ll-rocedp_client \
-  write_bw_llboth-rocedp_server write_bw_llboth-rocedp_client read_bw-rocedp_server read_bw-rocedp_client send_bw-rocedp_server \
-  send_bw-rocedp_client rping-rocedp_server rping-rocedp_client echo-rocedpd_server \
+  write_bw_llboth-rocedp_server write_bw_llboth-rocedp_client read_bw-rocedp_server \
+  read_bw-rocedp_client send_bw-rocedp_server send_bw-rocedp_client rping-rocedp_server rping-rocedp_client echo-rocedpd_server \
   mem-rocedpd_server; do
   grep -Eq "$FILTER" <<<"$c" && cases+=("$c")
 done
@@ -60,16 +60,14 @@ done
 # each case (a client retries until rocedp-perf listens).
 {
   echo "ip -6 addr add $guest6/64 dev eth0 nodad"
+  # v2_gid PREFIX: the index of the first RoCE v2 GID that starts with PREFIX (empty: none).
+  echo 'v2_gid() { local d=/sys/class/infiniband/rxe0/ports/1 i=0 g t'
+  echo '  while [ -e $d/gids/$i ]; do read -r g < $d/gids/$i'
+  echo '    case $g in $1*) read -r t < $d/gid_attrs/types/$i; [ "$t" = "RoCE v2" ] && { echo $i; return; } ;; esac'
+  echo '    i=$((i+1)); done; }'
   echo 'G6=; n=0; while [ -z "$G6" ] && [ $n -lt 50 ]; do'
-  echo '  i=0; while [ -e /sys/class/infiniband/rxe0/ports/1/gids/$i ]; do'
-  echo '    read -r g < /sys/class/infiniband/rxe0/ports/1/gids/$i'
-  echo '    case $g in fd52:*) read -r t < /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/$i'
-  echo '      [ "$t" = "RoCE v2" ] && G6=$i ;; esac; i=$((i+1)); done'
-  echo '  [ -z "$G6" ] && sleep 0.2; n=$((n+1)); done; echo "GID6 index ${G6:-none}"'
-  echo 'GLL=; i=0; while [ -e /sys/class/infiniband/rxe0/ports/1/gids/$i ]; do'
-  echo '  read -r g < /sys/class/infiniband/rxe0/ports/1/gids/$i'
-  echo '  case $g in fe80:*) read -r t < /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/$i'
-  echo '    [ "$t" = "RoCE v2" ] && [ -z "$GLL" ] && GLL=$i ;; esac; i=$((i+1)); done'
+  echo '  G6=$(v2_gid fd52:); [ -z "$G6" ] && sleep 0.2; n=$((n+1)); done; echo "GID6 index ${G6:-none}"'
+  echo 'GLL=$(v2_gid fe80:)'
   echo 'echo "GIDLL index ${GLL:-none} $(cat /sys/class/infiniband/rxe0/ports/1/gids/${GLL:-0})"'
   echo 'run() { name=$1; shift; i=0; while :; do "$@" > /tmp/out 2>&1; rc=$?; cat /tmp/out'
   echo '  grep -q "Couldn.t connect\|Unable to init the socket\|100% packet loss\|REJECTED\|ADDR_ERROR\|UNREACHABLE" /tmp/out || break'
@@ -201,7 +199,7 @@ t1=$(date +%s)
 iop_check_captures
 cp "$glog" "$IOP_ARTIFACTS/interop-ipv6-guest.log" 2>/dev/null
 iop_console_has "$glog" "GID6 index [0-9]" || iop_fail "the guest has no RoCEv2 GID for $guest6"
-if printf '%s\n' "${cases[@]}" | grep -q '_ll-'; then
+if [[ " ${cases[*]} " == *_ll-* ]]; then
   iop_console_has "$glog" "GIDLL index [0-9]" || iop_fail "the guest has no link-local RoCEv2 GID"
 fi
 if iop_console_has "$glog" "3 packets transmitted, 3 packets received"; then

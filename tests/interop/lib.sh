@@ -20,7 +20,7 @@
 #   iop_capture_dropped CASE  true if the kernel dropped frames of that capture
 #   iop_bridge_loss PCT|off  drop PCT % of the RoCEv2 frames the bridge forwards (nftables)
 #   iop_bridge_impair DROP CORRUPT DUP PORT_A PORT_B | off   the same with corruption, duplicates
-#   iop_stop PID             TERM, then KILL after 5 s
+#   stop_pid PID             TERM, then KILL after 5 s (scripts/lib/stop_pid.sh)
 #   iop_fail MESSAGE         print, mark the test failed (it goes on, so every case reports)
 #
 # Guest scripts call `begin CASE` before and `end CASE $?` after each case (iop_case_lines gives
@@ -66,12 +66,11 @@ iop_init() {
 }
 
 source "$iop_here/../../scripts/lib/stop_pid.sh"
-iop_stop() { stop_pid "$1"; }
 
 iop_cleanup() {
   local rc=$?
   for c in "${iop_captures[@]}"; do iop_capture_stop "$c" >/dev/null 2>&1 || true; done
-  for pid in "${iop_pids[@]}"; do iop_stop "$pid"; done
+  for pid in "${iop_pids[@]}"; do stop_pid "$pid"; done
   [ "${iop_bridge_loss_on:-0}" = 1 ] && iop_bridge_loss off
   [ "${iop_bridge_drop_on:-0}" = 1 ] && iop_bridge_drop_first off
   [ "${iop_bridge_ce_on:-0}" = 1 ] && iop_bridge_mark_ce off
