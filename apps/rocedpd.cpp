@@ -17,8 +17,10 @@
 // Capture: `rocedpctl capture` (telemetry /rocedp/capture, control/capture.hpp) writes a port's
 // frames to pcapng from inside the daemon; with eal.hugepages, dpdk-dumpcap works as well.
 //
-// SIGHUP: the configuration file is read and validated again; `logging` is applied at once; any
-// other difference needs a restart and is reported (log `reload_needs_restart`, STATUS=).
+// SIGHUP: the configuration file is read and validated again; `logging` and `listeners` are
+// applied at once (a listener no longer listed stops and ends its connections, a new one starts,
+// the others keep theirs); any other difference needs a restart and is reported (log
+// `reload_needs_restart`, STATUS=).
 //
 // Exit status: 0 clean shutdown (or valid config), 1 start-up failure, 2 invalid configuration or
 // usage (every problem of the file, one "file:line:column: key: reason" line each, on stderr).
@@ -29,6 +31,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -88,28 +91,56 @@ void notify(const std::string& message) {
   close(fd);
 }
 
-// SIGHUP: re-read and validate; apply what can change live (logging, ours and DPDK's), report
-// the rest.
-void reload(const std::string& path, rocedp::config::Config& current) {
+// The entries of `a` that `b` does not hold.
+size_t missing_from(const std::vector<rocedp::config::ListenerConfig>& a,
+                    const std::vector<rocedp::config::ListenerConfig>& b) {
+  return static_cast<size_t>(std::count_if(a.begin(), a.end(), [&](const auto& l) {
+    return std::find(b.begin(), b.end(), l) == b.end();
+  }));
+}
+
+// SIGHUP: re-read and validate; apply what can change live (logging, ours and DPDK's; the
+// listeners), report the rest.
+void reload(const std::string& path, rocedp::config::Config& current,
+            rocedp::control::Runtime& rt) {
   notify("RELOADING=1\nSTATUS=reloading " + path);
   rocedp::control::telemetry_set_state("reloading");
   log(LogLevel::kInfo, "reload_begin", {{"config", path}});
-  std::string status;
+  std::string status = "running";
   try {
     rocedp::config::Config next = rocedp::config::load_file(path);
     rocedp::pmd::log_configure(rocedp::pmd::log_level_from_config(next.logging.level),
                                next.logging.file.value_or(""));
-    // Everything but logging is built into the running data plane: say so when any of it changed
-    // (compared as read, so comments and layout do not count).
-    rocedp::config::Config without_logging = next;
-    without_logging.logging = current.logging;
-    const bool same = without_logging == current;
     current.logging = next.logging;
-    if (!same)
+    // Listeners: those no longer listed (or changed) stop and end their connections, new ones
+    // start, the others keep theirs.
+    if (next.listeners != current.listeners) {
+      std::string failed;
+      std::vector<rocedp::config::ListenerConfig> served =
+          rt.update_listeners(next.listeners, &failed);
+      log(LogLevel::kInfo, "listeners_reloaded",
+          {{"started", std::to_string(missing_from(served, current.listeners))},
+           {"stopped", std::to_string(missing_from(current.listeners, served))},
+           {"listeners", std::to_string(served.size())}});
+      if (!failed.empty()) {
+        log(LogLevel::kError, "reload_listener_failed", {{"error", failed}});
+        status += "; listeners not started: " + failed;
+      }
+      current.listeners = served;
+      rocedp::control::telemetry_set_listeners(std::move(served));
+    }
+    // Everything else is built into the running data plane: say so when any of it changed
+    // (compared as read, so comments and layout do not count).
+    rocedp::config::Config rest_next = next, rest_now = current;
+    rest_next.logging = rest_now.logging;
+    rest_next.listeners.clear();
+    rest_now.listeners.clear();
+    const bool same = rest_next == rest_now;
+    if (!same) {
       log(LogLevel::kWarning, "reload_needs_restart",
-          {{"note", "only logging applies without a restart"}});
-    status =
-        same ? "running" : "running; logging reloaded, other changes to the file apply on restart";
+          {{"note", "logging and listeners apply without a restart"}});
+      status += "; other changes to the file apply on restart";
+    }
     log(LogLevel::kInfo, "reload_done", {{"restart_needed", same ? "false" : "true"}});
   } catch (const rocedp::config::ConfigError& e) {
     log(LogLevel::kError, "reload_failed", {{"error", e.what()}});
@@ -207,7 +238,7 @@ int main(int argc, char** argv) {
          " listener(s)\nMAINPID=" + std::to_string(getpid()));
 
   while (g_signal.load(std::memory_order_relaxed) == 0) {
-    if (g_reload.exchange(false, std::memory_order_relaxed)) reload(path, live);
+    if (g_reload.exchange(false, std::memory_order_relaxed)) reload(path, live, *rt);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   const int sig = g_signal.load();

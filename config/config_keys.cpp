@@ -243,7 +243,8 @@ constexpr Section kSections[] = {
     {"telemetry", "telemetry"},
     {"logging", "logging"},
     {"limits", "limits (adapter limits, reported in NDK_ADAPTER_INFO and enforced at creation)"},
-    {"listeners", "listeners (list; built-in services of rocedpd)"},
+    {"listeners",
+     "listeners (list; built-in services of rocedpd; a SIGHUP reload applies changes)"},
 };
 
 // 2^n for large powers of two, 2^64-1 for the top, decimal otherwise.

@@ -16,8 +16,9 @@ std::unique_ptr<DaemonConnections> DaemonConnections::attach_st(Adapter& adapter
                                                                 const config::Config& cfg,
                                                                 size_t port_index,
                                                                 std::string* error) {
-  std::unique_ptr<DaemonConnections> d(new DaemonConnections(adapter, control, port_index));
   const std::string port_name = cfg.ports.at(port_index).name;
+  std::unique_ptr<DaemonConnections> d(
+      new DaemonConnections(adapter, control, port_index, port_name));
   ConnectionManagerSetup setup;
   setup.dispatch = nullptr;  // the control thread reads the control target and hands CM frames over
   setup.tx_core = 0;         // core 0 owns TX queue 0, where control-built frames leave
@@ -95,8 +96,30 @@ std::unique_ptr<DaemonConnections> DaemonConnections::attach_st(Adapter& adapter
   return d;
 }
 
-DaemonConnections::DaemonConnections(Adapter& adapter, ControlThread& control, size_t port_index)
-    : adapter_(adapter), control_(control), port_index_(port_index) {}
+DaemonConnections::DaemonConnections(Adapter& adapter, ControlThread& control, size_t port_index,
+                                     std::string port_name)
+    : adapter_(adapter),
+      control_(control),
+      port_index_(port_index),
+      port_name_(std::move(port_name)) {}
+
+std::vector<config::ListenerConfig> DaemonConnections::update_listeners_st(
+    const std::vector<config::ListenerConfig>& listeners, std::string* error) {
+  std::vector<config::ListenerConfig> mine;
+  for (const config::ListenerConfig& l : listeners)
+    if (l.port == port_name_) mine.push_back(l);
+  std::string why;
+  if (services_ && services_->stopped()) services_.reset();  // a set whose start had failed
+  if (services_) {
+    if (services_->update(mine, &why) == STATUS_INVALID_DEVICE_STATE)
+      why = "port " + port_name_ + ": its services are still stopping";
+  } else if (!mine.empty()) {
+    // The port had no listener: its services start now (a failure leaves them stopping).
+    (void)Services::start(adapter_, mine, &services_, &why);
+  }
+  if (!why.empty()) *error += (error->empty() ? "" : "; ") + why;
+  return services_ ? services_->serving() : std::vector<config::ListenerConfig>{};
+}
 
 DaemonConnections::~DaemonConnections() {
   if (attached_) detach_st();

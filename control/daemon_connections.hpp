@@ -45,6 +45,11 @@ class DaemonConnections {
                                                       std::string* error);
   ~DaemonConnections();
 
+  /// A reload: the services on this port serve the `listeners` of this port from now on
+  /// (Services::update; started here if the port had none). Returns the entries served
+  /// afterwards; *error names each that failed to start.
+  std::vector<config::ListenerConfig> update_listeners_st(
+      const std::vector<config::ListenerConfig>& listeners, std::string* error);
   /// The loop's turn: poll_connections + services. Returns work done.
   unsigned poll_st();
   /// Shutdown, first step: the services stop accepting and end their connections.
@@ -59,10 +64,12 @@ class DaemonConnections {
   // Frees the services, unless their closes are still pending: then they stay allocated, since
   // the completions come later and reach them (a leak at shutdown, not a use after free).
   void drop_services();
-  DaemonConnections(Adapter& adapter, ControlThread& control, size_t port_index);
+  DaemonConnections(Adapter& adapter, ControlThread& control, size_t port_index,
+                    std::string port_name);
   Adapter& adapter_;
   ControlThread& control_;
   const size_t port_index_;
+  const std::string port_name_;
   std::unique_ptr<Services> services_;
   uint64_t snapshot_part_ = 0;
   bool attached_ = false;

@@ -338,6 +338,41 @@ bool Runtime::blocking(const std::function<bool()>& op) {
   return ok;
 }
 
+std::vector<config::ListenerConfig> Runtime::update_listeners(
+    const std::vector<config::ListenerConfig>& listeners, std::string* error) {
+  auto add_error = [error](const std::string& why) {
+    *error += (error->empty() ? "" : "; ") + why;
+  };
+  std::vector<config::ListenerConfig> served;
+  if (!options_.connection_manager) {
+    if (!listeners.empty())
+      add_error("started without listeners, so without connection managers: restart to serve any");
+    return served;
+  }
+  for (const config::ListenerConfig& l : listeners) {
+    const bool known = std::any_of(ports_.begin(), ports_.end(),
+                                   [&](const auto& p) { return p->name() == l.port; });
+    if (!known)
+      add_error("nd_port " + std::to_string(l.nd_port) + " on port " + l.port +
+                ": not a running port (a new port needs a restart)");
+  }
+  const bool ran = run_on_control([&] {
+    for (auto& port : connections_) {
+      if (!port) continue;
+      std::string why;
+      auto now = port->update_listeners_st(listeners, &why);
+      served.insert(served.end(), now.begin(), now.end());
+      if (!why.empty()) add_error(why);
+    }
+  });
+  if (!ran) add_error("the control thread is not running");
+  // In the order of the configuration.
+  std::vector<config::ListenerConfig> ordered;
+  for (const config::ListenerConfig& l : listeners)
+    if (std::find(served.begin(), served.end(), l) != served.end()) ordered.push_back(l);
+  return ordered;
+}
+
 bool Runtime::run_on_control(std::function<void()> fn) {
   if (!control_ || !control_->running()) return false;
   std::atomic<bool> done{false};

@@ -88,6 +88,14 @@ class Runtime {
   /// Runs `fn` on the control thread and waits until it returned (polling inline cores).
   /// False if the control thread is not running.
   bool run_on_control(std::function<void()> fn);
+  /// rocedpd's reload: the services of every port serve `listeners` from now on
+  /// (DaemonConnections::update_listeners_st, on the control thread): listeners no longer listed
+  /// stop and end their connections, new entries start, the others keep theirs. Returns the
+  /// entries served afterwards, in the order of `listeners`; *error names each entry that could
+  /// not start: its port is not one of this runtime's, or the runtime has no connection managers
+  /// (options.connection_manager: rocedpd started without listeners), or starting it failed.
+  std::vector<config::ListenerConfig> update_listeners(
+      const std::vector<config::ListenerConfig>& listeners, std::string* error);
   /// Asks every core for its counters now and waits until the snapshot is published (polling
   /// inline cores); then control()->latest() holds it. False and *error if that failed.
   bool refresh_snapshot(std::string* error);

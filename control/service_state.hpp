@@ -26,6 +26,8 @@ struct Services::Listening {
   std::unique_ptr<uint8_t[]> region;  // memory and perftest: what clients READ, WRITE and update
   Mr* mr = nullptr;
   uint32_t connections = 0;
+  bool retiring = false;        // stop() or a reload: no new connections, the open ones end
+  bool region_closing = false;  // its region's close completes later (on_region_closed)
   ServiceRow counts;  // its port and nd_port, the outcomes of its connections (rows())
   bool echo() const { return cfg.service == config::ListenerConfig::Service::kEcho; }
   bool memory() const { return cfg.service == config::ListenerConfig::Service::kMemory; }

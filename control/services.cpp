@@ -18,17 +18,6 @@ namespace rocedp::control {
 
 using pmd::LogLevel;
 
-// start()'s failure: `failed` joins what was created, everything stops, and the caller gets the
-// stopping services (freed before their regions' closes complete, they would be written after
-// their end).
-NTSTATUS Services::fail_start(std::unique_ptr<Services> s, std::unique_ptr<Listening> failed,
-                              std::unique_ptr<Services>* out, NTSTATUS st) {
-  s->listening_.push_back(std::move(failed));
-  s->stop();
-  *out = std::move(s);
-  return st;
-}
-
 NTSTATUS Services::start(Adapter& adapter, const std::vector<config::ListenerConfig>& listeners,
                          std::unique_ptr<Services>* out, std::string* error) {
   std::unique_ptr<Services> s(new Services(adapter));
@@ -38,45 +27,99 @@ NTSTATUS Services::start(Adapter& adapter, const std::vector<config::ListenerCon
     return st;
   }
   for (const auto& cfg : listeners) {
-    auto l = std::make_unique<Listening>();
-    l->owner = s.get();
-    l->cfg = cfg;
-    l->counts.port = cfg.port;
-    l->counts.nd_port = cfg.nd_port;
-    const std::string what = std::string(config::to_string(cfg.service)) + " listener on nd_port " +
-                             std::to_string(cfg.nd_port);
-    if (!l->echo()) {
-      l->region.reset(new (std::nothrow) uint8_t[cfg.memory_bytes]());
-      st = l->region ? s->pd_->create_mr(false, nullptr, nullptr, &l->mr)
-                     : STATUS_INSUFFICIENT_RESOURCES;
-      if (st == STATUS_SUCCESS)
-        st = l->mr->register_mr(l->region.get(), cfg.memory_bytes,
-                                NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ |
-                                    NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
-                                nullptr, nullptr);
-      if (st != STATUS_SUCCESS) {
-        *error = what + ": region of " + std::to_string(cfg.memory_bytes) +
-                 " bytes: " + std::string(status_name(st));
-        return fail_start(std::move(s), std::move(l), out, st);
-      }
-    }
-    st = create_listener(adapter, &Services::on_connect_event, l.get(), nullptr, nullptr,
-                         &l->listener);
-    if (st == STATUS_SUCCESS)
-      st = l->listener->listen(NdkSockAddr{0, cfg.nd_port}, nullptr, nullptr);
+    st = s->listen(cfg, error);
     if (st != STATUS_SUCCESS) {
-      *error = what + ": " + std::string(status_name(st));
-      return fail_start(std::move(s), std::move(l), out, st);
+      // Freed before their regions' closes complete, they would be written after their end.
+      s->stop();
+      break;
     }
-    pmd::log(LogLevel::kInfo, "service_listening",
-             {{"port", cfg.port},
-              {"service", std::string(config::to_string(cfg.service))},
-              {"nd_port", std::to_string(cfg.nd_port)},
-              {"bytes", std::to_string(l->echo() ? cfg.message_bytes : cfg.memory_bytes)}});
-    s->listening_.push_back(std::move(l));
   }
   *out = std::move(s);
+  return st;
+}
+
+// One listener: its region (memory, perftest), its Listener listening on nd_port. A failure
+// leaves it retiring, so that what it created closes (reap()).
+NTSTATUS Services::listen(const config::ListenerConfig& cfg, std::string* error) {
+  auto owned = std::make_unique<Listening>();
+  Listening* l = owned.get();
+  l->owner = this;
+  l->cfg = cfg;
+  l->counts.port = cfg.port;
+  l->counts.nd_port = cfg.nd_port;
+  listening_.push_back(std::move(owned));
+  const std::string what = std::string(config::to_string(cfg.service)) + " listener on nd_port " +
+                           std::to_string(cfg.nd_port);
+  NTSTATUS st = STATUS_SUCCESS;
+  if (!l->echo()) {
+    l->region.reset(new (std::nothrow) uint8_t[cfg.memory_bytes]());
+    st =
+        l->region ? pd_->create_mr(false, nullptr, nullptr, &l->mr) : STATUS_INSUFFICIENT_RESOURCES;
+    if (st == STATUS_SUCCESS)
+      st = l->mr->register_mr(l->region.get(), cfg.memory_bytes,
+                              NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ |
+                                  NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
+                              nullptr, nullptr);
+    if (st != STATUS_SUCCESS) {
+      *error = what + ": region of " + std::to_string(cfg.memory_bytes) +
+               " bytes: " + std::string(status_name(st));
+    }
+  }
+  if (st == STATUS_SUCCESS) {
+    st = create_listener(adapter_, &Services::on_connect_event, l, nullptr, nullptr, &l->listener);
+    if (st == STATUS_SUCCESS)
+      st = l->listener->listen(NdkSockAddr{0, cfg.nd_port}, nullptr, nullptr);
+    if (st != STATUS_SUCCESS) *error = what + ": " + std::string(status_name(st));
+  }
+  if (st != STATUS_SUCCESS) {
+    retire(l);
+    reap();
+    return st;
+  }
+  pmd::log(LogLevel::kInfo, "service_listening",
+           {{"port", cfg.port},
+            {"service", std::string(config::to_string(cfg.service))},
+            {"nd_port", std::to_string(cfg.nd_port)},
+            {"bytes", std::to_string(l->echo() ? cfg.message_bytes : cfg.memory_bytes)}});
   return STATUS_SUCCESS;
+}
+
+NTSTATUS Services::update(const std::vector<config::ListenerConfig>& listeners,
+                          std::string* error) {
+  if (stopping_) return STATUS_INVALID_DEVICE_STATE;
+  // Those no longer wanted first: their nd_ports are free again for the new entries.
+  std::vector<Listening*> gone;
+  for (const auto& l : listening_) {
+    if (!l->retiring && std::find(listeners.begin(), listeners.end(), l->cfg) == listeners.end())
+      gone.push_back(l.get());
+  }
+  for (Listening* l : gone) {
+    pmd::log(LogLevel::kInfo, "service_stopping",
+             {{"port", l->cfg.port},
+              {"service", std::string(config::to_string(l->cfg.service))},
+              {"nd_port", std::to_string(l->cfg.nd_port)},
+              {"connections", std::to_string(l->connections)}});
+    retire(l);
+  }
+  reap();
+  const std::vector<config::ListenerConfig> now = serving();
+  NTSTATUS first = STATUS_SUCCESS;
+  for (const auto& cfg : listeners) {
+    if (std::find(now.begin(), now.end(), cfg) != now.end()) continue;
+    std::string why;
+    const NTSTATUS st = listen(cfg, &why);
+    if (st == STATUS_SUCCESS) continue;
+    if (first == STATUS_SUCCESS) first = st;
+    *error += (error->empty() ? "" : "; ") + why;
+  }
+  return first;
+}
+
+std::vector<config::ListenerConfig> Services::serving() const {
+  std::vector<config::ListenerConfig> out;
+  for (const auto& l : listening_)
+    if (!l->retiring) out.push_back(l->cfg);
+  return out;
 }
 
 Services::Services(Adapter& adapter) : adapter_(adapter) {}
@@ -98,7 +141,7 @@ void Services::on_connect_event(void* context, NdkConnector* nc) {
   auto* l = static_cast<Listening*>(context);
   Services& self = *l->owner;
   Connector* connector = Connector::from(nc);
-  if (self.stopping_ || l->connections >= l->cfg.max_connections) {
+  if (l->retiring || l->connections >= l->cfg.max_connections) {
     // NdkReject: REJ reason 28 (consumer defined); the connector is ours to close.
     connector->reject(nullptr, 0);
     connector->close(nullptr, nullptr);
@@ -254,7 +297,7 @@ void Services::on_accepted(void* context, NTSTATUS status) {
   if (status != STATUS_SUCCESS) {
     // Ended by the service itself: its stop (closing the listener abandons the Accepts still
     // waiting for their RTU) or its teardown. Closed, not failed.
-    if (c->closing || self.stopping_) {
+    if (c->closing || c->svc->retiring) {
       self.teardown(c);
       return;
     }
@@ -339,13 +382,13 @@ void Services::close_next(Conn* c) {
   c->svc->counts.received_bytes += c->received_bytes.load(std::memory_order_relaxed);
   leave_session(c);
   conns_.erase(c);  // frees c
-  maybe_finish_stop();
+  reap();
 }
 
 void Services::on_region_closed(void* context) {
-  auto* self = static_cast<Services*>(context);
-  --self->regions_closing_;
-  self->maybe_finish_stop();
+  auto* l = static_cast<Listening*>(context);
+  l->region_closing = false;
+  l->owner->reap();
 }
 
 void Services::on_connector_closed(void* context) {
@@ -369,35 +412,60 @@ void Services::on_cq_closed(void* context) {
 void Services::stop() {
   if (stopping_) return;
   stopping_ = true;
-  for (auto& l : listening_) {
-    if (l->listener != nullptr) {
-      l->listener->close(nullptr, nullptr);  // no ConnectEvent after this
-      l->listener = nullptr;
-    }
-  }
-  std::vector<Conn*> all;
-  for (auto& [k, v] : conns_) all.push_back(k);
-  for (Conn* c : all) teardown(c);
-  maybe_finish_stop();
+  std::vector<Listening*> all;
+  for (auto& l : listening_) all.push_back(l.get());
+  for (Listening* l : all) retire(l);
+  reap();
 }
 
-void Services::maybe_finish_stop() {
-  if (!stopping_ || !conns_.empty() || stopped_.load(std::memory_order_relaxed)) return;
-  bool retry = false;
+// A listener leaves: no ConnectEvent after this, its connections end (DREQ or REJ); reap()
+// closes its region once they are gone.
+void Services::retire(Listening* l) {
+  if (l->retiring) return;
+  l->retiring = true;
+  if (l->listener != nullptr) {
+    l->listener->close(nullptr, nullptr);
+    l->listener = nullptr;
+  }
+  std::vector<Conn*> mine;
+  for (auto& [c, owned] : conns_)
+    if (c->svc == l) mine.push_back(c);
+  // A perftest control connection's teardown takes its data connections along.
+  for (Conn* c : mine)
+    if (conns_.contains(c)) teardown(c);
+}
+
+// Closes the regions of retiring listeners without connections and, once a region is closed,
+// forgets its listener (a stopped service keeps its listeners' rows for the last snapshot).
+// When the service stops and nothing is left open, closes the PD: stopped().
+void Services::reap() {
+  if (stopped_.load(std::memory_order_relaxed)) return;
+  bool waiting = false;
   for (auto& l : listening_) {
+    if (!l->retiring || l->connections != 0) {
+      waiting |= l->retiring;
+      continue;
+    }
     if (l->mr != nullptr) {
-      // The region is freed with the service: stopped only once no core touches it. A full ring
-      // changes nothing: poll() tries again.
-      const NTSTATUS st = l->mr->close(&Services::on_region_closed, this);
+      // The region is freed with the listener: only once no core touches it. A full ring changes
+      // nothing: poll() tries again.
+      const NTSTATUS st = l->mr->close(&Services::on_region_closed, l.get());
       if (st == STATUS_INSUFFICIENT_RESOURCES) {
-        retry = true;
+        waiting = true;
         continue;
       }
       l->mr = nullptr;
-      if (st == STATUS_PENDING) ++regions_closing_;
+      l->region_closing = st == STATUS_PENDING;
     }
+    waiting |= l->region_closing;
   }
-  if (retry || regions_closing_ != 0) return;
+  if (!stopping_) {
+    std::erase_if(listening_, [](const auto& l) {
+      return l->retiring && l->connections == 0 && l->mr == nullptr && !l->region_closing;
+    });
+    return;
+  }
+  if (waiting || !conns_.empty()) return;
   if (pd_ != nullptr) {
     // Every MR and QP of the PD is closed now: the close is inline.
     pd_->close(nullptr, nullptr);
@@ -409,12 +477,18 @@ void Services::maybe_finish_stop() {
 // ---- echo data path ---------------------------------------------------------------------------
 
 std::vector<ServiceRow> Services::rows() const {
+  // The listeners served (a stopped service's too); not those a reload is removing.
   std::vector<ServiceRow> out;
-  for (const auto& l : listening_) out.push_back(l->counts);
+  std::unordered_map<const Listening*, size_t> row_of;
+  for (const auto& l : listening_) {
+    if (l->retiring && !stopping_) continue;
+    row_of[l.get()] = out.size();
+    out.push_back(l->counts);
+  }
   for (const auto& [c, owned] : conns_) {
-    const auto at = std::find_if(listening_.begin(), listening_.end(),
-                                 [c = c](const auto& l) { return l.get() == c->svc; });
-    ServiceRow& r = out[static_cast<size_t>(at - listening_.begin())];
+    const auto at = row_of.find(c->svc);
+    if (at == row_of.end()) continue;
+    ServiceRow& r = out[at->second];
     r.echo_messages += c->echo_messages.load(std::memory_order_relaxed);
     r.echo_bytes += c->echo_bytes.load(std::memory_order_relaxed);
     r.received_messages += c->received_messages.load(std::memory_order_relaxed);
@@ -543,7 +617,8 @@ unsigned Services::poll() {
     teardown(c);
   }
   for (Conn* c : close_again) close_next(c);
-  if (stopping_ && conns_.empty()) maybe_finish_stop();  // a region's close may wait for a retry
+  if (std::any_of(listening_.begin(), listening_.end(), [](const auto& l) { return l->retiring; }))
+    reap();  // a region's close may wait for a retry
   return work + static_cast<unsigned>(disconnect.size() + failed.size() + close_again.size());
 }
 

@@ -35,6 +35,10 @@
 // every keepalive_ms (no R_Key or memory is involved, IBTA C9-88; rxe and rocedp answer it with an
 // ACK); once one fails (its retries ran out) the connection ends.
 //
+// A reload (update()) stops the listeners no longer configured one by one, as stop() stops them
+// all: the listener closes, its connections end, its region closes once they are gone, and then
+// the listener is forgotten; new entries start; the rest keep their connections.
+//
 // Connections beyond max_connections, and every request once stopping, are rejected (REJ reason
 // 28, consumer defined, no private data). A peer's disconnect, or the peer's death, closes the
 // connection's connector, QP and CQ.
@@ -97,6 +101,16 @@ class Services {
   void stop();
   bool stopped() const { return stopped_.load(std::memory_order_acquire); }
 
+  /// Control thread (rocedpd's reload): serve `listeners` from now on. A listener of ours whose
+  /// entry is not among them (compared whole: a changed entry is another listener) stops as at
+  /// stop(), alone: no new connection, its connections end, its region closes. An entry not
+  /// served yet starts. Listeners in both keep their connections. STATUS_SUCCESS, or the first
+  /// failing listener's status with *error naming each that failed (the other entries apply);
+  /// STATUS_INVALID_DEVICE_STATE once stopping.
+  NTSTATUS update(const std::vector<config::ListenerConfig>& listeners, std::string* error);
+  /// Control thread: the entries served now, not those stopping, in the order they started.
+  std::vector<config::ListenerConfig> serving() const;
+
   /// Control thread: "echo" / "memory" / "perftest" for a connector a listener of ours handed
   /// out, else "".
   std::string service_of(const Connector* c) const;
@@ -112,8 +126,9 @@ class Services {
 
  private:
   explicit Services(Adapter& adapter);
-  static NTSTATUS fail_start(std::unique_ptr<Services> s, std::unique_ptr<Listening> failed,
-                             std::unique_ptr<Services>* out, NTSTATUS st);
+  NTSTATUS listen(const config::ListenerConfig& cfg, std::string* error);
+  void retire(Listening* l);
+  void reap();
   static void on_connect_event(void* context, NdkConnector* connector);
   static void on_cq_created(void* context, NTSTATUS status, NdkObjectHeader* object);
   static void on_qp_created(void* context, NTSTATUS status, NdkObjectHeader* object);
@@ -130,7 +145,6 @@ class Services {
   void close_next(Conn* c);
   template <class T>
   bool close_one(Conn* c, T*& obj, NdkCloseCompletion done);
-  void maybe_finish_stop();
   static void on_cq_notify(void* context, NTSTATUS status);
   NTSTATUS post_receives(Conn* c);
   void start_echo(Conn* c);
@@ -154,7 +168,6 @@ class Services {
   uint32_t next_core_ = 0;
   bool stopping_ = false;
   std::atomic<bool> stopped_{false};
-  uint32_t regions_closing_ = 0;  ///< listener regions whose MR close is pending
 };
 
 }  // namespace rocedp::control

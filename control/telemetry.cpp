@@ -507,9 +507,8 @@ int telemetry_format_listeners(const Snapshot& s, const DaemonInfo& info, rte_te
   rte_tel_data_add_dict_u64(d, "count", info.listeners.size());
   add_string_column(d, "port", info.listeners, [](const L& l) { return l.port; });
   add_u64_column(d, "nd_port", info.listeners, [](const L& l) -> uint64_t { return l.nd_port; });
-  add_string_column(d, "service", info.listeners, [](const L& l) {
-    return std::string(l.service == L::Service::kEcho ? "echo" : "memory");
-  });
+  add_string_column(d, "service", info.listeners,
+                    [](const L& l) { return std::string(config::to_string(l.service)); });
   add_u64_column(d, "max_connections", info.listeners,
                  [](const L& l) -> uint64_t { return l.max_connections; });
   add_u64_column(d, "connections", info.listeners, [&s](const L& l) -> uint64_t {
@@ -544,6 +543,11 @@ void telemetry_set_daemon_info(DaemonInfo info) {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_info = std::move(info);
   g_have_info = true;
+}
+
+void telemetry_set_listeners(std::vector<config::ListenerConfig> listeners) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_info.listeners = std::move(listeners);
 }
 
 void telemetry_set_state(const char* state) {

@@ -55,6 +55,8 @@ struct DaemonInfo {
 /// Any thread: replaces the daemon information. `state` (running, reloading, stopping) any time.
 void telemetry_set_daemon_info(DaemonInfo info);
 void telemetry_set_state(const char* state);
+/// Any thread: the listeners served now (rocedpd's reload changed them).
+void telemetry_set_listeners(std::vector<config::ListenerConfig> listeners);
 
 /// Registers the /rocedp/* commands (once per process; DPDK cannot unregister) and points them at
 /// `source`. Any thread, after EAL init. False and *error if DPDK refused a command.

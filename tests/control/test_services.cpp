@@ -36,17 +36,23 @@ class ServicesTest : public CmFixture {
     CmFixture::TearDown();
   }
 
-  void start(config::ListenerConfig::Service service) {
+  static config::ListenerConfig entry(config::ListenerConfig::Service service,
+                                      uint16_t nd_port = kPort) {
     config::ListenerConfig l;
     l.port = "b";
-    l.nd_port = kPort;
+    l.nd_port = nd_port;
     l.service = service;
     l.message_bytes = 256;
     l.queue_depth = 8;
     l.memory_bytes = 65536;
     l.keepalive_ms = 0;
+    return l;
+  }
+  void start(config::ListenerConfig::Service service) { start_all({entry(service)}); }
+  void start_all(const std::vector<config::ListenerConfig>& listeners) {
     std::string error;
-    ASSERT_EQ(control::Services::start(*b_.adapter, {l}, &svc_, &error), STATUS_SUCCESS) << error;
+    ASSERT_EQ(control::Services::start(*b_.adapter, listeners, &svc_, &error), STATUS_SUCCESS)
+        << error;
     on_round_ = [this] {  // every pump round runs the services' poll(), as the daemon's loop does
       if (svc_) svc_->poll();
     };
@@ -91,21 +97,21 @@ class ServicesTest : public CmFixture {
   };
   /// A client whose Connect to B's service succeeded (the service accepted: its REP came); no
   /// CompleteConnect yet, so no RTU.
-  void request_client(Client& c) {
+  void request_client(Client& c, uint16_t nd_port = kPort) {
     c.ep.host = &a_;
     c.ep.pd = make_pd(a_);
     c.ep.cq = make_cq(a_, 256, 0, &c.ep.notes);
     c.ep.qp = make_qp(c.ep.pd, c.ep.cq, c.ep.cq, &c.ep, 16);
     c.buf = buffer(c.ep.pd, 4096);
     c.conn = connector(a_);
-    ASSERT_EQ(c.conn->connect(c.ep.qp, addr_a(0), addr_b(kPort), 4, 4, nullptr, 0, &Req::cb,
+    ASSERT_EQ(c.conn->connect(c.ep.qp, addr_a(0), addr_b(nd_port), 4, 4, nullptr, 0, &Req::cb,
                               &c.connected),
               STATUS_PENDING);
     ASSERT_TRUE(pump_until([&] { return c.connected.done(); }));
     ASSERT_EQ(c.connected.status, STATUS_SUCCESS);
   }
-  void connect_client(Client& c) {
-    request_client(c);
+  void connect_client(Client& c, uint16_t nd_port = kPort) {
+    request_client(c, nd_port);
     if (HasFatalFailure()) return;
     ASSERT_EQ(c.conn->complete_connect_ex([](void* x, NTSTATUS s) { Req::cb(x, s); },
                                           &c.disconnected, &Req::cb, &c.completed),
@@ -118,6 +124,54 @@ class ServicesTest : public CmFixture {
     std::vector<std::unique_ptr<Buffer>> bufs;
     bufs.push_back(std::move(c.buf));
     close_endpoint(c.ep, &bufs);
+  }
+
+  /// One SEND of `n` bytes through an echo connection: the same bytes come back.
+  void expect_echo(Client& c, uint32_t n, uint8_t seed) {
+    for (uint32_t i = 0; i < n; ++i) c.buf->data[i] = static_cast<uint8_t>(i * 7 + seed);
+    NdkSge rs = c.buf->sge(2048, 256);
+    ASSERT_EQ(c.ep.qp->receive(&c, &rs, 1), STATUS_SUCCESS);
+    NdkSge ss = c.buf->sge(0, n);
+    ASSERT_EQ(c.ep.qp->send(nullptr, &ss, 1, 0), STATUS_SUCCESS);
+    std::vector<NdkResultEx> got;
+    ASSERT_TRUE(pump_until([&] {
+      NdkResultEx r[4];
+      for (uint32_t k; (k = c.ep.cq->get_results_ex(r, 4)) != 0;) got.insert(got.end(), r, r + k);
+      return got.size() >= 2;
+    }));
+    for (const auto& r : got) EXPECT_EQ(r.status, STATUS_SUCCESS);
+    const auto echo = std::find_if(got.begin(), got.end(), [](const NdkResultEx& r) {
+      return r.type == NdkOperationType::kReceive;
+    });
+    ASSERT_NE(echo, got.end());
+    EXPECT_EQ(echo->bytes_transferred, n);
+    EXPECT_EQ(std::memcmp(c.buf->ptr() + 2048, c.buf->ptr(), n), 0);
+  }
+  /// The nd_ports of the rows the service reports (/rocedp/listeners' counts).
+  std::vector<uint16_t> row_ports() const {
+    std::vector<uint16_t> out;
+    for (const auto& r : svc_->rows()) out.push_back(r.nd_port);
+    return out;
+  }
+  /// A Connect to B's nd_port: its status once the CM answered (no Accept follows).
+  NTSTATUS connect_status(uint16_t nd_port) {
+    Client c;
+    request_client_raw(c, nd_port);
+    const NTSTATUS st = c.connected.status;
+    close_client(c);
+    return st;
+  }
+  void request_client_raw(Client& c, uint16_t nd_port) {
+    c.ep.host = &a_;
+    c.ep.pd = make_pd(a_);
+    c.ep.cq = make_cq(a_, 256, 0, &c.ep.notes);
+    c.ep.qp = make_qp(c.ep.pd, c.ep.cq, c.ep.cq, &c.ep, 16);
+    c.buf = buffer(c.ep.pd, 4096);
+    c.conn = connector(a_);
+    EXPECT_EQ(c.conn->connect(c.ep.qp, addr_a(0), addr_b(nd_port), 4, 4, nullptr, 0, &Req::cb,
+                              &c.connected),
+              STATUS_PENDING);
+    EXPECT_TRUE(pump_until([&] { return c.connected.done(); }));
   }
 
   std::unique_ptr<control::Services> svc_;
@@ -210,6 +264,91 @@ TEST_F(ServicesTest, MemoryRegionCloseOnAFullCoreRingIsTriedAgain) {
   ASSERT_TRUE(pump_until([&] { return svc_->stopped(); }));
   svc_.reset();
   // TearDown: B's adapter closes only with nothing of the service left open (its PD included).
+}
+
+// A reload that drops a listener stops that one alone: its connection gets the service's DREQ,
+// its nd_port refuses new clients, its row goes; the listener kept keeps its connection, which
+// still echoes. What the dropped listener held (its region, its connection's QP) closes.
+TEST_F(ServicesTest, AReloadStopsADroppedListenerAloneAndEndsItsConnections) {
+  using S = config::ListenerConfig::Service;
+  const config::ListenerConfig echo = entry(S::kEcho, kPort), memory = entry(S::kMemory, kPort + 1);
+  start_all({echo, memory});
+  Client e, m;
+  connect_client(e, kPort);
+  connect_client(m, kPort + 1);
+  ASSERT_EQ(svc_->open_connections(), 2u);
+  expect_echo(e, 100, 1);
+
+  std::string error;
+  EXPECT_EQ(svc_->update({echo}, &error), STATUS_SUCCESS) << error;
+  EXPECT_TRUE(error.empty()) << error;
+  EXPECT_EQ(svc_->serving(), std::vector<config::ListenerConfig>{echo});
+  EXPECT_EQ(row_ports(), std::vector<uint16_t>{kPort}) << "the dropped listener still has a row";
+  ASSERT_TRUE(pump_until([&] { return m.disconnected.done(); }))
+      << "the dropped listener's connection was not ended";
+  ASSERT_TRUE(pump_until([&] { return svc_->open_connections() == 1; }));
+  EXPECT_EQ(b_qps(), 1u) << "the dropped listener's QP outlived it";
+  EXPECT_FALSE(e.disconnected.done()) << "the kept listener's connection was ended";
+  expect_echo(e, 200, 3);
+  EXPECT_NE(connect_status(kPort + 1), STATUS_SUCCESS) << "the dropped nd_port still accepts";
+  EXPECT_EQ(svc_->rows().at(0).accepted, 1u);
+  close_client(m);
+  close_client(e);
+}
+
+// A reload that adds a listener starts it; an entry that changed (here its queue depth) is
+// another listener: the old one ends its connection, the new one serves on the same nd_port.
+TEST_F(ServicesTest, AReloadStartsNewListenersAndReplacesAChangedOne) {
+  using S = config::ListenerConfig::Service;
+  const config::ListenerConfig echo = entry(S::kEcho, kPort);
+  start_all({echo});
+  Client old_client;
+  connect_client(old_client, kPort);
+  expect_echo(old_client, 64, 5);
+
+  config::ListenerConfig deeper = echo;
+  deeper.queue_depth = 16;
+  const config::ListenerConfig memory = entry(S::kMemory, kPort + 2);
+  std::string error;
+  EXPECT_EQ(svc_->update({deeper, memory}, &error), STATUS_SUCCESS) << error;
+  EXPECT_EQ(svc_->serving(), (std::vector<config::ListenerConfig>{deeper, memory}));
+  EXPECT_EQ(row_ports(), (std::vector<uint16_t>{kPort, static_cast<uint16_t>(kPort + 2)}));
+  ASSERT_TRUE(pump_until([&] { return old_client.disconnected.done(); }))
+      << "the replaced listener's connection was not ended";
+  Client again, mem;
+  connect_client(again, kPort);
+  expect_echo(again, 256, 9);
+  connect_client(mem, kPort + 2);
+  EXPECT_EQ(svc_->open_connections(), 2u);
+  EXPECT_EQ(svc_->rows().at(0).accepted, 1u) << "the new listener's counts start at zero";
+  close_client(mem);
+  close_client(again);
+  close_client(old_client);
+}
+
+// A listener a reload cannot start (its nd_port is taken by another listener of the adapter) is
+// named in the error and left out; the reload's other entries apply, and the failed one leaves
+// nothing registered (its region closes: B's adapter closes clean at the end).
+TEST_F(ServicesTest, AReloadNamesAListenerThatCannotStartAndAppliesTheRest) {
+  using S = config::ListenerConfig::Service;
+  const config::ListenerConfig echo = entry(S::kEcho, kPort);
+  start_all({echo});
+  Events theirs;
+  Listener* taken = listen_b(kPort + 5, &theirs);
+  const config::ListenerConfig clash = entry(S::kMemory, kPort + 5),
+                               fresh = entry(S::kEcho, kPort + 6);
+  std::string error;
+  EXPECT_NE(svc_->update({echo, clash, fresh}, &error), STATUS_SUCCESS);
+  EXPECT_NE(error.find("memory listener on nd_port 7005"), std::string::npos) << error;
+  EXPECT_EQ(svc_->serving(), (std::vector<config::ListenerConfig>{echo, fresh}));
+  Client c;
+  connect_client(c, kPort + 6);
+  expect_echo(c, 32, 11);
+  close_client(c);
+  close_listener(taken);
+  svc_->stop();
+  ASSERT_TRUE(pump_until([&] { return svc_->stopped(); }));
+  EXPECT_NE(svc_->update({echo}, &error), STATUS_SUCCESS) << "a stopped service took a reload";
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ done
 grep -q "event=perftest_report .*size=4096 iterations=2000" "$work/daemon.log" || fail "the 4096-byte WRITE report"
 # Every session and connection closed; SEND bandwidth: 3000 x 2 QPs of 1024 bytes taken.
 wait_for /rocedp/connections "d['count'] == 0"
-wait_for /rocedp/listeners "d['sessions'] == [7, 1] and d['reports'] == [4, 0] and d['received_messages'] == [6000, 0] and d['received_bytes'] == [6144000, 0] and d['echo_messages'] == [0, 500] and d['failed'] == [0, 0] and d['connections'] == [0, 0] and all(a == c for a, c in zip(d['accepted'], d['closed']))"
+wait_for /rocedp/listeners "d['service'] == ['perftest', 'perftest'] and d['sessions'] == [7, 1] and d['reports'] == [4, 0] and d['received_messages'] == [6000, 0] and d['received_bytes'] == [6144000, 0] and d['echo_messages'] == [0, 500] and d['failed'] == [0, 0] and d['connections'] == [0, 0] and all(a == c for a, c in zip(d['accepted'], d['closed']))"
 # 7 sessions on 7002: 1 + 4 + 2 + 1 + 2 + 1 + 1 data connections and a control each.
 [ "$(tel_get /rocedp/listeners "d['accepted']")" = "[19, 2]" ] || fail "accepted: $(tel_get /rocedp/listeners "d['accepted']")"
 

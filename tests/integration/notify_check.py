@@ -7,7 +7,8 @@ usage: notify_check.py ROCEDPD CONFIG PREFIX WORKDIR
     every port started with link up and every listener (rocedpctl is not needed: the socket is read
     directly), i.e. READY=1 only after ports are up and listeners are listening;
  2. SIGHUP -> RELOADING=1, then READY=1 again, with STATUS=running when the file is the same
-    but for comments and logging (applied live), and saying a restart is needed when more changed;
+    but for comments, logging and listeners (applied live: /rocedp/listeners shows the new set),
+    and saying a restart is needed when more changed;
  3. SIGTERM -> STOPPING=1, then the process exits 0.
 Exit 0 on success, 1 with the received messages on failure."""
 import json
@@ -81,16 +82,24 @@ def main():
         if not ready.get("STATUS", "").startswith("running") or ready.get("MAINPID") != str(proc.pid):
             return fail(f"READY message: {ready}")
         # Reloads: the file as it was, then with a comment and another logging level (applied
-        # live: STATUS=running), then with a listener more (needs a restart, and says so).
+        # live: STATUS=running), then with a listener more (applied live: it listens), then with
+        # the memory listener gone and another pool size (the listener stops; the pool needs a
+        # restart, and the status says so).
         with open(config) as f:
             original = f.read()
+        memory_line = "  - {port: memif0, nd_port: 7001, service: memory}\n"
+        if memory_line not in original or "mbuf_count: 4095" not in original:
+            return fail("the configuration is not the one this check edits")
         edits = [
-            (original, "running"),
-            ("# edited\n" + original.replace("eal:", "logging: {level: debug}\neal:", 1), "running"),
-            (original + "  - {port: memif0, nd_port: 7002, service: echo}\n",
-             "running; logging reloaded, other changes to the file apply on restart"),
+            (original, "running", [7000, 7001]),
+            ("# edited\n" + original.replace("eal:", "logging: {level: debug}\neal:", 1), "running",
+             [7000, 7001]),
+            (original + "  - {port: memif0, nd_port: 7002, service: echo}\n", "running",
+             [7000, 7001, 7002]),
+            (original.replace(memory_line, "").replace("mbuf_count: 4095", "mbuf_count: 8191"),
+             "running; other changes to the file apply on restart", [7000]),
         ]
-        for text, status in edits:
+        for text, status, nd_ports in edits:
             with open(config, "w") as f:
                 f.write(text)
             proc.send_signal(signal.SIGHUP)
@@ -102,6 +111,9 @@ def main():
                 return fail("no READY=1 after the reload")
             if again.get("STATUS") != status:
                 return fail(f"reload status {again.get('STATUS')!r}, expected {status!r}")
+            listeners = tel(prefix, "/rocedp/listeners")
+            if sorted(listeners["nd_port"]) != nd_ports:
+                return fail(f"listeners after the reload: {listeners}, expected nd_ports {nd_ports}")
         # Stop.
         proc.send_signal(signal.SIGTERM)
         stopping = until("STOPPING")

@@ -66,6 +66,9 @@
 #                        CM answers it with an MRA, and the connection is established
 #     cm-lc-late         rocedp accepts after 9 s: Linux's REQ comes again, rocedp answers with an
 #                        MRA, and Linux's connection is established
+#     reload-lc          rocedpd reloads (SIGHUP) a configuration without listener 7473 and with
+#                        a new echo listener 7480: Linux's rdma_client is served on 7480, refused
+#                        on 7473 (REJECTED, status 8) and still served on 7471
 #     cm-ls-give-up      Linux does not answer; rocedp closes its connector after 1 s: Connect ends
 #                        CANCELLED, and rocedp's REJ is the one Linux's own CM sends when its
 #                        client gives up (reason 4, Message REJected 2, ARI the REQ's CA GUID);
@@ -89,6 +92,7 @@ iop_rocedpd "$mtu" "$dev_d" "$daemon" "{port: rig0, nd_port: 7471, service: echo
   "{port: rig0, nd_port: 7472, service: echo, receive_delay_ms: 300}" \
   "{port: rig0, nd_port: 7473, service: echo, disconnect_after: 1}" \
   "{port: rig0, nd_port: 7474, service: memory, memory_bytes: 65536, keepalive_ms: 100}" || { iop_fail "rocedpd did not start"; exit 1; }
+daemon_pid=$IOP_LAST_PID
 
 {
   iop_case_lines
@@ -140,6 +144,8 @@ begin cm-ls-give-up; /mnt/share/cm_check_peer -s silent -p 7478; end cm-ls-give-
 begin cm-ls-late; /mnt/share/cm_check_peer -s late -p 7477; end cm-ls-late \$?
 begin cm-lc-late; await cm-late-listening
 /mnt/share/cm_check_peer -c -a $perf -p 7476 -k -t 40; end cm-lc-late \$?
+begin reload-lc; rdma_client -s $daemon -p 7480 && /mnt/share/cm_check_peer -c -a $daemon -p 7473 -e 8 &&
+rdma_client -s $daemon -p 7471; end reload-lc \$?
 EOF
   echo "hw end"
 } >"$IOP_WORK/guest.sh"
@@ -243,6 +249,17 @@ on_begin_cm_lc_late() {
   cm_late=$IOP_LAST_PID
 }
 
+# A reload of rocedpd's listeners: 7473 leaves, 7480 comes, the others stay.
+on_begin_reload_lc() {
+  sed -i -e '/nd_port: 7473/d' "$IOP_WORK/rocedpd.yaml"
+  echo "  - {port: rig0, nd_port: 7480, service: echo}" >>"$IOP_WORK/rocedpd.yaml"
+  kill -HUP "$daemon_pid"
+  iop_wait "$IOP_WORK/rocedpd.log" "event=reload_done restart_needed=false" 10 ||
+    iop_fail "reload-lc: rocedpd did not finish its reload"
+  iop_console_has "$IOP_WORK/rocedpd.log" "event=listeners_reloaded started=1 stopped=1 listeners=4" ||
+    iop_fail "reload-lc: rocedpd did not start one listener and stop one"
+}
+
 # 802.1Q: rocedp-perf --rping as above on VLAN 7 with priority 3, the guest on eth0.7.
 vlan_ep=("${perf_port[@]}" --ip "$vperf/24" --timeout 60 -S 3000 --vlan 7 --vlan-priority 3 --dscp 26)
 on_begin_vlan_lc() { rping_lc rping-vlan rping-vlan-listening "${vlan_ep[@]}"; }
@@ -289,7 +306,7 @@ held=$(iop_daemon_holds "rdp-iop-d-$$")
 echo "rocedpd after the guest's clients: $held(connections, QPs)"
 iop_check_captures
 cm_cases=()
-[ "$mtu" = 1500 ] && cm_cases=(vlan_lc vlan_ls prio_ls tos_lc ecn_lc cm_lc_reject cm_lc_refused cm_churn cm_ls_refused cm_ls_reject cm_ls_abandon cm_ls_give_up cm_ls_late cm_lc_late)
+[ "$mtu" = 1500 ] && cm_cases=(vlan_lc vlan_ls prio_ls tos_lc ecn_lc cm_lc_reject cm_lc_refused cm_churn cm_ls_refused cm_ls_reject cm_ls_abandon cm_ls_give_up cm_ls_late cm_lc_late reload_lc)
 reap "$cm_late"
 cm_late_rc=$REAPED
 for c in client_echo client_rocedp_disc client_rnr server_echo server_rnr rping_lc rping_ls ops_lc ops_lc_fr ops_ls mem_lc "${cm_cases[@]}"; do
@@ -517,7 +534,7 @@ if [ "$mtu" = 1500 ]; then
     iop_fail "cm-ls-reject: rocedp did not get Linux's reject with its private data"
   grep -q "complete_connect_ex after 2000 ms: STATUS_CONNECTION_ABORTED" "$IOP_WORK/cm-ls-abandon.log" 2>/dev/null ||
     iop_fail "cm-ls-abandon: rocedp's CompleteConnectEx did not end with STATUS_CONNECTION_ABORTED"
-  [ "$(tr -d '\r' <"$con" | grep -c "^cm_check_peer: client: every check held")" = 3 ] || iop_fail "cm-lc-*: Linux's client did not hold every check three times"
+  [ "$(tr -d '\r' <"$con" | grep -c "^cm_check_peer: client: every check held")" = 4 ] || iop_fail "cm-lc-* and reload-lc: Linux's client did not hold every check four times"
   [ "$(tr -d '\r' <"$con" | grep -c "^cm_check_peer: server: every check held")" = 4 ] || iop_fail "cm-ls-*: Linux's server did not hold every check four times"
   # The late accepts: the client's REQ came again, the server answered it with an MRA for the REQ
   # (Message MRAed 0), and the connection was established (REP, RTU). Linux resends its REQ after
