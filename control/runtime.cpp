@@ -345,9 +345,21 @@ std::vector<config::ListenerConfig> Runtime::update_listeners(
   };
   std::vector<config::ListenerConfig> served;
   if (!options_.connection_manager) {
-    if (!listeners.empty())
-      add_error("started without listeners, so without connection managers: restart to serve any");
-    return served;
+    if (listeners.empty()) return served;
+    if (options_.open_adapter) {
+      add_error("this runtime's adapters have no connection managers: no listener can start");
+      return served;
+    }
+    // Started without listeners (a plain data plane): the adapters and their connection managers
+    // come now, as at start; a failure leaves what opened to stop().
+    options_.open_adapter = options_.connection_manager = true;
+    std::string why;
+    if (!open_adapter(&why)) {
+      add_error("opening the adapters for the first listeners: " + why);
+      return served;
+    }
+    log(LogLevel::kInfo, "adapters_opened_for_listeners",
+        {{"ports", std::to_string(ports_.size())}});
   }
   for (const config::ListenerConfig& l : listeners) {
     const bool known = std::any_of(ports_.begin(), ports_.end(),

@@ -92,8 +92,9 @@ class Runtime {
   /// (DaemonConnections::update_listeners_st, on the control thread): listeners no longer listed
   /// stop and end their connections, new entries start, the others keep theirs. Returns the
   /// entries served afterwards, in the order of `listeners`; *error names each entry that could
-  /// not start: its port is not one of this runtime's, or the runtime has no connection managers
-  /// (options.connection_manager: rocedpd started without listeners), or starting it failed.
+  /// not start: its port is not one of this runtime's, or starting it failed. A runtime started
+  /// without adapters (rocedpd without listeners) opens them and their connection managers first
+  /// (open_adapter); one whose adapters have no connection managers serves none.
   std::vector<config::ListenerConfig> update_listeners(
       const std::vector<config::ListenerConfig>& listeners, std::string* error);
   /// Asks every core for its counters now and waits until the snapshot is published (polling

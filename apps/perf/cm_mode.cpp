@@ -202,15 +202,17 @@ bool connect_links(AdapterRuntime& rt, Endpoint& ep, Links& links, const CmHello
           inline_status[i] = st;
         }
       });
+      // Up to kEstablishWait for the answers, and not past the run's time limit.
       rt.wait_until(
           [&] {
+            if (past_deadline()) return true;
             for (size_t k = base; k < end; ++k)
               if (inline_status[todo[k]] == STATUS_PENDING &&
                   pend[todo[k]].done.load(std::memory_order_acquire) == 0)
                 return false;
             return true;
           },
-          std::chrono::seconds(30));
+          kEstablishWait);
     }
     std::vector<size_t> refused;
     for (size_t i : todo) {
@@ -225,6 +227,15 @@ bool connect_links(AdapterRuntime& rt, Endpoint& ep, Links& links, const CmHello
       *err = "connect " + std::to_string(i) + ": " + std::string(status_name(st));
       if (st == STATUS_CONNECTION_REFUSED)
         *err += " (" + std::to_string(kAttempts) + " attempts in 2 s)";
+      // Connects still pending (no answer in time) complete CANCELLED once their connectors
+      // close: `pend` must outlive those completions.
+      for (size_t k : todo) {
+        pend[k].owed = inline_status[k] == STATUS_PENDING;
+        if (pend[k].owed && pend[k].done.load() == 0) {
+          close_connector_settled(rt, links[k]->conn, {&pend[k]});
+          links[k]->conn = nullptr;
+        }
+      }
       return false;
     }
     if (refused.empty()) return true;

@@ -206,8 +206,8 @@ NTSTATUS connect_retrying(AdapterRuntime& rt, Qp* qp, const NdkSockAddr& to, uin
           return x;
         },
         kEstablishWait);
+    Pending q;
     if (st == STATUS_SUCCESS) {
-      Pending q;
       st = call_and_wait(rt, q, [&] {
         return c->complete_connect_ex(on_disconnect, disconnect_ctx, &on_request, &q);
       });
@@ -216,7 +216,9 @@ NTSTATUS connect_retrying(AdapterRuntime& rt, Qp* qp, const NdkSockAddr& to, uin
         return st;
       }
     }
-    if (c != nullptr) rt.run_on_control([&] { c->close(nullptr, nullptr); });
+    // A Connect or CompleteConnect that timed out is still pending: its completion must find
+    // p and q.
+    if (c != nullptr) close_connector_settled(rt, c, {&p, &q});
     if (st != STATUS_CONNECTION_REFUSED || attempt >= 50 || clock::deadline().passed()) return st;
     rt.wait_until([] { return false; }, std::chrono::milliseconds(200));
   }
@@ -255,11 +257,24 @@ void on_closed(void* ctx) {
   on_request(ctx, STATUS_SUCCESS);
 }
 
+void close_connector_settled(AdapterRuntime& rt, Connector* c,
+                             std::initializer_list<Pending*> pend) {
+  rt.run_on_control([&] { c->close(nullptr, nullptr); });
+  rt.wait_until(
+      [&] {
+        for (const Pending* p : pend)
+          if (p->owed && p->done.load(std::memory_order_acquire) == 0) return false;
+        return true;
+      },
+      std::chrono::seconds(10));
+}
+
 NTSTATUS call_and_wait(AdapterRuntime& rt, Pending& p, const std::function<NTSTATUS()>& start,
                        std::chrono::milliseconds timeout) {
   NTSTATUS st = STATUS_PENDING;
   rt.run_on_control([&] { st = start(); });
   if (st != STATUS_PENDING) return st;
+  p.owed = true;
   if (!rt.wait_until([&] { return p.done.load(std::memory_order_acquire) != 0; }, timeout))
     return STATUS_IO_TIMEOUT;
   return p.status.load();

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,15 +71,23 @@ struct Pending {
   std::atomic<int> done{0};
   std::atomic<NTSTATUS> status{STATUS_PENDING};
   NdkObjectHeader* object = nullptr;
+  bool owed = false;  ///< call_and_wait's start returned STATUS_PENDING: a completion comes here
 };
 void on_created(void* ctx, NTSTATUS status, NdkObjectHeader* object);  // ctx: Pending
 void on_request(void* ctx, NTSTATUS status);                           // ctx: Pending
 void on_closed(void* ctx);                                             // ctx: Pending
 
-/// Runs start() on the control thread; when it returned STATUS_PENDING, waits (bounded) for
-/// `p` to complete. The inline status, p's status, or STATUS_IO_TIMEOUT.
+/// Runs start() on the control thread; when it returned STATUS_PENDING (p.owed), waits (bounded)
+/// for `p` to complete. The inline status, p's status, or STATUS_IO_TIMEOUT: then the request is
+/// still pending, and `p` must outlive its completion (close_connector_settled).
 NTSTATUS call_and_wait(AdapterRuntime& rt, Pending& p, const std::function<NTSTATUS()>& start,
                        std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+/// Closes connector `c` on the control thread and waits for the completions still owed to `pend`
+/// (owed, not done yet): the close cancels the connector's pending request, and that completion
+/// (CANCELLED) runs after the close returned, into memory the caller holds.
+void close_connector_settled(AdapterRuntime& rt, Connector* c,
+                             std::initializer_list<Pending*> pend);
 
 /// Runs start(i) for i in [0, n) on the control thread, kBatch at a time (a core's request ring
 /// holds 1024), waiting for each batch's completions in pend[i]. start returns the inline status

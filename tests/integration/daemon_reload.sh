@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # rocedpd's listeners change with a reload (SIGHUP) while it serves: rocedp-perf clients (memif
 # client, their own EAL) through the IB CM, every echo compared byte for byte.
-#  1. Listeners echo 7000 and memory 7001. A SEND ping-pong on 7000 runs 4 s; 1 s into it a
+#  1. Listeners echo 7000 and memory 7001. A SEND ping-pong on 7000 runs 6 s; 1 s into it a
 #     reload drops 7001 and adds echo 7002. The run ends with exit 0 (its connection is kept and
 #     echoes on; --verify needs a message count, so the echoes' bytes are checked by the next
 #     client of 7000), 7002 serves, 7001 refuses (CONNECTION_REFUSED), /rocedp/listeners shows 7000 and
@@ -10,6 +10,9 @@
 #     ends that connection (the client: exit 1, the peer disconnected) and the
 #     new listener on 7000 serves the next client.
 #  3. A reload of an invalid file changes nothing: logged reload_failed, both listeners serve.
+#  4. A daemon started without listeners (no adapter, no connection manager: a client's REQ goes
+#     unanswered until its time limit) opens both at the reload that lists its first listener,
+#     which then serves.
 # SIGTERM ends the daemon with status 0.
 source "$(dirname "$0")/lib.sh"
 need_root
@@ -49,10 +52,13 @@ background() {
   shift
   n=$((n + 1))
   bg_log=$work/c$n.log
+  local before
+  before=$(grep -c "event=service_connected" "$work/daemon.log" || true)
   "$perf" --config "$work/client.yaml" --connect "198.18.3.1:$port" --timeout 30 "$@" > "$bg_log" 2>&1 &
   client_pid=$!
+  # The daemon logs each connection it accepted.
   for _ in $(seq 300); do
-    [ "$(tel_get /rocedp/connections "d['state'] == ['established']" 2>/dev/null || true)" = True ] && return 0
+    [ "$(grep -c "event=service_connected" "$work/daemon.log" || true)" -gt "$before" ] && return 0
     kill -0 "$client_pid" 2>/dev/null || { cat "$bg_log" >&2; fail "the background client ended before it connected"; }
     sleep 0.1
   done
@@ -86,9 +92,10 @@ memory7001='  - {port: memif0, nd_port: 7001, service: memory, memory_bytes: 104
 echo7002='  - {port: memif0, nd_port: 7002, service: echo, message_bytes: 4096, queue_depth: 16}'
 
 # 1. A listener leaves and one comes while a client runs on a third.
-background 7000 send lat -s 1000 -D 4
+background 7000 send lat -s 1000 -D 6
 sleep 1
 reload "${original/"$memory7001"/"$echo7002"}"
+kill -0 "$client_pid" 2>/dev/null || fail "the client on the kept listener ended before the reload did"
 grep -q "event=listeners_reloaded started=1 stopped=1 listeners=2" "$work/daemon.log" ||
   fail "the reload did not start one listener and stop one"
 grep -q "event=reload_done restart_needed=false" "$work/daemon.log" || fail "reload 1 asked for a restart"
@@ -118,4 +125,28 @@ client 0 7002 send lat -s 64 -n 100 --verify
 
 stop_daemon TERM
 [ "$daemon_status" -eq 0 ] || fail "exit status $daemon_status after SIGTERM"
+
+# 4. A daemon started without listeners (a plain data plane: no adapter, no connection manager)
+# opens them at the reload that brings its first listener.
+# A socket of its own: nothing of the first daemon's link can meet it.
+original=${original//memif.sock/memif2.sock}
+printf '%s\n' "${original%%listeners:*}" > "$work/server.yaml"
+sed -i -e 's/memif.sock/memif2.sock/' "$work/client.yaml"
+start_daemon "$work/server.yaml"
+reloads=0
+# Nothing answers its REQ: the client gives up at its time limit (exit 3) and closes its connector
+# while the Connect is still pending (the Connect's completion once wrote into freed memory then).
+rc=0
+"$perf" --config "$work/client.yaml" --connect 198.18.3.1:7000 --timeout 3 send lat -n 10 > "$work/none.log" 2>&1 || rc=$?
+rm -rf "/var/run/dpdk/$client_prefix"
+[ "$rc" -eq 3 ] || { cat "$work/none.log" >&2; fail "a client of the daemon without listeners: exit $rc, expected 3"; }
+grep -q "connect 0: STATUS_IO_TIMEOUT" "$work/none.log" || fail "the unanswered connect was not reported"
+reload "${original/"$memory7001"/}"
+grep -q "event=adapters_opened_for_listeners ports=1" "$work/daemon.log" || fail "no adapter opened at the reload"
+grep -q "event=listeners_reloaded started=1 stopped=0 listeners=1" "$work/daemon.log" ||
+  fail "the first listener did not start"
+client 0 7000 send lat -s 500 -n 200 --verify
+stop_daemon TERM
+[ "$daemon_status" -eq 0 ] || fail "exit status $daemon_status after SIGTERM (second daemon)"
+grep -q "event=connection_manager_detached" "$work/daemon.log" || fail "the late connection manager was not detached at shutdown"
 echo PASS
