@@ -47,7 +47,7 @@ struct Session {
   Qp* qp = nullptr;
   CmLink link;  // the server's listener and request; the client's connector
   // Completions that may come late (a close cancels them): they live as long as the run.
-  Pending connected, completed, closed;
+  Pending connected, completed, closed, disconnected;
 
   explicit Session(const CmCheckOptions& opts) : o(opts) {}
   uint32_t read_limit() const { return rt->config().limits.max_read_limit; }
@@ -257,8 +257,8 @@ bool serve(Session& s) {
                            s.completed);
     std::printf("%s: server: accept after %u ms: %s\n", kMe, o.wait_ms, name(st).c_str());
     if (st != STATUS_SUCCESS) return fail("accept: " + name(st));
-    Pending p;
-    st = call_and_wait(*s.rt, p, [&] { return s.link.conn->disconnect(&on_request, &p); });
+    st = call_and_wait(*s.rt, s.disconnected,
+                       [&] { return s.link.conn->disconnect(&on_request, &s.disconnected); });
     std::printf("%s: server: disconnect: %s\n", kMe, name(st).c_str());
     return st == STATUS_SUCCESS || fail("disconnect: " + name(st));
   }

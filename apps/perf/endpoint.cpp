@@ -385,7 +385,8 @@ void cm_close(AdapterRuntime& rt, CmLink& link) {
     Pending p;
     call_and_wait(
         rt, p, [&] { return link.conn->disconnect(&on_request, &p); }, kDisconnectWait);
-    rt.run_on_control([&] { link.conn->close(nullptr, nullptr); });
+    close_connector_settled(rt, link.conn, {&p});  // a Disconnect without DREP still pending
+    link.conn = nullptr;
   }
   if (link.listener != nullptr) rt.run_on_control([&] { link.listener->close(nullptr, nullptr); });
   rt.wait_until([] { return false; }, std::chrono::milliseconds(200));
