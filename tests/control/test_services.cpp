@@ -98,16 +98,7 @@ class ServicesTest : public CmFixture {
   /// A client whose Connect to B's service succeeded (the service accepted: its REP came); no
   /// CompleteConnect yet, so no RTU.
   void request_client(Client& c, uint16_t nd_port = kPort) {
-    c.ep.host = &a_;
-    c.ep.pd = make_pd(a_);
-    c.ep.cq = make_cq(a_, 256, 0, &c.ep.notes);
-    c.ep.qp = make_qp(c.ep.pd, c.ep.cq, c.ep.cq, &c.ep, 16);
-    c.buf = buffer(c.ep.pd, 4096);
-    c.conn = connector(a_);
-    ASSERT_EQ(c.conn->connect(c.ep.qp, addr_a(0), addr_b(nd_port), 4, 4, nullptr, 0, &Req::cb,
-                              &c.connected),
-              STATUS_PENDING);
-    ASSERT_TRUE(pump_until([&] { return c.connected.done(); }));
+    send_request(c, nd_port);
     ASSERT_EQ(c.connected.status, STATUS_SUCCESS);
   }
   void connect_client(Client& c, uint16_t nd_port = kPort) {
@@ -156,12 +147,13 @@ class ServicesTest : public CmFixture {
   /// A Connect to B's nd_port: its status once the CM answered (no Accept follows).
   NTSTATUS connect_status(uint16_t nd_port) {
     Client c;
-    request_client_raw(c, nd_port);
+    send_request(c, nd_port);
     const NTSTATUS st = c.connected.status;
     close_client(c);
     return st;
   }
-  void request_client_raw(Client& c, uint16_t nd_port) {
+  /// A client's Connect to B's nd_port, answered (c.connected holds its status).
+  void send_request(Client& c, uint16_t nd_port) {
     c.ep.host = &a_;
     c.ep.pd = make_pd(a_);
     c.ep.cq = make_cq(a_, 256, 0, &c.ep.notes);
@@ -189,25 +181,7 @@ TEST_F(ServicesTest, EchoCloseOnAFullCoreRingIsTriedAgainAndLeavesNothing) {
   connect_client(c);
   ASSERT_EQ(svc_->open_connections(), 1u);
 
-  // One echo, byte for byte.
-  for (uint32_t i = 0; i < 200; ++i) c.buf->data[i] = static_cast<uint8_t>(i * 7 + 1);
-  NdkSge rs = c.buf->sge(2048, 256);
-  ASSERT_EQ(c.ep.qp->receive(&c, &rs, 1), STATUS_SUCCESS);
-  NdkSge ss = c.buf->sge(0, 200);
-  ASSERT_EQ(c.ep.qp->send(nullptr, &ss, 1, 0), STATUS_SUCCESS);
-  std::vector<NdkResultEx> got;
-  ASSERT_TRUE(pump_until([&] {
-    NdkResultEx r[4];
-    for (uint32_t k; (k = c.ep.cq->get_results_ex(r, 4)) != 0;) got.insert(got.end(), r, r + k);
-    return got.size() >= 2;
-  }));
-  for (const auto& r : got) EXPECT_EQ(r.status, STATUS_SUCCESS);
-  const auto echo = std::find_if(got.begin(), got.end(), [](const NdkResultEx& r) {
-    return r.type == NdkOperationType::kReceive;
-  });
-  ASSERT_NE(echo, got.end());
-  EXPECT_EQ(echo->bytes_transferred, 200u);
-  EXPECT_EQ(std::memcmp(c.buf->ptr() + 2048, c.buf->ptr(), 200), 0);
+  expect_echo(c, 200, 1);  // one echo, byte for byte
   // The connection's QP and CQ live on one core; the buffer region's close needs every core
   // (none may still touch the buffers). The other core stops running with a full ring: the QP and
   // CQ close, the region's close cannot start.
