@@ -28,7 +28,7 @@ struct Services::Listening {
   uint32_t connections = 0;
   bool retiring = false;        // stop() or a reload: no new connections, the open ones end
   bool region_closing = false;  // its region's close completes later (on_region_closed)
-  ServiceRow counts;  // its port and nd_port, the outcomes of its connections (rows())
+  ServiceRow counts;            // its port and nd_port, the outcomes of its connections (rows())
   bool echo() const { return cfg.service == config::ListenerConfig::Service::kEcho; }
   bool memory() const { return cfg.service == config::ListenerConfig::Service::kMemory; }
   bool perftest() const { return cfg.service == config::ListenerConfig::Service::kPerftest; }

@@ -441,6 +441,11 @@ bool connect_out_of_band(AdapterRuntime& rt, Qp* qp, NdkQpConnectParams p, std::
   std::memcpy(p.remote_mac, mac.data(), 6);
   Pending pd;
   const NTSTATUS st = call_and_wait(rt, pd, [&] { return qp->connect(p, &on_request, &pd); });
+  // A core that did not answer in time still will (or the watchdog ends the process): `pd`
+  // must be there for it.
+  if (st == STATUS_IO_TIMEOUT)
+    rt.wait_until([&] { return pd.done.load(std::memory_order_acquire) != 0; },
+                  std::chrono::hours(1));
   if (st != STATUS_SUCCESS) return (*err = "QP connect: " + std::string(status_name(st))), false;
   return true;
 }

@@ -328,7 +328,9 @@ void close_session(Session& s) {
   cm_close(*s.rt, s.link);
   if (s.mw != nullptr) {
     Pending p;
-    call_and_wait(*s.rt, p, [&] { return s.mw->close(&on_closed, &p); });
+    // The close completes on the cores; `p` waits for it however long that takes.
+    call_and_wait(
+        *s.rt, p, [&] { return s.mw->close(&on_closed, &p); }, std::chrono::hours(1));
   }
   close_objects(*s.rt, {s.qp}, {s.cq}, {s.mr, s.fr}, s.pd);
 }
