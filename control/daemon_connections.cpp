@@ -108,16 +108,15 @@ std::vector<config::ListenerConfig> DaemonConnections::update_listeners_st(
   std::vector<config::ListenerConfig> mine;
   for (const config::ListenerConfig& l : listeners)
     if (l.port == port_name_) mine.push_back(l);
-  std::string why;
   if (services_ && services_->stopped()) services_.reset();  // a set whose start had failed
   if (services_) {
-    if (services_->update(mine, &why) == STATUS_INVALID_DEVICE_STATE)
-      why = "port " + port_name_ + ": its services are still stopping";
+    if (services_->update(mine, error) == STATUS_INVALID_DEVICE_STATE)
+      add_error(error, "port " + port_name_ + ": its services are still stopping");
   } else if (!mine.empty()) {
     // The port had no listener: its services start now (a failure leaves them stopping).
-    (void)Services::start(adapter_, mine, &services_, &why);
+    std::string why;
+    if (Services::start(adapter_, mine, &services_, &why) != STATUS_SUCCESS) add_error(error, why);
   }
-  if (!why.empty()) *error += (error->empty() ? "" : "; ") + why;
   return services_ ? services_->serving() : std::vector<config::ListenerConfig>{};
 }
 

@@ -15,6 +15,7 @@
 #include "control/control_thread.hpp"
 #include "control/daemon_connections.hpp"
 #include "control/ndk_internal.hpp"
+#include "control/services.hpp"
 #include "control/telemetry.hpp"
 #include "dataplane/core_channel.hpp"
 #include "dataplane/polling_core.hpp"
@@ -340,14 +341,12 @@ bool Runtime::blocking(const std::function<bool()>& op) {
 
 std::vector<config::ListenerConfig> Runtime::update_listeners(
     const std::vector<config::ListenerConfig>& listeners, std::string* error) {
-  auto add_error = [error](const std::string& why) {
-    *error += (error->empty() ? "" : "; ") + why;
-  };
   std::vector<config::ListenerConfig> served;
   if (!options_.connection_manager) {
     if (listeners.empty()) return served;
     if (options_.open_adapter) {
-      add_error("this runtime's adapters have no connection managers: no listener can start");
+      add_error(error,
+                "this runtime's adapters have no connection managers: no listener can start");
       return served;
     }
     // Started without listeners (a plain data plane): the adapters and their connection managers
@@ -355,7 +354,7 @@ std::vector<config::ListenerConfig> Runtime::update_listeners(
     options_.open_adapter = options_.connection_manager = true;
     std::string why;
     if (!open_adapter(&why)) {
-      add_error("opening the adapters for the first listeners: " + why);
+      add_error(error, "opening the adapters for the first listeners: " + why);
       return served;
     }
     log(LogLevel::kInfo, "adapters_opened_for_listeners",
@@ -365,19 +364,17 @@ std::vector<config::ListenerConfig> Runtime::update_listeners(
     const bool known = std::any_of(ports_.begin(), ports_.end(),
                                    [&](const auto& p) { return p->name() == l.port; });
     if (!known)
-      add_error("nd_port " + std::to_string(l.nd_port) + " on port " + l.port +
-                ": not a running port (a new port needs a restart)");
+      add_error(error, "nd_port " + std::to_string(l.nd_port) + " on port " + l.port +
+                           ": not a running port (a new port needs a restart)");
   }
   const bool ran = run_on_control([&] {
     for (auto& port : connections_) {
       if (!port) continue;
-      std::string why;
-      auto now = port->update_listeners_st(listeners, &why);
+      auto now = port->update_listeners_st(listeners, error);
       served.insert(served.end(), now.begin(), now.end());
-      if (!why.empty()) add_error(why);
     }
   });
-  if (!ran) add_error("the control thread is not running");
+  if (!ran) add_error(error, "the control thread is not running");
   // In the order of the configuration.
   std::vector<config::ListenerConfig> ordered;
   for (const config::ListenerConfig& l : listeners)

@@ -110,7 +110,7 @@ NTSTATUS Services::update(const std::vector<config::ListenerConfig>& listeners,
     const NTSTATUS st = listen(cfg, &why);
     if (st == STATUS_SUCCESS) continue;
     if (first == STATUS_SUCCESS) first = st;
-    *error += (error->empty() ? "" : "; ") + why;
+    add_error(error, why);
   }
   return first;
 }
@@ -440,32 +440,24 @@ void Services::retire(Listening* l) {
 // When the service stops and nothing is left open, closes the PD: stopped().
 void Services::reap() {
   if (stopped_.load(std::memory_order_relaxed)) return;
-  bool waiting = false;
+  // Retiring, no connection left, region closed: nothing of the listener is in use.
+  auto done = [](const auto& l) {
+    return l->retiring && l->connections == 0 && l->mr == nullptr && !l->region_closing;
+  };
   for (auto& l : listening_) {
-    if (!l->retiring || l->connections != 0) {
-      waiting |= l->retiring;
-      continue;
-    }
-    if (l->mr != nullptr) {
-      // The region is freed with the listener: only once no core touches it. A full ring changes
-      // nothing: poll() tries again.
-      const NTSTATUS st = l->mr->close(&Services::on_region_closed, l.get());
-      if (st == STATUS_INSUFFICIENT_RESOURCES) {
-        waiting = true;
-        continue;
-      }
-      l->mr = nullptr;
-      l->region_closing = st == STATUS_PENDING;
-    }
-    waiting |= l->region_closing;
+    if (!l->retiring || l->connections != 0 || l->mr == nullptr) continue;
+    // The region is freed with the listener: only once no core touches it. A full ring changes
+    // nothing: poll() tries again.
+    const NTSTATUS st = l->mr->close(&Services::on_region_closed, l.get());
+    if (st == STATUS_INSUFFICIENT_RESOURCES) continue;
+    l->mr = nullptr;
+    l->region_closing = st == STATUS_PENDING;
   }
   if (!stopping_) {
-    std::erase_if(listening_, [](const auto& l) {
-      return l->retiring && l->connections == 0 && l->mr == nullptr && !l->region_closing;
-    });
+    std::erase_if(listening_, done);
     return;
   }
-  if (waiting || !conns_.empty()) return;
+  if (!conns_.empty() || !std::all_of(listening_.begin(), listening_.end(), done)) return;
   if (pd_ != nullptr) {
     // Every MR and QP of the PD is closed now: the close is inline.
     pd_->close(nullptr, nullptr);

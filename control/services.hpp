@@ -76,6 +76,11 @@
 
 namespace rocedp::control {
 
+/// Appends `why` to the "; "-separated list of failures in *errors.
+inline void add_error(std::string* errors, const std::string& why) {
+  *errors += (errors->empty() ? "" : "; ") + why;
+}
+
 class Services {
  public:
   /// Control thread: a PD and one listening Listener per entry (IP wildcard, ND port
