@@ -4,18 +4,18 @@
 //   rocedpctl qps [--qpn N] [--json] [--prefix P]
 //   rocedpctl rdma [--core N] [--json] [--prefix P]
 //   rocedpctl capture --port P -w FILE.pcapng [-c COUNT] [-d SECONDS] [--prefix P]
+//   rocedpctl metrics [--listen [HOST:]PORT] [--prefix P]
 //   rocedpctl decode [-q] FILE.pcap...
 //
-// The daemon commands speak DPDK's telemetry socket (v2: SOCK_SEQPACKET, JSON replies) at
-// <runtime dir>/<file prefix>/dpdk_telemetry.v2, the same socket dpdk-telemetry.py uses. DPDK
-// 22.11 cannot nest dictionaries, so the daemon answers with one column per field; this tool
-// turns the columns back into rows (a table, or with --json an array of objects).
+// The daemon commands speak DPDK's telemetry socket (apps/ctl/telemetry_client.hpp). DPDK 22.11
+// cannot nest dictionaries, so the daemon answers with one column per field; this tool turns the
+// columns back into rows (a table, or with --json an array of objects). `metrics` gives the
+// counters to Prometheus (apps/ctl/metrics.hpp).
 //
 // Exit status: 0 ok, 1 the daemon is unreachable / the check failed / no such QP, 2 usage.
 
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
+#include <httplib.h>
+#include <pthread.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -29,11 +29,12 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "apps/ctl/metrics.hpp"
+#include "apps/ctl/telemetry_client.hpp"
 #include "dataplane/wire/decode.hpp"
 
 #ifndef ROCEDP_VERSION
@@ -42,102 +43,13 @@
 
 namespace {
 
-using Json = nlohmann::ordered_json;  // keeps the daemon's field order
+using rocedp::ctl::Json;
+using rocedp::ctl::rows_of;
+using rocedp::ctl::TelemetryClient;
 
 constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
-
-// ---- telemetry client ----------------------------------------------------------------------
-
-// DPDK's runtime directory (eal_common_filesystem: /var/run/dpdk for root, else
-// $XDG_RUNTIME_DIR/dpdk or /tmp/dpdk).
-std::string socket_path(const std::string& prefix) {
-  std::string base = "/var/run";
-  if (getuid() != 0) {
-    const char* xdg = std::getenv("XDG_RUNTIME_DIR");
-    base = xdg != nullptr ? xdg : "/tmp";
-  }
-  return base + "/dpdk/" + prefix + "/dpdk_telemetry.v2";
-}
-
-class TelemetryClient {
- public:
-  ~TelemetryClient() {
-    if (fd_ >= 0) close(fd_);
-  }
-  bool connect(const std::string& prefix, std::string* error) {
-    const std::string path = socket_path(prefix);
-    fd_ = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-    if (fd_ < 0) return fail(error, "socket: " + std::string(std::strerror(errno)));
-    sockaddr_un sun{};
-    sun.sun_family = AF_UNIX;
-    if (path.size() >= sizeof(sun.sun_path)) return fail(error, "socket path too long: " + path);
-    std::memcpy(sun.sun_path, path.c_str(), path.size() + 1);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&sun), sizeof(sun)) != 0)
-      return fail(error, "no rocedpd with file prefix '" + prefix + "' (" + path + ": " +
-                             std::strerror(errno) + ")");
-    // The first message describes the socket: version, pid, max_output_len.
-    auto hello = receive(16384, error);
-    if (!hello) return false;
-    info_ = *hello;
-    max_len_ = info_.value("max_output_len", size_t{16384});
-    return true;
-  }
-  /// The value of `command` in the reply; null JSON if the daemon knows no such command or
-  /// refused the parameter.
-  std::optional<Json> query(const std::string& command, std::string* error) {
-    if (send(fd_, command.data(), command.size(), 0) < 0) {
-      fail(error, "send: " + std::string(std::strerror(errno)));
-      return std::nullopt;
-    }
-    auto reply = receive(max_len_, error);
-    if (!reply) return std::nullopt;
-    const std::string key = command.substr(0, command.find(','));
-    return reply->contains(key) ? (*reply)[key] : Json();
-  }
-  const Json& info() const { return info_; }
-
- private:
-  static bool fail(std::string* error, std::string msg) {
-    *error = std::move(msg);
-    return false;
-  }
-  std::optional<Json> receive(size_t max, std::string* error) {
-    std::string buf(max, '\0');
-    const ssize_t n = recv(fd_, buf.data(), buf.size(), 0);
-    if (n <= 0) {
-      fail(error,
-           n == 0 ? "the daemon closed the socket" : "recv: " + std::string(std::strerror(errno)));
-      return std::nullopt;
-    }
-    buf.resize(static_cast<size_t>(n));
-    try {
-      return Json::parse(buf);
-    } catch (const Json::exception& e) {
-      fail(error, std::string("bad reply: ") + e.what());
-      return std::nullopt;
-    }
-  }
-  int fd_ = -1;
-  size_t max_len_ = 16384;
-  Json info_;
-};
-
-// Columns {"a": [..], "b": [..]} (plus scalars such as "count") -> array of row objects.
-Json rows_of(const Json& cols) {
-  Json rows = Json::array();
-  size_t n = 0;
-  for (const auto& [k, v] : cols.items())
-    if (v.is_array()) n = std::max(n, v.size());
-  for (size_t i = 0; i < n; ++i) {
-    Json row = Json::object();
-    for (const auto& [k, v] : cols.items())
-      if (v.is_array() && i < v.size()) row[k] = v[i];
-    rows.push_back(std::move(row));
-  }
-  return rows;
-}
 
 std::string cell(const Json& v, const std::string& key) {
   if (v.is_string()) return v.get<std::string>();
@@ -370,6 +282,64 @@ int cmd_capture(const DaemonOptions& o, const CaptureOptions& c) {
   return err.empty() ? kExitOk : report_error("capture: " + err);
 }
 
+// ---- metrics -------------------------------------------------------------------------------
+
+// Without `listen`: the metrics once on stdout (exit 1 if the daemon does not answer). With it:
+// an HTTP server that asks the daemon afresh at each GET /metrics (rocedp_up 0 while it does
+// not answer) until SIGINT or SIGTERM.
+int cmd_metrics(const std::string& prefix, const std::string& listen) {
+  using rocedp::ctl::TelemetryViews;
+  if (listen.empty()) {
+    TelemetryViews v;
+    std::string error;
+    if (!rocedp::ctl::collect_views(prefix, &v, &error)) return report_error(error);
+    std::cout << rocedp::ctl::prometheus_text(v);
+    return kExitOk;
+  }
+  std::string host;
+  int port = 0;
+  if (!rocedp::ctl::parse_listen_address(listen, &host, &port)) {
+    std::fprintf(stderr, "rocedpctl metrics: --listen %s: not [HOST:]PORT\n", listen.c_str());
+    return kExitUsage;
+  }
+  httplib::Server server;
+  server.Get("/metrics", [&prefix](const httplib::Request&, httplib::Response& res) {
+    TelemetryViews v;
+    std::string error;
+    const bool up = rocedp::ctl::collect_views(prefix, &v, &error);
+    if (!up) std::fprintf(stderr, "rocedpctl metrics: %s\n", error.c_str());
+    res.set_content(up ? rocedp::ctl::prometheus_text(v) : rocedp::ctl::prometheus_text_down(),
+                    "text/plain; version=0.0.4; charset=utf-8");
+  });
+  server.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("rocedpctl metrics: the metrics are at /metrics\n", "text/plain");
+  });
+  // SIGINT and SIGTERM are blocked in every thread (the server's inherit the mask) and taken
+  // here by sigwait, which then stops the server.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  if (port == 0) {
+    port = server.bind_to_any_port(host);
+    if (port < 0) port = 0;
+  } else if (!server.bind_to_port(host, port)) {
+    port = 0;
+  }
+  if (port == 0)
+    return report_error("metrics: cannot listen on " + listen + ": " + std::strerror(errno));
+  std::thread serve([&server] { server.listen_after_bind(); });
+  std::cout << "rocedpctl metrics: serving http://"
+            << (host.find(':') != std::string::npos ? "[" + host + "]" : host) << ":" << port
+            << "/metrics for the rocedpd of prefix " << prefix << std::endl;
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  server.stop();
+  serve.join();
+  return kExitOk;
+}
+
 // ---- decode --------------------------------------------------------------------------------
 
 // decode FILE.pcap...: one line per frame; exit 1 if any RoCEv2 packet fails to parse, fails its
@@ -467,6 +437,18 @@ int main(int argc, char** argv) {
                           ->check(CLI::NonNegativeNumber);
   rdma->add_option("--port", o.port, "with --core: that core's engine of this port (name or id)")
       ->needs(core);
+
+  std::string metrics_listen;
+  CLI::App* metrics = app.add_subcommand(
+      "metrics",
+      "the daemon's counters as Prometheus metrics (text format 0.0.4): printed once, or served "
+      "over HTTP with --listen");
+  metrics->add_option("--prefix", o.prefix, "the daemon's EAL file prefix (eal.file_prefix)")
+      ->capture_default_str();
+  metrics->add_option("--listen", metrics_listen,
+                      "serve them at http://[HOST:]PORT/metrics until SIGINT or SIGTERM (HOST "
+                      "127.0.0.1 if left out; PORT 0: a free port, printed)");
+  metrics->callback([&] { status = cmd_metrics(o.prefix, metrics_listen); });
 
   CaptureOptions cap;
   CLI::App* capture =

@@ -14,8 +14,10 @@ packages=(
   libpcap-dev                             # reading and writing pcap files
   libcli11-dev                            # command lines of the apps
   nlohmann-json3-dev                      # JSON output of the apps
+  libcpp-httplib-dev                      # rocedpctl metrics --listen (Prometheus scrapes)
   zlib1g-dev                              # independent CRC-32 in tests
   python3-scapy tshark                    # independent decoders (roce-check)
+  python3-prometheus-client               # independent parser of rocedpctl metrics in tests
   iproute2 iputils-ping procps tcpdump    # network namespaces, veth, ping, captures in tests
   nftables                                # random loss on the interop bridge (no sch_netem here)
   libibverbs-dev librdmacm-dev            # the Linux side of interop_rdma_cm's ops-check cases

@@ -87,6 +87,17 @@ grep -q "^PASS" "$work/client.log" || fail "svc_client did not pass"
 wait_for /rocedp/connections "d['count'] == 0"
 wait_for /rocedp/qps "d['count'] == 0"
 wait_for /rocedp/listeners "d['accepted'] == [1, 1] and d['closed'] == [1, 1] and d['rejected'] == [0, 0] and d['failed'] == [0, 0] and d['echo_messages'][0] >= 1 and d['echo_bytes'][0] >= 4096 and d['echo_messages'][1] == 0"
+# The same, and the RC engine's traffic, as `rocedpctl metrics` shows them to Prometheus.
+echoes=$(tel_get /rocedp/listeners "d['echo_messages'][0]")
+echo_labels='port="memif0",nd_port="7000",service="echo"'
+memory_labels='port="memif0",nd_port="7001",service="memory"'
+"$bin_dir/rocedpctl" metrics --prefix "$prefix" | "$here/metrics_check.py" \
+  "rocedp_listener_accepted_total{$echo_labels} == 1" "rocedp_listener_closed_total{$memory_labels} == 1" \
+  "rocedp_listener_echo_messages_total{$echo_labels} == $echoes" \
+  "rocedp_listener_connections{$echo_labels} == 0" "rocedp_listener_max_connections{$echo_labels} == 1" \
+  'rocedp_rdma_rx_packets_total{port="memif0",core="0"} >= 1' \
+  'rocedp_rdma_acks_sent_total{port="memif0",core="0"} >= 1' 'rocedp_qps == 0' \
+  || fail "rocedpctl metrics after the clients"
 
 # Connections the services cannot take, as /rocedp/listeners counts them: a second echo
 # connection is over the listener's max_connections (1), so rejected; a third memory connection

@@ -44,8 +44,55 @@ if [ -x /usr/bin/dpdk-telemetry.py ]; then
     || fail "dpdk-telemetry.py did not show the drops"
 fi
 
+# rocedpctl metrics: the same counters as Prometheus metrics, read by prometheus_client's parser
+# (metrics_check.py); then served over HTTP (--listen on a free port) and scraped twice: with the
+# daemon up, and after it stopped (rocedp_up 0 and nothing else).
+ctl=$bin_dir/rocedpctl
+metrics_check=$here/metrics_check.py
+expected=('rocedp_up == 1' 'rocedp_ports == 1' 'rocedp_ports_link_up == 1'
+  'rocedp_port_rx_packets_total{port="p0"} == 127' 'rocedp_port_link_up{port="p0"} == 1'
+  'rocedp_core_rx_packets_total{core="0",lcore="1"} == 127'
+  'rocedp_core_to_control_total{core="0",lcore="1"} == 3'
+  'rocedp_drops_total{reason="unknown_qpn"} == 60' 'rocedp_drops_total{reason="not_for_us"} == 62'
+  'rocedp_drops_total{reason="bad_icrc"} == 0')
+"$ctl" metrics --prefix "$prefix" >"$work/metrics.txt" || fail "rocedpctl metrics: exit status $?"
+"$metrics_check" "${expected[@]}" <"$work/metrics.txt" || fail "rocedpctl metrics"
+metrics_pid=
+stop_metrics() {
+  exit_status=${exit_status:-$?}
+  stop_pid "$metrics_pid"
+  return 0
+}
+trap 'stop_metrics; cleanup' EXIT
+"$ctl" metrics --prefix "$prefix" --listen 127.0.0.1:0 >"$work/serve.out" 2>"$work/serve.err" &
+metrics_pid=$!
+url=
+for _ in $(seq 100); do
+  url=$(grep -o 'http://[^ ]*' "$work/serve.out" || true)
+  [ -n "$url" ] && break
+  sleep 0.1
+done
+[ -n "$url" ] || fail "rocedpctl metrics --listen printed no address: $(cat "$work/serve.out" "$work/serve.err")"
+scrape() {
+  /usr/bin/python3 -c 'import sys, urllib.request
+r = urllib.request.urlopen(sys.argv[1], timeout=10)
+assert r.status == 200 and r.headers["Content-Type"].startswith("text/plain; version=0.0.4"), r.headers
+sys.stdout.write(r.read().decode())' "$url"
+}
+scrape >"$work/scrape.txt" || fail "scraping $url"
+"$metrics_check" "${expected[@]}" <"$work/scrape.txt" || fail "the scrape of $url"
+
 stop_daemon TERM
 [ "$daemon_status" -eq 0 ] || fail "exit status $daemon_status after SIGTERM"
+scrape >"$work/scrape-down.txt" || fail "scraping $url with the daemon gone"
+"$metrics_check" 'rocedp_up == 0' <"$work/scrape-down.txt" || fail "the scrape without a daemon"
+[ "$(grep -vc '^#' "$work/scrape-down.txt")" = 1 ] || fail "more than rocedp_up without a daemon: $(cat "$work/scrape-down.txt")"
+"$ctl" metrics --prefix "$prefix" >/dev/null 2>&1 && fail "rocedpctl metrics without a daemon exits 0"
+kill -TERM "$metrics_pid"
+metrics_status=0
+wait "$metrics_pid" || metrics_status=$?
+metrics_pid=
+[ "$metrics_status" -eq 0 ] || fail "rocedpctl metrics --listen: exit status $metrics_status after SIGTERM"
 
 # The same capture on a port with VLAN 7, priority 5, DSCP 26 and ECN (CNPs at DSCP 40, every
 # 50 µs at most; these and the other DCQCN parameters shown in /rocedp/ports): its frames are untagged, so the port drops all 127 (rx_vlan_dropped)
