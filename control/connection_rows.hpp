@@ -29,6 +29,9 @@ struct ConnectionRow {
 struct ServiceRow {
   std::string port;  // config ports[].name
   uint16_t nd_port = 0;
+  // Open now: from the client's request until the connection's close completed. A listener a
+  // reload replaced counts its own until they end; they are not this row's.
+  uint64_t connections = 0;
   uint64_t accepted = 0;  // Accept completed
   uint64_t rejected = 0;  // REJ sent: over max_connections, or the service stopping
   uint64_t failed = 0;    // its CQ, QP, buffers or Accept could not be made, or its QP failed

@@ -476,6 +476,7 @@ std::vector<ServiceRow> Services::rows() const {
     if (l->retiring && !stopping_) continue;
     row_of[l.get()] = out.size();
     out.push_back(l->counts);
+    out.back().connections = l->connections;
   }
   for (const auto& [c, owned] : conns_) {
     const auto at = row_of.find(c->svc);

@@ -511,13 +511,9 @@ int telemetry_format_listeners(const Snapshot& s, const DaemonInfo& info, rte_te
                     [](const L& l) { return std::string(config::to_string(l.service)); });
   add_u64_column(d, "max_connections", info.listeners,
                  [](const L& l) -> uint64_t { return l.max_connections; });
-  add_u64_column(d, "connections", info.listeners, [&s](const L& l) -> uint64_t {
-    uint64_t n = 0;
-    for (const auto& c : s.connections)
-      n += !c.active && c.local_port == l.nd_port && c.port == l.port ? 1 : 0;
-    return n;
-  });
-  // The outcomes of each service's connections since it started (0 before its first round).
+  // Each service's open connections and the outcomes of its connections since it started (0
+  // before its first round). The services' rows are the listeners served: one a reload replaced
+  // has none, so its connections, while they end, are not the new entry's.
   auto count = [&s](uint64_t ServiceRow::*field) {
     return [&s, field](const L& l) -> uint64_t {
       for (const auto& r : s.services)
@@ -525,6 +521,7 @@ int telemetry_format_listeners(const Snapshot& s, const DaemonInfo& info, rte_te
       return 0;
     };
   };
+  add_u64_column(d, "connections", info.listeners, count(&ServiceRow::connections));
   add_u64_column(d, "accepted", info.listeners, count(&ServiceRow::accepted));
   add_u64_column(d, "rejected", info.listeners, count(&ServiceRow::rejected));
   add_u64_column(d, "failed", info.listeners, count(&ServiceRow::failed));

@@ -251,6 +251,7 @@ TEST_F(ServicesTest, AReloadStopsADroppedListenerAloneAndEndsItsConnections) {
   connect_client(e, kPort);
   connect_client(m, kPort + 1);
   ASSERT_EQ(svc_->open_connections(), 2u);
+  EXPECT_EQ(svc_->rows().at(1).connections, 1u);
   expect_echo(e, 100, 1);
 
   std::string error;
@@ -287,6 +288,8 @@ TEST_F(ServicesTest, AReloadStartsNewListenersAndReplacesAChangedOne) {
   EXPECT_EQ(svc_->update({deeper, memory}, &error), STATUS_SUCCESS) << error;
   EXPECT_EQ(svc_->serving(), (std::vector<config::ListenerConfig>{deeper, memory}));
   EXPECT_EQ(row_ports(), (std::vector<uint16_t>{kPort, static_cast<uint16_t>(kPort + 2)}));
+  EXPECT_EQ(svc_->rows().at(0).connections, 0u)
+      << "the replaced listener's connection counted as the new one's";
   ASSERT_TRUE(pump_until([&] { return old_client.disconnected.done(); }))
       << "the replaced listener's connection was not ended";
   Client again, mem;
@@ -294,6 +297,8 @@ TEST_F(ServicesTest, AReloadStartsNewListenersAndReplacesAChangedOne) {
   expect_echo(again, 256, 9);
   connect_client(mem, kPort + 2);
   EXPECT_EQ(svc_->open_connections(), 2u);
+  EXPECT_EQ(svc_->rows().at(0).connections, 1u);
+  EXPECT_EQ(svc_->rows().at(1).connections, 1u);
   EXPECT_EQ(svc_->rows().at(0).accepted, 1u) << "the new listener's counts start at zero";
   close_client(mem);
   close_client(again);
