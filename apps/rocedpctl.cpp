@@ -200,11 +200,11 @@ int cmd_status(const DaemonOptions& o) {
 }
 
 int cmd_qps(const DaemonOptions& o) {
-  static const View v{
-      "/rocedp/qps",
-      "qps",
-      {"qpn", "port", "core", "state", "peer_qpn", "path_mtu", "sq_depth", "sq_in_use", "rq_depth",
-       "rq_in_use", "next_psn", "unacked_psn", "expected_psn", "retries_used", "rnr_retries_used"}};
+  static const View v{"/rocedp/qps",
+                      "qps",
+                      {"qpn", "port", "core", "state", "error_reason", "peer_qpn", "path_mtu",
+                       "sq_depth", "sq_in_use", "rq_depth", "rq_in_use", "next_psn", "unacked_psn",
+                       "expected_psn", "retries_used", "rnr_retries_used"}};
   if (o.qpn.empty()) return run_view(o, v);
   char* end = nullptr;
   errno = 0;

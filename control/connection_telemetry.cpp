@@ -83,6 +83,9 @@ void qp_rows_run(const dataplane::QpTableRead& req, dataplane::CoreResult& resul
     r.qpn = qp->qpn();
     r.core = engine.core();
     r.state = std::string(rc::qp_state_name(qp->state()));
+    if (rc::SendQueue* sq = qp->params().sq)
+      r.error =
+          std::string(rc::qp_error_reason_name(static_cast<rc::QpErrorReason>(sq->error_reason())));
     const auto& conn = qp->conn();
     const bool connected = qp->state() != rc::QpState::kReset && qp->state() != rc::QpState::kInit;
     r.peer_qpn = connected ? conn.remote_qpn : 0;

@@ -652,6 +652,12 @@ void Qp::prefetch_post(uint32_t n) {
   send_queue().prefetch_post(n);
 }
 
+std::string_view Qp::error_reason() const {
+  const auto* q = reinterpret_cast<const rc::SendQueue*>(reinterpret_cast<const char*>(this) +
+                                                         kSendQueueOffset);
+  return rc::qp_error_reason_name(static_cast<rc::QpErrorReason>(q->error_reason()));
+}
+
 NTSTATUS Qp::send(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint32_t flags) {
   return post_in_place(send_queue(), rc::SendOpcode::kSend, request_context, sgl, n_sge, flags,
                        [](auto&) {});

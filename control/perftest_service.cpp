@@ -129,14 +129,6 @@ NTSTATUS Services::poll_control(Conn* c, std::chrono::steady_clock::time_point n
 
 namespace {
 
-std::string peer_text(const Connector* connector) {
-  NdkSockAddr peer;
-  uint32_t size = sizeof(peer);
-  if (connector == nullptr || connector->get_peer_address(&peer, &size) != STATUS_SUCCESS)
-    return "?";
-  return wire::to_string(ip_of(peer)) + ":" + std::to_string(peer.port);
-}
-
 // As perftest prints them: bandwidth with 2 decimals, the message rate with 6.
 std::string number(double v, int decimals) {
   char text[48];

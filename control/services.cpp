@@ -320,9 +320,27 @@ void Services::on_accepted(void* context, NTSTATUS status) {
             {"core", std::to_string(c->core)}});
 }
 
+std::string Services::peer_text(const Connector* connector) {
+  NdkSockAddr peer;
+  uint32_t size = sizeof(peer);
+  if (connector == nullptr || connector->get_peer_address(&peer, &size) != STATUS_SUCCESS)
+    return "?";
+  return wire::to_string(ip_of(peer)) + ":" + std::to_string(peer.port);
+}
+
+std::string Services::qp_error_text(const Conn* c) {
+  const std::string_view why = c->qp != nullptr ? c->qp->error_reason() : std::string_view();
+  return why.empty() ? "none" : std::string(why);
+}
+
 void Services::on_disconnected(void* context, NTSTATUS reason) {
   auto* c = static_cast<Conn*>(context);
-  pmd::log(LogLevel::kInfo, "service_disconnected", {{"reason", std::string(status_name(reason))}});
+  pmd::log(LogLevel::kInfo, "service_disconnected",
+           {{"reason", std::string(status_name(reason))},
+            {"service", std::string(config::to_string(c->svc->cfg.service))},
+            {"peer", peer_text(c->connector)},
+            {"qpn", c->qp != nullptr ? std::to_string(c->qp->qpn()) : "?"},
+            {"qp_error", qp_error_text(c)}});
   c->owner->teardown(c);
 }
 
@@ -514,7 +532,12 @@ void Services::start_echo(Conn* c) {
 void Services::on_disconnect_done(void* context, NTSTATUS status) {
   auto* c = static_cast<Conn*>(context);
   pmd::log(LogLevel::kInfo, "service_disconnected",
-           {{"by", "service"}, {"status", std::string(status_name(status))}});
+           {{"by", "service"},
+            {"status", std::string(status_name(status))},
+            {"service", std::string(config::to_string(c->svc->cfg.service))},
+            {"peer", peer_text(c->connector)},
+            {"qpn", c->qp != nullptr ? std::to_string(c->qp->qpn()) : "?"},
+            {"qp_error", qp_error_text(c)}});
   c->owner->teardown(c);
 }
 
@@ -604,8 +627,10 @@ unsigned Services::poll() {
     if (!conns_.contains(c) || c->closing) continue;
     pmd::log(LogLevel::kWarning, "service_connection_failed",
              {{"service", std::string(config::to_string(c->svc->cfg.service))},
+              {"peer", peer_text(c->connector)},
               {"qpn", c->qp ? std::to_string(c->qp->qpn()) : "?"},
-              {"status", std::string(status_name(st))}});
+              {"status", std::string(status_name(st))},
+              {"qp_error", qp_error_text(c)}});
     ++c->svc->counts.failed;
     teardown(c);
   }

@@ -154,6 +154,12 @@ class Services {
   NTSTATUS post_receives(Conn* c);
   void start_echo(Conn* c);
   static void on_disconnect_done(void* context, NTSTATUS status);
+  /// A connection's client as "IP:port" ("?" if its connector cannot tell).
+  static std::string peer_text(const Connector* connector);
+  /// Why its QP entered the error state (Qp::error_reason), "none" if it has not: the logs of
+  /// a connection's end name a peer's refused request (refused_access: a WRITE or READ outside
+  /// the region) or a peer gone silent (retry_exceeded).
+  static std::string qp_error_text(const Conn* c);
   NTSTATUS poll_memory(Conn* c, std::chrono::steady_clock::time_point now);
   NTSTATUS keepalive(Conn* c, std::chrono::steady_clock::time_point now);
   // perftest (perftest_service.cpp)

@@ -484,6 +484,7 @@ int telemetry_format_qps(const Snapshot& s, const char* params, rte_tel_data* d)
         if (std::string_view(f.name) == "core") {
           rte_tel_data_add_dict_string(d, "port", r.port.c_str());
           rte_tel_data_add_dict_string(d, "state", r.state.c_str());
+          rte_tel_data_add_dict_string(d, "error_reason", r.error.c_str());
         }
       }
       return 0;
@@ -496,6 +497,8 @@ int telemetry_format_qps(const Snapshot& s, const char* params, rte_tel_data* d)
     if (std::string_view(f.name) == "core") {
       add_string_column(d, "port", rows, [](const QpRow& r) { return r.port; });
       add_string_column(d, "state", rows, [](const QpRow& r) { return r.state; });
+      // Not "error": a reply with that key is a refusal (rocedpctl, dpdk-telemetry users).
+      add_string_column(d, "error_reason", rows, [](const QpRow& r) { return r.error; });
     }
   }
   return 0;

@@ -12,6 +12,7 @@ struct QpRow {
   uint32_t qpn = 0;
   uint32_t core = 0;
   std::string state;  // reset, init, rtr, rts, sqd, error
+  std::string error;  // why it entered ERROR (rc::QpErrorReason's name), "" before
   uint32_t peer_qpn = 0;
   uint32_t sq_depth = 0, sq_in_use = 0;  // send queue: depth, requests posted and not completed
   uint32_t rq_depth = 0, rq_in_use = 0;  // receive queue (0 with an SRQ)

@@ -647,7 +647,8 @@ namespace {
     for (; n < avail; ++n) {
       WqeMeta& m = qp.meta_at(n);
       if (!m.started || !m.done) break;
-      if (!produce(qp, cq, ctx, qp.sq_at(n), m, m.error)) enter_error(qp, ctx, WcError::kFlushed);
+      if (!produce(qp, cq, ctx, qp.sq_at(n), m, m.error))
+        enter_error(qp, ctx, WcError::kFlushed, QpErrorReason::kCqFull);
       clear(m);
     }
   } else {

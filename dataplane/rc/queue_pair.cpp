@@ -227,10 +227,14 @@ void scatter_to_sges_walk(const NdkSge* sges, uint32_t count, uint32_t offset, c
   }
 }
 
-void enter_error(QueuePair& qp, RcContext& ctx, WcError cause) {
+void enter_error(QueuePair& qp, RcContext& ctx, WcError cause, QpErrorReason reason) {
   if (qp.state() == QpState::kError) return;
   qp.set_state(QpState::kError);
   qp.fatal_error = cause;
+  // Why, for the consumer (Qp::error_reason) and telemetry: kept with the send queue's
+  // connected flag, which every thread may read.
+  const QpErrorReason why = reason != QpErrorReason::kNone ? reason : qp_error_reason_of(cause);
+  qp.params().sq->set_error_reason(static_cast<uint8_t>(why));
   qp.params().sq->set_connected(false);
   qp.comp.timer_armed = false;
   qp.comp.rnr_wait = false;

@@ -107,6 +107,70 @@ constexpr const WcErrorInfo& wc_error_info(WcError e) {
   return kWcErrors[static_cast<size_t>(e)];
 }
 
+// Why a QP entered the error state, as Qp::error_reason() and /rocedp/qps name it. The remote_*
+// reasons are the peer's NAK of our request; refused_* our NAK of the peer's.
+// X(enumerator, "name")
+#define ROCEDP_RC_QP_ERROR_REASONS(X)                              \
+  X(kNone, "")                                                     \
+  X(kFlushed, "flushed")      /* Flush, a disconnect, a close */   \
+  X(kCqOverrun, "cq_overrun") /* its send or receive CQ overran */ \
+  X(kCqFull, "cq_full")       /* a completion found its CQ full */ \
+  X(kLocalLength, "local_length")                                  \
+  X(kRecvTooSmall, "receive_too_small")                            \
+  X(kLocalOp, "local_op")                                          \
+  X(kLocalProtection, "local_protection")                          \
+  X(kRemoteInvalidRequest, "remote_invalid_request")               \
+  X(kRemoteAccess, "remote_access")                                \
+  X(kRemoteOperational, "remote_operational")                      \
+  X(kRetryExceeded, "retry_exceeded")                              \
+  X(kRnrRetryExceeded, "rnr_retry_exceeded")                       \
+  X(kRefusedInvalidRequest, "refused_invalid_request")             \
+  X(kRefusedAccess, "refused_access")                              \
+  X(kRefusedOperation, "refused_operation")
+
+enum class QpErrorReason : uint8_t {
+#define ROCEDP_X(e, n) e,
+  ROCEDP_RC_QP_ERROR_REASONS(ROCEDP_X)
+#undef ROCEDP_X
+      kCount
+};
+inline constexpr std::array<std::string_view, static_cast<size_t>(QpErrorReason::kCount)>
+    kQpErrorReasonNames = {{
+#define ROCEDP_X(e, n) n,
+        ROCEDP_RC_QP_ERROR_REASONS(ROCEDP_X)
+#undef ROCEDP_X
+    }};
+constexpr std::string_view qp_error_reason_name(QpErrorReason r) {
+  return static_cast<size_t>(r) < kQpErrorReasonNames.size()
+             ? kQpErrorReasonNames[static_cast<size_t>(r)]
+             : "invalid";
+}
+/// The reason a completion error gives its QP (kFlushed for kSuccess and kFlushed).
+constexpr QpErrorReason qp_error_reason_of(WcError e) {
+  switch (e) {
+    case WcError::kLocalLength:
+      return QpErrorReason::kLocalLength;
+    case WcError::kRecvTooSmall:
+      return QpErrorReason::kRecvTooSmall;
+    case WcError::kLocalOp:
+      return QpErrorReason::kLocalOp;
+    case WcError::kLocalProtection:
+      return QpErrorReason::kLocalProtection;
+    case WcError::kRemoteInvalidRequest:
+      return QpErrorReason::kRemoteInvalidRequest;
+    case WcError::kRemoteAccess:
+      return QpErrorReason::kRemoteAccess;
+    case WcError::kRemoteOperational:
+      return QpErrorReason::kRemoteOperational;
+    case WcError::kRetryExceeded:
+      return QpErrorReason::kRetryExceeded;
+    case WcError::kRnrRetryExceeded:
+      return QpErrorReason::kRnrRetryExceeded;
+    default:
+      return QpErrorReason::kFlushed;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Engine counters (item 13): one X-macro for the enum and the telemetry names.
 
@@ -709,7 +773,8 @@ void gather_from_sges(const NdkSge* sges, uint32_t count, uint32_t offset, uint8
 
 /// Moves the QP to ERROR (idempotent): the requester and responder stop, the send queue is
 /// disconnected, and the completer flushes every outstanding request on its next run.
-void enter_error(QueuePair& qp, RcContext& ctx, WcError cause);
+void enter_error(QueuePair& qp, RcContext& ctx, WcError cause,
+                 QpErrorReason reason = QpErrorReason::kNone);
 
 /// Number of packets a message of `len` bytes takes at `mtu` (a zero-length message is 1 packet).
 /// A path MTU is a power of two (checked at RTR), so this is a shift, not a division.

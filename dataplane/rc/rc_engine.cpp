@@ -205,7 +205,7 @@ bool RcEngine::run_qp(QueuePair& qp, uint64_t now_ns) {
   // A CQ that overran is dead, and so is every QP completing into it (NDK).
   if (qp.state() != QpState::kError && (p.send_cq->overrun() || p.recv_cq->overrun()))
       [[unlikely]] {
-    enter_error(qp, ctx_, WcError::kFlushed);
+    enter_error(qp, ctx_, WcError::kFlushed, QpErrorReason::kCqOverrun);
   }
   if (completer_timer_due(qp, now_ns)) completer_timers_st(qp, ctx_, now_ns);
   responder_ack_timer_st(qp, now_ns);

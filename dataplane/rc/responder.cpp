@@ -82,7 +82,7 @@ void stage_recv_cqe(QueuePair& qp, RcContext& ctx, void* request_context, WcErro
   stage_on_st(ctx, cq);
   NdkResultEx* res = cq->claim_st();
   if (res == nullptr) [[unlikely]] {
-    enter_error(qp, ctx, WcError::kFlushed);
+    enter_error(qp, ctx, WcError::kFlushed, QpErrorReason::kCqFull);
     return;
   }
   const WcErrorInfo& info = wc_error_info(err);
@@ -488,7 +488,13 @@ namespace {
                                                                         : RcCounter::kNaksSent));
   if (rs.error_after_ctl) {
     rs.error_after_ctl = false;
-    enter_error(qp, ctx, WcError::kFlushed);
+    // The fatal NAK that left names what the peer asked for and was refused.
+    const QpErrorReason why = rs.ctl_syndrome == wire::kAethNakRemoteAccess
+                                  ? QpErrorReason::kRefusedAccess
+                              : rs.ctl_syndrome == wire::kAethNakRemoteOperational
+                                  ? QpErrorReason::kRefusedOperation
+                                  : QpErrorReason::kRefusedInvalidRequest;
+    enter_error(qp, ctx, WcError::kFlushed, why);
   }
   return 1;
 }

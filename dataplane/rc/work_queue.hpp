@@ -336,6 +336,7 @@ struct SendQueueFront {
   uint16_t max_sge = 0;     ///< initiator SGE limit
   uint16_t max_inline = 0;  ///< inline bytes
   std::atomic<bool> connected{false};
+  std::atomic<uint8_t> error_reason{0};  ///< rc::QpErrorReason, set as the QP enters ERROR
   DoorbellHook hook;
 };
 using SendRing = WqeRing<SendWqe, SendQueueFront>;
@@ -518,6 +519,14 @@ class SendQueue {
     ring_.front().connected.store(connected, std::memory_order_release);
   }
   bool connected() const { return ring_.front().connected.load(std::memory_order_acquire); }
+  /// Why the QP entered ERROR (rc::QpErrorReason; 0 before): set by the owning core before it
+  /// clears connected, read by any thread.
+  void set_error_reason(uint8_t reason) {
+    ring_.front().error_reason.store(reason, std::memory_order_relaxed);
+  }
+  uint8_t error_reason() const {
+    return ring_.front().error_reason.load(std::memory_order_relaxed);
+  }
 
   SendRing& ring() { return ring_; }
 

@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -492,6 +493,13 @@ class Qp : public NdkObjectBase {
   /// the CQ, a pending connect() through its RequestCompletion), the core destroys the QP, then
   /// CloseCompletion runs on the control thread. Posts fail from the call on.
   NTSTATUS close(NdkCloseCompletion completion, void* context);
+
+  /// rocedp extension: why the QP entered the error state, "" while it has not. The peer's NAK
+  /// of a request of ours: remote_access, remote_invalid_request, remote_operational; our NAK of
+  /// the peer's: refused_access, refused_invalid_request, refused_operation; retry_exceeded,
+  /// rnr_retry_exceeded; local_length, receive_too_small, local_op, local_protection; cq_full,
+  /// cq_overrun; flushed (Flush, a disconnect, a close). Set by the owning core; any thread.
+  std::string_view error_reason() const;
 
   /// The QP number (core index in bits 23..18).
   uint32_t qpn() const { return qpn_; }

@@ -72,7 +72,8 @@ client_pid=
 wait_for /rocedp/connections "d['count'] == 0"
 wait_for /rocedp/qps "d['count'] == 0"
 wait_for /rocedp/listeners "d['failed'] == [0, 1] and d['closed'] == [1, 1] and d['connections'] == [0, 0]"
-grep -q "event=service_connection_failed service=memory qpn=$memory_qpn status=STATUS_IO_TIMEOUT" "$work/daemon.log" ||
+# The log names the peer and why its QP ended: the keepalive's retries ran out.
+grep -Eq "event=service_connection_failed service=memory peer=198\.18\.2\.2:[0-9]+ qpn=$memory_qpn status=STATUS_IO_TIMEOUT qp_error=retry_exceeded" "$work/daemon.log" ||
   fail "the dead peer's memory connection was not failed with STATUS_IO_TIMEOUT: $(grep service_connection_failed "$work/daemon.log")"
 
 stop_daemon TERM

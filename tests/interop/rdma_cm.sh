@@ -618,6 +618,12 @@ grep "event=service_connection_failed" "$IOP_WORK/rocedpd.log" | grep "service=m
   grep -qv "status=STATUS_CONNECTION_INVALID" &&
   iop_fail "mem-lc: rocedpd ended the memory connection as failed: $(grep service_connection_failed "$IOP_WORK/rocedpd.log")"
 echo "mem-lc: $(grep -c . <<<"$ka") keepalives from rocedpd, each ACKed by Linux"
+# rocedpd names the peer whose WRITE it refused: the memory connection's end (Linux's DREQ, or the
+# failed keepalive above) is logged with Linux's address and the reason its QP ended.
+mem_end=$(grep -E "event=service_(disconnected|connection_failed) " "$IOP_WORK/rocedpd.log" | grep "service=memory" || true)
+[[ "$mem_end" == *"peer=$linux:"*"qp_error=refused_access"* ]] ||
+  iop_fail "mem-lc: rocedpd's log does not name Linux's refused WRITE: $mem_end"
+echo "mem-lc: rocedpd logged $(grep -o 'peer=[^ ]* qpn=[^ ]* qp_error=[^ ]*' <<<"$mem_end" | head -1)"
 
 # Who disconnected, read off the wire.
 dreq_of() { iop_cm_sources "$1" 0x0015 | sort -u | tr '\n' ' '; }

@@ -5,7 +5,9 @@
 
 #include <sys/mman.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "control/ndk_internal.hpp"
 #include "dataplane/wire/builder.hpp"
@@ -59,6 +61,13 @@ TEST_F(NdkErrors, RemoteAccessErrorWritesNothingAndFlushesTheRest) {
   EXPECT_EQ(x_.qp->write(nullptr, &ss, 1, dst_->va(), dst_->mr->get_remote_token(), 0),
             STATUS_CONNECTION_INVALID)
       << "the QP is in error";
+  // Why, at both ends (Qp::error_reason): the peer refused x's WRITE; y refused it. y's core sets
+  // its reason as its NAK leaves, which x's completion follows.
+  EXPECT_EQ(x_.qp->error_reason(), "remote_access");
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (y_.qp->error_reason().empty() && std::chrono::steady_clock::now() < until)
+    std::this_thread::yield();
+  EXPECT_EQ(y_.qp->error_reason(), "refused_access");
 }
 
 TEST_F(NdkErrors, RnrRetryExhaustedIsIoTimeout) {

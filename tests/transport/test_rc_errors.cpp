@@ -41,6 +41,10 @@ struct Errors : ::testing::Test {
     EXPECT_EQ(sc[0].status, STATUS_ACCESS_VIOLATION);
     EXPECT_EQ(sc[0].provider_error_code, 4u);
   }
+  // Why `q`'s QP entered ERROR, as Qp::error_reason and /rocedp/qps name it.
+  static std::string_view why(const Qp* q) {
+    return qp_error_reason_name(static_cast<QpErrorReason>(q->sq->error_reason()));
+  }
   // Posts `wr` on qa, runs the wire until nothing moves: qa's send completions.
   std::vector<NdkResultEx> post_and_settle(const SendWqe& wr) {
     EXPECT_EQ(qa->sq->post(wr), STATUS_SUCCESS);
@@ -76,6 +80,8 @@ TEST_F(Errors, RemoteAccessErrorWritesNoByteAndFlushesTheRest) {
   EXPECT_EQ(qa->qp->state(), QpState::kError);
   EXPECT_EQ(qb->qp->state(), QpState::kError) << "responder class C error (IBTA 9.9.3)";
   EXPECT_EQ(qa->sq->post(wr), STATUS_CONNECTION_INVALID);
+  EXPECT_EQ(why(qa), "remote_access") << "the requester: the peer refused its WRITE";
+  EXPECT_EQ(why(qb), "refused_access") << "the responder: it refused the peer's WRITE";
 }
 
 // A fatal NAK comes after the responses owed to the requests before it (responses in PSN order):
@@ -230,6 +236,8 @@ TEST_F(Errors, RnrRetryExhausted) {
   EXPECT_EQ(sc[0].provider_error_code, 13u);
   EXPECT_EQ(sc[1].status, STATUS_CANCELLED);
   EXPECT_EQ(a.eng->counters().get(RcCounter::kRnrNaksReceived), 3u) << "first try + 2 retries";
+  EXPECT_EQ(why(qa), "rnr_retry_exceeded");
+  EXPECT_EQ(why(qb), "") << "the responder is fine";
 }
 
 TEST_F(Errors, RetryExhaustedWhenTheWireDropsEverything) {
@@ -265,6 +273,7 @@ TEST_F(Errors, RetryExhaustedWhenTheWireDropsEverything) {
   // The adaptive timer never shortens the time a dead peer gets: retry_count + 1 full timeouts.
   EXPECT_GE(w.now - t0, 4 * *local_ack_timeout_ns(o.timeout));
   EXPECT_EQ(qa->qp->stats.timeouts, timeouts);
+  EXPECT_EQ(why(qa), "retry_exceeded");
 }
 
 TEST_F(Errors, AckTimeoutBacksOffToTheConfiguredTime) {
@@ -304,9 +313,11 @@ TEST_F(Errors, FlushCancelsEverythingPending) {
   for (int i = 0; i < 3; ++i) ASSERT_EQ(qa->rq->post(recv_wqe(tag(10 + i), {})), STATUS_SUCCESS);
   for (int i = 0; i < 3; ++i)
     ASSERT_EQ(qa->sq->post(send_wqe(SendOpcode::kSend, tag(i), {src.sge(0, 10)})), STATUS_SUCCESS);
+  EXPECT_EQ(why(qa), "") << "before the flush";
   ASSERT_EQ(a.eng->flush_qp(qa->qp->qpn()), STATUS_SUCCESS);
   a.eng->poll_st(w.now);
   EXPECT_TRUE(a.tx.empty());
+  EXPECT_EQ(why(qa), "flushed");
   auto sc = qa->send_cqes();
   auto rc = qa->recv_cqes();
   ASSERT_EQ(sc.size(), 3u);
@@ -450,6 +461,7 @@ TEST_F(Errors, InvalidOpcodeSequenceIsNakedInvalidRequest) {
   EXPECT_EQ(nak.f.aeth.syndrome, wire::kAethNakInvalidRequest);
   EXPECT_EQ(nak.f.bth.psn, 100u);
   EXPECT_EQ(qb->qp->state(), QpState::kError);
+  EXPECT_EQ(why(qb), "refused_invalid_request");
 }
 
 // IBTA §9.7.1 (rxe's check_length): an ONLY or LAST packet carries at most one path MTU. A longer
@@ -642,6 +654,7 @@ TEST_F(Errors, CqOverrunKillsTheQp) {
   w.settle();
   EXPECT_TRUE(qb->rcq->overrun());
   EXPECT_EQ(qb->qp->state(), QpState::kError);
+  EXPECT_EQ(why(qb), "cq_full") << "its third receive completion found no room";
 }
 
 // The receive completions of one RX burst are published together, at its end: every one is
