@@ -83,9 +83,6 @@ void qp_rows_run(const dataplane::QpTableRead& req, dataplane::CoreResult& resul
     r.qpn = qp->qpn();
     r.core = engine.core();
     r.state = std::string(rc::qp_state_name(qp->state()));
-    if (rc::SendQueue* sq = qp->params().sq)
-      r.error =
-          std::string(rc::qp_error_reason_name(static_cast<rc::QpErrorReason>(sq->error_reason())));
     const auto& conn = qp->conn();
     const bool connected = qp->state() != rc::QpState::kReset && qp->state() != rc::QpState::kInit;
     r.peer_qpn = connected ? conn.remote_qpn : 0;
@@ -94,6 +91,8 @@ void qp_rows_run(const dataplane::QpTableRead& req, dataplane::CoreResult& resul
     if (rc::SendQueue* sq = qp->params().sq) {
       r.sq_depth = sq->ring().depth();
       r.sq_in_use = sq->ring().readable_st();
+      r.error =
+          std::string(rc::qp_error_reason_name(static_cast<rc::QpErrorReason>(sq->error_reason())));
     }
     if (rc::ReceiveQueue* rq = qp->params().rq) {
       r.rq_depth = rq->ring().depth();

@@ -643,6 +643,9 @@ void Qp::SendQueueInPlace::operator()(rc::SendQueue* q) const {
 void* Qp::send_queue_storage() {
   return reinterpret_cast<char*>(this) + kSendQueueOffset;
 }
+const void* Qp::send_queue_storage() const {
+  return reinterpret_cast<const char*>(this) + kSendQueueOffset;
+}
 
 NTSTATUS Qp::post_send(const void* wqe) {
   return send_queue().post(*static_cast<const rc::SendWqe*>(wqe));
@@ -653,9 +656,7 @@ void Qp::prefetch_post(uint32_t n) {
 }
 
 std::string_view Qp::error_reason() const {
-  const auto* q = reinterpret_cast<const rc::SendQueue*>(reinterpret_cast<const char*>(this) +
-                                                         kSendQueueOffset);
-  return rc::qp_error_reason_name(static_cast<rc::QpErrorReason>(q->error_reason()));
+  return rc::qp_error_reason_name(static_cast<rc::QpErrorReason>(send_queue().error_reason()));
 }
 
 NTSTATUS Qp::send(void* request_context, const NdkSge* sgl, uint32_t n_sge, uint32_t flags) {

@@ -515,7 +515,11 @@ class Qp : public NdkObjectBase {
     void operator()(rc::SendQueue* q) const;
   };
   void* send_queue_storage();
+  const void* send_queue_storage() const;
   rc::SendQueue& send_queue() { return *static_cast<rc::SendQueue*>(send_queue_storage()); }
+  const rc::SendQueue& send_queue() const {
+    return *static_cast<const rc::SendQueue*>(send_queue_storage());
+  }
 
   Pd* pd_ = nullptr;
   Cq* receive_cq_ = nullptr;
