@@ -998,6 +998,12 @@ ListenerConfig Reader::listener(const Field& f) {
       c.sends = static_cast<ListenerConfig::Sends>(choice(*v, {"sink", "echo"}));
     }
   });
+  guard([&] {
+    if (const Field* v = m.find("writes")) {
+      of_service(*v, {S::kPerftest}, "perftest only");
+      c.writes = static_cast<ListenerConfig::Writes>(choice(*v, {"sink", "echo"}));
+    }
+  });
   for (const char* key :
        {"message_bytes", "queue_depth", "receive_delay_ms", "disconnect_after", "idle_timeout_ms"})
     guard([&] {

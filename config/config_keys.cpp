@@ -207,6 +207,11 @@ constexpr KeySpec kKeys[] = {
     {"listeners", "sends", K::kChoice, "`sink`/`echo`", "`sink`", 0, 0, "perftest only",
      "what a data connection does with a SEND: takes it (`ib_send_bw`) or answers it with the "
      "same bytes (`ib_send_lat`)"},
+    {"listeners", "writes", K::kChoice, "`sink`/`echo`", "`sink`", 0, 0, "perftest only",
+     "what a data connection does with the client's RDMA WRITEs: lets them land in the region "
+     "(`ib_write_bw`), or writes first and answers each with one of the same length into the "
+     "client's buffer (`ib_write_lat`: its `-s` at most `message_bytes`, at most 4096 unless "
+     "`message_bytes` is exactly `-s`)"},
     {"listeners", "queue_depth", K::kUint, "int", "`64`", 1, 4096,
      "echo and perftest only; at most `limits.max_qp_depth`, twice it at most "
      "`limits.max_cq_depth`",

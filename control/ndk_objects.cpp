@@ -823,7 +823,9 @@ NTSTATUS Qp::connect(const NdkQpConnectParams& params, NdkRequestCompletion comp
   RequestOp* op = new_request_op(completion, context);
   if (op == nullptr) return STATUS_INSUFFICIENT_RESOURCES;
   op->object = this;
+  connect_called_ = true;
   rc::QpConnectParams& c = op->connect;
+  c.report_remote_writes = report_remote_writes_;
   c.remote_qpn = params.remote_qpn;
   c.local_ip = im.setup.port->address().value;
   c.remote_ip = remote_ip;
@@ -854,6 +856,13 @@ NTSTATUS Qp::connect(const NdkQpConnectParams& params, NdkRequestCompletion comp
   c.dcqcn = &port.dcqcn();
   return post_request(im, core_, &CoreRdma::on_connect_qp,
                       dataplane::QpConnect{im.rdma_on(core_), qpn_, &op->connect}, op);
+}
+
+NTSTATUS Qp::report_remote_writes() {
+  ROCEDP_ON_CONTROL(this, report_remote_writes());
+  if (connect_called_) return STATUS_INVALID_DEVICE_STATE;
+  report_remote_writes_ = true;
+  return STATUS_SUCCESS;
 }
 
 namespace ndk_detail {

@@ -181,17 +181,24 @@ NTSTATUS Services::answer(Conn* c, uint32_t slot, uint32_t len) {
     // QP it names (the i-th of a round if none does). Every key names the listener's region;
     // with rdma_cm the QPN and PSN come from the CM.
     perf::PerftestKey theirs;
-    const Conn* named =
-        s.phase == Session::Phase::kRunning && perf::decode_key_struct(in, len, &theirs)
-            ? data_for_key(s, theirs.qpn)
-            : nullptr;
+    Conn* named = s.phase == Session::Phase::kRunning && perf::decode_key_struct(in, len, &theirs)
+                      ? data_for_key(s, theirs.qpn)
+                      : nullptr;
     if (s.phase != Session::Phase::kRunning) {
       refused = "a key before its data connections";
     } else if (s.data.empty()) {
       refused = "a key after its data connections ended";
     } else {
-      const Conn* d = named != nullptr ? named : s.data[s.keys % s.data.size()];
+      Conn* d = named != nullptr ? named : s.data[s.keys % s.data.size()];
       ++s.keys;
+      // ib_write_lat: the first key that names a data connection's client QP says where its
+      // WRITEs go.
+      if (named != nullptr && s.svc->writes_echo() && !d->writing && d->qp != nullptr) {
+        if (const NTSTATUS st = start_writes(d, theirs.vaddr, theirs.rkey); st != STATUS_SUCCESS) {
+          d->core_error.store(st, std::memory_order_relaxed);
+          d->core_failed.store(true, std::memory_order_release);
+        }
+      }
       perf::PerftestKey key;
       key.out_reads = max_inbound_reads();
       key.qpn = d->qp != nullptr ? d->qp->qpn() : 0;

@@ -30,6 +30,10 @@ struct Services::Listening {
   bool region_closing = false;  // its region's close completes later (on_region_closed)
   ServiceRow counts;            // its port and nd_port, the outcomes of its connections (rows())
   bool echo() const { return cfg.service == config::ListenerConfig::Service::kEcho; }
+  /// perftest's ib_write_lat: its data connections write first and answer each landed WRITE.
+  bool writes_echo() const {
+    return perftest() && cfg.writes == config::ListenerConfig::Writes::kEcho;
+  }
   bool memory() const { return cfg.service == config::ListenerConfig::Service::kMemory; }
   bool perftest() const { return cfg.service == config::ListenerConfig::Service::kPerftest; }
 };
@@ -87,6 +91,12 @@ struct Services::Conn {
   // memory, perftest's control: the keepalive in flight, and when the next one is due.
   bool probe_outstanding = false;
   std::chrono::steady_clock::time_point next_probe{};
+  // perftest `writes: echo`: where the client's key said our WRITEs go (its buffer), set with the
+  // first WRITE (control thread) before the CQ is first armed; the core's from then on.
+  uint64_t write_to = 0;
+  uint32_t write_token = 0;
+  bool writing = false;      // control thread: the first WRITE left, the core answers the rest
+  uint64_t writes_seen = 0;  // core: the client's WRITEs that landed
   // echo: echoes_done when poll() last saw it change, and when (the idle timeout).
   uint64_t idle_seen = 0;
   std::chrono::steady_clock::time_point active_at{};
@@ -103,7 +113,8 @@ struct Services::Conn {
   // Written by the core only (a single writer: relaxed load + store), read by the control thread.
   std::atomic<uint64_t> echoes_done{0};  // echo SENDs completed (disconnect_after)
   std::atomic<uint64_t> echo_messages{0}, echo_bytes{0};
-  std::atomic<uint64_t> received_messages{0}, received_bytes{0};  // perftest's sink
+  // perftest's sink: SENDs taken; `writes: echo`: the client's WRITEs that landed
+  std::atomic<uint64_t> received_messages{0}, received_bytes{0};
 };
 
 inline bool Services::Conn::is_control() const {

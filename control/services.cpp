@@ -168,8 +168,10 @@ void Services::on_connect_event(void* context, NdkConnector* nc) {
   NTSTATUS st = STATUS_SUCCESS;
   const char* step = "buffers";
   if (l->echo() || l->perftest()) {
-    const uint64_t bytes = c->is_control() ? uint64_t{control_slots::kAll} * control_slots::kBytes
-                                           : uint64_t{depth} * l->cfg.message_bytes;
+    // `writes: echo`: one more slot, what the connection's WRITEs carry.
+    const uint64_t bytes =
+        c->is_control() ? uint64_t{control_slots::kAll} * control_slots::kBytes
+                        : uint64_t{depth + (l->writes_echo() ? 1 : 0)} * l->cfg.message_bytes;
     // Zeroed: an echo never sends bytes an earlier connection left in the heap.
     c->buf.reset(new (std::nothrow) uint8_t[bytes]());
     st = c->buf ? self.pd_->create_mr(false, nullptr, nullptr, &c->mr)
@@ -268,6 +270,11 @@ void Services::accept(Conn* c) {
     info.token = l.mr->get_remote_token();
     info.encode(pd);
     pd_len = sizeof(pd);
+  } else if (l.writes_echo()) {
+    // ib_write_lat: the client's WRITEs complete on the CQ. The core takes the queues once the
+    // client's key named its buffer and the first WRITE left (start_writes).
+    st = c->qp->report_remote_writes();
+    if (st == STATUS_SUCCESS) st = post_receives(c);
   } else if (l.perftest() || l.cfg.receive_delay_ms == 0) {
     st = post_receives(c);
     if (st == STATUS_SUCCESS) start_echo(c);
@@ -529,6 +536,26 @@ void Services::start_echo(Conn* c) {
   c->cq->arm(NdkCqNotifyType::kAny);
 }
 
+// perftest `writes: echo`, control thread, once the client's key named its buffer (`to`,
+// `token`): perftest's server writes first, and its client waits for the last byte of its
+// message size to count 1. That size is never sent, so the first WRITE is message_bytes long,
+// every byte 1; the core answers each WRITE that lands with the next count, in as many bytes as
+// it carried (on_cq_notify). Then the core takes the queues. A connection with an error has
+// failed already (its status reaches poll() as core_failed).
+NTSTATUS Services::start_writes(Conn* c, uint64_t to, uint32_t token) {
+  const uint32_t msg = c->svc->cfg.message_bytes;
+  uint8_t* data = c->buf.get() + uint64_t{c->svc->cfg.queue_depth} * msg;
+  std::memset(data, 1, msg);
+  c->write_to = to;
+  c->write_token = token;
+  c->writing = true;
+  NdkSge sge{data, msg, c->mr->get_local_token()};
+  const NTSTATUS st = c->qp->write(slot_context(c->svc->cfg.queue_depth, true), &sge, 1, to, token,
+                                   NDK_OP_FLAG_SILENT_SUCCESS);
+  if (st == STATUS_SUCCESS) start_echo(c);
+  return st;
+}
+
 void Services::on_disconnect_done(void* context, NTSTATUS status) {
   auto* c = static_cast<Conn*>(context);
   pmd::log(LogLevel::kInfo, "service_disconnected",
@@ -668,6 +695,14 @@ void Services::on_cq_notify(void* context, NTSTATUS status) {
         c->core_failed.store(true, std::memory_order_release);
         return;
       }
+      if (r.type == NdkOperationType::kRemoteWrite) {
+        if (const NTSTATUS st = answer_write(c, r.bytes_transferred); st != STATUS_SUCCESS) {
+          c->core_error.store(st, std::memory_order_relaxed);
+          c->core_failed.store(true, std::memory_order_release);
+          return;
+        }
+        continue;
+      }
       const auto ctx = reinterpret_cast<uintptr_t>(r.request_context);
       const auto slot = static_cast<uint32_t>(ctx >> 1);
       uint8_t* data = c->buf.get() + uint64_t{slot} * msg;
@@ -699,6 +734,31 @@ void Services::on_cq_notify(void* context, NTSTATUS status) {
     }
   }
   c->core_cq->arm(NdkCqNotifyType::kAny);
+}
+
+// perftest `writes: echo`, on the core: the client's WRITE of `len` bytes landed (its last byte
+// holds its count): the next count goes back in as many bytes, the last one (where the client
+// waits) included. Nothing for an empty one. STATUS_BUFFER_TOO_SMALL when it is longer than
+// the WRITE slot (message_bytes): the client would wait for a byte we cannot reach.
+NTSTATUS Services::answer_write(Conn* c, uint32_t len) {
+  const uint32_t msg = c->svc->cfg.message_bytes;
+  if (len == 0) return STATUS_SUCCESS;
+  if (len > msg) return STATUS_BUFFER_TOO_SMALL;
+  bump(c->received_messages, 1);
+  bump(c->received_bytes, len);
+  const uint32_t slot = c->svc->cfg.queue_depth;
+  uint8_t* data = c->buf.get() + uint64_t{slot} * msg;
+  // Our first WRITE counted 1; the answer to the client's n-th counts n + 1 (perftest's counts
+  // are one byte, and so is its comparison).
+  std::memset(data, static_cast<uint8_t>(++c->writes_seen + 1), len);
+  NdkSge sge{data, len, c->local_token};
+  const NTSTATUS st = c->core_qp->write(slot_context(slot, true), &sge, 1, c->write_to,
+                                        c->write_token, NDK_OP_FLAG_SILENT_SUCCESS);
+  if (st == STATUS_SUCCESS) {
+    bump(c->echo_messages, 1);
+    bump(c->echo_bytes, len);
+  }
+  return st;
 }
 
 }  // namespace rocedp::control

@@ -12,17 +12,19 @@
 //            CompleteConnect.
 //
 //  * perftest: answers Linux perftest's rdma_cm clients (ib_{write,read,send,atomic}_bw -R,
-//            ib_{read,send,atomic}_lat -R; perftest_service.cpp). A client's first connection is
-//            its control connection: the service answers each of its set-up messages
+//            ib_{write,read,send,atomic}_lat -R; perftest_service.cpp). A client's first connection
+//            is its control connection: the service answers each of its set-up messages
 //            (rocedp/perftest.hpp) as perftest's server does, and takes the client's data
 //            connections (those from the same address between the two 56-byte zero messages).
 //            Every data connection's key names the listener's region (memory_bytes), which the
 //            client's WRITEs, READs and atomics use; each has queue_depth receives of
 //            message_bytes, whose SENDs it takes (sends: sink) or answers with the same bytes
-//            (sends: echo) on its core, as the echo does. The control connection ends the session:
-//            its end (the client's DREQ, a failed keepalive, a message perftest never sends)
-//            ends the data connections too. WRITE latency is not served: perftest's server
-//            writes first, with a size its client never tells.
+//            (sends: echo) on its core, as the echo does. With writes: echo a data connection
+//            plays ib_write_lat's server: once the client's key names its buffer, it writes
+//            first (message_bytes long: the client never tells its size), then its core answers
+//            each WRITE that landed (Qp::report_remote_writes) with the next count in as many
+//            bytes. The control connection ends the session: its end (the client's DREQ, a
+//            failed keepalive, a message perftest never sends) ends the data connections too.
 //
 // Echo knobs for peers' tests: receive_delay_ms posts the receives only that long after the
 // connection is established (the peer meets RNR NAKs); disconnect_after N makes the service send
@@ -153,6 +155,8 @@ class Services {
   static void on_cq_notify(void* context, NTSTATUS status);
   NTSTATUS post_receives(Conn* c);
   void start_echo(Conn* c);
+  NTSTATUS start_writes(Conn* c, uint64_t to, uint32_t token);
+  static NTSTATUS answer_write(Conn* c, uint32_t len);
   static void on_disconnect_done(void* context, NTSTATUS status);
   /// A connection's client as "IP:port" ("?" if its connector cannot tell).
   static std::string peer_text(const Connector* connector);

@@ -136,6 +136,7 @@ NTSTATUS QueuePair::modify_to_rtr(const QpConnectParams& p) {
 
   resp = ResponderState{};
   resp.psn = conn_.rq_psn;
+  resp.report_writes = p.report_remote_writes;
   state_ = QpState::kRtr;
   return STATUS_SUCCESS;
 }

@@ -406,6 +406,9 @@ struct QpConnectParams {
   bool ipv6 = false;
   wire::Ipv6Addr local_ip6{};
   wire::Ipv6Addr remote_ip6{};
+  /// Each inbound RDMA WRITE without immediate also completes on the receive CQ (kRemoteWrite,
+  /// consuming no receive): Qp::report_remote_writes.
+  bool report_remote_writes = false;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -527,6 +530,9 @@ struct ResponderState {
   // RDMA WRITE in progress.
   uint32_t write_rkey = 0;  ///< checked again on every later packet (deregister/invalidate)
   uint32_t write_remaining = 0;
+  /// QpConnectParams::report_remote_writes: WRITEs take the general path, which reports them.
+  /// (In the padding ahead of write_va: the hot fields keep their places.)
+  bool report_writes = false;
   uint64_t write_va = 0;
   MrMemo remote_mr;  ///< the region a peer's request last passed (MemoryRegionTable::check_remote)
   // Read/atomic resources: a ring of `irl_capacity` entries; res_next is the slot the next

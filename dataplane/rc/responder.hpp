@@ -96,7 +96,7 @@ inline void responder_receive_st(QueuePair& qp, RcContext& ctx, const wire::RcRx
   ResponderState& r = qp.resp;
   const uint32_t psn = pkt.psn;
   if (pkt.opcode() == wire::opcode::kRcWriteOnly && psn == r.psn && r.in_msg == InMessage::kNone &&
-      !r.error_after_ctl) [[likely]] {
+      !r.error_after_ctl && !r.report_writes) [[likely]] {
     const wire::RethFields reth = pkt.reth();
     const uint32_t len = pkt.payload_len;
     if (len == reth.dma_len && len <= qp.path_mtu() &&

@@ -489,6 +489,15 @@ class Qp : public NdkObjectBase {
   NTSTATUS connect(const NdkQpConnectParams& params, NdkRequestCompletion completion,
                    void* context);
 
+  /// rocedp extension: from its connection on (connect(), or a Connector's Accept or
+  /// CompleteConnect), each RDMA WRITE without immediate that the peer completes into memory also
+  /// completes on the QP's receive CQ (NdkOperationType::kRemoteWrite), consuming no receive. NDK
+  /// tells a responder nothing of a WRITE; a consumer that answers each one (rocedpd's perftest
+  /// service for ib_write_lat) uses this. A duplicate is not reported again. Such WRITEs take
+  /// the responder's general path (a few instructions more each). STATUS_SUCCESS;
+  /// STATUS_INVALID_DEVICE_STATE once connect() was called. Control thread.
+  NTSTATUS report_remote_writes();
+
   /// STATUS_PENDING: outstanding requests complete with STATUS_CANCELLED (work requests through
   /// the CQ, a pending connect() through its RequestCompletion), the core destroys the QP, then
   /// CloseCompletion runs on the control thread. Posts fail from the call on.
@@ -529,6 +538,8 @@ class Qp : public NdkObjectBase {
   uint32_t qpn_ = 0;
   uint32_t core_ = 0;
   bool created_ = false;
+  bool connect_called_ = false;
+  bool report_remote_writes_ = false;
   std::unique_ptr<rc::SendQueue, SendQueueInPlace> sq_;  // lives in send_queue_storage()
   std::unique_ptr<rc::ReceiveQueue> rq_;
 };

@@ -197,12 +197,17 @@ struct ListenerConfig {
   // perftest: what a data connection does with each SEND it receives (ib_send_bw wants a sink,
   // ib_send_lat an answer of the same size).
   enum class Sends { kSink, kEcho };
+  // perftest: what a data connection does with the client's RDMA WRITEs: nothing (they land in
+  // the region: ib_write_bw), or ib_write_lat's ping-pong, where the server writes first and
+  // answers each WRITE that landed with one of the same length.
+  enum class Writes { kSink, kEcho };
   std::string port;      // name of a configured port: its adapter serves the listener
   uint16_t nd_port = 0;  // 1..65535
   Service service = Service::kEcho;
   uint64_t memory_bytes = 1u << 20;  // memory, perftest: the exported region (4096 .. 1 GiB)
   uint32_t message_bytes = 4096;     // echo, perftest: the largest SEND it takes (receive buffer)
   Sends sends = Sends::kSink;        // perftest
+  Writes writes = Writes::kSink;     // perftest
   uint32_t queue_depth = 64;         // per connection: receives posted / send queue depth
   uint32_t max_connections = 64;     // more are rejected (REJ, consumer reason)
   // echo: post the receives this long after the connection is established instead of before

@@ -79,6 +79,11 @@ enum class NdkOperationType : uint32_t {
   /// rocedp extensions (NDK has no atomics); values outside NDK's range.
   kCompareSwap = 0x10000,
   kFetchAdd = 0x10001,
+  /// rocedp extension: the peer's RDMA WRITE (without immediate) completed into memory, on a QP
+  /// that asked for it (Qp::report_remote_writes); a receive completion that consumed no receive.
+  /// bytes_transferred: its length; type_specific_completion_output: the address of its first
+  /// byte; request_context: null.
+  kRemoteWrite = 0x10002,
 };
 
 /// NDK_SGE: one scatter/gather element of a work request. `virtual_address` lies inside the

@@ -938,7 +938,8 @@ TEST(ConfigListeners, PerftestWithDefaultsAndEveryKey) {
                        "listeners:\n"
                        "  - {port: p0, nd_port: 18515, service: perftest}\n"
                        "  - {port: p0, nd_port: 18516, service: perftest, sends: echo, "
-                       "memory_bytes: 8192, message_bytes: 64, queue_depth: 4, keepalive_ms: 0}\n",
+                       "memory_bytes: 8192, message_bytes: 64, queue_depth: 4, keepalive_ms: 0, "
+                       "writes: echo}\n",
                    kSource);
   ASSERT_EQ(c.listeners.size(), 2u);
   EXPECT_EQ(c.listeners[0].service, ListenerConfig::Service::kPerftest);
@@ -946,7 +947,9 @@ TEST(ConfigListeners, PerftestWithDefaultsAndEveryKey) {
   EXPECT_EQ(c.listeners[0].sends, ListenerConfig::Sends::kSink);
   EXPECT_EQ(c.listeners[0].memory_bytes, 1u << 20);
   EXPECT_EQ(c.listeners[0].message_bytes, 4096u);
+  EXPECT_EQ(c.listeners[0].writes, ListenerConfig::Writes::kSink);
   EXPECT_EQ(c.listeners[1].sends, ListenerConfig::Sends::kEcho);
+  EXPECT_EQ(c.listeners[1].writes, ListenerConfig::Writes::kEcho);
   EXPECT_EQ(c.listeners[1].memory_bytes, 8192u);
   EXPECT_EQ(c.listeners[1].message_bytes, 64u);
   EXPECT_EQ(c.listeners[1].queue_depth, 4u);
@@ -1020,6 +1023,12 @@ TEST(ConfigListeners, RejectedWithFileLineColumnKeyAndReason) {
   expect_error(
       kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: perftest, sends: both}\n", 6,
       57, "listeners[0].sends", "expected one of sink, echo; got 'both'");
+  expect_error(
+      kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: memory, writes: echo}\n", 6,
+      56, "listeners[0].writes", "applies to service: perftest only (this listener is 'memory')");
+  expect_error(
+      kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: perftest, writes: 1}\n", 6, 58,
+      "listeners[0].writes", "expected one of sink, echo; got '1'");
   expect_error(
       kOnePort +
           "listeners:\n  - {port: p0, nd_port: 7000, service: perftest, disconnect_after: 1}\n",

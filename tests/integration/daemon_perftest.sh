@@ -2,8 +2,9 @@
 # rocedpd's perftest service (memif server) against rocedp-perf --perftest -R clients in a second
 # process (memif client), perftest's rdma_cm exchange and every test the service serves: WRITE,
 # READ and atomic bandwidth (the client's report reaches the daemon's log), SEND bandwidth into
-# the sink (its messages counted), READ and atomic latency, and SEND latency against the
-# listener with `sends: echo`; with one QP and with several. Then a client that breaks perftest's
+# the sink (its messages counted), READ and atomic latency, SEND latency against the listener
+# with `sends: echo`, and WRITE latency against the one with `writes: echo` (the daemon writes
+# first and answers every WRITE); with one QP and with several. Then a client that breaks perftest's
 # exchange is refused and its session ends, and a client killed (SIGKILL) in the middle of its run
 # is found by the control connection's keepalive, which ends its data connections with it.
 # /rocedp/listeners counts the sessions, the reports, the SENDs taken, and every connection
@@ -31,6 +32,7 @@ write_svc_configs 1 "$client_prefix" <<YAML
 listeners:
   - {port: memif0, nd_port: 7002, service: perftest, memory_bytes: 1048576, message_bytes: 65536, queue_depth: 64, keepalive_ms: 200}
   - {port: memif0, nd_port: 7003, service: perftest, sends: echo, message_bytes: 4096, queue_depth: 16}
+  - {port: memif0, nd_port: 7004, service: perftest, writes: echo, message_bytes: 4096, queue_depth: 4}
 YAML
 
 start_daemon "$work/server.yaml"
@@ -58,7 +60,10 @@ run_client send_bw -p 7002 send bw -s 1024 -n 3000 -q 2
 run_client read_lat -p 7002 read lat -s 64 -n 500
 run_client atomic_lat -p 7002 atomic lat -n 500
 run_client send_lat -p 7003 send lat -s 256 -n 500
-for t in write_bw write_bw_q4 read_bw atomic_bw send_bw read_lat atomic_lat send_lat; do
+# WRITE latency: 64 bytes 500 times, then 4096 bytes (the daemon's first WRITE's length) 300 times.
+run_client write_lat -p 7004 write lat -s 64 -n 500
+run_client write_lat_4k -p 7004 write lat -s 4096 -n 300
+for t in write_bw write_bw_q4 read_bw atomic_bw send_bw read_lat atomic_lat send_lat write_lat write_lat_4k; do
   [ "$(row_count "$t")" -ge 1 ] || { cat "$work/$t.log" >&2; fail "$t: no result row"; }
 done
 
@@ -67,9 +72,10 @@ done
 grep -q "event=perftest_report .*size=4096 iterations=2000" "$work/daemon.log" || fail "the 4096-byte WRITE report"
 # Every session and connection closed; SEND bandwidth: 3000 x 2 QPs of 1024 bytes taken.
 wait_for /rocedp/connections "d['count'] == 0"
-wait_for /rocedp/listeners "d['service'] == ['perftest', 'perftest'] and d['sessions'] == [7, 1] and d['reports'] == [4, 0] and d['received_messages'] == [6000, 0] and d['received_bytes'] == [6144000, 0] and d['echo_messages'] == [0, 500] and d['failed'] == [0, 0] and d['connections'] == [0, 0] and all(a == c for a, c in zip(d['accepted'], d['closed']))"
+# WRITE latency: every WRITE of the client's landed (received) and was answered (echo).
+wait_for /rocedp/listeners "d['service'] == ['perftest'] * 3 and d['sessions'] == [7, 1, 2] and d['reports'] == [4, 0, 0] and d['received_messages'] == [6000, 0, 800] and d['received_bytes'] == [6144000, 0, 500 * 64 + 300 * 4096] and d['echo_messages'] == [0, 500, 800] and d['echo_bytes'] == [0, 500 * 256, 500 * 64 + 300 * 4096] and d['failed'] == [0, 0, 0] and d['connections'] == [0, 0, 0] and all(a == c for a, c in zip(d['accepted'], d['closed']))"
 # 7 sessions on 7002: 1 + 4 + 2 + 1 + 2 + 1 + 1 data connections and a control each.
-[ "$(tel_get /rocedp/listeners "d['accepted']")" = "[19, 2]" ] || fail "accepted: $(tel_get /rocedp/listeners "d['accepted']")"
+[ "$(tel_get /rocedp/listeners "d['accepted']")" = "[19, 2, 4]" ] || fail "accepted: $(tel_get /rocedp/listeners "d['accepted']")"
 
 # A client that skips perftest's exchange (rocedp-perf's own WRITE test through the CM: its first
 # message to a perftest control connection is not one of perftest's) is refused: the session ends
@@ -80,7 +86,7 @@ rm -rf "/var/run/dpdk/$client_prefix"
 [ "$st" -ne 0 ] || fail "a client outside perftest's exchange succeeded"
 grep -q 'event=perftest_refused .*why="a message of 40 bytes"' "$work/daemon.log" || fail "the refusal was not logged"
 wait_for /rocedp/connections "d['count'] == 0"
-wait_for /rocedp/listeners "d['connections'] == [0, 0] and d['sessions'][1] == 2"
+wait_for /rocedp/listeners "d['connections'] == [0, 0, 0] and d['sessions'][1] == 2"
 
 # A client killed during its run (WRITE bandwidth for 30 s, 2 QPs): nothing tells the service but
 # its control connection's keepalive (every 200 ms), whose retries run out; the session's two data
@@ -99,7 +105,7 @@ for _ in $(seq 300); do  # the keepalive's retries: a few seconds
 done
 wait_for /rocedp/connections "d['count'] == 0"
 wait_for /rocedp/qps "d['count'] == 0"
-wait_for /rocedp/listeners "d['connections'] == [0, 0] and d['sessions'][0] == 8 and d['failed'][0] == 1 and d['accepted'][0] == 22 and d['closed'][0] == 22"
+wait_for /rocedp/listeners "d['connections'] == [0, 0, 0] and d['sessions'][0] == 8 and d['failed'][0] == 1 and d['accepted'][0] == 22 and d['closed'][0] == 22"
 grep -q "event=service_connection_failed service=perftest .*status=STATUS_IO_TIMEOUT" "$work/daemon.log" ||
   fail "the killed client's control connection did not fail on its keepalive"
 

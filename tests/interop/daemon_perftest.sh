@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # rocedpd's perftest service against Linux perftest 4.5's rdma_cm clients (-R) in the rig's
 # Soft-RoCE guest: rocedpd (198.18.0.50) listens with `service: perftest` on 18515 (SENDs taken:
-# `sends: sink`) and on 18516 (`sends: echo`), and the guest (198.18.0.38) runs, one boot, one
-# case after another:
+# `sends: sink`), on 18516 (`sends: echo`) and on 18517 (`writes: echo`), and the guest
+# (198.18.0.38) runs, one boot, one case after another:
 #   write_bw     ib_write_bw -R -s 65536 -n 20     (64 packets a message at MTU 1024)
 #   write_bw_q4  ib_write_bw -R -s 65536 -n 20 -q 4  (4 data connections in one session)
 #   write_bw_two two such clients with -q 2 at once, from the one guest address (two sessions
@@ -13,10 +13,11 @@
 #   read_lat     ib_read_lat -R -s 64 -n 20
 #   atomic_lat   ib_atomic_lat -R -n 20
 #   send_lat     ib_send_lat -R -s 64 -n 20 -p 18516   (answered by the echo)
+#   write_lat    ib_write_lat -R -s 64 -n 20 -p 18517  (rocedpd writes first and answers each)
 # Each Linux client must exit 0 and print its result row; the daemon must log the WRITE, READ and
 # atomic bandwidth clients' own reports (their size and iterations, as Linux wrote them), count
-# the sink's 200 SENDs of 4096 bytes and the echo's 20 answers, one session per client, and hold no
-# connection or QP after the last. Every case's capture passes roce-check; the atomic case's goes
+# the sink's 200 SENDs of 4096 bytes, the echo's 20 answers and the 20 WRITEs it took and
+# answered, one session per client, and hold no connection or QP after the last. Every case's capture passes roce-check; the atomic case's goes
 # through tests/interop/atomic_check.py (each FETCH_AND_ADD executed once, in order, each answer
 # the word's value before it). Linux's rxe counters: no sequence error, no exhausted retry.
 #   daemon_perftest.sh
@@ -25,12 +26,13 @@ IOP_PREFIX=daemon-perftest-
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 iop_init daemon-perftest
 linux=198.18.0.38 rocedp=198.18.0.50
-cases=(write_bw write_bw_q4 write_bw_two read_bw atomic_bw send_bw read_lat atomic_lat send_lat)
+cases=(write_bw write_bw_q4 write_bw_two read_bw atomic_bw send_bw read_lat atomic_lat send_lat write_lat)
 
 iop_net 1500 dpdkdp
 iop_rocedpd 1500 "$(iop_devargs 0 dpdkdp 1500)" "$rocedp" \
   "{port: rig0, nd_port: 18515, service: perftest, memory_bytes: 1048576, message_bytes: 65536, queue_depth: 64}" \
-  "{port: rig0, nd_port: 18516, service: perftest, sends: echo, message_bytes: 4096, queue_depth: 16}" ||
+  "{port: rig0, nd_port: 18516, service: perftest, sends: echo, message_bytes: 4096, queue_depth: 16}" \
+  "{port: rig0, nd_port: 18517, service: perftest, writes: echo, message_bytes: 4096, queue_depth: 4}" ||
   { iop_fail "rocedpd did not start"; exit 1; }
 
 # The Linux command of a case.
@@ -48,6 +50,7 @@ command_of() {
     read_lat) echo "ib_read_lat -d rxe0 -R -F -s 64 -n 20 $rocedp" ;;
     atomic_lat) echo "ib_atomic_lat -d rxe0 -R -F -n 20 $rocedp" ;;
     send_lat) echo "ib_send_lat -d rxe0 -R -F -s 64 -n 20 -p 18516 $rocedp" ;;
+    write_lat) echo "ib_write_lat -d rxe0 -R -F -s 64 -n 20 -p 18517 $rocedp" ;;
   esac
 }
 {
@@ -84,6 +87,16 @@ done
 [ "$(grep -c "event=perftest_report" "$log")" = 6 ] || iop_fail "perftest reports: $(grep -c "event=perftest_report" "$log"), expected 6"
 grep -q "event=perftest_refused" "$log" && iop_fail "rocedpd refused a Linux client: $(grep perftest_refused "$log")"
 
+# WRITE latency on the wire: rocedpd's first WRITE is message_bytes long (4096: FIRST, 2 MIDDLE,
+# LAST at path MTU 1024), then each side's 20 WRITE ONLYs of 64 bytes (138-byte frames). Packets
+# by PSN: against the slow guest rocedp may send one again early.
+wl=$(tshark -r "$IOP_ARTIFACTS/interop-daemon-perftest-write_lat.pcap" -Y "infiniband.bth.opcode >= 6 && infiniband.bth.opcode <= 10" \
+  -T fields -e ip.src -e infiniband.bth.opcode -e frame.len -e infiniband.bth.psn 2>/dev/null |
+  LC_ALL=C sort -u | awk '{print $1 "/" $2 "/" $3}' | LC_ALL=C sort | uniq -c | awk '{print $2 "=" $1}' | tr '\n' ' ')
+want_wl="$linux/10/138=20 $rocedp/10/138=20 $rocedp/6/1098=1 $rocedp/7/1082=2 $rocedp/8/1082=1 "
+[ "$wl" = "$want_wl" ] &&
+  echo "ok   write_lat on the wire: $want_wl" || iop_fail "write_lat's WRITEs (source/opcode/frame=count): $wl, want $want_wl"
+
 # The atomics, each executed once in order, each answer the word's value before it.
 if out=$(/usr/bin/python3 "$iop_here/atomic_check.py" "$IOP_ARTIFACTS/interop-daemon-perftest-atomic_bw.pcap" "$linux" 2>&1); then
   echo "     atomic_bw: $(tail -1 <<<"$out")"
@@ -99,8 +112,9 @@ check=$(python3 -c '
 import json, sys
 rows = json.loads(sys.argv[1])["listeners"]
 d = {k: [r.get(k) for r in rows] for k in rows[0]}
-want = {"sessions": [9, 1], "reports": [6, 0], "received_messages": [200, 0], "received_bytes": [819200, 0],
-        "echo_messages": [0, 20], "failed": [0, 0]}
+want = {"sessions": [9, 1, 1], "reports": [6, 0, 0], "received_messages": [200, 0, 20],
+        "received_bytes": [819200, 0, 1280], "echo_messages": [0, 20, 20], "echo_bytes": [0, 1280, 1280],
+        "failed": [0, 0, 0]}
 bad = [f"{k}={d.get(k)} (want {v})" for k, v in want.items() if d.get(k) != v]
 if d.get("accepted") != d.get("closed"):
     bad.append("accepted %s closed %s" % (d.get("accepted"), d.get("closed")))

@@ -70,6 +70,52 @@ TEST_F(NdkErrors, RemoteAccessErrorWritesNothingAndFlushesTheRest) {
   EXPECT_EQ(y_.qp->error_reason(), "refused_access");
 }
 
+// Qp::report_remote_writes through real cores: asked before the QP connects, each WRITE the peer
+// completes is a kRemoteWrite on the receive CQ (address, length); not asked (x), nothing; asked
+// once connected, STATUS_INVALID_DEVICE_STATE.
+TEST_F(NdkErrors, RemoteWritesAreReportedOnlyWhereAskedBeforeConnecting) {
+  x_.host = &a_;
+  y_.host = &b_;
+  for (Endpoint* e : {&x_, &y_}) {
+    e->pd = make_pd(*e->host);
+    e->cq = make_cq(*e->host, 256, e == &x_ ? 0 : 1, &e->notes);
+    e->qp = make_qp(e->pd, e->cq, e->cq, e, 64);
+  }
+  src_ = buffer(x_.pd, 8192);
+  dst_ = buffer(y_.pd, 8192);
+  ASSERT_EQ(y_.qp->report_remote_writes(), STATUS_SUCCESS);
+  connect(x_, y_);
+  EXPECT_EQ(y_.qp->report_remote_writes(), STATUS_INVALID_DEVICE_STATE);
+  EXPECT_EQ(x_.qp->report_remote_writes(), STATUS_INVALID_DEVICE_STATE);
+  std::memset(src_->ptr(), 0x5C, 3000);
+  const NdkSge ss = src_->sge(0, 3000);
+  ASSERT_EQ(x_.qp->write(reinterpret_cast<void*>(1), &ss, 1, dst_->va() + 8,
+                         dst_->mr->get_remote_token(), 0),
+            STATUS_SUCCESS);
+  auto rx = wait_results(x_.cq, 1);
+  ASSERT_EQ(rx.size(), 1u);
+  EXPECT_EQ(rx[0].status, STATUS_SUCCESS);
+  auto ry = wait_results(y_.cq, 1);
+  ASSERT_EQ(ry.size(), 1u);
+  EXPECT_EQ(ry[0].type, NdkOperationType::kRemoteWrite);
+  EXPECT_EQ(ry[0].status, STATUS_SUCCESS);
+  EXPECT_EQ(ry[0].bytes_transferred, 3000u);
+  EXPECT_EQ(ry[0].type_specific_completion_output, dst_->va() + 8);
+  EXPECT_EQ(ry[0].request_context, nullptr);
+  EXPECT_EQ(ry[0].qp_context, &y_);
+  EXPECT_EQ(dst_->data[8 + 2999], 0x5C);
+  // The other way: x did not ask, its CQ gets y's WRITE completion only.
+  const NdkSge ds = dst_->sge(0, 64);
+  ASSERT_EQ(
+      y_.qp->write(reinterpret_cast<void*>(2), &ds, 1, src_->va(), src_->mr->get_remote_token(), 0),
+      STATUS_SUCCESS);
+  ry = wait_results(y_.cq, 1);
+  ASSERT_EQ(ry.size(), 1u);
+  EXPECT_EQ(ry[0].type, NdkOperationType::kWrite);
+  rx = wait_results(x_.cq, 1, 200'000);
+  EXPECT_TRUE(rx.empty()) << "x reported a WRITE it did not ask for";
+}
+
 TEST_F(NdkErrors, RnrRetryExhaustedIsIoTimeout) {
   x_.host = &a_;
   y_.host = &b_;

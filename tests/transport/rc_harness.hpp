@@ -164,8 +164,9 @@ struct ConnectOptions {
   uint8_t cnp_tos = 0;
   uint32_t line_rate_mbps = 0;
   const config::DcqcnConfig* dcqcn = nullptr;  // both sides' DCQCN parameters (null: defaults)
-  bool ipv6 = false;           // RoCEv2 over IPv6: each host at host_ipv6(its IPv4 address)
-  uint8_t vlan_tag_bytes = 0;  // as on a port that tags its frames (4)
+  bool ipv6 = false;             // RoCEv2 over IPv6: each host at host_ipv6(its IPv4 address)
+  uint8_t vlan_tag_bytes = 0;    // as on a port that tags its frames (4)
+  bool b_report_writes = false;  // B's QP reports the WRITEs it takes (kRemoteWrite)
 };
 
 /// The IPv6 address of a test host: fd52::/96 with its IPv4 address last.
@@ -212,6 +213,7 @@ inline void connect(Host& a, Qp& qa, Host& b, Qp& qb, const ConnectOptions& o = 
   QpConnectParams pb = params_for(b, qb, a, qa, o.b_psn, o.a_psn, o);
   pa.tos = o.a_tos;
   pb.tos = o.b_tos;
+  pb.report_remote_writes = o.b_report_writes;
   ASSERT_EQ(qa.qp->connect(pa), STATUS_SUCCESS);
   ASSERT_EQ(qb.qp->connect(pb), STATUS_SUCCESS);
 }

@@ -162,6 +162,71 @@ TEST_F(Pair, WriteWithImmediateConsumesAReceive) {
   }
 }
 
+// Qp::report_remote_writes: each WRITE the peer completes is one kRemoteWrite on the receive CQ
+// (its address and length), taking no receive; a WRITE with immediate still completes as the
+// receive it consumed, once; a retransmitted WRITE the responder already took is not reported
+// again. Without the flag (WriteEverySizeByteExact) nothing is reported.
+TEST(RcEngineReportWrites, EachWriteCompletesOnceWithItsAddressAndLength) {
+  Host a{0, 0xC6120001, 1};
+  Host b{0, 0xC6120002, 2};
+  Wire w{a, b};
+  Qp& qa = a.qp();
+  Qp& qb = b.qp();
+  ConnectOptions o;
+  o.b_report_writes = true;
+  connect(a, qa, b, qb, o);
+  ASSERT_EQ(qb.rq->post(recv_wqe(tag(9), {})), STATUS_SUCCESS);
+  Buffer& dst = b.buffer(8 * kMtu, kMrAll, 0xCD);
+  uint64_t next = 1;
+  for (uint32_t size : {0u, 1u, 64u, kMtu, 3 * kMtu + 5}) {
+    SCOPED_TRACE(size);
+    Buffer& src = a.buffer(size);
+    fill_pattern(src.ptr(), size, size + 3);
+    SendWqe wr = send_wqe(SendOpcode::kWrite, tag(next++), {src.sge(0, size)});
+    wr.remote_address = dst.va() + 100;
+    wr.remote_token = dst.tokens.remote;
+    ASSERT_EQ(qa.sq->post(wr), STATUS_SUCCESS);
+    w.settle();
+    const auto rc = qb.recv_cqes();
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(rc[0].status, STATUS_SUCCESS);
+    EXPECT_EQ(rc[0].type, NdkOperationType::kRemoteWrite);
+    EXPECT_EQ(rc[0].request_context, nullptr);
+    EXPECT_EQ(rc[0].bytes_transferred, size);
+    EXPECT_EQ(rc[0].type_specific_completion_output, dst.va() + 100);
+    EXPECT_EQ(std::memcmp(src.ptr(), dst.ptr() + 100, size), 0);
+    ASSERT_EQ(qa.send_cqes().size(), 1u);
+  }
+  // Its ACK lost, the WRITE goes again: the responder ACKs the duplicate and reports nothing.
+  int acks_dropped = 0;
+  w.drop_if = [&](bool ab, const wire::ParsedPacket& p) {
+    return !ab && p.f.bth.opcode == wire::opcode::kRcAck && acks_dropped++ == 0;
+  };
+  Buffer& src = a.buffer(64);
+  SendWqe wr = send_wqe(SendOpcode::kWrite, tag(50), {src.sge(0, 64)});
+  wr.remote_address = dst.va();
+  wr.remote_token = dst.tokens.remote;
+  ASSERT_EQ(qa.sq->post(wr), STATUS_SUCCESS);
+  const uint64_t dup0 = qb.qp->stats.duplicates;
+  ASSERT_TRUE(w.run_until([&] { return !qa.send_cqes().empty(); }));
+  EXPECT_GT(qb.qp->stats.duplicates, dup0) << "the WRITE went again after its ACK was lost";
+  EXPECT_EQ(qb.recv_cqes().size(), 1u);
+  w.drop_if = nullptr;
+  // With immediate: the receive posted before every WRITE above is the one it takes.
+  wr = send_wqe(SendOpcode::kWrite, tag(51), {src.sge(0, 64)});
+  wr.remote_address = dst.va();
+  wr.remote_token = dst.tokens.remote;
+  wr.has_immediate = true;
+  wr.immediate = 7;
+  ASSERT_EQ(qa.sq->post(wr), STATUS_SUCCESS);
+  w.settle();
+  const auto rc = qb.recv_cqes();
+  ASSERT_EQ(rc.size(), 1u);
+  EXPECT_EQ(rc[0].type, NdkOperationType::kReceive);
+  EXPECT_EQ(rc[0].request_context, tag(9));
+  EXPECT_EQ(rc[0].type_specific_completion_output, kCqeImmediateValid | 7u);
+}
+
 TEST_F(Pair, ReadEverySizeByteExact) {
   for (uint32_t size : kSizes) {
     SCOPED_TRACE(size);
