@@ -133,7 +133,7 @@ int run_view(const DaemonOptions& o, const View& v, const std::string& param = "
   std::string error;
   if (!t.connect(o.prefix, &error)) return report_error(error);
   const std::string command = param.empty() ? v.command : std::string(v.command) + "," + param;
-  auto value = t.query(command, &error);
+  auto value = param.empty() ? t.query_table(command, &error) : t.query(command, &error);
   if (!value) return report_error(error);
   if (value->is_null()) return report_error("the daemon refused " + command);
   if (value->contains("error")) return report_error((*value)["error"].get<std::string>());

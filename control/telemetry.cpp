@@ -5,11 +5,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <mutex>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "control/telemetry_page.hpp"
 
 namespace rocedp::control {
 namespace {
@@ -26,9 +30,10 @@ std::shared_ptr<const Snapshot> current() {
   return g_source ? g_source() : nullptr;
 }
 
-// One array container per column; `keep` = 0 hands ownership to the parent dict.
-template <typename Row, typename Fn>
-void add_u64_column(rte_tel_data* d, const char* name, const std::vector<Row>& rows, Fn fn) {
+// One array container per column; `keep` = 0 hands ownership to the parent dict. `rows`: a vector
+// or a span of it (a page).
+template <typename Rows, typename Fn>
+void add_u64_column(rte_tel_data* d, const char* name, const Rows& rows, Fn fn) {
   rte_tel_data* col = rte_tel_data_alloc();
   if (col == nullptr) return;
   rte_tel_data_start_array(col, RTE_TEL_U64_VAL);
@@ -36,13 +41,52 @@ void add_u64_column(rte_tel_data* d, const char* name, const std::vector<Row>& r
   rte_tel_data_add_dict_container(d, name, col, 0);
 }
 
-template <typename Row, typename Fn>
-void add_string_column(rte_tel_data* d, const char* name, const std::vector<Row>& rows, Fn fn) {
+template <typename Rows, typename Fn>
+void add_string_column(rte_tel_data* d, const char* name, const Rows& rows, Fn fn) {
   rte_tel_data* col = rte_tel_data_alloc();
   if (col == nullptr) return;
   rte_tel_data_start_array(col, RTE_TEL_STRING_VAL);
   for (const auto& r : rows) rte_tel_data_add_array_string(col, fn(r).c_str());
   rte_tel_data_add_dict_container(d, name, col, 0);
+}
+
+// A column of a paged table: its name, and how a row's value reads (a number or a string).
+template <typename Row>
+struct TableColumn {
+  const char* name;
+  std::function<uint64_t(const Row&)> u64;
+  std::function<std::string(const Row&)> text;
+};
+
+// The reply may hold this many bytes of JSON (the socket's max_output_len, 16 KiB, less room for
+// the command's name and the numbers of the page).
+constexpr size_t kReplyBudget = 16384 - 512;
+
+// A table in columns, from row `from` on, as many rows as fit one reply (telemetry_page.hpp):
+// count (all rows), first and returned (this page's), then the columns.
+template <typename Row>
+void write_table(rte_tel_data* d, const std::vector<Row>& rows, size_t from,
+                 std::span<const TableColumn<Row>> columns) {
+  size_t fixed = 0;
+  for (const auto& c : columns) fixed += std::string_view(c.name).size() + 6;  // "name":[],
+  const RowPage pg =
+      page_rows(rows.size(), from, fixed, kReplyBudget, RTE_TEL_MAX_ARRAY_ENTRIES, [&](size_t i) {
+        size_t bytes = 0;
+        for (const auto& c : columns)
+          bytes += c.u64 ? json_u64_bytes(c.u64(rows[i])) : json_string_bytes(c.text(rows[i]));
+        return bytes;
+      });
+  const std::span<const Row> page(rows.data() + pg.first, pg.end - pg.first);
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_u64(d, "count", rows.size());
+  rte_tel_data_add_dict_u64(d, "first", pg.first);
+  rte_tel_data_add_dict_u64(d, "returned", pg.end - pg.first);
+  for (const auto& c : columns) {
+    if (c.u64)
+      add_u64_column(d, c.name, page, c.u64);
+    else
+      add_string_column(d, c.name, page, c.text);
+  }
 }
 
 // Port fields, shared by the column form and the one-port form.
@@ -187,18 +231,18 @@ int cmd_drops(const char*, const char*, rte_tel_data* d) {
   auto s = current();
   return s ? telemetry_format_drops(*s, d) : no_data(d);
 }
-int cmd_neighbours(const char*, const char*, rte_tel_data* d) {
+int cmd_neighbours(const char*, const char* params, rte_tel_data* d) {
   auto s = current();
-  return s ? telemetry_format_neighbours(*s, d) : no_data(d);
+  return s ? telemetry_format_neighbours(*s, params, d) : no_data(d);
 }
 int cmd_control(const char*, const char*, rte_tel_data* d) {
   auto s = current();
   return s ? telemetry_format_control(*s, d) : no_data(d);
 }
 
-int cmd_connections(const char*, const char*, rte_tel_data* d) {
+int cmd_connections(const char*, const char* params, rte_tel_data* d) {
   auto s = current();
-  return s ? telemetry_format_connections(*s, d) : no_data(d);
+  return s ? telemetry_format_connections(*s, params, d) : no_data(d);
 }
 int cmd_qps(const char*, const char* params, rte_tel_data* d) {
   auto s = current();
@@ -280,6 +324,14 @@ bool on_port(const Snapshot& s, const RowSelector& sel, const std::string& row_p
 }
 
 }  // namespace
+
+bool parse_page_param(std::string_view params, size_t* first) {
+  constexpr std::string_view kFrom = "from=";
+  if (!params.starts_with(kFrom)) return false;
+  const std::string_view n = params.substr(kFrom.size());
+  const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), *first);
+  return ec == std::errc() && end == n.data() + n.size() && !n.empty();
+}
 
 std::vector<std::pair<std::string_view, uint64_t>> drops_by_reason(
     const std::vector<dataplane::CoreStats>& cores) {
@@ -403,20 +455,23 @@ int telemetry_format_drops(const Snapshot& s, rte_tel_data* d) {
   return 0;
 }
 
-int telemetry_format_neighbours(const Snapshot& s, rte_tel_data* d) {
-  rte_tel_data_start_dict(d);
-  add_string_column(d, "port", s.neighbours, [](const NeighbourRow& r) { return r.port; });
-  add_string_column(d, "ip", s.neighbours, [](const NeighbourRow& r) {
-    return r.ip6 ? config::format_ipv6(*r.ip6) : config::format_ipv4(r.entry.ip);
-  });
-  add_string_column(d, "mac", s.neighbours,
-                    [](const NeighbourRow& r) { return config::format_mac(r.entry.mac); });
-  add_string_column(d, "state", s.neighbours, [](const NeighbourRow& r) {
-    return std::string(neighbour_state_name(r.entry.state));
-  });
-  // -1 (static) shows as 2^64-1 in a u64 column; keep it readable as a string instead.
-  add_string_column(d, "expires_in_ms", s.neighbours,
-                    [](const NeighbourRow& r) { return std::to_string(r.entry.expires_in_ms); });
+int telemetry_format_neighbours(const Snapshot& s, const char* params, rte_tel_data* d) {
+  using R = NeighbourRow;
+  size_t from = 0;
+  if (params != nullptr && *params != '\0' && !parse_page_param(params, &from)) return -EINVAL;
+  const TableColumn<R> columns[] = {
+      {"port", nullptr, [](const R& r) { return r.port; }},
+      {"ip", nullptr,
+       [](const R& r) {
+         return r.ip6 ? config::format_ipv6(*r.ip6) : config::format_ipv4(r.entry.ip);
+       }},
+      {"mac", nullptr, [](const R& r) { return config::format_mac(r.entry.mac); }},
+      {"state", nullptr,
+       [](const R& r) { return std::string(neighbour_state_name(r.entry.state)); }},
+      // -1 (static) shows as 2^64-1 in a u64 column; keep it readable as a string instead.
+      {"expires_in_ms", nullptr, [](const R& r) { return std::to_string(r.entry.expires_in_ms); }},
+  };
+  write_table(d, s.neighbours, from, std::span<const TableColumn<R>>(columns));
   return 0;
 }
 
@@ -442,37 +497,40 @@ int telemetry_format_control(const Snapshot& s, rte_tel_data* d) {
   return 0;
 }
 
-int telemetry_format_connections(const Snapshot& s, rte_tel_data* d) {
+int telemetry_format_connections(const Snapshot& s, const char* params, rte_tel_data* d) {
   using R = ConnectionRow;
-  const auto& rows = s.connections;
-  rte_tel_data_start_dict(d);
-  rte_tel_data_add_dict_u64(d, "count", rows.size());
-  add_string_column(d, "local_ip", rows, [](const R& r) { return wire::to_string(r.local_ip); });
-  add_u64_column(d, "local_port", rows, [](const R& r) -> uint64_t { return r.local_port; });
-  add_string_column(d, "remote_ip", rows, [](const R& r) { return wire::to_string(r.remote_ip); });
-  add_u64_column(d, "remote_port", rows, [](const R& r) -> uint64_t { return r.remote_port; });
-  add_string_column(d, "state", rows, [](const R& r) { return r.state; });
-  add_string_column(d, "role", rows,
-                    [](const R& r) { return std::string(r.active ? "active" : "passive"); });
-  add_u64_column(d, "qpn", rows, [](const R& r) -> uint64_t { return r.qpn; });
-  add_u64_column(d, "peer_qpn", rows, [](const R& r) -> uint64_t { return r.peer_qpn; });
-  add_u64_column(d, "core", rows, [](const R& r) -> uint64_t { return r.core; });
-  add_string_column(d, "service", rows, [](const R& r) { return r.service; });
-  add_string_column(d, "port", rows, [](const R& r) { return r.port; });
+  size_t from = 0;
+  if (params != nullptr && *params != '\0' && !parse_page_param(params, &from)) return -EINVAL;
   // The state of each connection's QP as its core read it in this same snapshot ("-" when the
   // connection has no QP yet or it is gone), so one query shows a connection and its QP.
-  add_string_column(d, "qp_state", rows, [&s](const R& r) {
+  auto qp_state = [&s](const R& r) {
     for (const auto& q : s.qps)
       if (q.qpn == r.qpn && q.port == r.port && r.qpn != 0) return q.state;
     return std::string("-");
-  });
+  };
+  const TableColumn<R> columns[] = {
+      {"local_ip", nullptr, [](const R& r) { return wire::to_string(r.local_ip); }},
+      {"local_port", [](const R& r) -> uint64_t { return r.local_port; }, nullptr},
+      {"remote_ip", nullptr, [](const R& r) { return wire::to_string(r.remote_ip); }},
+      {"remote_port", [](const R& r) -> uint64_t { return r.remote_port; }, nullptr},
+      {"state", nullptr, [](const R& r) { return r.state; }},
+      {"role", nullptr, [](const R& r) { return std::string(r.active ? "active" : "passive"); }},
+      {"qpn", [](const R& r) -> uint64_t { return r.qpn; }, nullptr},
+      {"peer_qpn", [](const R& r) -> uint64_t { return r.peer_qpn; }, nullptr},
+      {"core", [](const R& r) -> uint64_t { return r.core; }, nullptr},
+      {"service", nullptr, [](const R& r) { return r.service; }},
+      {"port", nullptr, [](const R& r) { return r.port; }},
+      {"qp_state", nullptr, qp_state},
+  };
+  write_table(d, s.connections, from, std::span<const TableColumn<R>>(columns));
   return 0;
 }
 
 int telemetry_format_qps(const Snapshot& s, const char* params, rte_tel_data* d) {
   const auto& rows = s.qps;
-  rte_tel_data_start_dict(d);
-  if (params != nullptr && *params != '\0') {
+  size_t from = 0;
+  if (params != nullptr && *params != '\0' && !parse_page_param(params, &from)) {
+    rte_tel_data_start_dict(d);
     const RowSelector sel = split_selector(params);
     char* end = nullptr;
     const unsigned long qpn = std::strtoul(sel.id.c_str(), &end, 0);
@@ -491,16 +549,17 @@ int telemetry_format_qps(const Snapshot& s, const char* params, rte_tel_data* d)
     }
     return -EINVAL;
   }
-  rte_tel_data_add_dict_u64(d, "count", rows.size());
+  std::vector<TableColumn<QpRow>> columns;
   for (const auto& f : kQpFields) {
-    add_u64_column(d, f.name, rows, f.get);
+    columns.push_back({f.name, f.get, nullptr});
     if (std::string_view(f.name) == "core") {
-      add_string_column(d, "port", rows, [](const QpRow& r) { return r.port; });
-      add_string_column(d, "state", rows, [](const QpRow& r) { return r.state; });
+      columns.push_back({"port", nullptr, [](const QpRow& r) { return r.port; }});
+      columns.push_back({"state", nullptr, [](const QpRow& r) { return r.state; }});
       // Not "error": a reply with that key is a refusal (rocedpctl, dpdk-telemetry users).
-      add_string_column(d, "error_reason", rows, [](const QpRow& r) { return r.error; });
+      columns.push_back({"error_reason", nullptr, [](const QpRow& r) { return r.error; }});
     }
   }
+  write_table(d, rows, from, std::span<const TableColumn<QpRow>>(columns));
   return 0;
 }
 
@@ -573,13 +632,13 @@ bool telemetry_install(SnapshotSource source, std::string* error) {
       {"/rocedp/rdma", cmd_rdma,
        "RC engine of each core and port: packets, ACKs, NAKs, resends, timeouts, drops. "
        "Parameter: core[,port]"},
-      {"/rocedp/neighbours", cmd_neighbours, "Neighbour tables: port, ip, mac, state, expiry"},
+      {"/rocedp/neighbours", cmd_neighbours,
+       "Neighbour tables: port, ip, mac, state, expiry. Paged: from=N"},
       {"/rocedp/control", cmd_control, "Control thread counters and snapshot age"},
       {"/rocedp/connections", cmd_connections,
-       "Connections: local/remote ip and port, state, role, QPN, peer QPN, core, service"},
+       "Connections: ip and port at both ends, state, role, QPNs, core, service. Paged: from=N"},
       {"/rocedp/qps", cmd_qps,
-       "Queue pairs: QPN, core, state, peer QPN, SQ/RQ depth in use, PSNs, retries. Parameter: "
-       "QPN[,port]"},
+       "Queue pairs: QPN, core, state, queues, PSNs, retries. Paged: from=N; one QP: QPN[,port]"},
       {"/rocedp/listeners", cmd_listeners,
        "Listeners: port, ND port, service, max and open connections, outcomes, echo traffic"},
       {"/rocedp/status", cmd_status,

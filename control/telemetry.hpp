@@ -76,9 +76,9 @@ int telemetry_format_ports(const Snapshot& s, const char* params, rte_tel_data* 
 int telemetry_format_cores(const Snapshot& s, const char* params, rte_tel_data* d);
 int telemetry_format_drops(const Snapshot& s, rte_tel_data* d);
 int telemetry_format_rdma(const Snapshot& s, const char* params, rte_tel_data* d);
-int telemetry_format_neighbours(const Snapshot& s, rte_tel_data* d);
+int telemetry_format_neighbours(const Snapshot& s, const char* params, rte_tel_data* d);
 int telemetry_format_control(const Snapshot& s, rte_tel_data* d);
-int telemetry_format_connections(const Snapshot& s, rte_tel_data* d);
+int telemetry_format_connections(const Snapshot& s, const char* params, rte_tel_data* d);
 int telemetry_format_qps(const Snapshot& s, const char* params, rte_tel_data* d);
 int telemetry_format_listeners(const Snapshot& s, const DaemonInfo& info, rte_tel_data* d);
 

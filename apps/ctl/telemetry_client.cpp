@@ -78,6 +78,36 @@ std::optional<Json> TelemetryClient::receive(size_t max, std::string* error) {
   }
 }
 
+std::optional<Json> TelemetryClient::query_table(const std::string& command, std::string* error) {
+  std::optional<Json> all = query(command, error);
+  if (!all || !all->is_object() || !all->contains("returned")) return all;
+  auto number = [](const Json& reply, const char* key) {
+    const auto it = reply.find(key);
+    return it != reply.end() && it->is_number_unsigned() ? it->get<uint64_t>() : uint64_t{0};
+  };
+  uint64_t next = number(*all, "first") + number(*all, "returned");
+  uint64_t count = number(*all, "count");
+  while (next < count) {
+    std::optional<Json> page = query(command + ",from=" + std::to_string(next), error);
+    if (!page) return std::nullopt;
+    if (!page->is_object() || !page->contains("returned")) break;  // the table went away
+    const uint64_t got = number(*page, "returned");
+    if (got == 0) break;  // the rows shrank below `next` meanwhile
+    for (auto& [k, v] : page->items())
+      if (v.is_array() && (*all)[k].is_array())
+        for (auto& x : v) (*all)[k].push_back(std::move(x));
+    next = number(*page, "first") + got;
+    count = number(*page, "count");
+  }
+  uint64_t rows = 0;
+  for (const auto& [k, v] : all->items())
+    if (v.is_array()) rows = std::max<uint64_t>(rows, v.size());
+  (*all)["count"] = rows;
+  all->erase("first");
+  all->erase("returned");
+  return all;
+}
+
 Json rows_of(const Json& cols) {
   Json rows = Json::array();
   size_t n = 0;

@@ -29,6 +29,11 @@ class TelemetryClient {
   /// The value of `command` in the reply; null JSON if the daemon knows no such command or
   /// refused the parameter; nullopt (and `error`) if the socket failed.
   std::optional<Json> query(const std::string& command, std::string* error);
+  /// A paged table (/rocedp/qps, /rocedp/connections: control/telemetry_page.hpp): `command`,
+  /// then `command,from=N` until every row came; the columns joined, `count` the rows got. Each
+  /// page is a snapshot of its own: rows that come or go between pages may be missed or seen
+  /// twice. A reply without pages is returned as it came. As query() otherwise.
+  std::optional<Json> query_table(const std::string& command, std::string* error);
   /// The greeting: version (DPDK's), pid, max_output_len.
   const Json& info() const { return info_; }
 

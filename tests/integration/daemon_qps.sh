@@ -6,6 +6,10 @@
 #  - qps_watch.py: every telemetry snapshot taken meanwhile lists each established connection's QP
 #    with its owning core and state RTS. The daemon's core naps when idle (idle_sleep_us), which
 #    stretches the snapshot rounds while connections come and go;
+#  - 600 connections at once: more rows than one telemetry reply holds (DPDK 22.11: 512 values an
+#    array, 16 KiB a reply, the rest left out silently), so /rocedp/qps and /rocedp/connections
+#    answer in pages (first, returned, of count; `from=N` for the next) and rocedpctl joins them:
+#    600 rows with every column;
 #  - afterwards every other rocedpctl view answers in text and JSON (cores: every column).
 # The load runs 5 s: on a busy host the CM exchange and each rocedpctl call take longer, and the
 # checks need a window in which all 4 connections are up.
@@ -17,6 +21,8 @@ ctl=$bin_dir/rocedpctl
 trap 'stop_perf; cleanup' EXIT INT TERM
 
 write_memif_pair_configs 1 7001 5000 10
+sed -i 's/service: memory, memory_bytes: 1048576}/service: memory, memory_bytes: 1048576, max_connections: 1000}/' "$work/daemon.yaml"
+grep -q "max_connections: 1000" "$work/daemon.yaml" || fail "the listener line changed: $(cat "$work/daemon.yaml")"
 start_daemon "$work/daemon.yaml"
 wait_for /rocedp/qps "d['count'] == 0"
 
@@ -58,6 +64,41 @@ PY
   wait_for /rocedp/qps "d['count'] == 0"
   wait_for /rocedp/connections "d['count'] == 0"
 done
+
+# 600 connections: the tables come in pages, and rocedpctl shows every row with every column.
+"$perf" --config "$work/client.yaml" --connect 198.18.1.1:7001 --timeout 60 write bw -s 64 -q 600 -D 8 \
+  > "$work/perf600.log" 2>&1 &
+perf_pid=$!
+wait_for /rocedp/connections "d['count'] == 600"
+wait_for /rocedp/qps "d['count'] == 600 and d['first'] == 0 and 0 < d['returned'] < 512 and len(d['qpn']) == d['returned'] and len(d['error_reason']) == d['returned']"
+[ "$(tel_get /rocedp/qps,from=599 "(d['count'], d['first'], d['returned'], len(d['next_psn']))")" = "(600, 599, 1, 1)" ] ||
+  fail "/rocedp/qps,from=599: $(tel_get /rocedp/qps,from=599 d)"
+[ "$(tel_get /rocedp/qps,from=600 "(d['count'], d['returned'], d['qpn'])")" = "(600, 0, [])" ] ||
+  fail "/rocedp/qps,from=600: $(tel_get /rocedp/qps,from=600 d)"
+if tel_get /rocedp/qps,from=x d > /dev/null 2>&1; then fail "/rocedp/qps,from=x was not refused"; fi
+"$ctl" qps --prefix "$prefix" --json > "$work/qps600.json" || fail "rocedpctl qps --json exited $?"
+"$ctl" connections --prefix "$prefix" --json > "$work/conns600.json" || fail "rocedpctl connections --json exited $?"
+"$ctl" qps --prefix "$prefix" > "$work/qps600.txt" || fail "rocedpctl qps exited $?"
+python3 - "$work/qps600.json" "$work/conns600.json" "$work/qps600.txt" <<'PY' || fail "rocedpctl at 600 connections: $(head -c 600 "$work/qps600.json")"
+import json, sys
+q, c = (json.load(open(f)) for f in sys.argv[1:3])
+text = open(sys.argv[3]).read().splitlines()
+qcols = ["qpn", "core", "port", "state", "error_reason", "peer_qpn", "next_psn", "retransmits", "rate_cuts"]
+ccols = ["local_ip", "remote_port", "state", "qpn", "service", "qp_state"]
+qpns = [r["qpn"] for r in q["qps"]]
+ok = (q["count"] == 600 and len(q["qps"]) == 600 and len(set(qpns)) == 600
+      and all(all(k in r for k in qcols) and r["state"] == "RTS" for r in q["qps"])
+      and c["count"] == 600 and len(c["connections"]) == 600
+      and all(all(k in r for k in ccols) and r["qp_state"] == "RTS" for r in c["connections"])
+      and len(text) == 601 and "-" not in text[600].split())
+print("rocedpctl at 600 connections:", q["count"], "QPs,", c["count"], "connections,", len(text) - 1, "table rows")
+sys.exit(0 if ok else 1)
+PY
+perf_status=0
+wait "$perf_pid" || perf_status=$?
+perf_pid=
+[ "$perf_status" -eq 0 ] || { cat "$work/perf600.log" >&2; fail "600 connections: rocedp-perf exit $perf_status"; }
+wait_for /rocedp/connections "d['count'] == 0"
 
 # The operator's other views answer, as text and as JSON: the cores view has one row per polling
 # core with every column the table prints (rx_pool_empty included), after traffic.
