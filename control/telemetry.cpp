@@ -248,7 +248,7 @@ int cmd_qps(const char*, const char* params, rte_tel_data* d) {
   auto s = current();
   return s ? telemetry_format_qps(*s, params, d) : no_data(d);
 }
-int cmd_listeners(const char*, const char*, rte_tel_data* d) {
+int cmd_listeners(const char*, const char* params, rte_tel_data* d) {
   auto s = current();
   if (!s) return no_data(d);
   DaemonInfo info;
@@ -256,7 +256,7 @@ int cmd_listeners(const char*, const char*, rte_tel_data* d) {
     std::lock_guard<std::mutex> lock(g_mutex);
     info = g_info;
   }
-  return telemetry_format_listeners(*s, info, d);
+  return telemetry_format_listeners(*s, info, params, d);
 }
 int cmd_status(const char*, const char*, rte_tel_data* d) {
   DaemonInfo info;
@@ -392,8 +392,9 @@ int telemetry_format_ports(const Snapshot& s, const char* params, rte_tel_data* 
 }
 
 int telemetry_format_cores(const Snapshot& s, const char* params, rte_tel_data* d) {
-  rte_tel_data_start_dict(d);
-  if (params != nullptr && *params != '\0') {
+  size_t from = 0;
+  if (params != nullptr && *params != '\0' && !parse_page_param(params, &from)) {
+    rte_tel_data_start_dict(d);
     for (const auto& c : s.cores) {
       if (!match(params, "", c.core_index)) continue;
       for (const auto& f : kCoreFields) rte_tel_data_add_dict_u64(d, f.name, f.get(c));
@@ -414,13 +415,14 @@ int telemetry_format_cores(const Snapshot& s, const char* params, rte_tel_data* 
     }
     return -EINVAL;
   }
-  for (const auto& f : kCoreFields) add_u64_column(d, f.name, s.cores, f.get);
+  std::vector<TableColumn<dataplane::CoreStats>> columns;
+  for (const auto& f : kCoreFields) columns.push_back({f.name, f.get, nullptr});
+  write_table(d, s.cores, from, std::span<const TableColumn<dataplane::CoreStats>>(columns));
   return 0;
 }
 
 // The RC engine's counters of each core, then the two its core keeps for it.
 int telemetry_format_rdma(const Snapshot& s, const char* params, rte_tel_data* d) {
-  rte_tel_data_start_dict(d);
   const auto one = [d](const EngineRow& e) {
     rte_tel_data_add_dict_string(d, "port", e.port.c_str());
     rte_tel_data_add_dict_u64(d, "core", e.core);
@@ -429,7 +431,9 @@ int telemetry_format_rdma(const Snapshot& s, const char* params, rte_tel_data* d
     rte_tel_data_add_dict_u64(d, "tx_no_mbuf", e.tx_no_mbuf);
     rte_tel_data_add_dict_u64(d, "tx_no_room", e.tx_no_room);
   };
-  if (params != nullptr && *params != '\0') {
+  size_t from = 0;
+  if (params != nullptr && *params != '\0' && !parse_page_param(params, &from)) {
+    rte_tel_data_start_dict(d);
     const RowSelector sel = split_selector(params);
     for (const auto& e : s.engines) {
       if (!match(sel.id.c_str(), "", e.core) || !on_port(s, sel, e.port)) continue;
@@ -438,13 +442,19 @@ int telemetry_format_rdma(const Snapshot& s, const char* params, rte_tel_data* d
     }
     return -EINVAL;
   }
-  add_string_column(d, "port", s.engines, [](const EngineRow& e) { return e.port; });
-  add_u64_column(d, "core", s.engines, [](const EngineRow& e) -> uint64_t { return e.core; });
-  for (size_t i = 0; i < rc::kRcCounterCount; ++i)
-    add_u64_column(d, std::string(rc::kRcCounterNames[i]).c_str(), s.engines,
-                   [i](const EngineRow& e) { return e.counters[i]; });
-  add_u64_column(d, "tx_no_mbuf", s.engines, [](const EngineRow& e) { return e.tx_no_mbuf; });
-  add_u64_column(d, "tx_no_room", s.engines, [](const EngineRow& e) { return e.tx_no_room; });
+  std::vector<std::string> names;  // the columns point into these
+  names.reserve(rc::kRcCounterCount);
+  std::vector<TableColumn<EngineRow>> columns = {
+      {"port", nullptr, [](const EngineRow& e) { return e.port; }},
+      {"core", [](const EngineRow& e) -> uint64_t { return e.core; }, nullptr}};
+  for (size_t i = 0; i < rc::kRcCounterCount; ++i) {
+    names.emplace_back(rc::kRcCounterNames[i]);
+    columns.push_back(
+        {names.back().c_str(), [i](const EngineRow& e) { return e.counters[i]; }, nullptr});
+  }
+  columns.push_back({"tx_no_mbuf", [](const EngineRow& e) { return e.tx_no_mbuf; }, nullptr});
+  columns.push_back({"tx_no_room", [](const EngineRow& e) { return e.tx_no_room; }, nullptr});
+  write_table(d, s.engines, from, std::span<const TableColumn<EngineRow>>(columns));
   return 0;
 }
 
@@ -563,16 +573,11 @@ int telemetry_format_qps(const Snapshot& s, const char* params, rte_tel_data* d)
   return 0;
 }
 
-int telemetry_format_listeners(const Snapshot& s, const DaemonInfo& info, rte_tel_data* d) {
+int telemetry_format_listeners(const Snapshot& s, const DaemonInfo& info, const char* params,
+                               rte_tel_data* d) {
   using L = config::ListenerConfig;
-  rte_tel_data_start_dict(d);
-  rte_tel_data_add_dict_u64(d, "count", info.listeners.size());
-  add_string_column(d, "port", info.listeners, [](const L& l) { return l.port; });
-  add_u64_column(d, "nd_port", info.listeners, [](const L& l) -> uint64_t { return l.nd_port; });
-  add_string_column(d, "service", info.listeners,
-                    [](const L& l) { return std::string(config::to_string(l.service)); });
-  add_u64_column(d, "max_connections", info.listeners,
-                 [](const L& l) -> uint64_t { return l.max_connections; });
+  size_t from = 0;
+  if (params != nullptr && *params != '\0' && !parse_page_param(params, &from)) return -EINVAL;
   // Each service's open connections and the outcomes of its connections since it started (0
   // before its first round). The services' rows are the listeners served: one a reload replaced
   // has none, so its connections, while they end, are not the new entry's.
@@ -583,18 +588,25 @@ int telemetry_format_listeners(const Snapshot& s, const DaemonInfo& info, rte_te
       return 0;
     };
   };
-  add_u64_column(d, "connections", info.listeners, count(&ServiceRow::connections));
-  add_u64_column(d, "accepted", info.listeners, count(&ServiceRow::accepted));
-  add_u64_column(d, "rejected", info.listeners, count(&ServiceRow::rejected));
-  add_u64_column(d, "failed", info.listeners, count(&ServiceRow::failed));
-  add_u64_column(d, "closed", info.listeners, count(&ServiceRow::closed));
-  add_u64_column(d, "echo_messages", info.listeners, count(&ServiceRow::echo_messages));
-  add_u64_column(d, "echo_bytes", info.listeners, count(&ServiceRow::echo_bytes));
-  add_u64_column(d, "received_messages", info.listeners, count(&ServiceRow::received_messages));
-  add_u64_column(d, "received_bytes", info.listeners, count(&ServiceRow::received_bytes));
-  add_u64_column(d, "sessions", info.listeners, count(&ServiceRow::sessions));
-  add_u64_column(d, "reports", info.listeners, count(&ServiceRow::reports));
-  add_u64_column(d, "data_moved", info.listeners, count(&ServiceRow::data_moved));
+  const TableColumn<L> columns[] = {
+      {"port", nullptr, [](const L& l) { return l.port; }},
+      {"nd_port", [](const L& l) -> uint64_t { return l.nd_port; }, nullptr},
+      {"service", nullptr, [](const L& l) { return std::string(config::to_string(l.service)); }},
+      {"max_connections", [](const L& l) -> uint64_t { return l.max_connections; }, nullptr},
+      {"connections", count(&ServiceRow::connections), nullptr},
+      {"accepted", count(&ServiceRow::accepted), nullptr},
+      {"rejected", count(&ServiceRow::rejected), nullptr},
+      {"failed", count(&ServiceRow::failed), nullptr},
+      {"closed", count(&ServiceRow::closed), nullptr},
+      {"echo_messages", count(&ServiceRow::echo_messages), nullptr},
+      {"echo_bytes", count(&ServiceRow::echo_bytes), nullptr},
+      {"received_messages", count(&ServiceRow::received_messages), nullptr},
+      {"received_bytes", count(&ServiceRow::received_bytes), nullptr},
+      {"sessions", count(&ServiceRow::sessions), nullptr},
+      {"reports", count(&ServiceRow::reports), nullptr},
+      {"data_moved", count(&ServiceRow::data_moved), nullptr},
+  };
+  write_table(d, info.listeners, from, std::span<const TableColumn<L>>(columns));
   return 0;
 }
 
@@ -627,11 +639,11 @@ bool telemetry_install(SnapshotSource source, std::string* error) {
       {"/rocedp/ports", cmd_ports,
        "Ports: name, id, MAC, IP, MTU, queues, link, counters. Parameter: port name or id"},
       {"/rocedp/cores", cmd_cores,
-       "Polling cores: lcore, busy/idle cycles, rx/tx, drops. Parameter: core index"},
+       "Polling cores: lcore, busy/idle cycles, rx/tx, drops. Paged: from=N; one core: index"},
       {"/rocedp/drops", cmd_drops, "Drop totals over all cores, by reason"},
       {"/rocedp/rdma", cmd_rdma,
-       "RC engine of each core and port: packets, ACKs, NAKs, resends, timeouts, drops. "
-       "Parameter: core[,port]"},
+       "RC engine of each core and port: packets, ACKs, NAKs, resends, timeouts, drops. Paged: "
+       "from=N; one: core[,port]"},
       {"/rocedp/neighbours", cmd_neighbours,
        "Neighbour tables: port, ip, mac, state, expiry. Paged: from=N"},
       {"/rocedp/control", cmd_control, "Control thread counters and snapshot age"},
@@ -640,7 +652,8 @@ bool telemetry_install(SnapshotSource source, std::string* error) {
       {"/rocedp/qps", cmd_qps,
        "Queue pairs: QPN, core, state, queues, PSNs, retries. Paged: from=N; one QP: QPN[,port]"},
       {"/rocedp/listeners", cmd_listeners,
-       "Listeners: port, ND port, service, max and open connections, outcomes, echo traffic"},
+       "Listeners: port, ND port, service, max and open connections, outcomes, traffic. Paged: "
+       "from=N"},
       {"/rocedp/status", cmd_status,
        "Daemon: program, version, pid, state, uptime, config, counts"},
   };

@@ -80,6 +80,7 @@ int telemetry_format_neighbours(const Snapshot& s, const char* params, rte_tel_d
 int telemetry_format_control(const Snapshot& s, rte_tel_data* d);
 int telemetry_format_connections(const Snapshot& s, const char* params, rte_tel_data* d);
 int telemetry_format_qps(const Snapshot& s, const char* params, rte_tel_data* d);
-int telemetry_format_listeners(const Snapshot& s, const DaemonInfo& info, rte_tel_data* d);
+int telemetry_format_listeners(const Snapshot& s, const DaemonInfo& info, const char* params,
+                               rte_tel_data* d);
 
 }  // namespace rocedp::control

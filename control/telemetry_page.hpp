@@ -2,9 +2,10 @@
 // Pages of a telemetry table (control/telemetry.cpp). DPDK 22.11's telemetry leaves out, without
 // a word, what does not fit a reply: an array holds at most RTE_TEL_MAX_ARRAY_ENTRIES (512)
 // values, and the whole reply at most the socket's max_output_len (16 KiB) of JSON. So the
-// tables that grow with the connections (/rocedp/qps, /rocedp/connections) answer with the rows
-// from a first one on that fit, and say which (`first`, `returned`, of `count`); a client asks
-// again with `from=N` until it has them all (rocedpctl does).
+// tables (/rocedp/qps, /rocedp/connections, /rocedp/neighbours, /rocedp/listeners,
+// /rocedp/cores, /rocedp/rdma) answer with the rows from a first one on that fit, and say which
+// (`first`, `returned`, of `count`); a client asks again with `from=N` until it has them all
+// (rocedpctl and its metrics do).
 
 #include <cstddef>
 #include <cstdint>

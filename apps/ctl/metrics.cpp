@@ -239,7 +239,7 @@ bool collect_views(const std::string& prefix, TelemetryViews* v, std::string* er
       {"/rocedp/cores", &v->cores},         {"/rocedp/drops", &v->drops},
       {"/rocedp/listeners", &v->listeners}, {"/rocedp/rdma", &v->rdma}};
   for (const auto& [command, into] : asks) {
-    auto value = t.query(command, error);
+    auto value = t.query_table(command, error);  // the tables that come in pages, joined
     if (!value) return false;
     *into = value->is_object() && !value->contains("error") ? std::move(*value) : Json();
   }
