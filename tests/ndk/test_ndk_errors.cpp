@@ -26,15 +26,20 @@ class NdkErrors : public NdkFixture {
     if (y_.pd != nullptr) close_endpoint(y_, &by);
     NdkFixture::TearDown();
   }
-  void setup_pair(const NdkQpConnectParams* px = nullptr, const NdkQpConnectParams* py = nullptr,
-                  uint32_t cq_depth = 4096) {
+  // x on A's core 0, y on B's core 1: a PD, a CQ of `cq_depth` and a QP of `qp_depth` each, not
+  // connected.
+  void make_endpoints(uint32_t cq_depth, uint32_t qp_depth = 64) {
     x_.host = &a_;
     y_.host = &b_;
     for (Endpoint* e : {&x_, &y_}) {
       e->pd = make_pd(*e->host);
       e->cq = make_cq(*e->host, cq_depth, e == &x_ ? 0 : 1, &e->notes);
-      e->qp = make_qp(e->pd, e->cq, e->cq, e, 64);
+      e->qp = make_qp(e->pd, e->cq, e->cq, e, qp_depth);
     }
+  }
+  void setup_pair(const NdkQpConnectParams* px = nullptr, const NdkQpConnectParams* py = nullptr,
+                  uint32_t cq_depth = 4096) {
+    make_endpoints(cq_depth);
     src_ = buffer(x_.pd, 1 << 16);
     dst_ = buffer(y_.pd, 1 << 16);
     NdkQpConnectParams dx = params_to(b_, y_.qp, 100, 7000);
@@ -74,13 +79,7 @@ TEST_F(NdkErrors, RemoteAccessErrorWritesNothingAndFlushesTheRest) {
 // completes is a kRemoteWrite on the receive CQ (address, length); not asked (x), nothing; asked
 // once connected, STATUS_INVALID_DEVICE_STATE.
 TEST_F(NdkErrors, RemoteWritesAreReportedOnlyWhereAskedBeforeConnecting) {
-  x_.host = &a_;
-  y_.host = &b_;
-  for (Endpoint* e : {&x_, &y_}) {
-    e->pd = make_pd(*e->host);
-    e->cq = make_cq(*e->host, 256, e == &x_ ? 0 : 1, &e->notes);
-    e->qp = make_qp(e->pd, e->cq, e->cq, e, 64);
-  }
+  make_endpoints(256);
   src_ = buffer(x_.pd, 8192);
   dst_ = buffer(y_.pd, 8192);
   ASSERT_EQ(y_.qp->report_remote_writes(), STATUS_SUCCESS);
@@ -117,13 +116,7 @@ TEST_F(NdkErrors, RemoteWritesAreReportedOnlyWhereAskedBeforeConnecting) {
 }
 
 TEST_F(NdkErrors, RnrRetryExhaustedIsIoTimeout) {
-  x_.host = &a_;
-  y_.host = &b_;
-  for (Endpoint* e : {&x_, &y_}) {
-    e->pd = make_pd(*e->host);
-    e->cq = make_cq(*e->host, 256, e == &x_ ? 0 : 1, &e->notes);
-    e->qp = make_qp(e->pd, e->cq, e->cq, e, 64);
-  }
+  make_endpoints(256);
   src_ = buffer(x_.pd, 4096);
   dst_ = buffer(y_.pd, 4096);
   NdkQpConnectParams px = params_to(b_, y_.qp, 100, 7000);
@@ -143,13 +136,7 @@ TEST_F(NdkErrors, RnrRetryExhaustedIsIoTimeout) {
 }
 
 TEST_F(NdkErrors, RetryExhaustedWhenThePeerIsGone) {
-  x_.host = &a_;
-  y_.host = &b_;
-  for (Endpoint* e : {&x_, &y_}) {
-    e->pd = make_pd(*e->host);
-    e->cq = make_cq(*e->host, 256, e == &x_ ? 0 : 1, &e->notes);
-    e->qp = make_qp(e->pd, e->cq, e->cq, e, 64);
-  }
+  make_endpoints(256);
   src_ = buffer(x_.pd, 4096);
   dst_ = buffer(y_.pd, 4096);
   NdkQpConnectParams px = params_to(b_, y_.qp, 100, 7000);
@@ -324,13 +311,7 @@ TEST_F(NdkErrors, CqCloseCompletesAPendingResizeCancelledFirst) {
 }
 
 TEST_F(NdkErrors, QpCloseCompletesAPendingConnectCancelledFirst) {
-  x_.host = &a_;
-  y_.host = &b_;
-  for (Endpoint* e : {&x_, &y_}) {
-    e->pd = make_pd(*e->host);
-    e->cq = make_cq(*e->host, 64, e == &x_ ? 0 : 1, &e->notes);
-    e->qp = make_qp(e->pd, e->cq, e->cq, e, 16);
-  }
+  make_endpoints(64, 16);
   Order order;
   Order::Tag conn{&order, "connect"}, cl{&order, "close"};
   ASSERT_EQ(x_.qp->connect(params_to(b_, y_.qp, 1, 2), &Order::request, &conn), STATUS_PENDING);
