@@ -194,10 +194,8 @@ NTSTATUS Services::answer(Conn* c, uint32_t slot, uint32_t len) {
       // ib_write_lat: the first key that names a data connection's client QP says where its
       // WRITEs go.
       if (named != nullptr && s.svc->writes_echo() && !d->writing && d->qp != nullptr) {
-        if (const NTSTATUS st = start_writes(d, theirs.vaddr, theirs.rkey); st != STATUS_SUCCESS) {
-          d->core_error.store(st, std::memory_order_relaxed);
-          d->core_failed.store(true, std::memory_order_release);
-        }
+        if (const NTSTATUS st = start_writes(d, theirs.vaddr, theirs.rkey); st != STATUS_SUCCESS)
+          d->mark_failed(st);
       }
       perf::PerftestKey key;
       key.out_reads = max_inbound_reads();

@@ -110,6 +110,16 @@ struct Services::Conn {
   std::atomic<bool> core_failed{false};  // core: the CQ overran or a request failed; the control
                                          // thread ends the connection
   std::atomic<NTSTATUS> core_error{STATUS_SUCCESS};  // why (stored before core_failed)
+  /// The connection failed with `why` (on the core, or before the core took it); the control
+  /// thread ends it (poll()).
+  void mark_failed(NTSTATUS why) {
+    core_error.store(why, std::memory_order_relaxed);
+    core_failed.store(true, std::memory_order_release);
+  }
+  /// `writes: echo`: the slot after the receive buffers, what the connection's WRITEs carry.
+  uint8_t* write_data() const {
+    return buf.get() + uint64_t{svc->cfg.queue_depth} * svc->cfg.message_bytes;
+  }
   // Written by the core only (a single writer: relaxed load + store), read by the control thread.
   std::atomic<uint64_t> echoes_done{0};  // echo SENDs completed (disconnect_after)
   std::atomic<uint64_t> echo_messages{0}, echo_bytes{0};

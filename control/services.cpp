@@ -544,7 +544,7 @@ void Services::start_echo(Conn* c) {
 // failed already (its status reaches poll() as core_failed).
 NTSTATUS Services::start_writes(Conn* c, uint64_t to, uint32_t token) {
   const uint32_t msg = c->svc->cfg.message_bytes;
-  uint8_t* data = c->buf.get() + uint64_t{c->svc->cfg.queue_depth} * msg;
+  uint8_t* data = c->write_data();
   std::memset(data, 1, msg);
   c->write_to = to;
   c->write_token = token;
@@ -675,8 +675,7 @@ void Services::on_cq_notify(void* context, NTSTATUS status) {
   if (c->core_stop.load(std::memory_order_acquire)) return;  // teardown: no more posts, no arm
   if (status != STATUS_SUCCESS) {
     // The CQ overran: it and the QP are dead; the control thread ends the connection.
-    c->core_error.store(status, std::memory_order_relaxed);
-    c->core_failed.store(true, std::memory_order_release);
+    c->mark_failed(status);
     return;
   }
   const uint32_t msg = c->svc->cfg.message_bytes;
@@ -691,14 +690,12 @@ void Services::on_cq_notify(void* context, NTSTATUS status) {
         if (r.status == STATUS_CANCELLED) continue;  // flushed: the connection is ending
         // An echo or a receive failed (e.g. the SEND's retries ran out: the peer is gone). The
         // QP is in error; the control thread ends the connection.
-        c->core_error.store(r.status, std::memory_order_relaxed);
-        c->core_failed.store(true, std::memory_order_release);
+        c->mark_failed(r.status);
         return;
       }
       if (r.type == NdkOperationType::kRemoteWrite) {
         if (const NTSTATUS st = answer_write(c, r.bytes_transferred); st != STATUS_SUCCESS) {
-          c->core_error.store(st, std::memory_order_relaxed);
-          c->core_failed.store(true, std::memory_order_release);
+          c->mark_failed(st);
           return;
         }
         continue;
@@ -746,14 +743,13 @@ NTSTATUS Services::answer_write(Conn* c, uint32_t len) {
   if (len > msg) return STATUS_BUFFER_TOO_SMALL;
   bump(c->received_messages, 1);
   bump(c->received_bytes, len);
-  const uint32_t slot = c->svc->cfg.queue_depth;
-  uint8_t* data = c->buf.get() + uint64_t{slot} * msg;
+  uint8_t* data = c->write_data();
   // Our first WRITE counted 1; the answer to the client's n-th counts n + 1 (perftest's counts
   // are one byte, and so is its comparison).
   std::memset(data, static_cast<uint8_t>(++c->writes_seen + 1), len);
   NdkSge sge{data, len, c->local_token};
-  const NTSTATUS st = c->core_qp->write(slot_context(slot, true), &sge, 1, c->write_to,
-                                        c->write_token, NDK_OP_FLAG_SILENT_SUCCESS);
+  const NTSTATUS st = c->core_qp->write(slot_context(c->svc->cfg.queue_depth, true), &sge, 1,
+                                        c->write_to, c->write_token, NDK_OP_FLAG_SILENT_SUCCESS);
   if (st == STATUS_SUCCESS) {
     bump(c->echo_messages, 1);
     bump(c->echo_bytes, len);

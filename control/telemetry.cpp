@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <span>
 #include <string_view>
@@ -87,6 +88,13 @@ void write_table(rte_tel_data* d, const std::vector<Row>& rows, size_t from,
     else
       add_string_column(d, c.name, page, c.text);
   }
+}
+
+// The parameters of a table command: none (the first page) or "from=N". False for anything else
+// (a command's one-row form, or a refusal).
+bool table_page(const char* params, size_t* from) {
+  *from = 0;
+  return params == nullptr || *params == '\0' || parse_page_param(params, from);
 }
 
 // Port fields, shared by the column form and the one-port form.
@@ -393,7 +401,7 @@ int telemetry_format_ports(const Snapshot& s, const char* params, rte_tel_data* 
 
 int telemetry_format_cores(const Snapshot& s, const char* params, rte_tel_data* d) {
   size_t from = 0;
-  if (params != nullptr && *params != '\0' && !parse_page_param(params, &from)) {
+  if (!table_page(params, &from)) {
     rte_tel_data_start_dict(d);
     for (const auto& c : s.cores) {
       if (!match(params, "", c.core_index)) continue;
@@ -432,7 +440,7 @@ int telemetry_format_rdma(const Snapshot& s, const char* params, rte_tel_data* d
     rte_tel_data_add_dict_u64(d, "tx_no_room", e.tx_no_room);
   };
   size_t from = 0;
-  if (params != nullptr && *params != '\0' && !parse_page_param(params, &from)) {
+  if (!table_page(params, &from)) {
     rte_tel_data_start_dict(d);
     const RowSelector sel = split_selector(params);
     for (const auto& e : s.engines) {
@@ -468,7 +476,7 @@ int telemetry_format_drops(const Snapshot& s, rte_tel_data* d) {
 int telemetry_format_neighbours(const Snapshot& s, const char* params, rte_tel_data* d) {
   using R = NeighbourRow;
   size_t from = 0;
-  if (params != nullptr && *params != '\0' && !parse_page_param(params, &from)) return -EINVAL;
+  if (!table_page(params, &from)) return -EINVAL;
   const TableColumn<R> columns[] = {
       {"port", nullptr, [](const R& r) { return r.port; }},
       {"ip", nullptr,
@@ -510,13 +518,15 @@ int telemetry_format_control(const Snapshot& s, rte_tel_data* d) {
 int telemetry_format_connections(const Snapshot& s, const char* params, rte_tel_data* d) {
   using R = ConnectionRow;
   size_t from = 0;
-  if (params != nullptr && *params != '\0' && !parse_page_param(params, &from)) return -EINVAL;
+  if (!table_page(params, &from)) return -EINVAL;
   // The state of each connection's QP as its core read it in this same snapshot ("-" when the
-  // connection has no QP yet or it is gone), so one query shows a connection and its QP.
-  auto qp_state = [&s](const R& r) {
-    for (const auto& q : s.qps)
-      if (q.qpn == r.qpn && q.port == r.port && r.qpn != 0) return q.state;
-    return std::string("-");
+  // connection has no QP yet or it is gone), so one query shows a connection and its QP. Looked
+  // up, not searched: a page's rows are read twice (their size, then their values).
+  std::map<std::pair<std::string_view, uint32_t>, std::string_view> states;
+  for (const auto& q : s.qps) states.emplace(std::pair{std::string_view(q.port), q.qpn}, q.state);
+  auto qp_state = [&states](const R& r) {
+    const auto it = r.qpn != 0 ? states.find({r.port, r.qpn}) : states.end();
+    return std::string(it != states.end() ? it->second : "-");
   };
   const TableColumn<R> columns[] = {
       {"local_ip", nullptr, [](const R& r) { return wire::to_string(r.local_ip); }},
@@ -539,7 +549,7 @@ int telemetry_format_connections(const Snapshot& s, const char* params, rte_tel_
 int telemetry_format_qps(const Snapshot& s, const char* params, rte_tel_data* d) {
   const auto& rows = s.qps;
   size_t from = 0;
-  if (params != nullptr && *params != '\0' && !parse_page_param(params, &from)) {
+  if (!table_page(params, &from)) {
     rte_tel_data_start_dict(d);
     const RowSelector sel = split_selector(params);
     char* end = nullptr;
@@ -577,7 +587,7 @@ int telemetry_format_listeners(const Snapshot& s, const DaemonInfo& info, const 
                                rte_tel_data* d) {
   using L = config::ListenerConfig;
   size_t from = 0;
-  if (params != nullptr && *params != '\0' && !parse_page_param(params, &from)) return -EINVAL;
+  if (!table_page(params, &from)) return -EINVAL;
   // Each service's open connections and the outcomes of its connections since it started (0
   // before its first round). The services' rows are the listeners served: one a reload replaced
   // has none, so its connections, while they end, are not the new entry's.
