@@ -19,6 +19,8 @@
 //  * icrc_plain_ipv4 (the RC engine's frames): our own PCLMULQDQ folding with the
 //    masking done in registers; ISA-L continues past the first few blocks of a long frame.
 //    With AVX-512 VPCLMULQDQ, frames up to 252 bytes fold in 512-bit registers instead.
+//  * Runs of 256 bytes and more on a CPU with VPCLMULQDQ but not AVX-512 fold in 256-bit
+//    registers (crc32_vpclmul256), where ISA-L 2.30 would take 128-bit ones.
 
 #include <cstddef>
 #include <cstdint>
@@ -80,6 +82,12 @@ bool icrc_wide_available();
 std::uint32_t icrc_plain_ipv4_wide(const std::uint8_t* l3, std::size_t len);
 std::uint32_t icrc_plain_ipv4_narrow(const std::uint8_t* l3, std::size_t len);
 std::uint32_t icrc_plain_ipv4_sse(const std::uint8_t* l3, std::size_t len);
+// The CRC of long runs (payloads past a frame's first blocks, the codec's segments) in 256-bit
+// registers: whether this CPU can run it (AVX2 and VPCLMULQDQ), whether it does (not where ISA-L
+// takes its 512-bit path), and the fold itself, zlib's crc32(crc, data) for 256 bytes and more.
+bool crc_long256_available();
+bool crc_long256_taken();
+std::uint32_t crc32_long256(std::uint32_t crc, Bytes data);
 }  // namespace detail
 
 // zlib's crc32(crc, data): the CRC-32 that icrc_plain_ipv4 folds with (tests compare it with

@@ -255,6 +255,39 @@ class GuardedPages {
   std::uint8_t* area_ = nullptr;
 };
 
+// The 256-bit fold of long runs against zlib: every length from 256 to past four 1 KiB frames
+// (each count of 256-byte steps, 32-byte steps and last partial block), alignments and seeds; and
+// the CRC of long runs as this CPU takes it (icrc_extend), whichever path that is.
+TEST(Icrc, LongRunsMatchZlibOnEveryPath) {
+  std::mt19937 rng(23);
+  std::vector<std::uint8_t> buf(4400 + 64);
+  for (auto& b : buf) b = static_cast<std::uint8_t>(rng());
+  const bool own = detail::crc_long256_available();
+  if (!own) std::printf("this CPU has no VPCLMULQDQ: the 256-bit fold is not run\n");
+  for (std::size_t len = 256; len <= 4400; ++len) {
+    const std::size_t align = len % 37;
+    const std::uint32_t seed = len % 3 == 0 ? 0u : static_cast<std::uint32_t>(rng());
+    const Bytes b(buf.data() + align, len);
+    const auto want = static_cast<std::uint32_t>(crc32(seed, b.data(), static_cast<uInt>(len)));
+    if (own) {
+      ASSERT_EQ(detail::crc32_long256(seed, b), want) << "length " << len;
+    }
+    ASSERT_EQ(icrc_extend(seed, b), want) << "length " << len;
+  }
+  if (own) {
+    // Against an unmapped page on either side: no load outside the run.
+    GuardedPages pages(2);
+    for (std::size_t len : {256, 257, 300, 1024, 1089, 4096, 8192}) {
+      for (std::uint8_t* p : {pages.first(), pages.end() - len}) {
+        for (std::size_t i = 0; i < len; ++i) p[i] = static_cast<std::uint8_t>(rng());
+        EXPECT_EQ(detail::crc32_long256(7, Bytes(p, len)),
+                  static_cast<std::uint32_t>(crc32(7, p, static_cast<uInt>(len))))
+            << "length " << len;
+      }
+    }
+  }
+}
+
 // Both SIMD paths of icrc_plain_ipv4 against zlib: every length from 40 to past the 512-bit
 // path's limit, random bytes everywhere. The packet sits against an unmapped page on either side,
 // so a load that reached outside it (the 512-bit path reads whole 64-byte chunks, masked) would
