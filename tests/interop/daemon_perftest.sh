@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # rocedpd's perftest service against Linux perftest 4.5's rdma_cm clients (-R) in the rig's
 # Soft-RoCE guest: rocedpd (198.18.0.50) listens with `service: perftest` on 18515 (SENDs taken:
-# `sends: sink`), on 18516 (`sends: echo`) and on 18517 (`writes: echo`), and the guest
+# `sends: sink`), on 18516 (`sends: echo`), on 18517 (`writes: echo`) and on 18518 (a sink of
+# 8 MiB receives), and the guest
 # (198.18.0.38) runs, one boot, one case after another:
 #   write_bw     ib_write_bw -R -s 65536 -n 20     (64 packets a message at MTU 1024)
 #   write_bw_q4  ib_write_bw -R -s 65536 -n 20 -q 4  (4 data connections in one session)
@@ -14,10 +15,14 @@
 #   atomic_lat   ib_atomic_lat -R -n 20
 #   send_lat     ib_send_lat -R -s 64 -n 20 -p 18516   (answered by the echo)
 #   write_lat    ib_write_lat -R -s 64 -n 20 -p 18517  (rocedpd writes first and answers each)
-# Each Linux client must exit 0 and print its result row; the daemon must log the WRITE, READ and
-# atomic bandwidth clients' own reports (their size and iterations, as Linux wrote them), count
-# the sink's 200 SENDs of 4096 bytes, the echo's 20 answers and the 20 WRITEs it took and
-# answered, one session per client, and hold no connection or QP after the last. Every case's capture passes roce-check; the atomic case's goes
+#   write_bw_all ib_write_bw -R -a -n 5            (every size from 2 bytes to 8 MiB, one session)
+#   send_bw_all  ib_send_bw -R -a -n 5 -p 18518    (the same into a sink of 8 MiB receives)
+# Each Linux client must exit 0 and print its result row (the -a ones a row for each of the 23
+# sizes); the daemon must log the WRITE, READ and atomic bandwidth clients' own reports (their
+# size and iterations, as Linux wrote them; with -a perftest reports its last size), count the
+# sink's 200 SENDs of 4096 bytes, the echo's 20 answers and the 20 WRITEs it took and answered,
+# the -a sink's 115 SENDs (5 of each size) and their bytes, one session per client, and hold no
+# connection or QP after the last. Every case's capture passes roce-check; the atomic case's goes
 # through tests/interop/atomic_check.py (each FETCH_AND_ADD executed once, in order, each answer
 # the word's value before it). Linux's rxe counters: no sequence error, no exhausted retry.
 #   daemon_perftest.sh
@@ -26,13 +31,14 @@ IOP_PREFIX=daemon-perftest-
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 iop_init daemon-perftest
 linux=198.18.0.38 rocedp=198.18.0.50
-cases=(write_bw write_bw_q4 write_bw_two read_bw atomic_bw send_bw read_lat atomic_lat send_lat write_lat)
+cases=(write_bw write_bw_q4 write_bw_two read_bw atomic_bw send_bw read_lat atomic_lat send_lat write_lat write_bw_all send_bw_all)
 
 iop_net 1500 dpdkdp
 iop_rocedpd 1500 "$(iop_devargs 0 dpdkdp 1500)" "$rocedp" \
-  "{port: rig0, nd_port: 18515, service: perftest, memory_bytes: 1048576, message_bytes: 65536, queue_depth: 64}" \
+  "{port: rig0, nd_port: 18515, service: perftest, memory_bytes: 16777216, message_bytes: 65536, queue_depth: 64}" \
   "{port: rig0, nd_port: 18516, service: perftest, sends: echo, message_bytes: 4096, queue_depth: 16}" \
-  "{port: rig0, nd_port: 18517, service: perftest, writes: echo, message_bytes: 4096, queue_depth: 4}" ||
+  "{port: rig0, nd_port: 18517, service: perftest, writes: echo, message_bytes: 4096, queue_depth: 4}" \
+  "{port: rig0, nd_port: 18518, service: perftest, message_bytes: 8388608, queue_depth: 4}" ||
   { iop_fail "rocedpd did not start"; exit 1; }
 
 # The Linux command of a case.
@@ -51,6 +57,8 @@ command_of() {
     atomic_lat) echo "ib_atomic_lat -d rxe0 -R -F -n 20 $rocedp" ;;
     send_lat) echo "ib_send_lat -d rxe0 -R -F -s 64 -n 20 -p 18516 $rocedp" ;;
     write_lat) echo "ib_write_lat -d rxe0 -R -F -s 64 -n 20 -p 18517 $rocedp" ;;
+    write_bw_all) echo "ib_write_bw -d rxe0 -R -F -a -n 5 $rocedp" ;;
+    send_bw_all) echo "ib_send_bw -d rxe0 -R -F -a -n 5 -p 18518 $rocedp" ;;
   esac
 }
 {
@@ -59,6 +67,9 @@ command_of() {
   echo "hw end"
 } >"$IOP_WORK/guest.sh"
 
+# The -a cases move some 80 MB each: their captures hold their first 6,000 frames (the set-up and
+# every size up to 512 KiB), which roce-check takes seconds over, not minutes.
+IOP_CAPTURE_PACKETS=([write_bw_all]=6000 [send_bw_all]=6000)
 IOP_GUEST_TIMEOUT=300 iop_guest_cases linux "$linux" 1500 "${cases[@]}"
 con=$IOP_WORK/linux.console
 iop_check_captures
@@ -75,16 +86,25 @@ for c in "${cases[@]}"; do
   row=$(head -1 <<<"$rows")
   [ -n "$row" ] || { iop_fail "$c: no result row"; continue; }
   [ "$c" != write_bw_two ] || [ "$(wc -l <<<"$rows")" = 2 ] || { iop_fail "$c: not two result rows"; continue; }
+  if [[ $c == *_all ]]; then
+    sizes=$(awk '{printf "%s ", $1}' <<<"$rows")
+    [ "$sizes" = "$(for k in $(seq 1 23); do printf "%s " $((1 << k)); done)" ] ||
+      { iop_fail "$c: result rows for sizes $sizes, want 2 to 8388608"; continue; }
+    echo "ok   $c: 23 sizes, the last: $(tail -1 <<<"$rows" | tr -s ' ')"
+    continue
+  fi
   echo "ok   $c: $(tr -s ' ' <<<"$row")"
 done
 
 # The bandwidth clients' reports, as rocedpd logged them: size and iterations as Linux sent them.
 log=$IOP_WORK/rocedpd.log
-for want in "size=65536 iterations=20" "size=65536 iterations=80" "size=65536 iterations=40" "size=8 iterations=300"; do
+for want in "size=65536 iterations=20" "size=65536 iterations=80" "size=65536 iterations=40" "size=8 iterations=300" \
+  "size=8388608 iterations=5"; do
   grep -q "event=perftest_report .*$want " "$log" || iop_fail "no perftest_report with $want"
 done
 [ "$(grep -c "event=perftest_report .*size=65536 iterations=40 " "$log")" = 2 ] || iop_fail "write_bw_two: not two reports"
-[ "$(grep -c "event=perftest_report" "$log")" = 6 ] || iop_fail "perftest reports: $(grep -c "event=perftest_report" "$log"), expected 6"
+# With -a perftest reports once, for its last size.
+[ "$(grep -c "event=perftest_report" "$log")" = 7 ] || iop_fail "perftest reports: $(grep -c "event=perftest_report" "$log"), expected 7"
 grep -q "event=perftest_refused" "$log" && iop_fail "rocedpd refused a Linux client: $(grep perftest_refused "$log")"
 
 # WRITE latency on the wire: rocedpd's first WRITE is message_bytes long (4096: FIRST, 2 MIDDLE,
@@ -112,9 +132,10 @@ check=$(python3 -c '
 import json, sys
 rows = json.loads(sys.argv[1])["listeners"]
 d = {k: [r.get(k) for r in rows] for k in rows[0]}
-want = {"sessions": [9, 1, 1], "reports": [6, 0, 0], "received_messages": [200, 0, 20],
-        "received_bytes": [819200, 0, 1280], "echo_messages": [0, 20, 20], "echo_bytes": [0, 1280, 1280],
-        "failed": [0, 0, 0]}
+# The -a sink (18518): 5 SENDs of each size 2 to 8 MiB, 5 x (2^24 - 2) bytes.
+want = {"sessions": [10, 1, 1, 1], "reports": [7, 0, 0, 0], "received_messages": [200, 0, 20, 115],
+        "received_bytes": [819200, 0, 1280, 83886070], "echo_messages": [0, 20, 20, 0],
+        "echo_bytes": [0, 1280, 1280, 0], "failed": [0, 0, 0, 0]}
 bad = [f"{k}={d.get(k)} (want {v})" for k, v in want.items() if d.get(k) != v]
 if d.get("accepted") != d.get("closed"):
     bad.append("accepted %s closed %s" % (d.get("accepted"), d.get("closed")))

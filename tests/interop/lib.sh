@@ -12,8 +12,9 @@
 #                            background; its console goes to $IOP_WORK/NAME.console
 #                            (IOP_GUEST_IPV6=1: with IPv6 on its eth0)
 #   iop_wait FILE REGEX SECONDS    wait until a line of FILE matches (false on timeout)
-#   iop_capture_start CASE FILTER  / iop_capture_stop CASE: tcpdump on the bridge into
-#                            $IOP_ARTIFACTS/interop-$IOP_PREFIX-CASE.pcap
+#   iop_capture_start CASE FILTER [PACKETS]  / iop_capture_stop CASE: tcpdump on the bridge
+#                            into $IOP_ARTIFACTS/interop-$IOP_PREFIX-CASE.pcap (its first
+#                            PACKETS frames only, if given)
 #   iop_check_captures       roce-check on every capture stopped so far (one report)
 #   iop_follow CONSOLE FILTER SECS  drive a guest's cases (see below)
 #   iop_cm_sources CASE ATTR / iop_hw CONSOLE TAG COUNTER   read results
@@ -44,6 +45,9 @@ iop_veths=()
 iop_own_netns=0
 iop_captures=()
 iop_checks=()
+# Cases whose capture holds only their first N frames (iop_guest_cases): a case that moves
+# hundreds of MB would make a capture that roce-check takes minutes over.
+declare -A IOP_CAPTURE_PACKETS=()
 
 iop_fail() {
   echo "FAIL: $*" >&2
@@ -239,6 +243,7 @@ iop_guest() {
 # cases begin and end (iop_case_lines) in the order given; each case's capture (the guest's
 # traffic) runs from its BEGIN to its END. Waits for the guest: its exit status in IOP_GUEST_RC,
 # the seconds from boot to power-off in IOP_GUEST_SECS, its console in $IOP_WORK/NAME.console.
+# IOP_CAPTURE_PACKETS[CASE]=N: that case's capture holds its first N frames.
 iop_guest_cases() {
   local name=$1 ip=$2 mtu=$3 c t0 gpid
   shift 3
@@ -247,7 +252,7 @@ iop_guest_cases() {
   gpid=$IOP_LAST_PID
   for c in "$@"; do
     iop_wait "$IOP_WORK/$name.console" "BEGIN $c" 150 || { iop_fail "$c: the guest never began it"; break; }
-    iop_capture_start "$c" "host $ip"
+    iop_capture_start "$c" "host $ip" "${IOP_CAPTURE_PACKETS[$c]:-}"
     touch "$IOP_WORK/share/go-$c"
     iop_wait "$IOP_WORK/$name.console" "END $c rc=" 120 || iop_fail "$c: the guest did not end it"
     iop_capture_stop "$c"
@@ -284,11 +289,11 @@ EOF
 }
 
 iop_capture_start() {
-  local case=$1 filter=$2 f="$IOP_ARTIFACTS/interop-$IOP_PREFIX$1.pcap"
+  local case=$1 filter=$2 count=${3:-} f="$IOP_ARTIFACTS/interop-$IOP_PREFIX$1.pcap"
   rm -f "$f"
   # A 16 MiB buffer (2 MiB by default): with QEMU and rocedp on two busy CPUs the kernel dropped
   # frames before tcpdump read them.
-  ip netns exec rig tcpdump --immediate-mode -U -n -B 16384 -i br-rig -s 0 -w "$f" "$filter" >"$IOP_WORK/tcpdump-$case.log" 2>&1 &
+  ip netns exec rig tcpdump --immediate-mode -U -n -B 16384 -i br-rig -s 0 ${count:+-c "$count"} -w "$f" "$filter" >"$IOP_WORK/tcpdump-$case.log" 2>&1 &
   eval "iop_cap_pid_${case//-/_}=$!"
   iop_captures+=("$case")
   iop_wait "$IOP_WORK/tcpdump-$case.log" "listening on" 10 || iop_fail "$case: tcpdump did not start"
