@@ -32,27 +32,26 @@ std::vector<std::uint8_t> make_packet(std::size_t covered, std::size_t& l3_off) 
   return out;
 }
 
-void BM_Icrc(benchmark::State& state) {
+// Runs `crc(p, n)` over the ICRC-covered n bytes of a packet (n: the benchmark's argument) for
+// as long as the state asks; counts n bytes an iteration.
+template <class Crc>
+void time_crc(benchmark::State& state, Crc crc) {
   const auto n = static_cast<std::size_t>(state.range(0));
   std::size_t l3 = 0;
   const auto pkt = make_packet(n, l3);
-  const Bytes covered(pkt.data() + l3, n);
   for (auto _ : state) {
-    benchmark::DoNotOptimize(icrc_compute(covered));
+    benchmark::DoNotOptimize(crc(pkt.data() + l3, n));
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n));
 }
 
+void BM_Icrc(benchmark::State& state) {
+  time_crc(state, [](const std::uint8_t* p, std::size_t n) { return icrc_compute(Bytes(p, n)); });
+}
+
 void BM_Crc32GzipRefl(benchmark::State& state) {
-  const auto n = static_cast<std::size_t>(state.range(0));
-  std::size_t l3 = 0;
-  const auto pkt = make_packet(n, l3);
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(crc32_gzip_refl(0, pkt.data() + l3, n));
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n));
+  time_crc(state, [](const std::uint8_t* p, std::size_t n) { return crc32_gzip_refl(0, p, n); });
 }
 
 // The CRC of long runs in 256-bit registers (what icrc_compute and the RC frames' payloads take
@@ -62,14 +61,9 @@ void BM_CrcLong256(benchmark::State& state) {
     state.SkipWithError("this CPU has no VPCLMULQDQ");
     return;
   }
-  const auto n = static_cast<std::size_t>(state.range(0));
-  std::size_t l3 = 0;
-  const auto pkt = make_packet(n, l3);
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(detail::crc32_long256(0, Bytes(pkt.data() + l3, n)));
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n));
+  time_crc(state, [](const std::uint8_t* p, std::size_t n) {
+    return detail::crc32_long256(0, Bytes(p, n));
+  });
 }
 
 void BM_Memcpy(benchmark::State& state) {
@@ -93,14 +87,9 @@ void BM_IcrcPlain(benchmark::State& state) {
     state.SkipWithError("this CPU has no AVX-512 VPCLMULQDQ");
     return;
   }
-  const auto n = static_cast<std::size_t>(state.range(0));
-  std::size_t l3 = 0;
-  const auto pkt = make_packet(n, l3);
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(kWide ? detail::icrc_plain_ipv4_wide(pkt.data() + l3, n)
-                                   : detail::icrc_plain_ipv4_narrow(pkt.data() + l3, n));
-    benchmark::ClobberMemory();
-  }
+  time_crc(state, [](const std::uint8_t* p, std::size_t n) {
+    return kWide ? detail::icrc_plain_ipv4_wide(p, n) : detail::icrc_plain_ipv4_narrow(p, n);
+  });
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
 }
 BENCHMARK_TEMPLATE(BM_IcrcPlain, true)->Arg(44)->Arg(120)->Arg(248);
