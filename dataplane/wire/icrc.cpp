@@ -167,28 +167,6 @@ __attribute__((target("avx"))) void clear_upper_vector_state() {
   _mm256_zeroupper();
 }
 
-__attribute__((target("avx2,vpclmulqdq,pclmul,ssse3,sse4.1"))) std::uint32_t crc32_vpclmul256(
-    std::uint32_t crc, const std::uint8_t* p, std::size_t n);
-bool cpu_has_vpclmul256() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("vpclmulqdq") && cpu_has_pclmul();
-}
-// Where ISA-L has its 512-bit path, it stays.
-const bool kHaveVpclmul256 = cpu_has_vpclmul256() && !cpu_has_vpclmul512();
-// Runs this long and longer fold in 256-bit registers (crc32_vpclmul256) where ISA-L has no path
-// wider than 128 bits; below it ISA-L's shorter latency wins (bench/bench_icrc.cpp: 256 bytes
-// 25 ns against 37, 512 bytes 48 against 42).
-constexpr std::size_t kLong256Min = 512;
-
-// The CRC of runs of any length (zlib's crc32(crc, p, n)): the payload of the RC data path's
-// long frames, the codec's segments.
-std::uint32_t crc_run(std::uint32_t crc, const std::uint8_t* p, std::size_t n) {
-  if (n >= kLong256Min && kHaveVpclmul256) return crc32_vpclmul256(crc, p, n);
-  crc = crc32_gzip_refl(crc, p, n);
-  if (n >= 256 && kHaveAvx) clear_upper_vector_state();
-  return crc;
-}
-
 // The masked words of an IPv4 prefix: offsets and masks (little-endian words):
 // IP byte 1 (TOS); IP 8 (TTL), 10, 11 (checksum); UDP 6, 7; BTH 4.
 constexpr std::uint32_t kWordMask[4] = {0x0000FF00u, 0xFFFF00FFu, 0xFFFF0000u, 0x000000FFu};
@@ -487,6 +465,35 @@ ROCEDP_VPCLMUL256 std::uint32_t crc32_vpclmul256(std::uint32_t crc, const std::u
 }
 #undef ROCEDP_VPCLMUL256
 
+bool cpu_has_vpclmul256() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("vpclmulqdq") && cpu_has_pclmul();
+}
+// Where ISA-L has its 512-bit path, it stays.
+const bool kHaveVpclmul256 = cpu_has_vpclmul256() && !cpu_has_vpclmul512();
+// Runs this long and longer fold in 256-bit registers (crc32_vpclmul256) where ISA-L has no path
+// wider than 128 bits; below it ISA-L's shorter latency wins (bench/bench_icrc.cpp: 256 bytes
+// 25 ns against 37, 512 bytes 48 against 42).
+constexpr std::size_t kLong256Min = 512;
+
+// The CRC of runs of any length (zlib's crc32(crc, p, n)): the payload of the RC data path's
+// long frames, the codec's segments.
+std::uint32_t crc_run(std::uint32_t crc, const std::uint8_t* p, std::size_t n) {
+  if (n >= kLong256Min && kHaveVpclmul256) return crc32_vpclmul256(crc, p, n);
+  crc = crc32_gzip_refl(crc, p, n);
+  if (n >= 256 && kHaveAvx) clear_upper_vector_state();
+  return crc;
+}
+
+// crc_run over l3 and then each of `more`, from `crc`.
+std::uint32_t crc_spans(std::uint32_t crc, Bytes l3, std::span<const Bytes> more) {
+  crc = crc_run(crc, l3.data(), l3.size());
+  for (const Bytes& seg : more) {
+    if (!seg.empty()) crc = crc_run(crc, seg.data(), seg.size());
+  }
+  return crc;
+}
+
 // Bytes after the masked prefix that icrc_ipv4_clmul folds itself (a 64-byte WRITE or SEND and
 // every ACK, READ request and atomic); longer frames hand the rest to crc_run.
 constexpr std::size_t kOwnFoldMax = 128;
@@ -680,11 +687,7 @@ std::uint32_t icrc_compute(Bytes l3, std::span<const Bytes> more) {
     for (const Bytes& seg : more) total += seg.size();
     if (total < kPowMaxBytes) [[likely]] {
       const std::uint32_t correction = ipv4_correction5_clmul(l3.data(), total);
-      std::uint32_t crc = crc_run(kIcrcSeed, l3.data(), l3.size());
-      for (const Bytes& seg : more) {
-        if (!seg.empty()) crc = crc_run(crc, seg.data(), seg.size());
-      }
-      return crc ^ correction;
+      return crc_spans(kIcrcSeed, l3, more) ^ correction;
     }
   }
   bool ipv6 = false;
@@ -698,21 +701,13 @@ std::uint32_t icrc_compute(Bytes l3, std::span<const Bytes> more) {
   if (ipv6 && total < kPowMaxBytes && kHavePclmul) {
     // IPv6: the same one pass over the bytes as they are, and its own correction.
     const std::uint32_t correction = ipv6_correction_clmul(l3.data(), total);
-    std::uint32_t crc = crc_run(kIcrcSeed, l3.data(), l3.size());
-    for (const Bytes& seg : more) {
-      if (!seg.empty()) crc = crc_run(crc, seg.data(), seg.size());
-    }
-    return crc ^ correction;
+    return crc_spans(kIcrcSeed, l3, more) ^ correction;
   }
   if (!ipv6 && total < kPowMaxBytes) {
     // The masking correction first (independent of the long CRC, so the CPU
     // overlaps the two), then one pass over the bytes as they are.
     const std::uint32_t correction = ipv4_correction_any(l3.data(), ip_len, total);
-    std::uint32_t crc = crc_run(kIcrcSeed, l3.data(), l3.size());
-    for (const Bytes& seg : more) {
-      if (!seg.empty()) crc = crc_run(crc, seg.data(), seg.size());
-    }
-    return crc ^ correction;
+    return crc_spans(kIcrcSeed, l3, more) ^ correction;
   }
 
   // General path (jumbo; IPv6 without PCLMULQDQ): CRC a masked copy of the prefix, then the rest
@@ -720,12 +715,7 @@ std::uint32_t icrc_compute(Bytes l3, std::span<const Bytes> more) {
   std::uint8_t tmp[kMaxPrefix];
   std::memcpy(tmp, l3.data(), prefix);
   mask_prefix(tmp, ip_len, ipv6);
-  std::uint32_t crc = crc_run(kIcrcSeed, tmp, prefix);
-  if (l3.size() > prefix) crc = crc_run(crc, l3.data() + prefix, l3.size() - prefix);
-  for (const Bytes& seg : more) {
-    if (!seg.empty()) crc = crc_run(crc, seg.data(), seg.size());
-  }
-  return crc;
+  return crc_spans(crc_run(kIcrcSeed, tmp, prefix), l3.subspan(prefix), more);
 }
 
 namespace {
@@ -781,9 +771,6 @@ bool icrc_wide_available() {
 }
 bool crc_long256_available() {
   return cpu_has_vpclmul256();
-}
-bool crc_long256_taken() {
-  return kHaveVpclmul256;
 }
 std::uint32_t crc32_long256(std::uint32_t crc, Bytes data) {
   return crc32_vpclmul256(crc, data.data(), data.size());

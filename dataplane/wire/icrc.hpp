@@ -83,10 +83,9 @@ std::uint32_t icrc_plain_ipv4_wide(const std::uint8_t* l3, std::size_t len);
 std::uint32_t icrc_plain_ipv4_narrow(const std::uint8_t* l3, std::size_t len);
 std::uint32_t icrc_plain_ipv4_sse(const std::uint8_t* l3, std::size_t len);
 // The CRC of long runs (payloads past a frame's first blocks, the codec's segments) in 256-bit
-// registers: whether this CPU can run it (AVX2 and VPCLMULQDQ), whether it does (not where ISA-L
-// takes its 512-bit path), and the fold itself, zlib's crc32(crc, data) for 256 bytes and more.
+// registers (taken where ISA-L has no 512-bit path): whether this CPU can run it (AVX2 and
+// VPCLMULQDQ), and the fold itself, zlib's crc32(crc, data) for 256 bytes and more.
 bool crc_long256_available();
-bool crc_long256_taken();
 std::uint32_t crc32_long256(std::uint32_t crc, Bytes data);
 }  // namespace detail
 
