@@ -1023,6 +1023,17 @@ ListenerConfig Reader::listener(const Field& f) {
       out = static_cast<uint32_t>(number(*v, "listeners", key));
     });
   guard([&] {
+    if (const Field* v = m.find("tcp_exchange")) {
+      of_service(*v, {S::kPerftest}, "perftest only");
+      const std::string text = string(*v);
+      const std::optional<Ipv4Address> ip = parse_ipv4(text);
+      if (!ip || ip->value >> 28 == 0xe || ip->value == 0xffffffff)
+        fail(*v, "expected a host IPv4 address such as 198.18.0.1 (or 0.0.0.0 for any), got '" +
+                     text + "'");
+      c.tcp_exchange = *ip;
+    }
+  });
+  guard([&] {
     if (const Field* v = m.find("max_connections"))
       c.max_connections = static_cast<uint32_t>(number(*v, "listeners", "max_connections"));
   });

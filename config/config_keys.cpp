@@ -234,6 +234,10 @@ constexpr KeySpec kKeys[] = {
      "a zero-length RDMA WRITE to the peer this often (it touches no memory); a peer that no "
      "longer answers fails it after the QP's retries (local ACK timeout x (retry count + 1)) and "
      "the connection is closed; 0 = never"},
+    {"listeners", "tcp_exchange", K::kString, "IPv4 address", "unset", 0, 0, "perftest only",
+     "also serve perftest clients without `-R`: their set-up over TCP (perftest's own exchange) "
+     "to this host address (`0.0.0.0`: any) and `nd_port`, on the host's kernel stack; the data "
+     "QPs connect out of band to the GIDs in the keys"},
 };
 
 struct Section {

@@ -55,7 +55,7 @@ void Services::leave_session(Conn* c) {
   else
     s->data.erase(std::remove(s->data.begin(), s->data.end(), c), s->data.end());
   c->session = nullptr;
-  if (s->control != nullptr || !s->data.empty()) return;
+  if (s->control != nullptr || !s->data.empty() || s->tcp_fd >= 0) return;
   sessions_.erase(std::find_if(sessions_.begin(), sessions_.end(),
                                [s](const auto& owned) { return owned.get() == s; }));
 }
@@ -64,7 +64,7 @@ namespace {
 // Whether `other` is a session of `s`'s client (the same listener and address) past its preamble,
 // so one whose data connections may be `s`'s.
 bool same_client(const Services::Session& s, const Services::Session& other) {
-  return other.svc == s.svc && other.client == s.client &&
+  return other.svc == s.svc && other.client == s.client && !other.tcp &&
          other.phase != Services::Session::Phase::kPreamble;
 }
 }  // namespace
@@ -138,6 +138,36 @@ std::string number(double v, int decimals) {
 
 }  // namespace
 
+// The messages both exchanges answer alike: the version, the system data and the fields of the
+// client's bandwidth report (logged once whole). The reply, of the same length, goes to `out`.
+void Services::answer_common(Session& s, const uint8_t* in, size_t len, uint8_t* out,
+                             std::string* refused, const std::string& peer) {
+  if (len == perf::kVersionSize) {
+    std::string version;
+    if (!perf::version_compatible(in, &version))
+      *refused = "perftest version " + version + " (older than 5.70)";
+    perf::encode_version(out);
+  } else if (len == 4) {
+    // System data: the cycle buffer (a page), then the cache line.
+    perf::put_be32(out, s.system_messages++ == 0 ? 4096 : 64);
+  } else {
+    // The client's bandwidth report (WRITE and READ bandwidth), a field at a time; ours is zeros
+    // (perftest's server prints the client's).
+    std::memcpy(s.report[s.report_fields++], in, perf::kReportFieldSize);
+    if (s.report_fields == 5) {
+      s.report_fields = 0;
+      ++s.svc->counts.reports;
+      pmd::log(LogLevel::kInfo, "perftest_report",
+               {{"peer", peer},
+                {"size", std::to_string(perf::get_be64(s.report[0]))},
+                {"iterations", std::to_string(perf::get_be64(s.report[1]))},
+                {"bw_peak", number(perf::get_be_double(s.report[2]), 2)},
+                {"bw_average", number(perf::get_be_double(s.report[3]), 2)},
+                {"mpps", number(perf::get_be_double(s.report[4]), 6)}});
+    }
+  }
+}
+
 // One message of the client's (in receive slot `slot`, `len` bytes), answered as perftest's
 // server answers it: the client writes first in every exchange, so each message gets one reply
 // of the same size.
@@ -149,14 +179,8 @@ NTSTATUS Services::answer(Conn* c, uint32_t slot, uint32_t len) {
   const uint8_t* in = c->buf.get() + slot * slots::kBytes;
   uint8_t out[slots::kBytes] = {};
   std::string refused;
-  if (len == kVersionSize) {
-    std::string version;
-    if (!perf::version_compatible(in, &version))
-      refused = "perftest version " + version + " (older than 5.70)";
-    perf::encode_version(out);
-  } else if (len == 4) {
-    // System data: the cycle buffer (a page), then the cache line.
-    perf::put_be32(out, s.system_messages++ == 0 ? 4096 : 64);
+  if (len == kVersionSize || len == 4 || len == kReportFieldSize) {
+    answer_common(s, in, len, out, &refused, peer_text(c->connector));
   } else if (len == 2) {
     // The MTU: the client's own. The data connections' path MTU is the CM's (REQ and REP).
     std::memcpy(out, in, 2);
@@ -211,21 +235,6 @@ NTSTATUS Services::answer(Conn* c, uint32_t slot, uint32_t len) {
           key.set_ipv4(local.ip);
       }
       perf::encode_key_struct(key, out);
-    }
-  } else if (len == kReportFieldSize) {
-    // The client's bandwidth report (WRITE and READ bandwidth), a field at a time; ours is zeros
-    // (perftest's server prints the client's).
-    std::memcpy(s.report[s.report_fields++], in, kReportFieldSize);
-    if (s.report_fields == 5) {
-      s.report_fields = 0;
-      ++s.svc->counts.reports;
-      pmd::log(LogLevel::kInfo, "perftest_report",
-               {{"peer", peer_text(c->connector)},
-                {"size", std::to_string(perf::get_be64(s.report[0]))},
-                {"iterations", std::to_string(perf::get_be64(s.report[1]))},
-                {"bw_peak", number(perf::get_be_double(s.report[2]), 2)},
-                {"bw_average", number(perf::get_be_double(s.report[3]), 2)},
-                {"mpps", number(perf::get_be_double(s.report[4]), 6)}});
     }
   } else {
     refused = "a message of " + std::to_string(len) + " bytes";

@@ -28,7 +28,8 @@ struct Services::Listening {
   uint32_t connections = 0;
   bool retiring = false;        // stop() or a reload: no new connections, the open ones end
   bool region_closing = false;  // its region's close completes later (on_region_closed)
-  ServiceRow counts;            // its port and nd_port, the outcomes of its connections (rows())
+  int tcp_fd = -1;    // perftest's TCP exchange (tcp_exchange): the listening socket, or -1
+  ServiceRow counts;  // its port and nd_port, the outcomes of its connections (rows())
   bool echo() const { return cfg.service == config::ListenerConfig::Service::kEcho; }
   /// perftest's ib_write_lat: its data connections write first and answer each landed WRITE.
   bool writes_echo() const {
@@ -45,8 +46,8 @@ constexpr uint32_t kBytes = 64, kFirstReceive = 1, kReceives = 4, kFirstSend = 5
 constexpr uint32_t kAll = kFirstSend + kSends;
 }  // namespace control_slots
 
-// One perftest client (rdma_cm): its control connection and its data connections, in the order
-// they came. Control thread only.
+// One perftest client: its control connection (rdma_cm) or its TCP exchange (a client without
+// -R, perftest_tcp.cpp), and its data connections, in the order they came. Control thread only.
 struct Services::Session {
   enum class Phase {
     kPreamble,    // version, system data, MTU
@@ -62,6 +63,16 @@ struct Services::Session {
   uint32_t keys = 0;             // keys answered
   uint32_t report_fields = 0;
   uint8_t report[5][8] = {};  // the client's bandwidth report (size, iterations, peak, avg, rate)
+  // TCP: the exchange's socket (-1 for an rdma_cm session, or once closed), the bytes read that
+  // are not a whole message yet, the replies not written yet, and the preamble's messages so far.
+  bool tcp = false;
+  int tcp_fd = -1;
+  std::vector<uint8_t> in, out;
+  uint32_t preamble = 0;
+  uint32_t path_mtu = 1024;     // TCP: the smaller of the client's MTU and the port's
+  bool keys_done = false;       // TCP: a key named a QP we made: the syncs have begun
+  Conn* waiting_for = nullptr;  // TCP: a data QP whose creation the next reply waits for
+  bool ending = false;          // TCP: the exchange failed or closed; the data connections end
 };
 
 struct Services::Conn {
@@ -86,6 +97,12 @@ struct Services::Conn {
   // perftest: the client's QPN (its CM REQ's), which its key names; kept, because the connector
   // is closed before the session lets the connection go
   uint32_t peer_qpn = 0;
+  // perftest over TCP (no connector): the client's first PSN and GID from its key, our first PSN;
+  // the QP connects out of band (oob_connect) once our key went back.
+  bool oob = false;
+  uint32_t peer_psn = 0, local_psn = 0, peer_out_reads = 0;
+  uint8_t peer_gid[16] = {};
+  uint64_t serial = 0;  // tells a resolution's late callback whether this Conn is still the same
   bool is_control() const;
   uint32_t next_send = 0;  // control: the reply slot after the last one used
   // memory, perftest's control: the keepalive in flight, and when the next one is due.

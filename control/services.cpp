@@ -7,6 +7,8 @@
 #include "control/service_state.hpp"
 #include "control/sock_addr.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -71,6 +73,7 @@ NTSTATUS Services::listen(const config::ListenerConfig& cfg, std::string* error)
       st = l->listener->listen(NdkSockAddr{0, cfg.nd_port}, nullptr, nullptr);
     if (st != STATUS_SUCCESS) *error = what + ": " + std::string(status_name(st));
   }
+  if (st == STATUS_SUCCESS && cfg.tcp_exchange) st = listen_tcp(l, error);
   if (st != STATUS_SUCCESS) {
     retire(l);
     reap();
@@ -127,6 +130,11 @@ Services::Services(Adapter& adapter) : adapter_(adapter) {}
 Services::~Services() {
   // stop() must have completed (the runtime waits for stopped()); objects still open belong to
   // an adapter that is going away with them.
+  *alive_ = false;
+  for (const auto& l : listening_)
+    if (l->tcp_fd >= 0) ::close(l->tcp_fd);
+  for (const auto& s : sessions_)
+    if (s->tcp_fd >= 0) ::close(s->tcp_fd);
 }
 
 std::string Services::service_of(const Connector* c) const {
@@ -164,9 +172,19 @@ void Services::on_connect_event(void* context, NdkConnector* nc) {
     self.join_session(c, peer);
   }
 
+  const char* step = "buffers";
+  if (const NTSTATUS st = self.create_objects(c, &step);
+      st != STATUS_SUCCESS && st != STATUS_PENDING)
+    self.fail_setup(c, step, st);
+}
+
+// A connection's buffers (echo, perftest), registered, then its CQ on its core: STATUS_PENDING
+// while the CQ's creation completes later (on_cq_created makes the QP), STATUS_SUCCESS once it
+// went on inline, or the failing call's status (the caller fails the connection; *step names it).
+NTSTATUS Services::create_objects(Conn* c, const char** step) {
+  const Listening* l = c->svc;
   const uint32_t depth = l->cfg.queue_depth;
   NTSTATUS st = STATUS_SUCCESS;
-  const char* step = "buffers";
   if (l->echo() || l->perftest()) {
     // `writes: echo`: one more slot, what the connection's WRITEs carry.
     const uint64_t bytes =
@@ -174,31 +192,26 @@ void Services::on_connect_event(void* context, NdkConnector* nc) {
                         : uint64_t{depth + (l->writes_echo() ? 1 : 0)} * l->cfg.message_bytes;
     // Zeroed: an echo never sends bytes an earlier connection left in the heap.
     c->buf.reset(new (std::nothrow) uint8_t[bytes]());
-    st = c->buf ? self.pd_->create_mr(false, nullptr, nullptr, &c->mr)
-                : STATUS_INSUFFICIENT_RESOURCES;
+    st = c->buf ? pd_->create_mr(false, nullptr, nullptr, &c->mr) : STATUS_INSUFFICIENT_RESOURCES;
     if (st == STATUS_SUCCESS)
       st = c->mr->register_mr(c->buf.get(), bytes, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, nullptr, nullptr);
+    if (st != STATUS_SUCCESS) return st;
   }
+  // Echo and perftest's data: room for every receive and every echo SEND; perftest's control:
+  // its receives, replies and keepalive; memory: remote operations produce no completion here
+  // (a keepalive's does).
+  const uint32_t cq_depth = c->is_control() ? 2 * control_slots::kAll : l->memory() ? 4 : 2 * depth;
+  *step = "cq";
   Cq* cq = nullptr;
+  c->creating = true;
+  st = adapter_.create_cq(cq_depth, &Services::on_cq_notify, c, c->core, &Services::on_cq_created,
+                          c, &cq);
   if (st == STATUS_SUCCESS) {
-    // Echo and perftest's data: room for every receive and every echo SEND; perftest's control:
-    // its receives, replies and keepalive; memory: remote operations produce no completion here
-    // (a keepalive's does).
-    const uint32_t cq_depth = c->is_control() ? 2 * control_slots::kAll
-                              : l->memory()   ? 4
-                                              : 2 * depth;
-    step = "cq";
-    c->creating = true;
-    st = self.adapter_.create_cq(cq_depth, &Services::on_cq_notify, c, c->core,
-                                 &Services::on_cq_created, c, &cq);
-    if (st == STATUS_SUCCESS) {
-      on_cq_created(c, STATUS_SUCCESS, &cq->header);
-      return;
-    }
-    if (st == STATUS_PENDING) return;
-    c->creating = false;
+    on_cq_created(c, STATUS_SUCCESS, &cq->header);
+    return STATUS_SUCCESS;
   }
-  self.fail_setup(c, step, st);
+  if (st != STATUS_PENDING) c->creating = false;
+  return st;
 }
 
 // A connection whose set-up failed at `step`: logged, counted, closed (the client gets a REJ).
@@ -278,6 +291,11 @@ void Services::accept(Conn* c) {
   } else if (l.perftest() || l.cfg.receive_delay_ms == 0) {
     st = post_receives(c);
     if (st == STATUS_SUCCESS) start_echo(c);
+  }
+  // perftest over TCP: our key goes back now; the QP connects out of band after it.
+  if (st == STATUS_SUCCESS && c->oob) {
+    tcp_key_ready(c);
+    return;
   }
   // Inbound reads: as many as the adapter allows (the memory and perftest services are read by
   // their clients); we issue none.
@@ -364,6 +382,8 @@ void Services::teardown(Conn* c) {
     const std::vector<Conn*> data = c->session->data;
     for (Conn* d : data) teardown(d);
   }
+  // perftest over TCP: a data connection's end is its session's; poll_tcp ends the others.
+  if (c->oob && c->session != nullptr) c->session->ending = true;
   close_next(c);
 }
 
@@ -452,6 +472,14 @@ void Services::retire(Listening* l) {
     l->listener->close(nullptr, nullptr);
     l->listener = nullptr;
   }
+  if (l->tcp_fd >= 0) {
+    ::close(l->tcp_fd);
+    l->tcp_fd = -1;
+  }
+  std::vector<Session*> tcp;
+  for (const auto& s : sessions_)
+    if (s->svc == l && s->tcp_fd >= 0) tcp.push_back(s.get());
+  for (Session* s : tcp) end_tcp(s);
   std::vector<Conn*> mine;
   for (auto& [c, owned] : conns_)
     if (c->svc == l) mine.push_back(c);
@@ -599,7 +627,7 @@ NTSTATUS Services::keepalive(Conn* c, std::chrono::steady_clock::time_point now)
 }
 
 unsigned Services::poll() {
-  unsigned work = 0;
+  unsigned work = poll_tcp();
   const auto now = std::chrono::steady_clock::now();
   // teardown() and a disconnect that completes inline may free a Conn: not while iterating conns_.
   std::vector<std::pair<Conn*, NTSTATUS>> failed;

@@ -12,12 +12,14 @@
 //            CompleteConnect.
 //
 //  * perftest: answers Linux perftest's rdma_cm clients (ib_{write,read,send,atomic}_bw -R,
-//            ib_{write,read,send,atomic}_lat -R; perftest_service.cpp). A client's first connection
-//            is its control connection: the service answers each of its set-up messages
-//            (rocedp/perftest.hpp) as perftest's server does, and takes the client's data
-//            connections (those from the same address between the two 56-byte zero messages).
-//            Every data connection's key names the listener's region (memory_bytes), which the
-//            client's WRITEs, READs and atomics use; each has queue_depth receives of
+//            ib_{write,read,send,atomic}_lat -R; perftest_service.cpp) and, with tcp_exchange,
+//            its clients without -R, whose set-up runs over TCP (perftest_tcp.cpp: the same
+//            messages on a kernel socket, each key making a data QP connected out of band). A
+//            client's first connection is its control connection: the service answers each of its
+//            set-up messages (rocedp/perftest.hpp) as perftest's server does, and takes the
+//            client's data connections (those from the same address between the two 56-byte zero
+//            messages). Every data connection's key names the listener's region (memory_bytes),
+//            which the client's WRITEs, READs and atomics use; each has queue_depth receives of
 //            message_bytes, whose SENDs it takes (sends: sink) or answers with the same bytes
 //            (sends: echo) on its core, as the echo does. With writes: echo a data connection
 //            plays ib_write_lat's server: once the client's key names its buffer, it writes
@@ -75,6 +77,10 @@
 #include "rocedp/connector.hpp"
 #include "rocedp/memory_service.hpp"
 #include "rocedp/status.hpp"
+
+namespace rocedp::perf {
+struct PerftestKey;
+}
 
 namespace rocedp::control {
 
@@ -166,13 +172,28 @@ class Services {
   static std::string qp_error_text(const Conn* c);
   NTSTATUS poll_memory(Conn* c, std::chrono::steady_clock::time_point now);
   NTSTATUS keepalive(Conn* c, std::chrono::steady_clock::time_point now);
+  NTSTATUS create_objects(Conn* c, const char** step);  // buffers, CQ; then the QP
   // perftest (perftest_service.cpp)
   void join_session(Conn* c, const NdkSockAddr& peer);
   void leave_session(Conn* c);
   NTSTATUS post_control_receives(Conn* c);
   NTSTATUS poll_control(Conn* c, std::chrono::steady_clock::time_point now);
   NTSTATUS answer(Conn* c, uint32_t slot, uint32_t len);
+  void answer_common(Session& s, const uint8_t* in, size_t len, uint8_t* out, std::string* refused,
+                     const std::string& peer);
   Conn* data_for_key(Session& s, uint32_t qpn);
+  // perftest over TCP (perftest_tcp.cpp)
+  NTSTATUS listen_tcp(Listening* l, std::string* error);
+  unsigned poll_tcp();
+  void serve_tcp(Session& s);
+  enum class TcpStep { kAnswered, kWait, kRefused };
+  TcpStep tcp_message(Session& s, const uint8_t* in, size_t len, std::string* refused);
+  bool new_tcp_data(Session& s, const perf::PerftestKey& key, std::string* refused);
+  void encode_tcp_key(const Conn* c, uint8_t out[]) const;
+  void tcp_key_ready(Conn* c);
+  void oob_connect(Conn* c);
+  static void on_oob_connected(void* context, NTSTATUS status);
+  void end_tcp(Session* s);  // closes the exchange, ends its data connections; may free s
 
   Adapter& adapter_;
   Pd* pd_ = nullptr;
@@ -180,6 +201,9 @@ class Services {
   std::unordered_map<Conn*, std::unique_ptr<Conn>> conns_;
   std::unordered_map<const Connector*, const Listening*> by_connector_;
   std::vector<std::unique_ptr<Session>> sessions_;  // perftest clients
+  // Tells a neighbour resolution's callback, which may come after the services are gone, to drop.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  uint64_t next_serial_ = 0;
   uint32_t next_core_ = 0;
   bool stopping_ = false;
   std::atomic<bool> stopped_{false};

@@ -222,6 +222,10 @@ struct ListenerConfig {
   // touches no memory, IBTA C9-88); a peer that no longer answers fails it once the QP's retries
   // run out, and the connection is closed. 0: never.
   uint32_t keepalive_ms = 10000;
+  // perftest: also serve clients without -R, whose set-up runs over TCP (perftest's own
+  // exchange) to this host address (0.0.0.0: any) and nd_port, on the host's kernel stack; their
+  // data QPs are connected out of band to the GIDs the keys carry. Unset: rdma_cm clients only.
+  std::optional<Ipv4Address> tcp_exchange;
   bool operator==(const ListenerConfig&) const = default;
 };
 

@@ -939,7 +939,7 @@ TEST(ConfigListeners, PerftestWithDefaultsAndEveryKey) {
                        "  - {port: p0, nd_port: 18515, service: perftest}\n"
                        "  - {port: p0, nd_port: 18516, service: perftest, sends: echo, "
                        "memory_bytes: 8192, message_bytes: 64, queue_depth: 4, keepalive_ms: 0, "
-                       "writes: echo}\n",
+                       "writes: echo, tcp_exchange: 198.18.0.1}\n",
                    kSource);
   ASSERT_EQ(c.listeners.size(), 2u);
   EXPECT_EQ(c.listeners[0].service, ListenerConfig::Service::kPerftest);
@@ -954,6 +954,9 @@ TEST(ConfigListeners, PerftestWithDefaultsAndEveryKey) {
   EXPECT_EQ(c.listeners[1].message_bytes, 64u);
   EXPECT_EQ(c.listeners[1].queue_depth, 4u);
   EXPECT_EQ(c.listeners[1].keepalive_ms, 0u);
+  EXPECT_FALSE(c.listeners[0].tcp_exchange.has_value());
+  ASSERT_TRUE(c.listeners[1].tcp_exchange.has_value());
+  EXPECT_EQ(c.listeners[1].tcp_exchange->value, 0xC6120001u);
 }
 
 // Every port has its adapter: a listener may name any port, and the same ND port may serve on
@@ -1029,6 +1032,23 @@ TEST(ConfigListeners, RejectedWithFileLineColumnKeyAndReason) {
   expect_error(
       kOnePort + "listeners:\n  - {port: p0, nd_port: 7000, service: perftest, writes: 1}\n", 6, 58,
       "listeners[0].writes", "expected one of sink, echo; got '1'");
+  // perftest's TCP exchange: a host address of the host's, or 0.0.0.0.
+  expect_error(
+      kOnePort +
+          "listeners:\n  - {port: p0, nd_port: 7000, service: echo, tcp_exchange: 0.0.0.0}\n",
+      6, 60, "listeners[0].tcp_exchange",
+      "applies to service: perftest only (this listener is 'echo')");
+  expect_error(
+      kOnePort +
+          "listeners:\n  - {port: p0, nd_port: 7000, service: perftest, tcp_exchange: "
+          "224.0.0.1}\n",
+      6, 64, "listeners[0].tcp_exchange",
+      "expected a host IPv4 address such as 198.18.0.1 (or 0.0.0.0 for any), got '224.0.0.1'");
+  expect_error(kOnePort +
+                   "listeners:\n  - {port: p0, nd_port: 7000, service: perftest, tcp_exchange: "
+                   "host}\n",
+               6, 64, "listeners[0].tcp_exchange",
+               "expected a host IPv4 address such as 198.18.0.1 (or 0.0.0.0 for any), got 'host'");
   expect_error(
       kOnePort +
           "listeners:\n  - {port: p0, nd_port: 7000, service: perftest, disconnect_after: 1}\n",

@@ -30,13 +30,14 @@ trap on_exit EXIT INT TERM
 
 write_svc_configs 1 "$client_prefix" <<YAML
 listeners:
-  - {port: memif0, nd_port: 7002, service: perftest, memory_bytes: 1048576, message_bytes: 65536, queue_depth: 64, keepalive_ms: 200}
-  - {port: memif0, nd_port: 7003, service: perftest, sends: echo, message_bytes: 4096, queue_depth: 16}
-  - {port: memif0, nd_port: 7004, service: perftest, writes: echo, message_bytes: 4096, queue_depth: 4}
+  - {port: memif0, nd_port: 7002, service: perftest, memory_bytes: 1048576, message_bytes: 65536, queue_depth: 64, keepalive_ms: 200, tcp_exchange: 127.0.0.1}
+  - {port: memif0, nd_port: 7003, service: perftest, sends: echo, message_bytes: 4096, queue_depth: 16, tcp_exchange: 127.0.0.1}
+  - {port: memif0, nd_port: 7004, service: perftest, writes: echo, message_bytes: 4096, queue_depth: 4, tcp_exchange: 127.0.0.1}
 YAML
 
 start_daemon "$work/server.yaml"
 grep -q "event=service_listening.*service=perftest nd_port=7002" "$work/daemon.log" || fail "perftest listener not logged"
+grep -q "event=service_listening_tcp .*tcp_exchange=127.0.0.1:7002" "$work/daemon.log" || fail "perftest's TCP exchange not logged"
 
 # run_client NAME PERFTEST_ARGS...: one rocedp-perf --perftest -R client; must exit 0.
 run_client() {
@@ -108,6 +109,42 @@ wait_for /rocedp/qps "d['count'] == 0"
 wait_for /rocedp/listeners "d['connections'] == [0, 0, 0] and d['sessions'][0] == 8 and d['failed'][0] == 1 and d['accepted'][0] == 22 and d['closed'][0] == 22"
 grep -q "event=service_connection_failed service=perftest .*status=STATUS_IO_TIMEOUT" "$work/daemon.log" ||
   fail "the killed client's control connection did not fail on its keepalive"
+
+# Clients without -R: perftest's exchange over TCP (127.0.0.1, the listeners' tcp_exchange), the
+# data QPs connected out of band to the keys' GIDs; no control connection, the exchange's end
+# ends the session. Counted from here on (each listener's totals so far: before).
+before=$(tel_get /rocedp/listeners "[d['sessions'], d['accepted'], d['received_messages'], d['echo_messages'], d['reports']]")
+run_tcp_client() {
+  local name=$1 st=0
+  shift
+  "$perf" --perftest 127.0.0.1 --config "$work/client.yaml" --timeout 60 "$@" > "$work/$name.log" 2>&1 &
+  perf_pid=$!
+  wait "$perf_pid" || st=$?
+  perf_pid=
+  rm -rf "/var/run/dpdk/$client_prefix"
+  [ "$st" -eq 0 ] || { cat "$work/$name.log" >&2; tail -20 "$work/daemon.log" >&2; fail "$name: rocedp-perf exit $st"; }
+  [ "$(row_count "$name")" -ge 1 ] || { cat "$work/$name.log" >&2; fail "$name: no result row"; }
+}
+run_tcp_client tcp_write_bw -p 7002 write bw -s 4096 -n 2000
+run_tcp_client tcp_read_bw -p 7002 read bw -s 8192 -n 1000 -q 2
+run_tcp_client tcp_send_bw -p 7002 send bw -s 1024 -n 3000 -q 2
+run_tcp_client tcp_atomic_lat -p 7002 atomic lat -n 200
+run_tcp_client tcp_send_lat -p 7003 send lat -s 256 -n 500
+run_tcp_client tcp_write_lat -p 7004 write lat -s 64 -n 500
+grep -q "event=perftest_report .*size=8192 iterations=1000" "$work/daemon.log" || fail "the TCP READ client's report"
+wait_for /rocedp/connections "d['count'] == 0"
+wait_for /rocedp/qps "d['count'] == 0"
+# 4 sessions on 7002 (1 + 2 + 2 + 1 data QPs), one each on 7003 and 7004; the SEND sink took
+# 2 x 3000, the echo answered 500, the WRITE echo took and answered 500; two reports (WRITE, READ).
+after=$(tel_get /rocedp/listeners "[d['sessions'], d['accepted'], d['received_messages'], d['echo_messages'], d['reports']]")
+python3 - "$before" "$after" <<'PY' || fail "TCP sessions: before $before, after $after"
+import ast, sys
+b, a = (ast.literal_eval(x) for x in sys.argv[1:3])
+delta = [[y - x for x, y in zip(rb, ra)] for rb, ra in zip(b, a)]
+want = [[4, 1, 1], [6, 1, 1], [6000, 0, 500], [0, 500, 500], [2, 0, 0]]
+assert delta == want, (delta, want)
+PY
+wait_for /rocedp/listeners "d['connections'] == [0, 0, 0] and d['failed'] == [1, 1, 0]"
 
 stop_daemon TERM
 [ "$daemon_status" -eq 0 ] || fail "exit status $daemon_status after SIGTERM"

@@ -17,6 +17,12 @@
 #   write_lat    ib_write_lat -R -s 64 -n 20 -p 18517  (rocedpd writes first and answers each)
 #   write_bw_all ib_write_bw -R -a -n 5            (every size from 2 bytes to 8 MiB, one session)
 #   send_bw_all  ib_send_bw -R -a -n 5 -p 18518    (the same into a sink of 8 MiB receives)
+# and the same listeners' clients without -R, perftest's set-up over TCP to the listeners'
+# tcp_exchange address (the rig bridge's, 198.18.0.1), each key answered by a data QP connected
+# out of band to the GID, QPN and PSN it carries:
+#   write_bw_tcp ib_write_bw -x $GID -s 65536 -n 20      read_bw_tcp  ib_read_bw -x $GID ... -n 20
+#   send_bw_tcp  ib_send_bw -x $GID -s 4096 -n 200       send_lat_tcp ib_send_lat ... -p 18516
+#   write_lat_tcp ib_write_lat -x $GID -s 64 -n 20 -p 18517
 # Each Linux client must exit 0 and print its result row (the -a ones a row for each of the 23
 # sizes); the daemon must log the WRITE, READ and atomic bandwidth clients' own reports (their
 # size and iterations, as Linux wrote them; with -a perftest reports its last size), count the
@@ -30,14 +36,15 @@ set -uo pipefail
 IOP_PREFIX=daemon-perftest-
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 iop_init daemon-perftest
-linux=198.18.0.38 rocedp=198.18.0.50
-cases=(write_bw write_bw_q4 write_bw_two read_bw atomic_bw send_bw read_lat atomic_lat send_lat write_lat write_bw_all send_bw_all)
+linux=198.18.0.38 rocedp=198.18.0.50 bridge=198.18.0.1
+cases=(write_bw write_bw_q4 write_bw_two read_bw atomic_bw send_bw read_lat atomic_lat send_lat write_lat write_bw_all send_bw_all
+  write_bw_tcp read_bw_tcp send_bw_tcp send_lat_tcp write_lat_tcp)
 
 iop_net 1500 dpdkdp
 iop_rocedpd 1500 "$(iop_devargs 0 dpdkdp 1500)" "$rocedp" \
-  "{port: rig0, nd_port: 18515, service: perftest, memory_bytes: 16777216, message_bytes: 65536, queue_depth: 64}" \
-  "{port: rig0, nd_port: 18516, service: perftest, sends: echo, message_bytes: 4096, queue_depth: 16}" \
-  "{port: rig0, nd_port: 18517, service: perftest, writes: echo, message_bytes: 4096, queue_depth: 4}" \
+  "{port: rig0, nd_port: 18515, service: perftest, memory_bytes: 16777216, message_bytes: 65536, queue_depth: 64, tcp_exchange: $bridge}" \
+  "{port: rig0, nd_port: 18516, service: perftest, sends: echo, message_bytes: 4096, queue_depth: 16, tcp_exchange: $bridge}" \
+  "{port: rig0, nd_port: 18517, service: perftest, writes: echo, message_bytes: 4096, queue_depth: 4, tcp_exchange: $bridge}" \
   "{port: rig0, nd_port: 18518, service: perftest, message_bytes: 8388608, queue_depth: 4}" ||
   { iop_fail "rocedpd did not start"; exit 1; }
 
@@ -59,6 +66,11 @@ command_of() {
     write_lat) echo "ib_write_lat -d rxe0 -R -F -s 64 -n 20 -p 18517 $rocedp" ;;
     write_bw_all) echo "ib_write_bw -d rxe0 -R -F -a -n 5 $rocedp" ;;
     send_bw_all) echo "ib_send_bw -d rxe0 -R -F -a -n 5 -p 18518 $rocedp" ;;
+    write_bw_tcp) echo "ib_write_bw -d rxe0 -x \$GID -F -s 65536 -n 20 $bridge" ;;
+    read_bw_tcp) echo "ib_read_bw -d rxe0 -x \$GID -F -s 65536 -n 20 $bridge" ;;
+    send_bw_tcp) echo "ib_send_bw -d rxe0 -x \$GID -F -s 4096 -n 200 $bridge" ;;
+    send_lat_tcp) echo "ib_send_lat -d rxe0 -x \$GID -F -s 64 -n 20 -p 18516 $bridge" ;;
+    write_lat_tcp) echo "ib_write_lat -d rxe0 -x \$GID -F -s 64 -n 20 -p 18517 $bridge" ;;
   esac
 }
 {
@@ -103,8 +115,11 @@ for want in "size=65536 iterations=20" "size=65536 iterations=80" "size=65536 it
   grep -q "event=perftest_report .*$want " "$log" || iop_fail "no perftest_report with $want"
 done
 [ "$(grep -c "event=perftest_report .*size=65536 iterations=40 " "$log")" = 2 ] || iop_fail "write_bw_two: not two reports"
-# With -a perftest reports once, for its last size.
-[ "$(grep -c "event=perftest_report" "$log")" = 7 ] || iop_fail "perftest reports: $(grep -c "event=perftest_report" "$log"), expected 7"
+# With -a perftest reports once, for its last size; write_bw_tcp and read_bw_tcp report too.
+[ "$(grep -c "event=perftest_report" "$log")" = 9 ] || iop_fail "perftest reports: $(grep -c "event=perftest_report" "$log"), expected 9"
+# The TCP clients' sessions: each key made a data QP connected out of band.
+[ "$(grep -c 'event=service_connected service=perftest peer="198.18.0.38 (TCP exchange)"' "$log")" = 5 ] ||
+  iop_fail "TCP exchange: $(grep -c 'TCP exchange' "$log") data QPs connected, expected 5"
 grep -q "event=perftest_refused" "$log" && iop_fail "rocedpd refused a Linux client: $(grep perftest_refused "$log")"
 
 # WRITE latency on the wire: rocedpd's first WRITE is message_bytes long (4096: FIRST, 2 MIDDLE,
@@ -133,9 +148,10 @@ import json, sys
 rows = json.loads(sys.argv[1])["listeners"]
 d = {k: [r.get(k) for r in rows] for k in rows[0]}
 # The -a sink (18518): 5 SENDs of each size 2 to 8 MiB, 5 x (2^24 - 2) bytes.
-want = {"sessions": [10, 1, 1, 1], "reports": [7, 0, 0, 0], "received_messages": [200, 0, 20, 115],
-        "received_bytes": [819200, 0, 1280, 83886070], "echo_messages": [0, 20, 20, 0],
-        "echo_bytes": [0, 1280, 1280, 0], "failed": [0, 0, 0, 0]}
+# The TCP clients: 3 sessions on 18515 (two reports, 200 more SENDs), one each on 18516 and 18517.
+want = {"sessions": [13, 2, 2, 1], "reports": [9, 0, 0, 0], "received_messages": [400, 0, 40, 115],
+        "received_bytes": [1638400, 0, 2560, 83886070], "echo_messages": [0, 40, 40, 0],
+        "echo_bytes": [0, 2560, 2560, 0], "failed": [0, 0, 0, 0]}
 bad = [f"{k}={d.get(k)} (want {v})" for k, v in want.items() if d.get(k) != v]
 if d.get("accepted") != d.get("closed"):
     bad.append("accepted %s closed %s" % (d.get("accepted"), d.get("closed")))
