@@ -29,6 +29,8 @@ using pmd::LogLevel;
 
 namespace {
 constexpr uint8_t kDone[5] = {'d', 'o', 'n', 'e', 0};  // TCP's last exchange, each side's
+// perftest waits for each reply before its next message; a client this far ahead is not perftest.
+constexpr size_t kMaxUnanswered = 64 * 1024;
 
 std::string address_text(uint32_t ip_host_order, uint16_t port) {
   return wire::to_string(wire::IpAddress(ip_host_order)) + ":" + std::to_string(port);
@@ -86,6 +88,15 @@ unsigned Services::poll_tcp() {
       const int fd = ::accept4(l->tcp_fd, reinterpret_cast<sockaddr*>(&peer), &len,
                                SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) break;  // none waiting (or an error the next pass sees again)
+      // At most max_connections clients set up or run at once (each holds a socket).
+      const auto open = std::count_if(sessions_.begin(), sessions_.end(), [&](const auto& s) {
+        return s->svc == l.get() && s->tcp && s->tcp_fd >= 0;
+      });
+      if (static_cast<uint64_t>(open) >= l->cfg.max_connections) {
+        ::close(fd);
+        ++l->counts.rejected;
+        continue;
+      }
       auto s = std::make_unique<Session>();
       s->svc = l.get();
       s->client = wire::IpAddress(ntohl(peer.sin_addr.s_addr));
@@ -122,7 +133,11 @@ void Services::serve_tcp(Session& s) {
     const ssize_t n = ::recv(s.tcp_fd, chunk, sizeof(chunk), MSG_DONTWAIT);
     if (n > 0) {
       s.in.insert(s.in.end(), chunk, chunk + n);
-      continue;
+      if (s.in.size() <= kMaxUnanswered) continue;
+      pmd::log(LogLevel::kWarning, "perftest_refused",
+               {{"peer", wire::to_string(s.client)}, {"why", "more than 64 KiB unanswered"}});
+      s.ending = true;
+      return;
     }
     if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
       s.ending = true;  // the client closed the exchange (after "done", or gone)

@@ -145,6 +145,15 @@ want = [[4, 1, 1], [6, 1, 1], [6000, 0, 500], [0, 500, 500], [2, 0, 0]]
 assert delta == want, (delta, want)
 PY
 wait_for /rocedp/listeners "d['connections'] == [0, 0, 0] and d['failed'] == [1, 1, 0]"
+# A TCP client that is not perftest (version 1.00) is refused: no answer, the exchange closes.
+python3 - <<'PY' || fail "the TCP exchange answered a client below perftest 5.70"
+import socket
+s = socket.create_connection(("127.0.0.1", 7002), timeout=10)
+s.sendall(b"1.00".ljust(16, b"\0"))
+assert s.recv(64) == b"", "a reply"
+PY
+grep -q 'event=perftest_refused peer=127.0.0.1 why="perftest version 1.00 (older than 5.70)"' "$work/daemon.log" ||
+  fail "the TCP client's refusal was not logged"
 
 stop_daemon TERM
 [ "$daemon_status" -eq 0 ] || fail "exit status $daemon_status after SIGTERM"
