@@ -20,6 +20,10 @@
 #   mem              ops_check_peer -M (tests/interop/ops_check_peer.c, Linux verbs) against
 #                    rocedpd's memory service over IPv6: the region from the REP's private data,
 #                    WRITE and READ at its start and end, a WRITE past the end refused
+#   perftest         ib_write_bw -x <the fd52 GID> without -R against rocedpd's perftest service:
+#                    perftest's exchange over IPv4 TCP to the listener's tcp_exchange (the bridge's
+#                    address), whose key gives the daemon's IPv6 address as its GID; the data QP
+#                    connects out of band over IPv6 (the daemon solicits the guest's address)
 #   rping            librdmacm's rping over IPv6 addresses, through the IB CM (REQ, REP, RTU,
 #                    DREQ, DREP over IPv6; the rdma_cm header of IP version 6): Linux rping -c
 #                    against rocedp-perf --rping -s, and rocedp-perf --rping -c against Linux
@@ -51,7 +55,7 @@ for c in pingpong-rocedp_server pingpong-rocedp_client write_bw-rocedp_server \
   write_bw-rocedp_client write_bw_ll-rocedp_server write_bw_ll-rocedp_client \
   write_bw_llboth-rocedp_server write_bw_llboth-rocedp_client read_bw-rocedp_server \
   read_bw-rocedp_client send_bw-rocedp_server send_bw-rocedp_client rping-rocedp_server rping-rocedp_client echo-rocedpd_server \
-  mem-rocedpd_server; do
+  mem-rocedpd_server perftest-rocedpd_server; do
   grep -Eq "$FILTER" <<<"$c" && cases+=("$c")
 done
 [ ${#cases[@]} -gt 0 ] || { echo "no case matches $FILTER" >&2; exit 2; }
@@ -86,6 +90,10 @@ done
         echo "n=0; while [ ! -e /mnt/share/go-$c ] && [ \$n -lt 600 ]; do sleep 0.1; n=\$((n+1)); done"
         echo "run $c /mnt/share/ops_check_peer -M -a $daemon6 -p 7474"
         ;;
+      perftest)
+        echo "n=0; while [ ! -e /mnt/share/go-$c ] && [ \$n -lt 600 ]; do sleep 0.1; n=\$((n+1)); done"
+        echo "run $c ib_write_bw -d rxe0 -x \$G6 -n $iters_bw -s $size -F -p 7475 $bridge"
+        ;;
       rping)
         if [ "$role" = rocedp_server ]; then
           echo "run $c rping -c -a $rocedp6 -C $pings -S 3000 -V"
@@ -102,11 +110,13 @@ done
 } >"$IOP_WORK/guest.sh"
 
 iop_net 1500 dpdkv6 dpdkv6d
-if printf '%s\n' "${cases[@]}" | grep -q '^echo-\|^mem-'; then
+if printf '%s\n' "${cases[@]}" | grep -q '^echo-\|^mem-\|^perftest-'; then
   iop_share_check_peers
   IOP_ROCEDPD_IPV6=$daemon6 iop_rocedpd 1500 "$(iop_devargs 1 dpdkv6d 1500)" "$daemon" \
     "{port: rig0, nd_port: 7471, service: echo}" \
-    "{port: rig0, nd_port: 7474, service: memory, memory_bytes: 65536}" || { iop_fail "rocedpd did not start"; exit 1; }
+    "{port: rig0, nd_port: 7474, service: memory, memory_bytes: 65536}" \
+    "{port: rig0, nd_port: 7475, service: perftest, memory_bytes: 1048576, tcp_exchange: $bridge}" ||
+    { iop_fail "rocedpd did not start"; exit 1; }
 fi
 t0=$(date +%s)
 IOP_GUEST_IPV6=1 IOP_GUEST_TIMEOUT=300 iop_guest v6g "$guest" 1500 "$IOP_WORK/guest.sh"
@@ -142,7 +152,7 @@ for c in "${cases[@]}"; do
   log=$IOP_ARTIFACTS/interop-ipv6-$c.log
   iop_capture_start "$c" "ip6 host $guest6 or host $guest or ip6 net fe80::/10"
   case $test in
-    echo | mem)  # the guest's client against rocedpd, which runs already
+    echo | mem | perftest)  # the guest's client against rocedpd, which runs already
       touch "$IOP_WORK/share/go-$c"
       iop_wait "$glog" "V6CASE $c rc=" 60 || iop_fail "$c: the guest's rdma_client did not end"
       rc=0
@@ -170,7 +180,7 @@ for c in "${cases[@]}"; do
   esac
   iop_capture_stop "$c"
   ours=$rocedp6
-  [[ $test == @(echo|mem) ]] && ours=$daemon6
+  [[ $test == @(echo|mem|perftest) ]] && ours=$daemon6
   theirs=$guest6
   if [[ $test == write_bw_ll* ]]; then
     # Linux's link-local GID, as its console printed it (before its first case).
