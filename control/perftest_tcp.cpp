@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -31,6 +32,21 @@ namespace {
 constexpr uint8_t kDone[5] = {'d', 'o', 'n', 'e', 0};  // TCP's last exchange, each side's
 // perftest waits for each reply before its next message; a client this far ahead is not perftest.
 constexpr size_t kMaxUnanswered = 64 * 1024;
+// perftest sends its set-up (up to the first sync) within milliseconds; a client that connects
+// and stays silent would hold a session (of max_connections) for ever.
+constexpr auto kSetupTime = std::chrono::seconds(10);
+
+// TCP keepalives on the exchange, which is silent during the run: a client whose host went away
+// (no FIN, no RST) is found after `idle` plus three unanswered probes a second apart, and its
+// session and data connections end. A killed process closes the socket at once anyway.
+void keep_alive(int fd, uint32_t idle_ms) {
+  const int on = 1, idle = static_cast<int>(std::max<uint32_t>(1, idle_ms / 1000)), every = 1,
+            count = 3;
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &every, sizeof(every));
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+}
 
 std::string address_text(uint32_t ip_host_order, uint16_t port) {
   return wire::to_string(wire::IpAddress(ip_host_order)) + ":" + std::to_string(port);
@@ -102,6 +118,8 @@ unsigned Services::poll_tcp() {
       s->client = wire::IpAddress(ntohl(peer.sin_addr.s_addr));
       s->tcp = true;
       s->tcp_fd = fd;
+      s->setup_by = std::chrono::steady_clock::now() + kSetupTime;
+      if (l->cfg.keepalive_ms != 0) keep_alive(fd, l->cfg.keepalive_ms);
       ++l->counts.sessions;
       pmd::log(LogLevel::kInfo, "perftest_tcp_session",
                {{"peer", address_text(ntohl(peer.sin_addr.s_addr), ntohs(peer.sin_port))},
@@ -113,8 +131,14 @@ unsigned Services::poll_tcp() {
   std::vector<Session*> tcp;
   for (const auto& s : sessions_)
     if (s->tcp && s->tcp_fd >= 0) tcp.push_back(s.get());
+  const auto now = std::chrono::steady_clock::now();
   for (Session* s : tcp) {
     serve_tcp(*s);
+    if (!s->ending && !s->keys_done && now >= s->setup_by) {
+      pmd::log(LogLevel::kWarning, "perftest_refused",
+               {{"peer", wire::to_string(s->client)}, {"why", "no set-up within 10 s"}});
+      s->ending = true;
+    }
     if (s->ending) {
       end_tcp(s);  // may free s
       ++work;
@@ -127,7 +151,14 @@ unsigned Services::poll_tcp() {
 // QP stops there until the QP is ready), and writes the replies it has. A closed or failed
 // exchange, or a message perftest never sends, marks the session ending.
 void Services::serve_tcp(Session& s) {
-  if (s.ending || s.tcp_fd < 0) return;
+  // Not again from inside itself: a data QP made inline (tcp_key_ready) lets this pass go on.
+  if (s.ending || s.tcp_fd < 0 || s.serving) return;
+  s.serving = true;
+  serve_tcp_pass(s);
+  s.serving = false;
+}
+
+void Services::serve_tcp_pass(Session& s) {
   uint8_t chunk[4096];
   for (;;) {
     const ssize_t n = ::recv(s.tcp_fd, chunk, sizeof(chunk), MSG_DONTWAIT);
@@ -145,7 +176,7 @@ void Services::serve_tcp(Session& s) {
     break;
   }
   std::string refused;
-  while (s.waiting_for == nullptr) {
+  while (s.waiting_for == nullptr && !s.ending) {
     const size_t len = next_message(s);
     if (len == 0 || s.in.size() < len) break;
     const TcpStep step = tcp_message(s, s.in.data(), len, &refused);

@@ -73,6 +73,8 @@ struct Services::Session {
   bool keys_done = false;       // TCP: a key named a QP we made: the syncs have begun
   Conn* waiting_for = nullptr;  // TCP: a data QP whose creation the next reply waits for
   bool ending = false;          // TCP: the exchange failed or closed; the data connections end
+  bool serving = false;         // TCP: serve_tcp is running (a callback inside it must not)
+  std::chrono::steady_clock::time_point setup_by{};  // TCP: the keys must be done by then
 };
 
 struct Services::Conn {

@@ -383,7 +383,10 @@ void Services::teardown(Conn* c) {
     for (Conn* d : data) teardown(d);
   }
   // perftest over TCP: a data connection's end is its session's; poll_tcp ends the others.
-  if (c->oob && c->session != nullptr) c->session->ending = true;
+  if (c->oob && c->session != nullptr) {
+    c->session->ending = true;
+    if (c->session->waiting_for == c) c->session->waiting_for = nullptr;
+  }
   close_next(c);
 }
 

@@ -186,6 +186,7 @@ class Services {
   NTSTATUS listen_tcp(Listening* l, std::string* error);
   unsigned poll_tcp();
   void serve_tcp(Session& s);
+  void serve_tcp_pass(Session& s);
   enum class TcpStep { kAnswered, kWait, kRefused };
   TcpStep tcp_message(Session& s, const uint8_t* in, size_t len, std::string* refused);
   bool new_tcp_data(Session& s, const perf::PerftestKey& key, std::string* refused);

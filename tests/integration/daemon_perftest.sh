@@ -154,6 +154,30 @@ assert s.recv(64) == b"", "a reply"
 PY
 grep -q 'event=perftest_refused peer=127.0.0.1 why="perftest version 1.00 (older than 5.70)"' "$work/daemon.log" ||
   fail "the TCP client's refusal was not logged"
+# A TCP client that connects and stays silent: its set-up must finish within 10 s, or the daemon
+# closes the exchange.
+python3 - <<'PY' || fail "a silent TCP client was not let go"
+import socket, time
+s = socket.create_connection(("127.0.0.1", 7003), timeout=30)
+t0 = time.monotonic()
+assert s.recv(64) == b"", "a reply"
+assert 9 <= time.monotonic() - t0 <= 20, time.monotonic() - t0
+PY
+grep -q 'event=perftest_refused peer=127.0.0.1 why="no set-up within 10 s"' "$work/daemon.log" ||
+  fail "the silent TCP client's end was not logged"
+# A TCP client killed during its run (WRITE bandwidth for 30 s, 2 QPs): its socket closes with it,
+# which ends the session and both data connections (closed, not failed), at once.
+"$perf" --perftest 127.0.0.1 --config "$work/client.yaml" --timeout 60 -p 7002 write bw -s 4096 -D 30 -q 2 > "$work/tcp_killed.log" 2>&1 &
+perf_pid=$!
+wait_for /rocedp/listeners "d['connections'][0] == 2"
+wait_for /rocedp/qps "d['count'] == 2"
+sleep 1
+kill -KILL "$perf_pid"
+wait "$perf_pid" 2>/dev/null || true
+perf_pid=
+rm -rf "/var/run/dpdk/$client_prefix"
+wait_for /rocedp/listeners "d['connections'] == [0, 0, 0] and d['failed'] == [1, 1, 0]"
+wait_for /rocedp/qps "d['count'] == 0"
 
 stop_daemon TERM
 [ "$daemon_status" -eq 0 ] || fail "exit status $daemon_status after SIGTERM"

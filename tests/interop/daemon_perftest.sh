@@ -23,6 +23,7 @@
 #   write_bw_tcp ib_write_bw -x $GID -s 65536 -n 20      read_bw_tcp  ib_read_bw -x $GID ... -n 20
 #   send_bw_tcp  ib_send_bw -x $GID -s 4096 -n 200       send_lat_tcp ib_send_lat ... -p 18516
 #   write_lat_tcp ib_write_lat -x $GID -s 64 -n 20 -p 18517
+#   read_lat_tcp ib_read_lat -x $GID -s 64 -n 20         atomic_bw_tcp ib_atomic_bw -x $GID -n 300
 # Each Linux client must exit 0 and print its result row (the -a ones a row for each of the 23
 # sizes); the daemon must log the WRITE, READ and atomic bandwidth clients' own reports (their
 # size and iterations, as Linux wrote them; with -a perftest reports its last size), count the
@@ -38,7 +39,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 iop_init daemon-perftest
 linux=198.18.0.38 rocedp=198.18.0.50 bridge=198.18.0.1
 cases=(write_bw write_bw_q4 write_bw_two read_bw atomic_bw send_bw read_lat atomic_lat send_lat write_lat write_bw_all send_bw_all
-  write_bw_tcp read_bw_tcp send_bw_tcp send_lat_tcp write_lat_tcp)
+  write_bw_tcp read_bw_tcp send_bw_tcp send_lat_tcp write_lat_tcp read_lat_tcp atomic_bw_tcp)
 
 iop_net 1500 dpdkdp
 iop_rocedpd 1500 "$(iop_devargs 0 dpdkdp 1500)" "$rocedp" \
@@ -71,6 +72,8 @@ command_of() {
     send_bw_tcp) echo "ib_send_bw -d rxe0 -x \$GID -F -s 4096 -n 200 $bridge" ;;
     send_lat_tcp) echo "ib_send_lat -d rxe0 -x \$GID -F -s 64 -n 20 -p 18516 $bridge" ;;
     write_lat_tcp) echo "ib_write_lat -d rxe0 -x \$GID -F -s 64 -n 20 -p 18517 $bridge" ;;
+    read_lat_tcp) echo "ib_read_lat -d rxe0 -x \$GID -F -s 64 -n 20 $bridge" ;;
+    atomic_bw_tcp) echo "ib_atomic_bw -d rxe0 -x \$GID -F -A FETCH_AND_ADD -n 300 $bridge" ;;
   esac
 }
 {
@@ -115,11 +118,13 @@ for want in "size=65536 iterations=20" "size=65536 iterations=80" "size=65536 it
   grep -q "event=perftest_report .*$want " "$log" || iop_fail "no perftest_report with $want"
 done
 [ "$(grep -c "event=perftest_report .*size=65536 iterations=40 " "$log")" = 2 ] || iop_fail "write_bw_two: not two reports"
-# With -a perftest reports once, for its last size; write_bw_tcp and read_bw_tcp report too.
-[ "$(grep -c "event=perftest_report" "$log")" = 9 ] || iop_fail "perftest reports: $(grep -c "event=perftest_report" "$log"), expected 9"
+# With -a perftest reports once, for its last size; write_bw_tcp, read_bw_tcp and atomic_bw_tcp
+# report too.
+[ "$(grep -c "event=perftest_report" "$log")" = 10 ] || iop_fail "perftest reports: $(grep -c "event=perftest_report" "$log"), expected 10"
+[ "$(grep -c "event=perftest_report .*size=8 iterations=300 " "$log")" = 2 ] || iop_fail "atomic_bw_tcp: no report"
 # The TCP clients' sessions: each key made a data QP connected out of band.
-[ "$(grep -c 'event=service_connected service=perftest peer="198.18.0.38 (TCP exchange)"' "$log")" = 5 ] ||
-  iop_fail "TCP exchange: $(grep -c 'TCP exchange' "$log") data QPs connected, expected 5"
+[ "$(grep -c 'event=service_connected service=perftest peer="198.18.0.38 (TCP exchange)"' "$log")" = 7 ] ||
+  iop_fail "TCP exchange: $(grep -c 'TCP exchange' "$log") data QPs connected, expected 7"
 grep -q "event=perftest_refused" "$log" && iop_fail "rocedpd refused a Linux client: $(grep perftest_refused "$log")"
 
 # WRITE latency on the wire: rocedpd's first WRITE is message_bytes long (4096: FIRST, 2 MIDDLE,
@@ -133,11 +138,13 @@ want_wl="$linux/10/138=20 $rocedp/10/138=20 $rocedp/6/1098=1 $rocedp/7/1082=2 $r
   echo "ok   write_lat on the wire: $want_wl" || iop_fail "write_lat's WRITEs (source/opcode/frame=count): $wl, want $want_wl"
 
 # The atomics, each executed once in order, each answer the word's value before it.
-if out=$(/usr/bin/python3 "$iop_here/atomic_check.py" "$IOP_ARTIFACTS/interop-daemon-perftest-atomic_bw.pcap" "$linux" 2>&1); then
-  echo "     atomic_bw: $(tail -1 <<<"$out")"
-else
-  iop_fail "atomic_bw: atomic_check: $(tail -4 <<<"$out" | tr '\n' ' ')"
-fi
+for c in atomic_bw atomic_bw_tcp; do
+  if out=$(/usr/bin/python3 "$iop_here/atomic_check.py" "$IOP_ARTIFACTS/interop-daemon-perftest-$c.pcap" "$linux" 2>&1); then
+    echo "     $c: $(tail -1 <<<"$out")"
+  else
+    iop_fail "$c: atomic_check: $(tail -4 <<<"$out" | tr '\n' ' ')"
+  fi
+done
 
 # /rocedp/listeners: a session per case, the sink's SENDs and the echo's answers; nothing held.
 held=$(iop_daemon_holds "rdp-iop-d-$$")
@@ -148,8 +155,8 @@ import json, sys
 rows = json.loads(sys.argv[1])["listeners"]
 d = {k: [r.get(k) for r in rows] for k in rows[0]}
 # The -a sink (18518): 5 SENDs of each size 2 to 8 MiB, 5 x (2^24 - 2) bytes.
-# The TCP clients: 3 sessions on 18515 (two reports, 200 more SENDs), one each on 18516 and 18517.
-want = {"sessions": [13, 2, 2, 1], "reports": [9, 0, 0, 0], "received_messages": [400, 0, 40, 115],
+# The TCP clients: 5 sessions on 18515 (three reports, 200 more SENDs), one each on 18516 and 18517.
+want = {"sessions": [15, 2, 2, 1], "reports": [10, 0, 0, 0], "received_messages": [400, 0, 40, 115],
         "received_bytes": [1638400, 0, 2560, 83886070], "echo_messages": [0, 40, 40, 0],
         "echo_bytes": [0, 2560, 2560, 0], "failed": [0, 0, 0, 0]}
 bad = [f"{k}={d.get(k)} (want {v})" for k, v in want.items() if d.get(k) != v]
