@@ -312,6 +312,7 @@ bool Services::new_tcp_data(Session& s, const perf::PerftestKey& k, std::string*
 // back to the client, then the QP connects out of band.
 void Services::tcp_key_ready(Conn* c) {
   Session& s = *c->session;
+  if (s.ending) return;  // poll_tcp ends the session and this connection with it
   uint8_t out[perf::kKeyTextSize];
   encode_tcp_key(c, out);
   s.out.insert(s.out.end(), out, out + sizeof(out));
