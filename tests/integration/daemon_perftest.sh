@@ -50,6 +50,20 @@ run_client() {
   rm -rf "/var/run/dpdk/$client_prefix"
   [ "$st" -eq 0 ] || { cat "$work/$name.log" >&2; fail "$name: rocedp-perf exit $st"; }
 }
+# kill_during_run NAME HOST WAIT_PATH WAIT_EXPR PERFTEST_ARGS...: a WRITE bandwidth client of 30 s,
+# killed (SIGKILL) a second after WAIT_PATH's telemetry shows WAIT_EXPR (its run is under way).
+kill_during_run() {
+  local name=$1 host=$2 path=$3 expr=$4
+  shift 4
+  "$perf" --perftest "$host" --config "$work/client.yaml" --timeout 60 "$@" write bw -s 4096 -D 30 -q 2 > "$work/$name.log" 2>&1 &
+  perf_pid=$!
+  wait_for "$path" "$expr"
+  sleep 1
+  kill -KILL "$perf_pid"
+  wait "$perf_pid" 2>/dev/null || true
+  perf_pid=
+  rm -rf "/var/run/dpdk/$client_prefix"
+}
 # row_count NAME: the rows of results a client printed (perftest's table: lines of numbers).
 row_count() { grep -cE '^ +[0-9]+ +[0-9]+ +[0-9.]+' "$work/$1.log" || true; }
 
@@ -92,14 +106,7 @@ wait_for /rocedp/listeners "d['connections'] == [0, 0, 0] and d['sessions'][1] =
 # A client killed during its run (WRITE bandwidth for 30 s, 2 QPs): nothing tells the service but
 # its control connection's keepalive (every 200 ms), whose retries run out; the session's two data
 # connections end with it. Counted: the control connection failed, the data connections closed.
-"$perf" --perftest 198.18.1.1 --config "$work/client.yaml" --timeout 60 -R -p 7002 write bw -s 4096 -D 30 -q 2 > "$work/killed.log" 2>&1 &
-perf_pid=$!
-wait_for /rocedp/connections "d['count'] == 3 and d['state'] == ['established'] * 3"
-sleep 1
-kill -KILL "$perf_pid"
-wait "$perf_pid" 2>/dev/null || true
-perf_pid=
-rm -rf "/var/run/dpdk/$client_prefix"
+kill_during_run killed 198.18.1.1 /rocedp/connections "d['count'] == 3 and d['state'] == ['established'] * 3" -R -p 7002
 for _ in $(seq 300); do  # the keepalive's retries: a few seconds
   [ "$(tel_get /rocedp/connections "d['count']")" = 0 ] && break
   sleep 0.1
@@ -167,15 +174,7 @@ grep -q 'event=perftest_refused peer=127.0.0.1 why="no set-up within 10 s"' "$wo
   fail "the silent TCP client's end was not logged"
 # A TCP client killed during its run (WRITE bandwidth for 30 s, 2 QPs): its socket closes with it,
 # which ends the session and both data connections (closed, not failed), at once.
-"$perf" --perftest 127.0.0.1 --config "$work/client.yaml" --timeout 60 -p 7002 write bw -s 4096 -D 30 -q 2 > "$work/tcp_killed.log" 2>&1 &
-perf_pid=$!
-wait_for /rocedp/listeners "d['connections'][0] == 2"
-wait_for /rocedp/qps "d['count'] == 2"
-sleep 1
-kill -KILL "$perf_pid"
-wait "$perf_pid" 2>/dev/null || true
-perf_pid=
-rm -rf "/var/run/dpdk/$client_prefix"
+kill_during_run tcp_killed 127.0.0.1 /rocedp/qps "d['count'] == 2" -p 7002
 wait_for /rocedp/listeners "d['connections'] == [0, 0, 0] and d['failed'] == [1, 1, 0]"
 wait_for /rocedp/qps "d['count'] == 0"
 
