@@ -138,6 +138,17 @@ std::string number(double v, int decimals) {
 
 }  // namespace
 
+// What every key of data connection `d` names, over either exchange: its QP, the reads it takes
+// and the listener's region (the caller adds the GID, and over TCP the PSN).
+perf::PerftestKey Services::service_key(const Conn* d) const {
+  perf::PerftestKey key;
+  key.out_reads = max_inbound_reads();
+  key.qpn = d->qp != nullptr ? d->qp->qpn() : 0;
+  key.rkey = d->svc->mr->get_remote_token();
+  key.vaddr = reinterpret_cast<uint64_t>(d->svc->region.get());
+  return key;
+}
+
 // The messages both exchanges answer alike: the version, the system data and the fields of the
 // client's bandwidth report (logged once whole). The reply, of the same length, goes to `out`.
 void Services::answer_common(Session& s, const uint8_t* in, size_t len, uint8_t* out,
@@ -221,11 +232,7 @@ NTSTATUS Services::answer(Conn* c, uint32_t slot, uint32_t len) {
         if (const NTSTATUS st = start_writes(d, theirs.vaddr, theirs.rkey); st != STATUS_SUCCESS)
           d->mark_failed(st);
       }
-      perf::PerftestKey key;
-      key.out_reads = max_inbound_reads();
-      key.qpn = d->qp != nullptr ? d->qp->qpn() : 0;
-      key.rkey = s.svc->mr->get_remote_token();
-      key.vaddr = reinterpret_cast<uint64_t>(s.svc->region.get());
+      perf::PerftestKey key = service_key(d);
       NdkSockAddr local;
       uint32_t size = sizeof(local);
       if (c->connector->get_local_address(&local, &size) == STATUS_SUCCESS) {

@@ -213,7 +213,6 @@ Services::TcpStep Services::tcp_message(Session& s, const uint8_t* in, size_t le
       const uint32_t theirs = perf::decode_mtu(in);
       s.path_mtu = theirs != 0 ? std::min(theirs, port_mtu) : port_mtu;
       perf::encode_mtu(port_mtu, out);
-      s.phase = Session::Phase::kRunning;
     } else {
       answer_common(s, in, len, out, refused, wire::to_string(s.client));
     }
@@ -256,18 +255,10 @@ Services::TcpStep Services::tcp_message(Session& s, const uint8_t* in, size_t le
 // The key of data connection `c` as text: its QP, its first PSN, the listener's region and the
 // port's address of the client's family as the GID.
 void Services::encode_tcp_key(const Conn* c, uint8_t out[]) const {
-  perf::PerftestKey key;
-  key.out_reads = max_inbound_reads();
-  key.qpn = c->qp->qpn();
+  perf::PerftestKey key = service_key(c);
   key.psn = c->local_psn;
-  key.rkey = c->svc->mr->get_remote_token();
-  key.vaddr = reinterpret_cast<uint64_t>(c->svc->region.get());
-  if (const CmAgent* agent = agent_of(adapter_)) {
-    wire::Ipv6Addr peer;
-    std::memcpy(peer.data(), c->peer_gid, peer.size());
-    const wire::IpAddress ours = agent->local_ip_for(wire::IpAddress::v6(peer));
-    std::memcpy(key.gid, ours.bytes.data(), sizeof(key.gid));
-  }
+  if (const CmAgent* agent = agent_of(adapter_))
+    std::memcpy(key.gid, agent->local_ip_for(c->peer_ip).bytes.data(), sizeof(key.gid));
   perf::encode_key_text(key, out);
 }
 
@@ -292,7 +283,9 @@ bool Services::new_tcp_data(Session& s, const perf::PerftestKey& k, std::string*
   c->peer_qpn = k.qpn;
   c->peer_psn = k.psn & 0xFFFFFF;
   c->peer_out_reads = k.out_reads;
-  std::memcpy(c->peer_gid, k.gid, sizeof(c->peer_gid));
+  wire::Ipv6Addr gid;
+  std::memcpy(gid.data(), k.gid, gid.size());
+  c->peer_ip = wire::IpAddress::v6(gid);
   // Our first PSN: anything in 24 bits; a different one per connection, as perftest's lrand48.
   c->local_psn =
       static_cast<uint32_t>(
@@ -329,9 +322,7 @@ void Services::oob_connect(Conn* c) {
     fail_setup(c, "connect", STATUS_INVALID_DEVICE_STATE);
     return;
   }
-  wire::Ipv6Addr gid;
-  std::memcpy(gid.data(), c->peer_gid, gid.size());
-  const wire::IpAddress peer = wire::IpAddress::v6(gid);
+  const wire::IpAddress peer = c->peer_ip;
   c->creating = true;  // a completion is owed: teardown waits for it (close_next)
   std::shared_ptr<bool> alive = alive_;
   const uint64_t serial = c->serial;

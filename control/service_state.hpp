@@ -103,7 +103,7 @@ struct Services::Conn {
   // the QP connects out of band (oob_connect) once our key went back.
   bool oob = false;
   uint32_t peer_psn = 0, local_psn = 0, peer_out_reads = 0;
-  uint8_t peer_gid[16] = {};
+  wire::IpAddress peer_ip;  // the client's GID
   uint64_t serial = 0;  // tells a resolution's late callback whether this Conn is still the same
   bool is_control() const;
   uint32_t next_send = 0;  // control: the reply slot after the last one used

@@ -179,6 +179,7 @@ class Services {
   NTSTATUS post_control_receives(Conn* c);
   NTSTATUS poll_control(Conn* c, std::chrono::steady_clock::time_point now);
   NTSTATUS answer(Conn* c, uint32_t slot, uint32_t len);
+  perf::PerftestKey service_key(const Conn* d) const;
   void answer_common(Session& s, const uint8_t* in, size_t len, uint8_t* out, std::string* refused,
                      const std::string& peer);
   Conn* data_for_key(Session& s, uint32_t qpn);
